@@ -1,0 +1,104 @@
+/*
+ * llmbox sandbox client: the local RPC to `llmbox sandboxd`.
+ *
+ * Wire protocol (unix stream socket, var/run/sandboxd.sock):
+ *   every message is a frame: 4-byte big-endian length N (N <= 64 MiB),
+ *   then N bytes. A request is one JSON frame, optionally followed by one
+ *   binary frame when the JSON has "data": true (write). A response is one
+ *   JSON frame {"ok":true,...} or {"ok":false,"error":"code","message":"..."},
+ *   optionally followed by one binary frame when it has "data": true (read).
+ *   Requests on one connection are answered in order, one at a time.
+ *
+ * Operations ("op"):
+ *   create   {image, memory_mib, pids, input_dir?}      -> {id}
+ *            input_dir: host directory copied into /testbed/input.
+ *   exec     {id, command, timeout_ms}                  -> {state, exit_code,
+ *            stdout, stderr, truncated, duration_ms}    state: exited|timeout|oom|interrupted|error
+ *   write    {id, path, excl, mode?} + data frame       -> {}
+ *   read     {id, path, max}                            -> {size} + data frame
+ *   list     {id, path, max_depth, max_entries}         -> {entries:[{path,type:"file"|"dir",size}]}
+ *            symlinks and special files are reported with type "other" and never followed.
+ *   stat     {id, path}                                 -> {type:"missing"|"file"|"dir"|"other", size}
+ *   destroy  {id}                                       -> {}   (idempotent)
+ *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit"}
+ *
+ * Sandboxes belong to the connection that created them: when it closes
+ * (the agent exits, is killed or cancelled), sandboxd destroys them. That
+ * is how cancel and agent crashes leave nothing behind.
+ *
+ * Error codes: "invalid", "notfound", "exists", "toobig", "isdir",
+ * "sandbox", "busy", "internal".
+ */
+#ifndef LLMBOX_SANDBOX_H
+#define LLMBOX_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLMBOX_RPC_MAX_FRAME (64u << 20)
+
+typedef struct lbsb_conn lbsb_conn;
+
+typedef struct lbsb_spec {
+    const char *image;          /* NULL: "default" */
+    int memory_mib;             /* 0: daemon default */
+    int pids;                   /* 0: daemon default */
+    const char *input_dir;      /* NULL: empty /testbed/input */
+} lbsb_spec;
+
+typedef struct lbsb_exec_out {
+    int state;                  /* llmbox_exec_state */
+    int exit_code;
+    char *out; size_t out_len;  /* owned by the caller: free() */
+    char *err; size_t err_len;
+    int truncated;
+    int64_t duration_ms;
+} lbsb_exec_out;
+
+typedef struct lbsb_entry {
+    char *path;                 /* relative to the listed dir; owned */
+    int type;                   /* 1 file, 2 dir, 3 other */
+    uint64_t size;
+} lbsb_entry;
+
+/* All functions return an lb_status code (server/common/status.h numbering:
+ * 0 ok, LB_E_NOTFOUND, LB_E_EXISTS, LB_E_TOOBIG, LB_E_SANDBOX,
+ * LB_E_UNAVAILABLE when the daemon cannot be reached, LB_E_CANCELLED when a
+ * call was interrupted by a signal and *cancel_flag was set ...).
+ * errbuf (may be NULL) receives a human sentence on failure. */
+
+/* cancel_flag (may be NULL): when a signal interrupts a blocking call and
+ * *cancel_flag is nonzero, the call returns LB_E_CANCELLED. */
+int lbsb_connect(const char *socket_path, volatile int *cancel_flag, lbsb_conn **out,
+                 char *errbuf, size_t errsz);
+void lbsb_close(lbsb_conn *c);   /* closing destroys the connection's sandboxes */
+
+int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
+                char *errbuf, size_t errsz);
+int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
+              lbsb_exec_out *out, char *errbuf, size_t errsz);
+void lbsb_exec_out_free(lbsb_exec_out *o);
+int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
+               size_t len, int excl, char *errbuf, size_t errsz);
+int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
+              char **data, size_t *len, char *errbuf, size_t errsz);
+int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
+              size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
+void lbsb_entries_free(lbsb_entry *ents, size_t n);
+/* *type: 0 missing, 1 file, 2 dir, 3 other */
+int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_t *size,
+              char *errbuf, size_t errsz);
+int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
+/* *info_json: the ping response, caller frees. */
+int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

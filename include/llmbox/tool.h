@@ -1,0 +1,164 @@
+/*
+ * llmbox tool plugin ABI, major version 1.
+ *
+ * A plugin is a shared object that exports exactly one symbol:
+ *
+ *     const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *host);
+ *
+ * The symbol name carries the ABI major version, so a plugin built for
+ * another major simply has no symbol the host looks for. The host passes
+ * its table of functions; the plugin returns a static descriptor (or NULL
+ * to refuse loading, e.g. when host->abi_minor is older than it needs).
+ *
+ * Compatibility rules (after SQLite extensions and Redis modules):
+ *  - Structs start with `size` and only grow at the end. Read a field only
+ *    if `size` says it is there (LLMBOX_HAS_FIELD).
+ *  - abi_minor grows when fields or functions are appended; a plugin built
+ *    against minor N runs on any host with minor >= N.
+ *  - Status codes (llmbox_status) only grow; 0 is success.
+ *  - Plugins link against nothing of the host; everything goes through the
+ *    host table. Build with -fvisibility=hidden and mark only the entry
+ *    symbol LLMBOX_PLUGIN_EXPORT.
+ *
+ * Ownership: every pointer the host hands out stays owned by the host and
+ * is valid until the tool's invoke() returns, unless said otherwise. The
+ * plugin frees nothing it did not allocate, and the host frees nothing the
+ * plugin allocated.
+ */
+#ifndef LLMBOX_TOOL_H
+#define LLMBOX_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLMBOX_TOOL_ABI_MAJOR 1
+#define LLMBOX_TOOL_ABI_MINOR 0
+#define LLMBOX_TOOL_ENTRY "llmbox_tool_plugin_v1"
+
+#define LLMBOX_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define LLMBOX_HAS_FIELD(ptr, type, field) \
+    ((ptr)->size >= offsetof(type, field) + sizeof(((type *)0)->field))
+
+typedef enum llmbox_status {
+    LLMBOX_OK = 0,
+    LLMBOX_ERR_INVALID = 1,     /* bad arguments (the model's fault) */
+    LLMBOX_ERR_SANDBOX = 2,     /* the sandbox failed */
+    LLMBOX_ERR_CANCELLED = 3,   /* the task was cancelled */
+    LLMBOX_ERR_TOOBIG = 4,      /* a cap was reached */
+    LLMBOX_ERR_NOTFOUND = 5,    /* no such file */
+    LLMBOX_ERR_EXISTS = 6,      /* file already exists */
+    LLMBOX_ERR_INTERNAL = 7,    /* a bug in the plugin or host */
+    LLMBOX_ERR_ISDIR = 8,       /* path is a directory */
+} llmbox_status;
+
+/* Opaque: the task a tool runs for. */
+typedef struct llmbox_ctx llmbox_ctx;
+/* Opaque: the result of one tool call, filled through host functions. */
+typedef struct llmbox_result llmbox_result;
+
+/* How a command in the sandbox ended. */
+typedef enum llmbox_exec_state {
+    LLMBOX_EXEC_EXITED = 0,     /* exit_code is valid (0 = success) */
+    LLMBOX_EXEC_TIMEOUT = 1,    /* killed at the timeout */
+    LLMBOX_EXEC_OOM = 2,        /* killed by the memory limit */
+    LLMBOX_EXEC_INTERRUPTED = 3,/* interrupted (cancel, C-c) */
+    LLMBOX_EXEC_ERROR = 4,      /* the sandbox failed; see stderr */
+} llmbox_exec_state;
+
+typedef struct llmbox_exec_result {
+    size_t size;                /* set by the caller: sizeof(llmbox_exec_result) */
+    int state;                  /* llmbox_exec_state */
+    int exit_code;              /* valid when state == LLMBOX_EXEC_EXITED */
+    const char *out;            /* stdout, host-owned, NUL-terminated */
+    size_t out_len;
+    const char *err;            /* stderr, host-owned, NUL-terminated */
+    size_t err_len;
+    int truncated;              /* nonzero if out or err were capped */
+    int64_t duration_ms;
+} llmbox_exec_result;
+
+/* Result streams. TEXT is what the model reads; STDOUT/STDERR are shown
+ * apart in the UI and also given to the model, labelled. */
+enum { LLMBOX_STREAM_TEXT = 0, LLMBOX_STREAM_STDOUT = 1, LLMBOX_STREAM_STDERR = 2 };
+
+/* Flags for write_file. */
+#define LLMBOX_WRITE_EXCL 1u    /* fail with LLMBOX_ERR_EXISTS if present */
+
+typedef struct llmbox_dirent {
+    const char *path;           /* relative to the listed directory */
+    int is_dir;
+    uint64_t size;
+} llmbox_dirent;
+
+typedef struct llmbox_host {
+    size_t size;                /* sizeof(llmbox_host) of the host */
+    uint16_t abi_major;
+    uint16_t abi_minor;
+
+    /* Runs cmd in the task's persistent bash session (cwd and env persist).
+     * timeout_ms <= 0 means the host default. res->size must be set.
+     * Returns LLMBOX_OK when the command ran (whatever its exit status). */
+    int (*exec)(llmbox_ctx *ctx, const char *cmd, size_t cmd_len,
+                int timeout_ms, llmbox_exec_result *res);
+    /* Reads a regular file in the sandbox (absolute path), at most max
+     * bytes (LLMBOX_ERR_TOOBIG beyond). *data is host-owned, NUL-terminated,
+     * valid until the next read_file call or the end of invoke(). */
+    int (*read_file)(llmbox_ctx *ctx, const char *path, size_t max,
+                     const char **data, size_t *len);
+    /* Writes a file in the sandbox atomically, creating parent dirs. */
+    int (*write_file)(llmbox_ctx *ctx, const char *path, const void *data,
+                      size_t len, unsigned flags);
+    /* Lists a directory down to max_depth levels (1 = its entries), sorted.
+     * *ents is host-owned, valid like read_file's data. Hidden entries are
+     * included; filter them if needed. LLMBOX_ERR_NOTFOUND if missing,
+     * LLMBOX_ERR_INVALID if not a directory. */
+    int (*list_dir)(llmbox_ctx *ctx, const char *path, int max_depth,
+                    const llmbox_dirent **ents, size_t *n);
+    /* Type of a path: 0 missing, 1 regular file, 2 directory, 3 other. */
+    int (*path_type)(llmbox_ctx *ctx, const char *path);
+    /* Nonzero once the task is cancelled; long tools should check it. */
+    int (*is_cancelled)(llmbox_ctx *ctx);
+    void (*log)(llmbox_ctx *ctx, int level, const char *msg); /* 0 debug .. 3 error */
+
+    /* Appends to a result stream (capped by the host; extra bytes dropped
+     * and the truncation noted for the model). */
+    int (*result_append)(llmbox_result *r, int stream, const char *data, size_t len);
+    /* Sets the short status shown to the model and the UI:
+     * "ok", "exit 2", "still running", "killed (timeout)", "error" ... */
+    void (*result_set_status)(llmbox_result *r, const char *status);
+    /* Ends the task after this call; answer may be NULL. */
+    int (*finish)(llmbox_ctx *ctx, const char *answer, size_t len);
+} llmbox_host;
+
+typedef struct llmbox_tool {
+    size_t size;                /* sizeof(llmbox_tool) */
+    const char *name;           /* [a-z0-9_]{1,64}, unique among loaded tools */
+    const char *description;    /* for the model */
+    const char *parameters;     /* JSON Schema (object) of the arguments */
+    /* args_json: a JSON object already checked against `parameters` for
+     * required keys and basic types. Return LLMBOX_OK or an llmbox_status;
+     * on error the text appended to r is shown to the model. */
+    int (*invoke)(llmbox_ctx *ctx, const char *args_json, size_t args_len,
+                  llmbox_result *r);
+} llmbox_tool;
+
+typedef struct llmbox_plugin {
+    size_t size;                /* sizeof(llmbox_plugin) */
+    uint16_t abi_major;         /* LLMBOX_TOOL_ABI_MAJOR */
+    uint16_t abi_minor;         /* LLMBOX_TOOL_ABI_MINOR the plugin was built for */
+    const char *name;           /* plugin name, for logs */
+    const char *version;        /* plugin version, free form */
+    const llmbox_tool *tools;   /* array of n_tools */
+    size_t n_tools;
+} llmbox_plugin;
+
+typedef const llmbox_plugin *(*llmbox_tool_plugin_fn)(const llmbox_host *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

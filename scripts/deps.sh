@@ -1,0 +1,33 @@
+#!/bin/sh
+# Installs the Debian packages llmbox needs, only those that are missing,
+# and creates the unprivileged service user. Safe to run again.
+set -eu
+
+PKGS="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libcjson-dev
+libarchive-dev libmagic-dev libsqlite3-dev libseccomp-dev libssl-dev
+nginx-light debootstrap python3 zip unzip curl ca-certificates procps
+iproute2 util-linux"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "llmbox: missing packages:$missing (run as root to install them)" >&2
+        exit 1
+    fi
+    echo "llmbox: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # policy-rc.d keeps the distribution's nginx service from starting on :80
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+    apt-get install -y -qq --no-install-recommends $missing || { rm -f /usr/sbin/policy-rc.d; exit 1; }
+    rm -f /usr/sbin/policy-rc.d
+fi
+
+if [ "$(id -u)" = 0 ] && ! getent passwd llmbox >/dev/null; then
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin llmbox
+    echo "llmbox: created system user llmbox (runs the web backend and agents)"
+fi
+exit 0

@@ -1,0 +1,25 @@
+#include "status.h"
+
+static const char *const lb_status_text[LB_E__COUNT] = {
+    [LB_OK] = "ok",
+    [LB_E_NOMEM] = "out of memory",
+    [LB_E_INVAL] = "invalid input",
+    [LB_E_TOOBIG] = "size limit exceeded",
+    [LB_E_IO] = "i/o error",
+    [LB_E_NOTFOUND] = "not found",
+    [LB_E_EXISTS] = "already exists",
+    [LB_E_PROTO] = "protocol error",
+    [LB_E_TIMEOUT] = "timed out",
+    [LB_E_CANCELLED] = "cancelled",
+    [LB_E_UNAVAILABLE] = "unavailable",
+    [LB_E_SANDBOX] = "sandbox error",
+    [LB_E_DENIED] = "permission denied",
+    [LB_E_INTERNAL] = "internal error",
+};
+
+const char *lb_strerror(int status)
+{
+    if (status < 0 || status >= LB_E__COUNT || !lb_status_text[status])
+        return "unknown error";
+    return lb_status_text[status];
+}

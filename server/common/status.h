@@ -1,0 +1,27 @@
+/* Stable status codes shared by every component.
+ * The enum only grows; 0 is success. Never renumber. */
+#ifndef LB_STATUS_H
+#define LB_STATUS_H
+
+typedef enum lb_status {
+    LB_OK = 0,
+    LB_E_NOMEM = 1,      /* allocation failed */
+    LB_E_INVAL = 2,      /* bad argument or malformed input */
+    LB_E_TOOBIG = 3,     /* a cap was reached */
+    LB_E_IO = 4,         /* read/write/open failed (errno is kept) */
+    LB_E_NOTFOUND = 5,
+    LB_E_EXISTS = 6,
+    LB_E_PROTO = 7,      /* peer spoke the protocol wrong */
+    LB_E_TIMEOUT = 8,
+    LB_E_CANCELLED = 9,
+    LB_E_UNAVAILABLE = 10, /* a peer (model, sandboxd) cannot be reached */
+    LB_E_SANDBOX = 11,   /* the sandbox itself failed */
+    LB_E_DENIED = 12,    /* refused (auth, permissions) */
+    LB_E_INTERNAL = 13,
+    LB_E__COUNT
+} lb_status;
+
+/* Never NULL; a static string. */
+const char *lb_strerror(int status);
+
+#endif

@@ -1,0 +1,222 @@
+#include "util.h"
+#include "status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int lb_random_hex(char *out, size_t outsz, size_t nbytes)
+{
+    unsigned char raw[64];
+    if (nbytes > sizeof raw || outsz < nbytes * 2 + 1)
+        return LB_E_INVAL;
+    size_t got = 0;
+    while (got < nbytes) {
+        ssize_t n = getrandom(raw + got, nbytes - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return LB_E_IO;
+        }
+        got += (size_t)n;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[nbytes * 2] = '\0';
+    return LB_OK;
+}
+
+int lb_id_valid(const char *s)
+{
+    if (!s)
+        return 0;
+    size_t i = 0;
+    for (; s[i]; i++) {
+        if (i >= LB_ID_HEX_LEN)
+            return 0;
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return 0;
+    }
+    return i == LB_ID_HEX_LEN;
+}
+
+static int64_t lb_clock_ms(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t lb_now_ms(void) { return lb_clock_ms(CLOCK_REALTIME); }
+int64_t lb_mono_ms(void) { return lb_clock_ms(CLOCK_MONOTONIC); }
+
+int lb_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return LB_E_IO;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return LB_OK;
+}
+
+int lb_read_full(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return LB_E_IO;
+        }
+        if (r == 0)
+            return LB_E_IO;
+        c += r;
+        n -= (size_t)r;
+    }
+    return LB_OK;
+}
+
+int lb_write_file_atomic(const char *path, const void *data, size_t len, int mode)
+{
+    char tmp[4096], rnd[17];
+    if (lb_random_hex(rnd, sizeof rnd, 8))
+        return LB_E_IO;
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%s", path, rnd) >= sizeof tmp)
+        return LB_E_INVAL;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return LB_E_IO;
+    int rc = lb_write_all(fd, data, len);
+    if (rc == LB_OK && fsync(fd) != 0)
+        rc = LB_E_IO;
+    if (close(fd) != 0 && rc == LB_OK)
+        rc = LB_E_IO;
+    if (rc == LB_OK && rename(tmp, path) != 0)
+        rc = LB_E_IO;
+    if (rc != LB_OK) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+    }
+    return rc;
+}
+
+int lb_read_file(const char *path, size_t max, char **data, size_t *len)
+{
+    *data = NULL;
+    if (len)
+        *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? LB_E_NOTFOUND : LB_E_IO;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return LB_E_IO;
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return LB_E_TOOBIG;
+    }
+    size_t cap = (size_t)st.st_size;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return LB_E_NOMEM;
+    }
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(buf);
+            close(fd);
+            return LB_E_IO;
+        }
+        if (r == 0 || got + (size_t)r == cap) {
+            got += (size_t)r;
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *data = buf;
+    if (len)
+        *len = got;
+    return LB_OK;
+}
+
+int lb_mkdirs(const char *path, int mode)
+{
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp)
+        return LB_E_INVAL;
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST)
+            return LB_E_IO;
+        *p = '/';
+    }
+    if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST)
+        return LB_E_IO;
+    return LB_OK;
+}
+
+static int lb_rmtree_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    int r = (flag == FTW_DP) ? rmdir(p) : unlink(p);
+    return r != 0 && errno != ENOENT ? -1 : 0;
+}
+
+int lb_rmtree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? LB_OK : LB_E_IO;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path) == 0 ? LB_OK : LB_E_IO;
+    return nftw(path, lb_rmtree_cb, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 ? LB_OK : LB_E_IO;
+}
+
+int lb_drop_privileges(const char *user)
+{
+    if (geteuid() != 0 || !user || !*user)
+        return LB_OK;
+    struct passwd *pw = getpwnam(user);
+    if (!pw)
+        return LB_E_NOTFOUND;
+    if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0)
+        return LB_E_DENIED;
+    if (setuid(0) == 0) /* must not be able to regain root */
+        return LB_E_DENIED;
+    return LB_OK;
+}

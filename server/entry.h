@@ -1,0 +1,14 @@
+/* Entry points of the subcommands. argv[0] is the subcommand name.
+ * Each returns the process exit status. */
+#ifndef LB_ENTRY_H
+#define LB_ENTRY_H
+
+#define LLMBOX_VERSION "0.1.0"
+
+int lb_web_main(int argc, char **argv);      /* server/web/ */
+int lb_sandboxd_main(int argc, char **argv); /* server/sandbox/ */
+int lb_agent_main(int argc, char **argv);    /* server/agent/ */
+int lb_run_main(int argc, char **argv);      /* server/agent/ */
+int lb_image_main(int argc, char **argv);    /* server/sandbox/ */
+
+#endif

@@ -1,0 +1,62 @@
+/* llmbox: one multi-call binary. Each subcommand lives in its own folder. */
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "entry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: llmbox <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  web                 FastCGI backend on a unix socket (behind nginx)\n"
+            "  sandboxd            the sandbox daemon (root)\n"
+            "  agent --task ID     run one stored task (spawned by web)\n"
+            "  run [-i FILE]... [-o DIR] \"prompt\"\n"
+            "                      run one task from the terminal\n"
+            "  image build [NAME]  build a sandbox image with debootstrap\n"
+            "  version             print the version\n"
+            "\n"
+            "Configuration comes from the environment; see README.md.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("llmbox %s\n", LLMBOX_VERSION);
+        return 0;
+    }
+    int rc = lb_config_load(lb_cfg_mut());
+    if (rc != LB_OK) {
+        fprintf(stderr, "llmbox: cannot load configuration: %s\n", lb_strerror(rc));
+        return 1;
+    }
+    argc--;
+    argv++;
+    if (!strcmp(cmd, "web"))
+        return lb_web_main(argc, argv);
+    if (!strcmp(cmd, "sandboxd"))
+        return lb_sandboxd_main(argc, argv);
+    if (!strcmp(cmd, "agent"))
+        return lb_agent_main(argc, argv);
+    if (!strcmp(cmd, "run"))
+        return lb_run_main(argc, argv);
+    if (!strcmp(cmd, "image"))
+        return lb_image_main(argc, argv);
+    fprintf(stderr, "llmbox: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

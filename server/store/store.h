@@ -1,0 +1,91 @@
+/* The SQLite task store (WAL mode, busy timeout, versioned schema).
+ *
+ * One lb_store per thread or process: web worker threads each open their
+ * own, the agent opens one. Writers use short IMMEDIATE transactions, so the
+ * web and many agents can write at once without losing an event.
+ *
+ * Task status values: "queued", "running", "succeeded", "failed",
+ * "cancelled". The last three are final: once final, a task never changes
+ * status again (lb_store_task_finish returns LB_E_EXISTS).
+ *
+ * Event types written by the agent (data is a JSON object):
+ *   "status"   {status, reason?}
+ *   "model"    {turn, content, reasoning?, tool_calls:[{id,name,arguments}], usage:{prompt_tokens,completion_tokens}, duration_ms}
+ *   "tool"     {turn, call_id, name, arguments, status, exit_code?, stdout?, stderr?, text?, duration_ms}
+ *   "answer"   {answer}
+ *   "artifacts"{artifacts:[{path,size,mime,sha256}]}
+ *   "error"    {message}
+ *   "done"     {status, reason?}          (always the last event of a task)
+ */
+#ifndef LB_STORE_H
+#define LB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#define LB_STORE_SCHEMA_VERSION 1
+
+typedef struct lb_store lb_store;
+
+typedef struct lb_task_new {
+    const char *id;             /* 32 hex chars */
+    const char *prompt;
+    const char *model;
+    int max_turns;
+    const char *inputs_json;    /* JSON array [{path,size}] of uploaded files */
+} lb_task_new;
+
+typedef struct lb_artifact {
+    char path[1025];            /* relative to the task's output dir */
+    uint64_t size;
+    char mime[128];
+    char sha256[65];
+} lb_artifact;
+
+/* Opens (creating and migrating) the database at path. */
+int lb_store_open(const char *path, lb_store **out);
+void lb_store_close(lb_store *s);
+
+int lb_store_task_insert(lb_store *s, const lb_task_new *t);    /* status queued */
+int lb_store_task_set_running(lb_store *s, const char *id, int pid);
+int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
+/* Moves a non-final task to a final status (and appends the "done" event
+ * in the same transaction). LB_E_EXISTS if it was already final,
+ * LB_E_NOTFOUND if there is no such task. reason/answer may be NULL. */
+int lb_store_task_finish(lb_store *s, const char *id, const char *status,
+                         const char *reason, const char *answer);
+int lb_store_task_set_usage(lb_store *s, const char *id, int turns,
+                            int64_t prompt_tokens, int64_t completion_tokens);
+/* Fills status (>= 16 bytes) and pid (0 if none). LB_E_NOTFOUND if absent. */
+int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);
+/* The task as the API shows it: {id, status, reason, prompt, model, max_turns,
+ * created_ms, started_ms, finished_ms, turns, usage:{prompt_tokens,
+ * completion_tokens}, answer, inputs:[...], artifacts:[...]}. Caller frees. */
+int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
+/* Newest first; before_ms = 0 for the first page. Returns a JSON array of
+ * summaries {id,status,prompt(<=200 chars),model,created_ms,finished_ms}. */
+int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
+int lb_store_task_delete(lb_store *s, const char *id);
+/* Ids of tasks in "queued" or "running" (for crash recovery). Caller frees
+ * the array and each string. */
+int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n);
+
+/* Appends one event with the next seq for that task (1, 2, 3, ...). */
+int lb_store_event_append(lb_store *s, const char *task_id, const char *type,
+                          const char *data_json, int64_t *seq_out);
+typedef int (*lb_event_cb)(void *arg, int64_t seq, int64_t ts_ms, const char *type,
+                           const char *data_json);
+/* Calls cb for events with seq > after_seq, in order, at most limit. A
+ * nonzero return from cb stops the walk and is returned. */
+int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq,
+                          int limit, lb_event_cb cb, void *arg);
+
+/* Replaces the task's artifact index. */
+int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *a, size_t n);
+/* JSON array [{path,size,mime,sha256}] sorted by path. */
+int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out);
+int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, lb_artifact *out);
+
+#endif
