@@ -1,0 +1,16 @@
+/* File facts for artifacts: MIME type (libmagic) and SHA-256 (libcrypto). */
+#ifndef LB_MIME_H
+#define LB_MIME_H
+#include <stddef.h>
+
+/* MIME type of the regular file at path, e.g. "image/png". Uses one libmagic
+ * handle per thread. Text types that libmagic cannot tell apart by content
+ * (css, js, csv, svg, md, json) are refined from the file name extension.
+ * Never follows a symlink. Falls back to "application/octet-stream". */
+int lb_mime_of_file(const char *path, char *out, size_t outsz);
+/* Lowercase hex SHA-256 of the file into out (65 bytes). */
+int lb_sha256_file(const char *path, char out[65]);
+/* True for types a browser may run script in (html, svg, xml). */
+int lb_mime_is_active(const char *mime);
+
+#endif
