@@ -1,0 +1,3 @@
+build-sb/server/agent/agent_main.o: server/agent/agent_main.c \
+ server/entry.h
+server/entry.h:

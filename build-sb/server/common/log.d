@@ -1,0 +1,2 @@
+build-sb/server/common/log.o: server/common/log.c server/common/log.h
+server/common/log.h:

@@ -1,0 +1,3 @@
+build-sb/server/sandbox/image_build.o: server/sandbox/image_build.c \
+ server/entry.h
+server/entry.h:

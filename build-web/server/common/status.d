@@ -1,0 +1,3 @@
+build-web/server/common/status.o: server/common/status.c \
+ server/common/status.h
+server/common/status.h:

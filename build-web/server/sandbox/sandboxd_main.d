@@ -1,0 +1,3 @@
+build-web/server/sandbox/sandboxd_main.o: server/sandbox/sandboxd_main.c \
+ server/entry.h
+server/entry.h:

@@ -1,0 +1,75 @@
+#!/bin/bash
+# Starts sandboxd (root), the FastCGI backend (as the llmbox user) and nginx,
+# prints the URL, and stops all of it on Ctrl-C. Called by `make run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LLMBOX_HOME="$PWD"
+export LLMBOX_WEB_USER="${LLMBOX_WEB_USER:-llmbox}"
+PORT_LINE=$(grep -m1 'listen 127.0.0.1:' nginx.conf | tr -d ' ;')
+URL="http://${PORT_LINE#listen}/"
+
+if [ "$(id -u)" != 0 ]; then
+    echo "llmbox: make run needs root (the sandbox daemon creates namespaces and cgroups)" >&2
+    exit 1
+fi
+
+scripts/prepare-dirs.sh "$LLMBOX_WEB_USER"
+
+pids=()
+stop() {
+    trap - INT TERM EXIT
+    echo
+    echo "llmbox: stopping"
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do
+        alive=0
+        for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && break
+        sleep 0.1
+    done
+    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    echo "llmbox: stopped"
+}
+trap stop INT TERM EXIT
+
+# An nginx left running by an earlier run would hold the port.
+if [ -f var/run/nginx.pid ] && kill -0 "$(cat var/run/nginx.pid)" 2>/dev/null; then
+    echo "llmbox: an earlier nginx (pid $(cat var/run/nginx.pid)) is still running; stopping it"
+    kill -QUIT "$(cat var/run/nginx.pid)" || true
+    sleep 1
+fi
+
+build/llmbox sandboxd >>var/log/sandboxd.log 2>&1 &
+pids+=($!)
+build/llmbox web >>var/log/web.log 2>&1 &
+pids+=($!)
+nginx -p "$PWD/" -c "$PWD/nginx.conf" -e var/log/nginx-error.log &
+pids+=($!)
+
+# Wait until the page answers (or a process died), showing progress.
+for i in $(seq 100); do
+    if curl -fsS -o /dev/null "${URL}api/health" 2>/dev/null; then break; fi
+    for p in "${pids[@]}"; do
+        if ! kill -0 "$p" 2>/dev/null; then
+            echo "llmbox: a process exited during start; see var/log/*.log" >&2
+            tail -n 5 var/log/sandboxd.log var/log/web.log var/log/nginx-error.log >&2 || true
+            exit 1
+        fi
+    done
+    sleep 0.1
+done
+
+echo
+echo "llmbox is running: $URL"
+curl -fsS "${URL}api/health" 2>/dev/null | python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+m = h.get("model", {})
+print("  model   %s at %s: %s" % (m.get("model"), m.get("url"), "reachable" if m.get("reachable") else m.get("message", "not reachable")))
+s = h.get("sandboxd", {})
+print("  sandbox %s" % ("ready" if s.get("ok") else s.get("message", "not ready")))
+' || true
+echo "  logs    var/log/   (Ctrl-C stops everything)"
+wait -n "${pids[@]}" || true
+echo "llmbox: a process exited; see var/log/*.log" >&2

@@ -1,0 +1,967 @@
+/* The SQLite task store; the contract is store.h.
+ *
+ * Concurrency model: the web service (one connection per worker thread) and
+ * every agent process (one connection each) share one database file in WAL
+ * mode. Readers never block writers. Writers take the write lock up front
+ * (BEGIN IMMEDIATE) so two writers never deadlock upgrading a read lock, and
+ * wait up to busy_timeout for each other instead of failing. Every state
+ * change is one short transaction.
+ *
+ * Statements are prepared once per connection and kept (SQLITE_PREPARE_
+ * PERSISTENT); each use binds, steps and resets.
+ */
+#include "store/store.h"
+
+#include "common/log.h"
+#include "common/path.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_STORE_BUSY_MS 10000
+#define LB_STORE_EVENT_MAX (16u << 20)  /* one event's JSON; a model turn fits easily */
+#define LB_STORE_TEXT_MAX (16u << 20)   /* prompt, answer, inputs JSON */
+#define LB_STORE_LIST_MAX 200           /* rows per task_list page */
+
+enum {
+    Q_TASK_INSERT,
+    Q_TASK_STATUS,
+    Q_TASK_SET_RUNNING,
+    Q_TASK_SET_PID,
+    Q_TASK_FINISH,
+    Q_TASK_USAGE,
+    Q_TASK_GET,
+    Q_TASK_LIST,
+    Q_TASK_LIST_BEFORE,
+    Q_TASK_DELETE,
+    Q_TASKS_ACTIVE,
+    Q_EVENT_NEXT_SEQ,
+    Q_EVENT_INSERT,
+    Q_EVENTS_AFTER,
+    Q_ART_DELETE,
+    Q_ART_INSERT,
+    Q_ART_GET,
+    Q_ART_FIND,
+    Q__COUNT
+};
+
+static const char *const lb_sql[Q__COUNT] = {
+    [Q_TASK_INSERT] = "INSERT INTO tasks(id, status, prompt, model, max_turns, created_ms, inputs)"
+                      " VALUES(?1, 'queued', ?2, ?3, ?4, ?5, ?6)",
+    [Q_TASK_STATUS] = "SELECT status, pid FROM tasks WHERE id = ?1",
+    [Q_TASK_SET_RUNNING] = "UPDATE tasks SET status = 'running', pid = ?2,"
+                           " started_ms = COALESCE(started_ms, ?3)"
+                           " WHERE id = ?1 AND status IN ('queued', 'running')",
+    [Q_TASK_SET_PID] = "UPDATE tasks SET pid = ?2 WHERE id = ?1",
+    [Q_TASK_FINISH] = "UPDATE tasks SET status = ?2, reason = ?3, answer = COALESCE(?4, answer),"
+                      " finished_ms = ?5 WHERE id = ?1",
+    [Q_TASK_USAGE] = "UPDATE tasks SET turns = ?2, prompt_tokens = ?3, completion_tokens = ?4"
+                     " WHERE id = ?1",
+    [Q_TASK_GET] = "SELECT id, status, reason, prompt, model, max_turns, created_ms, started_ms,"
+                   " finished_ms, turns, prompt_tokens, completion_tokens, answer, inputs"
+                   " FROM tasks WHERE id = ?1",
+    [Q_TASK_LIST] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
+                    " FROM tasks ORDER BY created_ms DESC, id DESC LIMIT ?1",
+    [Q_TASK_LIST_BEFORE] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
+                           " FROM tasks WHERE created_ms < ?2"
+                           " ORDER BY created_ms DESC, id DESC LIMIT ?1",
+    [Q_TASK_DELETE] = "DELETE FROM tasks WHERE id = ?1",
+    [Q_TASKS_ACTIVE] = "SELECT id, COALESCE(pid, 0) FROM tasks"
+                       " WHERE status IN ('queued', 'running') ORDER BY created_ms",
+    [Q_EVENT_NEXT_SEQ] = "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task_id = ?1",
+    [Q_EVENT_INSERT] = "INSERT INTO events(task_id, seq, ts_ms, type, data) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [Q_EVENTS_AFTER] = "SELECT seq, ts_ms, type, data FROM events"
+                       " WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    [Q_ART_DELETE] = "DELETE FROM artifacts WHERE task_id = ?1",
+    [Q_ART_INSERT] = "INSERT INTO artifacts(task_id, path, size, mime, sha256) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [Q_ART_GET] = "SELECT path, size, mime, sha256 FROM artifacts WHERE task_id = ?1 ORDER BY path",
+    [Q_ART_FIND] = "SELECT path, size, mime, sha256 FROM artifacts WHERE task_id = ?1 AND path = ?2",
+};
+
+struct lb_store {
+    sqlite3 *db;
+    sqlite3_stmt *st[Q__COUNT];
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static int lb_store_err(lb_store *s, int rc, const char *what)
+{
+    int ext = sqlite3_extended_errcode(s->db);
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+        return LB_OK;
+    case SQLITE_NOMEM:
+        return LB_E_NOMEM;
+    case SQLITE_TOOBIG:
+        return LB_E_TOOBIG;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        lb_warn("store: %s: database busy for %d ms", what, LB_STORE_BUSY_MS);
+        return LB_E_TIMEOUT;
+    case SQLITE_CONSTRAINT:
+        if (ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE)
+            return LB_E_EXISTS;
+        if (ext == SQLITE_CONSTRAINT_FOREIGNKEY)
+            return LB_E_NOTFOUND;
+        return LB_E_INVAL;
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+        lb_error("store: %s: %s", what, sqlite3_errmsg(s->db));
+        return LB_E_IO;
+    default:
+        lb_error("store: %s: %s", what, sqlite3_errmsg(s->db));
+        return LB_E_INTERNAL;
+    }
+}
+
+static int lb_exec(lb_store *s, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        lb_error("store: '%.60s': %s", sql, msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        return lb_store_err(s, rc, "exec");
+    }
+    return LB_OK;
+}
+
+static int lb_begin(lb_store *s) { return lb_exec(s, "BEGIN IMMEDIATE"); }
+static int lb_commit(lb_store *s) { return lb_exec(s, "COMMIT"); }
+static void lb_rollback(lb_store *s)
+{
+    /* harmless when SQLite already rolled back on its own */
+    if (!sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* The cached statement q, reset and with no bindings. NULL on failure. */
+static sqlite3_stmt *lb_stmt(lb_store *s, int q)
+{
+    if (!s->st[q]) {
+        int rc = sqlite3_prepare_v3(s->db, lb_sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL);
+        if (rc != SQLITE_OK) {
+            lb_error("store: prepare: %s", sqlite3_errmsg(s->db));
+            s->st[q] = NULL;
+            return NULL;
+        }
+    }
+    sqlite3_reset(s->st[q]);
+    sqlite3_clear_bindings(s->st[q]);
+    return s->st[q];
+}
+
+static void lb_done(sqlite3_stmt *st)
+{
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+}
+
+static int lb_bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (!v)
+        return sqlite3_bind_null(st, i);
+    return sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+/* Steps a statement that returns no rows; LB_OK when done. */
+static int lb_step_done(lb_store *s, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    int r = rc == SQLITE_DONE ? LB_OK : lb_store_err(s, rc, what);
+    if (rc == SQLITE_ROW)
+        r = LB_OK;
+    return r;
+}
+
+static int lb_is_final(const char *status)
+{
+    return !strcmp(status, "succeeded") || !strcmp(status, "failed") || !strcmp(status, "cancelled");
+}
+
+static const char *lb_col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+/* Adds column i as a string, or null when the column is NULL. */
+static int lb_json_add_text_or_null(cJSON *o, const char *k, sqlite3_stmt *st, int i)
+{
+    cJSON *v = sqlite3_column_type(st, i) == SQLITE_NULL
+                   ? cJSON_CreateNull()
+                   : cJSON_CreateString((const char *)sqlite3_column_text(st, i));
+    return v && cJSON_AddItemToObject(o, k, v) ? LB_OK : LB_E_NOMEM;
+}
+
+static int lb_json_add_int_or_null(cJSON *o, const char *k, sqlite3_stmt *st, int i)
+{
+    cJSON *v = sqlite3_column_type(st, i) == SQLITE_NULL
+                   ? cJSON_CreateNull()
+                   : cJSON_CreateNumber((double)sqlite3_column_int64(st, i));
+    return v && cJSON_AddItemToObject(o, k, v) ? LB_OK : LB_E_NOMEM;
+}
+
+/* ---- open and migrate ------------------------------------------------- */
+
+/* Schema v1. Events and artifacts belong to their task (ON DELETE CASCADE),
+ * so deleting a task is one statement. events is WITHOUT ROWID: its primary
+ * key is the only way it is ever read. */
+static const char lb_schema_v1[] =
+    "CREATE TABLE tasks("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  status TEXT NOT NULL CHECK(status IN ('queued','running','succeeded','failed','cancelled')),"
+    "  reason TEXT,"
+    "  prompt TEXT NOT NULL,"
+    "  model TEXT,"
+    "  max_turns INTEGER NOT NULL DEFAULT 0,"
+    "  created_ms INTEGER NOT NULL,"
+    "  started_ms INTEGER,"
+    "  finished_ms INTEGER,"
+    "  pid INTEGER,"
+    "  turns INTEGER NOT NULL DEFAULT 0,"
+    "  prompt_tokens INTEGER NOT NULL DEFAULT 0,"
+    "  completion_tokens INTEGER NOT NULL DEFAULT 0,"
+    "  answer TEXT,"
+    "  inputs TEXT NOT NULL DEFAULT '[]');"
+    "CREATE INDEX tasks_created ON tasks(created_ms DESC, id DESC);"
+    "CREATE INDEX tasks_status ON tasks(status);"
+    "CREATE TABLE events("
+    "  task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL,"
+    "  ts_ms INTEGER NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  data TEXT NOT NULL,"
+    "  PRIMARY KEY(task_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE artifacts("
+    "  task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
+    "  path TEXT NOT NULL,"
+    "  size INTEGER NOT NULL,"
+    "  mime TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  PRIMARY KEY(task_id, path)) WITHOUT ROWID;";
+
+/* One entry per version; migrations[i] takes the schema from i to i+1.
+ * Append only: a released migration is never edited. */
+static const char *const lb_migrations[] = {lb_schema_v1};
+_Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+static int lb_store_migrate(lb_store *s)
+{
+    int rc = lb_begin(s);
+    if (rc)
+        return rc;
+    rc = lb_exec(s, "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)");
+    if (rc)
+        goto out;
+    int version = 0;
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL);
+    if (src != SQLITE_OK) {
+        rc = lb_store_err(s, src, "read schema version");
+        goto out;
+    }
+    src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        version = atoi(lb_col_text(st, 0));
+    else if (src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "read schema version");
+    sqlite3_finalize(st);
+    if (rc)
+        goto out;
+    if (version > LB_STORE_SCHEMA_VERSION) {
+        /* an older binary must not write into a newer schema */
+        lb_error("store: the database has schema version %d but this llmbox knows only up to %d;"
+                 " upgrade llmbox", version, LB_STORE_SCHEMA_VERSION);
+        rc = LB_E_INVAL;
+        goto out;
+    }
+    for (int v = version; v < LB_STORE_SCHEMA_VERSION; v++) {
+        rc = lb_exec(s, lb_migrations[v]);
+        if (rc)
+            goto out;
+        lb_info("store: migrated the database schema to version %d", v + 1);
+    }
+    if (version != LB_STORE_SCHEMA_VERSION) {
+        char sql[128];
+        snprintf(sql, sizeof sql,
+                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '%d')",
+                 LB_STORE_SCHEMA_VERSION);
+        rc = lb_exec(s, sql);
+        if (rc)
+            goto out;
+    }
+    rc = lb_commit(s);
+out:
+    if (rc)
+        lb_rollback(s);
+    return rc;
+}
+
+int lb_store_open(const char *path, lb_store **out)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return LB_E_INVAL;
+    lb_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return LB_E_NOMEM;
+    int rc = LB_OK;
+    int src = sqlite3_open_v2(path, &s->db,
+                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL);
+    if (src != SQLITE_OK) {
+        lb_error("store: cannot open the database %s: %s", path,
+                 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+        rc = LB_E_IO;
+        goto out;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    /* set before anything that may need a lock, including journal_mode */
+    sqlite3_busy_timeout(s->db, LB_STORE_BUSY_MS);
+    /* WAL: readers (SSE streams) never block writers (agents).
+     * synchronous=NORMAL is crash-safe in WAL mode; only the last commits
+     * before a power loss may be lost, never consistency. */
+    if ((rc = lb_exec(s, "PRAGMA journal_mode = WAL")) ||
+        (rc = lb_exec(s, "PRAGMA synchronous = NORMAL")) ||
+        (rc = lb_exec(s, "PRAGMA foreign_keys = ON")))
+        goto out;
+    rc = lb_store_migrate(s);
+out:
+    if (rc) {
+        lb_store_close(s);
+        return rc;
+    }
+    *out = s;
+    return LB_OK;
+}
+
+void lb_store_close(lb_store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < Q__COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close_v2(s->db);
+    free(s);
+}
+
+/* ---- tasks ------------------------------------------------------------ */
+
+int lb_store_task_insert(lb_store *s, const lb_task_new *t)
+{
+    if (!s || !t || !lb_id_valid(t->id) || !t->prompt || strlen(t->prompt) > LB_STORE_TEXT_MAX)
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_INSERT);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, t->id);
+    lb_bind_text(st, 2, t->prompt);
+    lb_bind_text(st, 3, t->model);
+    sqlite3_bind_int(st, 4, t->max_turns);
+    sqlite3_bind_int64(st, 5, lb_now_ms());
+    lb_bind_text(st, 6, t->inputs_json ? t->inputs_json : "[]");
+    /* a single statement is its own transaction */
+    int rc = lb_step_done(s, st, "insert task");
+    lb_done(st);
+    return rc;
+}
+
+/* Reads status (and pid) of a task inside the caller's transaction. */
+static int lb_task_status(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
+{
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_STATUS);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id);
+    int src = sqlite3_step(st);
+    int rc;
+    if (src == SQLITE_ROW) {
+        snprintf(status, statussz, "%s", lb_col_text(st, 0));
+        if (pid)
+            *pid = sqlite3_column_int(st, 1);
+        rc = LB_OK;
+    } else if (src == SQLITE_DONE) {
+        rc = LB_E_NOTFOUND;
+    } else {
+        rc = lb_store_err(s, src, "task status");
+    }
+    lb_done(st);
+    return rc;
+}
+
+int lb_store_task_set_running(lb_store *s, const char *id, int pid)
+{
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    char status[16];
+    int rc = lb_begin(s);
+    if (rc)
+        return rc;
+    rc = lb_task_status(s, id, status, sizeof status, NULL);
+    if (rc)
+        goto out;
+    if (lb_is_final(status)) {
+        rc = LB_E_EXISTS;
+        goto out;
+    }
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_SET_RUNNING);
+    if (!st) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    lb_bind_text(st, 1, id);
+    sqlite3_bind_int(st, 2, pid);
+    sqlite3_bind_int64(st, 3, lb_now_ms());
+    rc = lb_step_done(s, st, "set running");
+    lb_done(st);
+    if (rc)
+        goto out;
+    rc = lb_commit(s);
+out:
+    if (rc)
+        lb_rollback(s);
+    return rc;
+}
+
+int lb_store_task_set_pid(lb_store *s, const char *id, int pid)
+{
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_SET_PID);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id);
+    sqlite3_bind_int(st, 2, pid);
+    int rc = lb_step_done(s, st, "set pid");
+    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
+        rc = LB_E_NOTFOUND;
+    lb_done(st);
+    return rc;
+}
+
+/* Appends an event inside the caller's transaction. */
+static int lb_event_insert(lb_store *s, const char *task_id, const char *type, const char *data,
+                           int64_t *seq_out)
+{
+    sqlite3_stmt *st = lb_stmt(s, Q_EVENT_NEXT_SEQ);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, task_id);
+    int src = sqlite3_step(st);
+    if (src != SQLITE_ROW) {
+        int rc = lb_store_err(s, src, "next event seq");
+        lb_done(st);
+        return rc ? rc : LB_E_INTERNAL;
+    }
+    int64_t seq = sqlite3_column_int64(st, 0);
+    lb_done(st);
+
+    st = lb_stmt(s, Q_EVENT_INSERT);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, task_id);
+    sqlite3_bind_int64(st, 2, seq);
+    sqlite3_bind_int64(st, 3, lb_now_ms());
+    lb_bind_text(st, 4, type);
+    lb_bind_text(st, 5, data);
+    int rc = lb_step_done(s, st, "insert event");
+    lb_done(st);
+    if (rc == LB_OK && seq_out)
+        *seq_out = seq;
+    return rc;
+}
+
+int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
+                         const char *answer)
+{
+    if (!s || !lb_id_valid(id) || !status || !lb_is_final(status))
+        return LB_E_INVAL;
+    if ((reason && strlen(reason) > LB_STORE_TEXT_MAX) || (answer && strlen(answer) > LB_STORE_TEXT_MAX))
+        return LB_E_TOOBIG;
+    char cur[16];
+    char *data = NULL;
+    cJSON *ev = NULL;
+    int rc = lb_begin(s);
+    if (rc)
+        return rc;
+    rc = lb_task_status(s, id, cur, sizeof cur, NULL);
+    if (rc)
+        goto out;
+    if (lb_is_final(cur)) {
+        rc = LB_E_EXISTS; /* the first finisher wins; the task never changes again */
+        goto out;
+    }
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_FINISH);
+    if (!st) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    lb_bind_text(st, 1, id);
+    lb_bind_text(st, 2, status);
+    lb_bind_text(st, 3, reason);
+    lb_bind_text(st, 4, answer);
+    sqlite3_bind_int64(st, 5, lb_now_ms());
+    rc = lb_step_done(s, st, "finish task");
+    lb_done(st);
+    if (rc)
+        goto out;
+
+    ev = cJSON_CreateObject();
+    if (!ev || !cJSON_AddStringToObject(ev, "status", status) ||
+        (reason && !cJSON_AddStringToObject(ev, "reason", reason))) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    data = cJSON_PrintUnformatted(ev);
+    if (!data) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    rc = lb_event_insert(s, id, "done", data, NULL);
+    if (rc)
+        goto out;
+    rc = lb_commit(s);
+out:
+    if (rc)
+        lb_rollback(s);
+    cJSON_Delete(ev);
+    free(data);
+    return rc;
+}
+
+int lb_store_task_set_usage(lb_store *s, const char *id, int turns, int64_t prompt_tokens,
+                            int64_t completion_tokens)
+{
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_USAGE);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id);
+    sqlite3_bind_int(st, 2, turns);
+    sqlite3_bind_int64(st, 3, prompt_tokens);
+    sqlite3_bind_int64(st, 4, completion_tokens);
+    int rc = lb_step_done(s, st, "set usage");
+    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
+        rc = LB_E_NOTFOUND;
+    lb_done(st);
+    return rc;
+}
+
+int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
+{
+    if (!s || !lb_id_valid(id) || !status || statussz < 16)
+        return LB_E_INVAL;
+    status[0] = '\0';
+    if (pid)
+        *pid = 0;
+    return lb_task_status(s, id, status, statussz, pid);
+}
+
+/* Parses stored JSON text; a damaged value becomes an empty array rather
+ * than failing the whole task view. */
+static cJSON *lb_parse_or_empty(const char *text)
+{
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    return j ? j : cJSON_CreateArray();
+}
+
+int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
+{
+    *out = NULL;
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    cJSON *o = NULL;
+    int rc;
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_GET);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id);
+    int src = sqlite3_step(st);
+    if (src == SQLITE_DONE) {
+        rc = LB_E_NOTFOUND;
+        goto out;
+    }
+    if (src != SQLITE_ROW) {
+        rc = lb_store_err(s, src, "get task");
+        goto out;
+    }
+    rc = LB_E_NOMEM;
+    o = cJSON_CreateObject();
+    if (!o)
+        goto out;
+    cJSON *usage = NULL;
+    if (!cJSON_AddStringToObject(o, "id", lb_col_text(st, 0)) ||
+        !cJSON_AddStringToObject(o, "status", lb_col_text(st, 1)) ||
+        lb_json_add_text_or_null(o, "reason", st, 2) ||
+        !cJSON_AddStringToObject(o, "prompt", lb_col_text(st, 3)) ||
+        lb_json_add_text_or_null(o, "model", st, 4) ||
+        !cJSON_AddNumberToObject(o, "max_turns", sqlite3_column_int(st, 5)) ||
+        lb_json_add_int_or_null(o, "created_ms", st, 6) ||
+        lb_json_add_int_or_null(o, "started_ms", st, 7) ||
+        lb_json_add_int_or_null(o, "finished_ms", st, 8) ||
+        !cJSON_AddNumberToObject(o, "turns", sqlite3_column_int(st, 9)) ||
+        !(usage = cJSON_AddObjectToObject(o, "usage")) ||
+        !cJSON_AddNumberToObject(usage, "prompt_tokens", (double)sqlite3_column_int64(st, 10)) ||
+        !cJSON_AddNumberToObject(usage, "completion_tokens", (double)sqlite3_column_int64(st, 11)) ||
+        lb_json_add_text_or_null(o, "answer", st, 12))
+        goto out;
+    cJSON *inputs = lb_parse_or_empty((const char *)sqlite3_column_text(st, 13));
+    if (!inputs || !cJSON_AddItemToObject(o, "inputs", inputs)) {
+        cJSON_Delete(inputs);
+        goto out;
+    }
+    lb_done(st);
+    st = NULL;
+    cJSON *arts = NULL;
+    rc = lb_store_artifacts_get(s, id, &arts);
+    if (rc)
+        goto out;
+    if (!cJSON_AddItemToObject(o, "artifacts", arts)) {
+        cJSON_Delete(arts);
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    rc = LB_OK;
+out:
+    lb_done(st);
+    if (rc) {
+        cJSON_Delete(o);
+        return rc;
+    }
+    *out = o;
+    return LB_OK;
+}
+
+int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)
+{
+    *out = NULL;
+    if (!s)
+        return LB_E_INVAL;
+    if (limit <= 0 || limit > LB_STORE_LIST_MAX)
+        limit = limit <= 0 ? 50 : LB_STORE_LIST_MAX;
+    sqlite3_stmt *st = lb_stmt(s, before_ms > 0 ? Q_TASK_LIST_BEFORE : Q_TASK_LIST);
+    if (!st)
+        return LB_E_INTERNAL;
+    sqlite3_bind_int(st, 1, limit);
+    if (before_ms > 0)
+        sqlite3_bind_int64(st, 2, before_ms);
+    int rc = LB_OK;
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            rc = LB_E_NOMEM;
+            goto out;
+        }
+        if (!cJSON_AddStringToObject(o, "id", lb_col_text(st, 0)) ||
+            !cJSON_AddStringToObject(o, "status", lb_col_text(st, 1)) ||
+            !cJSON_AddStringToObject(o, "prompt", lb_col_text(st, 2)) ||
+            lb_json_add_text_or_null(o, "model", st, 3) ||
+            lb_json_add_int_or_null(o, "created_ms", st, 4) ||
+            lb_json_add_int_or_null(o, "finished_ms", st, 5)) {
+            rc = LB_E_NOMEM;
+            goto out;
+        }
+    }
+    if (src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "list tasks");
+out:
+    lb_done(st);
+    if (rc) {
+        cJSON_Delete(arr);
+        return rc;
+    }
+    *out = arr;
+    return LB_OK;
+}
+
+int lb_store_task_delete(lb_store *s, const char *id)
+{
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_DELETE);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id);
+    /* events and artifacts go with it (ON DELETE CASCADE), atomically */
+    int rc = lb_step_done(s, st, "delete task");
+    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
+        rc = LB_E_NOTFOUND;
+    lb_done(st);
+    return rc;
+}
+
+int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n)
+{
+    *ids = NULL;
+    *pids = NULL;
+    *n = 0;
+    if (!s)
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_TASKS_ACTIVE);
+    if (!st)
+        return LB_E_INTERNAL;
+    char **iv = NULL;
+    int *pv = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc = LB_OK, src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **ni = realloc(iv, ncap * sizeof *ni);
+            if (!ni) {
+                rc = LB_E_NOMEM;
+                goto out;
+            }
+            iv = ni;
+            int *np = realloc(pv, ncap * sizeof *np);
+            if (!np) {
+                rc = LB_E_NOMEM;
+                goto out;
+            }
+            pv = np;
+            cap = ncap;
+        }
+        iv[cnt] = strdup(lb_col_text(st, 0));
+        if (!iv[cnt]) {
+            rc = LB_E_NOMEM;
+            goto out;
+        }
+        pv[cnt] = sqlite3_column_int(st, 1);
+        cnt++;
+    }
+    if (src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "active tasks");
+out:
+    lb_done(st);
+    if (rc) {
+        for (size_t i = 0; i < cnt; i++)
+            free(iv[i]);
+        free(iv);
+        free(pv);
+        return rc;
+    }
+    *ids = iv;
+    *pids = pv;
+    *n = cnt;
+    return LB_OK;
+}
+
+/* ---- events ----------------------------------------------------------- */
+
+static int lb_type_valid(const char *t)
+{
+    size_t n = 0;
+    for (; t[n]; n++)
+        if (!((t[n] >= 'a' && t[n] <= 'z') || (t[n] >= '0' && t[n] <= '9') || t[n] == '_'))
+            return 0;
+    return n > 0 && n <= 32;
+}
+
+int lb_store_event_append(lb_store *s, const char *task_id, const char *type, const char *data_json,
+                          int64_t *seq_out)
+{
+    if (seq_out)
+        *seq_out = 0;
+    if (!s || !lb_id_valid(task_id) || !type || !lb_type_valid(type))
+        return LB_E_INVAL;
+    if (!data_json)
+        data_json = "{}";
+    if (strlen(data_json) > LB_STORE_EVENT_MAX)
+        return LB_E_TOOBIG;
+    char status[16];
+    int rc = lb_begin(s);
+    if (rc)
+        return rc;
+    /* "done" is always the last event of a task: nothing is appended once
+     * the task is final (the next seq is computed under the write lock, so
+     * two writers can never take the same seq either). */
+    rc = lb_task_status(s, task_id, status, sizeof status, NULL);
+    if (rc)
+        goto out;
+    if (lb_is_final(status)) {
+        rc = LB_E_EXISTS;
+        goto out;
+    }
+    rc = lb_event_insert(s, task_id, type, data_json, seq_out);
+    if (rc)
+        goto out;
+    rc = lb_commit(s);
+out:
+    if (rc) {
+        lb_rollback(s);
+        if (seq_out)
+            *seq_out = 0;
+    }
+    return rc;
+}
+
+int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq, int limit,
+                          lb_event_cb cb, void *arg)
+{
+    if (!s || !lb_id_valid(task_id) || !cb)
+        return LB_E_INVAL;
+    if (limit <= 0)
+        limit = 1000;
+    sqlite3_stmt *st = lb_stmt(s, Q_EVENTS_AFTER);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, task_id);
+    sqlite3_bind_int64(st, 2, after_seq < 0 ? 0 : after_seq);
+    sqlite3_bind_int(st, 3, limit);
+    int rc = LB_OK, src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = cb(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), lb_col_text(st, 2),
+                lb_col_text(st, 3));
+        if (rc)
+            goto out;
+    }
+    if (src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "read events");
+out:
+    lb_done(st);
+    return rc;
+}
+
+/* ---- artifacts -------------------------------------------------------- */
+
+int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *a, size_t n)
+{
+    if (!s || !lb_id_valid(task_id) || (n && !a))
+        return LB_E_INVAL;
+    /* Only clean relative paths enter the index: the web serves files by
+     * looking paths up here, so the index is the allow-list. */
+    char clean[LB_PATH_MAX + 1];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strnlen(a[i].path, sizeof a[i].path);
+        if (len == sizeof a[i].path || lb_path_clean_rel(a[i].path, len, clean, sizeof clean) ||
+            strcmp(clean, a[i].path) != 0)
+            return LB_E_INVAL;
+    }
+    int rc = lb_begin(s);
+    if (rc)
+        return rc;
+    char status[16];
+    rc = lb_task_status(s, task_id, status, sizeof status, NULL);
+    if (rc)
+        goto out;
+    sqlite3_stmt *st = lb_stmt(s, Q_ART_DELETE);
+    if (!st) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    lb_bind_text(st, 1, task_id);
+    rc = lb_step_done(s, st, "clear artifacts");
+    lb_done(st);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        st = lb_stmt(s, Q_ART_INSERT);
+        if (!st) {
+            rc = LB_E_INTERNAL;
+            goto out;
+        }
+        lb_bind_text(st, 1, task_id);
+        lb_bind_text(st, 2, a[i].path);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)a[i].size);
+        sqlite3_bind_text(st, 4, a[i].mime, (int)strnlen(a[i].mime, sizeof a[i].mime), SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, a[i].sha256, (int)strnlen(a[i].sha256, sizeof a[i].sha256),
+                          SQLITE_TRANSIENT);
+        rc = lb_step_done(s, st, "insert artifact");
+        lb_done(st);
+        if (rc)
+            goto out;
+    }
+    rc = lb_commit(s);
+out:
+    if (rc)
+        lb_rollback(s);
+    return rc;
+}
+
+int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out)
+{
+    *out = NULL;
+    if (!s || !lb_id_valid(task_id))
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_ART_GET);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, task_id);
+    int rc = LB_OK, src;
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            rc = LB_E_NOMEM;
+            goto out;
+        }
+        if (!cJSON_AddStringToObject(o, "path", lb_col_text(st, 0)) ||
+            !cJSON_AddNumberToObject(o, "size", (double)sqlite3_column_int64(st, 1)) ||
+            !cJSON_AddStringToObject(o, "mime", lb_col_text(st, 2)) ||
+            !cJSON_AddStringToObject(o, "sha256", lb_col_text(st, 3))) {
+            rc = LB_E_NOMEM;
+            goto out;
+        }
+    }
+    if (src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "read artifacts");
+out:
+    lb_done(st);
+    if (rc) {
+        cJSON_Delete(arr);
+        return rc;
+    }
+    *out = arr;
+    return LB_OK;
+}
+
+int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, lb_artifact *out)
+{
+    if (!s || !lb_id_valid(task_id) || !path || !out)
+        return LB_E_INVAL;
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = lb_stmt(s, Q_ART_FIND);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, task_id);
+    lb_bind_text(st, 2, path);
+    int rc, src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        snprintf(out->path, sizeof out->path, "%s", lb_col_text(st, 0));
+        out->size = (uint64_t)sqlite3_column_int64(st, 1);
+        snprintf(out->mime, sizeof out->mime, "%s", lb_col_text(st, 2));
+        snprintf(out->sha256, sizeof out->sha256, "%s", lb_col_text(st, 3));
+        rc = LB_OK;
+    } else if (src == SQLITE_DONE) {
+        rc = LB_E_NOTFOUND;
+    } else {
+        rc = lb_store_err(s, src, "find artifact");
+    }
+    lb_done(st);
+    return rc;
+}

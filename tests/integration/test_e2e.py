@@ -1,0 +1,195 @@
+"""End to end through nginx: the real web backend, agent, sandboxd and the
+scripted fake model. Each case is one thing a user relies on."""
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from stack import Reporter, Skip, Stack, image_ready, free_port  # noqa: E402
+
+PLOT_PY = r'''
+import csv
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rows = list(csv.DictReader(open("/testbed/input/data.csv")))
+xs = [float(r["x"]) for r in rows]
+ys = [float(r["y"]) for r in rows]
+plt.plot(xs, ys, marker="o")
+plt.title("y over x")
+plt.savefig("/testbed/output/plot.png", dpi=80)
+mean = sum(ys) / len(ys)
+open("/testbed/output/answer.txt", "w").write("mean y = %.2f" % mean)
+print("rows", len(rows), "mean", mean)
+'''
+
+CSV = b"x,y\n1,2\n2,4\n3,5\n4,7\n"
+
+
+def step(*calls, content=""):
+    return {"content": content,
+            "tool_calls": [{"name": n, "arguments": a} for n, a in calls]}
+
+
+SCENARIOS = {"scenarios": [
+    {"match": "[plot-csv]", "steps": [
+        step(("bash", {"command": "ls /testbed/input && head -2 /testbed/input/data.csv"}),
+             content="Let me look at the input."),
+        step(("file_editor", {"command": "create", "path": "/testbed/plot.py", "file_text": PLOT_PY})),
+        step(("bash", {"command": "cd /testbed && python3 plot.py"})),
+        step(("finish", {"answer": "ignored because answer.txt exists"})),
+    ]},
+    {"match": "[long-sleep]", "steps": [
+        step(("bash", {"command": "sleep 100"})),
+        step(("finish", {})),
+    ]},
+    {"match": "[timeout]", "steps": [
+        step(("bash", {"command": "echo before; sleep 30; echo never"})),
+        step(("bash", {"command": "echo still alive"})),
+        step(("finish", {"answer": "done"})),
+    ]},
+]}
+
+
+def find_sleepers():
+    out = subprocess.run(["pgrep", "-f", "^sleep 100$"], capture_output=True, text=True).stdout
+    return [p for p in out.split()]
+
+
+def test_csv_to_png(s):
+    st, t = s.create_task("[plot-csv] Plot y over x from data.csv and report the mean of y.",
+                          files=[("data.csv", CSV)])
+    assert st == 201, (st, t)
+    tid = t["id"]
+    evs = s.events(tid)
+    kinds = [e[1] for e in evs]
+    assert kinds[-1] == "done", kinds
+    tools = [e[2] for e in evs if e[1] == "tool"]
+    assert len(tools) == 4, tools
+    assert "data.csv" in tools[0]["stdout"], tools[0]
+    assert tools[0]["status"] == "ok", tools[0]
+    assert "rows 4" in tools[2]["stdout"], tools[2]
+    ids = [e[0] for e in evs]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids), ids
+
+    t = s.wait_task(tid, 30)
+    assert t["status"] == "succeeded", t
+    assert t["answer"].strip() == "mean y = 4.50", t["answer"]
+
+    st, arts = s.get_json("/api/tasks/%s/artifacts" % tid)
+    assert st == 200
+    by = {a["path"]: a for a in arts["artifacts"]}
+    assert "plot.png" in by and "answer.txt" in by, by
+    png = by["plot.png"]
+    assert png["mime"] == "image/png", png
+    st, h, body = s.request("GET", "/api/tasks/%s/artifacts/plot.png" % tid)
+    assert st == 200, st
+    assert body[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(body) == png["size"] and hashlib.sha256(body).hexdigest() == png["sha256"]
+    assert h.get("content-type") == "image/png", h
+    assert h.get("x-content-type-options") == "nosniff", h
+    assert "plot.png" in h.get("content-disposition", ""), h
+
+    st, h, z = s.request("GET", "/api/tasks/%s/bundle.zip" % tid)
+    assert st == 200, (st, z[:200])
+    names = zipfile.ZipFile(io.BytesIO(z)).namelist()
+    zf = zipfile.ZipFile(io.BytesIO(z))
+    assert any(n.endswith("plot.png") for n in names), names
+    assert any(n.endswith("trajectory.json") for n in names), names
+    assert any(n.endswith("answer.txt") for n in names), names
+    pn = [n for n in names if n.endswith("plot.png")][0]
+    assert zf.read(pn) == body
+
+    st, traj = s.get_json("/api/tasks/%s/trajectory" % tid)
+    assert st == 200 and isinstance(traj, dict), st
+    # the model saw the observation of its first command
+    st, _ = s.get_json("/api/tasks/" + tid)
+    assert not s.sandbox_leftovers(), s.sandbox_leftovers()
+
+
+def test_cancel_long_sleep(s):
+    st, t = s.create_task("[long-sleep] sleep for a long time")
+    assert st == 201, t
+    tid = t["id"]
+    deadline = time.time() + 30
+    while time.time() < deadline and not find_sleepers():
+        time.sleep(0.1)
+    assert find_sleepers(), "the sleep never started"
+    t0 = time.time()
+    st, h, body = s.request("POST", "/api/tasks/%s/cancel" % tid)
+    assert st == 202, (st, body)
+    t = s.wait_task(tid, 5)
+    took = time.time() - t0
+    assert t["status"] == "cancelled", t
+    assert took < 2.0, "cancel took %.2fs" % took
+    time.sleep(0.3)
+    assert not find_sleepers(), "sandbox process still running: %s" % find_sleepers()
+    assert not s.sandbox_leftovers(), s.sandbox_leftovers()
+    st, _, _ = s.request("POST", "/api/tasks/%s/cancel" % tid)
+    assert st == 409, st
+
+
+def test_errors(s):
+    st, e = s.get_json("/api/tasks/" + "0" * 32)
+    assert st == 404 and e["error"]["code"], (st, e)
+    st, e = s.get_json("/api/tasks/not-an-id")
+    assert st in (400, 404) and "error" in e, (st, e)
+    st, _, b = s.request("POST", "/api/tasks", b"--x\r\nbroken", {"Content-Type": "multipart/form-data; boundary=x"})
+    assert st == 400 and json.loads(b)["error"]["message"], (st, b)
+    st, _, b = s.request("POST", "/api/tasks", b"{}", {"Content-Type": "application/json"})
+    assert st == 415, (st, b)
+    big = b"a" * (3 << 20)
+    st, e = s.create_task("[plot-csv] too big", files=[("big.bin", big)])
+    assert st == 413 and "error" in e, (st, e)
+
+
+def test_command_timeout(_unused):
+    with Stack(SCENARIOS, env={"LLMBOX_CMD_TIMEOUT_S": "2"}) as s:
+        st, t = s.create_task("[timeout] run something slow")
+        assert st == 201, t
+        tid = t["id"]
+        t0 = time.time()
+        evs = s.events(tid)
+        tools = [e[2] for e in evs if e[1] == "tool"]
+        assert "timeout" in tools[0]["status"], tools[0]
+        assert "before" in tools[0].get("stdout", ""), tools[0]
+        assert "still alive" in tools[1].get("stdout", ""), tools[1]
+        assert time.time() - t0 < 20
+        assert s.wait_task(tid)["status"] == "succeeded"
+
+
+def test_unreachable_model(_unused):
+    with Stack(model=False) as s:
+        st, h = s.get_json("/api/health")
+        assert st == 200 and h["model"]["reachable"] is False, h
+        assert "not reachable" in h["model"]["message"], h
+        st, t = s.create_task("anything")
+        assert st == 201, t
+        t0 = time.time()
+        t = s.wait_task(t["id"], 15)
+        assert t["status"] == "failed", t
+        assert "not reachable" in (t.get("reason") or ""), t
+        assert time.time() - t0 < 10
+
+
+def main():
+    r = Reporter()
+    if not image_ready():
+        print("SKIP e2e: the sandbox image is not built (make image)")
+        return
+    with Stack(SCENARIOS, env={"LLMBOX_MAX_UPLOAD_MB": "2"}) as s:
+        r.run("e2e_csv_to_png_through_nginx", test_csv_to_png, s)
+        r.run("e2e_cancel_long_sleep", test_cancel_long_sleep, s)
+        r.run("e2e_http_errors", test_errors, s)
+    r.run("e2e_command_timeout", test_command_timeout, None)
+    r.run("e2e_unreachable_model", test_unreachable_model, None)
+    r.done()
+
+
+if __name__ == "__main__":
+    main()

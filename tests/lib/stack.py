@@ -1,0 +1,258 @@
+"""Starts the real llmbox stack for a test: fake model, sandboxd, web, nginx.
+
+Everything lives in a fresh temporary prefix (its own var/ and artifacts/),
+shares the repository's built binary, plugins, prompts and sandbox image, and
+listens on free loopback ports. Python stdlib only.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LLMBOX = os.path.join(REPO, "build", "llmbox")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def image_ready():
+    return os.path.exists(os.path.join(REPO, "var", "images", "default", ".complete"))
+
+
+class Reporter:
+    """Prints PASS/FAIL/SKIP lines the way tests/run.sh counts them."""
+
+    def __init__(self):
+        self.failed = 0
+
+    def run(self, name, fn, *args):
+        t0 = time.time()
+        try:
+            fn(*args)
+            print("PASS %s (%.1fs)" % (name, time.time() - t0), flush=True)
+        except Skip as e:
+            print("SKIP %s: %s" % (name, e), flush=True)
+        except Exception as e:  # a failed assert or anything unexpected
+            self.failed += 1
+            print("FAIL %s: %s: %s" % (name, type(e).__name__, e), flush=True)
+            import traceback
+            traceback.print_exc(file=sys.stderr)
+
+    def done(self):
+        sys.exit(1 if self.failed else 0)
+
+
+class Skip(Exception):
+    pass
+
+
+def multipart(fields, files):
+    """fields: {name: str}; files: [(field, filename, bytes)] -> (ctype, body)."""
+    boundary = "----llmboxtest" + uuid.uuid4().hex
+    out = bytearray()
+    for k, v in fields.items():
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n" % (boundary, k)).encode()
+        out += str(v).encode() + b"\r\n"
+    for field, name, data in files:
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n" % (boundary, field, name)).encode()
+        out += data + b"\r\n"
+    out += ("--%s--\r\n" % boundary).encode()
+    return "multipart/form-data; boundary=" + boundary, bytes(out)
+
+
+class Stack:
+    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100):
+        self.scenario = scenario
+        self.extra_env = env or {}
+        self.want_model = model
+        self.nginx_body_mb = nginx_body_mb
+        self.procs = []
+        self.prefix = None
+
+    # ---- lifecycle -------------------------------------------------------
+    def start(self):
+        self.prefix = tempfile.mkdtemp(prefix="llmbox-test-")
+        os.chmod(self.prefix, 0o755)
+        p = self.prefix
+        os.symlink(os.path.join(REPO, "web"), os.path.join(p, "web"))
+        self.port = free_port()
+        conf = open(os.path.join(REPO, "nginx.conf")).read()
+        conf = conf.replace("listen 127.0.0.1:8080", "listen 127.0.0.1:%d" % self.port)
+        conf = conf.replace("client_max_body_size 100m", "client_max_body_size %dm" % self.nginx_body_mb)
+        with open(os.path.join(p, "nginx.conf"), "w") as f:
+            f.write(conf)
+        subprocess.check_call([os.path.join(REPO, "scripts", "prepare-dirs.sh"), "llmbox"], cwd=p)
+
+        self.model_port = None
+        if self.want_model:
+            self.model_log = os.path.join(p, "model-log")
+            os.makedirs(self.model_log)
+            scen = os.path.join(p, "scenario.json")
+            with open(scen, "w") as f:
+                json.dump(self.scenario or [], f)
+            mp = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "fake_model.py"),
+                                   "--port", "0", "--scenario", scen, "--log-dir", self.model_log],
+                                  stdout=subprocess.PIPE, stderr=open(os.path.join(p, "var/log/model.log"), "w"),
+                                  text=True)
+            self.procs.append(mp)
+            line = mp.stdout.readline()
+            self.model_port = int(line.strip().split()[-1])
+        llm_url = "http://127.0.0.1:%d/v1" % (self.model_port or free_port())
+
+        self.env = dict(os.environ)
+        self.env.update({
+            "LLMBOX_HOME": p,
+            "LLMBOX_PLUGINS": os.path.join(REPO, "plugins"),
+            "LLMBOX_PROMPTS": os.path.join(REPO, "server", "agent", "prompts"),
+            "LLMBOX_IMAGES": os.path.join(REPO, "images"),
+            "LLMBOX_IMAGE_STORE": os.path.join(REPO, "var", "images"),
+            "LLMBOX_WEB_USER": "llmbox",
+            "LLMBOX_LLM_URL": llm_url,
+            "LLMBOX_LLM_MODEL": "fake-model",
+        })
+        for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "LLMBOX_LLM_KEY"):
+            self.env.pop(k, None)
+        self.env.update(self.extra_env)
+        log = lambda n: open(os.path.join(p, "var", "log", n), "a")
+        self._spawn([LLMBOX, "sandboxd"], log("sandboxd.log"))
+        self._spawn([LLMBOX, "web"], log("web.log"))
+        self._spawn(["nginx", "-p", p + "/", "-c", os.path.join(p, "nginx.conf"),
+                     "-e", "var/log/nginx-error.log"], log("nginx.out"))
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                st, _, body = self.request("GET", "/api/health")
+                if st == 200 and json.loads(body).get("sandboxd", {}).get("ok"):
+                    return self
+            except OSError:
+                pass
+            for pr in self.procs:
+                if pr.poll() is not None:
+                    raise RuntimeError("a stack process exited at start: %s\n%s" % (pr.args, self.logs()))
+            time.sleep(0.1)
+        raise RuntimeError("the stack did not become healthy in 20 s\n" + self.logs())
+
+    def _spawn(self, argv, out):
+        pr = subprocess.Popen(argv, cwd=self.prefix, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        self.procs.append(pr)
+
+    def logs(self):
+        out = []
+        d = os.path.join(self.prefix, "var", "log")
+        for root, _, files in os.walk(os.path.join(self.prefix, "var")):
+            for n in files:
+                if n.endswith(".log") or n.endswith(".out"):
+                    try:
+                        txt = open(os.path.join(root, n), errors="replace").read()[-3000:]
+                    except OSError:
+                        continue
+                    out.append("--- %s\n%s" % (os.path.relpath(os.path.join(root, n), self.prefix), txt))
+        return "\n".join(out)
+
+    def stop(self):
+        for pr in reversed(self.procs):
+            if pr.poll() is None:
+                pr.send_signal(signal.SIGTERM)
+        for pr in reversed(self.procs):
+            try:
+                pr.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pr.kill()
+                pr.wait()
+        if os.environ.get("LLMBOX_KEEP_TEST_DIRS"):
+            print("kept %s" % self.prefix, file=sys.stderr)
+        elif self.prefix:
+            shutil.rmtree(self.prefix, ignore_errors=True)
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except Exception:
+            print(self.logs() if self.prefix else "", file=sys.stderr)
+            self.stop()
+            raise
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            print(self.logs(), file=sys.stderr)
+        self.stop()
+
+    # ---- HTTP --------------------------------------------------------------
+    def request(self, method, path, body=None, headers=None, timeout=30):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
+
+    def get_json(self, path):
+        st, _, body = self.request("GET", path)
+        return st, json.loads(body) if body else None
+
+    def create_task(self, prompt, files=(), **fields):
+        f = {"prompt": prompt}
+        f.update(fields)
+        ctype, body = multipart(f, [("files", n, d) for n, d in files])
+        st, _, resp = self.request("POST", "/api/tasks", body, {"Content-Type": ctype})
+        return st, json.loads(resp) if resp else None
+
+    def wait_task(self, task_id, timeout=120, final=("succeeded", "failed", "cancelled")):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            st, t = self.get_json("/api/tasks/" + task_id)
+            if st == 200 and t["status"] in final:
+                return t
+            time.sleep(0.1)
+        raise AssertionError("task %s not final after %ss: %s" % (task_id, timeout, t))
+
+    def events(self, task_id, last_event_id=None, timeout=60):
+        """Reads the SSE stream to its end; returns [(id, event, data)]."""
+        h = {"Accept": "text/event-stream"}
+        if last_event_id is not None:
+            h["Last-Event-ID"] = str(last_event_id)
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        c.request("GET", "/api/tasks/%s/events" % task_id, headers=h)
+        r = c.getresponse()
+        assert r.status == 200, r.status
+        assert r.getheader("Content-Type", "").startswith("text/event-stream")
+        evs, cur = [], {}
+        while True:
+            line = r.fp.readline()
+            if not line:
+                break
+            line = line.decode().rstrip("\r\n")
+            if line == "":
+                if "event" in cur or "data" in cur:
+                    evs.append((int(cur.get("id", "0")), cur.get("event", "message"), json.loads(cur.get("data", "null"))))
+                    if cur.get("event") == "done":
+                        break
+                cur = {}
+            elif line.startswith(":"):
+                continue
+            else:
+                k, _, v = line.partition(":")
+                v = v[1:] if v.startswith(" ") else v
+                cur[k] = cur[k] + "\n" + v if k == "data" and k in cur else v
+        c.close()
+        return evs
+
+    def sandbox_leftovers(self):
+        """Sandboxes still present under this stack's var/sandboxes."""
+        d = os.path.join(self.prefix, "var", "sandboxes")
+        return sorted(os.listdir(d)) if os.path.isdir(d) else []

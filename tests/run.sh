@@ -1,0 +1,55 @@
+#!/bin/bash
+# Runs every test suite and ends with one line: "N passed, N failed".
+# Each suite prints "PASS name", "FAIL name: why" or "SKIP name: why" lines;
+# a suite that exits non-zero without printing a FAIL counts as one failure.
+set -u
+cd "$(dirname "$0")/.."
+BUILD="${BUILD:-build}"
+passed=0
+failed=0
+skipped=0
+failures=()
+
+run_suite() {
+    local name="$1"; shift
+    local out rc
+    echo "== $name"
+    out=$(timeout "${SUITE_TIMEOUT:-900}" "$@" 2>"/tmp/llmbox-suite-$$.err")
+    rc=$?
+    printf '%s\n' "$out" | grep -E '^(PASS|FAIL|SKIP) ' | sed 's/^/   /'
+    local p f s
+    p=$(printf '%s\n' "$out" | grep -c '^PASS ' || true)
+    f=$(printf '%s\n' "$out" | grep -c '^FAIL ' || true)
+    s=$(printf '%s\n' "$out" | grep -c '^SKIP ' || true)
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        f=1
+        echo "   FAIL $name: exited with status $rc"
+    fi
+    if [ "$f" != 0 ]; then
+        failures+=("$name")
+        echo "   --- stderr of $name (last 30 lines) ---"
+        tail -n 30 "/tmp/llmbox-suite-$$.err" | sed 's/^/   | /'
+    fi
+    rm -f "/tmp/llmbox-suite-$$.err"
+    passed=$((passed + p))
+    failed=$((failed + f))
+    skipped=$((skipped + s))
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    run_suite "unit/$(basename "$t")" "$t"
+done
+for t in tests/integration/test_*.py; do
+    [ -f "$t" ] || continue
+    run_suite "integration/$(basename "$t" .py)" python3 "$t"
+done
+if [ -f tests/browser/run.sh ]; then
+    run_suite "browser" tests/browser/run.sh
+fi
+
+echo
+[ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
+[ "$skipped" != 0 ] && echo "$skipped skipped"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,336 @@
+/* Unit tests for the SQLite task store (server/store/store.h). */
+#include "testlib.h"
+
+#include "common/status.h"
+#include "common/util.h"
+#include "store/store.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static char db_dir[] = "/tmp/llmbox-test-store-XXXXXX";
+static char db_path[256];
+
+static void new_id(char id[33]) { lb_random_hex(id, 33, 16); }
+
+static lb_store *open_fresh(const char *name)
+{
+    snprintf(db_path, sizeof db_path, "%s/%s.db", db_dir, name);
+    lb_store *s = NULL;
+    if (lb_store_open(db_path, &s) != LB_OK)
+        return NULL;
+    return s;
+}
+
+static int insert_task(lb_store *s, char id[33])
+{
+    new_id(id);
+    lb_task_new t = {.id = id, .prompt = "plot the trend", .model = "m", .max_turns = 10,
+                     .inputs_json = "[{\"path\":\"data.csv\",\"size\":3}]"};
+    return lb_store_task_insert(s, &t);
+}
+
+TEST(open_creates_schema_and_reopens)
+{
+    lb_store *s = open_fresh("schema");
+    CHECK(s != NULL);
+    lb_store_close(s);
+    /* reopening an existing database must not re-run the migration */
+    lb_store *s2 = NULL;
+    CHECK(lb_store_open(db_path, &s2) == LB_OK);
+    sqlite3 *db;
+    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+    sqlite3_stmt *st;
+    CHECK(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ROW);
+    CHECK(sqlite3_column_int(st, 0) == LB_STORE_SCHEMA_VERSION);
+    sqlite3_finalize(st);
+    CHECK(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ROW);
+    CHECK_STR((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    lb_store_close(s2);
+}
+
+TEST(refuses_newer_schema)
+{
+    lb_store *s = open_fresh("newer");
+    CHECK(s != NULL);
+    lb_store_close(s);
+    sqlite3 *db;
+    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "UPDATE meta SET value='999' WHERE key='schema_version'", 0, 0, 0) == SQLITE_OK);
+    sqlite3_close(db);
+    s = NULL;
+    CHECK(lb_store_open(db_path, &s) != LB_OK);
+    CHECK(s == NULL);
+}
+
+TEST(task_lifecycle)
+{
+    lb_store *s = open_fresh("life");
+    char id[33], st[16];
+    int pid = -1;
+    CHECK(insert_task(s, id) == LB_OK);
+    CHECK(lb_store_task_state(s, id, st, sizeof st, &pid) == LB_OK);
+    CHECK_STR(st, "queued");
+    CHECK(pid == 0);
+    CHECK(lb_store_task_set_pid(s, id, 4242) == LB_OK);
+    CHECK(lb_store_task_set_running(s, id, 4243) == LB_OK);
+    CHECK(lb_store_task_state(s, id, st, sizeof st, &pid) == LB_OK);
+    CHECK_STR(st, "running");
+    CHECK(pid == 4243);
+    CHECK(lb_store_task_set_usage(s, id, 3, 100, 20) == LB_OK);
+
+    char **ids;
+    int *pids;
+    size_t n;
+    CHECK(lb_store_tasks_active(s, &ids, &pids, &n) == LB_OK);
+    CHECK(n == 1 && !strcmp(ids[0], id) && pids[0] == 4243);
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+    free(pids);
+
+    CHECK(lb_store_task_finish(s, id, "succeeded", NULL, "42") == LB_OK);
+    CHECK(lb_store_task_finish(s, id, "failed", "late", NULL) == LB_E_EXISTS);
+    CHECK(lb_store_task_set_running(s, id, 1) == LB_E_EXISTS);
+    CHECK(lb_store_event_append(s, id, "model", "{}", NULL) == LB_E_EXISTS);
+
+    cJSON *t = NULL;
+    CHECK(lb_store_task_get(s, id, &t) == LB_OK);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "succeeded");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(t, "answer")), "42");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(t, "reason")));
+    CHECK(cJSON_GetObjectItem(t, "turns")->valueint == 3);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "usage"), "prompt_tokens")->valueint == 100);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(t, "inputs")) == 1);
+    CHECK(cJSON_IsArray(cJSON_GetObjectItem(t, "artifacts")));
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(t, "finished_ms")));
+    cJSON_Delete(t);
+
+    CHECK(lb_store_tasks_active(s, &ids, &pids, &n) == LB_OK);
+    CHECK(n == 0);
+    free(ids);
+    free(pids);
+    lb_store_close(s);
+}
+
+static int last_type_cb(void *arg, int64_t seq, int64_t ts, const char *type, const char *data)
+{
+    (void)seq;
+    (void)ts;
+    snprintf(arg, 64, "%s %s", type, data);
+    return 0;
+}
+
+TEST(finish_appends_done_event_atomically)
+{
+    lb_store *s = open_fresh("done");
+    char id[33];
+    CHECK(insert_task(s, id) == LB_OK);
+    int64_t seq = 0;
+    CHECK(lb_store_event_append(s, id, "status", "{\"status\":\"running\"}", &seq) == LB_OK);
+    CHECK(seq == 1);
+    CHECK(lb_store_task_finish(s, id, "failed", "boom", NULL) == LB_OK);
+    char last[64] = "";
+    CHECK(lb_store_events_after(s, id, 1, 10, last_type_cb, last) == LB_OK);
+    CHECK_STR(last, "done {\"status\":\"failed\",\"reason\":\"boom\"}");
+    CHECK(lb_store_task_finish(s, id, "cancelled", NULL, NULL) == LB_E_EXISTS);
+    lb_store_close(s);
+}
+
+TEST(invalid_arguments)
+{
+    lb_store *s = open_fresh("inval");
+    char id[33], st[16];
+    CHECK(lb_store_task_state(s, "nope", st, sizeof st, NULL) == LB_E_INVAL);
+    CHECK(lb_store_task_state(s, "0123456789abcdef0123456789ABCDEF", st, sizeof st, NULL) == LB_E_INVAL);
+    new_id(id);
+    CHECK(lb_store_task_state(s, id, st, sizeof st, NULL) == LB_E_NOTFOUND);
+    CHECK(lb_store_task_finish(s, id, "failed", NULL, NULL) == LB_E_NOTFOUND);
+    CHECK(lb_store_event_append(s, id, "status", "{}", NULL) == LB_E_NOTFOUND);
+    CHECK(insert_task(s, id) == LB_OK);
+    CHECK(lb_store_task_finish(s, id, "running", NULL, NULL) == LB_E_INVAL);
+    CHECK(lb_store_event_append(s, id, "Bad Type", "{}", NULL) == LB_E_INVAL);
+    lb_task_new dup = {.id = id, .prompt = "x"};
+    CHECK(lb_store_task_insert(s, &dup) == LB_E_EXISTS);
+    cJSON *t = NULL;
+    CHECK(lb_store_task_get(s, "../etc", &t) == LB_E_INVAL && t == NULL);
+    lb_store_close(s);
+}
+
+/* ---- events paging ---- */
+
+struct collect {
+    int64_t seqs[64];
+    int n;
+    int stop_at;
+};
+
+static int collect_cb(void *arg, int64_t seq, int64_t ts, const char *type, const char *data)
+{
+    (void)ts;
+    (void)type;
+    (void)data;
+    struct collect *c = arg;
+    c->seqs[c->n++] = seq;
+    return c->stop_at && seq == c->stop_at ? 77 : 0;
+}
+
+TEST(events_after_pages)
+{
+    lb_store *s = open_fresh("paging");
+    char id[33];
+    CHECK(insert_task(s, id) == LB_OK);
+    for (int i = 1; i <= 25; i++) {
+        int64_t seq;
+        CHECK(lb_store_event_append(s, id, "tool", "{\"n\":1}", &seq) == LB_OK);
+        CHECK(seq == i);
+    }
+    struct collect c = {0};
+    int64_t after = 0;
+    int pages = 0;
+    for (;;) {
+        int before = c.n;
+        CHECK(lb_store_events_after(s, id, after, 10, collect_cb, &c) == LB_OK);
+        if (c.n == before)
+            break;
+        after = c.seqs[c.n - 1];
+        pages++;
+    }
+    CHECK(pages == 3);
+    CHECK(c.n == 25);
+    for (int i = 0; i < c.n; i++)
+        CHECK(c.seqs[i] == i + 1);
+    struct collect c2 = {.stop_at = 5};
+    CHECK(lb_store_events_after(s, id, 2, 100, collect_cb, &c2) == 77);
+    CHECK(c2.n == 3 && c2.seqs[0] == 3);
+    lb_store_close(s);
+}
+
+/* ---- two connections, two threads ---- */
+
+#define PER_THREAD 300
+
+struct writer {
+    const char *id;
+    int ok;
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    lb_store *s = NULL;
+    if (lb_store_open(db_path, &s) != LB_OK)
+        return NULL;
+    for (int i = 0; i < PER_THREAD; i++)
+        if (lb_store_event_append(s, w->id, "tool", "{\"x\":1}", NULL) == LB_OK)
+            w->ok++;
+    lb_store_close(s);
+    return NULL;
+}
+
+static int count_cb(void *arg, int64_t seq, int64_t ts, const char *type, const char *data)
+{
+    (void)ts;
+    (void)type;
+    (void)data;
+    int64_t *expect = arg;
+    if (seq != *expect + 1)
+        return 1; /* a gap or a duplicate */
+    *expect = seq;
+    return 0;
+}
+
+TEST(concurrent_writers_lose_nothing)
+{
+    lb_store *s = open_fresh("concurrent");
+    char id[33];
+    CHECK(insert_task(s, id) == LB_OK);
+    struct writer a = {.id = id}, b = {.id = id};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, writer_main, &a);
+    pthread_create(&tb, NULL, writer_main, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(a.ok == PER_THREAD);
+    CHECK(b.ok == PER_THREAD);
+    int64_t last = 0;
+    CHECK(lb_store_events_after(s, id, 0, 10000, count_cb, &last) == LB_OK);
+    CHECK(last == 2 * PER_THREAD);
+    lb_store_close(s);
+}
+
+TEST(list_newest_first_and_delete_cascades)
+{
+    lb_store *s = open_fresh("list");
+    char ids[3][33];
+    for (int i = 0; i < 3; i++) {
+        CHECK(insert_task(s, ids[i]) == LB_OK);
+        usleep(3000); /* distinct created_ms */
+    }
+    cJSON *arr = NULL;
+    CHECK(lb_store_task_list(s, 2, 0, &arr) == LB_OK);
+    CHECK(cJSON_GetArraySize(arr) == 2);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "id")), ids[2]);
+    int64_t before = (int64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "created_ms")->valuedouble;
+    cJSON_Delete(arr);
+    CHECK(lb_store_task_list(s, 2, before, &arr) == LB_OK);
+    CHECK(cJSON_GetArraySize(arr) == 1);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "id")), ids[0]);
+    cJSON_Delete(arr);
+
+    lb_artifact art[2] = {0};
+    snprintf(art[0].path, sizeof art[0].path, "plots/b.png");
+    art[0].size = 10;
+    snprintf(art[0].mime, sizeof art[0].mime, "image/png");
+    snprintf(art[1].path, sizeof art[1].path, "a.txt");
+    snprintf(art[1].mime, sizeof art[1].mime, "text/plain");
+    CHECK(lb_store_artifacts_set(s, ids[0], art, 2) == LB_OK);
+    CHECK(lb_store_artifacts_get(s, ids[0], &arr) == LB_OK);
+    CHECK(cJSON_GetArraySize(arr) == 2);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "path")), "a.txt");
+    cJSON_Delete(arr);
+    lb_artifact f;
+    CHECK(lb_store_artifact_find(s, ids[0], "plots/b.png", &f) == LB_OK);
+    CHECK(f.size == 10 && !strcmp(f.mime, "image/png"));
+    CHECK(lb_store_artifact_find(s, ids[0], "nope", &f) == LB_E_NOTFOUND);
+    lb_artifact bad = {0};
+    snprintf(bad.path, sizeof bad.path, "../x");
+    CHECK(lb_store_artifacts_set(s, ids[0], &bad, 1) == LB_E_INVAL);
+
+    CHECK(lb_store_event_append(s, ids[0], "status", "{}", NULL) == LB_OK);
+    CHECK(lb_store_task_delete(s, ids[0]) == LB_OK);
+    CHECK(lb_store_task_delete(s, ids[0]) == LB_E_NOTFOUND);
+    CHECK(lb_store_artifact_find(s, ids[0], "a.txt", &f) == LB_E_NOTFOUND);
+    struct collect c = {0};
+    CHECK(lb_store_events_after(s, ids[0], 0, 10, collect_cb, &c) == LB_OK);
+    CHECK(c.n == 0);
+    lb_store_close(s);
+}
+
+int main(void)
+{
+    if (!mkdtemp(db_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(open_creates_schema_and_reopens);
+    RUN(refuses_newer_schema);
+    RUN(task_lifecycle);
+    RUN(finish_appends_done_event_atomically);
+    RUN(invalid_arguments);
+    RUN(events_after_pages);
+    RUN(concurrent_writers_lose_nothing);
+    RUN(list_newest_first_and_delete_cascades);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
+    if (system(cmd) != 0)
+        return 1;
+    return testlib_done();
+}

@@ -1,0 +1,157 @@
+// The llmbox HTTP API, as the page uses it. Every failure becomes an ApiError
+// whose message is a sentence a person can read.
+
+import { sentence, bytes } from './format.js';
+
+export const UPLOAD_LIMIT = 100 * 1024 * 1024; // what the server accepts per task
+
+export class ApiError extends Error {
+  constructor(message, status = 0, code = '') {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** A task id as it may appear in a URL: the server's ids are hex. */
+export function validTaskId(id) {
+  return typeof id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(id);
+}
+
+const STATUS_SENTENCES = {
+  400: 'The server did not accept the request.',
+  404: 'The server could not find what was asked for.',
+  409: 'That is not possible in the task\'s current state.',
+  413: `The upload is larger than the server accepts (${bytes(UPLOAD_LIMIT)} per task).`,
+  415: 'The server does not accept this kind of upload.',
+  429: 'Too many tasks are running right now. Please try again in a moment.',
+  500: 'The server ran into an internal error.',
+  502: 'The llmbox service behind the web server is not answering.',
+  503: 'The service is not available right now. Please try again in a moment.',
+  504: 'The llmbox service took too long to answer.',
+};
+
+function messageFor(status, body) {
+  const err = body && typeof body === 'object' ? body.error : null;
+  if (err && typeof err.message === 'string' && err.message.trim()) {
+    return { message: sentence(err.message), code: String(err.code ?? '') };
+  }
+  if (status === 0) {
+    return {
+      message: 'Could not reach the llmbox server. Check the connection and try again.',
+      code: 'network',
+    };
+  }
+  return {
+    message: STATUS_SENTENCES[status] ?? `The server answered with an unexpected error (HTTP ${status}).`,
+    code: '',
+  };
+}
+
+function parseJSON(text) {
+  if (!text) return null;
+  try { return JSON.parse(text); } catch { return null; }
+}
+
+export async function request(method, path, { body, headers, signal } = {}) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      body,
+      signal,
+      headers: { Accept: 'application/json', ...headers },
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+  } catch (e) {
+    if (e && e.name === 'AbortError') throw e;
+    const { message, code } = messageFor(0, null);
+    throw new ApiError(message, 0, code);
+  }
+  const text = await res.text().catch(() => '');
+  const data = parseJSON(text);
+  if (!res.ok) {
+    const { message, code } = messageFor(res.status, data);
+    throw new ApiError(message, res.status, code);
+  }
+  if (data === null && text.trim()) {
+    throw new ApiError('The server sent an answer this page could not read.', res.status, 'bad_json');
+  }
+  return data ?? {};
+}
+
+export const getJSON = (path, opts) => request('GET', path, opts);
+export const postJSON = (path, opts) => request('POST', path, opts);
+
+export function taskPath(id) {
+  return `/api/tasks/${encodeURIComponent(id)}`;
+}
+
+export function artifactUrl(taskId, path, inline = false) {
+  const segs = String(path).split('/').filter(Boolean).map(encodeURIComponent).join('/');
+  return `${taskPath(taskId)}/artifacts/${segs}${inline ? '?inline=1' : ''}`;
+}
+
+export const api = {
+  health: () => getJSON('/api/health'),
+  models: () => getJSON('/api/models'),
+  tasks: () => getJSON('/api/tasks'),
+  task: (id) => getJSON(taskPath(id)),
+  artifacts: (id) => getJSON(`${taskPath(id)}/artifacts`),
+  cancel: (id) => postJSON(`${taskPath(id)}/cancel`),
+  eventsUrl: (id) => `${taskPath(id)}/events`,
+  bundleZip: (id) => `${taskPath(id)}/bundle.zip`,
+  bundleTgz: (id) => `${taskPath(id)}/bundle.tar.gz`,
+  trajectory: (id) => `${taskPath(id)}/trajectory`,
+};
+
+/**
+ * POST /api/tasks as multipart/form-data with upload progress.
+ *   fields: {prompt, max_turns, model?}
+ *   files:  [{file: File, name: 'relative/path.ext'}]
+ *   onProgress(loaded, total)
+ * Resolves with the server's JSON (which names the new task's id).
+ * Returns {promise, abort}.
+ */
+export function createTask(fields, files, onProgress) {
+  const form = new FormData();
+  for (const [key, value] of Object.entries(fields)) {
+    if (value !== undefined && value !== null && value !== '') form.append(key, String(value));
+  }
+  for (const { file, name } of files) form.append('files', file, name);
+
+  const xhr = new XMLHttpRequest();
+  const promise = new Promise((resolve, reject) => {
+    xhr.open('POST', '/api/tasks');
+    xhr.setRequestHeader('Accept', 'application/json');
+    xhr.responseType = 'text';
+    xhr.upload.addEventListener('progress', (e) => {
+      if (onProgress) onProgress(e.loaded, e.lengthComputable ? e.total : 0);
+    });
+    xhr.addEventListener('load', () => {
+      const data = parseJSON(xhr.responseText);
+      if (xhr.status >= 200 && xhr.status < 300) {
+        const id = data && (data.id ?? (data.task && data.task.id));
+        if (validTaskId(id)) resolve({ ...data, id });
+        else reject(new ApiError('The server accepted the task but did not say which task it is.', xhr.status, 'bad_json'));
+        return;
+      }
+      const { message, code } = messageFor(xhr.status, data);
+      reject(new ApiError(message, xhr.status, code));
+    });
+    xhr.addEventListener('error', () => {
+      const { message, code } = messageFor(0, null);
+      reject(new ApiError(message, 0, code));
+    });
+    xhr.addEventListener('abort', () => {
+      reject(new ApiError('The upload was cancelled.', 0, 'aborted'));
+    });
+    xhr.addEventListener('timeout', () => {
+      reject(new ApiError('The upload took too long and was stopped.', 0, 'timeout'));
+    });
+    xhr.send(form);
+  });
+  return { promise, abort: () => xhr.abort() };
+}
