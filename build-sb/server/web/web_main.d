@@ -1,2 +1,0 @@
-build-sb/server/web/web_main.o: server/web/web_main.c server/entry.h
-server/entry.h:
