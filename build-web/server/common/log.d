@@ -1,2 +1,0 @@
-build-web/server/common/log.o: server/common/log.c server/common/log.h
-server/common/log.h:

@@ -1,3 +1,0 @@
-build-web/server/common/status.o: server/common/status.c \
- server/common/status.h
-server/common/status.h:

@@ -1,4 +1,0 @@
-build-web/server/common/util.o: server/common/util.c server/common/util.h \
- server/common/status.h
-server/common/util.h:
-server/common/status.h:

@@ -1,3 +1,0 @@
-build-web/server/sandbox/sandboxd_main.o: server/sandbox/sandboxd_main.c \
- server/entry.h
-server/entry.h:

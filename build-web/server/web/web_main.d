@@ -1,2 +1,0 @@
-build-web/server/web/web_main.o: server/web/web_main.c server/entry.h
-server/entry.h:
