@@ -13,13 +13,20 @@
  *   create   {image, memory_mib, pids, input_dir?}      -> {id}
  *            input_dir: host directory copied into /testbed/input.
  *   exec     {id, command, timeout_ms}                  -> {state, exit_code,
- *            stdout, stderr, truncated, duration_ms}    state: exited|timeout|oom|interrupted|error
+ *            stdout, stderr, truncated, duration_ms,    state: exited|timeout|oom|interrupted|error
+ *            shell_restarted?}                          shell_restarted: the old shell was gone and a fresh one started
  *   write    {id, path, excl, mode?} + data frame       -> {}
  *   read     {id, path, max}                            -> {size} + data frame
- *   list     {id, path, max_depth, max_entries}         -> {entries:[{path,type:"file"|"dir",size}]}
+ *   list     {id, path, max_depth, max_entries}         -> {entries:[{path,type:"file"|"dir"|"other",size}], truncated?}
  *            symlinks and special files are reported with type "other" and never followed.
  *   stat     {id, path}                                 -> {type:"missing"|"file"|"dir"|"other", size}
  *   destroy  {id}                                       -> {}   (idempotent)
+ *   interrupt {id}                                      -> {}
+ *            may be sent while an exec on the same connection is running:
+ *            the command is stopped, the exec answers first with state
+ *            "interrupted", then the interrupt answers. Any other request
+ *            sent meanwhile gets "busy" after the exec's answer. Used on
+ *            cancel, so the outputs can still be collected afterwards.
  *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit"}
  *
  * Sandboxes belong to the connection that created them: when it closes

@@ -1,9 +1,160 @@
-/* placeholder until this subcommand lands */
+/* `llmbox agent --task ID`: runs one stored task (spawned by the web
+ * backend, one process per task, so a crashing plugin or a runaway model
+ * client ends only its own task). `llmbox agent --list-tools`: the loaded
+ * tools and the plugins that were refused, as JSON for /api/tools. */
+#include "agent/agent.h"
+#include "agent/plugin_host.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
 #include "entry.h"
+
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static volatile int g_cancel, g_sb_interrupt, g_timed_out;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: llmbox agent --task ID\n"
+               "       llmbox agent --list-tools\n");
+}
+
+static int list_tools(void)
+{
+    cJSON *errors = cJSON_CreateArray();
+    lb_plugins *p = NULL;
+    if (!errors || lb_plugins_load(lb_cfg()->plugin_dir, &p, errors) != LB_OK) {
+        fprintf(stderr, "llmbox agent: out of memory\n");
+        cJSON_Delete(errors);
+        return 1;
+    }
+    cJSON *out = lb_plugins_list_json(p, errors);
+    char *text = out ? cJSON_PrintUnformatted(out) : NULL;
+    int rc = 1;
+    if (text) {
+        printf("%s\n", text);
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    }
+    free(text);
+    cJSON_Delete(out);
+    cJSON_Delete(errors);
+    lb_plugins_free(p);
+    return rc;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int run_task(const char *id)
+{
+    const lb_config *cfg = lb_cfg();
+    lb_store *st = NULL;
+    cJSON *task = NULL;
+    int ret = 1;
+    lb_loop_result res;
+    memset(&res, 0, sizeof res);
+
+    lb_agent_signals_install(&g_cancel, &g_sb_interrupt, &g_timed_out);
+    int rc = lb_store_open(cfg->db_path, &st);
+    if (rc != LB_OK) {
+        lb_error("cannot open the task store %s: %s", cfg->db_path, lb_strerror(rc));
+        goto out;
+    }
+    rc = lb_store_task_get(st, id, &task);
+    if (rc != LB_OK) {
+        lb_error("task %s: %s", id, lb_strerror(rc));
+        goto out;
+    }
+    const char *status = jstr(task, "status");
+    if (!status || (strcmp(status, "queued") && strcmp(status, "running"))) {
+        lb_error("task %s is %s, not queued", id, status ? status : "in an unknown state");
+        goto out;
+    }
+    const char *prompt = jstr(task, "prompt");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(task, "max_turns");
+    int max_turns = cJSON_IsNumber(mt) && mt->valuedouble >= 1 ? (int)mt->valuedouble : cfg->max_turns_default;
+    if (max_turns > cfg->max_turns_limit)
+        max_turns = cfg->max_turns_limit;
+    const char *model = jstr(task, "model");
+
+    char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200];
+    snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);
+    snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
+    snprintf(output_dir, sizeof output_dir, "%s/output", task_dir);
+    snprintf(traj, sizeof traj, "%s/trajectory.json", task_dir);
+    struct stat sb;
+    int has_input = stat(input_dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (lb_mkdirs(task_dir, 0755) != LB_OK) {
+        lb_error("cannot create %s", task_dir);
+        lb_store_task_finish(st, id, "failed", "the task directory could not be created", NULL);
+        goto out;
+    }
+    rc = lb_store_task_set_running(st, id, (int)getpid());
+    if (rc != LB_OK)
+        lb_warn("cannot mark task %s running: %s", id, lb_strerror(rc));
+
+    lb_sink sink;
+    lb_sink_store_init(&sink, st, id);
+    lb_loop_opts o = {
+        .task_id = id,
+        .prompt = prompt ? prompt : "",
+        .max_turns = max_turns,
+        .model_name = model && *model ? model : NULL,
+        .input_dir = has_input ? input_dir : NULL,
+        .output_dir = output_dir,
+        .trajectory_path = traj,
+        .cancel = &g_cancel,
+        .sb_interrupt = &g_sb_interrupt,
+        .timed_out = &g_timed_out,
+    };
+    lb_info("task %s: starting (%d turns max)", id, max_turns);
+    rc = lb_agent_run(&o, &sink, &res);
+    lb_info("task %s: %s%s%s", id, res.status, res.reason[0] ? ": " : "", res.reason);
+    ret = rc == LB_OK ? 0 : 1;
+out:
+    lb_loop_result_free(&res);
+    cJSON_Delete(task);
+    lb_store_close(st);
+    return ret;
+}
+
 int lb_agent_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "llmbox %s: not built yet\n", argv[0]);
-    return 1;
+    lb_log_init("agent");
+    const char *task = NULL;
+    int list = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--task") && i + 1 < argc)
+            task = argv[++i];
+        else if (!strncmp(argv[i], "--task=", 7))
+            task = argv[i] + 7;
+        else if (!strcmp(argv[i], "--list-tools"))
+            list = 1;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (list)
+        return list_tools();
+    if (!task) {
+        usage(stderr);
+        return 2;
+    }
+    if (!lb_id_valid(task)) {
+        fprintf(stderr, "llmbox agent: '%s' is not a task id (32 lowercase hex characters)\n", task);
+        return 2;
+    }
+    return run_task(task);
 }

@@ -1,9 +1,317 @@
-/* placeholder until this subcommand lands */
+/* `llmbox run [-i FILE]... [-o DIR] [--max-turns N] [--model NAME] "prompt"`:
+ * the agent without the web server. Same loop as `llmbox agent`, with the
+ * steps printed to the terminal and the results written to DIR. */
+#include "agent/agent.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
 #include "entry.h"
+#include "llmbox/sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RUN_MAX_INPUTS 256
+#define RUN_PROMPT_MAX (1u << 20)
+
+static volatile int g_cancel, g_sb_interrupt, g_timed_out;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: llmbox run [-i FILE]... [-o DIR] [--max-turns N] [--model NAME] \"prompt\"\n"
+            "\n"
+            "Runs one task in a sandbox and prints each step.\n"
+            "  -i, --input FILE   copy FILE into /testbed/input (repeatable)\n"
+            "  -o, --output DIR   where outputs, answer.txt and trajectory.json go\n"
+            "                     (default ./llmbox-output)\n"
+            "  --max-turns N      turn limit (default $LLMBOX_MAX_TURNS or 100)\n"
+            "  --model NAME       model name sent to the endpoint (default $LLMBOX_LLM_MODEL)\n"
+            "  prompt             the task; \"-\" reads it from standard input\n"
+            "\n"
+            "The model endpoint comes from LLMBOX_LLM_URL (or OPENAI_BASE_URL) and\n"
+            "LLMBOX_LLM_KEY (or OPENAI_API_KEY); the sandbox daemon must be running.\n");
+}
+
+/* When run outside the llmbox directory, find plugins and prompts next to
+ * the binary (build/llmbox -> ..), unless LLMBOX_HOME says otherwise. */
+static void find_home(void)
+{
+    struct stat st;
+    if (getenv("LLMBOX_HOME") || stat(lb_cfg()->plugin_dir, &st) == 0)
+        return;
+    char exe[LB_CFG_PATH];
+    snprintf(exe, sizeof exe, "%s", lb_cfg()->self_exe);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash || slash == exe)
+            return;
+        *slash = '\0';
+    }
+    char probe[LB_CFG_PATH + 32];
+    snprintf(probe, sizeof probe, "%s/plugins", exe);
+    if (stat(probe, &st) != 0 || !S_ISDIR(st.st_mode))
+        return;
+    setenv("LLMBOX_HOME", exe, 1);
+    if (lb_config_load(lb_cfg_mut()) != LB_OK)
+        unsetenv("LLMBOX_HOME");
+}
+
+static int copy_file(const char *src, const char *dst)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return LB_E_IO;
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (out < 0) {
+        close(in);
+        return errno == EEXIST ? LB_E_EXISTS : LB_E_IO;
+    }
+    char buf[65536];
+    int rc = LB_OK;
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = LB_E_IO;
+            break;
+        }
+        if (n == 0)
+            break;
+        if ((rc = lb_write_all(out, buf, (size_t)n)) != LB_OK)
+            break;
+    }
+    close(in);
+    if (close(out) != 0 && rc == LB_OK)
+        rc = LB_E_IO;
+    return rc;
+}
+
+static char *read_stdin(void)
+{
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    while (s) {
+        if (len + 1 == cap) {
+            if (cap >= RUN_PROMPT_MAX) {
+                free(s);
+                return NULL;
+            }
+            char *ns = realloc(s, cap * 2);
+            if (!ns) {
+                free(s);
+                return NULL;
+            }
+            s = ns;
+            cap *= 2;
+        }
+        size_t n = fread(s + len, 1, cap - len - 1, stdin);
+        if (n == 0)
+            break;
+        len += n;
+    }
+    if (s)
+        s[len] = '\0';
+    return s;
+}
+
+static int dir_empty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return 1;
+    struct dirent *e;
+    int empty = 1;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            empty = 0;
+    closedir(d);
+    return empty;
+}
+
+static int sandboxd_check(void)
+{
+    const lb_config *cfg = lb_cfg();
+    lbsb_conn *c = NULL;
+    char err[1024] = "";
+    char *info = NULL;
+    int rc = lbsb_connect(cfg->sandboxd_socket, NULL, &c, err, sizeof err);
+    if (rc == LB_OK)
+        rc = lbsb_ping(c, &info, err, sizeof err);
+    free(info);
+    lbsb_close(c);
+    if (rc == LB_OK)
+        return 0;
+    fprintf(stderr,
+            "llmbox run: the sandbox daemon is not reachable at %s\n"
+            "  (%s)\n"
+            "Start it in another terminal with:\n"
+            "    sudo %s sandboxd\n"
+            "or start the whole service with `make run` in the llmbox directory.\n",
+            cfg->sandboxd_socket, err, cfg->self_exe[0] ? cfg->self_exe : "llmbox");
+    return 1;
+}
+
 int lb_run_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "llmbox %s: not built yet\n", argv[0]);
-    return 1;
+    lb_log_init("run");
+    find_home();
+    const lb_config *cfg = lb_cfg();
+    const char *inputs[RUN_MAX_INPUTS];
+    size_t n_inputs = 0;
+    const char *out_arg = "llmbox-output", *model = NULL;
+    char *prompt = NULL;
+    int max_turns = cfg->max_turns_default;
+    int ret = 1;
+    char tmp[] = "/tmp/llmbox-run-XXXXXX";
+    int have_tmp = 0;
+    lb_loop_result res;
+    memset(&res, 0, sizeof res);
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if ((!strcmp(a, "-i") || !strcmp(a, "--input")) && more) {
+            if (n_inputs == RUN_MAX_INPUTS) {
+                fprintf(stderr, "llmbox run: at most %d input files\n", RUN_MAX_INPUTS);
+                goto out;
+            }
+            inputs[n_inputs++] = argv[++i];
+        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && more) {
+            out_arg = argv[++i];
+        } else if (!strcmp(a, "--max-turns") && more) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > cfg->max_turns_limit) {
+                fprintf(stderr, "llmbox run: --max-turns must be 1..%d\n", cfg->max_turns_limit);
+                ret = 2;
+                goto out;
+            }
+            max_turns = (int)v;
+        } else if (!strcmp(a, "--model") && more) {
+            model = argv[++i];
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            ret = 0;
+            goto out;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "llmbox run: unknown or incomplete option '%s'\n\n", a);
+            usage(stderr);
+            ret = 2;
+            goto out;
+        } else if (prompt) {
+            fprintf(stderr, "llmbox run: give the prompt as one argument (quote it)\n");
+            ret = 2;
+            goto out;
+        } else {
+            prompt = !strcmp(a, "-") ? read_stdin() : strdup(a);
+            if (!prompt) {
+                fprintf(stderr, "llmbox run: cannot read the prompt (at most %u KiB)\n", RUN_PROMPT_MAX >> 10);
+                goto out;
+            }
+        }
+    }
+    if (!prompt || !*prompt) {
+        usage(stderr);
+        ret = 2;
+        goto out;
+    }
+    if (sandboxd_check())
+        goto out;
+
+    /* inputs: copies in a private temp dir, so the sandbox sees a snapshot */
+    char input_dir[sizeof tmp + 16];
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "llmbox run: cannot create a temporary directory: %s\n", strerror(errno));
+        goto out;
+    }
+    have_tmp = 1;
+    chmod(tmp, 0755);
+    snprintf(input_dir, sizeof input_dir, "%s/input", tmp);
+    if (mkdir(input_dir, 0755) != 0) {
+        fprintf(stderr, "llmbox run: cannot create %s: %s\n", input_dir, strerror(errno));
+        goto out;
+    }
+    for (size_t i = 0; i < n_inputs; i++) {
+        struct stat st;
+        if (stat(inputs[i], &st) != 0 || !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "llmbox run: %s is not a readable file\n", inputs[i]);
+            goto out;
+        }
+        const char *base = strrchr(inputs[i], '/');
+        base = base ? base + 1 : inputs[i];
+        char dst[PATH_MAX + 300];
+        snprintf(dst, sizeof dst, "%s/%s", input_dir, base);
+        int rc = copy_file(inputs[i], dst);
+        if (rc != LB_OK) {
+            fprintf(stderr, "llmbox run: cannot copy %s: %s\n", inputs[i],
+                    rc == LB_E_EXISTS ? "two inputs have the same file name" : strerror(errno));
+            goto out;
+        }
+    }
+
+    if (lb_mkdirs(out_arg, 0755) != LB_OK) {
+        fprintf(stderr, "llmbox run: cannot create %s: %s\n", out_arg, strerror(errno));
+        goto out;
+    }
+    char out_dir[PATH_MAX];
+    if (!realpath(out_arg, out_dir)) {
+        fprintf(stderr, "llmbox run: %s: %s\n", out_arg, strerror(errno));
+        goto out;
+    }
+    if (!dir_empty(out_dir))
+        fprintf(stderr, "llmbox run: note: %s is not empty; files with the same names will be replaced\n",
+                out_dir);
+    char traj_tmp[sizeof tmp + 32];
+    snprintf(traj_tmp, sizeof traj_tmp, "%s/trajectory.json", tmp);
+
+    char id[LB_ID_HEX_LEN + 1];
+    if (lb_random_hex(id, sizeof id, LB_ID_HEX_LEN / 2) != LB_OK)
+        goto out;
+    printf("llmbox run: task %s, model %s at %s, up to %d turns, %zu input file(s)\n", id,
+           model ? model : cfg->llm_model, cfg->llm_url, max_turns, n_inputs);
+    fflush(stdout);
+
+    lb_agent_signals_install(&g_cancel, &g_sb_interrupt, &g_timed_out);
+    lb_sink sink;
+    lb_sink_term_init(&sink, stdout);
+    lb_loop_opts o = {
+        .task_id = id,
+        .prompt = prompt,
+        .max_turns = max_turns,
+        .model_name = model,
+        .input_dir = input_dir,
+        .output_dir = out_dir,
+        .trajectory_path = traj_tmp,
+        .cancel = &g_cancel,
+        .sb_interrupt = &g_sb_interrupt,
+        .timed_out = &g_timed_out,
+    };
+    lb_agent_run(&o, &sink, &res);
+
+    /* the trajectory goes beside the outputs, never over one of them */
+    char traj[PATH_MAX + 64];
+    snprintf(traj, sizeof traj, "%s/trajectory.json", out_dir);
+    struct stat st;
+    if (lstat(traj, &st) == 0)
+        snprintf(traj, sizeof traj, "%s/llmbox-trajectory-%.8s.json", out_dir, id);
+    if (copy_file(traj_tmp, traj) != LB_OK)
+        fprintf(stderr, "llmbox run: cannot write %s\n", traj);
+    printf("results in %s (%zu output file(s)); trajectory: %s\n", out_dir, res.n_artifacts, traj);
+    ret = !strcmp(res.status, "succeeded") ? 0 : !strcmp(res.status, "cancelled") ? 130 : 1;
+out:
+    if (have_tmp)
+        lb_rmtree(tmp);
+    lb_loop_result_free(&res);
+    free(prompt);
+    return ret;
 }

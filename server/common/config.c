@@ -67,8 +67,8 @@ int lb_config_load(lb_config *cfg)
     rc |= lb_setpath(cfg->prompts_dir, "LLMBOX_PROMPTS", cfg->home, "server/agent/prompts");
     rc |= lb_setpath(cfg->images_dir, "LLMBOX_IMAGES", cfg->home, "images");
     rc |= lb_setpath(cfg->image_store, "LLMBOX_IMAGE_STORE", cfg->var_dir, "images");
-    rc |= lb_setpath(cfg->db_path, "LLMBOX_DB", cfg->var_dir, "llmbox.db");
-    rc |= lb_setpath(cfg->web_socket, "LLMBOX_WEB_SOCKET", cfg->var_dir, "run/web.sock");
+    rc |= lb_setpath(cfg->db_path, "LLMBOX_DB", cfg->var_dir, "web/llmbox.db");
+    rc |= lb_setpath(cfg->web_socket, "LLMBOX_WEB_SOCKET", cfg->var_dir, "web/web.sock");
     rc |= lb_setpath(cfg->sandboxd_socket, "LLMBOX_SANDBOXD_SOCKET", cfg->var_dir, "run/sandboxd.sock");
     if (rc)
         return LB_E_TOOBIG;

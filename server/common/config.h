@@ -15,8 +15,8 @@ typedef struct lb_config {
     char prompts_dir[LB_CFG_PATH];   /* LLMBOX_PROMPTS, default $home/server/agent/prompts */
     char images_dir[LB_CFG_PATH];    /* recipes: $home/images */
     char image_store[LB_CFG_PATH];   /* built roots: $var/images */
-    char db_path[LB_CFG_PATH];       /* LLMBOX_DB, default $var/llmbox.db */
-    char web_socket[LB_CFG_PATH];    /* LLMBOX_WEB_SOCKET, default $var/run/web.sock */
+    char db_path[LB_CFG_PATH];       /* LLMBOX_DB, default $var/web/llmbox.db */
+    char web_socket[LB_CFG_PATH];    /* LLMBOX_WEB_SOCKET, default $var/web/web.sock */
     char sandboxd_socket[LB_CFG_PATH]; /* LLMBOX_SANDBOXD_SOCKET, default $var/run/sandboxd.sock */
     char self_exe[LB_CFG_PATH];      /* /proc/self/exe, for spawning agents */
 

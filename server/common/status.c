@@ -15,6 +15,7 @@ static const char *const lb_status_text[LB_E__COUNT] = {
     [LB_E_SANDBOX] = "sandbox error",
     [LB_E_DENIED] = "permission denied",
     [LB_E_INTERNAL] = "internal error",
+    [LB_E_ISDIR] = "is a directory",
 };
 
 const char *lb_strerror(int status)

@@ -18,6 +18,7 @@ typedef enum lb_status {
     LB_E_SANDBOX = 11,   /* the sandbox itself failed */
     LB_E_DENIED = 12,    /* refused (auth, permissions) */
     LB_E_INTERNAL = 13,
+    LB_E_ISDIR = 14,     /* a file was expected, a directory was found */
     LB_E__COUNT
 } lb_status;
 

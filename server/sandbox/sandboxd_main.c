@@ -1,9 +1,157 @@
-/* placeholder until this subcommand lands */
+/*
+ * `llmbox sandboxd [--socket PATH]`: the sandbox daemon, the only process
+ * of llmbox that runs as root. Sets up the listening socket so that the
+ * unprivileged web/agent user can connect, removes what a previous run
+ * left behind, then runs the event loop (sandboxd.c).
+ */
 #include "entry.h"
+#include "sandbox/sandboxd.h"
+
+#include "common/log.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static void sd_usage(FILE *f)
+{
+    fprintf(f, "usage: llmbox sandboxd [--socket PATH]\n"
+               "  Serves the sandbox RPC on a unix socket (default %s).\n"
+               "  Must run as root. The socket is mode 0660, group of LLMBOX_WEB_USER.\n",
+            lb_cfg()->sandboxd_socket);
+}
+
+/* Binds the socket; refuses to steal it from a running sandboxd. */
+static int sd_listen(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        lb_error("socket path too long: %s", path);
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    char dir[LB_CFG_PATH];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *d = dirname(dir);
+    if (lb_mkdirs(d, 0755) != LB_OK) {
+        lb_error("cannot create %s: %s", d, strerror(errno));
+        return -1;
+    }
+    /* the dir must be traversable by the web user; it usually is var/run */
+    chmod(d, 0755);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            lb_error("%s exists and is not a socket; refusing to replace it", path);
+            close(fd);
+            return -1;
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
+            lb_error("another sandboxd is already listening on %s", path);
+            close(probe);
+            close(fd);
+            return -1;
+        }
+        if (probe >= 0)
+            close(probe);
+        unlink(path); /* stale, from a run that died */
+    }
+    mode_t old = umask(0177);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r != 0 || listen(fd, 64) != 0) {
+        lb_error("cannot listen on %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    gid_t gid = 0;
+    const char *user = lb_cfg()->web_user;
+    if (user[0]) {
+        struct passwd *pw = getpwnam(user);
+        if (pw)
+            gid = pw->pw_gid;
+        else
+            lb_warn("LLMBOX_WEB_USER '%s' does not exist; the socket stays root-only", user);
+    } else {
+        lb_warn("LLMBOX_WEB_USER is not set: only root can connect to %s", path);
+    }
+    if (chown(path, 0, gid) != 0 || chmod(path, 0660) != 0) {
+        lb_error("cannot set the owner/mode of %s: %s", path, strerror(errno));
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    return fd;
+}
+
 int lb_sandboxd_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "llmbox %s: not built yet\n", argv[0]);
-    return 1;
+    lb_config *cfg = lb_cfg_mut();
+    lb_log_init("sandboxd");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+            if ((size_t)snprintf(cfg->sandboxd_socket, sizeof cfg->sandboxd_socket, "%s",
+                                 argv[++i]) >= sizeof cfg->sandboxd_socket) {
+                fprintf(stderr, "llmbox sandboxd: --socket path too long\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            sd_usage(stdout);
+            return 0;
+        } else {
+            sd_usage(stderr);
+            return 2;
+        }
+    }
+    if (geteuid() != 0) {
+        fprintf(stderr, "llmbox sandboxd: must run as root (it creates namespaces, mounts and "
+                        "cgroups)\n");
+        return 1;
+    }
+    if (!lbsd_paths_ok()) {
+        fprintf(stderr, "llmbox sandboxd: var dir (%s) and image store (%s) must be absolute "
+                        "paths without ',', ':' or '\\' (overlayfs options cannot carry them)\n",
+                cfg->var_dir, cfg->image_store);
+        return 1;
+    }
+    /* Supplementary groups would count in the client-rights checks of the
+     * input copy (setfsuid does not touch them); root needs none. */
+    if (setgroups(0, NULL) != 0)
+        lb_warn("setgroups: %s", strerror(errno));
+    signal(SIGPIPE, SIG_IGN);
+    umask(022);
+
+    char p[LB_CFG_PATH + 32];
+    snprintf(p, sizeof p, "%s/sandboxes", cfg->var_dir);
+    if (lb_mkdirs(p, 0700) != LB_OK || chmod(p, 0700) != 0) {
+        lb_error("cannot create %s: %s", p, strerror(errno));
+        return 1;
+    }
+    lbsd_cg_detect();
+    lbsd_cleanup_stale();
+    int lfd = sd_listen(cfg->sandboxd_socket);
+    if (lfd < 0)
+        return 1;
+    lb_info("sandboxd %s listening on %s (images in %s, cgroup %s)", LLMBOX_VERSION,
+            cfg->sandboxd_socket, cfg->image_store, lbsd_cg_mode_name(lbsd_cg_detect()));
+    int rc = lbsd_serve(lfd);
+    close(lfd);
+    unlink(cfg->sandboxd_socket);
+    lb_info("sandboxd stopped");
+    return rc;
 }

@@ -1,9 +1,392 @@
-/* placeholder until this subcommand lands */
+/* `llmbox web`: the FastCGI backend behind nginx.
+ *
+ * Start-up order matters for privilege separation: as root we only create
+ * the runtime folders and the listening socket (owned by the service user,
+ * mode 0660, so nginx workers running as that user can connect), then drop
+ * to the service user before reading a single request byte or opening the
+ * database. After that: crash recovery, the reaper thread, and N worker
+ * threads that each accept FastCGI requests with their own store
+ * connection.
+ */
+#include "web/web.h"
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
 #include "entry.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t lb_accept_mu = PTHREAD_MUTEX_INITIALIZER;
+static int lb_listen_fd = -1;
+
+void lb_web_logdir(char *out, size_t outsz)
+{
+    const char *db = lb_cfg()->db_path;
+    const char *slash = strrchr(db, '/');
+    int n = slash ? (int)(slash - db) : 0;
+    snprintf(out, outsz, "%.*s/log", n, slash ? db : ".");
+}
+
+/* ---- crash recovery ---- */
+
+/* True when pid is an `llmbox agent` running task id: after a restart a
+ * recorded pid may belong to any process, so the command line decides. */
+int lb_agent_alive(int pid, const char *id)
+{
+    if (pid <= 0)
+        return 0;
+    char path[64], cmd[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    /* /proc files report size 0, so read until EOF rather than by size */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, cmd + len, sizeof cmd - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len == sizeof cmd - 1)
+            break;
+    }
+    close(fd);
+    cmd[len] = '\0';
+    int agent = 0, task = 0;
+    for (size_t i = 0; i < len; i += strlen(cmd + i) + 1) {
+        if (!strcmp(cmd + i, "agent"))
+            agent = 1;
+        if (!strcmp(cmd + i, id))
+            task = 1;
+    }
+    return agent && task;
+}
+
+void lb_web_recover(lb_store *s)
+{
+    char **ids = NULL;
+    int *pids = NULL;
+    size_t n = 0;
+    int rc = lb_store_tasks_active(s, &ids, &pids, &n);
+    if (rc != LB_OK) {
+        lb_error("web: recovery: cannot list active tasks: %s", lb_strerror(rc));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (lb_agent_alive(pids[i], ids[i])) {
+            /* its agent outlived the old web process; it finishes the task itself */
+            lb_info("web: recovery: task %s still has its agent (pid %d)", ids[i], pids[i]);
+        } else {
+            rc = lb_store_task_finish(s, ids[i], "failed", "the service restarted while this task ran", NULL);
+            if (rc == LB_OK)
+                lb_warn("web: recovery: task %s marked failed: its agent is gone", ids[i]);
+        }
+        free(ids[i]);
+    }
+    free(ids);
+    free(pids);
+}
+
+/* ---- requests ---- */
+
+static void lb_handle(FCGX_Request *fr, lb_store *s)
+{
+    static _Thread_local lb_req r; /* large path buffer: not on the stack */
+    memset(&r, 0, sizeof r);
+    int64_t t0 = lb_mono_ms();
+    r.fcgi = fr;
+    r.store = s;
+    r.status = 0;
+    const char *method = FCGX_GetParam("REQUEST_METHOD", fr->envp);
+    r.method = method ? method : "GET";
+    r.is_head = !strcmp(r.method, "HEAD");
+    const char *ct = FCGX_GetParam("CONTENT_TYPE", fr->envp);
+    r.content_type = ct ? ct : "";
+    const char *cl = FCGX_GetParam("CONTENT_LENGTH", fr->envp);
+    r.content_length = -1;
+    if (cl && *cl) {
+        char *end;
+        long long v = strtoll(cl, &end, 10);
+        if (!*end && v >= 0)
+            r.content_length = v;
+    }
+    /* REQUEST_URI is what the client sent, still percent-encoded; nginx's
+     * decoded and merged DOCUMENT_URI would hide %2F and "..". */
+    const char *uri = FCGX_GetParam("REQUEST_URI", fr->envp);
+    if (!uri)
+        uri = "";
+    const char *qm = strchr(uri, '?');
+    size_t plen = qm ? (size_t)(qm - uri) : strlen(uri);
+    r.query = qm ? qm + 1 : "";
+    if (plen >= sizeof r.path) {
+        lb_http_drain(&r);
+        lb_http_error(&r, 404, "not_found", "The request URI is too long.");
+    } else if (!s) {
+        lb_http_drain(&r);
+        lb_http_error(&r, 503, NULL, "The task database cannot be opened; see the web log.");
+    } else {
+        memcpy(r.path, uri, plen);
+        r.path[plen] = '\0';
+        lb_route(&r);
+    }
+    if (!r.responded) {
+        lb_error("web: %s %s: handler sent no response", r.method, r.path);
+        lb_http_error(&r, 500, NULL, "The server failed to answer this request.");
+    }
+    if (strcmp(r.path, "/api/health") != 0 || r.status != 200)
+        lb_info("web: %s %.200s %d %lldms", r.method, r.path, r.status, (long long)(lb_mono_ms() - t0));
+}
+
+static void *lb_worker(void *arg)
+{
+    (void)arg;
+    FCGX_Request req;
+    if (FCGX_InitRequest(&req, lb_listen_fd, 0) != 0) {
+        lb_error("web: FCGX_InitRequest failed");
+        return NULL;
+    }
+    lb_store *s = NULL;
+    for (;;) {
+        pthread_mutex_lock(&lb_accept_mu);
+        int rc = FCGX_Accept_r(&req);
+        pthread_mutex_unlock(&lb_accept_mu);
+        if (rc < 0) {
+            lb_warn("web: accept failed (%d); retrying", rc);
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (!s && lb_store_open(lb_cfg()->db_path, &s) != LB_OK)
+            s = NULL;
+        lb_handle(&req, s);
+        FCGX_Finish_r(&req);
+    }
+    return NULL;
+}
+
+/* ---- start-up ---- */
+
+/* Creates path if missing; with pw, gives it to that user. Folders we keep
+ * (pw NULL) are 0755 so nginx workers can reach the socket through them. */
+static int lb_prepare_dir(const char *path, const struct passwd *pw)
+{
+    if (lb_mkdirs(path, pw ? 0750 : 0755) != LB_OK) {
+        fprintf(stderr, "llmbox web: cannot create %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (pw && lchown(path, pw->pw_uid, pw->pw_gid) != 0) {
+        fprintf(stderr, "llmbox web: cannot give %s to %s: %s\n", path, pw->pw_name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Refuses to steal the socket of a web that is still running. */
+static int lb_socket_in_use(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t n = strlen(path);
+    if (n >= sizeof sa.sun_path)
+        return 0;
+    memcpy(sa.sun_path, path, n + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int used = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return used;
+}
+
+static int lb_open_socket(const lb_config *cfg, const struct passwd *pw)
+{
+    const char *path = cfg->web_socket;
+    struct sockaddr_un sa;
+    if (strlen(path) >= sizeof sa.sun_path) {
+        fprintf(stderr, "llmbox web: the socket path %s is longer than %zu bytes; set LLMBOX_WEB_SOCKET\n", path,
+                sizeof sa.sun_path - 1);
+        return -1;
+    }
+    char dir[LB_CFG_PATH];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (lb_prepare_dir(dir, NULL) != 0)
+            return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            fprintf(stderr, "llmbox web: %s exists and is not a socket; remove it\n", path);
+            return -1;
+        }
+        if (lb_socket_in_use(path)) {
+            fprintf(stderr, "llmbox web: another llmbox web already listens on %s\n", path);
+            return -1;
+        }
+        unlink(path);
+    }
+    if (FCGX_Init() != 0) {
+        fprintf(stderr, "llmbox web: FCGX_Init failed\n");
+        return -1;
+    }
+    mode_t old = umask(0117); /* the socket is born 0660: no window where others may connect */
+    int fd = FCGX_OpenSocket(path, 256);
+    umask(old);
+    if (fd < 0) {
+        fprintf(stderr, "llmbox web: cannot listen on %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (chmod(path, 0660) != 0 || (pw && lchown(path, pw->pw_uid, pw->pw_gid) != 0)) {
+        fprintf(stderr, "llmbox web: cannot set the owner and mode of %s: %s\n", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void lb_usage(FILE *f)
+{
+    fprintf(f, "usage: llmbox web\n"
+               "\n"
+               "Serves the HTTP API over FastCGI on $LLMBOX_WEB_SOCKET (default var/web/web.sock)\n"
+               "for nginx (see nginx.conf). Started as root with LLMBOX_WEB_USER set, it creates\n"
+               "var/ and artifacts/ for that user and drops to it before serving.\n"
+               "Environment: LLMBOX_HOME, LLMBOX_WEB_THREADS, LLMBOX_MAX_TASKS, LLMBOX_MAX_UPLOAD_MB,\n"
+               "LLMBOX_LLM_URL, LLMBOX_LLM_MODEL, LLMBOX_LLM_KEY (see README.md).\n");
+}
+
 int lb_web_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "llmbox %s: not built yet\n", argv[0]);
-    return 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            lb_usage(stdout);
+            return 0;
+        }
+        fprintf(stderr, "llmbox web: unknown option %s\n", argv[i]);
+        lb_usage(stderr);
+        return 2;
+    }
+    lb_log_init("web");
+    const lb_config *cfg = lb_cfg();
+    umask(027);
+    signal(SIGPIPE, SIG_IGN); /* a client that went away is an error return, not a death */
+
+    struct passwd *pw = NULL, pwbuf;
+    char pwstore[1024];
+    if (geteuid() == 0 && cfg->web_user[0]) {
+        if (getpwnam_r(cfg->web_user, &pwbuf, pwstore, sizeof pwstore, &pw) != 0 || !pw) {
+            fprintf(stderr, "llmbox web: the user \"%s\" (LLMBOX_WEB_USER) does not exist; run `make deps`\n",
+                    cfg->web_user);
+            return 1;
+        }
+    } else if (geteuid() == 0) {
+        lb_warn("web: running as root; set LLMBOX_WEB_USER to run as an unprivileged user");
+    }
+    /* The service user owns what it writes: the database folder (the
+     * database and its -wal/-shm files are created next to each other),
+     * the agent logs and artifacts/. The socket folder may stay root's:
+     * the socket is made before the privilege drop. */
+    char dbdir[LB_CFG_PATH], logdir[LB_CFG_PATH];
+    snprintf(dbdir, sizeof dbdir, "%s", cfg->db_path);
+    char *dslash = strrchr(dbdir, '/');
+    if (dslash && dslash != dbdir)
+        *dslash = '\0';
+    lb_web_logdir(logdir, sizeof logdir);
+    if (lb_prepare_dir(cfg->var_dir, NULL) || lb_prepare_dir(dbdir, pw) || lb_prepare_dir(logdir, pw) ||
+        lb_prepare_dir(cfg->artifacts_dir, pw))
+        return 1;
+    if (pw) {
+        /* a database created by an earlier run as root must stay writable */
+        const char *sfx[] = {"", "-wal", "-shm"};
+        for (int i = 0; i < 3; i++) {
+            char p[LB_CFG_PATH + 8];
+            snprintf(p, sizeof p, "%s%s", cfg->db_path, sfx[i]);
+            if (lchown(p, pw->pw_uid, pw->pw_gid) != 0 && errno != ENOENT)
+                lb_warn("web: cannot give %s to %s: %s", p, pw->pw_name, strerror(errno));
+        }
+    }
+    lb_listen_fd = lb_open_socket(cfg, pw);
+    if (lb_listen_fd < 0)
+        return 1;
+    if (pw) {
+        int rc = lb_drop_privileges(cfg->web_user);
+        if (rc != LB_OK) {
+            fprintf(stderr, "llmbox web: cannot switch to the user %s: %s\n", cfg->web_user, lb_strerror(rc));
+            return 1;
+        }
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+        fprintf(stderr, "llmbox web: libcurl failed to initialise\n");
+        return 1;
+    }
+
+    lb_store *s = NULL;
+    int rc = lb_store_open(cfg->db_path, &s);
+    if (rc != LB_OK) {
+        fprintf(stderr, "llmbox web: cannot open the task database %s: %s\n", cfg->db_path, lb_strerror(rc));
+        return 1;
+    }
+    lb_web_recover(s);
+    lb_store_close(s);
+
+    /* Signals that stop the service are taken by the main thread only
+     * (sigwait); every other thread, and so every child, starts with them
+     * blocked, and spawn.c resets the mask for children. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+
+    if (lb_spawn_init() != LB_OK) {
+        fprintf(stderr, "llmbox web: cannot start the reaper thread\n");
+        return 1;
+    }
+    int started = 0;
+    for (int i = 0; i < cfg->web_threads; i++) {
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setstacksize(&at, 1u << 20);
+        if (pthread_create(&t, &at, lb_worker, NULL) == 0) {
+            pthread_detach(t);
+            started++;
+        }
+        pthread_attr_destroy(&at);
+    }
+    if (!started) {
+        fprintf(stderr, "llmbox web: cannot start worker threads\n");
+        return 1;
+    }
+    lb_info("web: llmbox %s listening on %s with %d threads (uid %d), database %s", LLMBOX_VERSION,
+            cfg->web_socket, started, (int)getuid(), cfg->db_path);
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    lb_info("web: signal %d: stopping; running agents go on and finish their tasks", sig);
+    unlink(cfg->web_socket);
+    /* Worker threads may be inside a request; the database is WAL, so
+     * leaving without closing it loses nothing that was committed. */
+    _exit(0);
 }

@@ -1,0 +1,179 @@
+/* The agent: the paper's Algorithm 1 (model -> tool calls -> observations)
+ * made robust. Shared by `llmbox agent` (events go to the task store) and
+ * `llmbox run` (events go to the terminal) through the lb_sink interface,
+ * so both modes run exactly the same code. */
+#ifndef LB_AGENT_H
+#define LB_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "llmbox/sandbox.h"
+#include "store/store.h"
+
+/* ---- model replies (toolcall_parse.c) ---------------------------------- */
+
+typedef struct lb_toolcall {
+    char *id;                   /* NULL when the model gave none (the loop makes one) */
+    char *name;                 /* never NULL; "" when missing */
+    char *arguments;            /* never NULL; JSON text as the model sent it */
+} lb_toolcall;
+
+typedef struct lb_model_reply {
+    char *content;              /* NULL when none */
+    char *reasoning;            /* reasoning_content / reasoning, NULL when none */
+    lb_toolcall *calls;
+    size_t n_calls;
+    char *finish_reason;        /* NULL when none */
+    int64_t prompt_tokens;      /* -1 when the server did not say */
+    int64_t completion_tokens;
+} lb_model_reply;
+
+#define LB_MODEL_MAX_CALLS 64   /* tool calls kept from one reply */
+
+/* Parses an OpenAI chat completion response body. Every string kept is
+ * sanitized UTF-8. On failure returns LB_E_PROTO with a sentence in err. */
+int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r,
+                           char *err, size_t errsz);
+void lb_model_reply_free(lb_model_reply *r);
+/* The error message in an error body ({"error":{"message"}}, {"error":"..."},
+ * {"detail":"..."}), or the start of the body when it is not JSON; one line,
+ * sanitized, at most ~300 bytes. */
+void lb_model_error_text(const char *body, size_t len, char *out, size_t outsz);
+
+/* ---- model client (model_openai.c) ------------------------------------- */
+
+#define LB_MODEL_MAX_RESPONSE (16u << 20)
+
+typedef struct lb_model {
+    char url[1200];             /* {llm_url}/chat/completions */
+    char shown_url[1200];       /* the same without user:password@, for messages */
+    char model[256];
+    char auth[600];             /* "Authorization: Bearer ..." or "" (never logged) */
+    int timeout_s;
+    volatile int *cancel;
+    cJSON *extra_body;          /* LLMBOX_LLM_EXTRA_BODY, merged into requests */
+    void *curl;
+    int retry_base_ms;          /* first backoff; tests may lower it */
+} lb_model;
+
+/* model_name NULL: cfg's. cancel may be NULL. */
+int lb_model_init(lb_model *m, const char *model_name, volatile int *cancel,
+                  char *err, size_t errsz);
+void lb_model_free(lb_model *m);
+/* One chat completion. Returns LB_OK, LB_E_CANCELLED, LB_E_UNAVAILABLE
+ * (endpoint unreachable), LB_E_PROTO (bad HTTP status or body), with a
+ * plain sentence in err that can be shown to a user as is. */
+int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools,
+                  lb_model_reply *r, char *err, size_t errsz);
+/* The request body lb_model_chat sends (for tests). Caller frees. */
+char *lb_model_request_body(const lb_model *m, const cJSON *messages, const cJSON *tools);
+
+/* ---- prompts (prompts.c) ---------------------------------------------- */
+
+typedef struct lb_prompt_var {
+    const char *name;           /* without braces */
+    const char *value;
+} lb_prompt_var;
+
+/* Reads dir/name (capped) into a malloc'd string. */
+int lb_prompt_load(const char *dir, const char *name, char **out, char *err, size_t errsz);
+/* Replaces {name} for the given variables in one pass over tmpl: text
+ * that comes from a value is never scanned again, and unknown {words}
+ * stay as they are. Caller frees. */
+char *lb_prompt_render(const char *tmpl, const lb_prompt_var *vars, size_t n);
+
+/* ---- outputs (collect.c) ---------------------------------------------- */
+
+
+
+typedef struct lb_collect_limits {
+    size_t max_files;
+    uint64_t max_bytes;
+} lb_collect_limits;
+
+/* Copies the regular files under sb_dir in the sandbox to host_dir/<path>
+ * (paths cleaned with lb_path_clean_rel, symlinks and special files
+ * skipped, atomic writes) and describes them (mime, sha256). *arts is
+ * malloc'd (caller frees). notes (may be NULL, >= 512 bytes) receives a
+ * sentence about files left out, or "". Returns LB_OK even when some files
+ * were skipped; an error only when the listing itself failed. */
+int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
+                       const char *host_dir, const lb_collect_limits *lim,
+                       lb_artifact **arts, size_t *n, char *notes, size_t notesz);
+
+/* ---- trajectory (trajectory.c) ----------------------------------------- */
+
+/* The record of a run, written as trajectory.json: task, model, tools,
+ * the full message list, per-turn reasoning, usage and tool results,
+ * timings and the final status. */
+typedef struct lb_traj {
+    cJSON *root;
+    cJSON *turns;
+} lb_traj;
+
+int lb_traj_init(lb_traj *t, const char *task_id, const char *prompt, int max_turns,
+                 const char *model_url, const char *model_name, const cJSON *tools);
+/* A turn object appended to "turns" (owned by t), to be filled by the caller. */
+cJSON *lb_traj_turn(lb_traj *t, int turn);
+/* Final fields; messages is referenced at write time, not copied. */
+int lb_traj_write(lb_traj *t, const char *path, const cJSON *messages, const char *status,
+                  const char *reason, const char *answer, int turns, int64_t prompt_tokens,
+                  int64_t completion_tokens, const cJSON *timings);
+void lb_traj_free(lb_traj *t);
+
+/* ---- event sinks -------------------------------------------------------- */
+
+/* Where a task's steps go. Every callback may be NULL. */
+typedef struct lb_sink {
+    void *arg;
+    /* type and data as documented in store/store.h */
+    void (*event)(void *arg, const char *type, const cJSON *data);
+    void (*artifacts)(void *arg, const lb_artifact *a, size_t n);
+    void (*usage)(void *arg, int turns, int64_t prompt_tokens, int64_t completion_tokens);
+    /* The final status; called exactly once, last. Returns an lb_status. */
+    int (*finish)(void *arg, const char *status, const char *reason, const char *answer);
+} lb_sink;
+
+/* sink_store.c: events into the task store. */
+void lb_sink_store_init(lb_sink *s, lb_store *st, const char *task_id);
+/* sink_term.c: readable lines on a terminal (colour when f is a tty). */
+void lb_sink_term_init(lb_sink *s, void *file);
+
+/* ---- the loop (loop.c) -------------------------------------------------- */
+
+typedef struct lb_loop_opts {
+    const char *task_id;        /* 32 hex chars */
+    const char *prompt;
+    int max_turns;
+    const char *model_name;     /* NULL: cfg llm_model */
+    const char *input_dir;      /* host dir copied into /testbed/input, or NULL */
+    const char *output_dir;     /* host dir the output tree is copied into */
+    const char *trajectory_path;/* host path of trajectory.json */
+    volatile int *cancel;       /* set by SIGTERM/SIGINT (and the task timer) */
+    volatile int *sb_interrupt; /* handed to the sandbox client; see loop.c */
+    volatile int *timed_out;    /* set with *cancel when the task timer fires */
+} lb_loop_opts;
+
+typedef struct lb_loop_result {
+    char status[16];            /* succeeded | failed | cancelled */
+    char reason[1024];
+    char *answer;               /* malloc'd or NULL */
+    int turns;
+    int64_t prompt_tokens, completion_tokens;
+    size_t n_artifacts;
+} lb_loop_result;
+
+/* Runs one task to a final status, which it reports through sink->finish.
+ * Returns the lb_status of sink->finish (LB_OK when the end was recorded). */
+int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res);
+void lb_loop_result_free(lb_loop_result *r);
+
+/* Signal handling shared by both subcommands: SIGTERM/SIGINT set cancel
+ * (and sb_interrupt), SIGALRM (the task timer) sets timed_out and cancel. */
+void lb_agent_signals_install(volatile int *cancel, volatile int *sb_interrupt,
+                              volatile int *timed_out);
+
+#endif

@@ -1,0 +1,651 @@
+/* The agent loop: the paper's Algorithm 1, made robust.
+ *
+ *   messages = [system, instance]
+ *   for turn in 1..max_turns:
+ *       reply = model(messages, tools)
+ *       no tool call  -> one corrective message; a second in a row fails
+ *       each call, in order -> validate, run, observation (+ turns left)
+ *       finish called -> stop
+ *   answer.txt, outputs, trajectory.json
+ *
+ * The same code serves the web (events into the store) and the terminal
+ * (events printed) through lb_sink. */
+#include "agent/agent.h"
+#include "agent/plugin_host.h"
+#include "agent/text.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SB_WORKDIR "/testbed"
+#define SB_INPUT "/testbed/input"
+#define SB_OUTPUT "/testbed/output"
+#define SB_ANSWER "/testbed/output/answer.txt"
+#define LB_ANSWER_MAX (1u << 20)
+
+/* ---- signals ------------------------------------------------------------ */
+
+static volatile int *sig_cancel, *sig_sb, *sig_timeout;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGALRM && sig_timeout)
+        *sig_timeout = 1;
+    if (sig_cancel)
+        *sig_cancel = 1;
+    if (sig_sb)
+        *sig_sb = 1;
+}
+
+void lb_agent_signals_install(volatile int *cancel, volatile int *sb_interrupt,
+                              volatile int *timed_out)
+{
+    sig_cancel = cancel;
+    sig_sb = sb_interrupt;
+    sig_timeout = timed_out;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    /* no SA_RESTART: a blocking call returns EINTR and sees the flag */
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGALRM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- state of one run --------------------------------------------------- */
+
+typedef struct run {
+    const lb_loop_opts *o;
+    const lb_sink *sink;
+    lb_loop_result *res;
+    int final;                  /* status decided */
+    lb_plugins *plugins;
+    cJSON *tools;
+    lb_model model;
+    int model_ready;
+    lbsb_conn *conn;
+    char sb_id[64];
+    llmbox_ctx *ctx;
+    cJSON *messages;
+    lb_traj traj;
+    int64_t t_start, model_ms, tools_ms, sandbox_ms;
+} run;
+
+static void emit(run *r, const char *type, cJSON *data)
+{
+    if (data && r->sink->event)
+        r->sink->event(r->sink->arg, type, data);
+    cJSON_Delete(data);
+}
+
+static void emit_status(run *r, const char *status, const char *reason)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "status", status);
+    if (reason)
+        cJSON_AddStringToObject(d, "reason", reason);
+    emit(r, "status", d);
+}
+
+static void emit_error(run *r, const char *msg)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "message", msg);
+    emit(r, "error", d);
+}
+
+/* Decides the final status; the first decision wins. */
+static void set_final(run *r, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_final(run *r, const char *status, const char *fmt, ...)
+{
+    if (r->final)
+        return;
+    r->final = 1;
+    snprintf(r->res->status, sizeof r->res->status, "%s", status);
+    r->res->reason[0] = '\0';
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->res->reason, sizeof r->res->reason, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static int cancelled(run *r)
+{
+    if (!r->o->cancel || !*r->o->cancel)
+        return 0;
+    if (r->o->timed_out && *r->o->timed_out)
+        set_final(r, "failed", "reached the task time limit (%d s)", lb_cfg()->task_timeout_s);
+    else
+        set_final(r, "cancelled", "cancelled by the user");
+    return 1;
+}
+
+static cJSON *msg(const char *role, const char *content)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", role);
+    cJSON_AddStringToObject(m, "content", content);
+    return m;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static int build_prompts(run *r)
+{
+    const lb_config *cfg = lb_cfg();
+    char err[1200], turns[16];
+    char *sys_t = NULL, *inst_t = NULL, *sys = NULL, *inst = NULL;
+    int rc = lb_prompt_load(cfg->prompts_dir, "system.md", &sys_t, err, sizeof err);
+    if (rc == LB_OK)
+        rc = lb_prompt_load(cfg->prompts_dir, "instance.md", &inst_t, err, sizeof err);
+    if (rc != LB_OK) {
+        set_final(r, "failed", "%s", err);
+        goto out;
+    }
+    snprintf(turns, sizeof turns, "%d", r->o->max_turns);
+    char *problem = lb_utf8_sanitize(r->o->prompt, strlen(r->o->prompt), NULL);
+    lb_prompt_var vars[] = {
+        {"problem_statement", problem}, {"working_dir", SB_WORKDIR}, {"input_dir", SB_INPUT},
+        {"output_dir", SB_OUTPUT},      {"max_turns", turns},
+    };
+    size_t nv = sizeof vars / sizeof vars[0];
+    sys = lb_prompt_render(sys_t, vars, nv);
+    inst = lb_prompt_render(inst_t, vars, nv);
+    free(problem);
+    if (!sys || !inst || !problem) {
+        set_final(r, "failed", "out of memory while building the prompts");
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    cJSON_AddItemToArray(r->messages, msg("system", sys));
+    cJSON_AddItemToArray(r->messages, msg("user", inst));
+out:
+    free(sys_t);
+    free(inst_t);
+    free(sys);
+    free(inst);
+    return rc;
+}
+
+static int start_sandbox(run *r)
+{
+    const lb_config *cfg = lb_cfg();
+    char err[1024] = "";
+    int64_t t0 = lb_mono_ms();
+    int rc = lbsb_connect(cfg->sandboxd_socket, r->o->sb_interrupt, &r->conn, err, sizeof err);
+    if (rc == LB_OK) {
+        lbsb_spec spec = {
+            .image = cfg->default_image,
+            .memory_mib = cfg->sandbox_memory_mib,
+            .pids = cfg->sandbox_pids,
+            .input_dir = r->o->input_dir,
+        };
+        rc = lbsb_create(r->conn, &spec, r->sb_id, sizeof r->sb_id, err, sizeof err);
+    }
+    r->sandbox_ms = lb_mono_ms() - t0;
+    if (rc != LB_OK) {
+        if (!cancelled(r))
+            set_final(r, "failed", "The sandbox could not be started: %s", err);
+        return rc;
+    }
+    lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->sandbox_ms);
+    int tmo = cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s * 1000 : 120000;
+    r->ctx = lb_ctx_new(r->conn, r->sb_id, r->o->cancel, tmo);
+    if (!r->ctx) {
+        set_final(r, "failed", "out of memory");
+        return LB_E_NOMEM;
+    }
+    return LB_OK;
+}
+
+/* ---- one turn ----------------------------------------------------------- */
+
+static void turns_left_note(char *buf, size_t sz, int left)
+{
+    if (left <= 0)
+        snprintf(buf, sz, "\n\n[no turns left]");
+    else if (left == 1)
+        snprintf(buf, sz, "\n\n[1 turn left: save your results and call finish now]");
+    else
+        snprintf(buf, sz, "\n\n[%d turns left]", left);
+}
+
+static void add_tool_message(run *r, const char *call_id, const char *content, int left)
+{
+    char note[96];
+    turns_left_note(note, sizeof note, left);
+    size_t cl = strlen(content), nl = strlen(note);
+    char *full = malloc(cl + nl + 1);
+    if (full) {
+        memcpy(full, content, cl);
+        memcpy(full + cl, note, nl + 1);
+    }
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", "tool");
+    cJSON_AddStringToObject(m, "tool_call_id", call_id);
+    cJSON_AddStringToObject(m, "content", full ? full : content);
+    cJSON_AddItemToArray(r->messages, m);
+    free(full);
+}
+
+/* Runs the calls of one reply in order. Returns nonzero when the loop
+ * must stop (finish, cancel, sandbox lost). */
+static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
+{
+    int left = r->o->max_turns - turn;
+    cJSON *results = cJSON_AddArrayToObject(tturn, "tool_results");
+    for (size_t i = 0; i < rep->n_calls; i++) {
+        const lb_toolcall *c = &rep->calls[i];
+        if (lb_ctx_finished(r->ctx, NULL, NULL) || cancelled(r)) {
+            /* every call needs an answer for the conversation to stay valid */
+            add_tool_message(r, c->id, lb_ctx_finished(r->ctx, NULL, NULL)
+                                           ? "Not run: finish was called earlier in this reply."
+                                           : "Not run: the task was cancelled.", left);
+            continue;
+        }
+        lb_tool_outcome oc;
+        int rc = lb_tool_run(r->plugins, r->ctx, c->name, c->arguments, strlen(c->arguments), &oc);
+        if (rc != LB_OK) {
+            lb_tool_outcome_free(&oc);
+            set_final(r, "failed", "out of memory while running a tool");
+            return 1;
+        }
+        r->tools_ms += oc.duration_ms;
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "turn", turn);
+        cJSON_AddStringToObject(d, "call_id", c->id);
+        cJSON_AddStringToObject(d, "name", c->name);
+        cJSON_AddStringToObject(d, "arguments", c->arguments);
+        cJSON_AddStringToObject(d, "status", oc.status);
+        if (oc.has_exit_code)
+            cJSON_AddNumberToObject(d, "exit_code", oc.exit_code);
+        if (oc.out)
+            cJSON_AddStringToObject(d, "stdout", oc.out);
+        if (oc.err)
+            cJSON_AddStringToObject(d, "stderr", oc.err);
+        if (oc.text)
+            cJSON_AddStringToObject(d, "text", oc.text);
+        cJSON_AddNumberToObject(d, "duration_ms", (double)oc.duration_ms);
+        emit(r, "tool", d);
+
+        cJSON *tr = cJSON_CreateObject();
+        cJSON_AddStringToObject(tr, "call_id", c->id);
+        cJSON_AddStringToObject(tr, "name", c->name);
+        cJSON_AddStringToObject(tr, "status", oc.status);
+        if (oc.has_exit_code)
+            cJSON_AddNumberToObject(tr, "exit_code", oc.exit_code);
+        cJSON_AddNumberToObject(tr, "duration_ms", (double)oc.duration_ms);
+        cJSON_AddItemToArray(results, tr);
+
+        add_tool_message(r, c->id, oc.observation ? oc.observation : "", left);
+        lb_tool_outcome_free(&oc);
+
+        const char *why;
+        if (lb_ctx_sandbox_lost(r->ctx, &why) && !cancelled(r)) {
+            set_final(r, "failed", "The sandbox stopped working: %s", why);
+            return 1;
+        }
+    }
+    if (lb_ctx_finished(r->ctx, NULL, NULL)) {
+        if (!cancelled(r))
+            set_final(r, "succeeded", NULL);
+        return 1;
+    }
+    return cancelled(r);
+}
+
+static void add_usage(run *r, const lb_model_reply *rep)
+{
+    if (rep->prompt_tokens > 0)
+        r->res->prompt_tokens += rep->prompt_tokens;
+    if (rep->completion_tokens > 0)
+        r->res->completion_tokens += rep->completion_tokens;
+}
+
+/* The paper caps a whole trajectory's context (the last prompt plus its
+ * completion) at 65,536 tokens. Here it is opt-in, LLMBOX_TOKEN_BUDGET
+ * (0 or unset: no cap), until the configuration grows a field for it. */
+static long token_budget(void)
+{
+    const char *v = getenv("LLMBOX_TOKEN_BUDGET");
+    long b = v ? strtol(v, NULL, 10) : 0;
+    return b > 0 ? b : 0;
+}
+
+static void loop(run *r)
+{
+    int no_tool = 0;
+    long budget = token_budget();
+    for (int turn = 1; turn <= r->o->max_turns; turn++) {
+        if (cancelled(r))
+            return;
+        lb_model_reply rep;
+        char err[1024] = "";
+        int64_t t0 = lb_mono_ms();
+        int rc = lb_model_chat(&r->model, r->messages, r->tools, &rep, err, sizeof err);
+        int64_t dt = lb_mono_ms() - t0;
+        r->model_ms += dt;
+        if (rc != LB_OK) {
+            if (!cancelled(r)) {
+                emit_error(r, err);
+                set_final(r, "failed", "%s", err);
+            }
+            return;
+        }
+        r->res->turns = turn;
+        add_usage(r, &rep);
+        /* ids are how observations find their call: make them present and unique */
+        for (size_t i = 0; i < rep.n_calls; i++) {
+            char id[64];
+            snprintf(id, sizeof id, "call_%d_%zu", turn, i);
+            int dup = 0;
+            for (size_t k = 0; k < i && rep.calls[i].id; k++)
+                dup |= rep.calls[k].id && !strcmp(rep.calls[k].id, rep.calls[i].id);
+            if (!rep.calls[i].id || dup) {
+                free(rep.calls[i].id);
+                rep.calls[i].id = strdup(id);
+            }
+        }
+
+        /* the event, the trajectory turn, and the assistant message */
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "turn", turn);
+        cJSON_AddStringToObject(d, "content", rep.content ? rep.content : "");
+        if (rep.reasoning)
+            cJSON_AddStringToObject(d, "reasoning", rep.reasoning);
+        cJSON *calls = cJSON_AddArrayToObject(d, "tool_calls");
+        cJSON *am = cJSON_CreateObject();
+        cJSON_AddStringToObject(am, "role", "assistant");
+        if (rep.content)
+            cJSON_AddStringToObject(am, "content", rep.content);
+        else
+            cJSON_AddNullToObject(am, "content");
+        cJSON *amcalls = rep.n_calls ? cJSON_AddArrayToObject(am, "tool_calls") : NULL;
+        for (size_t i = 0; i < rep.n_calls; i++) {
+            const lb_toolcall *c = &rep.calls[i];
+            if (!c->id)
+                continue;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "id", c->id);
+            cJSON_AddStringToObject(e, "name", c->name);
+            cJSON_AddStringToObject(e, "arguments", c->arguments);
+            cJSON_AddItemToArray(calls, e);
+            cJSON *tc = cJSON_CreateObject();
+            cJSON_AddStringToObject(tc, "id", c->id);
+            cJSON_AddStringToObject(tc, "type", "function");
+            cJSON *fn = cJSON_AddObjectToObject(tc, "function");
+            cJSON_AddStringToObject(fn, "name", c->name);
+            cJSON_AddStringToObject(fn, "arguments", c->arguments);
+            cJSON_AddItemToArray(amcalls, tc);
+        }
+        cJSON *u = cJSON_AddObjectToObject(d, "usage");
+        cJSON_AddNumberToObject(u, "prompt_tokens", (double)(rep.prompt_tokens < 0 ? 0 : rep.prompt_tokens));
+        cJSON_AddNumberToObject(u, "completion_tokens",
+                                (double)(rep.completion_tokens < 0 ? 0 : rep.completion_tokens));
+        cJSON_AddNumberToObject(d, "duration_ms", (double)dt);
+
+        cJSON *tturn = lb_traj_turn(&r->traj, turn);
+        if (tturn) {
+            cJSON_AddNumberToObject(tturn, "model_ms", (double)dt);
+            if (rep.reasoning)
+                cJSON_AddStringToObject(tturn, "reasoning", rep.reasoning);
+            else
+                cJSON_AddNullToObject(tturn, "reasoning");
+            if (rep.finish_reason)
+                cJSON_AddStringToObject(tturn, "finish_reason", rep.finish_reason);
+            cJSON_AddItemToObject(tturn, "usage", cJSON_Duplicate(u, 1));
+        }
+        emit(r, "model", d);
+        cJSON_AddItemToArray(r->messages, am);
+        if (r->sink->usage)
+            r->sink->usage(r->sink->arg, turn, r->res->prompt_tokens, r->res->completion_tokens);
+
+        int stop = 0;
+        int64_t context = (rep.prompt_tokens > 0 ? rep.prompt_tokens : 0) +
+                          (rep.completion_tokens > 0 ? rep.completion_tokens : 0);
+        if (budget && context > budget) {
+            set_final(r, "failed", "reached the token budget (%ld tokens)", budget);
+            stop = 1;
+        } else if (rep.n_calls == 0) {
+            if (++no_tool >= 2) {
+                emit_error(r, "The model replied twice in a row without calling a tool.");
+                set_final(r, "failed", "the model replied twice in a row without calling a tool");
+                stop = 1;
+            } else {
+                char note[96], text[512];
+                turns_left_note(note, sizeof note, r->o->max_turns - turn);
+                snprintf(text, sizeof text,
+                         "You must call a tool in every reply: use bash or file_editor to work on "
+                         "the task, and call finish when you are done.%s", note);
+                cJSON_AddItemToArray(r->messages, msg("user", text));
+            }
+        } else {
+            no_tool = 0;
+            /* without a trajectory turn (out of memory) results go to a scratch object */
+            cJSON *scratch = tturn ? NULL : cJSON_CreateObject();
+            stop = run_calls(r, turn, &rep, tturn ? tturn : scratch);
+            cJSON_Delete(scratch);
+        }
+        lb_model_reply_free(&rep);
+        if (stop)
+            return;
+    }
+    set_final(r, "failed", "reached the turn limit (%d)", r->o->max_turns);
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
+/* Reads at most max bytes of a host file (never following a symlink). */
+static char *read_head(const char *path, size_t max, size_t *len)
+{
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return NULL;
+    char *buf = malloc(max + 1);
+    size_t got = 0;
+    while (buf && got < max) {
+        ssize_t n = read(fd, buf + got, max - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (buf) {
+        buf[got] = '\0';
+        *len = got;
+    }
+    return buf;
+}
+
+static void finalize(run *r)
+{
+    const lb_config *cfg = lb_cfg();
+    const char *fanswer = NULL;
+    size_t fanswer_len = 0;
+    if (r->ctx)
+        lb_ctx_finished(r->ctx, &fanswer, &fanswer_len);
+    int alive = r->conn && r->ctx && !lb_ctx_sandbox_lost(r->ctx, NULL);
+    char err[512];
+
+    /* The loop is over: a cancel must not cut the collection short, but a
+     * second signal still can (the handler sets the flag again). */
+    if (r->o->sb_interrupt)
+        *r->o->sb_interrupt = 0;
+
+    if (alive && fanswer && fanswer_len) {
+        int type = 0;
+        uint64_t size = 0;
+        int rc = lbsb_stat(r->conn, r->sb_id, SB_ANSWER, &type, &size, err, sizeof err);
+        if ((rc == LB_OK && type == 0) || rc == LB_E_NOTFOUND) {
+            rc = lbsb_write(r->conn, r->sb_id, SB_ANSWER, fanswer, fanswer_len, 1, err, sizeof err);
+            if (rc != LB_OK)
+                lb_warn("cannot write answer.txt: %s", err);
+        }
+    }
+
+    size_t n_arts = 0;
+    if (alive && r->o->output_dir) {
+        lb_artifact *arts = NULL;
+        char notes[600];
+        lb_collect_limits lim = {
+            .max_files = cfg->max_output_files > 0 ? (size_t)cfg->max_output_files : 10000,
+            .max_bytes = cfg->max_output_bytes ? cfg->max_output_bytes : (1024ull << 20),
+        };
+        lb_collect_outputs(r->conn, r->sb_id, SB_OUTPUT, r->o->output_dir, &lim, &arts, &n_arts,
+                           notes, sizeof notes);
+        /* after a cancel cut a sandbox call short the connection is gone;
+         * saying so again would only be noise */
+        if (notes[0] && strcmp(r->res->status, "cancelled"))
+            emit_error(r, notes);
+        if (r->sink->artifacts)
+            r->sink->artifacts(r->sink->arg, arts, n_arts);
+        cJSON *d = cJSON_CreateObject();
+        cJSON *list = cJSON_AddArrayToObject(d, "artifacts");
+        for (size_t i = 0; i < n_arts; i++) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddStringToObject(a, "path", arts[i].path);
+            cJSON_AddNumberToObject(a, "size", (double)arts[i].size);
+            cJSON_AddStringToObject(a, "mime", arts[i].mime);
+            cJSON_AddStringToObject(a, "sha256", arts[i].sha256);
+            cJSON_AddItemToArray(list, a);
+        }
+        emit(r, "artifacts", d);
+        r->res->n_artifacts = n_arts;
+
+        /* the answer is answer.txt as copied out (the first MiB of it) */
+        char path[4096];
+        snprintf(path, sizeof path, "%s/answer.txt", r->o->output_dir);
+        int collected = 0;
+        for (size_t i = 0; i < n_arts; i++)
+            collected |= !strcmp(arts[i].path, "answer.txt");
+        free(arts);
+        size_t len = 0;
+        char *raw = collected ? read_head(path, LB_ANSWER_MAX, &len) : NULL;
+        if (!raw) {
+            /* not copied (caps): read it from the sandbox */
+            if (lbsb_read(r->conn, r->sb_id, SB_ANSWER, LB_ANSWER_MAX, &raw, &len, err, sizeof err))
+                raw = NULL;
+        }
+        if (raw) {
+            r->res->answer = lb_utf8_sanitize(raw, len, NULL);
+            free(raw);
+        }
+    }
+    if (!r->res->answer && fanswer)
+        r->res->answer = strdup(fanswer);
+    if (r->res->answer) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "answer", r->res->answer);
+        emit(r, "answer", d);
+    }
+    if (r->sink->usage)
+        r->sink->usage(r->sink->arg, r->res->turns, r->res->prompt_tokens, r->res->completion_tokens);
+
+    /* a run that failed during setup still leaves a record of why */
+    if (r->o->trajectory_path && !r->traj.root)
+        lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns,
+                     r->model_ready ? r->model.shown_url : "", r->model_ready ? r->model.model : "",
+                     r->tools);
+    if (r->o->trajectory_path && r->traj.root) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "started_ms", (double)r->t_start);
+        cJSON_AddNumberToObject(t, "finished_ms", (double)lb_now_ms());
+        cJSON_AddNumberToObject(t, "sandbox_start_ms", (double)r->sandbox_ms);
+        cJSON_AddNumberToObject(t, "model_ms", (double)r->model_ms);
+        cJSON_AddNumberToObject(t, "tools_ms", (double)r->tools_ms);
+        lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
+                      r->res->answer, r->res->turns, r->res->prompt_tokens, r->res->completion_tokens, t);
+        cJSON_Delete(t);
+    }
+}
+
+int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res)
+{
+    memset(res, 0, sizeof *res);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    r.sink = sink;
+    r.res = res;
+    r.t_start = lb_now_ms();
+    char err[1024] = "";
+    const lb_config *cfg = lb_cfg();
+
+    r.messages = cJSON_CreateArray();
+    cJSON *perr = cJSON_CreateArray();
+    if (!r.messages || !perr) {
+        set_final(&r, "failed", "out of memory");
+        goto end;
+    }
+    if (cfg->task_timeout_s > 0)
+        alarm((unsigned)cfg->task_timeout_s);
+    emit_status(&r, "running", NULL);
+
+    lb_plugins_load(cfg->plugin_dir, &r.plugins, perr);
+    if (!lb_plugins_count(r.plugins)) {
+        set_final(&r, "failed", "no tools could be loaded from %s", cfg->plugin_dir);
+        goto end;
+    }
+    r.tools = lb_plugins_openai_tools(r.plugins);
+    if (lb_model_init(&r.model, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
+        set_final(&r, "failed", "%s", err);
+        goto end;
+    }
+    r.model_ready = 1;
+    lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model,
+                 r.tools);
+    if (build_prompts(&r) != LB_OK)
+        goto end;
+    if (start_sandbox(&r) != LB_OK)
+        goto end;
+    loop(&r);
+end:
+    cancelled(&r); /* a cancel that came during setup */
+    if (!r.final)
+        set_final(&r, "failed", "internal error");
+    if (strcmp(res->status, "succeeded") && strcmp(res->status, "cancelled") && res->reason[0])
+        lb_debug("task %s failed: %s", o->task_id, res->reason);
+    finalize(&r);
+    int rc = LB_OK;
+    if (sink->finish)
+        rc = sink->finish(sink->arg, res->status, res->reason[0] ? res->reason : NULL, res->answer);
+    alarm(0);
+    if (r.conn) {
+        if (r.sb_id[0])
+            lbsb_destroy(r.conn, r.sb_id, err, sizeof err);
+        lbsb_close(r.conn);
+    }
+    lb_ctx_free(r.ctx);
+    if (r.model_ready)
+        lb_model_free(&r.model);
+    lb_traj_free(&r.traj);
+    cJSON_Delete(r.tools);
+    cJSON_Delete(r.messages);
+    cJSON_Delete(perr);
+    lb_plugins_free(r.plugins);
+    return rc;
+}
+
+void lb_loop_result_free(lb_loop_result *r)
+{
+    free(r->answer);
+    r->answer = NULL;
+}

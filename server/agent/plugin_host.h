@@ -1,0 +1,91 @@
+/* The plugin host: loads tool plugins (include/llmbox/tool.h), validates
+ * the model's arguments against each tool's schema, runs tools against a
+ * task's sandbox and renders their results as observations.
+ *
+ * Descriptions may contain "{cmd_timeout_s}", replaced by the host with
+ * the configured command timeout, so a tool can tell the model the limit
+ * without knowing the configuration. */
+#ifndef LB_PLUGIN_HOST_H
+#define LB_PLUGIN_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "llmbox/sandbox.h"
+#include "llmbox/tool.h"
+
+/* Caps on what one tool call can hand to the model (per stream). */
+#define LB_RESULT_HEAD (32u << 10)
+#define LB_RESULT_TAIL (32u << 10)
+#define LB_ARGS_MAX (4u << 20)          /* arguments text of one call */
+
+typedef struct lb_tool_entry {
+    const llmbox_tool *tool;
+    char *description;          /* after placeholder substitution; owned */
+    cJSON *schema;              /* parsed parameters; owned */
+    char file[300];             /* "plugins/bash.so", for messages */
+} lb_tool_entry;
+
+typedef struct lb_plugins lb_plugins;
+
+/* Loads every *.so in dir (sorted by name). Each refused plugin adds one
+ * string "plugins/x.so: reason" to errors (a cJSON array, may be NULL) and
+ * is logged; the others still load. A missing dir loads nothing. Returns
+ * LB_OK (even with no tools) or LB_E_NOMEM. */
+int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors);
+void lb_plugins_free(lb_plugins *p);
+size_t lb_plugins_count(const lb_plugins *p);
+const lb_tool_entry *lb_plugins_at(const lb_plugins *p, size_t i);
+const lb_tool_entry *lb_plugins_find(const lb_plugins *p, const char *name);
+/* The OpenAI "tools" array: [{type:"function",function:{name,description,parameters}}]. */
+cJSON *lb_plugins_openai_tools(const lb_plugins *p);
+/* {"tools":[{name,description,parameters}],"errors":[...]} for /api/tools. */
+cJSON *lb_plugins_list_json(const lb_plugins *p, const cJSON *errors);
+
+/* Checks args (len bytes of JSON text) against the tool's schema: a JSON
+ * object (empty text counts as {}), required keys present, basic types
+ * and string enums right. On failure fills err with a sentence for the
+ * model ("Invalid arguments for file_editor: missing required parameter
+ * 'path'") and returns LB_E_INVAL. *parsed (may be NULL) receives the
+ * parsed object on success; caller frees. */
+int lb_tool_validate_args(const lb_tool_entry *t, const char *args, size_t len,
+                          cJSON **parsed, char *err, size_t errsz);
+
+/* ---- the task context a tool runs in ----------------------------------- */
+
+/* conn and sb_id are borrowed (may be NULL for a context without a sandbox:
+ * every sandbox function then fails with LLMBOX_ERR_SANDBOX). */
+llmbox_ctx *lb_ctx_new(lbsb_conn *conn, const char *sb_id, volatile int *cancel,
+                       int cmd_timeout_ms);
+void lb_ctx_free(llmbox_ctx *ctx);
+/* Nonzero once a tool called host->finish; *answer (may be NULL) is owned
+ * by ctx. */
+int lb_ctx_finished(const llmbox_ctx *ctx, const char **answer, size_t *len);
+/* Nonzero once the sandbox failed for good (the daemon went away); msg
+ * (may be NULL) receives why. */
+int lb_ctx_sandbox_lost(const llmbox_ctx *ctx, const char **msg);
+
+/* What one tool call produced. Strings are sanitized UTF-8, owned. */
+typedef struct lb_tool_outcome {
+    int rc;                     /* llmbox_status from invoke, or ours */
+    char status[64];            /* "ok", "exit 2", "error", "killed (timeout)" ... */
+    int has_exit_code;
+    int exit_code;              /* of the last command the tool ran */
+    char *text, *out, *err;     /* NULL when the stream is empty */
+    char *observation;          /* what the model reads */
+    int64_t duration_ms;
+} lb_tool_outcome;
+
+/* Validates and runs one call. Unknown tools and bad arguments become an
+ * outcome with status "error" and an observation naming the problem;
+ * returns LB_OK unless out of memory. */
+int lb_tool_run(const lb_plugins *p, llmbox_ctx *ctx, const char *name,
+                const char *args, size_t args_len, lb_tool_outcome *o);
+void lb_tool_outcome_free(lb_tool_outcome *o);
+
+/* The host function table (for tests that want to call it directly). */
+const llmbox_host *lb_host_table(void);
+
+#endif

@@ -1,0 +1,433 @@
+/* Parsing an OpenAI-compatible chat completion response. The body comes
+ * from a model server we do not control: every field may be missing, of
+ * the wrong type, huge or not UTF-8. */
+#include "agent/agent.h"
+#include "agent/text.h"
+#include "common/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_FIELD_MAX (4u << 20)     /* content, reasoning, arguments */
+#define LB_NAME_MAX_LEN 128
+#define LB_ID_MAX_LEN 256
+
+void lb_model_reply_free(lb_model_reply *r)
+{
+    if (!r)
+        return;
+    free(r->content);
+    free(r->reasoning);
+    for (size_t i = 0; i < r->n_calls; i++) {
+        free(r->calls[i].id);
+        free(r->calls[i].name);
+        free(r->calls[i].arguments);
+    }
+    free(r->calls);
+    free(r->finish_reason);
+    memset(r, 0, sizeof *r);
+}
+
+/* A sanitized, capped copy of a JSON string value (NULL if not a string
+ * or empty when skip_empty). */
+static char *str_field(const cJSON *v, size_t max, int skip_empty)
+{
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return NULL;
+    const char *s = v->valuestring;
+    size_t n = strlen(s);
+    if (skip_empty && n == 0)
+        return NULL;
+    if (n > max)
+        n = max;
+    return lb_utf8_sanitize(s, n, NULL);
+}
+
+/* content is a string, null, or (some servers) an array of parts
+ * [{type:"text", text:"..."}]. */
+static char *content_field(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return str_field(v, LB_FIELD_MAX, 1);
+    if (!cJSON_IsArray(v))
+        return NULL;
+    size_t total = 0;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, v)
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (cJSON_IsString(t))
+            total += strlen(t->valuestring);
+    }
+    if (!total)
+        return NULL;
+    if (total > LB_FIELD_MAX)
+        total = LB_FIELD_MAX;
+    char *joined = malloc(total + 1);
+    if (!joined)
+        return NULL;
+    size_t o = 0;
+    cJSON_ArrayForEach(part, v)
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsString(t))
+            continue;
+        size_t l = strlen(t->valuestring);
+        if (l > total - o)
+            l = total - o;
+        memcpy(joined + o, t->valuestring, l);
+        o += l;
+    }
+    char *out = lb_utf8_sanitize(joined, o, NULL);
+    free(joined);
+    return out;
+}
+
+static int64_t int_field(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1e15)
+        return -1;
+    return (int64_t)v->valuedouble;
+}
+
+static int parse_call(const cJSON *tc, lb_toolcall *c)
+{
+    memset(c, 0, sizeof *c);
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+    c->id = str_field(cJSON_GetObjectItemCaseSensitive(tc, "id"), LB_ID_MAX_LEN, 1);
+    c->name = str_field(name, LB_NAME_MAX_LEN, 0);
+    if (!c->name)
+        c->name = strdup("");
+    if (cJSON_IsString(args)) {
+        /* over the cap we keep the text cut, which then fails validation
+         * with a clear message rather than silently losing a field */
+        c->arguments = str_field(args, LB_FIELD_MAX, 0);
+    } else if (cJSON_IsObject(args)) {
+        /* some servers send the arguments already parsed */
+        char *txt = cJSON_PrintUnformatted(args);
+        if (txt) {
+            c->arguments = lb_utf8_sanitize(txt, strlen(txt), NULL);
+            free(txt);
+        }
+    } else if (!args || cJSON_IsNull(args)) {
+        c->arguments = strdup("{}");
+    } else {
+        /* a number, an array ...: hand it on as text; validation names it */
+        char *txt = cJSON_PrintUnformatted(args);
+        c->arguments = txt ? txt : strdup("");
+    }
+    if (!c->name || !c->arguments)
+        return LB_E_NOMEM;
+    return LB_OK;
+}
+
+/* The "error" member servers send with 200 or 4xx: {"error":{"message"}},
+ * {"error":"text"} or {"detail":"text"}. */
+static int error_message(const cJSON *root, char *err, size_t errsz)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const cJSON *msg = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "message") : e;
+    if (!cJSON_IsString(msg))
+        msg = cJSON_GetObjectItemCaseSensitive(root, "detail");
+    if (!cJSON_IsString(msg))
+        return 0;
+    char *s = lb_strdup_trunc(msg->valuestring, 300);
+    char *z = s ? lb_utf8_sanitize(s, strlen(s), NULL) : NULL;
+    snprintf(err, errsz, "%s", z ? z : "(unreadable message)");
+    free(z);
+    free(s);
+    return 1;
+}
+
+void lb_model_error_text(const char *body, size_t len, char *out, size_t outsz)
+{
+    out[0] = '\0';
+    if (!body || !len)
+        return;
+    cJSON *root = len <= LB_MODEL_MAX_RESPONSE ? cJSON_ParseWithLength(body, len) : NULL;
+    int found = root && error_message(root, out, outsz);
+    cJSON_Delete(root);
+    if (!found) {
+        size_t n = len < 300 ? len : 300;
+        char *z = lb_utf8_sanitize(body, n, NULL);
+        snprintf(out, outsz, "%s%s", z ? z : "", len > n ? "..." : "");
+        free(z);
+    }
+    /* one line, whatever the server sent */
+    for (char *q = out; *q; q++)
+        if ((unsigned char)*q < 0x20)
+            *q = ' ';
+}
+
+/* ---- tool calls written as text ---------------------------------------- */
+/* Servers without a tool-call parser hand the model's calls back inside
+ * the content. Two shapes are common and recognised, tolerantly (missing
+ * closing tags, code fences, arguments at the top level):
+ *   <tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>   (Hermes, Qwen)
+ *   <function=bash><parameter=command>ls</parameter></function>               (Qwen3-Coder, the paper)
+ * Parameter values of the second shape are strings; the argument checker
+ * turns "3" or "[1, 5]" into numbers and arrays where the schema says so. */
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* A value between tags: one leading and one trailing newline belong to
+ * the layout, not to the value. */
+static char *tag_value(const char *a, const char *b)
+{
+    if (a < b && *a == '\n')
+        a++;
+    if (b > a && b[-1] == '\n')
+        b--;
+    if (b > a && b[-1] == '\r')
+        b--;
+    return lb_utf8_sanitize(a, (size_t)(b - a), NULL);
+}
+
+/* Parses "<function=NAME>...</function>" at p; returns where it ended. */
+static const char *parse_xml_call(const char *p, const char *limit, lb_toolcall *c)
+{
+    p += strlen("<function=");
+    const char *gt = strchr(p, '>');
+    if (!gt || gt > limit || gt - p > LB_NAME_MAX_LEN)
+        return NULL;
+    c->name = tag_value(p, gt);
+    cJSON *args = cJSON_CreateObject();
+    const char *q = gt + 1;
+    const char *fend = strstr(q, "</function>");
+    if (!fend || fend > limit)
+        fend = limit;
+    for (;;) {
+        const char *ps = strstr(q, "<parameter=");
+        if (!ps || ps >= fend)
+            break;
+        const char *kend = strchr(ps, '>');
+        if (!kend || kend >= fend)
+            break;
+        const char *vs = kend + 1;
+        const char *ve = strstr(vs, "</parameter>");
+        const char *next = strstr(vs, "<parameter=");
+        if (!ve || ve > fend || (next && next < ve))
+            ve = next && next < fend ? next : fend;
+        char *key = tag_value(ps + strlen("<parameter="), kend);
+        char *val = tag_value(vs, ve);
+        if (key && val && *key)
+            cJSON_AddItemToObject(args, key, cJSON_CreateString(val));
+        free(key);
+        free(val);
+        q = ve;
+        if (!strncmp(q, "</parameter>", 12))
+            q += 12;
+    }
+    c->arguments = cJSON_PrintUnformatted(args);
+    cJSON_Delete(args);
+    return fend < limit ? fend + strlen("</function>") : limit;
+}
+
+/* Parses the JSON inside <tool_call>...</tool_call>. */
+static int parse_json_call(const char *a, const char *b, lb_toolcall *c)
+{
+    a = skip_ws(a);
+    if (!strncmp(a, "```", 3)) { /* a code fence, with or without "json" */
+        const char *nl = memchr(a, '\n', (size_t)(b - a));
+        a = nl ? nl + 1 : a + 3;
+        const char *fence = NULL;
+        for (const char *f = a; f + 3 <= b; f++)
+            if (!strncmp(f, "```", 3))
+                fence = f;
+        if (fence)
+            b = fence;
+    }
+    cJSON *o = cJSON_ParseWithLength(a, (size_t)(b - a));
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+    if (!cJSON_IsString(name)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    c->name = str_field(name, LB_NAME_MAX_LEN, 0);
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "arguments");
+    if (!args)
+        args = cJSON_GetObjectItemCaseSensitive(o, "parameters");
+    if (cJSON_IsString(args)) {
+        c->arguments = str_field(args, LB_FIELD_MAX, 0);
+    } else if (args) {
+        c->arguments = cJSON_PrintUnformatted(args);
+    } else {
+        /* the arguments at the top level, beside the name */
+        cJSON_DeleteItemFromObjectCaseSensitive(o, "name");
+        c->arguments = cJSON_PrintUnformatted(o);
+    }
+    cJSON_Delete(o);
+    return 0;
+}
+
+/* Moves calls found in r->content into r->calls and leaves the prose. */
+static void parse_text_calls(lb_model_reply *r)
+{
+    const char *s = r->content;
+    if (!s || (!strstr(s, "<tool_call>") && !strstr(s, "<function=")))
+        return;
+    const char *end = s + strlen(s);
+    lb_toolcall found[LB_MODEL_MAX_CALLS];
+    size_t n = 0;
+    char *prose = malloc(strlen(s) + 1);
+    size_t plen = 0;
+    if (!prose)
+        return;
+    const char *p = s;
+    while (*p && n < LB_MODEL_MAX_CALLS) {
+        const char *tc = strstr(p, "<tool_call>");
+        const char *fn = strstr(p, "<function=");
+        const char *at = tc && (!fn || tc < fn) ? tc : fn;
+        if (!at)
+            break;
+        memcpy(prose + plen, p, (size_t)(at - p));
+        plen += (size_t)(at - p);
+        lb_toolcall c;
+        memset(&c, 0, sizeof c);
+        const char *next = NULL;
+        if (at == tc) {
+            const char *in = at + strlen("<tool_call>");
+            const char *close = strstr(in, "</tool_call>");
+            const char *stop = close ? close : end;
+            const char *inner = skip_ws(in);
+            if (!strncmp(inner, "<function=", 10)) {
+                if (parse_xml_call(inner, stop, &c))
+                    next = stop;
+            } else if (parse_json_call(in, stop, &c) == 0) {
+                next = stop;
+            }
+            if (next && close)
+                next = close + strlen("</tool_call>");
+        } else {
+            next = parse_xml_call(at, end, &c);
+        }
+        if (!next || !c.name || !c.arguments) {
+            free(c.name);
+            free(c.arguments);
+            /* not a call after all: keep the text and look further on */
+            size_t l = at == tc ? strlen("<tool_call>") : strlen("<function=");
+            memcpy(prose + plen, at, l);
+            plen += l;
+            p = at + l;
+            continue;
+        }
+        found[n++] = c;
+        p = next;
+    }
+    if (n == 0) {
+        free(prose);
+        return;
+    }
+    size_t rest = strlen(p);
+    memcpy(prose + plen, p, rest);
+    plen += rest;
+    prose[plen] = '\0';
+    free(r->calls); /* an array of non-objects may have left an empty one */
+    r->calls = calloc(n, sizeof *r->calls);
+    if (!r->calls) {
+        for (size_t i = 0; i < n; i++) {
+            free(found[i].name);
+            free(found[i].arguments);
+        }
+        free(prose);
+        return;
+    }
+    memcpy(r->calls, found, n * sizeof *found);
+    r->n_calls = n;
+    /* the markup now lives in tool_calls; keep only the prose around it */
+    const char *a = skip_ws(prose);
+    size_t al = strlen(a);
+    while (al && (a[al - 1] == ' ' || a[al - 1] == '\n' || a[al - 1] == '\r' || a[al - 1] == '\t'))
+        al--;
+    free(r->content);
+    r->content = al ? strndup(a, al) : NULL;
+    free(prose);
+}
+
+int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r, char *err,
+                           size_t errsz)
+{
+    memset(r, 0, sizeof *r);
+    r->prompt_tokens = r->completion_tokens = -1;
+    int rc = LB_E_PROTO;
+    cJSON *root = NULL;
+    if (!body || len == 0) {
+        snprintf(err, errsz, "The model endpoint sent an empty response.");
+        goto out;
+    }
+    if (len > LB_MODEL_MAX_RESPONSE) {
+        snprintf(err, errsz, "The model endpoint sent a response over %u MiB.",
+                 LB_MODEL_MAX_RESPONSE >> 20);
+        goto out;
+    }
+    root = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errsz, "The model endpoint sent a response that is not a JSON object.");
+        goto out;
+    }
+    char emsg[400];
+    if (error_message(root, emsg, sizeof emsg)) {
+        snprintf(err, errsz, "The model endpoint returned an error: %s", emsg);
+        goto out;
+    }
+    const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+    const cJSON *choice = cJSON_GetArrayItem(choices, 0);
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(choice, "message");
+    if (!cJSON_IsObject(msg)) {
+        snprintf(err, errsz, "The model endpoint sent a response without choices[0].message.");
+        goto out;
+    }
+    r->content = content_field(cJSON_GetObjectItemCaseSensitive(msg, "content"));
+    r->reasoning = str_field(cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content"), LB_FIELD_MAX, 1);
+    if (!r->reasoning)
+        r->reasoning = str_field(cJSON_GetObjectItemCaseSensitive(msg, "reasoning"), LB_FIELD_MAX, 1);
+    r->finish_reason = str_field(cJSON_GetObjectItemCaseSensitive(choice, "finish_reason"), 64, 1);
+
+    const cJSON *tcs = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+    int n = cJSON_IsArray(tcs) ? cJSON_GetArraySize(tcs) : 0;
+    if (n > LB_MODEL_MAX_CALLS)
+        n = LB_MODEL_MAX_CALLS;
+    if (n > 0) {
+        r->calls = calloc((size_t)n, sizeof *r->calls);
+        if (!r->calls) {
+            rc = LB_E_NOMEM;
+            goto out;
+        }
+        const cJSON *tc;
+        cJSON_ArrayForEach(tc, tcs)
+        {
+            if (r->n_calls == (size_t)n)
+                break;
+            if (!cJSON_IsObject(tc))
+                continue; /* not a call at all: nothing to answer */
+            rc = parse_call(tc, &r->calls[r->n_calls]);
+            r->n_calls++;
+            if (rc != LB_OK)
+                goto out;
+        }
+    }
+    if (r->n_calls == 0)
+        parse_text_calls(r);
+    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+    if (cJSON_IsObject(usage)) {
+        r->prompt_tokens = int_field(usage, "prompt_tokens");
+        r->completion_tokens = int_field(usage, "completion_tokens");
+    }
+    rc = LB_OK;
+out:
+    cJSON_Delete(root);
+    if (rc != LB_OK)
+        lb_model_reply_free(r);
+    if (rc == LB_E_NOMEM)
+        snprintf(err, errsz, "Out of memory while reading the model response.");
+    return rc;
+}

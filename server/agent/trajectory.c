@@ -1,0 +1,83 @@
+/* trajectory.json: the faithful record of a run, for people (download,
+ * debugging) and for training (messages exactly as the model saw them). */
+#include "agent/agent.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int lb_traj_init(lb_traj *t, const char *task_id, const char *prompt, int max_turns,
+                 const char *model_url, const char *model_name, const cJSON *tools)
+{
+    memset(t, 0, sizeof *t);
+    t->root = cJSON_CreateObject();
+    if (!t->root)
+        return LB_E_NOMEM;
+    cJSON_AddNumberToObject(t->root, "version", 1);
+    cJSON *task = cJSON_AddObjectToObject(t->root, "task");
+    cJSON_AddStringToObject(task, "id", task_id ? task_id : "");
+    cJSON_AddStringToObject(task, "prompt", prompt ? prompt : "");
+    cJSON_AddNumberToObject(task, "max_turns", max_turns);
+    cJSON *model = cJSON_AddObjectToObject(t->root, "model");
+    cJSON_AddStringToObject(model, "url", model_url ? model_url : "");
+    cJSON_AddStringToObject(model, "name", model_name ? model_name : "");
+    cJSON_AddItemToObject(t->root, "tools", tools ? cJSON_Duplicate(tools, 1) : cJSON_CreateArray());
+    t->turns = cJSON_AddArrayToObject(t->root, "turns");
+    return t->turns ? LB_OK : LB_E_NOMEM;
+}
+
+cJSON *lb_traj_turn(lb_traj *t, int turn)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "turn", turn);
+    cJSON_AddItemToArray(t->turns, o);
+    return o;
+}
+
+static void set_item(cJSON *root, const char *key, cJSON *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(root, key);
+    if (v)
+        cJSON_AddItemToObject(root, key, v);
+}
+
+int lb_traj_write(lb_traj *t, const char *path, const cJSON *messages, const char *status,
+                  const char *reason, const char *answer, int turns, int64_t prompt_tokens,
+                  int64_t completion_tokens, const cJSON *timings)
+{
+    if (!t->root || !path)
+        return LB_E_INVAL;
+    set_item(t->root, "status", cJSON_CreateString(status ? status : ""));
+    set_item(t->root, "reason", reason && *reason ? cJSON_CreateString(reason) : cJSON_CreateNull());
+    set_item(t->root, "answer", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+    cJSON *usage = cJSON_CreateObject();
+    cJSON_AddNumberToObject(usage, "turns", turns);
+    cJSON_AddNumberToObject(usage, "prompt_tokens", (double)prompt_tokens);
+    cJSON_AddNumberToObject(usage, "completion_tokens", (double)completion_tokens);
+    cJSON_AddNumberToObject(usage, "total_tokens", (double)(prompt_tokens + completion_tokens));
+    set_item(t->root, "usage", usage);
+    set_item(t->root, "timings", timings ? cJSON_Duplicate(timings, 1) : cJSON_CreateObject());
+    /* the conversation can be large: reference it rather than copy */
+    cJSON_DeleteItemFromObjectCaseSensitive(t->root, "messages");
+    if (messages)
+        cJSON_AddItemReferenceToObject(t->root, "messages", (cJSON *)messages);
+    char *text = cJSON_Print(t->root);
+    cJSON_DeleteItemFromObjectCaseSensitive(t->root, "messages"); /* frees the reference only */
+    if (!text)
+        return LB_E_NOMEM;
+    int rc = lb_write_file_atomic(path, text, strlen(text), 0644);
+    if (rc != LB_OK)
+        lb_error("cannot write %s: %s", path, lb_strerror(rc));
+    free(text);
+    return rc;
+}
+
+void lb_traj_free(lb_traj *t)
+{
+    cJSON_Delete(t->root);
+    memset(t, 0, sizeof *t);
+}

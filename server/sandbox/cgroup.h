@@ -1,0 +1,43 @@
+/*
+ * Per-sandbox cgroups: memory and pids limits, OOM-kill counting.
+ *
+ * cgroup v2 is used when /sys/fs/cgroup/cgroup.controllers lists memory and
+ * pids; otherwise the v1 hierarchies /sys/fs/cgroup/{memory,pids}; if
+ * neither can be written, sandboxes fall back to rlimits (RLIMIT_AS,
+ * RLIMIT_NPROC) and a single warning is logged. Groups are named
+ * llmbox-<hash of var dir>/<sandbox id> in each hierarchy.
+ */
+#ifndef LBSD_CGROUP_H
+#define LBSD_CGROUP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef enum { LBSD_CG_RLIMIT = 0, LBSD_CG_V1 = 1, LBSD_CG_V2 = 2 } lbsd_cg_mode;
+
+#define LBSD_CG_PATH 512
+
+typedef struct lbsd_cgroup {
+    char v2[LBSD_CG_PATH];     /* v2: the group dir */
+    char mem[LBSD_CG_PATH];    /* v1: memory group dir ("" if none) */
+    char pids[LBSD_CG_PATH];   /* v1: pids group dir ("" if none) */
+    int made;
+} lbsd_cgroup;
+
+/* Probes once at startup; later calls return the cached answer. */
+lbsd_cg_mode lbsd_cg_detect(void);
+const char *lbsd_cg_mode_name(lbsd_cg_mode m);
+
+/* Creates the groups for id and sets the limits. In rlimit mode does
+ * nothing and returns LB_OK. */
+int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids);
+/* Moves pid into the groups. */
+int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid);
+/* OOM kills so far in the group (0 when unknown). */
+uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg);
+/* Removes the groups (they must be empty; retried briefly). */
+int lbsd_cg_remove(lbsd_cgroup *cg);
+/* Startup: kills what is left in llmbox/<anything> and removes the groups. */
+void lbsd_cg_cleanup_stale(void);
+
+#endif

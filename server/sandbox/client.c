@@ -1,0 +1,610 @@
+/* The sandbox client library (include/llmbox/sandbox.h): blocking calls
+ * over the unix socket to sandboxd. One request at a time per connection.
+ * Not thread-safe per connection; use one connection per thread. */
+#include "llmbox/sandbox.h"
+#include "sandbox/rpc.h"
+
+#include "common/config.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* A JSON response is at most a few times the exec output caps; anything
+ * larger is a broken or hostile peer. */
+#define LBSB_RESP_MAX (48u << 20)
+
+struct lbsb_conn {
+    int fd;
+    volatile int *cancel;
+    /* Set after a transport failure or a cancel in the middle of a frame:
+     * the stream is out of step, so later calls must fail instead of
+     * reading someone else's answer. */
+    int broken;
+    /* Responses still owed to us by calls that were cancelled after their
+     * request went out whole: read and dropped before the next call. */
+    int discard;
+};
+
+static void lbsb_err(char *errbuf, size_t errsz, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void lbsb_err(char *errbuf, size_t errsz, const char *fmt, ...)
+{
+    if (!errbuf || !errsz)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, errsz, fmt, ap);
+    va_end(ap);
+}
+
+int lbsb_connect(const char *socket_path, volatile int *cancel_flag, lbsb_conn **out,
+                 char *errbuf, size_t errsz)
+{
+    *out = NULL;
+    if (!socket_path)
+        socket_path = lb_cfg()->sandboxd_socket;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (!socket_path[0] || strlen(socket_path) >= sizeof sa.sun_path) {
+        lbsb_err(errbuf, errsz, "sandboxd socket path is empty or too long");
+        return LB_E_INVAL;
+    }
+    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+    lbsb_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return LB_E_NOMEM;
+    c->cancel = cancel_flag;
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        lbsb_err(errbuf, errsz, "socket: %s", strerror(errno));
+        free(c);
+        return LB_E_UNAVAILABLE;
+    }
+    for (;;) {
+        if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            break;
+        if (errno == EINTR && !(cancel_flag && *cancel_flag))
+            continue;
+        int e = errno;
+        int rc = (e == EINTR) ? LB_E_CANCELLED : LB_E_UNAVAILABLE;
+        lbsb_err(errbuf, errsz, "cannot connect to sandboxd at %s: %s (is `llmbox sandboxd` running?)",
+                 socket_path, strerror(e));
+        close(c->fd);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return LB_OK;
+}
+
+void lbsb_close(lbsb_conn *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);
+}
+
+/* Reads and drops one response (and its data frame). */
+static int lbsb_drop_response(lbsb_conn *c)
+{
+    char *frame = NULL;
+    size_t flen = 0;
+    int rc = lbsd_frame_wait(c->fd, c->cancel);
+    if (rc == LB_OK) /* started: read it whole, a cancel now would split it */
+        rc = lbsd_frame_recv(c->fd, LBSB_RESP_MAX, &frame, &flen, NULL);
+    if (rc)
+        return rc;
+    cJSON *r = cJSON_ParseWithLength(frame, flen);
+    free(frame);
+    int has_data = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "data"));
+    cJSON_Delete(r);
+    if (has_data) {
+        rc = lbsd_frame_recv(c->fd, LLMBOX_RPC_MAX_FRAME, &frame, &flen, NULL);
+        free(frame);
+    }
+    return rc;
+}
+
+/* A call was cancelled while waiting for its response (the request went
+ * out whole). For an exec, ask sandboxd to kill the command, which makes
+ * the exec answer soon; either way remember the answers to drop, so the
+ * connection stays usable (to collect outputs after Stop, say). */
+static void lbsb_after_cancel(lbsb_conn *c, const cJSON *req)
+{
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+    c->discard++;
+    if (!cJSON_IsString(op) || strcmp(op->valuestring, "exec") != 0 || !cJSON_IsString(id))
+        return;
+    char msg[128];
+    int n = snprintf(msg, sizeof msg, "{\"op\":\"interrupt\",\"id\":\"%s\"}", id->valuestring);
+    if (n <= 0 || (size_t)n >= sizeof msg || !lb_id_valid(id->valuestring)) {
+        c->broken = 1;
+        return;
+    }
+    /* a tiny frame into an idle socket buffer: no cancel flag here, it is
+     * set right now and would stop this very send */
+    if (lbsd_frame_send(c->fd, msg, (size_t)n, NULL) != LB_OK) {
+        c->broken = 1;
+        return;
+    }
+    c->discard++;
+}
+
+/* One round trip. req is consumed (deleted). On LB_OK *resp is the parsed
+ * {"ok":true,...} object (caller deletes); when rdata is non-NULL and the
+ * response announces a data frame, it is read into *rdata (<= rmax bytes). */
+static int lbsb_call(lbsb_conn *c, cJSON *req, const void *data, size_t dlen, cJSON **resp,
+                     char **rdata, size_t *rlen, size_t rmax, char *errbuf, size_t errsz)
+{
+    int rc;
+    char *text = NULL, *frame = NULL;
+    size_t flen = 0;
+    cJSON *r = NULL;
+    *resp = NULL;
+    if (rdata) {
+        *rdata = NULL;
+        *rlen = 0;
+    }
+    if (!c) {
+        cJSON_Delete(req);
+        lbsb_err(errbuf, errsz, "no sandboxd connection");
+        return LB_E_INVAL;
+    }
+    if (c->broken) {
+        cJSON_Delete(req);
+        lbsb_err(errbuf, errsz, "sandboxd connection is broken by an earlier failure");
+        return LB_E_UNAVAILABLE;
+    }
+    if (!req) {
+        lbsb_err(errbuf, errsz, "out of memory");
+        return LB_E_NOMEM;
+    }
+    /* answers owed by earlier cancelled calls come first */
+    while (c->discard > 0) {
+        rc = lbsb_drop_response(c);
+        if (rc == LB_E_CANCELLED) {
+            lbsb_err(errbuf, errsz, "cancelled");
+            goto out; /* still owed; try again next call */
+        }
+        if (rc) {
+            c->broken = 1;
+            lbsb_err(errbuf, errsz, "lost the connection to sandboxd");
+            goto out;
+        }
+        c->discard--;
+    }
+    if (c->cancel && *c->cancel) {
+        /* nothing sent yet: the stream stays in step */
+        lbsb_err(errbuf, errsz, "cancelled");
+        rc = LB_E_CANCELLED;
+        goto out;
+    }
+    if (data && !cJSON_AddTrueToObject(req, "data")) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    text = cJSON_PrintUnformatted(req);
+    if (!text) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    size_t tlen = strlen(text);
+    if (tlen > LLMBOX_RPC_MAX_FRAME || dlen > LLMBOX_RPC_MAX_FRAME) {
+        lbsb_err(errbuf, errsz, "request is larger than the %u-byte frame limit",
+                 (unsigned)LLMBOX_RPC_MAX_FRAME);
+        rc = LB_E_TOOBIG;
+        goto out;
+    }
+    /* once the first byte is out, the request must go out whole: sending
+     * ignores the cancel flag (sandboxd reads fast; a dead peer fails) */
+    rc = lbsd_frame_send(c->fd, text, tlen, NULL);
+    if (rc == LB_OK && data)
+        rc = lbsd_frame_send(c->fd, data, dlen, NULL);
+    if (rc == LB_OK) {
+        rc = lbsd_frame_wait(c->fd, c->cancel);
+        if (rc == LB_E_CANCELLED) {
+            lbsb_after_cancel(c, req);
+            lbsb_err(errbuf, errsz, "cancelled");
+            goto out;
+        }
+    }
+    if (rc == LB_OK)
+        rc = lbsd_frame_recv(c->fd, LBSB_RESP_MAX, &frame, &flen, NULL);
+    if (rc != LB_OK) {
+        c->broken = 1;
+        if (rc == LB_E_CANCELLED)
+            lbsb_err(errbuf, errsz, "cancelled");
+        else if (rc == LB_E_PROTO)
+            lbsb_err(errbuf, errsz, "sandboxd sent an oversized frame");
+        else
+            lbsb_err(errbuf, errsz, "lost the connection to sandboxd");
+        goto out;
+    }
+    r = cJSON_ParseWithLength(frame, flen);
+    if (!cJSON_IsObject(r)) {
+        c->broken = 1;
+        lbsb_err(errbuf, errsz, "sandboxd sent a response that is not a JSON object");
+        rc = LB_E_PROTO;
+        goto out;
+    }
+    int has_data = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "data"));
+    if (has_data) {
+        char *d = NULL;
+        size_t dl = 0;
+        rc = lbsd_frame_recv(c->fd, rmax, &d, &dl, NULL);
+        if (rc != LB_OK) {
+            c->broken = 1;
+            lbsb_err(errbuf, errsz, rc == LB_E_CANCELLED ? "cancelled"
+                                    : rc == LB_E_PROTO   ? "sandboxd sent more data than asked for"
+                                                         : "lost the connection to sandboxd");
+            goto out;
+        }
+        if (rdata) {
+            *rdata = d;
+            *rlen = dl;
+        } else {
+            free(d);
+        }
+    }
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(r, "error");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "message");
+        rc = lbsd_code_status(cJSON_IsString(code) ? code->valuestring : NULL);
+        lbsb_err(errbuf, errsz, "%s", cJSON_IsString(m) ? m->valuestring : lb_strerror(rc));
+        if (rdata) {
+            free(*rdata);
+            *rdata = NULL;
+            *rlen = 0;
+        }
+        goto out;
+    }
+    *resp = r;
+    r = NULL;
+    rc = LB_OK;
+out:
+    if (rc == LB_E_NOMEM)
+        lbsb_err(errbuf, errsz, "out of memory");
+    cJSON_Delete(req);
+    cJSON_Delete(r);
+    free(text);
+    free(frame);
+    return rc;
+}
+
+static cJSON *lbsb_req(const char *op, const char *id)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    if (!cJSON_AddStringToObject(o, "op", op) || (id && !cJSON_AddStringToObject(o, "id", id))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int lbsb_check_id(const char *id, char *errbuf, size_t errsz)
+{
+    if (lb_id_valid(id))
+        return LB_OK;
+    lbsb_err(errbuf, errsz, "invalid sandbox id");
+    return LB_E_INVAL;
+}
+
+static int lbsb_check_path(const char *path, char *errbuf, size_t errsz)
+{
+    if (path && path[0] == '/')
+        return LB_OK;
+    lbsb_err(errbuf, errsz, "sandbox paths must be absolute");
+    return LB_E_INVAL;
+}
+
+int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
+                char *errbuf, size_t errsz)
+{
+    if (!id_out || idsz < LB_ID_HEX_LEN + 1) {
+        lbsb_err(errbuf, errsz, "id buffer too small");
+        return LB_E_INVAL;
+    }
+    id_out[0] = '\0';
+    cJSON *req = lbsb_req("create", NULL);
+    if (req && spec) {
+        if ((spec->image && !cJSON_AddStringToObject(req, "image", spec->image)) ||
+            (spec->memory_mib > 0 && !cJSON_AddNumberToObject(req, "memory_mib", spec->memory_mib)) ||
+            (spec->pids > 0 && !cJSON_AddNumberToObject(req, "pids", spec->pids)) ||
+            (spec->input_dir && !cJSON_AddStringToObject(req, "input_dir", spec->input_dir))) {
+            cJSON_Delete(req);
+            req = NULL;
+        }
+    }
+    cJSON *resp;
+    int rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(resp, "id");
+    if (!cJSON_IsString(id) || !lb_id_valid(id->valuestring)) {
+        lbsb_err(errbuf, errsz, "sandboxd returned no valid id");
+        rc = LB_E_PROTO;
+    } else {
+        memcpy(id_out, id->valuestring, LB_ID_HEX_LEN + 1);
+    }
+    cJSON_Delete(resp);
+    return rc;
+}
+
+/* Copies a JSON string member into a malloc'd buffer ("" if absent). */
+static char *lbsb_dup_str(const cJSON *o, const char *key, size_t *len)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    const char *s = cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n + 1);
+        *len = n;
+    }
+    return d;
+}
+
+int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
+              lbsb_exec_out *out, char *errbuf, size_t errsz)
+{
+    memset(out, 0, sizeof *out);
+    out->state = LLMBOX_EXEC_ERROR;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (!cmd) {
+        lbsb_err(errbuf, errsz, "no command");
+        return LB_E_INVAL;
+    }
+    cJSON *req = lbsb_req("exec", id);
+    if (req && (!cJSON_AddStringToObject(req, "command", cmd) ||
+                (timeout_ms > 0 && !cJSON_AddNumberToObject(req, "timeout_ms", timeout_ms)))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(resp, "state");
+    int state = lbsd_state_parse(cJSON_IsString(st) ? st->valuestring : NULL);
+    const cJSON *ec = cJSON_GetObjectItemCaseSensitive(resp, "exit_code");
+    const cJSON *du = cJSON_GetObjectItemCaseSensitive(resp, "duration_ms");
+    out->state = state < 0 ? LLMBOX_EXEC_ERROR : state;
+    out->exit_code = cJSON_IsNumber(ec) ? ec->valueint : -1;
+    out->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "truncated"));
+    out->duration_ms = cJSON_IsNumber(du) ? (int64_t)du->valuedouble : 0;
+    out->out = lbsb_dup_str(resp, "stdout", &out->out_len);
+    out->err = lbsb_dup_str(resp, "stderr", &out->err_len);
+    cJSON_Delete(resp);
+    if (!out->out || !out->err) {
+        lbsb_exec_out_free(out);
+        lbsb_err(errbuf, errsz, "out of memory");
+        return LB_E_NOMEM;
+    }
+    return LB_OK;
+}
+
+void lbsb_exec_out_free(lbsb_exec_out *o)
+{
+    if (!o)
+        return;
+    free(o->out);
+    free(o->err);
+    o->out = o->err = NULL;
+    o->out_len = o->err_len = 0;
+}
+
+int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
+               size_t len, int excl, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
+        return rc;
+    if (len > LLMBOX_RPC_MAX_FRAME) {
+        lbsb_err(errbuf, errsz, "file is larger than the %u-byte frame limit",
+                 (unsigned)LLMBOX_RPC_MAX_FRAME);
+        return LB_E_TOOBIG;
+    }
+    cJSON *req = lbsb_req("write", id);
+    if (req && (!cJSON_AddStringToObject(req, "path", path) ||
+                !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    /* a zero-length file still sends its (empty) data frame */
+    rc = lbsb_call(c, req, data ? data : "", len, &resp, NULL, NULL, 0, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
+              char **data, size_t *len, char *errbuf, size_t errsz)
+{
+    *data = NULL;
+    *len = 0;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
+        return rc;
+    if (max > LBSD_READ_MAX)
+        max = LBSD_READ_MAX;
+    cJSON *req = lbsb_req("read", id);
+    if (req && (!cJSON_AddStringToObject(req, "path", path) ||
+                !cJSON_AddNumberToObject(req, "max", (double)max))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, data, len, max, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (!*data) {
+        /* ok without a data frame: protocol violation */
+        *data = NULL;
+        rc = LB_E_PROTO;
+        lbsb_err(errbuf, errsz, "sandboxd sent no file data");
+    }
+    cJSON_Delete(resp);
+    return rc;
+}
+
+static int lbsb_type_code(const char *t)
+{
+    if (!t)
+        return 3;
+    if (!strcmp(t, "missing"))
+        return 0;
+    if (!strcmp(t, "file"))
+        return 1;
+    if (!strcmp(t, "dir"))
+        return 2;
+    return 3;
+}
+
+int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
+              size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
+{
+    *ents = NULL;
+    *n = 0;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
+        return rc;
+    if (max_depth < 1)
+        max_depth = 1;
+    if (max_depth > LBSD_LIST_MAX_DEPTH)
+        max_depth = LBSD_LIST_MAX_DEPTH;
+    if (max_entries < 1 || max_entries > LBSD_LIST_MAX_ENTRIES)
+        max_entries = LBSD_LIST_MAX_ENTRIES;
+    cJSON *req = lbsb_req("list", id);
+    if (req && (!cJSON_AddStringToObject(req, "path", path) ||
+                !cJSON_AddNumberToObject(req, "max_depth", max_depth) ||
+                !cJSON_AddNumberToObject(req, "max_entries", (double)max_entries))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(resp, "entries");
+    int cnt = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
+    if (cnt < 0 || (size_t)cnt > max_entries) {
+        lbsb_err(errbuf, errsz, "sandboxd sent more entries than asked for");
+        rc = LB_E_PROTO;
+        goto out;
+    }
+    lbsb_entry *e = calloc(cnt ? (size_t)cnt : 1, sizeof *e);
+    if (!e) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    size_t k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "path");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(it, "type");
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, "size");
+        if (!cJSON_IsString(p) || !p->valuestring)
+            continue;
+        e[k].path = strdup(p->valuestring);
+        if (!e[k].path) {
+            lbsb_entries_free(e, k);
+            rc = LB_E_NOMEM;
+            goto out;
+        }
+        e[k].type = lbsb_type_code(cJSON_IsString(t) ? t->valuestring : NULL);
+        if (e[k].type == 0)
+            e[k].type = 3;
+        e[k].size = cJSON_IsNumber(s) && s->valuedouble > 0 ? (uint64_t)s->valuedouble : 0;
+        k++;
+    }
+    *ents = e;
+    *n = k;
+out:
+    if (rc == LB_E_NOMEM)
+        lbsb_err(errbuf, errsz, "out of memory");
+    cJSON_Delete(resp);
+    return rc;
+}
+
+void lbsb_entries_free(lbsb_entry *ents, size_t n)
+{
+    if (!ents)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(ents[i].path);
+    free(ents);
+}
+
+int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_t *size,
+              char *errbuf, size_t errsz)
+{
+    *type = 0;
+    if (size)
+        *size = 0;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
+        return rc;
+    cJSON *req = lbsb_req("stat", id);
+    if (req && !cJSON_AddStringToObject(req, "path", path)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(resp, "type");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(resp, "size");
+    *type = lbsb_type_code(cJSON_IsString(t) ? t->valuestring : NULL);
+    if (size)
+        *size = cJSON_IsNumber(s) && s->valuedouble > 0 ? (uint64_t)s->valuedouble : 0;
+    cJSON_Delete(resp);
+    return LB_OK;
+}
+
+int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *resp;
+    rc = lbsb_call(c, lbsb_req("destroy", id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz)
+{
+    if (info_json)
+        *info_json = NULL;
+    cJSON *resp;
+    int rc = lbsb_call(c, lbsb_req("ping", NULL), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (info_json) {
+        *info_json = cJSON_PrintUnformatted(resp);
+        if (!*info_json) {
+            rc = LB_E_NOMEM;
+            lbsb_err(errbuf, errsz, "out of memory");
+        }
+    }
+    cJSON_Delete(resp);
+    return rc;
+}

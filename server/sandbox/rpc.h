@@ -1,0 +1,124 @@
+/*
+ * Sandbox RPC plumbing shared by the client library (client.c) and the
+ * daemon (sandboxd.c): frame I/O, request validation, error codes.
+ * The wire protocol itself is documented in include/llmbox/sandbox.h.
+ */
+#ifndef LBSD_RPC_H
+#define LBSD_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "llmbox/sandbox.h"
+
+/* ---- frames -------------------------------------------------------------- */
+
+#define LBSD_FRAME_HDR 4
+
+/* Blocking frame I/O for clients. Waits in poll() ticks so that a set
+ * *cancel (may be NULL) is noticed within a fraction of a second even if the
+ * signal handler was installed with SA_RESTART. Returns LB_OK, LB_E_CANCELLED,
+ * LB_E_UNAVAILABLE (peer closed / I/O error), LB_E_PROTO (frame over max). */
+int lbsd_frame_send(int fd, const void *a, size_t alen, volatile int *cancel);
+/* Waits until a frame starts to arrive (or the peer closes). */
+int lbsd_frame_wait(int fd, volatile int *cancel);
+/* Reads one frame of at most max bytes; *data (NUL-terminated, caller frees). */
+int lbsd_frame_recv(int fd, size_t max, char **data, size_t *len, volatile int *cancel);
+
+/* Incremental, non-blocking frame decoder for the daemon. */
+typedef struct lbsd_decoder {
+    unsigned char hdr[LBSD_FRAME_HDR];
+    size_t hdr_got;
+    char *payload;    /* owned while being filled */
+    size_t want;      /* payload length from the header */
+    size_t got;
+    size_t max;       /* frames over max are a protocol error */
+} lbsd_decoder;
+
+void lbsd_decoder_init(lbsd_decoder *d, size_t max);
+void lbsd_decoder_free(lbsd_decoder *d);
+/* Feeds bytes; consumes what it can and returns how many bytes were used in
+ * *used. When a full frame is ready, returns 1 and hands it out in
+ * *frame / *flen (caller frees; NUL-terminated). Returns 0 when more bytes
+ * are needed, or a negative value (-LB_E_PROTO / -LB_E_NOMEM) on error. */
+int lbsd_decoder_feed(lbsd_decoder *d, const char *p, size_t n, size_t *used,
+                      char **frame, size_t *flen);
+/* Writes the 4-byte big-endian header for a payload of n bytes. */
+void lbsd_frame_header(unsigned char hdr[LBSD_FRAME_HDR], uint32_t n);
+
+/* ---- requests ------------------------------------------------------------ */
+
+typedef enum lbsd_op {
+    LBSD_OP_NONE = 0,
+    LBSD_OP_CREATE,
+    LBSD_OP_EXEC,
+    LBSD_OP_WRITE,
+    LBSD_OP_READ,
+    LBSD_OP_LIST,
+    LBSD_OP_STAT,
+    LBSD_OP_DESTROY,
+    LBSD_OP_PING,
+    /* Extension to include/llmbox/sandbox.h: {id} -> {}. Sent while an exec
+     * of the same connection runs, it kills the command (state
+     * "interrupted"); the exec's response comes first, then this one's.
+     * With nothing running it is a no-op. The client sends it when a call
+     * is cancelled, so the connection stays usable (e.g. to collect
+     * outputs after Stop). */
+    LBSD_OP_INTERRUPT,
+} lbsd_op;
+
+#define LBSD_IMAGE_MAX 32            /* image names: [a-z0-9_-]{1,32} */
+#define LBSD_INPUT_DIR_MAX 4096
+#define LBSD_CMD_MAX (1u << 20)      /* one command, bytes */
+#define LBSD_TIMEOUT_MAX_MS (24 * 3600 * 1000)
+#define LBSD_READ_MAX (LLMBOX_RPC_MAX_FRAME - 1024)
+#define LBSD_LIST_MAX_DEPTH 32
+#define LBSD_LIST_MAX_ENTRIES 100000
+
+/* A validated request. String fields point into `json`, which it owns. */
+typedef struct lbsd_req {
+    cJSON *json;
+    lbsd_op op;
+    const char *id;                  /* 32 lowercase hex chars */
+    char image[LBSD_IMAGE_MAX + 1];
+    int memory_mib;                  /* 0: default */
+    int pids;                        /* 0: default */
+    const char *input_dir;           /* NULL: none; absolute */
+    const char *command;
+    size_t command_len;
+    int timeout_ms;                  /* 0: default */
+    char path[1100];                 /* cleaned, relative to the sandbox root; "" = "/" */
+    int excl;
+    int mode;                        /* file mode for write, 0644 default */
+    size_t max;                      /* read cap */
+    int max_depth;
+    size_t max_entries;
+    int has_data;                    /* a binary frame follows */
+} lbsd_req;
+
+/* Parses and validates one request frame. On failure returns LB_E_INVAL (or
+ * LB_E_NOMEM) and writes a sentence to msg. Always call lbsd_req_free. */
+int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size_t msgsz);
+void lbsd_req_free(lbsd_req *req);
+const char *lbsd_op_name(lbsd_op op);
+
+/* True for [a-z0-9_-]{1,32}. */
+int lbsd_image_name_valid(const char *s);
+/* Turns an absolute sandbox path into a cleaned relative one ("" for "/"). */
+int lbsd_sandbox_path(const char *abs, char *out, size_t outsz);
+
+/* ---- error codes ---------------------------------------------------------- */
+
+/* Wire error code of an lb_status ("invalid", "notfound", ...). */
+const char *lbsd_status_code(int status);
+/* lb_status of a wire error code; unknown codes are LB_E_PROTO. "isdir" has no
+ * lb_status of its own and maps to LB_E_INVAL (the message says so). */
+int lbsd_code_status(const char *code);
+
+/* exec states on the wire */
+const char *lbsd_state_name(int state);
+int lbsd_state_parse(const char *s); /* -1 if unknown */
+
+#endif

@@ -1,0 +1,194 @@
+/* Frame I/O: 4-byte big-endian length, then the payload. */
+#include "sandbox/rpc.h"
+
+#include "common/status.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* How often a blocked client call re-checks *cancel: a signal handler that
+ * was installed with SA_RESTART never makes poll() return EINTR. */
+#define LBSD_CANCEL_TICK_MS 200
+
+void lbsd_frame_header(unsigned char hdr[LBSD_FRAME_HDR], uint32_t n)
+{
+    hdr[0] = (unsigned char)(n >> 24);
+    hdr[1] = (unsigned char)(n >> 16);
+    hdr[2] = (unsigned char)(n >> 8);
+    hdr[3] = (unsigned char)n;
+}
+
+static uint32_t lbsd_frame_len(const unsigned char hdr[LBSD_FRAME_HDR])
+{
+    return (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+}
+
+/* Waits until fd is ready for ev; LB_OK, LB_E_CANCELLED or LB_E_UNAVAILABLE. */
+static int lbsd_wait(int fd, short ev, volatile int *cancel)
+{
+    for (;;) {
+        if (cancel && *cancel)
+            return LB_E_CANCELLED;
+        struct pollfd p = {.fd = fd, .events = ev};
+        int r = poll(&p, 1, LBSD_CANCEL_TICK_MS);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return LB_E_UNAVAILABLE;
+        }
+        if (r == 0)
+            continue;
+        if (p.revents & POLLNVAL)
+            return LB_E_UNAVAILABLE;
+        /* POLLHUP/POLLERR: let read/write report what happened */
+        return LB_OK;
+    }
+}
+
+static int lbsd_send_all(int fd, const void *p, size_t n, volatile int *cancel)
+{
+    const char *c = p;
+    while (n) {
+        int rc = lbsd_wait(fd, POLLOUT, cancel);
+        if (rc)
+            return rc;
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
+            return LB_E_UNAVAILABLE;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return LB_OK;
+}
+
+static int lbsd_recv_all(int fd, void *p, size_t n, volatile int *cancel)
+{
+    char *c = p;
+    while (n) {
+        int rc = lbsd_wait(fd, POLLIN, cancel);
+        if (rc)
+            return rc;
+        ssize_t r = recv(fd, c, n, MSG_DONTWAIT);
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
+            return LB_E_UNAVAILABLE;
+        }
+        if (r == 0)
+            return LB_E_UNAVAILABLE;
+        c += r;
+        n -= (size_t)r;
+    }
+    return LB_OK;
+}
+
+int lbsd_frame_wait(int fd, volatile int *cancel)
+{
+    return lbsd_wait(fd, POLLIN, cancel);
+}
+
+int lbsd_frame_send(int fd, const void *a, size_t alen, volatile int *cancel)
+{
+    if (alen > LLMBOX_RPC_MAX_FRAME)
+        return LB_E_TOOBIG;
+    unsigned char hdr[LBSD_FRAME_HDR];
+    lbsd_frame_header(hdr, (uint32_t)alen);
+    int rc = lbsd_send_all(fd, hdr, sizeof hdr, cancel);
+    if (rc == LB_OK && alen)
+        rc = lbsd_send_all(fd, a, alen, cancel);
+    return rc;
+}
+
+int lbsd_frame_recv(int fd, size_t max, char **data, size_t *len, volatile int *cancel)
+{
+    *data = NULL;
+    *len = 0;
+    unsigned char hdr[LBSD_FRAME_HDR];
+    int rc = lbsd_recv_all(fd, hdr, sizeof hdr, cancel);
+    if (rc)
+        return rc;
+    uint32_t n = lbsd_frame_len(hdr);
+    if (n > max || n > LLMBOX_RPC_MAX_FRAME)
+        return LB_E_PROTO;
+    char *buf = malloc((size_t)n + 1);
+    if (!buf)
+        return LB_E_NOMEM;
+    rc = lbsd_recv_all(fd, buf, n, cancel);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return LB_OK;
+}
+
+void lbsd_decoder_init(lbsd_decoder *d, size_t max)
+{
+    memset(d, 0, sizeof *d);
+    d->max = max > LLMBOX_RPC_MAX_FRAME ? LLMBOX_RPC_MAX_FRAME : max;
+}
+
+void lbsd_decoder_free(lbsd_decoder *d)
+{
+    free(d->payload);
+    d->payload = NULL;
+    d->hdr_got = d->want = d->got = 0;
+}
+
+int lbsd_decoder_feed(lbsd_decoder *d, const char *p, size_t n, size_t *used,
+                      char **frame, size_t *flen)
+{
+    size_t u = 0;
+    *used = 0;
+    *frame = NULL;
+    *flen = 0;
+    if (d->hdr_got < LBSD_FRAME_HDR) {
+        size_t take = LBSD_FRAME_HDR - d->hdr_got;
+        if (take > n)
+            take = n;
+        memcpy(d->hdr + d->hdr_got, p, take);
+        d->hdr_got += take;
+        u += take;
+        if (d->hdr_got < LBSD_FRAME_HDR) {
+            *used = u;
+            return 0;
+        }
+        uint32_t len = lbsd_frame_len(d->hdr);
+        if (len > d->max) {
+            *used = u;
+            return -LB_E_PROTO;
+        }
+        /* allocate exactly what the header promised, after the cap check */
+        d->payload = malloc((size_t)len + 1);
+        if (!d->payload) {
+            *used = u;
+            return -LB_E_NOMEM;
+        }
+        d->want = len;
+        d->got = 0;
+    }
+    size_t take = d->want - d->got;
+    if (take > n - u)
+        take = n - u;
+    memcpy(d->payload + d->got, p + u, take);
+    d->got += take;
+    u += take;
+    *used = u;
+    if (d->got < d->want)
+        return 0;
+    d->payload[d->want] = '\0';
+    *frame = d->payload;
+    *flen = d->want;
+    d->payload = NULL;
+    d->hdr_got = d->want = d->got = 0;
+    return 1;
+}

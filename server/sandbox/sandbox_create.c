@@ -1,0 +1,536 @@
+/*
+ * Sandbox life cycle on the sandboxd side: create (scratch dir, cgroups,
+ * input copy, clone of init, first shell), shell restarts, killing and
+ * teardown. The child side is sandbox_init.c.
+ */
+#include "sandbox/sandboxd.h"
+#include "sandbox/mounts.h"
+
+#include "common/log.h"
+#include "common/status.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LBSD_INIT_TIMEOUT_MS 20000
+#define LBSD_CTL_TIMEOUT_MS 5000
+
+static void sb_msg(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void sb_msg(char *msg, size_t msgsz, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msgsz, fmt, ap);
+    va_end(ap);
+}
+
+static void sb_close(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* A path that overlayfs options or our layout could misread. */
+static int sb_path_ok(const char *p)
+{
+    return p[0] == '/' && !strpbrk(p, ",:\\\n");
+}
+
+/* Receives one message from init, waiting at most timeout_ms.
+ * Returns its length, 0 on timeout, -1 on EOF/error. */
+static ssize_t sb_ctl_recv(lbsd_sandbox *sb, char *buf, size_t bufsz, int timeout_ms)
+{
+    int64_t end = lb_mono_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = end - lb_mono_ms();
+        if (left < 0)
+            return 0;
+        struct pollfd p = {.fd = sb->ctl_fd, .events = POLLIN};
+        int r = poll(&p, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            return 0;
+        ssize_t n = recv(sb->ctl_fd, buf, bufsz - 1, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            return -1;
+        buf[n] = '\0';
+        return n;
+    }
+}
+
+/* Host pid of the process whose pid inside the sandbox is nspid. */
+static pid_t sb_host_pid(lbsd_sandbox *sb, int nspid)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    pid_t found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char p[64], buf[2048];
+        snprintf(p, sizeof p, "/proc/%ld/ns/pid", pid);
+        struct stat st;
+        if (stat(p, &st) != 0 || (uint64_t)st.st_ino != sb->pidns_ino ||
+            (uint64_t)st.st_dev != sb->pidns_dev)
+            continue;
+        snprintf(p, sizeof p, "/proc/%ld/status", pid);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        /* "NSpid:\t<host>\t<ns>": the last field is the innermost pid */
+        char *ns = strstr(buf, "\nNSpid:");
+        if (!ns)
+            continue;
+        char *eol = strchr(ns + 1, '\n');
+        if (eol)
+            *eol = '\0';
+        char *last = strrchr(ns, '\t');
+        if (last && atoi(last + 1) == nspid)
+            found = (pid_t)pid;
+    }
+    closedir(d);
+    return found;
+}
+
+int lbsd_kill_all(lbsd_sandbox *sb, int keep_shell)
+{
+    int total = 0;
+    /* a fork bomb keeps making new processes while we kill; the pids limit
+     * bounds it, and a few rounds catch the children born during a round */
+    for (int round = 0; round < 20; round++) {
+        int killed = 0;
+        DIR *d = opendir("/proc");
+        if (!d)
+            return total;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            char *end;
+            long pid = strtol(de->d_name, &end, 10);
+            if (*end || pid <= 0 || pid == sb->init_pid)
+                continue;
+            if (keep_shell && sb->sh_hostpid > 0 && pid == sb->sh_hostpid)
+                continue;
+            char p[64];
+            snprintf(p, sizeof p, "/proc/%ld/ns/pid", pid);
+            struct stat st;
+            if (stat(p, &st) != 0 || (uint64_t)st.st_ino != sb->pidns_ino ||
+                (uint64_t)st.st_dev != sb->pidns_dev)
+                continue;
+            if (kill((pid_t)pid, SIGKILL) == 0)
+                killed++;
+        }
+        closedir(d);
+        total += killed;
+        if (!killed)
+            break;
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return total;
+}
+
+int lbsd_ctl_handle(lbsd_sandbox *sb)
+{
+    char buf[256];
+    ssize_t n = recv(sb->ctl_fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return 0;
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    int pid, st;
+    if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2 && pid == sb->sh_nspid) {
+        sb->sh_nspid = 0;
+        sb->sh_hostpid = 0;
+        lbsd_exec_shell_exited(sb, st);
+    }
+    return 0;
+}
+
+static void sb_shell_close(lbsd_sandbox *sb)
+{
+    sb_close(&sb->sh_in);
+    sb_close(&sb->sh_out);
+    sb_close(&sb->sh_err);
+}
+
+int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    int rc = LB_E_SANDBOX;
+    sb_shell_close(sb);
+    if (sb->broken) {
+        sb_msg(msg, msgsz, "the sandbox is gone (its init died)");
+        return LB_E_SANDBOX;
+    }
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+        sb_msg(msg, msgsz, "pipe: %s", strerror(errno));
+        goto out;
+    }
+    int fds[3] = {in[0], out[1], err[1]};
+    char cbuf[CMSG_SPACE(sizeof fds)];
+    memset(cbuf, 0, sizeof cbuf);
+    char word[] = "SPAWN";
+    struct iovec iov = {.iov_base = word, .iov_len = 5};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                        .msg_controllen = sizeof cbuf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    ssize_t w;
+    do
+        w = sendmsg(sb->ctl_fd, &mh, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w != 5) {
+        sb_msg(msg, msgsz, "cannot reach the sandbox init: %s", strerror(errno));
+        goto out;
+    }
+    /* until "PID n" arrives, an "EXIT" of the previous shell may come first */
+    int64_t end = lb_mono_ms() + LBSD_CTL_TIMEOUT_MS;
+    for (;;) {
+        char buf[256];
+        int left = (int)(end - lb_mono_ms());
+        ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
+        if (n <= 0) {
+            sb_msg(msg, msgsz, "the sandbox init did not start a shell");
+            goto out;
+        }
+        int pid, st;
+        if (sscanf(buf, "PID %d", &pid) == 1 && pid > 1) {
+            sb->sh_nspid = pid;
+            break;
+        }
+        if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2)
+            continue; /* the old shell, already replaced */
+        if (!strncmp(buf, "ERR ", 4)) {
+            sb_msg(msg, msgsz, "sandbox init: %s", buf + 4);
+            goto out;
+        }
+    }
+    sb->sh_in = in[1];
+    sb->sh_out = out[0];
+    sb->sh_err = err[0];
+    in[1] = out[0] = err[0] = -1;
+    fcntl(sb->sh_in, F_SETFL, O_NONBLOCK);
+    fcntl(sb->sh_out, F_SETFL, O_NONBLOCK);
+    fcntl(sb->sh_err, F_SETFL, O_NONBLOCK);
+    sb->sh_hostpid = sb_host_pid(sb, sb->sh_nspid);
+    /* From the first moment on, a SIGINT (how commands are stopped) must
+     * not kill the shell itself: each command's wrapper sets its own trap
+     * and puts this no-op back (sandbox_exec.c). A fresh pipe has room. */
+    static const char first[] = "trap : INT\n";
+    if (write(sb->sh_in, first, sizeof first - 1) != (ssize_t)(sizeof first - 1))
+        lb_warn("sandbox %s: cannot prime the new shell", sb->id);
+    lb_buf_reset(&sb->idle_out);
+    lb_buf_reset(&sb->idle_err);
+    rc = LB_OK;
+out:
+    for (int i = 0; i < 2; i++) {
+        sb_close(&in[i]);
+        sb_close(&out[i]);
+        sb_close(&err[i]);
+    }
+    return rc;
+}
+
+/* Creates var/sandboxes/<id>/{upper,work,merged} and fills upper/testbed. */
+static int sb_prepare_dirs(lbsd_sandbox *sb, const lbsd_req *req, const lbsd_conn *owner,
+                           char *msg, size_t msgsz)
+{
+    char p[LB_CFG_PATH + 128];
+    snprintf(p, sizeof p, "%s/sandboxes", lb_cfg()->var_dir);
+    if (lb_mkdirs(p, 0700) != LB_OK) {
+        sb_msg(msg, msgsz, "cannot create %s: %s", p, strerror(errno));
+        return LB_E_SANDBOX;
+    }
+    if (mkdir(sb->dir, 0700) != 0) {
+        sb_msg(msg, msgsz, "cannot create %s: %s", sb->dir, strerror(errno));
+        return LB_E_SANDBOX;
+    }
+    static const char *const sub[] = {"upper", "work", "merged", "upper/testbed",
+                                      "upper/testbed/input", "upper/testbed/output"};
+    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", sb->dir, sub[i]);
+        /* upper/ is the sandbox's "/" in the overlay: its mode is what the
+         * sandbox sees for its root directory */
+        int mode = i < 3 && i != 0 ? 0700 : 0755;
+        if (mkdir(p, (mode_t)mode) != 0 || chmod(p, (mode_t)mode) != 0) {
+            sb_msg(msg, msgsz, "cannot create %s: %s", p, strerror(errno));
+            return LB_E_SANDBOX;
+        }
+    }
+    if (!req->input_dir)
+        return LB_OK;
+    snprintf(p, sizeof p, "%s/upper/testbed/input", sb->dir);
+    int dfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        sb_msg(msg, msgsz, "cannot open %s: %s", p, strerror(errno));
+        return LB_E_SANDBOX;
+    }
+    int rc = lbsd_copy_input(req->input_dir, dfd, owner->uid, owner->gid, msg, msgsz);
+    close(dfd);
+    return rc;
+}
+
+/* clone() with the sandbox's namespaces, fork-like (no new stack: the child
+ * runs on a copy of ours). sandboxd is single-threaded, so this is safe. */
+static pid_t sb_clone(void)
+{
+    unsigned long fl = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                       SIGCHLD;
+    return (pid_t)syscall(SYS_clone, fl, NULL, NULL, NULL, NULL);
+}
+
+static int sb_write_file(const char *path, const char *val)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, val, strlen(val));
+    close(fd);
+    return w == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
+{
+    const lb_config *cfg = lb_cfg();
+    char lower[LB_CFG_PATH + 64], upper[LB_CFG_PATH + 80], work[LB_CFG_PATH + 80],
+        merged[LB_CFG_PATH + 80], p[128];
+    snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
+    snprintf(upper, sizeof upper, "%s/upper", sb->dir);
+    snprintf(work, sizeof work, "%s/work", sb->dir);
+    snprintf(merged, sizeof merged, "%s/merged", sb->dir);
+    lbsd_init_cfg ic = {
+        .merged = merged, .lower = lower, .upper = upper, .work = work,
+        .tmp_mib = sb->memory_mib / 2 < 64 ? 64 : sb->memory_mib / 2,
+        .rlimit_mode = lbsd_cg_detect() == LBSD_CG_RLIMIT,
+        .memory_bytes = (uint64_t)sb->memory_mib << 20,
+        .pids = sb->pids,
+    };
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        sb_msg(msg, msgsz, "socketpair: %s", strerror(errno));
+        return LB_E_SANDBOX;
+    }
+    fflush(NULL);
+    pid_t pid = sb_clone();
+    if (pid < 0) {
+        sb_msg(msg, msgsz, "clone with new namespaces failed: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return LB_E_SANDBOX;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        lbsd_init_main(&ic, sv[1]);
+    }
+    close(sv[1]);
+    sb->ctl_fd = sv[0];
+    sb->init_pid = pid;
+    if (lbsd_cg_attach(&sb->cg, pid) != LB_OK) {
+        sb_msg(msg, msgsz, "cannot put the sandbox into its cgroups");
+        return LB_E_SANDBOX;
+    }
+    /* init itself must survive the OOM killer; its children reset this */
+    snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
+    sb_write_file(p, "-1000");
+    if (send(sb->ctl_fd, "GO", 2, MSG_NOSIGNAL) != 2) {
+        sb_msg(msg, msgsz, "the sandbox init died at start");
+        return LB_E_SANDBOX;
+    }
+    char buf[512];
+    ssize_t n = sb_ctl_recv(sb, buf, sizeof buf, LBSD_INIT_TIMEOUT_MS);
+    if (n <= 0 || strcmp(buf, "READY") != 0) {
+        if (n > 4 && !strncmp(buf, "ERR ", 4))
+            sb_msg(msg, msgsz, "sandbox setup failed: %s", buf + 4);
+        else
+            sb_msg(msg, msgsz, "sandbox setup failed: init %s", n == 0 ? "timed out" : "died");
+        return LB_E_SANDBOX;
+    }
+    snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
+    struct stat st;
+    if (stat(p, &st) != 0) {
+        sb_msg(msg, msgsz, "cannot identify the sandbox pid namespace");
+        return LB_E_SANDBOX;
+    }
+    sb->pidns_dev = (uint64_t)st.st_dev;
+    sb->pidns_ino = (uint64_t)st.st_ino;
+    /* after pivot_root, init's root is the sandbox's "/": every host-side
+     * file operation walks down from this fd and nowhere else */
+    snprintf(p, sizeof p, "/proc/%d/root", (int)pid);
+    sb->root_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sb->root_fd < 0) {
+        sb_msg(msg, msgsz, "cannot open the sandbox root: %s", strerror(errno));
+        return LB_E_SANDBOX;
+    }
+    return LB_OK;
+}
+
+int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out, char *msg,
+                        size_t msgsz)
+{
+    const lb_config *cfg = lb_cfg();
+    *out = NULL;
+    int rc = LB_E_SANDBOX;
+    lbsd_sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb) {
+        sb_msg(msg, msgsz, "out of memory");
+        return LB_E_NOMEM;
+    }
+    sb->ctl_fd = sb->root_fd = sb->sh_in = sb->sh_out = sb->sh_err = -1;
+    sb->owner = owner;
+    sb->created_ms = lb_mono_ms();
+    lb_buf_init(&sb->idle_out, LBSD_IDLE_MAX);
+    lb_buf_init(&sb->idle_err, LBSD_IDLE_MAX);
+    const char *img = req->image[0] ? req->image : cfg->default_image;
+    if (strlen(img) >= sizeof sb->image) {
+        sb_msg(msg, msgsz, "image name too long");
+        rc = LB_E_INVAL;
+        goto fail;
+    }
+    memcpy(sb->image, img, strlen(img) + 1);
+    sb->memory_mib = req->memory_mib ? req->memory_mib : cfg->sandbox_memory_mib;
+    sb->pids = req->pids ? req->pids : cfg->sandbox_pids;
+
+    char p[LB_CFG_PATH + 96];
+    snprintf(p, sizeof p, "%s/%s/.complete", cfg->image_store, sb->image);
+    if (!lbsd_image_name_valid(sb->image) || access(p, F_OK) != 0) {
+        sb_msg(msg, msgsz, "image '%s' is not built (run: llmbox image build %s)", sb->image,
+               sb->image);
+        rc = LB_E_NOTFOUND;
+        goto fail;
+    }
+    if (lb_random_hex(sb->id, sizeof sb->id, LB_ID_HEX_LEN / 2) != LB_OK) {
+        sb_msg(msg, msgsz, "no randomness for the sandbox id");
+        goto fail;
+    }
+    snprintf(sb->dir, sizeof sb->dir, "%s/sandboxes/%s", cfg->var_dir, sb->id);
+    if (lbsd_cg_create(&sb->cg, sb->id, (uint64_t)sb->memory_mib << 20, sb->pids) != LB_OK) {
+        sb_msg(msg, msgsz, "cannot create the sandbox cgroups");
+        goto fail;
+    }
+    if ((rc = sb_prepare_dirs(sb, req, owner, msg, msgsz)) != LB_OK)
+        goto fail;
+    rc = LB_E_SANDBOX;
+    if (sb_start_init(sb, msg, msgsz) != LB_OK)
+        goto fail;
+    if (lbsd_shell_spawn(sb, msg, msgsz) != LB_OK)
+        goto fail;
+    lb_info("sandbox %s created (image %s, %d MiB, %d pids, %lld ms)", sb->id, sb->image,
+            sb->memory_mib, sb->pids, (long long)(lb_mono_ms() - sb->created_ms));
+    *out = sb;
+    return LB_OK;
+fail:
+    lb_warn("sandbox create failed: %s", msg);
+    lbsd_sandbox_destroy(sb);
+    return rc;
+}
+
+/* Reaps init, waiting up to timeout_ms. The kernel only lets pid 1 of a
+ * namespace finish dying once every other process in it is gone, so a
+ * reaped init means an empty sandbox. */
+static int sb_reap_init(lbsd_sandbox *sb, int timeout_ms)
+{
+    if (sb->init_pid <= 0 || sb->init_reaped)
+        return 1;
+    int64_t end = lb_mono_ms() + timeout_ms;
+    for (;;) {
+        int st;
+        pid_t r = waitpid(sb->init_pid, &st, WNOHANG);
+        if (r == sb->init_pid || (r < 0 && errno == ECHILD)) {
+            sb->init_reaped = 1;
+            return 1;
+        }
+        if (lb_mono_ms() >= end)
+            return 0;
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void lbsd_sandbox_destroy(lbsd_sandbox *sb)
+{
+    if (!sb)
+        return;
+    lbsd_exec_abandon(sb);
+    sb_shell_close(sb);
+    sb_close(&sb->root_fd); /* holds the overlay mount alive otherwise */
+    if (sb->init_pid > 0 && !sb->init_reaped) {
+        kill(sb->init_pid, SIGKILL);
+        if (!sb_reap_init(sb, 10000))
+            lb_error("sandbox %s: init %d did not die within 10 s", sb->id, (int)sb->init_pid);
+    }
+    sb_close(&sb->ctl_fd);
+    if (sb->cg.made)
+        lbsd_cg_remove(&sb->cg);
+    if (sb->dir[0] && lbsd_rmtree_force(sb->dir) != LB_OK)
+        lb_warn("sandbox %s: cannot remove %s: %s", sb->id, sb->dir, strerror(errno));
+    if (sb->init_pid > 0)
+        lb_info("sandbox %s destroyed", sb->id);
+    lb_buf_free(&sb->idle_out);
+    lb_buf_free(&sb->idle_err);
+    free(sb);
+}
+
+void lbsd_cleanup_stale(void)
+{
+    const lb_config *cfg = lb_cfg();
+    char p[LB_CFG_PATH + 32];
+    snprintf(p, sizeof p, "%s/sandboxes", cfg->var_dir);
+    DIR *d = opendir(p);
+    int n = 0;
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            char q[LB_CFG_PATH + 300];
+            snprintf(q, sizeof q, "%s/%s", p, de->d_name);
+            if (lbsd_rmtree_force(q) == LB_OK)
+                n++;
+            else
+                lb_warn("cannot remove stale %s: %s", q, strerror(errno));
+        }
+        closedir(d);
+    }
+    if (n)
+        lb_info("removed %d stale sandbox dir(s) under %s", n, p);
+    lbsd_cg_cleanup_stale();
+}
+
+int lbsd_paths_ok(void)
+{
+    const lb_config *cfg = lb_cfg();
+    return sb_path_ok(cfg->var_dir) && sb_path_ok(cfg->image_store);
+}

@@ -1,0 +1,595 @@
+/*
+ * Running commands in a sandbox's persistent bash session.
+ *
+ * Each command is sent to the shell as one line:
+ *
+ *   __lbsd_c=$'<command, bytes escaped>'; trap 'return 130 2>/dev/null' INT;
+ *   . /proc/self/fd/3 3<<<'eval "$__lbsd_c"' </dev/null; __lbsd_rc=$?;
+ *   trap : INT; unset __lbsd_c; jobs >/dev/null 2>&1;
+ *   printf '\n%s%d\n' S "$__lbsd_rc"; printf '\n%s\n' S >&2
+ *
+ * S is a fresh 128-bit random sentinel, so nothing the command prints can
+ * end it early by accident or by replaying an old one.
+ *
+ * - The command runs in the shell itself (eval), so cd, exports, declare,
+ *   functions and venvs persist.
+ * - It is passed with $'\xHH' escapes rather than through base64: no helper
+ *   binary has to exist in the sandbox, and a command that breaks PATH does
+ *   not break every command after it.
+ * - The eval runs inside a sourced script (a tiny here-string) so that a
+ *   SIGINT can abort the whole command, not just its current child: the INT
+ *   trap's `return` leaves the sourced script. At a timeout or an interrupt
+ *   sandboxd SIGKILLs every other process of the sandbox and SIGINTs the
+ *   shell (repeatedly: each one unwinds one function level); a shell stuck
+ *   anyway is replaced after LBSD_KILL_GRACE_MS. Between commands the trap
+ *   is a no-op, so a stray SIGINT never kills the shell. `jobs` flushes
+ *   the "Killed" notice of an aborted job, which bash would otherwise print
+ *   in the middle of some later command's stderr.
+ *
+ * stdout and stderr are read apart, non-blocking, from the event loop.
+ * The command is over when both sentinels arrived (or stdout's did and
+ * stderr stayed silent for a moment: the command may have closed fd 2),
+ * when the shell died, or at the timeout.
+ */
+#include "sandbox/sandboxd.h"
+
+#include "common/log.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LBSD_READ_CHUNK 65536
+#define LBSD_READ_BUDGET (1u << 20) /* per stream per loop turn: stay fair */
+
+/* ---- capture ------------------------------------------------------------ */
+
+void lbsd_capture_init(lbsd_capture *c)
+{
+    memset(c, 0, sizeof *c);
+    lb_buf_init(&c->head, LBSD_OUT_HEAD);
+}
+
+void lbsd_capture_free(lbsd_capture *c)
+{
+    lb_buf_free(&c->head);
+    free(c->tail);
+    c->tail = NULL;
+    c->tail_len = c->tail_pos = 0;
+}
+
+void lbsd_capture_add(lbsd_capture *c, const char *p, size_t n)
+{
+    c->total += n;
+    if (c->head.len < LBSD_OUT_HEAD) {
+        size_t take = LBSD_OUT_HEAD - c->head.len;
+        if (take > n)
+            take = n;
+        if (lb_buf_append(&c->head, p, take) != LB_OK) {
+            /* out of memory: count the bytes as dropped rather than fail */
+            take = n;
+        }
+        p += take;
+        n -= take;
+    }
+    if (!n)
+        return;
+    if (!c->tail) {
+        c->tail = malloc(LBSD_OUT_TAIL);
+        if (!c->tail)
+            return;
+    }
+    if (n > LBSD_OUT_TAIL) {
+        p += n - LBSD_OUT_TAIL;
+        n = LBSD_OUT_TAIL;
+    }
+    while (n) {
+        size_t take = LBSD_OUT_TAIL - c->tail_pos;
+        if (take > n)
+            take = n;
+        memcpy(c->tail + c->tail_pos, p, take);
+        c->tail_pos = (c->tail_pos + take) % LBSD_OUT_TAIL;
+        c->tail_len += take;
+        if (c->tail_len > LBSD_OUT_TAIL)
+            c->tail_len = LBSD_OUT_TAIL;
+        p += take;
+        n -= take;
+    }
+}
+
+/* Appends p as valid UTF-8: invalid bytes and NULs become U+FFFD. */
+static void lbsd_utf8_append(lb_buf *o, const unsigned char *p, size_t n)
+{
+    static const char repl[] = "\xEF\xBF\xBD";
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        size_t len = 0;
+        unsigned cp = 0, min = 0;
+        if (c >= 0x01 && c < 0x80) {
+            size_t j = i;
+            while (j < n && p[j] >= 0x01 && p[j] < 0x80)
+                j++;
+            lb_buf_append(o, p + i, j - i);
+            i = j;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0)
+            len = 2, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0)
+            len = 3, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0)
+            len = 4, cp = c & 0x07, min = 0x10000;
+        int ok = len && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++) {
+            if ((p[i + k] & 0xC0) != 0x80)
+                ok = 0;
+            else
+                cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+            ok = 0;
+        if (ok) {
+            lb_buf_append(o, p + i, len);
+            i += len;
+        } else {
+            lb_buf_append(o, repl, 3);
+            i++;
+        }
+    }
+}
+
+char *lbsd_capture_text(const lbsd_capture *c, int *truncated)
+{
+    lb_buf o;
+    /* worst case every byte becomes 3: size the cap for that */
+    lb_buf_init(&o, 3 * (LBSD_OUT_HEAD + LBSD_OUT_TAIL) + 256);
+    lbsd_utf8_append(&o, (const unsigned char *)c->head.data, c->head.len);
+    uint64_t dropped = c->total - c->head.len - c->tail_len;
+    if (dropped) {
+        lb_buf_printf(&o, "\n[... %llu bytes omitted ...]\n", (unsigned long long)dropped);
+        if (truncated)
+            *truncated = 1;
+    }
+    if (c->tail_len) {
+        if (c->tail_len < LBSD_OUT_TAIL) {
+            lbsd_utf8_append(&o, (const unsigned char *)c->tail, c->tail_len);
+        } else {
+            lbsd_utf8_append(&o, (const unsigned char *)c->tail + c->tail_pos,
+                             LBSD_OUT_TAIL - c->tail_pos);
+            lbsd_utf8_append(&o, (const unsigned char *)c->tail, c->tail_pos);
+        }
+    }
+    return lb_buf_steal(&o, NULL);
+}
+
+/* ---- sentinel scanning ---------------------------------------------------- */
+
+/* Bytes held back: "\n" + sentinel + "-2147483648\n" fits with room. */
+#define LBSD_HOLD(slen) ((slen) + 1 + 16)
+
+static void lbsd_scan_commit(lbsd_capture *cap, const char *p, size_t n)
+{
+    if (n)
+        lbsd_capture_add(cap, p, n);
+}
+
+/* Returns how many bytes of p were consumed; the rest came after the
+ * sentinel line and belong to whatever runs next. */
+static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent, size_t slen,
+                               int with_code, const char *p, size_t n)
+{
+    static char comb[sizeof(((lbsd_scan *)0)->pend) + LBSD_READ_CHUNK];
+    if (s->found)
+        return 0;
+    size_t consumed = 0;
+    while (consumed < n && !s->found) {
+        size_t take = n - consumed;
+        if (take > LBSD_READ_CHUNK)
+            take = LBSD_READ_CHUNK;
+        size_t old = s->pend_len;
+        memcpy(comb, s->pend, old);
+        memcpy(comb + old, p + consumed, take);
+        size_t L = old + take;
+        s->pend_len = 0;
+        size_t from = 0;
+        for (;;) {
+            char pat[LBSD_SENTINEL_HEX + 32];
+            pat[0] = '\n';
+            memcpy(pat + 1, sent, slen);
+            char *hit = memmem(comb + from, L - from, pat, slen + 1);
+            if (!hit) {
+                size_t hold = LBSD_HOLD(slen);
+                if (hold > L - from)
+                    hold = L - from;
+                lbsd_scan_commit(cap, comb + from, L - from - hold);
+                memcpy(s->pend, comb + L - hold, hold);
+                s->pend_len = hold;
+                consumed += take;
+                break;
+            }
+            size_t i = (size_t)(hit - comb);
+            size_t j = i + 1 + slen;
+            /* the rest of the sentinel line: [-]digits then '\n' */
+            size_t k = j;
+            if (with_code && k < L && comb[k] == '-')
+                k++;
+            while (with_code && k < L && k - j < 12 && comb[k] >= '0' && comb[k] <= '9')
+                k++;
+            if (k >= L) {
+                /* line not complete yet: keep it all pending */
+                lbsd_scan_commit(cap, comb + from, i - from);
+                size_t hold = L - i;
+                if (hold > sizeof s->pend) {
+                    lbsd_scan_commit(cap, comb + i, hold);
+                    hold = 0;
+                }
+                memcpy(s->pend, comb + i, hold);
+                s->pend_len = hold;
+                consumed += take;
+                break;
+            }
+            if (comb[k] != '\n' || (with_code && k == j)) {
+                /* not our line after all; keep looking past this '\n' */
+                lbsd_scan_commit(cap, comb + from, i + 1 - from);
+                from = i + 1;
+                continue;
+            }
+            lbsd_scan_commit(cap, comb + from, i - from);
+            if (with_code)
+                s->code = atoi(comb + j);
+            s->found = 1;
+            /* k + 1 bytes of comb used; the first `old` came from pend */
+            consumed += (k + 1 > old) ? (k + 1 - old) : 0;
+            break;
+        }
+    }
+    return consumed;
+}
+
+void lbsd_scan_feed(lbsd_scan *s, lbsd_capture *cap, const char *sent, size_t slen,
+                    int with_code, const char *p, size_t n)
+{
+    (void)lbsd_scan_feed_n(s, cap, sent, slen, with_code, p, n);
+}
+
+void lbsd_scan_flush(lbsd_scan *s, lbsd_capture *cap)
+{
+    lbsd_scan_commit(cap, s->pend, s->pend_len);
+    s->pend_len = 0;
+}
+
+/* ---- the wrapper line ------------------------------------------------------ */
+
+char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_t *outlen)
+{
+    lb_buf b;
+    lb_buf_init(&b, 4 * len + 512);
+    int rc = lb_buf_appends(&b, "__lbsd_c=$'");
+    for (size_t i = 0; rc == LB_OK && i < len; i++) {
+        unsigned char c = (unsigned char)cmd[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr(" _-./,:=+@%^~", c) != NULL)
+            rc = lb_buf_append(&b, &cmd[i], 1);
+        else
+            rc = lb_buf_printf(&b, "\\x%02x", c);
+    }
+    if (rc == LB_OK)
+        rc = lb_buf_printf(&b,
+                           "'; trap 'return 130 2>/dev/null' INT; "
+                           ". /proc/self/fd/3 3<<<'eval \"$__lbsd_c\"' </dev/null; "
+                           "__lbsd_rc=$?; trap : INT; unset __lbsd_c; jobs >/dev/null 2>&1; "
+                           "printf '\\n%%s%%d\\n' '%s' \"$__lbsd_rc\"; "
+                           "printf '\\n%%s\\n' '%s' >&2; unset __lbsd_rc\n",
+                           sentinel, sentinel);
+    if (rc != LB_OK) {
+        lb_buf_free(&b);
+        return NULL;
+    }
+    return lb_buf_steal(&b, outlen);
+}
+
+/* ---- life of one command ---------------------------------------------------- */
+
+static void lbsd_exec_free(lbsd_exec *ex)
+{
+    if (!ex)
+        return;
+    free(ex->wbuf);
+    lbsd_capture_free(&ex->out);
+    lbsd_capture_free(&ex->err);
+    free(ex);
+}
+
+int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msgsz)
+{
+    if (sb->exec) {
+        snprintf(msg, msgsz, "a command is already running in this sandbox");
+        return LB_E_UNAVAILABLE;
+    }
+    if (memchr(req->command, '\0', req->command_len)) {
+        snprintf(msg, msgsz, "the command holds a NUL byte");
+        return LB_E_INVAL;
+    }
+    /* no shell, or one that closed its stdin or stdout (`exec >&-`): no
+     * sentinel could ever come back, so start over with a fresh shell */
+    if (sb->sh_nspid == 0 || sb->sh_in < 0 || sb->sh_out < 0) {
+        int rc = lbsd_shell_spawn(sb, msg, msgsz);
+        if (rc)
+            return rc;
+    }
+    lbsd_exec *ex = calloc(1, sizeof *ex);
+    if (!ex) {
+        snprintf(msg, msgsz, "out of memory");
+        return LB_E_NOMEM;
+    }
+    lbsd_capture_init(&ex->out);
+    lbsd_capture_init(&ex->err);
+    char hex[LBSD_SENTINEL_HEX + 1];
+    if (lb_random_hex(hex, sizeof hex, LBSD_SENTINEL_HEX / 2) != LB_OK) {
+        lbsd_exec_free(ex);
+        snprintf(msg, msgsz, "no randomness for the sentinel");
+        return LB_E_INTERNAL;
+    }
+    ex->sentinel_len = (size_t)snprintf(ex->sentinel, sizeof ex->sentinel, "__LBSD_%s__", hex);
+    ex->wbuf = lbsd_exec_wrapper(req->command, req->command_len, ex->sentinel, &ex->wlen);
+    if (!ex->wbuf) {
+        lbsd_exec_free(ex);
+        snprintf(msg, msgsz, "out of memory");
+        return LB_E_NOMEM;
+    }
+    /* what background jobs printed since the last command comes first */
+    lbsd_capture_add(&ex->out, sb->idle_out.data ? sb->idle_out.data : "", sb->idle_out.len);
+    lbsd_capture_add(&ex->err, sb->idle_err.data ? sb->idle_err.data : "", sb->idle_err.len);
+    lb_buf_reset(&sb->idle_out);
+    lb_buf_reset(&sb->idle_err);
+    ex->start_ms = lb_mono_ms();
+    int t = req->timeout_ms > 0 ? req->timeout_ms : lb_cfg()->cmd_timeout_s * 1000;
+    if (t <= 0)
+        t = LBSD_DEFAULT_TIMEOUT_MS;
+    ex->deadline_ms = ex->start_ms + t;
+    ex->oom_before = lbsd_cg_oom_kills(&sb->cg);
+    sb->exec = ex;
+    lbsd_exec_on_writable(sb);
+    return LB_OK;
+}
+
+/* Stops the running command: SIGINT to the shell (its INT trap unwinds the
+ * command) and SIGKILL to everything else of the sandbox. Repeated while
+ * the shell has not answered. */
+static void lbsd_exec_stop(lbsd_sandbox *sb, int64_t now)
+{
+    lbsd_exec *ex = sb->exec;
+    /* never kill(0, ...): that would be sandboxd's own process group */
+    if (sb->sh_hostpid > 1)
+        kill(sb->sh_hostpid, SIGINT);
+    lbsd_kill_all(sb, 1);
+    if (ex->phase == LBSD_EX_RUNNING) {
+        ex->phase = LBSD_EX_KILLED;
+        ex->kill_ms = now;
+    }
+    ex->next_stop_ms = now + LBSD_STOP_REPEAT_MS;
+}
+
+void lbsd_exec_on_writable(lbsd_sandbox *sb)
+{
+    lbsd_exec *ex = sb->exec;
+    if (!ex || ex->woff >= ex->wlen || sb->sh_in < 0)
+        return;
+    while (ex->woff < ex->wlen) {
+        ssize_t w = write(sb->sh_in, ex->wbuf + ex->woff, ex->wlen - ex->woff);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return;
+            /* EPIPE: the shell is gone; init's EXIT message finishes this */
+            ex->woff = ex->wlen;
+            return;
+        }
+        ex->woff += (size_t)w;
+    }
+}
+
+/* Routes bytes that arrived when no command (or no longer this command)
+ * wants them. Capped: a chatty background job cannot grow our memory. */
+static void lbsd_idle_add(lbsd_sandbox *sb, int is_err, const char *p, size_t n)
+{
+    lb_buf *b = is_err ? &sb->idle_err : &sb->idle_out;
+    if (lb_buf_append_trunc(b, p, n))
+        sb->idle_dropped = 1;
+}
+
+void lbsd_exec_on_output(lbsd_sandbox *sb, int fd)
+{
+    static char buf[LBSD_READ_CHUNK];
+    int is_err = fd == sb->sh_err;
+    size_t budget = LBSD_READ_BUDGET;
+    while (budget) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return; /* EAGAIN */
+        if (r == 0) {
+            /* the shell (and every job holding the pipe) closed it */
+            if (is_err) {
+                close(sb->sh_err);
+                sb->sh_err = -1;
+            } else {
+                close(sb->sh_out);
+                sb->sh_out = -1;
+            }
+            return;
+        }
+        budget -= (size_t)r > budget ? budget : (size_t)r;
+        lbsd_exec *ex = sb->exec;
+        if (!ex) {
+            lbsd_idle_add(sb, is_err, buf, (size_t)r);
+            continue;
+        }
+        lbsd_scan *s = is_err ? &ex->serr : &ex->sout;
+        lbsd_capture *cap = is_err ? &ex->err : &ex->out;
+        size_t used = 0;
+        if (!s->found) {
+            used = lbsd_scan_feed_n(s, cap, ex->sentinel, ex->sentinel_len, !is_err, buf, (size_t)r);
+            if (s->found && !is_err)
+                ex->out_done_ms = lb_mono_ms();
+        }
+        if (used < (size_t)r)
+            lbsd_idle_add(sb, is_err, buf + used, (size_t)r - used);
+    }
+}
+
+/* Drains whatever the pipes still hold (the shell is dead or done). */
+static void lbsd_exec_drain(lbsd_sandbox *sb)
+{
+    if (sb->sh_out >= 0)
+        lbsd_exec_on_output(sb, sb->sh_out);
+    if (sb->sh_err >= 0)
+        lbsd_exec_on_output(sb, sb->sh_err);
+}
+
+static void lbsd_exec_finish(lbsd_sandbox *sb)
+{
+    lbsd_exec *ex = sb->exec;
+    lbsd_conn *c = sb->owner;
+    sb->exec = NULL;
+    lbsd_scan_flush(&ex->sout, &ex->out);
+    lbsd_scan_flush(&ex->serr, &ex->err);
+    int state = LLMBOX_EXEC_EXITED, code = -1;
+    if (ex->sout.found)
+        code = ex->sout.code;
+    else if (ex->shell_exited && WIFEXITED(ex->shell_status))
+        code = WEXITSTATUS(ex->shell_status);
+    else if (ex->shell_exited && WIFSIGNALED(ex->shell_status))
+        code = 128 + WTERMSIG(ex->shell_status);
+    uint64_t oom_after = lbsd_cg_oom_kills(&sb->cg);
+    if (sb->broken)
+        state = LLMBOX_EXEC_ERROR;
+    else if (ex->interrupted)
+        state = LLMBOX_EXEC_INTERRUPTED;
+    else if (ex->phase == LBSD_EX_KILLED)
+        state = LLMBOX_EXEC_TIMEOUT;
+    else if (oom_after > ex->oom_before)
+        state = LLMBOX_EXEC_OOM;
+    if (sb->broken) {
+        const char *m = "\n[llmbox: the sandbox died while the command ran]\n";
+        lbsd_capture_add(&ex->err, m, strlen(m));
+    } else if (ex->shell_restarted) {
+        const char *m = "\n[llmbox: the command did not stop after the timeout; the shell was "
+                        "killed and a fresh one started (cwd, environment and shell variables "
+                        "were reset)]\n";
+        lbsd_capture_add(&ex->err, m, strlen(m));
+    }
+    int trunc = 0;
+    char *out = lbsd_capture_text(&ex->out, &trunc);
+    char *err = lbsd_capture_text(&ex->err, &trunc);
+    int64_t dur = lb_mono_ms() - ex->start_ms;
+    if (c) {
+        cJSON *r = cJSON_CreateObject();
+        if (r) {
+            cJSON_AddStringToObject(r, "state", lbsd_state_name(state));
+            cJSON_AddNumberToObject(r, "exit_code", code);
+            cJSON_AddStringToObject(r, "stdout", out ? out : "");
+            cJSON_AddStringToObject(r, "stderr", err ? err : "");
+            cJSON_AddBoolToObject(r, "truncated", trunc);
+            cJSON_AddNumberToObject(r, "duration_ms", (double)dur);
+            if (ex->shell_exited || ex->shell_restarted)
+                cJSON_AddBoolToObject(r, "shell_restarted", 1);
+        }
+        c->busy = 0;
+        lbsd_reply(c, r, NULL, 0, 0);
+        lbsd_conn_unbusy(c);
+    }
+    lb_debug("sandbox %s: command %s (code %d) in %lld ms", sb->id, lbsd_state_name(state), code,
+             (long long)dur);
+    free(out);
+    free(err);
+    int need_shell = ex->shell_exited || ex->shell_restarted;
+    lbsd_exec_free(ex);
+    if (need_shell && !sb->broken) {
+        char msg[256];
+        if (lbsd_shell_spawn(sb, msg, sizeof msg) != LB_OK)
+            lb_warn("sandbox %s: cannot restart the shell: %s", sb->id, msg);
+    }
+}
+
+void lbsd_exec_shell_exited(lbsd_sandbox *sb, int status)
+{
+    lbsd_exec *ex = sb->exec;
+    if (!ex) {
+        /* died between commands (a background `kill $$`?): next exec respawns */
+        return;
+    }
+    ex->shell_exited = 1;
+    ex->shell_status = status;
+    lbsd_exec_drain(sb);
+    lbsd_exec_finish(sb);
+}
+
+int lbsd_exec_tick(lbsd_sandbox *sb, int64_t now)
+{
+    lbsd_exec *ex = sb->exec;
+    if (!ex)
+        return -1;
+    if (sb->broken) {
+        lbsd_exec_finish(sb);
+        return -1;
+    }
+    if (ex->sout.found && (ex->serr.found || sb->sh_err < 0 ||
+                           now - ex->out_done_ms >= LBSD_STDERR_GRACE_MS)) {
+        lbsd_exec_finish(sb);
+        return -1;
+    }
+    if (ex->phase == LBSD_EX_RUNNING && now >= ex->deadline_ms)
+        lbsd_exec_stop(sb, now);
+    else if (ex->phase == LBSD_EX_KILLED && !ex->sout.found && now >= ex->next_stop_ms &&
+             now - ex->kill_ms < LBSD_KILL_GRACE_MS)
+        lbsd_exec_stop(sb, now); /* one more function level, or new children */
+    if (ex->phase == LBSD_EX_KILLED && !ex->sout.found && now - ex->kill_ms >= LBSD_KILL_GRACE_MS) {
+        /* the shell itself is stuck (a builtin loop, stdin redirected...) */
+        ex->shell_restarted = 1;
+        lbsd_kill_all(sb, 0);
+        lbsd_exec_drain(sb);
+        lbsd_exec_finish(sb);
+        return -1;
+    }
+    int64_t next;
+    if (ex->sout.found)
+        next = ex->out_done_ms + LBSD_STDERR_GRACE_MS;
+    else if (ex->phase == LBSD_EX_KILLED)
+        next = ex->next_stop_ms < ex->kill_ms + LBSD_KILL_GRACE_MS ? ex->next_stop_ms
+                                                                   : ex->kill_ms + LBSD_KILL_GRACE_MS;
+    else
+        next = ex->deadline_ms;
+    int64_t d = next - now;
+    return d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+}
+
+void lbsd_exec_interrupt(lbsd_sandbox *sb)
+{
+    lbsd_exec *ex = sb->exec;
+    if (!ex)
+        return;
+    ex->interrupted = 1;
+    /* as at a timeout: the shell reports $? (130), or is replaced if it
+     * does not within LBSD_KILL_GRACE_MS */
+    if (ex->phase == LBSD_EX_RUNNING)
+        lbsd_exec_stop(sb, lb_mono_ms());
+}
+
+void lbsd_exec_abandon(lbsd_sandbox *sb)
+{
+    if (!sb->exec)
+        return;
+    if (sb->owner)
+        sb->owner->busy = 0;
+    lbsd_exec_free(sb->exec);
+    sb->exec = NULL;
+}

@@ -1,0 +1,441 @@
+/*
+ * read / write / list / stat on a sandbox's files, from the host side.
+ *
+ * sandboxd is root on the host and the sandbox's tree is written by hostile
+ * code, so every path is walked one component at a time from the sandbox's
+ * root fd with O_NOFOLLOW | O_DIRECTORY: a symlink anywhere in the path is
+ * refused (never followed, not even "inside the root"), ".." never reaches
+ * us (lbsd_sandbox_path refuses it), and every directory on the way must be
+ * on the overlay or a tmpfs of the sandbox, so /proc, /dev/pts and the like
+ * are out of reach (writing /proc/sys as host root would change the host).
+ * Only regular files are read or written; symlinks and special files are
+ * reported as "other".
+ */
+#include "sandbox/sandboxd.h"
+
+#include "common/log.h"
+#include "common/path.h"
+#include "common/status.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#define LBSD_FS_MAX_DEPTH 64    /* components in one path */
+
+static int fs_allowed_fs(int fd)
+{
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0)
+        return 0;
+    return sf.f_type == OVERLAYFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
+}
+
+static int fs_errno_status(int e)
+{
+    switch (e) {
+    case ENOENT:
+        return LB_E_NOTFOUND;
+    case EEXIST:
+        return LB_E_EXISTS;
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+        return LB_E_TOOBIG;
+    case ENOMEM:
+        return LB_E_NOMEM;
+    default:
+        return LB_E_INVAL;
+    }
+}
+
+/* Opens the directory rel (cleaned, "" = root) under the sandbox root.
+ * mkdirs: create missing components (0755). Returns an fd or -1 with *st
+ * set to an lb_status and msg filled. */
+static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, char *msg,
+                       size_t msgsz)
+{
+    int fd = dup(sb->root_fd);
+    if (fd < 0) {
+        *st = LB_E_INTERNAL;
+        snprintf(msg, msgsz, "dup: %s", strerror(errno));
+        return -1;
+    }
+    if (!fs_allowed_fs(fd)) {
+        close(fd);
+        *st = LB_E_SANDBOX;
+        snprintf(msg, msgsz, "the sandbox root is not mounted");
+        return -1;
+    }
+    char comp[LB_NAME_MAX + 1];
+    const char *p = rel;
+    int depth = 0;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || n > LB_NAME_MAX || ++depth > LBSD_FS_MAX_DEPTH) {
+            close(fd);
+            *st = LB_E_INVAL;
+            snprintf(msg, msgsz, "path too deep or malformed");
+            return -1;
+        }
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (nfd < 0 && errno == ENOENT && mkdirs) {
+            if (mkdirat(fd, comp, 0755) != 0 && errno != EEXIST) {
+                int e = errno;
+                close(fd);
+                *st = fs_errno_status(e);
+                snprintf(msg, msgsz, "cannot create directory '%s': %s", comp, strerror(e));
+                return -1;
+            }
+            nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (nfd < 0) {
+            int e = errno;
+            close(fd);
+            if (e == ENOENT) {
+                *st = LB_E_NOTFOUND;
+                snprintf(msg, msgsz, "no such directory: '%s'", comp);
+            } else if (e == ELOOP || e == ENOTDIR) {
+                *st = LB_E_INVAL;
+                snprintf(msg, msgsz, "'%s' is not a directory (symlinks are not followed)", comp);
+            } else {
+                *st = fs_errno_status(e);
+                snprintf(msg, msgsz, "cannot open '%s': %s", comp, strerror(e));
+            }
+            return -1;
+        }
+        close(fd);
+        fd = nfd;
+        if (!fs_allowed_fs(fd)) {
+            close(fd);
+            *st = LB_E_INVAL;
+            snprintf(msg, msgsz, "'%s' is on a special filesystem (proc, devpts ...)", comp);
+            return -1;
+        }
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    return fd;
+}
+
+/* Splits rel into its parent dir (opened) and its last component. */
+static int fs_open_parent(lbsd_sandbox *sb, const char *rel, int mkdirs, char *leaf,
+                          int *st, char *msg, size_t msgsz)
+{
+    char parent[LB_PATH_MAX + 1];
+    const char *slash = strrchr(rel, '/');
+    if (slash) {
+        size_t n = (size_t)(slash - rel);
+        memcpy(parent, rel, n);
+        parent[n] = '\0';
+        snprintf(leaf, LB_NAME_MAX + 1, "%s", slash + 1);
+    } else {
+        parent[0] = '\0';
+        snprintf(leaf, LB_NAME_MAX + 1, "%s", rel);
+    }
+    return fs_open_dir(sb, parent, mkdirs, st, msg, msgsz);
+}
+
+static const char *fs_type_name(mode_t m)
+{
+    return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : "other";
+}
+
+void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    char leaf[LB_NAME_MAX + 1], msg[512];
+    int st;
+    cJSON *r = cJSON_CreateObject();
+    if (!req->path[0]) {
+        cJSON_AddStringToObject(r, "type", "dir");
+        cJSON_AddNumberToObject(r, "size", 0);
+        lbsd_reply(c, r, NULL, 0, 0);
+        return;
+    }
+    int dfd = fs_open_parent(sb, req->path, 0, leaf, &st, msg, sizeof msg);
+    if (dfd < 0) {
+        /* a missing or non-directory parent means the path does not exist
+         * as asked; a symlinked parent makes it "other" */
+        cJSON_AddStringToObject(r, "type", st == LB_E_NOTFOUND ? "missing" : "other");
+        cJSON_AddNumberToObject(r, "size", 0);
+        lbsd_reply(c, r, NULL, 0, 0);
+        return;
+    }
+    struct stat s;
+    if (fstatat(dfd, leaf, &s, AT_SYMLINK_NOFOLLOW) != 0) {
+        cJSON_AddStringToObject(r, "type", "missing");
+        cJSON_AddNumberToObject(r, "size", 0);
+    } else {
+        cJSON_AddStringToObject(r, "type", fs_type_name(s.st_mode));
+        cJSON_AddNumberToObject(r, "size", S_ISREG(s.st_mode) ? (double)s.st_size : 0);
+    }
+    close(dfd);
+    lbsd_reply(c, r, NULL, 0, 0);
+}
+
+void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    char leaf[LB_NAME_MAX + 1], msg[512];
+    int st, fd = -1;
+    char *data = NULL;
+    if (!req->path[0]) {
+        lbsd_reply_error(c, LB_E_INVAL, "'/' is a directory");
+        return;
+    }
+    int dfd = fs_open_parent(sb, req->path, 0, leaf, &st, msg, sizeof msg);
+    if (dfd < 0) {
+        lbsd_reply_error(c, st, "%s", msg);
+        return;
+    }
+    struct stat s;
+    if (fstatat(dfd, leaf, &s, AT_SYMLINK_NOFOLLOW) != 0) {
+        lbsd_reply_error(c, LB_E_NOTFOUND, "no such file: /%s", req->path);
+        goto out;
+    }
+    if (S_ISDIR(s.st_mode)) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddFalseToObject(r, "ok");
+        cJSON_AddStringToObject(r, "error", "isdir");
+        cJSON_AddStringToObject(r, "message", "is a directory");
+        lbsd_reply(c, r, NULL, 0, 0);
+        goto out;
+    }
+    if (!S_ISREG(s.st_mode)) {
+        lbsd_reply_error(c, LB_E_INVAL, "/%s is not a regular file (symlinks and special files "
+                                        "are not read)", req->path);
+        goto out;
+    }
+    /* O_NONBLOCK|O_NOCTTY: had the file been swapped for a fifo or a device
+     * since the fstatat, opening it must not hang or grab a terminal */
+    fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || !fs_allowed_fs(fd)) {
+        lbsd_reply_error(c, LB_E_INVAL, "/%s could not be opened as a regular file", req->path);
+        goto out;
+    }
+    if ((uint64_t)s.st_size > req->max) {
+        lbsd_reply_error(c, LB_E_TOOBIG, "/%s is %lld bytes, over the %zu-byte limit", req->path,
+                         (long long)s.st_size, req->max);
+        goto out;
+    }
+    /* the file may grow while we read: never past max */
+    size_t cap = (size_t)s.st_size, got = 0;
+    data = malloc(cap + 1);
+    if (!data) {
+        lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    while (got < cap) {
+        ssize_t n = read(fd, data + got, cap - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            lbsd_reply_error(c, LB_E_INVAL, "read /%s: %s", req->path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "size", (double)got);
+    lbsd_reply(c, r, data, got, 1);
+out:
+    free(data);
+    if (fd >= 0)
+        close(fd);
+    close(dfd);
+}
+
+void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data,
+                   size_t len)
+{
+    char leaf[LB_NAME_MAX + 1], msg[512], tmp[LB_NAME_MAX + 64], rnd[17];
+    int st, fd = -1;
+    int dfd = fs_open_parent(sb, req->path, 1, leaf, &st, msg, sizeof msg);
+    if (dfd < 0) {
+        lbsd_reply_error(c, st, "%s", msg);
+        return;
+    }
+    tmp[0] = '\0';
+    struct stat s;
+    if (fstatat(dfd, leaf, &s, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (req->excl) {
+            lbsd_reply_error(c, LB_E_EXISTS, "/%s already exists", req->path);
+            goto out;
+        }
+        if (S_ISDIR(s.st_mode)) {
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddFalseToObject(r, "ok");
+            cJSON_AddStringToObject(r, "error", "isdir");
+            cJSON_AddStringToObject(r, "message", "is a directory");
+            lbsd_reply(c, r, NULL, 0, 0);
+            goto out;
+        }
+        /* a symlink or special file in the way is replaced by the rename,
+         * never written through */
+    }
+    if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
+        lbsd_reply_error(c, LB_E_INTERNAL, "no randomness");
+        goto out;
+    }
+    snprintf(tmp, sizeof tmp, ".%.200s.lbsd-%s", leaf, rnd);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        tmp[0] = '\0';
+        lbsd_reply_error(c, fs_errno_status(e), "cannot create /%s: %s", req->path, strerror(e));
+        goto out;
+    }
+    if (lb_write_all(fd, data, len) != LB_OK) {
+        int e = errno;
+        lbsd_reply_error(c, fs_errno_status(e), "write /%s: %s", req->path, strerror(e));
+        goto out;
+    }
+    if (fchmod(fd, (mode_t)req->mode) != 0) {
+        lbsd_reply_error(c, LB_E_INTERNAL, "chmod /%s: %s", req->path, strerror(errno));
+        goto out;
+    }
+    close(fd);
+    fd = -1;
+    int rr = req->excl ? renameat2(dfd, tmp, dfd, leaf, RENAME_NOREPLACE)
+                       : renameat(dfd, tmp, dfd, leaf);
+    if (rr != 0) {
+        int e = errno;
+        lbsd_reply_error(c, fs_errno_status(e), "cannot put /%s in place: %s", req->path,
+                         strerror(e));
+        goto out;
+    }
+    tmp[0] = '\0';
+    lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+out:
+    if (fd >= 0)
+        close(fd);
+    if (tmp[0])
+        unlinkat(dfd, tmp, 0);
+    close(dfd);
+}
+
+/* ---- list ------------------------------------------------------------------ */
+
+typedef struct fs_list {
+    cJSON *arr;
+    size_t n, max;
+    int max_depth;
+    int truncated;
+} fs_list;
+
+static int fs_cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists dirfd (whose path relative to the listed dir is prefix) in sorted
+ * order, depth-first. Never follows symlinks, never leaves overlay/tmpfs. */
+static void fs_list_dir(fs_list *L, int dirfd, const char *prefix, int depth)
+{
+    int dup_fd = dup(dirfd);
+    if (dup_fd < 0)
+        return;
+    DIR *d = fdopendir(dup_fd);
+    if (!d) {
+        close(dup_fd);
+        return;
+    }
+    rewinddir(d); /* a dup shares the offset of an fd that may have been read */
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    /* a directory can hold millions of names: read at most what could
+     * still be listed (+1 to know we cut it) */
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n >= L->max - L->n + 1) {
+            L->truncated = 1;
+            break;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            char **nn = realloc(names, nc * sizeof *nn);
+            if (!nn)
+                break;
+            names = nn;
+            cap = nc;
+        }
+        if (!(names[n] = strdup(de->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, fs_cmp_names);
+    for (size_t i = 0; i < n; i++) {
+        if (L->n >= L->max) {
+            L->truncated = 1;
+            break;
+        }
+        char path[LB_PATH_MAX + LB_NAME_MAX + 2];
+        int pl = prefix[0] ? snprintf(path, sizeof path, "%s/%s", prefix, names[i])
+                           : snprintf(path, sizeof path, "%s", names[i]);
+        if (pl < 0 || (size_t)pl >= sizeof path || pl > LB_PATH_MAX)
+            continue;
+        struct stat s;
+        if (fstatat(dirfd, names[i], &s, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        if (!e)
+            break;
+        cJSON_AddStringToObject(e, "path", path);
+        cJSON_AddStringToObject(e, "type", fs_type_name(s.st_mode));
+        cJSON_AddNumberToObject(e, "size", S_ISREG(s.st_mode) ? (double)s.st_size : 0);
+        cJSON_AddItemToArray(L->arr, e);
+        L->n++;
+        if (S_ISDIR(s.st_mode) && depth < L->max_depth) {
+            int sub = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                if (fs_allowed_fs(sub))
+                    fs_list_dir(L, sub, path, depth + 1);
+                close(sub);
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    char msg[512];
+    int st;
+    int dfd = fs_open_dir(sb, req->path, 0, &st, msg, sizeof msg);
+    if (dfd < 0) {
+        lbsd_reply_error(c, st, "%s", msg);
+        return;
+    }
+    cJSON *r = cJSON_CreateObject();
+    fs_list L = {.arr = cJSON_CreateArray(), .max = req->max_entries, .max_depth = req->max_depth};
+    if (!r || !L.arr) {
+        cJSON_Delete(r);
+        cJSON_Delete(L.arr);
+        close(dfd);
+        lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
+        return;
+    }
+    fs_list_dir(&L, dfd, "", 1);
+    close(dfd);
+    cJSON_AddItemToObject(r, "entries", L.arr);
+    cJSON_AddBoolToObject(r, "truncated", L.truncated);
+    lbsd_reply(c, r, NULL, 0, 0);
+}

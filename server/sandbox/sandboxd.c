@@ -1,0 +1,607 @@
+/*
+ * sandboxd's event loop: one thread, one poll() over the listening socket,
+ * every client connection, every sandbox's control socket and shell pipes,
+ * and a signalfd (SIGCHLD, SIGTERM, SIGINT). Requests on one connection are
+ * answered in order; while an exec runs for a connection, that connection
+ * is not read, but everything else keeps being served.
+ */
+#include "sandbox/sandboxd.h"
+
+#include "common/log.h"
+#include "common/status.h"
+#include "entry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* a response frame plus a read's data frame */
+#define LBSD_CONN_OUT_MAX ((size_t)LLMBOX_RPC_MAX_FRAME * 2 + 64)
+/* one read() of a request: bounded so one client cannot hog the loop */
+#define LBSD_CONN_READ_MAX (1u << 20)
+
+static lbsd_conn *g_conns;
+static lbsd_sandbox *g_sandboxes;
+static int g_nconns, g_nsandboxes;
+static int64_t g_started_ms;
+
+/* ---- responses ------------------------------------------------------------- */
+
+static void lbsd_conn_queue(lbsd_conn *c, const void *p, size_t n)
+{
+    unsigned char hdr[LBSD_FRAME_HDR];
+    lbsd_frame_header(hdr, (uint32_t)n);
+    /* while an exec runs, its reply must go out first */
+    lb_buf *b = c->busy ? &c->deferred : &c->out;
+    if (lb_buf_append(b, hdr, sizeof hdr) != LB_OK || lb_buf_append(b, p, n) != LB_OK) {
+        /* cannot happen within the caps; if it does, the stream is unusable */
+        lb_error("connection %d: response too large to queue, closing", c->fd);
+        c->dead = 1;
+    }
+}
+
+void lbsd_conn_unbusy(lbsd_conn *c)
+{
+    c->busy = 0;
+    if (c->deferred.len && lb_buf_append(&c->out, c->deferred.data, c->deferred.len) != LB_OK)
+        c->dead = 1;
+    lb_buf_reset(&c->deferred);
+}
+
+void lbsd_reply(lbsd_conn *c, cJSON *r, const void *data, size_t dlen, int with_data)
+{
+    if (!c || c->dead) {
+        cJSON_Delete(r);
+        return;
+    }
+    if (!r) {
+        lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
+        return;
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(r, "ok"))
+        cJSON_AddTrueToObject(r, "ok");
+    if (with_data)
+        cJSON_AddTrueToObject(r, "data");
+    char *txt = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    if (!txt || strlen(txt) > LLMBOX_RPC_MAX_FRAME) {
+        free(txt);
+        lbsd_reply_error(c, LB_E_NOMEM, "response could not be encoded");
+        return;
+    }
+    lbsd_conn_queue(c, txt, strlen(txt));
+    free(txt);
+    if (with_data)
+        lbsd_conn_queue(c, data ? data : "", dlen);
+}
+
+void lbsd_reply_error(lbsd_conn *c, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *r = cJSON_CreateObject();
+    if (!r || !cJSON_AddFalseToObject(r, "ok") ||
+        !cJSON_AddStringToObject(r, "error", lbsd_status_code(status)) ||
+        !cJSON_AddStringToObject(r, "message", msg)) {
+        cJSON_Delete(r);
+        static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}";
+        lbsd_conn_queue(c, oom, sizeof oom - 1);
+        return;
+    }
+    char *txt = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    if (txt) {
+        lbsd_conn_queue(c, txt, strlen(txt));
+        free(txt);
+    }
+}
+
+/* ---- sandboxes ------------------------------------------------------------- */
+
+static lbsd_sandbox *lbsd_find(lbsd_conn *c, const char *id)
+{
+    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+        if (!strcmp(s->id, id))
+            return s->owner == c ? s : NULL; /* others' sandboxes do not exist for you */
+    return NULL;
+}
+
+static void lbsd_unlink_sandbox(lbsd_sandbox *sb)
+{
+    for (lbsd_sandbox **pp = &g_sandboxes; *pp; pp = &(*pp)->next) {
+        if (*pp == sb) {
+            *pp = sb->next;
+            g_nsandboxes--;
+            return;
+        }
+    }
+}
+
+static void lbsd_destroy(lbsd_sandbox *sb)
+{
+    lbsd_unlink_sandbox(sb);
+    lbsd_sandbox_destroy(sb);
+}
+
+/* ---- requests --------------------------------------------------------------- */
+
+static void lbsd_ping(lbsd_conn *c)
+{
+    cJSON *r = cJSON_CreateObject();
+    if (r) {
+        cJSON_AddStringToObject(r, "version", LLMBOX_VERSION);
+        cJSON_AddNumberToObject(r, "sandboxes", g_nsandboxes);
+        cJSON_AddStringToObject(r, "cgroup", lbsd_cg_mode_name(lbsd_cg_detect()));
+        cJSON_AddNumberToObject(r, "uptime_ms", (double)(lb_mono_ms() - g_started_ms));
+    }
+    lbsd_reply(c, r, NULL, 0, 0);
+}
+
+static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t dlen)
+{
+    char msg[1024] = "";
+    if (req->op == LBSD_OP_PING) {
+        lbsd_ping(c);
+        return;
+    }
+    if (req->op == LBSD_OP_INTERRUPT) {
+        lbsd_sandbox *s = lbsd_find(c, req->id);
+        if (s)
+            lbsd_exec_interrupt(s);
+        lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+        return;
+    }
+    if (c->busy) {
+        /* the protocol is one request at a time: only interrupt and ping
+         * make sense while a command runs */
+        lbsd_reply_error(c, LB_E_UNAVAILABLE, "a command is running on this connection");
+        return;
+    }
+    if (req->op == LBSD_OP_CREATE) {
+        int mine = 0;
+        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+            mine += s->owner == c;
+        if (g_nsandboxes >= LBSD_MAX_SANDBOXES) {
+            lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes (%d)", LBSD_MAX_SANDBOXES);
+            return;
+        }
+        if (mine >= LBSD_MAX_PER_CONN) {
+            lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes on this connection (%d)",
+                             LBSD_MAX_PER_CONN);
+            return;
+        }
+        lbsd_sandbox *sb;
+        int rc = lbsd_sandbox_create(req, c, &sb, msg, sizeof msg);
+        if (rc) {
+            lbsd_reply_error(c, rc, "%s", msg);
+            return;
+        }
+        sb->next = g_sandboxes;
+        g_sandboxes = sb;
+        g_nsandboxes++;
+        cJSON *r = cJSON_CreateObject();
+        if (r)
+            cJSON_AddStringToObject(r, "id", sb->id);
+        lbsd_reply(c, r, NULL, 0, 0);
+        return;
+    }
+    lbsd_sandbox *sb = lbsd_find(c, req->id);
+    if (req->op == LBSD_OP_DESTROY) {
+        if (sb)
+            lbsd_destroy(sb);
+        lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+        return;
+    }
+    if (!sb) {
+        lbsd_reply_error(c, LB_E_NOTFOUND, "no sandbox %s on this connection", req->id);
+        return;
+    }
+    if (sb->broken) {
+        lbsd_reply_error(c, LB_E_SANDBOX, "sandbox %s is gone (its init died)", sb->id);
+        return;
+    }
+    switch (req->op) {
+    case LBSD_OP_EXEC: {
+        int rc = lbsd_exec_start(sb, req, msg, sizeof msg);
+        if (rc)
+            lbsd_reply_error(c, rc, "%s", msg);
+        else
+            c->busy = 1;
+        break;
+    }
+    case LBSD_OP_READ:
+        lbsd_fs_read(c, sb, req);
+        break;
+    case LBSD_OP_WRITE:
+        lbsd_fs_write(c, sb, req, data, dlen);
+        break;
+    case LBSD_OP_LIST:
+        lbsd_fs_list(c, sb, req);
+        break;
+    case LBSD_OP_STAT:
+        lbsd_fs_stat(c, sb, req);
+        break;
+    default:
+        lbsd_reply_error(c, LB_E_INVAL, "unsupported op");
+        break;
+    }
+}
+
+/* A whole frame arrived on c. */
+static void lbsd_on_frame(lbsd_conn *c, char *frame, size_t len)
+{
+    if (c->skip_data) {
+        /* the data frame of a request already refused */
+        c->skip_data = 0;
+        return;
+    }
+    if (c->have_pending) {
+        /* the data frame of a write */
+        c->have_pending = 0;
+        lbsd_dispatch(c, &c->pending, frame, len);
+        lbsd_req_free(&c->pending);
+        return;
+    }
+    char msg[512];
+    lbsd_req req;
+    int rc = lbsd_req_parse(frame, len, &req, msg, sizeof msg);
+    if (rc) {
+        lb_debug("connection %d: bad request: %s", c->fd, msg);
+        lbsd_reply_error(c, rc, "%s", msg);
+        /* a refused request that announced a data frame still sends it:
+         * swallow it, or it would be read as the next request */
+        if (cJSON_IsObject(req.json) &&
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req.json, "data")))
+            c->skip_data = 1;
+        lbsd_req_free(&req);
+        return;
+    }
+    if (req.has_data) {
+        c->pending = req;
+        c->have_pending = 1;
+        return;
+    }
+    lbsd_dispatch(c, &req, NULL, 0);
+    lbsd_req_free(&req);
+}
+
+/* ---- connections ------------------------------------------------------------- */
+
+static void lbsd_conn_close(lbsd_conn *c)
+{
+    for (lbsd_conn **pp = &g_conns; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+    g_nconns--;
+    /* a connection's sandboxes die with it: that is how an agent that
+     * crashed or was cancelled leaves nothing behind */
+    int n = 0;
+    for (lbsd_sandbox *s = g_sandboxes, *next; s; s = next) {
+        next = s->next;
+        if (s->owner == c) {
+            s->owner = NULL;
+            lbsd_destroy(s);
+            n++;
+        }
+    }
+    lb_debug("connection %d closed (%d sandbox(es) destroyed)", c->fd, n);
+    close(c->fd);
+    lbsd_decoder_free(&c->dec);
+    if (c->have_pending)
+        lbsd_req_free(&c->pending);
+    lb_buf_free(&c->out);
+    lb_buf_free(&c->deferred);
+    free(c);
+}
+
+static void lbsd_on_readable(lbsd_conn *c)
+{
+    char *buf = malloc(LBSD_CONN_READ_MAX);
+    if (!buf)
+        return;
+    /* read only what the frame being decoded still needs, so nothing of a
+     * following request is swallowed while this one is processed */
+    for (int turns = 0; turns < 64 && !c->dead && c->out.len == c->out_off &&
+                        (!c->busy || c->deferred.len < LBSD_DEFERRED_MAX);
+         turns++) {
+        size_t need = c->dec.hdr_got < LBSD_FRAME_HDR ? LBSD_FRAME_HDR - c->dec.hdr_got
+                                                       : c->dec.want - c->dec.got;
+        if (need == 0)
+            need = LBSD_FRAME_HDR;
+        if (need > LBSD_CONN_READ_MAX)
+            need = LBSD_CONN_READ_MAX;
+        ssize_t r = recv(c->fd, buf, need, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (r <= 0) {
+            c->dead = 1;
+            break;
+        }
+        size_t off = 0;
+        while (off < (size_t)r && !c->dead) {
+            char *frame;
+            size_t flen, used;
+            int fr = lbsd_decoder_feed(&c->dec, buf + off, (size_t)r - off, &used, &frame, &flen);
+            off += used;
+            if (fr < 0) {
+                lbsd_reply_error(c, LB_E_INVAL, "frame larger than %u bytes",
+                                 (unsigned)LLMBOX_RPC_MAX_FRAME);
+                /* the stream cannot be resynchronised: flush the error, close */
+                c->dead = 2;
+                break;
+            }
+            if (fr == 1) {
+                lbsd_on_frame(c, frame, flen);
+                free(frame);
+            }
+        }
+    }
+    free(buf);
+}
+
+static void lbsd_on_writable(lbsd_conn *c)
+{
+    while (c->out_off < c->out.len) {
+        ssize_t w = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (w <= 0) {
+            c->dead = 1;
+            return;
+        }
+        c->out_off += (size_t)w;
+    }
+    /* all sent: give the memory of a big read back */
+    if (c->out.cap > (1u << 20))
+        lb_buf_free(&c->out);
+    else
+        lb_buf_reset(&c->out);
+    c->out_off = 0;
+}
+
+static void lbsd_accept(int lfd)
+{
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        if (g_nconns >= LBSD_MAX_CONNS) {
+            lb_warn("too many connections (%d): refusing one", LBSD_MAX_CONNS);
+            close(fd);
+            continue;
+        }
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+            close(fd);
+            continue;
+        }
+        lbsd_conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->uid = cr.uid;
+        c->gid = cr.gid;
+        c->pid = cr.pid;
+        lbsd_decoder_init(&c->dec, LLMBOX_RPC_MAX_FRAME);
+        lb_buf_init(&c->out, LBSD_CONN_OUT_MAX);
+        lb_buf_init(&c->deferred, LBSD_DEFERRED_MAX + 2048);
+        c->next = g_conns;
+        g_conns = c;
+        g_nconns++;
+        lb_debug("connection %d from pid %d uid %d", fd, (int)cr.pid, (int)cr.uid);
+    }
+}
+
+/* ---- children ---------------------------------------------------------------- */
+
+static void lbsd_reap(void)
+{
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next) {
+            if (s->init_pid == pid) {
+                s->init_reaped = 1;
+                if (!s->broken)
+                    lb_warn("sandbox %s: init died (status %d)", s->id, st);
+                s->broken = 1;
+                break;
+            }
+        }
+    }
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+typedef enum { PK_LISTEN, PK_SIG, PK_CONN, PK_CTL, PK_SHIN, PK_SHOUT, PK_SHERR } lbsd_pk;
+
+typedef struct {
+    lbsd_pk kind;
+    void *obj;
+} lbsd_pref;
+
+int lbsd_serve(int lfd)
+{
+    g_started_ms = lb_mono_ms();
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0)
+        return 1;
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        lb_error("signalfd: %s", strerror(errno));
+        return 1;
+    }
+    size_t cap = 0;
+    struct pollfd *pfd = NULL;
+    lbsd_pref *ref = NULL;
+    int quit = 0;
+    while (!quit) {
+        size_t want = 2 + (size_t)g_nconns + 4 * (size_t)g_nsandboxes;
+        if (want > cap) {
+            size_t nc = want * 2;
+            struct pollfd *np = realloc(pfd, nc * sizeof *np);
+            if (np)
+                pfd = np;
+            lbsd_pref *nr = realloc(ref, nc * sizeof *nr);
+            if (nr)
+                ref = nr;
+            if (!np || !nr) {
+                lb_error("out of memory in the event loop");
+                break;
+            }
+            cap = nc;
+        }
+        size_t n = 0;
+        pfd[n] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        ref[n++] = (lbsd_pref){PK_LISTEN, NULL};
+        pfd[n] = (struct pollfd){.fd = sfd, .events = POLLIN};
+        ref[n++] = (lbsd_pref){PK_SIG, NULL};
+        for (lbsd_conn *c = g_conns; c; c = c->next) {
+            short ev = 0;
+            if (c->out_off < c->out.len)
+                ev |= POLLOUT;
+            else if (!c->busy || c->deferred.len < LBSD_DEFERRED_MAX)
+                ev |= POLLIN; /* while busy: for interrupt requests */
+            /* with events 0 a connection is still polled for POLLHUP */
+            pfd[n] = (struct pollfd){.fd = c->fd, .events = ev};
+            ref[n++] = (lbsd_pref){PK_CONN, c};
+        }
+        int timeout = -1;
+        int64_t now = lb_mono_ms();
+        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next) {
+            /* first: finishing a command may restart the shell (new fds) */
+            int t = lbsd_exec_tick(s, now);
+            if (t >= 0 && (timeout < 0 || t < timeout))
+                timeout = t;
+            if (s->ctl_fd >= 0) {
+                pfd[n] = (struct pollfd){.fd = s->ctl_fd, .events = POLLIN};
+                ref[n++] = (lbsd_pref){PK_CTL, s};
+            }
+            if (s->sh_in >= 0 && s->exec && s->exec->woff < s->exec->wlen) {
+                pfd[n] = (struct pollfd){.fd = s->sh_in, .events = POLLOUT};
+                ref[n++] = (lbsd_pref){PK_SHIN, s};
+            }
+            if (s->sh_out >= 0) {
+                pfd[n] = (struct pollfd){.fd = s->sh_out, .events = POLLIN};
+                ref[n++] = (lbsd_pref){PK_SHOUT, s};
+            }
+            if (s->sh_err >= 0) {
+                pfd[n] = (struct pollfd){.fd = s->sh_err, .events = POLLIN};
+                ref[n++] = (lbsd_pref){PK_SHERR, s};
+            }
+        }
+        int r = poll(pfd, n, timeout);
+        if (r < 0 && errno != EINTR) {
+            lb_error("poll: %s", strerror(errno));
+            break;
+        }
+        for (size_t i = 0; r > 0 && i < n; i++) {
+            short re = pfd[i].revents;
+            if (!re)
+                continue;
+            switch (ref[i].kind) {
+            case PK_LISTEN:
+                lbsd_accept(lfd);
+                break;
+            case PK_SIG: {
+                struct signalfd_siginfo si;
+                while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    if (si.ssi_signo == SIGCHLD)
+                        lbsd_reap();
+                    else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+                        lb_info("signal %d: shutting down", (int)si.ssi_signo);
+                        quit = 1;
+                    }
+                }
+                break;
+            }
+            case PK_CONN: {
+                lbsd_conn *c = ref[i].obj;
+                if (re & POLLOUT)
+                    lbsd_on_writable(c);
+                if (re & POLLIN)
+                    lbsd_on_readable(c);
+                else if (re & (POLLHUP | POLLERR | POLLNVAL))
+                    c->dead = 1;
+                break;
+            }
+            /* sandbox fds: the sandbox may have been destroyed earlier in
+             * this same pass (its connection closed); skip stale entries */
+            case PK_CTL:
+            case PK_SHIN:
+            case PK_SHOUT:
+            case PK_SHERR: {
+                lbsd_sandbox *s = ref[i].obj, *t = g_sandboxes;
+                while (t && t != s)
+                    t = t->next;
+                if (!t || pfd[i].fd < 0)
+                    break;
+                if (ref[i].kind == PK_CTL && pfd[i].fd == s->ctl_fd) {
+                    if (lbsd_ctl_handle(s) < 0) {
+                        close(s->ctl_fd);
+                        s->ctl_fd = -1;
+                        s->broken = 1;
+                    }
+                } else if (ref[i].kind == PK_SHIN && pfd[i].fd == s->sh_in) {
+                    lbsd_exec_on_writable(s);
+                } else if (ref[i].kind == PK_SHOUT && pfd[i].fd == s->sh_out) {
+                    lbsd_exec_on_output(s, s->sh_out);
+                } else if (ref[i].kind == PK_SHERR && pfd[i].fd == s->sh_err) {
+                    lbsd_exec_on_output(s, s->sh_err);
+                }
+                break;
+            }
+            }
+        }
+        /* completions and deadlines, then connections that are done */
+        now = lb_mono_ms();
+        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+            lbsd_exec_tick(s, now);
+        for (lbsd_conn *c = g_conns, *next; c; c = next) {
+            next = c->next;
+            if (c->dead == 2 && c->out_off < c->out.len) {
+                lbsd_on_writable(c); /* best effort: the error, then close */
+                c->dead = 1;
+            }
+            if (c->dead)
+                lbsd_conn_close(c);
+        }
+    }
+    /* shutdown: every sandbox goes */
+    while (g_conns)
+        lbsd_conn_close(g_conns);
+    while (g_sandboxes)
+        lbsd_destroy(g_sandboxes);
+    free(pfd);
+    free(ref);
+    close(sfd);
+    return quit ? 0 : 1;
+}

@@ -1,0 +1,212 @@
+/*
+ * sandboxd internals: the objects the event loop juggles.
+ *
+ *   lbsd_conn      one client connection; owns the sandboxes it created
+ *   lbsd_sandbox   one sandbox: its init (pid 1 of a new pid namespace),
+ *                  the control socket to init, the current shell's pipes,
+ *                  its cgroups and its scratch dir var/sandboxes/<id>
+ *   lbsd_exec      the command running in a sandbox's shell right now
+ *
+ * Everything here runs on the single thread of sandboxd. Nothing blocks for
+ * long except sandbox creation (mounts, input copy) and teardown.
+ */
+#ifndef LBSD_SANDBOXD_H
+#define LBSD_SANDBOXD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/util.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/rpc.h"
+
+#define LBSD_MAX_CONNS 256
+#define LBSD_MAX_SANDBOXES 256
+#define LBSD_MAX_PER_CONN 32            /* one agent needs one; a pool client a few */
+#define LBSD_DEFERRED_MAX (64u << 10)   /* replies queued behind a running exec */
+#define LBSD_OUT_HEAD (512u << 10)      /* kept from the start of each stream */
+#define LBSD_OUT_TAIL (512u << 10)      /* kept from the end of each stream */
+#define LBSD_IDLE_MAX (64u << 10)       /* background output between commands */
+#define LBSD_SENTINEL_HEX 32            /* 128 random bits */
+#define LBSD_KILL_GRACE_MS 1000         /* after a timeout kill, wait this long for the shell */
+#define LBSD_STOP_REPEAT_MS 100         /* meanwhile, SIGINT it again this often */
+#define LBSD_STDERR_GRACE_MS 300        /* stdout done, stderr sentinel missing (fd 2 closed?) */
+#define LBSD_DEFAULT_TIMEOUT_MS 120000
+
+/* A captured stream: the first LBSD_OUT_HEAD bytes, the last LBSD_OUT_TAIL
+ * bytes, and a count of what fell in between. */
+typedef struct lbsd_capture {
+    lb_buf head;
+    char *tail;              /* ring of LBSD_OUT_TAIL bytes, allocated lazily */
+    size_t tail_len, tail_pos;
+    uint64_t total;
+} lbsd_capture;
+
+/* Looks for "\n<sentinel>" in a stream while holding back just enough bytes
+ * that a sentinel split over two reads is still found. */
+typedef struct lbsd_scan {
+    char pend[128];
+    size_t pend_len;
+    int found;
+    int code;                /* stdout: the exit status after the sentinel */
+} lbsd_scan;
+
+typedef enum { LBSD_EX_RUNNING = 0, LBSD_EX_KILLED = 1 } lbsd_exec_phase;
+
+typedef struct lbsd_exec {
+    char sentinel[LBSD_SENTINEL_HEX + 16];
+    size_t sentinel_len;
+    char *wbuf;              /* the wrapper line still to be written to the shell */
+    size_t wlen, woff;
+    lbsd_capture out, err;
+    lbsd_scan sout, serr;
+    int64_t start_ms, deadline_ms, kill_ms, out_done_ms, next_stop_ms;
+    lbsd_exec_phase phase;
+    uint64_t oom_before;
+    int shell_exited;        /* the shell died while running the command */
+    int shell_status;        /* its wait status */
+    int shell_restarted;     /* we had to kill it */
+    int interrupted;         /* an interrupt request stopped it */
+} lbsd_exec;
+
+struct lbsd_conn;
+
+typedef struct lbsd_sandbox {
+    char id[LB_ID_HEX_LEN + 1];
+    char image[LBSD_IMAGE_MAX + 1];
+    struct lbsd_conn *owner;
+    struct lbsd_sandbox *next;     /* in the global list */
+    char dir[LB_CFG_PATH + 64];    /* var/sandboxes/<id> */
+    int memory_mib, pids;
+    lbsd_cgroup cg;
+
+    pid_t init_pid;                /* host pid of the sandbox's pid 1 */
+    int init_reaped;
+    int ctl_fd;                    /* SOCK_SEQPACKET to init */
+    int root_fd;                   /* the sandbox's / (via /proc/<init>/root) */
+    uint64_t pidns_dev, pidns_ino; /* identifies the sandbox's pid namespace */
+    int broken;                    /* init died: every op fails */
+
+    int sh_in, sh_out, sh_err;     /* our ends of the shell's pipes, -1 if none */
+    int sh_nspid;                  /* the shell's pid inside the sandbox, 0 if none */
+    pid_t sh_hostpid;              /* the same process seen from the host, 0 if unknown */
+    lb_buf idle_out, idle_err;     /* output that arrived while no command ran */
+    int idle_dropped;
+
+    lbsd_exec *exec;               /* the running command, or NULL */
+    int64_t created_ms;
+} lbsd_sandbox;
+
+typedef struct lbsd_conn {
+    int fd;
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+    struct lbsd_conn *next;
+    lbsd_decoder dec;
+    lbsd_req pending;              /* a write request waiting for its data frame */
+    int have_pending;
+    int skip_data;                 /* swallow the next frame (data of a refused request) */
+    lb_buf out;                    /* response bytes not yet sent */
+    size_t out_off;
+    int busy;                      /* an exec is running for this connection */
+    lb_buf deferred;               /* replies to requests that came in while busy:
+                                    * they follow the exec's reply (answers stay in order) */
+    int dead;                      /* to be closed by the loop */
+} lbsd_conn;
+
+/* --- sandboxd.c: responses --------------------------------------------- */
+/* Queues a JSON response (r is consumed) and optionally a data frame. */
+void lbsd_reply(lbsd_conn *c, cJSON *r, const void *data, size_t dlen, int with_data);
+void lbsd_reply_error(lbsd_conn *c, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Clears busy and moves the replies deferred behind an exec to the output.
+ * Call right after queuing the exec's own reply. */
+void lbsd_conn_unbusy(lbsd_conn *c);
+
+/* Runs the event loop on the listening socket until SIGTERM/SIGINT; then
+ * destroys every sandbox. Returns the exit status. */
+int lbsd_serve(int lfd);
+
+/* --- sandbox_create.c ---------------------------------------------------- */
+/* Creates a sandbox (synchronous). On failure writes a sentence to msg. */
+int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out,
+                        char *msg, size_t msgsz);
+/* Kills everything, reaps init, removes cgroups and the scratch dir. */
+void lbsd_sandbox_destroy(lbsd_sandbox *sb);
+/* Starts a fresh shell through init (kills the old one if alive). */
+int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz);
+/* Handles one message from init (shell exit). Returns -1 when init is gone. */
+int lbsd_ctl_handle(lbsd_sandbox *sb);
+/* SIGKILLs every process of the sandbox except init and (keep_shell) the shell. */
+int lbsd_kill_all(lbsd_sandbox *sb, int keep_shell);
+/* Removes what a previous sandboxd run left behind. */
+void lbsd_cleanup_stale(void);
+/* False when var_dir or image_store hold characters overlayfs options
+ * cannot carry (',', ':', '\\') or are not absolute. */
+int lbsd_paths_ok(void);
+
+/* --- sandbox_init.c (runs in the clone()d child as pid 1) -------------- */
+typedef struct lbsd_init_cfg {
+    const char *merged, *lower, *upper, *work;
+    int tmp_mib;                   /* size of /tmp */
+    int rlimit_mode;               /* no cgroups: limit memory and pids with rlimits */
+    uint64_t memory_bytes;
+    int pids;
+} lbsd_init_cfg;
+__attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl);
+
+/* --- seccomp.c ------------------------------------------------------------ */
+/* Drops capabilities outside the sandbox set (bounding, permitted,
+ * effective, inheritable, ambient). */
+int lbsd_drop_caps(void);
+/* PR_SET_NO_NEW_PRIVS + the seccomp deny list. The last step before the
+ * sandbox runs anything it did not choose. */
+int lbsd_seccomp_apply(void);
+
+/* --- sandbox_exec.c ------------------------------------------------------- */
+/* Starts running req->command; the reply comes later from lbsd_exec_poll. */
+int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msgsz);
+/* Reads available shell output (fd is sh_out or sh_err). */
+void lbsd_exec_on_output(lbsd_sandbox *sb, int fd);
+/* Writes pending wrapper bytes to the shell. */
+void lbsd_exec_on_writable(lbsd_sandbox *sb);
+/* Deadlines and completion; returns ms until it wants to be called again
+ * (-1: no wish). Sends the reply when the command is over. */
+int lbsd_exec_tick(lbsd_sandbox *sb, int64_t now);
+/* The shell died (status from init). */
+void lbsd_exec_shell_exited(lbsd_sandbox *sb, int status);
+/* Kills the running command (state "interrupted"); no-op if none. */
+void lbsd_exec_interrupt(lbsd_sandbox *sb);
+/* Ends a running command without a reply (connection gone, destroy). */
+void lbsd_exec_abandon(lbsd_sandbox *sb);
+void lbsd_capture_init(lbsd_capture *c);
+void lbsd_capture_free(lbsd_capture *c);
+void lbsd_capture_add(lbsd_capture *c, const char *p, size_t n);
+/* Renders the capture as valid UTF-8 (bad bytes and NULs become U+FFFD),
+ * with a marker where bytes were dropped. Caller frees. */
+char *lbsd_capture_text(const lbsd_capture *c, int *truncated);
+/* Feeds stream bytes through the sentinel scanner into the capture.
+ * with_code: the sentinel is followed by a decimal exit status. */
+void lbsd_scan_feed(lbsd_scan *s, lbsd_capture *cap, const char *sent, size_t slen,
+                    int with_code, const char *p, size_t n);
+void lbsd_scan_flush(lbsd_scan *s, lbsd_capture *cap);
+/* The shell line that runs cmd and prints the sentinels. Caller frees. */
+char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_t *outlen);
+
+/* --- sandbox_fs.c --------------------------------------------------------- */
+void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
+void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data,
+                   size_t len);
+void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
+void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
+
+/* --- input_copy.c --------------------------------------------------------- */
+/* Copies regular files and directories of src (a host path, checked with the
+ * peer's uid/gid) into the directory dstfd. Never follows symlinks inside
+ * src; skips them and special files. */
+int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, char *msg, size_t msgsz);
+
+#endif

@@ -1,0 +1,292 @@
+/* Bundles of a finished task's results: everything under output/, answer.txt and
+ * trajectory.json as one .zip or .tar.gz, built once with libarchive and
+ * kept next to the outputs (artifacts/<id>/bundle.<format>).
+ *
+ * The output tree was written by code running in a sandbox, so the walk
+ * trusts nothing in it: directories are opened with O_NOFOLLOW relative to
+ * their parent (no path is ever re-resolved), symlinks and special files
+ * are skipped, names that lb_path_clean_rel refuses (backslashes, control
+ * characters, bad UTF-8) are skipped so no unzip tool can be steered, and
+ * the entry count, total size and depth are capped.
+ */
+#include "web/web.h"
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LB_BUNDLE_DEPTH_MAX 32
+
+typedef struct lb_bundle {
+    struct archive *a;
+    int zip;
+    uint64_t total, max_total;
+    size_t entries, max_entries;
+    char *err;
+    size_t errsz;
+    char copybuf[65536];
+} lb_bundle;
+
+/* Media and archives are compressed already: deflating them again costs
+ * CPU and saves nothing. */
+static int lb_precompressed(const char *name)
+{
+    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".mp4", ".webm",
+                                      ".mkv", ".mov", ".m4a", ".mp3", ".ogg", ".opus", ".flac", ".zip",
+                                      ".gz", ".tgz", ".xz", ".bz2", ".zst", ".7z", ".docx", ".xlsx", ".pptx"};
+    const char *dot = strrchr(name, '.');
+    if (!dot || strchr(dot, '/'))
+        return 0;
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++)
+        if (!strcasecmp(dot, ext[i]))
+            return 1;
+    return 0;
+}
+
+static int lb_bundle_fail(lb_bundle *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int lb_bundle_fail(lb_bundle *b, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->err, b->errsz, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Adds one entry `name` with size bytes read from fd (fd < 0: from mem). */
+static int lb_bundle_add(lb_bundle *b, const char *name, int fd, const char *mem, uint64_t size, time_t mtime)
+{
+    if (++b->entries > b->max_entries)
+        return lb_bundle_fail(b, LB_E_TOOBIG,
+                              "The task has more than %zu files, the most a bundle holds; download them one by one.",
+                              b->max_entries);
+    if (size > b->max_total - b->total)
+        return lb_bundle_fail(b, LB_E_TOOBIG,
+                              "The outputs are larger than the bundle limit of %llu MiB; download the files one by one.",
+                              (unsigned long long)(b->max_total >> 20));
+    b->total += size;
+    /* per entry: these two may be called between entries, unlike the
+     * "compression" format option */
+    if (b->zip && (lb_precompressed(name) ? archive_write_zip_set_compression_store(b->a)
+                                          : archive_write_zip_set_compression_deflate(b->a)) != ARCHIVE_OK)
+        return lb_bundle_fail(b, LB_E_INTERNAL, "libarchive: %s", archive_error_string(b->a));
+    struct archive_entry *e = archive_entry_new();
+    if (!e)
+        return lb_bundle_fail(b, LB_E_NOMEM, "out of memory");
+    /* Names are UTF-8 bytes (lb_path_clean_rel checked). zip marks them as
+     * UTF-8; the GNU tar format stores the bytes as they are (pax would
+     * want a locale conversion that the C locale cannot do). */
+    if (b->zip)
+        archive_entry_set_pathname_utf8(e, name);
+    else
+        archive_entry_copy_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, (la_int64_t)size);
+    archive_entry_set_mtime(e, mtime, 0);
+    int rc = LB_OK;
+    if (archive_write_header(b->a, e) != ARCHIVE_OK) {
+        rc = lb_bundle_fail(b, LB_E_IO, "cannot add %s: %s", name, archive_error_string(b->a));
+        goto out;
+    }
+    uint64_t left = size;
+    while (left) {
+        size_t want = left < sizeof b->copybuf ? (size_t)left : sizeof b->copybuf;
+        const char *p;
+        ssize_t n;
+        if (fd >= 0) {
+            n = read(fd, b->copybuf, want);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break; /* the file shrank: the archive pads the entry */
+            p = b->copybuf;
+        } else {
+            p = mem + (size - left);
+            n = (ssize_t)want;
+        }
+        if (archive_write_data(b->a, p, (size_t)n) < 0) {
+            rc = lb_bundle_fail(b, LB_E_IO, "cannot write %s: %s", name, archive_error_string(b->a));
+            goto out;
+        }
+        left -= (uint64_t)n;
+    }
+    if (archive_write_finish_entry(b->a) != ARCHIVE_OK)
+        rc = lb_bundle_fail(b, LB_E_IO, "cannot finish %s: %s", name, archive_error_string(b->a));
+out:
+    archive_entry_free(e);
+    return rc;
+}
+
+/* Adds the regular file `name` in directory dfd as entry `entry`. */
+static int lb_bundle_add_file(lb_bundle *b, int dfd, const char *name, const char *entry)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT || errno == ELOOP ? LB_OK : lb_bundle_fail(b, LB_E_IO, "cannot open %s: %s", entry, strerror(errno));
+    struct stat st;
+    int rc = LB_OK;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        rc = lb_bundle_add(b, entry, fd, NULL, (uint64_t)st.st_size, st.st_mtime);
+    close(fd);
+    return rc;
+}
+
+static int lb_bundle_walk(lb_bundle *b, int dfd, const char *prefix, int depth)
+{
+    if (depth > LB_BUNDLE_DEPTH_MAX)
+        return LB_OK; /* deeper folders are left out, like symlinks */
+    int fd2 = dup(dfd);
+    if (fd2 < 0)
+        return lb_bundle_fail(b, LB_E_IO, "cannot read the output folder: %s", strerror(errno));
+    DIR *d = fdopendir(fd2);
+    if (!d) {
+        close(fd2);
+        return lb_bundle_fail(b, LB_E_IO, "cannot read the output folder: %s", strerror(errno));
+    }
+    int rc = LB_OK;
+    struct dirent *de;
+    char entry[LB_PATH_MAX + 16], clean[LB_PATH_MAX + 1];
+    while (rc == LB_OK && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        int n = snprintf(entry, sizeof entry, "%s/%s", prefix, de->d_name);
+        if (n < 0 || (size_t)n >= sizeof entry)
+            continue;
+        /* "output/..." minus the prefix must be a clean relative path */
+        if (lb_path_clean_rel(entry + 7, (size_t)n - 7, clean, sizeof clean) != LB_OK || strcmp(clean, entry + 7))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISREG(st.st_mode)) {
+            rc = lb_bundle_add_file(b, dirfd(d), de->d_name, entry);
+        } else if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0)
+                continue;
+            rc = lb_bundle_walk(b, sub, entry, depth + 1);
+            close(sub);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz)
+{
+    const lb_config *cfg = lb_cfg();
+    char dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 96], tmp[LB_CFG_PATH + 128], rnd[17];
+    int zip = !strcmp(format, "zip");
+    lb_bundle *b = NULL;
+    cJSON *task = NULL;
+    int fd = -1, outfd = -1, rc;
+    err[0] = '\0';
+    tmp[0] = '\0';
+    snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, id);
+    snprintf(final, sizeof final, "%s/bundle.%s", dir, format);
+    struct stat st;
+    if (lstat(final, &st) == 0 && S_ISREG(st.st_mode))
+        return LB_OK; /* a finished task never changes: build once */
+
+    if ((rc = lb_store_task_get(s, id, &task)) != LB_OK) {
+        snprintf(err, errsz, "cannot read the task: %s", lb_strerror(rc));
+        return rc;
+    }
+    b = calloc(1, sizeof *b);
+    if (!b) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    b->zip = zip;
+    b->err = err;
+    b->errsz = errsz;
+    b->max_total = cfg->max_output_bytes + (64u << 20); /* + trajectory and answer */
+    b->max_entries = (size_t)cfg->max_output_files + 2;
+    if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
+        rc = LB_E_IO;
+        goto out;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp.%s", final, rnd);
+    outfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (outfd < 0) {
+        rc = lb_bundle_fail(b, LB_E_IO, "cannot create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    b->a = archive_write_new();
+    if (!b->a) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    int ok = zip ? archive_write_set_format_zip(b->a) == ARCHIVE_OK &&
+                       archive_write_set_format_option(b->a, "zip", "hdrcharset", "UTF-8") == ARCHIVE_OK
+                 : archive_write_set_format_gnutar(b->a) == ARCHIVE_OK &&
+                       archive_write_add_filter_gzip(b->a) == ARCHIVE_OK;
+    if (!ok || archive_write_open_fd(b->a, outfd) != ARCHIVE_OK) {
+        rc = lb_bundle_fail(b, LB_E_INTERNAL, "libarchive: %s", archive_error_string(b->a));
+        goto out;
+    }
+
+    char out_dir[sizeof dir + 16];
+    snprintf(out_dir, sizeof out_dir, "%s/output", dir);
+    fd = open(out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        rc = lb_bundle_walk(b, fd, "output", 0);
+        if (rc)
+            goto out;
+    }
+    const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(task, "answer"));
+    if (answer && (rc = lb_bundle_add(b, "answer.txt", -1, answer, strlen(answer), time(NULL))) != LB_OK)
+        goto out;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) {
+        rc = lb_bundle_add_file(b, dfd, "trajectory.json", "trajectory.json");
+        close(dfd);
+        if (rc)
+            goto out;
+    }
+    if (archive_write_close(b->a) != ARCHIVE_OK) {
+        rc = lb_bundle_fail(b, LB_E_IO, "cannot finish the archive: %s", archive_error_string(b->a));
+        goto out;
+    }
+    if (fsync(outfd) != 0 || close(outfd) != 0) {
+        outfd = -1;
+        rc = lb_bundle_fail(b, LB_E_IO, "cannot write the archive: %s", strerror(errno));
+        goto out;
+    }
+    outfd = -1;
+    if (rename(tmp, final) != 0) {
+        rc = lb_bundle_fail(b, LB_E_IO, "cannot rename the archive into place: %s", strerror(errno));
+        goto out;
+    }
+    lb_info("web: task %s: built bundle.%s (%zu entries, %llu bytes of content)", id, format, b->entries,
+            (unsigned long long)b->total);
+    rc = LB_OK;
+out:
+    if (b && b->a)
+        archive_write_free(b->a); /* also closes a half-written archive */
+    if (outfd >= 0)
+        close(outfd);
+    if (fd >= 0)
+        close(fd);
+    if (rc != LB_OK && tmp[0])
+        unlink(tmp);
+    free(b);
+    cJSON_Delete(task);
+    return rc;
+}

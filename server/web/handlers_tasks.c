@@ -1,0 +1,527 @@
+/* Task routes: create (multipart upload + agent spawn), list, get, cancel,
+ * delete, and the artifact index. */
+#include "web/web.h"
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+#include "web/multipart.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LB_UPLOAD_MAX_FILES 1000
+#define LB_UPLOAD_HEADER_MAX 8192
+#define LB_UPLOAD_SMALL_FIELD 256 /* model, max_turns */
+#define LB_READ_CHUNK 65536
+
+/* ---- POST /api/tasks ---- */
+
+typedef struct lb_upload {
+    const lb_config *cfg;
+    char id[33];
+    char task_dir[LB_CFG_PATH + 64];   /* artifacts/<id> */
+    char input_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/input */
+    char stage_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/.upload: temp files */
+    lb_buf prompt, model, max_turns;
+    lb_buf *field;      /* the field being read, NULL for a file or an ignored part */
+    int fd;             /* the file being written, -1 if none */
+    char tmp[LB_CFG_PATH + 128];
+    char rel[LB_PATH_MAX + 1];
+    cJSON *inputs;      /* [{path,size}] */
+    size_t nfiles;
+    int http_status;    /* set with msg when a callback refuses */
+    char msg[600];
+} lb_upload;
+
+static int lb_up_fail(lb_upload *u, int status, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int lb_up_fail(lb_upload *u, int status, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(u->msg, sizeof u->msg, fmt, ap);
+    va_end(ap);
+    u->http_status = status;
+    return rc;
+}
+
+static int lb_up_begin(void *arg, const lb_mp_part *p)
+{
+    lb_upload *u = arg;
+    u->field = NULL;
+    u->fd = -1;
+    if (!strcmp(p->name, "prompt"))
+        u->field = &u->prompt;
+    else if (!strcmp(p->name, "model"))
+        u->field = &u->model;
+    else if (!strcmp(p->name, "max_turns"))
+        u->field = &u->max_turns;
+    if (u->field) {
+        if (u->field->len)
+            return lb_up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
+        return 0;
+    }
+    if (!p->is_file || !p->filename[0])
+        return 0; /* unknown fields and empty file inputs are ignored */
+    if (++u->nfiles > LB_UPLOAD_MAX_FILES)
+        return lb_up_fail(u, 413, LB_E_TOOBIG, "A task takes at most %d input files.", LB_UPLOAD_MAX_FILES);
+    cJSON *it;
+    cJSON_ArrayForEach(it, u->inputs)
+    {
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "path")), p->filename))
+            return lb_up_fail(u, 400, LB_E_INVAL, "Two uploaded files have the same name \"%s\".", p->filename);
+    }
+    snprintf(u->rel, sizeof u->rel, "%s", p->filename);
+    /* Data goes to a numbered temp file outside input/, renamed into place
+     * only when complete: a half-written upload is never an input. */
+    snprintf(u->tmp, sizeof u->tmp, "%s/%zu", u->stage_dir, u->nfiles);
+    u->fd = open(u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (u->fd < 0)
+        return lb_up_fail(u, 500, LB_E_IO, "Could not store the upload: %s.", strerror(errno));
+    return 0;
+}
+
+static int lb_up_data(void *arg, const lb_mp_part *p, const char *data, size_t n)
+{
+    lb_upload *u = arg;
+    if (u->field) {
+        if (lb_buf_append(u->field, data, n) != LB_OK)
+            return lb_up_fail(u, 413, LB_E_TOOBIG, "The form field \"%s\" is longer than %zu bytes.", p->name,
+                              u->field->max);
+        return 0;
+    }
+    if (u->fd >= 0 && lb_write_all(u->fd, data, n) != LB_OK)
+        return lb_up_fail(u, 500, LB_E_IO, "Could not store the upload: %s.", strerror(errno));
+    return 0;
+}
+
+static int lb_up_end(void *arg, const lb_mp_part *p)
+{
+    lb_upload *u = arg;
+    if (u->fd < 0)
+        return 0;
+    int rc = fsync(u->fd);
+    rc |= close(u->fd);
+    u->fd = -1;
+    if (rc != 0)
+        return lb_up_fail(u, 500, LB_E_IO, "Could not store the upload: %s.", strerror(errno));
+    char final[LB_CFG_PATH + LB_PATH_MAX + 100], parent[sizeof final];
+    if (lb_path_join(final, sizeof final, u->input_dir, u->rel) != LB_OK)
+        return lb_up_fail(u, 400, LB_E_INVAL, "The file name \"%s\" is too long.", u->rel);
+    snprintf(parent, sizeof parent, "%s", final);
+    *strrchr(parent, '/') = '\0';
+    if (lb_mkdirs(parent, 0750) != LB_OK || rename(u->tmp, final) != 0) {
+        if (errno == ENOTDIR || errno == EISDIR || errno == EEXIST)
+            return lb_up_fail(u, 400, LB_E_INVAL,
+                              "The uploaded file \"%s\" clashes with a folder or file of the same name.", u->rel);
+        return lb_up_fail(u, 500, LB_E_IO, "Could not store the upload \"%s\": %s.", u->rel, strerror(errno));
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "path", u->rel) || !cJSON_AddNumberToObject(o, "size", (double)p->size) ||
+        !cJSON_AddItemToArray(u->inputs, o)) {
+        cJSON_Delete(o);
+        return lb_up_fail(u, 500, LB_E_NOMEM, "Out of memory.");
+    }
+    return 0;
+}
+
+/* Valid UTF-8 without NULs: the prompt goes into JSON for the model. */
+static int lb_utf8_ok(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (!len || c == 0 || i + len > n || (len == 2 && c < 0xC2))
+            return 0;
+        for (size_t k = 1; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+        i += len;
+    }
+    return 1;
+}
+
+static int lb_blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
+            return 0;
+    return 1;
+}
+
+void lb_h_task_create(lb_req *r)
+{
+    const lb_config *cfg = lb_cfg();
+    lb_upload u;
+    memset(&u, 0, sizeof u);
+    u.cfg = cfg;
+    u.fd = -1;
+    lb_buf_init(&u.prompt, LB_WEB_PROMPT_MAX);
+    lb_buf_init(&u.model, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u.max_turns, LB_UPLOAD_SMALL_FIELD);
+    lb_mp *mp = NULL;
+    cJSON *task = NULL;
+    int reserved = 0, dir_made = 0, inserted = 0;
+    char boundary[LB_MP_BOUNDARY_MAX + 1];
+    char *chunk = NULL;
+
+    if (!lb_mp_is_form_data(r->content_type)) {
+        lb_http_drain(r);
+        lb_http_error(r, 415, NULL,
+                      "Send the task as multipart/form-data (fields: prompt, files, model, max_turns).");
+        goto out;
+    }
+    if (r->content_length > 0 && (uint64_t)r->content_length > cfg->max_upload_bytes) {
+        lb_http_drain(r);
+        lb_http_error(r, 413, NULL, "The upload is %lld bytes; the limit is %llu MiB.",
+                      (long long)r->content_length, (unsigned long long)(cfg->max_upload_bytes >> 20));
+        goto out;
+    }
+    if (lb_mp_boundary(r->content_type, boundary, sizeof boundary) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 400, NULL, "The Content-Type has no valid multipart boundary.");
+        goto out;
+    }
+    if (lb_spawn_reserve() != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 429, NULL,
+                      "The service is already running as many tasks as it may at once (%d); "
+                      "try again when one has finished.",
+                      cfg->max_concurrent_tasks);
+        goto out;
+    }
+    reserved = 1;
+
+    if (lb_random_hex(u.id, sizeof u.id, 16) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 500, NULL, "Could not make a task id.");
+        goto out;
+    }
+    snprintf(r->id, sizeof r->id, "%s", u.id);
+    snprintf(u.task_dir, sizeof u.task_dir, "%s/%s", cfg->artifacts_dir, u.id);
+    snprintf(u.input_dir, sizeof u.input_dir, "%s/input", u.task_dir);
+    snprintf(u.stage_dir, sizeof u.stage_dir, "%s/.upload", u.task_dir);
+    if (lb_mkdirs(u.input_dir, 0750) != LB_OK || lb_mkdirs(u.stage_dir, 0700) != LB_OK) {
+        lb_error("web: cannot create %s: %s", u.task_dir, strerror(errno));
+        lb_http_drain(r);
+        lb_http_error(r, 500, NULL, "Could not create the task folder.");
+        goto out;
+    }
+    dir_made = 1;
+    u.inputs = cJSON_CreateArray();
+    chunk = malloc(LB_READ_CHUNK);
+    lb_mp_limits lim = {.max_parts = LB_UPLOAD_MAX_FILES + 16,
+                        .max_header_bytes = LB_UPLOAD_HEADER_MAX,
+                        .max_field_bytes = LB_WEB_PROMPT_MAX,
+                        .max_file_bytes = cfg->max_upload_bytes,
+                        .max_total_bytes = cfg->max_upload_bytes};
+    lb_mp_callbacks cb = {lb_up_begin, lb_up_data, lb_up_end};
+    if (!u.inputs || !chunk || lb_mp_new(boundary, &lim, &cb, &u, &mp) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        goto out;
+    }
+
+    /* Stream the body through the parser; caps are enforced as it comes,
+     * whatever Content-Length said. */
+    int rc = LB_OK;
+    for (;;) {
+        int n = FCGX_GetStr(chunk, LB_READ_CHUNK, r->fcgi->in);
+        if (n <= 0)
+            break;
+        rc = lb_mp_feed(mp, chunk, (size_t)n);
+        if (rc)
+            break;
+    }
+    if (rc == LB_OK)
+        rc = lb_mp_finish(mp);
+    if (rc != LB_OK) {
+        lb_http_drain(r);
+        if (u.http_status)
+            lb_http_error(r, u.http_status, NULL, "%s", u.msg);
+        else if (rc == LB_E_TOOBIG)
+            lb_http_error(r, 413, NULL, "%s", lb_mp_error(mp));
+        else
+            lb_http_error(r, 400, NULL, "%s", lb_mp_error(mp)[0] ? lb_mp_error(mp) : "The upload is malformed.");
+        goto out;
+    }
+    rmdir(u.stage_dir);
+
+    /* fields */
+    if (!u.prompt.data || lb_blank(u.prompt.data)) {
+        lb_http_error(r, 400, NULL, "The form field \"prompt\" is missing or empty: say what the task is.");
+        goto out;
+    }
+    if (!lb_utf8_ok((const unsigned char *)u.prompt.data, u.prompt.len)) {
+        lb_http_error(r, 400, NULL, "The prompt is not valid UTF-8 text.");
+        goto out;
+    }
+    const char *model = cfg->llm_model;
+    if (u.model.data && !lb_blank(u.model.data)) {
+        for (size_t i = 0; i < u.model.len; i++) {
+            unsigned char c = (unsigned char)u.model.data[i];
+            if (c < 0x21 || c > 0x7e) {
+                lb_http_error(r, 400, NULL, "The model name may only hold printable ASCII characters without spaces.");
+                goto out;
+            }
+        }
+        model = u.model.data;
+    }
+    int max_turns = cfg->max_turns_default;
+    if (u.max_turns.data && !lb_blank(u.max_turns.data)) {
+        char *end;
+        errno = 0;
+        long v = strtol(u.max_turns.data, &end, 10);
+        while (*end == ' ' || *end == '\r' || *end == '\n')
+            end++;
+        if (errno || *end || v < 1 || v > cfg->max_turns_limit) {
+            lb_http_error(r, 400, NULL, "max_turns must be a whole number from 1 to %d.", cfg->max_turns_limit);
+            goto out;
+        }
+        max_turns = (int)v;
+    }
+
+    char *inputs_json = cJSON_PrintUnformatted(u.inputs);
+    if (!inputs_json) {
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        goto out;
+    }
+    lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = max_turns,
+                     .inputs_json = inputs_json};
+    rc = lb_store_task_insert(r->store, &t);
+    free(inputs_json);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "save the task");
+        goto out;
+    }
+    inserted = 1;
+
+    int pid = 0;
+    char err[512];
+    reserved = 0; /* lb_spawn_agent consumes the slot, whatever happens */
+    rc = lb_spawn_agent(u.id, &pid, err, sizeof err);
+    if (rc != LB_OK) {
+        lb_error("web: task %s: %s", u.id, err);
+        char reason[600];
+        snprintf(reason, sizeof reason, "could not start the agent: %s", err);
+        lb_store_task_finish(r->store, u.id, "failed", reason, NULL);
+    } else if ((rc = lb_store_task_set_pid(r->store, u.id, pid)) != LB_OK) {
+        lb_warn("web: task %s: cannot record the agent pid: %s", u.id, lb_strerror(rc));
+    }
+    lb_info("web: task %s created: %zu input files, model %s, max_turns %d", u.id, u.nfiles, model, max_turns);
+
+    rc = lb_store_task_get(r->store, u.id, &task);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the new task");
+        goto out;
+    }
+    char extra[128];
+    snprintf(extra, sizeof extra, "Location: /api/tasks/%s\r\n", u.id);
+    lb_http_json(r, 201, task, extra);
+out:
+    if (u.fd >= 0) {
+        close(u.fd);
+        u.fd = -1;
+    }
+    if (dir_made && !inserted)
+        lb_rmtree(u.task_dir); /* nothing refers to a task that was never stored */
+    else if (dir_made)
+        lb_rmtree(u.stage_dir);
+    if (reserved)
+        lb_spawn_unreserve();
+    lb_mp_free(mp);
+    free(chunk);
+    cJSON_Delete(u.inputs);
+    cJSON_Delete(task);
+    lb_buf_free(&u.prompt);
+    lb_buf_free(&u.model);
+    lb_buf_free(&u.max_turns);
+}
+
+/* ---- GET /api/tasks ---- */
+
+void lb_h_task_list(lb_req *r)
+{
+    char v[32];
+    int limit = 50;
+    int64_t before = 0;
+    if (lb_query_get(r->query, "limit", v, sizeof v) == LB_OK) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x < 1 || x > 200) {
+            lb_http_error(r, 400, NULL, "limit must be a whole number from 1 to 200.");
+            return;
+        }
+        limit = (int)x;
+    }
+    if (lb_query_get(r->query, "before", v, sizeof v) == LB_OK) {
+        char *end;
+        long long x = strtoll(v, &end, 10);
+        if (*end || x < 0) {
+            lb_http_error(r, 400, NULL, "before must be a time in milliseconds since 1970 (created_ms of a task).");
+            return;
+        }
+        before = x;
+    }
+    cJSON *arr = NULL, *o = NULL;
+    int rc = lb_store_task_list(r->store, limit, before, &arr);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "list the tasks");
+        return;
+    }
+    o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToObject(o, "tasks", arr)) {
+        cJSON_Delete(arr);
+        cJSON_Delete(o);
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        return;
+    }
+    int n = cJSON_GetArraySize(arr);
+    cJSON *last = n == limit ? cJSON_GetArrayItem(arr, n - 1) : NULL;
+    cJSON *created = last ? cJSON_GetObjectItem(last, "created_ms") : NULL;
+    if (created && cJSON_IsNumber(created))
+        cJSON_AddNumberToObject(o, "next_before", created->valuedouble);
+    else
+        cJSON_AddNullToObject(o, "next_before");
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+}
+
+/* ---- GET /api/tasks/{id} ---- */
+
+void lb_h_task_get(lb_req *r)
+{
+    cJSON *t = NULL;
+    int rc = lb_store_task_get(r->store, r->id, &t);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the task");
+        return;
+    }
+    lb_http_json(r, 200, t, NULL);
+    cJSON_Delete(t);
+}
+
+static int lb_is_final(const char *s)
+{
+    return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled");
+}
+
+/* ---- POST /api/tasks/{id}/cancel ---- */
+
+void lb_h_task_cancel(lb_req *r)
+{
+    char status[16];
+    int pid;
+    int rc = lb_store_task_state(r->store, r->id, status, sizeof status, &pid);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the task");
+        return;
+    }
+    if (lb_is_final(status)) {
+        lb_http_error(r, 409, NULL, "The task has already ended (%s); there is nothing to cancel.", status);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", r->id);
+    if (lb_spawn_cancel(r->id) == LB_OK) {
+        /* the agent finishes the task itself; the reaper makes sure of it */
+        cJSON_AddStringToObject(o, "status", "cancelling");
+    } else {
+        /* no agent of ours runs it (it never started, or it belongs to an
+         * earlier run of the service): end it here */
+        rc = lb_store_task_finish(r->store, r->id, "cancelled", "cancelled by the user", NULL);
+        if (rc == LB_E_EXISTS) {
+            cJSON_Delete(o);
+            lb_http_error(r, 409, NULL, "The task has just ended; there is nothing to cancel.");
+            return;
+        }
+        if (rc != LB_OK) {
+            cJSON_Delete(o);
+            lb_http_store_error(r, rc, "cancel the task");
+            return;
+        }
+        if (lb_agent_alive(pid, r->id))
+            kill(pid, SIGTERM); /* an agent left by an earlier web process */
+        cJSON_AddStringToObject(o, "status", "cancelled");
+    }
+    lb_http_json(r, 202, o, NULL);
+    cJSON_Delete(o);
+}
+
+/* ---- DELETE /api/tasks/{id} ---- */
+
+void lb_h_task_delete(lb_req *r)
+{
+    const lb_config *cfg = lb_cfg();
+    char status[16], path[LB_CFG_PATH + 128];
+    int pid;
+    int rc = lb_store_task_state(r->store, r->id, status, sizeof status, &pid);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the task");
+        return;
+    }
+    if (!lb_is_final(status)) {
+        /* stop the agent first, so it cannot write into a folder we remove */
+        rc = lb_spawn_kill_wait(r->id, 3000);
+        if (rc == LB_E_TIMEOUT)
+            lb_warn("web: task %s: agent still alive 3 s after SIGKILL", r->id);
+        else if (rc == LB_E_NOTFOUND && lb_agent_alive(pid, r->id))
+            kill(-pid, SIGKILL); /* an agent left by an earlier web process */
+        lb_store_task_finish(r->store, r->id, "cancelled", "deleted by the user", NULL);
+    }
+    rc = lb_store_task_delete(r->store, r->id);
+    if (rc != LB_OK && rc != LB_E_NOTFOUND) {
+        lb_http_store_error(r, rc, "delete the task");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/%s", cfg->artifacts_dir, r->id);
+    if (lb_rmtree(path) != LB_OK)
+        lb_warn("web: task %s: cannot remove %s completely: %s", r->id, path, strerror(errno));
+    char logdir[LB_CFG_PATH];
+    lb_web_logdir(logdir, sizeof logdir);
+    snprintf(path, sizeof path, "%s/agent-%s.log", logdir, r->id);
+    unlink(path);
+    lb_info("web: task %s deleted", r->id);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", r->id);
+    cJSON_AddBoolToObject(o, "deleted", 1);
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+}
+
+/* ---- GET /api/tasks/{id}/artifacts ---- */
+
+void lb_h_artifacts(lb_req *r)
+{
+    char status[16];
+    int rc = lb_store_task_state(r->store, r->id, status, sizeof status, NULL);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the task");
+        return;
+    }
+    cJSON *arr = NULL;
+    rc = lb_store_artifacts_get(r->store, r->id, &arr);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the artifacts");
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToObject(o, "artifacts", arr)) {
+        cJSON_Delete(arr);
+        cJSON_Delete(o);
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        return;
+    }
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+}

@@ -1,0 +1,151 @@
+/* Maps "METHOD /api/..." to a handler. Routes are few and fixed, so a
+ * table of path shapes is clearer than a general router. */
+#include "web/web.h"
+
+#include "common/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { M_GET = 1, M_POST = 2, M_DELETE = 4 };
+
+static int lb_method_bit(const char *m)
+{
+    if (!strcmp(m, "GET") || !strcmp(m, "HEAD"))
+        return M_GET;
+    if (!strcmp(m, "POST"))
+        return M_POST;
+    if (!strcmp(m, "DELETE"))
+        return M_DELETE;
+    return 0;
+}
+
+static const char *lb_allow_text(int allowed)
+{
+    switch (allowed) {
+    case M_GET: return "GET, HEAD";
+    case M_POST: return "POST";
+    case M_GET | M_POST: return "GET, HEAD, POST";
+    case M_GET | M_DELETE: return "GET, HEAD, DELETE";
+    default: return "GET, HEAD";
+    }
+}
+
+/* Checks the method against `allowed`; answers 405 and returns 0 if wrong. */
+static int lb_allow(lb_req *r, int allowed)
+{
+    if (lb_method_bit(r->method) & allowed)
+        return 1;
+    lb_http_method_not_allowed(r, lb_allow_text(allowed));
+    return 0;
+}
+
+static void lb_not_found(lb_req *r)
+{
+    char shown[128];
+    size_t n = strnlen(r->path, 100), o = 0;
+    for (size_t i = 0; i < n && o + 1 < sizeof shown; i++) {
+        unsigned char c = (unsigned char)r->path[i];
+        shown[o++] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
+    }
+    shown[o] = '\0';
+    lb_http_error(r, 404, "not_found", "There is no API route %s%s.", shown, n == 100 ? "..." : "");
+}
+
+/* The task id segment: exactly 32 lowercase hex characters. */
+static int lb_take_id(lb_req *r, const char *seg, size_t len)
+{
+    if (len != LB_ID_HEX_LEN) {
+        r->id[0] = '\0';
+        lb_http_error(r, 404, "not_found",
+                      "There is no task with that id: task ids are 32 lowercase hexadecimal characters.");
+        return 0;
+    }
+    memcpy(r->id, seg, len);
+    r->id[len] = '\0';
+    if (!lb_id_valid(r->id)) {
+        lb_http_error(r, 404, "not_found",
+                      "There is no task with that id: task ids are 32 lowercase hexadecimal characters.");
+        r->id[0] = '\0';
+        return 0;
+    }
+    return 1;
+}
+
+void lb_route(lb_req *r)
+{
+    const char *p = r->path;
+    if (strncmp(p, "/api/", 5) != 0) {
+        lb_not_found(r);
+        return;
+    }
+    p += 5;
+    if (!strcmp(p, "health")) {
+        if (lb_allow(r, M_GET))
+            lb_h_health(r);
+        return;
+    }
+    if (!strcmp(p, "models")) {
+        if (lb_allow(r, M_GET))
+            lb_h_models(r);
+        return;
+    }
+    if (!strcmp(p, "tools")) {
+        if (lb_allow(r, M_GET))
+            lb_h_tools(r);
+        return;
+    }
+    if (!strcmp(p, "tasks")) {
+        if (!lb_allow(r, M_GET | M_POST))
+            return;
+        if (!strcmp(r->method, "POST"))
+            lb_h_task_create(r);
+        else
+            lb_h_task_list(r);
+        return;
+    }
+    if (strncmp(p, "tasks/", 6) != 0) {
+        lb_not_found(r);
+        return;
+    }
+    p += 6;
+    const char *slash = strchr(p, '/');
+    size_t idlen = slash ? (size_t)(slash - p) : strlen(p);
+    if (!lb_take_id(r, p, idlen))
+        return;
+    if (!slash) {
+        if (!lb_allow(r, M_GET | M_DELETE))
+            return;
+        if (!strcmp(r->method, "DELETE"))
+            lb_h_task_delete(r);
+        else
+            lb_h_task_get(r);
+        return;
+    }
+    const char *sub = slash + 1;
+    if (!strcmp(sub, "events")) {
+        if (lb_allow(r, M_GET))
+            lb_h_task_events(r);
+    } else if (!strcmp(sub, "trajectory")) {
+        if (lb_allow(r, M_GET))
+            lb_h_trajectory(r);
+    } else if (!strcmp(sub, "cancel")) {
+        if (lb_allow(r, M_POST))
+            lb_h_task_cancel(r);
+    } else if (!strcmp(sub, "artifacts")) {
+        if (lb_allow(r, M_GET))
+            lb_h_artifacts(r);
+    } else if (!strncmp(sub, "artifacts/", 10) && sub[10]) {
+        r->rest = sub + 10;
+        if (lb_allow(r, M_GET))
+            lb_h_artifact(r);
+    } else if (!strcmp(sub, "bundle.zip")) {
+        if (lb_allow(r, M_GET))
+            lb_h_bundle(r, "zip");
+    } else if (!strcmp(sub, "bundle.tar.gz")) {
+        if (lb_allow(r, M_GET))
+            lb_h_bundle(r, "tar.gz");
+    } else {
+        lb_not_found(r);
+    }
+}

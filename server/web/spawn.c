@@ -1,0 +1,460 @@
+/* Agent processes: spawn, concurrency slots, reaping, cancel.
+ *
+ * The web process is multithreaded, so children are started only with
+ * posix_spawn (never a bare fork). Every child gets a clean signal mask and
+ * default signal actions, stdin from /dev/null, and no descriptor above 2:
+ * a leaked FastCGI connection in a long-lived agent would keep nginx
+ * waiting for a response that has already been sent.
+ *
+ * One reaper thread polls the registered agents with waitpid(pid, WNOHANG)
+ * every 100 ms. It waits for those pids only (never waitpid(-1)), so the
+ * short-lived helpers of lb_spawn_capture are reaped by their own callers.
+ * Because only the reaper reaps an agent, its pid cannot be reused while it
+ * is in the table, which makes kill() on a registered pid safe.
+ */
+#include "web/web.h"
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LB_REAP_INTERVAL_MS 100
+#define LB_KILL_GRACE_MS 1500
+#define LB_ORPHAN_SCAN_MS 10000
+
+extern char **environ;
+
+typedef struct lb_child {
+    pid_t pid;
+    char id[33];
+    int cancel;          /* the user asked to stop it */
+    int killed;          /* SIGKILL sent */
+    int64_t kill_at_ms;  /* monotonic time for SIGKILL after a cancel */
+} lb_child;
+
+static pthread_mutex_t lb_sp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lb_sp_reaped = PTHREAD_COND_INITIALIZER;
+static lb_child *lb_sp_tab;
+static int lb_sp_n, lb_sp_cap, lb_sp_reserved;
+
+/* ---- spawning ---- */
+
+/* Attributes every child gets: own session (optional), empty signal mask,
+ * default actions for the signals we block or ignore in the web. */
+static int lb_spawnattr(posix_spawnattr_t *at, int setsid)
+{
+    sigset_t none, defs;
+    sigemptyset(&none);
+    sigemptyset(&defs);
+    int sigs[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&defs, sigs[i]);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (setsid ? POSIX_SPAWN_SETSID : 0);
+    if (posix_spawnattr_init(at) != 0)
+        return LB_E_NOMEM;
+    if (posix_spawnattr_setflags(at, flags) || posix_spawnattr_setsigmask(at, &none) ||
+        posix_spawnattr_setsigdefault(at, &defs)) {
+        posix_spawnattr_destroy(at);
+        return LB_E_INTERNAL;
+    }
+    return LB_OK;
+}
+
+int lb_spawn_reserve(void)
+{
+    int rc = LB_OK;
+    pthread_mutex_lock(&lb_sp_mu);
+    if (lb_sp_n + lb_sp_reserved >= lb_cfg()->max_concurrent_tasks)
+        rc = LB_E_TOOBIG;
+    else
+        lb_sp_reserved++;
+    pthread_mutex_unlock(&lb_sp_mu);
+    return rc;
+}
+
+void lb_spawn_unreserve(void)
+{
+    pthread_mutex_lock(&lb_sp_mu);
+    if (lb_sp_reserved > 0)
+        lb_sp_reserved--;
+    pthread_mutex_unlock(&lb_sp_mu);
+}
+
+int lb_spawn_running(void)
+{
+    pthread_mutex_lock(&lb_sp_mu);
+    int n = lb_sp_n;
+    pthread_mutex_unlock(&lb_sp_mu);
+    return n;
+}
+
+int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
+{
+    const lb_config *cfg = lb_cfg();
+    char logdir[LB_CFG_PATH + 16], logpath[LB_CFG_PATH + 64];
+    int rc = LB_OK, logfd = -1, fa_ok = 0, at_ok = 0, consumed = 0;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    *pid_out = 0;
+    lb_web_logdir(logdir, sizeof logdir);
+    snprintf(logpath, sizeof logpath, "%s/agent-%s.log", logdir, id);
+    if (lb_mkdirs(logdir, 0750) != LB_OK) {
+        snprintf(err, errsz, "cannot create the log folder %s: %s", logdir, strerror(errno));
+        rc = LB_E_IO;
+        goto out;
+    }
+    logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (logfd < 0) {
+        snprintf(err, errsz, "cannot open the agent log %s: %s", logpath, strerror(errno));
+        rc = LB_E_IO;
+        goto out;
+    }
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    fa_ok = 1;
+    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
+        posix_spawn_file_actions_adddup2(&fa, logfd, 1) || posix_spawn_file_actions_adddup2(&fa, logfd, 2) ||
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3)) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    if ((rc = lb_spawnattr(&at, 1)) != LB_OK)
+        goto out;
+    at_ok = 1;
+    char *argv[] = {(char *)cfg->self_exe, "agent", "--task", (char *)id, NULL};
+    pid_t pid;
+    pthread_mutex_lock(&lb_sp_mu);
+    int e = posix_spawn(&pid, cfg->self_exe, &fa, &at, argv, environ);
+    if (e == 0) {
+        lb_child *c = &lb_sp_tab[lb_sp_n++]; /* a reserved slot guarantees room */
+        memset(c, 0, sizeof *c);
+        c->pid = pid;
+        snprintf(c->id, sizeof c->id, "%s", id);
+    }
+    if (lb_sp_reserved > 0)
+        lb_sp_reserved--;
+    consumed = 1;
+    pthread_mutex_unlock(&lb_sp_mu);
+    if (e != 0) {
+        snprintf(err, errsz, "cannot start %s: %s", cfg->self_exe, strerror(e));
+        rc = LB_E_IO;
+        goto out;
+    }
+    *pid_out = (int)pid;
+    lb_info("web: task %s: agent started, pid %d", id, (int)pid);
+out:
+    if (!consumed) /* the slot was taken by the caller's lb_spawn_reserve */
+        lb_spawn_unreserve();
+    if (at_ok)
+        posix_spawnattr_destroy(&at);
+    if (fa_ok)
+        posix_spawn_file_actions_destroy(&fa);
+    if (logfd >= 0)
+        close(logfd);
+    return rc;
+}
+
+/* ---- reaping and cancel ---- */
+
+static lb_child *lb_find(const char *id)
+{
+    for (int i = 0; i < lb_sp_n; i++)
+        if (!strcmp(lb_sp_tab[i].id, id))
+            return &lb_sp_tab[i];
+    return NULL;
+}
+
+static void lb_kill_group(pid_t pid)
+{
+    /* the agent leads its own session and process group: take its helpers too */
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+}
+
+int lb_spawn_cancel(const char *id)
+{
+    int rc = LB_OK;
+    pthread_mutex_lock(&lb_sp_mu);
+    lb_child *c = lb_find(id);
+    if (!c) {
+        rc = LB_E_NOTFOUND;
+    } else if (!c->cancel) {
+        c->cancel = 1;
+        c->kill_at_ms = lb_mono_ms() + LB_KILL_GRACE_MS;
+        kill(c->pid, SIGTERM); /* the agent cancels its sandbox and finishes the task */
+        lb_info("web: task %s: cancel requested, SIGTERM to pid %d", id, (int)c->pid);
+    }
+    pthread_mutex_unlock(&lb_sp_mu);
+    return rc;
+}
+
+int lb_spawn_kill_wait(const char *id, int timeout_ms)
+{
+    pthread_mutex_lock(&lb_sp_mu);
+    lb_child *c = lb_find(id);
+    if (!c) {
+        pthread_mutex_unlock(&lb_sp_mu);
+        return LB_E_NOTFOUND;
+    }
+    c->cancel = 1;
+    if (!c->killed) {
+        c->killed = 1;
+        lb_kill_group(c->pid);
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int rc = LB_OK;
+    while (lb_find(id)) {
+        if (pthread_cond_timedwait(&lb_sp_reaped, &lb_sp_mu, &deadline) == ETIMEDOUT) {
+            rc = lb_find(id) ? LB_E_TIMEOUT : LB_OK;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lb_sp_mu);
+    return rc;
+}
+
+typedef struct lb_exited {
+    char id[33];
+    int status;
+    int cancel;
+} lb_exited;
+
+/* Records the end of an agent in the store. The agent normally finishes its
+ * own task; this only catches agents that died or were killed first. */
+static void lb_reaped(lb_store **sp, const lb_exited *x)
+{
+    const lb_config *cfg = lb_cfg();
+    if (!*sp && lb_store_open(cfg->db_path, sp) != LB_OK) {
+        lb_error("web: reaper cannot open the task store; task %s may stay active", x->id);
+        return;
+    }
+    char reason[128];
+    const char *status = "failed";
+    if (x->cancel) {
+        status = "cancelled";
+        snprintf(reason, sizeof reason, "cancelled by the user");
+    } else if (WIFSIGNALED(x->status)) {
+        snprintf(reason, sizeof reason, "the agent process died (signal %d)", WTERMSIG(x->status));
+    } else {
+        snprintf(reason, sizeof reason, "the agent process died (exit %d)", WEXITSTATUS(x->status));
+    }
+    int rc = lb_store_task_finish(*sp, x->id, status, reason, NULL);
+    if (rc == LB_OK)
+        lb_warn("web: task %s: %s: %s", x->id, status, reason);
+    else if (rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+        lb_error("web: task %s: cannot record the end of its agent: %s", x->id, lb_strerror(rc));
+    else
+        lb_info("web: task %s: agent exited (%s%d)", x->id,
+                WIFSIGNALED(x->status) ? "signal " : "status ",
+                WIFSIGNALED(x->status) ? WTERMSIG(x->status) : WEXITSTATUS(x->status));
+}
+
+/* Agents that are not our children (they outlived an earlier web process)
+ * cannot be reaped; when one of them dies without finishing its task, this
+ * notices. Only tasks with a recorded pid are looked at: a task without
+ * one is either being spawned right now or was never started by a web. */
+static void lb_orphan_scan(lb_store **sp)
+{
+    if (!*sp && lb_store_open(lb_cfg()->db_path, sp) != LB_OK)
+        return;
+    char **ids = NULL;
+    int *pids = NULL;
+    size_t n = 0;
+    if (lb_store_tasks_active(*sp, &ids, &pids, &n) != LB_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&lb_sp_mu);
+        int ours = lb_find(ids[i]) != NULL;
+        pthread_mutex_unlock(&lb_sp_mu);
+        if (!ours && pids[i] > 0 && !lb_agent_alive(pids[i], ids[i]) &&
+            lb_store_task_finish(*sp, ids[i], "failed", "the agent process ended without finishing the task",
+                                 NULL) == LB_OK)
+            lb_warn("web: task %s: its agent (pid %d, from an earlier web process) is gone", ids[i], pids[i]);
+        free(ids[i]);
+    }
+    free(ids);
+    free(pids);
+}
+
+static void *lb_reaper_main(void *arg)
+{
+    (void)arg;
+    lb_store *s = NULL;
+    lb_exited *done = calloc((size_t)lb_sp_cap, sizeof *done);
+    if (!done) {
+        lb_error("web: reaper: out of memory");
+        return NULL;
+    }
+    int64_t last_scan = lb_mono_ms();
+    for (;;) {
+        int nd = 0;
+        int64_t now = lb_mono_ms();
+        if (now - last_scan >= LB_ORPHAN_SCAN_MS) {
+            last_scan = now;
+            lb_orphan_scan(&s);
+        }
+        pthread_mutex_lock(&lb_sp_mu);
+        for (int i = 0; i < lb_sp_n;) {
+            lb_child *c = &lb_sp_tab[i];
+            int st = 0;
+            pid_t r = waitpid(c->pid, &st, WNOHANG);
+            if (r == c->pid || (r < 0 && errno == ECHILD)) {
+                /* a zombie's group may still hold the agent's helpers */
+                if (c->cancel && r == c->pid)
+                    kill(-c->pid, SIGKILL);
+                snprintf(done[nd].id, sizeof done[nd].id, "%s", c->id);
+                done[nd].status = r == c->pid ? st : 0;
+                done[nd].cancel = c->cancel;
+                nd++;
+                lb_sp_tab[i] = lb_sp_tab[--lb_sp_n];
+                continue;
+            }
+            if (c->cancel && !c->killed && now >= c->kill_at_ms) {
+                lb_warn("web: task %s: agent pid %d ignored SIGTERM for %d ms; killing it", c->id,
+                        (int)c->pid, LB_KILL_GRACE_MS);
+                c->killed = 1;
+                lb_kill_group(c->pid);
+            }
+            i++;
+        }
+        if (nd)
+            pthread_cond_broadcast(&lb_sp_reaped);
+        pthread_mutex_unlock(&lb_sp_mu);
+        for (int i = 0; i < nd; i++)
+            lb_reaped(&s, &done[i]);
+        struct timespec ts = {0, LB_REAP_INTERVAL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+int lb_spawn_init(void)
+{
+    lb_sp_cap = lb_cfg()->max_concurrent_tasks;
+    lb_sp_tab = calloc((size_t)lb_sp_cap, sizeof *lb_sp_tab);
+    if (!lb_sp_tab)
+        return LB_E_NOMEM;
+    pthread_t t;
+    if (pthread_create(&t, NULL, lb_reaper_main, NULL) != 0)
+        return LB_E_INTERNAL;
+    pthread_detach(t);
+    return LB_OK;
+}
+
+/* ---- short helpers with captured output ---- */
+
+int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out, size_t *outlen,
+                     int *exit_status)
+{
+    *out = NULL;
+    *outlen = 0;
+    *exit_status = -1;
+    int p[2] = {-1, -1}, rc = LB_OK, fa_ok = 0, at_ok = 0;
+    pid_t pid = 0;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    lb_buf b;
+    lb_buf_init(&b, max);
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        rc = LB_E_IO;
+        goto out;
+    }
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    fa_ok = 1;
+    /* stderr stays ours: whatever the helper complains about lands in the web log */
+    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
+        posix_spawn_file_actions_adddup2(&fa, p[1], 1) || posix_spawn_file_actions_addclosefrom_np(&fa, 3)) {
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    if ((rc = lb_spawnattr(&at, 0)) != LB_OK)
+        goto out;
+    at_ok = 1;
+    int e = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+    if (e != 0) {
+        pid = 0;
+        errno = e;
+        rc = LB_E_IO;
+        goto out;
+    }
+    close(p[1]);
+    p[1] = -1;
+    int64_t deadline = lb_mono_ms() + timeout_ms;
+    char chunk[8192];
+    for (;;) {
+        int64_t left = deadline - lb_mono_ms();
+        if (left <= 0) {
+            rc = LB_E_TIMEOUT;
+            break;
+        }
+        struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0) {
+            rc = pr == 0 ? LB_E_TIMEOUT : LB_E_IO;
+            break;
+        }
+        ssize_t n = read(p[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (lb_buf_append(&b, chunk, (size_t)n) != LB_OK) {
+            rc = LB_E_TOOBIG;
+            break;
+        }
+    }
+out:
+    if (pid > 0) {
+        if (rc != LB_OK)
+            kill(pid, SIGKILL);
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        *exit_status = st;
+    }
+    if (p[0] >= 0)
+        close(p[0]);
+    if (p[1] >= 0)
+        close(p[1]);
+    if (at_ok)
+        posix_spawnattr_destroy(&at);
+    if (fa_ok)
+        posix_spawn_file_actions_destroy(&fa);
+    if (rc == LB_OK) {
+        if (!b.data && lb_buf_append(&b, "", 0) != LB_OK)
+            rc = LB_E_NOMEM;
+        else
+            *out = lb_buf_steal(&b, outlen);
+    }
+    lb_buf_free(&b);
+    return rc;
+}

@@ -1,0 +1,149 @@
+/* GET /api/tasks/{id}/events: the task's events as Server-Sent Events.
+ *
+ * The store is the source of truth, so the stream is a poll of
+ * lb_store_events_after every 100 ms from the last seq sent: no in-process
+ * fan-out, and a stream started by a different web process, or resumed
+ * after a reconnect (Last-Event-ID), sees exactly the same events. WAL mode
+ * makes these reads free of writer locks. The stream ends after "done".
+ */
+#include "web/web.h"
+
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_SSE_POLL_MS 100
+#define LB_SSE_HEARTBEAT_MS 15000
+#define LB_SSE_EXISTS_CHECK_MS 5000
+#define LB_SSE_BATCH 500
+
+typedef struct lb_sse {
+    lb_req *r;
+    int64_t last;
+    int done;
+    int broken;
+    int sent;
+} lb_sse;
+
+static int lb_sse_put(lb_sse *s, const char *p, size_t n)
+{
+    if (FCGX_PutStr(p, (int)n, s->r->fcgi->out) < 0) {
+        s->broken = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int lb_sse_event(void *arg, int64_t seq, int64_t ts_ms, const char *type, const char *data)
+{
+    (void)ts_ms;
+    lb_sse *s = arg;
+    char head[96];
+    int n = snprintf(head, sizeof head, "id: %lld\nevent: %s\n", (long long)seq, type);
+    if (lb_sse_put(s, head, (size_t)n))
+        return 1;
+    /* One "data:" line per line of data: stored JSON is compact and has no
+     * raw newlines, but a line break must never end the event early. */
+    const char *p = data;
+    for (;;) {
+        const char *nl = strpbrk(p, "\r\n");
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (lb_sse_put(s, "data: ", 6) || lb_sse_put(s, p, len) || lb_sse_put(s, "\n", 1))
+            return 1;
+        if (!nl)
+            break;
+        p = nl + 1 + (nl[0] == '\r' && nl[1] == '\n');
+    }
+    if (lb_sse_put(s, "\n", 1))
+        return 1;
+    s->last = seq;
+    s->sent++;
+    if (!strcmp(type, "done"))
+        s->done = 1;
+    return 0;
+}
+
+/* Waits up to ms for the front end to close our connection (the browser
+ * went away and nginx gave up the request). Without this a stream would
+ * only notice at its next write, up to a heartbeat later. */
+static int lb_peer_gone(lb_req *r, int ms)
+{
+    struct pollfd p = {.fd = r->fcgi->ipcFd, .events = POLLRDHUP};
+    int n = poll(&p, 1, ms);
+    return n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+static int64_t lb_parse_seq(const char *v)
+{
+    if (!v || !*v)
+        return 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    return (*end || x < 0) ? 0 : (int64_t)x;
+}
+
+void lb_h_task_events(lb_req *r)
+{
+    char status[16];
+    int rc = lb_store_task_state(r->store, r->id, status, sizeof status, NULL);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the task");
+        return;
+    }
+    lb_sse s = {.r = r};
+    /* EventSource sends Last-Event-ID on its own reconnects; the query
+     * parameter lets a page resume after a reload. */
+    const char *hdr = lb_http_param(r, "HTTP_LAST_EVENT_ID");
+    char q[32];
+    if (hdr && *hdr)
+        s.last = lb_parse_seq(hdr);
+    else if (lb_query_get(r->query, "last_event_id", q, sizeof q) == LB_OK)
+        s.last = lb_parse_seq(q);
+
+    lb_http_head(r, 200, "text/event-stream; charset=utf-8", "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
+    if (r->is_head)
+        return;
+    FCGX_PutS("retry: 2000\n\n", r->fcgi->out);
+    if (FCGX_FFlush(r->fcgi->out) < 0)
+        return;
+
+    int64_t last_write = lb_mono_ms(), last_check = last_write;
+    while (!s.done && !s.broken) {
+        s.sent = 0;
+        rc = lb_store_events_after(r->store, r->id, s.last, LB_SSE_BATCH, lb_sse_event, &s);
+        if (rc != LB_OK && !s.broken) {
+            if (rc == LB_E_TIMEOUT)
+                continue; /* busy for 10 s: try again */
+            lb_warn("web: task %s: event stream stopped: %s", r->id, lb_strerror(rc));
+            break;
+        }
+        int64_t now = lb_mono_ms();
+        if (s.sent) {
+            if (FCGX_FFlush(r->fcgi->out) < 0)
+                break;
+            last_write = now;
+            if (s.sent == LB_SSE_BATCH)
+                continue; /* more may be waiting */
+        } else if (now - last_write >= LB_SSE_HEARTBEAT_MS) {
+            /* a comment line: keeps proxies from timing out and tells us
+             * when the client has gone (the write fails) */
+            if (FCGX_PutS(": keepalive\n\n", r->fcgi->out) < 0 || FCGX_FFlush(r->fcgi->out) < 0)
+                break;
+            last_write = now;
+        }
+        if (s.done || s.broken)
+            break;
+        if (now - last_check >= LB_SSE_EXISTS_CHECK_MS) {
+            last_check = now;
+            if (lb_store_task_state(r->store, r->id, status, sizeof status, NULL) == LB_E_NOTFOUND)
+                break; /* deleted while we watched */
+        }
+        if (lb_peer_gone(r, LB_SSE_POLL_MS))
+            break;
+    }
+}

@@ -1,0 +1,129 @@
+/* Internals of `llmbox web`, shared by the files of server/web/.
+ *
+ * One lb_req per FastCGI request, handled start to end by one worker
+ * thread, which owns its own store connection. Handlers answer through the
+ * lb_http_* helpers, which write the CGI-style response head ("Status:",
+ * headers, blank line) and a body to the FastCGI stream.
+ */
+#ifndef LB_WEB_H
+#define LB_WEB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
+
+#include "common/path.h"
+#include "store/store.h"
+
+#define LB_WEB_URI_MAX 8192        /* longest request URI we look at */
+#define LB_WEB_PROMPT_MAX (100u << 10)
+
+typedef struct lb_req {
+    FCGX_Request *fcgi;
+    lb_store *store;           /* this worker's connection; never NULL in handlers */
+    const char *method;        /* "GET", "POST", ... ("HEAD" is served as GET) */
+    int is_head;
+    char path[LB_WEB_URI_MAX]; /* REQUEST_URI before '?', still percent-encoded */
+    const char *query;         /* after '?', "" if none; percent-encoded */
+    const char *content_type;  /* "" if none */
+    int64_t content_length;    /* -1 if absent or unparsable */
+    int responded;             /* a response head was written */
+    int status;                /* for the access log */
+    /* route parameters */
+    char id[33];               /* task id, validated */
+    const char *rest;          /* artifacts/{rest}: raw, percent-encoded */
+} lb_req;
+
+/* ---- http.c ---- */
+const char *lb_http_reason(int status);
+/* A CGI parameter (e.g. "HTTP_LAST_EVENT_ID"), or NULL. */
+const char *lb_http_param(lb_req *r, const char *name);
+/* Writes the response head: status line, the given extra header lines
+ * (each ending in "\r\n", may be NULL), and the blank line. */
+void lb_http_head(lb_req *r, int status, const char *content_type, const char *extra);
+/* Sends body as compact JSON (and frees nothing: the caller owns body). */
+void lb_http_json(lb_req *r, int status, const cJSON *body, const char *extra);
+/* {"error":{"code":code,"message":<formatted sentence>}} */
+void lb_http_error(lb_req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* 405 with the Allow header. */
+void lb_http_method_not_allowed(lb_req *r, const char *allow);
+/* Maps a store status to a response for task `id`. */
+void lb_http_store_error(lb_req *r, int rc, const char *what);
+/* Reads and discards what is left of the request body (up to a cap), so
+ * the front end can read our early answer without a broken pipe. */
+void lb_http_drain(lb_req *r);
+/* Percent-decodes n bytes of in into out (outsz >= n + 1); *outlen gets
+ * the decoded length (it may contain NULs, which callers refuse). '+' is
+ * kept as is (only form queries use it for spaces: form=1). */
+int lb_url_decode(const char *in, size_t n, char *out, size_t outsz, size_t *outlen, int form);
+/* Percent-encodes s for a URI path: unreserved characters and '/' stay. */
+int lb_url_encode_path(const char *s, char *out, size_t outsz);
+/* Value of query parameter key (decoded) into out; LB_E_NOTFOUND if absent. */
+int lb_query_get(const char *query, const char *key, char *out, size_t outsz);
+/* Content-Disposition value for file name `name` (the last path component
+ * is used): disposition; filename="ascii"; filename*=UTF-8''pct. */
+int lb_content_disposition(const char *disposition, const char *name, char *out, size_t outsz);
+/* Sends an empty response that nginx completes from an internal location
+ * (X-Accel-Redirect). uri must already be percent-encoded. */
+void lb_http_accel(lb_req *r, const char *uri, const char *content_type, const char *disposition);
+
+/* ---- router.c ---- */
+void lb_route(lb_req *r);
+
+/* ---- handlers ---- */
+void lb_h_health(lb_req *r);
+void lb_h_models(lb_req *r);
+void lb_h_tools(lb_req *r);
+void lb_h_task_create(lb_req *r);
+void lb_h_task_list(lb_req *r);
+void lb_h_task_get(lb_req *r);
+void lb_h_task_cancel(lb_req *r);
+void lb_h_task_delete(lb_req *r);
+void lb_h_task_events(lb_req *r);    /* sse.c */
+void lb_h_trajectory(lb_req *r);
+void lb_h_artifacts(lb_req *r);
+void lb_h_artifact(lb_req *r);
+void lb_h_bundle(lb_req *r, const char *format); /* "zip" or "tar.gz" */
+
+/* ---- spawn.c: agent processes ---- */
+/* Starts the reaper thread. Call once, before any spawn. */
+int lb_spawn_init(void);
+/* Atomically takes a task slot; LB_E_TOOBIG when max_concurrent_tasks are
+ * already running. A taken slot is released by lb_spawn_agent's failure or
+ * by the reaper when the agent exits. */
+int lb_spawn_reserve(void);
+void lb_spawn_unreserve(void);
+int lb_spawn_running(void);
+/* Spawns `self agent --task id` in its own session with output appended to
+ * var/log/agent-<id>.log; uses a reserved slot. *pid_out gets the pid. */
+int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz);
+/* Asks the agent of task id to stop (SIGTERM now, SIGKILL after 1.5 s).
+ * LB_E_NOTFOUND when no agent of ours runs that task. */
+int lb_spawn_cancel(const char *id);
+/* SIGKILLs the agent of task id and waits (up to timeout_ms) until it is
+ * reaped. LB_E_NOTFOUND when there is none. */
+int lb_spawn_kill_wait(const char *id, int timeout_ms);
+/* Runs argv (argv[0] a path) with stdin /dev/null, captures up to max bytes
+ * of stdout, kills it after timeout_ms. The caller frees *out. */
+int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out, size_t *outlen,
+                     int *exit_status);
+
+/* ---- bundle.c ---- */
+/* Builds (once) artifacts/<id>/bundle.<format> for a finished task and
+ * writes the file name into name. LB_E_TOOBIG over the caps. */
+int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz);
+
+/* ---- web_main.c ---- */
+/* Where agent logs go: "log/" next to the database (var/log by default),
+ * a folder the service user owns. */
+void lb_web_logdir(char *out, size_t outsz);
+/* Crash recovery: finishes active tasks whose agent is gone. */
+void lb_web_recover(lb_store *s);
+/* True when pid is an `llmbox agent` process running task id (checked by
+ * its command line, since a recorded pid may have been reused). */
+int lb_agent_alive(int pid, const char *id);
+
+#endif

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""A scripted, OpenAI-compatible fake model server for llmbox tests.
+
+Usage:
+    python3 tests/fake_model.py --scenario FILE [--port N] [--log-dir DIR]
+
+--port 0 (the default) picks a free port; the first line on stdout is then
+"PORT <n>" so a test can read it. The server listens on 127.0.0.1 only.
+Point llmbox at it with LLMBOX_LLM_URL=http://127.0.0.1:<n>/v1.
+
+Endpoints:
+    POST /v1/chat/completions   answers with the next step of the scenario
+    GET  /v1/models             {"object":"list","data":[{"id":"fake-model"}]}
+    GET  /health                "ok"
+
+Scenario file: JSON, one of
+  - a list of steps, or {"steps": [...]}: each request takes the next step
+    in order, whatever the request says (a global counter, so an error step
+    followed by a good one tests the client's retry);
+  - {"scenarios": [{"match": "[plot-csv]", "steps": [...]}, ...],
+     "steps": [...]}: for tasks running at once. A request follows the first
+    scenario whose "match" string occurs in one of its user messages, or
+    the top-level "steps" when none matches; the step is chosen by the
+    number of assistant messages already in the request, so each
+    conversation walks its own steps and a repeated request gets the same
+    answer.
+A step:
+
+    {
+      "content": "text",                 # optional assistant text
+      "reasoning_content": "thinking",   # optional, sent as reasoning_content
+      "tool_calls": [                    # optional
+        {"name": "bash", "arguments": {"command": "ls"}, "id": "call_1"}
+        # "arguments" may be an object (serialized for you) or a string
+        # (sent verbatim, e.g. to test invalid JSON); "id" is optional
+      ],
+      "delay_ms": 0,                     # optional: wait before answering
+      "usage": {"prompt_tokens": 10, "completion_tokens": 5},  # optional
+      "status": 200,                     # optional HTTP status (e.g. 500, 401)
+      "error": "message",                # optional: body {"error":{"message":...}}
+      "raw": "text"                      # optional: this exact body instead
+    }
+
+When the steps run out, the server answers with a call of the finish
+tool (arguments {}), so a run always ends.
+
+--log-dir DIR: each request body is written to DIR/request-0001.json,
+request-0002.json ... (pretty-printed), so tests can assert what the agent
+sent: the messages, tool observations, "[N turns left]" notes, the tools.
+
+An Anthropic-shaped /v1/messages endpoint is not implemented yet.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def user_text(req):
+    """All user message text of a request (content strings or parts)."""
+    out = []
+    for m in req.get("messages") or []:
+        if not isinstance(m, dict) or m.get("role") != "user":
+            continue
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out.extend(p.get("text", "") for p in c if isinstance(p, dict))
+    return "\n".join(out)
+
+
+class State:
+    def __init__(self, scenario, log_dir):
+        if isinstance(scenario, list):
+            scenario = {"steps": scenario}
+        self.steps = scenario.get("steps") or []
+        self.scenarios = scenario.get("scenarios")
+        self.log_dir = log_dir
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def pick(self, n, body):
+        """The step for request number n (1-based) with this body."""
+        if self.scenarios is None:
+            return self.steps[n - 1] if n - 1 < len(self.steps) else None
+        try:
+            req = json.loads(body)
+        except ValueError:
+            req = {}
+        text = user_text(req)
+        steps = self.steps
+        for sc in self.scenarios:
+            if sc.get("match") and sc["match"] in text:
+                steps = sc.get("steps") or []
+                break
+        turn = sum(1 for m in req.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
+        return steps[turn] if turn < len(steps) else None
+
+    def next(self, body):
+        with self.lock:
+            self.count += 1
+            n = self.count
+            if self.log_dir:
+                path = os.path.join(self.log_dir, "request-%04d.json" % n)
+                try:
+                    parsed = json.loads(body)
+                    text = json.dumps(parsed, indent=2, ensure_ascii=False)
+                except ValueError:
+                    text = body.decode("utf-8", "replace")
+                with open(path + ".tmp", "w", encoding="utf-8") as f:
+                    f.write(text)
+                os.replace(path + ".tmp", path)
+            return n, self.pick(n, body)
+
+
+def completion(n, step):
+    msg = {"role": "assistant", "content": None}
+    if step is None:
+        step = {"tool_calls": [{"name": "finish", "arguments": {}}]}
+    if "content" in step:
+        msg["content"] = step["content"]
+    if "reasoning_content" in step:
+        msg["reasoning_content"] = step["reasoning_content"]
+    calls = []
+    for i, c in enumerate(step.get("tool_calls") or []):
+        args = c.get("arguments", {})
+        if not isinstance(args, str):
+            args = json.dumps(args)
+        calls.append({
+            "id": c.get("id", "call_%d_%d" % (n, i)),
+            "type": "function",
+            "function": {"name": c.get("name", ""), "arguments": args},
+        })
+    if calls:
+        msg["tool_calls"] = calls
+    usage = step.get("usage", {"prompt_tokens": 100 * n, "completion_tokens": 10})
+    usage = dict(usage)
+    usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+    return {
+        "id": "chatcmpl-fake-%d" % n,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "fake-model",
+        "choices": [{
+            "index": 0,
+            "message": msg,
+            "finish_reason": "tool_calls" if calls else "stop",
+        }],
+        "usage": usage,
+    }
+
+
+def make_handler(state):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *args):  # quiet: tests read stdout
+            pass
+
+        def send(self, status, body, ctype="application/json"):
+            data = body if isinstance(body, bytes) else body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
+                self.send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}))
+            elif self.path == "/health":
+                self.send(200, "ok", "text/plain")
+            else:
+                self.send(404, json.dumps({"error": {"message": "not found"}}))
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length > 0 else b""
+            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                self.send(404, json.dumps({"error": {"message": "no such endpoint: " + self.path}}))
+                return
+            n, step = state.next(body)
+            step = step or None
+            if step and step.get("delay_ms"):
+                time.sleep(step["delay_ms"] / 1000.0)
+            if step and "raw" in step:
+                self.send(step.get("status", 200), step["raw"])
+                return
+            if step and "error" in step:
+                self.send(step.get("status", 500), json.dumps({"error": {"message": step["error"], "type": "fake"}}))
+                return
+            self.send(step.get("status", 200) if step else 200, json.dumps(completion(n, step)))
+
+    return Handler
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--log-dir")
+    a = ap.parse_args()
+    with open(a.scenario, encoding="utf-8") as f:
+        sc = json.load(f)
+    if not isinstance(sc, (list, dict)):
+        sys.exit("fake_model: the scenario must be a list of steps or an object")
+    if a.log_dir:
+        os.makedirs(a.log_dir, exist_ok=True)
+    srv = ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(State(sc, a.log_dir)))
+    srv.daemon_threads = True
+    print("PORT %d" % srv.server_address[1], flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

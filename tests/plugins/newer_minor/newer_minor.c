@@ -1,0 +1,32 @@
+/* Test fixture: built for a newer minor ABI (1.99) than the host's. */
+#include "llmbox/tool.h"
+
+static int inv(llmbox_ctx *c, const char *a, size_t n, llmbox_result *r)
+{
+    (void)c, (void)a, (void)n, (void)r;
+    return LLMBOX_OK;
+}
+
+static const llmbox_tool tools[] = {{
+    .size = sizeof(llmbox_tool),
+    .name = "newer_minor_tool",
+    .description = "fixture",
+    .parameters = "{\"type\":\"object\"}",
+    .invoke = inv,
+}};
+
+static const llmbox_plugin plugin = {
+    .size = sizeof(llmbox_plugin),
+    .abi_major = 1,
+    .abi_minor = 99,
+    .name = "newer_minor",
+    .version = "1.0",
+    .tools = tools,
+    .n_tools = 1,
+};
+
+LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h)
+{
+    (void)h;
+    return &plugin;
+}

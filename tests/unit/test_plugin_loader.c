@@ -1,0 +1,273 @@
+/* The plugin host: loading good and bad plugins, argument validation,
+ * result caps. Run from the repository root after `make unit` (it needs
+ * the built plugins and the fixtures under tests/plugins). */
+#include "testlib.h"
+
+#include "agent/plugin_host.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];           /* a temp "plugins" dir with every case */
+static lb_plugins *P;
+static cJSON *errors;
+
+static void link_in(const char *src)
+{
+    char abs[4096], dst[512];
+    const char *base = strrchr(src, '/') + 1;
+    if (!realpath(src, abs)) {
+        printf("FAIL setup: %s is missing (run `make unit` first)\n", src);
+        exit(1);
+    }
+    snprintf(dst, sizeof dst, "%s/%s", dir, base);
+    if (symlink(abs, dst) != 0) {
+        perror("symlink");
+        exit(1);
+    }
+}
+
+static void setup(void)
+{
+    char tmpl[] = "/tmp/lb-plugins-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    snprintf(dir, sizeof dir, "%s/plugins", tmpl);
+    mkdir(dir, 0755);
+    const char *files[] = {"plugins/bash.so", "plugins/file_editor.so", "plugins/finish.so",
+                           "tests/plugins/good.so", "tests/plugins/wrong_abi.so",
+                           "tests/plugins/newer_minor.so", "tests/plugins/missing_symbol.so",
+                           "tests/plugins/dup_name.so", "tests/plugins/bad_schema.so"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        link_in(files[i]);
+    /* a text file with a .so name (generated: .gitignore ignores *.so fixtures) */
+    char p[512];
+    snprintf(p, sizeof p, "%s/not_a_plugin.so", dir);
+    FILE *f = fopen(p, "w");
+    fputs("this is not a shared object\n", f);
+    fclose(f);
+    errors = cJSON_CreateArray();
+    lb_plugins_load(dir, &P, errors);
+}
+
+static const char *error_for(const char *file)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, errors)
+    {
+        if (strstr(e->valuestring, file) == e->valuestring + strlen("plugins/"))
+            return e->valuestring;
+    }
+    return NULL;
+}
+
+TEST(good_plugins_load)
+{
+    CHECK(lb_plugins_count(P) == 4);
+    CHECK(lb_plugins_find(P, "bash") != NULL);
+    CHECK(lb_plugins_find(P, "file_editor") != NULL);
+    CHECK(lb_plugins_find(P, "finish") != NULL);
+    const lb_tool_entry *e = lb_plugins_find(P, "echo_test");
+    CHECK(e != NULL);
+    if (e) {
+        CHECK_STR(e->file, "plugins/good.so");
+        CHECK(strstr(e->description, "Timeout 120 s") != NULL); /* placeholder expanded */
+    }
+    CHECK(lb_plugins_find(P, "nope") == NULL);
+}
+
+TEST(each_bad_plugin_one_line)
+{
+    CHECK(cJSON_GetArraySize(errors) == 6);
+    const char *l;
+    CHECK((l = error_for("wrong_abi.so: ")) && strstr(l, "ABI major 2"));
+    CHECK((l = error_for("newer_minor.so: ")) && strstr(l, "1.99") && strstr(l, "newer"));
+    CHECK((l = error_for("missing_symbol.so: ")) && strstr(l, "llmbox_tool_plugin_v1"));
+    CHECK((l = error_for("dup_name.so: ")) && strstr(l, "'bash'") && strstr(l, "plugins/bash.so"));
+    CHECK((l = error_for("bad_schema.so: ")) && strstr(l, "not a JSON object"));
+    CHECK((l = error_for("not_a_plugin.so: ")) && strstr(l, "cannot load"));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, errors)
+    {
+        CHECK(strchr(e->valuestring, '\n') == NULL);
+        CHECK(strncmp(e->valuestring, "plugins/", 8) == 0);
+    }
+}
+
+TEST(list_json_shape)
+{
+    cJSON *j = lb_plugins_list_json(P, errors);
+    cJSON *tools = cJSON_GetObjectItem(j, "tools");
+    CHECK(cJSON_GetArraySize(tools) == 4);
+    cJSON *t0 = cJSON_GetArrayItem(tools, 0);
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(t0, "name")));
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(t0, "description")));
+    CHECK(cJSON_IsObject(cJSON_GetObjectItem(t0, "parameters")));
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "errors")) == 6);
+    cJSON_Delete(j);
+    cJSON *oa = lb_plugins_openai_tools(P);
+    cJSON *f = cJSON_GetObjectItem(cJSON_GetArrayItem(oa, 0), "function");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(oa, 0), "type")->valuestring, "function");
+    CHECK(cJSON_IsObject(cJSON_GetObjectItem(f, "parameters")));
+    cJSON_Delete(oa);
+}
+
+TEST(missing_dir_loads_nothing)
+{
+    lb_plugins *p = NULL;
+    CHECK(lb_plugins_load("/nonexistent/plugins", &p, NULL) == LB_OK);
+    CHECK(lb_plugins_count(p) == 0);
+    lb_plugins_free(p);
+}
+
+static int validate(const char *tool, const char *args, char *err)
+{
+    const lb_tool_entry *e = lb_plugins_find(P, tool);
+    if (!e)
+        return -1;
+    return lb_tool_validate_args(e, args, strlen(args), NULL, err, 512);
+}
+
+TEST(argument_validation)
+{
+    char err[512];
+    CHECK(validate("file_editor", "{\"command\":\"view\"}", err) == LB_E_INVAL);
+    CHECK_STR(err, "Invalid arguments for file_editor: missing required parameter 'path'");
+    CHECK(validate("file_editor", "{\"command\":\"view\",\"path\":\"/x\"}", err) == LB_OK);
+    CHECK(validate("file_editor", "{\"command\":\"delete\",\"path\":\"/x\"}", err) == LB_E_INVAL);
+    CHECK(strstr(err, "must be one of view, create, str_replace, insert (got 'delete')") != NULL);
+    CHECK(validate("file_editor", "{\"command\":\"insert\",\"path\":\"/x\",\"insert_line\":1.5}", err) == LB_E_INVAL);
+    CHECK(strstr(err, "'insert_line' must be an integer, got a number") != NULL);
+    CHECK(validate("file_editor", "{\"command\":\"view\",\"path\":7}", err) == LB_E_INVAL);
+    CHECK(strstr(err, "'path' must be a string, got an integer") != NULL);
+    CHECK(validate("bash", "{command: ls}", err) == LB_E_INVAL);
+    CHECK(strstr(err, "Invalid arguments for bash: not valid JSON") == err);
+    CHECK(validate("bash", "[\"ls\"]", err) == LB_E_INVAL);
+    CHECK(strstr(err, "expected a JSON object, got an array") != NULL);
+    CHECK(validate("bash", "{}", err) == LB_E_INVAL);
+    CHECK(strstr(err, "missing required parameter 'command'") != NULL);
+    CHECK(validate("bash", "{\"command\":\"ls\"} trailing", err) == LB_E_INVAL);
+    /* finish takes no required argument: "" and whitespace count as {} */
+    CHECK(validate("finish", "", err) == LB_OK);
+    CHECK(validate("finish", "  \n", err) == LB_OK);
+    CHECK(validate("echo_test", "{\"text\":\"a\",\"flag\":\"yes\"}", err) == LB_E_INVAL);
+    CHECK(strstr(err, "'flag' must be a boolean, got a string") != NULL);
+    CHECK(validate("echo_test", "{\"text\":\"a\",\"ratio\":1.5,\"list\":[],\"obj\":{},\"flag\":true}", err) == LB_OK);
+    CHECK(validate("echo_test", "{\"text\":\"a\",\"obj\":[]}", err) == LB_E_INVAL);
+    CHECK(strstr(err, "'obj' must be an object, got an array") != NULL);
+}
+
+TEST(quoted_numbers_are_coerced)
+{
+    char err[512];
+    const lb_tool_entry *e = lb_plugins_find(P, "file_editor");
+    cJSON *parsed = NULL;
+    const char *a = "{\"command\":\"view\",\"path\":\"/x\",\"view_range\":\"[1, 5]\",\"insert_line\":\"3\"}";
+    CHECK(lb_tool_validate_args(e, a, strlen(a), &parsed, err, sizeof err) == LB_OK);
+    CHECK(cJSON_IsArray(cJSON_GetObjectItem(parsed, "view_range")));
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(parsed, "insert_line")));
+    cJSON_Delete(parsed);
+}
+
+TEST(run_unknown_tool_and_bad_args)
+{
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    lb_tool_outcome o;
+    CHECK(lb_tool_run(P, ctx, "rm_rf", "{}", 2, &o) == LB_OK);
+    CHECK_STR(o.status, "error");
+    CHECK(strstr(o.observation, "Unknown tool 'rm_rf'. The available tools are: bash, file_editor, finish, echo_test.") == o.observation);
+    lb_tool_outcome_free(&o);
+    CHECK(lb_tool_run(P, ctx, "file_editor", "{\"command\":\"view\"}", 18, &o) == LB_OK);
+    CHECK(strstr(o.observation, "Invalid arguments for file_editor: missing required parameter 'path'") == o.observation);
+    CHECK(strstr(o.observation, "[status: error]") != NULL);
+    lb_tool_outcome_free(&o);
+    lb_ctx_free(ctx);
+}
+
+TEST(run_echo_and_caps)
+{
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    lb_tool_outcome o;
+    CHECK(lb_tool_run(P, ctx, "echo_test", "{\"text\":\"hello\"}", 16, &o) == LB_OK);
+    CHECK_STR(o.observation, "hello");
+    CHECK_STR(o.status, "ok");
+    lb_tool_outcome_free(&o);
+    /* 1 MiB on stdout: head and tail kept, middle counted */
+    const char *a = "{\"text\":\"0123456789abcdef\",\"repeat\":65536,\"stream\":1}";
+    CHECK(lb_tool_run(P, ctx, "echo_test", a, strlen(a), &o) == LB_OK);
+    CHECK(o.out && strlen(o.out) < LB_RESULT_HEAD + LB_RESULT_TAIL + 100);
+    char marker[64];
+    snprintf(marker, sizeof marker, "[... %u bytes omitted ...]", (1u << 20) - LB_RESULT_HEAD - LB_RESULT_TAIL);
+    CHECK(o.out && strstr(o.out, marker) != NULL);
+    CHECK(strncmp(o.observation, "[stdout]\n0123", 13) == 0);
+    CHECK(strstr(o.observation, "[status: ok]") != NULL);
+    lb_tool_outcome_free(&o);
+    /* invalid UTF-8 and NUL-free output come out valid */
+    CHECK(lb_tool_run(P, ctx, "echo_test", "{\"text\":\"\\u00e9\"}", 17, &o) == LB_OK);
+    CHECK_STR(o.observation, "\xc3\xa9");
+    lb_tool_outcome_free(&o);
+    lb_ctx_free(ctx);
+}
+
+TEST(sandbox_tools_without_sandbox)
+{
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    lb_tool_outcome o;
+    CHECK(lb_tool_run(P, ctx, "bash", "{\"command\":\"ls\"}", 16, &o) == LB_OK);
+    CHECK_STR(o.status, "sandbox error");
+    lb_tool_outcome_free(&o);
+    CHECK(lb_tool_run(P, ctx, "bash", "{\"command\":\"  \"}", 16, &o) == LB_OK);
+    CHECK_STR(o.status, "error");
+    CHECK(strstr(o.observation, "empty") != NULL);
+    lb_tool_outcome_free(&o);
+    CHECK(lb_tool_run(P, ctx, "file_editor", "{\"command\":\"view\",\"path\":\"rel/x\"}", 33, &o) == LB_OK);
+    CHECK(strstr(o.observation, "not absolute") != NULL);
+    lb_tool_outcome_free(&o);
+    lb_ctx_free(ctx);
+}
+
+TEST(finish_sets_answer)
+{
+    volatile int cancel = 0;
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, &cancel, 0);
+    lb_tool_outcome o;
+    const char *ans = NULL;
+    CHECK(!lb_ctx_finished(ctx, NULL, NULL));
+    CHECK(lb_tool_run(P, ctx, "finish", "{\"answer\":\"42\"}", 15, &o) == LB_OK);
+    CHECK_STR(o.status, "ok");
+    CHECK(lb_ctx_finished(ctx, &ans, NULL));
+    CHECK_STR(ans, "42");
+    lb_tool_outcome_free(&o);
+    lb_ctx_free(ctx);
+}
+
+int main(void)
+{
+    lb_config_load(lb_cfg_mut());
+    setup();
+    RUN(good_plugins_load);
+    RUN(each_bad_plugin_one_line);
+    RUN(list_json_shape);
+    RUN(missing_dir_loads_nothing);
+    RUN(argument_validation);
+    RUN(quoted_numbers_are_coerced);
+    RUN(run_unknown_tool_and_bad_args);
+    RUN(run_echo_and_caps);
+    RUN(sandbox_tools_without_sandbox);
+    RUN(finish_sets_answer);
+    lb_plugins_free(P);
+    cJSON_Delete(errors);
+    char parent[256];
+    snprintf(parent, sizeof parent, "%s", dir);
+    *strrchr(parent, '/') = '\0';
+    lb_rmtree(parent);
+    return testlib_done();
+}

@@ -1,0 +1,579 @@
+/* Unit tests of the sandbox RPC: framing, request validation, the exec
+ * wrapper and sentinel scanner, output capture, and the client library
+ * against a scripted fake daemon. No root, no sandbox needed. */
+#include "testlib.h"
+
+#include "common/status.h"
+#include "llmbox/sandbox.h"
+#include "sandbox/rpc.h"
+#include "sandbox/sandboxd.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- framing ---------------------------------------------------------------- */
+
+TEST(frame_roundtrip_over_socketpair)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK(lbsd_frame_send(sv[0], "hello", 5, NULL) == LB_OK);
+    CHECK(lbsd_frame_send(sv[0], "", 0, NULL) == LB_OK);
+    char *d;
+    size_t n;
+    CHECK(lbsd_frame_recv(sv[1], 100, &d, &n, NULL) == LB_OK);
+    CHECK(n == 5 && d && !memcmp(d, "hello", 5) && d[5] == '\0');
+    free(d);
+    CHECK(lbsd_frame_recv(sv[1], 100, &d, &n, NULL) == LB_OK);
+    CHECK(n == 0 && d && d[0] == '\0');
+    free(d);
+    /* over the caller's cap: a protocol error, nothing allocated */
+    CHECK(lbsd_frame_send(sv[0], "0123456789", 10, NULL) == LB_OK);
+    CHECK(lbsd_frame_recv(sv[1], 4, &d, &n, NULL) == LB_E_PROTO);
+    CHECK(d == NULL);
+    close(sv[0]);
+    /* peer gone */
+    CHECK(lbsd_frame_recv(sv[1], 100, &d, &n, NULL) != LB_OK);
+    close(sv[1]);
+}
+
+TEST(frame_recv_honours_cancel_flag)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    volatile int cancel = 1;
+    char *d;
+    size_t n;
+    /* nothing to read and the flag is set: returns instead of blocking */
+    CHECK(lbsd_frame_recv(sv[1], 100, &d, &n, &cancel) == LB_E_CANCELLED);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+TEST(decoder_split_feeds)
+{
+    lbsd_decoder d;
+    lbsd_decoder_init(&d, 1024);
+    unsigned char wire[4 + 3 + 4 + 2];
+    lbsd_frame_header(wire, 3);
+    memcpy(wire + 4, "abc", 3);
+    lbsd_frame_header(wire + 7, 2);
+    memcpy(wire + 11, "xy", 2);
+    /* one byte at a time: two frames come out, in order */
+    int frames = 0;
+    for (size_t i = 0; i < sizeof wire; i++) {
+        char *f;
+        size_t fl, used;
+        int r = lbsd_decoder_feed(&d, (const char *)wire + i, 1, &used, &f, &fl);
+        CHECK(r >= 0 && used == 1);
+        if (r == 1) {
+            frames++;
+            if (frames == 1)
+                CHECK(fl == 3 && !memcmp(f, "abc", 3));
+            else
+                CHECK(fl == 2 && !memcmp(f, "xy", 2));
+            free(f);
+        }
+    }
+    CHECK(frames == 2);
+    lbsd_decoder_free(&d);
+}
+
+TEST(decoder_refuses_oversized_header)
+{
+    lbsd_decoder d;
+    lbsd_decoder_init(&d, 16);
+    unsigned char hdr[4];
+    lbsd_frame_header(hdr, 17);
+    char *f;
+    size_t fl, used;
+    CHECK(lbsd_decoder_feed(&d, (const char *)hdr, 4, &used, &f, &fl) == -LB_E_PROTO);
+    CHECK(f == NULL);
+    lbsd_decoder_free(&d);
+    /* the global cap applies whatever max the caller asked for */
+    lbsd_decoder_init(&d, (size_t)-1);
+    lbsd_frame_header(hdr, LLMBOX_RPC_MAX_FRAME + 1u);
+    CHECK(lbsd_decoder_feed(&d, (const char *)hdr, 4, &used, &f, &fl) == -LB_E_PROTO);
+    lbsd_decoder_free(&d);
+}
+
+TEST(decoder_zero_length_frame)
+{
+    lbsd_decoder d;
+    lbsd_decoder_init(&d, 16);
+    unsigned char hdr[4];
+    lbsd_frame_header(hdr, 0);
+    char *f;
+    size_t fl, used;
+    CHECK(lbsd_decoder_feed(&d, (const char *)hdr, 4, &used, &f, &fl) == 1);
+    CHECK(fl == 0 && f && f[0] == '\0');
+    free(f);
+    lbsd_decoder_free(&d);
+}
+
+/* ---- request validation -------------------------------------------------------- */
+
+static int parse(const char *js, lbsd_req *r, char *msg)
+{
+    return lbsd_req_parse(js, strlen(js), r, msg, 256);
+}
+
+#define ID "0123456789abcdef0123456789abcdef"
+
+TEST(req_valid_ops)
+{
+    lbsd_req r;
+    char msg[256];
+    CHECK(parse("{\"op\":\"ping\"}", &r, msg) == LB_OK && r.op == LBSD_OP_PING);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"create\",\"image\":\"default\",\"memory_mib\":256,\"pids\":64,"
+                "\"input_dir\":\"/tmp/in\"}", &r, msg) == LB_OK);
+    CHECK(r.op == LBSD_OP_CREATE && r.memory_mib == 256 && r.pids == 64);
+    CHECK_STR(r.image, "default");
+    CHECK_STR(r.input_dir, "/tmp/in");
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"ls -la\",\"timeout_ms\":5000}",
+                &r, msg) == LB_OK);
+    CHECK(r.op == LBSD_OP_EXEC && r.timeout_ms == 5000 && r.command_len == 6);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"write\",\"id\":\"" ID "\",\"path\":\"/a//b/./c\",\"data\":true,"
+                "\"excl\":true}", &r, msg) == LB_OK);
+    CHECK_STR(r.path, "a/b/c");
+    CHECK(r.excl && r.has_data && r.mode == 0644);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"list\",\"id\":\"" ID "\",\"path\":\"/\"}", &r, msg) == LB_OK);
+    CHECK_STR(r.path, "");
+    CHECK(r.max_depth == 1 && r.max_entries == 10000);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"/x\",\"max\":10}", &r, msg) == LB_OK);
+    CHECK(r.max == 10);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"destroy\",\"id\":\"" ID "\"}", &r, msg) == LB_OK);
+    lbsd_req_free(&r);
+}
+
+TEST(req_refuses_garbage)
+{
+    static const char *const bad[] = {
+        "",
+        "{",
+        "[]",
+        "\"ping\"",
+        "{\"op\":\"nope\"}",
+        "{\"op\":7}",
+        "{}",
+        "{\"op\":\"exec\",\"id\":\"" ID "\"}",                         /* no command */
+        "{\"op\":\"exec\",\"id\":\"XYZ\",\"command\":\"x\"}",          /* bad id */
+        "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":1}",
+        "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"timeout_ms\":-1}",
+        "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"timeout_ms\":1.5}",
+        "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"timeout_ms\":1e300}",
+        "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"relative\"}",
+        "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"/a/../etc\"}",
+        "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"/a\\u0001b\"}",
+        "{\"op\":\"read\",\"id\":\"" ID "\"}",
+        "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"/x\",\"max\":99999999999}",
+        "{\"op\":\"write\",\"id\":\"" ID "\",\"path\":\"/x\"}",           /* no data frame */
+        "{\"op\":\"write\",\"id\":\"" ID "\",\"path\":\"/\",\"data\":true}",
+        "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"/x\",\"data\":true}",
+        "{\"op\":\"create\",\"image\":\"../etc\"}",
+        "{\"op\":\"create\",\"image\":\"UPPER\"}",
+        "{\"op\":\"create\",\"memory_mib\":4}",
+        "{\"op\":\"create\",\"input_dir\":\"relative/dir\"}",
+        "{\"op\":\"list\",\"id\":\"" ID "\",\"path\":\"/\",\"max_depth\":0}",
+        "{\"op\":\"list\",\"id\":\"" ID "\",\"path\":\"/\",\"max_entries\":1e9}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lbsd_req r;
+        char msg[256] = "";
+        int rc = parse(bad[i], &r, msg);
+        if (rc != LB_E_INVAL || !msg[0])
+            printf("  (case %zu: %s -> %d)\n", i, bad[i], rc);
+        CHECK(rc == LB_E_INVAL && msg[0]);
+        lbsd_req_free(&r);
+    }
+    /* an embedded NUL in the frame */
+    lbsd_req r;
+    char msg[256];
+    CHECK(lbsd_req_parse("{\"op\":\"ping\"}\0x", 15, &r, msg, sizeof msg) == LB_E_INVAL);
+    lbsd_req_free(&r);
+}
+
+TEST(image_names)
+{
+    CHECK(lbsd_image_name_valid("default"));
+    CHECK(lbsd_image_name_valid("a_b-9"));
+    CHECK(!lbsd_image_name_valid(""));
+    CHECK(!lbsd_image_name_valid("Default"));
+    CHECK(!lbsd_image_name_valid("a/b"));
+    CHECK(!lbsd_image_name_valid(".."));
+    CHECK(!lbsd_image_name_valid("abcdefghijklmnopqrstuvwxyz0123456")); /* 33 */
+    CHECK(lbsd_image_name_valid("abcdefghijklmnopqrstuvwxyz012345"));   /* 32 */
+}
+
+TEST(error_codes_roundtrip)
+{
+    static const int st[] = {LB_E_INVAL, LB_E_NOTFOUND, LB_E_EXISTS, LB_E_TOOBIG,
+                             LB_E_SANDBOX, LB_E_UNAVAILABLE, LB_E_INTERNAL};
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+        CHECK(lbsd_code_status(lbsd_status_code(st[i])) == st[i]);
+    CHECK(lbsd_code_status("isdir") == LB_E_ISDIR);
+    CHECK(lbsd_code_status("whatever") == LB_E_PROTO);
+    CHECK(lbsd_state_parse(lbsd_state_name(LLMBOX_EXEC_OOM)) == LLMBOX_EXEC_OOM);
+    CHECK(lbsd_state_parse("exited") == LLMBOX_EXEC_EXITED);
+    CHECK(lbsd_state_parse("bogus") == -1);
+}
+
+/* ---- exec wrapper, scanner, capture -------------------------------------------- */
+
+TEST(wrapper_escapes_everything_dangerous)
+{
+    const char *cmd = "echo 'a' \"$b\" `c` \\ ; \n x";
+    size_t n;
+    char *w = lbsd_exec_wrapper(cmd, strlen(cmd), "__LBSD_S__", &n);
+    CHECK(w != NULL);
+    /* exactly one newline (the end), no raw quote or backslash from cmd
+     * inside the $'...' literal */
+    CHECK(w && strchr(w, '\n') == w + n - 1);
+    const char *lit = w ? strstr(w, "__lbsd_c=$'") : NULL;
+    CHECK(lit == w);
+    if (lit) {
+        lit += strlen("__lbsd_c=$'");
+        const char *end = strstr(lit, "'; trap ");
+        CHECK(end != NULL);
+        for (const char *p = lit; end && p < end; p++) {
+            CHECK(*p != '\'' && *p != '"' && *p != '`' && *p != '$' && *p != ';');
+            if (*p == '\\')
+                CHECK(p[1] == 'x');
+        }
+    }
+    CHECK(w && strstr(w, "'__LBSD_S__' \"$__lbsd_rc\"") != NULL);
+    free(w);
+}
+
+static void feed_all(lbsd_scan *s, lbsd_capture *cap, const char *sent, int code, const char *in,
+                     size_t step)
+{
+    size_t n = strlen(in);
+    for (size_t i = 0; i < n; i += step)
+        lbsd_scan_feed(s, cap, sent, strlen(sent), code, in + i, n - i < step ? n - i : step);
+}
+
+static char *cap_text(lbsd_capture *c)
+{
+    int t = 0;
+    return lbsd_capture_text(c, &t);
+}
+
+TEST(scanner_finds_split_sentinel)
+{
+    const char *S = "__LBSD_abcdef__";
+    const char *stream = "hello\nworld\n__LBSD_abcdef__42\n";
+    for (size_t step = 1; step <= 8; step++) {
+        lbsd_scan s;
+        memset(&s, 0, sizeof s);
+        lbsd_capture cap;
+        lbsd_capture_init(&cap);
+        feed_all(&s, &cap, S, 1, stream, step);
+        lbsd_scan_flush(&s, &cap);
+        CHECK(s.found && s.code == 42);
+        char *t = cap_text(&cap);
+        CHECK_STR(t, "hello\nworld");
+        free(t);
+        lbsd_capture_free(&cap);
+    }
+}
+
+TEST(scanner_ignores_other_sentinels)
+{
+    const char *S = "__LBSD_real__";
+    const char *stream = "\n__LBSD_fake__0\n\n__LBSD_real__x\n__LBSD_real__\nafter\n";
+    lbsd_scan s;
+    memset(&s, 0, sizeof s);
+    lbsd_capture cap;
+    lbsd_capture_init(&cap);
+    feed_all(&s, &cap, S, 1, stream, 3);
+    CHECK(!s.found);
+    lbsd_scan_feed(&s, &cap, S, strlen(S), 1, "\n__LBSD_real__-1\n", 17);
+    CHECK(s.found && s.code == -1);
+    lbsd_scan_flush(&s, &cap);
+    char *t = cap_text(&cap);
+    CHECK_STR(t, "\n__LBSD_fake__0\n\n__LBSD_real__x\n__LBSD_real__\nafter\n");
+    free(t);
+    lbsd_capture_free(&cap);
+}
+
+TEST(scanner_stderr_without_code)
+{
+    const char *S = "__LBSD_e__";
+    lbsd_scan s;
+    memset(&s, 0, sizeof s);
+    lbsd_capture cap;
+    lbsd_capture_init(&cap);
+    feed_all(&s, &cap, S, 0, "oops\n\n__LBSD_e__\n", 2);
+    CHECK(s.found);
+    lbsd_scan_flush(&s, &cap);
+    char *t = cap_text(&cap);
+    CHECK_STR(t, "oops\n");
+    free(t);
+    lbsd_capture_free(&cap);
+}
+
+TEST(capture_keeps_head_and_tail)
+{
+    lbsd_capture cap;
+    lbsd_capture_init(&cap);
+    char *chunk = malloc(100000);
+    CHECK(chunk != NULL);
+    if (!chunk)
+        return;
+    memset(chunk, 'a', 100000);
+    for (int i = 0; i < 30; i++) /* 3 MB of 'a' */
+        lbsd_capture_add(&cap, chunk, 100000);
+    lbsd_capture_add(&cap, "END", 3);
+    int trunc = 0;
+    char *t = lbsd_capture_text(&cap, &trunc);
+    CHECK(trunc == 1);
+    CHECK(t && strlen(t) < LBSD_OUT_HEAD + LBSD_OUT_TAIL + 100);
+    CHECK(t && strstr(t, "bytes omitted") != NULL);
+    CHECK(t && strlen(t) > 3 && !strcmp(t + strlen(t) - 3, "END"));
+    free(t);
+    free(chunk);
+    lbsd_capture_free(&cap);
+}
+
+TEST(capture_sanitizes_utf8)
+{
+    lbsd_capture cap;
+    lbsd_capture_init(&cap);
+    lbsd_capture_add(&cap, "ok \xc3\xa9 \xff\x00z \xed\xa0\x80", 13);
+    int trunc = 0;
+    char *t = lbsd_capture_text(&cap, &trunc);
+    CHECK(trunc == 0);
+    CHECK_STR(t, "ok \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbdz \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    free(t);
+    lbsd_capture_free(&cap);
+}
+
+/* ---- the client against a scripted daemon ------------------------------------------ */
+
+/* The fake daemon answers each request with the next canned response
+ * (and an optional data frame), then exits. */
+static pid_t fake_daemon(const char *path, const char *const *responses, size_t n)
+{
+    unlink(path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 1) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(lfd);
+        return pid;
+    }
+    int fd = accept(lfd, NULL, NULL);
+    for (size_t i = 0; i < n; i++) {
+        char *req;
+        size_t len;
+        if (lbsd_frame_recv(fd, 1 << 20, &req, &len, NULL) != LB_OK)
+            _exit(1);
+        if (strstr(req, "\"data\":true")) {
+            char *d;
+            size_t dl;
+            if (lbsd_frame_recv(fd, 1 << 20, &d, &dl, NULL) != LB_OK)
+                _exit(1);
+            free(d);
+        }
+        free(req);
+        const char *r = responses[i];
+        const char *bar = strchr(r, '|'); /* "json|data" */
+        size_t jl = bar ? (size_t)(bar - r) : strlen(r);
+        lbsd_frame_send(fd, r, jl, NULL);
+        if (bar)
+            lbsd_frame_send(fd, bar + 1, strlen(bar + 1), NULL);
+    }
+    /* hold the connection open until the client is done */
+    char b;
+    while (read(fd, &b, 1) > 0)
+        ;
+    _exit(0);
+}
+
+TEST(client_against_fake_daemon)
+{
+    char path[108];
+    snprintf(path, sizeof path, "/tmp/llmbox-unit-%d.sock", (int)getpid());
+    static const char *const resp[] = {
+        "{\"ok\":true,\"id\":\"" ID "\"}",
+        "{\"ok\":true,\"state\":\"timeout\",\"exit_code\":137,\"stdout\":\"out\",\"stderr\":\"e\","
+        "\"truncated\":true,\"duration_ms\":1001}",
+        "{\"ok\":true,\"size\":3,\"data\":true}|abc",
+        "{\"ok\":false,\"error\":\"notfound\",\"message\":\"no such file: /x\"}",
+        "{\"ok\":true,\"entries\":[{\"path\":\"a\",\"type\":\"file\",\"size\":5},"
+        "{\"path\":\"l\",\"type\":\"other\",\"size\":0},{\"path\":\"d\",\"type\":\"dir\"}]}",
+        "{\"ok\":true,\"type\":\"dir\",\"size\":0}",
+        "{\"ok\":true}",
+        "{\"ok\":true,\"version\":\"x\",\"sandboxes\":1,\"cgroup\":\"v1\"}",
+        "{\"ok\":true,\"size\":9,\"data\":true}|too-long!",
+    };
+    pid_t pid = fake_daemon(path, resp, sizeof resp / sizeof resp[0]);
+    CHECK(pid > 0);
+    if (pid <= 0)
+        return;
+    lbsb_conn *c = NULL;
+    char err[256];
+    CHECK(lbsb_connect(path, NULL, &c, err, sizeof err) == LB_OK);
+    char id[33];
+    lbsb_spec spec = {.image = "default", .memory_mib = 256};
+    CHECK(lbsb_create(c, &spec, id, sizeof id, err, sizeof err) == LB_OK);
+    CHECK_STR(id, ID);
+    lbsb_exec_out o;
+    CHECK(lbsb_exec(c, id, "sleep 9", 1000, &o, err, sizeof err) == LB_OK);
+    CHECK(o.state == LLMBOX_EXEC_TIMEOUT && o.exit_code == 137 && o.truncated &&
+          o.duration_ms == 1001 && o.out_len == 3 && o.err_len == 1);
+    CHECK_STR(o.out, "out");
+    lbsb_exec_out_free(&o);
+    char *data;
+    size_t len;
+    CHECK(lbsb_read(c, id, "/f", 100, &data, &len, err, sizeof err) == LB_OK);
+    CHECK(len == 3 && data && !memcmp(data, "abc", 3));
+    free(data);
+    CHECK(lbsb_read(c, id, "/x", 100, &data, &len, err, sizeof err) == LB_E_NOTFOUND);
+    CHECK_STR(err, "no such file: /x");
+    lbsb_entry *e;
+    size_t n;
+    CHECK(lbsb_list(c, id, "/", 2, 100, &e, &n, err, sizeof err) == LB_OK);
+    CHECK(n == 3 && e[0].type == 1 && e[0].size == 5 && e[1].type == 3 && e[2].type == 2);
+    CHECK_STR(e[1].path, "l");
+    lbsb_entries_free(e, n);
+    int type;
+    uint64_t size;
+    CHECK(lbsb_stat(c, id, "/d", &type, &size, err, sizeof err) == LB_OK && type == 2);
+    CHECK(lbsb_write(c, id, "/w", "xyz", 3, 1, err, sizeof err) == LB_OK);
+    char *info;
+    CHECK(lbsb_ping(c, &info, err, sizeof err) == LB_OK);
+    CHECK(info && strstr(info, "\"cgroup\":\"v1\""));
+    free(info);
+    /* a data frame over the caller's max is refused, the connection broken */
+    CHECK(lbsb_read(c, id, "/f", 4, &data, &len, err, sizeof err) == LB_E_PROTO);
+    CHECK(lbsb_destroy(c, id, err, sizeof err) == LB_E_UNAVAILABLE);
+    /* argument checks never reach the wire */
+    CHECK(lbsb_exec(c, "bad", "x", 0, &o, err, sizeof err) == LB_E_INVAL);
+    CHECK(lbsb_read(c, id, "relative", 4, &data, &len, err, sizeof err) == LB_E_INVAL);
+    lbsb_close(c);
+    int st;
+    waitpid(pid, &st, 0);
+    unlink(path);
+}
+
+static volatile int g_cancel;
+static void on_alarm(int sig)
+{
+    (void)sig;
+    g_cancel = 1;
+}
+
+/* A cancelled exec sends "interrupt" and the connection stays usable: the
+ * two answers it is owed are dropped before the next call's. */
+TEST(client_cancel_interrupts_and_recovers)
+{
+    char path[108];
+    snprintf(path, sizeof path, "/tmp/llmbox-unit-c-%d.sock", (int)getpid());
+    unlink(path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(lfd, 1) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = accept(lfd, NULL, NULL);
+        char *req;
+        size_t len;
+        /* exec: no answer until the interrupt arrives */
+        if (lbsd_frame_recv(fd, 1 << 20, &req, &len, NULL) || !strstr(req, "\"exec\""))
+            _exit(1);
+        free(req);
+        if (lbsd_frame_recv(fd, 1 << 20, &req, &len, NULL) || !strstr(req, "\"interrupt\"") ||
+            !strstr(req, ID))
+            _exit(2);
+        free(req);
+        const char *ex = "{\"ok\":true,\"state\":\"interrupted\",\"exit_code\":137}";
+        const char *ok = "{\"ok\":true}";
+        const char *ping = "{\"ok\":true,\"version\":\"after-cancel\"}";
+        lbsd_frame_send(fd, ex, strlen(ex), NULL);
+        lbsd_frame_send(fd, ok, strlen(ok), NULL);
+        if (lbsd_frame_recv(fd, 1 << 20, &req, &len, NULL) || !strstr(req, "\"ping\""))
+            _exit(3);
+        free(req);
+        lbsd_frame_send(fd, ping, strlen(ping), NULL);
+        char b;
+        while (read(fd, &b, 1) > 0)
+            ;
+        _exit(0);
+    }
+    close(lfd);
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_alarm;
+    sigaction(SIGALRM, &act, NULL);
+    lbsb_conn *c = NULL;
+    char err[256];
+    g_cancel = 0;
+    CHECK(lbsb_connect(path, &g_cancel, &c, err, sizeof err) == LB_OK);
+    if (!c)
+        return;
+    alarm(1);
+    lbsb_exec_out o;
+    CHECK(lbsb_exec(c, ID, "sleep 100", 0, &o, err, sizeof err) == LB_E_CANCELLED);
+    lbsb_exec_out_free(&o);
+    /* still set: calls fail fast, without touching the stream */
+    char *info = NULL;
+    CHECK(lbsb_ping(c, &info, err, sizeof err) == LB_E_CANCELLED);
+    g_cancel = 0;
+    CHECK(lbsb_ping(c, &info, err, sizeof err) == LB_OK);
+    CHECK(info && strstr(info, "after-cancel"));
+    free(info);
+    lbsb_close(c);
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    unlink(path);
+}
+
+TEST(client_reports_missing_daemon)
+{
+    lbsb_conn *c = NULL;
+    char err[256] = "";
+    CHECK(lbsb_connect("/nonexistent/llmbox.sock", NULL, &c, err, sizeof err) == LB_E_UNAVAILABLE);
+    CHECK(c == NULL && strstr(err, "sandboxd") != NULL);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    RUN(frame_roundtrip_over_socketpair);
+    RUN(frame_recv_honours_cancel_flag);
+    RUN(decoder_split_feeds);
+    RUN(decoder_refuses_oversized_header);
+    RUN(decoder_zero_length_frame);
+    RUN(req_valid_ops);
+    RUN(req_refuses_garbage);
+    RUN(image_names);
+    RUN(error_codes_roundtrip);
+    RUN(wrapper_escapes_everything_dangerous);
+    RUN(scanner_finds_split_sentinel);
+    RUN(scanner_ignores_other_sentinels);
+    RUN(scanner_stderr_without_code);
+    RUN(capture_keeps_head_and_tail);
+    RUN(capture_sanitizes_utf8);
+    RUN(client_against_fake_daemon);
+    RUN(client_cancel_interrupts_and_recovers);
+    RUN(client_reports_missing_daemon);
+    return testlib_done();
+}

@@ -1,0 +1,372 @@
+/* Parsing chat completion responses and the model client's failure paths. */
+#include "testlib.h"
+
+#include "agent/agent.h"
+#include "agent/text.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <stdlib.h>
+
+static int parse(const char *body, lb_model_reply *r, char *err)
+{
+    return lb_parse_chat_response(body, strlen(body), r, err, 512);
+}
+
+TEST(content_and_tool_calls)
+{
+    lb_model_reply r;
+    char err[512];
+    const char *b =
+        "{\"choices\":[{\"index\":0,\"finish_reason\":\"tool_calls\",\"message\":{\"role\":\"assistant\","
+        "\"content\":\"Let me look.\",\"tool_calls\":["
+        "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}},"
+        "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"finish\",\"arguments\":\"{}\"}}]}}],"
+        "\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":7}}";
+    CHECK(parse(b, &r, err) == LB_OK);
+    CHECK_STR(r.content, "Let me look.");
+    CHECK(r.reasoning == NULL);
+    CHECK(r.n_calls == 2);
+    if (r.n_calls == 2) {
+        CHECK_STR(r.calls[0].id, "c1");
+        CHECK_STR(r.calls[0].name, "bash");
+        CHECK_STR(r.calls[0].arguments, "{\"command\":\"ls\"}");
+        CHECK_STR(r.calls[1].name, "finish");
+    }
+    CHECK(r.prompt_tokens == 120 && r.completion_tokens == 7);
+    CHECK_STR(r.finish_reason, "tool_calls");
+    lb_model_reply_free(&r);
+}
+
+TEST(arguments_invalid_json_kept_verbatim)
+{
+    lb_model_reply r;
+    char err[512];
+    const char *b = "{\"choices\":[{\"message\":{\"content\":null,\"tool_calls\":["
+                    "{\"id\":\"x\",\"function\":{\"name\":\"bash\",\"arguments\":\"{command: ls\"}}]}}]}";
+    CHECK(parse(b, &r, err) == LB_OK);
+    CHECK(r.content == NULL);
+    CHECK(r.n_calls == 1);
+    if (r.n_calls == 1)
+        CHECK_STR(r.calls[0].arguments, "{command: ls");
+    CHECK(r.prompt_tokens == -1); /* no usage sent */
+    lb_model_reply_free(&r);
+}
+
+TEST(arguments_as_object_or_missing)
+{
+    lb_model_reply r;
+    char err[512];
+    const char *b = "{\"choices\":[{\"message\":{\"tool_calls\":["
+                    "{\"function\":{\"name\":\"bash\",\"arguments\":{\"command\":\"pwd\"}}},"
+                    "{\"function\":{\"name\":\"finish\"}},"
+                    "{\"function\":{\"arguments\":\"{}\"}},"
+                    "\"not a call\","
+                    "{\"function\":{\"name\":42,\"arguments\":[1,2]}}]}}]}";
+    CHECK(parse(b, &r, err) == LB_OK);
+    CHECK(r.n_calls == 4);
+    if (r.n_calls == 4) {
+        CHECK(r.calls[0].id == NULL); /* the loop makes one */
+        CHECK_STR(r.calls[0].arguments, "{\"command\":\"pwd\"}");
+        CHECK_STR(r.calls[1].arguments, "{}");
+        CHECK_STR(r.calls[2].name, "");
+        CHECK_STR(r.calls[3].name, "");
+        CHECK_STR(r.calls[3].arguments, "[1,2]");
+    }
+    lb_model_reply_free(&r);
+}
+
+TEST(reasoning_fields)
+{
+    lb_model_reply r;
+    char err[512];
+    CHECK(parse("{\"choices\":[{\"message\":{\"content\":\"a\",\"reasoning_content\":\"think\"}}]}", &r, err) == LB_OK);
+    CHECK_STR(r.reasoning, "think");
+    CHECK(r.n_calls == 0);
+    lb_model_reply_free(&r);
+    CHECK(parse("{\"choices\":[{\"message\":{\"content\":\"a\",\"reasoning\":\"hmm\"}}]}", &r, err) == LB_OK);
+    CHECK_STR(r.reasoning, "hmm");
+    lb_model_reply_free(&r);
+    /* content as an array of parts */
+    CHECK(parse("{\"choices\":[{\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"ab\"},"
+                "{\"type\":\"text\",\"text\":\"cd\"}]}}]}", &r, err) == LB_OK);
+    CHECK_STR(r.content, "abcd");
+    lb_model_reply_free(&r);
+}
+
+TEST(missing_fields_and_errors)
+{
+    lb_model_reply r;
+    char err[512];
+    CHECK(parse("{}", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "choices[0].message") != NULL);
+    CHECK(parse("{\"choices\":[]}", &r, err) == LB_E_PROTO);
+    CHECK(parse("{\"choices\":[{\"message\":\"x\"}]}", &r, err) == LB_E_PROTO);
+    CHECK(parse("[1,2]", &r, err) == LB_E_PROTO);
+    CHECK(parse("", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "empty") != NULL);
+    CHECK(parse("{\"error\":{\"message\":\"model overloaded\"}}", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "model overloaded") != NULL);
+    CHECK(parse("{\"detail\":\"Not Found\"}", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "Not Found") != NULL);
+}
+
+TEST(garbage_and_huge_bodies)
+{
+    lb_model_reply r;
+    char err[512];
+    CHECK(parse("<html>502 Bad Gateway</html>", &r, err) == LB_E_PROTO);
+    CHECK(parse("{\"choices\":[{\"message\":{\"content\":\"unterminated", &r, err) == LB_E_PROTO);
+    /* a 5 MiB content string is kept, capped at 4 MiB */
+    size_t n = 5u << 20;
+    char *big = malloc(n + 100);
+    strcpy(big, "{\"choices\":[{\"message\":{\"content\":\"");
+    size_t o = strlen(big);
+    memset(big + o, 'a', n);
+    strcpy(big + o + n, "\"}}]}");
+    CHECK(lb_parse_chat_response(big, strlen(big), &r, err, sizeof err) == LB_OK);
+    CHECK(r.content && strlen(r.content) == (4u << 20));
+    lb_model_reply_free(&r);
+    free(big);
+    /* many tool calls: capped */
+    char *many = malloc(200 * 80 + 100);
+    strcpy(many, "{\"choices\":[{\"message\":{\"tool_calls\":[");
+    for (int i = 0; i < 200; i++)
+        strcat(many, i ? ",{\"function\":{\"name\":\"bash\"}}" : "{\"function\":{\"name\":\"bash\"}}");
+    strcat(many, "]}}]}");
+    CHECK(parse(many, &r, err) == LB_OK);
+    CHECK(r.n_calls == LB_MODEL_MAX_CALLS);
+    lb_model_reply_free(&r);
+    free(many);
+}
+
+TEST(invalid_utf8_is_sanitized)
+{
+    lb_model_reply r;
+    char err[512];
+    CHECK(parse("{\"choices\":[{\"message\":{\"content\":\"a\xff\xfe b\\u0000c\"}}]}", &r, err) == LB_OK);
+    CHECK(r.content && lb_utf8_valid(r.content, strlen(r.content)));
+    CHECK(r.content && strstr(r.content, "a\xEF\xBF\xBD") == r.content);
+    lb_model_reply_free(&r);
+}
+
+TEST(error_text_from_bodies)
+{
+    char out[400];
+    lb_model_error_text("{\"error\":{\"message\":\"bad key\"}}", 31, out, sizeof out);
+    CHECK_STR(out, "bad key");
+    lb_model_error_text("{\"error\":\"plain\"}", 17, out, sizeof out);
+    CHECK_STR(out, "plain");
+    lb_model_error_text("line1\nline2", 11, out, sizeof out);
+    CHECK_STR(out, "line1 line2");
+    char big[1000];
+    memset(big, 'x', sizeof big);
+    lb_model_error_text(big, sizeof big, out, sizeof out);
+    CHECK(strlen(out) <= 303);
+}
+
+TEST(request_body_shape)
+{
+    lb_model m;
+    char err[256];
+    setenv("LLMBOX_LLM_URL", "http://user:secret@127.0.0.1:9/v1/", 1);
+    setenv("LLMBOX_LLM_EXTRA_BODY", "{\"temperature\":0.7,\"messages\":\"ignored\"}", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, "qwen", NULL, err, sizeof err) == LB_OK);
+    CHECK_STR(m.url, "http://user:secret@127.0.0.1:9/v1/chat/completions");
+    CHECK_STR(m.shown_url, "http://127.0.0.1:9/v1/chat/completions");
+    cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
+    cJSON *tools = cJSON_Parse("[{\"type\":\"function\",\"function\":{\"name\":\"bash\"}}]");
+    char *body = lb_model_request_body(&m, msgs, tools);
+    cJSON *b = cJSON_Parse(body);
+    CHECK_STR(cJSON_GetObjectItem(b, "model")->valuestring, "qwen");
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(b, "messages")) == 1);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(b, "tools")) == 1);
+    CHECK(cJSON_GetObjectItem(b, "temperature")->valuedouble == 0.7);
+    cJSON_Delete(b);
+    free(body);
+    /* msgs and tools were referenced, not consumed */
+    CHECK(cJSON_GetArraySize(msgs) == 1);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    lb_model_free(&m);
+    unsetenv("LLMBOX_LLM_EXTRA_BODY");
+    unsetenv("LLMBOX_LLM_URL");
+}
+
+TEST(unreachable_endpoint_fails_fast)
+{
+    lb_model m;
+    char err[512];
+    /* port 9 (discard) on loopback: nothing listens, connect is refused */
+    setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1", 1);
+    setenv("LLMBOX_LLM_KEY", "sk-never-shown", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
+    lb_model_reply r;
+    int64_t t0 = lb_mono_ms();
+    int rc = lb_model_chat(&m, msgs, NULL, &r, err, sizeof err);
+    int64_t dt = lb_mono_ms() - t0;
+    CHECK(rc == LB_E_UNAVAILABLE);
+    CHECK(strstr(err, "The model endpoint http://127.0.0.1:9/v1/chat/completions is not reachable") == err);
+    CHECK(strstr(err, "connect") != NULL);
+    CHECK(strstr(err, "sk-never") == NULL);
+    CHECK(dt < 3000);
+    cJSON_Delete(msgs);
+    lb_model_free(&m);
+    unsetenv("LLMBOX_LLM_URL");
+    unsetenv("LLMBOX_LLM_KEY");
+}
+
+TEST(cancel_flag_stops_retries)
+{
+    lb_model m;
+    char err[512];
+    volatile int cancel = 1;
+    setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, NULL, &cancel, err, sizeof err) == LB_OK);
+    cJSON *msgs = cJSON_Parse("[]");
+    lb_model_reply r;
+    CHECK(lb_model_chat(&m, msgs, NULL, &r, err, sizeof err) == LB_E_CANCELLED);
+    cJSON_Delete(msgs);
+    lb_model_free(&m);
+    unsetenv("LLMBOX_LLM_URL");
+}
+
+TEST(bad_url_refused)
+{
+    lb_model m;
+    char err[512];
+    setenv("LLMBOX_LLM_URL", "ftp://example/v1", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
+    CHECK(strstr(err, "ftp://example/v1") != NULL);
+    unsetenv("LLMBOX_LLM_URL");
+}
+
+static int parse_content(const char *content, lb_model_reply *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "content", content);
+    cJSON *choice = cJSON_CreateObject();
+    cJSON_AddItemToObject(choice, "message", msg);
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+    cJSON_AddItemToArray(choices, choice);
+    char *body = cJSON_PrintUnformatted(root);
+    char err[512];
+    int rc = lb_parse_chat_response(body, strlen(body), r, err, sizeof err);
+    free(body);
+    cJSON_Delete(root);
+    return rc;
+}
+
+TEST(text_mode_hermes_json)
+{
+    lb_model_reply r;
+    CHECK(parse_content("Let me check.\n<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls -la\"}}\n</tool_call>", &r) == LB_OK);
+    CHECK(r.n_calls == 1);
+    if (r.n_calls == 1) {
+        CHECK_STR(r.calls[0].name, "bash");
+        CHECK_STR(r.calls[0].arguments, "{\"command\":\"ls -la\"}");
+    }
+    CHECK_STR(r.content, "Let me check.");
+    lb_model_reply_free(&r);
+    /* code fence, arguments at the top level, no closing tag, trailing prose lost in the call */
+    CHECK(parse_content("<tool_call>```json\n{\"name\":\"finish\",\"answer\":\"7\"}\n```</tool_call> done", &r) == LB_OK);
+    CHECK(r.n_calls == 1);
+    if (r.n_calls == 1) {
+        CHECK_STR(r.calls[0].name, "finish");
+        CHECK_STR(r.calls[0].arguments, "{\"answer\":\"7\"}");
+    }
+    CHECK_STR(r.content, "done");
+    lb_model_reply_free(&r);
+}
+
+TEST(text_mode_xml_functions)
+{
+    lb_model_reply r;
+    const char *c = "I will edit.\n<function=file_editor>\n<parameter=command>\ninsert\n</parameter>\n"
+                    "<parameter=path>\n/testbed/a.py\n</parameter>\n<parameter=insert_line>\n3\n</parameter>\n"
+                    "<parameter=new_str>\n  x = \"<b>\"\n\n</parameter>\n</function>\n"
+                    "<tool_call>\n<function=bash>\n<parameter=command>\nls\n</function>\n</tool_call>";
+    CHECK(parse_content(c, &r) == LB_OK);
+    CHECK(r.n_calls == 2);
+    if (r.n_calls == 2) {
+        CHECK_STR(r.calls[0].name, "file_editor");
+        cJSON *a = cJSON_Parse(r.calls[0].arguments);
+        CHECK_STR(cJSON_GetObjectItem(a, "command")->valuestring, "insert");
+        CHECK_STR(cJSON_GetObjectItem(a, "insert_line")->valuestring, "3");
+        CHECK_STR(cJSON_GetObjectItem(a, "new_str")->valuestring, "  x = \"<b>\"\n");
+        cJSON_Delete(a);
+        CHECK_STR(r.calls[1].name, "bash");
+        CHECK_STR(r.calls[1].arguments, "{\"command\":\"ls\"}");
+    }
+    CHECK_STR(r.content, "I will edit.");
+    lb_model_reply_free(&r);
+}
+
+TEST(text_mode_leaves_prose_alone)
+{
+    lb_model_reply r;
+    CHECK(parse_content("Use <tool_call> tags like <function=x to call tools.", &r) == LB_OK);
+    CHECK(r.n_calls == 0);
+    CHECK_STR(r.content, "Use <tool_call> tags like <function=x to call tools.");
+    lb_model_reply_free(&r);
+    CHECK(parse_content("<tool_call>{not json}</tool_call>", &r) == LB_OK);
+    CHECK(r.n_calls == 0);
+    lb_model_reply_free(&r);
+}
+
+TEST(htbuf_keeps_head_and_tail)
+{
+    lb_htbuf b;
+    lb_htbuf_init(&b, 10, 10);
+    for (int i = 0; i < 100; i++)
+        lb_htbuf_append(&b, "0123456789", 10);
+    CHECK(lb_htbuf_omitted(&b) == 980);
+    char *s = lb_htbuf_render(&b, NULL);
+    CHECK_STR(s, "0123456789\n[... 980 bytes omitted ...]\n0123456789");
+    free(s);
+    lb_htbuf_free(&b);
+    lb_htbuf_init(&b, 4, 4);
+    lb_htbuf_append(&b, "abc", 3);
+    s = lb_htbuf_render(&b, NULL);
+    CHECK_STR(s, "abc");
+    free(s);
+    lb_htbuf_free(&b);
+}
+
+TEST(prompt_render_one_pass)
+{
+    lb_prompt_var v[] = {{"problem_statement", "use {working_dir} literally"}, {"working_dir", "/testbed"}};
+    char *s = lb_prompt_render("Task: {problem_statement} in {working_dir}; code {x} {", v, 2);
+    CHECK_STR(s, "Task: use {working_dir} literally in /testbed; code {x} {");
+    free(s);
+}
+
+int main(void)
+{
+    lb_config_load(lb_cfg_mut());
+    RUN(content_and_tool_calls);
+    RUN(arguments_invalid_json_kept_verbatim);
+    RUN(arguments_as_object_or_missing);
+    RUN(reasoning_fields);
+    RUN(missing_fields_and_errors);
+    RUN(garbage_and_huge_bodies);
+    RUN(invalid_utf8_is_sanitized);
+    RUN(error_text_from_bodies);
+    RUN(request_body_shape);
+    RUN(unreachable_endpoint_fails_fast);
+    RUN(cancel_flag_stops_retries);
+    RUN(bad_url_refused);
+    RUN(text_mode_hermes_json);
+    RUN(text_mode_xml_functions);
+    RUN(text_mode_leaves_prose_alone);
+    RUN(htbuf_keeps_head_and_tail);
+    RUN(prompt_render_one_pass);
+    return testlib_done();
+}

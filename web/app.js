@@ -1,0 +1,74 @@
+// llmbox front-end entry point: wires the header health check, the new-task
+// form, the task view (#task=<id>) and the history list together.
+
+import { $, show } from './js/dom.js';
+import { validTaskId } from './js/api.js';
+import { Health } from './js/health.js';
+import { History } from './js/history.js';
+import { TaskForm } from './js/form.js';
+import { TaskView } from './js/task.js';
+
+const newTaskView = $('#new-task-view');
+const taskViewEl = $('#task-view');
+
+const health = new Health();
+const history = new History();
+const taskView = new TaskView(taskViewEl, {
+  onFinished: () => history.load(),
+  onStatus: (id, status) => history.updateStatus(id, status),
+});
+const form = new TaskForm({
+  onCreated: (id) => {
+    location.hash = `#task=${encodeURIComponent(id)}`;
+    history.load();
+  },
+});
+
+function currentTaskId() {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const id = params.get('task');
+  return id && validTaskId(id) ? id : '';
+}
+
+let lastRoute = null;
+
+function route() {
+  const id = currentTaskId();
+  if (id === lastRoute) return;
+  const first = lastRoute === null;
+  lastRoute = id;
+  history.setCurrent(id);
+  if (id) {
+    show(newTaskView, false);
+    show(taskViewEl, true);
+    taskView.open(id);
+    document.title = 'Task — llmbox';
+    if (!first) {
+      window.scrollTo(0, 0);
+      $('#task-title')?.focus({ preventScroll: true });
+    }
+  } else {
+    taskView.close();
+    show(taskViewEl, false);
+    show(newTaskView, true);
+    document.title = 'llmbox';
+    if (!first) window.scrollTo(0, 0);
+    // On first load, focus the prompt only where that does not pop up an
+    // on-screen keyboard.
+    if (!first || window.matchMedia('(pointer: fine)').matches) form.focus();
+  }
+}
+
+window.addEventListener('hashchange', route);
+$('#new-task-link').addEventListener('click', (e) => {
+  // "#" may already be the hash; make the link always lead to the form.
+  if (!currentTaskId()) {
+    e.preventDefault();
+    form.focus();
+  }
+});
+
+health.start();
+history.load();
+form.loadModels();
+route();

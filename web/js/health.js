@@ -1,0 +1,81 @@
+// Header health indicator and the banner that explains what is wrong.
+
+import { h, clear, $, show } from './dom.js';
+import { api } from './api.js';
+import { sentence } from './format.js';
+
+const POLL_MS = 30000;
+
+export class Health {
+  constructor() {
+    this.el = $('#health');
+    this.text = $('#health-text');
+    this.banner = $('#banner');
+    this.list = $('#banner-list');
+    this.timer = 0;
+    this.last = null;
+    document.addEventListener('visibilitychange', () => {
+      if (!document.hidden) this.check();
+    });
+  }
+
+  start() {
+    this.check();
+  }
+
+  async check() {
+    clearTimeout(this.timer);
+    let problems = [];
+    let state = 'ok';
+    let label = 'Ready';
+    let title = '';
+    try {
+      const data = await api.health();
+      this.last = data;
+      ({ problems, state, label } = assess(data));
+      title = data.version ? `llmbox ${data.version}` : '';
+      if (data.model && data.model.model) title += `${title ? ' · ' : ''}model ${data.model.model}`;
+    } catch (e) {
+      state = 'down';
+      label = 'Server unreachable';
+      problems = [e.status
+        ? `The llmbox health check failed (${e.message.replace(/\.$/, '')}) — tasks may not start until it works again.`
+        : 'The llmbox server is not responding — tasks cannot start until it is back. This page keeps checking.'];
+    }
+    this.el.dataset.state = state;
+    this.text.textContent = label;
+    this.el.title = title ? `${label} · ${title}` : label;
+    clear(this.list);
+    for (const p of problems) this.list.appendChild(h('li', null, sentence(p)));
+    show(this.banner, problems.length > 0);
+    if (!document.hidden) this.timer = setTimeout(() => this.check(), POLL_MS);
+  }
+}
+
+/** Turn a /api/health answer into a state, a short label and sentences. */
+export function assess(data) {
+  const problems = [];
+  let state = 'ok';
+  let label = 'Ready';
+  const sb = data && data.sandboxd;
+  const model = data && data.model;
+
+  if (data && data.ok === false && !sb && !model) {
+    state = 'down';
+    label = 'Service not ready';
+    problems.push(data.message || 'The llmbox service reports that it is not ready');
+  }
+  if (sb && sb.ok === false) {
+    state = 'down';
+    label = 'Sandbox down';
+    const why = sb.message ? ` (${String(sb.message).replace(/\.$/, '')})` : '';
+    problems.push(`The sandbox daemon is not available${why} — tasks cannot run until it is.`);
+  }
+  if (model && model.reachable === false) {
+    if (state === 'ok') { state = 'warn'; label = 'Model unreachable'; }
+    const where = model.url ? `The model endpoint ${model.url}` : 'The model endpoint';
+    const why = model.message ? ` (${String(model.message).replace(/\.$/, '')})` : '';
+    problems.push(`${where} is not reachable${why} — tasks will fail until it is.`);
+  }
+  return { problems, state, label };
+}
