@@ -45,7 +45,7 @@ SCENARIOS = {"scenarios": [
         step(("finish", {"answer": "ignored because answer.txt exists"})),
     ]},
     {"match": "[long-sleep]", "steps": [
-        step(("bash", {"command": "sleep 100"})),
+        step(("bash", {"command": "echo partial > /testbed/output/partial.txt; sleep 100"})),
         step(("finish", {})),
     ]},
     {"match": "[timeout]", "steps": [
@@ -132,6 +132,9 @@ def test_cancel_long_sleep(s):
     assert not s.sandbox_leftovers(), s.sandbox_leftovers()
     st, _, _ = s.request("POST", "/api/tasks/%s/cancel" % tid)
     assert st == 409, st
+    # what the model wrote before the Stop is kept
+    st, arts = s.get_json("/api/tasks/%s/artifacts" % tid)
+    assert st == 200 and [a["path"] for a in arts["artifacts"]] == ["partial.txt"], arts
 
 
 def test_errors(s):
