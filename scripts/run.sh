@@ -20,18 +20,20 @@ stop() {
     trap - INT TERM EXIT
     echo
     echo "llmbox: stopping"
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for _ in $(seq 50); do
-        alive=0
-        for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-        [ $alive = 0 ] && break
-        sleep 0.1
+    for p in "${pids[@]}"; do
+        kill -TERM "$p" 2>/dev/null || continue
+        for _ in $(seq 50); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$p" 2>/dev/null || true
     done
-    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     echo "llmbox: stopped"
+    exit "${1:-0}"
 }
-trap stop INT TERM EXIT
+trap 'stop 0' INT TERM
+trap 'stop 1' EXIT
 
 # An nginx left running by an earlier run would hold the port.
 if [ -f var/run/nginx.pid ] && kill -0 "$(cat var/run/nginx.pid)" 2>/dev/null; then
@@ -40,12 +42,16 @@ if [ -f var/run/nginx.pid ] && kill -0 "$(cat var/run/nginx.pid)" 2>/dev/null; t
     sleep 1
 fi
 
-build/llmbox sandboxd >>var/log/sandboxd.log 2>&1 &
-pids+=($!)
-build/llmbox web >>var/log/web.log 2>&1 &
-pids+=($!)
-nginx -p "$PWD/" -c "$PWD/nginx.conf" -e var/log/nginx-error.log &
-pids+=($!)
+# Each in its own session: Ctrl-C reaches only this script, which then
+# stops them front to back (nginx, web, sandboxd) so that sandboxd, last,
+# destroys every sandbox that is left.
+setsid build/llmbox sandboxd >>var/log/sandboxd.log 2>&1 &
+sandboxd_pid=$!
+setsid build/llmbox web >>var/log/web.log 2>&1 &
+web_pid=$!
+setsid nginx -p "$PWD/" -c "$PWD/nginx.conf" -e var/log/nginx-error.log &
+nginx_pid=$!
+pids=("$nginx_pid" "$web_pid" "$sandboxd_pid")
 
 # Wait until the page answers (or a process died), showing progress.
 for i in $(seq 100); do
@@ -71,5 +77,13 @@ s = h.get("sandboxd", {})
 print("  sandbox %s" % ("ready" if s.get("ok") else s.get("message", "not ready")))
 ' || true
 echo "  logs    var/log/   (Ctrl-C stops everything)"
-wait -n "${pids[@]}" || true
-echo "llmbox: a process exited; see var/log/*.log" >&2
+# Poll rather than `wait -n`: the children run in their own sessions.
+while :; do
+    for p in "${pids[@]}"; do
+        if ! kill -0 "$p" 2>/dev/null; then
+            echo "llmbox: a process (pid $p) exited unexpectedly; see var/log/*.log" >&2
+            exit 1
+        fi
+    done
+    sleep 1
+done

@@ -324,3 +324,14 @@ void lbsd_cg_cleanup_stale(void)
             cg_cleanup_base(CG_V1_PIDS);
     }
 }
+
+void lbsd_cg_shutdown(void)
+{
+    /* the base groups are per installation (hash of the var dir); a test
+     * stack's temporary var dir would otherwise leave one empty group each */
+    if (!cg_v2_base[0])
+        return;
+    rmdir(CG_V2_BASE);
+    rmdir(CG_V1_MEM);
+    rmdir(CG_V1_PIDS);
+}

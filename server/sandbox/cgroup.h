@@ -39,5 +39,7 @@ uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg);
 int lbsd_cg_remove(lbsd_cgroup *cg);
 /* Startup: kills what is left in llmbox/<anything> and removes the groups. */
 void lbsd_cg_cleanup_stale(void);
+/* Clean exit: removes this installation's (empty) base groups. */
+void lbsd_cg_shutdown(void);
 
 #endif

@@ -5,6 +5,7 @@
  * answered in order; while an exec runs for a connection, that connection
  * is not read, but everything else keeps being served.
  */
+#include "sandbox/cgroup.h"
 #include "sandbox/sandboxd.h"
 
 #include "common/log.h"
@@ -600,6 +601,7 @@ int lbsd_serve(int lfd)
         lbsd_conn_close(g_conns);
     while (g_sandboxes)
         lbsd_destroy(g_sandboxes);
+    lbsd_cg_shutdown();
     free(pfd);
     free(ref);
     close(sfd);
