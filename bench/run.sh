@@ -1,0 +1,6 @@
+#!/bin/sh
+# Runs every benchmark; each prints its figures and a ratio against a peer
+# measured in the same run. Record results in bench/RESULTS.md.
+set -eu
+cd "$(dirname "$0")/.."
+python3 bench/sandbox_start.py "${BENCH_N:-50}"
