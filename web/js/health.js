@@ -68,14 +68,15 @@ export function assess(data) {
   if (sb && sb.ok === false) {
     state = 'down';
     label = 'Sandbox down';
-    const why = sb.message ? ` (${String(sb.message).replace(/\.$/, '')})` : '';
-    problems.push(`The sandbox daemon is not available${why} — tasks cannot run until it is.`);
+    // the server's message is already a whole sentence: show it as it is
+    const said = sb.message ? `${String(sb.message).replace(/\.?$/, '.')} ` : 'The sandbox daemon is not available. ';
+    problems.push(`${said}Tasks cannot run until it is back.`);
   }
   if (model && model.reachable === false) {
     if (state === 'ok') { state = 'warn'; label = 'Model unreachable'; }
     const where = model.url ? `The model endpoint ${model.url}` : 'The model endpoint';
-    const why = model.message ? ` (${String(model.message).replace(/\.$/, '')})` : '';
-    problems.push(`${where} is not reachable${why} — tasks will fail until it is.`);
+    const said = model.message ? `${String(model.message).replace(/\.?$/, '.')} ` : `${where} is not reachable. `;
+    problems.push(`${said}Tasks will fail until it is.`);
   }
   return { problems, state, label };
 }
