@@ -49,8 +49,14 @@ deps:
 	@scripts/deps.sh
 
 # Builds the default sandbox image once (debootstrap); kept in var/images.
-image: all
-	@test -f var/images/default/.complete || $(BUILD)/llmbox image build default
+image: all var/images/default/.complete
+
+# Rebuilt when its package list changes (--force swaps the new root in
+# atomically; do not rebuild while sandboxes of a running llmbox use it).
+var/images/default/.complete: images/default/packages $(wildcard images/default/setup.sh)
+	@if [ -f $@ ]; then echo "llmbox: images/default changed; rebuilding the default image"; \
+	    $(BUILD)/llmbox image build --force default; \
+	else $(BUILD)/llmbox image build default; fi
 
 run: deps
 	@$(MAKE) --no-print-directory all

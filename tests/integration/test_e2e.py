@@ -28,6 +28,23 @@ open("/testbed/output/answer.txt", "w").write("mean y = %.2f" % mean)
 print("rows", len(rows), "mean", mean)
 '''
 
+# The paper's showcase tools, offline: SVG poster → PNG with CairoSVG, a tune
+# with MIDIUtil rendered to WAV by FluidSynth, numbers with SciPy and pandas.
+SHOWCASE_PY = r'''
+import cairosvg, pandas, scipy.optimize
+from midiutil import MIDIFile
+svg = '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="120"><defs><linearGradient id="g"><stop offset="0" stop-color="#246"/><stop offset="1" stop-color="#8ac"/></linearGradient></defs><rect width="200" height="120" fill="url(#g)"/><text x="20" y="70" font-size="28" fill="white">Summit</text></svg>'
+open("/testbed/output/poster.svg", "w").write(svg)
+cairosvg.svg2png(bytestring=svg.encode(), write_to="/testbed/output/poster.png")
+m = MIDIFile(1)
+m.addTempo(0, 0, 90)
+for i, n in enumerate([57, 60, 64, 62, 60, 57]):
+    m.addNote(0, 0, n, i, 1, 80)
+m.writeFile(open("/testbed/output/tune.mid", "wb"))
+root = scipy.optimize.brentq(lambda x: x * x - 2, 0, 2)
+print(pandas.DataFrame({"root": [round(root, 4)]}).to_string(index=False))
+'''
+
 CSV = b"x,y\n1,2\n2,4\n3,5\n4,7\n"
 
 
@@ -47,6 +64,12 @@ SCENARIOS = {"scenarios": [
     {"match": "[long-sleep]", "steps": [
         step(("bash", {"command": "echo partial > /testbed/output/partial.txt; sleep 100"})),
         step(("finish", {})),
+    ]},
+    {"match": "[showcase]", "steps": [
+        step(("file_editor", {"command": "create", "path": "/testbed/show.py", "file_text": SHOWCASE_PY})),
+        step(("bash", {"command": "cd /testbed && python3 show.py && fluidsynth -ni -F /testbed/output/preview.wav "
+                               "/usr/share/sounds/sf2/FluidR3_GM.sf2 /testbed/output/tune.mid >/dev/null"})),
+        step(("finish", {"answer": "poster and tune"})),
     ]},
     {"match": "[timeout]", "steps": [
         step(("bash", {"command": "echo before; sleep 30; echo never"})),
@@ -151,6 +174,23 @@ def test_errors(s):
     assert st == 413 and "error" in e, (st, e)
 
 
+def test_showcase_tools(s):
+    st, t = s.create_task("[showcase] a poster and a calm tune")
+    assert st == 201, t
+    evs = s.events(t["id"])
+    tools = [e[2] for e in evs if e[1] == "tool"]
+    assert tools[1]["status"] == "ok", tools[1]
+    assert "1.4142" in tools[1]["stdout"], tools[1]
+    st, arts = s.get_json("/api/tasks/%s/artifacts" % t["id"])
+    by = {a["path"]: a for a in arts["artifacts"]}
+    assert by["poster.png"]["mime"] == "image/png", by
+    assert by["poster.svg"]["mime"] == "image/svg+xml", by
+    assert by["tune.mid"]["size"] > 0, by
+    assert by["preview.wav"]["mime"].startswith("audio/") and by["preview.wav"]["size"] > 44100, by
+    st, h, _ = s.request("GET", "/api/tasks/%s/artifacts/poster.svg?inline=1" % t["id"])
+    assert st == 200 and "sandbox" in h.get("content-security-policy", ""), h
+
+
 def test_command_timeout(_unused):
     with Stack(SCENARIOS, env={"LLMBOX_CMD_TIMEOUT_S": "2"}) as s:
         st, t = s.create_task("[timeout] run something slow")
@@ -189,6 +229,7 @@ def main():
         r.run("e2e_csv_to_png_through_nginx", test_csv_to_png, s)
         r.run("e2e_cancel_long_sleep", test_cancel_long_sleep, s)
         r.run("e2e_http_errors", test_errors, s)
+        r.run("e2e_showcase_tools_offline", test_showcase_tools, s)
     r.run("e2e_command_timeout", test_command_timeout, None)
     r.run("e2e_unreachable_model", test_unreachable_model, None)
     r.done()
