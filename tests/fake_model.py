@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted, OpenAI-compatible fake model server for llmbox tests.
+"""A scripted fake model server for llmbox tests (OpenAI and Anthropic APIs).
 
 Usage:
     python3 tests/fake_model.py --scenario FILE [--port N] [--log-dir DIR]
@@ -10,6 +10,12 @@ Point llmbox at it with LLMBOX_LLM_URL=http://127.0.0.1:<n>/v1.
 
 Endpoints:
     POST /v1/chat/completions   answers with the next step of the scenario
+    POST /v1/messages           the same steps in the Anthropic Messages API
+                                shape: tool_calls become tool_use blocks with
+                                input objects, reasoning_content a thinking
+                                block (with a fake signature), usage
+                                input_tokens/output_tokens, errors
+                                {"type":"error","error":{"type","message"}}
     GET  /v1/models             {"object":"list","data":[{"id":"fake-model"}]}
     GET  /health                "ok"
 
@@ -47,8 +53,8 @@ tool (arguments {}), so a run always ends.
 --log-dir DIR: each request body is written to DIR/request-0001.json,
 request-0002.json ... (pretty-printed), so tests can assert what the agent
 sent: the messages, tool observations, "[N turns left]" notes, the tools.
-
-An Anthropic-shaped /v1/messages endpoint is not implemented yet.
+The request headers go next to it as request-0001.headers.json (so a test
+can check that a key was sent, and then that it shows up nowhere else).
 """
 import argparse
 import json
@@ -100,7 +106,7 @@ class State:
         turn = sum(1 for m in req.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
         return steps[turn] if turn < len(steps) else None
 
-    def next(self, body):
+    def next(self, body, headers=None):
         with self.lock:
             self.count += 1
             n = self.count
@@ -114,6 +120,9 @@ class State:
                 with open(path + ".tmp", "w", encoding="utf-8") as f:
                     f.write(text)
                 os.replace(path + ".tmp", path)
+                if headers is not None:
+                    with open(path[:-5] + ".headers.json", "w", encoding="utf-8") as f:
+                        json.dump({k.lower(): v for k, v in headers.items()}, f, indent=2)
             return n, self.pick(n, body)
 
 
@@ -154,6 +163,39 @@ def completion(n, step):
     }
 
 
+def message(n, step):
+    """The Anthropic Messages API answer for step (None: call finish)."""
+    if step is None:
+        step = {"tool_calls": [{"name": "finish", "arguments": {}}]}
+    content = []
+    if "reasoning_content" in step:
+        content.append({"type": "thinking", "thinking": step["reasoning_content"],
+                        "signature": "fake-signature-%d" % n})
+    if step.get("content"):
+        content.append({"type": "text", "text": step["content"]})
+    for i, c in enumerate(step.get("tool_calls") or []):
+        args = c.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass  # sent as it is, to test the client
+        content.append({"type": "tool_use", "id": c.get("id", "toolu_%d_%d" % (n, i)),
+                        "name": c.get("name", ""), "input": args})
+    usage = step.get("usage", {"prompt_tokens": 100 * n, "completion_tokens": 10})
+    return {
+        "id": "msg_fake_%d" % n,
+        "type": "message",
+        "role": "assistant",
+        "model": "fake-model",
+        "content": content,
+        "stop_reason": "tool_use" if step.get("tool_calls") else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage.get("prompt_tokens", 0),
+                  "output_tokens": usage.get("completion_tokens", 0)},
+    }
+
+
 def make_handler(state):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -180,10 +222,12 @@ def make_handler(state):
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length > 0 else b""
-            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            path = self.path.rstrip("/")
+            anthropic = path in ("/v1/messages", "/messages")
+            if not anthropic and path not in ("/v1/chat/completions", "/chat/completions"):
                 self.send(404, json.dumps({"error": {"message": "no such endpoint: " + self.path}}))
                 return
-            n, step = state.next(body)
+            n, step = state.next(body, dict(self.headers) if anthropic else None)
             step = step or None
             if step and step.get("delay_ms"):
                 time.sleep(step["delay_ms"] / 1000.0)
@@ -191,9 +235,14 @@ def make_handler(state):
                 self.send(step.get("status", 200), step["raw"])
                 return
             if step and "error" in step:
-                self.send(step.get("status", 500), json.dumps({"error": {"message": step["error"], "type": "fake"}}))
+                if anthropic:
+                    err = {"type": "error", "error": {"type": "fake_error", "message": step["error"]}}
+                else:
+                    err = {"error": {"message": step["error"], "type": "fake"}}
+                self.send(step.get("status", 500), json.dumps(err))
                 return
-            self.send(step.get("status", 200) if step else 200, json.dumps(completion(n, step)))
+            answer = message(n, step) if anthropic else completion(n, step)
+            self.send(step.get("status", 200) if step else 200, json.dumps(answer))
 
     return Handler
 

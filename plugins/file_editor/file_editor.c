@@ -1,5 +1,5 @@
-/* file_editor: view, create, str_replace and insert for files in the
- * sandbox. File contents travel as data through host->read_file and
+/* file_editor: view, create, str_replace, insert and undo_edit for files
+ * in the sandbox. File contents travel as data through host->read_file and
  * host->write_file, never through a shell command line, so any byte of
  * any text file round-trips (tabs, CRLF, quotes, $(...)). */
 #include "llmbox/tool.h"
@@ -15,6 +15,8 @@
 #define FE_MAX_VIEW (48u << 10)     /* text shown by one view */
 #define FE_MAX_DIR_ENTRIES 1000     /* entries shown by a directory view */
 #define FE_SNIPPET_CONTEXT 4        /* lines around an edit */
+#define FE_UNDO_PER_FILE 10         /* versions kept per file for undo_edit */
+#define FE_UNDO_TOTAL (8u << 20)    /* bytes kept for undo_edit, all files */
 
 static const llmbox_host *host;
 
@@ -30,13 +32,15 @@ static const char description[] =
     "enough surrounding lines to make it unique. An empty or missing new_str deletes "
     "old_str.\n"
     "* insert: inserts new_str after line insert_line (0 inserts at the top).\n"
+    "* undo_edit: reverts the last str_replace or insert on path (up to 10 steps back per "
+    "file). The creation of a file cannot be undone; delete it with bash instead.\n"
     "Paths must be absolute, e.g. /testbed/output/report.md. Binary files are not shown; "
     "use bash for them. Files up to 2 MiB.";
 
 static const char parameters[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"command\":{\"type\":\"string\",\"enum\":[\"view\",\"create\",\"str_replace\",\"insert\"],"
-    "\"description\":\"The operation: view, create, str_replace or insert.\"},"
+    "\"command\":{\"type\":\"string\",\"enum\":[\"view\",\"create\",\"str_replace\",\"insert\","
+    "\"undo_edit\"],\"description\":\"The operation: view, create, str_replace, insert or undo_edit.\"},"
     "\"path\":{\"type\":\"string\",\"description\":\"Absolute path of the file or directory.\"},"
     "\"file_text\":{\"type\":\"string\",\"description\":\"create: the content of the new file.\"},"
     "\"old_str\":{\"type\":\"string\",\"description\":\"str_replace: the exact text to replace.\"},"
@@ -267,6 +271,108 @@ static int read_text(llmbox_ctx *ctx, llmbox_result *r, const char *path, const 
     return LLMBOX_OK;
 }
 
+/* ---- undo history ------------------------------------------------------- */
+/* The plugin process lives exactly as long as its task, so the history is
+ * plain static memory and goes away with the task. Versions are kept in
+ * one list, oldest first: the byte cap drops the oldest versions of any
+ * file, the per-file cap that file's oldest. */
+
+typedef struct fe_version {
+    char *path;
+    char *data;                 /* content before the edit; NULL: the edit created the file */
+    size_t len;
+    uint64_t after;             /* hash of what the edit wrote, to notice later changes */
+} fe_version;
+
+static fe_version *undo_v;
+static size_t undo_n, undo_cap, undo_bytes;
+
+static uint64_t fnv1a(const char *d, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)d[i]) * 1099511628211ull;
+    return h;
+}
+
+static void undo_drop(size_t i)
+{
+    undo_bytes -= undo_v[i].len + strlen(undo_v[i].path);
+    free(undo_v[i].path);
+    free(undo_v[i].data);
+    memmove(undo_v + i, undo_v + i + 1, (undo_n - i - 1) * sizeof *undo_v);
+    undo_n--;
+}
+
+static void undo_forget(const char *path)
+{
+    for (size_t i = undo_n; i-- > 0;)
+        if (!strcmp(undo_v[i].path, path))
+            undo_drop(i);
+}
+
+/* The process ends with the task anyway; freeing on unload keeps leak
+ * checkers (and a host that dlcloses plugins) quiet. */
+__attribute__((destructor)) static void undo_free_all(void)
+{
+    while (undo_n)
+        undo_drop(undo_n - 1);
+    free(undo_v);
+    undo_v = NULL;
+    undo_cap = 0;
+}
+
+/* Index of the newest version of path, or -1. */
+static long undo_last(const char *path)
+{
+    for (size_t i = undo_n; i-- > 0;)
+        if (!strcmp(undo_v[i].path, path))
+            return (long)i;
+    return -1;
+}
+
+/* Remembers old (NULL when the edit created the file) as the content of
+ * path before an edit that wrote now. When the version cannot be kept (out
+ * of memory), the older ones of that path go too: an undo must never skip
+ * a step silently and restore something older than the model expects. */
+static void undo_push(const char *path, const char *old, size_t len, const char *now, size_t now_len)
+{
+    fe_version v = {.path = strdup(path), .len = old ? len : 0, .after = fnv1a(now, now_len)};
+    v.data = old ? malloc(len + 1) : NULL;
+    if (!v.path || (old && !v.data))
+        goto fail;
+    if (old) {
+        memcpy(v.data, old, len);
+        v.data[len] = '\0';
+    }
+    if (!old)
+        undo_forget(path); /* versions under a creation can never be reached */
+    if (undo_n == undo_cap) {
+        size_t ncap = undo_cap ? undo_cap * 2 : 16;
+        fe_version *nv = realloc(undo_v, ncap * sizeof *nv);
+        if (!nv)
+            goto fail;
+        undo_v = nv;
+        undo_cap = ncap;
+    }
+    size_t cost = v.len + strlen(path), same = 0;
+    long oldest = -1;
+    for (size_t i = 0; i < undo_n; i++)
+        if (!strcmp(undo_v[i].path, path) && same++ == 0)
+            oldest = (long)i;
+    if (same >= FE_UNDO_PER_FILE)
+        undo_drop((size_t)oldest);
+    while (undo_n && undo_bytes + cost > FE_UNDO_TOTAL)
+        undo_drop(0);
+    undo_v[undo_n++] = v;
+    undo_bytes += cost;
+    return;
+fail:
+    free(v.path);
+    free(v.data);
+    undo_forget(path);
+}
+
 /* ---- commands ----------------------------------------------------------- */
 
 static int hidden(const char *rel)
@@ -392,6 +498,7 @@ static int create(llmbox_ctx *ctx, llmbox_result *r, const char *path, const cJS
     int st = host->write_file(ctx, path, text->valuestring, n, LLMBOX_WRITE_EXCL);
     if (st)
         return host_error(r, st, "create", path);
+    undo_push(path, NULL, 0, text->valuestring, n);
     sb b = {0};
     sb_fmt(&b, "File created successfully at: %s (%ld lines, %zu bytes)", path, count_lines(text->valuestring, n), n);
     say(r, &b);
@@ -489,6 +596,7 @@ static int str_replace(llmbox_ctx *ctx, llmbox_result *r, const char *path, cons
         free(nb.p);
         return host_error(r, st, "write", path);
     }
+    undo_push(path, d, n, nb.p ? nb.p : "", nb.len); /* d stays valid: no read since */
     edited(r, path, nb.p ? nb.p : "", nb.len, from, to);
     free(nb.p);
     return LLMBOX_OK;
@@ -537,11 +645,57 @@ static int insert(llmbox_ctx *ctx, llmbox_result *r, const char *path, const cJS
         free(nb.p);
         return host_error(r, st, "write", path);
     }
+    undo_push(path, d, n, nb.p, nb.len); /* d stays valid: no read since */
     long added = count_lines(ns, nlen);
     if (added < 1)
         added = 1;
     edited(r, path, nb.p, nb.len, at + 1, at + added);
     free(nb.p);
+    return LLMBOX_OK;
+}
+
+static int undo_edit(llmbox_ctx *ctx, llmbox_result *r, const char *path)
+{
+    long i = undo_last(path);
+    if (i < 0)
+        return fail(r, LLMBOX_ERR_INVALID, "No edit to undo for %s: the file editor kept no earlier "
+                                           "version of it in this task (changes made with bash are "
+                                           "not recorded).", path);
+    /* Deleting is not something the host API offers, and an empty file in
+     * its place would look like a real (empty) result: say it plainly. */
+    if (!undo_v[i].data)
+        return fail(r, LLMBOX_ERR_INVALID, "Cannot undo the creation of %s; the file is left as it "
+                                           "is. Delete it with bash (rm) if it should not exist.", path);
+    int type = host->path_type(ctx, path);
+    if (type < 0)
+        return host_error(r, LLMBOX_ERR_SANDBOX, "check", path);
+    if (type == 2 || type == 3)
+        return fail(r, LLMBOX_ERR_INVALID, "The path %s is no longer a regular file; nothing was "
+                                           "restored.", path);
+    /* a change made since the edit (by bash) is overwritten too: tell the model */
+    const char *cur;
+    size_t curlen;
+    int changed = type == 0 || host->read_file(ctx, path, FE_MAX_FILE, &cur, &curlen) != LLMBOX_OK ||
+                  fnv1a(cur, curlen) != undo_v[i].after;
+    const fe_version *v = &undo_v[i];
+    int st = host->write_file(ctx, path, v->data, v->len, 0);
+    if (st)
+        return host_error(r, st, "write", path);
+    sb b = {0};
+    sb_fmt(&b, "Last edit to %s undone.", path);
+    if (changed)
+        sb_str(&b, " The file had been changed after that edit by something other than the file "
+                   "editor; those changes are gone too.");
+    if (v->len) {
+        sb_fmt(&b, " Here's the result of running `cat -n` on %s:\n", path);
+        show_lines(&b, v->data, v->len, 1, count_lines(v->data, v->len));
+    } else {
+        sb_str(&b, " The file is now empty.");
+    }
+    say(r, &b);
+    free(b.p);
+    undo_drop((size_t)i);
+    host->result_set_status(r, "ok");
     return LLMBOX_OK;
 }
 
@@ -576,9 +730,11 @@ static int fe_invoke(llmbox_ctx *ctx, const char *args_json, size_t args_len, ll
     else if (!strcmp(c, "insert"))
         rc = insert(ctx, r, p, cJSON_GetObjectItemCaseSensitive(args, "insert_line"),
                     cJSON_GetObjectItemCaseSensitive(args, "new_str"));
+    else if (!strcmp(c, "undo_edit"))
+        rc = undo_edit(ctx, r, p);
     else
-        rc = fail(r, LLMBOX_ERR_INVALID, "Unknown command '%.40s'; use view, create, str_replace or "
-                                         "insert.", c);
+        rc = fail(r, LLMBOX_ERR_INVALID, "Unknown command '%.40s'; use view, create, str_replace, "
+                                         "insert or undo_edit.", c);
 out:
     cJSON_Delete(args);
     return rc;

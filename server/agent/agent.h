@@ -29,6 +29,8 @@ typedef struct lb_model_reply {
     char *finish_reason;        /* NULL when none */
     int64_t prompt_tokens;      /* -1 when the server did not say */
     int64_t completion_tokens;
+    cJSON *blocks;              /* Anthropic thinking blocks, verbatim (signatures), or NULL;
+                                 * sent back in the assistant message as "thinking_blocks" */
 } lb_model_reply;
 
 #define LB_MODEL_MAX_CALLS 64   /* tool calls kept from one reply */
@@ -37,21 +39,31 @@ typedef struct lb_model_reply {
  * sanitized UTF-8. On failure returns LB_E_PROTO with a sentence in err. */
 int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r,
                            char *err, size_t errsz);
+/* Parses an Anthropic Messages API response body, the same way. */
+int lb_parse_anthropic_response(const char *body, size_t len, lb_model_reply *r,
+                                char *err, size_t errsz);
 void lb_model_reply_free(lb_model_reply *r);
 /* The error message in an error body ({"error":{"message"}}, {"error":"..."},
  * {"detail":"..."}), or the start of the body when it is not JSON; one line,
  * sanitized, at most ~300 bytes. */
 void lb_model_error_text(const char *body, size_t len, char *out, size_t outsz);
 
-/* ---- model client (model_openai.c) ------------------------------------- */
+/* ---- model client (model_http.c; requests in model_openai.c and
+ * model_anthropic.c) ------------------------------------------------------ */
 
 #define LB_MODEL_MAX_RESPONSE (16u << 20)
 
+/* LLMBOX_LLM_PROVIDER: the API the endpoint speaks. */
+typedef enum lb_provider { LB_PROVIDER_OPENAI = 0, LB_PROVIDER_ANTHROPIC = 1 } lb_provider;
+
 typedef struct lb_model {
-    char url[1200];             /* {llm_url}/chat/completions */
+    int provider;               /* lb_provider */
+    char url[1200];             /* {llm_url}/chat/completions or .../v1/messages */
     char shown_url[1200];       /* the same without user:password@, for messages */
     char model[256];
-    char auth[600];             /* "Authorization: Bearer ..." or "" (never logged) */
+    char auth[600];             /* "Authorization: Bearer ...", "x-api-key: ..." or ""
+                                 * (never logged) */
+    int max_tokens;             /* Anthropic's required max_tokens (LLMBOX_LLM_MAX_TOKENS) */
     int timeout_s;
     volatile int *cancel;
     cJSON *extra_body;          /* LLMBOX_LLM_EXTRA_BODY, merged into requests */
@@ -70,6 +82,13 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools,
                   lb_model_reply *r, char *err, size_t errsz);
 /* The request body lb_model_chat sends (for tests). Caller frees. */
 char *lb_model_request_body(const lb_model *m, const cJSON *messages, const cJSON *tools);
+/* The bodies of each provider, from the loop's OpenAI-shaped conversation
+ * and tools (model_openai.c, model_anthropic.c). Caller frees. */
+char *lb_openai_request_body(const lb_model *m, const cJSON *messages, const cJSON *tools);
+char *lb_anthropic_request_body(const lb_model *m, const cJSON *messages, const cJSON *tools);
+/* Adds LLMBOX_LLM_EXTRA_BODY's members to req (replacing same-named ones),
+ * except the `keep` names, which the request builder owns. */
+void lb_model_merge_extra(const lb_model *m, cJSON *req, const char *const *keep);
 
 /* ---- prompts (prompts.c) ---------------------------------------------- */
 

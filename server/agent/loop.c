@@ -411,6 +411,12 @@ static void loop(run *r)
             cJSON_AddItemToObject(tturn, "usage", cJSON_Duplicate(u, 1));
         }
         emit(r, "model", d);
+        /* Anthropic's thinking blocks must go back verbatim with the tool
+         * results (model_anthropic.c); the name follows LiteLLM's */
+        if (rep.blocks) {
+            cJSON_AddItemToObject(am, "thinking_blocks", rep.blocks);
+            rep.blocks = NULL;
+        }
         cJSON_AddItemToArray(r->messages, am);
         if (r->sink->usage)
             r->sink->usage(r->sink->arg, turn, r->res->prompt_tokens, r->res->completion_tokens);

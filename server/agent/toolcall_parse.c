@@ -1,4 +1,5 @@
-/* Parsing an OpenAI-compatible chat completion response. The body comes
+/* Parsing model responses: OpenAI-compatible chat completions and
+ * Anthropic messages. The body comes
  * from a model server we do not control: every field may be missing, of
  * the wrong type, huge or not UTF-8. */
 #include "agent/agent.h"
@@ -26,6 +27,7 @@ void lb_model_reply_free(lb_model_reply *r)
     }
     free(r->calls);
     free(r->finish_reason);
+    cJSON_Delete(r->blocks);
     memset(r, 0, sizeof *r);
 }
 
@@ -44,20 +46,23 @@ static char *str_field(const cJSON *v, size_t max, int skip_empty)
     return lb_utf8_sanitize(s, n, NULL);
 }
 
-/* content is a string, null, or (some servers) an array of parts
- * [{type:"text", text:"..."}]. */
-static char *content_field(const cJSON *v)
+/* True when part is {"type": type, ...}; any part when type is NULL. */
+static int part_is(const cJSON *part, const char *type)
 {
-    if (cJSON_IsString(v))
-        return str_field(v, LB_FIELD_MAX, 1);
-    if (!cJSON_IsArray(v))
-        return NULL;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "type");
+    return !type || (cJSON_IsString(t) && !strcmp(t->valuestring, type));
+}
+
+/* The `key` strings of the parts of an array (only parts of `type` when
+ * type is not NULL), joined, capped and sanitized; NULL when none. */
+static char *join_parts(const cJSON *v, const char *type, const char *key)
+{
     size_t total = 0;
     const cJSON *part;
     cJSON_ArrayForEach(part, v)
     {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-        if (cJSON_IsString(t))
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, key);
+        if (cJSON_IsString(t) && part_is(part, type))
             total += strlen(t->valuestring);
     }
     if (!total)
@@ -70,8 +75,8 @@ static char *content_field(const cJSON *v)
     size_t o = 0;
     cJSON_ArrayForEach(part, v)
     {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-        if (!cJSON_IsString(t))
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, key);
+        if (!cJSON_IsString(t) || !part_is(part, type))
             continue;
         size_t l = strlen(t->valuestring);
         if (l > total - o)
@@ -84,6 +89,15 @@ static char *content_field(const cJSON *v)
     return out;
 }
 
+/* content is a string, null, or (some servers) an array of parts
+ * [{type:"text", text:"..."}]. */
+static char *content_field(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return str_field(v, LB_FIELD_MAX, 1);
+    return cJSON_IsArray(v) ? join_parts(v, NULL, "text") : NULL;
+}
+
 static int64_t int_field(const cJSON *obj, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
@@ -92,13 +106,12 @@ static int64_t int_field(const cJSON *obj, const char *name)
     return (int64_t)v->valuedouble;
 }
 
-static int parse_call(const cJSON *tc, lb_toolcall *c)
+/* One call from its id, name and arguments members, whatever the shape
+ * around them (OpenAI tool_calls[i] or an Anthropic tool_use block). */
+static int parse_call(const cJSON *id, const cJSON *name, const cJSON *args, lb_toolcall *c)
 {
     memset(c, 0, sizeof *c);
-    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-    c->id = str_field(cJSON_GetObjectItemCaseSensitive(tc, "id"), LB_ID_MAX_LEN, 1);
+    c->id = str_field(id, LB_ID_MAX_LEN, 1);
     c->name = str_field(name, LB_NAME_MAX_LEN, 0);
     if (!c->name)
         c->name = strdup("");
@@ -353,38 +366,61 @@ static void parse_text_calls(lb_model_reply *r)
     free(prose);
 }
 
-int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r, char *err,
-                           size_t errsz)
+/* The response body as a JSON object, or NULL with a sentence in err when
+ * it is empty, too big, not an object, or an error body of any provider. */
+static cJSON *open_body(const char *body, size_t len, char *err, size_t errsz)
 {
-    memset(r, 0, sizeof *r);
-    r->prompt_tokens = r->completion_tokens = -1;
-    int rc = LB_E_PROTO;
-    cJSON *root = NULL;
     if (!body || len == 0) {
         snprintf(err, errsz, "The model endpoint sent an empty response.");
-        goto out;
+        return NULL;
     }
     if (len > LB_MODEL_MAX_RESPONSE) {
         snprintf(err, errsz, "The model endpoint sent a response over %u MiB.",
                  LB_MODEL_MAX_RESPONSE >> 20);
-        goto out;
+        return NULL;
     }
-    root = cJSON_ParseWithLength(body, len);
+    cJSON *root = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(root)) {
         snprintf(err, errsz, "The model endpoint sent a response that is not a JSON object.");
-        goto out;
+        cJSON_Delete(root);
+        return NULL;
     }
     char emsg[400];
     if (error_message(root, emsg, sizeof emsg)) {
         snprintf(err, errsz, "The model endpoint returned an error: %s", emsg);
-        goto out;
+        cJSON_Delete(root);
+        return NULL;
     }
+    return root;
+}
+
+typedef int (*reply_fields)(const cJSON *root, lb_model_reply *r, char *err, size_t errsz);
+
+/* What every API shares around its own fields: open_body's checks, token
+ * counts "not said" until found, and never a half-filled reply on failure. */
+static int parse_reply(const char *body, size_t len, lb_model_reply *r, char *err, size_t errsz,
+                       reply_fields fields)
+{
+    memset(r, 0, sizeof *r);
+    r->prompt_tokens = r->completion_tokens = -1;
+    cJSON *root = open_body(body, len, err, errsz);
+    int rc = root ? fields(root, r, err, errsz) : LB_E_PROTO;
+    cJSON_Delete(root);
+    if (rc != LB_OK)
+        lb_model_reply_free(r);
+    if (rc == LB_E_NOMEM)
+        snprintf(err, errsz, "Out of memory while reading the model response.");
+    return rc;
+}
+
+static int openai_fields(const cJSON *root, lb_model_reply *r, char *err, size_t errsz)
+{
     const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
     const cJSON *choice = cJSON_GetArrayItem(choices, 0);
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(choice, "message");
     if (!cJSON_IsObject(msg)) {
         snprintf(err, errsz, "The model endpoint sent a response without choices[0].message.");
-        goto out;
+        return LB_E_PROTO;
     }
     r->content = content_field(cJSON_GetObjectItemCaseSensitive(msg, "content"));
     r->reasoning = str_field(cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content"), LB_FIELD_MAX, 1);
@@ -398,10 +434,8 @@ int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r, char
         n = LB_MODEL_MAX_CALLS;
     if (n > 0) {
         r->calls = calloc((size_t)n, sizeof *r->calls);
-        if (!r->calls) {
-            rc = LB_E_NOMEM;
-            goto out;
-        }
+        if (!r->calls)
+            return LB_E_NOMEM;
         const cJSON *tc;
         cJSON_ArrayForEach(tc, tcs)
         {
@@ -409,10 +443,13 @@ int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r, char
                 break;
             if (!cJSON_IsObject(tc))
                 continue; /* not a call at all: nothing to answer */
-            rc = parse_call(tc, &r->calls[r->n_calls]);
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+            int rc = parse_call(cJSON_GetObjectItemCaseSensitive(tc, "id"),
+                                cJSON_GetObjectItemCaseSensitive(fn, "name"),
+                                cJSON_GetObjectItemCaseSensitive(fn, "arguments"), &r->calls[r->n_calls]);
             r->n_calls++;
             if (rc != LB_OK)
-                goto out;
+                return rc;
         }
     }
     if (r->n_calls == 0)
@@ -422,12 +459,78 @@ int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r, char
         r->prompt_tokens = int_field(usage, "prompt_tokens");
         r->completion_tokens = int_field(usage, "completion_tokens");
     }
-    rc = LB_OK;
-out:
-    cJSON_Delete(root);
-    if (rc != LB_OK)
-        lb_model_reply_free(r);
-    if (rc == LB_E_NOMEM)
-        snprintf(err, errsz, "Out of memory while reading the model response.");
-    return rc;
+    return LB_OK;
+}
+
+int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r, char *err,
+                           size_t errsz)
+{
+    return parse_reply(body, len, r, err, errsz, openai_fields);
+}
+
+/* An Anthropic Messages API response:
+ *   {"type":"message","content":[{"type":"text","text"},
+ *     {"type":"thinking","thinking","signature"}, {"type":"redacted_thinking","data"},
+ *     {"type":"tool_use","id","name","input":{...}}], "stop_reason",
+ *    "usage":{"input_tokens","output_tokens"}}
+ * Thinking blocks are also kept verbatim in r->blocks: the API checks their
+ * signatures when they come back with the tool results, so not a byte of
+ * them may change. */
+static int anthropic_fields(const cJSON *root, lb_model_reply *r, char *err, size_t errsz)
+{
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(root, "content");
+    if (!cJSON_IsArray(content)) {
+        snprintf(err, errsz, "The model endpoint sent a response without a content array.");
+        return LB_E_PROTO;
+    }
+    r->content = join_parts(content, "text", "text");
+    r->reasoning = join_parts(content, "thinking", "thinking");
+    r->finish_reason = str_field(cJSON_GetObjectItemCaseSensitive(root, "stop_reason"), 64, 1);
+    size_t n = 0;
+    const cJSON *b;
+    cJSON_ArrayForEach(b, content)
+    {
+        if (part_is(b, "tool_use") && n < LB_MODEL_MAX_CALLS)
+            n++;
+        if (part_is(b, "thinking") || part_is(b, "redacted_thinking")) {
+            if (!r->blocks && !(r->blocks = cJSON_CreateArray()))
+                return LB_E_NOMEM;
+            cJSON *dup = cJSON_Duplicate(b, 1);
+            if (!dup)
+                return LB_E_NOMEM;
+            cJSON_AddItemToArray(r->blocks, dup);
+        }
+    }
+    if (n && !(r->calls = calloc(n, sizeof *r->calls)))
+        return LB_E_NOMEM;
+    cJSON_ArrayForEach(b, content)
+    {
+        if (r->n_calls == n)
+            break;
+        if (!part_is(b, "tool_use"))
+            continue;
+        int rc = parse_call(cJSON_GetObjectItemCaseSensitive(b, "id"),
+                            cJSON_GetObjectItemCaseSensitive(b, "name"),
+                            cJSON_GetObjectItemCaseSensitive(b, "input"), &r->calls[r->n_calls]);
+        r->n_calls++;
+        if (rc != LB_OK)
+            return rc;
+    }
+    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+    if (cJSON_IsObject(usage)) {
+        /* cached prompt tokens are counted apart but are prompt all the same */
+        r->prompt_tokens = int_field(usage, "input_tokens");
+        int64_t cw = int_field(usage, "cache_creation_input_tokens");
+        int64_t cr = int_field(usage, "cache_read_input_tokens");
+        if (r->prompt_tokens >= 0)
+            r->prompt_tokens += (cw > 0 ? cw : 0) + (cr > 0 ? cr : 0);
+        r->completion_tokens = int_field(usage, "output_tokens");
+    }
+    return LB_OK;
+}
+
+int lb_parse_anthropic_response(const char *body, size_t len, lb_model_reply *r, char *err,
+                                size_t errsz)
+{
+    return parse_reply(body, len, r, err, errsz, anthropic_fields);
 }

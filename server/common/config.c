@@ -80,7 +80,11 @@ int lb_config_load(lb_config *cfg)
     rc |= lb_setstr(cfg->llm_url, sizeof cfg->llm_url, url ? url : "http://127.0.0.1:8000/v1");
     const char *model = lb_env("LLMBOX_LLM_MODEL", NULL);
     rc |= lb_setstr(cfg->llm_model, sizeof cfg->llm_model, model ? model : "default");
-    const char *key = lb_env("LLMBOX_LLM_KEY", "OPENAI_API_KEY");
+    const char *prov = lb_env("LLMBOX_LLM_PROVIDER", NULL);
+    rc |= lb_setstr(cfg->llm_provider, sizeof cfg->llm_provider, prov ? prov : "openai");
+    /* each provider's usual key variable; OPENAI_API_KEY is not for Anthropic */
+    int anthropic = prov && !strcmp(prov, "anthropic");
+    const char *key = lb_env("LLMBOX_LLM_KEY", anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY");
     rc |= lb_setstr(cfg->llm_key, sizeof cfg->llm_key, key ? key : "");
     const char *user = lb_env("LLMBOX_WEB_USER", NULL);
     rc |= lb_setstr(cfg->web_user, sizeof cfg->web_user, user ? user : "");

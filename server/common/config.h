@@ -22,7 +22,9 @@ typedef struct lb_config {
 
     char llm_url[LB_CFG_PATH];       /* LLMBOX_LLM_URL | OPENAI_BASE_URL | http://127.0.0.1:8000/v1 */
     char llm_model[256];             /* LLMBOX_LLM_MODEL | "default" */
-    char llm_key[512];               /* LLMBOX_LLM_KEY | OPENAI_API_KEY | "" ; never logged or sent to a browser */
+    char llm_provider[16];           /* LLMBOX_LLM_PROVIDER: "openai" (default) or "anthropic" */
+    char llm_key[512];               /* LLMBOX_LLM_KEY | (anthropic: ANTHROPIC_API_KEY, else OPENAI_API_KEY) | "";
+                                        never logged or sent to a browser */
     int llm_timeout_s;               /* LLMBOX_LLM_TIMEOUT_S, default 600: one model request */
 
     char web_user[64];               /* LLMBOX_WEB_USER: user that web and agents run as when started as root ("" = stay) */

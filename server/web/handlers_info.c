@@ -142,7 +142,10 @@ static void lb_model_check(const lb_config *cfg, const char *shown_url)
     size_t ul = strlen(cfg->llm_url);
     while (ul && cfg->llm_url[ul - 1] == '/')
         ul--;
-    snprintf(url, sizeof url, "%.*s/models", (int)ul, cfg->llm_url);
+    int anthropic = !strcmp(cfg->llm_provider, "anthropic");
+    /* Anthropic's base may be given without /v1 (https://api.anthropic.com) */
+    int has_v1 = ul >= 3 && !strncmp(cfg->llm_url + ul - 3, "/v1", 3);
+    snprintf(url, sizeof url, "%.*s%s/models", (int)ul, cfg->llm_url, anthropic && !has_v1 ? "/v1" : "");
     CURL *c = curl_easy_init();
     struct curl_slist *hdr = NULL;
     if (!c) {
@@ -153,10 +156,12 @@ static void lb_model_check(const lb_config *cfg, const char *shown_url)
     if (cfg->llm_key[0]) {
         /* the key goes only into the request, never into a log or a reply */
         char auth[600];
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", cfg->llm_key);
+        snprintf(auth, sizeof auth, anthropic ? "x-api-key: %s" : "Authorization: Bearer %s", cfg->llm_key);
         hdr = curl_slist_append(hdr, auth);
         explicit_bzero(auth, sizeof auth);
     }
+    if (anthropic)
+        hdr = curl_slist_append(hdr, "anthropic-version: 2023-06-01");
     size_t seen = 0;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
@@ -264,6 +269,7 @@ void lb_h_models(lb_req *r)
     }
     cJSON_AddStringToObject(m, "name", cfg->llm_model);
     cJSON_AddStringToObject(m, "url", shown);
+    cJSON_AddStringToObject(m, "provider", cfg->llm_provider);
     cJSON_AddBoolToObject(m, "default", 1);
     lb_http_json(r, 200, arr, NULL);
     cJSON_Delete(arr);

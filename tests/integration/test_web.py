@@ -207,7 +207,7 @@ def t_health_shape(E):
 
 def t_models(E):
     st, _, b = E.json("GET", "/api/models")
-    assert st == 200 and b == [{"name": "test-model", "url": E.env["LLMBOX_LLM_URL"], "default": True}], b
+    assert st == 200 and b == [{"name": "test-model", "url": E.env["LLMBOX_LLM_URL"], "provider": "openai", "default": True}], b
 
 
 def t_tools(E):

@@ -1,5 +1,5 @@
 /* The file_editor plugin driven through an in-memory fake host table:
- * view, create, str_replace and insert without a sandbox. */
+ * view, create, str_replace, insert and undo_edit without a sandbox. */
 #include "testlib.h"
 
 #include "llmbox/tool.h"
@@ -88,7 +88,13 @@ static int f_read(llmbox_ctx *c, const char *p, size_t max, const char **d, size
         return is_dir(p) ? LLMBOX_ERR_ISDIR : LLMBOX_ERR_NOTFOUND;
     if (files[i].len > max)
         return LLMBOX_ERR_TOOBIG;
-    *d = files[i].data;
+    /* a copy, like the real host: valid until the next read, not only until
+     * the next write (the plugin keeps the old content across its write) */
+    static char *readbuf;
+    free(readbuf);
+    readbuf = malloc(files[i].len + 1);
+    memcpy(readbuf, files[i].data, files[i].len + 1);
+    *d = readbuf;
     *n = files[i].len;
     return LLMBOX_OK;
 }
@@ -361,6 +367,94 @@ TEST(insert_after_last_line_without_newline_and_crlf)
     CHECK_STR(get("/t/e"), "first\n");
 }
 
+TEST(undo_edit_steps_back_through_edits)
+{
+    reset();
+    CHECK(fe("{\"command\":\"create\",\"path\":\"/u/a\",\"file_text\":\"one\\ntwo\\n\"}") == LLMBOX_OK);
+    CHECK(fe("{\"command\":\"str_replace\",\"path\":\"/u/a\",\"old_str\":\"two\",\"new_str\":\"2\"}") == LLMBOX_OK);
+    CHECK(fe("{\"command\":\"insert\",\"path\":\"/u/a\",\"insert_line\":0,\"new_str\":\"zero\"}") == LLMBOX_OK);
+    CHECK_STR(get("/u/a"), "zero\none\n2\n");
+    /* a failed edit records nothing */
+    CHECK(fe("{\"command\":\"str_replace\",\"path\":\"/u/a\",\"old_str\":\"nope\",\"new_str\":\"x\"}") == LLMBOX_ERR_INVALID);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/a\"}") == LLMBOX_OK);
+    CHECK_STR(get("/u/a"), "one\n2\n");
+    CHECK(strstr(R.text, "Last edit to /u/a undone.") != NULL);
+    CHECK(strstr(R.text, "     2\t2\n") != NULL);
+    CHECK(strstr(R.text, "changed after that edit") == NULL);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/a\"}") == LLMBOX_OK);
+    CHECK_STR(get("/u/a"), "one\ntwo\n");
+    /* the creation stays: the file is left as it is, with a clear reason */
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/a\"}") == LLMBOX_ERR_INVALID);
+    CHECK(strstr(R.text, "Cannot undo the creation of /u/a; the file is left as it is") != NULL);
+    CHECK_STR(get("/u/a"), "one\ntwo\n");
+    CHECK_STR(R.status, "error");
+    /* a file never edited here */
+    put("/u/b", "b\n", 2);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/b\"}") == LLMBOX_ERR_INVALID);
+    CHECK(strstr(R.text, "No edit to undo for /u/b") != NULL);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"u/b\"}") == LLMBOX_ERR_INVALID);
+}
+
+TEST(undo_edit_notes_changes_made_outside_and_empty_files)
+{
+    reset();
+    put("/u/c", "x\n", 2);
+    CHECK(fe("{\"command\":\"str_replace\",\"path\":\"/u/c\",\"old_str\":\"x\\n\"}") == LLMBOX_OK);
+    CHECK_STR(get("/u/c"), "");
+    put("/u/c", "by bash\n", 8);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/c\"}") == LLMBOX_OK);
+    CHECK_STR(get("/u/c"), "x\n");
+    CHECK(strstr(R.text, "changed after that edit by something other than the file editor") != NULL);
+    /* back to an empty file */
+    put("/u/e", "", 0);
+    CHECK(fe("{\"command\":\"insert\",\"path\":\"/u/e\",\"insert_line\":0,\"new_str\":\"t\"}") == LLMBOX_OK);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/e\"}") == LLMBOX_OK);
+    CHECK_STR(get("/u/e"), "");
+    CHECK(strstr(R.text, "The file is now empty.") != NULL);
+}
+
+TEST(undo_edit_keeps_ten_versions_per_file)
+{
+    reset();
+    put("/u/n", "0", 1);
+    for (int i = 1; i <= 12; i++) {
+        char j[160];
+        snprintf(j, sizeof j, "{\"command\":\"str_replace\",\"path\":\"/u/n\",\"old_str\":\"%d\",\"new_str\":\"%d\"}",
+                 i - 1, i);
+        CHECK(fe(j) == LLMBOX_OK);
+    }
+    CHECK_STR(get("/u/n"), "12");
+    int undone = 0;
+    while (fe("{\"command\":\"undo_edit\",\"path\":\"/u/n\"}") == LLMBOX_OK)
+        undone++;
+    CHECK(undone == 10);
+    CHECK_STR(get("/u/n"), "2");
+    CHECK(strstr(R.text, "No edit to undo for /u/n") != NULL);
+}
+
+TEST(undo_edit_total_cap_drops_oldest_versions)
+{
+    reset();
+    /* five 1.9 MiB versions of different files exceed the 8 MiB cap */
+    size_t sz = 1900u << 10;
+    char *d = malloc(sz);
+    memset(d, 'a', sz);
+    d[0] = 'X';
+    char path[32], j[160];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "/u/big%d", i);
+        put(path, d, sz);
+        snprintf(j, sizeof j, "{\"command\":\"str_replace\",\"path\":\"%s\",\"old_str\":\"X\",\"new_str\":\"Y\"}", path);
+        CHECK(fe(j) == LLMBOX_OK);
+    }
+    free(d);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/big0\"}") == LLMBOX_ERR_INVALID);
+    CHECK(strstr(R.text, "No edit to undo") != NULL);
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/big4\"}") == LLMBOX_OK);
+    CHECK(get("/u/big4")[0] == 'X');
+    CHECK(fe("{\"command\":\"undo_edit\",\"path\":\"/u/big1\"}") == LLMBOX_OK);
+}
+
 int main(void)
 {
     void *h = dlopen("plugins/file_editor.so", RTLD_NOW | RTLD_LOCAL);
@@ -388,6 +482,10 @@ int main(void)
     RUN(str_replace_zero_or_many);
     RUN(insert_top_middle_end);
     RUN(insert_after_last_line_without_newline_and_crlf);
+    RUN(undo_edit_steps_back_through_edits);
+    RUN(undo_edit_notes_changes_made_outside_and_empty_files);
+    RUN(undo_edit_keeps_ten_versions_per_file);
+    RUN(undo_edit_total_cap_drops_oldest_versions);
     reset();
     dlclose(h);
     return testlib_done();

@@ -143,7 +143,7 @@ TEST(argument_validation)
     CHECK_STR(err, "Invalid arguments for file_editor: missing required parameter 'path'");
     CHECK(validate("file_editor", "{\"command\":\"view\",\"path\":\"/x\"}", err) == LB_OK);
     CHECK(validate("file_editor", "{\"command\":\"delete\",\"path\":\"/x\"}", err) == LB_E_INVAL);
-    CHECK(strstr(err, "must be one of view, create, str_replace, insert (got 'delete')") != NULL);
+    CHECK(strstr(err, "must be one of view, create, str_replace, insert, undo_edit (got 'delete')") != NULL);
     CHECK(validate("file_editor", "{\"command\":\"insert\",\"path\":\"/x\",\"insert_line\":1.5}", err) == LB_E_INVAL);
     CHECK(strstr(err, "'insert_line' must be an integer, got a number") != NULL);
     CHECK(validate("file_editor", "{\"command\":\"view\",\"path\":7}", err) == LB_E_INVAL);

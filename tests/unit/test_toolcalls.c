@@ -348,6 +348,167 @@ TEST(prompt_render_one_pass)
     free(s);
 }
 
+/* ---- Anthropic Messages API ---------------------------------------------- */
+
+static int aparse(const char *body, lb_model_reply *r, char *err)
+{
+    return lb_parse_anthropic_response(body, strlen(body), r, err, 512);
+}
+
+TEST(anthropic_text_and_tool_use)
+{
+    lb_model_reply r;
+    char err[512];
+    CHECK(aparse("{\"type\":\"message\",\"role\":\"assistant\",\"content\":["
+                 "{\"type\":\"text\",\"text\":\"Let me look.\"},"
+                 "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"bash\",\"input\":{\"command\":\"ls -l\"}},"
+                 "{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"finish\"}],"
+                 "\"stop_reason\":\"tool_use\",\"usage\":{\"input_tokens\":120,\"output_tokens\":30,"
+                 "\"cache_read_input_tokens\":5}}", &r, err) == LB_OK);
+    CHECK_STR(r.content, "Let me look.");
+    CHECK(r.reasoning == NULL && r.blocks == NULL);
+    CHECK(r.n_calls == 2);
+    CHECK_STR(r.calls[0].id, "toolu_1");
+    CHECK_STR(r.calls[0].name, "bash");
+    CHECK_STR(r.calls[0].arguments, "{\"command\":\"ls -l\"}");
+    CHECK_STR(r.calls[1].arguments, "{}");
+    CHECK_STR(r.finish_reason, "tool_use");
+    CHECK(r.prompt_tokens == 125 && r.completion_tokens == 30);
+    lb_model_reply_free(&r);
+}
+
+TEST(anthropic_thinking_kept_verbatim)
+{
+    lb_model_reply r;
+    char err[512];
+    CHECK(aparse("{\"content\":[{\"type\":\"thinking\",\"thinking\":\"Plan: ls.\",\"signature\":\"c2ln==\"},"
+                 "{\"type\":\"redacted_thinking\",\"data\":\"EncR\"},"
+                 "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"bash\",\"input\":{}}]}", &r, err) == LB_OK);
+    CHECK_STR(r.reasoning, "Plan: ls.");
+    CHECK(r.content == NULL);
+    CHECK(cJSON_GetArraySize(r.blocks) == 2);
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(r.blocks, 0), "signature")->valuestring, "c2ln==");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(r.blocks, 1), "data")->valuestring, "EncR");
+    CHECK(r.prompt_tokens == -1);
+    lb_model_reply_free(&r);
+}
+
+TEST(anthropic_error_and_garbage)
+{
+    lb_model_reply r;
+    char err[512], out[400];
+    const char *eb = "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
+    CHECK(aparse(eb, &r, err) == LB_E_PROTO);
+    CHECK_STR(err, "The model endpoint returned an error: Overloaded");
+    lb_model_error_text(eb, strlen(eb), out, sizeof out);
+    CHECK_STR(out, "Overloaded");
+    CHECK(aparse("not json", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "not a JSON object") != NULL);
+    CHECK(aparse("{\"content\":\"text\"}", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "without a content array") != NULL);
+    CHECK(aparse("", &r, err) == LB_E_PROTO);
+    /* odd blocks are skipped, not trusted */
+    CHECK(aparse("{\"content\":[1,null,{\"type\":7},{\"type\":\"text\",\"text\":5},"
+                 "{\"type\":\"tool_use\",\"input\":[1]}]}", &r, err) == LB_OK);
+    CHECK(r.content == NULL && r.n_calls == 1);
+    CHECK_STR(r.calls[0].name, "");
+    CHECK(r.calls[0].id == NULL);
+    lb_model_reply_free(&r);
+}
+
+TEST(anthropic_request_body_shape)
+{
+    lb_model m;
+    char err[256];
+    setenv("LLMBOX_LLM_PROVIDER", "anthropic", 1);
+    setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1/", 1);
+    setenv("ANTHROPIC_API_KEY", "sk-ant-test", 1);
+    setenv("LLMBOX_LLM_MAX_TOKENS", "1000", 1);
+    setenv("LLMBOX_LLM_EXTRA_BODY", "{\"temperature\":0.5,\"system\":\"ignored\"}", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, "claude", NULL, err, sizeof err) == LB_OK);
+    CHECK_STR(m.url, "http://127.0.0.1:9/v1/messages");
+    CHECK_STR(m.auth, "x-api-key: sk-ant-test");
+    cJSON *msgs = cJSON_Parse(
+        "[{\"role\":\"system\",\"content\":\"You are helpful.\"},"
+        "{\"role\":\"user\",\"content\":\"hi\"},"
+        "{\"role\":\"assistant\",\"content\":\"ok\",\"thinking_blocks\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"S\"}],"
+        " \"tool_calls\":[{\"id\":\"tu1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}},"
+        "                {\"id\":\"tu2\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{bad\"}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"tu1\",\"content\":\"a.txt\"},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"tu2\",\"content\":\"invalid\"},"
+        "{\"role\":\"assistant\",\"content\":null},"
+        "{\"role\":\"user\",\"content\":\"call a tool\"}]");
+    cJSON *tools = cJSON_Parse("[{\"type\":\"function\",\"function\":{\"name\":\"bash\",\"description\":\"Run\","
+                               "\"parameters\":{\"type\":\"object\"}}}]");
+    char *body = lb_model_request_body(&m, msgs, tools);
+    cJSON *b = cJSON_Parse(body);
+    CHECK_STR(cJSON_GetObjectItem(b, "model")->valuestring, "claude");
+    CHECK(cJSON_GetObjectItem(b, "max_tokens")->valueint == 1000);
+    CHECK_STR(cJSON_GetObjectItem(b, "system")->valuestring, "You are helpful.");
+    CHECK(cJSON_GetObjectItem(b, "temperature")->valuedouble == 0.5);
+    const cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "tools"), 0);
+    CHECK_STR(cJSON_GetObjectItem(t0, "name")->valuestring, "bash");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(t0, "input_schema"), "type")->valuestring, "object");
+    const cJSON *ms = cJSON_GetObjectItem(b, "messages");
+    CHECK(cJSON_GetArraySize(ms) == 5); /* user, assistant, user(results), assistant, user */
+    const cJSON *a = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 1), "content");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "signature")->valuestring, "S");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 1), "text")->valuestring, "ok");
+    const cJSON *u = cJSON_GetArrayItem(a, 2);
+    CHECK_STR(cJSON_GetObjectItem(u, "type")->valuestring, "tool_use");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(u, "input"), "command")->valuestring, "ls");
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 3), "input")) == 0);
+    const cJSON *res = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 2), "content");
+    CHECK(cJSON_GetArraySize(res) == 2);
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 1), "tool_use_id")->valuestring, "tu2");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 0), "content")->valuestring, "a.txt");
+    const cJSON *empty = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 3), "content");
+    CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(empty, 0), "text")->valuestring, "(empty reply)");
+    cJSON_Delete(b);
+    free(body);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    lb_model_free(&m);
+    /* a bare host gets /v1/messages; an unknown provider is refused */
+    setenv("LLMBOX_LLM_URL", "https://api.anthropic.com", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK_STR(m.url, "https://api.anthropic.com/v1/messages");
+    CHECK(m.max_tokens == 1000);
+    lb_model_free(&m);
+    setenv("LLMBOX_LLM_PROVIDER", "gemini", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
+    CHECK(strstr(err, "use openai or anthropic") != NULL);
+    unsetenv("LLMBOX_LLM_PROVIDER");
+    unsetenv("LLMBOX_LLM_URL");
+    unsetenv("ANTHROPIC_API_KEY");
+    unsetenv("LLMBOX_LLM_MAX_TOKENS");
+    unsetenv("LLMBOX_LLM_EXTRA_BODY");
+}
+
+TEST(anthropic_unreachable_endpoint_sentence)
+{
+    lb_model m;
+    char err[512];
+    setenv("LLMBOX_LLM_PROVIDER", "anthropic", 1);
+    setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1", 1);
+    setenv("LLMBOX_LLM_KEY", "sk-ant-never-shown", 1);
+    lb_config_load(lb_cfg_mut());
+    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
+    lb_model_reply r;
+    CHECK(lb_model_chat(&m, msgs, NULL, &r, err, sizeof err) == LB_E_UNAVAILABLE);
+    CHECK(strstr(err, "The model endpoint http://127.0.0.1:9/v1/messages is not reachable") == err);
+    CHECK(strstr(err, "sk-ant") == NULL);
+    cJSON_Delete(msgs);
+    lb_model_free(&m);
+    unsetenv("LLMBOX_LLM_PROVIDER");
+    unsetenv("LLMBOX_LLM_URL");
+    unsetenv("LLMBOX_LLM_KEY");
+}
+
 int main(void)
 {
     lb_config_load(lb_cfg_mut());
@@ -368,5 +529,10 @@ int main(void)
     RUN(text_mode_leaves_prose_alone);
     RUN(htbuf_keeps_head_and_tail);
     RUN(prompt_render_one_pass);
+    RUN(anthropic_text_and_tool_use);
+    RUN(anthropic_thinking_kept_verbatim);
+    RUN(anthropic_error_and_garbage);
+    RUN(anthropic_request_body_shape);
+    RUN(anthropic_unreachable_endpoint_sentence);
     return testlib_done();
 }
