@@ -54,7 +54,20 @@ void lb_model_error_text(const char *body, size_t len, char *out, size_t outsz);
 #define LB_MODEL_MAX_RESPONSE (16u << 20)
 
 /* LLMBOX_LLM_PROVIDER: the API the endpoint speaks. */
-typedef enum lb_provider { LB_PROVIDER_OPENAI = 0, LB_PROVIDER_ANTHROPIC = 1 } lb_provider;
+typedef enum lb_provider {
+    LB_PROVIDER_OPENAI = 0,
+    LB_PROVIDER_ANTHROPIC = 1,
+    LB_PROVIDER_REPLAY = 2,     /* no model: a recorded run played back (model_replay.c) */
+} lb_provider;
+
+/* LLMBOX_LLM_TOOL_MODE: how tools reach the model (openai provider). */
+typedef enum lb_tool_mode {
+    LB_TOOL_MODE_NATIVE = 0,    /* the API's `tools` and tool_calls */
+    LB_TOOL_MODE_TEXT = 1,      /* described in the system prompt, called as
+                                 * <function=NAME> text, observations as user messages */
+} lb_tool_mode;
+
+#define LB_REPLAY_MAX_FILE (64u << 20)
 
 typedef struct lb_model {
     int provider;               /* lb_provider */
@@ -69,6 +82,9 @@ typedef struct lb_model {
     cJSON *extra_body;          /* LLMBOX_LLM_EXTRA_BODY, merged into requests */
     void *curl;
     int retry_base_ms;          /* first backoff; tests may lower it */
+    int tool_mode;              /* lb_tool_mode */
+    cJSON *replay;              /* replay: the assistant messages to play, in order */
+    int replay_next;            /* replay: index of the next one */
 } lb_model;
 
 /* model_name NULL: cfg's. cancel may be NULL. */
@@ -86,6 +102,23 @@ char *lb_model_request_body(const lb_model *m, const cJSON *messages, const cJSO
  * and tools (model_openai.c, model_anthropic.c). Caller frees. */
 char *lb_openai_request_body(const lb_model *m, const cJSON *messages, const cJSON *tools);
 char *lb_anthropic_request_body(const lb_model *m, const cJSON *messages, const cJSON *tools);
+/* The messages of a text-mode request (LB_TOOL_MODE_TEXT): the tools
+ * described at the end of the system prompt, assistant tool calls written
+ * back as <function=...> text, tool results as user messages
+ * "Observation of NAME:" (consecutive ones joined). Caller frees. */
+cJSON *lb_text_mode_messages(const cJSON *messages, const cJSON *tools);
+/* The system prompt addition describing tools (OpenAI shape) and the call
+ * format. Caller frees. */
+char *lb_text_mode_tools_prompt(const cJSON *tools);
+
+/* Replay (model_replay.c): loads path, a trajectory.json written by llmbox
+ * or a JSON list of assistant messages {content, reasoning_content?,
+ * tool_calls:[{name, arguments}] or OpenAI-shaped calls}, into *steps: an
+ * array of OpenAI assistant messages. Capped at LB_REPLAY_MAX_FILE. */
+int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz);
+/* The next reply of a loaded replay; a finish call once they ran out. */
+int lb_replay_next(lb_model *m, lb_model_reply *r, char *err, size_t errsz);
+
 /* Adds LLMBOX_LLM_EXTRA_BODY's members to req (replacing same-named ones),
  * except the `keep` names, which the request builder owns. */
 void lb_model_merge_extra(const lb_model *m, cJSON *req, const char *const *keep);

@@ -40,6 +40,32 @@ int lb_model_init(lb_model *m, const char *model_name, volatile int *cancel, cha
 {
     memset(m, 0, sizeof *m);
     const lb_config *cfg = lb_cfg();
+    if (!strcmp(cfg->llm_provider, "replay")) {
+        /* no endpoint: a recorded run played back (model_replay.c) */
+        const char *file = getenv("LLMBOX_REPLAY_FILE");
+        int rc = lb_replay_load(file, &m->replay, err, errsz);
+        if (rc != LB_OK)
+            return rc;
+        m->provider = LB_PROVIDER_REPLAY;
+        const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+        snprintf(m->url, sizeof m->url, "replay:%s", file);
+        snprintf(m->shown_url, sizeof m->shown_url, "replay:%s", base);
+        snprintf(m->model, sizeof m->model, "%s", model_name && *model_name ? model_name : cfg->llm_model);
+        m->cancel = cancel;
+        return LB_OK;
+    }
+    const char *mode = getenv("LLMBOX_LLM_TOOL_MODE");
+    if (mode && *mode && strcmp(mode, "native")) {
+        if (strcmp(mode, "text")) {
+            snprintf(err, errsz, "LLMBOX_LLM_TOOL_MODE is '%.40s'; use native or text.", mode);
+            return LB_E_INVAL;
+        }
+        if (!strcmp(cfg->llm_provider, "anthropic")) {
+            snprintf(err, errsz, "LLMBOX_LLM_TOOL_MODE=text works with the openai provider only.");
+            return LB_E_INVAL;
+        }
+        m->tool_mode = LB_TOOL_MODE_TEXT;
+    }
     char base[LB_CFG_PATH];
     snprintf(base, sizeof base, "%s", cfg->llm_url);
     size_t bl = strlen(base);
@@ -55,7 +81,7 @@ int lb_model_init(lb_model *m, const char *model_name, volatile int *cancel, cha
     } else if (!strcmp(prov, "anthropic")) {
         m->provider = LB_PROVIDER_ANTHROPIC;
     } else {
-        snprintf(err, errsz, "LLMBOX_LLM_PROVIDER is '%.40s'; use openai or anthropic.", prov);
+        snprintf(err, errsz, "LLMBOX_LLM_PROVIDER is '%.40s'; use openai, anthropic or replay.", prov);
         return LB_E_INVAL;
     }
     /* the URL may name the endpoint itself or its base (.../v1) */
@@ -112,6 +138,7 @@ void lb_model_free(lb_model *m)
     if (m->curl)
         curl_easy_cleanup(m->curl);
     cJSON_Delete(m->extra_body);
+    cJSON_Delete(m->replay);
     /* the key lived in auth; do not leave it in freed memory */
     explicit_bzero(m->auth, sizeof m->auth);
     memset(m, 0, sizeof *m);
@@ -191,6 +218,8 @@ static int http_retryable(long code)
 int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_model_reply *r,
                   char *err, size_t errsz)
 {
+    if (m->provider == LB_PROVIDER_REPLAY)
+        return lb_replay_next(m, r, err, errsz);
     memset(r, 0, sizeof *r);
     CURL *c = m->curl;
     struct curl_slist *hdrs = NULL;

@@ -12,10 +12,20 @@ char *lb_openai_request_body(const lb_model *m, const cJSON *messages, const cJS
     if (!req)
         return NULL;
     cJSON_AddStringToObject(req, "model", m->model);
-    /* referenced, not copied: the conversation can be megabytes */
-    cJSON_AddItemReferenceToObject(req, "messages", (cJSON *)messages);
-    if (tools && cJSON_GetArraySize(tools) > 0)
-        cJSON_AddItemReferenceToObject(req, "tools", (cJSON *)tools);
+    if (m->tool_mode == LB_TOOL_MODE_TEXT) {
+        /* no `tools`: described in the system prompt, calls and results as text */
+        cJSON *msgs = lb_text_mode_messages(messages, tools);
+        if (!msgs) {
+            cJSON_Delete(req);
+            return NULL;
+        }
+        cJSON_AddItemToObject(req, "messages", msgs);
+    } else {
+        /* referenced, not copied: the conversation can be megabytes */
+        cJSON_AddItemReferenceToObject(req, "messages", (cJSON *)messages);
+        if (tools && cJSON_GetArraySize(tools) > 0)
+            cJSON_AddItemReferenceToObject(req, "tools", (cJSON *)tools);
+    }
     static const char *const keep[] = {"messages", "tools", NULL};
     lb_model_merge_extra(m, req, keep);
     char *body = cJSON_PrintUnformatted(req);

@@ -277,8 +277,13 @@ int lb_run_main(int argc, char **argv)
     char id[LB_ID_HEX_LEN + 1];
     if (lb_random_hex(id, sizeof id, LB_ID_HEX_LEN / 2) != LB_OK)
         goto out;
-    printf("llmbox run: task %s, model %s at %s, up to %d turns, %zu input file(s)\n", id,
-           model ? model : cfg->llm_model, cfg->llm_url, max_turns, n_inputs);
+    const char *rf = getenv("LLMBOX_REPLAY_FILE");
+    if (!strcmp(cfg->llm_provider, "replay"))
+        printf("llmbox run: task %s, replaying %s, up to %d turns, %zu input file(s)\n", id,
+               rf ? rf : "(LLMBOX_REPLAY_FILE not set)", max_turns, n_inputs);
+    else
+        printf("llmbox run: task %s, model %s at %s, up to %d turns, %zu input file(s)\n", id,
+               model ? model : cfg->llm_model, cfg->llm_url, max_turns, n_inputs);
     fflush(stdout);
 
     lb_agent_signals_install(&g_cancel, &g_sb_interrupt, &g_timed_out);

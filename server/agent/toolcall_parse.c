@@ -6,6 +6,7 @@
 #include "agent/text.h"
 #include "common/status.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,16 @@ static char *tag_value(const char *a, const char *b)
     return lb_utf8_sanitize(a, (size_t)(b - a), NULL);
 }
 
+/* A tag's name or key: also tolerates <function="bash"> and <parameter = path>. */
+static char *tag_name(const char *a, const char *b)
+{
+    while (a < b && (*a == ' ' || *a == '"' || *a == '\'' || *a == '='))
+        a++;
+    while (b > a && (b[-1] == ' ' || b[-1] == '"' || b[-1] == '\'' || b[-1] == '\n' || b[-1] == '\r'))
+        b--;
+    return lb_utf8_sanitize(a, (size_t)(b - a), NULL);
+}
+
 /* Parses "<function=NAME>...</function>" at p; returns where it ended. */
 static const char *parse_xml_call(const char *p, const char *limit, lb_toolcall *c)
 {
@@ -212,7 +223,7 @@ static const char *parse_xml_call(const char *p, const char *limit, lb_toolcall 
     const char *gt = strchr(p, '>');
     if (!gt || gt > limit || gt - p > LB_NAME_MAX_LEN)
         return NULL;
-    c->name = tag_value(p, gt);
+    c->name = tag_name(p, gt);
     cJSON *args = cJSON_CreateObject();
     const char *q = gt + 1;
     const char *fend = strstr(q, "</function>");
@@ -230,7 +241,7 @@ static const char *parse_xml_call(const char *p, const char *limit, lb_toolcall 
         const char *next = strstr(vs, "<parameter=");
         if (!ve || ve > fend || (next && next < ve))
             ve = next && next < fend ? next : fend;
-        char *key = tag_value(ps + strlen("<parameter="), kend);
+        char *key = tag_name(ps + strlen("<parameter="), kend);
         char *val = tag_value(vs, ve);
         if (key && val && *key)
             cJSON_AddItemToObject(args, key, cJSON_CreateString(val));
@@ -282,12 +293,130 @@ static int parse_json_call(const char *a, const char *b, lb_toolcall *c)
     return 0;
 }
 
+/* Removes code fences left empty once the calls inside were taken out
+ * ("```xml\n\n```"), in place. */
+static void drop_empty_fences(char *s)
+{
+    char *p = s;
+    while ((p = strstr(p, "```")) != NULL) {
+        char *q = p + 3;
+        while (*q && (isalnum((unsigned char)*q) || *q == '_' || *q == '-'))
+            q++;
+        q = (char *)skip_ws(q);
+        if (strncmp(q, "```", 3)) {
+            p += 3;
+            continue;
+        }
+        memmove(p, q + 3, strlen(q + 3) + 1);
+    }
+}
+
+/* "finish(...)" written as text on the last line(s) of a reply, the way
+ * models without function calling often end: finish(), finish("42"),
+ * finish(answer="42"), finish(answer='x'), finish({"answer": "42"}),
+ * finish(42). Only when it starts a line and nothing but whitespace,
+ * backticks or a full stop follows its closing parenthesis. Returns the
+ * start of the call in s (the prose ends there) or NULL. */
+static const char *text_finish_call(const char *s, lb_toolcall *c)
+{
+    const char *at = NULL;
+    for (const char *p = s; (p = strstr(p, "finish(")) != NULL; p++) {
+        const char *b = p;
+        while (b > s && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '`'))
+            b--;
+        if (b == s || b[-1] == '\n')
+            at = p;
+    }
+    if (!at)
+        return NULL;
+    const char *close = strrchr(at, ')');
+    if (!close)
+        return NULL;
+    for (const char *t = close + 1; *t; t++)
+        if (!strchr(" \t\r\n`.;", *t))
+            return NULL;
+    const char *a = skip_ws(at + strlen("finish("));
+    const char *b = close;
+    while (b > a && strchr(" \t\r\n", b[-1]))
+        b--;
+    cJSON *args = NULL;
+    if (a == b) {
+        args = cJSON_CreateObject();
+    } else if (*a == '{') {
+        args = cJSON_ParseWithLength(a, (size_t)(b - a));
+        if (!cJSON_IsObject(args)) {
+            cJSON_Delete(args);
+            return NULL;
+        }
+    } else {
+        if (!strncmp(a, "answer", 6)) { /* answer="..." or answer: "..." */
+            const char *k = skip_ws(a + 6);
+            if (*k == '=' || *k == ':')
+                a = skip_ws(k + 1);
+        }
+        char *val = NULL;
+        if (b - a >= 2 && (*a == '"' || *a == '\'') && b[-1] == *a) {
+            cJSON *js = *a == '"' ? cJSON_ParseWithLength(a, (size_t)(b - a)) : NULL;
+            val = cJSON_IsString(js) ? lb_utf8_sanitize(js->valuestring, strlen(js->valuestring), NULL)
+                                     : lb_utf8_sanitize(a + 1, (size_t)(b - a - 2), NULL);
+            cJSON_Delete(js);
+        } else {
+            val = lb_utf8_sanitize(a, (size_t)(b - a), NULL);
+        }
+        args = cJSON_CreateObject();
+        if (val)
+            cJSON_AddStringToObject(args, "answer", val);
+        free(val);
+    }
+    c->name = strdup("finish");
+    c->arguments = cJSON_PrintUnformatted(args);
+    cJSON_Delete(args);
+    if (!c->name || !c->arguments) {
+        free(c->name);
+        free(c->arguments);
+        c->name = c->arguments = NULL;
+        return NULL;
+    }
+    /* a fence opened just before the call belongs to it */
+    while (at > s && (at[-1] == '`' || at[-1] == ' ' || at[-1] == '\t'))
+        at--;
+    return at;
+}
+
 /* Moves calls found in r->content into r->calls and leaves the prose. */
 static void parse_text_calls(lb_model_reply *r)
 {
     const char *s = r->content;
-    if (!s || (!strstr(s, "<tool_call>") && !strstr(s, "<function=")))
+    if (!s)
         return;
+    if (!strstr(s, "<tool_call>") && !strstr(s, "<function=")) {
+        lb_toolcall c;
+        memset(&c, 0, sizeof c);
+        const char *at = text_finish_call(s, &c);
+        if (!at)
+            return;
+        free(r->calls);
+        r->calls = calloc(1, sizeof *r->calls);
+        if (!r->calls) {
+            free(c.name);
+            free(c.arguments);
+            return;
+        }
+        r->calls[0] = c;
+        r->n_calls = 1;
+        char *prose = strndup(s, (size_t)(at - s));
+        if (prose)
+            drop_empty_fences(prose);
+        const char *a = prose ? skip_ws(prose) : "";
+        size_t al = strlen(a);
+        while (al && strchr(" \t\r\n`", a[al - 1]))
+            al--;
+        char *kept = al ? strndup(a, al) : NULL;
+        free(prose);
+        free(r->content);
+        r->content = kept;
+        return;
+    }
     const char *end = s + strlen(s);
     lb_toolcall found[LB_MODEL_MAX_CALLS];
     size_t n = 0;
@@ -344,6 +473,7 @@ static void parse_text_calls(lb_model_reply *r)
     memcpy(prose + plen, p, rest);
     plen += rest;
     prose[plen] = '\0';
+    drop_empty_fences(prose);
     free(r->calls); /* an array of non-objects may have left an empty one */
     r->calls = calloc(n, sizeof *r->calls);
     if (!r->calls) {

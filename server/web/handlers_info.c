@@ -138,6 +138,14 @@ static size_t lb_discard(char *p, size_t sz, size_t n, void *arg)
 
 static void lb_model_check(const lb_config *cfg, const char *shown_url)
 {
+    if (!strcmp(cfg->llm_provider, "replay")) {
+        /* no endpoint to reach: a recorded run is played back */
+        const char *f = getenv("LLMBOX_REPLAY_FILE");
+        const char *base = f && strrchr(f, '/') ? strrchr(f, '/') + 1 : f;
+        lb_model_reachable = 1;
+        snprintf(lb_model_msg, sizeof lb_model_msg, "replaying %.400s", base && *base ? base : "(LLMBOX_REPLAY_FILE not set)");
+        return;
+    }
     char url[LB_CFG_PATH + 16];
     size_t ul = strlen(cfg->llm_url);
     while (ul && cfg->llm_url[ul - 1] == '/')

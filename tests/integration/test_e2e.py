@@ -220,6 +220,18 @@ def test_unreachable_model(_unused):
         assert time.time() - t0 < 10
 
 
+def test_replay_health(_unused):
+    with Stack(model=False, env={"LLMBOX_LLM_PROVIDER": "replay", "LLMBOX_REPLAY_FILE": "/nonexistent/run.json"}) as s:
+        st, h = s.get_json("/api/health")
+        assert st == 200 and h["model"]["reachable"] is True and "replaying run.json" in h["model"]["message"], h
+        st, m = s.get_json("/api/models")
+        assert m[0]["provider"] == "replay", m
+        # a missing recording fails the task with a sentence, not a hang
+        st, t = s.create_task("anything")
+        t = s.wait_task(t["id"], 15)
+        assert t["status"] == "failed" and "run.json" in (t.get("reason") or ""), t
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -232,6 +244,7 @@ def main():
         r.run("e2e_showcase_tools_offline", test_showcase_tools, s)
     r.run("e2e_command_timeout", test_command_timeout, None)
     r.run("e2e_unreachable_model", test_unreachable_model, None)
+    r.run("e2e_replay_provider_health", test_replay_health, None)
     r.done()
 
 

@@ -321,6 +321,78 @@ TEST(text_mode_leaves_prose_alone)
     lb_model_reply_free(&r);
 }
 
+/* text mode: a call inside a code fence leaves no empty fence behind */
+TEST(text_mode_fenced_function)
+{
+    lb_model_reply r;
+    CHECK(parse_content("Run it:\n```xml\n<function=bash>\n<parameter=command>ls</parameter>\n</function>\n```\nThen look.", &r) == LB_OK);
+    CHECK(r.n_calls == 1);
+    if (r.n_calls == 1) {
+        CHECK_STR(r.calls[0].name, "bash");
+        CHECK_STR(r.calls[0].arguments, "{\"command\":\"ls\"}");
+    }
+    CHECK_STR(r.content, "Run it:\n\nThen look.");
+    lb_model_reply_free(&r);
+}
+
+/* several calls, quoted names and keys, and trailing prose */
+TEST(text_mode_several_calls_and_quoted_names)
+{
+    lb_model_reply r;
+    CHECK(parse_content("<function=\"bash\">\n<parameter= command >pwd</parameter>\n</function>\n"
+                        "<function=file_editor>\n<parameter=command>view</parameter>\n"
+                        "<parameter=path>/testbed</parameter>\n</function>\nDone for now.", &r) == LB_OK);
+    CHECK(r.n_calls == 2);
+    if (r.n_calls == 2) {
+        CHECK_STR(r.calls[0].name, "bash");
+        CHECK_STR(r.calls[0].arguments, "{\"command\":\"pwd\"}");
+        CHECK_STR(r.calls[1].name, "file_editor");
+        CHECK_STR(r.calls[1].arguments, "{\"command\":\"view\",\"path\":\"/testbed\"}");
+    }
+    CHECK_STR(r.content, "Done for now.");
+    lb_model_reply_free(&r);
+}
+
+/* finish(...) written as text at the end of a reply */
+TEST(text_mode_finish_as_text)
+{
+    static const struct { const char *content, *args, *prose; } cases[] = {
+        {"All done.\nfinish()", "{}", "All done."},
+        {"finish(\"42\")", "{\"answer\":\"42\"}", NULL},
+        {"The sum is 7.\nfinish(answer=\"7 (seven)\")\n", "{\"answer\":\"7 (seven)\"}", "The sum is 7."},
+        {"finish(answer='x')", "{\"answer\":\"x\"}", NULL},
+        {"```\nfinish({\"answer\": \"ok\"})\n```", "{\"answer\":\"ok\"}", NULL},
+        {"finish(42).", "{\"answer\":\"42\"}", NULL},
+        {"finish(\"a\\nb\")", "{\"answer\":\"a\\nb\"}", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lb_model_reply r;
+        CHECK(parse_content(cases[i].content, &r) == LB_OK);
+        CHECK(r.n_calls == 1);
+        if (r.n_calls == 1) {
+            CHECK_STR(r.calls[0].name, "finish");
+            CHECK_STR(r.calls[0].arguments, cases[i].args);
+        }
+        if (cases[i].prose)
+            CHECK_STR(r.content, cases[i].prose);
+        else
+            CHECK(r.content == NULL);
+        if (testlib_cur_failed)
+            printf("  (case %zu)\n", i);
+        lb_model_reply_free(&r);
+    }
+    /* a mention in prose is not a call */
+    const char *no[] = {"I will call finish() when done.", "finish() is next, then more work",
+                        "Say finish(\"x\") later please"};
+    for (size_t i = 0; i < 3; i++) {
+        lb_model_reply r;
+        CHECK(parse_content(no[i], &r) == LB_OK);
+        CHECK(r.n_calls == 0);
+        CHECK_STR(r.content, no[i]);
+        lb_model_reply_free(&r);
+    }
+}
+
 TEST(htbuf_keeps_head_and_tail)
 {
     lb_htbuf b;
@@ -480,7 +552,7 @@ TEST(anthropic_request_body_shape)
     setenv("LLMBOX_LLM_PROVIDER", "gemini", 1);
     lb_config_load(lb_cfg_mut());
     CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
-    CHECK(strstr(err, "use openai or anthropic") != NULL);
+    CHECK(strstr(err, "use openai, anthropic or replay") != NULL);
     unsetenv("LLMBOX_LLM_PROVIDER");
     unsetenv("LLMBOX_LLM_URL");
     unsetenv("ANTHROPIC_API_KEY");
@@ -527,6 +599,9 @@ int main(void)
     RUN(text_mode_hermes_json);
     RUN(text_mode_xml_functions);
     RUN(text_mode_leaves_prose_alone);
+    RUN(text_mode_fenced_function);
+    RUN(text_mode_several_calls_and_quoted_names);
+    RUN(text_mode_finish_as_text);
     RUN(htbuf_keeps_head_and_tail);
     RUN(prompt_render_one_pass);
     RUN(anthropic_text_and_tool_use);
