@@ -36,7 +36,7 @@ try {
   page.on('pageerror', (e) => errors.push(e.message));
 
   await page.goto(base);
-  await page.waitForSelector('#health[data-state="ok"], #health[data-state="warn"], #health[data-state="error"]', { timeout: 10000 })
+  await page.waitForSelector('#health[data-state="ok"], #health[data-state="warn"], #health[data-state="down"]', { timeout: 10000 })
     .catch(() => {});
   await page.fill('#prompt', 'Make a small multimedia report from the inputs.');
   await page.setInputFiles('#file-input', [join(dir, 'data.csv'), join(dir, 'notes.txt')]);

@@ -48,7 +48,8 @@ export class Health {
     clear(this.list);
     for (const p of problems) this.list.appendChild(h('li', null, sentence(p)));
     show(this.banner, problems.length > 0);
-    if (!document.hidden) this.timer = setTimeout(() => this.check(), POLL_MS);
+    // Look again sooner while something is wrong, so the banner clears soon.
+    if (!document.hidden) this.timer = setTimeout(() => this.check(), state === 'ok' ? POLL_MS : POLL_MS / 3);
   }
 }
 

@@ -45,6 +45,7 @@ export class TaskView {
     this.ended = false;      // the task is over and its results are shown
     this.streamDone = false; // the event stream delivered "done"
     this.retries = 0;
+    this.failures = 0;
     this.connectionNote = '';
     this.build();
     this.load(id);
@@ -215,9 +216,12 @@ export class TaskView {
 
   async connectionTrouble(es) {
     if (this.streamDone) { es.close(); return; }
-    if (es.readyState === EventSource.CONNECTING && !this.ended) {
-      this.connectionNote = 'Connection lost — reconnecting…';
-      this.renderStatus();
+    if (es.readyState === EventSource.CONNECTING) {
+      // The browser reconnects by itself, sending Last-Event-ID.
+      if (!this.ended) {
+        this.connectionNote = 'connection lost; reconnecting…';
+        this.renderStatus();
+      }
       return;
     }
     // Closed for good (the server refused the stream): look at the task and
@@ -251,7 +255,10 @@ export class TaskView {
       if (this.id !== id) return;
       if (e instanceof ApiError && e.status === 404) { this.showGone(); return; }
     }
-    this.later(() => { if (this.id === id && !this.es) this.connect(); }, RECONNECT_MS);
+    // Back off gently: 3 s, 6 s, … up to 30 s between attempts.
+    this.failures = (this.failures || 0) + 1;
+    const wait = Math.min(RECONNECT_MS * this.failures, 30000);
+    this.later(() => { if (this.id === id && !this.es) this.connect(); }, wait);
   }
 
   handle(type, e) {
@@ -264,6 +271,7 @@ export class TaskView {
     try { data = JSON.parse(e.data); } catch { return; }
     if (!data || typeof data !== 'object') return;
     if (this.connectionNote) this.connectionNote = '';
+    this.failures = 0;
 
     const atBottom = nearBottom();
     switch (type) {
