@@ -401,21 +401,30 @@ static int lb_task_status(lb_store *s, const char *id, char *status, size_t stat
     return rc;
 }
 
-int lb_store_task_set_running(lb_store *s, const char *id, int pid)
+/* Starts a write transaction on a task that exists and is not final yet:
+ * LB_E_NOTFOUND or LB_E_EXISTS (rolled back) otherwise. Every change to a
+ * running task goes through here, so a final task never changes again. */
+static int lb_begin_live(lb_store *s, const char *id)
 {
-    if (!s || !lb_id_valid(id))
-        return LB_E_INVAL;
     char status[16];
     int rc = lb_begin(s);
     if (rc)
         return rc;
     rc = lb_task_status(s, id, status, sizeof status, NULL);
-    if (rc)
-        goto out;
-    if (lb_is_final(status)) {
+    if (rc == LB_OK && lb_is_final(status))
         rc = LB_E_EXISTS;
-        goto out;
-    }
+    if (rc)
+        lb_rollback(s);
+    return rc;
+}
+
+int lb_store_task_set_running(lb_store *s, const char *id, int pid)
+{
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    int rc = lb_begin_live(s, id);
+    if (rc)
+        return rc;
     sqlite3_stmt *st = lb_stmt(s, Q_TASK_SET_RUNNING);
     if (!st) {
         rc = LB_E_INTERNAL;
@@ -490,19 +499,11 @@ int lb_store_task_finish(lb_store *s, const char *id, const char *status, const 
         return LB_E_INVAL;
     if ((reason && strlen(reason) > LB_STORE_TEXT_MAX) || (answer && strlen(answer) > LB_STORE_TEXT_MAX))
         return LB_E_TOOBIG;
-    char cur[16];
     char *data = NULL;
     cJSON *ev = NULL;
-    int rc = lb_begin(s);
+    int rc = lb_begin_live(s, id); /* the first finisher wins */
     if (rc)
         return rc;
-    rc = lb_task_status(s, id, cur, sizeof cur, NULL);
-    if (rc)
-        goto out;
-    if (lb_is_final(cur)) {
-        rc = LB_E_EXISTS; /* the first finisher wins; the task never changes again */
-        goto out;
-    }
     sqlite3_stmt *st = lb_stmt(s, Q_TASK_FINISH);
     if (!st) {
         rc = LB_E_INTERNAL;
@@ -788,19 +789,14 @@ int lb_store_event_append(lb_store *s, const char *task_id, const char *type, co
         data_json = "{}";
     if (strlen(data_json) > LB_STORE_EVENT_MAX)
         return LB_E_TOOBIG;
-    char status[16];
-    int rc = lb_begin(s);
-    if (rc)
-        return rc;
     /* "done" is always the last event of a task: nothing is appended once
      * the task is final (the next seq is computed under the write lock, so
      * two writers can never take the same seq either). */
-    rc = lb_task_status(s, task_id, status, sizeof status, NULL);
-    if (rc)
-        goto out;
-    if (lb_is_final(status)) {
-        rc = LB_E_EXISTS;
-        goto out;
+    int rc = lb_begin_live(s, task_id);
+    if (rc) {
+        if (seq_out)
+            *seq_out = 0;
+        return rc;
     }
     rc = lb_event_insert(s, task_id, type, data_json, seq_out);
     if (rc)
