@@ -10,8 +10,14 @@
  *   Requests on one connection are answered in order, one at a time.
  *
  * Operations ("op"):
- *   create   {image, memory_mib, pids, input_dir?}      -> {id}
+ *   create   {image, memory_mib, pids, cpu_milli, disk_mib, network, ttl_s,
+ *            input_dir?}                                -> {id}
  *            input_dir: host directory copied into /testbed/input.
+ *            cpu_milli: CPU quota in thousandths of a core; disk_mib: quota of
+ *            the writable layer and /tmp; network: "none" (loopback only) or
+ *            "nat" (outbound through slirp4netns, host loopback unreachable);
+ *            ttl_s: the sandbox is destroyed this long after creation.
+ *            Omitted or 0: the daemon's defaults.
  *   exec     {id, command, timeout_ms}                  -> {state, exit_code,
  *            stdout, stderr, truncated, duration_ms,    state: exited|timeout|oom|interrupted|error
  *            shell_restarted?}                          shell_restarted: the old shell was gone and a fresh one started
@@ -57,6 +63,10 @@ typedef struct lbsb_spec {
     int memory_mib;             /* 0: daemon default */
     int pids;                   /* 0: daemon default */
     const char *input_dir;      /* NULL: empty /testbed/input */
+    int cpu_milli;              /* 0: daemon default; 1000 = one core */
+    int disk_mib;               /* 0: daemon default */
+    const char *network;        /* NULL: daemon default; "none" | "nat" */
+    int ttl_s;                  /* 0: none */
 } lbsb_spec;
 
 typedef struct lbsb_exec_out {

@@ -324,7 +324,11 @@ int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
         if ((spec->image && !cJSON_AddStringToObject(req, "image", spec->image)) ||
             (spec->memory_mib > 0 && !cJSON_AddNumberToObject(req, "memory_mib", spec->memory_mib)) ||
             (spec->pids > 0 && !cJSON_AddNumberToObject(req, "pids", spec->pids)) ||
-            (spec->input_dir && !cJSON_AddStringToObject(req, "input_dir", spec->input_dir))) {
+            (spec->input_dir && !cJSON_AddStringToObject(req, "input_dir", spec->input_dir)) ||
+            (spec->cpu_milli > 0 && !cJSON_AddNumberToObject(req, "cpu_milli", spec->cpu_milli)) ||
+            (spec->disk_mib > 0 && !cJSON_AddNumberToObject(req, "disk_mib", spec->disk_mib)) ||
+            (spec->network && !cJSON_AddStringToObject(req, "network", spec->network)) ||
+            (spec->ttl_s > 0 && !cJSON_AddNumberToObject(req, "ttl_s", spec->ttl_s))) {
             cJSON_Delete(req);
             req = NULL;
         }

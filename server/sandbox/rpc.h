@@ -69,6 +69,16 @@ typedef enum lbsd_op {
     LBSD_OP_INTERRUPT,
 } lbsd_op;
 
+/* network modes of a sandbox */
+typedef enum lbsd_network {
+    LBSD_NET_DEFAULT = 0,            /* whatever the daemon is configured with ("none") */
+    LBSD_NET_NONE = 1,               /* loopback only */
+    LBSD_NET_NAT = 2,                /* outbound through slirp4netns, no host loopback */
+} lbsd_network;
+const char *lbsd_network_name(int net);
+int lbsd_network_parse(const char *s); /* -1 if unknown */
+
+#define LBSD_TTL_MAX_S (7 * 24 * 3600)
 #define LBSD_IMAGE_MAX 32            /* image names: [a-z0-9_-]{1,32} */
 #define LBSD_INPUT_DIR_MAX 4096
 #define LBSD_CMD_MAX (1u << 20)      /* one command, bytes */
@@ -86,6 +96,10 @@ typedef struct lbsd_req {
     int memory_mib;                  /* 0: default */
     int pids;                        /* 0: default */
     const char *input_dir;           /* NULL: none; absolute */
+    int cpu_milli;                   /* CPU quota in thousandths of a core; 0: default */
+    int disk_mib;                    /* writable layer + /tmp quota; 0: default */
+    int network;                     /* lbsd_network; LBSD_NET_DEFAULT: daemon default */
+    int ttl_s;                       /* destroyed this long after create; 0: no TTL */
     const char *command;
     size_t command_len;
     int timeout_ms;                  /* 0: default */

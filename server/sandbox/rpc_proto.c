@@ -236,6 +236,30 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
             lbsd_msg(msg, msgsz, "\"input_dir\" must be an absolute path");
             return LB_E_INVAL;
         }
+        if ((rc = lbsd_get_int(o, "cpu_milli", 0, 1024 * 1000, 0, &d, msg, msgsz)))
+            return rc;
+        req->cpu_milli = (int)d;
+        if (req->cpu_milli && req->cpu_milli < 10) {
+            lbsd_msg(msg, msgsz, "\"cpu_milli\" must be at least 10 (a hundredth of a core)");
+            return LB_E_INVAL;
+        }
+        if ((rc = lbsd_get_int(o, "disk_mib", 0, 1 << 22, 0, &d, msg, msgsz)))
+            return rc;
+        req->disk_mib = (int)d;
+        if (req->disk_mib && req->disk_mib < 16) {
+            lbsd_msg(msg, msgsz, "\"disk_mib\" must be at least 16");
+            return LB_E_INVAL;
+        }
+        if ((rc = lbsd_get_int(o, "ttl_s", 0, LBSD_TTL_MAX_S, 0, &d, msg, msgsz)))
+            return rc;
+        req->ttl_s = (int)d;
+        if ((rc = lbsd_get_str(o, "network", 16, &s, msg, msgsz)))
+            return rc;
+        req->network = LBSD_NET_DEFAULT;
+        if (s && (req->network = lbsd_network_parse(s)) < 0) {
+            lbsd_msg(msg, msgsz, "\"network\" must be \"none\" or \"nat\"");
+            return LB_E_INVAL;
+        }
         break;
     case LBSD_OP_EXEC:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
@@ -338,6 +362,25 @@ int lbsd_code_status(const char *code)
         if (!strcmp(lbsd_codes[i].code, code))
             return lbsd_codes[i].status;
     return LB_E_PROTO;
+}
+
+static const char *const lbsd_networks[] = {"default", "none", "nat"};
+
+const char *lbsd_network_name(int net)
+{
+    if (net < 0 || net > 2)
+        return "default";
+    return lbsd_networks[net];
+}
+
+int lbsd_network_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    for (int i = 1; i < 3; i++) /* "default" is not something a client asks for */
+        if (!strcmp(lbsd_networks[i], s))
+            return i;
+    return -1;
 }
 
 static const char *const lbsd_states[] = {"exited", "timeout", "oom", "interrupted", "error"};
