@@ -264,9 +264,8 @@ out:
     return rc;
 }
 
-/* Creates var/sandboxes/<id>/{upper,work,merged} and fills upper/testbed. */
-static int sb_prepare_dirs(lbsd_sandbox *sb, const lbsd_req *req, const lbsd_conn *owner,
-                           char *msg, size_t msgsz)
+/* Creates var/sandboxes/<id>/{upper,work,merged} and upper/testbed/{input,output}. */
+static int sb_prepare_dirs(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
     char p[LB_CFG_PATH + 128];
     snprintf(p, sizeof p, "%s/sandboxes", lb_cfg()->var_dir);
@@ -290,15 +289,27 @@ static int sb_prepare_dirs(lbsd_sandbox *sb, const lbsd_req *req, const lbsd_con
             return LB_E_SANDBOX;
         }
     }
-    if (!req->input_dir)
+    return LB_OK;
+}
+
+int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, gid_t gid,
+                            char *msg, size_t msgsz)
+{
+    if (!input_dir)
         return LB_OK;
-    snprintf(p, sizeof p, "%s/upper/testbed/input", sb->dir);
-    int dfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* Through the sandbox's own root, one component at a time and never
+     * following a symlink: this also works for a sandbox from the pool, whose
+     * writable layer exists only inside its mount namespace. */
+    int tfd = openat(sb->root_fd, "testbed", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dfd = tfd < 0 ? -1
+                      : openat(tfd, "input", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tfd >= 0)
+        close(tfd);
     if (dfd < 0) {
-        sb_msg(msg, msgsz, "cannot open %s: %s", p, strerror(errno));
+        sb_msg(msg, msgsz, "cannot open /testbed/input in the sandbox: %s", strerror(errno));
         return LB_E_SANDBOX;
     }
-    int rc = lbsd_copy_input(req->input_dir, dfd, owner->uid, owner->gid, msg, msgsz);
+    int rc = lbsd_copy_input(input_dir, dfd, uid, gid, msg, msgsz);
     close(dfd);
     return rc;
 }
@@ -397,8 +408,7 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     return LB_OK;
 }
 
-int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out, char *msg,
-                        size_t msgsz)
+int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t msgsz)
 {
     const lb_config *cfg = lb_cfg();
     *out = NULL;
@@ -409,7 +419,6 @@ int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **ou
         return LB_E_NOMEM;
     }
     sb->ctl_fd = sb->root_fd = sb->sh_in = sb->sh_out = sb->sh_err = -1;
-    sb->owner = owner;
     sb->created_ms = lb_mono_ms();
     lb_buf_init(&sb->idle_out, LBSD_IDLE_MAX);
     lb_buf_init(&sb->idle_err, LBSD_IDLE_MAX);
@@ -440,7 +449,7 @@ int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **ou
         sb_msg(msg, msgsz, "cannot create the sandbox cgroups");
         goto fail;
     }
-    if ((rc = sb_prepare_dirs(sb, req, owner, msg, msgsz)) != LB_OK)
+    if ((rc = sb_prepare_dirs(sb, msg, msgsz)) != LB_OK)
         goto fail;
     rc = LB_E_SANDBOX;
     if (sb_start_init(sb, msg, msgsz) != LB_OK)
@@ -455,6 +464,24 @@ fail:
     lb_warn("sandbox create failed: %s", msg);
     lbsd_sandbox_destroy(sb);
     return rc;
+}
+
+int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out, char *msg,
+                        size_t msgsz)
+{
+    lbsd_sandbox *sb;
+    int rc = lbsd_sandbox_make(req, &sb, msg, msgsz);
+    if (rc)
+        return rc;
+    sb->owner = owner;
+    rc = lbsd_sandbox_load_input(sb, req->input_dir, owner->uid, owner->gid, msg, msgsz);
+    if (rc) {
+        lb_warn("sandbox %s: input copy failed: %s", sb->id, msg);
+        lbsd_sandbox_destroy(sb);
+        return rc;
+    }
+    *out = sb;
+    return LB_OK;
 }
 
 /* Reaps init, waiting up to timeout_ms. The kernel only lets pid 1 of a

@@ -131,9 +131,18 @@ void lbsd_conn_unbusy(lbsd_conn *c);
 int lbsd_serve(int lfd);
 
 /* --- sandbox_create.c ---------------------------------------------------- */
-/* Creates a sandbox (synchronous). On failure writes a sentence to msg. */
+/* Creates a sandbox (synchronous): lbsd_sandbox_make, then the input copy.
+ * On failure writes a sentence to msg. */
 int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out,
                         char *msg, size_t msgsz);
+/* A blank sandbox with no owner and an empty /testbed/input: namespaces
+ * made, filesystem mounted, shell started. What the warm pool holds. Uses
+ * req's image and limits; ignores input_dir. */
+int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t msgsz);
+/* Copies input_dir (a host path, read with uid/gid's rights) into the
+ * sandbox's /testbed/input through its root fd. NULL input_dir: no-op. */
+int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, gid_t gid,
+                            char *msg, size_t msgsz);
 /* Kills everything, reaps init, removes cgroups and the scratch dir. */
 void lbsd_sandbox_destroy(lbsd_sandbox *sb);
 /* Starts a fresh shell through init (kills the old one if alive). */
