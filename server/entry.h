@@ -10,5 +10,6 @@ int lb_sandboxd_main(int argc, char **argv); /* server/sandbox/ */
 int lb_agent_main(int argc, char **argv);    /* server/agent/ */
 int lb_run_main(int argc, char **argv);      /* server/agent/ */
 int lb_image_main(int argc, char **argv);    /* server/sandbox/ */
+int lb_image_list(void);                     /* server/sandbox/image_list.c */
 
 #endif

@@ -19,6 +19,7 @@ static void usage(FILE *f)
             "  run [-i FILE]... [-o DIR] \"prompt\"\n"
             "                      run one task from the terminal\n"
             "  image build [NAME]  build a sandbox image with debootstrap\n"
+            "  image list          the images, their state and size\n"
             "  version             print the version\n"
             "\n"
             "Configuration comes from the environment; see README.md.\n");

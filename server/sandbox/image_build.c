@@ -470,6 +470,7 @@ static int img_publish(img_ctx *c)
 static void img_usage(FILE *f)
 {
     fprintf(f, "usage: llmbox image build [--force] [NAME]\n"
+               "       llmbox image list\n"
                "  Builds images/NAME (default: %s) into %s/NAME with debootstrap.\n"
                "  --force   rebuild even if the image is complete\n"
                "  env: LLMBOX_DEBIAN_MIRROR (default %s), LLMBOX_DEBIAN_SUITE (default %s)\n",
@@ -561,6 +562,8 @@ out:
 
 int lb_image_main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "list"))
+        return lb_image_list();
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         img_usage(argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
         return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
