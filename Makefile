@@ -19,7 +19,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image stop clean unit fixtures bench
+.PHONY: all deps run test image stop clean unit fixtures bench demo
 all: $(BUILD)/llmbox $(PLUGINS)
 
 $(BUILD)/llmbox: $(OBJ)
@@ -67,6 +67,12 @@ test: deps
 	@$(MAKE) --no-print-directory all unit
 	@$(MAKE) --no-print-directory image
 	@tests/run.sh
+
+# The paper's four showcase tasks through the real service, scripted
+# (no LLM needed); outputs land in demo/out/. See demo/showcase.py.
+demo: deps
+	@$(MAKE) --no-print-directory all image
+	@python3 demo/showcase.py
 
 bench: deps
 	@$(MAKE) --no-print-directory all image
