@@ -19,7 +19,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image stop clean unit fixtures bench demo
+.PHONY: all deps run test image stop clean unit fixtures bench demo fuzz fuzz-build check-asan
 all: $(BUILD)/llmbox $(PLUGINS)
 
 $(BUILD)/llmbox: $(OBJ)
@@ -78,7 +78,41 @@ bench: deps
 	@$(MAKE) --no-print-directory all image
 	@bench/run.sh
 
+# ---- fuzzing (libFuzzer, clang) and sanitizer builds ----------------------
+# `make fuzz` runs every tests/fuzz/fuzz_*.c target for FUZZ_SECONDS each on
+# its seed corpus (new inputs go to build-fuzz/corpus/, not into the repo);
+# `make test` runs each for a few seconds (tests/fuzz/run.sh).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_LIBOBJ  := $(LIBOBJ:$(BUILD)/%=build-fuzz/obj/%)
+
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -w -c -o $@ $<
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $< $(FUZZ_LIBOBJ) $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
+# Unit and integration tests against an AddressSanitizer + UBSan build
+# (build-asan/); the integration harness picks the binary up from LLMBOX_BUILD.
+check-asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
+	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    all unit
+	@$(MAKE) --no-print-directory image
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    BUILD=build-asan LLMBOX_SKIP_BROWSER=1 tests/run.sh
+
 clean:
-	rm -rf $(BUILD) plugins/*.so tests/plugins/*.so
+	rm -rf $(BUILD) build-fuzz build-asan plugins/*.so tests/plugins/*.so
 
 -include $(OBJ:.o=.d)

@@ -44,7 +44,9 @@ for t in tests/integration/test_*.py; do
     [ -f "$t" ] || continue
     run_suite "integration/$(basename "$t" .py)" python3 "$t"
 done
-if [ -f tests/browser/run.sh ]; then
+# every parser's libFuzzer target, a few seconds each (make fuzz: longer)
+run_suite "fuzz" env FUZZ_SECONDS="${FUZZ_SECONDS:-4}" tests/fuzz/run.sh
+if [ -f tests/browser/run.sh ] && [ -z "${LLMBOX_SKIP_BROWSER:-}" ]; then
     run_suite "browser" tests/browser/run.sh
 fi
 

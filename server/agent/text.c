@@ -174,6 +174,22 @@ char *lb_htbuf_render(const lb_htbuf *b, size_t *outlen)
     return out;
 }
 
+void lb_utf8_trim_partial(char *s)
+{
+    size_t n = strlen(s), i = n, cont = 0;
+    /* walk back over continuation bytes to the lead byte of the last sequence */
+    while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80) {
+        i--;
+        cont++;
+    }
+    if (i == 0)
+        return;
+    unsigned char c = (unsigned char)s[i - 1];
+    size_t need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (need == 0 || cont + 1 < need)
+        s[i - 1] = '\0';
+}
+
 char *lb_strdup_trunc(const char *s, size_t max)
 {
     if (!s)

@@ -35,6 +35,10 @@ uint64_t lb_htbuf_omitted(const lb_htbuf *b);
  * (malloc'd, NUL-terminated; "" when nothing was appended). */
 char *lb_htbuf_render(const lb_htbuf *b, size_t *outlen);
 
+/* Drops a UTF-8 sequence cut short at the end of s (what snprintf into a
+ * fixed buffer leaves behind), in place. */
+void lb_utf8_trim_partial(char *s);
+
 /* Copies s into a new string with at most max bytes, cut on a UTF-8
  * boundary, with "..." appended when cut. */
 char *lb_strdup_trunc(const char *s, size_t max);

@@ -171,6 +171,8 @@ void lb_model_error_text(const char *body, size_t len, char *out, size_t outsz)
         snprintf(out, outsz, "%s%s", z ? z : "", len > n ? "..." : "");
         free(z);
     }
+    /* the copy into out may have cut a character in two */
+    lb_utf8_trim_partial(out);
     /* one line, whatever the server sent */
     for (char *q = out; *q; q++)
         if ((unsigned char)*q < 0x20)

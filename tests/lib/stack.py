@@ -17,7 +17,8 @@ import time
 import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-LLMBOX = os.path.join(REPO, "build", "llmbox")
+# BUILD: another build dir (make check-asan runs the suites on build-asan)
+LLMBOX = os.path.join(REPO, os.environ.get("BUILD", "build"), "llmbox")
 
 
 def free_port():

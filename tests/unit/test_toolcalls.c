@@ -151,6 +151,24 @@ TEST(invalid_utf8_is_sanitized)
     lb_model_reply_free(&r);
 }
 
+/* Found by tests/fuzz/fuzz_model_reply: 300 bytes of garbage sanitize to up
+ * to 900 bytes of U+FFFD, and the copy into a fixed buffer cut the last one
+ * in two, so the task's error message was not valid UTF-8. */
+TEST(error_text_never_cuts_a_character)
+{
+    char body[300], out[400];
+    memset(body, 0xff, sizeof body);
+    lb_model_error_text(body, sizeof body, out, sizeof out);
+    CHECK(lb_utf8_valid(out, strlen(out)));
+    CHECK(strlen(out) > 300);
+    char s[] = "ab\xe2\x82";
+    lb_utf8_trim_partial(s);
+    CHECK_STR(s, "ab");
+    char t[] = "ab\xe2\x82\xac";
+    lb_utf8_trim_partial(t);
+    CHECK_STR(t, "ab\xe2\x82\xac");
+}
+
 TEST(error_text_from_bodies)
 {
     char out[400];
@@ -604,6 +622,7 @@ int main(void)
     RUN(text_mode_finish_as_text);
     RUN(htbuf_keeps_head_and_tail);
     RUN(prompt_render_one_pass);
+    RUN(error_text_never_cuts_a_character);
     RUN(anthropic_text_and_tool_use);
     RUN(anthropic_thinking_kept_verbatim);
     RUN(anthropic_error_and_garbage);
