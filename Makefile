@@ -103,7 +103,7 @@ fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
 # Unit and integration tests against an AddressSanitizer + UBSan build
-# (build-asan/); the integration harness picks the binary up from LLMBOX_BUILD.
+# (build-asan/); the suites pick the binary up from BUILD.
 check-asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
