@@ -103,8 +103,8 @@ static int sd_listen(const char *path)
 /* Each sandbox holds LBSD_FDS_PER_SANDBOX fds here, each connection one,
  * and creating or destroying a sandbox opens a few more for a moment: with
  * the usual soft limit of 1024 sandboxd would fail near 200 sandboxes with
- * EMFILE, so it raises its own limit (root may also raise the hard one, up
- * to fs.nr_open). Sandbox inits set their own limit. */
+ * EMFILE, so it raises its own limit (the hard one too with
+ * CAP_SYS_RESOURCE, up to fs.nr_open). Sandbox inits set their own limit. */
 static void sd_raise_nofile(void)
 {
     rlim_t need = (rlim_t)lb_cfg()->sandbox_max * LBSD_FDS_PER_SANDBOX + LBSD_MAX_CONNS + 256;
