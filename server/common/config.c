@@ -105,5 +105,8 @@ int lb_config_load(lb_config *cfg)
     cfg->task_timeout_s = (int)lb_envint("LLMBOX_TASK_TIMEOUT_S", 3600, 1, 7 * 86400);
     cfg->sandbox_memory_mib = (int)lb_envint("LLMBOX_SANDBOX_MEMORY_MIB", 2048, 64, 1 << 20);
     cfg->sandbox_pids = (int)lb_envint("LLMBOX_SANDBOX_PIDS", 512, 16, 1 << 22);
+    /* each sandbox holds ~5 fds in sandboxd: it raises RLIMIT_NOFILE to fit */
+    cfg->sandbox_max = (int)lb_envint("LLMBOX_SANDBOX_MAX", 1024, 1, 65536);
+    cfg->sandbox_max_per_conn = (int)lb_envint("LLMBOX_SANDBOX_MAX_PER_CONN", 32, 1, 65536);
     return LB_OK;
 }

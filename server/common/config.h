@@ -40,6 +40,8 @@ typedef struct lb_config {
     int task_timeout_s;              /* LLMBOX_TASK_TIMEOUT_S, default 3600 */
     int sandbox_memory_mib;          /* LLMBOX_SANDBOX_MEMORY_MIB, default 2048 */
     int sandbox_pids;                /* LLMBOX_SANDBOX_PIDS, default 512 */
+    int sandbox_max;                 /* LLMBOX_SANDBOX_MAX, default 1024: sandboxes at once in sandboxd */
+    int sandbox_max_per_conn;        /* LLMBOX_SANDBOX_MAX_PER_CONN, default 32: per client connection */
     char default_image[64];          /* LLMBOX_IMAGE, default "default" */
 } lb_config;
 

@@ -174,13 +174,15 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         int mine = 0;
         for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
             mine += s->owner == c;
-        if (g_nsandboxes >= LBSD_MAX_SANDBOXES) {
-            lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes (%d)", LBSD_MAX_SANDBOXES);
+        if (g_nsandboxes >= lb_cfg()->sandbox_max) {
+            lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes (%d, LLMBOX_SANDBOX_MAX)",
+                             lb_cfg()->sandbox_max);
             return;
         }
-        if (mine >= LBSD_MAX_PER_CONN) {
-            lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes on this connection (%d)",
-                             LBSD_MAX_PER_CONN);
+        if (mine >= lb_cfg()->sandbox_max_per_conn) {
+            lbsd_reply_error(c, LB_E_UNAVAILABLE,
+                             "too many sandboxes on this connection (%d, LLMBOX_SANDBOX_MAX_PER_CONN)",
+                             lb_cfg()->sandbox_max_per_conn);
             return;
         }
         lbsd_sandbox *sb;

@@ -23,8 +23,9 @@
 #include "sandbox/rpc.h"
 
 #define LBSD_MAX_CONNS 256
-#define LBSD_MAX_SANDBOXES 256
-#define LBSD_MAX_PER_CONN 32            /* one agent needs one; a pool client a few */
+/* sandboxes at once and per connection: lb_cfg()->sandbox_max and
+ * sandbox_max_per_conn (LLMBOX_SANDBOX_MAX, LLMBOX_SANDBOX_MAX_PER_CONN) */
+#define LBSD_FDS_PER_SANDBOX 5          /* ctl, root, the shell's 3 pipes */
 #define LBSD_DEFERRED_MAX (64u << 10)   /* replies queued behind a running exec */
 #define LBSD_OUT_HEAD (512u << 10)      /* kept from the start of each stream */
 #define LBSD_OUT_TAIL (512u << 10)      /* kept from the end of each stream */

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -99,6 +100,34 @@ static int sd_listen(const char *path)
     return fd;
 }
 
+/* Each sandbox holds LBSD_FDS_PER_SANDBOX fds here, each connection one,
+ * and creating or destroying a sandbox opens a few more for a moment: with
+ * the usual soft limit of 1024 sandboxd would fail near 200 sandboxes with
+ * EMFILE, so it raises its own limit (the hard one too with
+ * CAP_SYS_RESOURCE, up to fs.nr_open). Sandbox inits set their own limit. */
+static void sd_raise_nofile(void)
+{
+    rlim_t need = (rlim_t)lb_cfg()->sandbox_max * LBSD_FDS_PER_SANDBOX + LBSD_MAX_CONNS + 256;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return;
+    struct rlimit want = {need, rl.rlim_max};
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        want.rlim_max = need;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            return;
+        want.rlim_cur = want.rlim_max = rl.rlim_max; /* the most we may have */
+    }
+    if (setrlimit(RLIMIT_NOFILE, &want) != 0)
+        lb_warn("cannot raise the open-file limit to %llu: %s", (unsigned long long)need,
+                strerror(errno));
+    if (want.rlim_cur < need)
+        lb_warn("open-file limit %llu is below the %llu that LLMBOX_SANDBOX_MAX=%d needs: "
+                "creates may fail with 'too many open files' before that many sandboxes",
+                (unsigned long long)want.rlim_cur, (unsigned long long)need,
+                lb_cfg()->sandbox_max);
+}
+
 int lb_sandboxd_main(int argc, char **argv)
 {
     lb_config *cfg = lb_cfg_mut();
@@ -135,6 +164,7 @@ int lb_sandboxd_main(int argc, char **argv)
         lb_warn("setgroups: %s", strerror(errno));
     signal(SIGPIPE, SIG_IGN);
     umask(022);
+    sd_raise_nofile();
 
     char p[LB_CFG_PATH + 32];
     snprintf(p, sizeof p, "%s/sandboxes", cfg->var_dir);

@@ -1,0 +1,659 @@
+#!/usr/bin/env python3
+"""Sandbox benchmark: llmbox's sandboxd against bubblewrap, in one run.
+
+Starts private sandboxds (temp var dir, the image store of this checkout,
+like tests/integration/test_sandbox.py), talks the framed JSON RPC of
+include/llmbox/sandbox.h, and measures the same things for the peer,
+`bwrap --unshare-all --die-with-parent` over the same image root
+(read-only bind of var/images/default/rootfs, --proc /proc, --dev /dev,
+--tmpfs /tmp):
+
+  cold create to first command   llmbox: create + exec `true` (destroy not
+                                 timed); peer: wall time of `bwrap ... /bin/true`
+  pool acquire                   create answered from the warm pool, when
+                                 sandboxd's ping reports one (LLMBOX_POOL_SIZE)
+  exec round trip                `true` in the persistent shell; peer: a fresh
+                                 `bwrap ... /bin/true` each time
+  creates per second             2 and 16 clients, each its own connection,
+                                 create+destroy loops; peer: bwrap /bin/true loops
+  idle memory per sandbox        N idle sandboxes (shell waiting); peer: N idle
+                                 `bwrap ... bash` reading a pipe. Measures, each / N:
+                                 - MemAvailable drop (/proc/meminfo): the whole
+                                   host, kernel objects included, and whatever
+                                   else the shared host did meanwhile (the noise
+                                   line says how much that moved);
+                                 - PSS added by the processes (smaps_rollup;
+                                   llmbox: sandboxd and its children, before and
+                                   after), and its anonymous part (Pss_Anon);
+                                 - llmbox: what the sandboxes' memory cgroups
+                                   are charged;
+                                 - the growth of a few /proc/meminfo fields
+                                   (anon, slab, page tables ...): where it went
+
+Every line prints the ratio against the peer measured in this run and, where
+the sandbox issue sets one, the target and whether it is met. A benchmark,
+not a test: nothing here asserts a timing. Needs root, the default image
+(make image) and bwrap. `make bench` runs it through bench/run.sh.
+
+    python3 bench/sandbox.py [--n 200] [--exec-n 1000] [--secs 5] [--mem 100,1000]
+                             [--pool-size 8] [--only cold,pool,exec,rate,mem]
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("LLMBOX_BIN", os.path.join(REPO, os.environ.get("BUILD", "build"), "llmbox"))
+IMAGES = os.path.join(REPO, "var", "images")
+ROOT = os.path.join(IMAGES, "default", "rootfs")
+BWRAP = ["bwrap", "--ro-bind", ROOT, "/", "--proc", "/proc", "--dev", "/dev",
+         "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent"]
+MIB = 1 << 20
+PER_CONN = int(os.environ.get("LLMBOX_SANDBOX_MAX_PER_CONN") or 32)  # sandboxd's cap
+
+# ---- statistics and printing ---------------------------------------------------
+
+
+def pct(xs, p):
+    """Nearest-rank percentile (p in 0..100)."""
+    xs = sorted(xs)
+    return xs[max(0, min(len(xs) - 1, math.ceil(len(xs) * p / 100.0) - 1))]
+
+
+def ms(x):
+    return "%.3f ms" % x if x < 10 else "%.2f ms" % x
+
+
+def line(what, value, ratio="", target=""):
+    print("  %-44s %-30s %-26s %s" % (what, value, ratio, target), flush=True)
+
+
+def verdict(ok):
+    return "MET" if ok else "NOT MET"
+
+
+# ---- the RPC -------------------------------------------------------------------
+
+
+class Conn:
+    """One client connection to sandboxd (framing of include/llmbox/sandbox.h)."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(120)
+        self.s.connect(path)
+
+    def close(self):
+        self.s.close()
+
+    def _recvn(self, n):
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.s.recv(n - len(out))
+            if not chunk:
+                raise EOFError("sandboxd closed the connection")
+            out += chunk
+        return bytes(out)
+
+    def call(self, obj):
+        b = json.dumps(obj).encode()
+        self.s.sendall(struct.pack(">I", len(b)) + b)
+        (n,) = struct.unpack(">I", self._recvn(4))
+        r = json.loads(self._recvn(n))
+        if r.get("data"):
+            (n,) = struct.unpack(">I", self._recvn(4))
+            self._recvn(n)
+        return r
+
+    def create(self):
+        r = self.call({"op": "create", "image": "default"})
+        if not r.get("ok"):
+            raise RuntimeError("create failed: %s" % r.get("message", r))
+        return r["id"]
+
+    def exec_true(self, sid):
+        r = self.call({"op": "exec", "id": sid, "command": "true", "timeout_ms": 20000})
+        if not r.get("ok") or r.get("exit_code") != 0:
+            raise RuntimeError("exec true failed: %s" % r)
+
+    def destroy(self, sid):
+        self.call({"op": "destroy", "id": sid})
+
+
+class Daemon:
+    """A private sandboxd: own var dir, socket and log, killed at the end."""
+
+    def __init__(self, name, env_extra):
+        self.tmp = tempfile.mkdtemp(prefix="llmbox-bench-%s-" % name)
+        self.var = os.path.join(self.tmp, "var")
+        self.sock = os.path.join(self.tmp, "sd.sock")
+        self.log_path = os.path.join(self.tmp, "sandboxd.log")
+        env = dict(os.environ, LLMBOX_VAR=self.var, LLMBOX_IMAGE_STORE=IMAGES, **env_extra)
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([BIN, "sandboxd", "--socket", self.sock], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        for _ in range(200):
+            if os.path.exists(self.sock) or self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(self.sock):
+            self.stop()
+            raise RuntimeError("sandboxd did not start (log: %s)" % self.log_path)
+        self.pid = self.proc.pid
+
+    def ping(self):
+        c = Conn(self.sock)
+        try:
+            return c.call({"op": "ping"})
+        finally:
+            c.close()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def pool_info(ping):
+    """The pool stats of a ping answer ({size, ready, hits, misses}) or None.
+    Accepts {"pool":{...}} and one level of nesting per image."""
+    p = ping.get("pool")
+    if not isinstance(p, dict):
+        return None
+    if "ready" in p or "size" in p:
+        return p
+    for v in p.values():
+        if isinstance(v, dict) and ("ready" in v or "size" in v):
+            return v
+    return None
+
+
+# ---- the peer --------------------------------------------------------------------
+
+
+def bwrap_true():
+    t0 = time.perf_counter()
+    subprocess.run(BWRAP + ["/bin/true"], check=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+def spawn_true():
+    """What this script pays to start any process: the floor of the peer."""
+    t0 = time.perf_counter()
+    subprocess.run(["/bin/true"], check=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+# ---- host memory -------------------------------------------------------------------
+
+
+MEMINFO_KEYS = ("AnonPages", "Shmem", "SUnreclaim", "SReclaimable", "KernelStack",
+                "PageTables", "Percpu")
+
+
+def meminfo():
+    out = {}
+    with open("/proc/meminfo") as f:
+        for ln in f:
+            k, v = ln.split(":", 1)
+            out[k] = int(v.split()[0]) * 1024
+    return out
+
+
+def mem_available():
+    return meminfo().get("MemAvailable", 0)
+
+
+def meminfo_delta(before, after, n):
+    """Where the host's memory went, per sandbox (MiB), from /proc/meminfo."""
+    return ", ".join("%s %.2f" % (k, (after.get(k, 0) - before.get(k, 0)) / max(1, n) / MIB)
+                     for k in MEMINFO_KEYS)
+
+
+def mem_available_settled(samples=5, gap=0.4):
+    """Median of a few samples, and their spread (the noise of a shared host)."""
+    xs = []
+    for i in range(samples):
+        if i:
+            time.sleep(gap)
+        xs.append(mem_available())
+    return statistics.median(xs), max(xs) - min(xs)
+
+
+def children_map():
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        ppid = int(st[st.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def descendants(roots):
+    kids = children_map()
+    out, todo = [], list(roots)
+    while todo:
+        p = todo.pop()
+        for k in kids.get(p, []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def pss(pid, field="Pss:"):
+    """Pss: all pages, shared ones divided among their users (file pages of
+    bash and libc included: they were in the page cache already);
+    Pss_Anon: the anonymous part only, closer to what the process added."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for ln in f:
+                if ln.startswith(field):
+                    return int(ln.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def cgroup_usage(var_sids):
+    """Sum of the memory charged to the given sandboxes' memory cgroups
+    (v1 memory.usage_in_bytes or v2 memory.current), or None."""
+    total, found = 0, 0
+    for base in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if not os.path.isdir(base):
+            continue
+        for parent in os.listdir(base):
+            if not parent.startswith("llmbox"):
+                continue
+            for sid in var_sids:
+                for fn in ("memory.usage_in_bytes", "memory.current"):
+                    p = os.path.join(base, parent, sid, fn)
+                    try:
+                        with open(p) as f:
+                            total += int(f.read())
+                        found += 1
+                        break
+                    except (OSError, ValueError):
+                        pass
+        if found:
+            return total, found
+    return None
+
+
+# ---- the measurements ------------------------------------------------------------------
+
+
+def bench_cold(d, n):
+    """create + exec true, timed; destroy after, timed on its own."""
+    c = Conn(d.sock)
+    first, create, destroy = [], [], []
+    for i in range(n + 5):
+        t0 = time.perf_counter()
+        sid = c.create()
+        t1 = time.perf_counter()
+        c.exec_true(sid)
+        t2 = time.perf_counter()
+        c.destroy(sid)
+        t3 = time.perf_counter()
+        if i >= 5:  # warm-up: page cache, dentries, first cgroups
+            first.append((t2 - t0) * 1000)
+            create.append((t1 - t0) * 1000)
+            destroy.append((t3 - t2) * 1000)
+    c.close()
+    return first, create, destroy
+
+
+def bench_pool(d, n, size):
+    """Acquire = a create answered from a full pool; misses are left out."""
+    c = Conn(d.sock)
+    acq, first, misses = [], [], 0
+
+    def wait_full():
+        end = time.time() + 30
+        while time.time() < end:
+            p = pool_info(d.ping()) or {}
+            if p.get("ready", 0) >= min(size, p.get("size", size)):
+                return p
+            time.sleep(0.005)
+        return pool_info(d.ping()) or {}
+
+    for i in range(n + 3):
+        before = wait_full()
+        t0 = time.perf_counter()
+        sid = c.create()
+        t1 = time.perf_counter()
+        c.exec_true(sid)
+        t2 = time.perf_counter()
+        after = pool_info(d.ping()) or {}
+        c.destroy(sid)
+        hit = after.get("hits", 0) > before.get("hits", 0)
+        if i < 3:
+            continue
+        if not hit:
+            misses += 1
+            continue
+        acq.append((t1 - t0) * 1000)
+        first.append((t2 - t0) * 1000)
+    c.close()
+    return acq, first, misses
+
+
+def bench_exec(d, n):
+    c = Conn(d.sock)
+    sid = c.create()
+    xs = []
+    for i in range(n + 20):
+        t0 = time.perf_counter()
+        c.exec_true(sid)
+        if i >= 20:
+            xs.append((time.perf_counter() - t0) * 1000)
+    c.destroy(sid)
+    c.close()
+    return xs
+
+
+def run_clients(k, secs, body):
+    """k threads run body(stop_time) -> count; returns ops per second."""
+    counts = [0] * k
+    errors = []
+    start = time.perf_counter()
+    stop = start + secs
+
+    def worker(i):
+        try:
+            counts[i] = body(stop)
+        except Exception as e:  # reported, not raised: the others go on
+            errors.append(str(e))
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(k)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(counts) / (time.perf_counter() - start), errors
+
+
+def llmbox_loop(d):
+    def body(stop):
+        c = Conn(d.sock)
+        n = 0
+        try:
+            while time.perf_counter() < stop:
+                c.destroy(c.create())
+                n += 1
+        finally:
+            c.close()
+        return n
+    return body
+
+
+def bwrap_loop(stop):
+    n = 0
+    while time.perf_counter() < stop:
+        subprocess.run(BWRAP + ["/bin/true"], check=True)
+        n += 1
+    return n
+
+
+def mem_llmbox(d, n):
+    """n idle sandboxes over ceil(n/32) connections."""
+    base, noise = mem_available_settled()
+    mi0 = meminfo()
+    # sandboxd's own PSS falls as each init (a fork of it) shares its pages:
+    # count sandboxd and its children together, before and after
+    pss0, anon0 = pss(d.pid), pss(d.pid, "Pss_Anon:")
+    conns, sids, lat, err = [], [], [], ""
+    t0 = time.perf_counter()
+    try:
+        while len(sids) < n:
+            if len(sids) % PER_CONN == 0:
+                conns.append(Conn(d.sock))
+            t1 = time.perf_counter()
+            sids.append(conns[-1].create())
+            lat.append((time.perf_counter() - t1) * 1000)
+    except Exception as e:
+        err = str(e)
+    secs = time.perf_counter() - t0
+    time.sleep(3)  # settle: shells started, lazy allocations done
+    after, noise2 = mem_available_settled()
+    mi1 = meminfo()
+    procs = descendants([d.pid])
+    pss_sum = sum(pss(p) for p in procs + [d.pid]) - pss0
+    anon_sum = sum(pss(p, "Pss_Anon:") for p in procs + [d.pid]) - anon0
+    cg = cgroup_usage(sids)
+    res = {"n": len(sids), "want": n, "secs": secs, "err": err,
+           "avail": (base - after) / max(1, len(sids)), "noise": max(noise, noise2),
+           "pss": pss_sum / max(1, len(sids)), "procs": len(procs),
+           "anon": anon_sum / max(1, len(sids)),
+           "breakdown": meminfo_delta(mi0, mi1, len(sids)),
+           "cg": (cg[0] / max(1, cg[1])) if cg else None,
+           # does a create get slower with many sandboxes around?
+           "lat_first": statistics.median(lat[:50]) if lat else 0,
+           "lat_last": statistics.median(lat[-50:]) if lat else 0}
+    t1 = time.perf_counter()
+    for c in conns:  # closing a connection destroys its sandboxes
+        c.close()
+    end = time.time() + 300
+    while time.time() < end and d.ping().get("sandboxes", 0):
+        time.sleep(0.2)
+    res["teardown_secs"] = time.perf_counter() - t1
+    return res
+
+
+def mem_bwrap(n):
+    """n idle `bwrap ... bash` (the shell reads a pipe we hold)."""
+    base, noise = mem_available_settled()
+    mi0 = meminfo()
+    procs, err = [], ""
+    t0 = time.perf_counter()
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen(BWRAP + ["/bin/bash", "--noprofile", "--norc"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+    except Exception as e:
+        err = str(e)
+    secs = time.perf_counter() - t0
+    time.sleep(3)
+    after, noise2 = mem_available_settled()
+    mi1 = meminfo()
+    pids = [p.pid for p in procs]
+    tree = pids + descendants(pids)
+    alive = sum(1 for p in procs if p.poll() is None)
+    pss_sum = sum(pss(p) for p in tree)
+    anon_sum = sum(pss(p, "Pss_Anon:") for p in tree)
+    res = {"n": alive, "want": n, "secs": secs, "err": err,
+           "avail": (base - after) / max(1, alive), "noise": max(noise, noise2),
+           "pss": pss_sum / max(1, alive), "procs": len(tree),
+           "anon": anon_sum / max(1, alive),
+           "breakdown": meminfo_delta(mi0, mi1, alive)}
+    for p in procs:
+        p.stdin.close()  # EOF: bash exits, bwrap follows
+    for p in procs:
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return res
+
+
+# ---- report ------------------------------------------------------------------------
+
+
+def machine():
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for ln in f:
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        ram = int(f.readline().split()[1]) / (1 << 20)
+    distro = ""
+    try:
+        with open("/etc/os-release") as f:
+            for ln in f:
+                if ln.startswith("PRETTY_NAME="):
+                    distro = ln.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    load = os.getloadavg()[0]
+    return ("%s, %d cores, %.1f GiB RAM, kernel %s, %s, load %.2f at start"
+            % (cpu, os.cpu_count(), ram, platform.release(), distro, load))
+
+
+def stats(xs):
+    return "p50 %s  p99 %s" % (ms(statistics.median(xs)), ms(pct(xs, 99)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=int(os.environ.get("BENCH_N", 200)),
+                    help="iterations of cold create and of the peer (default 200)")
+    ap.add_argument("--exec-n", type=int, default=1000, help="exec round trips (default 1000)")
+    ap.add_argument("--secs", type=float, default=5, help="seconds per concurrency run (default 5)")
+    ap.add_argument("--mem", default="100,1000", help="idle sandbox counts (default 100,1000)")
+    ap.add_argument("--pool-size", type=int, default=int(os.environ.get("LLMBOX_POOL_SIZE") or 8),
+                    help="LLMBOX_POOL_SIZE of the pool daemon (default 8)")
+    ap.add_argument("--only", default="cold,pool,exec,rate,mem",
+                    help="comma list of parts to run")
+    a = ap.parse_args()
+    parts = set(a.only.split(","))
+    if os.geteuid() != 0 or not os.path.isdir(ROOT) or not shutil.which("bwrap") \
+            or not os.access(BIN, os.X_OK):
+        print("needs root, %s (make), the default image (make image) and bwrap "
+              "(apt-get install bubblewrap)" % BIN)
+        return 1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 1000 peers' pipes
+
+    print("sandbox benchmark, %s" % time.strftime("%Y-%m-%d %H:%M"))
+    print("machine: %s" % machine())
+    print("command: python3 bench/sandbox.py %s" % " ".join(sys.argv[1:]), flush=True)
+    # pool off for everything but the pool part: a pool would turn "cold" into
+    # hits and add its ready sandboxes to the idle memory
+    mem_ns = [int(x) for x in a.mem.split(",") if x]
+    d = Daemon("cold", {"LLMBOX_POOL_SIZE": "0",
+                        "LLMBOX_SANDBOX_MAX": str(max([1024] + mem_ns))})
+    try:
+        ping = d.ping()
+        print("sandboxd %s, cgroup %s; peer: %s" % (
+            ping.get("version"), ping.get("cgroup"),
+            subprocess.run(["bwrap", "--version"], capture_output=True, text=True).stdout.strip()))
+        print()
+        print("  %-44s %-30s %-26s %s" % ("what", "llmbox", "vs bwrap (same run)", "target"))
+        bw, floor = [], []
+        if parts & {"cold", "pool", "exec"}:
+            for i in range(a.n + 5):
+                x = bwrap_true()
+                if i >= 5:
+                    bw.append(x)
+            floor = [spawn_true() for _ in range(50)]
+        if "cold" in parts:
+            first, create, destroy = bench_cold(d, a.n)
+            hits = (pool_info(d.ping()) or {}).get("hits", 0)
+            r = statistics.median(first) / statistics.median(bw)
+            line("cold create -> first command (n=%d)" % a.n, stats(first),
+                 "%.2fx bwrap p50 (lower=better)" % r,
+                 "p50 <= bwrap /bin/true: %s" % verdict(statistics.median(first) <= statistics.median(bw)))
+            line("  of which create RPC", stats(create))
+            line("  destroy RPC (not in the figure above)", stats(destroy))
+            line("  peer: bwrap ... /bin/true (n=%d)" % a.n, stats(bw))
+            line("  floor: this script spawning /bin/true", stats(floor))
+            if hits:
+                print("  WARNING: the cold daemon reported %d pool hits: cold figures are not cold" % hits)
+        if "pool" in parts:
+            dp = Daemon("pool", {"LLMBOX_POOL_SIZE": str(a.pool_size)})
+            try:
+                pinfo = pool_info(dp.ping())
+                if not pinfo or not pinfo.get("size"):
+                    line("pool acquire", "n/a (no pool)" if not pinfo else "n/a (pool size 0)",
+                         "", "p50 < 1 ms: n/a")
+                else:
+                    acq, pfirst, misses = bench_pool(dp, a.n, a.pool_size)
+                    if not acq:
+                        line("pool acquire", "no hits (%d misses)" % misses, "", "p50 < 1 ms: NOT MET")
+                    else:
+                        r = statistics.median(acq) / statistics.median(bw)
+                        line("pool acquire (create RPC, hit; n=%d)" % len(acq), stats(acq),
+                             "%.3fx bwrap p50" % r,
+                             "p50 < 1 ms: %s" % verdict(statistics.median(acq) < 1.0))
+                        line("  pool create -> first command", stats(pfirst),
+                             "%.3fx bwrap p50" % (statistics.median(pfirst) / statistics.median(bw)))
+                        line("  pool size %d, misses left out" % a.pool_size, str(misses))
+            finally:
+                dp.stop()
+        if "exec" in parts:
+            xs = bench_exec(d, a.exec_n)
+            r = statistics.median(xs) / statistics.median(bw)
+            line("exec `true` round trip (n=%d)" % a.exec_n, stats(xs),
+                 "%.3fx fresh bwrap true p50" % r,
+                 "p50 < 1 ms: %s" % verdict(statistics.median(xs) < 1.0))
+        if "rate" in parts:
+            for k in (2, 16):
+                lr, lerr = run_clients(k, a.secs, llmbox_loop(d))
+                br, berr = run_clients(k, a.secs, bwrap_loop)
+                line("creates/s, %d clients (create+destroy)" % k, "%.1f /s" % lr,
+                     "%.2fx bwrap runs/s (%.1f /s)" % (lr / br if br else 0, br))
+                for e in (lerr + berr)[:3]:
+                    print("    error: %s" % e)
+        if "mem" in parts:
+            for n in mem_ns:
+                lm = mem_llmbox(d, n)
+                bm = mem_bwrap(n)
+                for m, who in ((lm, "llmbox"), (bm, "bwrap")):
+                    if m["n"] < m["want"] or m["err"]:
+                        print("    %s: only %d of %d started: %s" % (who, m["n"], m["want"], m["err"]))
+                full = lm["n"] >= n
+                line("idle x%d: MemAvailable drop / sandbox" % n, "%.2f MiB" % (lm["avail"] / MIB),
+                     "%.2fx bwrap (%.2f MiB)" % (lm["avail"] / bm["avail"] if bm["avail"] > 0 else 0,
+                                                 bm["avail"] / MIB),
+                     ("< 5 MiB each at 1000: %s" % verdict(full and lm["avail"] < 5 * MIB))
+                     if n >= 1000 else "")
+                line("  PSS added by the processes / sandbox", "%.2f MiB (%d procs)" % (lm["pss"] / MIB, lm["procs"]),
+                     "%.2fx bwrap (%.2f MiB, %d procs)" % (lm["pss"] / bm["pss"] if bm["pss"] else 0,
+                                                          bm["pss"] / MIB, bm["procs"]))
+                line("  of which anonymous (Pss_Anon) / sandbox", "%.2f MiB" % (lm["anon"] / MIB),
+                     "%.2fx bwrap (%.2f MiB)" % (lm["anon"] / bm["anon"] if bm["anon"] else 0,
+                                                 bm["anon"] / MIB))
+                if lm["cg"] is not None:
+                    line("  charged to its memory cgroup / sandbox", "%.2f MiB" % (lm["cg"] / MIB))
+                line("  MemAvailable noise (spread of 5 samples)", "%.0f MiB" % (lm["noise"] / MIB),
+                     "bwrap: %.0f MiB" % (bm["noise"] / MIB))
+                line("  time to start all / tear down", "%.1f s / %.1f s" % (lm["secs"], lm["teardown_secs"]),
+                     "bwrap start: %.1f s" % bm["secs"])
+                line("  create RPC p50, first 50 / last 50", "%s / %s" % (ms(lm["lat_first"]), ms(lm["lat_last"])))
+                print("    /proc/meminfo growth per sandbox, MiB: llmbox: %s" % lm["breakdown"])
+                print("    %-43s bwrap:  %s" % ("", bm["breakdown"]))
+    finally:
+        d.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
