@@ -198,9 +198,9 @@ lbsd_sandbox *lbsd_pool_take(const lbsd_req *req)
     /* CPU and disk quotas are set when a sandbox is made (sandbox_init.c,
      * cgroup.c); a spec with its own is made fresh. So are other limits in
      * rlimit mode, where init sets them. */
+    int limits_differ = memory_mib != cfg->sandbox_memory_mib || pids != cfg->sandbox_pids;
     if (!p || req->cpu_milli || req->disk_mib ||
-        (lbsd_cg_detect() == LBSD_CG_RLIMIT &&
-         (memory_mib != cfg->sandbox_memory_mib || pids != cfg->sandbox_pids))) {
+        (limits_differ && lbsd_cg_detect() == LBSD_CG_RLIMIT)) {
         g_other++;
         return NULL;
     }
