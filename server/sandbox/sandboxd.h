@@ -224,6 +224,9 @@ int lbsd_net_child_exited(lbsd_sandbox *sb, pid_t pid, int status);
  * cgroups and helper processes, so two installations never touch each
  * other's. */
 const char *lbsd_install_tag(void);
+/* Takes <var>/sandboxd.lock for the life of the process: one sandboxd per
+ * var dir, whatever its socket. Returns the fd, or -1 with a sentence. */
+int lbsd_lock_var(char *msg, size_t msgsz);
 /* Kills every process of an old sandbox of this installation (its root is
  * an overlay whose upper layer is under var/sandboxes/) and every
  * slirp4netns it started. Run at startup, before the scratch dirs go. */

@@ -147,8 +147,12 @@ int lb_sandboxd_main(int argc, char **argv)
         fprintf(stderr, "llmbox sandboxd: %s\n", msg);
         return 1;
     }
-    /* the socket first: a second sandboxd on the same var dir must be
-     * refused before it cleans up the live sandboxes of the first */
+    /* the lock and the socket first: a second sandboxd on the same var dir
+     * must be refused before it cleans up the live sandboxes of the first */
+    if (lbsd_lock_var(msg, sizeof msg) < 0) {
+        fprintf(stderr, "llmbox sandboxd: %s\n", msg);
+        return 1;
+    }
     int lfd = sd_listen(cfg->sandboxd_socket);
     if (lfd < 0)
         return 1;

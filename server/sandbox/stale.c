@@ -19,11 +19,13 @@
 #include "common/log.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 const char *lbsd_install_tag(void)
@@ -36,6 +38,28 @@ const char *lbsd_install_tag(void)
         snprintf(tag, sizeof tag, "llmbox-%08x", h);
     }
     return tag;
+}
+
+int lbsd_lock_var(char *msg, size_t msgsz)
+{
+    char p[LB_CFG_PATH + 32];
+    snprintf(p, sizeof p, "%s/sandboxd.lock", lb_cfg()->var_dir);
+    /* kept open (close-on-exec) for the life of the process; sandbox inits
+     * close their copy first thing */
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(msg, msgsz, "cannot open %s: %s", p, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(msg, msgsz,
+                 "another sandboxd already uses %s (%s is locked); two daemons on one var dir "
+                 "would destroy each other's sandboxes",
+                 lb_cfg()->var_dir, p);
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* Reads up to bufsz-1 bytes of /proc/<pid>/<file>; length or -1. */

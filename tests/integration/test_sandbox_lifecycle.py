@@ -474,6 +474,20 @@ def test_restart(tmp, var, d):
     for sid in ids:
         # background jobs and a double-forked daemon in each
         c.exec(sid, "sleep 1000 & (setsid sleep 1001 &); true")
+    # a second sandboxd on the same var dir (another socket) must refuse to
+    # start, before it cleans up anything of the live one
+    try:
+        second = Daemon(tmp, var, {}, name="second")
+        second.stop()
+        refused = False
+    except RuntimeError:
+        refused = True
+    with open(os.path.join(tmp, "second.log")) as f:
+        why = f.read()
+    alive = [c.exec(sid, "echo alive").get("stdout") for sid in ids]
+    report("second_daemon_on_same_var_refused",
+           refused and "already uses" in why and alive == ["alive\n"] * 3, "%r %r" % (why[-300:], alive))
+
     old_ids = set(os.listdir(os.path.join(var, "sandboxes")))  # also the pooled ones
     procs = procs_with("upperdir=%s/sandboxes/" % var)
     helpers = slirps(var)
