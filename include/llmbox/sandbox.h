@@ -11,13 +11,20 @@
  *
  * Operations ("op"):
  *   create   {image, memory_mib, pids, cpu_milli, disk_mib, network, ttl_s,
- *            input_dir?}                                -> {id}
+ *            input_dir?}                                -> {id, pooled, network, ttl_s?}
  *            input_dir: host directory copied into /testbed/input.
  *            cpu_milli: CPU quota in thousandths of a core; disk_mib: quota of
  *            the writable layer and /tmp; network: "none" (loopback only) or
- *            "nat" (outbound through slirp4netns, host loopback unreachable);
+ *            "nat" (outbound through slirp4netns, host loopback unreachable;
+ *            only if the operator allows it, else "invalid");
  *            ttl_s: the sandbox is destroyed this long after creation.
  *            Omitted or 0: the daemon's defaults.
+ *            Reply: pooled: taken ready-made from the warm pool (a fresh
+ *            sandbox nothing ran in); network: the mode it got; ttl_s: the
+ *            effective TTL (capped by the daemon's maximum), absent if none.
+ *            When a TTL runs out the sandbox is destroyed: a running exec
+ *            answers error "sandbox" (message says it expired), later
+ *            requests "notfound" (message says it expired).
  *   exec     {id, command, timeout_ms}                  -> {state, exit_code,
  *            stdout, stderr, truncated, duration_ms,    state: exited|timeout|oom|interrupted|error
  *            shell_restarted?}                          shell_restarted: the old shell was gone and a fresh one started
@@ -33,14 +40,23 @@
  *            "interrupted", then the interrupt answers. Any other request
  *            sent meanwhile gets "busy" after the exec's answer. Used on
  *            cancel, so the outputs can still be collected afterwards.
- *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit"}
+ *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit",
+ *                                                           uptime_ms, pool, networks, ttl_max_s}
+ *            sandboxes: in use (pooled ones not counted);
+ *            pool: {size, ready, hits, misses, other, images:[{image, size, ready}]}
+ *            (hits: creates served from the pool; misses: creates that fitted
+ *            but found it empty; other: specs the pool cannot serve);
+ *            networks: the modes clients may ask for, e.g. ["none","nat"];
+ *            ttl_max_s: the daemon's TTL cap, 0 if none.
  *
  * Sandboxes belong to the connection that created them: when it closes
  * (the agent exits, is killed or cancelled), sandboxd destroys them. That
  * is how cancel and agent crashes leave nothing behind.
  *
- * Error codes: "invalid", "notfound", "exists", "toobig", "isdir",
- * "sandbox", "busy", "internal".
+ * Error codes: "invalid" (also: a network mode the operator does not
+ * allow), "notfound" (also: a sandbox whose TTL ran out), "exists",
+ * "toobig", "isdir", "sandbox" (the sandbox itself failed or expired under
+ * a running command; nat could not be set up), "busy", "internal".
  */
 #ifndef LLMBOX_SANDBOX_H
 #define LLMBOX_SANDBOX_H
@@ -65,8 +81,8 @@ typedef struct lbsb_spec {
     const char *input_dir;      /* NULL: empty /testbed/input */
     int cpu_milli;              /* 0: daemon default; 1000 = one core */
     int disk_mib;               /* 0: daemon default */
-    const char *network;        /* NULL: daemon default; "none" | "nat" */
-    int ttl_s;                  /* 0: none */
+    const char *network;        /* NULL: "none"; "none" | "nat" (if the daemon allows it) */
+    int ttl_s;                  /* 0: none (the daemon may impose a maximum) */
 } lbsb_spec;
 
 typedef struct lbsb_exec_out {

@@ -90,6 +90,10 @@ int lb_config_load(lb_config *cfg)
     rc |= lb_setstr(cfg->web_user, sizeof cfg->web_user, user ? user : "");
     const char *img = lb_env("LLMBOX_IMAGE", NULL);
     rc |= lb_setstr(cfg->default_image, sizeof cfg->default_image, img ? img : "default");
+    const char *pimg = lb_env("LLMBOX_POOL_IMAGES", NULL);
+    rc |= lb_setstr(cfg->pool_images, sizeof cfg->pool_images, pimg ? pimg : cfg->default_image);
+    const char *nets = lb_env("LLMBOX_NETWORK_ALLOW", NULL);
+    rc |= lb_setstr(cfg->network_allow, sizeof cfg->network_allow, nets ? nets : "none");
     if (rc)
         return LB_E_TOOBIG;
 
@@ -108,5 +112,7 @@ int lb_config_load(lb_config *cfg)
     /* each sandbox holds ~5 fds in sandboxd: it raises RLIMIT_NOFILE to fit */
     cfg->sandbox_max = (int)lb_envint("LLMBOX_SANDBOX_MAX", 1024, 1, 65536);
     cfg->sandbox_max_per_conn = (int)lb_envint("LLMBOX_SANDBOX_MAX_PER_CONN", 32, 1, 65536);
+    cfg->pool_size = (int)lb_envint("LLMBOX_POOL_SIZE", 4, 0, 64);
+    cfg->sandbox_ttl_max_s = (int)lb_envint("LLMBOX_SANDBOX_TTL_MAX_S", 0, 0, 7 * 24 * 3600);
     return LB_OK;
 }

@@ -43,6 +43,12 @@ typedef struct lb_config {
     int sandbox_max;                 /* LLMBOX_SANDBOX_MAX, default 1024: sandboxes at once in sandboxd */
     int sandbox_max_per_conn;        /* LLMBOX_SANDBOX_MAX_PER_CONN, default 32: per client connection */
     char default_image[64];          /* LLMBOX_IMAGE, default "default" */
+
+    /* sandbox life cycle (sandboxd: pool.c, sandbox_net.c, the reaper) */
+    int pool_size;                   /* LLMBOX_POOL_SIZE, default 4: ready sandboxes per pooled image; 0 = no pool */
+    char pool_images[256];           /* LLMBOX_POOL_IMAGES, default the default image: comma-separated */
+    int sandbox_ttl_max_s;           /* LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
+    char network_allow[64];          /* LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
 } lb_config;
 
 /* Fills cfg from the defaults and the environment; creates nothing. */

@@ -519,6 +519,7 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
             lb_error("sandbox %s: init %d did not die within 10 s", sb->id, (int)sb->init_pid);
     }
     sb_close(&sb->ctl_fd);
+    lbsd_net_detach(sb); /* its slirp4netns, before the cgroups it sits in */
     if (sb->cg.made)
         lbsd_cg_remove(&sb->cg);
     if (sb->dir[0] && lbsd_rmtree_force(sb->dir) != LB_OK)

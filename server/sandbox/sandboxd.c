@@ -23,6 +23,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* a response frame plus a read's data frame */
@@ -136,6 +137,159 @@ static void lbsd_destroy(lbsd_sandbox *sb)
     lbsd_sandbox_destroy(sb);
 }
 
+/* ---- life cycle: TTL reaper, create from the pool, network ------------------ */
+
+/* ping: {pool:{...}, networks:[...], ttl_max_s} */
+static void lbsd_ping_lifecycle(cJSON *r)
+{
+    cJSON *pool = lbsd_pool_json();
+    if (pool)
+        cJSON_AddItemToObject(r, "pool", pool);
+    cJSON *nets = lbsd_net_allowed_json();
+    if (nets)
+        cJSON_AddItemToObject(r, "networks", nets);
+    cJSON_AddNumberToObject(r, "ttl_max_s", lb_cfg()->sandbox_ttl_max_s);
+}
+
+/* A notfound for id on c, saying so when the TTL reaper took it. */
+static void lbsd_reply_notfound(lbsd_conn *c, const char *id)
+{
+    unsigned n = c->expired_n < LBSD_EXPIRED_KEEP ? c->expired_n : LBSD_EXPIRED_KEEP;
+    for (unsigned i = 0; i < n; i++) {
+        if (!strcmp(c->expired[i].id, id)) {
+            lbsd_reply_error(c, LB_E_NOTFOUND,
+                             "sandbox %s expired: its time to live (ttl_s %d) ran out and it was "
+                             "destroyed",
+                             id, c->expired[i].ttl_s);
+            return;
+        }
+    }
+    lbsd_reply_error(c, LB_E_NOTFOUND, "no sandbox %s on this connection", id);
+}
+
+/* ms until the next TTL expiry (0: overdue), -1: none. */
+static int lbsd_next_expiry(int64_t now)
+{
+    int64_t next = -1;
+    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next) {
+        if (!s->expires_ms)
+            continue;
+        int64_t d = s->expires_ms > now ? s->expires_ms - now : 0;
+        if (next < 0 || d < next)
+            next = d;
+    }
+    return next < 0 ? -1 : next > 60000 ? 60000 : (int)next;
+}
+
+/* The reaper: destroys sandboxes whose TTL ran out. A command running in
+ * one is answered with an error first. */
+static void lbsd_reap_expired(int64_t now)
+{
+    for (lbsd_sandbox *s = g_sandboxes, *nx; s; s = nx) {
+        nx = s->next;
+        if (!s->expires_ms || s->expires_ms > now)
+            continue;
+        lbsd_conn *c = s->owner;
+        lb_info("sandbox %s expired (ttl_s %d): destroying it", s->id, s->ttl_s);
+        if (c) {
+            unsigned i = c->expired_n++ % LBSD_EXPIRED_KEEP;
+            snprintf(c->expired[i].id, sizeof c->expired[i].id, "%s", s->id);
+            c->expired[i].ttl_s = s->ttl_s;
+            if (s->exec) {
+                lbsd_exec_abandon(s); /* clears busy: the error goes out first */
+                lbsd_reply_error(c, LB_E_SANDBOX,
+                                 "sandbox %s expired while the command ran: its time to live "
+                                 "(ttl_s %d) ran out and it was destroyed",
+                                 s->id, s->ttl_s);
+                lbsd_conn_unbusy(c);
+            }
+        }
+        lbsd_destroy(s);
+    }
+}
+
+/* The TTL a create gets: its own, capped by LLMBOX_SANDBOX_TTL_MAX_S (which
+ * also applies to sandboxes that asked for none). 0: no TTL. */
+static int lbsd_effective_ttl(int ttl_s)
+{
+    int max = lb_cfg()->sandbox_ttl_max_s;
+    if (max > 0 && (ttl_s <= 0 || ttl_s > max))
+        return max;
+    return ttl_s > 0 ? ttl_s : 0;
+}
+
+/* create: a sandbox from the warm pool if the spec fits one, else made
+ * now; then its network and TTL. */
+static void lbsd_create(lbsd_conn *c, const lbsd_req *req)
+{
+    char msg[1024] = "";
+    int mine = 0;
+    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+        mine += s->owner == c;
+    if (g_nsandboxes >= lb_cfg()->sandbox_max) {
+        lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes (%d, LLMBOX_SANDBOX_MAX)",
+                         lb_cfg()->sandbox_max);
+        return;
+    }
+    if (mine >= lb_cfg()->sandbox_max_per_conn) {
+        lbsd_reply_error(c, LB_E_UNAVAILABLE,
+                         "too many sandboxes on this connection (%d, LLMBOX_SANDBOX_MAX_PER_CONN)",
+                         lb_cfg()->sandbox_max_per_conn);
+        return;
+    }
+    int net = req->network == LBSD_NET_DEFAULT ? LBSD_NET_NONE : req->network;
+    if (!lbsd_net_allowed(net)) {
+        lbsd_reply_error(c, LB_E_INVAL,
+                         "network \"%s\" is not allowed on this host (LLMBOX_NETWORK_ALLOW=%s; the "
+                         "operator can add it)",
+                         lbsd_network_name(net), lb_cfg()->network_allow);
+        return;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lbsd_sandbox *sb = lbsd_pool_take(req);
+    int rc;
+    if (sb) {
+        sb->owner = c;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        rc = lbsd_sandbox_load_input(sb, req->input_dir, c->uid, c->gid, msg, sizeof msg);
+        if (rc) {
+            lb_warn("sandbox %s: input copy failed: %s", sb->id, msg);
+            lbsd_sandbox_destroy(sb);
+            sb = NULL;
+        }
+    } else {
+        rc = lbsd_sandbox_create(req, c, &sb, msg, sizeof msg);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    }
+    if (rc) {
+        lbsd_reply_error(c, rc, "%s", msg);
+        return;
+    }
+    if ((rc = lbsd_net_attach(sb, net, msg, sizeof msg)) != LB_OK) {
+        lbsd_sandbox_destroy(sb);
+        lbsd_reply_error(c, rc, "%s", msg);
+        return;
+    }
+    sb->ttl_s = lbsd_effective_ttl(req->ttl_s);
+    sb->expires_ms = sb->ttl_s ? lb_mono_ms() + (int64_t)sb->ttl_s * 1000 : 0;
+    sb->next = g_sandboxes;
+    g_sandboxes = sb;
+    g_nsandboxes++;
+    double take_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    if (sb->pooled)
+        lb_debug("sandbox %s taken from the pool in %.0f us", sb->id, take_us);
+    cJSON *r = cJSON_CreateObject();
+    if (r) {
+        cJSON_AddStringToObject(r, "id", sb->id);
+        cJSON_AddBoolToObject(r, "pooled", sb->pooled);
+        cJSON_AddStringToObject(r, "network", lbsd_network_name(sb->net.mode));
+        if (sb->ttl_s)
+            cJSON_AddNumberToObject(r, "ttl_s", sb->ttl_s);
+    }
+    lbsd_reply(c, r, NULL, 0, 0);
+}
+
 /* ---- requests --------------------------------------------------------------- */
 
 static void lbsd_ping(lbsd_conn *c)
@@ -146,6 +300,7 @@ static void lbsd_ping(lbsd_conn *c)
         cJSON_AddNumberToObject(r, "sandboxes", g_nsandboxes);
         cJSON_AddStringToObject(r, "cgroup", lbsd_cg_mode_name(lbsd_cg_detect()));
         cJSON_AddNumberToObject(r, "uptime_ms", (double)(lb_mono_ms() - g_started_ms));
+        lbsd_ping_lifecycle(r);
     }
     lbsd_reply(c, r, NULL, 0, 0);
 }
@@ -171,33 +326,7 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         return;
     }
     if (req->op == LBSD_OP_CREATE) {
-        int mine = 0;
-        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
-            mine += s->owner == c;
-        if (g_nsandboxes >= lb_cfg()->sandbox_max) {
-            lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes (%d, LLMBOX_SANDBOX_MAX)",
-                             lb_cfg()->sandbox_max);
-            return;
-        }
-        if (mine >= lb_cfg()->sandbox_max_per_conn) {
-            lbsd_reply_error(c, LB_E_UNAVAILABLE,
-                             "too many sandboxes on this connection (%d, LLMBOX_SANDBOX_MAX_PER_CONN)",
-                             lb_cfg()->sandbox_max_per_conn);
-            return;
-        }
-        lbsd_sandbox *sb;
-        int rc = lbsd_sandbox_create(req, c, &sb, msg, sizeof msg);
-        if (rc) {
-            lbsd_reply_error(c, rc, "%s", msg);
-            return;
-        }
-        sb->next = g_sandboxes;
-        g_sandboxes = sb;
-        g_nsandboxes++;
-        cJSON *r = cJSON_CreateObject();
-        if (r)
-            cJSON_AddStringToObject(r, "id", sb->id);
-        lbsd_reply(c, r, NULL, 0, 0);
+        lbsd_create(c, req);
         return;
     }
     lbsd_sandbox *sb = lbsd_find(c, req->id);
@@ -208,7 +337,7 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         return;
     }
     if (!sb) {
-        lbsd_reply_error(c, LB_E_NOTFOUND, "no sandbox %s on this connection", req->id);
+        lbsd_reply_notfound(c, req->id);
         return;
     }
     if (sb->broken) {
@@ -425,16 +554,48 @@ static void lbsd_reap(void)
     int st;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next) {
+        int known = 0;
+        for (lbsd_sandbox *s = g_sandboxes; s && !known; s = s->next) {
             if (s->init_pid == pid) {
                 s->init_reaped = 1;
                 if (!s->broken)
                     lb_warn("sandbox %s: init died (status %d)", s->id, st);
                 s->broken = 1;
-                break;
+                known = 1;
+            } else {
+                known = lbsd_net_child_exited(s, pid, st);
             }
         }
+        if (!known)
+            lbsd_pool_child_exited(pid);
     }
+}
+
+/* ---- life cycle in the loop: the reaper and the pool's refill ----------------- */
+
+/* The poll timeout, shortened for the next TTL expiry and the pool's next
+ * refill (0 when it wants one now: the pass then only polls). */
+static int lbsd_lifecycle_timeout(int64_t now, int timeout)
+{
+    int t = lbsd_next_expiry(now);
+    int room = lb_cfg()->sandbox_max - g_nsandboxes - lbsd_pool_ready();
+    int p = lbsd_pool_refill_due(now, room);
+    if (p >= 0 && (t < 0 || p < t))
+        t = p;
+    if (t >= 0 && (timeout < 0 || t < timeout))
+        timeout = t;
+    return timeout;
+}
+
+/* After each pass: expired sandboxes go; and when nothing was pending
+ * (idle: poll returned 0), one sandbox is made for the pool, so clients
+ * wait at most one make (~20 ms) for the pool, never more. */
+static void lbsd_lifecycle_tick(int64_t now, int idle)
+{
+    lbsd_reap_expired(now);
+    int room = lb_cfg()->sandbox_max - g_nsandboxes - lbsd_pool_ready();
+    if (idle && lbsd_pool_refill_due(lb_mono_ms(), room) == 0)
+        lbsd_pool_refill_one();
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -521,6 +682,7 @@ int lbsd_serve(int lfd)
                 ref[n++] = (lbsd_pref){PK_SHERR, s};
             }
         }
+        timeout = lbsd_lifecycle_timeout(now, timeout);
         int r = poll(pfd, n, timeout);
         if (r < 0 && errno != EINTR) {
             lb_error("poll: %s", strerror(errno));
@@ -588,6 +750,7 @@ int lbsd_serve(int lfd)
         now = lb_mono_ms();
         for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
             lbsd_exec_tick(s, now);
+        lbsd_lifecycle_tick(now, r == 0);
         for (lbsd_conn *c = g_conns, *next; c; c = next) {
             next = c->next;
             if (c->dead == 2 && c->out_off < c->out.len) {
@@ -603,6 +766,7 @@ int lbsd_serve(int lfd)
         lbsd_conn_close(g_conns);
     while (g_sandboxes)
         lbsd_destroy(g_sandboxes);
+    lbsd_pool_shutdown();
     lbsd_cg_shutdown();
     free(pfd);
     free(ref);

@@ -74,6 +74,14 @@ typedef struct lbsd_exec {
 
 struct lbsd_conn;
 
+/* A sandbox's network beyond loopback (sandbox_net.c). All zero: none. */
+typedef struct lbsd_net {
+    int mode;                      /* LBSD_NET_NONE or LBSD_NET_NAT (0 until set) */
+    pid_t slirp_pid;               /* slirp4netns serving the sandbox's netns, 0 if none */
+    int slirp_reaped;              /* it exited and was waited for */
+    int exit_fd;                   /* our end of its --exit-fd (valid while slirp_pid > 0) */
+} lbsd_net;
+
 typedef struct lbsd_sandbox {
     char id[LB_ID_HEX_LEN + 1];
     char image[LBSD_IMAGE_MAX + 1];
@@ -98,7 +106,15 @@ typedef struct lbsd_sandbox {
 
     lbsd_exec *exec;               /* the running command, or NULL */
     int64_t created_ms;
+
+    /* life cycle: pool.c, sandbox_net.c, the reaper in sandboxd.c */
+    lbsd_net net;
+    int ttl_s;                     /* 0: no TTL */
+    int64_t expires_ms;            /* lb_mono_ms() when the reaper destroys it; 0: never */
+    int pooled;                    /* came ready-made from the warm pool */
 } lbsd_sandbox;
+
+#define LBSD_EXPIRED_KEEP 16          /* per connection: ids the reaper took, for clear notfounds */
 
 typedef struct lbsd_conn {
     int fd;
@@ -116,6 +132,13 @@ typedef struct lbsd_conn {
     lb_buf deferred;               /* replies to requests that came in while busy:
                                     * they follow the exec's reply (answers stay in order) */
     int dead;                      /* to be closed by the loop */
+    /* the connection's sandboxes that the TTL reaper destroyed, newest last,
+     * so a later request for one says so instead of a bare notfound */
+    struct {
+        char id[LB_ID_HEX_LEN + 1];
+        int ttl_s;
+    } expired[LBSD_EXPIRED_KEEP];
+    unsigned expired_n;
 } lbsd_conn;
 
 /* --- sandboxd.c: responses --------------------------------------------- */
@@ -157,6 +180,58 @@ void lbsd_cleanup_stale(void);
 /* False when var_dir or image_store hold characters overlayfs options
  * cannot carry (',', ':', '\\') or are not absolute. */
 int lbsd_paths_ok(void);
+
+/* --- pool.c: the warm pool ------------------------------------------------
+ * Ready sandboxes (lbsd_sandbox_make with the daemon's defaults) of the
+ * images in LLMBOX_POOL_IMAGES, LLMBOX_POOL_SIZE each, kept outside the
+ * global list (no owner, never served). A create whose spec fits takes one;
+ * a sandbox taken is its client's and is destroyed after, never returned. */
+void lbsd_pool_init(void);
+/* A ready sandbox for req, or NULL (counted as a miss, or as "other" when
+ * the spec cannot come from the pool). The memory and pids limits of req
+ * are applied on the way out. The caller sets owner and links it. */
+lbsd_sandbox *lbsd_pool_take(const lbsd_req *req);
+/* ms until the pool wants lbsd_pool_refill_one (0: now), -1: nothing to do.
+ * room: how many more sandboxes the daemon may hold at all. */
+int lbsd_pool_refill_due(int64_t now, int room);
+/* Makes one pooled sandbox (blocks for one create, ~20 ms). */
+void lbsd_pool_refill_one(void);
+/* SIGCHLD: 1 if pid was a pooled sandbox's init or helper (then handled). */
+int lbsd_pool_child_exited(pid_t pid);
+int lbsd_pool_ready(void);
+/* {"size","ready","hits","misses","other","images":[{"image","size","ready"}]} */
+cJSON *lbsd_pool_json(void);
+/* Destroys every pooled sandbox. */
+void lbsd_pool_shutdown(void);
+
+/* --- sandbox_net.c: network modes --------------------------------------- */
+/* Checks LLMBOX_NETWORK_ALLOW at startup; on failure a sentence in msg. */
+int lbsd_net_check_config(char *msg, size_t msgsz);
+/* True when the operator allows mode (LBSD_NET_NONE / LBSD_NET_NAT). */
+int lbsd_net_allowed(int mode);
+/* The allowed modes as a JSON array of names. */
+cJSON *lbsd_net_allowed_json(void);
+/* Gives the sandbox its network: "none" keeps loopback only; "nat" starts
+ * slirp4netns on its netns (waits until the tap is configured, ~10 ms)
+ * and writes /etc/resolv.conf through its root fd. */
+int lbsd_net_attach(lbsd_sandbox *sb, int mode, char *msg, size_t msgsz);
+/* Stops the sandbox's helper, if any (destroy calls this). */
+void lbsd_net_detach(lbsd_sandbox *sb);
+/* SIGCHLD: 1 if pid was sb's slirp4netns (then marked reaped). */
+int lbsd_net_child_exited(lbsd_sandbox *sb, pid_t pid, int status);
+
+/* --- stale.c: what a previous sandboxd left ------------------------------ */
+/* "llmbox-<FNV-1a of the var dir, 8 hex>": names this installation's
+ * cgroups and helper processes, so two installations never touch each
+ * other's. */
+const char *lbsd_install_tag(void);
+/* Takes <var>/sandboxd.lock for the life of the process: one sandboxd per
+ * var dir, whatever its socket. Returns the fd, or -1 with a sentence. */
+int lbsd_lock_var(char *msg, size_t msgsz);
+/* Kills every process of an old sandbox of this installation (its root is
+ * an overlay whose upper layer is under var/sandboxes/) and every
+ * slirp4netns it started. Run at startup, before the scratch dirs go. */
+void lbsd_kill_stale_procs(void);
 
 /* --- sandbox_init.c (runs in the clone()d child as pid 1) -------------- */
 typedef struct lbsd_init_cfg {

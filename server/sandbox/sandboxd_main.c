@@ -172,11 +172,26 @@ int lb_sandboxd_main(int argc, char **argv)
         lb_error("cannot create %s: %s", p, strerror(errno));
         return 1;
     }
-    lbsd_cg_detect();
-    lbsd_cleanup_stale();
+    char msg[512];
+    if (lbsd_net_check_config(msg, sizeof msg) != LB_OK) {
+        fprintf(stderr, "llmbox sandboxd: %s\n", msg);
+        return 1;
+    }
+    /* the lock and the socket first: a second sandboxd on the same var dir
+     * must be refused before it cleans up the live sandboxes of the first */
+    if (lbsd_lock_var(msg, sizeof msg) < 0) {
+        fprintf(stderr, "llmbox sandboxd: %s\n", msg);
+        return 1;
+    }
     int lfd = sd_listen(cfg->sandboxd_socket);
     if (lfd < 0)
         return 1;
+    lbsd_cg_detect();
+    /* what a previous run left (even after kill -9): its processes, then
+     * its scratch dirs and cgroups */
+    lbsd_kill_stale_procs();
+    lbsd_cleanup_stale();
+    lbsd_pool_init();
     lb_info("sandboxd %s listening on %s (images in %s, cgroup %s)", LLMBOX_VERSION,
             cfg->sandboxd_socket, cfg->image_store, lbsd_cg_mode_name(lbsd_cg_detect()));
     int rc = lbsd_serve(lfd);

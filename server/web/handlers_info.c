@@ -252,6 +252,10 @@ void lb_h_health(lb_req *r)
     }
     cJSON_AddBoolToObject(o, "ok", 1); /* this process answers; dependencies below */
     cJSON_AddStringToObject(o, "version", LLMBOX_VERSION);
+    /* the warm pool, at the top as well: {size, ready, hits, misses, ...}
+     * from sandboxd's ping, null while sandboxd cannot be asked */
+    const cJSON *pool = cJSON_GetObjectItemCaseSensitive(sb, "pool");
+    cJSON_AddItemToObject(o, "pool", pool ? cJSON_Duplicate(pool, 1) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "sandboxd", sb);
     cJSON_AddItemToObject(o, "model", model);
     if ((tasks = cJSON_AddObjectToObject(o, "tasks")) != NULL) {

@@ -253,7 +253,35 @@ class Stack:
         c.close()
         return evs
 
+    def sandboxd_ping(self):
+        """sandboxd's ping answer (a dict), straight over its unix socket."""
+        import struct
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(10)
+        try:
+            c.connect(os.path.join(self.prefix, "var", "run", "sandboxd.sock"))
+            req = b'{"op":"ping"}'
+            c.sendall(struct.pack(">I", len(req)) + req)
+            buf = b""
+            while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+                chunk = c.recv(65536)
+                if not chunk:
+                    raise EOFError("sandboxd closed the connection")
+                buf += chunk
+            return json.loads(buf[4:4 + struct.unpack(">I", buf[:4])[0]])
+        finally:
+            c.close()
+
     def sandbox_leftovers(self):
-        """Sandboxes still present under this stack's var/sandboxes."""
+        """Sandboxes still in use, or scratch dirs under var/sandboxes beyond
+        those of the warm pool's ready sandboxes (which belong to no task)."""
         d = os.path.join(self.prefix, "var", "sandboxes")
-        return sorted(os.listdir(d)) if os.path.isdir(d) else []
+        ls = lambda: set(os.listdir(d)) if os.path.isdir(d) else set()
+        before = ls()
+        info = self.sandboxd_ping()
+        # a refill between the two listings adds a dir to the second only
+        dirs = sorted(before & ls())
+        ready = (info.get("pool") or {}).get("ready", 0)
+        if info.get("sandboxes", 0) or len(dirs) > ready:
+            return ["%d sandbox(es) in use, %d pooled" % (info.get("sandboxes", 0), ready)] + dirs
+        return []
