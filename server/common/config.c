@@ -90,6 +90,8 @@ int lb_config_load(lb_config *cfg)
     rc |= lb_setstr(cfg->web_user, sizeof cfg->web_user, user ? user : "");
     const char *img = lb_env("LLMBOX_IMAGE", NULL);
     rc |= lb_setstr(cfg->default_image, sizeof cfg->default_image, img ? img : "default");
+    const char *tok = lb_env("LLMBOX_SANDBOX_API_TOKEN", NULL);
+    rc |= lb_setstr(cfg->sandbox_api_token, sizeof cfg->sandbox_api_token, tok ? tok : "");
     if (rc)
         return LB_E_TOOBIG;
 
@@ -105,5 +107,11 @@ int lb_config_load(lb_config *cfg)
     cfg->task_timeout_s = (int)lb_envint("LLMBOX_TASK_TIMEOUT_S", 3600, 1, 7 * 86400);
     cfg->sandbox_memory_mib = (int)lb_envint("LLMBOX_SANDBOX_MEMORY_MIB", 2048, 64, 1 << 20);
     cfg->sandbox_pids = (int)lb_envint("LLMBOX_SANDBOX_PIDS", 512, 16, 1 << 22);
+    cfg->sandbox_api_max = (int)lb_envint("LLMBOX_SANDBOX_API_MAX", 128, 1, 4096);
+    cfg->sandbox_api_ttl_max_s = (int)lb_envint("LLMBOX_SANDBOX_API_TTL_MAX_S", 86400, 1, 7 * 86400);
+    cfg->sandbox_api_ttl_s = (int)lb_envint("LLMBOX_SANDBOX_API_TTL_S", 3600, 1, 7 * 86400);
+    if (cfg->sandbox_api_ttl_s > cfg->sandbox_api_ttl_max_s)
+        cfg->sandbox_api_ttl_s = cfg->sandbox_api_ttl_max_s;
+    cfg->sandbox_api_exec_max_s = (int)lb_envint("LLMBOX_SANDBOX_API_EXEC_MAX_S", 1800, 1, 86400);
     return LB_OK;
 }
