@@ -171,7 +171,7 @@ static void lb_sbx_rpc_error(lb_req *r, lb_sbx *s, int rc, const char *what, con
     case LB_E_PROTO:
     case LB_E_SANDBOX: {
         char why[300];
-        snprintf(why, sizeof why, "%s", err[0] ? err : lb_strerror(rc));
+        snprintf(why, sizeof why, "%.290s", err[0] ? err : lb_strerror(rc));
         lb_sbx_set_error(s, why);
         lb_warn("web: sandbox API: %s failed while trying to %s: %s", s->id, what, why);
         lb_http_error(r, 503, NULL, "The sandbox %s failed while trying to %s (%s); delete it and create a new one.",
@@ -527,7 +527,7 @@ static void lb_h_sbx_exec(lb_req *r, const char *id)
         note = "The sandbox was deleted or expired while the command ran.";
     } else if (rc == LB_E_UNAVAILABLE || rc == LB_E_PROTO || rc == LB_E_NOTFOUND || rc == LB_E_SANDBOX) {
         char why[300];
-        snprintf(why, sizeof why, "%s", err[0] ? err : lb_strerror(rc));
+        snprintf(why, sizeof why, "%.290s", err[0] ? err : lb_strerror(rc));
         lb_sbx_set_error(s, why);
         lb_warn("web: sandbox API: exec in %s failed: %s", s->id, why);
         memset(&eo, 0, sizeof eo);

@@ -490,7 +490,14 @@ def t_cap(stack):
     api.delete(api.create({"ttl_s": 60})["id"])  # room again
 
 
-def t_token_not_logged(stack):
+def t_token_not_leaked(stack):
+    api = Api(stack)
+    sid = api.create({"ttl_s": 60})["id"]
+    r = api.exec(sid, "cat /proc/1/environ /proc/self/environ 2>/dev/null | tr '\\0' '\\n'; env; "
+                      "cat /proc/1/cmdline")
+    api.delete(sid)
+    assert r["return_code"] == 0 and "PATH=" in r["stdout"], r
+    assert TOKEN not in r["stdout"], "the token is visible inside a sandbox"
     logs = stack.logs()
     assert TOKEN not in logs, "the token shows in a log"
     for root, _, files in os.walk(os.path.join(stack.prefix, "var", "log")):
@@ -516,7 +523,7 @@ def main():
                          ("traversal_refused", t_traversal), ("status_list", t_status_list),
                          ("destroy_idempotent", t_destroy), ("delete_during_exec", t_delete_during_exec),
                          ("ttl_expiry", t_ttl), ("spec_errors", t_spec_errors), ("cap_429", t_cap),
-                         ("token_not_logged", t_token_not_logged)]:
+                         ("token_not_leaked", t_token_not_leaked)]:
             r.run(name, fn, st)
         n = wait_sandboxd_count(st, 0)
         if n:
