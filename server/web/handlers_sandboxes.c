@@ -370,8 +370,13 @@ static void lb_h_sbx_create(lb_req *r)
         goto out;
     }
     lb_sbx_set_running(s);
+    if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) { /* deleted in the meantime */
+        lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
+        goto out;
+    }
     out = lb_sbx_json(s);
     if (!out) {
+        lb_sbx_remove(s->id, LB_SBX_GONE_FAILED); /* nobody would know its id */
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
