@@ -520,7 +520,7 @@ def main():
     with Stack(model=False) as off:
         r.run("api_off_403", t_off_403, off)
     env = {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_SANDBOX_API_MAX": str(API_MAX)}
-    with Stack(model=False, env=env) as st:
+    with Stack(model=False, web_env=env) as st:
         for name, fn in [("auth_401", t_auth_401), ("create_spec", t_create_spec), ("exec", t_exec),
                          ("parallel_execs", t_parallel_execs), ("files_roundtrip", t_files),
                          ("traversal_refused", t_traversal), ("status_list", t_status_list),

@@ -140,7 +140,7 @@ def main():
         print("SKIP sandbox_rollout: sandboxd needs root")
         return
     env = {"LLMBOX_SANDBOX_API_TOKEN": TOKEN}
-    with Stack(model=False, env=env) as st:
+    with Stack(model=False, web_env=env) as st:
         r.run("rollout_64_at_once", t_rollout, st)
     r.done()
 
