@@ -94,6 +94,8 @@ int lb_config_load(lb_config *cfg)
     rc |= lb_setstr(cfg->pool_images, sizeof cfg->pool_images, pimg ? pimg : cfg->default_image);
     const char *nets = lb_env("LLMBOX_NETWORK_ALLOW", NULL);
     rc |= lb_setstr(cfg->network_allow, sizeof cfg->network_allow, nets ? nets : "none");
+    const char *tok = lb_env("LLMBOX_SANDBOX_API_TOKEN", NULL);
+    rc |= lb_setstr(cfg->sandbox_api_token, sizeof cfg->sandbox_api_token, tok ? tok : "");
     if (rc)
         return LB_E_TOOBIG;
 
@@ -114,5 +116,11 @@ int lb_config_load(lb_config *cfg)
     cfg->sandbox_max_per_conn = (int)lb_envint("LLMBOX_SANDBOX_MAX_PER_CONN", 32, 1, 65536);
     cfg->pool_size = (int)lb_envint("LLMBOX_POOL_SIZE", 4, 0, 64);
     cfg->sandbox_ttl_max_s = (int)lb_envint("LLMBOX_SANDBOX_TTL_MAX_S", 0, 0, 7 * 24 * 3600);
+    cfg->sandbox_api_max = (int)lb_envint("LLMBOX_SANDBOX_API_MAX", 128, 1, 4096);
+    cfg->sandbox_api_ttl_max_s = (int)lb_envint("LLMBOX_SANDBOX_API_TTL_MAX_S", 86400, 1, 7 * 86400);
+    cfg->sandbox_api_ttl_s = (int)lb_envint("LLMBOX_SANDBOX_API_TTL_S", 3600, 1, 7 * 86400);
+    if (cfg->sandbox_api_ttl_s > cfg->sandbox_api_ttl_max_s)
+        cfg->sandbox_api_ttl_s = cfg->sandbox_api_ttl_max_s;
+    cfg->sandbox_api_exec_max_s = (int)lb_envint("LLMBOX_SANDBOX_API_EXEC_MAX_S", 1800, 1, 86400);
     return LB_OK;
 }

@@ -49,6 +49,15 @@ typedef struct lb_config {
     char pool_images[256];           /* LLMBOX_POOL_IMAGES, default the default image: comma-separated */
     int sandbox_ttl_max_s;           /* LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
     char network_allow[64];          /* LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
+    /* The sandbox API for outside clients (/api/sandboxes). */
+    char sandbox_api_token[256];     /* LLMBOX_SANDBOX_API_TOKEN; "" = the API answers 403.
+                                        Never logged; removed from the web's environment
+                                        at start so agents never inherit it. */
+    int sandbox_api_max;             /* LLMBOX_SANDBOX_API_MAX, default 128 sandboxes at once */
+    int sandbox_api_ttl_s;           /* LLMBOX_SANDBOX_API_TTL_S, default 3600: ttl_s when a spec has none */
+    int sandbox_api_ttl_max_s;       /* LLMBOX_SANDBOX_API_TTL_MAX_S, default 86400: largest ttl_s accepted */
+    int sandbox_api_exec_max_s;      /* LLMBOX_SANDBOX_API_EXEC_MAX_S, default 1800: largest exec timeout_s
+                                        (keep it below nginx's fastcgi_read_timeout for /api/sandboxes) */
 } lb_config;
 
 /* Fills cfg from the defaults and the environment; creates nothing. */

@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "entry.h"
 #include "llmbox/sandbox.h"
+#include "web/sandbox_registry.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -261,6 +262,12 @@ void lb_h_health(lb_req *r)
     if ((tasks = cJSON_AddObjectToObject(o, "tasks")) != NULL) {
         cJSON_AddNumberToObject(tasks, "running", lb_spawn_running());
         cJSON_AddNumberToObject(tasks, "max", cfg->max_concurrent_tasks);
+    }
+    cJSON *api = cJSON_AddObjectToObject(o, "sandbox_api");
+    if (api) {
+        cJSON_AddBoolToObject(api, "enabled", cfg->sandbox_api_token[0] != '\0');
+        cJSON_AddNumberToObject(api, "sandboxes", lb_sbx_count());
+        cJSON_AddNumberToObject(api, "max", cfg->sandbox_api_max);
     }
     lb_http_json(r, 200, o, NULL);
     cJSON_Delete(o);

@@ -20,6 +20,7 @@ const char *lb_http_reason(int status)
     case 202: return "Accepted";
     case 204: return "No Content";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
@@ -81,6 +82,8 @@ static const char *lb_error_code_for(int status)
 {
     switch (status) {
     case 400: return "bad_request";
+    case 401: return "unauthorized";
+    case 403: return "forbidden";
     case 404: return "not_found";
     case 405: return "method_not_allowed";
     case 409: return "conflict";
@@ -115,13 +118,11 @@ void lb_http_error(lb_req *r, int status, const char *code, const char *fmt, ...
     va_end(ap);
 }
 
-static void lb_http_error_extra(lb_req *r, int status, const char *extra, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void lb_http_error_extra(lb_req *r, int status, const char *extra, const char *fmt, ...)
+void lb_http_error_hdr(lb_req *r, int status, const char *code, const char *extra, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    lb_http_error_v(r, status, NULL, extra, fmt, ap);
+    lb_http_error_v(r, status, code, extra, fmt, ap);
     va_end(ap);
 }
 
@@ -129,7 +130,7 @@ void lb_http_method_not_allowed(lb_req *r, const char *allow)
 {
     char extra[128];
     snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
-    lb_http_error_extra(r, 405, extra, "The method %s is not allowed here; use %s.", r->method, allow);
+    lb_http_error_hdr(r, 405, NULL, extra, "The method %s is not allowed here; use %s.", r->method, allow);
 }
 
 void lb_http_store_error(lb_req *r, int rc, const char *what)

@@ -95,6 +95,10 @@ void lb_route(lb_req *r)
             lb_h_tools(r);
         return;
     }
+    if (!strncmp(p, "sandboxes", 9) && (p[9] == '\0' || p[9] == '/')) {
+        lb_h_sandboxes(r, p + 9); /* its own auth, methods and sub-routes */
+        return;
+    }
     if (!strcmp(p, "tasks")) {
         if (!lb_allow(r, M_GET | M_POST))
             return;

@@ -48,6 +48,10 @@ void lb_http_json(lb_req *r, int status, const cJSON *body, const char *extra);
 /* {"error":{"code":code,"message":<formatted sentence>}} */
 void lb_http_error(lb_req *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with extra header lines (each ending in "\r\n"), e.g.
+ * WWW-Authenticate on a 401. code NULL: the usual code of the status. */
+void lb_http_error_hdr(lb_req *r, int status, const char *code, const char *extra, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* 405 with the Allow header. */
 void lb_http_method_not_allowed(lb_req *r, const char *allow);
 /* Maps a store status to a response for task `id`. */
@@ -87,6 +91,9 @@ void lb_h_trajectory(lb_req *r);
 void lb_h_artifacts(lb_req *r);
 void lb_h_artifact(lb_req *r);
 void lb_h_bundle(lb_req *r, const char *format); /* "zip" or "tar.gz" */
+/* Everything under /api/sandboxes; rest is what follows that prefix ("" or
+ * "/..."). handlers_sandboxes.c */
+void lb_h_sandboxes(lb_req *r, const char *rest);
 
 /* ---- spawn.c: agent processes ---- */
 /* Starts the reaper thread. Call once, before any spawn. */

@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "entry.h"
+#include "web/sandbox_registry.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -288,6 +289,11 @@ int lb_web_main(int argc, char **argv)
     }
     lb_log_init("web");
     const lb_config *cfg = lb_cfg();
+    /* the token stays in the config only: agents and helpers spawned with
+     * our environment never see it */
+    unsetenv("LLMBOX_SANDBOX_API_TOKEN");
+    if (cfg->sandbox_api_token[0] && strlen(cfg->sandbox_api_token) < 16)
+        lb_warn("web: LLMBOX_SANDBOX_API_TOKEN is shorter than 16 characters; use a long random token");
     umask(027);
     signal(SIGPIPE, SIG_IGN); /* a client that went away is an error return, not a death */
 
@@ -363,6 +369,10 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the reaper thread\n");
         return 1;
     }
+    if (lb_sbx_registry_init() != LB_OK) {
+        fprintf(stderr, "llmbox web: cannot start the sandbox API (no memory or no thread)\n");
+        return 1;
+    }
     int started = 0;
     for (int i = 0; i < cfg->web_threads; i++) {
         pthread_t t;
@@ -381,6 +391,11 @@ int lb_web_main(int argc, char **argv)
     }
     lb_info("web: llmbox %s listening on %s with %d threads (uid %d), database %s", LLMBOX_VERSION,
             cfg->web_socket, started, (int)getuid(), cfg->db_path);
+    if (cfg->sandbox_api_token[0])
+        lb_info("web: sandbox API on: up to %d sandboxes, ttl %d s (max %d s), exec timeout up to %d s",
+                cfg->sandbox_api_max, cfg->sandbox_api_ttl_s, cfg->sandbox_api_ttl_max_s, cfg->sandbox_api_exec_max_s);
+    else
+        lb_info("web: sandbox API off (set LLMBOX_SANDBOX_API_TOKEN to turn it on)");
 
     int sig = 0;
     sigwait(&stop, &sig);

@@ -76,9 +76,12 @@ def multipart(fields, files):
 
 
 class Stack:
-    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100):
+    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None):
+        """env: extra environment for every process; web_env: for `llmbox web`
+        only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see)."""
         self.scenario = scenario
         self.extra_env = env or {}
+        self.web_env = web_env or {}
         self.want_model = model
         self.nginx_body_mb = nginx_body_mb
         self.procs = []
@@ -130,7 +133,7 @@ class Stack:
         self.env.update(self.extra_env)
         log = lambda n: open(os.path.join(p, "var", "log", n), "a")
         self._spawn([LLMBOX, "sandboxd"], log("sandboxd.log"))
-        self._spawn([LLMBOX, "web"], log("web.log"))
+        self._spawn([LLMBOX, "web"], log("web.log"), dict(self.env, **self.web_env))
         self._spawn(["nginx", "-p", p + "/", "-c", os.path.join(p, "nginx.conf"),
                      "-e", "var/log/nginx-error.log"], log("nginx.out"))
         deadline = time.time() + 20
@@ -147,8 +150,8 @@ class Stack:
             time.sleep(0.1)
         raise RuntimeError("the stack did not become healthy in 20 s\n" + self.logs())
 
-    def _spawn(self, argv, out):
-        pr = subprocess.Popen(argv, cwd=self.prefix, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+    def _spawn(self, argv, out, env=None):
+        pr = subprocess.Popen(argv, cwd=self.prefix, env=env or self.env, stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(pr)
 
     def logs(self):

@@ -1,0 +1,731 @@
+/* The sandbox API for outside clients, over HTTP (/api/sandboxes):
+ * create, list, status, exec, upload, download, destroy. The operations of
+ * DESIGN.md's sandbox API (after NeMo Gym's nemo_gym.sandbox), served by
+ * the web process on top of sandboxd (sandbox_registry.c holds the
+ * sandboxes, sandbox_spec.c validates the bodies).
+ *
+ * Every route needs the bearer token from the configuration; with no token
+ * configured the whole API answers 403, so it is off unless an operator
+ * turns it on.
+ */
+#include "web/web.h"
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+#include "llmbox/sandbox.h"
+#include "web/sandbox_registry.h"
+#include "web/sandbox_spec.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LB_SBX_SETUP_TIMEOUT_MS 60000     /* mkdir of the workdir, chmod of spec files */
+#define LB_SBX_SETUP_CHUNK (256u << 10)   /* one setup command line */
+#define LB_SBX_TTL_GRACE_S 10             /* sandboxd's TTL is a backstop behind ours */
+#define LB_SBX_TTL_RPC_MAX (7 * 24 * 3600)
+#define LB_SBX_TOKEN_MAX 4096
+
+/* ---- auth ---- */
+
+/* Compares the digests, so neither the content nor the length of the
+ * configured token shows in the time the comparison takes. */
+static int lb_token_equal(const char *given, size_t glen, const char *want)
+{
+    unsigned char a[EVP_MAX_MD_SIZE], b[EVP_MAX_MD_SIZE];
+    unsigned alen = 0, blen = 0;
+    if (EVP_Digest(given, glen, a, &alen, EVP_sha256(), NULL) != 1 ||
+        EVP_Digest(want, strlen(want), b, &blen, EVP_sha256(), NULL) != 1 || alen != blen)
+        return 0;
+    int eq = CRYPTO_memcmp(a, b, alen) == 0;
+    OPENSSL_cleanse(a, sizeof a);
+    OPENSSL_cleanse(b, sizeof b);
+    return eq;
+}
+
+/* Answers 403 (API off) or 401 (no or wrong token) and returns 0, or
+ * returns 1 for an authorised request. Never logs the token. */
+static int lb_sbx_auth(lb_req *r)
+{
+    const char *want = lb_cfg()->sandbox_api_token;
+    if (!want[0]) {
+        lb_http_drain(r);
+        lb_http_error(r, 403, "forbidden",
+                      "The sandbox API is turned off because no token is configured. To turn it on, set "
+                      "LLMBOX_SANDBOX_API_TOKEN for `llmbox web` to a long random string (for example the output of "
+                      "`openssl rand -hex 32`), restart it, and send the token as `Authorization: Bearer <token>`.");
+        return 0;
+    }
+    const char *h = lb_http_param(r, "HTTP_AUTHORIZATION");
+    const char *tok = NULL;
+    size_t tlen = 0;
+    if (h) {
+        while (*h == ' ' || *h == '\t')
+            h++;
+        if (!strncasecmp(h, "Bearer", 6) && (h[6] == ' ' || h[6] == '\t')) {
+            tok = h + 6;
+            while (*tok == ' ' || *tok == '\t')
+                tok++;
+            tlen = strnlen(tok, LB_SBX_TOKEN_MAX + 1);
+            while (tlen && (tok[tlen - 1] == ' ' || tok[tlen - 1] == '\t'))
+                tlen--;
+        }
+    }
+    if (!tok || !tlen) {
+        lb_http_drain(r);
+        lb_http_error_hdr(r, 401, "unauthorized", "WWW-Authenticate: Bearer realm=\"llmbox sandboxes\"\r\n",
+                          "The sandbox API needs its token: send `Authorization: Bearer <token>` with the value of "
+                          "LLMBOX_SANDBOX_API_TOKEN.");
+        return 0;
+    }
+    if (tlen > LB_SBX_TOKEN_MAX || !lb_token_equal(tok, tlen, want)) {
+        lb_http_drain(r);
+        lb_http_error_hdr(r, 401, "unauthorized",
+                          "WWW-Authenticate: Bearer realm=\"llmbox sandboxes\", error=\"invalid_token\"\r\n",
+                          "The bearer token is not the sandbox API token this server is configured with "
+                          "(LLMBOX_SANDBOX_API_TOKEN).");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- request bodies ---- */
+
+/* Reads the whole body, at most max bytes, into b (b->data may stay NULL
+ * for an empty body). On failure answers (413) and returns 0. */
+static int lb_sbx_read_body(lb_req *r, size_t max, lb_buf *b, const char *what)
+{
+    lb_buf_init(b, max);
+    if (r->content_length > 0 && (uint64_t)r->content_length > max) {
+        lb_http_drain(r);
+        lb_http_error(r, 413, NULL, "The %s is %lld bytes; the limit is %zu bytes.", what,
+                      (long long)r->content_length, max);
+        return 0;
+    }
+    static _Thread_local char chunk[65536];
+    for (;;) {
+        int n = FCGX_GetStr(chunk, sizeof chunk, r->fcgi->in);
+        if (n <= 0)
+            break;
+        int rc = lb_buf_append(b, chunk, (size_t)n);
+        if (rc) {
+            lb_buf_free(b);
+            lb_http_drain(r);
+            if (rc == LB_E_TOOBIG)
+                lb_http_error(r, 413, NULL, "The %s is larger than %zu bytes.", what, max);
+            else
+                lb_http_error(r, 500, NULL, "Out of memory reading the %s.", what);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The body as a JSON object, or NULL after answering 400/413. */
+static cJSON *lb_sbx_json_body(lb_req *r, const char *what)
+{
+    lb_buf b;
+    if (!lb_sbx_read_body(r, (size_t)lb_cfg()->max_upload_bytes, &b, what))
+        return NULL;
+    if (!b.len) {
+        lb_http_error(r, 400, NULL, "The %s needs a JSON body.", what);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(b.data, b.len, &end, 0);
+    if (!j)
+        lb_http_error(r, 400, NULL, "The %s is not valid JSON (the error is near byte %zu).", what,
+                      end && end >= b.data ? (size_t)(end - b.data) : (size_t)0);
+    lb_buf_free(&b);
+    return j;
+}
+
+/* ---- errors of sandboxd calls ---- */
+
+static void lb_sbx_rpc_error(lb_req *r, lb_sbx *s, int rc, const char *what, const char *err)
+{
+    switch (rc) {
+    case LB_E_CANCELLED:
+        lb_http_error(r, 404, "not_found", "The sandbox %s was deleted or expired while %s.", s->id, what);
+        break;
+    case LB_E_INVAL:
+    case LB_E_ISDIR:
+        lb_http_error(r, 400, NULL, "Cannot %s: %s.", what, err);
+        break;
+    case LB_E_NOTFOUND:
+        lb_http_error(r, 404, "not_found", "Cannot %s: %s.", what, err);
+        break;
+    case LB_E_TOOBIG:
+        lb_http_error(r, 413, NULL, "Cannot %s: %s.", what, err);
+        break;
+    case LB_E_EXISTS:
+        lb_http_error(r, 409, NULL, "Cannot %s: %s.", what, err);
+        break;
+    case LB_E_UNAVAILABLE:
+    case LB_E_PROTO:
+    case LB_E_SANDBOX: {
+        char why[300];
+        snprintf(why, sizeof why, "%.290s", err[0] ? err : lb_strerror(rc));
+        lb_sbx_set_error(s, why);
+        lb_warn("web: sandbox API: %s failed while trying to %s: %s", s->id, what, why);
+        lb_http_error(r, 503, NULL, "The sandbox %s failed while trying to %s (%s); delete it and create a new one.",
+                      s->id, what, why);
+        break;
+    }
+    default:
+        lb_http_error(r, 500, NULL, "Cannot %s: %s.", what, err[0] ? err : lb_strerror(rc));
+        break;
+    }
+}
+
+/* Finds a sandbox that can take an operation: answers 404 (gone) or 409
+ * (still starting, or failed) and returns NULL otherwise. */
+static lb_sbx *lb_sbx_usable(lb_req *r, const char *id)
+{
+    char msg[400];
+    lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);
+    if (!s) {
+        lb_http_drain(r);
+        lb_http_error(r, 404, "not_found", "%s", msg);
+        return NULL;
+    }
+    char why[300];
+    lb_sbx_state st = lb_sbx_state_of(s, why, sizeof why);
+    if (st == LB_SBX_RUNNING)
+        return s;
+    lb_http_drain(r);
+    if (st == LB_SBX_STARTING)
+        lb_http_error(r, 409, NULL, "The sandbox %s is still being created; try again when it is running.", id);
+    else
+        lb_http_error(r, 409, NULL, "The sandbox %s failed (%s); delete it and create a new one.", id, why);
+    lb_sbx_put(s);
+    return NULL;
+}
+
+/* ---- POST /api/sandboxes ---- */
+
+/* Runs one setup command line; LB_OK only if it exited 0. */
+static int lb_sbx_setup_run(lb_sbx *s, lb_buf *line, char *err, size_t errsz)
+{
+    lbsb_exec_out out;
+    int rc = lbsb_exec(s->conn, s->sbx_id, line->data, LB_SBX_SETUP_TIMEOUT_MS, &out, err, errsz);
+    if (rc)
+        return rc;
+    if (out.state != LLMBOX_EXEC_EXITED || out.exit_code != 0) {
+        size_t n = out.err_len;
+        while (n && (out.err[n - 1] == '\n' || out.err[n - 1] == '\r'))
+            n--;
+        snprintf(err, errsz, "%.*s", (int)(n > 400 ? 400 : n), n ? out.err : "the setup command failed");
+        rc = LB_E_INVAL;
+    }
+    lbsb_exec_out_free(&out);
+    lb_buf_reset(line);
+    return rc;
+}
+
+/* Appends one setup step, running what is queued first if it would not fit. */
+static int lb_sbx_setup_add(lb_sbx *s, lb_buf *line, const char *cmd, const char *path, char *err, size_t errsz)
+{
+    lb_buf piece;
+    lb_buf_init(&piece, LB_SBX_SETUP_CHUNK);
+    int rc = lb_buf_appends(&piece, cmd);
+    if (!rc)
+        rc = lb_sh_quote(&piece, path);
+    if (!rc && line->len && line->len + piece.len + 4 > LB_SBX_SETUP_CHUNK)
+        rc = lb_sbx_setup_run(s, line, err, errsz);
+    if (!rc && line->len)
+        rc = lb_buf_appends(line, " && ");
+    if (!rc)
+        rc = lb_buf_append(line, piece.data, piece.len);
+    lb_buf_free(&piece);
+    return rc;
+}
+
+/* With op_mu held: connect, create, write the files, make the workdir and
+ * set the modes. On failure answers and returns 0. */
+static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
+{
+    const lb_config *cfg = lb_cfg();
+    char err[512] = "";
+    int rc = lbsb_connect(cfg->sandboxd_socket, &s->cancel, &s->conn, err, sizeof err);
+    if (rc) {
+        lb_http_error(r, 503, NULL, "The sandbox daemon cannot be reached: %s.", err);
+        return 0;
+    }
+    int ttl = sp->ttl_s + LB_SBX_TTL_GRACE_S;
+    lbsb_spec spec = {
+        .image = sp->image,
+        .memory_mib = sp->memory_mib,
+        .pids = sp->pids,
+        .cpu_milli = sp->cpu_milli,
+        .disk_mib = sp->disk_mib,
+        .network = sp->network[0] ? sp->network : NULL,
+        .ttl_s = ttl > LB_SBX_TTL_RPC_MAX ? LB_SBX_TTL_RPC_MAX : ttl,
+    };
+    char sid[LB_ID_HEX_LEN + 1];
+    rc = lbsb_create(s->conn, &spec, sid, sizeof sid, err, sizeof err);
+    if (rc == LB_E_UNAVAILABLE && !err[0])
+        snprintf(err, sizeof err, "%s", lb_strerror(rc));
+    if (rc == LB_E_INVAL || rc == LB_E_NOTFOUND) { /* notfound: no such image */
+        lb_http_error(r, 400, NULL, "The sandbox daemon refused the spec: %s.", err);
+        return 0;
+    }
+    if (rc == LB_E_CANCELLED) {
+        lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
+        return 0;
+    }
+    if (rc) {
+        lb_http_error(r, 503, NULL, "The sandbox daemon could not create a sandbox: %s.", err);
+        return 0;
+    }
+    memcpy(s->sbx_id, sid, sizeof sid);
+    for (size_t i = 0; i < sp->nfiles; i++) {
+        const lb_sbx_file *f = &sp->files[i];
+        rc = lbsb_write(s->conn, s->sbx_id, f->path, f->data, f->len, 0, err, sizeof err);
+        if (rc) {
+            char what[LB_SBX_SPATH_MAX + 32];
+            snprintf(what, sizeof what, "write %s", f->path);
+            lb_sbx_rpc_error(r, s, rc, what, err);
+            return 0;
+        }
+    }
+    /* the workdir is every exec's default cwd: make it if missing; modes go
+     * through chmod inside the sandbox (the write op creates files 0644) */
+    lb_buf line;
+    lb_buf_init(&line, LB_SBX_LINE_MAX);
+    rc = LB_OK;
+    if (sp->workdir_given)
+        rc = lb_sbx_setup_add(s, &line, "mkdir -p -- ", sp->workdir, err, sizeof err);
+    for (size_t i = 0; !rc && i < sp->nfiles; i++) {
+        if (sp->files[i].mode < 0 || sp->files[i].mode == 0644)
+            continue;
+        char cmd[32];
+        snprintf(cmd, sizeof cmd, "chmod %04o -- ", (unsigned)sp->files[i].mode);
+        rc = lb_sbx_setup_add(s, &line, cmd, sp->files[i].path, err, sizeof err);
+    }
+    if (!rc && line.len)
+        rc = lb_sbx_setup_run(s, &line, err, sizeof err);
+    lb_buf_free(&line);
+    if (rc == LB_E_INVAL) {
+        lb_http_error(r, 400, NULL, "Could not prepare the sandbox (workdir %s, file modes): %s", sp->workdir, err);
+        return 0;
+    }
+    if (rc) {
+        lb_sbx_rpc_error(r, s, rc, "prepare the sandbox", err);
+        return 0;
+    }
+    return 1;
+}
+
+static void lb_h_sbx_create(lb_req *r)
+{
+    char msg[600] = "";
+    lb_sbx_spec sp;
+    memset(&sp, 0, sizeof sp);
+    cJSON *spec_echo = NULL, *out = NULL;
+    lb_sbx *s = NULL;
+    cJSON *body = lb_sbx_json_body(r, "sandbox spec");
+    if (!body)
+        return;
+    int rc = lb_sbx_spec_parse(body, lb_cfg(), &sp, msg, sizeof msg);
+    if (rc) {
+        lb_http_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_NOMEM ? 500 : 400, NULL, "%s", msg);
+        goto out;
+    }
+    if (!(spec_echo = lb_sbx_spec_echo(&sp))) {
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        goto out;
+    }
+    rc = lb_sbx_reserve(sp.ttl_s, spec_echo, sp.metadata, sp.env, sp.workdir, &s);
+    if (rc == LB_E_TOOBIG) {
+        lb_http_error(r, 429, "too_many_sandboxes",
+                      "The sandbox API already holds as many sandboxes as it may (%d, LLMBOX_SANDBOX_API_MAX); "
+                      "delete some or wait for them to expire.", lb_cfg()->sandbox_api_max);
+        goto out;
+    }
+    if (rc) {
+        lb_http_error(r, 500, NULL, "Could not register the sandbox: %s.", lb_strerror(rc));
+        goto out;
+    }
+    /* the registry owns them now */
+    spec_echo = NULL;
+    sp.metadata = NULL;
+    sp.env = NULL;
+
+    char gone[400];
+    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+        lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
+        goto out;
+    }
+    int built = lb_sbx_build(r, s, &sp);
+    lb_sbx_unlock(s);
+    if (!built) {
+        lb_sbx_remove(s->id, LB_SBX_GONE_FAILED);
+        goto out;
+    }
+    lb_sbx_set_running(s);
+    if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) { /* deleted in the meantime */
+        lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
+        goto out;
+    }
+    out = lb_sbx_json(s);
+    if (!out) {
+        lb_sbx_remove(s->id, LB_SBX_GONE_FAILED); /* nobody would know its id */
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        goto out;
+    }
+    char loc[96];
+    snprintf(loc, sizeof loc, "Location: /api/sandboxes/%s\r\n", s->id);
+    lb_info("web: sandbox API: created %s (sandboxd %s, image %s, ttl %d s)", s->id, s->sbx_id, sp.image, sp.ttl_s);
+    lb_http_json(r, 201, out, loc);
+out:
+    cJSON_Delete(out);
+    cJSON_Delete(spec_echo);
+    lb_sbx_spec_free(&sp);
+    cJSON_Delete(body);
+    lb_sbx_put(s);
+}
+
+/* ---- GET /api/sandboxes, GET and DELETE /api/sandboxes/{id} ---- */
+
+static void lb_h_sbx_list(lb_req *r)
+{
+    cJSON *o = lb_sbx_list_json();
+    if (!o) {
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        return;
+    }
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+}
+
+static void lb_h_sbx_get(lb_req *r, const char *id)
+{
+    char msg[400];
+    lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);
+    if (!s) {
+        lb_http_error(r, 404, "not_found", "%s", msg);
+        return;
+    }
+    cJSON *o = lb_sbx_json(s);
+    lb_sbx_put(s);
+    if (!o) {
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        return;
+    }
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+}
+
+static void lb_h_sbx_delete(lb_req *r, const char *id)
+{
+    lb_http_drain(r);
+    /* idempotent: gone before, or gone now, the answer is the same */
+    if (lb_sbx_remove(id, LB_SBX_GONE_DELETED) == LB_OK)
+        lb_info("web: sandbox API: deleted %s", id);
+    cJSON *o = cJSON_CreateObject();
+    if (o) {
+        cJSON_AddStringToObject(o, "id", id);
+        cJSON_AddBoolToObject(o, "deleted", 1);
+    }
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+}
+
+/* ---- POST /api/sandboxes/{id}/exec ---- */
+
+static cJSON *lb_exec_result(const lbsb_exec_out *eo, const char *message)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    const char *etype = NULL;
+    int has_rc = 0;
+    switch (eo->state) {
+    case LLMBOX_EXEC_EXITED: has_rc = 1; break;
+    case LLMBOX_EXEC_OOM: has_rc = 1; etype = "oom"; break;
+    case LLMBOX_EXEC_TIMEOUT: etype = "timeout"; break;
+    case LLMBOX_EXEC_INTERRUPTED: etype = "interrupted"; break;
+    default: etype = "sandbox_error"; break;
+    }
+    int ok = cJSON_AddStringToObject(o, "stdout", eo->out ? eo->out : "") &&
+             cJSON_AddStringToObject(o, "stderr", eo->err ? eo->err : "") &&
+             (has_rc ? cJSON_AddNumberToObject(o, "return_code", eo->exit_code)
+                     : cJSON_AddNullToObject(o, "return_code")) &&
+             (etype ? cJSON_AddStringToObject(o, "error_type", etype) : cJSON_AddNullToObject(o, "error_type")) &&
+             cJSON_AddNumberToObject(o, "duration_ms", (double)eo->duration_ms) &&
+             cJSON_AddBoolToObject(o, "truncated", eo->truncated) &&
+             (!message || cJSON_AddStringToObject(o, "message", message));
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void lb_h_sbx_exec(lb_req *r, const char *id)
+{
+    char msg[600] = "", err[512] = "";
+    lb_buf line;
+    lb_buf_init(&line, 0);
+    lbsb_exec_out eo;
+    memset(&eo, 0, sizeof eo);
+    cJSON *res = NULL;
+    int locked = 0;
+    char stdin_path[64] = "";
+    lb_sbx *s = lb_sbx_usable(r, id);
+    if (!s)
+        return;
+    cJSON *body = lb_sbx_json_body(r, "exec request");
+    if (!body)
+        goto out;
+    lb_sbx_exec_req er;
+    int rc = lb_sbx_exec_parse(body, lb_cfg(), s->workdir, &er, msg, sizeof msg);
+    if (rc) {
+        lb_http_error(r, rc == LB_E_TOOBIG ? 413 : 400, NULL, "%s", msg);
+        goto out;
+    }
+    if (er.has_stdin) {
+        char rnd[33];
+        if (lb_random_hex(rnd, sizeof rnd, 16) != LB_OK) {
+            lb_http_error(r, 500, NULL, "No randomness for the stdin file name.");
+            goto out;
+        }
+        snprintf(stdin_path, sizeof stdin_path, "/tmp/.llmbox-stdin-%s", rnd);
+    }
+    rc = lb_sbx_exec_line(&er, s->env, stdin_path[0] ? stdin_path : NULL, &line);
+    if (rc) {
+        lb_http_error(r, rc == LB_E_TOOBIG ? 413 : 500, NULL,
+                      rc == LB_E_TOOBIG ? "The command with its env and cwd is longer than %u bytes."
+                                        : "Out of memory building the command (%u).", LB_SBX_LINE_MAX);
+        goto out;
+    }
+    char gone[400];
+    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+        lb_http_error(r, 404, "not_found", "%s", gone);
+        goto out;
+    }
+    locked = 1;
+    if (er.has_stdin) {
+        /* stdin travels as data through the write op, never through the
+         * command line; excl: a name taken by the sandbox is an error */
+        rc = lbsb_write(s->conn, s->sbx_id, stdin_path, er.stdin_data, er.stdin_len, 1, err, sizeof err);
+        if (rc) {
+            lb_sbx_rpc_error(r, s, rc, "pass stdin to the command", err);
+            goto out;
+        }
+    }
+    rc = lbsb_exec(s->conn, s->sbx_id, line.data, er.timeout_ms, &eo, err, sizeof err);
+    lb_sbx_unlock(s);
+    locked = 0;
+    const char *note = NULL;
+    if (rc == LB_E_CANCELLED) {
+        /* deleted or expired under the running command */
+        memset(&eo, 0, sizeof eo);
+        eo.state = LLMBOX_EXEC_INTERRUPTED;
+        note = "The sandbox was deleted or expired while the command ran.";
+    } else if (rc == LB_E_UNAVAILABLE || rc == LB_E_PROTO || rc == LB_E_NOTFOUND || rc == LB_E_SANDBOX) {
+        char why[300];
+        snprintf(why, sizeof why, "%.290s", err[0] ? err : lb_strerror(rc));
+        lb_sbx_set_error(s, why);
+        lb_warn("web: sandbox API: exec in %s failed: %s", s->id, why);
+        memset(&eo, 0, sizeof eo);
+        eo.state = LLMBOX_EXEC_ERROR;
+        snprintf(msg, sizeof msg, "The sandbox failed: %s. Delete it and create a new one.", why);
+        note = msg;
+    } else if (rc) {
+        lb_sbx_rpc_error(r, s, rc, "run the command", err);
+        goto out;
+    } else if (eo.state == LLMBOX_EXEC_ERROR) {
+        lb_sbx_set_error(s, "the sandbox died while running a command");
+        note = "The sandbox died while running the command; delete it and create a new one.";
+    }
+    res = lb_exec_result(&eo, note);
+    if (!res) {
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        goto out;
+    }
+    lb_http_json(r, 200, res, NULL);
+out:
+    if (locked)
+        lb_sbx_unlock(s);
+    cJSON_Delete(res);
+    lbsb_exec_out_free(&eo);
+    lb_buf_free(&line);
+    cJSON_Delete(body);
+    lb_sbx_put(s);
+}
+
+/* ---- PUT and GET /api/sandboxes/{id}/files/{path} ---- */
+
+/* The file path of the URL (percent-encoded, absolute in the sandbox). On
+ * failure answers 400 and returns 0. */
+static int lb_sbx_url_path(lb_req *r, const char *raw, char *out, size_t outsz)
+{
+    char dec[LB_WEB_URI_MAX];
+    size_t dlen = 0;
+    int rc = lb_url_decode(raw, strlen(raw), dec, sizeof dec, &dlen, 0);
+    if (!rc)
+        rc = lb_sbx_path(dec, dlen, "/", 0, out, outsz);
+    if (rc) {
+        lb_http_drain(r);
+        lb_http_error(r, 400, NULL,
+                      "The file path is not allowed: it must be an absolute path in the sandbox without \"..\", NUL "
+                      "or control characters, backslashes or invalid UTF-8, at most 1024 bytes.");
+        return 0;
+    }
+    return 1;
+}
+
+static void lb_h_sbx_put_file(lb_req *r, const char *id, const char *raw_path)
+{
+    char path[LB_SBX_SPATH_MAX], err[512] = "", what[LB_SBX_SPATH_MAX + 16];
+    if (!lb_sbx_url_path(r, raw_path, path, sizeof path))
+        return;
+    lb_sbx *s = lb_sbx_usable(r, id);
+    if (!s)
+        return;
+    lb_buf b;
+    /* the body first, so a slow upload does not hold the sandbox */
+    if (!lb_sbx_read_body(r, LB_SBX_FILE_MAX, &b, "file")) {
+        lb_sbx_put(s);
+        return;
+    }
+    char gone[400];
+    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+        lb_http_error(r, 404, "not_found", "%s", gone);
+        goto out;
+    }
+    int rc = lbsb_write(s->conn, s->sbx_id, path, b.data ? b.data : "", b.len, 0, err, sizeof err);
+    lb_sbx_unlock(s);
+    snprintf(what, sizeof what, "write %s", path);
+    if (rc) {
+        lb_sbx_rpc_error(r, s, rc, what, err);
+        goto out;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (o) {
+        cJSON_AddStringToObject(o, "path", path);
+        cJSON_AddNumberToObject(o, "size", (double)b.len);
+    }
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+out:
+    lb_buf_free(&b);
+    lb_sbx_put(s);
+}
+
+static void lb_h_sbx_get_file(lb_req *r, const char *id, const char *raw_path)
+{
+    char path[LB_SBX_SPATH_MAX], err[512] = "", what[LB_SBX_SPATH_MAX + 16];
+    if (!lb_sbx_url_path(r, raw_path, path, sizeof path))
+        return;
+    lb_sbx *s = lb_sbx_usable(r, id);
+    if (!s)
+        return;
+    char *data = NULL;
+    size_t len = 0;
+    char gone[400];
+    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+        lb_http_error(r, 404, "not_found", "%s", gone);
+        goto out;
+    }
+    int rc = lbsb_read(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, &data, &len, err, sizeof err);
+    lb_sbx_unlock(s);
+    snprintf(what, sizeof what, "read %s", path);
+    if (rc) {
+        lb_sbx_rpc_error(r, s, rc, what, err);
+        goto out;
+    }
+    char disp[3 * LB_NAME_MAX + 128];
+    if (lb_content_disposition("attachment", path, disp, sizeof disp) != LB_OK)
+        snprintf(disp, sizeof disp, "attachment; filename=\"download\"");
+    char extra[sizeof disp + 160];
+    /* the bytes are whatever the sandbox holds: never a page of this origin */
+    snprintf(extra, sizeof extra,
+             "Content-Length: %zu\r\nContent-Disposition: %s\r\nContent-Security-Policy: sandbox\r\n", len, disp);
+    lb_http_head(r, 200, "application/octet-stream", extra);
+    if (!r->is_head && len)
+        FCGX_PutStr(data, (int)len, r->fcgi->out);
+out:
+    free(data);
+    lb_sbx_put(s);
+}
+
+/* ---- routing: /api/sandboxes[/{id}[/exec | /files/{path}]] ---- */
+
+void lb_h_sandboxes(lb_req *r, const char *rest)
+{
+    if (!lb_sbx_auth(r))
+        return;
+    int get = !strcmp(r->method, "GET") || r->is_head, post = !strcmp(r->method, "POST");
+    int put = !strcmp(r->method, "PUT"), del = !strcmp(r->method, "DELETE");
+    if (!*rest) {
+        if (post)
+            lb_h_sbx_create(r);
+        else if (get)
+            lb_h_sbx_list(r);
+        else {
+            lb_http_drain(r);
+            lb_http_method_not_allowed(r, "GET, HEAD, POST");
+        }
+        return;
+    }
+    /* rest is "/{id}..." */
+    const char *p = rest + 1;
+    const char *slash = strchr(p, '/');
+    size_t idlen = slash ? (size_t)(slash - p) : strlen(p);
+    char id[LB_ID_HEX_LEN + 1];
+    if (rest[0] != '/' || idlen != LB_ID_HEX_LEN) {
+        lb_http_drain(r);
+        lb_http_error(r, 404, "not_found",
+                      "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters.");
+        return;
+    }
+    memcpy(id, p, idlen);
+    id[idlen] = '\0';
+    if (!lb_id_valid(id)) {
+        lb_http_drain(r);
+        lb_http_error(r, 404, "not_found",
+                      "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters.");
+        return;
+    }
+    const char *sub = slash ? slash + 1 : NULL;
+    if (!sub) {
+        if (get)
+            lb_h_sbx_get(r, id);
+        else if (del)
+            lb_h_sbx_delete(r, id);
+        else {
+            lb_http_drain(r);
+            lb_http_method_not_allowed(r, "GET, HEAD, DELETE");
+        }
+    } else if (!strcmp(sub, "exec")) {
+        if (post)
+            lb_h_sbx_exec(r, id);
+        else {
+            lb_http_drain(r);
+            lb_http_method_not_allowed(r, "POST");
+        }
+    } else if (!strncmp(sub, "files/", 6) && sub[6]) {
+        if (get)
+            lb_h_sbx_get_file(r, id, sub + 6);
+        else if (put)
+            lb_h_sbx_put_file(r, id, sub + 6);
+        else {
+            lb_http_drain(r);
+            lb_http_method_not_allowed(r, "GET, HEAD, PUT");
+        }
+    } else {
+        lb_http_drain(r);
+        lb_http_error(r, 404, "not_found",
+                      "There is no such sandbox route; the routes are /api/sandboxes/{id}, /api/sandboxes/{id}/exec "
+                      "and /api/sandboxes/{id}/files/{path}.");
+    }
+}

@@ -1,0 +1,110 @@
+/* The sandboxes of the HTTP sandbox API (/api/sandboxes), held by the web
+ * process.
+ *
+ * sandboxd gives a sandbox to the connection that created it and destroys
+ * it when that connection closes; the client library allows one call at a
+ * time per connection. So each API sandbox has its own sandboxd connection,
+ * guarded by its own mutex: calls on one sandbox run one after another,
+ * calls on different sandboxes run in parallel on different worker threads.
+ * If the web process dies, every connection closes and sandboxd cleans up.
+ *
+ * Entries are reference counted. The table (and every field marked
+ * "registry lock") is guarded by one registry mutex that is never held
+ * across a sandboxd call. A removed entry (deleted, expired, failed create)
+ * leaves the table at once, so no new request finds it, and is torn down
+ * by the thread that removed it: a running call on it is interrupted
+ * through the client's cancel flag, then the sandbox is destroyed and the
+ * connection closed.
+ *
+ * A reaper thread removes sandboxes whose ttl_s has passed, whether or not
+ * sandboxd enforces the TTL it was also given.
+ */
+#ifndef LB_SANDBOX_REGISTRY_H
+#define LB_SANDBOX_REGISTRY_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/path.h"
+#include "llmbox/sandbox.h"
+
+typedef enum lb_sbx_state {
+    LB_SBX_STARTING = 0,    /* being created: not usable yet */
+    LB_SBX_RUNNING = 1,
+    LB_SBX_STOPPED = 2,     /* removed, being torn down */
+    LB_SBX_ERROR = 3,       /* the sandbox or its sandboxd connection failed */
+} lb_sbx_state;
+
+/* Why a sandbox left the table (kept for a while to explain a 404). */
+typedef enum lb_sbx_gone {
+    LB_SBX_GONE_DELETED = 1,
+    LB_SBX_GONE_EXPIRED = 2,
+    LB_SBX_GONE_FAILED = 3, /* its creation failed */
+} lb_sbx_gone;
+
+typedef struct lb_sbx {
+    char id[33];                /* the API id (random, 32 hex), immutable */
+    /* guarded by op_mu */
+    pthread_mutex_t op_mu;      /* one sandboxd call at a time on conn */
+    lbsb_conn *conn;            /* NULL before connect and after teardown */
+    char sbx_id[33];            /* sandboxd's id, "" before create */
+    volatile int cancel;        /* conn's cancel flag: set by teardown */
+    /* guarded by the registry lock */
+    int refs;
+    int removed;
+    lb_sbx_state state;
+    char error[300];            /* why state is ERROR */
+    int64_t created_ms, expires_ms;  /* wall clock */
+    int64_t deadline_mono;      /* expiry on the monotonic clock */
+    int ttl_s;
+    /* set by lb_sbx_reserve, then immutable */
+    cJSON *spec;                /* the spec as echoed (no file contents, no metadata) */
+    cJSON *metadata;            /* the client's object, or NULL */
+    cJSON *env;                 /* object of strings: every exec's base env */
+    char workdir[LB_PATH_MAX + 2];   /* absolute, cleaned */
+} lb_sbx;
+
+/* Allocates the table (lb_cfg()->sandbox_api_max) and starts the reaper
+ * thread. Call once, with the stop signals already blocked. */
+int lb_sbx_registry_init(void);
+
+/* Makes a STARTING entry with a fresh id, ttl_s counted from now, and one
+ * reference for the caller. Takes ownership of spec, metadata and env
+ * (each may be NULL) on success only. LB_E_TOOBIG when the table is full. */
+int lb_sbx_reserve(int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
+                   lb_sbx **out);
+
+/* Finds a sandbox in the table and takes a reference. NULL when there is
+ * none; then msg gets a sentence for the 404 (deleted, expired, unknown). */
+lb_sbx *lb_sbx_get(const char *id, char *msg, size_t msgsz);
+void lb_sbx_put(lb_sbx *s);
+
+/* Locks op_mu for a sandboxd call. Returns 0 (and leaves it unlocked) if
+ * the sandbox was removed meanwhile; msg then gets the 404 sentence. */
+int lb_sbx_lock(lb_sbx *s, char *msg, size_t msgsz);
+void lb_sbx_unlock(lb_sbx *s);
+
+/* State changes (registry lock taken inside). */
+void lb_sbx_set_running(lb_sbx *s);
+void lb_sbx_set_error(lb_sbx *s, const char *why);
+/* Copies the state and error under the lock. */
+lb_sbx_state lb_sbx_state_of(lb_sbx *s, char *why, size_t whysz);
+
+/* Takes the sandbox out of the table, remembers why, interrupts whatever
+ * runs on it, destroys it in sandboxd and closes its connection. Blocks
+ * until that is done (about the length of one sandboxd destroy, plus up to
+ * a second to stop a running command). LB_E_NOTFOUND if it was not in the
+ * table (already removed: still gone, which is what callers want). */
+int lb_sbx_remove(const char *id, lb_sbx_gone why);
+
+/* The status object of one sandbox: {id, status, created_at, expires_at,
+ * ttl_s, error?, spec...}. NULL on OOM. */
+cJSON *lb_sbx_json(lb_sbx *s);
+/* {"sandboxes":[...], "count", "max"} */
+cJSON *lb_sbx_list_json(void);
+/* Sandboxes in the table (any state). */
+int lb_sbx_count(void);
+
+#endif
