@@ -70,13 +70,20 @@ typedef struct lbsb_spec {
 } lbsb_spec;
 
 typedef struct lbsb_exec_out {
-    int state;                  /* llmbox_exec_state */
-    int exit_code;
+    int state;                  /* llmbox_exec_state (LLMBOX_EXEC_RUNNING: see lbsb_exec_ex) */
+    int exit_code;              /* -1 while running */
     char *out; size_t out_len;  /* owned by the caller: free() */
     char *err; size_t err_len;
     int truncated;
-    int64_t duration_ms;
+    int64_t duration_ms;        /* since the command started */
+    int timeout_ms;             /* the hard limit that applies (0 if the daemon did not say) */
+    int shell_restarted;        /* the next command runs in a fresh shell */
 } lbsb_exec_out;
+
+typedef struct lbsb_exec_opts {
+    int timeout_ms;             /* hard limit from the command's start; 0: daemon default */
+    int soft_timeout_ms;        /* answer LLMBOX_EXEC_RUNNING after this long; 0: never */
+} lbsb_exec_opts;
 
 typedef struct lbsb_entry {
     char *path;                 /* relative to the listed dir; owned */
@@ -85,7 +92,7 @@ typedef struct lbsb_entry {
 } lbsb_entry;
 
 /* All functions return an lb_status code (server/common/status.h numbering:
- * 0 ok, LB_E_NOTFOUND, LB_E_EXISTS, LB_E_TOOBIG, LB_E_SANDBOX,
+ * 0 ok, LB_E_NOTFOUND, LB_E_EXISTS, LB_E_TOOBIG, LB_E_SANDBOX, LB_E_BUSY,
  * LB_E_UNAVAILABLE when the daemon cannot be reached, LB_E_CANCELLED when a
  * call was interrupted by a signal and *cancel_flag was set ...).
  * errbuf (may be NULL) receives a human sentence on failure. */
@@ -98,8 +105,17 @@ void lbsb_close(lbsb_conn *c);   /* closing destroys the connection's sandboxes 
 
 int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
                 char *errbuf, size_t errsz);
+/* Runs cmd and waits for its end (or the hard timeout). */
 int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
               lbsb_exec_out *out, char *errbuf, size_t errsz);
+/* The same with options (opts may be NULL). With a soft timeout, out->state
+ * may be LLMBOX_EXEC_RUNNING: the command goes on, out holds the output so
+ * far. Then call again with cmd "" to keep waiting or "C-c" to interrupt;
+ * any other cmd fails with LB_E_BUSY (errbuf says what to do) until the
+ * command's end has been returned. "" or "C-c" with nothing running fail
+ * with LB_E_INVAL. */
+int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd, const lbsb_exec_opts *opts,
+                 lbsb_exec_out *out, char *errbuf, size_t errsz);
 void lbsb_exec_out_free(lbsb_exec_out *o);
 int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                size_t len, int excl, char *errbuf, size_t errsz);
