@@ -189,6 +189,17 @@ static void lbsd_scan_commit(lbsd_capture *cap, const char *p, size_t n)
         lbsd_capture_add(cap, p, n);
 }
 
+/* Commits comb[a..b) except its first `shown` bytes, which lbsd_scan_show
+ * already put in the capture. */
+static void lbsd_scan_commit_from(lbsd_capture *cap, const char *comb, size_t a, size_t b,
+                                  size_t shown)
+{
+    if (a < shown)
+        a = shown;
+    if (b > a)
+        lbsd_capture_add(cap, comb + a, b - a);
+}
+
 /* How many bytes at the end of p[0..n) could be the start of "\n" + sent
  * and must wait for the next read: from the last '\n' among the last slen
  * bytes, if what follows it is the sentinel so far (an earlier '\n' cannot
@@ -221,7 +232,10 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
         memcpy(comb, s->pend, old);
         memcpy(comb + old, p + consumed, take);
         size_t L = old + take;
+        /* comb[0..shown) is in the capture already */
+        size_t shown = s->pend_shown;
         s->pend_len = 0;
+        s->pend_shown = 0;
         size_t from = 0;
         for (;;) {
             char pat[LBSD_SENTINEL_HEX + 32];
@@ -230,9 +244,10 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
             char *hit = memmem(comb + from, L - from, pat, slen + 1);
             if (!hit) {
                 size_t hold = lbsd_scan_hold(comb + from, L - from, sent, slen);
-                lbsd_scan_commit(cap, comb + from, L - from - hold);
+                lbsd_scan_commit_from(cap, comb, from, L - hold, shown);
                 memcpy(s->pend, comb + L - hold, hold);
                 s->pend_len = hold;
+                s->pend_shown = shown > L - hold ? shown - (L - hold) : 0;
                 consumed += take;
                 break;
             }
@@ -246,24 +261,25 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
                 k++;
             if (k >= L) {
                 /* line not complete yet: keep it all pending */
-                lbsd_scan_commit(cap, comb + from, i - from);
+                lbsd_scan_commit_from(cap, comb, from, i, shown);
                 size_t hold = L - i;
                 if (hold > sizeof s->pend) {
-                    lbsd_scan_commit(cap, comb + i, hold);
+                    lbsd_scan_commit_from(cap, comb, i, L, shown);
                     hold = 0;
                 }
                 memcpy(s->pend, comb + i, hold);
                 s->pend_len = hold;
+                s->pend_shown = hold && shown > i ? shown - i : 0;
                 consumed += take;
                 break;
             }
             if (comb[k] != '\n' || (with_code && k == j)) {
                 /* not our line after all; keep looking past this '\n' */
-                lbsd_scan_commit(cap, comb + from, i + 1 - from);
+                lbsd_scan_commit_from(cap, comb, from, i + 1, shown);
                 from = i + 1;
                 continue;
             }
-            lbsd_scan_commit(cap, comb + from, i - from);
+            lbsd_scan_commit_from(cap, comb, from, i, shown);
             if (with_code)
                 s->code = atoi(comb + j);
             s->found = 1;
@@ -283,8 +299,19 @@ void lbsd_scan_feed(lbsd_scan *s, lbsd_capture *cap, const char *sent, size_t sl
 
 void lbsd_scan_flush(lbsd_scan *s, lbsd_capture *cap)
 {
-    lbsd_scan_commit(cap, s->pend, s->pend_len);
+    lbsd_scan_commit_from(cap, s->pend, 0, s->pend_len, s->pend_shown);
     s->pend_len = 0;
+    s->pend_shown = 0;
+}
+
+void lbsd_scan_show(lbsd_scan *s, lbsd_capture *cap)
+{
+    /* only the lone newline: anything longer may be the sentinel arriving,
+     * which must never show (it waits for the next read instead) */
+    if (s->found || s->pend_len != 1 || s->pend_shown)
+        return;
+    lbsd_scan_commit(cap, s->pend, 1);
+    s->pend_shown = 1;
 }
 
 /* ---- the wrapper line ------------------------------------------------------ */
@@ -547,6 +574,10 @@ static void lbsd_exec_reply(lbsd_sandbox *sb)
     lbsd_conn *c = sb->owner;
     int fin = ex->done;
     int state = fin ? ex->end_state : LLMBOX_EXEC_RUNNING;
+    if (!fin) {
+        lbsd_scan_show(&ex->sout, &ex->out);
+        lbsd_scan_show(&ex->serr, &ex->err);
+    }
     int trunc = 0;
     char *out = lbsd_capture_text(&ex->out, &trunc);
     char *err = lbsd_capture_text(&ex->err, &trunc);

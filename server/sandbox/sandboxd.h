@@ -50,6 +50,7 @@ typedef struct lbsd_capture {
 typedef struct lbsd_scan {
     char pend[128];
     size_t pend_len;
+    size_t pend_shown;       /* leading pend bytes already in the capture (lbsd_scan_show) */
     int found;
     int code;                /* stdout: the exit status after the sentinel */
 } lbsd_scan;
@@ -219,6 +220,10 @@ char *lbsd_capture_text(const lbsd_capture *c, int *truncated);
 void lbsd_scan_feed(lbsd_scan *s, lbsd_capture *cap, const char *sent, size_t slen,
                     int with_code, const char *p, size_t n);
 void lbsd_scan_flush(lbsd_scan *s, lbsd_capture *cap);
+/* Before a "running" reply: a lone held-back newline (the usual end of the
+ * output so far) goes to the capture, while the scanner keeps it to match
+ * a sentinel line that may follow. */
+void lbsd_scan_show(lbsd_scan *s, lbsd_capture *cap);
 /* The shell line that runs cmd and prints the sentinels. Caller frees. */
 char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_t *outlen);
 

@@ -376,6 +376,54 @@ TEST(scanner_holds_back_only_sentinel_prefixes)
     lbsd_capture_free(&cap);
 }
 
+/* A "running" reply shows the lone newline the scanner holds back; the
+ * scanner still matches a sentinel line right after it, and never shows
+ * it twice. */
+TEST(scanner_show_then_sentinel)
+{
+    const char *S = "__LBSD_abcdef__";
+    size_t sl = strlen(S);
+    static const struct {
+        const char *before, *after, *want;
+    } cases[] = {
+        {"start\n", "\n__LBSD_abcdef__0\n", "start\n"},
+        {"x\n", "y\n\n__LBSD_abcdef__0\n", "x\ny\n"},
+        {"x\n", "\ny\n\n__LBSD_abcdef__0\n", "x\n\ny\n"},
+        /* the newline was the sentinel's own, split from it: shown once, harmless */
+        {"abc\n", "__LBSD_abcdef__0\n", "abc\n"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lbsd_scan s;
+        memset(&s, 0, sizeof s);
+        lbsd_capture cap;
+        lbsd_capture_init(&cap);
+        lbsd_scan_feed(&s, &cap, S, sl, 1, cases[c].before, strlen(cases[c].before));
+        lbsd_scan_show(&s, &cap);
+        lbsd_scan_show(&s, &cap); /* twice: still once */
+        char *t = cap_text(&cap);
+        CHECK_STR(t, cases[c].before);
+        free(t);
+        lbsd_scan_feed(&s, &cap, S, sl, 1, cases[c].after, strlen(cases[c].after));
+        CHECK(s.found && s.code == 0);
+        lbsd_scan_flush(&s, &cap);
+        t = cap_text(&cap);
+        CHECK_STR(t, cases[c].want);
+        free(t);
+        lbsd_capture_free(&cap);
+    }
+    /* a partial sentinel is never shown */
+    lbsd_scan s;
+    memset(&s, 0, sizeof s);
+    lbsd_capture cap;
+    lbsd_capture_init(&cap);
+    lbsd_scan_feed(&s, &cap, S, sl, 1, "out\n__LBSD_ab", 13);
+    lbsd_scan_show(&s, &cap);
+    char *t = cap_text(&cap);
+    CHECK_STR(t, "out");
+    free(t);
+    lbsd_capture_free(&cap);
+}
+
 TEST(capture_keeps_head_and_tail)
 {
     lbsd_capture cap;
@@ -687,6 +735,7 @@ int main(void)
     RUN(scanner_ignores_other_sentinels);
     RUN(scanner_stderr_without_code);
     RUN(scanner_holds_back_only_sentinel_prefixes);
+    RUN(scanner_show_then_sentinel);
     RUN(capture_keeps_head_and_tail);
     RUN(capture_sanitizes_utf8);
     RUN(client_against_fake_daemon);
