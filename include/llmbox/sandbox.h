@@ -18,9 +18,29 @@
  *            "nat" (outbound through slirp4netns, host loopback unreachable);
  *            ttl_s: the sandbox is destroyed this long after creation.
  *            Omitted or 0: the daemon's defaults.
- *   exec     {id, command, timeout_ms}                  -> {state, exit_code,
- *            stdout, stderr, truncated, duration_ms,    state: exited|timeout|oom|interrupted|error
- *            shell_restarted?}                          shell_restarted: the old shell was gone and a fresh one started
+ *   exec     {id, command, timeout_ms, soft_timeout_ms} -> {state, exit_code, stdout, stderr,
+ *            truncated, duration_ms, timeout_ms, shell_restarted?}
+ *            state: exited (exit_code valid) | running | interrupted | timeout | oom | error.
+ *            timeout_ms: hard limit, counted from the command's start (0 or
+ *            absent: LLMBOX_CMD_TIMEOUT_S); at it: SIGINT to the shell's
+ *            foreground process group, after 0.5 s SIGKILL to every other
+ *            process of the sandbox, after 1 s more a fresh shell.
+ *            soft_timeout_ms (0 or absent: none): when the command still runs
+ *            then, the answer is state "running" with the output so far
+ *            (exit_code -1); the command goes on, its output keeps being
+ *            captured, and the connection is free for other requests. While
+ *            it runs (or has ended without its end being answered yet), the
+ *            next exec on that sandbox must have command
+ *              ""     keep waiting, up to this request's soft_timeout_ms and
+ *                     never past the hard limit; answers the output since the
+ *                     previous answer, and the end state when it ended;
+ *              "C-c"  interrupt it (as at the hard limit); answers
+ *                     "interrupted" (or how it ended, if it already had);
+ *            any other command gets error "busy" with a sentence saying so.
+ *            "" or "C-c" with no command running: error "invalid".
+ *            duration_ms: since the command started. Output: per answer, the
+ *            first and last 512 KiB of each stream (truncated: some was cut).
+ *            shell_restarted: the old shell was gone and a fresh one started.
  *   write    {id, path, excl, mode?} + data frame       -> {}
  *   read     {id, path, max}                            -> {size} + data frame
  *   list     {id, path, max_depth, max_entries}         -> {entries:[{path,type:"file"|"dir"|"other",size}], truncated?}
@@ -28,11 +48,13 @@
  *   stat     {id, path}                                 -> {type:"missing"|"file"|"dir"|"other", size}
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
- *            may be sent while an exec on the same connection is running:
+ *            may be sent while an exec on the same connection is waiting:
  *            the command is stopped, the exec answers first with state
  *            "interrupted", then the interrupt answers. Any other request
- *            sent meanwhile gets "busy" after the exec's answer. Used on
- *            cancel, so the outputs can still be collected afterwards.
+ *            sent while an exec waits gets "busy" after the exec's answer.
+ *            Used on cancel, so the outputs can still be collected
+ *            afterwards. On a command left running after a "running"
+ *            answer it stops it too (its end waits for an exec "").
  *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit"}
  *
  * Sandboxes belong to the connection that created them: when it closes
