@@ -31,7 +31,7 @@ $(BUILD)/%.o: %.c
 
 # A plugin is every .c in its folder, linked into plugins/NAME.so.
 .SECONDEXPANSION:
-plugins/%.so: $$(wildcard plugins/%/*.c) include/llmbox/tool.h
+plugins/%.so: $$(wildcard plugins/%/*.c) $$(wildcard plugins/%/*.h) include/llmbox/tool.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden -o $@ $(filter %.c,$^) -lcjson
 
 tests/plugins/%.so: $$(wildcard tests/plugins/%/*.c) include/llmbox/tool.h

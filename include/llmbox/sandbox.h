@@ -25,9 +25,29 @@
  *            When a TTL runs out the sandbox is destroyed: a running exec
  *            answers error "sandbox" (message says it expired), later
  *            requests "notfound" (message says it expired).
- *   exec     {id, command, timeout_ms}                  -> {state, exit_code,
- *            stdout, stderr, truncated, duration_ms,    state: exited|timeout|oom|interrupted|error
- *            shell_restarted?}                          shell_restarted: the old shell was gone and a fresh one started
+ *   exec     {id, command, timeout_ms, soft_timeout_ms} -> {state, exit_code, stdout, stderr,
+ *            truncated, duration_ms, timeout_ms, shell_restarted?}
+ *            state: exited (exit_code valid) | running | interrupted | timeout | oom | error.
+ *            timeout_ms: hard limit, counted from the command's start (0 or
+ *            absent: LLMBOX_CMD_TIMEOUT_S); at it: SIGINT to the shell's
+ *            foreground process group, after 0.5 s SIGKILL to every other
+ *            process of the sandbox, after 1 s more a fresh shell.
+ *            soft_timeout_ms (0 or absent: none): when the command still runs
+ *            then, the answer is state "running" with the output so far
+ *            (exit_code -1); the command goes on, its output keeps being
+ *            captured, and the connection is free for other requests. While
+ *            it runs (or has ended without its end being answered yet), the
+ *            next exec on that sandbox must have command
+ *              ""     keep waiting, up to this request's soft_timeout_ms and
+ *                     never past the hard limit; answers the output since the
+ *                     previous answer, and the end state when it ended;
+ *              "C-c"  interrupt it (as at the hard limit); answers
+ *                     "interrupted" (or how it ended, if it already had);
+ *            any other command gets error "busy" with a sentence saying so.
+ *            "" or "C-c" with no command running: error "invalid".
+ *            duration_ms: since the command started. Output: per answer, the
+ *            first and last 512 KiB of each stream (truncated: some was cut).
+ *            shell_restarted: the old shell was gone and a fresh one started.
  *   write    {id, path, excl, mode?} + data frame       -> {}
  *   read     {id, path, max}                            -> {size} + data frame
  *   list     {id, path, max_depth, max_entries}         -> {entries:[{path,type:"file"|"dir"|"other",size}], truncated?}
@@ -35,11 +55,13 @@
  *   stat     {id, path}                                 -> {type:"missing"|"file"|"dir"|"other", size}
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
- *            may be sent while an exec on the same connection is running:
+ *            may be sent while an exec on the same connection is waiting:
  *            the command is stopped, the exec answers first with state
  *            "interrupted", then the interrupt answers. Any other request
- *            sent meanwhile gets "busy" after the exec's answer. Used on
- *            cancel, so the outputs can still be collected afterwards.
+ *            sent while an exec waits gets "busy" after the exec's answer.
+ *            Used on cancel, so the outputs can still be collected
+ *            afterwards. On a command left running after a "running"
+ *            answer it stops it too (its end waits for an exec "").
  *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit",
  *                                                           uptime_ms, pool, networks, ttl_max_s}
  *            sandboxes: in use (pooled ones not counted);
@@ -86,13 +108,20 @@ typedef struct lbsb_spec {
 } lbsb_spec;
 
 typedef struct lbsb_exec_out {
-    int state;                  /* llmbox_exec_state */
-    int exit_code;
+    int state;                  /* llmbox_exec_state (LLMBOX_EXEC_RUNNING: see lbsb_exec_ex) */
+    int exit_code;              /* -1 while running */
     char *out; size_t out_len;  /* owned by the caller: free() */
     char *err; size_t err_len;
     int truncated;
-    int64_t duration_ms;
+    int64_t duration_ms;        /* since the command started */
+    int timeout_ms;             /* the hard limit that applies (0 if the daemon did not say) */
+    int shell_restarted;        /* the next command runs in a fresh shell */
 } lbsb_exec_out;
+
+typedef struct lbsb_exec_opts {
+    int timeout_ms;             /* hard limit from the command's start; 0: daemon default */
+    int soft_timeout_ms;        /* answer LLMBOX_EXEC_RUNNING after this long; 0: never */
+} lbsb_exec_opts;
 
 typedef struct lbsb_entry {
     char *path;                 /* relative to the listed dir; owned */
@@ -101,7 +130,7 @@ typedef struct lbsb_entry {
 } lbsb_entry;
 
 /* All functions return an lb_status code (server/common/status.h numbering:
- * 0 ok, LB_E_NOTFOUND, LB_E_EXISTS, LB_E_TOOBIG, LB_E_SANDBOX,
+ * 0 ok, LB_E_NOTFOUND, LB_E_EXISTS, LB_E_TOOBIG, LB_E_SANDBOX, LB_E_BUSY,
  * LB_E_UNAVAILABLE when the daemon cannot be reached, LB_E_CANCELLED when a
  * call was interrupted by a signal and *cancel_flag was set ...).
  * errbuf (may be NULL) receives a human sentence on failure. */
@@ -114,8 +143,17 @@ void lbsb_close(lbsb_conn *c);   /* closing destroys the connection's sandboxes 
 
 int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
                 char *errbuf, size_t errsz);
+/* Runs cmd and waits for its end (or the hard timeout). */
 int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
               lbsb_exec_out *out, char *errbuf, size_t errsz);
+/* The same with options (opts may be NULL). With a soft timeout, out->state
+ * may be LLMBOX_EXEC_RUNNING: the command goes on, out holds the output so
+ * far. Then call again with cmd "" to keep waiting or "C-c" to interrupt;
+ * any other cmd fails with LB_E_BUSY (errbuf says what to do) until the
+ * command's end has been returned. "" or "C-c" with nothing running fail
+ * with LB_E_INVAL. */
+int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd, const lbsb_exec_opts *opts,
+                 lbsb_exec_out *out, char *errbuf, size_t errsz);
 void lbsb_exec_out_free(lbsb_exec_out *o);
 int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                size_t len, int excl, char *errbuf, size_t errsz);

@@ -24,6 +24,13 @@
  * is valid until the tool's invoke() returns, unless said otherwise. The
  * plugin frees nothing it did not allocate, and the host frees nothing the
  * plugin allocated.
+ *
+ * History of the minor version:
+ *   1.0  the first ABI
+ *   1.1  host->exec_ex with llmbox_exec_opts (hard and soft timeouts; a
+ *        command may still be running when the call returns, see exec_ex),
+ *        LLMBOX_EXEC_RUNNING, LLMBOX_ERR_BUSY, llmbox_exec_result.timeout_ms,
+ *        the "{soft_timeout_s}" description placeholder.
  */
 #ifndef LLMBOX_TOOL_H
 #define LLMBOX_TOOL_H
@@ -36,7 +43,7 @@ extern "C" {
 #endif
 
 #define LLMBOX_TOOL_ABI_MAJOR 1
-#define LLMBOX_TOOL_ABI_MINOR 0
+#define LLMBOX_TOOL_ABI_MINOR 1
 #define LLMBOX_TOOL_ENTRY "llmbox_tool_plugin_v1"
 
 #define LLMBOX_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -53,6 +60,8 @@ typedef enum llmbox_status {
     LLMBOX_ERR_EXISTS = 6,      /* file already exists */
     LLMBOX_ERR_INTERNAL = 7,    /* a bug in the plugin or host */
     LLMBOX_ERR_ISDIR = 8,       /* path is a directory */
+    LLMBOX_ERR_BUSY = 9,        /* since 1.1: a command still runs in the sandbox's
+                                 * shell; wait for it or interrupt it first */
 } llmbox_status;
 
 /* Opaque: the task a tool runs for. */
@@ -67,6 +76,8 @@ typedef enum llmbox_exec_state {
     LLMBOX_EXEC_OOM = 2,        /* killed by the memory limit */
     LLMBOX_EXEC_INTERRUPTED = 3,/* interrupted (cancel, C-c) */
     LLMBOX_EXEC_ERROR = 4,      /* the sandbox failed; see stderr */
+    LLMBOX_EXEC_RUNNING = 5,    /* since 1.1: still running at the soft timeout;
+                                 * out/err hold the output so far (see exec_ex) */
 } llmbox_exec_state;
 
 typedef struct llmbox_exec_result {
@@ -78,8 +89,24 @@ typedef struct llmbox_exec_result {
     const char *err;            /* stderr, host-owned, NUL-terminated */
     size_t err_len;
     int truncated;              /* nonzero if out or err were capped */
-    int64_t duration_ms;
+    int64_t duration_ms;        /* since the command started (also when it
+                                 * was started by an earlier call) */
+    int timeout_ms;             /* since 1.1: the hard limit that applies to the
+                                 * command, counted from its start */
 } llmbox_exec_result;
+
+/* Options of exec_ex (since 1.1). Zero-initialise, set size, then the
+ * fields you need. */
+#define LLMBOX_SOFT_TIMEOUT_DEFAULT (-1)
+typedef struct llmbox_exec_opts {
+    size_t size;                /* sizeof(llmbox_exec_opts) */
+    int timeout_ms;             /* hard limit from the command's start; <= 0:
+                                 * the host default (LLMBOX_CMD_TIMEOUT_S) */
+    int soft_timeout_ms;        /* return LLMBOX_EXEC_RUNNING after this long while
+                                 * the command keeps running; 0: wait until it ends;
+                                 * LLMBOX_SOFT_TIMEOUT_DEFAULT: the host default
+                                 * (LLMBOX_BASH_SOFT_TIMEOUT_S) */
+} llmbox_exec_opts;
 
 /* Result streams. TEXT is what the model reads; STDOUT/STDERR are shown
  * apart in the UI and also given to the model, labelled. */
@@ -101,7 +128,8 @@ typedef struct llmbox_host {
 
     /* Runs cmd in the task's persistent bash session (cwd and env persist).
      * timeout_ms <= 0 means the host default. res->size must be set.
-     * Returns LLMBOX_OK when the command ran (whatever its exit status). */
+     * Returns LLMBOX_OK when the command ran (whatever its exit status).
+     * The same as exec_ex without a soft timeout. */
     int (*exec)(llmbox_ctx *ctx, const char *cmd, size_t cmd_len,
                 int timeout_ms, llmbox_exec_result *res);
     /* Reads a regular file in the sandbox (absolute path), at most max
@@ -132,6 +160,25 @@ typedef struct llmbox_host {
     void (*result_set_status)(llmbox_result *r, const char *status);
     /* Ends the task after this call; answer may be NULL. */
     int (*finish)(llmbox_ctx *ctx, const char *answer, size_t len);
+
+    /* --- since 1.1 (check LLMBOX_HAS_FIELD(host, llmbox_host, exec_ex)) --- */
+
+    /* exec with options: a soft timeout after which the call returns
+     * LLMBOX_OK with state LLMBOX_EXEC_RUNNING and the output so far, while
+     * the command keeps running in the shell (its output keeps being
+     * captured). While it runs, or has ended without its end being
+     * returned yet, the next exec / exec_ex on the task must be one of:
+     *   cmd ""     keep waiting (up to this call's soft timeout, never past
+     *              the command's hard limit); returns the output produced
+     *              since the previous return, and the end state when it ended;
+     *   cmd "C-c"  interrupt it (SIGINT, then SIGKILL); returns state
+     *              LLMBOX_EXEC_INTERRUPTED (or how it ended, if it already had).
+     * Any other command returns LLMBOX_ERR_BUSY; "" or "C-c" with no
+     * command running returns LLMBOX_ERR_INVALID. read_file, write_file,
+     * list_dir and path_type work while a command runs. opts may be NULL
+     * (defaults: host hard limit, no soft timeout). */
+    int (*exec_ex)(llmbox_ctx *ctx, const char *cmd, size_t cmd_len,
+                   const llmbox_exec_opts *opts, llmbox_exec_result *res);
 } llmbox_host;
 
 typedef struct llmbox_tool {

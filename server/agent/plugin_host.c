@@ -79,27 +79,38 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Replaces "{cmd_timeout_s}" in a tool description with the configured
- * value; everything else is copied as is. */
+/* Replaces "{cmd_timeout_s}" and "{soft_timeout_s}" in a tool description
+ * with the configured values; everything else is copied as is. */
 static char *expand_description(const char *d)
 {
-    int t = lb_cfg()->cmd_timeout_s > 0 ? lb_cfg()->cmd_timeout_s : 120;
-    char num[24];
-    snprintf(num, sizeof num, "%d", t);
+    const lb_config *cfg = lb_cfg();
+    static const struct {
+        const char *key;
+        size_t len;
+    } keys[] = {{"{cmd_timeout_s}", 15}, {"{soft_timeout_s}", 16}};
+    int vals[2] = {cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s : 120,
+                   cfg->bash_soft_timeout_s > 0 ? cfg->bash_soft_timeout_s : 10};
     lb_buf b;
     lb_buf_init(&b, LB_MAX_DESC + 64);
-    static const char key[] = "{cmd_timeout_s}";
     const char *p = d;
     for (;;) {
-        const char *hit = strstr(p, key);
+        const char *hit = NULL;
+        size_t which = 0;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const char *h = strstr(p, keys[k].key);
+            if (h && (!hit || h < hit)) {
+                hit = h;
+                which = k;
+            }
+        }
         if (!hit) {
             if (lb_buf_appends(&b, p))
                 goto fail;
             break;
         }
-        if (lb_buf_append(&b, p, (size_t)(hit - p)) || lb_buf_appends(&b, num))
+        if (lb_buf_append(&b, p, (size_t)(hit - p)) || lb_buf_printf(&b, "%d", vals[which]))
             goto fail;
-        p = hit + sizeof key - 1;
+        p = hit + keys[which].len;
     }
     return lb_buf_steal(&b, NULL);
 fail:
@@ -654,6 +665,8 @@ static int sb_status(llmbox_ctx *c, int rc, const char *err)
         return LLMBOX_ERR_ISDIR;
     case LB_E_CANCELLED:
         return LLMBOX_ERR_CANCELLED;
+    case LB_E_BUSY:
+        return LLMBOX_ERR_BUSY; /* a command still runs: the sandbox is fine */
     case LB_E_UNAVAILABLE:
     case LB_E_IO:
     case LB_E_PROTO:
@@ -679,8 +692,9 @@ static int ctx_ready(llmbox_ctx *c)
 
 /* ---- the host table ----------------------------------------------------- */
 
-static int h_exec(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeout_ms,
-                  llmbox_exec_result *res)
+/* exec and exec_ex. soft_ms: 0 none, < 0 the configured default. */
+static int exec_common(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeout_ms,
+                       int soft_ms, llmbox_exec_result *res)
 {
     if (!res || res->size < offsetof(llmbox_exec_result, err_len) + sizeof(size_t) || !cmd)
         return LLMBOX_ERR_INVALID;
@@ -688,6 +702,7 @@ static int h_exec(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeout_ms
     memset(res, 0, rsize < sizeof *res ? rsize : sizeof *res);
     res->size = rsize;
     res->state = LLMBOX_EXEC_ERROR;
+    res->exit_code = -1;
     res->out = res->err = "";
     int st = ctx_ready(c);
     if (st)
@@ -697,16 +712,19 @@ static int h_exec(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeout_ms
     char *z = strndup(cmd, cmd_len);
     if (!z)
         return LLMBOX_ERR_INTERNAL;
+    if (soft_ms < 0)
+        soft_ms = lb_cfg()->bash_soft_timeout_s > 0 ? lb_cfg()->bash_soft_timeout_s * 1000 : 0;
     lbsb_exec_out_free(&c->exec_out);
     memset(&c->exec_out, 0, sizeof c->exec_out);
     char err[512] = "";
-    int rc = lbsb_exec(c->conn, c->sb_id, z, timeout_ms > 0 ? timeout_ms : c->cmd_timeout_ms,
-                       &c->exec_out, err, sizeof err);
+    lbsb_exec_opts opts = {.timeout_ms = timeout_ms > 0 ? timeout_ms : c->cmd_timeout_ms,
+                           .soft_timeout_ms = soft_ms};
+    int rc = lbsb_exec_ex(c->conn, c->sb_id, z, &opts, &c->exec_out, err, sizeof err);
     free(z);
     c->ran_exec = 1;
     c->last_exec_exited = 0;
     if (rc != LB_OK) {
-        if (rc != LB_E_CANCELLED)
+        if (rc != LB_E_CANCELLED && rc != LB_E_BUSY && rc != LB_E_INVAL)
             lb_warn("sandbox exec failed: %s", err);
         return sb_status(c, rc, err);
     }
@@ -721,11 +739,30 @@ static int h_exec(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeout_ms
         res->truncated = o->truncated;
     if (LLMBOX_HAS_FIELD(res, llmbox_exec_result, duration_ms))
         res->duration_ms = o->duration_ms;
+    if (LLMBOX_HAS_FIELD(res, llmbox_exec_result, timeout_ms))
+        res->timeout_ms = o->timeout_ms ? o->timeout_ms : opts.timeout_ms;
     if (o->state == LLMBOX_EXEC_EXITED) {
         c->last_exec_exited = 1;
         c->last_exit_code = o->exit_code;
     }
     return LLMBOX_OK;
+}
+
+static int h_exec(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeout_ms,
+                  llmbox_exec_result *res)
+{
+    return exec_common(c, cmd, cmd_len, timeout_ms, 0, res);
+}
+
+static int h_exec_ex(llmbox_ctx *c, const char *cmd, size_t cmd_len, const llmbox_exec_opts *opts,
+                     llmbox_exec_result *res)
+{
+    int timeout_ms = 0, soft_ms = 0;
+    if (opts && opts->size >= offsetof(llmbox_exec_opts, timeout_ms) + sizeof(int))
+        timeout_ms = opts->timeout_ms;
+    if (opts && LLMBOX_HAS_FIELD(opts, llmbox_exec_opts, soft_timeout_ms))
+        soft_ms = opts->soft_timeout_ms < 0 ? -1 : opts->soft_timeout_ms;
+    return exec_common(c, cmd, cmd_len, timeout_ms, soft_ms, res);
 }
 
 static int h_read_file(llmbox_ctx *c, const char *path, size_t max, const char **data,
@@ -890,6 +927,7 @@ static const llmbox_host host_table = {
     .result_append = h_result_append,
     .result_set_status = h_result_set_status,
     .finish = h_finish,
+    .exec_ex = h_exec_ex,
 };
 
 const llmbox_host *lb_host_table(void) { return &host_table; }

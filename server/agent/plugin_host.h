@@ -2,9 +2,10 @@
  * the model's arguments against each tool's schema, runs tools against a
  * task's sandbox and renders their results as observations.
  *
- * Descriptions may contain "{cmd_timeout_s}", replaced by the host with
- * the configured command timeout, so a tool can tell the model the limit
- * without knowing the configuration. */
+ * Descriptions may contain "{cmd_timeout_s}" and "{soft_timeout_s}",
+ * replaced by the host with the configured command timeout
+ * (LLMBOX_CMD_TIMEOUT_S) and soft timeout (LLMBOX_BASH_SOFT_TIMEOUT_S), so
+ * a tool can tell the model the limits without knowing the configuration. */
 #ifndef LB_PLUGIN_HOST_H
 #define LB_PLUGIN_HOST_H
 

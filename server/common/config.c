@@ -108,6 +108,7 @@ int lb_config_load(lb_config *cfg)
     cfg->max_turns_limit = 1000;
     cfg->max_concurrent_tasks = (int)lb_envint("LLMBOX_MAX_TASKS", 16, 1, 4096);
     cfg->cmd_timeout_s = (int)lb_envint("LLMBOX_CMD_TIMEOUT_S", 120, 1, 86400);
+    cfg->bash_soft_timeout_s = (int)lb_envint("LLMBOX_BASH_SOFT_TIMEOUT_S", 10, 1, 86400);
     cfg->task_timeout_s = (int)lb_envint("LLMBOX_TASK_TIMEOUT_S", 3600, 1, 7 * 86400);
     cfg->sandbox_memory_mib = (int)lb_envint("LLMBOX_SANDBOX_MEMORY_MIB", 2048, 64, 1 << 20);
     cfg->sandbox_pids = (int)lb_envint("LLMBOX_SANDBOX_PIDS", 512, 16, 1 << 22);

@@ -36,7 +36,9 @@ typedef struct lb_config {
     int max_turns_default;           /* LLMBOX_MAX_TURNS, default 100 */
     int max_turns_limit;             /* 1000 */
     int max_concurrent_tasks;        /* LLMBOX_MAX_TASKS, default 16 */
-    int cmd_timeout_s;               /* LLMBOX_CMD_TIMEOUT_S, default 120: one bash call */
+    int cmd_timeout_s;               /* LLMBOX_CMD_TIMEOUT_S, default 120: hard limit of one command */
+    int bash_soft_timeout_s;         /* LLMBOX_BASH_SOFT_TIMEOUT_S, default 10: a bash call returns
+                                        "still running" after this; the command goes on */
     int task_timeout_s;              /* LLMBOX_TASK_TIMEOUT_S, default 3600 */
     int sandbox_memory_mib;          /* LLMBOX_SANDBOX_MEMORY_MIB, default 2048 */
     int sandbox_pids;                /* LLMBOX_SANDBOX_PIDS, default 512 */

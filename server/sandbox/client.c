@@ -365,8 +365,16 @@ static char *lbsb_dup_str(const cJSON *o, const char *key, size_t *len)
 int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
               lbsb_exec_out *out, char *errbuf, size_t errsz)
 {
+    lbsb_exec_opts o = {.timeout_ms = timeout_ms, .soft_timeout_ms = 0};
+    return lbsb_exec_ex(c, id, cmd, &o, out, errbuf, errsz);
+}
+
+int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd, const lbsb_exec_opts *opts,
+                 lbsb_exec_out *out, char *errbuf, size_t errsz)
+{
     memset(out, 0, sizeof *out);
     out->state = LLMBOX_EXEC_ERROR;
+    out->exit_code = -1;
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc)
         return rc;
@@ -374,9 +382,15 @@ int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
         lbsb_err(errbuf, errsz, "no command");
         return LB_E_INVAL;
     }
+    int timeout_ms = opts ? opts->timeout_ms : 0, soft_ms = opts ? opts->soft_timeout_ms : 0;
+    if (timeout_ms > LBSD_TIMEOUT_MAX_MS)
+        timeout_ms = LBSD_TIMEOUT_MAX_MS;
+    if (soft_ms > LBSD_TIMEOUT_MAX_MS)
+        soft_ms = LBSD_TIMEOUT_MAX_MS;
     cJSON *req = lbsb_req("exec", id);
     if (req && (!cJSON_AddStringToObject(req, "command", cmd) ||
-                (timeout_ms > 0 && !cJSON_AddNumberToObject(req, "timeout_ms", timeout_ms)))) {
+                (timeout_ms > 0 && !cJSON_AddNumberToObject(req, "timeout_ms", timeout_ms)) ||
+                (soft_ms > 0 && !cJSON_AddNumberToObject(req, "soft_timeout_ms", soft_ms)))) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -392,6 +406,12 @@ int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
     out->exit_code = cJSON_IsNumber(ec) ? ec->valueint : -1;
     out->truncated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "truncated"));
     out->duration_ms = cJSON_IsNumber(du) ? (int64_t)du->valuedouble : 0;
+    const cJSON *tm = cJSON_GetObjectItemCaseSensitive(resp, "timeout_ms");
+    out->timeout_ms = cJSON_IsNumber(tm) && tm->valuedouble > 0 &&
+                              tm->valuedouble <= LBSD_TIMEOUT_MAX_MS
+                          ? (int)tm->valuedouble
+                          : 0;
+    out->shell_restarted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "shell_restarted"));
     out->out = lbsb_dup_str(resp, "stdout", &out->out_len);
     out->err = lbsb_dup_str(resp, "stderr", &out->err_len);
     cJSON_Delete(resp);

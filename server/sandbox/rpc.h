@@ -102,7 +102,8 @@ typedef struct lbsd_req {
     int ttl_s;                       /* destroyed this long after create; 0: no TTL */
     const char *command;
     size_t command_len;
-    int timeout_ms;                  /* 0: default */
+    int timeout_ms;                  /* exec: hard limit from the command's start; 0: default */
+    int soft_timeout_ms;             /* exec: answer "running" after this long; 0: never */
     char path[1100];                 /* cleaned, relative to the sandbox root; "" = "/" */
     int excl;
     int mode;                        /* file mode for write, 0644 default */
@@ -127,11 +128,12 @@ int lbsd_sandbox_path(const char *abs, char *out, size_t outsz);
 
 /* Wire error code of an lb_status ("invalid", "notfound", ...). */
 const char *lbsd_status_code(int status);
-/* lb_status of a wire error code; unknown codes are LB_E_PROTO. "isdir" has no
- * lb_status of its own and maps to LB_E_INVAL (the message says so). */
+/* lb_status of a wire error code; unknown codes are LB_E_PROTO. "busy" is
+ * LB_E_BUSY (LB_E_UNAVAILABLE is sent as "busy" too, for "too many
+ * sandboxes", and comes back as LB_E_BUSY). */
 int lbsd_code_status(const char *code);
 
-/* exec states on the wire */
+/* exec states on the wire: exited, timeout, oom, interrupted, error, running */
 const char *lbsd_state_name(int state);
 int lbsd_state_parse(const char *s); /* -1 if unknown */
 

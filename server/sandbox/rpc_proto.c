@@ -274,6 +274,9 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
         if ((rc = lbsd_get_int(o, "timeout_ms", 0, LBSD_TIMEOUT_MAX_MS, 0, &d, msg, msgsz)))
             return rc;
         req->timeout_ms = (int)d;
+        if ((rc = lbsd_get_int(o, "soft_timeout_ms", 0, LBSD_TIMEOUT_MAX_MS, 0, &d, msg, msgsz)))
+            return rc;
+        req->soft_timeout_ms = (int)d;
         break;
     case LBSD_OP_WRITE:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)) || (rc = lbsd_need_path(o, req, msg, msgsz)))
@@ -338,7 +341,7 @@ static const struct {
     int status;
 } lbsd_codes[] = {
     {"invalid", LB_E_INVAL},    {"notfound", LB_E_NOTFOUND}, {"exists", LB_E_EXISTS},
-    {"toobig", LB_E_TOOBIG},    {"sandbox", LB_E_SANDBOX},   {"busy", LB_E_UNAVAILABLE},
+    {"toobig", LB_E_TOOBIG},    {"sandbox", LB_E_SANDBOX},   {"busy", LB_E_BUSY},
     {"internal", LB_E_INTERNAL}, {"isdir", LB_E_ISDIR},
 };
 
@@ -349,6 +352,8 @@ const char *lbsd_status_code(int status)
             return lbsd_codes[i].code;
     if (status == LB_E_PROTO || status == LB_E_DENIED)
         return "invalid";
+    if (status == LB_E_UNAVAILABLE) /* too many sandboxes: try again later */
+        return "busy";
     if (status == LB_E_IO || status == LB_E_TIMEOUT)
         return "sandbox";
     return "internal";
@@ -383,11 +388,14 @@ int lbsd_network_parse(const char *s)
     return -1;
 }
 
-static const char *const lbsd_states[] = {"exited", "timeout", "oom", "interrupted", "error"};
+/* indexed by llmbox_exec_state (include/llmbox/tool.h) */
+static const char *const lbsd_states[] = {"exited", "timeout", "oom", "interrupted", "error",
+                                          "running"};
+#define LBSD_NSTATES ((int)(sizeof lbsd_states / sizeof lbsd_states[0]))
 
 const char *lbsd_state_name(int state)
 {
-    if (state < 0 || state > 4)
+    if (state < 0 || state >= LBSD_NSTATES)
         return "error";
     return lbsd_states[state];
 }
@@ -396,7 +404,7 @@ int lbsd_state_parse(const char *s)
 {
     if (!s)
         return -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < LBSD_NSTATES; i++)
         if (!strcmp(lbsd_states[i], s))
             return i;
     return -1;

@@ -18,29 +18,42 @@
  *   not break every command after it.
  * - The eval runs inside a sourced script (a tiny here-string) so that a
  *   SIGINT can abort the whole command, not just its current child: the INT
- *   trap's `return` leaves the sourced script. At a timeout or an interrupt
- *   sandboxd SIGKILLs every other process of the sandbox and SIGINTs the
- *   shell (repeatedly: each one unwinds one function level); a shell stuck
- *   anyway is replaced after LBSD_KILL_GRACE_MS. Between commands the trap
- *   is a no-op, so a stray SIGINT never kills the shell. `jobs` flushes
- *   the "Killed" notice of an aborted job, which bash would otherwise print
- *   in the middle of some later command's stderr.
+ *   trap's `return` leaves the sourced script. At the hard timeout or an
+ *   interrupt ("C-c", or the interrupt op) sandboxd first SIGINTs the
+ *   shell's foreground process group, as Ctrl-C would, and gives it
+ *   LBSD_INT_GRACE_MS; then it SIGKILLs every other process of the sandbox
+ *   and SIGINTs the shell (repeatedly: each one unwinds one function level);
+ *   a shell stuck anyway is replaced after LBSD_KILL_GRACE_MS. Between
+ *   commands the trap is a no-op, so a stray SIGINT never kills the shell.
+ *   `jobs` flushes the "Killed" notice of an aborted job, which bash would
+ *   otherwise print in the middle of some later command's stderr.
  *
  * stdout and stderr are read apart, non-blocking, from the event loop.
  * The command is over when both sentinels arrived (or stdout's did and
  * stderr stayed silent for a moment: the command may have closed fd 2),
- * when the shell died, or at the timeout.
+ * when the shell died, or after it was stopped.
+ *
+ * Soft timeout: when a request carries soft_timeout_ms and the command is
+ * still running then, the client gets state "running" with the output so
+ * far and its connection is free again; the command goes on, its output is
+ * captured afresh. An exec with command "" waits again (its own soft
+ * timeout; the hard one still counts from the command's start), "C-c"
+ * interrupts it; any other command is refused with "busy" until the end
+ * of this one has been collected.
  */
 #include "sandbox/sandboxd.h"
 
 #include "common/log.h"
 #include "common/status.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,13 +183,36 @@ char *lbsd_capture_text(const lbsd_capture *c, int *truncated)
 
 /* ---- sentinel scanning ---------------------------------------------------- */
 
-/* Bytes held back: "\n" + sentinel + "-2147483648\n" fits with room. */
-#define LBSD_HOLD(slen) ((slen) + 1 + 16)
-
 static void lbsd_scan_commit(lbsd_capture *cap, const char *p, size_t n)
 {
     if (n)
         lbsd_capture_add(cap, p, n);
+}
+
+/* Commits comb[a..b) except its first `shown` bytes, which lbsd_scan_show
+ * already put in the capture. */
+static void lbsd_scan_commit_from(lbsd_capture *cap, const char *comb, size_t a, size_t b,
+                                  size_t shown)
+{
+    if (a < shown)
+        a = shown;
+    if (b > a)
+        lbsd_capture_add(cap, comb + a, b - a);
+}
+
+/* How many bytes at the end of p[0..n) could be the start of "\n" + sent
+ * and must wait for the next read: from the last '\n' among the last slen
+ * bytes, if what follows it is the sentinel so far (an earlier '\n' cannot
+ * start it: the sentinel holds none). Everything else goes to the capture
+ * at once, so a "running" reply shows all the output so far. */
+static size_t lbsd_scan_hold(const char *p, size_t n, const char *sent, size_t slen)
+{
+    size_t lo = n > slen ? n - slen : 0;
+    const char *nl = memrchr(p + lo, '\n', n - lo);
+    if (!nl)
+        return 0;
+    size_t after = n - (size_t)(nl - p) - 1;
+    return memcmp(nl + 1, sent, after) == 0 ? after + 1 : 0;
 }
 
 /* Returns how many bytes of p were consumed; the rest came after the
@@ -196,7 +232,10 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
         memcpy(comb, s->pend, old);
         memcpy(comb + old, p + consumed, take);
         size_t L = old + take;
+        /* comb[0..shown) is in the capture already */
+        size_t shown = s->pend_shown;
         s->pend_len = 0;
+        s->pend_shown = 0;
         size_t from = 0;
         for (;;) {
             char pat[LBSD_SENTINEL_HEX + 32];
@@ -204,12 +243,11 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
             memcpy(pat + 1, sent, slen);
             char *hit = memmem(comb + from, L - from, pat, slen + 1);
             if (!hit) {
-                size_t hold = LBSD_HOLD(slen);
-                if (hold > L - from)
-                    hold = L - from;
-                lbsd_scan_commit(cap, comb + from, L - from - hold);
+                size_t hold = lbsd_scan_hold(comb + from, L - from, sent, slen);
+                lbsd_scan_commit_from(cap, comb, from, L - hold, shown);
                 memcpy(s->pend, comb + L - hold, hold);
                 s->pend_len = hold;
+                s->pend_shown = shown > L - hold ? shown - (L - hold) : 0;
                 consumed += take;
                 break;
             }
@@ -223,24 +261,25 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
                 k++;
             if (k >= L) {
                 /* line not complete yet: keep it all pending */
-                lbsd_scan_commit(cap, comb + from, i - from);
+                lbsd_scan_commit_from(cap, comb, from, i, shown);
                 size_t hold = L - i;
                 if (hold > sizeof s->pend) {
-                    lbsd_scan_commit(cap, comb + i, hold);
+                    lbsd_scan_commit_from(cap, comb, i, L, shown);
                     hold = 0;
                 }
                 memcpy(s->pend, comb + i, hold);
                 s->pend_len = hold;
+                s->pend_shown = hold && shown > i ? shown - i : 0;
                 consumed += take;
                 break;
             }
             if (comb[k] != '\n' || (with_code && k == j)) {
                 /* not our line after all; keep looking past this '\n' */
-                lbsd_scan_commit(cap, comb + from, i + 1 - from);
+                lbsd_scan_commit_from(cap, comb, from, i + 1, shown);
                 from = i + 1;
                 continue;
             }
-            lbsd_scan_commit(cap, comb + from, i - from);
+            lbsd_scan_commit_from(cap, comb, from, i, shown);
             if (with_code)
                 s->code = atoi(comb + j);
             s->found = 1;
@@ -260,8 +299,19 @@ void lbsd_scan_feed(lbsd_scan *s, lbsd_capture *cap, const char *sent, size_t sl
 
 void lbsd_scan_flush(lbsd_scan *s, lbsd_capture *cap)
 {
-    lbsd_scan_commit(cap, s->pend, s->pend_len);
+    lbsd_scan_commit_from(cap, s->pend, 0, s->pend_len, s->pend_shown);
     s->pend_len = 0;
+    s->pend_shown = 0;
+}
+
+void lbsd_scan_show(lbsd_scan *s, lbsd_capture *cap)
+{
+    /* only the lone newline: anything longer may be the sentinel arriving,
+     * which must never show (it waits for the next read instead) */
+    if (s->found || s->pend_len != 1 || s->pend_shown)
+        return;
+    lbsd_scan_commit(cap, s->pend, 1);
+    s->pend_shown = 1;
 }
 
 /* ---- the wrapper line ------------------------------------------------------ */
@@ -310,7 +360,7 @@ int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msg
 {
     if (sb->exec) {
         snprintf(msg, msgsz, "a command is already running in this sandbox");
-        return LB_E_UNAVAILABLE;
+        return LB_E_BUSY;
     }
     if (memchr(req->command, '\0', req->command_len)) {
         snprintf(msg, msgsz, "the command holds a NUL byte");
@@ -352,16 +402,76 @@ int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msg
     int t = req->timeout_ms > 0 ? req->timeout_ms : lb_cfg()->cmd_timeout_s * 1000;
     if (t <= 0)
         t = LBSD_DEFAULT_TIMEOUT_MS;
+    ex->timeout_ms = t;
     ex->deadline_ms = ex->start_ms + t;
+    if (req->soft_timeout_ms > 0)
+        ex->soft_ms = ex->start_ms + req->soft_timeout_ms;
     ex->oom_before = lbsd_cg_oom_kills(&sb->cg);
     sb->exec = ex;
     lbsd_exec_on_writable(sb);
     return LB_OK;
 }
 
-/* Stops the running command: SIGINT to the shell (its INT trap unwinds the
+/* SIGINT to every process of the shell's process group, which is what
+ * Ctrl-C on a terminal does (the shell leads its own session, so the group
+ * is its pid). The shell's INT trap unwinds the command line once its
+ * foreground child is gone; background jobs of a shell without job control
+ * ignore SIGINT and live on. Each process is checked to be in the sandbox's
+ * pid namespace before it is signalled, so a recycled pid never takes a
+ * signal meant for the sandbox (no kill(-pgid)). */
+static void lbsd_sigint_group(lbsd_sandbox *sb)
+{
+    pid_t pg = sb->sh_hostpid;
+    if (pg <= 1)
+        return;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 1 || pid == sb->init_pid)
+            continue;
+        char p[64], buf[1024];
+        snprintf(p, sizeof p, "/proc/%ld/ns/pid", pid);
+        struct stat st;
+        if (stat(p, &st) != 0 || (uint64_t)st.st_ino != sb->pidns_ino ||
+            (uint64_t)st.st_dev != sb->pidns_dev)
+            continue;
+        snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        /* "pid (comm) state ppid pgrp ...": comm may hold anything, so
+         * the fields start after its last ')' */
+        char *rp = strrchr(buf, ')');
+        char state;
+        int ppid, pgrp;
+        if (rp && sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pg)
+            kill((pid_t)pid, SIGINT);
+    }
+    closedir(d);
+}
+
+/* Stopping, stage 1: SIGINT to the foreground group; programs get
+ * LBSD_INT_GRACE_MS to clean up and exit by themselves. */
+static void lbsd_exec_sigint(lbsd_sandbox *sb, int64_t now)
+{
+    lbsd_exec *ex = sb->exec;
+    lbsd_sigint_group(sb);
+    ex->phase = LBSD_EX_INT;
+    ex->int_ms = now;
+}
+
+/* Stopping, stage 2: SIGINT to the shell (its INT trap unwinds the
  * command) and SIGKILL to everything else of the sandbox. Repeated while
- * the shell has not answered. */
+ * the shell has not answered; stage 3 (a fresh shell) is in the tick. */
 static void lbsd_exec_stop(lbsd_sandbox *sb, int64_t now)
 {
     lbsd_exec *ex = sb->exec;
@@ -369,7 +479,7 @@ static void lbsd_exec_stop(lbsd_sandbox *sb, int64_t now)
     if (sb->sh_hostpid > 1)
         kill(sb->sh_hostpid, SIGINT);
     lbsd_kill_all(sb, 1);
-    if (ex->phase == LBSD_EX_RUNNING) {
+    if (ex->phase != LBSD_EX_KILLED) {
         ex->phase = LBSD_EX_KILLED;
         ex->kill_ms = now;
     }
@@ -379,7 +489,7 @@ static void lbsd_exec_stop(lbsd_sandbox *sb, int64_t now)
 void lbsd_exec_on_writable(lbsd_sandbox *sb)
 {
     lbsd_exec *ex = sb->exec;
-    if (!ex || ex->woff >= ex->wlen || sb->sh_in < 0)
+    if (!ex || ex->done || ex->woff >= ex->wlen || sb->sh_in < 0)
         return;
     while (ex->woff < ex->wlen) {
         ssize_t w = write(sb->sh_in, ex->wbuf + ex->woff, ex->wlen - ex->woff);
@@ -429,7 +539,7 @@ void lbsd_exec_on_output(lbsd_sandbox *sb, int fd)
         }
         budget -= (size_t)r > budget ? budget : (size_t)r;
         lbsd_exec *ex = sb->exec;
-        if (!ex) {
+        if (!ex || ex->done) {
             lbsd_idle_add(sb, is_err, buf, (size_t)r);
             continue;
         }
@@ -455,11 +565,62 @@ static void lbsd_exec_drain(lbsd_sandbox *sb)
         lbsd_exec_on_output(sb, sb->sh_err);
 }
 
-static void lbsd_exec_finish(lbsd_sandbox *sb)
+/* Answers the waiting client with the output captured since the last
+ * answer: the command's end when it is over (then it is forgotten), else
+ * state "running" (the command goes on, its capture starts afresh). */
+static void lbsd_exec_reply(lbsd_sandbox *sb)
 {
     lbsd_exec *ex = sb->exec;
     lbsd_conn *c = sb->owner;
-    sb->exec = NULL;
+    int fin = ex->done;
+    int state = fin ? ex->end_state : LLMBOX_EXEC_RUNNING;
+    if (!fin) {
+        lbsd_scan_show(&ex->sout, &ex->out);
+        lbsd_scan_show(&ex->serr, &ex->err);
+    }
+    int trunc = 0;
+    char *out = lbsd_capture_text(&ex->out, &trunc);
+    char *err = lbsd_capture_text(&ex->err, &trunc);
+    int64_t dur = (fin ? ex->end_ms : lb_mono_ms()) - ex->start_ms;
+    if (c && ex->waiting) {
+        cJSON *r = cJSON_CreateObject();
+        if (r) {
+            cJSON_AddStringToObject(r, "state", lbsd_state_name(state));
+            cJSON_AddNumberToObject(r, "exit_code", fin ? ex->end_code : -1);
+            cJSON_AddStringToObject(r, "stdout", out ? out : "");
+            cJSON_AddStringToObject(r, "stderr", err ? err : "");
+            cJSON_AddBoolToObject(r, "truncated", trunc);
+            cJSON_AddNumberToObject(r, "duration_ms", (double)dur);
+            cJSON_AddNumberToObject(r, "timeout_ms", ex->timeout_ms);
+            if (fin && (ex->shell_exited || ex->shell_restarted))
+                cJSON_AddBoolToObject(r, "shell_restarted", 1);
+        }
+        c->busy = 0; /* so the reply goes out before what was deferred behind it */
+        lbsd_reply(c, r, NULL, 0, 0);
+        lbsd_conn_unbusy(c);
+    }
+    free(out);
+    free(err);
+    ex->waiting = 0;
+    if (fin) {
+        sb->exec = NULL;
+        lbsd_exec_free(ex);
+    } else {
+        lbsd_capture_free(&ex->out);
+        lbsd_capture_free(&ex->err);
+        lbsd_capture_init(&ex->out);
+        lbsd_capture_init(&ex->err);
+        lb_debug("sandbox %s: command still running after %lld ms", sb->id, (long long)dur);
+    }
+}
+
+/* The command is over (both sentinels, the shell or the sandbox died, or
+ * the shell had to be killed): works out how it ended, starts a fresh
+ * shell if needed, and answers if the client waits; else the end is kept
+ * until an exec collects it. */
+static void lbsd_exec_complete(lbsd_sandbox *sb)
+{
+    lbsd_exec *ex = sb->exec;
     lbsd_scan_flush(&ex->sout, &ex->out);
     lbsd_scan_flush(&ex->serr, &ex->err);
     int state = LLMBOX_EXEC_EXITED, code = -1;
@@ -474,7 +635,7 @@ static void lbsd_exec_finish(lbsd_sandbox *sb)
         state = LLMBOX_EXEC_ERROR;
     else if (ex->interrupted)
         state = LLMBOX_EXEC_INTERRUPTED;
-    else if (ex->phase == LBSD_EX_KILLED)
+    else if (ex->phase != LBSD_EX_RUNNING)
         state = LLMBOX_EXEC_TIMEOUT;
     else if (oom_after > ex->oom_before)
         state = LLMBOX_EXEC_OOM;
@@ -482,73 +643,59 @@ static void lbsd_exec_finish(lbsd_sandbox *sb)
         const char *m = "\n[llmbox: the sandbox died while the command ran]\n";
         lbsd_capture_add(&ex->err, m, strlen(m));
     } else if (ex->shell_restarted) {
-        const char *m = "\n[llmbox: the command did not stop after the timeout; the shell was "
-                        "killed and a fresh one started (cwd, environment and shell variables "
-                        "were reset)]\n";
+        const char *m = "\n[llmbox: the command did not stop when it was interrupted; the shell "
+                        "was killed and a fresh one started (cwd, environment and shell "
+                        "variables were reset)]\n";
         lbsd_capture_add(&ex->err, m, strlen(m));
     }
-    int trunc = 0;
-    char *out = lbsd_capture_text(&ex->out, &trunc);
-    char *err = lbsd_capture_text(&ex->err, &trunc);
-    int64_t dur = lb_mono_ms() - ex->start_ms;
-    if (c) {
-        cJSON *r = cJSON_CreateObject();
-        if (r) {
-            cJSON_AddStringToObject(r, "state", lbsd_state_name(state));
-            cJSON_AddNumberToObject(r, "exit_code", code);
-            cJSON_AddStringToObject(r, "stdout", out ? out : "");
-            cJSON_AddStringToObject(r, "stderr", err ? err : "");
-            cJSON_AddBoolToObject(r, "truncated", trunc);
-            cJSON_AddNumberToObject(r, "duration_ms", (double)dur);
-            if (ex->shell_exited || ex->shell_restarted)
-                cJSON_AddBoolToObject(r, "shell_restarted", 1);
-        }
-        c->busy = 0;
-        lbsd_reply(c, r, NULL, 0, 0);
-        lbsd_conn_unbusy(c);
-    }
+    ex->done = 1;
+    ex->end_state = state;
+    ex->end_code = code;
+    ex->end_ms = lb_mono_ms();
+    ex->woff = ex->wlen;
     lb_debug("sandbox %s: command %s (code %d) in %lld ms", sb->id, lbsd_state_name(state), code,
-             (long long)dur);
-    free(out);
-    free(err);
-    int need_shell = ex->shell_exited || ex->shell_restarted;
-    lbsd_exec_free(ex);
-    if (need_shell && !sb->broken) {
+             (long long)(ex->end_ms - ex->start_ms));
+    if ((ex->shell_exited || ex->shell_restarted) && !sb->broken) {
         char msg[256];
         if (lbsd_shell_spawn(sb, msg, sizeof msg) != LB_OK)
             lb_warn("sandbox %s: cannot restart the shell: %s", sb->id, msg);
     }
+    if (ex->waiting)
+        lbsd_exec_reply(sb);
 }
 
 void lbsd_exec_shell_exited(lbsd_sandbox *sb, int status)
 {
     lbsd_exec *ex = sb->exec;
-    if (!ex) {
+    if (!ex || ex->done) {
         /* died between commands (a background `kill $$`?): next exec respawns */
         return;
     }
     ex->shell_exited = 1;
     ex->shell_status = status;
     lbsd_exec_drain(sb);
-    lbsd_exec_finish(sb);
+    lbsd_exec_complete(sb);
 }
 
 int lbsd_exec_tick(lbsd_sandbox *sb, int64_t now)
 {
     lbsd_exec *ex = sb->exec;
-    if (!ex)
+    if (!ex || ex->done)
         return -1;
     if (sb->broken) {
-        lbsd_exec_finish(sb);
+        lbsd_exec_complete(sb);
         return -1;
     }
     if (ex->sout.found && (ex->serr.found || sb->sh_err < 0 ||
                            now - ex->out_done_ms >= LBSD_STDERR_GRACE_MS)) {
-        lbsd_exec_finish(sb);
+        lbsd_exec_complete(sb);
         return -1;
     }
+    /* the hard limit, counted from the start whoever waits */
     if (ex->phase == LBSD_EX_RUNNING && now >= ex->deadline_ms)
-        lbsd_exec_stop(sb, now);
+        lbsd_exec_sigint(sb, now);
+    if (ex->phase == LBSD_EX_INT && !ex->sout.found && now - ex->int_ms >= LBSD_INT_GRACE_MS)
+        lbsd_exec_stop(sb, now); /* SIGINT was not enough */
     else if (ex->phase == LBSD_EX_KILLED && !ex->sout.found && now >= ex->next_stop_ms &&
              now - ex->kill_ms < LBSD_KILL_GRACE_MS)
         lbsd_exec_stop(sb, now); /* one more function level, or new children */
@@ -557,15 +704,24 @@ int lbsd_exec_tick(lbsd_sandbox *sb, int64_t now)
         ex->shell_restarted = 1;
         lbsd_kill_all(sb, 0);
         lbsd_exec_drain(sb);
-        lbsd_exec_finish(sb);
+        lbsd_exec_complete(sb);
         return -1;
     }
+    /* the soft timeout: answer with the output so far, the command goes on
+     * (not while it is being stopped or finishing: that answer is near) */
+    if (ex->waiting && ex->soft_ms && now >= ex->soft_ms && ex->phase == LBSD_EX_RUNNING &&
+        !ex->sout.found)
+        lbsd_exec_reply(sb);
     int64_t next;
     if (ex->sout.found)
         next = ex->out_done_ms + LBSD_STDERR_GRACE_MS;
+    else if (ex->phase == LBSD_EX_INT)
+        next = ex->int_ms + LBSD_INT_GRACE_MS;
     else if (ex->phase == LBSD_EX_KILLED)
         next = ex->next_stop_ms < ex->kill_ms + LBSD_KILL_GRACE_MS ? ex->next_stop_ms
                                                                    : ex->kill_ms + LBSD_KILL_GRACE_MS;
+    else if (ex->waiting && ex->soft_ms && ex->soft_ms < ex->deadline_ms)
+        next = ex->soft_ms;
     else
         next = ex->deadline_ms;
     int64_t d = next - now;
@@ -575,20 +731,71 @@ int lbsd_exec_tick(lbsd_sandbox *sb, int64_t now)
 void lbsd_exec_interrupt(lbsd_sandbox *sb)
 {
     lbsd_exec *ex = sb->exec;
-    if (!ex)
-        return;
+    if (!ex || ex->done || ex->phase != LBSD_EX_RUNNING)
+        return; /* over, or already being stopped at the hard limit */
     ex->interrupted = 1;
-    /* as at a timeout: the shell reports $? (130), or is replaced if it
-     * does not within LBSD_KILL_GRACE_MS */
-    if (ex->phase == LBSD_EX_RUNNING)
-        lbsd_exec_stop(sb, lb_mono_ms());
+    /* as at a timeout: SIGINT, SIGKILL, and a fresh shell if the old one
+     * does not report within the grace times */
+    lbsd_exec_sigint(sb, lb_mono_ms());
+}
+
+static int lbsd_is_ctrl_c(const lbsd_req *req)
+{
+    return req->command_len == 3 && !memcmp(req->command, "C-c", 3);
+}
+
+int lbsd_exec_request(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, char *msg,
+                      size_t msgsz)
+{
+    lbsd_exec *ex = sb->exec;
+    int64_t now = lb_mono_ms();
+    int wait_more = req->command_len == 0, ctrl_c = lbsd_is_ctrl_c(req);
+    if (!ex) {
+        if (wait_more) {
+            snprintf(msg, msgsz, "no command is running in this sandbox, so there is nothing to "
+                                 "wait for (an empty command waits for one that is still running)");
+            return LB_E_INVAL;
+        }
+        if (ctrl_c) {
+            snprintf(msg, msgsz, "no command is running in this sandbox, so there is nothing to "
+                                 "interrupt");
+            return LB_E_INVAL;
+        }
+        int rc = lbsd_exec_start(sb, req, msg, msgsz);
+        if (rc)
+            return rc;
+        ex = sb->exec;
+    } else if (ex->waiting) {
+        /* only the owner gets here, and it is busy while it waits */
+        snprintf(msg, msgsz, "the command in this sandbox is already being waited for");
+        return LB_E_BUSY;
+    } else if (wait_more) {
+        ex->soft_ms = req->soft_timeout_ms > 0 ? now + req->soft_timeout_ms : 0;
+    } else if (ctrl_c) {
+        ex->soft_ms = 0;
+        lbsd_exec_interrupt(sb);
+    } else if (ex->done) {
+        snprintf(msg, msgsz, "the previous command has ended, but its end has not been collected: "
+                             "send an empty command to get its last output and exit status first");
+        return LB_E_BUSY;
+    } else {
+        snprintf(msg, msgsz, "a command started %lld s ago is still running in this sandbox: "
+                             "send an empty command to wait for it, or \"C-c\" to interrupt it",
+                 (long long)((now - ex->start_ms) / 1000));
+        return LB_E_BUSY;
+    }
+    ex->waiting = 1;
+    c->busy = 1;
+    if (ex->done)
+        lbsd_exec_reply(sb); /* it ended meanwhile: answer at once */
+    return LB_OK;
 }
 
 void lbsd_exec_abandon(lbsd_sandbox *sb)
 {
     if (!sb->exec)
         return;
-    if (sb->owner)
+    if (sb->owner && sb->exec->waiting)
         sb->owner->busy = 0;
     lbsd_exec_free(sb->exec);
     sb->exec = NULL;

@@ -346,11 +346,11 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
     }
     switch (req->op) {
     case LBSD_OP_EXEC: {
-        int rc = lbsd_exec_start(sb, req, msg, sizeof msg);
+        /* starts a command, or waits for / interrupts the running one;
+         * marks c busy while it waits (sandbox_exec.c) */
+        int rc = lbsd_exec_request(c, sb, req, msg, sizeof msg);
         if (rc)
             lbsd_reply_error(c, rc, "%s", msg);
-        else
-            c->busy = 1;
         break;
     }
     case LBSD_OP_READ:

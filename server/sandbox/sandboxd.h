@@ -31,6 +31,7 @@
 #define LBSD_OUT_TAIL (512u << 10)      /* kept from the end of each stream */
 #define LBSD_IDLE_MAX (64u << 10)       /* background output between commands */
 #define LBSD_SENTINEL_HEX 32            /* 128 random bits */
+#define LBSD_INT_GRACE_MS 500           /* after SIGINT to the foreground group, before SIGKILL */
 #define LBSD_KILL_GRACE_MS 1000         /* after a timeout kill, wait this long for the shell */
 #define LBSD_STOP_REPEAT_MS 100         /* meanwhile, SIGINT it again this often */
 #define LBSD_STDERR_GRACE_MS 300        /* stdout done, stderr sentinel missing (fd 2 closed?) */
@@ -50,26 +51,42 @@ typedef struct lbsd_capture {
 typedef struct lbsd_scan {
     char pend[128];
     size_t pend_len;
+    size_t pend_shown;       /* leading pend bytes already in the capture (lbsd_scan_show) */
     int found;
     int code;                /* stdout: the exit status after the sentinel */
 } lbsd_scan;
 
-typedef enum { LBSD_EX_RUNNING = 0, LBSD_EX_KILLED = 1 } lbsd_exec_phase;
+/* How far stopping a command has gone: SIGINT to the shell's foreground
+ * process group first (programs may clean up), then SIGKILL to everything
+ * but the shell, then a fresh shell. */
+typedef enum { LBSD_EX_RUNNING = 0, LBSD_EX_INT = 1, LBSD_EX_KILLED = 2 } lbsd_exec_phase;
 
+/* A command of the persistent shell. It lives from its exec request until
+ * its end has been sent to the client: after a soft timeout the client is
+ * answered "running" and the command goes on (`waiting` 0); an exec with
+ * command "" waits again, "C-c" interrupts it. When it ends with nobody
+ * waiting, `done` is set and the end is kept until an exec collects it. */
 typedef struct lbsd_exec {
     char sentinel[LBSD_SENTINEL_HEX + 16];
     size_t sentinel_len;
     char *wbuf;              /* the wrapper line still to be written to the shell */
     size_t wlen, woff;
-    lbsd_capture out, err;
+    lbsd_capture out, err;   /* output since the last reply */
     lbsd_scan sout, serr;
     int64_t start_ms, deadline_ms, kill_ms, out_done_ms, next_stop_ms;
+    int64_t int_ms;          /* when SIGINT went to the foreground group */
+    int64_t soft_ms;         /* answer "running" at this time; 0: never */
+    int64_t end_ms;          /* when the command ended */
+    int timeout_ms;          /* the hard limit, for replies */
     lbsd_exec_phase phase;
     uint64_t oom_before;
     int shell_exited;        /* the shell died while running the command */
     int shell_status;        /* its wait status */
     int shell_restarted;     /* we had to kill it */
-    int interrupted;         /* an interrupt request stopped it */
+    int interrupted;         /* an interrupt request or "C-c" stopped it */
+    int waiting;             /* the owner connection waits for a reply (it is busy) */
+    int done;                /* over; end_state / end_code wait to be collected */
+    int end_state, end_code;
 } lbsd_exec;
 
 struct lbsd_conn;
@@ -252,18 +269,26 @@ int lbsd_drop_caps(void);
 int lbsd_seccomp_apply(void);
 
 /* --- sandbox_exec.c ------------------------------------------------------- */
-/* Starts running req->command; the reply comes later from lbsd_exec_poll. */
+/* Handles an exec request of c (the owner) on sb: starts req->command, or,
+ * while a command runs, waits for it again ("") or interrupts it ("C-c").
+ * On LB_OK the reply is sent now or later (c is marked busy meanwhile);
+ * otherwise nothing was sent and msg says why (LB_E_BUSY: another command
+ * while one runs). */
+int lbsd_exec_request(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, char *msg,
+                      size_t msgsz);
+/* Starts running req->command; the reply comes later from lbsd_exec_tick. */
 int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msgsz);
 /* Reads available shell output (fd is sh_out or sh_err). */
 void lbsd_exec_on_output(lbsd_sandbox *sb, int fd);
 /* Writes pending wrapper bytes to the shell. */
 void lbsd_exec_on_writable(lbsd_sandbox *sb);
 /* Deadlines and completion; returns ms until it wants to be called again
- * (-1: no wish). Sends the reply when the command is over. */
+ * (-1: no wish). Sends the reply when the command is over, or "running"
+ * at the soft timeout. */
 int lbsd_exec_tick(lbsd_sandbox *sb, int64_t now);
 /* The shell died (status from init). */
 void lbsd_exec_shell_exited(lbsd_sandbox *sb, int status);
-/* Kills the running command (state "interrupted"); no-op if none. */
+/* Kills the running command (state "interrupted"); no-op if none or over. */
 void lbsd_exec_interrupt(lbsd_sandbox *sb);
 /* Ends a running command without a reply (connection gone, destroy). */
 void lbsd_exec_abandon(lbsd_sandbox *sb);
@@ -274,10 +299,16 @@ void lbsd_capture_add(lbsd_capture *c, const char *p, size_t n);
  * with a marker where bytes were dropped. Caller frees. */
 char *lbsd_capture_text(const lbsd_capture *c, int *truncated);
 /* Feeds stream bytes through the sentinel scanner into the capture.
- * with_code: the sentinel is followed by a decimal exit status. */
+ * with_code: the sentinel is followed by a decimal exit status. Only bytes
+ * that could be the start of the sentinel line are held back, so the
+ * capture has everything else at once (for "running" replies). */
 void lbsd_scan_feed(lbsd_scan *s, lbsd_capture *cap, const char *sent, size_t slen,
                     int with_code, const char *p, size_t n);
 void lbsd_scan_flush(lbsd_scan *s, lbsd_capture *cap);
+/* Before a "running" reply: a lone held-back newline (the usual end of the
+ * output so far) goes to the capture, while the scanner keeps it to match
+ * a sentinel line that may follow. */
+void lbsd_scan_show(lbsd_scan *s, lbsd_capture *cap);
 /* The shell line that runs cmd and prints the sentinels. Caller frees. */
 char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_t *outlen);
 

@@ -139,7 +139,14 @@ TEST(req_valid_ops)
     lbsd_req_free(&r);
     CHECK(parse("{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"ls -la\",\"timeout_ms\":5000}",
                 &r, msg) == LB_OK);
-    CHECK(r.op == LBSD_OP_EXEC && r.timeout_ms == 5000 && r.command_len == 6);
+    CHECK(r.op == LBSD_OP_EXEC && r.timeout_ms == 5000 && r.command_len == 6 &&
+          r.soft_timeout_ms == 0);
+    lbsd_req_free(&r);
+    /* the soft-timeout protocol: "" keeps waiting, with its own soft timeout */
+    CHECK(parse("{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"\",\"soft_timeout_ms\":500}",
+                &r, msg) == LB_OK);
+    CHECK(r.op == LBSD_OP_EXEC && r.command_len == 0 && r.soft_timeout_ms == 500 &&
+          r.timeout_ms == 0);
     lbsd_req_free(&r);
     CHECK(parse("{\"op\":\"write\",\"id\":\"" ID "\",\"path\":\"/a//b/./c\",\"data\":true,"
                 "\"excl\":true}", &r, msg) == LB_OK);
@@ -173,6 +180,8 @@ TEST(req_refuses_garbage)
         "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"timeout_ms\":-1}",
         "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"timeout_ms\":1.5}",
         "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"timeout_ms\":1e300}",
+        "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"soft_timeout_ms\":-5}",
+        "{\"op\":\"exec\",\"id\":\"" ID "\",\"command\":\"x\",\"soft_timeout_ms\":\"10\"}",
         "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"relative\"}",
         "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"/a/../etc\"}",
         "{\"op\":\"read\",\"id\":\"" ID "\",\"path\":\"/a\\u0001b\"}",
@@ -219,9 +228,14 @@ TEST(image_names)
 TEST(error_codes_roundtrip)
 {
     static const int st[] = {LB_E_INVAL, LB_E_NOTFOUND, LB_E_EXISTS, LB_E_TOOBIG,
-                             LB_E_SANDBOX, LB_E_UNAVAILABLE, LB_E_INTERNAL};
+                             LB_E_SANDBOX, LB_E_BUSY, LB_E_INTERNAL};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
         CHECK(lbsd_code_status(lbsd_status_code(st[i])) == st[i]);
+    /* "too many sandboxes" is sent as busy too */
+    CHECK_STR(lbsd_status_code(LB_E_UNAVAILABLE), "busy");
+    CHECK(lbsd_state_parse("running") == LLMBOX_EXEC_RUNNING);
+    CHECK_STR(lbsd_state_name(LLMBOX_EXEC_RUNNING), "running");
+    CHECK_STR(lbsd_state_name(99), "error");
     CHECK(lbsd_code_status("isdir") == LB_E_ISDIR);
     CHECK(lbsd_code_status("whatever") == LB_E_PROTO);
     CHECK(lbsd_state_parse(lbsd_state_name(LLMBOX_EXEC_OOM)) == LLMBOX_EXEC_OOM);
@@ -320,6 +334,92 @@ TEST(scanner_stderr_without_code)
     lbsd_scan_flush(&s, &cap);
     char *t = cap_text(&cap);
     CHECK_STR(t, "oops\n");
+    free(t);
+    lbsd_capture_free(&cap);
+}
+
+/* A "running" reply shows all output so far: only what could be the start
+ * of the sentinel line is held back, and only until it is decided. */
+TEST(scanner_holds_back_only_sentinel_prefixes)
+{
+    const char *S = "__LBSD_abcdef__";
+    size_t sl = strlen(S);
+    lbsd_scan s;
+    memset(&s, 0, sizeof s);
+    lbsd_capture cap;
+    lbsd_capture_init(&cap);
+    lbsd_scan_feed(&s, &cap, S, sl, 1, "start\nno newline at the end", 27);
+    char *t = cap_text(&cap);
+    CHECK_STR(t, "start\nno newline at the end");
+    free(t);
+    /* a newline at the end could start the sentinel line: held */
+    lbsd_scan_feed(&s, &cap, S, sl, 1, "\nline\n", 6);
+    t = cap_text(&cap);
+    CHECK_STR(t, "start\nno newline at the end\nline");
+    free(t);
+    /* a prefix of the sentinel is held; a near miss is released at once */
+    lbsd_scan_feed(&s, &cap, S, sl, 1, "__LBSD_abc", 10);
+    t = cap_text(&cap);
+    CHECK_STR(t, "start\nno newline at the end\nline");
+    free(t);
+    lbsd_scan_feed(&s, &cap, S, sl, 1, "X\n__LBSD_", 9);
+    t = cap_text(&cap);
+    CHECK_STR(t, "start\nno newline at the end\nline\n__LBSD_abcX");
+    free(t);
+    CHECK(!s.found);
+    lbsd_scan_feed(&s, &cap, S, sl, 1, "abcdef__7\n", 10);
+    CHECK(s.found && s.code == 7);
+    lbsd_scan_flush(&s, &cap);
+    t = cap_text(&cap);
+    CHECK_STR(t, "start\nno newline at the end\nline\n__LBSD_abcX");
+    free(t);
+    lbsd_capture_free(&cap);
+}
+
+/* A "running" reply shows the lone newline the scanner holds back; the
+ * scanner still matches a sentinel line right after it, and never shows
+ * it twice. */
+TEST(scanner_show_then_sentinel)
+{
+    const char *S = "__LBSD_abcdef__";
+    size_t sl = strlen(S);
+    static const struct {
+        const char *before, *after, *want;
+    } cases[] = {
+        {"start\n", "\n__LBSD_abcdef__0\n", "start\n"},
+        {"x\n", "y\n\n__LBSD_abcdef__0\n", "x\ny\n"},
+        {"x\n", "\ny\n\n__LBSD_abcdef__0\n", "x\n\ny\n"},
+        /* the newline was the sentinel's own, split from it: shown once, harmless */
+        {"abc\n", "__LBSD_abcdef__0\n", "abc\n"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lbsd_scan s;
+        memset(&s, 0, sizeof s);
+        lbsd_capture cap;
+        lbsd_capture_init(&cap);
+        lbsd_scan_feed(&s, &cap, S, sl, 1, cases[c].before, strlen(cases[c].before));
+        lbsd_scan_show(&s, &cap);
+        lbsd_scan_show(&s, &cap); /* twice: still once */
+        char *t = cap_text(&cap);
+        CHECK_STR(t, cases[c].before);
+        free(t);
+        lbsd_scan_feed(&s, &cap, S, sl, 1, cases[c].after, strlen(cases[c].after));
+        CHECK(s.found && s.code == 0);
+        lbsd_scan_flush(&s, &cap);
+        t = cap_text(&cap);
+        CHECK_STR(t, cases[c].want);
+        free(t);
+        lbsd_capture_free(&cap);
+    }
+    /* a partial sentinel is never shown */
+    lbsd_scan s;
+    memset(&s, 0, sizeof s);
+    lbsd_capture cap;
+    lbsd_capture_init(&cap);
+    lbsd_scan_feed(&s, &cap, S, sl, 1, "out\n__LBSD_ab", 13);
+    lbsd_scan_show(&s, &cap);
+    char *t = cap_text(&cap);
+    CHECK_STR(t, "out");
     free(t);
     lbsd_capture_free(&cap);
 }
@@ -472,6 +572,70 @@ TEST(client_against_fake_daemon)
     unlink(path);
 }
 
+/* exec_ex: the soft timeout goes on the wire, "running" and "busy" come back */
+TEST(client_exec_ex_running_and_busy)
+{
+    char path[108];
+    snprintf(path, sizeof path, "/tmp/llmbox-unit-x-%d.sock", (int)getpid());
+    unlink(path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(lfd, 1) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = accept(lfd, NULL, NULL);
+        char *req;
+        size_t len;
+        static const char *const want[] = {"\"soft_timeout_ms\":500", "\"command\":\"ls\"",
+                                           "\"command\":\"\""};
+        static const char *const resp[] = {
+            "{\"ok\":true,\"state\":\"running\",\"exit_code\":-1,\"stdout\":\"so far\","
+            "\"stderr\":\"\",\"truncated\":false,\"duration_ms\":503,\"timeout_ms\":9000}",
+            "{\"ok\":false,\"error\":\"busy\",\"message\":\"a command started 0 s ago is "
+            "still running in this sandbox\"}",
+            "{\"ok\":true,\"state\":\"exited\",\"exit_code\":0,\"stdout\":\"rest\","
+            "\"stderr\":\"\",\"truncated\":false,\"duration_ms\":1200,\"timeout_ms\":9000,"
+            "\"shell_restarted\":true}",
+        };
+        for (int i = 0; i < 3; i++) {
+            if (lbsd_frame_recv(fd, 1 << 20, &req, &len, NULL) || !strstr(req, want[i]))
+                _exit(10 + i);
+            free(req);
+            lbsd_frame_send(fd, resp[i], strlen(resp[i]), NULL);
+        }
+        char b;
+        while (read(fd, &b, 1) > 0)
+            ;
+        _exit(0);
+    }
+    close(lfd);
+    lbsb_conn *c = NULL;
+    char err[256];
+    CHECK(lbsb_connect(path, NULL, &c, err, sizeof err) == LB_OK);
+    if (!c)
+        return;
+    lbsb_exec_out o;
+    lbsb_exec_opts opts = {.timeout_ms = 9000, .soft_timeout_ms = 500};
+    CHECK(lbsb_exec_ex(c, ID, "sleep 1; echo rest", &opts, &o, err, sizeof err) == LB_OK);
+    CHECK(o.state == LLMBOX_EXEC_RUNNING && o.exit_code == -1 && o.duration_ms == 503 &&
+          o.timeout_ms == 9000 && !o.shell_restarted);
+    CHECK_STR(o.out, "so far");
+    lbsb_exec_out_free(&o);
+    CHECK(lbsb_exec_ex(c, ID, "ls", NULL, &o, err, sizeof err) == LB_E_BUSY);
+    CHECK(strstr(err, "still running") != NULL);
+    lbsb_exec_out_free(&o);
+    CHECK(lbsb_exec_ex(c, ID, "", &opts, &o, err, sizeof err) == LB_OK);
+    CHECK(o.state == LLMBOX_EXEC_EXITED && o.exit_code == 0 && o.shell_restarted);
+    CHECK_STR(o.out, "rest");
+    lbsb_exec_out_free(&o);
+    lbsb_close(c);
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    unlink(path);
+}
+
 static volatile int g_cancel;
 static void on_alarm(int sig)
 {
@@ -570,9 +734,12 @@ int main(void)
     RUN(scanner_finds_split_sentinel);
     RUN(scanner_ignores_other_sentinels);
     RUN(scanner_stderr_without_code);
+    RUN(scanner_holds_back_only_sentinel_prefixes);
+    RUN(scanner_show_then_sentinel);
     RUN(capture_keeps_head_and_tail);
     RUN(capture_sanitizes_utf8);
     RUN(client_against_fake_daemon);
+    RUN(client_exec_ex_running_and_busy);
     RUN(client_cancel_interrupts_and_recovers);
     RUN(client_reports_missing_daemon);
     return testlib_done();
