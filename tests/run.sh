@@ -44,6 +44,10 @@ for t in tests/integration/test_*.py; do
     [ -f "$t" ] || continue
     run_suite "integration/$(basename "$t" .py)" python3 "$t"
 done
+for t in tests/security/test_*.py; do
+    [ -f "$t" ] || continue
+    run_suite "security/$(basename "$t" .py)" python3 "$t"
+done
 if [ -f tests/browser/run.sh ]; then
     run_suite "browser" tests/browser/run.sh
 fi
