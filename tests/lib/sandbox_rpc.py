@@ -43,9 +43,7 @@ def skip_reason():
         return "needs root"
     if not image_ready():
         return "image not built (make image)"
-    if not os.access(BIN, os.X_OK):
-        return None  # not a skip: the suite reports the missing binary as a failure
-    return None
+    return None  # a missing binary is not a skip: Daemon.start() fails on it
 
 
 class RpcError(Exception):
