@@ -32,6 +32,11 @@ BIN = os.environ.get("LLMBOX_BIN",
                      os.path.join(REPO, os.environ.get("BUILD", "build"), "llmbox"))
 IMAGES = os.path.join(REPO, "var", "images")
 
+# Every sandbox id this process created, with its pid namespace once known
+# (pidns_of): what a test must have cleaned up, even with a warm pool whose
+# own sandboxes come and go.
+CREATED = {}
+
 
 def image_ready(name="default"):
     return os.path.exists(os.path.join(IMAGES, name, ".complete"))
@@ -114,6 +119,7 @@ class Conn:
         r = self.call(dict(spec, op="create"))
         if not r.get("ok"):
             raise RpcError(r)
+        CREATED.setdefault(r["id"], None)
         return r["id"]
 
     def destroy(self, sid):
@@ -202,7 +208,10 @@ class Daemon:
 def pidns_of(conn, sid):
     """The sandbox's pid namespace ("pid:[N]"), as seen from inside."""
     r = conn.exec(sid, "readlink /proc/self/ns/pid")
-    return r.get("stdout", "").strip()
+    ns = r.get("stdout", "").strip()
+    if ns.startswith("pid:["):
+        CREATED[sid] = ns
+    return ns
 
 
 def procs_in(ns):

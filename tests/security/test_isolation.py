@@ -17,7 +17,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from seclib import (SECRET, Problems, hidden, pidns_of, py, sh,  # noqa: E402
-                    suite_main)
+                    suite_main, wait_gone)
 
 # Leaves marks everywhere a sandbox can write, and a few live ones: a
 # process, a SysV shared memory segment, an abstract unix socket.
@@ -141,7 +141,8 @@ def cross_sandbox(d):
 def earlier_sandbox(d):
     """After a sandbox is destroyed, the sandboxes created next (fresh or
     from a warm pool) hold nothing of it: files, processes, environment,
-    IPC, sockets, cwd."""
+    IPC, sockets, cwd. (The kernel recycles pid namespace numbers, so a
+    new sandbox may show the old "pid:[N]": the old one is checked empty.)"""
     p = Problems()
     mark = "old" + uuid.uuid4().hex[:16]
     key = 0x5ec80000 + os.getpid() % 0xffff
@@ -151,12 +152,13 @@ def earlier_sandbox(d):
         res = _plant(c, first, mark, key)
         p.expect(len(res["planted"]) >= 8 and res["shmid"] >= 0, "planting failed: %s" % res)
         c.destroy(first)
+        left = wait_gone(d.var, first, ns1)
+        p.expect(not left, "left of the destroyed sandbox: %s" % left)
         later = []
         for _ in range(4):
             sid = c.create()                  # default spec: from the pool, if any
             later.append(sid)
             p.expect(sid != first, "the destroyed sandbox's id came back")
-            p.expect(pidns_of(c, sid) != ns1, "the destroyed sandbox's pid namespace came back")
             r = py(c, sid, _code(SEEK, mark, key))
             p.expect(not r["found"], "a later sandbox sees: %s" % r["found"])
             r = c.exec(sid, "pwd; echo \"env:$LLMBOX_MARK_ENV\"")

@@ -19,7 +19,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from seclib import (Problems, init_hostpid, pidns_of, proc_cmdline, py,  # noqa: E402
+from seclib import (Problems, descendants, init_hostpid, pidns_of, proc_cmdline, py,  # noqa: E402
                     suite_main, wait_gone)
 
 
@@ -154,33 +154,13 @@ def net_nat(d):
 def _slirp_helpers(d, init):
     """slirp4netns processes serving this sandbox: sandboxd's descendants,
     or any naming the sandbox init's pid (it may be double-forked)."""
-    found = set(x for x in _sandboxd_children(d) if "slirp4netns" in proc_cmdline(x))
+    found = set(x for x in descendants(d.proc.pid) if "slirp4netns" in proc_cmdline(x))
     for e in os.listdir("/proc"):
         if e.isdigit():
             cmd = proc_cmdline(int(e))
             if "slirp4netns" in cmd and (str(init) in cmd.split() or "/proc/%d/" % init in cmd):
                 found.add(int(e))
     return sorted(found)
-
-
-def _sandboxd_children(d):
-    """Every descendant of sandboxd (helpers may be grandchildren)."""
-    kids, todo = [], [d.proc.pid]
-    parent = {}
-    for e in os.listdir("/proc"):
-        if e.isdigit():
-            try:
-                with open("/proc/%s/stat" % e) as f:
-                    parent[int(e)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    while todo:
-        x = todo.pop()
-        for pid, pp in parent.items():
-            if pp == x:
-                kids.append(pid)
-                todo.append(pid)
-    return kids
 
 
 CHECKS = [
