@@ -46,6 +46,10 @@ for t in tests/integration/test_*.py; do
 done
 # every parser's libFuzzer target, a few seconds each (make fuzz: longer)
 run_suite "fuzz" env FUZZ_SECONDS="${FUZZ_SECONDS:-4}" tests/fuzz/run.sh
+for t in tests/security/test_*.py; do
+    [ -f "$t" ] || continue
+    run_suite "security/$(basename "$t" .py)" python3 "$t"
+done
 if [ -f tests/browser/run.sh ] && [ -z "${LLMBOX_SKIP_BROWSER:-}" ]; then
     run_suite "browser" tests/browser/run.sh
 fi

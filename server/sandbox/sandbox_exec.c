@@ -4,7 +4,7 @@
  * Each command is sent to the shell as one line:
  *
  *   __lbsd_c=$'<command, bytes escaped>'; trap 'return 130 2>/dev/null' INT;
- *   . /proc/self/fd/3 3<<<'eval "$__lbsd_c"' </dev/null; __lbsd_rc=$?;
+ *   . /proc/self/fd/3 3<<<'exec 3<&-; eval "$__lbsd_c"' </dev/null; __lbsd_rc=$?;
  *   trap : INT; unset __lbsd_c; jobs >/dev/null 2>&1;
  *   printf '\n%s%d\n' S "$__lbsd_rc"; printf '\n%s\n' S >&2
  *
@@ -13,6 +13,9 @@
  *
  * - The command runs in the shell itself (eval), so cd, exports, declare,
  *   functions and venvs persist.
+ * - The here-string's fd 3 is closed before the eval (bash has read the
+ *   whole sourced text by then), or every process the command starts would
+ *   inherit it (tests/security: inherited_fds).
  * - It is passed with $'\xHH' escapes rather than through base64: no helper
  *   binary has to exist in the sandbox, and a command that breaks PATH does
  *   not break every command after it.
@@ -332,7 +335,7 @@ char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_
     if (rc == LB_OK)
         rc = lb_buf_printf(&b,
                            "'; trap 'return 130 2>/dev/null' INT; "
-                           ". /proc/self/fd/3 3<<<'eval \"$__lbsd_c\"' </dev/null; "
+                           ". /proc/self/fd/3 3<<<'exec 3<&-; eval \"$__lbsd_c\"' </dev/null; "
                            "__lbsd_rc=$?; trap : INT; unset __lbsd_c; jobs >/dev/null 2>&1; "
                            "printf '\\n%%s%%d\\n' '%s' \"$__lbsd_rc\"; "
                            "printf '\\n%%s\\n' '%s' >&2; unset __lbsd_rc\n",

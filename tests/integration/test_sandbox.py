@@ -10,21 +10,14 @@ per check, or "SKIP ..." when the image is not built.
 
 LLMBOX_BIN overrides the binary (default $BUILD/llmbox, BUILD=build).
 """
-import glob
 import json
 import os
-import signal
-import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("LLMBOX_BIN",
-                     os.path.join(REPO, os.environ.get("BUILD", "build"), "llmbox"))
-IMAGES = os.path.join(REPO, "var", "images")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sandbox_rpc import (BIN, IMAGES, Conn, Daemon, pidns_of, wait_gone)  # noqa: E402
 
 failed = 0
 
@@ -38,94 +31,6 @@ def report(name, ok, why=""):
         print("FAIL %s: %s" % (name, why), flush=True)
 
 
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(60)
-        self.s.connect(path)
-
-    def close(self):
-        self.s.close()
-
-    def send_frame(self, b):
-        self.s.sendall(struct.pack(">I", len(b)) + b)
-
-    def _recvn(self, n):
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.s.recv(n - len(out))
-            if not chunk:
-                raise EOFError("sandboxd closed the connection")
-            out += chunk
-        return bytes(out)
-
-    def recv_frame(self):
-        (n,) = struct.unpack(">I", self._recvn(4))
-        return self._recvn(n)
-
-    def call(self, obj, data=None):
-        if data is not None:
-            obj = dict(obj, data=True)
-        self.send_frame(json.dumps(obj).encode())
-        if data is not None:
-            self.send_frame(data)
-        r = json.loads(self.recv_frame())
-        if r.get("data"):
-            r["_data"] = self.recv_frame()
-        return r
-
-    def exec(self, sid, cmd, timeout_ms=20000):
-        return self.call({"op": "exec", "id": sid, "command": cmd, "timeout_ms": timeout_ms})
-
-
-def pidns_of(conn, sid):
-    r = conn.exec(sid, "readlink /proc/self/ns/pid")
-    return r["stdout"].strip()
-
-
-def host_procs_in(ns):
-    n = 0
-    for p in glob.glob("/proc/[0-9]*/ns/pid"):
-        try:
-            if os.readlink(p) == ns:
-                n += 1
-        except OSError:
-            pass
-    return n
-
-
-def cgroup_dirs(sid):
-    return glob.glob("/sys/fs/cgroup/*/llmbox/" + sid) + glob.glob("/sys/fs/cgroup/llmbox/" + sid)
-
-
-def mounts_under(path):
-    with open("/proc/self/mountinfo") as f:
-        return [l for l in f if path in l]
-
-
-def leftovers(var, sid, ns):
-    """What is left of a sandbox on the host: a list of sentences."""
-    left = []
-    if ns and host_procs_in(ns):
-        left.append("%d process(es) in %s" % (host_procs_in(ns), ns))
-    if cgroup_dirs(sid):
-        left.append("cgroups %s" % cgroup_dirs(sid))
-    if mounts_under(var):
-        left.append("mounts %s" % mounts_under(var))
-    if os.path.exists(os.path.join(var, "sandboxes", sid)):
-        left.append("dir var/sandboxes/%s" % sid)
-    return left
-
-
-def wait_gone(var, sid, ns, secs=3.0):
-    end = time.time() + secs
-    while True:
-        left = leftovers(var, sid, ns)
-        if not left or time.time() > end:
-            return left
-        time.sleep(0.05)
-
-
 def main():
     if os.geteuid() != 0:
         print("SKIP test_sandbox: needs root")
@@ -137,44 +42,22 @@ def main():
         report("binary", False, "%s missing (make)" % BIN)
         return 1
 
-    tmp = tempfile.mkdtemp(prefix="llmbox-sbtest-")
-    var = os.path.join(tmp, "var")
-    sock = os.path.join(tmp, "sd.sock")
-    env = dict(os.environ, LLMBOX_VAR=var, LLMBOX_IMAGE_STORE=IMAGES, LLMBOX_HOME=REPO)
-    env.pop("LLMBOX_SANDBOXD_SOCKET", None)
-    log = open(os.path.join(tmp, "sandboxd.log"), "w")
-    proc = subprocess.Popen([BIN, "sandboxd", "--socket", sock], env=env, stdout=log,
-                            stderr=log, cwd=REPO)
     try:
-        for _ in range(100):
-            if os.path.exists(sock) or proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        if not os.path.exists(sock):
-            report("sandboxd_starts", False, "no socket after 5 s (exit status %r)" % proc.poll())
-            return 1
+        d = Daemon().start()
+    except RuntimeError as e:
+        report("sandboxd_starts", False, str(e))
+        return 1
+    try:
         try:
-            run(tmp, var, sock)
+            run(d.tmp, d.var, d.sock)
         except Exception as e:  # noqa: BLE001 - a crash of the test is one failure
             report("run", False, "%s: %s" % (type(e).__name__, e))
         # SIGTERM: exits 0, removes its socket
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(10)
-        except subprocess.TimeoutExpired:
-            rc = None
-        report("sigterm_exits_cleanly", rc == 0 and not os.path.exists(sock),
-               "rc=%r socket_left=%r" % (rc, os.path.exists(sock)))
+        rc = d.terminate()
+        report("sigterm_exits_cleanly", rc == 0 and not os.path.exists(d.sock),
+               "rc=%r socket_left=%r" % (rc, os.path.exists(d.sock)))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
-        if failed:
-            with open(os.path.join(tmp, "sandboxd.log")) as f:
-                sys.stderr.write("--- sandboxd log (last lines) ---\n")
-                sys.stderr.write("".join(f.readlines()[-30:]))
-        subprocess.call(["rm", "-rf", tmp])
+        d.stop(dump_log=bool(failed))
     return 1 if failed else 0
 
 
