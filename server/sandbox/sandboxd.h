@@ -78,8 +78,10 @@ typedef struct lbsd_sandbox {
     char image[LBSD_IMAGE_MAX + 1];
     struct lbsd_conn *owner;
     struct lbsd_sandbox *next;     /* in the global list */
-    char dir[LB_CFG_PATH + 64];    /* var/sandboxes/<id> */
-    int memory_mib, pids;
+    char dir[LB_CFG_PATH + 64];    /* var/sandboxes/<id>: an empty dir on the host, the
+                                    * mount point of the sandbox's tmpfs in its own mount
+                                    * namespace (reach its files through root_fd only) */
+    int memory_mib, pids, cpu_milli, disk_mib;
     lbsd_cgroup cg;
 
     pid_t init_pid;                /* host pid of the sandbox's pid 1 */
@@ -159,8 +161,12 @@ int lbsd_paths_ok(void);
 
 /* --- sandbox_init.c (runs in the clone()d child as pid 1) -------------- */
 typedef struct lbsd_init_cfg {
-    const char *merged, *lower, *upper, *work;
-    int tmp_mib;                   /* size of /tmp */
+    const char *scratch;           /* var/sandboxes/<id>: init mounts the quota tmpfs here
+                                    * (in its own mount namespace) with upper/, work/,
+                                    * merged/ and tmp/ inside */
+    const char *lower;             /* the image's rootfs */
+    int disk_mib;                  /* size of that tmpfs: writable layer + /tmp */
+    uint32_t uid_base;             /* host uid/gid of the sandbox's root */
     int rlimit_mode;               /* no cgroups: limit memory and pids with rlimits */
     uint64_t memory_bytes;
     int pids;

@@ -5,6 +5,7 @@
  * left behind, then runs the event loop (sandboxd.c).
  */
 #include "entry.h"
+#include "sandbox/idmap.h"
 #include "sandbox/sandboxd.h"
 
 #include "common/log.h"
@@ -144,6 +145,8 @@ int lb_sandboxd_main(int argc, char **argv)
     }
     lbsd_cg_detect();
     lbsd_cleanup_stale();
+    /* once per image (and after a change of LLMBOX_SANDBOX_UID_BASE) */
+    lbsd_idmap_startup();
     int lfd = sd_listen(cfg->sandboxd_socket);
     if (lfd < 0)
         return 1;
