@@ -33,7 +33,8 @@
  *            "interrupted", then the interrupt answers. Any other request
  *            sent meanwhile gets "busy" after the exec's answer. Used on
  *            cancel, so the outputs can still be collected afterwards.
- *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit"}
+ *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit",
+ *                                                           uid_base (host uid of sandbox root)}
  *
  * Sandboxes belong to the connection that created them: when it closes
  * (the agent exits, is killed or cancelled), sandboxd destroys them. That

@@ -146,6 +146,7 @@ static void lbsd_ping(lbsd_conn *c)
         cJSON_AddNumberToObject(r, "sandboxes", g_nsandboxes);
         cJSON_AddStringToObject(r, "cgroup", lbsd_cg_mode_name(lbsd_cg_detect()));
         cJSON_AddNumberToObject(r, "uptime_ms", (double)(lb_mono_ms() - g_started_ms));
+        cJSON_AddNumberToObject(r, "uid_base", (double)lb_cfg()->sandbox_uid_base);
     }
     lbsd_reply(c, r, NULL, 0, 0);
 }
