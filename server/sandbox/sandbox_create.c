@@ -365,6 +365,10 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         .memory_bytes = (uint64_t)sb->memory_mib << 20,
         .pids = sb->pids,
     };
+    if (lbsd_seccomp_prepare() != LB_OK) {
+        sb_msg(msg, msgsz, "cannot compile the seccomp filter");
+        return LB_E_SANDBOX;
+    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         sb_msg(msg, msgsz, "socketpair: %s", strerror(errno));

@@ -94,23 +94,27 @@ static void init_ro(const char *p)
 }
 
 /* Hides a /proc file or dir that leaks host kernel state or controls. */
-static void init_mask(const char *p)
+static void init_mask(const char *p, char *null_ro, size_t null_rosz)
 {
     struct stat st;
     if (lstat(p, &st) != 0)
         return;
     if (S_ISDIR(st.st_mode)) {
         init_mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=555");
+    } else if (null_ro[0]) {
+        /* a bind of a bind keeps its ro,nosuid,noexec: one mount, not two */
+        init_mount(null_ro, p, NULL, MS_BIND, NULL);
     } else {
         /* reads as empty; read-only so that no writable mount lacks nodev */
         init_mount("/dev/null", p, NULL, MS_BIND, NULL);
         init_mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL);
+        snprintf(null_ro, null_rosz, "%s", p);
     }
 }
 
 static void init_proc(const char *root)
 {
-    char p[1200];
+    char p[1200], null_ro[1200] = "";
     snprintf(p, sizeof p, "%s/proc", root);
     mkdir(p, 0555);
     init_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
@@ -130,7 +134,7 @@ static void init_proc(const char *root)
     }
     for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++) {
         snprintf(p, sizeof p, "%s/proc/%s", root, masked[i]);
-        init_mask(p);
+        init_mask(p, null_ro, sizeof null_ro);
     }
 }
 

@@ -177,8 +177,12 @@ __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
 /* Drops capabilities outside the sandbox set (bounding, permitted,
  * effective, inheritable, ambient). */
 int lbsd_drop_caps(void);
-/* PR_SET_NO_NEW_PRIVS + the seccomp deny list. The last step before the
- * sandbox runs anything it did not choose. */
+/* Compiles the seccomp deny list once (sandboxd, before the first clone;
+ * later calls return at once). */
+int lbsd_seccomp_prepare(void);
+/* PR_SET_NO_NEW_PRIVS + the seccomp deny list (the prepared program, or
+ * compiled here if there is none). The last step before the sandbox runs
+ * anything it did not choose. */
 int lbsd_seccomp_apply(void);
 
 /* --- sandbox_exec.c ------------------------------------------------------- */
