@@ -325,7 +325,11 @@ static int idmap_write(pid_t pid, const char *file, const char *line, char *msg,
     if (fd >= 0)
         close(fd);
     if (w != (ssize_t)strlen(line)) {
-        snprintf(msg, msgsz, "cannot write %s: %s", p, strerror(e));
+        /* EPERM here usually means sandboxd itself runs in a user namespace
+         * (a container) that does not map the range */
+        snprintf(msg, msgsz, "cannot write %s (%s): are host ids %u..%u available to sandboxd? "
+                             "(LLMBOX_SANDBOX_UID_BASE)", p, strerror(e),
+                 lb_cfg()->sandbox_uid_base, lb_cfg()->sandbox_uid_base + LBSD_ID_COUNT - 1);
         return LB_E_SANDBOX;
     }
     return LB_OK;

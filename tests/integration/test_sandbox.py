@@ -725,10 +725,9 @@ def run_isolation(c, var, tmp, sock, sid):
                 "</dev/null >/dev/null 2>&1 &); sleep 0.3")
     daemon = [p["pid"] for p in procs_in(dns) if p["name"] == "sh"]
     if mode == "v2":
-        mech = cgroup_file(did, "cgroup.kill") is not None or os.path.exists(
-            glob.glob("/sys/fs/cgroup/llmbox-*/%s" % did)[0] + "/cgroup.kill")
+        mech = bool(glob.glob("/sys/fs/cgroup/llmbox-*/%s/cgroup.kill" % did))
     elif mode == "v1":
-        mech = cgroup_file(did, "freezer.state") is not None
+        mech = bool(glob.glob("/sys/fs/cgroup/freezer/llmbox-*/%s/freezer.state" % did))
     else:
         mech = None
     if mech is not None:
