@@ -14,7 +14,8 @@
  *            input_dir?}                                -> {id}
  *            input_dir: host directory copied into /testbed/input.
  *            cpu_milli: CPU quota in thousandths of a core; disk_mib: quota of
- *            the writable layer and /tmp; network: "none" (loopback only) or
+ *            the writable layer and /tmp (a tmpfs: its pages count toward
+ *            memory_mib, so keep it below); network: "none" (loopback only) or
  *            "nat" (outbound through slirp4netns, host loopback unreachable);
  *            ttl_s: the sandbox is destroyed this long after creation.
  *            Omitted or 0: the daemon's defaults.
