@@ -17,6 +17,9 @@
  *            the writable layer and /tmp; network: "none" (loopback only) or
  *            "nat" (outbound through slirp4netns, host loopback unreachable;
  *            only if the operator allows it, else "invalid");
+ *            the writable layer and /tmp (a tmpfs: its pages count toward
+ *            memory_mib, so keep it below); network: "none" (loopback only) or
+ *            "nat" (outbound through slirp4netns, host loopback unreachable);
  *            ttl_s: the sandbox is destroyed this long after creation.
  *            Omitted or 0: the daemon's defaults.
  *            Reply: pooled: taken ready-made from the warm pool (a fresh
@@ -70,6 +73,10 @@
  *            but found it empty; other: specs the pool cannot serve);
  *            networks: the modes clients may ask for, e.g. ["none","nat"];
  *            ttl_max_s: the daemon's TTL cap, 0 if none.
+ *            sent meanwhile gets "busy" after the exec's answer. Used on
+ *            cancel, so the outputs can still be collected afterwards.
+ *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit",
+ *                                                           uid_base (host uid of sandbox root)}
  *
  * Sandboxes belong to the connection that created them: when it closes
  * (the agent exits, is killed or cancelled), sandboxd destroys them. That

@@ -123,5 +123,14 @@ int lb_config_load(lb_config *cfg)
     if (cfg->sandbox_api_ttl_s > cfg->sandbox_api_ttl_max_s)
         cfg->sandbox_api_ttl_s = cfg->sandbox_api_ttl_max_s;
     cfg->sandbox_api_exec_max_s = (int)lb_envint("LLMBOX_SANDBOX_API_EXEC_MAX_S", 1800, 1, 86400);
+    cfg->sandbox_cpu_milli = (int)lb_envint("LLMBOX_SANDBOX_CPU_MILLI", 0, 0, 1024 * 1000);
+    cfg->sandbox_disk_mib = (int)lb_envint("LLMBOX_SANDBOX_DISK_MIB", 1024, 16, 1 << 22);
+    /* Above every normal user, /etc/subuid allocation (useradd hands out
+     * 100000..600100000) and systemd-nspawn's container ranges
+     * (524288..1879048191); below 2^31, where tools that keep uids in a
+     * signed int break, and below systemd's foreign-uid range (0x7FFE0000).
+     * The range must not start inside 0..65535 (those are the ids it maps). */
+    cfg->sandbox_uid_base = (uint32_t)lb_envint("LLMBOX_SANDBOX_UID_BASE", 1879048192L, 65536L,
+                                                4294967294L - 65536L);
     return LB_OK;
 }

@@ -44,6 +44,10 @@ typedef struct lb_config {
     int sandbox_pids;                /* LLMBOX_SANDBOX_PIDS, default 512 */
     int sandbox_max;                 /* LLMBOX_SANDBOX_MAX, default 1024: sandboxes at once in sandboxd */
     int sandbox_max_per_conn;        /* LLMBOX_SANDBOX_MAX_PER_CONN, default 32: per client connection */
+    int sandbox_cpu_milli;           /* LLMBOX_SANDBOX_CPU_MILLI, default 0 (no CPU limit); 1000 = one core */
+    int sandbox_disk_mib;            /* LLMBOX_SANDBOX_DISK_MIB, default 1024: writable layer + /tmp */
+    uint32_t sandbox_uid_base;       /* LLMBOX_SANDBOX_UID_BASE, default 1879048192 (0x70000000):
+                                        sandbox uid/gid 0..65535 are host ids BASE..BASE+65535 */
     char default_image[64];          /* LLMBOX_IMAGE, default "default" */
 
     /* sandbox life cycle (sandboxd: pool.c, sandbox_net.c, the reaper) */

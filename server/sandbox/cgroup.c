@@ -21,10 +21,14 @@
 /* The group base carries a hash of the daemon's var dir, so two sandboxd
  * instances (a `make run` and a test stack, say) never clean up each
  * other's sandboxes at startup. */
-static char cg_v1_mem_base[128], cg_v1_pids_base[128], cg_v2_base[128];
+static char cg_v1_mem_base[128], cg_v1_pids_base[128], cg_v1_cpu_base[128], cg_v1_frz_base[128],
+    cg_v2_base[128];
 #define CG_V1_MEM cg_v1_mem_base
 #define CG_V1_PIDS cg_v1_pids_base
+#define CG_V1_CPU cg_v1_cpu_base
+#define CG_V1_FRZ cg_v1_frz_base
 #define CG_V2_BASE cg_v2_base
+#define CG_CPU_PERIOD_US 100000
 
 static void cg_names_init(void)
 {
@@ -35,11 +39,15 @@ static void cg_names_init(void)
         h = (h ^ (unsigned char)*c) * 16777619u;
     snprintf(cg_v1_mem_base, sizeof cg_v1_mem_base, CG_ROOT "/memory/llmbox-%08x", h);
     snprintf(cg_v1_pids_base, sizeof cg_v1_pids_base, CG_ROOT "/pids/llmbox-%08x", h);
+    snprintf(cg_v1_cpu_base, sizeof cg_v1_cpu_base, CG_ROOT "/cpu/llmbox-%08x", h);
+    snprintf(cg_v1_frz_base, sizeof cg_v1_frz_base, CG_ROOT "/freezer/llmbox-%08x", h);
     snprintf(cg_v2_base, sizeof cg_v2_base, CG_ROOT "/llmbox-%08x", h);
 }
 
 static int cg_mode = -1;
-static int cg_v1_mem, cg_v1_pids; /* which v1 controllers we could use */
+static int cg_v1_mem, cg_v1_pids, cg_v1_cpu, cg_v1_frz; /* which v1 controllers we could use */
+static int cg_v2_cpu;                                   /* v2: the cpu controller is there */
+static int cg_cpu_warned;
 
 const char *lbsd_cg_mode_name(lbsd_cg_mode m)
 {
@@ -119,12 +127,16 @@ static int cg_probe_v2(void)
         return 0;
     if (!cg_has_words(buf, "memory", "pids"))
         return 0;
+    int cpu = cg_has_words(buf, "cpu", "cpu");
     if (cg_mkdir(CG_V2_BASE) != LB_OK)
         return 0;
     /* the controllers must be enabled on the way down to each sandbox group */
     cg_write(CG_ROOT, "cgroup.subtree_control", "+memory +pids");
+    if (cpu)
+        cg_write(CG_ROOT, "cgroup.subtree_control", "+cpu");
     if (cg_write(CG_V2_BASE, "cgroup.subtree_control", "+memory +pids") != LB_OK)
         return 0;
+    cg_v2_cpu = cpu && cg_write(CG_V2_BASE, "cgroup.subtree_control", "+cpu") == LB_OK;
     return 1;
 }
 
@@ -135,7 +147,14 @@ static int cg_probe_v1(void)
         cg_v1_mem = 1;
     if (stat(CG_ROOT "/pids/cgroup.procs", &st) == 0 && cg_mkdir(CG_V1_PIDS) == LB_OK)
         cg_v1_pids = 1;
-    return cg_v1_mem || cg_v1_pids;
+    if (!cg_v1_mem && !cg_v1_pids)
+        return 0;
+    if (stat(CG_ROOT "/cpu/cpu.cfs_quota_us", &st) == 0 && cg_mkdir(CG_V1_CPU) == LB_OK)
+        cg_v1_cpu = 1;
+    /* the freezer makes destroy atomic (freeze, kill, thaw) */
+    if (stat(CG_ROOT "/freezer/cgroup.procs", &st) == 0 && cg_mkdir(CG_V1_FRZ) == LB_OK)
+        cg_v1_frz = 1;
+    return 1;
 }
 
 lbsd_cg_mode lbsd_cg_detect(void)
@@ -146,8 +165,8 @@ lbsd_cg_mode lbsd_cg_detect(void)
     if (getenv("LLMBOX_SANDBOX_NO_CGROUP")) {
         cg_mode = LBSD_CG_RLIMIT;
         lb_warn("cgroups disabled by LLMBOX_SANDBOX_NO_CGROUP: memory is limited per process "
-                "with RLIMIT_AS (approximate), and there is no process limit (the kernel exempts "
-                "root from RLIMIT_NPROC)");
+                "with RLIMIT_AS (approximate), processes with RLIMIT_NPROC (per user inside each "
+                "sandbox), and there is no CPU limit");
     } else if (cg_probe_v2()) {
         cg_mode = LBSD_CG_V2;
     } else if (cg_probe_v1()) {
@@ -155,27 +174,51 @@ lbsd_cg_mode lbsd_cg_detect(void)
         if (!cg_v1_mem || !cg_v1_pids)
             lb_warn("cgroup v1: the %s controller is missing; that limit is not enforced",
                     cg_v1_mem ? "pids" : "memory");
+        if (!cg_v1_frz)
+            lb_warn("cgroup v1: no freezer hierarchy; destroy kills through the pid namespace "
+                    "and a /proc scan only");
     } else {
         cg_mode = LBSD_CG_RLIMIT;
         lb_warn("no writable cgroup v2 (memory+pids) or v1 hierarchy under " CG_ROOT
-                ": memory is limited per process with RLIMIT_AS (approximate), and there is no "
-                "process limit (the kernel exempts root from RLIMIT_NPROC)");
+                ": memory is limited per process with RLIMIT_AS (approximate), processes with "
+                "RLIMIT_NPROC (per user inside each sandbox), and there is no CPU limit");
     }
     lb_info("cgroup mode: %s", lbsd_cg_mode_name((lbsd_cg_mode)cg_mode));
     return (lbsd_cg_mode)cg_mode;
 }
 
-int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids)
+/* A v1 group named id under base; "" in dir when the hierarchy is unused. */
+static int cg_v1_make(char *dir, size_t dirsz, const char *base, const char *id, lbsd_cgroup *cg)
+{
+    snprintf(dir, dirsz, "%s/%s", base, id);
+    if (mkdir(dir, 0755) != 0) {
+        dir[0] = '\0';
+        return LB_E_IO;
+    }
+    cg->made = 1;
+    return LB_OK;
+}
+
+int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids, int cpu_milli)
 {
     memset(cg, 0, sizeof *cg);
     lbsd_cg_mode m = lbsd_cg_detect();
-    char val[32];
+    char val[48];
     if (m == LBSD_CG_RLIMIT)
         return LB_OK;
+    int want_cpu = cpu_milli > 0;
+    if (want_cpu && !(m == LBSD_CG_V2 ? cg_v2_cpu : cg_v1_cpu) && !cg_cpu_warned) {
+        cg_cpu_warned = 1;
+        lb_warn("no cgroup cpu controller: CPU limits (cpu_milli) are not enforced");
+    }
+    /* quota per period: 1000 milli = one full period per period */
+    long long quota = (long long)cpu_milli * (CG_CPU_PERIOD_US / 1000);
     if (m == LBSD_CG_V2) {
         snprintf(cg->v2, sizeof cg->v2, "%s/%s", CG_V2_BASE, id);
-        if (mkdir(cg->v2, 0755) != 0)
+        if (mkdir(cg->v2, 0755) != 0) {
+            cg->v2[0] = '\0';
             goto fail;
+        }
         cg->made = 1;
         snprintf(val, sizeof val, "%llu", (unsigned long long)mem_bytes);
         if (cg_write(cg->v2, "memory.max", val) != LB_OK)
@@ -185,13 +228,16 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
         snprintf(val, sizeof val, "%d", pids);
         if (cg_write(cg->v2, "pids.max", val) != LB_OK)
             goto fail;
+        if (want_cpu && cg_v2_cpu) {
+            snprintf(val, sizeof val, "%lld %d", quota, CG_CPU_PERIOD_US);
+            if (cg_write(cg->v2, "cpu.max", val) != LB_OK)
+                goto fail;
+        }
         return LB_OK;
     }
     if (cg_v1_mem) {
-        snprintf(cg->mem, sizeof cg->mem, "%s/%s", CG_V1_MEM, id);
-        if (mkdir(cg->mem, 0755) != 0)
+        if (cg_v1_make(cg->mem, sizeof cg->mem, CG_V1_MEM, id, cg) != LB_OK)
             goto fail;
-        cg->made = 1;
         snprintf(val, sizeof val, "%llu", (unsigned long long)mem_bytes);
         if (cg_write(cg->mem, "memory.limit_in_bytes", val) != LB_OK)
             goto fail;
@@ -200,14 +246,25 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
         cg_write(cg->mem, "memory.swappiness", "0");
     }
     if (cg_v1_pids) {
-        snprintf(cg->pids, sizeof cg->pids, "%s/%s", CG_V1_PIDS, id);
-        if (mkdir(cg->pids, 0755) != 0)
+        if (cg_v1_make(cg->pids, sizeof cg->pids, CG_V1_PIDS, id, cg) != LB_OK)
             goto fail;
-        cg->made = 1;
         snprintf(val, sizeof val, "%d", pids);
         if (cg_write(cg->pids, "pids.max", val) != LB_OK)
             goto fail;
     }
+    /* no group at all without a limit: each v1 group costs a mkdir and an rmdir */
+    if (want_cpu && cg_v1_cpu) {
+        if (cg_v1_make(cg->cpu, sizeof cg->cpu, CG_V1_CPU, id, cg) != LB_OK)
+            goto fail;
+        snprintf(val, sizeof val, "%d", CG_CPU_PERIOD_US);
+        if (cg_write(cg->cpu, "cpu.cfs_period_us", val) != LB_OK)
+            goto fail;
+        snprintf(val, sizeof val, "%lld", quota);
+        if (cg_write(cg->cpu, "cpu.cfs_quota_us", val) != LB_OK)
+            goto fail;
+    }
+    if (cg_v1_frz && cg_v1_make(cg->frz, sizeof cg->frz, CG_V1_FRZ, id, cg) != LB_OK)
+        goto fail;
     return LB_OK;
 fail:
     lb_error("cgroup setup for sandbox %s failed: %s", id, strerror(errno));
@@ -219,8 +276,8 @@ int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid)
 {
     char val[32];
     snprintf(val, sizeof val, "%d", (int)pid);
-    const char *dirs[] = {cg->v2, cg->mem, cg->pids};
-    for (size_t i = 0; i < 3; i++) {
+    const char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpu, cg->frz};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         if (!dirs[i][0])
             continue;
         if (cg_write(dirs[i], "cgroup.procs", val) != LB_OK) {
@@ -243,18 +300,60 @@ uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg)
     return 0;
 }
 
-/* Kills whatever is still listed in a group (stale groups at startup). */
-static void cg_kill_procs(const char *dir)
+/* SIGKILLs whatever is listed in a group. Returns how many. */
+static int cg_kill_procs(const char *dir)
 {
     char buf[65536];
     if (cg_read(dir, "cgroup.procs", buf, sizeof buf) != LB_OK)
-        return;
+        return 0;
+    int n = 0;
     char *save = NULL;
     for (char *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save)) {
         long pid = strtol(w, NULL, 10);
-        if (pid > 1)
-            kill((pid_t)pid, SIGKILL);
+        if (pid > 1 && pid != (long)getpid() && kill((pid_t)pid, SIGKILL) == 0)
+            n++;
     }
+    return n;
+}
+
+static void cg_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* v1: freeze the group so nothing in it can fork while we kill, SIGKILL
+ * every member, thaw (frozen tasks die as they thaw). */
+static int cg_freeze_kill(const char *dir)
+{
+    if (cg_write(dir, "freezer.state", "FROZEN") != LB_OK)
+        return LB_E_IO;
+    char st[32] = "";
+    /* a task in uninterruptible sleep can hold FREEZING for a while: kill
+     * anyway after a bound, the pid namespace still takes the rest down */
+    for (int i = 0; i < 200; i++) {
+        if (cg_read(dir, "freezer.state", st, sizeof st) != LB_OK || !strncmp(st, "FROZEN", 6))
+            break;
+        cg_sleep_ms(1);
+    }
+    cg_kill_procs(dir);
+    cg_write(dir, "freezer.state", "THAWED");
+    return LB_OK;
+}
+
+int lbsd_cg_kill(const lbsd_cgroup *cg)
+{
+    if (cg->v2[0]) {
+        /* Linux 5.14+: the kernel kills every member, new forks included */
+        if (cg_write(cg->v2, "cgroup.kill", "1") == LB_OK)
+            return LB_OK;
+        for (int i = 0; i < 5 && cg_kill_procs(cg->v2); i++)
+            ;
+        return LB_E_IO;
+    }
+    if (cg->frz[0])
+        return cg_freeze_kill(cg->frz);
+    return LB_E_IO;
 }
 
 static int cg_rmdir_retry(const char *dir)
@@ -265,8 +364,7 @@ static int cg_rmdir_retry(const char *dir)
             return LB_OK;
         if (errno != EBUSY)
             break;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        cg_sleep_ms(10);
     }
     lb_warn("cannot remove cgroup %s: %s", dir, strerror(errno));
     return LB_E_IO;
@@ -275,8 +373,8 @@ static int cg_rmdir_retry(const char *dir)
 int lbsd_cg_remove(lbsd_cgroup *cg)
 {
     int rc = LB_OK;
-    char *dirs[] = {cg->v2, cg->mem, cg->pids};
-    for (size_t i = 0; i < 3; i++) {
+    char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->cpu, cg->frz};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         if (!dirs[i][0])
             continue;
         struct stat st;
@@ -290,7 +388,7 @@ int lbsd_cg_remove(lbsd_cgroup *cg)
     return rc;
 }
 
-static void cg_cleanup_base(const char *base)
+static void cg_cleanup_base(const char *base, int freezer)
 {
     DIR *d = opendir(base);
     if (!d)
@@ -302,6 +400,10 @@ static void cg_cleanup_base(const char *base)
             continue;
         char p[LBSD_CG_PATH];
         snprintf(p, sizeof p, "%s/%s", base, de->d_name);
+        if (freezer)
+            cg_freeze_kill(p);
+        else if (!strcmp(base, CG_V2_BASE))
+            cg_write(p, "cgroup.kill", "1");
         for (int i = 0; i < 5; i++)
             cg_kill_procs(p);
         if (cg_rmdir_retry(p) == LB_OK)
@@ -316,12 +418,17 @@ void lbsd_cg_cleanup_stale(void)
 {
     lbsd_cg_mode m = lbsd_cg_detect();
     if (m == LBSD_CG_V2) {
-        cg_cleanup_base(CG_V2_BASE);
+        cg_cleanup_base(CG_V2_BASE, 0);
     } else if (m == LBSD_CG_V1) {
+        /* the freezer first: it stops forks while the others are emptied */
+        if (cg_v1_frz)
+            cg_cleanup_base(CG_V1_FRZ, 1);
         if (cg_v1_mem)
-            cg_cleanup_base(CG_V1_MEM);
+            cg_cleanup_base(CG_V1_MEM, 0);
         if (cg_v1_pids)
-            cg_cleanup_base(CG_V1_PIDS);
+            cg_cleanup_base(CG_V1_PIDS, 0);
+        if (cg_v1_cpu)
+            cg_cleanup_base(CG_V1_CPU, 0);
     }
 }
 
@@ -334,4 +441,6 @@ void lbsd_cg_shutdown(void)
     rmdir(CG_V2_BASE);
     rmdir(CG_V1_MEM);
     rmdir(CG_V1_PIDS);
+    rmdir(CG_V1_CPU);
+    rmdir(CG_V1_FRZ);
 }

@@ -1,11 +1,13 @@
 /*
- * Per-sandbox cgroups: memory and pids limits, OOM-kill counting.
+ * Per-sandbox cgroups: memory (swap off), pids and cpu limits, OOM-kill
+ * counting, and killing a sandbox as a whole.
  *
  * cgroup v2 is used when /sys/fs/cgroup/cgroup.controllers lists memory and
- * pids; otherwise the v1 hierarchies /sys/fs/cgroup/{memory,pids}; if
- * neither can be written, sandboxes fall back to rlimits (RLIMIT_AS,
- * RLIMIT_NPROC) and a single warning is logged. Groups are named
- * llmbox-<hash of var dir>/<sandbox id> in each hierarchy.
+ * pids (cpu when present); otherwise the v1 hierarchies
+ * /sys/fs/cgroup/{memory,pids,cpu,freezer}; if neither can be written,
+ * sandboxes fall back to rlimits (RLIMIT_AS, RLIMIT_NPROC) and a single
+ * warning is logged. Groups are named llmbox-<hash of var dir>/<sandbox id>
+ * in each hierarchy.
  */
 #ifndef LBSD_CGROUP_H
 #define LBSD_CGROUP_H
@@ -21,6 +23,8 @@ typedef struct lbsd_cgroup {
     char v2[LBSD_CG_PATH];     /* v2: the group dir */
     char mem[LBSD_CG_PATH];    /* v1: memory group dir ("" if none) */
     char pids[LBSD_CG_PATH];   /* v1: pids group dir ("" if none) */
+    char cpu[LBSD_CG_PATH];    /* v1: cpu group dir ("" if none or no CPU limit) */
+    char frz[LBSD_CG_PATH];    /* v1: freezer group dir ("" if none) */
     int made;
 } lbsd_cgroup;
 
@@ -28,13 +32,17 @@ typedef struct lbsd_cgroup {
 lbsd_cg_mode lbsd_cg_detect(void);
 const char *lbsd_cg_mode_name(lbsd_cg_mode m);
 
-/* Creates the groups for id and sets the limits. In rlimit mode does
- * nothing and returns LB_OK. */
-int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids);
+/* Creates the groups for id and sets the limits (cpu_milli: thousandths of
+ * a core, 0 = no CPU limit). In rlimit mode does nothing and returns LB_OK. */
+int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids, int cpu_milli);
 /* Moves pid into the groups. */
 int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid);
 /* OOM kills so far in the group (0 when unknown). */
 uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg);
+/* SIGKILLs every process in the groups at once, so that none can fork away
+ * meanwhile: v2 cgroup.kill, v1 freeze + kill + thaw. LB_E_IO when there is
+ * no such mechanism (the caller falls back to a /proc scan). */
+int lbsd_cg_kill(const lbsd_cgroup *cg);
 /* Removes the groups (they must be empty; retried briefly). */
 int lbsd_cg_remove(lbsd_cgroup *cg);
 /* Startup: kills what is left in llmbox/<anything> and removes the groups. */

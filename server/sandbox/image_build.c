@@ -13,6 +13,7 @@
  * cannot give).
  */
 #include "entry.h"
+#include "sandbox/idmap.h"
 #include "sandbox/mounts.h"
 #include "sandbox/rpc.h"
 
@@ -440,6 +441,23 @@ out:
     return rc;
 }
 
+static void img_say_line(void *ctx, const char *line)
+{
+    img_say((img_ctx *)ctx, "%s", line);
+}
+
+/* The sandbox's root is host uid BASE (idmap.h): the files debootstrap made
+ * for uid u become BASE+u, so that root and apt's users inside own them. */
+static int img_shift(img_ctx *c)
+{
+    char msg[512];
+    if (lbsd_idmap_shift_root(c->dir, "rootfs.tmp", 0, img_say_line, c, msg, sizeof msg) != LB_OK) {
+        fprintf(stderr, "llmbox image: shifting the ownership of the new root failed: %s\n", msg);
+        return LB_E_IO;
+    }
+    return LB_OK;
+}
+
 /* rootfs.tmp -> rootfs. With an old rootfs the two are exchanged in one
  * step (renameat2 RENAME_EXCHANGE) so there is never a moment without one. */
 static int img_publish(img_ctx *c)
@@ -456,6 +474,12 @@ static int img_publish(img_ctx *c)
         lbsd_rmtree_force(c->tmp);
     } else if (rename(c->tmp, c->root) != 0) {
         fprintf(stderr, "llmbox image: rename %s -> %s: %s\n", c->tmp, c->root, strerror(errno));
+        return LB_E_IO;
+    }
+    /* the new root was shifted before the swap; the stamp says so before
+     * .complete lets sandboxd use it */
+    if (lbsd_idmap_write_stamp(c->dir) != LB_OK) {
+        fprintf(stderr, "llmbox image: cannot write %s/.idmap: %s\n", c->dir, strerror(errno));
         return LB_E_IO;
     }
     char stamp[64];
@@ -541,6 +565,8 @@ static int img_build(const char *name, int force)
     if (img_setup_script(&c) != LB_OK)
         goto out;
     if (img_finish_root(&c, started) != LB_OK)
+        goto out;
+    if (img_shift(&c) != LB_OK)
         goto out;
     if (img_publish(&c) != LB_OK)
         goto out;

@@ -1,6 +1,8 @@
 /*
- * Copies a task's input directory into a new sandbox's /testbed/input
- * (the overlay's upper layer, before the sandbox runs anything).
+ * Copies a task's input directory into a sandbox's /testbed/input (through
+ * the sandbox's root fd, before the task runs anything in it). What is
+ * created belongs to the sandbox's root (host uid BASE), so the model can
+ * edit and delete its inputs.
  *
  * The source path comes from a client, and sandboxd is root: for a client
  * that is not root, every source open happens with the client's fsuid and
@@ -32,13 +34,16 @@ typedef struct cp_ctx {
     uid_t uid;
     gid_t gid;
     int as_peer;              /* switch fsuid/fsgid for source opens */
+    uid_t owner;              /* the sandbox's root on the host: owns every copy */
     uint64_t bytes;
     unsigned long entries, skipped;
     char *msg;
     size_t msgsz;
 } cp_ctx;
 
-/* openat() on the source side, with the client's file access rights. */
+/* openat() on the source side, with the client's file access rights. A
+ * non-zero fsuid clears CAP_CHOWN and CAP_DAC_OVERRIDE from our effective
+ * set; switching back to 0 restores them before anything is created. */
 static int cp_open_src(cp_ctx *c, int dirfd, const char *name, int flags)
 {
     if (c->as_peer) {
@@ -62,6 +67,11 @@ static int cp_file(cp_ctx *c, int sfd, int dfd, const char *name, mode_t mode)
     int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0) {
         snprintf(c->msg, c->msgsz, "input copy: cannot create %s: %s", name, strerror(errno));
+        return errno == ENOSPC ? LB_E_TOOBIG : LB_E_SANDBOX;
+    }
+    if (fchown(out, c->owner, (gid_t)c->owner) != 0) {
+        snprintf(c->msg, c->msgsz, "input copy: chown %s: %s", name, strerror(errno));
+        close(out);
         return LB_E_SANDBOX;
     }
     for (;;) {
@@ -82,8 +92,13 @@ static int cp_file(cp_ctx *c, int sfd, int dfd, const char *name, mode_t mode)
             goto out;
         }
         if (lb_write_all(out, buf, (size_t)n) != LB_OK) {
-            snprintf(c->msg, c->msgsz, "input copy: write %s: %s", name, strerror(errno));
-            rc = LB_E_SANDBOX;
+            int e = errno;
+            if (e == ENOSPC || e == EFBIG)
+                snprintf(c->msg, c->msgsz, "input does not fit the sandbox's disk quota (%s)",
+                         name);
+            else
+                snprintf(c->msg, c->msgsz, "input copy: write %s: %s", name, strerror(e));
+            rc = e == ENOSPC || e == EFBIG ? LB_E_TOOBIG : LB_E_SANDBOX;
             goto out;
         }
     }
@@ -163,7 +178,10 @@ static int cp_dir(cp_ctx *c, int sdir, int ddir, int depth)
                 break;
             }
             int dfd = openat(ddir, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (dfd < 0) {
+            if (dfd < 0 || fchown(dfd, c->owner, (gid_t)c->owner) != 0) {
+                snprintf(c->msg, c->msgsz, "input copy: cannot open %s/: %s", nm, strerror(errno));
+                if (dfd >= 0)
+                    close(dfd);
                 close(sfd);
                 rc = LB_E_SANDBOX;
                 break;
@@ -181,7 +199,8 @@ static int cp_dir(cp_ctx *c, int sdir, int ddir, int depth)
 
 int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, char *msg, size_t msgsz)
 {
-    cp_ctx c = {.uid = uid, .gid = gid, .as_peer = uid != 0, .msg = msg, .msgsz = msgsz};
+    cp_ctx c = {.uid = uid, .gid = gid, .as_peer = uid != 0, .msg = msg, .msgsz = msgsz,
+                .owner = (uid_t)lb_cfg()->sandbox_uid_base};
     /* the path to input_dir itself may pass through symlinks the client
      * chose (e.g. a symlinked home); what is inside it may not */
     int sfd = cp_open_src(&c, AT_FDCWD, src, O_RDONLY | O_DIRECTORY);

@@ -4,6 +4,7 @@
  * teardown. The child side is sandbox_init.c.
  */
 #include "sandbox/sandboxd.h"
+#include "sandbox/idmap.h"
 #include "sandbox/mounts.h"
 
 #include "common/log.h"
@@ -264,7 +265,9 @@ out:
     return rc;
 }
 
-/* Creates var/sandboxes/<id>/{upper,work,merged} and upper/testbed/{input,output}. */
+/* Creates var/sandboxes/<id>: only a mount point on the host. Init mounts
+ * the sandbox's tmpfs on it inside its own mount namespace and builds the
+ * writable layer there, owned by the sandbox's root. */
 static int sb_prepare_dirs(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
     char p[LB_CFG_PATH + 128];
@@ -276,18 +279,6 @@ static int sb_prepare_dirs(lbsd_sandbox *sb, char *msg, size_t msgsz)
     if (mkdir(sb->dir, 0700) != 0) {
         sb_msg(msg, msgsz, "cannot create %s: %s", sb->dir, strerror(errno));
         return LB_E_SANDBOX;
-    }
-    static const char *const sub[] = {"upper", "work", "merged", "upper/testbed",
-                                      "upper/testbed/input", "upper/testbed/output"};
-    for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", sb->dir, sub[i]);
-        /* upper/ is the sandbox's "/" in the overlay: its mode is what the
-         * sandbox sees for its root directory */
-        int mode = i < 3 && i != 0 ? 0700 : 0755;
-        if (mkdir(p, (mode_t)mode) != 0 || chmod(p, (mode_t)mode) != 0) {
-            sb_msg(msg, msgsz, "cannot create %s: %s", p, strerror(errno));
-            return LB_E_SANDBOX;
-        }
     }
     return LB_OK;
 }
@@ -333,22 +324,51 @@ static int sb_write_file(const char *path, const char *val)
     return w == (ssize_t)strlen(val) ? 0 : -1;
 }
 
+/* Init's setup, from GO to READY: it asks once for its id maps (after its
+ * mounts, before it drops privileges). */
+static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
+{
+    int64_t end = lb_mono_ms() + LBSD_INIT_TIMEOUT_MS;
+    for (;;) {
+        char buf[512];
+        int left = (int)(end - lb_mono_ms());
+        ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
+        if (n > 0 && !strcmp(buf, "READY"))
+            return LB_OK;
+        if (n > 0 && !strcmp(buf, "USERNS")) {
+            if (lbsd_idmap_write_maps(sb->init_pid, msg, msgsz) != LB_OK)
+                return LB_E_SANDBOX; /* init exits when it reads EOF at destroy */
+            if (send(sb->ctl_fd, "MAPPED", 6, MSG_NOSIGNAL) != 6) {
+                sb_msg(msg, msgsz, "the sandbox init died at start");
+                return LB_E_SANDBOX;
+            }
+            continue;
+        }
+        if (n > 4 && !strncmp(buf, "ERR ", 4))
+            sb_msg(msg, msgsz, "sandbox setup failed: %s", buf + 4);
+        else
+            sb_msg(msg, msgsz, "sandbox setup failed: init %s", n == 0 ? "timed out" : "died");
+        return LB_E_SANDBOX;
+    }
+}
+
 static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
     const lb_config *cfg = lb_cfg();
-    char lower[LB_CFG_PATH + 64], upper[LB_CFG_PATH + 80], work[LB_CFG_PATH + 80],
-        merged[LB_CFG_PATH + 80], p[128];
+    char lower[LB_CFG_PATH + 64], p[128];
     snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
-    snprintf(upper, sizeof upper, "%s/upper", sb->dir);
-    snprintf(work, sizeof work, "%s/work", sb->dir);
-    snprintf(merged, sizeof merged, "%s/merged", sb->dir);
     lbsd_init_cfg ic = {
-        .merged = merged, .lower = lower, .upper = upper, .work = work,
-        .tmp_mib = sb->memory_mib / 2 < 64 ? 64 : sb->memory_mib / 2,
+        .scratch = sb->dir, .lower = lower,
+        .disk_mib = sb->disk_mib,
+        .uid_base = cfg->sandbox_uid_base,
         .rlimit_mode = lbsd_cg_detect() == LBSD_CG_RLIMIT,
         .memory_bytes = (uint64_t)sb->memory_mib << 20,
         .pids = sb->pids,
     };
+    if (lbsd_seccomp_prepare() != LB_OK) {
+        sb_msg(msg, msgsz, "cannot compile the seccomp filter");
+        return LB_E_SANDBOX;
+    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         sb_msg(msg, msgsz, "socketpair: %s", strerror(errno));
@@ -380,15 +400,8 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         sb_msg(msg, msgsz, "the sandbox init died at start");
         return LB_E_SANDBOX;
     }
-    char buf[512];
-    ssize_t n = sb_ctl_recv(sb, buf, sizeof buf, LBSD_INIT_TIMEOUT_MS);
-    if (n <= 0 || strcmp(buf, "READY") != 0) {
-        if (n > 4 && !strncmp(buf, "ERR ", 4))
-            sb_msg(msg, msgsz, "sandbox setup failed: %s", buf + 4);
-        else
-            sb_msg(msg, msgsz, "sandbox setup failed: init %s", n == 0 ? "timed out" : "died");
+    if (sb_wait_ready(sb, msg, msgsz) != LB_OK)
         return LB_E_SANDBOX;
-    }
     snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
     struct stat st;
     if (stat(p, &st) != 0) {
@@ -431,6 +444,8 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
     memcpy(sb->image, img, strlen(img) + 1);
     sb->memory_mib = req->memory_mib ? req->memory_mib : cfg->sandbox_memory_mib;
     sb->pids = req->pids ? req->pids : cfg->sandbox_pids;
+    sb->cpu_milli = req->cpu_milli ? req->cpu_milli : cfg->sandbox_cpu_milli;
+    sb->disk_mib = req->disk_mib ? req->disk_mib : cfg->sandbox_disk_mib;
 
     char p[LB_CFG_PATH + 96];
     snprintf(p, sizeof p, "%s/%s/.complete", cfg->image_store, sb->image);
@@ -440,12 +455,23 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
         rc = LB_E_NOTFOUND;
         goto fail;
     }
+    /* an image whose files are not owned by the sandbox uid range would
+     * give the sandbox's root a read-only, foreign-owned system */
+    snprintf(p, sizeof p, "%s/%s", cfg->image_store, sb->image);
+    if (!lbsd_idmap_image_ok(p)) {
+        sb_msg(msg, msgsz, "image '%s' is not owned by the sandbox uid range (base %u): restart "
+                           "sandboxd to shift it, or rebuild it (llmbox image build --force %s)",
+               sb->image, cfg->sandbox_uid_base, sb->image);
+        rc = LB_E_UNAVAILABLE;
+        goto fail;
+    }
     if (lb_random_hex(sb->id, sizeof sb->id, LB_ID_HEX_LEN / 2) != LB_OK) {
         sb_msg(msg, msgsz, "no randomness for the sandbox id");
         goto fail;
     }
     snprintf(sb->dir, sizeof sb->dir, "%s/sandboxes/%s", cfg->var_dir, sb->id);
-    if (lbsd_cg_create(&sb->cg, sb->id, (uint64_t)sb->memory_mib << 20, sb->pids) != LB_OK) {
+    if (lbsd_cg_create(&sb->cg, sb->id, (uint64_t)sb->memory_mib << 20, sb->pids,
+                       sb->cpu_milli) != LB_OK) {
         sb_msg(msg, msgsz, "cannot create the sandbox cgroups");
         goto fail;
     }
@@ -456,8 +482,9 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
         goto fail;
     if (lbsd_shell_spawn(sb, msg, msgsz) != LB_OK)
         goto fail;
-    lb_info("sandbox %s created (image %s, %d MiB, %d pids, %lld ms)", sb->id, sb->image,
-            sb->memory_mib, sb->pids, (long long)(lb_mono_ms() - sb->created_ms));
+    lb_info("sandbox %s created (image %s, %d MiB, %d pids, %d milli-cpu, %d MiB disk, %lld ms)",
+            sb->id, sb->image, sb->memory_mib, sb->pids, sb->cpu_milli, sb->disk_mib,
+            (long long)(lb_mono_ms() - sb->created_ms));
     *out = sb;
     return LB_OK;
 fail:
@@ -514,6 +541,12 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
     sb_shell_close(sb);
     sb_close(&sb->root_fd); /* holds the overlay mount alive otherwise */
     if (sb->init_pid > 0 && !sb->init_reaped) {
+        /* Everything at once through the cgroup, so that nothing (a
+         * double-forked daemon, a fork bomb) can slip away while we kill;
+         * without a cgroup to do it, a /proc scan. Killing init then takes
+         * down whatever is left in its pid namespace. */
+        if (lbsd_cg_kill(&sb->cg) != LB_OK)
+            lbsd_kill_all(sb, 0);
         kill(sb->init_pid, SIGKILL);
         if (!sb_reap_init(sb, 10000))
             lb_error("sandbox %s: init %d did not die within 10 s", sb->id, (int)sb->init_pid);

@@ -9,7 +9,9 @@
  * on the overlay or a tmpfs of the sandbox, so /proc, /dev/pts and the like
  * are out of reach (writing /proc/sys as host root would change the host).
  * Only regular files are read or written; symlinks and special files are
- * reported as "other".
+ * reported as "other". What write creates (files and missing parents)
+ * belongs to the sandbox's root (host uid BASE), so the sandbox can change
+ * and delete it.
  */
 #include "sandbox/sandboxd.h"
 
@@ -36,6 +38,13 @@ static int fs_allowed_fs(int fd)
     if (fstatfs(fd, &sf) != 0)
         return 0;
     return sf.f_type == OVERLAYFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
+}
+
+/* Hands a file or directory we created to the sandbox's root. */
+static int fs_give(int fd)
+{
+    uint32_t base = lb_cfg()->sandbox_uid_base;
+    return fchown(fd, (uid_t)base, (gid_t)base);
 }
 
 static int fs_errno_status(int e)
@@ -90,7 +99,8 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
         comp[n] = '\0';
         int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0 && errno == ENOENT && mkdirs) {
-            if (mkdirat(fd, comp, 0755) != 0 && errno != EEXIST) {
+            int made = mkdirat(fd, comp, 0755) == 0;
+            if (!made && errno != EEXIST) {
                 int e = errno;
                 close(fd);
                 *st = fs_errno_status(e);
@@ -98,6 +108,14 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
                 return -1;
             }
             nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (made && nfd >= 0 && fs_give(nfd) != 0) {
+                int e = errno;
+                close(nfd);
+                close(fd);
+                *st = LB_E_SANDBOX;
+                snprintf(msg, msgsz, "cannot chown directory '%s': %s", comp, strerror(e));
+                return -1;
+            }
         }
         if (nfd < 0) {
             int e = errno;
@@ -300,6 +318,11 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
     if (lb_write_all(fd, data, len) != LB_OK) {
         int e = errno;
         lbsd_reply_error(c, fs_errno_status(e), "write /%s: %s", req->path, strerror(e));
+        goto out;
+    }
+    /* owner first: chown would clear mode bits set before it */
+    if (fs_give(fd) != 0) {
+        lbsd_reply_error(c, LB_E_INTERNAL, "chown /%s: %s", req->path, strerror(errno));
         goto out;
     }
     if (fchmod(fd, (mode_t)req->mode) != 0) {

@@ -1,11 +1,17 @@
 /*
  * The sandbox's pid 1. sandboxd clone()s this with new mount, pid, net,
- * ipc and uts namespaces; it builds the sandbox's filesystem, drops
- * privileges, then serves sandboxd on the control socket:
+ * ipc and uts namespaces; still host root, it builds the sandbox's
+ * filesystem and network (so those namespaces stay owned by the host's user
+ * namespace: nothing in the sandbox can ever remount, unmount or configure
+ * them), then enters a new user namespace in which it is root while being
+ * host uid BASE (idmap.h), drops privileges, and serves sandboxd on the
+ * control socket:
  *
  *   sandboxd -> init   "GO"                      (after cgroup attach)
+ *                      "MAPPED"                  (uid_map and gid_map written)
  *                      "SPAWN" + 3 fds (SCM_RIGHTS: stdin, stdout, stderr)
- *   init -> sandboxd   "READY" | "ERR <why>"
+ *   init -> sandboxd   "USERNS"                  (please write my id maps)
+ *                      "READY" | "ERR <why>"
  *                      "PID <n>"                 (the new shell, pid inside)
  *                      "EXIT <n> <wait status>"  (the shell died)
  *
@@ -14,11 +20,13 @@
  * pid namespace and drops its mounts.
  */
 #include "sandbox/sandboxd.h"
+#include "sandbox/idmap.h"
 
 #include "common/status.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -86,49 +94,66 @@ static void init_ro(const char *p)
 }
 
 /* Hides a /proc file or dir that leaks host kernel state or controls. */
-static void init_mask(const char *p)
+static void init_mask(const char *p, char *null_ro, size_t null_rosz)
 {
     struct stat st;
     if (lstat(p, &st) != 0)
         return;
-    if (S_ISDIR(st.st_mode))
+    if (S_ISDIR(st.st_mode)) {
         init_mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=555");
-    else
+    } else if (null_ro[0]) {
+        /* a bind of a bind keeps its ro,nosuid,noexec: one mount, not two */
+        init_mount(null_ro, p, NULL, MS_BIND, NULL);
+    } else {
+        /* reads as empty; read-only so that no writable mount lacks nodev */
         init_mount("/dev/null", p, NULL, MS_BIND, NULL);
+        init_mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL);
+        snprintf(null_ro, null_rosz, "%s", p);
+    }
 }
 
 static void init_proc(const char *root)
 {
-    char p[1200];
+    char p[1200], null_ro[1200] = "";
     snprintf(p, sizeof p, "%s/proc", root);
     mkdir(p, 0555);
     init_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-    /* Without a user namespace, sandbox root writing /proc/sys would set the
-     * host's sysctls (core_pattern runs a program as host root): read-only,
-     * like Docker. Host-wide information and triggers are masked. */
+    /* The sandbox's root is not host root, so the kernel already refuses
+     * it the host's sysctls and triggers; read-only and masked anyway, as
+     * Docker does, in case a kernel bug forgets a check. Host-wide
+     * information and triggers are masked. */
     static const char *const ro[] = {"sys", "irq", "bus", "fs", "sysrq-trigger"};
-    static const char *const masked[] = {"kcore",      "keys",     "timer_list", "sched_debug",
-                                         "kallsyms",   "acpi",     "scsi",       "latency_stats",
-                                         "kpagecount", "kpageflags", "kpagecgroup", "config.gz",
-                                         "vmcore",     "firmware"};
+    static const char *const masked[] = {"kcore",      "keys",       "timer_list",  "timer_stats",
+                                         "sched_debug", "kallsyms",  "acpi",        "asound",
+                                         "scsi",       "latency_stats", "kpagecount", "kpageflags",
+                                         "kpagecgroup", "config.gz", "vmcore",      "firmware",
+                                         "kmsg"};
     for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++) {
         snprintf(p, sizeof p, "%s/proc/%s", root, ro[i]);
         init_ro(p);
     }
     for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++) {
         snprintf(p, sizeof p, "%s/proc/%s", root, masked[i]);
-        init_mask(p);
+        init_mask(p, null_ro, sizeof null_ro);
     }
 }
 
-static void init_dev(const char *root)
+static void init_chown(const char *p, uint32_t base)
 {
-    char p[1200], q[1200];
+    if (lchown(p, (uid_t)base, (gid_t)base) != 0)
+        init_fail(p);
+}
+
+static void init_dev(const char *root, uint32_t base)
+{
+    char p[1200], q[1200], opts[128];
     snprintf(p, sizeof p, "%s/dev", root);
     mkdir(p, 0755);
-    /* not nodev: the few nodes below must work; CAP_MKNOD is dropped later
-     * so no other node can ever appear */
+    /* not nodev: the few nodes below must work; it is made read-only once
+     * they exist, and the sandbox can never mknod (no CAP_MKNOD towards the
+     * host's user namespace) */
     init_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=1024k,nr_inodes=256");
+    init_chown(p, base);
     static const struct {
         const char *name;
         unsigned maj, min;
@@ -139,13 +164,17 @@ static void init_dev(const char *root)
         if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) != 0)
             init_fail(p);
         chmod(p, 0666); /* mknod obeys the umask */
+        init_chown(p, base);
     }
     snprintf(p, sizeof p, "%s/dev/pts", root);
     mkdir(p, 0755);
-    init_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
+    /* gid 5: Debian's tty group, as the sandbox sees it */
+    snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,gid=%u", base + 5);
+    init_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, opts);
     snprintf(p, sizeof p, "%s/dev/shm", root);
     mkdir(p, 01777);
-    init_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=65536k");
+    snprintf(opts, sizeof opts, "mode=1777,size=65536k,uid=%u,gid=%u", base, base);
+    init_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts);
     static const char *const links[][2] = {{"pts/ptmx", "ptmx"},      {"/proc/self/fd", "fd"},
                                            {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
                                            {"/proc/self/fd/2", "stderr"}};
@@ -153,7 +182,11 @@ static void init_dev(const char *root)
         snprintf(q, sizeof q, "%s/dev/%s", root, links[i][1]);
         if (symlink(links[i][0], q) != 0)
             init_fail(q);
+        init_chown(q, base);
     }
+    /* /dev is the one mount that is not nodev: nothing may be added to it */
+    snprintf(p, sizeof p, "%s/dev", root);
+    init_mount(NULL, p, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL);
 }
 
 static void init_loopback(void)
@@ -172,27 +205,75 @@ static void init_loopback(void)
     close(s);
 }
 
+/* Best effort: a per-network-namespace sysctl, written through the host's
+ * /proc (which shows the opener's network namespace) before the pivot. */
+static void init_net_sysctl(const char *name, const char *val)
+{
+    char p[128];
+    snprintf(p, sizeof p, "/proc/sys/net/ipv4/%s", name);
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, val, strlen(val));
+    (void)w;
+    close(fd);
+}
+
+static void init_mkdir_owned(const char *p, mode_t mode, uint32_t base)
+{
+    if (mkdir(p, mode) != 0 || chmod(p, mode) != 0)
+        init_fail(p);
+    init_chown(p, base);
+}
+
 static void init_filesystem(const lbsd_init_cfg *cfg)
 {
-    char opts[4096], p[1200];
+    char opts[4096], p[1200], upper[1100], work[1100], merged[1100], tmp[1100];
+    uint32_t base = cfg->uid_base;
     /* nothing we mount may leak back to the host, and nothing the host
      * mounts later should appear here */
     init_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+    /* The disk quota: one tmpfs of disk_mib holds the overlay's writable
+     * layer and /tmp, mounted in this mount namespace only, so it vanishes
+     * with the sandbox even if sandboxd dies. Its pages are RAM (and count
+     * toward the sandbox's memory cgroup when the sandbox writes them). */
+    snprintf(opts, sizeof opts, "size=%dm,mode=0700", cfg->disk_mib);
+    init_mount("tmpfs", cfg->scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+    if ((size_t)snprintf(upper, sizeof upper, "%s/upper", cfg->scratch) >= sizeof upper) {
+        errno = ENAMETOOLONG;
+        init_fail("scratch path");
+    }
+    snprintf(work, sizeof work, "%s/work", cfg->scratch);
+    snprintf(merged, sizeof merged, "%s/merged", cfg->scratch);
+    snprintf(tmp, sizeof tmp, "%s/tmp", cfg->scratch);
+    /* upper/ is the sandbox's "/": its owner and mode are what the sandbox
+     * sees for its root directory */
+    init_mkdir_owned(upper, 0755, base);
+    if (mkdir(work, 0700) != 0 || mkdir(merged, 0755) != 0)
+        init_fail("scratch dirs");
+    init_mkdir_owned(tmp, 01777, base);
     if ((size_t)snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s", cfg->lower,
-                         cfg->upper, cfg->work) >= sizeof opts) {
+                         upper, work) >= sizeof opts) {
         errno = ENAMETOOLONG;
         init_fail("overlay options");
     }
-    /* nodev: a device node that reaches the image or the upper layer is inert */
-    init_mount("overlay", cfg->merged, "overlay", MS_NODEV, opts);
-    init_proc(cfg->merged);
-    init_dev(cfg->merged);
-    snprintf(p, sizeof p, "%s/tmp", cfg->merged);
+    /* nodev, nosuid: a device node or setuid file that reaches the image or
+     * the upper layer is inert */
+    init_mount("overlay", merged, "overlay", MS_NODEV | MS_NOSUID, opts);
+    init_proc(merged);
+    init_dev(merged, base);
+    snprintf(p, sizeof p, "%s/tmp", merged);
     mkdir(p, 01777);
-    snprintf(opts, sizeof opts, "mode=1777,size=%dm", cfg->tmp_mib);
-    init_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+    /* a bind of the quota tmpfs keeps its nosuid,nodev */
+    init_mount(tmp, p, NULL, MS_BIND, NULL);
+    /* binding to ports below 1024 and ICMP echo sockets (ping) are checked
+     * against the network namespace's owner, the host: allow them for the
+     * sandbox's ids in its own network namespace */
+    init_net_sysctl("ip_unprivileged_port_start", "0");
+    snprintf(opts, sizeof opts, "%u %u", base, base + LBSD_ID_COUNT - 1);
+    init_net_sysctl("ping_group_range", opts);
     /* the old root goes away entirely: pivot, then detach it */
-    if (chdir(cfg->merged) != 0)
+    if (chdir(merged) != 0)
         init_fail("chdir to the new root");
     if (syscall(SYS_pivot_root, ".", ".") != 0)
         init_fail("pivot_root");
@@ -202,21 +283,58 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
         init_fail("chdir /");
 }
 
+/* Set while still host root: raising a hard limit needs CAP_SYS_RESOURCE
+ * towards the host, which the sandbox never has afterwards. */
 static void init_limits(const lbsd_init_cfg *cfg)
 {
     struct rlimit core = {0, 0}, nofile = {65536, 65536};
-    setrlimit(RLIMIT_CORE, &core);
-    setrlimit(RLIMIT_NOFILE, &nofile);
+    /* no single file larger than the whole writable layer; one MiB over
+     * it, so that filling the layer with one file ends in ENOSPC from the
+     * tmpfs (an error the writer can report) rather than in SIGXFSZ */
+    rlim_t fsz = ((rlim_t)cfg->disk_mib + 1) << 20;
+    struct rlimit fsize = {fsz, fsz};
+    if (setrlimit(RLIMIT_CORE, &core) != 0 || setrlimit(RLIMIT_FSIZE, &fsize) != 0)
+        init_fail("setrlimit");
+    /* 65536 open files; if sandboxd may not raise its own hard limit that
+     * far (no CAP_SYS_RESOURCE), as many as it has */
+    if (setrlimit(RLIMIT_NOFILE, &nofile) != 0 && getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     if (cfg->rlimit_mode) {
         /* approximate: per process, counts address space, not memory */
         struct rlimit as = {cfg->memory_bytes, cfg->memory_bytes};
         setrlimit(RLIMIT_AS, &as);
-        /* NB: the kernel exempts the root user from RLIMIT_NPROC, so this
-         * only bites once sandboxes run as a mapped uid (user namespace);
-         * until then rlimit mode has no process limit (docs/SANDBOX.md) */
+        /* counted per user and user namespace: each uid inside each
+         * sandbox gets this many (the kernel's root exemption is for host
+         * root only) */
         struct rlimit np = {(rlim_t)cfg->pids, (rlim_t)cfg->pids};
         setrlimit(RLIMIT_NPROC, &np);
     }
+}
+
+/* Becomes root of a new user namespace whose ids sandboxd maps to the host
+ * range BASE..BASE+65535. */
+static void init_userns(void)
+{
+    if (unshare(CLONE_NEWUSER) != 0)
+        init_fail("unshare a user namespace (is user.max_user_namespaces 0?)");
+    init_send("USERNS");
+    char buf[32];
+    ssize_t n;
+    do
+        n = recv(INIT_CTL_FD, buf, sizeof buf - 1, 0);
+    while (n < 0 && errno == EINTR);
+    if (n != 6 || memcmp(buf, "MAPPED", 6) != 0)
+        _exit(1); /* sandboxd could not map us and has said why */
+    /* still holding every capability, now over the new namespace only */
+    if (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0)
+        init_fail("become root of the user namespace");
+    if (setgroups(0, NULL) != 0)
+        init_fail("setgroups");
+    /* a credential change clears both of these */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 /* Receives "SPAWN" + three fds. Returns 1 and the fds on success. */
@@ -408,6 +526,8 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
             close(nul);
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* out of sandboxd's session: no way back to its controlling terminal */
+    setsid();
     init_hide_host_args();
     /* Our memory is a copy of sandboxd's (config, other clients' buffers).
      * Not dumpable: /proc/1/mem, environ and ptrace need CAP_SYS_PTRACE,
@@ -429,14 +549,17 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     while (n < 0 && errno == EINTR);
     if (n != 2 || memcmp(go, "GO", 2) != 0)
         _exit(1);
-    /* our cgroup becomes the root of what the sandbox can see */
-    unshare(CLONE_NEWCGROUP);
+    /* our cgroup becomes the root of what the sandbox can see; made before
+     * the user namespace, so the sandbox does not own it */
+    if (unshare(CLONE_NEWCGROUP) != 0)
+        init_fail("unshare a cgroup namespace");
 
     init_filesystem(cfg);
     if (sethostname("sandbox", 7) != 0)
         init_fail("sethostname");
     init_loopback();
     init_limits(cfg);
+    init_userns();
     if (lbsd_drop_caps() != LB_OK)
         init_fail("drop capabilities");
     if (lbsd_seccomp_apply() != LB_OK)

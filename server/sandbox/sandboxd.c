@@ -301,6 +301,7 @@ static void lbsd_ping(lbsd_conn *c)
         cJSON_AddStringToObject(r, "cgroup", lbsd_cg_mode_name(lbsd_cg_detect()));
         cJSON_AddNumberToObject(r, "uptime_ms", (double)(lb_mono_ms() - g_started_ms));
         lbsd_ping_lifecycle(r);
+        cJSON_AddNumberToObject(r, "uid_base", (double)lb_cfg()->sandbox_uid_base);
     }
     lbsd_reply(c, r, NULL, 0, 0);
 }

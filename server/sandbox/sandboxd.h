@@ -104,8 +104,10 @@ typedef struct lbsd_sandbox {
     char image[LBSD_IMAGE_MAX + 1];
     struct lbsd_conn *owner;
     struct lbsd_sandbox *next;     /* in the global list */
-    char dir[LB_CFG_PATH + 64];    /* var/sandboxes/<id> */
-    int memory_mib, pids;
+    char dir[LB_CFG_PATH + 64];    /* var/sandboxes/<id>: an empty dir on the host, the
+                                    * mount point of the sandbox's tmpfs in its own mount
+                                    * namespace (reach its files through root_fd only) */
+    int memory_mib, pids, cpu_milli, disk_mib;
     lbsd_cgroup cg;
 
     pid_t init_pid;                /* host pid of the sandbox's pid 1 */
@@ -252,8 +254,12 @@ void lbsd_kill_stale_procs(void);
 
 /* --- sandbox_init.c (runs in the clone()d child as pid 1) -------------- */
 typedef struct lbsd_init_cfg {
-    const char *merged, *lower, *upper, *work;
-    int tmp_mib;                   /* size of /tmp */
+    const char *scratch;           /* var/sandboxes/<id>: init mounts the quota tmpfs here
+                                    * (in its own mount namespace) with upper/, work/,
+                                    * merged/ and tmp/ inside */
+    const char *lower;             /* the image's rootfs */
+    int disk_mib;                  /* size of that tmpfs: writable layer + /tmp */
+    uint32_t uid_base;             /* host uid/gid of the sandbox's root */
     int rlimit_mode;               /* no cgroups: limit memory and pids with rlimits */
     uint64_t memory_bytes;
     int pids;
@@ -264,8 +270,12 @@ __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
 /* Drops capabilities outside the sandbox set (bounding, permitted,
  * effective, inheritable, ambient). */
 int lbsd_drop_caps(void);
-/* PR_SET_NO_NEW_PRIVS + the seccomp deny list. The last step before the
- * sandbox runs anything it did not choose. */
+/* Compiles the seccomp deny list once (sandboxd, before the first clone;
+ * later calls return at once). */
+int lbsd_seccomp_prepare(void);
+/* PR_SET_NO_NEW_PRIVS + the seccomp deny list (the prepared program, or
+ * compiled here if there is none). The last step before the sandbox runs
+ * anything it did not choose. */
 int lbsd_seccomp_apply(void);
 
 /* --- sandbox_exec.c ------------------------------------------------------- */

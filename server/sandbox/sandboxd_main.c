@@ -5,6 +5,7 @@
  * left behind, then runs the event loop (sandboxd.c).
  */
 #include "entry.h"
+#include "sandbox/idmap.h"
 #include "sandbox/sandboxd.h"
 
 #include "common/log.h"
@@ -191,6 +192,8 @@ int lb_sandboxd_main(int argc, char **argv)
      * its scratch dirs and cgroups */
     lbsd_kill_stale_procs();
     lbsd_cleanup_stale();
+    /* once per image (and after a change of LLMBOX_SANDBOX_UID_BASE) */
+    lbsd_idmap_startup();
     lbsd_pool_init();
     lb_info("sandboxd %s listening on %s (images in %s, cgroup %s)", LLMBOX_VERSION,
             cfg->sandboxd_socket, cfg->image_store, lbsd_cg_mode_name(lbsd_cg_detect()));

@@ -139,14 +139,17 @@ def proc_exe_host_helper(d):
         sid = c.create(memory_mib=256)
         ns = pidns_of(c, sid)
         # which sandbox pids run a host executable (not one of the sandbox's own root)?
-        root_dev = os.stat("/proc/%d/root/" % init_hostpid(ns)).st_dev
         helpers = []
         for hp in procs_in(ns):
             try:
                 st = os.stat("/proc/%d/exe" % hp)
             except OSError:
                 continue
-            if (st.st_dev, st.st_ino) == (bst.st_dev, bst.st_ino) or st.st_dev != root_dev:
+            # the host binary itself (init is a copy of sandboxd). Not "any exe
+            # on another device": with the writable layer on a tmpfs, overlayfs
+            # reports the lower filesystem's st_dev for files of the image, so
+            # the sandbox's own bash would look foreign.
+            if (st.st_dev, st.st_ino) == (bst.st_dev, bst.st_ino):
                 nspid = proc_status(hp).get("NSpid", "").split()
                 if nspid:
                     helpers.append(int(nspid[-1]))
