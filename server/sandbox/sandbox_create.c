@@ -79,6 +79,15 @@ static ssize_t sb_ctl_recv(lbsd_sandbox *sb, char *buf, size_t bufsz, int timeou
     }
 }
 
+int lbsd_pid_in_sandbox(const lbsd_sandbox *sb, pid_t pid)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld/ns/pid", (long)pid);
+    struct stat st;
+    return stat(p, &st) == 0 && (uint64_t)st.st_ino == sb->pidns_ino &&
+           (uint64_t)st.st_dev == sb->pidns_dev;
+}
+
 /* Host pid of the process whose pid inside the sandbox is nspid. */
 static pid_t sb_host_pid(lbsd_sandbox *sb, int nspid)
 {
@@ -93,10 +102,7 @@ static pid_t sb_host_pid(lbsd_sandbox *sb, int nspid)
         if (*end || pid <= 0)
             continue;
         char p[64], buf[2048];
-        snprintf(p, sizeof p, "/proc/%ld/ns/pid", pid);
-        struct stat st;
-        if (stat(p, &st) != 0 || (uint64_t)st.st_ino != sb->pidns_ino ||
-            (uint64_t)st.st_dev != sb->pidns_dev)
+        if (!lbsd_pid_in_sandbox(sb, (pid_t)pid))
             continue;
         snprintf(p, sizeof p, "/proc/%ld/status", pid);
         int fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -140,11 +146,7 @@ int lbsd_kill_all(lbsd_sandbox *sb, int keep_shell)
                 continue;
             if (keep_shell && sb->sh_hostpid > 0 && pid == sb->sh_hostpid)
                 continue;
-            char p[64];
-            snprintf(p, sizeof p, "/proc/%ld/ns/pid", pid);
-            struct stat st;
-            if (stat(p, &st) != 0 || (uint64_t)st.st_ino != sb->pidns_ino ||
-                (uint64_t)st.st_dev != sb->pidns_dev)
+            if (!lbsd_pid_in_sandbox(sb, (pid_t)pid))
                 continue;
             if (kill((pid_t)pid, SIGKILL) == 0)
                 killed++;

@@ -437,10 +437,7 @@ static void lbsd_sigint_group(lbsd_sandbox *sb)
         if (*end || pid <= 1 || pid == sb->init_pid)
             continue;
         char p[64], buf[1024];
-        snprintf(p, sizeof p, "/proc/%ld/ns/pid", pid);
-        struct stat st;
-        if (stat(p, &st) != 0 || (uint64_t)st.st_ino != sb->pidns_ino ||
-            (uint64_t)st.st_dev != sb->pidns_dev)
+        if (!lbsd_pid_in_sandbox(sb, (pid_t)pid))
             continue;
         snprintf(p, sizeof p, "/proc/%ld/stat", pid);
         int fd = open(p, O_RDONLY | O_CLOEXEC);

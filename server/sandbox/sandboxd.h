@@ -192,6 +192,9 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb);
 int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz);
 /* Handles one message from init (shell exit). Returns -1 when init is gone. */
 int lbsd_ctl_handle(lbsd_sandbox *sb);
+/* True when the host process pid lives in sb's pid namespace (the one test
+ * every /proc walk over a sandbox's processes uses). */
+int lbsd_pid_in_sandbox(const lbsd_sandbox *sb, pid_t pid);
 /* SIGKILLs every process of the sandbox except init and (keep_shell) the shell. */
 int lbsd_kill_all(lbsd_sandbox *sb, int keep_shell);
 /* Removes what a previous sandboxd run left behind. */
