@@ -23,6 +23,8 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+from sandbox_rpc import Conn  # noqa: E402  (the framing client the other suites share)
 BIN = os.environ.get("LLMBOX_BIN",
                      os.path.join(REPO, os.environ.get("BUILD", "build"), "llmbox"))
 IMAGES = os.path.join(REPO, "var", "images")
@@ -39,46 +41,6 @@ def report(name, ok, why=""):
     else:
         failed += 1
         print("FAIL %s: %s" % (name, why), flush=True)
-
-
-class Conn:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(60)
-        self.s.connect(path)
-
-    def close(self):
-        self.s.close()
-
-    def send_frame(self, b):
-        self.s.sendall(struct.pack(">I", len(b)) + b)
-
-    def _recvn(self, n):
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.s.recv(n - len(out))
-            if not chunk:
-                raise EOFError("sandboxd closed the connection")
-            out += chunk
-        return bytes(out)
-
-    def recv_frame(self):
-        (n,) = struct.unpack(">I", self._recvn(4))
-        return self._recvn(n)
-
-    def call(self, obj, data=None):
-        if data is not None:
-            obj = dict(obj, data=True)
-        self.send_frame(json.dumps(obj).encode())
-        if data is not None:
-            self.send_frame(data)
-        r = json.loads(self.recv_frame())
-        if r.get("data"):
-            r["_data"] = self.recv_frame()
-        return r
-
-    def exec(self, sid, cmd, timeout_ms=20000):
-        return self.call({"op": "exec", "id": sid, "command": cmd, "timeout_ms": timeout_ms})
 
 
 def pidns_of(conn, sid):
