@@ -216,7 +216,11 @@ def inherited_fds(d):
     with d.connect() as c:
         sid = c.create(memory_mib=256)
         sh(c, sid, "sleep 60 &")
-        out = sh(c, sid, "sleep 61 & f=$!; echo \"foreground-child $(ls /proc/$f/fd | sort -n | "
+        out = sh(c, sid, "sleep 61 & f=$!; "
+                         # wait for the fork to exec sleep: between fork and exec
+                         # the child is still bash, with bash's close-on-exec fds
+                         "for i in $(seq 100); do [ \"$(cat /proc/$f/comm)\" = sleep ] && break; "
+                         "sleep 0.02; done; echo \"foreground-child $(ls /proc/$f/fd | sort -n | "
                          "tr '\\n' ' ')\"; for q in $(pgrep -x sleep); do echo \"pid-$q $(ls "
                          "/proc/$q/fd | sort -n | tr '\\n' ' ')\"; done; "
                          "ls -l /proc/$f/fd /proc/$$/fd; kill %1 %2")
