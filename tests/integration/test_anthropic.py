@@ -181,7 +181,7 @@ def cases(E):
     def http_error():
         assert res2.returncode == 1, res2.returncode
         text = res2.stdout + res2.stderr
-        assert "/v1/messages answered HTTP 401: invalid x-api-key" in text, text[-400:]
+        assert "/v1/messages refused the API key from $ANTHROPIC_API_KEY (HTTP 401: invalid x-api-key)" in text, text[-400:]
         assert KEY not in text
     check("anthropic_http_error_reported", http_error)
 
