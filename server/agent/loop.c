@@ -701,6 +701,19 @@ static void finalize(run *r)
                      r->tools, conf);
         cJSON_Delete(conf);
     }
+    /* a context-length retry lowers max_tokens for the rest of the run:
+     * the record says so */
+    cJSON *tm = r->traj.root ? cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetObjectItemCaseSensitive(r->traj.root, "config"), "model")
+                             : NULL;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(tm, "max_tokens");
+    if (tm && r->model_ready && r->model.max_tokens > 0 &&
+        (!cJSON_IsNumber(mt) || (int)mt->valuedouble != r->model.max_tokens)) {
+        if (cJSON_IsNumber(mt))
+            cJSON_AddNumberToObject(tm, "max_tokens_configured", mt->valuedouble);
+        cJSON_DeleteItemFromObjectCaseSensitive(tm, "max_tokens");
+        cJSON_AddNumberToObject(tm, "max_tokens", r->model.max_tokens);
+    }
     if (r->o->trajectory_path && r->traj.root) {
         cJSON *t = cJSON_CreateObject();
         cJSON_AddNumberToObject(t, "started_ms", (double)r->t_start);
