@@ -75,8 +75,11 @@ def multipart(fields, files):
 
 
 class Stack:
-    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100):
+    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, conf=None):
+        """conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
+        once the fake model runs; "{model_url}" in it becomes its base URL."""
         self.scenario = scenario
+        self.conf = conf
         self.extra_env = env or {}
         self.want_model = model
         self.nginx_body_mb = nginx_body_mb
@@ -112,6 +115,10 @@ class Stack:
             line = mp.stdout.readline()
             self.model_port = int(line.strip().split()[-1])
         llm_url = "http://127.0.0.1:%d/v1" % (self.model_port or free_port())
+        self.model_url = llm_url
+        if self.conf is not None:
+            with open(os.path.join(p, "llmbox.conf"), "w") as f:
+                f.write(self.conf.replace("{model_url}", llm_url).replace("{model_port}", str(self.model_port)))
 
         self.env = dict(os.environ)
         self.env.update({
@@ -233,7 +240,7 @@ class Stack:
         assert r.getheader("Content-Type", "").startswith("text/event-stream")
         evs, cur = [], {}
         while True:
-            line = r.fp.readline()
+            line = r.readline()  # not r.fp: a big event spans chunks of the chunked body
             if not line:
                 break
             line = line.decode().rstrip("\r\n")
