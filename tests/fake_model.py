@@ -60,7 +60,7 @@ tool (arguments {}), so a run always ends.
 --log-dir DIR: each request body is written to DIR/request-0001.json,
 request-0002.json ... (pretty-printed), so tests can assert what the agent
 sent: the messages, tool observations, "[N turns left]" notes, the tools.
-The request headers go next to it as request-0001.headers.json (so a test
+The request headers go next to it as headers-0001.json (so a test
 can check that a key was sent, and then that it shows up nowhere else), for
 both APIs.
 """
@@ -129,7 +129,8 @@ class State:
                     f.write(text)
                 os.replace(path + ".tmp", path)
                 if headers is not None:
-                    with open(path[:-5] + ".headers.json", "w", encoding="utf-8") as f:
+                    hpath = os.path.join(self.log_dir, "headers-%04d.json" % n)
+                    with open(hpath, "w", encoding="utf-8") as f:
                         json.dump({k.lower(): v for k, v in headers.items()}, f, indent=2)
             return n, self.pick(n, body)
 

@@ -455,6 +455,8 @@ static void loop(run *r)
         cJSON_AddNumberToObject(u, "prompt_tokens", (double)(rep.prompt_tokens < 0 ? 0 : rep.prompt_tokens));
         cJSON_AddNumberToObject(u, "completion_tokens",
                                 (double)(rep.completion_tokens < 0 ? 0 : rep.completion_tokens));
+        if (rep.prompt_tokens < 0 || rep.completion_tokens < 0)
+            cJSON_AddBoolToObject(u, "reported", 0); /* the endpoint gave no counts */
         cJSON_AddNumberToObject(d, "duration_ms", (double)dt);
 
         cJSON *tturn = lb_traj_turn(&r->traj, turn);
@@ -468,8 +470,6 @@ static void loop(run *r)
             if (rep.finish_reason)
                 cJSON_AddStringToObject(tturn, "finish_reason", rep.finish_reason);
             tusage = cJSON_Duplicate(u, 1);
-            if (tusage && (rep.prompt_tokens < 0 || rep.completion_tokens < 0))
-                cJSON_AddBoolToObject(tusage, "reported", 0); /* the endpoint gave no counts */
             cJSON_AddItemToObject(tturn, "usage", tusage);
         }
         add_usage(r, &rep, tusage);
@@ -659,6 +659,11 @@ static void finalize(run *r)
             cJSON_AddStringToObject(a, "mime", arts[i].mime);
             cJSON_AddStringToObject(a, "sha256", arts[i].sha256);
             cJSON_AddItemToArray(list, a);
+        }
+        /* the record lists them too */
+        if (r->traj.root && list) {
+            cJSON_DeleteItemFromObjectCaseSensitive(r->traj.root, "artifacts");
+            cJSON_AddItemToObject(r->traj.root, "artifacts", cJSON_Duplicate(list, 1));
         }
         emit(r, "artifacts", d);
         r->res->n_artifacts = n_arts;

@@ -136,7 +136,7 @@ MS=$(( ($(date +%s%N) - S) / 1000000 ))
 start_model http401 '[{"status":401,"error":"invalid api key"},{"content":"never asked"}]'
 "$LLMBOX" run -o "$T/out5" "x" > "$T/run5.txt" 2>&1
 grep -qF 'refused the API key from $LLMBOX_LLM_KEY (HTTP 401: invalid api key)' "$T/run5.txt" \
-    && [ "$(ls "$T/http401.log"/request-*.json | wc -l)" = 1 ] \
+    && [ "$(ls "$T/http401.log"/request-[0-9][0-9][0-9][0-9].json | wc -l)" = 1 ] \
     && pass http_error_reported || fail http_error_reported "$(tail -2 "$T/run5.txt")"
 
 # ---- cancel while the model thinks ----

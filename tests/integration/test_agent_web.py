@@ -81,7 +81,7 @@ def requests_for(s, tag):
     """The fake model's recorded requests of the conversation tagged tag."""
     out = []
     for n in sorted(os.listdir(s.model_log)):
-        if n.endswith(".headers.json"):
+        if not n.startswith("request-"):
             continue
         r = json.load(open(os.path.join(s.model_log, n)))
         if tag in json.dumps(r.get("messages", [])):
@@ -126,7 +126,7 @@ def t_model_picked(s):
     assert t["status"] == "succeeded", t
     reqs = requests_for(s, "[pick]")
     assert reqs and reqs[0][1]["model"] == "other-model" and reqs[0][1]["temperature"] == 0.3, reqs[:1]
-    h = json.load(open(os.path.join(s.model_log, reqs[0][0].replace(".json", ".headers.json"))))
+    h = json.load(open(os.path.join(s.model_log, reqs[0][0].replace("request-", "headers-"))))
     assert "authorization" not in h, "the other model has no key: %r" % h.get("authorization")
     # the default model, with its key
     st, t2 = s.create_task("[pick] the default", max_turns="3")
@@ -134,7 +134,7 @@ def t_model_picked(s):
     t2 = s.wait_task(t2["id"], 60)
     r2 = [r for r in requests_for(s, "[pick] the default")]
     assert r2 and r2[0][1]["model"] == "fake-model", r2[:1]
-    h = json.load(open(os.path.join(s.model_log, r2[0][0].replace(".json", ".headers.json"))))
+    h = json.load(open(os.path.join(s.model_log, r2[0][0].replace("request-", "headers-"))))
     assert h.get("authorization") == "Bearer " + KEY, h
     no_key_anywhere(s, t2["id"])
 

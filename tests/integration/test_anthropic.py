@@ -160,7 +160,7 @@ def cases(E):
     check("anthropic_tool_results_carry_ids", tool_results)
 
     def headers():
-        with open(os.path.join(log, "request-0001.headers.json")) as f:
+        with open(os.path.join(log, "headers-0001.json")) as f:
             h = json.load(f)
         assert h.get("x-api-key") == KEY
         assert h.get("anthropic-version") == "2023-06-01"

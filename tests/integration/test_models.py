@@ -122,12 +122,12 @@ class Env:
 
 
 def requests(log):
-    names = sorted(n for n in os.listdir(log) if n.endswith(".json") and not n.endswith(".headers.json"))
+    names = sorted(n for n in os.listdir(log) if n.startswith("request-"))
     return [json.load(open(os.path.join(log, n))) for n in names]
 
 
 def headers(log, n):
-    return json.load(open(os.path.join(log, "request-%04d.headers.json" % n)))
+    return json.load(open(os.path.join(log, "headers-%04d.json" % n)))
 
 
 def cases(E):
