@@ -4,7 +4,7 @@ CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2
 CPPFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Iserver -MMD -MP
 HARDEN   := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
-LDLIBS   := -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lseccomp -lcrypto -ldl -lpthread
+LDLIBS   := -linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lseccomp -lcrypto -ldl -lpthread
 BUILD    := build
 
 SRC      := $(wildcard server/*.c server/*/*.c)

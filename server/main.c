@@ -22,7 +22,8 @@ static void usage(FILE *f)
             "  image list          the images, their state and size\n"
             "  version             print the version\n"
             "\n"
-            "Configuration comes from the environment; see README.md.\n");
+            "Configuration comes from llmbox.conf (LLMBOX_CONF, default $LLMBOX_HOME/llmbox.conf)\n"
+            "and the environment, which wins; see README.md and llmbox.conf.example.\n");
 }
 
 int main(int argc, char **argv)
@@ -42,7 +43,10 @@ int main(int argc, char **argv)
     }
     int rc = lb_config_load(lb_cfg_mut());
     if (rc != LB_OK) {
-        fprintf(stderr, "llmbox: cannot load configuration: %s\n", lb_strerror(rc));
+        /* a bad llmbox.conf or variable stops every subcommand: a service
+         * that starts with half its settings is worse than one that does not */
+        fprintf(stderr, "llmbox: cannot load the configuration: %s\n",
+                lb_config_error()[0] ? lb_config_error() : lb_strerror(rc));
         return 1;
     }
     argc--;

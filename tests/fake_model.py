@@ -42,10 +42,17 @@ A step:
       ],
       "delay_ms": 0,                     # optional: wait before answering
       "usage": {"prompt_tokens": 10, "completion_tokens": 5},  # optional
+      "usage": null,                     # or: no usage in the answer at all
       "status": 200,                     # optional HTTP status (e.g. 500, 401)
       "error": "message",                # optional: body {"error":{"message":...}}
+      "code": "context_length_exceeded", # optional: with "error", OpenAI's error code
+      "retry_after": 1,                  # optional: a Retry-After header (seconds)
       "raw": "text"                      # optional: this exact body instead
     }
+
+A context-length error as vLLM says it:
+    {"status": 400, "error": "This model's maximum context length is 4096 tokens. However, you
+     requested 5000 tokens (3000 in the messages, 2000 in the completion). ..."}
 
 When the steps run out, the server answers with a call of the finish
 tool (arguments {}), so a run always ends.
@@ -53,8 +60,9 @@ tool (arguments {}), so a run always ends.
 --log-dir DIR: each request body is written to DIR/request-0001.json,
 request-0002.json ... (pretty-printed), so tests can assert what the agent
 sent: the messages, tool observations, "[N turns left]" notes, the tools.
-The request headers go next to it as request-0001.headers.json (so a test
-can check that a key was sent, and then that it shows up nowhere else).
+The request headers go next to it as headers-0001.json (so a test
+can check that a key was sent, and then that it shows up nowhere else), for
+both APIs.
 """
 import argparse
 import json
@@ -121,7 +129,8 @@ class State:
                     f.write(text)
                 os.replace(path + ".tmp", path)
                 if headers is not None:
-                    with open(path[:-5] + ".headers.json", "w", encoding="utf-8") as f:
+                    hpath = os.path.join(self.log_dir, "headers-%04d.json" % n)
+                    with open(hpath, "w", encoding="utf-8") as f:
                         json.dump({k.lower(): v for k, v in headers.items()}, f, indent=2)
             return n, self.pick(n, body)
 
@@ -146,10 +155,7 @@ def completion(n, step):
         })
     if calls:
         msg["tool_calls"] = calls
-    usage = step.get("usage", {"prompt_tokens": 100 * n, "completion_tokens": 10})
-    usage = dict(usage)
-    usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
-    return {
+    out = {
         "id": "chatcmpl-fake-%d" % n,
         "object": "chat.completion",
         "created": int(time.time()),
@@ -159,8 +165,13 @@ def completion(n, step):
             "message": msg,
             "finish_reason": "tool_calls" if calls else "stop",
         }],
-        "usage": usage,
     }
+    usage = step.get("usage", {"prompt_tokens": 100 * n, "completion_tokens": 10})
+    if usage is not None:  # "usage": null: a server that does not count
+        usage = dict(usage)
+        usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+        out["usage"] = usage
+    return out
 
 
 def message(n, step):
@@ -182,7 +193,7 @@ def message(n, step):
                 pass  # sent as it is, to test the client
         content.append({"type": "tool_use", "id": c.get("id", "toolu_%d_%d" % (n, i)),
                         "name": c.get("name", ""), "input": args})
-    usage = step.get("usage", {"prompt_tokens": 100 * n, "completion_tokens": 10})
+    usage = step.get("usage", {"prompt_tokens": 100 * n, "completion_tokens": 10}) or {}
     return {
         "id": "msg_fake_%d" % n,
         "type": "message",
@@ -203,9 +214,11 @@ def make_handler(state):
         def log_message(self, fmt, *args):  # quiet: tests read stdout
             pass
 
-        def send(self, status, body, ctype="application/json"):
+        def send(self, status, body, ctype="application/json", headers=None):
             data = body if isinstance(body, bytes) else body.encode("utf-8")
             self.send_response(status)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -227,7 +240,7 @@ def make_handler(state):
             if not anthropic and path not in ("/v1/chat/completions", "/chat/completions"):
                 self.send(404, json.dumps({"error": {"message": "no such endpoint: " + self.path}}))
                 return
-            n, step = state.next(body, dict(self.headers) if anthropic else None)
+            n, step = state.next(body, dict(self.headers))
             step = step or None
             if step and step.get("delay_ms"):
                 time.sleep(step["delay_ms"] / 1000.0)
@@ -239,7 +252,10 @@ def make_handler(state):
                     err = {"type": "error", "error": {"type": "fake_error", "message": step["error"]}}
                 else:
                     err = {"error": {"message": step["error"], "type": "fake"}}
-                self.send(step.get("status", 500), json.dumps(err))
+                    if "code" in step:
+                        err["error"]["code"] = step["code"]
+                extra = {"Retry-After": str(step["retry_after"])} if "retry_after" in step else None
+                self.send(step.get("status", 500), json.dumps(err), headers=extra)
                 return
             answer = message(n, step) if anthropic else completion(n, step)
             self.send(step.get("status", 200) if step else 200, json.dumps(answer))

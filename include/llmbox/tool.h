@@ -188,7 +188,13 @@ typedef struct llmbox_tool {
     const char *parameters;     /* JSON Schema (object) of the arguments */
     /* args_json: a JSON object already checked against `parameters` for
      * required keys and basic types. Return LLMBOX_OK or an llmbox_status;
-     * on error the text appended to r is shown to the model. */
+     * on error the text appended to r is shown to the model.
+     * Limits the host enforces: the time spent in the plugin's own code
+     * during one call (host functions that wait on the sandbox are not
+     * counted) is capped by the deployment's tool_timeout_s, after which the
+     * task ends and invoke never resumes; a crash ends the task (each task
+     * has its own agent process); each result stream keeps its first and
+     * last 32 KiB; host->log keeps 100 lines per call. */
     int (*invoke)(llmbox_ctx *ctx, const char *args_json, size_t args_len,
                   llmbox_result *r);
 } llmbox_tool;

@@ -53,14 +53,14 @@ void lb_model_error_text(const char *body, size_t len, char *out, size_t outsz);
 
 #define LB_MODEL_MAX_RESPONSE (16u << 20)
 
-/* LLMBOX_LLM_PROVIDER: the API the endpoint speaks. */
+/* The API a model's endpoint speaks (provider in llmbox.conf). */
 typedef enum lb_provider {
     LB_PROVIDER_OPENAI = 0,
     LB_PROVIDER_ANTHROPIC = 1,
     LB_PROVIDER_REPLAY = 2,     /* no model: a recorded run played back (model_replay.c) */
 } lb_provider;
 
-/* LLMBOX_LLM_TOOL_MODE: how tools reach the model (openai provider). */
+/* How tools reach the model (tool_mode; openai provider). */
 typedef enum lb_tool_mode {
     LB_TOOL_MODE_NATIVE = 0,    /* the API's `tools` and tool_calls */
     LB_TOOL_MODE_TEXT = 1,      /* described in the system prompt, called as
@@ -69,31 +69,44 @@ typedef enum lb_tool_mode {
 
 #define LB_REPLAY_MAX_FILE (64u << 20)
 
+struct lb_model_cfg;
+
 typedef struct lb_model {
+    const struct lb_model_cfg *cfg; /* the configured model (process lifetime) */
     int provider;               /* lb_provider */
-    char url[1200];             /* {llm_url}/chat/completions or .../v1/messages */
+    char name[64];              /* its configured name */
+    char url[1200];             /* {base_url}/chat/completions or .../v1/messages */
     char shown_url[1200];       /* the same without user:password@, for messages */
-    char model[256];
+    char model[256];            /* the id sent to the endpoint */
     char auth[600];             /* "Authorization: Bearer ...", "x-api-key: ..." or ""
                                  * (never logged) */
-    int max_tokens;             /* Anthropic's required max_tokens (LLMBOX_LLM_MAX_TOKENS) */
+    char key_env[128];          /* where the key came from, for messages ("" = none) */
+    int max_tokens;             /* sent when > 0 (anthropic always, 8192 by default);
+                                 * lowered after a context-length error */
     int timeout_s;
+    int retries;                /* after the first try */
     volatile int *cancel;
-    cJSON *extra_body;          /* LLMBOX_LLM_EXTRA_BODY, merged into requests */
+    cJSON *extra_body;          /* merged into requests */
     void *curl;
     int retry_base_ms;          /* first backoff; tests may lower it */
     int tool_mode;              /* lb_tool_mode */
+    size_t last_request_bytes;  /* of the last request body (token estimates) */
     cJSON *replay;              /* replay: the assistant messages to play, in order */
     int replay_next;            /* replay: index of the next one */
 } lb_model;
 
-/* model_name NULL: cfg's. cancel may be NULL. */
-int lb_model_init(lb_model *m, const char *model_name, volatile int *cancel,
+/* The configured model called name (NULL or "": the default model).
+ * cancel may be NULL. LB_E_NOTFOUND with the list of models in err when
+ * there is no such model. */
+int lb_model_init(lb_model *m, const char *name, volatile int *cancel,
                   char *err, size_t errsz);
 void lb_model_free(lb_model *m);
 /* One chat completion. Returns LB_OK, LB_E_CANCELLED, LB_E_UNAVAILABLE
- * (endpoint unreachable), LB_E_PROTO (bad HTTP status or body), with a
- * plain sentence in err that can be shown to a user as is. */
+ * (endpoint unreachable), LB_E_DENIED (the key was refused: 401/403),
+ * LB_E_TOOBIG (the conversation does not fit the model's context, even
+ * after one retry with a lower max_tokens), LB_E_PROTO (another bad HTTP
+ * status or body), with a plain sentence in err that can be shown to a
+ * user as is. */
 int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools,
                   lb_model_reply *r, char *err, size_t errsz);
 /* The request body lb_model_chat sends (for tests). Caller frees. */
@@ -119,9 +132,23 @@ int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz);
 /* The next reply of a loaded replay; a finish call once they ran out. */
 int lb_replay_next(lb_model *m, lb_model_reply *r, char *err, size_t errsz);
 
-/* Adds LLMBOX_LLM_EXTRA_BODY's members to req (replacing same-named ones),
- * except the `keep` names, which the request builder owns. */
+/* Adds the model's sampling settings (temperature, top_p, top_k, and for
+ * openai min_p, repetition_penalty, max_tokens) to req. */
+void lb_model_add_sampling(const lb_model *m, cJSON *req);
+/* Adds the model's extra_body members to req (replacing same-named ones,
+ * sampling included), except the `keep` names, which the request builder
+ * owns. */
 void lb_model_merge_extra(const lb_model *m, cJSON *req, const char *const *keep);
+
+/* Context-length errors (model_context.c). Whether an error answer (HTTP
+ * status and body) says the request does not fit the model's context; when
+ * it names them, *limit gets the context size and *prompt the prompt's
+ * tokens (else -1). */
+int lb_context_error(long http, const char *body, size_t len, long *limit, long *prompt);
+/* The max_tokens to retry with, or 0 when nothing smaller can fit:
+ * limit - prompt - a margin when both are known, else half of current (or
+ * of context_length / 2 when nothing was sent, else of 8192). */
+long lb_context_retry_tokens(long current, long limit, long prompt, long context_length);
 
 /* ---- prompts (prompts.c) ---------------------------------------------- */
 
@@ -166,14 +193,17 @@ typedef struct lb_traj {
     cJSON *turns;
 } lb_traj;
 
+/* config: what the run used (model name, provider, sampling, image,
+ * limits); referenced into the file, copied. */
 int lb_traj_init(lb_traj *t, const char *task_id, const char *prompt, int max_turns,
-                 const char *model_url, const char *model_name, const cJSON *tools);
+                 const char *model_url, const char *model_name, const cJSON *tools,
+                 const cJSON *config);
 /* A turn object appended to "turns" (owned by t), to be filled by the caller. */
 cJSON *lb_traj_turn(lb_traj *t, int turn);
 /* Final fields; messages is referenced at write time, not copied. */
 int lb_traj_write(lb_traj *t, const char *path, const cJSON *messages, const char *status,
-                  const char *reason, const char *answer, int turns, int64_t prompt_tokens,
-                  int64_t completion_tokens, const cJSON *timings);
+                  const char *reason, const char *answer, const lb_task_usage *usage,
+                  const cJSON *timings);
 void lb_traj_free(lb_traj *t);
 
 /* ---- event sinks -------------------------------------------------------- */
@@ -184,7 +214,7 @@ typedef struct lb_sink {
     /* type and data as documented in store/store.h */
     void (*event)(void *arg, const char *type, const cJSON *data);
     void (*artifacts)(void *arg, const lb_artifact *a, size_t n);
-    void (*usage)(void *arg, int turns, int64_t prompt_tokens, int64_t completion_tokens);
+    void (*usage)(void *arg, const lb_task_usage *u);
     /* The final status; called exactly once, last. Returns an lb_status. */
     int (*finish)(void *arg, const char *status, const char *reason, const char *answer);
 } lb_sink;
@@ -196,11 +226,20 @@ void lb_sink_term_init(lb_sink *s, void *file);
 
 /* ---- the loop (loop.c) -------------------------------------------------- */
 
+typedef struct lb_loop_result lb_loop_result;
+
 typedef struct lb_loop_opts {
     const char *task_id;        /* 32 hex chars */
     const char *prompt;
     int max_turns;
-    const char *model_name;     /* NULL: cfg llm_model */
+    int64_t token_budget;       /* < 0: the configured one; 0: none */
+    int timeout_s;              /* wall clock; <= 0: the configured task_timeout_s */
+    const char *model_name;     /* a configured model; NULL: the default model */
+    const char *tool_marker;    /* file naming the tool running (for the web after a crash), or NULL */
+    /* Called when a hung tool ends the task from the watchdog thread,
+     * just before the process exits (the loop cannot return then). */
+    void (*on_abort)(void *arg, const lb_loop_result *res);
+    void *on_abort_arg;
     const char *input_dir;      /* host dir copied into /testbed/input, or NULL */
     const char *output_dir;     /* host dir the output tree is copied into */
     const char *trajectory_path;/* host path of trajectory.json */
@@ -209,14 +248,15 @@ typedef struct lb_loop_opts {
     volatile int *timed_out;    /* set with *cancel when the task timer fires */
 } lb_loop_opts;
 
-typedef struct lb_loop_result {
+struct lb_loop_result {
     char status[16];            /* succeeded | failed | cancelled */
     char reason[1024];
     char *answer;               /* malloc'd or NULL */
     int turns;
     int64_t prompt_tokens, completion_tokens;
+    lb_task_usage usage;        /* the whole accounting (turns and tokens included) */
     size_t n_artifacts;
-} lb_loop_result;
+};
 
 /* Runs one task to a final status, which it reports through sink->finish.
  * Returns the lb_status of sink->finish (LB_OK when the end was recorded). */

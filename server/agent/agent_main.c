@@ -33,6 +33,8 @@ static int list_tools(void)
         cJSON_Delete(errors);
         return 1;
     }
+    /* exactly what a task is offered (tools = ... in llmbox.conf) */
+    lb_plugins_select(p, lb_cfg(), errors);
     cJSON *out = lb_plugins_list_json(p, errors);
     char *text = out ? cJSON_PrintUnformatted(out) : NULL;
     int rc = 1;
@@ -84,8 +86,17 @@ static int run_task(const char *id)
     if (max_turns > cfg->max_turns_limit)
         max_turns = cfg->max_turns_limit;
     const char *model = jstr(task, "model");
+    /* the task's own limits; NULL for tasks stored before they existed */
+    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(task, "token_budget");
+    int64_t token_budget = cJSON_IsNumber(tb) && tb->valuedouble >= 0 ? (int64_t)tb->valuedouble : -1;
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(task, "timeout_s");
+    int timeout_s = cJSON_IsNumber(ts) && ts->valuedouble >= 1 ? (int)ts->valuedouble : 0;
 
-    char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200];
+    char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200], logdir[LB_CFG_PATH], marker[LB_CFG_PATH + 64];
+    lb_cfg_logdir(cfg, logdir, sizeof logdir);
+    lb_mkdirs(logdir, 0750); /* the web made it; an agent started by hand may not have one */
+    /* names the tool running, so that the web can say which one crashed */
+    snprintf(marker, sizeof marker, "%s/agent-%s.tool", logdir, id);
     snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);
     snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
     snprintf(output_dir, sizeof output_dir, "%s/output", task_dir);
@@ -107,7 +118,10 @@ static int run_task(const char *id)
         .task_id = id,
         .prompt = prompt ? prompt : "",
         .max_turns = max_turns,
+        .token_budget = token_budget,
+        .timeout_s = timeout_s,
         .model_name = model && *model ? model : NULL,
+        .tool_marker = marker,
         .input_dir = has_input ? input_dir : NULL,
         .output_dir = output_dir,
         .trajectory_path = traj,
@@ -115,7 +129,7 @@ static int run_task(const char *id)
         .sb_interrupt = &g_sb_interrupt,
         .timed_out = &g_timed_out,
     };
-    lb_info("task %s: starting (%d turns max)", id, max_turns);
+    lb_info("task %s: starting (model %s, %d turns max)", id, model && *model ? model : "(default)", max_turns);
     rc = lb_agent_run(&o, &sink, &res);
     lb_info("task %s: %s%s%s", id, res.status, res.reason[0] ? ": " : "", res.reason);
     ret = rc == LB_OK ? 0 : 1;

@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/plugin_host.h"
 #include "agent/text.h"
+#include "agent/watchdog.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -20,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,7 +82,18 @@ typedef struct run {
     llmbox_ctx *ctx;
     cJSON *messages;
     lb_traj traj;
-    int64_t t_start, model_ms, tools_ms, sandbox_ms;
+    int64_t t_start;
+    int64_t budget;             /* tokens; 0: none */
+    int timeout_s;              /* wall clock of the task */
+    /* accounting: the last reply's counts (-1: the endpoint gave none), the
+     * bytes of observations sent after it, and its trajectory usage object,
+     * completed with environment tokens once the next reply tells */
+    int64_t last_prompt, last_completion;
+    size_t obs_bytes;
+    cJSON *last_usage;
+    /* the call running now, for the watchdog's message */
+    const lb_toolcall *cur_call;
+    int cur_turn;
 } run;
 
 static void emit(run *r, const char *type, cJSON *data)
@@ -129,7 +142,7 @@ static int cancelled(run *r)
     if (!r->o->cancel || !*r->o->cancel)
         return 0;
     if (r->o->timed_out && *r->o->timed_out)
-        set_final(r, "failed", "reached the task time limit (%d s)", lb_cfg()->task_timeout_s);
+        set_final(r, "failed", "reached the task time limit (%d s)", r->timeout_s);
     else
         set_final(r, "cancelled", "cancelled by the user");
     return 1;
@@ -197,13 +210,13 @@ static int start_sandbox(run *r)
         };
         rc = lbsb_create(r->conn, &spec, r->sb_id, sizeof r->sb_id, err, sizeof err);
     }
-    r->sandbox_ms = lb_mono_ms() - t0;
+    r->res->usage.sandbox_ms = lb_mono_ms() - t0;
     if (rc != LB_OK) {
         if (!cancelled(r))
             set_final(r, "failed", "The sandbox could not be started: %s", err);
         return rc;
     }
-    lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->sandbox_ms);
+    lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->res->usage.sandbox_ms);
     int tmo = cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s * 1000 : 120000;
     r->ctx = lb_ctx_new(r->conn, r->sb_id, r->o->cancel, tmo);
     if (!r->ctx) {
@@ -215,20 +228,29 @@ static int start_sandbox(run *r)
 
 /* ---- one turn ----------------------------------------------------------- */
 
-static void turns_left_note(char *buf, size_t sz, int left)
+/* "[N turns left]", and the tokens left once a quarter of the budget or
+ * less remains (the paper's models are told the turns; the budget is
+ * told when it starts to matter). */
+static void turns_left_note(const run *r, char *buf, size_t sz, int left)
 {
+    char tokens[80] = "";
+    int64_t used = r->res->usage.context_tokens;
+    if (r->budget > 0 && used > 0 && r->budget - used <= r->budget / 4) {
+        int64_t t = r->budget - used > 0 ? r->budget - used : 0;
+        snprintf(tokens, sizeof tokens, "; about %lld tokens of context left", (long long)t);
+    }
     if (left <= 0)
-        snprintf(buf, sz, "\n\n[no turns left]");
+        snprintf(buf, sz, "\n\n[no turns left%s]", tokens);
     else if (left == 1)
-        snprintf(buf, sz, "\n\n[1 turn left: save your results and call finish now]");
+        snprintf(buf, sz, "\n\n[1 turn left%s: save your results and call finish now]", tokens);
     else
-        snprintf(buf, sz, "\n\n[%d turns left]", left);
+        snprintf(buf, sz, "\n\n[%d turns left%s]", left, tokens);
 }
 
 static void add_tool_message(run *r, const char *call_id, const char *content, int left)
 {
-    char note[96];
-    turns_left_note(note, sizeof note, left);
+    char note[160];
+    turns_left_note(r, note, sizeof note, left);
     size_t cl = strlen(content), nl = strlen(note);
     char *full = malloc(cl + nl + 1);
     if (full) {
@@ -240,6 +262,7 @@ static void add_tool_message(run *r, const char *call_id, const char *content, i
     cJSON_AddStringToObject(m, "tool_call_id", call_id);
     cJSON_AddStringToObject(m, "content", full ? full : content);
     cJSON_AddItemToArray(r->messages, m);
+    r->obs_bytes += cl + nl;
     free(full);
 }
 
@@ -259,13 +282,16 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
             continue;
         }
         lb_tool_outcome oc;
+        r->cur_call = c;
+        r->cur_turn = turn;
         int rc = lb_tool_run(r->plugins, r->ctx, c->name, c->arguments, strlen(c->arguments), &oc);
+        r->cur_call = NULL;
         if (rc != LB_OK) {
             lb_tool_outcome_free(&oc);
             set_final(r, "failed", "out of memory while running a tool");
             return 1;
         }
-        r->tools_ms += oc.duration_ms;
+        r->res->usage.tools_ms += oc.duration_ms;
         cJSON *d = cJSON_CreateObject();
         cJSON_AddNumberToObject(d, "turn", turn);
         cJSON_AddStringToObject(d, "call_id", c->id);
@@ -309,28 +335,58 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
     return cancelled(r);
 }
 
-static void add_usage(run *r, const lb_model_reply *rep)
+/* Counts one reply: its tokens (the endpoint's), the environment tokens
+ * of the observations sent since the previous reply (the growth of the
+ * prompt beyond that reply, when the endpoint counts; else bytes / 4),
+ * and the context it used (estimated from the request when uncounted). */
+static void add_usage(run *r, const lb_model_reply *rep, cJSON *tusage)
 {
-    if (rep->prompt_tokens > 0)
-        r->res->prompt_tokens += rep->prompt_tokens;
-    if (rep->completion_tokens > 0)
-        r->res->completion_tokens += rep->completion_tokens;
+    lb_task_usage *u = &r->res->usage;
+    int64_t P = rep->prompt_tokens, C = rep->completion_tokens;
+    if (P > 0)
+        u->prompt_tokens += P;
+    if (C > 0)
+        u->completion_tokens += C;
+    if (r->last_usage) {
+        int64_t env = -1;
+        if (P >= 0 && r->last_prompt >= 0 && r->last_completion >= 0)
+            env = P - r->last_prompt - r->last_completion;
+        int est = env < 0;
+        if (est)
+            env = (int64_t)(r->obs_bytes + 3) / 4;
+        u->environment_tokens += env;
+        u->environment_estimated |= est;
+        cJSON_AddNumberToObject(r->last_usage, "environment_tokens", (double)env);
+        cJSON_AddBoolToObject(r->last_usage, "environment_estimated", est);
+    }
+    int64_t ctx = (P >= 0 ? P : (int64_t)(r->model.last_request_bytes / 4)) + (C > 0 ? C : 0);
+    u->context_tokens = ctx;
+    r->res->prompt_tokens = u->prompt_tokens;
+    r->res->completion_tokens = u->completion_tokens;
+    r->last_prompt = P;
+    r->last_completion = C;
+    r->last_usage = tusage;
+    r->obs_bytes = 0;
 }
 
-/* The paper caps a whole trajectory's context (the last prompt plus its
- * completion) at 65,536 tokens. Here it is opt-in, LLMBOX_TOKEN_BUDGET
- * (0 or unset: no cap), until the configuration grows a field for it. */
-static long token_budget(void)
+/* The observations after the last reply: no next prompt counts them. */
+static void close_usage(run *r)
 {
-    const char *v = getenv("LLMBOX_TOKEN_BUDGET");
-    long b = v ? strtol(v, NULL, 10) : 0;
-    return b > 0 ? b : 0;
+    lb_task_usage *u = &r->res->usage;
+    if (r->last_usage && r->obs_bytes) {
+        int64_t env = (int64_t)(r->obs_bytes + 3) / 4;
+        u->environment_tokens += env;
+        u->environment_estimated = 1;
+        cJSON_AddNumberToObject(r->last_usage, "environment_tokens", (double)env);
+        cJSON_AddBoolToObject(r->last_usage, "environment_estimated", 1);
+    }
+    r->last_usage = NULL;
+    r->obs_bytes = 0;
 }
 
 static void loop(run *r)
 {
     int no_tool = 0;
-    long budget = token_budget();
     for (int turn = 1; turn <= r->o->max_turns; turn++) {
         if (cancelled(r))
             return;
@@ -339,8 +395,10 @@ static void loop(run *r)
         int64_t t0 = lb_mono_ms();
         int rc = lb_model_chat(&r->model, r->messages, r->tools, &rep, err, sizeof err);
         int64_t dt = lb_mono_ms() - t0;
-        r->model_ms += dt;
+        r->res->usage.model_ms += dt;
         if (rc != LB_OK) {
+            /* a refused key, a context that no longer fits, an endpoint
+             * that stays down: each ends the task with the sentence */
             if (!cancelled(r)) {
                 emit_error(r, err);
                 set_final(r, "failed", "%s", err);
@@ -348,7 +406,7 @@ static void loop(run *r)
             return;
         }
         r->res->turns = turn;
-        add_usage(r, &rep);
+        r->res->usage.turns = turn;
         /* ids are how observations find their call: make them present and unique */
         for (size_t i = 0; i < rep.n_calls; i++) {
             char id[64];
@@ -397,9 +455,12 @@ static void loop(run *r)
         cJSON_AddNumberToObject(u, "prompt_tokens", (double)(rep.prompt_tokens < 0 ? 0 : rep.prompt_tokens));
         cJSON_AddNumberToObject(u, "completion_tokens",
                                 (double)(rep.completion_tokens < 0 ? 0 : rep.completion_tokens));
+        if (rep.prompt_tokens < 0 || rep.completion_tokens < 0)
+            cJSON_AddBoolToObject(u, "reported", 0); /* the endpoint gave no counts */
         cJSON_AddNumberToObject(d, "duration_ms", (double)dt);
 
         cJSON *tturn = lb_traj_turn(&r->traj, turn);
+        cJSON *tusage = NULL;
         if (tturn) {
             cJSON_AddNumberToObject(tturn, "model_ms", (double)dt);
             if (rep.reasoning)
@@ -408,8 +469,10 @@ static void loop(run *r)
                 cJSON_AddNullToObject(tturn, "reasoning");
             if (rep.finish_reason)
                 cJSON_AddStringToObject(tturn, "finish_reason", rep.finish_reason);
-            cJSON_AddItemToObject(tturn, "usage", cJSON_Duplicate(u, 1));
+            tusage = cJSON_Duplicate(u, 1);
+            cJSON_AddItemToObject(tturn, "usage", tusage);
         }
+        add_usage(r, &rep, tusage);
         emit(r, "model", d);
         /* Anthropic's thinking blocks must go back verbatim with the tool
          * results (model_anthropic.c); the name follows LiteLLM's */
@@ -419,13 +482,19 @@ static void loop(run *r)
         }
         cJSON_AddItemToArray(r->messages, am);
         if (r->sink->usage)
-            r->sink->usage(r->sink->arg, turn, r->res->prompt_tokens, r->res->completion_tokens);
+            r->sink->usage(r->sink->arg, &r->res->usage);
 
         int stop = 0;
-        int64_t context = (rep.prompt_tokens > 0 ? rep.prompt_tokens : 0) +
-                          (rep.completion_tokens > 0 ? rep.completion_tokens : 0);
-        if (budget && context > budget) {
-            set_final(r, "failed", "reached the token budget (%ld tokens)", budget);
+        /* the paper's budget: the whole trajectory's context, i.e. the last
+         * request's prompt plus its completion */
+        int64_t context = r->res->usage.context_tokens;
+        if (r->budget > 0 && context > r->budget) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "The task reached its token budget: turn %d used %lld tokens of context, "
+                     "the budget is %lld.", turn, (long long)context, (long long)r->budget);
+            emit_error(r, msg);
+            set_final(r, "failed", "reached the token budget (%lld tokens; the last turn used %lld)",
+                      (long long)r->budget, (long long)context);
             stop = 1;
         } else if (rep.n_calls == 0) {
             if (++no_tool >= 2) {
@@ -433,12 +502,13 @@ static void loop(run *r)
                 set_final(r, "failed", "the model replied twice in a row without calling a tool");
                 stop = 1;
             } else {
-                char note[96], text[512];
-                turns_left_note(note, sizeof note, r->o->max_turns - turn);
+                char note[160], text[600];
+                turns_left_note(r, note, sizeof note, r->o->max_turns - turn);
                 snprintf(text, sizeof text,
                          "You must call a tool in every reply: use bash or file_editor to work on "
                          "the task, and call finish when you are done.%s", note);
                 cJSON_AddItemToArray(r->messages, msg("user", text));
+                r->obs_bytes += strlen(text);
             }
         } else {
             no_tool = 0;
@@ -452,6 +522,63 @@ static void loop(run *r)
             return;
     }
     set_final(r, "failed", "reached the turn limit (%d)", r->o->max_turns);
+}
+
+/* What the run used, for trajectory.json: the model and its sampling,
+ * the image, the limits and the tools offered. No key, no credentials. */
+static cJSON *run_config(const run *r)
+{
+    const lb_config *cfg = lb_cfg();
+    cJSON *c = cJSON_CreateObject();
+    if (!c)
+        return NULL;
+    cJSON *m = cJSON_AddObjectToObject(c, "model");
+    const lb_model_cfg *mc = r->model_ready ? r->model.cfg : lb_cfg_model(cfg, r->o->model_name);
+    if (m && mc) {
+        cJSON_AddStringToObject(m, "name", mc->name);
+        cJSON_AddStringToObject(m, "provider", mc->provider);
+        cJSON_AddStringToObject(m, "model", mc->model);
+        if (r->model_ready)
+            cJSON_AddStringToObject(m, "url", r->model.shown_url);
+        cJSON_AddStringToObject(m, "tool_mode", mc->tool_mode == LB_CFG_TOOLS_TEXT ? "text" : "native");
+        if (!isnan(mc->temperature))
+            cJSON_AddNumberToObject(m, "temperature", mc->temperature);
+        if (!isnan(mc->top_p))
+            cJSON_AddNumberToObject(m, "top_p", mc->top_p);
+        if (mc->top_k >= 0)
+            cJSON_AddNumberToObject(m, "top_k", mc->top_k);
+        if (!isnan(mc->min_p))
+            cJSON_AddNumberToObject(m, "min_p", mc->min_p);
+        if (!isnan(mc->repetition_penalty))
+            cJSON_AddNumberToObject(m, "repetition_penalty", mc->repetition_penalty);
+        int mt = r->model_ready ? r->model.max_tokens : mc->max_tokens;
+        if (mt > 0)
+            cJSON_AddNumberToObject(m, "max_tokens", mt);
+        if (mc->extra_body[0])
+            cJSON_AddItemToObject(m, "extra_body", cJSON_Parse(mc->extra_body));
+        if (mc->context_length > 0)
+            cJSON_AddNumberToObject(m, "context_length", mc->context_length);
+    }
+    cJSON_AddStringToObject(c, "image", cfg->default_image);
+    cJSON *l = cJSON_AddObjectToObject(c, "limits");
+    if (l) {
+        cJSON_AddNumberToObject(l, "max_turns", r->o->max_turns);
+        cJSON_AddNumberToObject(l, "token_budget", (double)r->budget);
+        cJSON_AddNumberToObject(l, "timeout_s", r->timeout_s);
+        cJSON_AddNumberToObject(l, "cmd_timeout_s", cfg->cmd_timeout_s);
+        cJSON_AddNumberToObject(l, "tool_timeout_s", cfg->tool_timeout_s);
+        cJSON_AddNumberToObject(l, "sandbox_memory_mib", cfg->sandbox_memory_mib);
+        cJSON_AddNumberToObject(l, "sandbox_pids", cfg->sandbox_pids);
+    }
+    cJSON *names = cJSON_AddArrayToObject(c, "tools");
+    const cJSON *t;
+    cJSON_ArrayForEach(t, r->tools)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name");
+        if (names && cJSON_IsString(n))
+            cJSON_AddItemToArray(names, cJSON_CreateString(n->valuestring));
+    }
+    return c;
 }
 
 /* ---- the end ------------------------------------------------------------ */
@@ -533,6 +660,11 @@ static void finalize(run *r)
             cJSON_AddStringToObject(a, "sha256", arts[i].sha256);
             cJSON_AddItemToArray(list, a);
         }
+        /* the record lists them too */
+        if (r->traj.root && list) {
+            cJSON_DeleteItemFromObjectCaseSensitive(r->traj.root, "artifacts");
+            cJSON_AddItemToObject(r->traj.root, "artifacts", cJSON_Duplicate(list, 1));
+        }
         emit(r, "artifacts", d);
         r->res->n_artifacts = n_arts;
 
@@ -562,25 +694,94 @@ static void finalize(run *r)
         cJSON_AddStringToObject(d, "answer", r->res->answer);
         emit(r, "answer", d);
     }
+    close_usage(r);
     if (r->sink->usage)
-        r->sink->usage(r->sink->arg, r->res->turns, r->res->prompt_tokens, r->res->completion_tokens);
+        r->sink->usage(r->sink->arg, &r->res->usage);
 
     /* a run that failed during setup still leaves a record of why */
-    if (r->o->trajectory_path && !r->traj.root)
+    if (r->o->trajectory_path && !r->traj.root) {
+        cJSON *conf = run_config(r);
         lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns,
                      r->model_ready ? r->model.shown_url : "", r->model_ready ? r->model.model : "",
-                     r->tools);
+                     r->tools, conf);
+        cJSON_Delete(conf);
+    }
+    /* a context-length retry lowers max_tokens for the rest of the run:
+     * the record says so */
+    cJSON *tm = r->traj.root ? cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetObjectItemCaseSensitive(r->traj.root, "config"), "model")
+                             : NULL;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(tm, "max_tokens");
+    if (tm && r->model_ready && r->model.max_tokens > 0 &&
+        (!cJSON_IsNumber(mt) || (int)mt->valuedouble != r->model.max_tokens)) {
+        if (cJSON_IsNumber(mt))
+            cJSON_AddNumberToObject(tm, "max_tokens_configured", mt->valuedouble);
+        cJSON_DeleteItemFromObjectCaseSensitive(tm, "max_tokens");
+        cJSON_AddNumberToObject(tm, "max_tokens", r->model.max_tokens);
+    }
     if (r->o->trajectory_path && r->traj.root) {
         cJSON *t = cJSON_CreateObject();
         cJSON_AddNumberToObject(t, "started_ms", (double)r->t_start);
         cJSON_AddNumberToObject(t, "finished_ms", (double)lb_now_ms());
-        cJSON_AddNumberToObject(t, "sandbox_start_ms", (double)r->sandbox_ms);
-        cJSON_AddNumberToObject(t, "model_ms", (double)r->model_ms);
-        cJSON_AddNumberToObject(t, "tools_ms", (double)r->tools_ms);
+        cJSON_AddNumberToObject(t, "sandbox_start_ms", (double)r->res->usage.sandbox_ms);
+        cJSON_AddNumberToObject(t, "model_ms", (double)r->res->usage.model_ms);
+        cJSON_AddNumberToObject(t, "tools_ms", (double)r->res->usage.tools_ms);
         lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
-                      r->res->answer, r->res->turns, r->res->prompt_tokens, r->res->completion_tokens, t);
+                      r->res->answer, &r->res->usage, t);
         cJSON_Delete(t);
     }
+}
+
+/* The end of every run: final status, outputs, trajectory, the recorded
+ * end, the sandbox destroyed. */
+static int end_run(run *r)
+{
+    char err[512];
+    cancelled(r); /* a cancel that came during setup */
+    if (!r->final)
+        set_final(r, "failed", "internal error");
+    if (strcmp(r->res->status, "succeeded") && strcmp(r->res->status, "cancelled") && r->res->reason[0])
+        lb_debug("task %s failed: %s", r->o->task_id, r->res->reason);
+    finalize(r);
+    int rc = LB_OK;
+    if (r->sink->finish)
+        rc = r->sink->finish(r->sink->arg, r->res->status, r->res->reason[0] ? r->res->reason : NULL,
+                             r->res->answer);
+    alarm(0);
+    if (r->conn && r->sb_id[0])
+        lbsb_destroy(r->conn, r->sb_id, err, sizeof err);
+    return rc;
+}
+
+/* The watchdog's way out (watchdog.h): the main thread is parked inside
+ * the plugin, so this thread ends the task the way the loop would have,
+ * and the process. */
+static void on_hang(void *arg, const char *tool, int limit_s)
+{
+    run *r = arg;
+    alarm(0); /* the task timer must not cut the collection of outputs short */
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "The tool %s did not return within %d s (time in its own code; waiting on the sandbox is not "
+             "counted) and was stopped.", tool, limit_s);
+    if (r->cur_call) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "turn", r->cur_turn);
+        cJSON_AddStringToObject(d, "call_id", r->cur_call->id ? r->cur_call->id : "");
+        cJSON_AddStringToObject(d, "name", r->cur_call->name);
+        cJSON_AddStringToObject(d, "arguments", r->cur_call->arguments);
+        cJSON_AddStringToObject(d, "status", "killed (hung)");
+        cJSON_AddStringToObject(d, "text", msg);
+        emit(r, "tool", d);
+    }
+    emit_error(r, msg);
+    set_final(r, "failed", "the tool %s did not return within %d s and was stopped", tool, limit_s);
+    end_run(r);
+    if (r->o->on_abort)
+        r->o->on_abort(r->o->on_abort_arg, r->res);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(1);
 }
 
 int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res)
@@ -592,8 +793,11 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     r.sink = sink;
     r.res = res;
     r.t_start = lb_now_ms();
+    r.last_prompt = r.last_completion = -1;
     char err[1024] = "";
     const lb_config *cfg = lb_cfg();
+    r.budget = o->token_budget >= 0 ? o->token_budget : cfg->token_budget;
+    r.timeout_s = o->timeout_s > 0 && o->timeout_s <= cfg->task_timeout_s ? o->timeout_s : cfg->task_timeout_s;
 
     r.messages = cJSON_CreateArray();
     cJSON *perr = cJSON_CreateArray();
@@ -601,12 +805,15 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         set_final(&r, "failed", "out of memory");
         goto end;
     }
-    if (cfg->task_timeout_s > 0)
-        alarm((unsigned)cfg->task_timeout_s);
+    if (r.timeout_s > 0)
+        alarm((unsigned)r.timeout_s);
     emit_status(&r, "running", NULL);
+    if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
+        lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
     lb_plugins_load(cfg->plugin_dir, &r.plugins, perr);
-    if (!lb_plugins_count(r.plugins)) {
+    lb_plugins_select(r.plugins, cfg, perr);
+    if (!lb_plugins_enabled_count(r.plugins)) {
         set_final(&r, "failed", "no tools could be loaded from %s", cfg->plugin_dir);
         goto end;
     }
@@ -616,29 +823,20 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         goto end;
     }
     r.model_ready = 1;
+    cJSON *conf = run_config(&r);
     lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model,
-                 r.tools);
+                 r.tools, conf);
+    cJSON_Delete(conf);
     if (build_prompts(&r) != LB_OK)
         goto end;
     if (start_sandbox(&r) != LB_OK)
         goto end;
     loop(&r);
-end:
-    cancelled(&r); /* a cancel that came during setup */
-    if (!r.final)
-        set_final(&r, "failed", "internal error");
-    if (strcmp(res->status, "succeeded") && strcmp(res->status, "cancelled") && res->reason[0])
-        lb_debug("task %s failed: %s", o->task_id, res->reason);
-    finalize(&r);
-    int rc = LB_OK;
-    if (sink->finish)
-        rc = sink->finish(sink->arg, res->status, res->reason[0] ? res->reason : NULL, res->answer);
-    alarm(0);
-    if (r.conn) {
-        if (r.sb_id[0])
-            lbsb_destroy(r.conn, r.sb_id, err, sizeof err);
+end:;
+    int rc = end_run(&r);
+    lb_watchdog_stop();
+    if (r.conn)
         lbsb_close(r.conn);
-    }
     lb_ctx_free(r.ctx);
     if (r.model_ready)
         lb_model_free(&r.model);

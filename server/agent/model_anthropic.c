@@ -203,6 +203,7 @@ char *lb_anthropic_request_body(const lb_model *m, const cJSON *messages, const 
         goto out;
     if (add_conversation(req, messages) || add_tools(req, tools))
         goto out;
+    lb_model_add_sampling(m, req);
     /* e.g. {"thinking":{"type":"enabled","budget_tokens":4096}} or a
      * temperature; the conversation itself is not the extra body's */
     static const char *const keep[] = {"messages", "tools", "system", NULL};

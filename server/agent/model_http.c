@@ -13,14 +13,15 @@
 #include "common/util.h"
 
 #include <curl/curl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#define LB_MODEL_CONNECT_RETRIES 2     /* after the first try */
-#define LB_MODEL_HTTP_RETRIES 2
 #define LB_RETRY_AFTER_MAX_S 20
+#define LB_BACKOFF_MAX_MS 16000
 
 /* Copies url without "user:password@" (never shown in messages). */
 static void strip_userinfo(const char *url, char *out, size_t outsz)
@@ -35,14 +36,29 @@ static void strip_userinfo(const char *url, char *out, size_t outsz)
         snprintf(out, outsz, "%s", url);
 }
 
-int lb_model_init(lb_model *m, const char *model_name, volatile int *cancel, char *err,
-                  size_t errsz)
+int lb_model_init(lb_model *m, const char *name, volatile int *cancel, char *err, size_t errsz)
 {
     memset(m, 0, sizeof *m);
     const lb_config *cfg = lb_cfg();
-    if (!strcmp(cfg->llm_provider, "replay")) {
+    const lb_model_cfg *mc = lb_cfg_model(cfg, name);
+    if (!mc) {
+        char names[600];
+        lb_cfg_model_names(cfg, names, sizeof names);
+        if (name && *name)
+            snprintf(err, errsz, "The model \"%.64s\" is not configured (configured: %s).", name,
+                     names[0] ? names : "none");
+        else
+            snprintf(err, errsz, "No model is configured: add a [model \"NAME\"] section to llmbox.conf "
+                                 "or set LLMBOX_LLM_URL.");
+        return LB_E_NOTFOUND;
+    }
+    m->cfg = mc;
+    m->cancel = cancel;
+    snprintf(m->name, sizeof m->name, "%s", mc->name);
+    snprintf(m->model, sizeof m->model, "%s", mc->model);
+    if (!strcmp(mc->provider, "replay")) {
         /* no endpoint: a recorded run played back (model_replay.c) */
-        const char *file = getenv("LLMBOX_REPLAY_FILE");
+        const char *file = mc->replay_file[0] ? mc->replay_file : NULL;
         int rc = lb_replay_load(file, &m->replay, err, errsz);
         if (rc != LB_OK)
             return rc;
@@ -50,38 +66,19 @@ int lb_model_init(lb_model *m, const char *model_name, volatile int *cancel, cha
         const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
         snprintf(m->url, sizeof m->url, "replay:%s", file);
         snprintf(m->shown_url, sizeof m->shown_url, "replay:%s", base);
-        snprintf(m->model, sizeof m->model, "%s", model_name && *model_name ? model_name : cfg->llm_model);
-        m->cancel = cancel;
         return LB_OK;
     }
-    const char *mode = getenv("LLMBOX_LLM_TOOL_MODE");
-    if (mode && *mode && strcmp(mode, "native")) {
-        if (strcmp(mode, "text")) {
-            snprintf(err, errsz, "LLMBOX_LLM_TOOL_MODE is '%.40s'; use native or text.", mode);
-            return LB_E_INVAL;
-        }
-        if (!strcmp(cfg->llm_provider, "anthropic")) {
-            snprintf(err, errsz, "LLMBOX_LLM_TOOL_MODE=text works with the openai provider only.");
-            return LB_E_INVAL;
-        }
-        m->tool_mode = LB_TOOL_MODE_TEXT;
-    }
+    /* provider, URL scheme and tool mode were checked when the
+     * configuration was loaded */
+    m->provider = !strcmp(mc->provider, "anthropic") ? LB_PROVIDER_ANTHROPIC : LB_PROVIDER_OPENAI;
+    m->tool_mode = mc->tool_mode == LB_CFG_TOOLS_TEXT ? LB_TOOL_MODE_TEXT : LB_TOOL_MODE_NATIVE;
     char base[LB_CFG_PATH];
-    snprintf(base, sizeof base, "%s", cfg->llm_url);
+    snprintf(base, sizeof base, "%s", mc->base_url);
     size_t bl = strlen(base);
     while (bl && base[bl - 1] == '/')
         base[--bl] = '\0';
     if (!bl || (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))) {
         snprintf(err, errsz, "The model URL '%s' is not an http:// or https:// URL.", base);
-        return LB_E_INVAL;
-    }
-    const char *prov = cfg->llm_provider;
-    if (!*prov || !strcmp(prov, "openai")) {
-        m->provider = LB_PROVIDER_OPENAI;
-    } else if (!strcmp(prov, "anthropic")) {
-        m->provider = LB_PROVIDER_ANTHROPIC;
-    } else {
-        snprintf(err, errsz, "LLMBOX_LLM_PROVIDER is '%.40s'; use openai, anthropic or replay.", prov);
         return LB_E_INVAL;
     }
     /* the URL may name the endpoint itself or its base (.../v1) */
@@ -94,31 +91,25 @@ int lb_model_init(lb_model *m, const char *model_name, volatile int *cancel, cha
     else
         snprintf(m->url, sizeof m->url, "%s%s", base, suffix);
     strip_userinfo(m->url, m->shown_url, sizeof m->shown_url);
-    snprintf(m->model, sizeof m->model, "%s",
-             model_name && *model_name ? model_name : cfg->llm_model);
-    if (m->provider == LB_PROVIDER_ANTHROPIC) {
-        /* cfg's key is LLMBOX_LLM_KEY or ANTHROPIC_API_KEY for this provider */
-        if (cfg->llm_key[0])
-            snprintf(m->auth, sizeof m->auth, "x-api-key: %s", cfg->llm_key);
-        const char *mt = getenv("LLMBOX_LLM_MAX_TOKENS");
-        long v = mt && *mt ? strtol(mt, NULL, 10) : 0;
-        m->max_tokens = v > 0 && v <= 1000000 ? (int)v : 8192;
-    } else if (cfg->llm_key[0]) {
-        snprintf(m->auth, sizeof m->auth, "Authorization: Bearer %s", cfg->llm_key);
+    /* the key is read from its variable now and lives only in auth */
+    const char *key = lb_model_cfg_key(mc);
+    if (key) {
+        snprintf(m->key_env, sizeof m->key_env, "%s", mc->api_key_env);
+        if (m->provider == LB_PROVIDER_ANTHROPIC)
+            snprintf(m->auth, sizeof m->auth, "x-api-key: %s", key);
+        else
+            snprintf(m->auth, sizeof m->auth, "Authorization: Bearer %s", key);
     }
-    m->timeout_s = cfg->llm_timeout_s > 0 ? cfg->llm_timeout_s : 600;
-    m->cancel = cancel;
+    m->max_tokens = mc->max_tokens > 0 ? mc->max_tokens : m->provider == LB_PROVIDER_ANTHROPIC ? 8192 : 0;
+    m->timeout_s = mc->timeout_s > 0 ? mc->timeout_s : cfg->llm_timeout_s > 0 ? cfg->llm_timeout_s : 600;
+    m->retries = mc->retries;
     m->retry_base_ms = 250;
-
-    /* Sampling parameters and anything else a server wants (temperature,
-     * top_p, max_tokens, chat_template_kwargs ...) as a JSON object. */
-    const char *extra = getenv("LLMBOX_LLM_EXTRA_BODY");
-    if (extra && *extra) {
-        m->extra_body = cJSON_Parse(extra);
+    if (mc->extra_body[0]) {
+        m->extra_body = cJSON_Parse(mc->extra_body);
         if (!cJSON_IsObject(m->extra_body)) {
             cJSON_Delete(m->extra_body);
             m->extra_body = NULL;
-            snprintf(err, errsz, "LLMBOX_LLM_EXTRA_BODY is not a JSON object.");
+            snprintf(err, errsz, "The extra_body of model \"%s\" is not a JSON object.", mc->name);
             return LB_E_INVAL;
         }
     }
@@ -148,6 +139,28 @@ char *lb_model_request_body(const lb_model *m, const cJSON *messages, const cJSO
 {
     return m->provider == LB_PROVIDER_ANTHROPIC ? lb_anthropic_request_body(m, messages, tools)
                                                 : lb_openai_request_body(m, messages, tools);
+}
+
+void lb_model_add_sampling(const lb_model *m, cJSON *req)
+{
+    const lb_model_cfg *c = m->cfg;
+    if (!c)
+        return;
+    int anthropic = m->provider == LB_PROVIDER_ANTHROPIC;
+    if (!isnan(c->temperature))
+        cJSON_AddNumberToObject(req, "temperature", c->temperature);
+    if (!isnan(c->top_p))
+        cJSON_AddNumberToObject(req, "top_p", c->top_p);
+    if (c->top_k >= 0)
+        cJSON_AddNumberToObject(req, "top_k", c->top_k);
+    if (anthropic)
+        return; /* max_tokens is the builder's; min_p and the penalty were refused at load */
+    if (!isnan(c->min_p))
+        cJSON_AddNumberToObject(req, "min_p", c->min_p);
+    if (!isnan(c->repetition_penalty))
+        cJSON_AddNumberToObject(req, "repetition_penalty", c->repetition_penalty);
+    if (m->max_tokens > 0)
+        cJSON_AddNumberToObject(req, "max_tokens", m->max_tokens);
 }
 
 void lb_model_merge_extra(const lb_model *m, cJSON *req, const char *const *keep)
@@ -215,6 +228,32 @@ static int http_retryable(long code)
     return code == 429 || code == 500 || code == 502 || code == 503 || code == 504 || code == 529;
 }
 
+/* The wait before retry number n (1-based): exponential from base, with
+ * jitter (50-100 %) so that many agents do not come back at once. */
+static long backoff_ms(const lb_model *m, int n)
+{
+    long ms = (long)m->retry_base_ms << (n - 1 < 6 ? n - 1 : 6);
+    if (ms > LB_BACKOFF_MAX_MS)
+        ms = LB_BACKOFF_MAX_MS;
+    static unsigned seed;
+    if (!seed)
+        seed = (unsigned)lb_mono_ms() ^ (unsigned)getpid();
+    return ms / 2 + (long)(rand_r(&seed) % (unsigned)(ms / 2 + 1));
+}
+
+/* Retry-After in seconds (the HTTP-date form is not used by model APIs),
+ * capped; -1 when absent. */
+static long retry_after_ms(CURL *c)
+{
+    struct curl_header *h = NULL;
+    if (curl_easy_header(c, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK || !h || !h->value)
+        return -1;
+    long s = strtol(h->value, NULL, 10);
+    if (s <= 0)
+        return -1;
+    return (s > LB_RETRY_AFTER_MAX_S ? LB_RETRY_AFTER_MAX_S : s) * 1000L;
+}
+
 int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_model_reply *r,
                   char *err, size_t errsz)
 {
@@ -227,6 +266,7 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
     lb_buf_init(&rb.b, LB_MODEL_MAX_RESPONSE);
     lb_buf *resp_b = &rb.b;
     int rc = LB_E_PROTO;
+    int ctx_retried = 0;
     char *body = lb_model_request_body(m, messages, tools);
     if (!body) {
         snprintf(err, errsz, "Out of memory while building the model request.");
@@ -246,10 +286,10 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
         goto out;
     }
 
-    int conn_tries = 0, http_tries = 0;
-    long backoff = m->retry_base_ms;
+    int tries = 0;
     for (;;) {
         char cerr[CURL_ERROR_SIZE] = "";
+        m->last_request_bytes = strlen(body);
         lb_buf_reset(resp_b);
         rb.toobig = 0;
         curl_easy_reset(c);
@@ -285,47 +325,39 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
             rc = LB_E_PROTO;
             goto out;
         }
+        long wait_ms = -1; /* >= 0: retry after that long */
+        long code = 0;
         if (cc != CURLE_OK) {
             const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
-            if (connect_error(cc) && conn_tries < LB_MODEL_CONNECT_RETRIES) {
-                conn_tries++;
-                lb_info("model endpoint %s: %s; retrying in %ld ms", m->shown_url, why, backoff);
-                if (nap(m, backoff)) {
-                    rc = LB_E_CANCELLED;
-                    snprintf(err, errsz, "The task was cancelled.");
-                    goto out;
-                }
-                backoff *= 2;
-                continue;
+            if ((connect_error(cc) || cc == CURLE_OPERATION_TIMEDOUT) && tries < m->retries) {
+                wait_ms = backoff_ms(m, tries + 1);
+                lb_info("model endpoint %s: %s; retrying in %ld ms", m->shown_url, why, wait_ms);
+            } else {
+                if (cc == CURLE_OPERATION_TIMEDOUT)
+                    snprintf(err, errsz, "The model endpoint %s did not answer within %d s%s.", m->shown_url,
+                             m->timeout_s, tries ? " (after retries)" : "");
+                else
+                    snprintf(err, errsz, "The model endpoint %s is not reachable: %s", m->shown_url,
+                             curl_easy_strerror(cc));
+                rc = LB_E_UNAVAILABLE;
+                goto out;
             }
-            if (cc == CURLE_OPERATION_TIMEDOUT)
-                snprintf(err, errsz, "The model endpoint %s did not answer within %d s.", m->shown_url,
-                         m->timeout_s);
-            else
-                snprintf(err, errsz, "The model endpoint %s is not reachable: %s", m->shown_url,
-                         curl_easy_strerror(cc));
-            rc = LB_E_UNAVAILABLE;
-            goto out;
-        }
-        long code = 0;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-        if (code >= 200 && code < 300) {
-            rc = m->provider == LB_PROVIDER_ANTHROPIC
-                     ? lb_parse_anthropic_response(resp_b->data, resp_b->len, r, err, errsz)
-                     : lb_parse_chat_response(resp_b->data, resp_b->len, r, err, errsz);
-            goto out;
-        }
-        if (http_retryable(code) && http_tries < LB_MODEL_HTTP_RETRIES) {
-            http_tries++;
-            long wait_ms = 1000L << (http_tries - 1);
-            struct curl_header *h = NULL;
-            if (curl_easy_header(c, "Retry-After", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h &&
-                h->value) {
-                long s = strtol(h->value, NULL, 10);
-                if (s > 0)
-                    wait_ms = (s > LB_RETRY_AFTER_MAX_S ? LB_RETRY_AFTER_MAX_S : s) * 1000L;
+        } else {
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+            if (code >= 200 && code < 300) {
+                rc = m->provider == LB_PROVIDER_ANTHROPIC
+                         ? lb_parse_anthropic_response(resp_b->data, resp_b->len, r, err, errsz)
+                         : lb_parse_chat_response(resp_b->data, resp_b->len, r, err, errsz);
+                goto out;
             }
-            lb_info("model endpoint %s answered HTTP %ld; retrying in %ld ms", m->shown_url, code, wait_ms);
+            if (http_retryable(code) && tries < m->retries) {
+                long ra = retry_after_ms(c);
+                wait_ms = ra >= 0 ? ra : backoff_ms(m, tries + 1) * 4;
+                lb_info("model endpoint %s answered HTTP %ld; retrying in %ld ms", m->shown_url, code, wait_ms);
+            }
+        }
+        if (wait_ms >= 0) {
+            tries++;
             if (nap(m, wait_ms)) {
                 rc = LB_E_CANCELLED;
                 snprintf(err, errsz, "The task was cancelled.");
@@ -333,11 +365,58 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
             }
             continue;
         }
+
         char emsg[400];
         lb_model_error_text(resp_b->data, resp_b->len, emsg, sizeof emsg);
+        long limit = -1, prompt = -1;
+        if (lb_context_error(code, resp_b->data, resp_b->len, &limit, &prompt)) {
+            /* a smaller completion may still fit: once */
+            long next = ctx_retried ? 0
+                                    : lb_context_retry_tokens(m->max_tokens, limit, prompt,
+                                                              m->cfg ? m->cfg->context_length : 0);
+            if (next > 0) {
+                lb_info("model endpoint %s: the request does not fit the context (%s); retrying with "
+                        "max_tokens %ld", m->shown_url, emsg, next);
+                m->max_tokens = (int)next; /* kept for the next turns too */
+                free(body);
+                body = lb_model_request_body(m, messages, tools);
+                if (!body) {
+                    snprintf(err, errsz, "Out of memory while building the model request.");
+                    rc = LB_E_NOMEM;
+                    goto out;
+                }
+                ctx_retried = 1;
+                continue;
+            }
+            if (ctx_retried)
+                snprintf(err, errsz, "The conversation no longer fits the model's context, even with "
+                                     "max_tokens lowered to %d (%s answered HTTP %ld: %s)",
+                         m->max_tokens, m->shown_url, code, emsg);
+            else if (limit > 0 && prompt > 0)
+                snprintf(err, errsz, "The conversation no longer fits the model's context: the prompt "
+                                     "has %ld tokens and the context %ld (%s answered HTTP %ld: %s)",
+                         prompt, limit, m->shown_url, code, emsg);
+            else
+                snprintf(err, errsz, "The conversation no longer fits the model's context (%s answered "
+                                     "HTTP %ld: %s)", m->shown_url, code, emsg);
+            rc = LB_E_TOOBIG;
+            goto out;
+        }
+        if (code == 401 || code == 403) {
+            /* no retry: a refused key stays refused */
+            if (m->key_env[0])
+                snprintf(err, errsz, "The model endpoint %s refused the API key from $%s (HTTP %ld%s%s).",
+                         m->shown_url, m->key_env, code, emsg[0] ? ": " : "", emsg);
+            else
+                snprintf(err, errsz, "The model endpoint %s refused the request without an API key "
+                                     "(HTTP %ld%s%s); set api_key_env for model \"%s\".",
+                         m->shown_url, code, emsg[0] ? ": " : "", emsg, m->name);
+            rc = LB_E_DENIED;
+            goto out;
+        }
         snprintf(err, errsz, "The model endpoint %s answered HTTP %ld%s%s", m->shown_url, code,
                  emsg[0] ? ": " : "", emsg);
-        rc = (code == 401 || code == 403) ? LB_E_DENIED : LB_E_PROTO;
+        rc = LB_E_PROTO;
         goto out;
     }
 out:

@@ -26,6 +26,7 @@ char *lb_openai_request_body(const lb_model *m, const cJSON *messages, const cJS
         if (tools && cJSON_GetArraySize(tools) > 0)
             cJSON_AddItemReferenceToObject(req, "tools", (cJSON *)tools);
     }
+    lb_model_add_sampling(m, req);
     static const char *const keep[] = {"messages", "tools", NULL};
     lb_model_merge_extra(m, req, keep);
     char *body = cJSON_PrintUnformatted(req);

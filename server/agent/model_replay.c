@@ -78,7 +78,7 @@ int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz)
 {
     *steps = NULL;
     if (!path || !*path) {
-        snprintf(err, errsz, "LLMBOX_REPLAY_FILE is not set: the replay provider needs a trajectory.json "
+        snprintf(err, errsz, "LLMBOX_REPLAY_FILE is not set (replay_file in llmbox.conf): the replay provider needs a trajectory.json "
                              "or a JSON list of assistant messages to play.");
         return LB_E_INVAL;
     }

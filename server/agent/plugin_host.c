@@ -2,6 +2,7 @@
 #include "agent/plugin_host.h"
 
 #include "agent/text.h"
+#include "agent/watchdog.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -22,6 +23,7 @@
 #define LB_MAX_SCHEMA (256u << 10)
 #define LB_ANSWER_MAX (1u << 20)
 #define LB_LIST_MAX_ENTRIES 20000
+#define LB_LOG_LINES_PER_CALL 100   /* host->log lines kept from one tool call */
 
 /* Smallest descriptor and tool structs a v1.0 plugin can have. */
 #define LB_PLUGIN_MIN_SIZE (offsetof(llmbox_plugin, n_tools) + sizeof(size_t))
@@ -48,6 +50,7 @@ struct llmbox_ctx {
     llmbox_dirent *dirents;
     /* what the current invoke() did */
     int ran_exec, last_exit_code, last_exec_exited;
+    int log_lines;
     /* task state */
     int finished;
     char *answer;
@@ -220,6 +223,7 @@ static int add_plugin(lb_plugins *p, const llmbox_plugin *d, const char *file,
         lb_tool_entry *e = &p->tools[p->n_tools];
         memset(e, 0, sizeof *e);
         e->tool = t;
+        e->enabled = 1;
         e->schema = schema;
         e->description = expand_description(t->description);
         snprintf(e->file, sizeof e->file, "%s", file);
@@ -354,6 +358,14 @@ void lb_plugins_free(lb_plugins *p)
 
 size_t lb_plugins_count(const lb_plugins *p) { return p ? p->n_tools : 0; }
 
+size_t lb_plugins_enabled_count(const lb_plugins *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < lb_plugins_count(p); i++)
+        n += p->tools[i].enabled != 0;
+    return n;
+}
+
 const lb_tool_entry *lb_plugins_at(const lb_plugins *p, size_t i)
 {
     return p && i < p->n_tools ? &p->tools[i] : NULL;
@@ -361,7 +373,24 @@ const lb_tool_entry *lb_plugins_at(const lb_plugins *p, size_t i)
 
 const lb_tool_entry *lb_plugins_find(const lb_plugins *p, const char *name)
 {
-    return p && name ? find_tool(p, name) : NULL;
+    const lb_tool_entry *e = p && name ? find_tool(p, name) : NULL;
+    return e && e->enabled ? e : NULL;
+}
+
+void lb_plugins_select(lb_plugins *p, const lb_config *cfg, cJSON *errors)
+{
+    for (size_t i = 0; i < lb_plugins_count(p); i++)
+        p->tools[i].enabled = lb_cfg_tool_enabled(cfg, p->tools[i].tool->name);
+    for (int k = 0; !cfg->tools_all && k < cfg->n_tools; k++) {
+        if (find_tool(p, cfg->tools[k]))
+            continue;
+        char line[300];
+        snprintf(line, sizeof line, "tools: '%s' is enabled in the configuration but no loaded plugin provides it",
+                 cfg->tools[k]);
+        lb_warn("%s", line);
+        if (errors)
+            cJSON_AddItemToArray(errors, cJSON_CreateString(line));
+    }
 }
 
 cJSON *lb_plugins_openai_tools(const lb_plugins *p)
@@ -369,6 +398,8 @@ cJSON *lb_plugins_openai_tools(const lb_plugins *p)
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; arr && i < lb_plugins_count(p); i++) {
         const lb_tool_entry *e = &p->tools[i];
+        if (!e->enabled)
+            continue;
         cJSON *t = cJSON_CreateObject();
         cJSON *f = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "type", "function");
@@ -385,8 +416,17 @@ cJSON *lb_plugins_list_json(const lb_plugins *p, const cJSON *errors)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *tools = cJSON_AddArrayToObject(root, "tools");
+    cJSON *off = cJSON_AddArrayToObject(root, "disabled");
     for (size_t i = 0; i < lb_plugins_count(p); i++) {
         const lb_tool_entry *e = &p->tools[i];
+        if (!e->enabled) {
+            /* loaded but not offered (tools = ... in llmbox.conf) */
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddStringToObject(t, "name", e->tool->name);
+            cJSON_AddStringToObject(t, "plugin", e->file);
+            cJSON_AddItemToArray(off, t);
+            continue;
+        }
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", e->tool->name);
         cJSON_AddStringToObject(t, "description", e->description);
@@ -719,7 +759,9 @@ static int exec_common(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeo
     char err[512] = "";
     lbsb_exec_opts opts = {.timeout_ms = timeout_ms > 0 ? timeout_ms : c->cmd_timeout_ms,
                            .soft_timeout_ms = soft_ms};
+    lb_watchdog_host_enter();
     int rc = lbsb_exec_ex(c->conn, c->sb_id, z, &opts, &c->exec_out, err, sizeof err);
+    lb_watchdog_host_leave();
     free(z);
     c->ran_exec = 1;
     c->last_exec_exited = 0;
@@ -779,7 +821,9 @@ static int h_read_file(llmbox_ctx *c, const char *path, size_t max, const char *
     c->read_data = NULL;
     char err[512] = "";
     size_t n = 0;
+    lb_watchdog_host_enter();
     int rc = lbsb_read(c->conn, c->sb_id, path, max, &c->read_data, &n, err, sizeof err);
+    lb_watchdog_host_leave();
     if (rc != LB_OK)
         return sb_status(c, rc, err);
     *data = c->read_data ? c->read_data : "";
@@ -796,8 +840,10 @@ static int h_write_file(llmbox_ctx *c, const char *path, const void *data, size_
     if (st)
         return st;
     char err[512] = "";
+    lb_watchdog_host_enter();
     int rc = lbsb_write(c->conn, c->sb_id, path, data ? data : "", len,
                         (flags & LLMBOX_WRITE_EXCL) != 0, err, sizeof err);
+    lb_watchdog_host_leave();
     return sb_status(c, rc, err);
 }
 
@@ -817,8 +863,10 @@ static int h_list_dir(llmbox_ctx *c, const char *path, int max_depth,
     free(c->dirents);
     c->dirents = NULL;
     char err[512] = "";
+    lb_watchdog_host_enter();
     int rc = lbsb_list(c->conn, c->sb_id, path, max_depth > 0 ? max_depth : 1,
                        LB_LIST_MAX_ENTRIES, &c->ents, &c->n_ents, err, sizeof err);
+    lb_watchdog_host_leave();
     if (rc != LB_OK)
         return sb_status(c, rc, err);
     if (c->n_ents) {
@@ -845,7 +893,9 @@ static int h_path_type(llmbox_ctx *c, const char *path)
     int type = 0;
     uint64_t size = 0;
     char err[512] = "";
+    lb_watchdog_host_enter();
     int rc = lbsb_stat(c->conn, c->sb_id, path, &type, &size, err, sizeof err);
+    lb_watchdog_host_leave();
     if (rc == LB_E_NOTFOUND)
         return 0;
     if (rc != LB_OK) {
@@ -862,9 +912,16 @@ static int h_is_cancelled(llmbox_ctx *c)
 
 static void h_log(llmbox_ctx *c, int level, const char *msg)
 {
-    (void)c;
     if (!msg)
         return;
+    /* a plugin that logs in a loop must not fill the disk */
+    if (c && c->log_lines > LB_LOG_LINES_PER_CALL)
+        return;
+    if (c && ++c->log_lines > LB_LOG_LINES_PER_CALL) {
+        lb_warn("plugin: more than %d log lines in one call; the rest of this call's are dropped",
+                LB_LOG_LINES_PER_CALL);
+        return;
+    }
     char *s = lb_strdup_trunc(msg, 1000);
     if (s) {
         char *z = lb_utf8_sanitize(s, strlen(s), NULL);
@@ -1027,8 +1084,13 @@ int lb_tool_run(const lb_plugins *p, llmbox_ctx *ctx, const char *name, const ch
         else
             lb_buf_appends(&b, "The tool call has no function name. The available tools are:");
         free(shown);
-        for (size_t i = 0; i < lb_plugins_count(p); i++)
-            lb_buf_printf(&b, "%s %s", i ? "," : "", p->tools[i].tool->name);
+        int first = 1;
+        for (size_t i = 0; i < lb_plugins_count(p); i++) {
+            if (!p->tools[i].enabled)
+                continue;
+            lb_buf_printf(&b, "%s %s", first ? "" : ",", p->tools[i].tool->name);
+            first = 0;
+        }
         lb_buf_appends(&b, ".");
         int rc = outcome_error(o, b.data ? b.data : "Unknown tool.");
         lb_buf_free(&b);
@@ -1054,7 +1116,10 @@ int lb_tool_run(const lb_plugins *p, llmbox_ctx *ctx, const char *name, const ch
         lb_htbuf_init(&r.streams[i], LB_RESULT_HEAD, LB_RESULT_TAIL);
     ctx->ran_exec = 0;
     ctx->last_exec_exited = 0;
+    ctx->log_lines = 0;
+    lb_watchdog_enter(e->tool->name);
     o->rc = e->tool->invoke(ctx, canon, strlen(canon), &r);
+    lb_watchdog_leave();
     free(canon);
     ctx_release_call_data(ctx);
 

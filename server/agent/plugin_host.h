@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/config.h"
 #include "llmbox/sandbox.h"
 #include "llmbox/tool.h"
 
@@ -27,6 +28,7 @@ typedef struct lb_tool_entry {
     char *description;          /* after placeholder substitution; owned */
     cJSON *schema;              /* parsed parameters; owned */
     char file[300];             /* "plugins/bash.so", for messages */
+    int enabled;                /* offered to the model and callable (lb_plugins_select) */
 } lb_tool_entry;
 
 typedef struct lb_plugins lb_plugins;
@@ -37,12 +39,22 @@ typedef struct lb_plugins lb_plugins;
  * LB_OK (even with no tools) or LB_E_NOMEM. */
 int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors);
 void lb_plugins_free(lb_plugins *p);
+/* Tools loaded, enabled or not. */
 size_t lb_plugins_count(const lb_plugins *p);
+size_t lb_plugins_enabled_count(const lb_plugins *p);
 const lb_tool_entry *lb_plugins_at(const lb_plugins *p, size_t i);
+/* An enabled tool by name, or NULL. */
 const lb_tool_entry *lb_plugins_find(const lb_plugins *p, const char *name);
-/* The OpenAI "tools" array: [{type:"function",function:{name,description,parameters}}]. */
+/* Enables exactly the tools cfg offers (tools / LLMBOX_TOOLS; finish
+ * always); the others stay loaded but are neither offered nor callable.
+ * A configured name that no plugin provides adds one line to errors.
+ * Until this is called every loaded tool is enabled. */
+void lb_plugins_select(lb_plugins *p, const lb_config *cfg, cJSON *errors);
+/* The OpenAI "tools" array of the enabled tools:
+ * [{type:"function",function:{name,description,parameters}}]. */
 cJSON *lb_plugins_openai_tools(const lb_plugins *p);
-/* {"tools":[{name,description,parameters}],"errors":[...]} for /api/tools. */
+/* {"tools":[{name,description,parameters,plugin}], "disabled":[{name,plugin}],
+ * "errors":[...]} for /api/tools. */
 cJSON *lb_plugins_list_json(const lb_plugins *p, const cJSON *errors);
 
 /* Checks args (len bytes of JSON text) against the tool's schema: a JSON

@@ -27,18 +27,23 @@ static volatile int g_cancel, g_sb_interrupt, g_timed_out;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: llmbox run [-i FILE]... [-o DIR] [--max-turns N] [--model NAME] \"prompt\"\n"
+            "usage: llmbox run [-i FILE]... [-o DIR] [--max-turns N] [--model NAME]\n"
+            "                  [--token-budget N] [--timeout S] \"prompt\"\n"
             "\n"
             "Runs one task in a sandbox and prints each step.\n"
             "  -i, --input FILE   copy FILE into /testbed/input (repeatable)\n"
             "  -o, --output DIR   where outputs, answer.txt and trajectory.json go\n"
             "                     (default ./llmbox-output)\n"
-            "  --max-turns N      turn limit (default $LLMBOX_MAX_TURNS or 100)\n"
-            "  --model NAME       model name sent to the endpoint (default $LLMBOX_LLM_MODEL)\n"
+            "  --max-turns N      turn limit (default max_turns, 100)\n"
+            "  --model NAME       a model of llmbox.conf (default: default_model)\n"
+            "  --token-budget N   context tokens the task may use (default token_budget, 65536;\n"
+            "                     0 = no budget)\n"
+            "  --timeout S        wall-clock limit in seconds (default and maximum task_timeout_s)\n"
             "  prompt             the task; \"-\" reads it from standard input\n"
             "\n"
-            "The model endpoint comes from LLMBOX_LLM_URL (or OPENAI_BASE_URL) and\n"
-            "LLMBOX_LLM_KEY (or OPENAI_API_KEY); the sandbox daemon must be running.\n");
+            "Models come from llmbox.conf ([model \"NAME\"] sections) or, for the model\n"
+            "\"default\", from LLMBOX_LLM_URL (or OPENAI_BASE_URL) and LLMBOX_LLM_KEY (or\n"
+            "OPENAI_API_KEY); the sandbox daemon must be running.\n");
 }
 
 /* When run outside the llmbox directory, find plugins and prompts next to
@@ -138,6 +143,41 @@ static int dir_empty(const char *path)
     return empty;
 }
 
+/* What is left to do once the loop has ended: the trajectory beside the
+ * outputs, one summary line, the temporary inputs removed. Also run by the
+ * watchdog when a hung tool ends the task (the loop cannot return then). */
+typedef struct run_end {
+    char tmp[64];
+    int have_tmp;
+    char out_dir[PATH_MAX];
+    char traj_tmp[96];
+    char id[LB_ID_HEX_LEN + 1];
+} run_end;
+
+static void finish_run(void *arg, const lb_loop_result *res)
+{
+    run_end *e = arg;
+    /* the trajectory goes beside the outputs, never over one of them */
+    char traj[PATH_MAX + 64];
+    snprintf(traj, sizeof traj, "%s/trajectory.json", e->out_dir);
+    struct stat st;
+    if (lstat(traj, &st) == 0)
+        snprintf(traj, sizeof traj, "%s/llmbox-trajectory-%.8s.json", e->out_dir, e->id);
+    if (copy_file(e->traj_tmp, traj) != LB_OK)
+        fprintf(stderr, "llmbox run: cannot write %s\n", traj);
+    const lb_task_usage *u = &res->usage;
+    printf("usage: %d turns; tokens: %lld prompt, %lld completion, %lld environment%s; "
+           "time: model %.1f s, tools %.1f s, sandbox start %.1f s\n",
+           u->turns, (long long)u->prompt_tokens, (long long)u->completion_tokens,
+           (long long)u->environment_tokens, u->environment_estimated ? " (estimated)" : "",
+           (double)u->model_ms / 1000.0, (double)u->tools_ms / 1000.0, (double)u->sandbox_ms / 1000.0);
+    printf("results in %s (%zu output file(s)); trajectory: %s\n", e->out_dir, res->n_artifacts, traj);
+    fflush(stdout);
+    if (e->have_tmp)
+        lb_rmtree(e->tmp);
+    e->have_tmp = 0;
+}
+
 static int sandboxd_check(void)
 {
     const lb_config *cfg = lb_cfg();
@@ -171,8 +211,11 @@ int lb_run_main(int argc, char **argv)
     const char *out_arg = "llmbox-output", *model = NULL;
     char *prompt = NULL;
     int max_turns = cfg->max_turns_default;
+    long long token_budget = -1, timeout_s = 0;
     int ret = 1;
-    char tmp[] = "/tmp/llmbox-run-XXXXXX";
+    static run_end E;
+    snprintf(E.tmp, sizeof E.tmp, "/tmp/llmbox-run-XXXXXX");
+    char *tmp = E.tmp;
     int have_tmp = 0;
     lb_loop_result res;
     memset(&res, 0, sizeof res);
@@ -199,6 +242,26 @@ int lb_run_main(int argc, char **argv)
             max_turns = (int)v;
         } else if (!strcmp(a, "--model") && more) {
             model = argv[++i];
+            if (!lb_cfg_model(cfg, model)) {
+                char names[600];
+                lb_cfg_model_names(cfg, names, sizeof names);
+                fprintf(stderr, "llmbox run: there is no model called \"%s\" (configured: %s)\n", model,
+                        names[0] ? names : "none");
+                ret = 2;
+                goto out;
+            }
+        } else if ((!strcmp(a, "--token-budget") || !strcmp(a, "--timeout")) && more) {
+            int budget = !strcmp(a, "--token-budget");
+            char *end;
+            errno = 0;
+            long long v = strtoll(argv[++i], &end, 10);
+            long long lo = budget ? 0 : 1, hi = budget ? (long long)cfg->token_budget_max : cfg->task_timeout_s;
+            if (errno || *end || v < lo || v > hi) {
+                fprintf(stderr, "llmbox run: %s must be %lld..%lld\n", a, lo, hi);
+                ret = 2;
+                goto out;
+            }
+            *(budget ? &token_budget : &timeout_s) = v;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             ret = 0;
@@ -229,12 +292,13 @@ int lb_run_main(int argc, char **argv)
         goto out;
 
     /* inputs: copies in a private temp dir, so the sandbox sees a snapshot */
-    char input_dir[sizeof tmp + 16];
+    char input_dir[sizeof E.tmp + 16];
     if (!mkdtemp(tmp)) {
         fprintf(stderr, "llmbox run: cannot create a temporary directory: %s\n", strerror(errno));
         goto out;
     }
     have_tmp = 1;
+    E.have_tmp = 1;
     chmod(tmp, 0755);
     snprintf(input_dir, sizeof input_dir, "%s/input", tmp);
     if (mkdir(input_dir, 0755) != 0) {
@@ -263,7 +327,7 @@ int lb_run_main(int argc, char **argv)
         fprintf(stderr, "llmbox run: cannot create %s: %s\n", out_arg, strerror(errno));
         goto out;
     }
-    char out_dir[PATH_MAX];
+    char *out_dir = E.out_dir;
     if (!realpath(out_arg, out_dir)) {
         fprintf(stderr, "llmbox run: %s: %s\n", out_arg, strerror(errno));
         goto out;
@@ -271,19 +335,21 @@ int lb_run_main(int argc, char **argv)
     if (!dir_empty(out_dir))
         fprintf(stderr, "llmbox run: note: %s is not empty; files with the same names will be replaced\n",
                 out_dir);
-    char traj_tmp[sizeof tmp + 32];
-    snprintf(traj_tmp, sizeof traj_tmp, "%s/trajectory.json", tmp);
+    char *traj_tmp = E.traj_tmp;
+    snprintf(traj_tmp, sizeof E.traj_tmp, "%s/trajectory.json", tmp);
 
-    char id[LB_ID_HEX_LEN + 1];
-    if (lb_random_hex(id, sizeof id, LB_ID_HEX_LEN / 2) != LB_OK)
+    char *id = E.id;
+    if (lb_random_hex(id, sizeof E.id, LB_ID_HEX_LEN / 2) != LB_OK)
         goto out;
-    const char *rf = getenv("LLMBOX_REPLAY_FILE");
-    if (!strcmp(cfg->llm_provider, "replay"))
+    const lb_model_cfg *mc = lb_cfg_model(cfg, model);
+    if (!mc)
+        printf("llmbox run: task %s, no model configured\n", id);
+    else if (!strcmp(mc->provider, "replay"))
         printf("llmbox run: task %s, replaying %s, up to %d turns, %zu input file(s)\n", id,
-               rf ? rf : "(LLMBOX_REPLAY_FILE not set)", max_turns, n_inputs);
+               mc->replay_file[0] ? mc->replay_file : "(LLMBOX_REPLAY_FILE not set)", max_turns, n_inputs);
     else
-        printf("llmbox run: task %s, model %s at %s, up to %d turns, %zu input file(s)\n", id,
-               model ? model : cfg->llm_model, cfg->llm_url, max_turns, n_inputs);
+        printf("llmbox run: task %s, model %s (%s %s), up to %d turns, %zu input file(s)\n", id, mc->name,
+               mc->provider, mc->model, max_turns, n_inputs);
     fflush(stdout);
 
     lb_agent_signals_install(&g_cancel, &g_sb_interrupt, &g_timed_out);
@@ -293,7 +359,11 @@ int lb_run_main(int argc, char **argv)
         .task_id = id,
         .prompt = prompt,
         .max_turns = max_turns,
+        .token_budget = token_budget,
+        .timeout_s = (int)timeout_s,
         .model_name = model,
+        .on_abort = finish_run,
+        .on_abort_arg = &E,
         .input_dir = input_dir,
         .output_dir = out_dir,
         .trajectory_path = traj_tmp,
@@ -302,16 +372,8 @@ int lb_run_main(int argc, char **argv)
         .timed_out = &g_timed_out,
     };
     lb_agent_run(&o, &sink, &res);
-
-    /* the trajectory goes beside the outputs, never over one of them */
-    char traj[PATH_MAX + 64];
-    snprintf(traj, sizeof traj, "%s/trajectory.json", out_dir);
-    struct stat st;
-    if (lstat(traj, &st) == 0)
-        snprintf(traj, sizeof traj, "%s/llmbox-trajectory-%.8s.json", out_dir, id);
-    if (copy_file(traj_tmp, traj) != LB_OK)
-        fprintf(stderr, "llmbox run: cannot write %s\n", traj);
-    printf("results in %s (%zu output file(s)); trajectory: %s\n", out_dir, res.n_artifacts, traj);
+    finish_run(&E, &res);
+    have_tmp = 0;
     ret = !strcmp(res.status, "succeeded") ? 0 : !strcmp(res.status, "cancelled") ? 130 : 1;
 out:
     if (have_tmp)

@@ -37,10 +37,10 @@ static void arts(void *arg, const lb_artifact *a, size_t n)
         lb_error("cannot store the artifact index: %s", lb_strerror(rc));
 }
 
-static void usage(void *arg, int turns, int64_t p, int64_t c)
+static void usage(void *arg, const lb_task_usage *u)
 {
     store_sink *s = arg;
-    int rc = lb_store_task_set_usage(s->st, s->task_id, turns, p, c);
+    int rc = lb_store_task_set_usage(s->st, s->task_id, u);
     if (rc != LB_OK)
         lb_warn("cannot store usage: %s", lb_strerror(rc));
 }

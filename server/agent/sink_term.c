@@ -92,7 +92,7 @@ static void ev(void *arg, const char *type, const cJSON *d)
         fprintf(t->f, "%s[turn %.0f]%s model replied in %.1f s", c_on(t, "\033[1m"), num(d, "turn"),
                 c_off(t), num(d, "duration_ms") / 1000.0);
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(d, "usage");
-        if (num(u, "prompt_tokens") >= 0)
+        if (num(u, "prompt_tokens") >= 0 && !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(u, "reported")))
             fprintf(t->f, " (%.0f prompt + %.0f completion tokens)", num(u, "prompt_tokens"),
                     num(u, "completion_tokens"));
         fputc('\n', t->f);

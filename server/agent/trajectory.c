@@ -9,7 +9,8 @@
 #include <string.h>
 
 int lb_traj_init(lb_traj *t, const char *task_id, const char *prompt, int max_turns,
-                 const char *model_url, const char *model_name, const cJSON *tools)
+                 const char *model_url, const char *model_name, const cJSON *tools,
+                 const cJSON *config)
 {
     memset(t, 0, sizeof *t);
     t->root = cJSON_CreateObject();
@@ -23,6 +24,8 @@ int lb_traj_init(lb_traj *t, const char *task_id, const char *prompt, int max_tu
     cJSON *model = cJSON_AddObjectToObject(t->root, "model");
     cJSON_AddStringToObject(model, "url", model_url ? model_url : "");
     cJSON_AddStringToObject(model, "name", model_name ? model_name : "");
+    if (config)
+        cJSON_AddItemToObject(t->root, "config", cJSON_Duplicate(config, 1));
     cJSON_AddItemToObject(t->root, "tools", tools ? cJSON_Duplicate(tools, 1) : cJSON_CreateArray());
     t->turns = cJSON_AddArrayToObject(t->root, "turns");
     return t->turns ? LB_OK : LB_E_NOMEM;
@@ -46,19 +49,30 @@ static void set_item(cJSON *root, const char *key, cJSON *v)
 }
 
 int lb_traj_write(lb_traj *t, const char *path, const cJSON *messages, const char *status,
-                  const char *reason, const char *answer, int turns, int64_t prompt_tokens,
-                  int64_t completion_tokens, const cJSON *timings)
+                  const char *reason, const char *answer, const lb_task_usage *u,
+                  const cJSON *timings)
 {
     if (!t->root || !path)
         return LB_E_INVAL;
     set_item(t->root, "status", cJSON_CreateString(status ? status : ""));
     set_item(t->root, "reason", reason && *reason ? cJSON_CreateString(reason) : cJSON_CreateNull());
     set_item(t->root, "answer", answer ? cJSON_CreateString(answer) : cJSON_CreateNull());
+    /* the totals of Tables 5 and 6 of the paper: tokens by origin, time by place */
+    lb_task_usage zero;
+    memset(&zero, 0, sizeof zero);
+    if (!u)
+        u = &zero;
     cJSON *usage = cJSON_CreateObject();
-    cJSON_AddNumberToObject(usage, "turns", turns);
-    cJSON_AddNumberToObject(usage, "prompt_tokens", (double)prompt_tokens);
-    cJSON_AddNumberToObject(usage, "completion_tokens", (double)completion_tokens);
-    cJSON_AddNumberToObject(usage, "total_tokens", (double)(prompt_tokens + completion_tokens));
+    cJSON_AddNumberToObject(usage, "turns", u->turns);
+    cJSON_AddNumberToObject(usage, "prompt_tokens", (double)u->prompt_tokens);
+    cJSON_AddNumberToObject(usage, "completion_tokens", (double)u->completion_tokens);
+    cJSON_AddNumberToObject(usage, "total_tokens", (double)(u->prompt_tokens + u->completion_tokens));
+    cJSON_AddNumberToObject(usage, "environment_tokens", (double)u->environment_tokens);
+    cJSON_AddBoolToObject(usage, "environment_estimated", u->environment_estimated);
+    cJSON_AddNumberToObject(usage, "context_tokens", (double)u->context_tokens);
+    cJSON_AddNumberToObject(usage, "model_ms", (double)u->model_ms);
+    cJSON_AddNumberToObject(usage, "tools_ms", (double)u->tools_ms);
+    cJSON_AddNumberToObject(usage, "sandbox_ms", (double)u->sandbox_ms);
     set_item(t->root, "usage", usage);
     set_item(t->root, "timings", timings ? cJSON_Duplicate(timings, 1) : cJSON_CreateObject());
     /* the conversation can be large: reference it rather than copy */

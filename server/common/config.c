@@ -1,136 +1,441 @@
-#include "config.h"
+/* Configuration: defaults < llmbox.conf < environment.
+ *
+ * The file is INI, read with libinih:
+ *
+ *     max_turns = 50                 ; global keys, before any section
+ *     tools = bash, file_editor, finish
+ *     default_model = qwen
+ *
+ *     [model "qwen"]                 ; or [model.qwen]
+ *     provider = openai
+ *     base_url = http://127.0.0.1:8000/v1
+ *     api_key_env = QWEN_KEY         ; the variable's NAME; keys never go in files
+ *
+ * Reading happens in two steps: config_file.c collects (section, key,
+ * value, line) entries, then every entry is checked (global keys here,
+ * [model] sections in config_model.c), so each error names its file:line.
+ * Global keys go through the same setter whether the value comes from the
+ * file, the environment or the built-in default: to add a setting, add a
+ * field to lb_config and one line to lb_keys[] below. */
+#include "config_priv.h"
 #include "status.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#define LB_CFG_DEFAULT_TOOLS "bash, file_editor, finish"
+
 static lb_config lb_global_cfg;
+static char lb_cfg_errbuf[1600];
 
 const lb_config *lb_cfg(void) { return &lb_global_cfg; }
 lb_config *lb_cfg_mut(void) { return &lb_global_cfg; }
+const char *lb_config_error(void) { return lb_cfg_errbuf; }
 
-static const char *lb_env(const char *a, const char *b)
-{
-    const char *v = getenv(a);
-    if (v && *v)
-        return v;
-    if (b) {
-        v = getenv(b);
-        if (v && *v)
-            return v;
-    }
-    return NULL;
-}
+/* ---- values -------------------------------------------------------------- */
 
-static int lb_setstr(char *dst, size_t dstsz, const char *v)
+typedef struct lb_cfg_key lb_cfg_key;
+/* Sets the field of k from text v; on failure writes why (a phrase such as
+ * "must be a whole number from 1 to 1000") and returns an lb_status. */
+typedef int (*lb_cfg_setter)(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz);
+
+struct lb_cfg_key {
+    const char *name;       /* key in llmbox.conf */
+    const char *env;        /* its environment variable */
+    const char *env_alt;    /* read when env is unset (NULL: none) */
+    lb_cfg_setter set;
+    size_t off, size;       /* the field in lb_config */
+    long long lo, hi;       /* integers: the range; paths: 0 relative to home, 1 to var_dir */
+    const char *def;        /* the default as text, through the same setter (NULL: none) */
+};
+
+static void *field(lb_config *c, const lb_cfg_key *k) { return (char *)c + k->off; }
+
+int lb_cfgi_parse_ll(const char *v, long long lo, long long hi, long long *out)
 {
-    if ((size_t)snprintf(dst, dstsz, "%s", v) >= dstsz)
-        return LB_E_TOOBIG;
+    if (!*v)
+        return LB_E_INVAL;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < lo || x > hi)
+        return LB_E_INVAL;
+    *out = x;
     return LB_OK;
 }
 
-static int lb_setpath(char *dst, const char *envname, const char *base, const char *rel)
+int lb_cfgi_printable(const char *v)
 {
-    const char *v = lb_env(envname, NULL);
-    int n = v ? snprintf(dst, LB_CFG_PATH, "%s", v) : snprintf(dst, LB_CFG_PATH, "%s/%s", base, rel);
-    return (n < 0 || n >= LB_CFG_PATH) ? LB_E_TOOBIG : LB_OK;
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return 0;
+    return 1;
 }
 
-static long lb_envint(const char *name, long def, long lo, long hi)
+static int set_int(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < lo || x > hi)
-        return def;
-    return x;
-}
-
-int lb_config_load(lb_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    const char *home = lb_env("LLMBOX_HOME", NULL);
-    char cwd[LB_CFG_PATH];
-    if (!home) {
-        if (!getcwd(cwd, sizeof cwd))
-            return LB_E_IO;
-        home = cwd;
+    long long x;
+    if (lb_cfgi_parse_ll(v, k->lo, k->hi, &x) != LB_OK) {
+        snprintf(why, whysz, "must be a whole number from %lld to %lld", k->lo, k->hi);
+        return LB_E_INVAL;
     }
-    int rc = lb_setstr(cfg->home, sizeof cfg->home, home);
-    rc |= lb_setpath(cfg->var_dir, "LLMBOX_VAR", cfg->home, "var");
-    rc |= lb_setpath(cfg->artifacts_dir, "LLMBOX_ARTIFACTS", cfg->home, "artifacts");
-    rc |= lb_setpath(cfg->plugin_dir, "LLMBOX_PLUGINS", cfg->home, "plugins");
-    rc |= lb_setpath(cfg->prompts_dir, "LLMBOX_PROMPTS", cfg->home, "server/agent/prompts");
-    rc |= lb_setpath(cfg->images_dir, "LLMBOX_IMAGES", cfg->home, "images");
-    rc |= lb_setpath(cfg->image_store, "LLMBOX_IMAGE_STORE", cfg->var_dir, "images");
-    rc |= lb_setpath(cfg->db_path, "LLMBOX_DB", cfg->var_dir, "web/llmbox.db");
-    rc |= lb_setpath(cfg->web_socket, "LLMBOX_WEB_SOCKET", cfg->var_dir, "web/web.sock");
-    rc |= lb_setpath(cfg->sandboxd_socket, "LLMBOX_SANDBOXD_SOCKET", cfg->var_dir, "run/sandboxd.sock");
-    if (rc)
-        return LB_E_TOOBIG;
-    ssize_t n = readlink("/proc/self/exe", cfg->self_exe, sizeof cfg->self_exe - 1);
-    if (n > 0)
-        cfg->self_exe[n] = '\0';
+    if (k->size == sizeof(int64_t))
+        *(int64_t *)field(c, k) = x;
+    else
+        *(int *)field(c, k) = (int)x;
+    return LB_OK;
+}
 
-    const char *url = lb_env("LLMBOX_LLM_URL", "OPENAI_BASE_URL");
-    rc |= lb_setstr(cfg->llm_url, sizeof cfg->llm_url, url ? url : "http://127.0.0.1:8000/v1");
-    const char *model = lb_env("LLMBOX_LLM_MODEL", NULL);
-    rc |= lb_setstr(cfg->llm_model, sizeof cfg->llm_model, model ? model : "default");
-    const char *prov = lb_env("LLMBOX_LLM_PROVIDER", NULL);
-    rc |= lb_setstr(cfg->llm_provider, sizeof cfg->llm_provider, prov ? prov : "openai");
-    /* each provider's usual key variable; OPENAI_API_KEY is not for Anthropic */
-    int anthropic = prov && !strcmp(prov, "anthropic");
-    const char *key = lb_env("LLMBOX_LLM_KEY", anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY");
-    rc |= lb_setstr(cfg->llm_key, sizeof cfg->llm_key, key ? key : "");
-    const char *user = lb_env("LLMBOX_WEB_USER", NULL);
-    rc |= lb_setstr(cfg->web_user, sizeof cfg->web_user, user ? user : "");
-    const char *img = lb_env("LLMBOX_IMAGE", NULL);
-    rc |= lb_setstr(cfg->default_image, sizeof cfg->default_image, img ? img : "default");
-    const char *pimg = lb_env("LLMBOX_POOL_IMAGES", NULL);
-    rc |= lb_setstr(cfg->pool_images, sizeof cfg->pool_images, pimg ? pimg : cfg->default_image);
-    const char *nets = lb_env("LLMBOX_NETWORK_ALLOW", NULL);
-    rc |= lb_setstr(cfg->network_allow, sizeof cfg->network_allow, nets ? nets : "none");
-    const char *tok = lb_env("LLMBOX_SANDBOX_API_TOKEN", NULL);
-    rc |= lb_setstr(cfg->sandbox_api_token, sizeof cfg->sandbox_api_token, tok ? tok : "");
-    if (rc)
-        return LB_E_TOOBIG;
+/* MiB in the file and the environment, bytes in the field */
+static int set_mib(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    long long x;
+    if (lb_cfgi_parse_ll(v, k->lo, k->hi, &x) != LB_OK) {
+        snprintf(why, whysz, "must be a whole number of MiB from %lld to %lld", k->lo, k->hi);
+        return LB_E_INVAL;
+    }
+    *(uint64_t *)field(c, k) = (uint64_t)x << 20;
+    return LB_OK;
+}
 
-    cfg->llm_timeout_s = (int)lb_envint("LLMBOX_LLM_TIMEOUT_S", 600, 1, 86400);
-    cfg->web_threads = (int)lb_envint("LLMBOX_WEB_THREADS", 32, 1, 1024);
-    cfg->max_upload_bytes = (uint64_t)lb_envint("LLMBOX_MAX_UPLOAD_MB", 100, 1, 1 << 20) << 20;
-    cfg->max_output_bytes = (uint64_t)lb_envint("LLMBOX_MAX_OUTPUT_MB", 1024, 1, 1 << 20) << 20;
-    cfg->max_output_files = 10000;
-    cfg->max_turns_default = (int)lb_envint("LLMBOX_MAX_TURNS", 100, 1, 1000);
-    cfg->max_turns_limit = 1000;
-    cfg->max_concurrent_tasks = (int)lb_envint("LLMBOX_MAX_TASKS", 16, 1, 4096);
-    cfg->cmd_timeout_s = (int)lb_envint("LLMBOX_CMD_TIMEOUT_S", 120, 1, 86400);
-    cfg->bash_soft_timeout_s = (int)lb_envint("LLMBOX_BASH_SOFT_TIMEOUT_S", 10, 1, 86400);
-    cfg->task_timeout_s = (int)lb_envint("LLMBOX_TASK_TIMEOUT_S", 3600, 1, 7 * 86400);
-    cfg->sandbox_memory_mib = (int)lb_envint("LLMBOX_SANDBOX_MEMORY_MIB", 2048, 64, 1 << 20);
-    cfg->sandbox_pids = (int)lb_envint("LLMBOX_SANDBOX_PIDS", 512, 16, 1 << 22);
+static int set_str(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    if (!lb_cfgi_printable(v)) {
+        snprintf(why, whysz, "contains control characters");
+        return LB_E_INVAL;
+    }
+    if (strlen(v) >= k->size) {
+        snprintf(why, whysz, "is longer than %zu characters", k->size - 1);
+        return LB_E_TOOBIG;
+    }
+    memcpy(field(c, k), v, strlen(v) + 1);
+    return LB_OK;
+}
+
+static int set_secret(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    return set_str(c, k, v, why, whysz);
+}
+
+/* A path: relative ones are taken from $home (or var_dir for the default
+ * of a key whose lo is 1). */
+int lb_cfgi_join_path(char *dst, size_t dstsz, const char *base, const char *v)
+{
+    int n = v[0] == '/' ? snprintf(dst, dstsz, "%s", v) : snprintf(dst, dstsz, "%s/%s", base, v);
+    return (n < 0 || (size_t)n >= dstsz) ? LB_E_TOOBIG : LB_OK;
+}
+
+static int set_path(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    if (!*v || !lb_cfgi_printable(v)) {
+        snprintf(why, whysz, "must be a path");
+        return LB_E_INVAL;
+    }
+    if (lb_cfgi_join_path(field(c, k), k->size, c->home, v) != LB_OK) {
+        snprintf(why, whysz, "is longer than %zu characters", k->size - 1);
+        return LB_E_TOOBIG;
+    }
+    return LB_OK;
+}
+
+/* The default of a path key: rel under $home or var_dir. */
+static int set_path_default(lb_config *c, const lb_cfg_key *k)
+{
+    return lb_cfgi_join_path(field(c, k), k->size, k->lo ? c->var_dir : c->home, k->def);
+}
+
+static int name_ok(const char *s, size_t max, const char *extra)
+{
+    size_t n = strlen(s);
+    if (!n || n > max)
+        return 0;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              (extra && strchr(extra, ch))))
+            return 0;
+    }
+    return 1;
+}
+
+int lb_cfgi_model_name_ok(const char *s)
+{
+    return name_ok(s, LB_CFG_MODEL_NAME - 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ.-");
+}
+
+static int set_model_ref(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    if (*v && !lb_cfgi_model_name_ok(v)) {
+        snprintf(why, whysz, "is not a model name (letters, digits, '.', '-', '_'; at most %d)",
+                 LB_CFG_MODEL_NAME - 1);
+        return LB_E_INVAL;
+    }
+    return set_str(c, k, v, why, whysz);
+}
+
+/* "bash, file_editor finish" or "all" */
+static int set_tools(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    (void)k;
+    c->n_tools = 0;
+    c->tools_all = 0;
+    char word[LB_CFG_KEY_MAX * 2];
+    const char *p = v;
+    int any = 0;
+    while (*p) {
+        while (*p == ',' || *p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        size_t n = strcspn(p, ", \t");
+        if (n >= sizeof word) {
+            snprintf(why, whysz, "names a tool longer than %d characters", LB_CFG_TOOL_NAME - 1);
+            return LB_E_INVAL;
+        }
+        memcpy(word, p, n);
+        word[n] = '\0';
+        p += n;
+        any = 1;
+        if (!strcmp(word, "all") || !strcmp(word, "*")) {
+            c->tools_all = 1;
+            continue;
+        }
+        if (!name_ok(word, LB_CFG_TOOL_NAME - 1, NULL)) {
+            snprintf(why, whysz, "'%.64s' is not a tool name ([a-z0-9_], at most 64)", word);
+            return LB_E_INVAL;
+        }
+        int dup = 0;
+        for (int i = 0; i < c->n_tools; i++)
+            dup |= !strcmp(c->tools[i], word);
+        if (dup)
+            continue;
+        if (c->n_tools == LB_CFG_MAX_TOOLS) {
+            snprintf(why, whysz, "lists more than %d tools", LB_CFG_MAX_TOOLS);
+            return LB_E_TOOBIG;
+        }
+        memcpy(c->tools[c->n_tools++], word, strlen(word) + 1); /* name_ok: at most 64 */
+    }
+    if (!any) {
+        snprintf(why, whysz, "lists no tool (say which to offer, e.g. \"%s\"; finish is always on)",
+                 LB_CFG_DEFAULT_TOOLS);
+        return LB_E_INVAL;
+    }
+    return LB_OK;
+}
+
+#define F(f) offsetof(lb_config, f), sizeof(((lb_config *)0)->f)
+#define KEY_INT(name, env, f, def, lo, hi) {name, env, NULL, set_int, F(f), lo, hi, #def}
+#define KEY_MIB(name, env, f, def, lo, hi) {name, env, NULL, set_mib, F(f), lo, hi, #def}
+#define KEY_STR(name, env, f, def) {name, env, NULL, set_str, F(f), 0, 0, def}
+/* a secret: its value is never repeated in an error message */
+#define KEY_SECRET(name, env, f) {name, env, NULL, set_secret, F(f), 0, 0, ""}
+#define KEY_PATH(name, env, f, base, rel) {name, env, NULL, set_path, F(f), base, 0, rel}
+
+/* Applied in this order: paths relative to var_dir come after it. */
+static const lb_cfg_key lb_keys[] = {
+    KEY_PATH("var_dir", "LLMBOX_VAR", var_dir, 0, "var"),
+    KEY_PATH("artifacts_dir", "LLMBOX_ARTIFACTS", artifacts_dir, 0, "artifacts"),
+    KEY_PATH("plugin_dir", "LLMBOX_PLUGINS", plugin_dir, 0, "plugins"),
+    KEY_PATH("prompts_dir", "LLMBOX_PROMPTS", prompts_dir, 0, "server/agent/prompts"),
+    KEY_PATH("images_dir", "LLMBOX_IMAGES", images_dir, 0, "images"),
+    KEY_PATH("image_store", "LLMBOX_IMAGE_STORE", image_store, 1, "images"),
+    KEY_PATH("db_path", "LLMBOX_DB", db_path, 1, "web/llmbox.db"),
+    KEY_PATH("web_socket", "LLMBOX_WEB_SOCKET", web_socket, 1, "web/web.sock"),
+    KEY_PATH("sandboxd_socket", "LLMBOX_SANDBOXD_SOCKET", sandboxd_socket, 1, "run/sandboxd.sock"),
+    KEY_STR("web_user", "LLMBOX_WEB_USER", web_user, ""),
+    KEY_INT("web_threads", "LLMBOX_WEB_THREADS", web_threads, 32, 1, 1024),
+    KEY_MIB("max_upload_mb", "LLMBOX_MAX_UPLOAD_MB", max_upload_bytes, 100, 1, 1 << 20),
+    KEY_MIB("max_output_mb", "LLMBOX_MAX_OUTPUT_MB", max_output_bytes, 1024, 1, 1 << 20),
+    KEY_INT("max_turns", "LLMBOX_MAX_TURNS", max_turns_default, 100, 1, 1000),
+    KEY_INT("max_tasks", "LLMBOX_MAX_TASKS", max_concurrent_tasks, 16, 1, 4096),
+    KEY_INT("cmd_timeout_s", "LLMBOX_CMD_TIMEOUT_S", cmd_timeout_s, 120, 1, 86400),
+    KEY_INT("task_timeout_s", "LLMBOX_TASK_TIMEOUT_S", task_timeout_s, 3600, 1, 7 * 86400),
+    KEY_INT("tool_timeout_s", "LLMBOX_TOOL_TIMEOUT_S", tool_timeout_s, 60, 1, 86400),
+    KEY_INT("token_budget", "LLMBOX_TOKEN_BUDGET", token_budget, 65536, 0, 100000000),
+    KEY_INT("token_budget_max", "LLMBOX_TOKEN_BUDGET_MAX", token_budget_max, 1048576, 1000, 100000000),
+    KEY_INT("sandbox_memory_mib", "LLMBOX_SANDBOX_MEMORY_MIB", sandbox_memory_mib, 2048, 64, 1 << 20),
+    KEY_INT("sandbox_pids", "LLMBOX_SANDBOX_PIDS", sandbox_pids, 512, 16, 1 << 22),
+    KEY_STR("image", "LLMBOX_IMAGE", default_image, "default"),
+    KEY_INT("bash_soft_timeout_s", "LLMBOX_BASH_SOFT_TIMEOUT_S", bash_soft_timeout_s, 10, 1, 86400),
     /* each sandbox holds ~5 fds in sandboxd: it raises RLIMIT_NOFILE to fit */
-    cfg->sandbox_max = (int)lb_envint("LLMBOX_SANDBOX_MAX", 1024, 1, 65536);
-    cfg->sandbox_max_per_conn = (int)lb_envint("LLMBOX_SANDBOX_MAX_PER_CONN", 32, 1, 65536);
-    cfg->pool_size = (int)lb_envint("LLMBOX_POOL_SIZE", 4, 0, 64);
-    cfg->sandbox_ttl_max_s = (int)lb_envint("LLMBOX_SANDBOX_TTL_MAX_S", 0, 0, 7 * 24 * 3600);
-    cfg->sandbox_api_max = (int)lb_envint("LLMBOX_SANDBOX_API_MAX", 128, 1, 4096);
-    cfg->sandbox_api_ttl_max_s = (int)lb_envint("LLMBOX_SANDBOX_API_TTL_MAX_S", 86400, 1, 7 * 86400);
-    cfg->sandbox_api_ttl_s = (int)lb_envint("LLMBOX_SANDBOX_API_TTL_S", 3600, 1, 7 * 86400);
-    if (cfg->sandbox_api_ttl_s > cfg->sandbox_api_ttl_max_s)
-        cfg->sandbox_api_ttl_s = cfg->sandbox_api_ttl_max_s;
-    cfg->sandbox_api_exec_max_s = (int)lb_envint("LLMBOX_SANDBOX_API_EXEC_MAX_S", 1800, 1, 86400);
-    cfg->sandbox_cpu_milli = (int)lb_envint("LLMBOX_SANDBOX_CPU_MILLI", 0, 0, 1024 * 1000);
-    cfg->sandbox_disk_mib = (int)lb_envint("LLMBOX_SANDBOX_DISK_MIB", 1024, 16, 1 << 22);
+    KEY_INT("sandbox_max", "LLMBOX_SANDBOX_MAX", sandbox_max, 1024, 1, 65536),
+    KEY_INT("sandbox_max_per_conn", "LLMBOX_SANDBOX_MAX_PER_CONN", sandbox_max_per_conn, 32, 1, 65536),
+    KEY_INT("sandbox_cpu_milli", "LLMBOX_SANDBOX_CPU_MILLI", sandbox_cpu_milli, 0, 0, 1024 * 1000),
+    KEY_INT("sandbox_disk_mib", "LLMBOX_SANDBOX_DISK_MIB", sandbox_disk_mib, 1024, 16, 1 << 22),
     /* Above every normal user, /etc/subuid allocation (useradd hands out
      * 100000..600100000) and systemd-nspawn's container ranges
      * (524288..1879048191); below 2^31, where tools that keep uids in a
      * signed int break, and below systemd's foreign-uid range (0x7FFE0000).
      * The range must not start inside 0..65535 (those are the ids it maps). */
-    cfg->sandbox_uid_base = (uint32_t)lb_envint("LLMBOX_SANDBOX_UID_BASE", 1879048192L, 65536L,
-                                                4294967294L - 65536L);
+    KEY_INT("sandbox_uid_base", "LLMBOX_SANDBOX_UID_BASE", sandbox_uid_base, 1879048192, 65536, 2147418111),
+    KEY_INT("pool_size", "LLMBOX_POOL_SIZE", pool_size, 4, 0, 64),
+    KEY_STR("pool_images", "LLMBOX_POOL_IMAGES", pool_images, ""), /* "": the default image */
+    KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),
+    KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
+    KEY_SECRET("sandbox_api_token", "LLMBOX_SANDBOX_API_TOKEN", sandbox_api_token),
+    KEY_INT("sandbox_api_max", "LLMBOX_SANDBOX_API_MAX", sandbox_api_max, 128, 1, 4096),
+    KEY_INT("sandbox_api_ttl_s", "LLMBOX_SANDBOX_API_TTL_S", sandbox_api_ttl_s, 3600, 1, 7 * 86400),
+    KEY_INT("sandbox_api_ttl_max_s", "LLMBOX_SANDBOX_API_TTL_MAX_S", sandbox_api_ttl_max_s, 86400, 1, 7 * 86400),
+    KEY_INT("sandbox_api_exec_max_s", "LLMBOX_SANDBOX_API_EXEC_MAX_S", sandbox_api_exec_max_s, 1800, 1, 86400),
+    KEY_INT("llm_timeout_s", "LLMBOX_LLM_TIMEOUT_S", llm_timeout_s, 600, 1, 86400),
+    {"tools", "LLMBOX_TOOLS", NULL, set_tools, F(tools), 0, 0, LB_CFG_DEFAULT_TOOLS},
+    {"default_model", "LLMBOX_DEFAULT_MODEL", NULL, set_model_ref, F(default_model), 0, 0, ""},
+};
+#define LB_N_KEYS (sizeof lb_keys / sizeof lb_keys[0])
+
+/* ---- loading ------------------------------------------------------------- */
+
+const char *lb_cfgi_env(const char *a, const char *b)
+{
+    const char *v = a ? getenv(a) : NULL;
+    if (v && *v)
+        return v;
+    v = b ? getenv(b) : NULL;
+    return v && *v ? v : NULL;
+}
+
+int lb_cfgi_fail(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(lb_cfg_errbuf, sizeof lb_cfg_errbuf, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int apply_globals(lb_config *c, const lb_conf *cf)
+{
+    const lb_entry *from_file[LB_N_KEYS];
+    memset(from_file, 0, sizeof from_file);
+    for (size_t i = 0; cf && i < cf->n; i++) {
+        const lb_entry *e = &cf->e[i];
+        if (e->section[0])
+            continue;
+        size_t k = 0;
+        while (k < LB_N_KEYS && strcmp(lb_keys[k].name, e->name))
+            k++;
+        if (k == LB_N_KEYS) {
+            if (lb_cfgi_is_model_key(e->name))
+                return lb_cfgi_fail(LB_E_INVAL, "%s:%d: '%s' is a model setting: put it in a [model \"NAME\"] section",
+                            cf->path, e->line, e->name);
+            return lb_cfgi_fail(LB_E_INVAL, "%s:%d: unknown key '%s'", cf->path, e->line, e->name);
+        }
+        from_file[k] = e;
+    }
+    char why[300];
+    for (size_t k = 0; k < LB_N_KEYS; k++) {
+        const lb_cfg_key *key = &lb_keys[k];
+        const char *ev = lb_cfgi_env(key->env, key->env_alt);
+        int rc;
+        if (ev) {
+            if ((rc = key->set(c, key, ev, why, sizeof why)) != LB_OK)
+                return lb_cfgi_fail(rc, "%s=%.200s: %s", getenv(key->env) && *getenv(key->env) ? key->env : key->env_alt,
+                            key->set == set_secret ? "(value hidden)" : ev, why);
+        } else if (from_file[k]) {
+            const lb_entry *e = from_file[k];
+            if ((rc = key->set(c, key, e->value, why, sizeof why)) != LB_OK)
+                return lb_cfgi_fail(rc, "%s:%d: %s = %.200s: %s", cf->path, e->line, key->name,
+                                    key->set == set_secret ? "(value hidden)" : e->value, why);
+        } else if (key->set == set_path) {
+            if (set_path_default(c, key) != LB_OK)
+                return lb_cfgi_fail(LB_E_TOOBIG, "the default %s is longer than %d characters", key->name, LB_CFG_PATH - 1);
+        } else if (key->def && (rc = key->set(c, key, key->def, why, sizeof why)) != LB_OK) {
+            return lb_cfgi_fail(rc, "the built-in default of %s: %s", key->name, why);
+        }
+    }
     return LB_OK;
+}
+
+int lb_config_load(lb_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    lb_cfg_errbuf[0] = '\0';
+    const char *home = lb_cfgi_env("LLMBOX_HOME", NULL);
+    char cwd[LB_CFG_PATH];
+    if (!home) {
+        if (!getcwd(cwd, sizeof cwd))
+            return lb_cfgi_fail(LB_E_IO, "cannot find the current directory: %s", strerror(errno));
+        home = cwd;
+    }
+    if (strlen(home) >= sizeof cfg->home - 64)
+        return lb_cfgi_fail(LB_E_TOOBIG, "LLMBOX_HOME is longer than %zu characters", sizeof cfg->home - 64);
+    snprintf(cfg->home, sizeof cfg->home, "%s", home);
+    ssize_t n = readlink("/proc/self/exe", cfg->self_exe, sizeof cfg->self_exe - 1);
+    if (n > 0)
+        cfg->self_exe[n] = '\0';
+
+    /* the file: LLMBOX_CONF, or $home/llmbox.conf when there is one */
+    lb_conf cf;
+    memset(&cf, 0, sizeof cf);
+    int have_file = 0, rc;
+    const char *conf = lb_cfgi_env("LLMBOX_CONF", NULL);
+    char deflt[LB_CFG_PATH];
+    snprintf(deflt, sizeof deflt, "%.*s/llmbox.conf", LB_CFG_PATH - 16, cfg->home);
+    if (conf && strlen(conf) >= sizeof cfg->conf_path)
+        return lb_cfgi_fail(LB_E_TOOBIG, "LLMBOX_CONF is longer than %zu characters", sizeof cfg->conf_path - 1);
+    if (conf || access(deflt, F_OK) == 0) {
+        snprintf(cfg->conf_path, sizeof cfg->conf_path, "%s", conf ? conf : deflt);
+        rc = lb_conf_parse(&cf, cfg->conf_path);
+        if (rc != LB_OK) {
+            lb_cfgi_fail(rc, "%s", cf.err);
+            lb_conf_free(&cf);
+            return rc;
+        }
+        have_file = 1;
+    }
+    rc = apply_globals(cfg, have_file ? &cf : NULL);
+    if (rc == LB_OK)
+        rc = lb_cfgi_apply_models(cfg, have_file ? &cf : NULL);
+    lb_conf_free(&cf);
+    if (rc != LB_OK)
+        return rc;
+
+    cfg->max_output_files = 10000;
+    cfg->max_turns_limit = 1000;
+    if (!cfg->pool_images[0])
+        snprintf(cfg->pool_images, sizeof cfg->pool_images, "%s", cfg->default_image);
+    if (cfg->sandbox_api_ttl_s > cfg->sandbox_api_ttl_max_s)
+        cfg->sandbox_api_ttl_s = cfg->sandbox_api_ttl_max_s;
+    if (cfg->token_budget_max < cfg->token_budget)
+        cfg->token_budget_max = cfg->token_budget;
+    if (cfg->default_model[0]) {
+        if (!lb_cfgi_find_model(cfg, cfg->default_model)) {
+            char names[600];
+            lb_cfg_model_names(cfg, names, sizeof names);
+            return lb_cfgi_fail(LB_E_INVAL, "default_model = %s: there is no model of that name (configured: %s)",
+                        cfg->default_model, names[0] ? names : "none");
+        }
+    } else if (cfg->n_models) {
+        /* "default" when there is one, else the first model of the file */
+        const lb_model_cfg *d = lb_cfgi_find_model(cfg, "default");
+        snprintf(cfg->default_model, sizeof cfg->default_model, "%s", d ? d->name : cfg->models[0].name);
+    }
+    return LB_OK;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+int lb_cfg_tool_enabled(const lb_config *cfg, const char *name)
+{
+    if (!name)
+        return 0;
+    if (cfg->tools_all || !strcmp(name, "finish"))
+        return 1;
+    for (int i = 0; i < cfg->n_tools; i++)
+        if (!strcmp(cfg->tools[i], name))
+            return 1;
+    return 0;
+}
+
+void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz)
+{
+    const char *db = cfg->db_path;
+    const char *slash = strrchr(db, '/');
+    int n = slash ? (int)(slash - db) : 0;
+    snprintf(out, outsz, "%.*s/log", n, slash ? db : ".");
 }

@@ -1,75 +1,143 @@
-/* Runtime configuration: defaults, overridden by the environment.
- * Every path is absolute after lb_config_load. */
+/* Runtime configuration: built-in defaults, then llmbox.conf (parsed with
+ * libinih), then the environment, which wins. Every global key of the file
+ * has an environment variable, and both go through the same setter, so a
+ * value means the same wherever it comes from (see the key table in
+ * config.c; adding a setting is one line there). Every path is absolute
+ * after lb_config_load.
+ *
+ * Named models come from [model "NAME"] sections; the LLMBOX_LLM_* variables
+ * describe (or override) the model named "default". API keys are never
+ * stored here: a model names the environment variable that holds its key
+ * (api_key_env), read only when a request is made. */
 #ifndef LB_CONFIG_H
 #define LB_CONFIG_H
 #include <stddef.h>
 #include <stdint.h>
 
 #define LB_CFG_PATH 1024
+#define LB_CFG_MAX_MODELS 32
+#define LB_CFG_MODEL_NAME 64          /* [A-Za-z0-9._-]{1,63} */
+#define LB_CFG_EXTRA_MAX 8192         /* extra_body JSON text */
+#define LB_CFG_MAX_TOOLS 64
+#define LB_CFG_TOOL_NAME 65           /* [a-z0-9_]{1,64} */
+#define LB_CFG_FILE_MAX (1u << 20)    /* llmbox.conf */
+
+typedef enum lb_cfg_tool_mode {
+    LB_CFG_TOOLS_NATIVE = 0,
+    LB_CFG_TOOLS_TEXT = 1,
+} lb_cfg_tool_mode;
+
+/* One named model. Sampling values that are not set are not sent. */
+typedef struct lb_model_cfg {
+    char name[LB_CFG_MODEL_NAME];
+    char provider[16];               /* openai | anthropic | replay */
+    char base_url[LB_CFG_PATH];      /* http(s)://host[:port]/v1 or the endpoint itself */
+    char model[256];                 /* the id sent to the endpoint (default: the name) */
+    char api_key_env[128];           /* NAME of the variable holding the key; "" = no key */
+    char replay_file[LB_CFG_PATH];   /* replay: the recording to play */
+    char extra_body[LB_CFG_EXTRA_MAX]; /* a JSON object merged into each request; "" = none */
+    double temperature, top_p, min_p, repetition_penalty; /* NAN = not set */
+    int top_k;                       /* -1 = not set */
+    int max_tokens;                  /* 0 = not set (anthropic sends 8192) */
+    int tool_mode;                   /* lb_cfg_tool_mode */
+    int timeout_s;                   /* one request; 0 = llm_timeout_s */
+    int retries;                     /* after the first try, on 429/5xx/connection errors */
+    int context_length;              /* 0 = unknown; used to size a retry after a context error */
+    char origin[LB_CFG_PATH + 32];   /* where it was defined: "llmbox.conf:12" or "the environment" */
+} lb_model_cfg;
 
 typedef struct lb_config {
-    char home[LB_CFG_PATH];          /* LLMBOX_HOME, default: the cwd */
-    char var_dir[LB_CFG_PATH];       /* $home/var */
-    char artifacts_dir[LB_CFG_PATH]; /* LLMBOX_ARTIFACTS, default $home/artifacts */
-    char plugin_dir[LB_CFG_PATH];    /* LLMBOX_PLUGINS, default $home/plugins */
-    char prompts_dir[LB_CFG_PATH];   /* LLMBOX_PROMPTS, default $home/server/agent/prompts */
-    char images_dir[LB_CFG_PATH];    /* recipes: $home/images */
-    char image_store[LB_CFG_PATH];   /* built roots: $var/images */
-    char db_path[LB_CFG_PATH];       /* LLMBOX_DB, default $var/web/llmbox.db */
-    char web_socket[LB_CFG_PATH];    /* LLMBOX_WEB_SOCKET, default $var/web/web.sock */
-    char sandboxd_socket[LB_CFG_PATH]; /* LLMBOX_SANDBOXD_SOCKET, default $var/run/sandboxd.sock */
+    char home[LB_CFG_PATH];          /* LLMBOX_HOME, default: the cwd (environment only) */
+    char conf_path[LB_CFG_PATH];     /* the file read (LLMBOX_CONF or $home/llmbox.conf), "" if none */
+    char var_dir[LB_CFG_PATH];       /* var_dir | LLMBOX_VAR, default $home/var */
+    char artifacts_dir[LB_CFG_PATH]; /* artifacts_dir | LLMBOX_ARTIFACTS, default $home/artifacts */
+    char plugin_dir[LB_CFG_PATH];    /* plugin_dir | LLMBOX_PLUGINS, default $home/plugins */
+    char prompts_dir[LB_CFG_PATH];   /* prompts_dir | LLMBOX_PROMPTS, default $home/server/agent/prompts */
+    char images_dir[LB_CFG_PATH];    /* images_dir | LLMBOX_IMAGES: recipes, default $home/images */
+    char image_store[LB_CFG_PATH];   /* image_store | LLMBOX_IMAGE_STORE: built roots, default $var/images */
+    char db_path[LB_CFG_PATH];       /* db_path | LLMBOX_DB, default $var/web/llmbox.db */
+    char web_socket[LB_CFG_PATH];    /* web_socket | LLMBOX_WEB_SOCKET, default $var/web/web.sock */
+    char sandboxd_socket[LB_CFG_PATH]; /* sandboxd_socket | LLMBOX_SANDBOXD_SOCKET, default $var/run/sandboxd.sock */
     char self_exe[LB_CFG_PATH];      /* /proc/self/exe, for spawning agents */
 
-    char llm_url[LB_CFG_PATH];       /* LLMBOX_LLM_URL | OPENAI_BASE_URL | http://127.0.0.1:8000/v1 */
-    char llm_model[256];             /* LLMBOX_LLM_MODEL | "default" */
-    char llm_provider[16];           /* LLMBOX_LLM_PROVIDER: "openai" (default) or "anthropic" */
-    char llm_key[512];               /* LLMBOX_LLM_KEY | (anthropic: ANTHROPIC_API_KEY, else OPENAI_API_KEY) | "";
-                                        never logged or sent to a browser */
-    int llm_timeout_s;               /* LLMBOX_LLM_TIMEOUT_S, default 600: one model request */
+    int llm_timeout_s;               /* llm_timeout_s | LLMBOX_LLM_TIMEOUT_S, default 600: one model request */
+    lb_model_cfg models[LB_CFG_MAX_MODELS];
+    int n_models;
+    char default_model[LB_CFG_MODEL_NAME]; /* default_model | LLMBOX_DEFAULT_MODEL */
 
-    char web_user[64];               /* LLMBOX_WEB_USER: user that web and agents run as when started as root ("" = stay) */
-    int web_threads;                 /* LLMBOX_WEB_THREADS, default 32 */
+    char web_user[64];               /* web_user | LLMBOX_WEB_USER: user that web and agents run as when started as root ("" = stay) */
+    int web_threads;                 /* web_threads | LLMBOX_WEB_THREADS, default 32 */
 
-    uint64_t max_upload_bytes;       /* LLMBOX_MAX_UPLOAD_MB, default 100 MiB per task (body) */
-    uint64_t max_output_bytes;       /* LLMBOX_MAX_OUTPUT_MB, default 1024 MiB of artifacts per task */
+    uint64_t max_upload_bytes;       /* max_upload_mb | LLMBOX_MAX_UPLOAD_MB, default 100 MiB per task (body) */
+    uint64_t max_output_bytes;       /* max_output_mb | LLMBOX_MAX_OUTPUT_MB, default 1024 MiB of artifacts per task */
     int max_output_files;            /* 10000 */
-    int max_turns_default;           /* LLMBOX_MAX_TURNS, default 100 */
+    int max_turns_default;           /* max_turns | LLMBOX_MAX_TURNS, default 100 */
     int max_turns_limit;             /* 1000 */
-    int max_concurrent_tasks;        /* LLMBOX_MAX_TASKS, default 16 */
-    int cmd_timeout_s;               /* LLMBOX_CMD_TIMEOUT_S, default 120: hard limit of one command */
-    int bash_soft_timeout_s;         /* LLMBOX_BASH_SOFT_TIMEOUT_S, default 10: a bash call returns
-                                        "still running" after this; the command goes on */
-    int task_timeout_s;              /* LLMBOX_TASK_TIMEOUT_S, default 3600 */
-    int sandbox_memory_mib;          /* LLMBOX_SANDBOX_MEMORY_MIB, default 2048 */
-    int sandbox_pids;                /* LLMBOX_SANDBOX_PIDS, default 512 */
-    int sandbox_max;                 /* LLMBOX_SANDBOX_MAX, default 1024: sandboxes at once in sandboxd */
-    int sandbox_max_per_conn;        /* LLMBOX_SANDBOX_MAX_PER_CONN, default 32: per client connection */
-    int sandbox_cpu_milli;           /* LLMBOX_SANDBOX_CPU_MILLI, default 0 (no CPU limit); 1000 = one core */
-    int sandbox_disk_mib;            /* LLMBOX_SANDBOX_DISK_MIB, default 1024: writable layer + /tmp */
-    uint32_t sandbox_uid_base;       /* LLMBOX_SANDBOX_UID_BASE, default 1879048192 (0x70000000):
+    int max_concurrent_tasks;        /* max_tasks | LLMBOX_MAX_TASKS, default 16 */
+    int cmd_timeout_s;               /* cmd_timeout_s | LLMBOX_CMD_TIMEOUT_S, default 120: one bash call */
+    int task_timeout_s;              /* task_timeout_s | LLMBOX_TASK_TIMEOUT_S, default 3600: default and
+                                      * maximum wall-clock time of one task */
+    int tool_timeout_s;              /* tool_timeout_s | LLMBOX_TOOL_TIMEOUT_S, default 60: time a plugin
+                                      * may spend in its own code in one call (sandbox waits not counted) */
+    int64_t token_budget;            /* token_budget | LLMBOX_TOKEN_BUDGET, default 65536 (0 = none) */
+    int64_t token_budget_max;        /* token_budget_max | LLMBOX_TOKEN_BUDGET_MAX: the most a task may ask for */
+    int sandbox_memory_mib;          /* sandbox_memory_mib | LLMBOX_SANDBOX_MEMORY_MIB, default 2048 */
+    int sandbox_pids;                /* sandbox_pids | LLMBOX_SANDBOX_PIDS, default 512 */
+    char default_image[64];          /* image | LLMBOX_IMAGE, default "default" */
+    int bash_soft_timeout_s;         /* bash_soft_timeout_s | LLMBOX_BASH_SOFT_TIMEOUT_S, default 10: a bash
+                                        call returns "still running" after this; the command goes on */
+    int sandbox_max;                 /* sandbox_max | LLMBOX_SANDBOX_MAX, default 1024: sandboxes at once in sandboxd */
+    int sandbox_max_per_conn;        /* sandbox_max_per_conn | LLMBOX_SANDBOX_MAX_PER_CONN, default 32: per client connection */
+    int sandbox_cpu_milli;           /* sandbox_cpu_milli | LLMBOX_SANDBOX_CPU_MILLI, default 0 (no CPU limit); 1000 = one core */
+    int sandbox_disk_mib;            /* sandbox_disk_mib | LLMBOX_SANDBOX_DISK_MIB, default 1024: writable layer + /tmp */
+    uint32_t sandbox_uid_base;       /* sandbox_uid_base | LLMBOX_SANDBOX_UID_BASE, default 1879048192 (0x70000000):
                                         sandbox uid/gid 0..65535 are host ids BASE..BASE+65535 */
-    char default_image[64];          /* LLMBOX_IMAGE, default "default" */
 
     /* sandbox life cycle (sandboxd: pool.c, sandbox_net.c, the reaper) */
-    int pool_size;                   /* LLMBOX_POOL_SIZE, default 4: ready sandboxes per pooled image; 0 = no pool */
-    char pool_images[256];           /* LLMBOX_POOL_IMAGES, default the default image: comma-separated */
-    int sandbox_ttl_max_s;           /* LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
-    char network_allow[64];          /* LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
+    int pool_size;                   /* pool_size | LLMBOX_POOL_SIZE, default 4: ready sandboxes per pooled image; 0 = no pool */
+    char pool_images[256];           /* pool_images | LLMBOX_POOL_IMAGES, default the default image: comma-separated */
+    int sandbox_ttl_max_s;           /* sandbox_ttl_max_s | LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
+    char network_allow[64];          /* network_allow | LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
     /* The sandbox API for outside clients (/api/sandboxes). */
-    char sandbox_api_token[256];     /* LLMBOX_SANDBOX_API_TOKEN; "" = the API answers 403.
+    char sandbox_api_token[256];     /* sandbox_api_token | LLMBOX_SANDBOX_API_TOKEN; "" = the API answers 403.
                                         Never logged; removed from the web's environment
                                         at start so agents never inherit it. */
-    int sandbox_api_max;             /* LLMBOX_SANDBOX_API_MAX, default 128 sandboxes at once */
-    int sandbox_api_ttl_s;           /* LLMBOX_SANDBOX_API_TTL_S, default 3600: ttl_s when a spec has none */
-    int sandbox_api_ttl_max_s;       /* LLMBOX_SANDBOX_API_TTL_MAX_S, default 86400: largest ttl_s accepted */
-    int sandbox_api_exec_max_s;      /* LLMBOX_SANDBOX_API_EXEC_MAX_S, default 1800: largest exec timeout_s
-                                        (keep it below nginx's fastcgi_read_timeout for /api/sandboxes) */
+    int sandbox_api_max;             /* sandbox_api_max | LLMBOX_SANDBOX_API_MAX, default 128 sandboxes at once */
+    int sandbox_api_ttl_s;           /* sandbox_api_ttl_s | LLMBOX_SANDBOX_API_TTL_S, default 3600: ttl_s when a spec has none */
+    int sandbox_api_ttl_max_s;       /* sandbox_api_ttl_max_s | LLMBOX_SANDBOX_API_TTL_MAX_S, default 86400: largest ttl_s accepted */
+    int sandbox_api_exec_max_s;      /* sandbox_api_exec_max_s | LLMBOX_SANDBOX_API_EXEC_MAX_S, default 1800: largest exec
+                                        timeout_s (keep it below nginx's fastcgi_read_timeout for /api/sandboxes) */
+
+    /* tools | LLMBOX_TOOLS: the tools offered to the model, default
+     * "bash, file_editor, finish"; "all" offers every loaded tool. finish
+     * is always on. */
+    char tools[LB_CFG_MAX_TOOLS][LB_CFG_TOOL_NAME];
+    int n_tools;
+    int tools_all;
 } lb_config;
 
-/* Fills cfg from the defaults and the environment; creates nothing. */
+/* Fills cfg from the defaults, the config file and the environment;
+ * creates nothing. On failure returns an lb_status and keeps a sentence
+ * (naming file:line, or the variable) for lb_config_error(). */
 int lb_config_load(lb_config *cfg);
+/* Why the last lb_config_load failed ("" after a success). */
+const char *lb_config_error(void);
+
 /* The process-wide config, loaded once by main(). */
 const lb_config *lb_cfg(void);
 lb_config *lb_cfg_mut(void);
+
+/* The model called name, or the default model when name is NULL or "";
+ * NULL when there is no such model. */
+const lb_model_cfg *lb_cfg_model(const lb_config *cfg, const char *name);
+/* The configured model names, "a, b, c" (truncated to outsz). */
+void lb_cfg_model_names(const lb_config *cfg, char *out, size_t outsz);
+/* The API key of a model (the value of its api_key_env variable), or NULL.
+ * Never log it, store it or send it anywhere but to that model's endpoint. */
+const char *lb_model_cfg_key(const lb_model_cfg *m);
+/* Whether the tool name is offered to the model (tools / LLMBOX_TOOLS). */
+int lb_cfg_tool_enabled(const lb_config *cfg, const char *name);
+/* "log/" next to the database: where agent logs and crash notes go. */
+void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz);
 
 #endif

@@ -531,9 +531,9 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     init_hide_host_args();
     /* Our memory is a copy of sandboxd's (config, other clients' buffers).
      * Not dumpable: /proc/1/mem, environ and ptrace need CAP_SYS_PTRACE,
-     * which the sandbox never has. And the one known secret goes anyway. */
+     * which the sandbox never has. (The configuration holds no API key:
+     * models name the variable that has it.) */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    explicit_bzero(lb_cfg_mut()->llm_key, sizeof lb_cfg_mut()->llm_key);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

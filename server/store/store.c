@@ -50,8 +50,9 @@ enum {
 };
 
 static const char *const lb_sql[Q__COUNT] = {
-    [Q_TASK_INSERT] = "INSERT INTO tasks(id, status, prompt, model, max_turns, created_ms, inputs)"
-                      " VALUES(?1, 'queued', ?2, ?3, ?4, ?5, ?6)",
+    [Q_TASK_INSERT] = "INSERT INTO tasks(id, status, prompt, model, max_turns, created_ms, inputs,"
+                      " token_budget, timeout_s)"
+                      " VALUES(?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [Q_TASK_STATUS] = "SELECT status, pid FROM tasks WHERE id = ?1",
     [Q_TASK_SET_RUNNING] = "UPDATE tasks SET status = 'running', pid = ?2,"
                            " started_ms = COALESCE(started_ms, ?3)"
@@ -59,10 +60,11 @@ static const char *const lb_sql[Q__COUNT] = {
     [Q_TASK_SET_PID] = "UPDATE tasks SET pid = ?2 WHERE id = ?1",
     [Q_TASK_FINISH] = "UPDATE tasks SET status = ?2, reason = ?3, answer = COALESCE(?4, answer),"
                       " finished_ms = ?5 WHERE id = ?1",
-    [Q_TASK_USAGE] = "UPDATE tasks SET turns = ?2, prompt_tokens = ?3, completion_tokens = ?4"
-                     " WHERE id = ?1",
+    [Q_TASK_USAGE] = "UPDATE tasks SET turns = ?2, prompt_tokens = ?3, completion_tokens = ?4,"
+                     " usage = ?5 WHERE id = ?1",
     [Q_TASK_GET] = "SELECT id, status, reason, prompt, model, max_turns, created_ms, started_ms,"
-                   " finished_ms, turns, prompt_tokens, completion_tokens, answer, inputs"
+                   " finished_ms, turns, prompt_tokens, completion_tokens, answer, inputs,"
+                   " token_budget, timeout_s, usage"
                    " FROM tasks WHERE id = ?1",
     [Q_TASK_LIST] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
                     " FROM tasks ORDER BY created_ms DESC, id DESC LIMIT ?1",
@@ -252,9 +254,17 @@ static const char lb_schema_v1[] =
     "  sha256 TEXT NOT NULL,"
     "  PRIMARY KEY(task_id, path)) WITHOUT ROWID;";
 
+/* v2: the task's own limits (NULL for tasks made before: the service's
+ * limits applied) and the detailed usage as a JSON object, so accounting
+ * can grow without a migration per number. */
+static const char lb_schema_v2[] =
+    "ALTER TABLE tasks ADD COLUMN token_budget INTEGER;"
+    "ALTER TABLE tasks ADD COLUMN timeout_s INTEGER;"
+    "ALTER TABLE tasks ADD COLUMN usage TEXT;";
+
 /* One entry per version; migrations[i] takes the schema from i to i+1.
  * Append only: a released migration is never edited. */
-static const char *const lb_migrations[] = {lb_schema_v1};
+static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2};
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
@@ -372,6 +382,11 @@ int lb_store_task_insert(lb_store *s, const lb_task_new *t)
     sqlite3_bind_int(st, 4, t->max_turns);
     sqlite3_bind_int64(st, 5, lb_now_ms());
     lb_bind_text(st, 6, t->inputs_json ? t->inputs_json : "[]");
+    sqlite3_bind_int64(st, 7, t->token_budget);
+    if (t->timeout_s > 0)
+        sqlite3_bind_int(st, 8, t->timeout_s);
+    else
+        sqlite3_bind_null(st, 8);
     /* a single statement is its own transaction */
     int rc = lb_step_done(s, st, "insert task");
     lb_done(st);
@@ -542,18 +557,25 @@ out:
     return rc;
 }
 
-int lb_store_task_set_usage(lb_store *s, const char *id, int turns, int64_t prompt_tokens,
-                            int64_t completion_tokens)
+int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u)
 {
-    if (!s || !lb_id_valid(id))
+    if (!s || !lb_id_valid(id) || !u)
         return LB_E_INVAL;
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"environment_tokens\":%lld,\"environment_estimated\":%s,\"context_tokens\":%lld,"
+             "\"model_ms\":%lld,\"tools_ms\":%lld,\"sandbox_ms\":%lld}",
+             (long long)u->environment_tokens, u->environment_estimated ? "true" : "false",
+             (long long)u->context_tokens, (long long)u->model_ms, (long long)u->tools_ms,
+             (long long)u->sandbox_ms);
     sqlite3_stmt *st = lb_stmt(s, Q_TASK_USAGE);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, turns);
-    sqlite3_bind_int64(st, 3, prompt_tokens);
-    sqlite3_bind_int64(st, 4, completion_tokens);
+    sqlite3_bind_int(st, 2, u->turns);
+    sqlite3_bind_int64(st, 3, u->prompt_tokens);
+    sqlite3_bind_int64(st, 4, u->completion_tokens);
+    lb_bind_text(st, 5, json);
     int rc = lb_step_done(s, st, "set usage");
     if (rc == LB_OK && sqlite3_changes(s->db) == 0)
         rc = LB_E_NOTFOUND;
@@ -617,8 +639,25 @@ int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
         !(usage = cJSON_AddObjectToObject(o, "usage")) ||
         !cJSON_AddNumberToObject(usage, "prompt_tokens", (double)sqlite3_column_int64(st, 10)) ||
         !cJSON_AddNumberToObject(usage, "completion_tokens", (double)sqlite3_column_int64(st, 11)) ||
-        lb_json_add_text_or_null(o, "answer", st, 12))
+        !cJSON_AddNumberToObject(usage, "total_tokens",
+                                 (double)(sqlite3_column_int64(st, 10) + sqlite3_column_int64(st, 11))) ||
+        lb_json_add_text_or_null(o, "answer", st, 12) ||
+        lb_json_add_int_or_null(o, "token_budget", st, 14) ||
+        lb_json_add_int_or_null(o, "timeout_s", st, 15))
         goto out;
+    /* the detailed accounting (v2); its numbers join "usage" */
+    cJSON *more = cJSON_Parse((const char *)sqlite3_column_text(st, 16));
+    const cJSON *it;
+    cJSON *obj = cJSON_IsObject(more) ? more : NULL;
+    cJSON_ArrayForEach(it, obj)
+    {
+        if (it->string && !cJSON_HasObjectItem(usage, it->string) &&
+            !cJSON_AddItemToObject(usage, it->string, cJSON_Duplicate(it, 1))) {
+            cJSON_Delete(more);
+            goto out;
+        }
+    }
+    cJSON_Delete(more);
     cJSON *inputs = lb_parse_or_empty((const char *)sqlite3_column_text(st, 13));
     if (!inputs || !cJSON_AddItemToObject(o, "inputs", inputs)) {
         cJSON_Delete(inputs);

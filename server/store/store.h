@@ -25,17 +25,35 @@
 
 #include <cjson/cJSON.h>
 
-#define LB_STORE_SCHEMA_VERSION 1
+#define LB_STORE_SCHEMA_VERSION 2
 
 typedef struct lb_store lb_store;
 
 typedef struct lb_task_new {
     const char *id;             /* 32 hex chars */
     const char *prompt;
-    const char *model;
+    const char *model;          /* a configured model's name */
     int max_turns;
+    int64_t token_budget;       /* 0: none */
+    int timeout_s;              /* wall-clock limit; 0: the service's */
     const char *inputs_json;    /* JSON array [{path,size}] of uploaded files */
 } lb_task_new;
+
+/* What a task used, as in the paper's Tables 5 and 6. Environment tokens
+ * are the tokens of tool observations: from the endpoint's own counts
+ * (the growth of the prompt from one turn to the next, minus the reply)
+ * when it reports usage, else bytes / 4 (environment_estimated). */
+typedef struct lb_task_usage {
+    int turns;
+    int64_t prompt_tokens;      /* summed over requests */
+    int64_t completion_tokens;
+    int64_t environment_tokens;
+    int environment_estimated;  /* some of them are bytes / 4 estimates */
+    int64_t context_tokens;     /* the last request's prompt + completion */
+    int64_t model_ms;           /* waiting for the model */
+    int64_t tools_ms;           /* running tools */
+    int64_t sandbox_ms;         /* starting the sandbox */
+} lb_task_usage;
 
 typedef struct lb_artifact {
     char path[1025];            /* relative to the task's output dir */
@@ -56,13 +74,14 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
  * LB_E_NOTFOUND if there is no such task. reason/answer may be NULL. */
 int lb_store_task_finish(lb_store *s, const char *id, const char *status,
                          const char *reason, const char *answer);
-int lb_store_task_set_usage(lb_store *s, const char *id, int turns,
-                            int64_t prompt_tokens, int64_t completion_tokens);
+int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u);
 /* Fills status (>= 16 bytes) and pid (0 if none). LB_E_NOTFOUND if absent. */
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);
 /* The task as the API shows it: {id, status, reason, prompt, model, max_turns,
- * created_ms, started_ms, finished_ms, turns, usage:{prompt_tokens,
- * completion_tokens}, answer, inputs:[...], artifacts:[...]}. Caller frees. */
+ * token_budget, timeout_s, created_ms, started_ms, finished_ms, turns,
+ * usage:{prompt_tokens, completion_tokens, total_tokens, environment_tokens,
+ * environment_estimated, context_tokens, model_ms, tools_ms, sandbox_ms},
+ * answer, inputs:[...], artifacts:[...]}. Caller frees. */
 int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
 /* Newest first; before_ms = 0 for the first page. Returns a JSON array of
  * summaries {id,status,prompt(<=200 chars),model,created_ms,finished_ms}. */

@@ -29,18 +29,17 @@
 #define LB_TOOLS_TIMEOUT_MS 5000
 #define LB_TOOLS_MAX (1u << 20)
 
-/* The model URL as shown to clients: any user:password@ part removed. */
+/* The model URL as shown to clients: any user:password@ part and any
+ * query string (where some gateways take a key) removed. */
 static void lb_url_redact(const char *url, char *out, size_t outsz)
 {
     const char *scheme = strstr(url, "://");
     const char *host = scheme ? scheme + 3 : url;
     const char *slash = strchr(host, '/');
     const char *at = memchr(host, '@', slash ? (size_t)(slash - host) : strlen(host));
-    if (!at) {
-        snprintf(out, outsz, "%s", url);
-        return;
-    }
-    snprintf(out, outsz, "%.*s%s", (int)(host - url), url, at + 1);
+    const char *from = at ? at + 1 : host;
+    size_t rest = strcspn(from, "?#");
+    snprintf(out, outsz, "%.*s%.*s", (int)(host - url), url, (int)rest, from);
 }
 
 /* ---- sandboxd: probed in a detached thread, since the RPC client has no
@@ -137,24 +136,29 @@ static size_t lb_discard(char *p, size_t sz, size_t n, void *arg)
     return *seen > (1u << 20) ? 0 : sz * n; /* stop reading a huge answer */
 }
 
-static void lb_model_check(const lb_config *cfg, const char *shown_url)
+static void lb_model_check(const lb_model_cfg *mc, const char *shown_url)
 {
-    if (!strcmp(cfg->llm_provider, "replay")) {
+    if (!strcmp(mc->provider, "replay")) {
         /* no endpoint to reach: a recorded run is played back */
-        const char *f = getenv("LLMBOX_REPLAY_FILE");
-        const char *base = f && strrchr(f, '/') ? strrchr(f, '/') + 1 : f;
+        const char *f = mc->replay_file;
+        const char *base = strrchr(f, '/') ? strrchr(f, '/') + 1 : f;
         lb_model_reachable = 1;
-        snprintf(lb_model_msg, sizeof lb_model_msg, "replaying %.400s", base && *base ? base : "(LLMBOX_REPLAY_FILE not set)");
+        snprintf(lb_model_msg, sizeof lb_model_msg, "replaying %.400s", *base ? base : "(LLMBOX_REPLAY_FILE not set)");
         return;
     }
     char url[LB_CFG_PATH + 16];
-    size_t ul = strlen(cfg->llm_url);
-    while (ul && cfg->llm_url[ul - 1] == '/')
+    size_t ul = strlen(mc->base_url);
+    while (ul && mc->base_url[ul - 1] == '/')
         ul--;
-    int anthropic = !strcmp(cfg->llm_provider, "anthropic");
+    int anthropic = !strcmp(mc->provider, "anthropic");
+    /* the base URL may name the endpoint itself: ask its /models sibling */
+    const char *sfx = anthropic ? "/messages" : "/chat/completions";
+    size_t sl = strlen(sfx);
+    if (ul >= sl && !strncmp(mc->base_url + ul - sl, sfx, sl))
+        ul -= sl;
     /* Anthropic's base may be given without /v1 (https://api.anthropic.com) */
-    int has_v1 = ul >= 3 && !strncmp(cfg->llm_url + ul - 3, "/v1", 3);
-    snprintf(url, sizeof url, "%.*s%s/models", (int)ul, cfg->llm_url, anthropic && !has_v1 ? "/v1" : "");
+    int has_v1 = ul >= 3 && !strncmp(mc->base_url + ul - 3, "/v1", 3);
+    snprintf(url, sizeof url, "%.*s%s/models", (int)ul, mc->base_url, anthropic && !has_v1 ? "/v1" : "");
     CURL *c = curl_easy_init();
     struct curl_slist *hdr = NULL;
     if (!c) {
@@ -162,10 +166,11 @@ static void lb_model_check(const lb_config *cfg, const char *shown_url)
         snprintf(lb_model_msg, sizeof lb_model_msg, "Cannot check the model endpoint: libcurl failed to start.");
         return;
     }
-    if (cfg->llm_key[0]) {
+    const char *key = lb_model_cfg_key(mc);
+    if (key) {
         /* the key goes only into the request, never into a log or a reply */
         char auth[600];
-        snprintf(auth, sizeof auth, anthropic ? "x-api-key: %s" : "Authorization: Bearer %s", cfg->llm_key);
+        snprintf(auth, sizeof auth, anthropic ? "x-api-key: %s" : "Authorization: Bearer %s", key);
         hdr = curl_slist_append(hdr, auth);
         explicit_bzero(auth, sizeof auth);
     }
@@ -203,8 +208,8 @@ static void lb_model_check(const lb_config *cfg, const char *shown_url)
     } else if (code == 401 || code == 403) {
         lb_model_reachable = 1;
         snprintf(lb_model_msg, sizeof lb_model_msg,
-                 "The model endpoint %.400s answers but refused the API key (HTTP %ld); check LLMBOX_LLM_KEY.",
-                 shown_url, code);
+                 "The model endpoint %.300s answers but refused the API key (HTTP %ld); check $%.60s.", shown_url,
+                 code, mc->api_key_env[0] ? mc->api_key_env : "(no api_key_env set)");
     } else {
         /* some servers (llama.cpp, proxies) have no /models: still reachable */
         lb_model_reachable = 1;
@@ -215,20 +220,28 @@ static void lb_model_check(const lb_config *cfg, const char *shown_url)
     curl_easy_cleanup(c);
 }
 
+/* The default model's endpoint, checked at most every 10 s. */
 static cJSON *lb_model_status(void)
 {
     const lb_config *cfg = lb_cfg();
-    char shown[LB_CFG_PATH];
-    lb_url_redact(cfg->llm_url, shown, sizeof shown);
+    const lb_model_cfg *mc = lb_cfg_model(cfg, NULL);
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
+    if (!mc) {
+        cJSON_AddBoolToObject(o, "reachable", 0);
+        cJSON_AddStringToObject(o, "message", "No model is configured.");
+        return o;
+    }
+    char shown[LB_CFG_PATH];
+    lb_url_redact(mc->base_url, shown, sizeof shown);
+    cJSON_AddStringToObject(o, "name", mc->name);
     cJSON_AddStringToObject(o, "url", shown);
-    cJSON_AddStringToObject(o, "model", cfg->llm_model);
+    cJSON_AddStringToObject(o, "model", mc->model);
     /* one check at a time; waiting callers then read the fresh cache */
     pthread_mutex_lock(&lb_model_mu);
     if (lb_mono_ms() - lb_model_at >= LB_MODEL_CACHE_MS) {
-        lb_model_check(cfg, shown);
+        lb_model_check(mc, shown);
         lb_model_at = lb_mono_ms();
     }
     cJSON_AddBoolToObject(o, "reachable", lb_model_reachable);
@@ -273,23 +286,40 @@ void lb_h_health(lb_req *r)
     cJSON_Delete(o);
 }
 
-void lb_h_models(lb_req *r)
+static cJSON *lb_models_json(void)
 {
     const lb_config *cfg = lb_cfg();
-    char shown[LB_CFG_PATH];
-    lb_url_redact(cfg->llm_url, shown, sizeof shown);
+    const lb_model_cfg *def = lb_cfg_model(cfg, NULL);
     cJSON *arr = cJSON_CreateArray();
-    cJSON *m = cJSON_CreateObject();
-    if (!arr || !m || !cJSON_AddItemToArray(arr, m)) {
-        cJSON_Delete(m);
-        cJSON_Delete(arr);
+    for (int i = 0; arr && i < cfg->n_models; i++) {
+        const lb_model_cfg *mc = &cfg->models[i];
+        cJSON *m = cJSON_CreateObject();
+        if (!m || !cJSON_AddItemToArray(arr, m)) {
+            cJSON_Delete(m);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+        /* what a person picks from; never the key, nor where it lives */
+        char shown[LB_CFG_PATH];
+        lb_url_redact(mc->base_url, shown, sizeof shown);
+        cJSON_AddStringToObject(m, "name", mc->name);
+        cJSON_AddStringToObject(m, "provider", mc->provider);
+        cJSON_AddStringToObject(m, "model", mc->model);
+        cJSON_AddStringToObject(m, "tool_mode", mc->tool_mode == LB_CFG_TOOLS_TEXT ? "text" : "native");
+        if (strcmp(mc->provider, "replay"))
+            cJSON_AddStringToObject(m, "url", shown);
+        cJSON_AddBoolToObject(m, "default", mc == def);
+    }
+    return arr;
+}
+
+void lb_h_models(lb_req *r)
+{
+    cJSON *arr = lb_models_json();
+    if (!arr) {
         lb_http_error(r, 500, NULL, "Out of memory.");
         return;
     }
-    cJSON_AddStringToObject(m, "name", cfg->llm_model);
-    cJSON_AddStringToObject(m, "url", shown);
-    cJSON_AddStringToObject(m, "provider", cfg->llm_provider);
-    cJSON_AddBoolToObject(m, "default", 1);
     lb_http_json(r, 200, arr, NULL);
     cJSON_Delete(arr);
 }

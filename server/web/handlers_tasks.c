@@ -21,7 +21,7 @@
 
 #define LB_UPLOAD_MAX_FILES 1000
 #define LB_UPLOAD_HEADER_MAX 8192
-#define LB_UPLOAD_SMALL_FIELD 256 /* model, max_turns */
+#define LB_UPLOAD_SMALL_FIELD 256 /* model, max_turns, token_budget, timeout_s */
 #define LB_READ_CHUNK 65536
 
 /* ---- POST /api/tasks ---- */
@@ -32,7 +32,7 @@ typedef struct lb_upload {
     char task_dir[LB_CFG_PATH + 64];   /* artifacts/<id> */
     char input_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/input */
     char stage_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/.upload: temp files */
-    lb_buf prompt, model, max_turns;
+    lb_buf prompt, model, max_turns, token_budget, timeout_s;
     lb_buf *field;      /* the field being read, NULL for a file or an ignored part */
     int fd;             /* the file being written, -1 if none */
     char tmp[LB_CFG_PATH + 128];
@@ -66,6 +66,10 @@ static int lb_up_begin(void *arg, const lb_mp_part *p)
         u->field = &u->model;
     else if (!strcmp(p->name, "max_turns"))
         u->field = &u->max_turns;
+    else if (!strcmp(p->name, "token_budget"))
+        u->field = &u->token_budget;
+    else if (!strcmp(p->name, "timeout_s"))
+        u->field = &u->timeout_s;
     if (u->field) {
         if (u->field->len)
             return lb_up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
@@ -159,6 +163,38 @@ static int lb_blank(const char *s)
     return 1;
 }
 
+/* A form field as one word without surrounding blanks. */
+static int lb_field_word(const char *v, char *out, size_t outsz)
+{
+    while (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n')
+        v++;
+    size_t n = strcspn(v, " \t\r\n");
+    const char *rest = v + n;
+    if (!n || n >= outsz || !lb_blank(rest))
+        return LB_E_INVAL;
+    memcpy(out, v, n);
+    out[n] = '\0';
+    return LB_OK;
+}
+
+/* A whole-number form field in [lo, hi]; an absent or blank field keeps *out. */
+static int lb_field_int(const lb_buf *f, long long lo, long long hi, long long *out)
+{
+    if (!f->data || lb_blank(f->data))
+        return LB_OK;
+    char *end;
+    errno = 0;
+    long long v = strtoll(f->data, &end, 10);
+    if (end == f->data)
+        return LB_E_INVAL;
+    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+        end++;
+    if (errno || *end || v < lo || v > hi)
+        return LB_E_INVAL;
+    *out = v;
+    return LB_OK;
+}
+
 void lb_h_task_create(lb_req *r)
 {
     const lb_config *cfg = lb_cfg();
@@ -169,6 +205,8 @@ void lb_h_task_create(lb_req *r)
     lb_buf_init(&u.prompt, LB_WEB_PROMPT_MAX);
     lb_buf_init(&u.model, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u.max_turns, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u.token_budget, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u.timeout_s, LB_UPLOAD_SMALL_FIELD);
     lb_mp *mp = NULL;
     cJSON *task = NULL;
     int reserved = 0, dir_made = 0, inserted = 0;
@@ -178,7 +216,8 @@ void lb_h_task_create(lb_req *r)
     if (!lb_mp_is_form_data(r->content_type)) {
         lb_http_drain(r);
         lb_http_error(r, 415, NULL,
-                      "Send the task as multipart/form-data (fields: prompt, files, model, max_turns).");
+                      "Send the task as multipart/form-data (fields: prompt, files, model, max_turns, "
+                      "token_budget, timeout_s).");
         goto out;
     }
     if (r->content_length > 0 && (uint64_t)r->content_length > cfg->max_upload_bytes) {
@@ -266,29 +305,45 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 400, NULL, "The prompt is not valid UTF-8 text.");
         goto out;
     }
-    const char *model = cfg->llm_model;
+    /* a configured model's name; the browser never sees more than names */
+    const lb_model_cfg *mc = lb_cfg_model(cfg, NULL);
     if (u.model.data && !lb_blank(u.model.data)) {
-        for (size_t i = 0; i < u.model.len; i++) {
-            unsigned char c = (unsigned char)u.model.data[i];
-            if (c < 0x21 || c > 0x7e) {
-                lb_http_error(r, 400, NULL, "The model name may only hold printable ASCII characters without spaces.");
-                goto out;
-            }
-        }
-        model = u.model.data;
-    }
-    int max_turns = cfg->max_turns_default;
-    if (u.max_turns.data && !lb_blank(u.max_turns.data)) {
-        char *end;
-        errno = 0;
-        long v = strtol(u.max_turns.data, &end, 10);
-        while (*end == ' ' || *end == '\r' || *end == '\n')
-            end++;
-        if (errno || *end || v < 1 || v > cfg->max_turns_limit) {
-            lb_http_error(r, 400, NULL, "max_turns must be a whole number from 1 to %d.", cfg->max_turns_limit);
+        char name[LB_CFG_MODEL_NAME];
+        if (lb_field_word(u.model.data, name, sizeof name) != LB_OK || !(mc = lb_cfg_model(cfg, name))) {
+            char names[600];
+            lb_cfg_model_names(cfg, names, sizeof names);
+            /* echoed as printable ASCII only: the field is the client's */
+            char shown[65];
+            size_t k = 0;
+            for (const char *q = u.model.data; *q && k < sizeof shown - 1; q++)
+                shown[k++] = (*q > 0x20 && *q < 0x7f) ? *q : '?';
+            shown[k] = '\0';
+            lb_http_error(r, 400, NULL, "There is no model called \"%s\"; the configured models are: %s.",
+                          shown, names[0] ? names : "none");
             goto out;
         }
-        max_turns = (int)v;
+    }
+    if (!mc) {
+        lb_http_error(r, 503, NULL, "No model is configured on this service.");
+        goto out;
+    }
+    const char *model = mc->name;
+    long long max_turns = cfg->max_turns_default;
+    if (lb_field_int(&u.max_turns, 1, cfg->max_turns_limit, &max_turns) != LB_OK) {
+        lb_http_error(r, 400, NULL, "max_turns must be a whole number from 1 to %d.", cfg->max_turns_limit);
+        goto out;
+    }
+    long long token_budget = cfg->token_budget;
+    if (lb_field_int(&u.token_budget, 1000, cfg->token_budget_max, &token_budget) != LB_OK) {
+        lb_http_error(r, 400, NULL, "token_budget must be a whole number of tokens from 1000 to %lld.",
+                      (long long)cfg->token_budget_max);
+        goto out;
+    }
+    long long timeout_s = cfg->task_timeout_s;
+    if (lb_field_int(&u.timeout_s, 1, cfg->task_timeout_s, &timeout_s) != LB_OK) {
+        lb_http_error(r, 400, NULL, "timeout_s must be a whole number of seconds from 1 to %d.",
+                      cfg->task_timeout_s);
+        goto out;
     }
 
     char *inputs_json = cJSON_PrintUnformatted(u.inputs);
@@ -296,8 +351,8 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
-    lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = max_turns,
-                     .inputs_json = inputs_json};
+    lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = (int)max_turns,
+                     .token_budget = token_budget, .timeout_s = (int)timeout_s, .inputs_json = inputs_json};
     rc = lb_store_task_insert(r->store, &t);
     free(inputs_json);
     if (rc != LB_OK) {
@@ -318,7 +373,8 @@ void lb_h_task_create(lb_req *r)
     } else if ((rc = lb_store_task_set_pid(r->store, u.id, pid)) != LB_OK) {
         lb_warn("web: task %s: cannot record the agent pid: %s", u.id, lb_strerror(rc));
     }
-    lb_info("web: task %s created: %zu input files, model %s, max_turns %d", u.id, u.nfiles, model, max_turns);
+    lb_info("web: task %s created: %zu input files, model %s, max_turns %lld, token_budget %lld, timeout %lld s",
+            u.id, u.nfiles, model, max_turns, token_budget, timeout_s);
 
     rc = lb_store_task_get(r->store, u.id, &task);
     if (rc != LB_OK) {
@@ -346,6 +402,8 @@ out:
     lb_buf_free(&u.prompt);
     lb_buf_free(&u.model);
     lb_buf_free(&u.max_turns);
+    lb_buf_free(&u.token_budget);
+    lb_buf_free(&u.timeout_s);
 }
 
 /* ---- GET /api/tasks ---- */

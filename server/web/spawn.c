@@ -243,22 +243,65 @@ typedef struct lb_exited {
     int cancel;
 } lb_exited;
 
+/* The tool whose code the agent was running when it died, from the marker
+ * the agent keeps (agent/watchdog.h), into tool (>= 80 bytes; "" if none).
+ * The marker is removed. */
+static void lb_crash_tool(const char *id, char *tool, size_t toolsz)
+{
+    char logdir[LB_CFG_PATH], path[LB_CFG_PATH + 64];
+    tool[0] = '\0';
+    lb_web_logdir(logdir, sizeof logdir);
+    snprintf(path, sizeof path, "%s/agent-%s.tool", logdir, id);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        ssize_t n = read(fd, tool, toolsz - 1);
+        close(fd);
+        tool[n > 0 ? n : 0] = '\0';
+        /* written by a process running plugins: keep a tool name's characters only */
+        for (char *p = tool; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) {
+                *p = '\0';
+                break;
+            }
+    }
+    unlink(path);
+}
+
+static const char *lb_signame(int sig, char *buf, size_t bufsz)
+{
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev)
+        snprintf(buf, bufsz, "SIG%s", abbrev);
+    else
+        snprintf(buf, bufsz, "signal %d", sig);
+    return buf;
+}
+
 /* Records the end of an agent in the store. The agent normally finishes its
- * own task; this only catches agents that died or were killed first. */
+ * own task; this only catches agents that died or were killed first, and
+ * says why: which tool took the agent down, when the agent knew. */
 static void lb_reaped(lb_store **sp, const lb_exited *x)
 {
     const lb_config *cfg = lb_cfg();
+    char tool[80], sig[32];
+    lb_crash_tool(x->id, tool, sizeof tool);
     if (!*sp && lb_store_open(cfg->db_path, sp) != LB_OK) {
         lb_error("web: reaper cannot open the task store; task %s may stay active", x->id);
         return;
     }
-    char reason[128];
+    char reason[256];
     const char *status = "failed";
     if (x->cancel) {
         status = "cancelled";
         snprintf(reason, sizeof reason, "cancelled by the user");
+    } else if (WIFSIGNALED(x->status) && tool[0]) {
+        snprintf(reason, sizeof reason, "the tool %s crashed (%s); the task was stopped", tool,
+                 lb_signame(WTERMSIG(x->status), sig, sizeof sig));
     } else if (WIFSIGNALED(x->status)) {
-        snprintf(reason, sizeof reason, "the agent process died (signal %d)", WTERMSIG(x->status));
+        snprintf(reason, sizeof reason, "the agent process died (%s)", lb_signame(WTERMSIG(x->status), sig, sizeof sig));
+    } else if (tool[0]) {
+        snprintf(reason, sizeof reason, "the tool %s ended the agent process (exit %d); the task was stopped", tool,
+                 WEXITSTATUS(x->status));
     } else {
         snprintf(reason, sizeof reason, "the agent process died (exit %d)", WEXITSTATUS(x->status));
     }

@@ -38,10 +38,7 @@ static int lb_listen_fd = -1;
 
 void lb_web_logdir(char *out, size_t outsz)
 {
-    const char *db = lb_cfg()->db_path;
-    const char *slash = strrchr(db, '/');
-    int n = slash ? (int)(slash - db) : 0;
-    snprintf(out, outsz, "%.*s/log", n, slash ? db : ".");
+    lb_cfg_logdir(lb_cfg(), out, outsz);
 }
 
 /* ---- crash recovery ---- */
@@ -272,8 +269,8 @@ static void lb_usage(FILE *f)
                "Serves the HTTP API over FastCGI on $LLMBOX_WEB_SOCKET (default var/web/web.sock)\n"
                "for nginx (see nginx.conf). Started as root with LLMBOX_WEB_USER set, it creates\n"
                "var/ and artifacts/ for that user and drops to it before serving.\n"
-               "Environment: LLMBOX_HOME, LLMBOX_WEB_THREADS, LLMBOX_MAX_TASKS, LLMBOX_MAX_UPLOAD_MB,\n"
-               "LLMBOX_LLM_URL, LLMBOX_LLM_MODEL, LLMBOX_LLM_KEY (see README.md).\n");
+               "Settings: llmbox.conf (LLMBOX_CONF) and the environment (LLMBOX_HOME,\n"
+               "LLMBOX_WEB_THREADS, LLMBOX_MAX_TASKS, LLMBOX_LLM_URL ...); see README.md.\n");
 }
 
 int lb_web_main(int argc, char **argv)
@@ -340,6 +337,13 @@ int lb_web_main(int argc, char **argv)
             fprintf(stderr, "llmbox web: cannot switch to the user %s: %s\n", cfg->web_user, lb_strerror(rc));
             return 1;
         }
+    }
+    /* each agent reads the configuration again, as this user: find out now
+     * rather than with every task failing */
+    if (cfg->conf_path[0] && access(cfg->conf_path, R_OK) != 0) {
+        fprintf(stderr, "llmbox web: %s is not readable by the service user%s%s (uid %d): %s\n", cfg->conf_path,
+                pw ? " " : "", pw ? cfg->web_user : "", (int)getuid(), strerror(errno));
+        return 1;
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
         fprintf(stderr, "llmbox web: libcurl failed to initialise\n");

@@ -114,7 +114,7 @@ start_model budget '[{"tool_calls":[{"name":"bash","arguments":{"command":"true"
                      {"tool_calls":[{"name":"bash","arguments":{"command":"true"}}]}]'
 LLMBOX_TOKEN_BUDGET=250 "$LLMBOX" run -o "$T/out2b" "budget" > "$T/run2b.txt" 2>&1
 RC=$?
-[ $RC -eq 1 ] && grep -q "reached the token budget (250 tokens)" "$T/run2b.txt" && grep -q "\[turn 3\]" "$T/run2b.txt" \
+[ $RC -eq 1 ] && grep -q "reached the token budget (250 tokens; the last turn used 310)" "$T/run2b.txt" && grep -q "\[turn 3\]" "$T/run2b.txt" \
     && pass token_budget || fail token_budget "exit $RC $(tail -2 "$T/run2b.txt")"
 
 # ---- two replies in a row without a tool call ----
@@ -132,10 +132,12 @@ MS=$(( ($(date +%s%N) - S) / 1000000 ))
 [ $RC -eq 1 ] && grep -q "The model endpoint http://127.0.0.1:9/v1/chat/completions is not reachable" "$T/run4.txt" && [ $MS -lt 5000 ] \
     && pass model_down_fails_fast || fail model_down_fails_fast "exit $RC in $MS ms: $(tail -2 "$T/run4.txt")"
 
-# ---- HTTP error from the model: status and message ----
-start_model http401 '[{"status":401,"error":"invalid api key"}]'
+# ---- a refused key: the task ends at once, saying where the key came from ----
+start_model http401 '[{"status":401,"error":"invalid api key"},{"content":"never asked"}]'
 "$LLMBOX" run -o "$T/out5" "x" > "$T/run5.txt" 2>&1
-grep -q "answered HTTP 401: invalid api key" "$T/run5.txt" && pass http_error_reported || fail http_error_reported "$(tail -2 "$T/run5.txt")"
+grep -qF 'refused the API key from $LLMBOX_LLM_KEY (HTTP 401: invalid api key)' "$T/run5.txt" \
+    && [ "$(ls "$T/http401.log"/request-[0-9][0-9][0-9][0-9].json | wc -l)" = 1 ] \
+    && pass http_error_reported || fail http_error_reported "$(tail -2 "$T/run5.txt")"
 
 # ---- cancel while the model thinks ----
 start_model slow '[{"delay_ms":20000,"content":"late"}]'

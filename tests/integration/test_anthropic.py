@@ -160,7 +160,7 @@ def cases(E):
     check("anthropic_tool_results_carry_ids", tool_results)
 
     def headers():
-        with open(os.path.join(log, "request-0001.headers.json")) as f:
+        with open(os.path.join(log, "headers-0001.json")) as f:
             h = json.load(f)
         assert h.get("x-api-key") == KEY
         assert h.get("anthropic-version") == "2023-06-01"
@@ -181,7 +181,7 @@ def cases(E):
     def http_error():
         assert res2.returncode == 1, res2.returncode
         text = res2.stdout + res2.stderr
-        assert "/v1/messages answered HTTP 401: invalid x-api-key" in text, text[-400:]
+        assert "/v1/messages refused the API key from $ANTHROPIC_API_KEY (HTTP 401: invalid x-api-key)" in text, text[-400:]
         assert KEY not in text
     check("anthropic_http_error_reported", http_error)
 

@@ -49,7 +49,7 @@ def run(tmp, env, out, prompt, max_turns=10):
 
 
 def requests(log):
-    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(log, "request-*.json")))]
+    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(log, "request-[0-9][0-9][0-9][0-9].json")))]
 
 
 if not os.access(binary, os.X_OK):

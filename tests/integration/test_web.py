@@ -207,7 +207,9 @@ def t_health_shape(E):
 
 def t_models(E):
     st, _, b = E.json("GET", "/api/models")
-    assert st == 200 and b == [{"name": "test-model", "url": E.env["LLMBOX_LLM_URL"], "provider": "openai", "default": True}], b
+    # LLMBOX_LLM_URL / LLMBOX_LLM_MODEL describe the model named "default"
+    assert st == 200 and b == [{"name": "default", "provider": "openai", "model": "test-model", "tool_mode": "native",
+                                "url": E.env["LLMBOX_LLM_URL"], "default": True}], b
 
 
 def t_tools(E):
@@ -305,7 +307,7 @@ def t_create_stores_inputs(E):
     tid = t["id"]
     assert len(tid) == 32 and t["status"] in ("queued", "running", "failed"), t
     assert h.get("location") == "/api/tasks/" + tid, h
-    assert t["prompt"] == "plot the trend" and t["max_turns"] == 7 and t["model"] == "test-model", t
+    assert t["prompt"] == "plot the trend" and t["max_turns"] == 7 and t["model"] == "default", t
     got = sorted((i["path"], i["size"]) for i in t["inputs"])
     assert got == sorted((n, len(d)) for _, n, d in files), got
     for _, name, data in files:

@@ -76,10 +76,13 @@ def multipart(fields, files):
 
 
 class Stack:
-    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None):
+    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None):
         """env: extra environment for every process; web_env: for `llmbox web`
-        only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see)."""
+        only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see).
+        conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
+        once the fake model runs; "{model_url}" in it becomes its base URL."""
         self.scenario = scenario
+        self.conf = conf
         self.extra_env = env or {}
         self.web_env = web_env or {}
         self.want_model = model
@@ -116,6 +119,10 @@ class Stack:
             line = mp.stdout.readline()
             self.model_port = int(line.strip().split()[-1])
         llm_url = "http://127.0.0.1:%d/v1" % (self.model_port or free_port())
+        self.model_url = llm_url
+        if self.conf is not None:
+            with open(os.path.join(p, "llmbox.conf"), "w") as f:
+                f.write(self.conf.replace("{model_url}", llm_url).replace("{model_port}", str(self.model_port)))
 
         self.env = dict(os.environ)
         self.env.update({
@@ -237,7 +244,7 @@ class Stack:
         assert r.getheader("Content-Type", "").startswith("text/event-stream")
         evs, cur = [], {}
         while True:
-            line = r.fp.readline()
+            line = r.readline()  # not r.fp: a big event spans chunks of the chunked body
             if not line:
                 break
             line = line.decode().rstrip("\r\n")

@@ -45,7 +45,9 @@ static void setup(void)
     const char *files[] = {"plugins/bash.so", "plugins/file_editor.so", "plugins/finish.so",
                            "tests/plugins/good.so", "tests/plugins/wrong_abi.so",
                            "tests/plugins/newer_minor.so", "tests/plugins/missing_symbol.so",
-                           "tests/plugins/dup_name.so", "tests/plugins/bad_schema.so"};
+                           "tests/plugins/dup_name.so", "tests/plugins/bad_schema.so",
+                           "tests/plugins/small_desc.so", "tests/plugins/crashfix.so",
+                           "tests/plugins/hangfix.so", "tests/plugins/floodfix.so", "plugins/python.so"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         link_in(files[i]);
     /* a text file with a .so name (generated: .gitignore ignores *.so fixtures) */
@@ -69,9 +71,21 @@ static const char *error_for(const char *file)
     return NULL;
 }
 
+/* tools = LIST, as llmbox.conf or LLMBOX_TOOLS would say */
+static void select_tools(const char *list, cJSON *errs)
+{
+    setenv("LLMBOX_TOOLS", list, 1);
+    if (lb_config_load(lb_cfg_mut()) != LB_OK)
+        printf("    config: %s\n", lb_config_error());
+    unsetenv("LLMBOX_TOOLS");
+    lb_plugins_select(P, lb_cfg(), errs);
+}
+
 TEST(good_plugins_load)
 {
-    CHECK(lb_plugins_count(P) == 4);
+    /* the three defaults, echo_test, python, and the crash/hang/flood fixtures:
+     * they are valid plugins, their harm is in invoke */
+    CHECK(lb_plugins_count(P) == 8);
     CHECK(lb_plugins_find(P, "bash") != NULL);
     CHECK(lb_plugins_find(P, "file_editor") != NULL);
     CHECK(lb_plugins_find(P, "finish") != NULL);
@@ -86,7 +100,7 @@ TEST(good_plugins_load)
 
 TEST(each_bad_plugin_one_line)
 {
-    CHECK(cJSON_GetArraySize(errors) == 6);
+    CHECK(cJSON_GetArraySize(errors) == 7);
     const char *l;
     CHECK((l = error_for("wrong_abi.so: ")) && strstr(l, "ABI major 2"));
     CHECK((l = error_for("newer_minor.so: ")) && strstr(l, "1.99") && strstr(l, "newer"));
@@ -94,6 +108,7 @@ TEST(each_bad_plugin_one_line)
     CHECK((l = error_for("dup_name.so: ")) && strstr(l, "'bash'") && strstr(l, "plugins/bash.so"));
     CHECK((l = error_for("bad_schema.so: ")) && strstr(l, "not a JSON object"));
     CHECK((l = error_for("not_a_plugin.so: ")) && strstr(l, "cannot load"));
+    CHECK((l = error_for("small_desc.so: ")) && strstr(l, "descriptor size 8 is smaller than ABI 1.0's"));
     const cJSON *e;
     cJSON_ArrayForEach(e, errors)
     {
@@ -106,12 +121,13 @@ TEST(list_json_shape)
 {
     cJSON *j = lb_plugins_list_json(P, errors);
     cJSON *tools = cJSON_GetObjectItem(j, "tools");
-    CHECK(cJSON_GetArraySize(tools) == 4);
+    CHECK(cJSON_GetArraySize(tools) == 8);
     cJSON *t0 = cJSON_GetArrayItem(tools, 0);
     CHECK(cJSON_IsString(cJSON_GetObjectItem(t0, "name")));
     CHECK(cJSON_IsString(cJSON_GetObjectItem(t0, "description")));
     CHECK(cJSON_IsObject(cJSON_GetObjectItem(t0, "parameters")));
-    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "errors")) == 6);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "errors")) == 7);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "disabled")) == 0);
     cJSON_Delete(j);
     cJSON *oa = lb_plugins_openai_tools(P);
     cJSON *f = cJSON_GetObjectItem(cJSON_GetArrayItem(oa, 0), "function");
@@ -177,8 +193,80 @@ TEST(quoted_numbers_are_coerced)
     cJSON_Delete(parsed);
 }
 
+/* only the configured tools are offered and callable; finish always */
+TEST(tools_setting_selects)
+{
+    cJSON *errs = cJSON_CreateArray();
+    select_tools("bash", errs);
+    CHECK(lb_plugins_enabled_count(P) == 2);
+    CHECK(lb_plugins_find(P, "bash") && lb_plugins_find(P, "finish"));
+    CHECK(!lb_plugins_find(P, "file_editor") && !lb_plugins_find(P, "python"));
+    cJSON *oa = lb_plugins_openai_tools(P);
+    CHECK(cJSON_GetArraySize(oa) == 2);
+    cJSON_Delete(oa);
+    cJSON *j = lb_plugins_list_json(P, errs);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tools")) == 2);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "disabled")) == 6);
+    cJSON_Delete(j);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    lb_tool_outcome o;
+    CHECK(lb_tool_run(P, ctx, "python", "{\"code\":\"1\"}", 12, &o) == LB_OK);
+    CHECK(strstr(o.observation, "Unknown tool 'python'. The available tools are: bash, finish.") == o.observation);
+    lb_tool_outcome_free(&o);
+    lb_ctx_free(ctx);
+    CHECK(cJSON_GetArraySize(errs) == 0);
+    select_tools("bash, python, web_fetch", errs);
+    CHECK(lb_plugins_find(P, "python") != NULL);
+    CHECK(cJSON_GetArraySize(errs) == 1);
+    CHECK(strstr(cJSON_GetArrayItem(errs, 0)->valuestring,
+                 "tools: 'web_fetch' is enabled in the configuration but no loaded plugin provides it") != NULL);
+    cJSON_Delete(errs);
+    select_tools("all", NULL);
+    CHECK(lb_plugins_enabled_count(P) == 8);
+}
+
+/* 256 MiB into each stream and 100,000 log lines: what reaches the model
+ * is capped, its start and end kept, and the log gets 100 lines */
+TEST(flood_is_capped)
+{
+    select_tools("all", NULL);
+    char logpath[] = "/tmp/lb-flood-log-XXXXXX";
+    int lfd = mkstemp(logpath);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(lfd, 2);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    lb_tool_outcome o;
+    int64_t t0 = lb_mono_ms();
+    CHECK(lb_tool_run(P, ctx, "floodfix", "{}", 2, &o) == LB_OK);
+    int64_t dt = lb_mono_ms() - t0;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CHECK(dt < 10000);
+    CHECK_STR(o.status, "ok");
+    CHECK(o.observation && strlen(o.observation) < 3 * (LB_RESULT_HEAD + LB_RESULT_TAIL) + 1000);
+    CHECK(o.out && !strncmp(o.out, "FLOOD-START", 11) && strstr(o.out, "FLOOD-END") != NULL);
+    CHECK(o.text && strstr(o.text, "bytes omitted") != NULL);
+    lb_tool_outcome_free(&o);
+    lb_ctx_free(ctx);
+    FILE *f = fopen(logpath, "r");
+    char line[512];
+    int lines = 0, dropped = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        lines += strstr(line, "floodfix: a log line") != NULL;
+        dropped += strstr(line, "the rest of this call's are dropped") != NULL;
+    }
+    if (f)
+        fclose(f);
+    close(lfd);
+    unlink(logpath);
+    CHECK(lines == 100 && dropped == 1);
+}
+
 TEST(run_unknown_tool_and_bad_args)
 {
+    select_tools("bash, file_editor, echo_test", NULL);
     llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
     lb_tool_outcome o;
     CHECK(lb_tool_run(P, ctx, "rm_rf", "{}", 2, &o) == LB_OK);
@@ -257,6 +345,8 @@ int main(void)
     RUN(each_bad_plugin_one_line);
     RUN(list_json_shape);
     RUN(missing_dir_loads_nothing);
+    RUN(tools_setting_selects);
+    RUN(flood_is_capped);
     RUN(argument_validation);
     RUN(quoted_numbers_are_coerced);
     RUN(run_unknown_tool_and_bad_args);

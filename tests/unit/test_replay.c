@@ -160,6 +160,7 @@ TEST(replay_provider_init)
     lb_model_reply_free(&r);
     lb_model_free(&m);
     setenv("LLMBOX_REPLAY_FILE", "/nonexistent/x.json", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
     CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
     CHECK(strstr(err, "/nonexistent/x.json does not exist") != NULL);
     unsetenv("LLMBOX_REPLAY_FILE");
@@ -252,19 +253,20 @@ TEST(text_mode_request_body)
     free(body);
     lb_model_free(&m);
     setenv("LLMBOX_LLM_TOOL_MODE", "native", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
     CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
     body = lb_model_request_body(&m, msgs, tools);
     CHECK(strstr(body, "\"tools\":[") != NULL);
     free(body);
     lb_model_free(&m);
+    /* bad values stop the configuration itself */
     setenv("LLMBOX_LLM_TOOL_MODE", "xml", 1);
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
-    CHECK(strstr(err, "use native or text") != NULL);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_INVAL);
+    CHECK(strstr(lb_config_error(), "must be native or text") != NULL);
     setenv("LLMBOX_LLM_TOOL_MODE", "text", 1);
     setenv("LLMBOX_LLM_PROVIDER", "anthropic", 1);
-    lb_config_load(lb_cfg_mut());
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
-    CHECK(strstr(err, "openai provider only") != NULL);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_INVAL);
+    CHECK(strstr(lb_config_error(), "openai provider only") != NULL);
     unsetenv("LLMBOX_LLM_PROVIDER");
     unsetenv("LLMBOX_LLM_TOOL_MODE");
     unsetenv("LLMBOX_LLM_URL");

@@ -29,6 +29,7 @@ static int insert_task(lb_store *s, char id[33])
 {
     new_id(id);
     lb_task_new t = {.id = id, .prompt = "plot the trend", .model = "m", .max_turns = 10,
+                     .token_budget = 5000, .timeout_s = 60,
                      .inputs_json = "[{\"path\":\"data.csv\",\"size\":3}]"};
     return lb_store_task_insert(s, &t);
 }
@@ -54,6 +55,42 @@ TEST(open_creates_schema_and_reopens)
     sqlite3_finalize(st);
     sqlite3_close(db);
     lb_store_close(s2);
+}
+
+/* a database of schema v1 (before per-task limits and the detailed usage)
+ * is migrated in place; its tasks read back with null limits */
+TEST(migrates_v1_database)
+{
+    lb_store *s = open_fresh("v1");
+    lb_store_close(s);
+    unlink(db_path);
+    sqlite3 *db;
+    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
+                       "INSERT INTO meta VALUES('schema_version','1');"
+                       "CREATE TABLE tasks(id TEXT PRIMARY KEY NOT NULL, status TEXT NOT NULL, reason TEXT,"
+                       " prompt TEXT NOT NULL, model TEXT, max_turns INTEGER NOT NULL DEFAULT 0,"
+                       " created_ms INTEGER NOT NULL, started_ms INTEGER, finished_ms INTEGER, pid INTEGER,"
+                       " turns INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,"
+                       " completion_tokens INTEGER NOT NULL DEFAULT 0, answer TEXT, inputs TEXT NOT NULL DEFAULT '[]');"
+                       "CREATE TABLE events(task_id TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL,"
+                       " type TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(task_id, seq)) WITHOUT ROWID;"
+                       "CREATE TABLE artifacts(task_id TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,"
+                       " mime TEXT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY(task_id, path)) WITHOUT ROWID;"
+                       "INSERT INTO tasks(id,status,prompt,model,max_turns,created_ms,prompt_tokens)"
+                       " VALUES('0123456789abcdef0123456789abcdef','succeeded','old','m',5,1,40);",
+                       0, 0, 0) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(lb_store_open(db_path, &s) == LB_OK);
+    cJSON *t = NULL;
+    CHECK(s && lb_store_task_get(s, "0123456789abcdef0123456789abcdef", &t) == LB_OK);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(t, "token_budget")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(t, "timeout_s")));
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "usage"), "prompt_tokens")->valueint == 40);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "usage"), "environment_tokens") == NULL);
+    cJSON_Delete(t);
+    lb_store_close(s);
 }
 
 TEST(refuses_newer_schema)
@@ -84,7 +121,10 @@ TEST(task_lifecycle)
     CHECK(lb_store_task_state(s, id, st, sizeof st, &pid) == LB_OK);
     CHECK_STR(st, "running");
     CHECK(pid == 4243);
-    CHECK(lb_store_task_set_usage(s, id, 3, 100, 20) == LB_OK);
+    lb_task_usage u = {.turns = 3, .prompt_tokens = 100, .completion_tokens = 20, .environment_tokens = 7,
+                       .environment_estimated = 1, .context_tokens = 60, .model_ms = 1500, .tools_ms = 250,
+                       .sandbox_ms = 12};
+    CHECK(lb_store_task_set_usage(s, id, &u) == LB_OK);
 
     char **ids;
     int *pids;
@@ -107,7 +147,15 @@ TEST(task_lifecycle)
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(t, "answer")), "42");
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(t, "reason")));
     CHECK(cJSON_GetObjectItem(t, "turns")->valueint == 3);
-    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "usage"), "prompt_tokens")->valueint == 100);
+    const cJSON *usage = cJSON_GetObjectItem(t, "usage");
+    CHECK(cJSON_GetObjectItem(usage, "prompt_tokens")->valueint == 100);
+    CHECK(cJSON_GetObjectItem(usage, "total_tokens")->valueint == 120);
+    CHECK(cJSON_GetObjectItem(usage, "environment_tokens")->valueint == 7);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(usage, "environment_estimated")));
+    CHECK(cJSON_GetObjectItem(usage, "model_ms")->valueint == 1500);
+    CHECK(cJSON_GetObjectItem(usage, "tools_ms")->valueint == 250);
+    CHECK(cJSON_GetObjectItem(t, "token_budget")->valueint == 5000);
+    CHECK(cJSON_GetObjectItem(t, "timeout_s")->valueint == 60);
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(t, "inputs")) == 1);
     CHECK(cJSON_IsArray(cJSON_GetObjectItem(t, "artifacts")));
     CHECK(cJSON_IsNumber(cJSON_GetObjectItem(t, "finished_ms")));
@@ -321,6 +369,7 @@ int main(void)
         return 1;
     }
     RUN(open_creates_schema_and_reopens);
+    RUN(migrates_v1_database);
     RUN(refuses_newer_schema);
     RUN(task_lifecycle);
     RUN(finish_appends_done_event_atomically);

@@ -1,6 +1,8 @@
 /* Parsing chat completion responses and the model client's failure paths. */
 #include "testlib.h"
 
+#include <unistd.h>
+
 #include "agent/agent.h"
 #include "agent/text.h"
 #include "common/config.h"
@@ -189,9 +191,10 @@ TEST(request_body_shape)
     lb_model m;
     char err[256];
     setenv("LLMBOX_LLM_URL", "http://user:secret@127.0.0.1:9/v1/", 1);
+    setenv("LLMBOX_LLM_MODEL", "qwen", 1);
     setenv("LLMBOX_LLM_EXTRA_BODY", "{\"temperature\":0.7,\"messages\":\"ignored\"}", 1);
-    lb_config_load(lb_cfg_mut());
-    CHECK(lb_model_init(&m, "qwen", NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
+    CHECK(lb_model_init(&m, "default", NULL, err, sizeof err) == LB_OK);
     CHECK_STR(m.url, "http://user:secret@127.0.0.1:9/v1/chat/completions");
     CHECK_STR(m.shown_url, "http://127.0.0.1:9/v1/chat/completions");
     cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
@@ -209,8 +212,12 @@ TEST(request_body_shape)
     cJSON_Delete(msgs);
     cJSON_Delete(tools);
     lb_model_free(&m);
+    /* a name that is not configured is refused with the list */
+    CHECK(lb_model_init(&m, "qwen", NULL, err, sizeof err) == LB_E_NOTFOUND);
+    CHECK(strstr(err, "\"qwen\" is not configured (configured: default)") != NULL);
     unsetenv("LLMBOX_LLM_EXTRA_BODY");
     unsetenv("LLMBOX_LLM_URL");
+    unsetenv("LLMBOX_LLM_MODEL");
 }
 
 TEST(unreachable_endpoint_fails_fast)
@@ -254,15 +261,14 @@ TEST(cancel_flag_stops_retries)
     unsetenv("LLMBOX_LLM_URL");
 }
 
+/* a bad URL stops the configuration from loading, so nothing starts */
 TEST(bad_url_refused)
 {
-    lb_model m;
-    char err[512];
     setenv("LLMBOX_LLM_URL", "ftp://example/v1", 1);
-    lb_config_load(lb_cfg_mut());
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
-    CHECK(strstr(err, "ftp://example/v1") != NULL);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_INVAL);
+    CHECK(strstr(lb_config_error(), "ftp://example/v1") != NULL);
     unsetenv("LLMBOX_LLM_URL");
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
 }
 
 static int parse_content(const char *content, lb_model_reply *r)
@@ -515,8 +521,9 @@ TEST(anthropic_request_body_shape)
     setenv("ANTHROPIC_API_KEY", "sk-ant-test", 1);
     setenv("LLMBOX_LLM_MAX_TOKENS", "1000", 1);
     setenv("LLMBOX_LLM_EXTRA_BODY", "{\"temperature\":0.5,\"system\":\"ignored\"}", 1);
-    lb_config_load(lb_cfg_mut());
-    CHECK(lb_model_init(&m, "claude", NULL, err, sizeof err) == LB_OK);
+    setenv("LLMBOX_LLM_MODEL", "claude", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
+    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
     CHECK_STR(m.url, "http://127.0.0.1:9/v1/messages");
     CHECK_STR(m.auth, "x-api-key: sk-ant-test");
     cJSON *msgs = cJSON_Parse(
@@ -568,10 +575,10 @@ TEST(anthropic_request_body_shape)
     CHECK(m.max_tokens == 1000);
     lb_model_free(&m);
     setenv("LLMBOX_LLM_PROVIDER", "gemini", 1);
-    lb_config_load(lb_cfg_mut());
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
-    CHECK(strstr(err, "use openai, anthropic or replay") != NULL);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_INVAL);
+    CHECK(strstr(lb_config_error(), "LLMBOX_LLM_PROVIDER=gemini: must be openai, anthropic or replay") != NULL);
     unsetenv("LLMBOX_LLM_PROVIDER");
+    unsetenv("LLMBOX_LLM_MODEL");
     unsetenv("LLMBOX_LLM_URL");
     unsetenv("ANTHROPIC_API_KEY");
     unsetenv("LLMBOX_LLM_MAX_TOKENS");
@@ -597,6 +604,103 @@ TEST(anthropic_unreachable_endpoint_sentence)
     unsetenv("LLMBOX_LLM_PROVIDER");
     unsetenv("LLMBOX_LLM_URL");
     unsetenv("LLMBOX_LLM_KEY");
+}
+
+/* sampling settings of a model go into the request; extra_body wins */
+TEST(sampling_in_request_bodies)
+{
+    char conf[] = "/tmp/lb-sampling-XXXXXX";
+    int fd = mkstemp(conf);
+    const char *text =
+        "[model \"q\"]\nbase_url = http://127.0.0.1:9/v1\nmodel = Qwen/Qwen3\ntemperature = 0.6\n"
+        "top_p = 0.95\ntop_k = 20\nmin_p = 0\nrepetition_penalty = 1.05\nmax_tokens = 4096\n"
+        "extra_body = {\"chat_template_kwargs\":{\"enable_thinking\":true},\"top_k\":40}\n"
+        "[model \"c\"]\nprovider = anthropic\nbase_url = http://127.0.0.1:9\ntemperature = 1\n";
+    CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    setenv("LLMBOX_CONF", conf, 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
+    lb_model m;
+    char err[512];
+    CHECK(lb_model_init(&m, "q", NULL, err, sizeof err) == LB_OK);
+    cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
+    char *body = lb_model_request_body(&m, msgs, NULL);
+    cJSON *b = cJSON_Parse(body);
+    CHECK_STR(cJSON_GetObjectItem(b, "model")->valuestring, "Qwen/Qwen3");
+    CHECK(cJSON_GetObjectItem(b, "temperature")->valuedouble == 0.6);
+    CHECK(cJSON_GetObjectItem(b, "top_p")->valuedouble == 0.95);
+    CHECK(cJSON_GetObjectItem(b, "top_k")->valueint == 40); /* extra_body's */
+    CHECK(cJSON_GetObjectItem(b, "min_p")->valuedouble == 0);
+    CHECK(cJSON_GetObjectItem(b, "repetition_penalty")->valuedouble == 1.05);
+    CHECK(cJSON_GetObjectItem(b, "max_tokens")->valueint == 4096);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "chat_template_kwargs"), "enable_thinking")));
+    cJSON_Delete(b);
+    free(body);
+    lb_model_free(&m);
+    CHECK(lb_model_init(&m, "c", NULL, err, sizeof err) == LB_OK);
+    CHECK_STR(m.url, "http://127.0.0.1:9/v1/messages");
+    body = lb_model_request_body(&m, msgs, NULL);
+    b = cJSON_Parse(body);
+    CHECK_STR(cJSON_GetObjectItem(b, "model")->valuestring, "c"); /* the name when model is unset */
+    CHECK(cJSON_GetObjectItem(b, "temperature")->valuedouble == 1);
+    CHECK(cJSON_GetObjectItem(b, "max_tokens")->valueint == 8192);
+    CHECK(cJSON_GetObjectItem(b, "top_p") == NULL);
+    cJSON_Delete(b);
+    free(body);
+    lb_model_free(&m);
+    cJSON_Delete(msgs);
+    unsetenv("LLMBOX_CONF");
+    unlink(conf);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
+}
+
+static int ctx_err(long http, const char *body, long *limit, long *prompt)
+{
+    return lb_context_error(http, body, strlen(body), limit, prompt);
+}
+
+/* context-length errors of the servers people use, and the retry size */
+TEST(context_length_errors)
+{
+    long L, P;
+    CHECK(ctx_err(400, "{\"object\":\"error\",\"message\":\"This model's maximum context length is 32768 tokens. "
+                       "However, you requested 33000 tokens (25000 in the messages, 8000 in the completion). "
+                       "Please reduce the length of the messages or completion.\",\"type\":\"BadRequestError\"}",
+                  &L, &P));
+    CHECK(L == 32768 && P == 25000);
+    CHECK(lb_context_retry_tokens(8000, L, P, 0) == 32768 - 25000 - 64);
+    CHECK(ctx_err(400, "{\"error\":{\"message\":\"Requested token count exceeds the model's maximum context length "
+                       "of 4096 tokens. You requested a total of 5000 tokens: 3000 tokens from the input messages "
+                       "and 2000 tokens for the completion.\"}}", &L, &P));
+    CHECK(L == 4096 && P == 3000);
+    CHECK(ctx_err(400, "{\"error\":{\"message\":\"This model's maximum context length is 128000 tokens. However, "
+                       "your messages resulted in 130532 tokens. Please reduce the length of the messages.\","
+                       "\"code\":\"context_length_exceeded\"}}", &L, &P));
+    CHECK(L == 128000 && P == 130532);
+    CHECK(lb_context_retry_tokens(0, L, P, 0) == 0); /* the prompt alone is too long */
+    CHECK(ctx_err(400, "{\"error\":{\"code\":400,\"message\":\"the request exceeds the available context size, try "
+                       "increasing it\",\"type\":\"exceed_context_size_error\",\"n_prompt_tokens\":5000,\"n_ctx\":4096}}",
+                  &L, &P));
+    CHECK(L == 4096 && P == 5000);
+    CHECK(ctx_err(400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is "
+                       "too long: 210000 tokens > 200000 maximum\"}}", &L, &P));
+    CHECK(L == 200000 && P == 210000);
+    CHECK(ctx_err(400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"input length "
+                       "and `max_tokens` exceed context limit: 190000 + 20000 > 200000, decrease input length or "
+                       "`max_tokens` and try again\"}}", &L, &P));
+    CHECK(L == 200000 && P == 190000);
+    CHECK(lb_context_retry_tokens(20000, L, P, 0) == 200000 - 190000 - 64);
+    /* no numbers: halve what was sent, or a guess */
+    CHECK(ctx_err(400, "{\"error\":{\"message\":\"context length exceeded\"}}", &L, &P));
+    CHECK(L == -1 && P == -1);
+    CHECK(lb_context_retry_tokens(4096, L, P, 0) == 2048);
+    CHECK(lb_context_retry_tokens(0, L, P, 16384) == 4096);
+    CHECK(lb_context_retry_tokens(0, L, P, 0) == 4096);
+    CHECK(lb_context_retry_tokens(20, L, P, 0) == 0);
+    /* not context errors */
+    CHECK(!ctx_err(400, "{\"error\":{\"message\":\"invalid tool schema\"}}", &L, &P));
+    CHECK(!ctx_err(401, "{\"error\":{\"message\":\"maximum context length is 5\"}}", &L, &P));
+    CHECK(!ctx_err(429, "rate limited", &L, &P));
 }
 
 int main(void)
@@ -628,5 +732,7 @@ int main(void)
     RUN(anthropic_error_and_garbage);
     RUN(anthropic_request_body_shape);
     RUN(anthropic_unreachable_endpoint_sentence);
+    RUN(sampling_in_request_bodies);
+    RUN(context_length_errors);
     return testlib_done();
 }

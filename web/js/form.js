@@ -83,12 +83,12 @@ export class TaskForm {
     clear(this.modelSelect);
     if (models.length > 1) {
       for (const m of models) {
-        this.modelSelect.appendChild(h('option', { value: m.name, selected: Boolean(m.default), dataset: { url: m.url || '' } }, m.name));
+        this.modelSelect.appendChild(h('option', { value: m.name, selected: Boolean(m.default), dataset: { about: modelAbout(m) } }, m.name));
       }
       const hint = $('#model-hint');
       const update = () => {
         const opt = this.modelSelect.selectedOptions[0];
-        hint.textContent = opt && opt.dataset.url ? opt.dataset.url : '';
+        hint.textContent = opt && opt.dataset.about ? opt.dataset.about : '';
       };
       this.modelSelect.addEventListener('change', update);
       update();
@@ -96,7 +96,7 @@ export class TaskForm {
       show($('#model-fixed'), false);
     } else if (models.length === 1) {
       $('#model-name').textContent = models[0].name;
-      $('#model-fixed-hint').textContent = models[0].url || '';
+      $('#model-fixed-hint').textContent = modelAbout(models[0]);
       show($('#model-field'), false);
       show($('#model-fixed'), true);
     } else {
@@ -284,6 +284,13 @@ export class TaskForm {
       this.setBusy(false);
     }
   }
+}
+
+/** "openai · Qwen/Qwen3-Coder · text tools": what a configured name stands for. */
+function modelAbout(m) {
+  const parts = [m.provider, m.model && m.model !== m.name ? m.model : ''].filter(Boolean);
+  if (m.tool_mode === 'text') parts.push('text tool calls');
+  return parts.join(' · ');
 }
 
 /** Normalise a relative path: forward slashes, no empty/. /.. segments. */

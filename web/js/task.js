@@ -134,6 +134,8 @@ export class TaskView {
       ...item('Created', dateTime(task.created_ms)),
       ...item('Max turns', task.max_turns ? count(task.max_turns) : ''),
       ...item('Inputs', inputsText),
+      ...item('Tokens', usageTokens(task.usage)),
+      ...item('Time', usageTime(task.usage)),
       ...item('Id', String(task.id || this.id)),
     );
     if (inputsTitle) {
@@ -455,6 +457,23 @@ export class TaskView {
     this.galleryCount.textContent = this.artifacts.length ? `(${summarize(this.artifacts)})` : '';
     renderGallery(this.galleryEl, id, this.artifacts);
   }
+}
+
+/** "12,345 prompt · 1,234 completion · 2,345 environment (est.)": the
+ * paper's accounting, once the task has used the model. */
+function usageTokens(u) {
+  if (!u || !(Number(u.prompt_tokens) || Number(u.completion_tokens) || Number(u.environment_tokens))) return '';
+  const parts = [`${count(u.prompt_tokens)} prompt`, `${count(u.completion_tokens)} completion`];
+  if (u.environment_tokens !== undefined) {
+    parts.push(`${count(u.environment_tokens)} environment${u.environment_estimated ? ' (est.)' : ''}`);
+  }
+  return parts.join(' · ');
+}
+
+/** "model 12 s · tools 4.5 s": where the time went. */
+function usageTime(u) {
+  if (!u || u.model_ms === undefined) return '';
+  return `model ${duration(u.model_ms) || '0 ms'} · tools ${duration(u.tools_ms) || '0 ms'}`;
 }
 
 function usageTotal(u) {

@@ -1,0 +1,200 @@
+/* The watchdog of tool plugins; the contract is watchdog.h.
+ *
+ * Parking: the watchdog decides while holding its mutex, which the main
+ * thread needs to enter or leave a host call, so the main thread cannot be
+ * inside a sandbox RPC when it is parked, and on_hang may use the sandbox
+ * connection. The park handler only sets a flag and pause()s, both
+ * async-signal-safe; other handlers (SIGTERM, SIGALRM) still run nested. */
+#include "agent/watchdog.h"
+
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LB_WD_TICK_MS 100
+#define LB_WD_PARK_WAIT_MS 2000
+#define LB_WD_PARK_SIGNAL SIGUSR2
+
+static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
+static volatile sig_atomic_t wd_parked;
+
+static struct {
+    int running, stop;
+    pthread_t thread, main_thread;
+    int64_t limit_ms;
+    int marker_fd;
+    char marker[4096];
+    lb_watchdog_fn fn;
+    void *arg;
+    /* the call being watched */
+    int armed, in_host;
+    char tool[80];
+    int64_t start_ms, host_ms, host_since;
+} W = {.marker_fd = -1};
+
+static void wd_park(int sig)
+{
+    (void)sig;
+    wd_parked = 1;
+    for (;;)
+        pause();
+}
+
+/* Milliseconds the plugin has spent in its own code in this call. */
+static int64_t own_ms(int64_t now)
+{
+    int64_t host = W.host_ms + (W.in_host ? now - W.host_since : 0);
+    return now - W.start_ms - host;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void *wd_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&wd_mu);
+    while (!W.stop) {
+        if (W.armed && !W.in_host && own_ms(lb_mono_ms()) > W.limit_ms) {
+            char tool[sizeof W.tool];
+            memcpy(tool, W.tool, sizeof tool);
+            lb_warn("watchdog: the tool %s has run its own code for more than %lld s; stopping the task", tool,
+                    (long long)(W.limit_ms / 1000));
+            pthread_kill(W.main_thread, LB_WD_PARK_SIGNAL);
+            for (int i = 0; i < LB_WD_PARK_WAIT_MS / 10 && !wd_parked; i++)
+                nap_ms(10);
+            if (!wd_parked)
+                lb_warn("watchdog: the main thread did not stop; going on anyway");
+            /* the mutex stays taken: the main thread must never run again */
+            W.fn(W.arg, tool, (int)(W.limit_ms / 1000));
+            _exit(1); /* on_hang must not return; if it does, end here */
+        }
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += LB_WD_TICK_MS * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&wd_cv, &wd_mu, &dl);
+    }
+    pthread_mutex_unlock(&wd_mu);
+    return NULL;
+}
+
+int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_hang, void *arg)
+{
+    if (W.running)
+        return LB_E_EXISTS;
+    W.stop = 0;
+    W.armed = W.in_host = 0;
+    W.limit_ms = (int64_t)(limit_s > 0 ? limit_s : 60) * 1000;
+    W.fn = on_hang;
+    W.arg = arg;
+    W.main_thread = pthread_self();
+    W.marker[0] = '\0';
+    if (marker && *marker && strlen(marker) < sizeof W.marker) {
+        W.marker_fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+        if (W.marker_fd >= 0)
+            snprintf(W.marker, sizeof W.marker, "%s", marker);
+        else
+            lb_warn("watchdog: cannot create %s: %s", marker, strerror(errno));
+    }
+    if (!on_hang)
+        return LB_OK; /* a marker without a thread */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = wd_park;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(LB_WD_PARK_SIGNAL, &sa, NULL) != 0)
+        return LB_E_INTERNAL;
+    /* the thread takes no signal: they are all the main thread's */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int e = pthread_create(&W.thread, NULL, wd_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0)
+        return LB_E_INTERNAL;
+    W.running = 1;
+    return LB_OK;
+}
+
+void lb_watchdog_stop(void)
+{
+    if (W.running) {
+        pthread_mutex_lock(&wd_mu);
+        W.stop = 1;
+        pthread_cond_broadcast(&wd_cv);
+        pthread_mutex_unlock(&wd_mu);
+        pthread_join(W.thread, NULL);
+        W.running = 0;
+    }
+    if (W.marker_fd >= 0) {
+        close(W.marker_fd);
+        W.marker_fd = -1;
+        unlink(W.marker);
+    }
+}
+
+static void marker_set(const char *tool)
+{
+    if (W.marker_fd < 0)
+        return;
+    size_t n = tool ? strlen(tool) : 0;
+    if (n && pwrite(W.marker_fd, tool, n, 0) != (ssize_t)n)
+        return;
+    if (ftruncate(W.marker_fd, (off_t)n) != 0)
+        return;
+}
+
+void lb_watchdog_enter(const char *tool)
+{
+    marker_set(tool);
+    pthread_mutex_lock(&wd_mu);
+    snprintf(W.tool, sizeof W.tool, "%s", tool ? tool : "?");
+    W.start_ms = lb_mono_ms();
+    W.host_ms = 0;
+    W.in_host = 0;
+    W.armed = 1;
+    pthread_mutex_unlock(&wd_mu);
+}
+
+void lb_watchdog_leave(void)
+{
+    pthread_mutex_lock(&wd_mu);
+    W.armed = 0;
+    W.in_host = 0;
+    pthread_mutex_unlock(&wd_mu);
+    marker_set(NULL);
+}
+
+void lb_watchdog_host_enter(void)
+{
+    pthread_mutex_lock(&wd_mu);
+    if (W.armed && !W.in_host++)
+        W.host_since = lb_mono_ms();
+    pthread_mutex_unlock(&wd_mu);
+}
+
+void lb_watchdog_host_leave(void)
+{
+    pthread_mutex_lock(&wd_mu);
+    if (W.armed && W.in_host && !--W.in_host)
+        W.host_ms += lb_mono_ms() - W.host_since;
+    pthread_mutex_unlock(&wd_mu);
+}

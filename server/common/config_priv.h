@@ -1,0 +1,61 @@
+/* Internals of the configuration, shared by config.c (global keys,
+ * loading, lookups), config_file.c (reading llmbox.conf with libinih) and
+ * config_model.c (named models). Nothing outside server/common/config*.c
+ * includes this. */
+#ifndef LB_CONFIG_PRIV_H
+#define LB_CONFIG_PRIV_H
+
+#include "config.h"
+
+#include <stddef.h>
+
+#define LB_CFG_MAX_ENTRIES 2000
+#define LB_CFG_SECTION_MAX 96
+#define LB_CFG_KEY_MAX 64
+
+/* One "key = value" of the file, with the line it is on ("" section:
+ * a global key). */
+typedef struct lb_entry {
+    char section[LB_CFG_SECTION_MAX];
+    char name[LB_CFG_KEY_MAX];
+    char *value;
+    int line;
+} lb_entry;
+
+/* A file read into entries (config_file.c). */
+typedef struct lb_conf {
+    const char *path;
+    const char *p, *end;        /* the reader's position in the file text */
+    int lineno;                 /* of the line last handed to inih */
+    int indented;               /* it started with a blank */
+    lb_entry *e;
+    size_t n, cap;
+    char err[1200];             /* "path:line: what", when parsing failed */
+} lb_conf;
+
+/* Reads path (capped at LB_CFG_FILE_MAX) into cf's entries; on failure an
+ * lb_status and a sentence in cf->err. Free with lb_conf_free either way. */
+int lb_conf_parse(lb_conf *cf, const char *path);
+void lb_conf_free(lb_conf *cf);
+/* [model "qwen"] or [model.qwen] -> "qwen"; 0 when not a model section. */
+int lb_conf_model_section(const char *section, char *name, size_t namesz);
+
+/* Helpers (config.c). */
+int lb_cfgi_parse_ll(const char *v, long long lo, long long hi, long long *out);
+int lb_cfgi_printable(const char *v);
+/* dst = v when absolute, else base/v; LB_E_TOOBIG when it does not fit. */
+int lb_cfgi_join_path(char *dst, size_t dstsz, const char *base, const char *v);
+int lb_cfgi_model_name_ok(const char *s);
+/* The first non-empty of the variables a and b, or NULL. */
+const char *lb_cfgi_env(const char *a, const char *b);
+/* Keeps the sentence for lb_config_error() and returns rc. */
+int lb_cfgi_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Models (config_model.c). */
+int lb_cfgi_is_model_key(const char *name);
+lb_model_cfg *lb_cfgi_find_model(lb_config *c, const char *name);
+/* The file's [model] sections, then the LLMBOX_LLM_* variables on the
+ * model "default", then the checks that need a whole model. */
+int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf);
+
+#endif

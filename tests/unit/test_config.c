@@ -1,0 +1,288 @@
+/* llmbox.conf and the environment: values, precedence, named models, and
+ * an error naming file:line for every kind of mistake. */
+#include "testlib.h"
+
+#include "common/config.h"
+#include "common/status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static char conf[64];
+
+/* Every variable these tests touch, cleared between cases. */
+static const char *const vars[] = {
+    "LLMBOX_CONF", "LLMBOX_MAX_TURNS", "LLMBOX_LLM_URL", "OPENAI_BASE_URL", "LLMBOX_LLM_MODEL",
+    "LLMBOX_LLM_PROVIDER", "LLMBOX_LLM_KEY", "OPENAI_API_KEY", "LLMBOX_TOOLS", "LLMBOX_TOKEN_BUDGET",
+    "LLMBOX_DEFAULT_MODEL", "QWEN_TEST_KEY", "LLMBOX_LLM_EXTRA_BODY", "LLMBOX_REPLAY_FILE", "LLMBOX_POOL_IMAGES", "LLMBOX_IMAGE",
+    "LLMBOX_SANDBOX_API_TOKEN", "LLMBOX_SANDBOX_API_TTL_S", "LLMBOX_SANDBOX_API_TTL_MAX_S",
+    "LLMBOX_SANDBOX_UID_BASE", NULL,
+};
+
+static void clean_env(void)
+{
+    for (int i = 0; vars[i]; i++)
+        unsetenv(vars[i]);
+}
+
+/* Writes text as the config file and loads it. */
+static int load(const char *text)
+{
+    FILE *f = fopen(conf, "w");
+    fputs(text, f);
+    fclose(f);
+    setenv("LLMBOX_CONF", conf, 1);
+    return lb_config_load(lb_cfg_mut());
+}
+
+/* The error names file:line and says what. */
+static int error_is(int line, const char *what)
+{
+    char where[128];
+    snprintf(where, sizeof where, "%s:%d: ", conf, line);
+    const char *e = lb_config_error();
+    int ok = !strncmp(e, where, strlen(where)) && strstr(e, what);
+    if (!ok)
+        printf("    error was: %s\n", e);
+    return ok;
+}
+
+static int error_has(const char *what)
+{
+    int ok = strstr(lb_config_error(), what) != NULL;
+    if (!ok)
+        printf("    error was: %s\n", lb_config_error());
+    return ok;
+}
+
+TEST(defaults_without_a_file)
+{
+    clean_env();
+    setenv("LLMBOX_CONF", "/dev/null", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
+    const lb_config *c = lb_cfg();
+    CHECK(c->max_turns_default == 100 && c->task_timeout_s == 3600 && c->tool_timeout_s == 60);
+    CHECK(c->token_budget == 65536);
+    CHECK(c->n_models == 1);
+    const lb_model_cfg *m = lb_cfg_model(c, NULL);
+    CHECK(m && !strcmp(m->name, "default") && !strcmp(m->provider, "openai"));
+    CHECK(m && !strcmp(m->base_url, "http://127.0.0.1:8000/v1") && !strcmp(m->model, "default"));
+    CHECK(m && !strcmp(m->api_key_env, "OPENAI_API_KEY") && isnan(m->temperature) && m->top_k == -1);
+    CHECK(lb_cfg_tool_enabled(c, "bash") && lb_cfg_tool_enabled(c, "file_editor") && lb_cfg_tool_enabled(c, "finish"));
+    CHECK(!lb_cfg_tool_enabled(c, "python"));
+}
+
+TEST(file_values_env_wins)
+{
+    clean_env();
+    CHECK(load("; comment\n"
+               "# another\n"
+               "max_turns = 50\n"
+               "token_budget = 32000\n"
+               "tools = bash python\n"
+               "default_model = qwen\n"
+               "\n"
+               "[model \"qwen\"]\n"
+               "base_url = http://127.0.0.1:8000/v1\n"
+               "model = Qwen/Qwen3-Coder-30B-A3B-Instruct\n"
+               "api_key_env = QWEN_TEST_KEY\n"
+               "temperature = 0.7\n"
+               "top_k = 20\n"
+               "tool_mode = text\n"
+               "timeout_s = 30\n"
+               "retries = 5\n"
+               "context_length = 32768\n"
+               "extra_body = {\"chat_template_kwargs\":\n"
+               "    {\"enable_thinking\": true}}\n"
+               "[model.claude]\n"
+               "provider = anthropic\n"
+               "base_url = https://api.anthropic.com\n"
+               "max_tokens = 2000\n") == LB_OK);
+    const lb_config *c = lb_cfg();
+    CHECK(c->max_turns_default == 50 && c->token_budget == 32000);
+    CHECK(c->n_models == 2); /* no implicit "default": the file has models and no LLMBOX_LLM_* is set */
+    const lb_model_cfg *q = lb_cfg_model(c, NULL);
+    CHECK(q && !strcmp(q->name, "qwen") && !strcmp(q->model, "Qwen/Qwen3-Coder-30B-A3B-Instruct"));
+    CHECK(q && q->temperature == 0.7 && q->top_k == 20 && q->tool_mode == LB_CFG_TOOLS_TEXT);
+    CHECK(q && q->timeout_s == 30 && q->retries == 5 && q->context_length == 32768);
+    CHECK(q && !strcmp(q->extra_body, "{\"chat_template_kwargs\": {\"enable_thinking\": true}}"));
+    const lb_model_cfg *a = lb_cfg_model(c, "claude");
+    CHECK(a && !strcmp(a->provider, "anthropic") && a->max_tokens == 2000 && !strcmp(a->model, "claude"));
+    CHECK(lb_cfg_model(c, "default") == NULL);
+    CHECK(lb_cfg_tool_enabled(c, "python") && lb_cfg_tool_enabled(c, "finish") && !lb_cfg_tool_enabled(c, "file_editor"));
+    char names[100];
+    lb_cfg_model_names(c, names, sizeof names);
+    CHECK_STR(names, "qwen, claude");
+
+    /* the key: read from the named variable, never kept */
+    CHECK(lb_model_cfg_key(q) == NULL);
+    setenv("QWEN_TEST_KEY", "sk-qwen-secret", 1);
+    CHECK_STR(lb_model_cfg_key(q), "sk-qwen-secret");
+    CHECK(memmem(c, sizeof *c, "sk-qwen-secret", 14) == NULL);
+
+    /* the environment wins over the file */
+    setenv("LLMBOX_MAX_TURNS", "7", 1);
+    setenv("LLMBOX_TOOLS", "all", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
+    CHECK(c->max_turns_default == 7 && c->tools_all && lb_cfg_tool_enabled(c, "anything"));
+    /* LLMBOX_LLM_* add the model "default" next to the file's */
+    setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
+    CHECK(c->n_models == 3 && lb_cfg_model(c, "default") && !strcmp(lb_cfg_model(c, NULL)->name, "qwen"));
+    clean_env();
+}
+
+TEST(environment_overrides_model_default)
+{
+    clean_env();
+    setenv("LLMBOX_LLM_MODEL", "from-env", 1);
+    setenv("LLMBOX_LLM_KEY", "sk-env", 1);
+    CHECK(load("[model \"default\"]\nbase_url = http://127.0.0.1:1/v1\nmodel = from-file\napi_key_env = QWEN_TEST_KEY\n"
+               "temperature = 0.2\n") == LB_OK);
+    const lb_model_cfg *d = lb_cfg_model(lb_cfg(), NULL);
+    CHECK(d && !strcmp(d->model, "from-env") && !strcmp(d->base_url, "http://127.0.0.1:1/v1"));
+    CHECK(d && d->temperature == 0.2 && !strcmp(d->api_key_env, "LLMBOX_LLM_KEY"));
+    CHECK_STR(lb_model_cfg_key(d), "sk-env");
+    clean_env();
+}
+
+TEST(errors_name_file_and_line)
+{
+    clean_env();
+    CHECK(load("max_turns = 5\nmax_turnz = 5\n") == LB_E_INVAL);
+    CHECK(error_is(2, "unknown key 'max_turnz'"));
+    CHECK(load("\n\nmax_turns = 0\n") == LB_E_INVAL);
+    CHECK(error_is(3, "max_turns = 0: must be a whole number from 1 to 1000"));
+    CHECK(load("max_upload_mb = lots\n") == LB_E_INVAL);
+    CHECK(error_is(1, "must be a whole number of MiB"));
+    CHECK(load("max_turns = 5\nmax_turns = 6\n") == LB_E_INVAL);
+    CHECK(error_is(2, "'max_turns' is set a second time (first on line 1)"));
+    CHECK(load("[models]\nx = 1\n") == LB_E_INVAL);
+    CHECK(error_is(2, "unknown section [models]"));
+    CHECK(load("base_url = http://x/v1\n") == LB_E_INVAL);
+    CHECK(error_is(1, "is a model setting: put it in a [model \"NAME\"] section"));
+    CHECK(load("[model \"q\"]\nbase_url = http://x/v1\napi_key = sk-abc\n") == LB_E_INVAL);
+    CHECK(error_is(3, "keys are never kept in llmbox.conf"));
+    CHECK(strstr(lb_config_error(), "sk-abc") == NULL); /* a key put there by mistake is not echoed */
+    CHECK(load("[model \"q\"]\nbase_url = http://x/v1\napi_key_env = sk-abc-def\n") == LB_E_INVAL);
+    CHECK(error_is(3, "must be the NAME of an environment variable"));
+    CHECK(load("[model \"q\"]\nbase_url = http://x/v1\ntemperature = 3\n") == LB_E_INVAL);
+    CHECK(error_is(3, "temperature = 3: must be a number from 0 to 2"));
+    CHECK(load("[model \"q\"]\nbase_url = http://x/v1\nprovider = gemini\n") == LB_E_INVAL);
+    CHECK(error_is(3, "must be openai, anthropic or replay"));
+    CHECK(load("[model \"q\"]\nbase_url = http://x/v1\nextra_body = [1, 2]\n") == LB_E_INVAL);
+    CHECK(error_is(3, "extra_body = [1, 2]: must be a JSON object"));
+    CHECK(load("[model \"q\"]\nbase_url = http://x/v1\nextra_body = {\"a\":\n  1\ntemperature = 0.5\n  0.6\n") == LB_E_INVAL);
+    CHECK(error_is(6, "would continue the value of 'temperature'"));
+    CHECK(load("[model \"bad name\"]\nbase_url = http://x/v1\n") == LB_E_INVAL);
+    CHECK(error_is(2, "a model name is 1 to 63"));
+    CHECK(load("this line has no equals sign\n") == LB_E_INVAL);
+    CHECK(error_is(1, "not a 'key = value' line"));
+    CHECK(load("[model \"q\"\nbase_url = x\n") == LB_E_INVAL);
+    CHECK(error_is(1, "not a 'key = value' line or a [section] header"));
+    char longline[400];
+    memset(longline, 'x', sizeof longline);
+    memcpy(longline, "image = ", 8);
+    longline[sizeof longline - 2] = '\n';
+    longline[sizeof longline - 1] = '\0';
+    char text[600];
+    snprintf(text, sizeof text, "max_turns = 5\n%s", longline);
+    CHECK(load(text) == LB_E_INVAL);
+    CHECK(error_is(2, "the line is longer than"));
+    CHECK(load("tools = bash, Bad-Name\n") == LB_E_INVAL);
+    CHECK(error_is(1, "'Bad-Name' is not a tool name"));
+    CHECK(load("tools = ,\n") == LB_E_INVAL);
+    CHECK(error_is(1, "lists no tool"));
+    /* errors found once the whole file is read name the model's line */
+    CHECK(load("\n[model \"q\"]\nmodel = m\n") == LB_E_INVAL);
+    CHECK(error_has("[model \"q\"]") && error_has(":3) has no base_url"));
+    CHECK(load("[model \"c\"]\nprovider = anthropic\nbase_url = http://x\ntool_mode = text\n") == LB_E_INVAL);
+    CHECK(error_has("tool_mode = text works with the openai provider only"));
+    CHECK(load("[model \"c\"]\nprovider = anthropic\nbase_url = http://x\nmin_p = 0.1\n") == LB_E_INVAL);
+    CHECK(error_has("no min_p or repetition_penalty"));
+    CHECK(load("[model \"q\"]\nbase_url = ftp://x/v1\n") == LB_E_INVAL);
+    CHECK(error_has("is not an http:// or https:// URL"));
+    CHECK(load("default_model = nope\n[model \"q\"]\nbase_url = http://x/v1\n") == LB_E_INVAL);
+    CHECK(error_has("default_model = nope: there is no model of that name (configured: q)"));
+    clean_env();
+}
+
+TEST(too_many_models_and_big_file)
+{
+    clean_env();
+    char *text = malloc(64 * 80);
+    size_t o = 0;
+    for (int i = 0; i < LB_CFG_MAX_MODELS + 1; i++)
+        o += (size_t)sprintf(text + o, "[model \"m%d\"]\nbase_url = http://x/v1\n", i);
+    CHECK(load(text) == LB_E_TOOBIG);
+    CHECK(error_has("more than 32 models"));
+    free(text);
+    /* over the 1 MiB cap */
+    FILE *f = fopen(conf, "w");
+    for (int i = 0; i < 70000; i++)
+        fputs("; padding padding\n", f);
+    fclose(f);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_TOOBIG);
+    CHECK(error_has("larger than 1024 KiB"));
+    clean_env();
+}
+
+TEST(environment_errors_name_the_variable)
+{
+    clean_env();
+    setenv("LLMBOX_CONF", "/dev/null", 1);
+    setenv("LLMBOX_MAX_TURNS", "lots", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_INVAL);
+    CHECK(error_has("LLMBOX_MAX_TURNS=lots: must be a whole number from 1 to 1000"));
+    unsetenv("LLMBOX_MAX_TURNS");
+    setenv("LLMBOX_LLM_EXTRA_BODY", "{oops", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_INVAL);
+    CHECK(error_has("LLMBOX_LLM_EXTRA_BODY={oops: must be a JSON object"));
+    unsetenv("LLMBOX_LLM_EXTRA_BODY");
+    setenv("LLMBOX_CONF", "/nonexistent/llmbox.conf", 1);
+    CHECK(lb_config_load(lb_cfg_mut()) == LB_E_NOTFOUND);
+    CHECK(error_has("/nonexistent/llmbox.conf: cannot read the configuration file"));
+    clean_env();
+}
+
+/* The sandbox settings are keys of the file too, with their defaults and
+ * the rules that tie them together. */
+TEST(sandbox_keys)
+{
+    clean_env();
+    CHECK(load("image = img2\nsandbox_disk_mib = 64\nsandbox_api_ttl_s = 9000\n"
+               "sandbox_api_ttl_max_s = 600\npool_size = 0\n") == LB_OK);
+    const lb_config *c = lb_cfg();
+    CHECK(!strcmp(c->pool_images, "img2"));                 /* follows the default image */
+    CHECK(c->sandbox_api_ttl_s == 600);                     /* capped by the max */
+    CHECK(c->sandbox_disk_mib == 64 && c->pool_size == 0);
+    CHECK(c->sandbox_uid_base == 1879048192u && c->bash_soft_timeout_s == 10);
+    CHECK(!strcmp(c->network_allow, "none") && c->sandbox_api_token[0] == '\0');
+    CHECK(load("sandbox_uid_base = 100\n") == LB_E_INVAL);
+    CHECK(error_is(1, "must be a whole number from 65536"));
+    /* a token with a control character is refused without repeating it */
+    setenv("LLMBOX_SANDBOX_API_TOKEN", "secret\x01value", 1);
+    CHECK(load("") == LB_E_INVAL);
+    CHECK(error_has("LLMBOX_SANDBOX_API_TOKEN=(value hidden): contains control characters"));
+    CHECK(strstr(lb_config_error(), "secret") == NULL);
+    unsetenv("LLMBOX_SANDBOX_API_TOKEN");
+    CHECK(load("sandbox_api_token = t\x02k\n") == LB_E_INVAL);
+    CHECK(error_is(1, "sandbox_api_token = (value hidden)"));
+    clean_env();
+}
+
+int main(void)
+{
+    snprintf(conf, sizeof conf, "/tmp/lb-conf-%d.conf", (int)getpid());
+    RUN(defaults_without_a_file);
+    RUN(file_values_env_wins);
+    RUN(environment_overrides_model_default);
+    RUN(errors_name_file_and_line);
+    RUN(too_many_models_and_big_file);
+    RUN(environment_errors_name_the_variable);
+    RUN(sandbox_keys);
+    unlink(conf);
+    return testlib_done();
+}
