@@ -105,5 +105,7 @@ int lb_config_load(lb_config *cfg)
     cfg->task_timeout_s = (int)lb_envint("LLMBOX_TASK_TIMEOUT_S", 3600, 1, 7 * 86400);
     cfg->sandbox_memory_mib = (int)lb_envint("LLMBOX_SANDBOX_MEMORY_MIB", 2048, 64, 1 << 20);
     cfg->sandbox_pids = (int)lb_envint("LLMBOX_SANDBOX_PIDS", 512, 16, 1 << 22);
+    cfg->allow_nat = (int)lb_envint("LLMBOX_ALLOW_NAT", 0, 0, 1);
+    cfg->max_unpack_bytes = (uint64_t)lb_envint("LLMBOX_MAX_UNPACK_MB", 1024, 1, 1 << 20) << 20;
     return LB_OK;
 }

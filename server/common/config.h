@@ -41,6 +41,8 @@ typedef struct lb_config {
     int sandbox_memory_mib;          /* LLMBOX_SANDBOX_MEMORY_MIB, default 2048 */
     int sandbox_pids;                /* LLMBOX_SANDBOX_PIDS, default 512 */
     char default_image[64];          /* LLMBOX_IMAGE, default "default" */
+    int allow_nat;                   /* LLMBOX_ALLOW_NAT=1: tasks may ask for network "nat" (default 0: none only) */
+    uint64_t max_unpack_bytes;       /* LLMBOX_MAX_UNPACK_MB, default 1024 MiB unpacked from a task's archives */
 } lb_config;
 
 /* Fills cfg from the defaults and the environment; creates nothing. */

@@ -25,7 +25,7 @@
 
 #include <cjson/cJSON.h>
 
-#define LB_STORE_SCHEMA_VERSION 1
+#define LB_STORE_SCHEMA_VERSION 2
 
 typedef struct lb_store lb_store;
 
@@ -35,6 +35,9 @@ typedef struct lb_task_new {
     const char *model;
     int max_turns;
     const char *inputs_json;    /* JSON array [{path,size}] of uploaded files */
+    const char *network;        /* sandbox network mode ("none", "nat"); NULL: the default */
+    const char *image;          /* sandbox image name; NULL: the default */
+    const char *rerun_of;       /* id of the task this one repeats, or NULL */
 } lb_task_new;
 
 typedef struct lb_artifact {
@@ -62,11 +65,15 @@ int lb_store_task_set_usage(lb_store *s, const char *id, int turns,
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);
 /* The task as the API shows it: {id, status, reason, prompt, model, max_turns,
  * created_ms, started_ms, finished_ms, turns, usage:{prompt_tokens,
- * completion_tokens}, answer, inputs:[...], artifacts:[...]}. Caller frees. */
+ * completion_tokens}, answer, inputs:[...], network, image, rerun_of,
+ * artifacts:[...]}. Caller frees. */
 int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
 /* Newest first; before_ms = 0 for the first page. Returns a JSON array of
  * summaries {id,status,prompt(<=200 chars),model,created_ms,finished_ms}. */
 int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
+/* The same, paged by the row (created_ms, id): the tasks strictly older than
+ * (before_ms, before_id) in that order. before_id NULL or "": by time only. */
+int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
 int lb_store_task_delete(lb_store *s, const char *id);
 /* Ids of tasks in "queued" or "running" (for crash recovery). Caller frees
  * the array and each string. */
