@@ -201,6 +201,8 @@ typedef struct lb_loop_opts {
     const char *prompt;
     int max_turns;
     const char *model_name;     /* NULL: cfg llm_model */
+    const char *network;        /* sandbox network mode ("none", "nat"); NULL: sandboxd's default */
+    const char *image;          /* sandbox image; NULL: cfg default_image */
     const char *input_dir;      /* host dir copied into /testbed/input, or NULL */
     const char *output_dir;     /* host dir the output tree is copied into */
     const char *trajectory_path;/* host path of trajectory.json */

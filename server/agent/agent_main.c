@@ -84,6 +84,16 @@ static int run_task(const char *id)
     if (max_turns > cfg->max_turns_limit)
         max_turns = cfg->max_turns_limit;
     const char *model = jstr(task, "model");
+    const char *network = jstr(task, "network");
+    const char *image = jstr(task, "image");
+    /* the web checked this when the task was made; the operator may have
+     * changed their mind since (a restart without LLMBOX_ALLOW_NAT) */
+    if (network && strcmp(network, "none") && !cfg->allow_nat) {
+        lb_store_task_finish(st, id, "failed",
+                             "this service no longer allows network access from sandboxes (LLMBOX_ALLOW_NAT is off)",
+                             NULL);
+        goto out;
+    }
 
     char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200];
     snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);
@@ -108,6 +118,8 @@ static int run_task(const char *id)
         .prompt = prompt ? prompt : "",
         .max_turns = max_turns,
         .model_name = model && *model ? model : NULL,
+        .network = network,
+        .image = image,
         .input_dir = has_input ? input_dir : NULL,
         .output_dir = output_dir,
         .trajectory_path = traj,

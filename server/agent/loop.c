@@ -190,7 +190,8 @@ static int start_sandbox(run *r)
     int rc = lbsb_connect(cfg->sandboxd_socket, r->o->sb_interrupt, &r->conn, err, sizeof err);
     if (rc == LB_OK) {
         lbsb_spec spec = {
-            .image = cfg->default_image,
+            .image = r->o->image && *r->o->image ? r->o->image : cfg->default_image,
+            .network = r->o->network && *r->o->network ? r->o->network : NULL,
             .memory_mib = cfg->sandbox_memory_mib,
             .pids = cfg->sandbox_pids,
             .input_dir = r->o->input_dir,
