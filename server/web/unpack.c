@@ -149,15 +149,15 @@ static int lb_unpack_data(lb_unpacker *u, int fd, const char *entry, uint64_t *s
         u->written += (uint64_t)n;
         u->tot->bytes += (uint64_t)n;
         *size += (uint64_t)n;
-        if (u->tot->bytes > lim->max_bytes)
-            return lb_unpack_fail(u, LB_E_TOOBIG,
-                                  "The archives unpack to more than %llu MiB, the limit for a task's inputs.",
-                                  (unsigned long long)(lim->max_bytes >> 20));
         if (u->written > ratio_cap)
             return lb_unpack_fail(u, LB_E_TOOBIG,
                                   "The archive %s unpacks to more than %u times its own size, so it looks like an "
                                   "archive bomb and was refused.",
                                   u->shown, lim->max_ratio);
+        if (u->tot->bytes > lim->max_bytes)
+            return lb_unpack_fail(u, LB_E_TOOBIG,
+                                  "The archives unpack to more than %llu MiB, the limit for a task's inputs.",
+                                  (unsigned long long)(lim->max_bytes >> 20));
         if (lb_write_all(fd, u->buf, (size_t)n) != LB_OK)
             return lb_unpack_fail(u, LB_E_IO, "Could not unpack %s: %s.", u->shown, strerror(errno));
     }
