@@ -623,6 +623,14 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         goto end;
     if (start_sandbox(&r) != LB_OK)
         goto end;
+    {
+        /* the page shows "starting the sandbox" until this one */
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "status", "running");
+        cJSON_AddStringToObject(d, "sandbox", "ready");
+        cJSON_AddNumberToObject(d, "sandbox_ms", (double)r.sandbox_ms);
+        emit(&r, "status", d);
+    }
     loop(&r);
 end:
     cancelled(&r); /* a cancel that came during setup */

@@ -9,7 +9,8 @@
  * status again (lb_store_task_finish returns LB_E_EXISTS).
  *
  * Event types written by the agent (data is a JSON object):
- *   "status"   {status, reason?}
+ *   "status"   {status, reason?, sandbox?: "ready", sandbox_ms?}  (sandbox: once the
+ *              task's sandbox has started, after how long)
  *   "model"    {turn, content, reasoning?, tool_calls:[{id,name,arguments}], usage:{prompt_tokens,completion_tokens}, duration_ms}
  *   "tool"     {turn, call_id, name, arguments, status, exit_code?, stdout?, stderr?, text?, duration_ms}
  *   "answer"   {answer}
