@@ -290,13 +290,15 @@ async function loadCsv(box, url, size, name) {
   }
   const width = Math.max(...rows.map((r) => r.length));
   const [head, ...body] = rows;
+  // a column of numbers is right-aligned, header included
+  const numeric = Array.from({ length: width }, (_, k) => {
+    const cells = body.map((r) => r[k] ?? '').filter((v) => v.trim() !== '');
+    return cells.length > 0 && cells.filter((v) => NUMERIC.test(v)).length * 2 >= cells.length;
+  });
   const table = h('table', { class: 'csv-table' },
-    h('thead', null, h('tr', null, ...Array.from({ length: width }, (_, k) => h('th', { scope: 'col' }, head[k] ?? '')))),
+    h('thead', null, h('tr', null, ...Array.from({ length: width }, (_, k) => h('th', { scope: 'col', class: numeric[k] ? 'num' : null }, head[k] ?? '')))),
     h('tbody', null, ...body.map((r) => h('tr', null,
-      ...Array.from({ length: width }, (_, k) => {
-        const v = r[k] ?? '';
-        return h('td', { class: NUMERIC.test(v) ? 'num' : null }, v);
-      })))));
+      ...Array.from({ length: width }, (_, k) => h('td', { class: numeric[k] ? 'num' : null }, r[k] ?? ''))))));
   box.appendChild(h('div', { class: 'csv-scroll', tabindex: '0', role: 'region', 'aria-label': `Table preview of ${name}` }, table));
   const shown = body.length;
   box.appendChild(h('p', { class: 'muted small preview-note' },
