@@ -107,5 +107,6 @@ int lb_config_load(lb_config *cfg)
     cfg->sandbox_pids = (int)lb_envint("LLMBOX_SANDBOX_PIDS", 512, 16, 1 << 22);
     cfg->allow_nat = (int)lb_envint("LLMBOX_ALLOW_NAT", 0, 0, 1);
     cfg->max_unpack_bytes = (uint64_t)lb_envint("LLMBOX_MAX_UNPACK_MB", 1024, 1, 1 << 20) << 20;
+    cfg->sse_max_s = (int)lb_envint("LLMBOX_SSE_MAX_S", 0, 0, 86400);
     return LB_OK;
 }

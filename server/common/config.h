@@ -43,6 +43,8 @@ typedef struct lb_config {
     char default_image[64];          /* LLMBOX_IMAGE, default "default" */
     int allow_nat;                   /* LLMBOX_ALLOW_NAT=1: tasks may ask for network "nat" (default 0: none only) */
     uint64_t max_unpack_bytes;       /* LLMBOX_MAX_UNPACK_MB, default 1024 MiB unpacked from a task's archives */
+    int sse_max_s;                   /* LLMBOX_SSE_MAX_S, default 0 (none): an event stream ends after this long
+                                        and the browser resumes it with Last-Event-ID */
 } lb_config;
 
 /* Fills cfg from the defaults and the environment; creates nothing. */

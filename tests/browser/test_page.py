@@ -82,7 +82,9 @@ def main():
         z.writestr("pack/sub/b.csv", "x,y\n1,2\n")
     with zipfile.ZipFile(evil, "w") as z:
         z.writestr("../../escape.txt", "out of the input folder\n")
-    with Stack(scenario()) as s:
+    # every event stream ends after 3 s, so live updates keep crossing
+    # reconnects (Last-Event-ID) as they would behind a rebalancing proxy
+    with Stack(scenario(), env={"LLMBOX_SSE_MAX_S": "3"}) as s:
         env = dict(os.environ, SHOTS=shots, LLMBOX_TEST_ZIP=good, LLMBOX_TEST_EVIL_ZIP=evil)
         r = subprocess.run(["node", os.path.join(HERE, "page_e2e.mjs"), "http://127.0.0.1:%d/" % s.port],
                            cwd=HERE, timeout=420, env=env)
