@@ -17,6 +17,7 @@ import { chromium } from 'playwright-core';
 import { writeFileSync, readFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 
 const base = process.argv[2];
 const shots = process.env.SHOTS || tmpdir();
@@ -512,6 +513,34 @@ await block('archive_upload', async () => {
   expectFailedLoads = false;
   const msg = await err.innerText();
   check('unsafe_archive_refused_with_a_sentence', /climbs out/.test(msg) && /\.$/.test(msg), msg);
+});
+
+// ---- 11. history paging: older tasks a page at a time
+await block('history_paging', async () => {
+  const db = process.env.LLMBOX_TEST_DB;
+  if (!db) throw new Error('LLMBOX_TEST_DB is not set');
+  // 40 finished tasks from long ago, written as the service user would
+  const code = `import sqlite3, sys, uuid
+c = sqlite3.connect(sys.argv[1], timeout=10)
+for i in range(40):
+    c.execute("INSERT INTO tasks(id, status, prompt, model, max_turns, created_ms, finished_ms) VALUES(?,?,?,?,?,?,?)",
+              (uuid.uuid4().hex, "succeeded", "An older task %d" % i, "old-model", 10, 1700000000000 - i, 1700000000000 - i))
+c.commit()`;
+  const r = spawnSync('runuser', ['-u', 'llmbox', '--', 'python3', '-c', code, db], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`could not add old tasks: ${r.stderr}`);
+  const total = (await api('/api/tasks?limit=200')).body.tasks.length;
+  await page.goto(base);
+  await page.click('#history-refresh');
+  await page.waitForFunction(() => document.querySelectorAll('#history-list li').length === 30, null, { timeout: 10000 });
+  const more = page.locator('#history-more');
+  check('history_first_page', await more.isVisible());
+  await more.click();
+  await page.waitForFunction(() => document.querySelectorAll('#history-list li').length > 30, null, { timeout: 10000 });
+  if (await more.isVisible()) await more.click();
+  await page.waitForFunction((n) => document.querySelectorAll('#history-list li').length === n, total, { timeout: 10000 });
+  const ids = await page.evaluate(() => [...document.querySelectorAll('#history-list li')].map((li) => li.dataset.id));
+  check('history_pages_all_tasks_once', ids.length === total && new Set(ids).size === total && !(await more.isVisible()),
+    `${ids.length} shown, ${new Set(ids).size} distinct, ${total} tasks`);
 });
 
 await browser.close();

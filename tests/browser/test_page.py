@@ -85,7 +85,8 @@ def main():
     # every event stream ends after 3 s, so live updates keep crossing
     # reconnects (Last-Event-ID) as they would behind a rebalancing proxy
     with Stack(scenario(), env={"LLMBOX_SSE_MAX_S": "3"}) as s:
-        env = dict(os.environ, SHOTS=shots, LLMBOX_TEST_ZIP=good, LLMBOX_TEST_EVIL_ZIP=evil)
+        env = dict(os.environ, SHOTS=shots, LLMBOX_TEST_ZIP=good, LLMBOX_TEST_EVIL_ZIP=evil,
+                   LLMBOX_TEST_DB=os.path.join(s.prefix, "var", "web", "llmbox.db"))
         r = subprocess.run(["node", os.path.join(HERE, "page_e2e.mjs"), "http://127.0.0.1:%d/" % s.port],
                            cwd=HERE, timeout=420, env=env)
     shutil.rmtree(tmp, ignore_errors=True)
