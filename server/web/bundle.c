@@ -51,12 +51,15 @@ typedef struct lb_bundle {
 } lb_bundle;
 
 /* Media and archives are compressed already: deflating them again costs
- * CPU and saves nothing. */
+ * CPU and saves nothing. WAV is raw PCM, but audio barely deflates (a few
+ * percent for anything but silence), so it is stored too; PDF streams are
+ * deflated inside the file. */
 static int lb_precompressed(const char *name)
 {
-    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".mp4", ".webm",
-                                      ".mkv", ".mov", ".m4a", ".mp3", ".ogg", ".opus", ".flac", ".zip",
-                                      ".gz", ".tgz", ".xz", ".bz2", ".zst", ".7z", ".docx", ".xlsx", ".pptx"};
+    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".heic", ".mp4",
+                                      ".m4v", ".webm", ".mkv", ".mov", ".m4a", ".aac", ".mp3", ".ogg",
+                                      ".oga", ".opus", ".flac", ".wav", ".pdf", ".woff2", ".zip", ".gz",
+                                      ".tgz", ".xz", ".bz2", ".zst", ".7z", ".docx", ".xlsx", ".pptx"};
     const char *dot = strrchr(name, '.');
     if (!dot || strchr(dot, '/'))
         return 0;

@@ -266,6 +266,7 @@ await block('results', async () => {
   check('zip_download_entries', missing.length === 0 && download.suggestedFilename() === `llmbox-${firstTask.slice(0, 8)}.zip`,
     `missing ${missing}; name ${download.suggestedFilename()}; has ${[...entries.keys()]}`);
   check('zip_stores_media_deflates_text', entries.get('output/chart.png') === 0 && entries.get('output/clip.mp4') === 0
+    && entries.get('output/tone.wav') === 0
     && entries.get('output/data/summary.csv') === 8 && entries.get('trajectory.json') === 8,
     JSON.stringify([...entries]));
 
