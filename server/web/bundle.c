@@ -267,8 +267,14 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, const char 
     snprintf(lockpath, sizeof lockpath, "%s/.bundle.lock", dir);
     lockfd = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
     if (lockfd < 0 || flock(lockfd, LOCK_EX) != 0) {
-        snprintf(err, errsz, "cannot lock %s: %s", lockpath, strerror(errno));
-        rc = errno == ENOENT ? LB_E_NOTFOUND : LB_E_IO;
+        int e = errno;
+        if (e == ENOENT) {
+            snprintf(err, errsz, "The task's files are gone.");
+            rc = LB_E_NOTFOUND;
+        } else {
+            snprintf(err, errsz, "cannot lock the bundle: %s", strerror(e));
+            rc = LB_E_IO;
+        }
         goto out;
     }
     if (lstat(final, &st) == 0 && S_ISREG(st.st_mode)) {
