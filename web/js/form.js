@@ -234,7 +234,7 @@ export class TaskForm {
       const file = this.files.get(name);
       this.fileList.appendChild(h('li', { class: 'file-item' },
         h('span', { class: 'file-name', title: name }, name),
-        unpack && ARCHIVE_RE.test(name) ? h('span', { class: 'chip chip-neutral file-tag' }, 'unpacked') : null,
+        unpack && ARCHIVE_RE.test(name) ? h('span', { class: 'chip chip-neutral file-tag', title: 'This archive will be unpacked into the input folder' }, 'will be unpacked') : null,
         h('span', { class: 'file-size' }, bytes(file.size)),
         h('button', {
           type: 'button',
