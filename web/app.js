@@ -12,10 +12,22 @@ const newTaskView = $('#new-task-view');
 const taskViewEl = $('#task-view');
 
 const health = new Health();
-const history = new History();
+const history = new History({
+  onDeleted: (id) => {
+    if (currentTaskId() === id) location.hash = '#';
+  },
+});
 const taskView = new TaskView(taskViewEl, {
   onFinished: () => history.load(),
   onStatus: (id, status) => history.updateStatus(id, status),
+  onStarted: (id) => {
+    location.hash = `#task=${encodeURIComponent(id)}`;
+    history.load();
+  },
+  onDeleted: (id) => {
+    history.drop(id);
+    location.hash = '#';
+  },
 });
 const form = new TaskForm({
   onCreated: (id) => {
@@ -71,4 +83,5 @@ $('#new-task-link').addEventListener('click', (e) => {
 health.start();
 history.load();
 form.loadModels();
+form.loadInfo();
 route();

@@ -240,6 +240,8 @@ typedef struct lb_loop_opts {
      * just before the process exits (the loop cannot return then). */
     void (*on_abort)(void *arg, const lb_loop_result *res);
     void *on_abort_arg;
+    const char *network;        /* sandbox network mode ("none", "nat"); NULL: sandboxd's default */
+    const char *image;          /* sandbox image; NULL: cfg default_image */
     const char *input_dir;      /* host dir copied into /testbed/input, or NULL */
     const char *output_dir;     /* host dir the output tree is copied into */
     const char *trajectory_path;/* host path of trajectory.json */

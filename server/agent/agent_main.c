@@ -91,6 +91,16 @@ static int run_task(const char *id)
     int64_t token_budget = cJSON_IsNumber(tb) && tb->valuedouble >= 0 ? (int64_t)tb->valuedouble : -1;
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(task, "timeout_s");
     int timeout_s = cJSON_IsNumber(ts) && ts->valuedouble >= 1 ? (int)ts->valuedouble : 0;
+    const char *network = jstr(task, "network");
+    const char *image = jstr(task, "image");
+    /* the web checked this when the task was made; the operator may have
+     * changed their mind since (a restart with another network_allow) */
+    if (network && strcmp(network, "none") && !lb_cfg_network_allowed(cfg, network)) {
+        lb_store_task_finish(st, id, "failed",
+                             "this service no longer allows network access from sandboxes (network_allow / LLMBOX_NETWORK_ALLOW)",
+                             NULL);
+        goto out;
+    }
 
     char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200], logdir[LB_CFG_PATH], marker[LB_CFG_PATH + 64];
     lb_cfg_logdir(cfg, logdir, sizeof logdir);
@@ -122,6 +132,8 @@ static int run_task(const char *id)
         .timeout_s = timeout_s,
         .model_name = model && *model ? model : NULL,
         .tool_marker = marker,
+        .network = network,
+        .image = image,
         .input_dir = has_input ? input_dir : NULL,
         .output_dir = output_dir,
         .trajectory_path = traj,

@@ -203,7 +203,8 @@ static int start_sandbox(run *r)
     int rc = lbsb_connect(cfg->sandboxd_socket, r->o->sb_interrupt, &r->conn, err, sizeof err);
     if (rc == LB_OK) {
         lbsb_spec spec = {
-            .image = cfg->default_image,
+            .image = r->o->image && *r->o->image ? r->o->image : cfg->default_image,
+            .network = r->o->network && *r->o->network ? r->o->network : NULL,
             .memory_mib = cfg->sandbox_memory_mib,
             .pids = cfg->sandbox_pids,
             .input_dir = r->o->input_dir,
@@ -831,6 +832,14 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         goto end;
     if (start_sandbox(&r) != LB_OK)
         goto end;
+    {
+        /* the page shows "starting the sandbox" until this one */
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "status", "running");
+        cJSON_AddStringToObject(d, "sandbox", "ready");
+        cJSON_AddNumberToObject(d, "sandbox_ms", (double)r.res->usage.sandbox_ms);
+        emit(&r, "status", d);
+    }
     loop(&r);
 end:;
     int rc = end_run(&r);

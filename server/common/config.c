@@ -282,6 +282,8 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_api_ttl_s", "LLMBOX_SANDBOX_API_TTL_S", sandbox_api_ttl_s, 3600, 1, 7 * 86400),
     KEY_INT("sandbox_api_ttl_max_s", "LLMBOX_SANDBOX_API_TTL_MAX_S", sandbox_api_ttl_max_s, 86400, 1, 7 * 86400),
     KEY_INT("sandbox_api_exec_max_s", "LLMBOX_SANDBOX_API_EXEC_MAX_S", sandbox_api_exec_max_s, 1800, 1, 86400),
+    KEY_MIB("max_unpack_mb", "LLMBOX_MAX_UNPACK_MB", max_unpack_bytes, 1024, 1, 1 << 20),
+    KEY_INT("sse_max_s", "LLMBOX_SSE_MAX_S", sse_max_s, 0, 0, 86400),
     KEY_INT("llm_timeout_s", "LLMBOX_LLM_TIMEOUT_S", llm_timeout_s, 600, 1, 86400),
     {"tools", "LLMBOX_TOOLS", NULL, set_tools, F(tools), 0, 0, LB_CFG_DEFAULT_TOOLS},
     {"default_model", "LLMBOX_DEFAULT_MODEL", NULL, set_model_ref, F(default_model), 0, 0, ""},
@@ -429,6 +431,21 @@ int lb_cfg_tool_enabled(const lb_config *cfg, const char *name)
     for (int i = 0; i < cfg->n_tools; i++)
         if (!strcmp(cfg->tools[i], name))
             return 1;
+    return 0;
+}
+
+int lb_cfg_network_allowed(const lb_config *cfg, const char *mode)
+{
+    if (!mode || !*mode || !strcmp(mode, "none"))
+        return 1;
+    size_t n = strlen(mode);
+    for (const char *p = cfg->network_allow; *p;) {
+        p += strspn(p, ", \t");
+        size_t w = strcspn(p, ", \t");
+        if (w == n && !strncmp(p, mode, n))
+            return 1;
+        p += w;
+    }
     return 0;
 }
 

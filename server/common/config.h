@@ -114,6 +114,9 @@ typedef struct lb_config {
     char tools[LB_CFG_MAX_TOOLS][LB_CFG_TOOL_NAME];
     int n_tools;
     int tools_all;
+    uint64_t max_unpack_bytes;       /* max_unpack_mb | LLMBOX_MAX_UNPACK_MB, default 1024 MiB unpacked from a task's archives */
+    int sse_max_s;                   /* sse_max_s | LLMBOX_SSE_MAX_S, default 0 (none): an event stream ends after this long
+                                        and the browser resumes it with Last-Event-ID */
 } lb_config;
 
 /* Fills cfg from the defaults, the config file and the environment;
@@ -122,6 +125,10 @@ typedef struct lb_config {
 int lb_config_load(lb_config *cfg);
 /* Why the last lb_config_load failed ("" after a success). */
 const char *lb_config_error(void);
+
+/* Whether network mode `mode` ("none", "nat") is in network_allow;
+ * "none" (and NULL or "") always is. */
+int lb_cfg_network_allowed(const lb_config *cfg, const char *mode);
 
 /* The process-wide config, loaded once by main(). */
 const lb_config *lb_cfg(void);

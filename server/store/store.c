@@ -37,6 +37,7 @@ enum {
     Q_TASK_GET,
     Q_TASK_LIST,
     Q_TASK_LIST_BEFORE,
+    Q_TASK_LIST_AFTER_ROW,
     Q_TASK_DELETE,
     Q_TASKS_ACTIVE,
     Q_EVENT_NEXT_SEQ,
@@ -51,8 +52,8 @@ enum {
 
 static const char *const lb_sql[Q__COUNT] = {
     [Q_TASK_INSERT] = "INSERT INTO tasks(id, status, prompt, model, max_turns, created_ms, inputs,"
-                      " token_budget, timeout_s)"
-                      " VALUES(?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                      " token_budget, timeout_s, network, image, rerun_of)"
+                      " VALUES(?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [Q_TASK_STATUS] = "SELECT status, pid FROM tasks WHERE id = ?1",
     [Q_TASK_SET_RUNNING] = "UPDATE tasks SET status = 'running', pid = ?2,"
                            " started_ms = COALESCE(started_ms, ?3)"
@@ -64,13 +65,18 @@ static const char *const lb_sql[Q__COUNT] = {
                      " usage = ?5 WHERE id = ?1",
     [Q_TASK_GET] = "SELECT id, status, reason, prompt, model, max_turns, created_ms, started_ms,"
                    " finished_ms, turns, prompt_tokens, completion_tokens, answer, inputs,"
-                   " token_budget, timeout_s, usage"
+                   " token_budget, timeout_s, usage, network, image, rerun_of"
                    " FROM tasks WHERE id = ?1",
     [Q_TASK_LIST] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
                     " FROM tasks ORDER BY created_ms DESC, id DESC LIMIT ?1",
     [Q_TASK_LIST_BEFORE] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
                            " FROM tasks WHERE created_ms < ?2"
                            " ORDER BY created_ms DESC, id DESC LIMIT ?1",
+    /* the cursor is (created_ms, id): tasks made in the same millisecond
+     * are neither skipped nor repeated across pages */
+    [Q_TASK_LIST_AFTER_ROW] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
+                              " FROM tasks WHERE (created_ms, id) < (?2, ?3)"
+                              " ORDER BY created_ms DESC, id DESC LIMIT ?1",
     [Q_TASK_DELETE] = "DELETE FROM tasks WHERE id = ?1",
     [Q_TASKS_ACTIVE] = "SELECT id, COALESCE(pid, 0) FROM tasks"
                        " WHERE status IN ('queued', 'running') ORDER BY created_ms",
@@ -262,9 +268,16 @@ static const char lb_schema_v2[] =
     "ALTER TABLE tasks ADD COLUMN timeout_s INTEGER;"
     "ALTER TABLE tasks ADD COLUMN usage TEXT;";
 
+/* v3: the task's sandbox options (network mode, image; NULL = the
+ * service's default) and, for "Run again", the task it was copied from. */
+static const char lb_schema_v3[] =
+    "ALTER TABLE tasks ADD COLUMN network TEXT;"
+    "ALTER TABLE tasks ADD COLUMN image TEXT;"
+    "ALTER TABLE tasks ADD COLUMN rerun_of TEXT;";
+
 /* One entry per version; migrations[i] takes the schema from i to i+1.
  * Append only: a released migration is never edited. */
-static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2};
+static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3};
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
@@ -387,6 +400,9 @@ int lb_store_task_insert(lb_store *s, const lb_task_new *t)
         sqlite3_bind_int(st, 8, t->timeout_s);
     else
         sqlite3_bind_null(st, 8);
+    lb_bind_text(st, 9, t->network);
+    lb_bind_text(st, 10, t->image);
+    lb_bind_text(st, 11, t->rerun_of);
     /* a single statement is its own transaction */
     int rc = lb_step_done(s, st, "insert task");
     lb_done(st);
@@ -663,6 +679,9 @@ int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
         cJSON_Delete(inputs);
         goto out;
     }
+    if (lb_json_add_text_or_null(o, "network", st, 17) || lb_json_add_text_or_null(o, "image", st, 18) ||
+        lb_json_add_text_or_null(o, "rerun_of", st, 19))
+        goto out;
     lb_done(st);
     st = NULL;
     cJSON *arts = NULL;
@@ -687,17 +706,25 @@ out:
 
 int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)
 {
+    return lb_store_task_page(s, limit, before_ms, NULL, out);
+}
+
+int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out)
+{
     *out = NULL;
     if (!s)
         return LB_E_INVAL;
     if (limit <= 0 || limit > LB_STORE_LIST_MAX)
         limit = limit <= 0 ? 50 : LB_STORE_LIST_MAX;
-    sqlite3_stmt *st = lb_stmt(s, before_ms > 0 ? Q_TASK_LIST_BEFORE : Q_TASK_LIST);
+    int q = before_ms <= 0 ? Q_TASK_LIST : before_id && *before_id ? Q_TASK_LIST_AFTER_ROW : Q_TASK_LIST_BEFORE;
+    sqlite3_stmt *st = lb_stmt(s, q);
     if (!st)
         return LB_E_INTERNAL;
     sqlite3_bind_int(st, 1, limit);
     if (before_ms > 0)
         sqlite3_bind_int64(st, 2, before_ms);
+    if (q == Q_TASK_LIST_AFTER_ROW)
+        lb_bind_text(st, 3, before_id);
     int rc = LB_OK;
     cJSON *arr = cJSON_CreateArray();
     if (!arr) {

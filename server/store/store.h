@@ -9,7 +9,8 @@
  * status again (lb_store_task_finish returns LB_E_EXISTS).
  *
  * Event types written by the agent (data is a JSON object):
- *   "status"   {status, reason?}
+ *   "status"   {status, reason?, sandbox?: "ready", sandbox_ms?}  (sandbox: once the
+ *              task's sandbox has started, after how long)
  *   "model"    {turn, content, reasoning?, tool_calls:[{id,name,arguments}], usage:{prompt_tokens,completion_tokens}, duration_ms}
  *   "tool"     {turn, call_id, name, arguments, status, exit_code?, stdout?, stderr?, text?, duration_ms}
  *   "answer"   {answer}
@@ -25,7 +26,7 @@
 
 #include <cjson/cJSON.h>
 
-#define LB_STORE_SCHEMA_VERSION 2
+#define LB_STORE_SCHEMA_VERSION 3
 
 typedef struct lb_store lb_store;
 
@@ -37,6 +38,9 @@ typedef struct lb_task_new {
     int64_t token_budget;       /* 0: none */
     int timeout_s;              /* wall-clock limit; 0: the service's */
     const char *inputs_json;    /* JSON array [{path,size}] of uploaded files */
+    const char *network;        /* sandbox network mode ("none", "nat"); NULL: the default */
+    const char *image;          /* sandbox image name; NULL: the default */
+    const char *rerun_of;       /* id of the task this one repeats, or NULL */
 } lb_task_new;
 
 /* What a task used, as in the paper's Tables 5 and 6. Environment tokens
@@ -81,11 +85,14 @@ int lb_store_task_state(lb_store *s, const char *id, char *status, size_t status
  * token_budget, timeout_s, created_ms, started_ms, finished_ms, turns,
  * usage:{prompt_tokens, completion_tokens, total_tokens, environment_tokens,
  * environment_estimated, context_tokens, model_ms, tools_ms, sandbox_ms},
- * answer, inputs:[...], artifacts:[...]}. Caller frees. */
+ * answer, inputs:[...], network, image, rerun_of, artifacts:[...]}. Caller frees. */
 int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
 /* Newest first; before_ms = 0 for the first page. Returns a JSON array of
  * summaries {id,status,prompt(<=200 chars),model,created_ms,finished_ms}. */
 int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
+/* The same, paged by the row (created_ms, id): the tasks strictly older than
+ * (before_ms, before_id) in that order. before_id NULL or "": by time only. */
+int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
 int lb_store_task_delete(lb_store *s, const char *id);
 /* Ids of tasks in "queued" or "running" (for crash recovery). Caller frees
  * the array and each string. */

@@ -8,6 +8,12 @@
  * are skipped, names that lb_path_clean_rel refuses (backslashes, control
  * characters, bad UTF-8) are skipped so no unzip tool can be steered, and
  * the entry count, total size and depth are capped.
+ *
+ * A folder bundle (?path=plots) holds that folder of the output alone, as
+ * "plots/...", and is kept as bundles/<sha256 of the path>.<format>. Every
+ * bundle is built once, under a lock so two downloads at once build it
+ * once, and never again: a final task never changes. Deleting the task
+ * removes its folder, bundles included.
  */
 #include "web/web.h"
 
@@ -18,6 +24,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <openssl/evp.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,12 +51,15 @@ typedef struct lb_bundle {
 } lb_bundle;
 
 /* Media and archives are compressed already: deflating them again costs
- * CPU and saves nothing. */
+ * CPU and saves nothing. WAV is raw PCM, but audio barely deflates (a few
+ * percent for anything but silence), so it is stored too; PDF streams are
+ * deflated inside the file. */
 static int lb_precompressed(const char *name)
 {
-    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".mp4", ".webm",
-                                      ".mkv", ".mov", ".m4a", ".mp3", ".ogg", ".opus", ".flac", ".zip",
-                                      ".gz", ".tgz", ".xz", ".bz2", ".zst", ".7z", ".docx", ".xlsx", ".pptx"};
+    static const char *const ext[] = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".heic", ".mp4",
+                                      ".m4v", ".webm", ".mkv", ".mov", ".m4a", ".aac", ".mp3", ".ogg",
+                                      ".oga", ".opus", ".flac", ".wav", ".pdf", ".woff2", ".zip", ".gz",
+                                      ".tgz", ".xz", ".bz2", ".zst", ".7z", ".docx", ".xlsx", ".pptx"};
     const char *dot = strrchr(name, '.');
     if (!dot || strchr(dot, '/'))
         return 0;
@@ -168,8 +179,8 @@ static int lb_bundle_walk(lb_bundle *b, int dfd, const char *prefix, int depth)
         int n = snprintf(entry, sizeof entry, "%s/%s", prefix, de->d_name);
         if (n < 0 || (size_t)n >= sizeof entry)
             continue;
-        /* "output/..." minus the prefix must be a clean relative path */
-        if (lb_path_clean_rel(entry + 7, (size_t)n - 7, clean, sizeof clean) != LB_OK || strcmp(clean, entry + 7))
+        /* the entry name must be a clean relative path as it is */
+        if (lb_path_clean_rel(entry, (size_t)n, clean, sizeof clean) != LB_OK || strcmp(clean, entry))
             continue;
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -188,25 +199,101 @@ static int lb_bundle_walk(lb_bundle *b, int dfd, const char *prefix, int depth)
     return rc;
 }
 
-int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz)
+/* Opens the folder rel (clean) under dfd without following any symlink;
+ * -1 when it is missing or not a plain folder. */
+static int lb_open_folder(int dfd, const char *rel)
+{
+    int fd = dup(dfd);
+    char comp[LB_NAME_MAX + 1];
+    const char *p = rel;
+    while (fd >= 0 && *p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || n > LB_NAME_MAX) {
+            close(fd);
+            return -1;
+        }
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        fd = nfd;
+        p = slash ? slash + 1 : p + n;
+    }
+    return fd;
+}
+
+int lb_bundle_name(const char *format, const char *folder, char *out, size_t outsz)
+{
+    if (!folder || !*folder) {
+        int n = snprintf(out, outsz, "bundle.%s", format);
+        return n < 0 || (size_t)n >= outsz ? LB_E_TOOBIG : LB_OK;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (EVP_Digest(folder, strlen(folder), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen < 16)
+        return LB_E_INTERNAL;
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    int n = snprintf(out, outsz, "bundles/%s.%s", hex, format);
+    return n < 0 || (size_t)n >= outsz ? LB_E_TOOBIG : LB_OK;
+}
+
+int lb_bundle_build(lb_store *s, const char *id, const char *format, const char *folder, char *err, size_t errsz)
 {
     const lb_config *cfg = lb_cfg();
-    char dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 96], tmp[LB_CFG_PATH + 128], rnd[17];
+    char dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 160], tmp[LB_CFG_PATH + 200], rnd[17], name[96];
+    char lockpath[LB_CFG_PATH + 96];
     int zip = !strcmp(format, "zip");
     lb_bundle *b = NULL;
     cJSON *task = NULL;
-    int fd = -1, outfd = -1, rc;
+    int fd = -1, outfd = -1, lockfd = -1, rc;
     err[0] = '\0';
     tmp[0] = '\0';
+    if (folder && !*folder)
+        folder = NULL;
+    if ((rc = lb_bundle_name(format, folder, name, sizeof name)) != LB_OK) {
+        snprintf(err, errsz, "cannot name the bundle");
+        return rc;
+    }
     snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, id);
-    snprintf(final, sizeof final, "%s/bundle.%s", dir, format);
+    snprintf(final, sizeof final, "%s/%s", dir, name);
     struct stat st;
     if (lstat(final, &st) == 0 && S_ISREG(st.st_mode))
         return LB_OK; /* a finished task never changes: build once */
 
+    /* one builder at a time per task; the others wait, then find it built */
+    snprintf(lockpath, sizeof lockpath, "%s/.bundle.lock", dir);
+    lockfd = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+    if (lockfd < 0 || flock(lockfd, LOCK_EX) != 0) {
+        int e = errno;
+        if (e == ENOENT) {
+            snprintf(err, errsz, "The task's files are gone.");
+            rc = LB_E_NOTFOUND;
+        } else {
+            snprintf(err, errsz, "cannot lock the bundle: %s", strerror(e));
+            rc = LB_E_IO;
+        }
+        goto out;
+    }
+    if (lstat(final, &st) == 0 && S_ISREG(st.st_mode)) {
+        rc = LB_OK;
+        goto out;
+    }
+    if (folder) {
+        char bdir[sizeof dir + 16];
+        snprintf(bdir, sizeof bdir, "%s/bundles", dir);
+        if (mkdir(bdir, 0750) != 0 && errno != EEXIST) {
+            snprintf(err, errsz, "cannot create %s: %s", bdir, strerror(errno));
+            rc = LB_E_IO;
+            goto out;
+        }
+    }
+
     if ((rc = lb_store_task_get(s, id, &task)) != LB_OK) {
         snprintf(err, errsz, "cannot read the task: %s", lb_strerror(rc));
-        return rc;
+        goto out;
     }
     b = calloc(1, sizeof *b);
     if (!b) {
@@ -245,20 +332,34 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, 
     char out_dir[sizeof dir + 16];
     snprintf(out_dir, sizeof out_dir, "%s/output", dir);
     fd = open(out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-        rc = lb_bundle_walk(b, fd, "output", 0);
+    if (folder) {
+        /* the folder's own name is the top of the bundle: plots/2024 -> 2024/... */
+        int sub = fd < 0 ? -1 : lb_open_folder(fd, folder);
+        if (sub < 0) {
+            rc = lb_bundle_fail(b, LB_E_NOTFOUND, "The task has no output folder \"%s\".", folder);
+            goto out;
+        }
+        const char *top = strrchr(folder, '/');
+        rc = lb_bundle_walk(b, sub, top ? top + 1 : folder, 0);
+        close(sub);
         if (rc)
             goto out;
-    }
-    const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(task, "answer"));
-    if (answer && (rc = lb_bundle_add(b, "answer.txt", -1, answer, strlen(answer), time(NULL))) != LB_OK)
-        goto out;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd >= 0) {
-        rc = lb_bundle_add_file(b, dfd, "trajectory.json", "trajectory.json");
-        close(dfd);
-        if (rc)
+    } else {
+        if (fd >= 0) {
+            rc = lb_bundle_walk(b, fd, "output", 0);
+            if (rc)
+                goto out;
+        }
+        const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(task, "answer"));
+        if (answer && (rc = lb_bundle_add(b, "answer.txt", -1, answer, strlen(answer), time(NULL))) != LB_OK)
             goto out;
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0) {
+            rc = lb_bundle_add_file(b, dfd, "trajectory.json", "trajectory.json");
+            close(dfd);
+            if (rc)
+                goto out;
+        }
     }
     if (archive_write_close(b->a) != ARCHIVE_OK) {
         rc = lb_bundle_fail(b, LB_E_IO, "cannot finish the archive: %s", archive_error_string(b->a));
@@ -274,8 +375,8 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, 
         rc = lb_bundle_fail(b, LB_E_IO, "cannot rename the archive into place: %s", strerror(errno));
         goto out;
     }
-    lb_info("web: task %s: built bundle.%s (%zu entries, %llu bytes of content)", id, format, b->entries,
-            (unsigned long long)b->total);
+    lb_info("web: task %s: built %s%s%s (%zu entries, %llu bytes of content)", id, name, folder ? " of " : "",
+            folder ? folder : "", b->entries, (unsigned long long)b->total);
     rc = LB_OK;
 out:
     if (b && b->a)
@@ -286,6 +387,8 @@ out:
         close(fd);
     if (rc != LB_OK && tmp[0])
         unlink(tmp);
+    if (lockfd >= 0)
+        close(lockfd); /* releases the lock */
     free(b);
     cJSON_Delete(task);
     return rc;

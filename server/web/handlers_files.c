@@ -147,20 +147,69 @@ void lb_h_trajectory(lb_req *r)
     lb_http_accel(r, uri, "application/json", disp);
 }
 
-/* GET /api/tasks/{id}/bundle.zip and bundle.tar.gz */
+/* True when some artifact of the task lies under folder/ (clean). */
+static int lb_folder_in_index(lb_req *r, const char *folder, int *found)
+{
+    cJSON *arr = NULL;
+    int rc = lb_store_artifacts_get(r->store, r->id, &arr);
+    if (rc != LB_OK)
+        return rc;
+    size_t n = strlen(folder);
+    *found = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
+        if (p && !strncmp(p, folder, n) && p[n] == '/') {
+            *found = 1;
+            break;
+        }
+    }
+    cJSON_Delete(arr);
+    return LB_OK;
+}
+
+/* GET /api/tasks/{id}/bundle.zip and bundle.tar.gz [?path=folder] */
 void lb_h_bundle(lb_req *r, const char *format)
 {
     char status[16];
+    char raw[LB_PATH_MAX + 1], folder[LB_PATH_MAX + 1] = "";
+    int qrc = lb_query_get(r->query, "path", raw, sizeof raw);
+    if (qrc == LB_OK && raw[0]) {
+        if (lb_path_clean_rel(raw, strlen(raw), folder, sizeof folder) != LB_OK) {
+            lb_http_error(r, 400, NULL, "path must be a folder of the task's output, like plots/2024.");
+            return;
+        }
+    } else if (qrc != LB_OK && qrc != LB_E_NOTFOUND) {
+        lb_http_error(r, 400, NULL, "path must be a folder of the task's output, like plots/2024.");
+        return;
+    }
     if (!lb_task_exists(r, status, sizeof status))
         return;
     if (strcmp(status, "succeeded") && strcmp(status, "failed") && strcmp(status, "cancelled")) {
         lb_http_error(r, 409, NULL, "The task is still %s; the bundle is made once it has ended.", status);
         return;
     }
+    if (folder[0]) {
+        int found = 0;
+        int rc = lb_folder_in_index(r, folder, &found);
+        if (rc != LB_OK) {
+            lb_http_store_error(r, rc, "read the artifact index");
+            return;
+        }
+        if (!found) {
+            lb_http_error(r, 404, "not_found", "The task has no output folder \"%s\".", folder);
+            return;
+        }
+    }
     char err[512] = "";
-    int rc = lb_bundle_build(r->store, r->id, format, err, sizeof err);
+    int rc = lb_bundle_build(r->store, r->id, format, folder[0] ? folder : NULL, err, sizeof err);
     if (rc == LB_E_TOOBIG) {
         lb_http_error(r, 413, NULL, "%s", err);
+        return;
+    }
+    if (rc == LB_E_NOTFOUND) {
+        lb_http_error(r, 404, "not_found", "%s", err[0] ? err : "The task's files are gone.");
         return;
     }
     if (rc != LB_OK) {
@@ -168,9 +217,14 @@ void lb_h_bundle(lb_req *r, const char *format)
         lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));
         return;
     }
-    char name[64], disp[256], uri[128];
-    snprintf(name, sizeof name, "llmbox-%.8s.%s", r->id, format);
+    char file[96], name[LB_NAME_MAX + 64], disp[1200], uri[160];
+    lb_bundle_name(format, folder[0] ? folder : NULL, file, sizeof file);
+    const char *top = strrchr(folder, '/');
+    if (folder[0])
+        snprintf(name, sizeof name, "llmbox-%.8s-%s.%s", r->id, top ? top + 1 : folder, format);
+    else
+        snprintf(name, sizeof name, "llmbox-%.8s.%s", r->id, format);
     lb_content_disposition("attachment", name, disp, sizeof disp);
-    snprintf(uri, sizeof uri, "/_artifacts/%s/bundle.%s", r->id, format);
+    snprintf(uri, sizeof uri, "/_artifacts/%s/%s", r->id, file);
     lb_http_accel(r, uri, strcmp(format, "zip") ? "application/gzip" : "application/zip", disp);
 }

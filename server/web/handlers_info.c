@@ -11,6 +11,7 @@
 #include "entry.h"
 #include "llmbox/sandbox.h"
 #include "web/sandbox_registry.h"
+#include "web/unpack.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -369,4 +370,44 @@ void lb_h_tools(lb_req *r)
     }
     lb_http_json(r, 200, copy, NULL);
     cJSON_Delete(copy);
+}
+
+/* ---- GET /api/info: what a client may ask of this service ---- */
+
+void lb_h_info(lb_req *r)
+{
+    const lb_config *cfg = lb_cfg();
+    cJSON *o = cJSON_CreateObject();
+    cJSON *lim = o ? cJSON_AddObjectToObject(o, "limits") : NULL;
+    cJSON *net = o ? cJSON_AddObjectToObject(o, "network") : NULL;
+    cJSON *modes = net ? cJSON_AddArrayToObject(net, "modes") : NULL;
+    cJSON *images = lb_images_list();
+    cJSON *arch = o ? cJSON_AddArrayToObject(o, "archives") : NULL;
+    if (!o || !lim || !modes || !images || !arch || !cJSON_AddItemToObject(o, "images", images)) {
+        cJSON_Delete(images);
+        cJSON_Delete(o);
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        return;
+    }
+    cJSON_AddStringToObject(o, "version", LLMBOX_VERSION);
+    cJSON_AddNumberToObject(lim, "upload_bytes", (double)cfg->max_upload_bytes);
+    cJSON_AddNumberToObject(lim, "upload_files", LB_UPLOAD_MAX_FILES);
+    cJSON_AddNumberToObject(lim, "prompt_bytes", LB_WEB_PROMPT_MAX);
+    cJSON_AddNumberToObject(lim, "max_turns_default", cfg->max_turns_default);
+    cJSON_AddNumberToObject(lim, "max_turns_limit", cfg->max_turns_limit);
+    cJSON_AddNumberToObject(lim, "unpack_bytes", (double)cfg->max_unpack_bytes);
+    cJSON_AddNumberToObject(lim, "unpack_entries", LB_UNPACK_MAX_ENTRIES);
+    cJSON_AddNumberToObject(lim, "unpack_ratio", LB_UNPACK_MAX_RATIO);
+    cJSON_AddNumberToObject(lim, "output_bytes", (double)cfg->max_output_bytes);
+    cJSON_AddNumberToObject(lim, "output_files", cfg->max_output_files);
+    cJSON_AddItemToArray(modes, cJSON_CreateString("none"));
+    if (lb_cfg_network_allowed(cfg, "nat"))
+        cJSON_AddItemToArray(modes, cJSON_CreateString("nat"));
+    cJSON_AddStringToObject(net, "default", "none");
+    cJSON_AddStringToObject(o, "default_image", cfg->default_image);
+    static const char *const kinds[] = {"zip", "tar.gz", "tgz", "tar"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        cJSON_AddItemToArray(arch, cJSON_CreateString(kinds[i]));
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
 }

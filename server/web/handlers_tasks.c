@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "web/multipart.h"
+#include "web/unpack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LB_UPLOAD_MAX_FILES 1000
 #define LB_UPLOAD_HEADER_MAX 8192
-#define LB_UPLOAD_SMALL_FIELD 256 /* model, max_turns, token_budget, timeout_s */
+#define LB_UPLOAD_SMALL_FIELD 256 /* model, max_turns, token_budget, timeout_s, network, image, unpack */
+
 #define LB_READ_CHUNK 65536
 
 /* ---- POST /api/tasks ---- */
@@ -32,7 +33,7 @@ typedef struct lb_upload {
     char task_dir[LB_CFG_PATH + 64];   /* artifacts/<id> */
     char input_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/input */
     char stage_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/.upload: temp files */
-    lb_buf prompt, model, max_turns, token_budget, timeout_s;
+    lb_buf prompt, model, max_turns, token_budget, timeout_s, network, image, unpack;
     lb_buf *field;      /* the field being read, NULL for a file or an ignored part */
     int fd;             /* the file being written, -1 if none */
     char tmp[LB_CFG_PATH + 128];
@@ -70,6 +71,12 @@ static int lb_up_begin(void *arg, const lb_mp_part *p)
         u->field = &u->token_budget;
     else if (!strcmp(p->name, "timeout_s"))
         u->field = &u->timeout_s;
+    else if (!strcmp(p->name, "network"))
+        u->field = &u->network;
+    else if (!strcmp(p->name, "image"))
+        u->field = &u->image;
+    else if (!strcmp(p->name, "unpack"))
+        u->field = &u->unpack;
     if (u->field) {
         if (u->field->len)
             return lb_up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
@@ -195,6 +202,117 @@ static int lb_field_int(const lb_buf *f, long long lo, long long hi, long long *
     return LB_OK;
 }
 
+/* "1", "true", "on", "yes" -> 1; "0", "false", "off", "no" -> 0; else -1. */
+static int lb_form_bool(const char *v)
+{
+    char w[8];
+    size_t n = 0;
+    while (*v == ' ')
+        v++;
+    for (; *v && *v != ' ' && *v != '\r' && *v != '\n' && n + 1 < sizeof w; v++)
+        w[n++] = (char)((*v >= 'A' && *v <= 'Z') ? *v + 32 : *v);
+    w[n] = '\0';
+    if (!strcmp(w, "1") || !strcmp(w, "true") || !strcmp(w, "on") || !strcmp(w, "yes"))
+        return 1;
+    if (!strcmp(w, "0") || !strcmp(w, "false") || !strcmp(w, "off") || !strcmp(w, "no"))
+        return 0;
+    return -1;
+}
+
+/* ---- unpacking uploaded archives ---- */
+
+typedef struct lb_unpack_ctx {
+    cJSON *out;        /* the new inputs list */
+    const char *from;  /* the archive being unpacked */
+} lb_unpack_ctx;
+
+static int lb_unpacked_file(void *arg, const char *rel, uint64_t size)
+{
+    lb_unpack_ctx *c = arg;
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "path", rel) || !cJSON_AddNumberToObject(o, "size", (double)size) ||
+        !cJSON_AddStringToObject(o, "from", c->from) || !cJSON_AddItemToArray(c->out, o)) {
+        cJSON_Delete(o);
+        return LB_E_NOMEM;
+    }
+    return LB_OK;
+}
+
+/* Replaces every uploaded .zip / .tar.gz / .tgz / .tar in u->inputs by its
+ * contents, unpacked next to it (data/x.zip -> data/...). Runs after the
+ * whole body is stored, so the "unpack" field may come in any order and an
+ * entry that clashes with any uploaded file is caught. *status gets the
+ * HTTP status of a failure, msg its sentence. */
+static int lb_unpack_inputs(lb_upload *u, int *status, char *msg, size_t msgsz)
+{
+    const lb_config *cfg = u->cfg;
+    lb_unpack_limits lim = {.max_entries = LB_UNPACK_MAX_ENTRIES, .max_bytes = cfg->max_unpack_bytes,
+                            .max_ratio = LB_UNPACK_MAX_RATIO, .ratio_slack = LB_UNPACK_RATIO_SLACK};
+    lb_unpack_totals tot = {0};
+    lb_unpack_ctx c = {.out = cJSON_CreateArray()};
+    int root = open(u->input_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = LB_OK;
+    *status = 500;
+    if (!c.out || root < 0) {
+        snprintf(msg, msgsz, "Could not open the task's input folder.");
+        rc = LB_E_IO;
+        goto out;
+    }
+    cJSON *it;
+    cJSON_ArrayForEach(it, u->inputs)
+    {
+        const char *path = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
+        lb_archive_kind kind = path ? lb_archive_kind_of(path) : LB_ARCHIVE_NONE;
+        if (kind == LB_ARCHIVE_NONE) {
+            cJSON *copy = cJSON_Duplicate(it, 1);
+            if (!copy || !cJSON_AddItemToArray(c.out, copy)) {
+                cJSON_Delete(copy);
+                rc = LB_E_NOMEM;
+                snprintf(msg, msgsz, "Out of memory.");
+                goto out;
+            }
+            continue;
+        }
+        char file[LB_CFG_PATH + LB_PATH_MAX + 100], prefix[LB_PATH_MAX + 1];
+        if (lb_path_join(file, sizeof file, u->input_dir, path) != LB_OK) {
+            rc = LB_E_TOOBIG;
+            snprintf(msg, msgsz, "The file name \"%s\" is too long.", path);
+            goto out;
+        }
+        snprintf(prefix, sizeof prefix, "%s", path);
+        char *slash = strrchr(prefix, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            prefix[0] = '\0';
+        /* the archive leaves input/ first, so its own name is free for a
+         * folder of the same name inside it */
+        char held[LB_CFG_PATH + 128];
+        snprintf(held, sizeof held, "%s/archive", u->stage_dir);
+        if (lb_mkdirs(u->stage_dir, 0700) != LB_OK || rename(file, held) != 0) {
+            rc = LB_E_IO;
+            snprintf(msg, msgsz, "Could not unpack %s: %s.", path, strerror(errno));
+            goto out;
+        }
+        c.from = path;
+        rc = lb_unpack(held, kind, path, root, prefix, &lim, &tot, lb_unpacked_file, &c, msg, msgsz);
+        unlink(held);
+        if (rc != LB_OK) {
+            *status = rc == LB_E_TOOBIG ? 413 : (rc == LB_E_INVAL || rc == LB_E_EXISTS) ? 400 : 500;
+            goto out;
+        }
+        lb_info("web: task %s: unpacked %s", u->id, path);
+    }
+    cJSON_Delete(u->inputs);
+    u->inputs = c.out;
+    c.out = NULL;
+out:
+    if (root >= 0)
+        close(root);
+    cJSON_Delete(c.out);
+    return rc;
+}
+
 void lb_h_task_create(lb_req *r)
 {
     const lb_config *cfg = lb_cfg();
@@ -207,8 +325,10 @@ void lb_h_task_create(lb_req *r)
     lb_buf_init(&u.max_turns, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u.token_budget, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u.timeout_s, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u.network, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u.image, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u.unpack, LB_UPLOAD_SMALL_FIELD);
     lb_mp *mp = NULL;
-    cJSON *task = NULL;
     int reserved = 0, dir_made = 0, inserted = 0;
     char boundary[LB_MP_BOUNDARY_MAX + 1];
     char *chunk = NULL;
@@ -217,7 +337,7 @@ void lb_h_task_create(lb_req *r)
         lb_http_drain(r);
         lb_http_error(r, 415, NULL,
                       "Send the task as multipart/form-data (fields: prompt, files, model, max_turns, "
-                      "token_budget, timeout_s).");
+                      "token_budget, timeout_s, network, image, unpack).");
         goto out;
     }
     if (r->content_length > 0 && (uint64_t)r->content_length > cfg->max_upload_bytes) {
@@ -345,6 +465,42 @@ void lb_h_task_create(lb_req *r)
                       cfg->task_timeout_s);
         goto out;
     }
+    char why[300];
+    const char *network = NULL, *image = NULL;
+    if (u.network.data && !lb_blank(u.network.data)) {
+        rc = lb_network_check(u.network.data, why, sizeof why);
+        if (rc != LB_OK) {
+            lb_http_error(r, rc == LB_E_DENIED ? 403 : 400, NULL, "%s", why);
+            goto out;
+        }
+        network = u.network.data;
+    }
+    if (u.image.data && !lb_blank(u.image.data)) {
+        if (lb_image_check(u.image.data, why, sizeof why) != LB_OK) {
+            lb_http_error(r, 400, NULL, "%s", why);
+            goto out;
+        }
+        image = u.image.data;
+    }
+    int unpack = 1; /* archives are unpacked unless the client says not to */
+    if (u.unpack.data && !lb_blank(u.unpack.data)) {
+        int v = lb_form_bool(u.unpack.data);
+        if (v < 0) {
+            lb_http_error(r, 400, NULL, "unpack must be 1 or 0 (true or false).");
+            goto out;
+        }
+        unpack = v;
+    }
+    if (unpack) {
+        int status = 0;
+        rc = lb_unpack_inputs(&u, &status, why, sizeof why);
+        if (rc != LB_OK) {
+            if (status == 500)
+                lb_error("web: task %s: unpacking: %s", u.id, why);
+            lb_http_error(r, status, NULL, "%s", why);
+            goto out;
+        }
+    }
 
     char *inputs_json = cJSON_PrintUnformatted(u.inputs);
     if (!inputs_json) {
@@ -352,38 +508,11 @@ void lb_h_task_create(lb_req *r)
         goto out;
     }
     lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = (int)max_turns,
-                     .token_budget = token_budget, .timeout_s = (int)timeout_s, .inputs_json = inputs_json};
-    rc = lb_store_task_insert(r->store, &t);
+                     .token_budget = token_budget, .timeout_s = (int)timeout_s, .inputs_json = inputs_json,
+                     .network = network, .image = image};
+    reserved = 0; /* lb_task_start consumes the slot, whatever happens */
+    inserted = lb_task_start(r, &t);
     free(inputs_json);
-    if (rc != LB_OK) {
-        lb_http_store_error(r, rc, "save the task");
-        goto out;
-    }
-    inserted = 1;
-
-    int pid = 0;
-    char err[512];
-    reserved = 0; /* lb_spawn_agent consumes the slot, whatever happens */
-    rc = lb_spawn_agent(u.id, &pid, err, sizeof err);
-    if (rc != LB_OK) {
-        lb_error("web: task %s: %s", u.id, err);
-        char reason[600];
-        snprintf(reason, sizeof reason, "could not start the agent: %s", err);
-        lb_store_task_finish(r->store, u.id, "failed", reason, NULL);
-    } else if ((rc = lb_store_task_set_pid(r->store, u.id, pid)) != LB_OK) {
-        lb_warn("web: task %s: cannot record the agent pid: %s", u.id, lb_strerror(rc));
-    }
-    lb_info("web: task %s created: %zu input files, model %s, max_turns %lld, token_budget %lld, timeout %lld s",
-            u.id, u.nfiles, model, max_turns, token_budget, timeout_s);
-
-    rc = lb_store_task_get(r->store, u.id, &task);
-    if (rc != LB_OK) {
-        lb_http_store_error(r, rc, "read the new task");
-        goto out;
-    }
-    char extra[128];
-    snprintf(extra, sizeof extra, "Location: /api/tasks/%s\r\n", u.id);
-    lb_http_json(r, 201, task, extra);
 out:
     if (u.fd >= 0) {
         close(u.fd);
@@ -398,12 +527,50 @@ out:
     lb_mp_free(mp);
     free(chunk);
     cJSON_Delete(u.inputs);
-    cJSON_Delete(task);
     lb_buf_free(&u.prompt);
     lb_buf_free(&u.model);
     lb_buf_free(&u.max_turns);
     lb_buf_free(&u.token_budget);
     lb_buf_free(&u.timeout_s);
+    lb_buf_free(&u.network);
+    lb_buf_free(&u.image);
+    lb_buf_free(&u.unpack);
+}
+
+int lb_task_start(lb_req *r, const lb_task_new *t)
+{
+    int rc = lb_store_task_insert(r->store, t);
+    if (rc != LB_OK) {
+        lb_spawn_unreserve();
+        lb_http_store_error(r, rc, "save the task");
+        return 0;
+    }
+    int pid = 0;
+    char err[512];
+    rc = lb_spawn_agent(t->id, &pid, err, sizeof err);
+    if (rc != LB_OK) {
+        lb_error("web: task %s: %s", t->id, err);
+        char reason[600];
+        snprintf(reason, sizeof reason, "could not start the agent: %s", err);
+        lb_store_task_finish(r->store, t->id, "failed", reason, NULL);
+    } else if ((rc = lb_store_task_set_pid(r->store, t->id, pid)) != LB_OK) {
+        lb_warn("web: task %s: cannot record the agent pid: %s", t->id, lb_strerror(rc));
+    }
+    lb_info("web: task %s created%s%s: model %s, max_turns %d, token_budget %lld, timeout %d s, network %s, "
+            "image %s", t->id, t->rerun_of ? " again from " : "", t->rerun_of ? t->rerun_of : "",
+            t->model ? t->model : "(default)", t->max_turns, (long long)t->token_budget, t->timeout_s,
+            t->network ? t->network : "(default)", t->image ? t->image : "(default)");
+    cJSON *task = NULL;
+    rc = lb_store_task_get(r->store, t->id, &task);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the new task");
+        return 1;
+    }
+    char extra[128];
+    snprintf(extra, sizeof extra, "Location: /api/tasks/%s\r\n", t->id);
+    lb_http_json(r, 201, task, extra);
+    cJSON_Delete(task);
+    return 1;
 }
 
 /* ---- GET /api/tasks ---- */
@@ -431,8 +598,13 @@ void lb_h_task_list(lb_req *r)
         }
         before = x;
     }
+    char before_id[40] = "";
+    if (lb_query_get(r->query, "before_id", before_id, sizeof before_id) == LB_OK && !lb_id_valid(before_id)) {
+        lb_http_error(r, 400, NULL, "before_id must be a task id (next_before_id of the previous page).");
+        return;
+    }
     cJSON *arr = NULL, *o = NULL;
-    int rc = lb_store_task_list(r->store, limit, before, &arr);
+    int rc = lb_store_task_page(r->store, limit, before, before_id, &arr);
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "list the tasks");
         return;
@@ -447,10 +619,14 @@ void lb_h_task_list(lb_req *r)
     int n = cJSON_GetArraySize(arr);
     cJSON *last = n == limit ? cJSON_GetArrayItem(arr, n - 1) : NULL;
     cJSON *created = last ? cJSON_GetObjectItem(last, "created_ms") : NULL;
-    if (created && cJSON_IsNumber(created))
+    const char *last_id = last ? cJSON_GetStringValue(cJSON_GetObjectItem(last, "id")) : NULL;
+    if (created && cJSON_IsNumber(created) && last_id) {
         cJSON_AddNumberToObject(o, "next_before", created->valuedouble);
-    else
+        cJSON_AddStringToObject(o, "next_before_id", last_id);
+    } else {
         cJSON_AddNullToObject(o, "next_before");
+        cJSON_AddNullToObject(o, "next_before_id");
+    }
     lb_http_json(r, 200, o, NULL);
     cJSON_Delete(o);
 }

@@ -296,7 +296,11 @@ int lb_content_disposition(const char *disposition, const char *name, char *out,
 void lb_http_accel(lb_req *r, const char *uri, const char *content_type, const char *disposition)
 {
     char extra[LB_WEB_URI_MAX + 2048];
-    int n = snprintf(extra, sizeof extra, "X-Accel-Redirect: %s\r\n%s%s%s", uri,
+    /* Files of a task never change once they are listed (a rerun is a new
+     * task), but they can be deleted: the browser keeps a copy and asks
+     * again each time; nginx answers 304 from the file's ETag and
+     * Last-Modified, which it adds itself. private: never in a shared cache. */
+    int n = snprintf(extra, sizeof extra, "X-Accel-Redirect: %s\r\nCache-Control: private, no-cache\r\n%s%s%s", uri,
                      disposition ? "Content-Disposition: " : "", disposition ? disposition : "",
                      disposition ? "\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof extra) {

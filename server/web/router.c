@@ -90,6 +90,11 @@ void lb_route(lb_req *r)
             lb_h_models(r);
         return;
     }
+    if (!strcmp(p, "info")) {
+        if (lb_allow(r, M_GET))
+            lb_h_info(r);
+        return;
+    }
     if (!strcmp(p, "tools")) {
         if (lb_allow(r, M_GET))
             lb_h_tools(r);
@@ -136,6 +141,9 @@ void lb_route(lb_req *r)
     } else if (!strcmp(sub, "cancel")) {
         if (lb_allow(r, M_POST))
             lb_h_task_cancel(r);
+    } else if (!strcmp(sub, "rerun")) {
+        if (lb_allow(r, M_POST))
+            lb_h_task_rerun(r);
     } else if (!strcmp(sub, "artifacts")) {
         if (lb_allow(r, M_GET))
             lb_h_artifacts(r);

@@ -4,10 +4,14 @@
  * lb_store_events_after every 100 ms from the last seq sent: no in-process
  * fan-out, and a stream started by a different web process, or resumed
  * after a reconnect (Last-Event-ID), sees exactly the same events. WAL mode
- * makes these reads free of writer locks. The stream ends after "done".
+ * makes these reads free of writer locks. The stream ends after "done",
+ * or after LLMBOX_SSE_MAX_S when set: the browser then reconnects with
+ * Last-Event-ID and misses nothing, so a proxy can spread long streams and
+ * the resume path is one that runs every day, not only after a failure.
  */
 #include "web/web.h"
 
+#include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -113,7 +117,10 @@ void lb_h_task_events(lb_req *r)
         return;
 
     int64_t last_write = lb_mono_ms(), last_check = last_write;
+    int64_t end_at = lb_cfg()->sse_max_s > 0 ? last_write + (int64_t)lb_cfg()->sse_max_s * 1000 : 0;
     while (!s.done && !s.broken) {
+        if (end_at && lb_mono_ms() >= end_at)
+            break; /* the client resumes from s.last */
         s.sent = 0;
         rc = lb_store_events_after(r->store, r->id, s.last, LB_SSE_BATCH, lb_sse_event, &s);
         if (rc != LB_OK && !s.broken) {

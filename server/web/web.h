@@ -19,6 +19,10 @@
 
 #define LB_WEB_URI_MAX 8192        /* longest request URI we look at */
 #define LB_WEB_PROMPT_MAX (100u << 10)
+#define LB_UPLOAD_MAX_FILES 1000          /* files in one task upload */
+#define LB_UNPACK_MAX_ENTRIES 10000       /* entries of a task's archives together */
+#define LB_UNPACK_MAX_RATIO 100           /* unpacked bytes per archive byte */
+#define LB_UNPACK_RATIO_SLACK (1u << 20)  /* unpacked before the ratio counts */
 
 typedef struct lb_req {
     FCGX_Request *fcgi;
@@ -95,6 +99,24 @@ void lb_h_bundle(lb_req *r, const char *format); /* "zip" or "tar.gz" */
  * "/..."). handlers_sandboxes.c */
 void lb_h_sandboxes(lb_req *r, const char *rest);
 
+/* ---- handlers_tasks.c ---- */
+/* Stores task t (status queued), spawns its agent and answers 201 with the
+ * task, using the task slot the caller reserved (released on failure).
+ * Returns 1 when the task was stored (its folder is now the task's), 0 when
+ * not (an error answer was sent; the caller removes the folder). */
+int lb_task_start(lb_req *r, const lb_task_new *t);
+void lb_h_task_rerun(lb_req *r);      /* handlers_rerun.c */
+
+/* ---- task_options.c ---- */
+/* network "none" or "nat" (nat only when network_allow has it): LB_OK,
+ * LB_E_DENIED (not allowed here) or LB_E_INVAL, with a sentence in err. */
+int lb_network_check(const char *v, char *err, size_t errsz);
+/* A built image of that name: LB_OK, LB_E_INVAL or LB_E_NOTFOUND. */
+int lb_image_check(const char *v, char *err, size_t errsz);
+/* [{name, default}] of the built images, sorted; NULL when out of memory. */
+cJSON *lb_images_list(void);
+void lb_h_info(lb_req *r);            /* handlers_info.c */
+
 /* ---- spawn.c: agent processes ---- */
 /* Starts the reaper thread. Call once, before any spawn. */
 int lb_spawn_init(void);
@@ -119,9 +141,14 @@ int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out,
                      int *exit_status);
 
 /* ---- bundle.c ---- */
-/* Builds (once) artifacts/<id>/bundle.<format> for a finished task and
- * writes the file name into name. LB_E_TOOBIG over the caps. */
-int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz);
+/* The file of a bundle, relative to artifacts/<id>/: "bundle.<format>", or
+ * "bundles/<hash>.<format>" for the output folder `folder` (NULL: all). */
+int lb_bundle_name(const char *format, const char *folder, char *out, size_t outsz);
+/* Builds (once) that bundle for a finished task. folder: NULL for the whole
+ * output with answer.txt and trajectory.json, or a clean relative path of a
+ * folder of the output (LB_E_NOTFOUND when there is none). LB_E_TOOBIG over
+ * the caps; err gets a sentence. */
+int lb_bundle_build(lb_store *s, const char *id, const char *format, const char *folder, char *err, size_t errsz);
 
 /* ---- web_main.c ---- */
 /* Where agent logs go: "log/" next to the database (var/log by default),

@@ -59,6 +59,9 @@ def multipart(fields, files, boundary=None):
 
 
 class Env:
+    conf_subst = ()   # (old, new) replacements in nginx.conf, for other suites
+    extra_env = {}    # more environment for the web
+
     def start(self):
         self.prefix = tempfile.mkdtemp(prefix="llmbox-webtest-")
         os.chmod(self.prefix, 0o755)
@@ -68,6 +71,9 @@ class Env:
             os.makedirs(os.path.join(p, d))
         self.port = free_port()
         conf = open(os.path.join(REPO, "nginx.conf")).read()
+        for old, new in self.conf_subst:
+            assert old in conf, "nginx.conf has no %r" % old
+            conf = conf.replace(old, new)
         lines = []
         for line in conf.splitlines():
             if "listen 127.0.0.1:8080" in line:
@@ -93,6 +99,7 @@ class Env:
             "LLMBOX_MAX_UPLOAD_MB": str(UPLOAD_MB),
             "LLMBOX_WEB_THREADS": "8",
         })
+        self.env.update(self.extra_env)
         self.procs = []
         logf = lambda n: open(os.path.join(p, "var", "log", n), "a")
         self.procs.append(subprocess.Popen([BIN, "web"], cwd=p, env=self.env, stdout=logf("web.out"),

@@ -314,6 +314,97 @@ TEST(concurrent_writers_lose_nothing)
     lb_store_close(s);
 }
 
+/* Five tasks with one created_ms: paging by (created_ms, id) walks all of
+ * them, two at a time, none twice. */
+TEST(page_cursor_keeps_same_millisecond_tasks)
+{
+    lb_store *s = open_fresh("page");
+    char ids[5][33];
+    for (int i = 0; i < 5; i++)
+        CHECK(insert_task(s, ids[i]) == LB_OK);
+    sqlite3 *db;
+    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "UPDATE tasks SET created_ms = 1700000000000", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    int seen = 0, pages = 0;
+    int64_t before = 0;
+    char before_id[33] = "";
+    char got[5][33];
+    for (;;) {
+        cJSON *arr = NULL;
+        CHECK(lb_store_task_page(s, 2, before, before_id, &arr) == LB_OK);
+        int n = cJSON_GetArraySize(arr);
+        for (int i = 0; i < n && seen < 5; i++) {
+            cJSON *t = cJSON_GetArrayItem(arr, i);
+            snprintf(got[seen++], 33, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(t, "id")));
+            before = (int64_t)cJSON_GetObjectItem(t, "created_ms")->valuedouble;
+            snprintf(before_id, sizeof before_id, "%s", got[seen - 1]);
+        }
+        cJSON_Delete(arr);
+        if (n < 2 || ++pages > 5)
+            break;
+    }
+    CHECK(seen == 5);
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            CHECK(strcmp(got[i], got[j]) > 0); /* strictly descending ids: no repeats */
+    lb_store_close(s);
+}
+
+TEST(task_options_round_trip)
+{
+    lb_store *s = open_fresh("options");
+    char a[33], b[33];
+    CHECK(insert_task(s, a) == LB_OK);
+    new_id(b);
+    lb_task_new t = {.id = b, .prompt = "again", .model = "m", .max_turns = 5, .network = "nat",
+                     .image = "default", .rerun_of = a};
+    CHECK(lb_store_task_insert(s, &t) == LB_OK);
+    cJSON *o = NULL;
+    CHECK(lb_store_task_get(s, b, &o) == LB_OK);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(o, "network")), "nat");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(o, "image")), "default");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(o, "rerun_of")), a);
+    cJSON_Delete(o);
+    CHECK(lb_store_task_get(s, a, &o) == LB_OK);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "network")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "rerun_of")));
+    cJSON_Delete(o);
+    lb_store_close(s);
+}
+
+/* A database written by the first release (schema 1) opens, gains the
+ * new columns and keeps its tasks. */
+TEST(v1_database_migrates_to_v3)
+{
+    snprintf(db_path, sizeof db_path, "%s/v1.db", db_dir);
+    sqlite3 *db;
+    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+    const char *v1 =
+        "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES('schema_version','1');"
+        "CREATE TABLE tasks(id TEXT PRIMARY KEY NOT NULL, status TEXT NOT NULL, reason TEXT, prompt TEXT NOT NULL,"
+        " model TEXT, max_turns INTEGER NOT NULL DEFAULT 0, created_ms INTEGER NOT NULL, started_ms INTEGER,"
+        " finished_ms INTEGER, pid INTEGER, turns INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL"
+        " DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, answer TEXT, inputs TEXT NOT NULL DEFAULT '[]');"
+        "CREATE TABLE events(task_id TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL, type TEXT NOT NULL,"
+        " data TEXT NOT NULL, PRIMARY KEY(task_id, seq)) WITHOUT ROWID;"
+        "CREATE TABLE artifacts(task_id TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mime TEXT NOT"
+        " NULL, sha256 TEXT NOT NULL, PRIMARY KEY(task_id, path)) WITHOUT ROWID;"
+        "INSERT INTO tasks(id, status, prompt, created_ms) VALUES('0123456789abcdef0123456789abcdef','succeeded',"
+        "'old',1);";
+    CHECK(sqlite3_exec(db, v1, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    lb_store *s = NULL;
+    CHECK(lb_store_open(db_path, &s) == LB_OK);
+    cJSON *o = NULL;
+    CHECK(s && lb_store_task_get(s, "0123456789abcdef0123456789abcdef", &o) == LB_OK);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(o, "prompt")), "old");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "image")));
+    cJSON_Delete(o);
+    lb_store_close(s);
+}
+
 TEST(list_newest_first_and_delete_cascades)
 {
     lb_store *s = open_fresh("list");
@@ -377,6 +468,9 @@ int main(void)
     RUN(events_after_pages);
     RUN(concurrent_writers_lose_nothing);
     RUN(list_newest_first_and_delete_cascades);
+    RUN(page_cursor_keeps_same_millisecond_tasks);
+    RUN(task_options_round_trip);
+    RUN(v1_database_migrates_to_v3);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
     if (system(cmd) != 0)

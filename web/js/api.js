@@ -3,7 +3,11 @@
 
 import { sentence, bytes } from './format.js';
 
-export const UPLOAD_LIMIT = 100 * 1024 * 1024; // what the server accepts per task
+// What the server accepts per task until /api/info says otherwise.
+export let UPLOAD_LIMIT = 100 * 1024 * 1024;
+export function setUploadLimit(n) {
+  if (Number.isFinite(n) && n > 0) UPLOAD_LIMIT = n;
+}
 
 export class ApiError extends Error {
   constructor(message, status = 0, code = '') {
@@ -21,11 +25,12 @@ export function validTaskId(id) {
 
 const STATUS_SENTENCES = {
   400: 'The server did not accept the request.',
+  403: 'The server does not allow that.',
   404: 'The server could not find what was asked for.',
   409: 'That is not possible in the task\'s current state.',
-  413: `The upload is larger than the server accepts (${bytes(UPLOAD_LIMIT)} per task).`,
+  413: () => `The upload is larger than the server accepts (${bytes(UPLOAD_LIMIT)} per task).`,
   415: 'The server does not accept this kind of upload.',
-  429: 'Too many tasks are running right now. Please try again in a moment.',
+  429: 'Too many tasks are running or starting right now. Please try again in a moment.',
   500: 'The server ran into an internal error.',
   502: 'The llmbox service behind the web server is not answering.',
   503: 'The service is not available right now. Please try again in a moment.',
@@ -43,8 +48,10 @@ function messageFor(status, body) {
       code: 'network',
     };
   }
+  const known = STATUS_SENTENCES[status];
   return {
-    message: STATUS_SENTENCES[status] ?? `The server answered with an unexpected error (HTTP ${status}).`,
+    message: (typeof known === 'function' ? known() : known)
+      ?? `The server answered with an unexpected error (HTTP ${status}).`,
     code: '',
   };
 }
@@ -84,6 +91,7 @@ export async function request(method, path, { body, headers, signal } = {}) {
 
 export const getJSON = (path, opts) => request('GET', path, opts);
 export const postJSON = (path, opts) => request('POST', path, opts);
+export const deleteJSON = (path, opts) => request('DELETE', path, opts);
 
 export function taskPath(id) {
   return `/api/tasks/${encodeURIComponent(id)}`;
@@ -94,22 +102,37 @@ export function artifactUrl(taskId, path, inline = false) {
   return `${taskPath(taskId)}/artifacts/${segs}${inline ? '?inline=1' : ''}`;
 }
 
+/** ?path=<folder> for a folder bundle, '' for the whole output. */
+function folderQuery(folder) {
+  return folder ? `?path=${encodeURIComponent(folder)}` : '';
+}
+
 export const api = {
   health: () => getJSON('/api/health'),
+  info: () => getJSON('/api/info'),
   models: () => getJSON('/api/models'),
-  tasks: () => getJSON('/api/tasks'),
+  /** One page of the history; pass the previous page's next_before(_id) for the next. */
+  tasks: ({ limit = 50, before = null, beforeId = null } = {}) => {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (before) q.set('before', String(before));
+    if (before && beforeId) q.set('before_id', String(beforeId));
+    return getJSON(`/api/tasks?${q}`);
+  },
   task: (id) => getJSON(taskPath(id)),
   artifacts: (id) => getJSON(`${taskPath(id)}/artifacts`),
   cancel: (id) => postJSON(`${taskPath(id)}/cancel`),
-  eventsUrl: (id) => `${taskPath(id)}/events`,
-  bundleZip: (id) => `${taskPath(id)}/bundle.zip`,
-  bundleTgz: (id) => `${taskPath(id)}/bundle.tar.gz`,
+  rerun: (id) => postJSON(`${taskPath(id)}/rerun`),
+  remove: (id) => deleteJSON(taskPath(id)),
+  /** The event stream, resuming after event `after` (0: from the start). */
+  eventsUrl: (id, after = 0) => `${taskPath(id)}/events${after > 0 ? `?last_event_id=${after}` : ''}`,
+  bundleZip: (id, folder = '') => `${taskPath(id)}/bundle.zip${folderQuery(folder)}`,
+  bundleTgz: (id, folder = '') => `${taskPath(id)}/bundle.tar.gz${folderQuery(folder)}`,
   trajectory: (id) => `${taskPath(id)}/trajectory`,
 };
 
 /**
  * POST /api/tasks as multipart/form-data with upload progress.
- *   fields: {prompt, max_turns, model?}
+ *   fields: {prompt, max_turns, model?, network?, image?, unpack?}
  *   files:  [{file: File, name: 'relative/path.ext'}]
  *   onProgress(loaded, total)
  * Resolves with the server's JSON (which names the new task's id).

@@ -1,11 +1,13 @@
-// The "New task" form: prompt, files (picker, folder picker, drag and drop),
-// model, max turns, upload with progress.
+// The "New task" form: prompt, example tasks, files (picker, folder picker,
+// drag and drop), model, max turns, sandbox options (image, network, unpack
+// archives), upload with progress. The limits come from /api/info.
 
 import { h, clear, $, show } from './dom.js';
-import { bytes, plural, sentence } from './format.js';
-import { api, createTask, UPLOAD_LIMIT, ApiError } from './api.js';
+import { bytes, count, plural, sentence } from './format.js';
+import { api, createTask, UPLOAD_LIMIT, setUploadLimit, ApiError } from './api.js';
+import { renderExamples } from './examples.js';
 
-const MAX_FILES = 10000;
+const ARCHIVE_RE = /\.(zip|tar\.gz|tgz|tar)$/i;
 
 export class TaskForm {
   /** onCreated(id) is called once the server has accepted a task. */
@@ -29,8 +31,21 @@ export class TaskForm {
     this.progressBar = $('#upload-bar');
     this.progressText = $('#upload-text');
     this.modelSelect = $('#model');
+    this.fieldset = $('#task-fields');
+    this.unpack = $('#unpack');
+    this.network = $('#network');
+    this.image = $('#image');
+    this.limits = { upload_files: 1000, max_turns_limit: 1000 };
+    this.turnsTouched = false;
 
     $('#upload-limit').textContent = bytes(UPLOAD_LIMIT);
+    this.maxTurns.addEventListener('input', () => { this.turnsTouched = true; });
+    this.unpack.addEventListener('change', () => this.renderFiles());
+    renderExamples($('#examples'), (prompt) => {
+      this.prompt.value = prompt;
+      if (this.error.dataset.field === 'prompt') this.setError('');
+      this.prompt.focus();
+    });
 
     $('#choose-files').addEventListener('click', () => this.fileInput.click());
     $('#choose-folder').addEventListener('click', () => this.folderInput.click());
@@ -69,6 +84,42 @@ export class TaskForm {
 
   focus() {
     this.prompt.focus();
+  }
+
+  /** Limits and options from GET /api/info; the form works with defaults without it. */
+  async loadInfo() {
+    let info;
+    try {
+      info = await api.info();
+    } catch {
+      return;
+    }
+    const lim = info && info.limits ? info.limits : {};
+    if (Number(lim.upload_bytes) > 0) {
+      setUploadLimit(Number(lim.upload_bytes));
+      $('#upload-limit').textContent = bytes(UPLOAD_LIMIT);
+    }
+    if (Number(lim.upload_files) > 0) {
+      this.limits.upload_files = Number(lim.upload_files);
+      $('#upload-files').textContent = plural(this.limits.upload_files, 'file', 'files');
+    }
+    if (Number(lim.max_turns_limit) > 0) {
+      this.limits.max_turns_limit = Number(lim.max_turns_limit);
+      this.maxTurns.max = String(this.limits.max_turns_limit);
+      $('#max-turns-hint').textContent = `Model replies before it must stop (1–${count(this.limits.max_turns_limit)}).`;
+    }
+    if (Number(lim.max_turns_default) > 0 && !this.turnsTouched) this.maxTurns.value = String(lim.max_turns_default);
+    // Internet access is offered only when the operator allows it.
+    const modes = info.network && Array.isArray(info.network.modes) ? info.network.modes : [];
+    show($('#network-field'), modes.includes('nat'));
+    // The image picker only when there is a choice.
+    const images = Array.isArray(info.images) ? info.images.filter((i) => i && typeof i.name === 'string') : [];
+    clear(this.image);
+    for (const img of images) {
+      this.image.appendChild(h('option', { value: img.name, selected: Boolean(img.default) }, img.name));
+    }
+    show($('#image-field'), images.length > 1);
+    this.renderFiles();
   }
 
   async loadModels() {
@@ -112,7 +163,7 @@ export class TaskForm {
     let depth = 0;
     const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes('Files');
     zone.addEventListener('dragenter', (e) => {
-      if (!hasFiles(e)) return;
+      if (!hasFiles(e) || this.upload) return;
       e.preventDefault();
       depth++;
       zone.classList.add('is-dragover');
@@ -129,6 +180,7 @@ export class TaskForm {
     zone.addEventListener('drop', async (e) => {
       e.preventDefault();
       depth = 0;
+      if (this.upload) return;
       zone.classList.remove('is-dragover');
       try {
         const files = await filesFromDataTransfer(e.dataTransfer);
@@ -143,11 +195,12 @@ export class TaskForm {
   }
 
   addFiles(list) {
+    if (this.upload) return; // the form is locked while it uploads
     let skipped = 0;
     for (const { file, name } of list) {
       const clean = cleanName(name);
       if (!clean) { skipped++; continue; }
-      if (!this.files.has(clean) && this.files.size >= MAX_FILES) { skipped++; continue; }
+      if (!this.files.has(clean) && this.files.size >= this.limits.upload_files) { skipped++; continue; }
       this.files.set(clean, file);
     }
     if (skipped) {
@@ -176,10 +229,12 @@ export class TaskForm {
   renderFiles() {
     clear(this.fileList);
     const names = [...this.files.keys()].sort((a, b) => a.localeCompare(b));
+    const unpack = this.unpack.checked;
     names.forEach((name, i) => {
       const file = this.files.get(name);
       this.fileList.appendChild(h('li', { class: 'file-item' },
         h('span', { class: 'file-name', title: name }, name),
+        unpack && ARCHIVE_RE.test(name) ? h('span', { class: 'chip chip-neutral file-tag', title: 'This archive will be unpacked into the input folder' }, 'will be unpacked') : null,
         h('span', { class: 'file-size' }, bytes(file.size)),
         h('button', {
           type: 'button',
@@ -217,11 +272,16 @@ export class TaskForm {
   }
 
   setBusy(busy) {
+    // Everything but "Cancel upload" is locked while the files go up, so
+    // what is sent is what the form shows.
+    this.fieldset.disabled = busy;
+    this.dropzone.classList.toggle('is-disabled', busy);
     this.runButton.disabled = busy;
     this.runButton.textContent = busy ? 'Uploading…' : 'Run';
     show(this.cancelButton, busy);
     show(this.progress, busy);
     this.form.setAttribute('aria-busy', busy ? 'true' : 'false');
+    if (busy) this.cancelButton.focus();
   }
 
   validate() {
@@ -233,8 +293,9 @@ export class TaskForm {
     }
     const turnsText = this.maxTurns.value.trim();
     const turns = Number(turnsText);
-    if (!turnsText || !Number.isInteger(turns) || turns < 1 || turns > 1000) {
-      this.setError('Max turns must be a whole number from 1 to 1000.', 'max_turns');
+    const maxTurns = this.limits.max_turns_limit;
+    if (!turnsText || !Number.isInteger(turns) || turns < 1 || turns > maxTurns) {
+      this.setError(`Max turns must be a whole number from 1 to ${count(maxTurns)}.`, 'max_turns');
       this.maxTurns.focus();
       return null;
     }
@@ -244,8 +305,15 @@ export class TaskForm {
       $('#choose-files').focus();
       return null;
     }
-    const fields = { prompt: this.prompt.value, max_turns: turns };
+    if (this.files.size > this.limits.upload_files) {
+      this.setError(`A task takes at most ${plural(this.limits.upload_files, 'file', 'files')}; remove some and try again.`, 'files');
+      $('#choose-files').focus();
+      return null;
+    }
+    const fields = { prompt: this.prompt.value, max_turns: turns, unpack: this.unpack.checked ? '1' : '0' };
     if (!$('#model-field').hidden && this.modelSelect.value) fields.model = this.modelSelect.value;
+    if (!$('#network-field').hidden) fields.network = this.network.checked ? 'nat' : 'none';
+    if (!$('#image-field').hidden && this.image.value) fields.image = this.image.value;
     return fields;
   }
 
@@ -272,16 +340,18 @@ export class TaskForm {
 
     try {
       const task = await this.upload.promise;
+      this.upload = null;
+      this.setBusy(false);
       this.prompt.value = '';
       this.files.clear();
       this.renderFiles();
       this.onCreated(task.id);
     } catch (e) {
-      const message = e instanceof ApiError ? e.message : 'The task could not be sent.';
-      this.setError(e.code === 'aborted' ? 'The upload was cancelled. Nothing was sent.' : message);
-    } finally {
       this.upload = null;
       this.setBusy(false);
+      const message = e instanceof ApiError ? e.message : 'The task could not be sent.';
+      this.setError(e.code === 'aborted' ? 'The upload was cancelled. Nothing was sent.' : message);
+      this.runButton.focus();
     }
   }
 }
@@ -292,6 +362,7 @@ function modelAbout(m) {
   if (m.tool_mode === 'text') parts.push('text tool calls');
   return parts.join(' · ');
 }
+const MAX_WALK = 100000; // entries read from one drop, whatever the server's limit
 
 /** Normalise a relative path: forward slashes, no empty/. /.. segments. */
 function cleanName(name) {
@@ -315,7 +386,7 @@ async function filesFromDataTransfer(dt) {
 }
 
 async function walkEntry(entry, out) {
-  if (out.length >= MAX_FILES) return;
+  if (out.length >= MAX_WALK) return;
   if (entry.isFile) {
     const file = await new Promise((resolve, reject) => entry.file(resolve, reject));
     out.push({ file, name: entry.fullPath.replace(/^\/+/, '') || file.name });

@@ -67,3 +67,15 @@ export function sentence(text) {
   if (!/[.!?…)"”]$/.test(s)) s += '.';
   return s;
 }
+
+/** A running clock: "0:07", "12:34", "1:02:03". */
+export function clock(ms) {
+  ms = Number(ms);
+  if (!Number.isFinite(ms) || ms < 0) return '';
+  const total = Math.floor(ms / 1000);
+  const hr = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  const pad = (n) => String(n).padStart(2, '0');
+  return hr ? `${hr}:${pad(m)}:${pad(s)}` : `${m}:${pad(s)}`;
+}

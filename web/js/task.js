@@ -1,22 +1,30 @@
-// The task view: header with the prompt and a Stop button, a live status
-// line, the results (answer, downloads, artifact gallery) once the task has
-// ended, and the step-by-step timeline fed by Server-Sent Events.
+// The task view: header with the prompt and the actions (Stop, Run again,
+// Delete), a live status line and a meter (turns, tokens, time), the results
+// (answer, downloads, previews, the file tree) once the task has ended, and
+// the step-by-step timeline fed by Server-Sent Events.
+//
+// The event stream is resumed from the last event seen: the browser's own
+// reconnects send Last-Event-ID, and a new connection (after the server
+// closed the stream, or a gap in the event ids) asks for ?last_event_id=N.
+// Events at or below the last id seen are dropped, so nothing shows twice.
 
 import { h, clear, show } from './dom.js';
 import { api, ApiError } from './api.js';
-import { count, duration, dateTime, plural, sentence, bytes } from './format.js';
+import { clock, count, duration, dateTime, plural, sentence, bytes } from './format.js';
 import { statusLabel, isFinal } from './status.js';
 import { Timeline } from './timeline.js';
-import { renderGallery, summarize } from './artifacts.js';
+import { renderGallery, renderTree, summarize } from './artifacts.js';
 
 const EVENT_TYPES = ['status', 'model', 'tool', 'answer', 'artifacts', 'error', 'done'];
 const RECONNECT_MS = 3000;
 
 export class TaskView {
-  constructor(root, { onFinished, onStatus } = {}) {
+  constructor(root, { onFinished, onStatus, onStarted, onDeleted } = {}) {
     this.root = root;
     this.onFinished = onFinished || (() => {});
     this.onStatus = onStatus || (() => {});
+    this.onStarted = onStarted || (() => {});
+    this.onDeleted = onDeleted || (() => {});
     this.id = '';
     this.es = null;
     this.timers = [];
@@ -37,11 +45,11 @@ export class TaskView {
     this.status = '';
     this.reason = '';
     this.turn = 0;
-    this.streamTokens = 0;
-    this.taskTokens = 0;
+    this.usage = { stream: [0, 0], task: [0, 0] }; // [prompt, completion] tokens
+    this.sandboxMs = null;   // set when the sandbox has started
     this.answer = null;
     this.artifacts = null;
-    this.lastSeq = -1;
+    this.lastSeq = 0;        // the last event id shown
     this.ended = false;      // the task is over and its results are shown
     this.streamDone = false; // the event stream delivered "done"
     this.retries = 0;
@@ -63,22 +71,36 @@ export class TaskView {
     clear(this.root);
     this.chip = h('span', { class: 'chip chip-neutral task-chip' }, 'Loading');
     this.stopButton = h('button', { type: 'button', class: 'button button-danger', hidden: true, onclick: () => this.stop() }, 'Stop');
-    this.stopMessage = h('p', { class: 'form-error', role: 'alert', hidden: true });
+    this.rerunButton = h('button', { type: 'button', class: 'button button-secondary', hidden: true, onclick: () => this.rerun() }, 'Run again');
+    this.deleteButton = h('button', { type: 'button', class: 'button button-quiet', hidden: true, onclick: () => this.askDelete() }, 'Delete');
+    this.confirmBox = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Delete this task?', hidden: true });
+    this.actionMessage = h('p', { class: 'form-error', role: 'alert', hidden: true });
     this.promptEl = h('div', { class: 'task-prompt' });
     this.promptToggle = h('button', { type: 'button', class: 'link-button', hidden: true, 'aria-expanded': 'false', onclick: () => this.togglePrompt() }, 'Show the whole prompt');
     this.metaEl = h('dl', { class: 'task-meta' });
     this.spinner = h('span', { class: 'spinner', 'aria-hidden': 'true' });
     this.statusText = h('span', { class: 'status-text' }, 'Loading the task…');
     this.statusLine = h('p', { class: 'status-line', role: 'status', 'aria-live': 'polite' }, this.spinner, this.statusText);
+    this.meterTurns = h('dd', null, '–');
+    this.meterTokens = h('dd', null, '–');
+    this.meterTime = h('dd', null, '–');
+    this.meterSandbox = h('dd', null, '–');
+    this.meter = h('dl', { class: 'meter', 'aria-label': 'Progress' },
+      h('div', { class: 'meter-item' }, h('dt', null, 'Turns'), this.meterTurns),
+      h('div', { class: 'meter-item' }, h('dt', null, 'Tokens'), this.meterTokens),
+      h('div', { class: 'meter-item' }, h('dt', null, 'Time'), this.meterTime),
+      h('div', { class: 'meter-item' }, h('dt', null, 'Sandbox'), this.meterSandbox));
 
     const head = h('div', { class: 'card task-head' },
       h('div', { class: 'task-head-top' },
         h('div', { class: 'task-title-row' },
           h('h1', { id: 'task-title', class: 'view-title', tabindex: '-1' }, 'Task'),
           this.chip),
-        h('div', { class: 'task-actions' }, this.stopButton)),
+        h('div', { class: 'task-actions' }, this.stopButton, this.rerunButton, this.deleteButton)),
+      this.confirmBox,
       this.statusLine,
-      this.stopMessage,
+      this.meter,
+      this.actionMessage,
       this.promptEl,
       this.promptToggle,
       this.metaEl);
@@ -87,6 +109,10 @@ export class TaskView {
     this.downloadsEl = h('div', { class: 'downloads' });
     this.galleryCount = h('span', { class: 'section-count' });
     this.galleryEl = h('div', { class: 'gallery-wrap' });
+    this.treeEl = h('div', { class: 'tree-wrap' });
+    this.treeSection = h('section', { class: 'tree-section', 'aria-labelledby': 'tree-title', hidden: true },
+      h('h2', { id: 'tree-title', class: 'section-title' }, 'All files by folder'),
+      this.treeEl);
     this.results = h('section', { class: 'results', 'aria-labelledby': 'answer-title', hidden: true },
       h('div', { class: 'card answer-card' },
         h('h2', { id: 'answer-title', class: 'section-title' }, 'Answer'),
@@ -94,7 +120,8 @@ export class TaskView {
         this.downloadsEl),
       h('div', { class: 'files-section' },
         h('h2', { class: 'section-title' }, 'Files ', this.galleryCount),
-        this.galleryEl));
+        this.galleryEl),
+      this.treeSection);
 
     this.timelineList = h('ol', { class: 'timeline', 'aria-label': 'Steps' });
     this.timelineEmpty = h('p', { class: 'muted timeline-empty' }, 'Waiting for the first step…');
@@ -122,7 +149,7 @@ export class TaskView {
     show(this.promptToggle, long);
 
     clear(this.metaEl);
-    const item = (k, v) => (v ? [h('div', { class: 'meta-item' }, h('dt', null, k), h('dd', null, v))] : []);
+    const item = (k, v, title) => (v ? [h('div', { class: 'meta-item' }, h('dt', null, k), h('dd', { title: title || null }, v))] : []);
     const inputs = Array.isArray(task.inputs) ? task.inputs : [];
     const inputSize = inputs.reduce((s, f) => s + (Number(f && f.size) || 0), 0);
     const inputsText = inputs.length
@@ -133,15 +160,14 @@ export class TaskView {
       ...item('Model', task.model ? String(task.model) : ''),
       ...item('Created', dateTime(task.created_ms)),
       ...item('Max turns', task.max_turns ? count(task.max_turns) : ''),
-      ...item('Inputs', inputsText),
+      ...item('Inputs', inputsText, inputsTitle),
       ...item('Tokens', usageTokens(task.usage)),
       ...item('Time', usageTime(task.usage)),
-      ...item('Id', String(task.id || this.id)),
+      ...item('Network', task.network === 'nat' ? 'internet (outbound)' : ''),
+      ...item('Image', task.image ? String(task.image) : ''),
+      ...item('Run again of', task.rerun_of ? h('a', { href: `#task=${encodeURIComponent(task.rerun_of)}` }, String(task.rerun_of).slice(0, 8)) : ''),
+      ...item('Id', h('span', { class: 'mono' }, String(task.id || this.id))),
     );
-    if (inputsTitle) {
-      const dd = [...this.metaEl.querySelectorAll('dt')].find((d) => d.textContent === 'Inputs');
-      if (dd) dd.nextSibling.title = inputsTitle;
-    }
   }
 
   // ---- loading and streaming ---------------------------------------------------
@@ -164,23 +190,28 @@ export class TaskView {
       this.later(() => { if (this.id === id) { this.id = ''; this.open(id); } }, RECONNECT_MS * 2);
       return;
     }
+    show(this.rerunButton, true);
+    show(this.deleteButton, true);
     // A task that has already ended shows its results at once; the stream
     // then replays its steps into the timeline.
     if (isFinal(this.status)) this.end(this.status, this.reason);
     this.connect();
-    // Elapsed time in the status line while the task runs.
-    this.timers.push(setInterval(() => { if (!this.ended) this.renderStatus(); }, 1000));
-  }
-
-  get tokens() {
-    return Math.max(this.streamTokens, this.taskTokens);
+    // The clock in the meter while the task runs.
+    this.timers.push(setInterval(() => { if (!this.ended) this.renderMeter(); }, 1000));
   }
 
   /** Take turns, usage and answer from a task record. */
   absorb(task) {
     if (Number(task.turns) > this.turn) this.turn = Number(task.turns);
-    if (task.usage) this.taskTokens = usageTotal(task.usage);
+    if (task.usage) this.usage.task = [Number(task.usage.prompt_tokens) || 0, Number(task.usage.completion_tokens) || 0];
     if (typeof task.answer === 'string' && task.answer) this.answer = task.answer;
+  }
+
+  /** [prompt, completion] tokens: whichever source has seen more. */
+  tokens() {
+    const s = this.usage.stream;
+    const t = this.usage.task;
+    return s[0] + s[1] >= t[0] + t[1] ? s : t;
   }
 
   showGone() {
@@ -190,6 +221,10 @@ export class TaskView {
     this.chip.textContent = 'Not found';
     this.setStatusText('There is no task with this id. It may have been deleted, or the link is incomplete.', 'bad');
     this.promptEl.textContent = '';
+    show(this.meter, false);
+    show(this.stopButton, false);
+    show(this.rerunButton, false);
+    show(this.deleteButton, false);
     show(this.timelineEmpty, false);
     this.root.querySelector('.steps').hidden = true;
   }
@@ -197,7 +232,7 @@ export class TaskView {
   connect() {
     if (this.streamDone || !this.id) return;
     const id = this.id;
-    const es = new EventSource(api.eventsUrl(id));
+    const es = new EventSource(api.eventsUrl(id, this.lastSeq));
     this.es = es;
     for (const type of EVENT_TYPES) {
       es.addEventListener(type, (e) => {
@@ -214,6 +249,13 @@ export class TaskView {
     es.addEventListener('open', () => {
       if (this.connectionNote) { this.connectionNote = ''; this.renderStatus(); }
     });
+  }
+
+  /** Starts a new stream after the last event shown (gaps, closed streams). */
+  reconnect(wait) {
+    if (this.es) { this.es.close(); this.es = null; }
+    const id = this.id;
+    this.later(() => { if (this.id === id && !this.es) this.connect(); }, wait);
   }
 
   async connectionTrouble(es) {
@@ -234,7 +276,7 @@ export class TaskView {
     if (this.ended) {
       // Results are shown already; only the replayed steps are missing.
       if (this.retries++ < 3) {
-        this.later(() => { if (this.id === id && !this.es) this.connect(); }, RECONNECT_MS);
+        this.reconnect(RECONNECT_MS);
       } else {
         this.streamDone = true;
         this.timeline.finish();
@@ -259,14 +301,19 @@ export class TaskView {
     }
     // Back off gently: 3 s, 6 s, … up to 30 s between attempts.
     this.failures = (this.failures || 0) + 1;
-    const wait = Math.min(RECONNECT_MS * this.failures, 30000);
-    this.later(() => { if (this.id === id && !this.es) this.connect(); }, wait);
+    this.reconnect(Math.min(RECONNECT_MS * this.failures, 30000));
   }
 
   handle(type, e) {
     const seq = Number.parseInt(e.lastEventId, 10);
     if (Number.isFinite(seq)) {
-      if (seq <= this.lastSeq) return;
+      if (seq <= this.lastSeq) return; // shown already (a replay after a reconnect)
+      if (seq > this.lastSeq + 1) {
+        // Event ids of a task have no holes; a jump means some were missed:
+        // ask again from the last one shown.
+        this.reconnect(0);
+        return;
+      }
       this.lastSeq = seq;
     }
     let data;
@@ -278,12 +325,16 @@ export class TaskView {
     const atBottom = nearBottom();
     switch (type) {
       case 'status':
+        if (data.sandbox === 'ready') this.sandboxMs = Number(data.sandbox_ms) || 0;
         this.setStatus(data.status, data.reason);
         break;
       case 'model':
         this.timeline.addModel(data);
         if (Number(data.turn) > this.turn) this.turn = Number(data.turn);
-        if (data.usage) this.streamTokens += usageTotal(data.usage);
+        if (data.usage) {
+          this.usage.stream[0] += Number(data.usage.prompt_tokens) || 0;
+          this.usage.stream[1] += Number(data.usage.completion_tokens) || 0;
+        }
         if (this.status === 'queued') this.setStatus('running');
         else this.renderStatus();
         break;
@@ -310,6 +361,7 @@ export class TaskView {
         break;
     }
     show(this.timelineEmpty, this.timeline.size === 0);
+    if (this.timeline.size === 0 && !this.ended) this.timelineEmpty.textContent = this.phaseText() || 'Waiting for the first step…';
     this.stepsCount.textContent = this.turn ? `(${plural(this.turn, 'turn', 'turns')})` : '';
     if (atBottom && !this.ended && type !== 'done') scrollToBottom();
   }
@@ -335,28 +387,31 @@ export class TaskView {
     show(this.spinner, false);
   }
 
+  /** Before the first turn: what the task is waiting for. */
+  phaseText() {
+    if (this.status === 'queued') return 'Queued — starting the agent…';
+    if (this.status !== 'running' || this.turn) return '';
+    if (this.sandboxMs === null) return 'Starting the sandbox…';
+    return `Sandbox ready in ${duration(this.sandboxMs)} — waiting for the model's first reply…`;
+  }
+
   renderStatus() {
     const s = this.status;
     const t = this.task || {};
-    const tokens = this.tokens ? ` · ${count(this.tokens)} tokens used` : '';
     const reason = this.reason ? sentence(this.reason) : '';
     let text = '';
     let tone = '';
-    if (s === 'queued') {
-      text = 'Starting the sandbox…';
+    if (s === 'queued' || (s === 'running' && !this.turn)) {
+      text = this.phaseText();
       tone = 'live';
     } else if (s === 'running') {
       const max = t.max_turns ? ` of ${count(t.max_turns)}` : '';
-      const started = Number(t.started_ms || t.created_ms);
-      const elapsed = started ? ` · ${duration(Math.max(0, Date.now() - started))}` : '';
-      text = this.turn
-        ? `Running — turn ${count(this.turn)}${max}${tokens}${elapsed}`
-        : `Running — waiting for the model's first reply${elapsed}`;
+      text = `Running — turn ${count(this.turn)}${max}`;
       tone = 'live';
     } else if (s === 'succeeded') {
       const took = t.finished_ms && t.started_ms && t.finished_ms - t.started_ms >= 1000
         ? ` in ${duration(t.finished_ms - t.started_ms)}` : '';
-      text = `Finished${took} after ${plural(this.turn, 'turn', 'turns')}${tokens}.${reason ? ` ${reason}` : ''}`;
+      text = `Finished${took} after ${plural(this.turn, 'turn', 'turns')}.${reason ? ` ${reason}` : ''}`;
       tone = 'ok';
     } else if (s === 'failed') {
       text = `Failed after ${plural(this.turn, 'turn', 'turns')}: ${reason || 'no reason was given.'}`;
@@ -371,26 +426,105 @@ export class TaskView {
     this.statusText.textContent = text;
     this.statusLine.dataset.tone = tone;
     show(this.spinner, tone === 'live');
+    this.renderMeter();
+  }
+
+  renderMeter() {
+    const t = this.task || {};
+    const max = t.max_turns ? ` / ${count(t.max_turns)}` : '';
+    this.meterTurns.textContent = `${count(this.turn)}${max}`;
+    const [pin, pout] = this.tokens();
+    this.meterTokens.textContent = pin + pout ? count(pin + pout) : '–';
+    this.meterTokens.title = pin + pout ? `${count(pin)} in, ${count(pout)} out` : '';
+    const start = Number(t.started_ms || t.created_ms);
+    const end = isFinal(this.status) ? Number(t.finished_ms) || 0 : Date.now();
+    this.meterTime.textContent = start && end >= start ? clock(end - start) : '–';
+    this.meterSandbox.textContent = this.sandboxMs !== null ? `started in ${duration(this.sandboxMs)}`
+      : this.status === 'running' || this.status === 'queued' ? 'starting…' : '–';
+  }
+
+  // ---- actions ------------------------------------------------------------------
+
+  showActionMessage(text) {
+    this.actionMessage.textContent = text ? sentence(text) : '';
+    show(this.actionMessage, Boolean(text));
   }
 
   async stop() {
     const id = this.id;
     this.stopButton.disabled = true;
     this.stopButton.textContent = 'Stopping…';
-    show(this.stopMessage, false);
+    this.showActionMessage('');
     try {
       await api.cancel(id);
     } catch (e) {
       if (this.id !== id) return;
       if (e instanceof ApiError && e.status === 409) {
-        this.stopMessage.textContent = 'The task had already finished, so there was nothing to stop.';
+        this.showActionMessage('The task had already finished, so there was nothing to stop.');
       } else {
-        this.stopMessage.textContent = `The task could not be stopped. ${e.message}`;
+        this.showActionMessage(`The task could not be stopped. ${e.message}`);
         this.stopButton.disabled = false;
         this.stopButton.textContent = 'Stop';
       }
-      show(this.stopMessage, true);
     }
+  }
+
+  async rerun() {
+    const id = this.id;
+    this.rerunButton.disabled = true;
+    this.rerunButton.textContent = 'Starting…';
+    this.showActionMessage('');
+    try {
+      const task = await api.rerun(id);
+      if (this.id !== id) return;
+      this.onStarted(task.id);
+    } catch (e) {
+      if (this.id !== id) return;
+      this.showActionMessage(`The task could not be run again. ${e.message}`);
+    } finally {
+      this.rerunButton.disabled = false;
+      this.rerunButton.textContent = 'Run again';
+    }
+  }
+
+  /** Asks in place before deleting (no modal dialog). */
+  askDelete() {
+    clear(this.confirmBox);
+    const running = !isFinal(this.status);
+    const yes = h('button', { type: 'button', class: 'button button-danger button-small' }, running ? 'Stop and delete' : 'Delete');
+    const no = h('button', { type: 'button', class: 'button button-quiet button-small' }, 'Keep');
+    this.confirmBox.append(
+      h('span', null, running ? 'This task is still running. Stop it and delete it with all its files?'
+        : 'Delete this task with its inputs, outputs and steps? This cannot be undone.'),
+      yes, no);
+    show(this.confirmBox, true);
+    this.deleteButton.setAttribute('aria-expanded', 'true');
+    const close = () => {
+      show(this.confirmBox, false);
+      this.deleteButton.setAttribute('aria-expanded', 'false');
+      this.deleteButton.focus();
+    };
+    no.addEventListener('click', close);
+    this.confirmBox.onkeydown = (e) => { if (e.key === 'Escape') close(); };
+    yes.addEventListener('click', async () => {
+      const id = this.id;
+      yes.disabled = true;
+      no.disabled = true;
+      try {
+        await api.remove(id);
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) {
+          if (this.id !== id) return;
+          this.showActionMessage(`The task could not be deleted. ${e.message}`);
+          yes.disabled = false;
+          no.disabled = false;
+          return;
+        }
+      }
+      if (this.id === id) this.close();
+      this.onDeleted(id);
+    });
+    yes.focus();
   }
 
   // ---- end and results -----------------------------------------------------------
@@ -413,6 +547,7 @@ export class TaskView {
       else this.renderStatus();
     } catch { /* keep what the stream told us */ }
     if (this.id !== id) return;
+    this.renderMeter();
     this.renderResults();
     this.onFinished(id);
   }
@@ -433,9 +568,9 @@ export class TaskView {
 
     clear(this.downloadsEl);
     this.downloadsEl.append(
-      h('a', { class: 'button button-primary', href: api.bundleZip(id), download: `llmbox-${id}.zip` }, 'Download all (.zip)'),
-      h('a', { class: 'button button-secondary', href: api.bundleTgz(id), download: `llmbox-${id}.tar.gz`, 'aria-label': 'Download all (.tar.gz)' }, '.tar.gz'),
-      h('a', { class: 'button button-quiet', href: api.trajectory(id), download: `trajectory-${id}.json` }, 'trajectory.json'),
+      h('a', { class: 'button button-primary', href: api.bundleZip(id), download: `llmbox-${id.slice(0, 8)}.zip` }, 'Download all (.zip)'),
+      h('a', { class: 'button button-secondary', href: api.bundleTgz(id), download: `llmbox-${id.slice(0, 8)}.tar.gz`, 'aria-label': 'Download all (.tar.gz)' }, '.tar.gz'),
+      h('a', { class: 'button button-quiet', href: api.trajectory(id), download: `trajectory-${id.slice(0, 8)}.json` }, 'trajectory.json'),
     );
 
     clear(this.galleryEl);
@@ -456,6 +591,7 @@ export class TaskView {
     this.artifacts = artifacts || [];
     this.galleryCount.textContent = this.artifacts.length ? `(${summarize(this.artifacts)})` : '';
     renderGallery(this.galleryEl, id, this.artifacts);
+    show(this.treeSection, renderTree(this.treeEl, id, this.artifacts));
   }
 }
 
@@ -474,12 +610,6 @@ function usageTokens(u) {
 function usageTime(u) {
   if (!u || u.model_ms === undefined) return '';
   return `model ${duration(u.model_ms) || '0 ms'} · tools ${duration(u.tools_ms) || '0 ms'}`;
-}
-
-function usageTotal(u) {
-  if (!u || typeof u !== 'object') return 0;
-  if (Number.isFinite(Number(u.total_tokens)) && u.total_tokens !== undefined) return Number(u.total_tokens);
-  return (Number(u.prompt_tokens) || 0) + (Number(u.completion_tokens) || 0);
 }
 
 function str(v) {

@@ -1,0 +1,221 @@
+/* POST /api/tasks/{id}/rerun: "Run again". A new task with the same
+ * prompt, model, turn limit, sandbox options and input files as task {id},
+ * which may be in any state (its inputs never change once it exists).
+ *
+ * The input files are hard-linked into the new task's folder when they can
+ * be (nothing ever writes to an input after the upload: sandboxd copies
+ * them into the sandbox), and copied when they cannot. Each file is named
+ * by the source task's input list and reached without following any
+ * symlink, on both sides.
+ */
+#include "web/web.h"
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Opens the folder holding rel under root (creating folders when create),
+ * never through a symlink; *base gets the last component. -1 on failure. */
+static int lb_open_parent(int root, const char *rel, int create, const char **base)
+{
+    int dfd = dup(root);
+    const char *p = rel;
+    char comp[LB_NAME_MAX + 1];
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        if (!slash)
+            break;
+        size_t n = (size_t)(slash - p);
+        if (dfd < 0 || n == 0 || n > LB_NAME_MAX) {
+            if (dfd >= 0)
+                close(dfd);
+            return -1;
+        }
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        if (create && mkdirat(dfd, comp, 0750) != 0 && errno != EEXIST) {
+            close(dfd);
+            return -1;
+        }
+        int nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(dfd);
+        dfd = nfd;
+        p = slash + 1;
+    }
+    *base = p;
+    return dfd;
+}
+
+static int lb_copy_fd(int in, int out)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return LB_E_IO;
+        if (n == 0)
+            return LB_OK;
+        if (lb_write_all(out, buf, (size_t)n) != LB_OK)
+            return LB_E_IO;
+    }
+}
+
+/* Links (or copies) input rel from src_root to dst_root. */
+static int lb_copy_input(int src_root, int dst_root, const char *rel)
+{
+    const char *sbase, *dbase;
+    int sdir = lb_open_parent(src_root, rel, 0, &sbase);
+    if (sdir < 0)
+        return LB_E_NOTFOUND;
+    int ddir = lb_open_parent(dst_root, rel, 1, &dbase);
+    if (ddir < 0) {
+        close(sdir);
+        return LB_E_IO;
+    }
+    int rc = LB_OK;
+    struct stat st;
+    if (fstatat(sdir, sbase, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+        rc = LB_E_NOTFOUND;
+    } else if (linkat(sdir, sbase, ddir, dbase, 0) != 0) {
+        /* another file system, or a kernel that refuses the link: copy */
+        int in = openat(sdir, sbase, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        int out = in < 0 ? -1 : openat(ddir, dbase, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+        rc = in < 0 ? LB_E_NOTFOUND : out < 0 ? LB_E_IO : lb_copy_fd(in, out);
+        if (out >= 0 && close(out) != 0 && rc == LB_OK)
+            rc = LB_E_IO;
+        if (in >= 0)
+            close(in);
+    }
+    close(sdir);
+    close(ddir);
+    return rc;
+}
+
+static const char *lb_jstr(const cJSON *o, const char *k)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+void lb_h_task_rerun(lb_req *r)
+{
+    const lb_config *cfg = lb_cfg();
+    cJSON *src = NULL;
+    char *inputs_json = NULL;
+    int reserved = 0, dir_made = 0, inserted = 0, src_root = -1, dst_root = -1;
+    char id[33], src_id[33], task_dir[LB_CFG_PATH + 64], input_dir[LB_CFG_PATH + 80], src_input[LB_CFG_PATH + 80];
+    lb_http_drain(r); /* no body is needed; whatever came is ignored */
+    snprintf(src_id, sizeof src_id, "%s", r->id);
+
+    int rc = lb_store_task_get(r->store, r->id, &src);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the task");
+        goto out;
+    }
+    const char *prompt = lb_jstr(src, "prompt");
+    const char *model = lb_jstr(src, "model");
+    const char *network = lb_jstr(src, "network");
+    const char *image = lb_jstr(src, "image");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(src, "max_turns");
+    /* the task's own limits, within what the service allows today; NULL
+     * (a task stored before they existed): the service's */
+    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(src, "token_budget");
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(src, "timeout_s");
+    int64_t token_budget = cJSON_IsNumber(tb) && tb->valuedouble >= 0 ? (int64_t)tb->valuedouble : cfg->token_budget;
+    if (token_budget > cfg->token_budget_max)
+        token_budget = cfg->token_budget_max;
+    int timeout_s = cJSON_IsNumber(ts) && ts->valuedouble >= 1 ? (int)ts->valuedouble : cfg->task_timeout_s;
+    if (timeout_s > cfg->task_timeout_s)
+        timeout_s = cfg->task_timeout_s;
+    cJSON *inputs = cJSON_GetObjectItemCaseSensitive(src, "inputs");
+    char why[300];
+    if (model && *model && !lb_cfg_model(cfg, model)) {
+        lb_http_error(r, 409, NULL, "The task cannot run again as it was: the model \"%s\" is no longer configured.",
+                      model);
+        goto out;
+    }
+    if (network && lb_network_check(network, why, sizeof why) != LB_OK) {
+        lb_http_error(r, 409, NULL, "The task cannot run again as it was: %s", why);
+        goto out;
+    }
+    if (image && lb_image_check(image, why, sizeof why) != LB_OK) {
+        lb_http_error(r, 409, NULL, "The task cannot run again as it was: %s", why);
+        goto out;
+    }
+    if (lb_spawn_reserve() != LB_OK) {
+        lb_http_error(r, 429, NULL,
+                      "The service is already running as many tasks as it may at once (%d); "
+                      "try again when one has finished.",
+                      cfg->max_concurrent_tasks);
+        goto out;
+    }
+    reserved = 1;
+    if (lb_random_hex(id, sizeof id, 16) != LB_OK) {
+        lb_http_error(r, 500, NULL, "Could not make a task id.");
+        goto out;
+    }
+    snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);
+    snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
+    snprintf(src_input, sizeof src_input, "%s/%s/input", cfg->artifacts_dir, r->id);
+    if (lb_mkdirs(input_dir, 0750) != LB_OK) {
+        lb_error("web: cannot create %s: %s", input_dir, strerror(errno));
+        lb_http_error(r, 500, NULL, "Could not create the task folder.");
+        goto out;
+    }
+    dir_made = 1;
+    dst_root = open(input_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    src_root = open(src_input, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, inputs)
+    {
+        const char *path = lb_jstr(it, "path");
+        char clean[LB_PATH_MAX + 1];
+        if (!path || lb_path_clean_rel(path, strlen(path), clean, sizeof clean) != LB_OK || strcmp(clean, path))
+            continue; /* never written by this service: nothing to copy */
+        rc = src_root < 0 ? LB_E_NOTFOUND : lb_copy_input(src_root, dst_root, clean);
+        if (rc == LB_E_NOTFOUND) {
+            lb_http_error(r, 409, NULL, "The input file \"%s\" of that task is gone, so it cannot run again.", clean);
+            goto out;
+        }
+        if (rc != LB_OK) {
+            lb_error("web: rerun of %s: copying input %s: %s", r->id, clean, strerror(errno));
+            lb_http_error(r, 500, NULL, "Could not copy the input file \"%s\".", clean);
+            goto out;
+        }
+    }
+    inputs_json = inputs ? cJSON_PrintUnformatted(inputs) : NULL;
+    lb_task_new t = {.id = id,
+                     .prompt = prompt ? prompt : "",
+                     .model = model,
+                     .max_turns = cJSON_IsNumber(mt) && mt->valueint >= 1 ? mt->valueint : cfg->max_turns_default,
+                     .token_budget = token_budget,
+                     .timeout_s = timeout_s,
+                     .inputs_json = inputs_json,
+                     .network = network,
+                     .image = image,
+                     .rerun_of = src_id};
+    snprintf(r->id, sizeof r->id, "%s", id); /* the access log names the new task */
+    reserved = 0;                            /* lb_task_start consumes the slot */
+    inserted = lb_task_start(r, &t);
+out:
+    if (src_root >= 0)
+        close(src_root);
+    if (dst_root >= 0)
+        close(dst_root);
+    if (dir_made && !inserted)
+        lb_rmtree(task_dir);
+    if (reserved)
+        lb_spawn_unreserve();
+    free(inputs_json);
+    cJSON_Delete(src);
+}

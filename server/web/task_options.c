@@ -1,0 +1,99 @@
+/* A task's sandbox options as a client may ask for them: the network mode
+ * and the image. Both are checked against what the operator allows before
+ * a task is stored, so a task never fails later for an option the service
+ * would not grant. */
+#include "web/web.h"
+
+#include "common/config.h"
+#include "common/status.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define LB_IMAGES_MAX 64
+
+int lb_network_check(const char *v, char *err, size_t errsz)
+{
+    if (!strcmp(v, "none"))
+        return LB_OK;
+    if (!strcmp(v, "nat")) {
+        if (lb_cfg_network_allowed(lb_cfg(), "nat"))
+            return LB_OK;
+        snprintf(err, errsz,
+                 "This service does not allow network access from sandboxes (network \"nat\"); the operator can "
+                 "allow it with network_allow = none,nat (LLMBOX_NETWORK_ALLOW).");
+        return LB_E_DENIED;
+    }
+    snprintf(err, errsz, "network must be \"none\" or \"nat\".");
+    return LB_E_INVAL;
+}
+
+/* An image name as sandboxd accepts it: [a-z0-9._-], not starting with a
+ * dot, at most 63 characters. */
+static int lb_image_name_ok(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n > 63 || v[0] == '.' || v[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int lb_image_built(const char *name)
+{
+    char p[LB_CFG_PATH + 96];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s/.complete", lb_cfg()->image_store, name);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+cJSON *lb_images_list(void)
+{
+    const lb_config *cfg = lb_cfg();
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    char names[LB_IMAGES_MAX][64];
+    size_t n = 0;
+    DIR *d = opendir(cfg->image_store);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL && n < LB_IMAGES_MAX) {
+            size_t len = strlen(de->d_name);
+            if (len < sizeof names[0] && lb_image_name_ok(de->d_name) && lb_image_built(de->d_name))
+                memcpy(names[n++], de->d_name, len + 1);
+        }
+        closedir(d);
+    }
+    qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            break;
+        }
+        cJSON_AddStringToObject(o, "name", names[i]);
+        cJSON_AddBoolToObject(o, "default", !strcmp(names[i], cfg->default_image));
+    }
+    return arr;
+}
+
+int lb_image_check(const char *v, char *err, size_t errsz)
+{
+    if (!lb_image_name_ok(v)) {
+        snprintf(err, errsz, "The image name may hold only lowercase letters, digits, '.', '_' and '-'.");
+        return LB_E_INVAL;
+    }
+    if (!lb_image_built(v)) {
+        snprintf(err, errsz, "There is no sandbox image \"%s\" on this service; GET /api/info lists the images.", v);
+        return LB_E_NOTFOUND;
+    }
+    return LB_OK;
+}
