@@ -481,7 +481,7 @@ await block('history_delete', async () => {
   check('history_delete_removes_task', t.status === 404, `status ${t.status}`);
   const list = await api('/api/tasks?limit=200');
   check('history_delete_gone_from_list', !list.body.tasks.some((x) => x.id === rerunId));
-  check('history_shows_model', (await page.locator('.history-model').first().innerText()) === 'fake-model');
+  check('history_shows_model', (await page.locator('.history-model').first().innerText()) === 'default');
 });
 
 // ---- 10. an archive upload, unpacked into the input

@@ -197,13 +197,13 @@ def t_nat_when_allowed(_unused):
 
 def t_rerun(E):
     st, _, src = create(E, "plot it\nplease", [("data/a.csv", b"x,y\n1,2\n"), ("pack.zip", zip_bytes([("z.txt", b"z")]))],
-                        [("max_turns", "7"), ("model", "other-model"), ("network", "none")])
+                        [("max_turns", "7"), ("model", "default"), ("token_budget", "5000"), ("timeout_s", "900"), ("network", "none")])
     assert st == 201, src
     st, h, t = E.json("POST", "/api/tasks/%s/rerun" % src["id"], b"")
     assert st == 201, (st, t)
     assert h.get("location") == "/api/tasks/" + t["id"], h
     assert t["id"] != src["id"] and t["rerun_of"] == src["id"], t
-    for k in ("prompt", "model", "max_turns", "network", "image", "inputs"):
+    for k in ("prompt", "model", "max_turns", "token_budget", "timeout_s", "network", "image", "inputs"):
         assert t[k] == src[k], (k, t[k], src[k])
     assert inputs_on_disk(E, t["id"]) == inputs_on_disk(E, src["id"]) == {"data/a.csv": b"x,y\n1,2\n", "z.txt": b"z"}
     # the copy stands alone: deleting the source keeps the new task's inputs
@@ -221,10 +221,16 @@ def t_rerun(E):
     assert "z.txt" in b["error"]["message"], b
     # a task that used nat cannot run again once nat is no longer allowed
     tid = E.insert_task("succeeded")
-    E.db.execute("UPDATE tasks SET network='nat' WHERE id=?", (tid,))
+    E.db.execute("UPDATE tasks SET network='nat', model='default' WHERE id=?", (tid,))
     st, _, b = E.json("POST", "/api/tasks/%s/rerun" % tid, b"")
     expect_error(st, b, 409)
     assert "LLMBOX_NETWORK_ALLOW" in b["error"]["message"], b
+    # nor one whose model is no longer configured
+    tid = E.insert_task("succeeded")
+    E.db.execute("UPDATE tasks SET model='gone-model' WHERE id=?", (tid,))
+    st, _, b = E.json("POST", "/api/tasks/%s/rerun" % tid, b"")
+    expect_error(st, b, 409)
+    assert '"gone-model" is no longer configured' in b["error"]["message"], b
 
 
 def finished_task_with_outputs(E, files, answer="the answer"):
