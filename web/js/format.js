@@ -19,7 +19,7 @@ export function bytes(n) {
 export function duration(ms) {
   ms = Number(ms);
   if (!Number.isFinite(ms) || ms < 0) return '';
-  if (ms < 1) return "under 1 ms"; // a sandbox from the warm pool
+  if (ms < 1) return 'under 1 ms'; // a sandbox from the warm pool
   if (ms < 1000) return `${Math.round(ms)} ms`;
   const s = ms / 1000;
   if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
