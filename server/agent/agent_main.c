@@ -111,6 +111,15 @@ static int run_task(const char *id)
     snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
     snprintf(output_dir, sizeof output_dir, "%s/output", task_dir);
     snprintf(traj, sizeof traj, "%s/trajectory.json", task_dir);
+    if (model && !strcmp(model, LB_MODEL_REPLAY_TASK)) {
+        /* "Replay": the web linked the earlier task's trajectory here */
+        char replay[4200];
+        snprintf(replay, sizeof replay, "%s/replay.json", task_dir);
+        if (lb_cfg_add_replay_model(lb_cfg_mut(), replay) != LB_OK) {
+            lb_store_task_finish(st, id, "failed", "the replay could not be set up (path too long)", NULL);
+            goto out;
+        }
+    }
     struct stat sb;
     int has_input = stat(input_dir, &sb) == 0 && S_ISDIR(sb.st_mode);
     if (lb_mkdirs(task_dir, 0755) != LB_OK) {

@@ -137,6 +137,14 @@ lb_config *lb_cfg_mut(void);
 /* The model called name, or the default model when name is NULL or "";
  * NULL when there is no such model. */
 const lb_model_cfg *lb_cfg_model(const lb_config *cfg, const char *name);
+/* The model of a task that replays another task's trajectory ("Replay" on
+ * the page): not a configurable name ('@' is refused in llmbox.conf), so it
+ * never clashes with an operator's model. */
+#define LB_MODEL_REPLAY_TASK "@replay"
+/* Adds the model LB_MODEL_REPLAY_TASK (provider replay, playing file) to
+ * cfg; for the agent of such a task. LB_E_TOOBIG when cfg is full or the
+ * path too long. */
+int lb_cfg_add_replay_model(lb_config *cfg, const char *file);
 /* The configured model names, "a, b, c" (truncated to outsz). */
 void lb_cfg_model_names(const lb_config *cfg, char *out, size_t outsz);
 /* The API key of a model (the value of its api_key_env variable), or NULL.

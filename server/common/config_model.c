@@ -214,6 +214,19 @@ static lb_model_cfg *add_model(lb_config *c, const char *name, const char *origi
 
 int lb_cfgi_is_model_key(const char *name) { return model_key(name) != NULL; }
 
+int lb_cfg_add_replay_model(lb_config *cfg, const char *file)
+{
+    if (strlen(file) >= sizeof cfg->models[0].replay_file)
+        return LB_E_TOOBIG;
+    lb_model_cfg *m = lb_cfgi_find_model(cfg, LB_MODEL_REPLAY_TASK);
+    if (!m && !(m = add_model(cfg, LB_MODEL_REPLAY_TASK, "a replay of an earlier task")))
+        return LB_E_TOOBIG;
+    snprintf(m->provider, sizeof m->provider, "replay");
+    snprintf(m->model, sizeof m->model, "replay");
+    snprintf(m->replay_file, sizeof m->replay_file, "%s", file);
+    return LB_OK;
+}
+
 /* The LLMBOX_LLM_* variables describe the model named "default" (the
  * configuration of llmbox before llmbox.conf); they override a
  * [model "default"] of the file like any variable overrides the file. */

@@ -2,6 +2,12 @@
  * prompt, model, turn limit, sandbox options and input files as task {id},
  * which may be in any state (its inputs never change once it exists).
  *
+ * With ?replay=1 ("Replay"), the new task asks no model: it plays the
+ * ended task's trajectory.json back through the tools in a fresh sandbox
+ * (the replay provider), so a run is reproduced without an endpoint. The
+ * trajectory is linked into the new task's folder as replay.json and the
+ * task's model is LB_MODEL_REPLAY_TASK. A replay of a replay replays again.
+ *
  * The input files are hard-linked into the new task's folder when they can
  * be (nothing ever writes to an input after the upload: sandboxd copies
  * them into the sandbox), and copied when they cannot. Each file is named
@@ -71,18 +77,10 @@ static int lb_copy_fd(int in, int out)
     }
 }
 
-/* Links (or copies) input rel from src_root to dst_root. */
-static int lb_copy_input(int src_root, int dst_root, const char *rel)
+/* Hard-links (or copies) the regular file sbase in folder sdir to dbase in
+ * ddir, never through a symlink. */
+static int lb_link_or_copy(int sdir, const char *sbase, int ddir, const char *dbase)
 {
-    const char *sbase, *dbase;
-    int sdir = lb_open_parent(src_root, rel, 0, &sbase);
-    if (sdir < 0)
-        return LB_E_NOTFOUND;
-    int ddir = lb_open_parent(dst_root, rel, 1, &dbase);
-    if (ddir < 0) {
-        close(sdir);
-        return LB_E_IO;
-    }
     int rc = LB_OK;
     struct stat st;
     if (fstatat(sdir, sbase, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
@@ -97,8 +95,39 @@ static int lb_copy_input(int src_root, int dst_root, const char *rel)
         if (in >= 0)
             close(in);
     }
+    return rc;
+}
+
+/* Links (or copies) input rel from src_root to dst_root. */
+static int lb_copy_input(int src_root, int dst_root, const char *rel)
+{
+    const char *sbase, *dbase;
+    int sdir = lb_open_parent(src_root, rel, 0, &sbase);
+    if (sdir < 0)
+        return LB_E_NOTFOUND;
+    int ddir = lb_open_parent(dst_root, rel, 1, &dbase);
+    if (ddir < 0) {
+        close(sdir);
+        return LB_E_IO;
+    }
+    int rc = lb_link_or_copy(sdir, sbase, ddir, dbase);
     close(sdir);
     close(ddir);
+    return rc;
+}
+
+/* The trajectory of ended task src_id becomes task_dir/replay.json. */
+static int lb_copy_trajectory(const char *src_id, const char *task_dir)
+{
+    char src_dir[LB_CFG_PATH + 64];
+    snprintf(src_dir, sizeof src_dir, "%s/%s", lb_cfg()->artifacts_dir, src_id);
+    int sdir = open(src_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int ddir = open(task_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = sdir < 0 ? LB_E_NOTFOUND : ddir < 0 ? LB_E_IO : lb_link_or_copy(sdir, "trajectory.json", ddir, "replay.json");
+    if (sdir >= 0)
+        close(sdir);
+    if (ddir >= 0)
+        close(ddir);
     return rc;
 }
 
@@ -116,6 +145,15 @@ void lb_h_task_rerun(lb_req *r)
     char id[33], src_id[33], task_dir[LB_CFG_PATH + 64], input_dir[LB_CFG_PATH + 80], src_input[LB_CFG_PATH + 80];
     lb_http_drain(r); /* no body is needed; whatever came is ignored */
     snprintf(src_id, sizeof src_id, "%s", r->id);
+    char q[8];
+    int replay = 0;
+    if (lb_query_get(r->query, "replay", q, sizeof q) == LB_OK) {
+        if (strcmp(q, "0") && strcmp(q, "1")) {
+            lb_http_error(r, 400, NULL, "replay must be 1 or 0.");
+            return;
+        }
+        replay = q[0] == '1';
+    }
 
     int rc = lb_store_task_get(r->store, r->id, &src);
     if (rc != LB_OK) {
@@ -139,7 +177,17 @@ void lb_h_task_rerun(lb_req *r)
         timeout_s = cfg->task_timeout_s;
     cJSON *inputs = cJSON_GetObjectItemCaseSensitive(src, "inputs");
     char why[300];
-    if (model && *model && !lb_cfg_model(cfg, model)) {
+    if (model && !strcmp(model, LB_MODEL_REPLAY_TASK))
+        replay = 1;
+    const char *status = lb_jstr(src, "status");
+    if (replay && (!status || !strcmp(status, "queued") || !strcmp(status, "running"))) {
+        lb_http_error(r, 409, NULL, "Only a task that has ended can be replayed; this one is %s.",
+                      status ? status : "in an unknown state");
+        goto out;
+    }
+    if (replay)
+        model = LB_MODEL_REPLAY_TASK;
+    else if (model && *model && !lb_cfg_model(cfg, model)) {
         lb_http_error(r, 409, NULL, "The task cannot run again as it was: the model \"%s\" is no longer configured.",
                       model);
         goto out;
@@ -190,6 +238,18 @@ void lb_h_task_rerun(lb_req *r)
         if (rc != LB_OK) {
             lb_error("web: rerun of %s: copying input %s: %s", r->id, clean, strerror(errno));
             lb_http_error(r, 500, NULL, "Could not copy the input file \"%s\".", clean);
+            goto out;
+        }
+    }
+    if (replay) {
+        rc = lb_copy_trajectory(src_id, task_dir);
+        if (rc == LB_E_NOTFOUND) {
+            lb_http_error(r, 409, NULL, "That task left no trajectory.json, so it cannot be replayed.");
+            goto out;
+        }
+        if (rc != LB_OK) {
+            lb_error("web: replay of %s: copying trajectory.json: %s", src_id, strerror(errno));
+            lb_http_error(r, 500, NULL, "Could not copy the task's trajectory.");
             goto out;
         }
     }

@@ -484,6 +484,24 @@ await block('history_delete', async () => {
   check('history_shows_model', (await page.locator('.history-model').first().innerText()) === 'default');
 });
 
+// ---- 9b. Replay: the recorded tool calls again, without the model
+await block('replay', async () => {
+  await page.goto(`${base}#task=${firstTask}`);
+  await page.waitForSelector('button:text("Replay")', { timeout: 10000 });
+  await page.click('button:text("Replay")');
+  await page.waitForFunction((old) => location.hash.startsWith('#task=') && !location.hash.endsWith(old), firstTask, { timeout: 10000 });
+  const id = taskIdOf(page.url());
+  await page.waitForSelector('.task-chip:text("Succeeded")', { timeout: 60000 });
+  const t = await api(`/api/tasks/${id}`);
+  const src = await api(`/api/tasks/${firstTask}`);
+  const names = (x) => (x.body.artifacts || []).map((a) => a.path).sort().join(',');
+  check('replay_same_files', t.body.rerun_of === firstTask && names(t) === names(src) && names(t) !== '',
+    `${names(t)} vs ${names(src)}`);
+  const model = await page.locator('.task-meta dd').first().innerText();
+  check('replay_says_no_model', model === 'replay (no model)', model);
+  await api(`/api/tasks/${id}`, 'DELETE');
+});
+
 // ---- 10. an archive upload, unpacked into the input
 await block('archive_upload', async () => {
   const zip = process.env.LLMBOX_TEST_ZIP;

@@ -45,6 +45,11 @@ SCENARIOS = {"scenarios": [
     {"match": "[hang]", "steps": [step(("bash", {"command": "echo kept > /testbed/output/before.txt"})),
                                   step(("hangfix", {}))]},
     {"match": "[flood]", "steps": [step(("floodfix", {"mib": 64})), FINISH]},
+    {"match": "[replay]", "steps": [
+        step(("bash", {"command": "awk -F, '{s+=$2} END {print s}' /testbed/input/data.csv > /testbed/output/sum.txt"}),
+             ("file_editor", {"command": "create", "path": "/testbed/output/notes/n.md", "file_text": "# notes\n"})),
+        step(("bash", {"command": "head -c 4096 /dev/urandom > /testbed/output/random.bin; echo made"})),
+        step(("finish", {"answer": "sum written"}))]},
     {"match": "[after]", "steps": [step(("bash", {"command": "echo still here"})), FINISH]},
 ]}
 
@@ -237,6 +242,51 @@ def t_crash_hang_flood(s):
     assert h["ok"] and h["sandboxd"]["ok"], h
 
 
+def artifact_digests(s, tid):
+    st, arts = s.get_json("/api/tasks/%s/artifacts" % tid)
+    assert st == 200, (st, arts)
+    items = arts["artifacts"] if isinstance(arts, dict) else arts
+    return {a["path"]: a["sha256"] for a in items}
+
+
+def t_replay_without_model(s):
+    """"Replay" plays an ended task's trajectory through the tools in a fresh
+    sandbox, asking no model: the deterministic files come out the same,
+    the random one differs (it really ran again)."""
+    st, t = s.create_task("[replay] sum the column", files=[("data.csv", b"a,1\nb,2\nc,39\n")])
+    assert st == 201, t
+    src = s.wait_task(t["id"], 60)
+    assert src["status"] == "succeeded", src
+    before = len(requests_for(s, "[replay]"))
+    st, _, body = s.request("POST", "/api/tasks/%s/rerun?replay=1" % src["id"], b"")
+    r = json.loads(body)
+    assert st == 201 and r["model"] == "@replay" and r["rerun_of"] == src["id"], (st, r)
+    t2 = s.wait_task(r["id"], 60)
+    assert t2["status"] == "succeeded" and t2["answer"] == "sum written", t2
+    assert len(requests_for(s, "[replay]")) == before, "the replay asked the model"
+    a, b = artifact_digests(s, src["id"]), artifact_digests(s, t2["id"])
+    assert set(a) == set(b) and {"sum.txt", "notes/n.md", "random.bin"} <= set(a), (a, b)
+    assert a["sum.txt"] == b["sum.txt"] and a["notes/n.md"] == b["notes/n.md"], (a, b)
+    assert a["random.bin"] != b["random.bin"], "the command did not run again"
+    st, _, data = s.request("GET", "/api/tasks/%s/artifacts/sum.txt" % t2["id"])
+    assert data.strip() == b"42", data
+    # a replay of the replay replays again, even without ?replay=1
+    st, _, body = s.request("POST", "/api/tasks/%s/rerun" % t2["id"], b"")
+    assert st == 201 and json.loads(body)["model"] == "@replay", body
+    s.wait_task(json.loads(body)["id"], 60)
+    # refused: a task still running, a task without a trajectory, a bad value
+    st, slow = s.create_task("[slow] wait", max_turns="1")
+    st, _, body = s.request("POST", "/api/tasks/%s/rerun?replay=1" % slow["id"], b"")
+    assert st == 409 and "has ended" in json.loads(body)["error"]["message"], (st, body)
+    s.request("POST", "/api/tasks/%s/cancel" % slow["id"], b"")
+    s.wait_task(slow["id"], 60)
+    os.unlink(os.path.join(s.prefix, "artifacts", src["id"], "trajectory.json"))
+    st, _, body = s.request("POST", "/api/tasks/%s/rerun?replay=1" % src["id"], b"")
+    assert st == 409 and "trajectory.json" in json.loads(body)["error"]["message"], (st, body)
+    st, _, body = s.request("POST", "/api/tasks/%s/rerun?replay=yes" % src["id"], b"")
+    assert st == 400, (st, body)
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -253,6 +303,7 @@ def main():
             r.run("agent_web_tools_listed_per_config", t_tools_listed, s)
             r.run("agent_web_python_plugin_in_sandbox", t_python_plugin, s)
             r.run("agent_web_crash_hang_flood_end_only_their_task", t_crash_hang_flood, s)
+            r.run("agent_web_replay_without_model", t_replay_without_model, s)
     finally:
         shutil.rmtree(plugins, ignore_errors=True)
     r.done()

@@ -121,7 +121,7 @@ export const api = {
   task: (id) => getJSON(taskPath(id)),
   artifacts: (id) => getJSON(`${taskPath(id)}/artifacts`),
   cancel: (id) => postJSON(`${taskPath(id)}/cancel`),
-  rerun: (id) => postJSON(`${taskPath(id)}/rerun`),
+  rerun: (id, replay = false) => postJSON(`${taskPath(id)}/rerun${replay ? '?replay=1' : ''}`),
   remove: (id) => deleteJSON(taskPath(id)),
   /** The event stream, resuming after event `after` (0: from the start). */
   eventsUrl: (id, after = 0) => `${taskPath(id)}/events${after > 0 ? `?last_event_id=${after}` : ''}`,

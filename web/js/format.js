@@ -16,6 +16,11 @@ export function bytes(n) {
   return `${v >= 100 ? Math.round(v) : v.toFixed(1).replace(/\.0$/, '')} ${units[i]}`;
 }
 
+/** A task's model as people read it: "@replay" is a replay, not a model. */
+export function modelLabel(model) {
+  return model === '@replay' ? 'replay (no model)' : String(model);
+}
+
 export function duration(ms) {
   ms = Number(ms);
   if (!Number.isFinite(ms) || ms < 0) return '';

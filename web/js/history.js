@@ -3,7 +3,7 @@
 
 import { h, clear, $, show } from './dom.js';
 import { api } from './api.js';
-import { ago, dateTime, sentence } from './format.js';
+import { ago, dateTime, sentence, modelLabel } from './format.js';
 import { statusLabel } from './status.js';
 
 const POLL_MS = 15000;
@@ -134,7 +134,7 @@ export class History {
       h('span', { class: 'history-meta' },
         h('span', { class: `chip chip-${chipKind(t.status)}` }, statusLabel(t.status)),
         h('time', { datetime: t.created_ms ? new Date(t.created_ms).toISOString() : null, title: dateTime(t.created_ms) }, ago(t.created_ms)),
-        t.model ? h('span', { class: 'history-model', title: `Model: ${t.model}` }, String(t.model)) : null,
+        t.model ? h('span', { class: 'history-model', title: `Model: ${modelLabel(t.model)}` }, modelLabel(t.model)) : null,
       ),
     );
     if (t.id === this.current) a.setAttribute('aria-current', 'page');

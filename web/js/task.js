@@ -10,7 +10,7 @@
 
 import { h, clear, show } from './dom.js';
 import { api, ApiError } from './api.js';
-import { clock, count, duration, dateTime, plural, sentence, bytes } from './format.js';
+import { clock, count, duration, dateTime, plural, sentence, bytes, modelLabel } from './format.js';
 import { statusLabel, isFinal } from './status.js';
 import { Timeline } from './timeline.js';
 import { renderGallery, renderTree, summarize } from './artifacts.js';
@@ -72,6 +72,10 @@ export class TaskView {
     this.chip = h('span', { class: 'chip chip-neutral task-chip' }, 'Loading');
     this.stopButton = h('button', { type: 'button', class: 'button button-danger', hidden: true, onclick: () => this.stop() }, 'Stop');
     this.rerunButton = h('button', { type: 'button', class: 'button button-secondary', hidden: true, onclick: () => this.rerun() }, 'Run again');
+    this.replayButton = h('button', {
+      type: 'button', class: 'button button-secondary', hidden: true, onclick: () => this.rerun(true),
+      title: 'Play this run\'s tool calls again in a fresh sandbox, without asking the model',
+    }, 'Replay');
     this.deleteButton = h('button', { type: 'button', class: 'button button-quiet', hidden: true, onclick: () => this.askDelete() }, 'Delete');
     this.confirmBox = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Delete this task?', hidden: true });
     this.actionMessage = h('p', { class: 'form-error', role: 'alert', hidden: true });
@@ -96,7 +100,7 @@ export class TaskView {
         h('div', { class: 'task-title-row' },
           h('h1', { id: 'task-title', class: 'view-title', tabindex: '-1' }, 'Task'),
           this.chip),
-        h('div', { class: 'task-actions' }, this.stopButton, this.rerunButton, this.deleteButton)),
+        h('div', { class: 'task-actions' }, this.stopButton, this.rerunButton, this.replayButton, this.deleteButton)),
       this.confirmBox,
       this.statusLine,
       this.meter,
@@ -157,7 +161,7 @@ export class TaskView {
       : 'none';
     const inputsTitle = inputs.map((f) => (typeof f === 'string' ? f : (f && (f.path || f.name)) || '')).filter(Boolean).join('\n');
     this.metaEl.append(
-      ...item('Model', task.model ? String(task.model) : ''),
+      ...item('Model', task.model ? modelLabel(task.model) : ''),
       ...item('Created', dateTime(task.created_ms)),
       ...item('Max turns', task.max_turns ? count(task.max_turns) : ''),
       ...item('Inputs', inputsText, inputsTitle),
@@ -224,6 +228,7 @@ export class TaskView {
     show(this.meter, false);
     show(this.stopButton, false);
     show(this.rerunButton, false);
+    show(this.replayButton, false);
     show(this.deleteButton, false);
     show(this.timelineEmpty, false);
     this.root.querySelector('.steps').hidden = true;
@@ -377,6 +382,7 @@ export class TaskView {
     this.chip.className = `chip task-chip chip-${chipKind(status)}`;
     this.chip.textContent = statusLabel(status);
     show(this.stopButton, !isFinal(status));
+    show(this.replayButton, isFinal(status));
     this.onStatus(this.id, status);
     this.renderStatus();
   }
@@ -469,21 +475,24 @@ export class TaskView {
     }
   }
 
-  async rerun() {
+  /** "Run again" (the model again), or with replay "Replay" (the recorded tool calls, no model). */
+  async rerun(replay = false) {
     const id = this.id;
-    this.rerunButton.disabled = true;
-    this.rerunButton.textContent = 'Starting…';
+    const button = replay ? this.replayButton : this.rerunButton;
+    const label = button.textContent;
+    button.disabled = true;
+    button.textContent = 'Starting…';
     this.showActionMessage('');
     try {
-      const task = await api.rerun(id);
+      const task = await api.rerun(id, replay);
       if (this.id !== id) return;
       this.onStarted(task.id);
     } catch (e) {
       if (this.id !== id) return;
-      this.showActionMessage(`The task could not be run again. ${e.message}`);
+      this.showActionMessage(`The task could not be ${replay ? 'replayed' : 'run again'}. ${e.message}`);
     } finally {
-      this.rerunButton.disabled = false;
-      this.rerunButton.textContent = 'Run again';
+      button.disabled = false;
+      button.textContent = label;
     }
   }
 
