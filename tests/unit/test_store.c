@@ -378,6 +378,7 @@ TEST(task_options_round_trip)
 TEST(v1_database_migrates_to_v3)
 {
     snprintf(db_path, sizeof db_path, "%s/v1.db", db_dir);
+    unlink(db_path); /* migrates_v1_database used the same name */
     sqlite3 *db;
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     const char *v1 =
