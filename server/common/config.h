@@ -60,7 +60,7 @@ typedef struct lb_user_cfg {
     int max_tasks;                   /* tasks queued or running at once; 0 = no per-user limit */
     int tasks_per_minute;            /* task starts in any 60 s; 0 = no per-user limit */
     uint64_t max_upload_bytes;       /* one task's upload; never above max_upload_bytes */
-    int line;                        /* where the section starts in the file */
+    int line;                        /* the line of its first key in the file */
 } lb_user_cfg;
 
 typedef struct lb_config {
