@@ -102,9 +102,13 @@ static int lb_user_list(void)
     }
     for (int i = 0; i < cfg->n_users; i++) {
         const lb_user_cfg *u = &cfg->users[i];
-        printf("%-20s %d token%s  tasks at once %s%d, a minute %s%d, upload %llu MiB\n", u->name, u->n_tokens,
-               u->n_tokens == 1 ? " " : "s", u->max_tasks ? "" : "(no limit) ", u->max_tasks,
-               u->tasks_per_minute ? "" : "(no limit) ", u->tasks_per_minute,
+        char at_once[32] = "no limit", a_minute[32] = "no limit";
+        if (u->max_tasks)
+            snprintf(at_once, sizeof at_once, "%d", u->max_tasks);
+        if (u->tasks_per_minute)
+            snprintf(a_minute, sizeof a_minute, "%d", u->tasks_per_minute);
+        printf("%-20s %d token%s  tasks at once: %s, starts a minute: %s, upload: %llu MiB\n", u->name,
+               u->n_tokens, u->n_tokens == 1 ? " " : "s", at_once, a_minute,
                (unsigned long long)(u->max_upload_bytes >> 20));
     }
     return 0;
