@@ -170,12 +170,15 @@ void lb_h_logout(lb_req *r)
     lb_http_drain(r);
     char sid[65], h[LB_SHA256_HEX], cookie[256];
     int ended = 0;
-    if (lb_cfg()->n_users && lb_auth_cookie(r, sid)) {
+    lb_session se;
+    if (lb_cfg()->n_users && lb_auth_cookie(r, sid) && lb_sha256_hex(sid, 64, h) == LB_OK &&
+        lb_store_session_get(r->store, h, lb_now_ms(), &se) == LB_OK) {
         /* a live session is ended only with its CSRF token: the same rule
-         * as every other change made with the cookie */
+         * as every other change made with the cookie (an ended or unknown
+         * one just loses its cookie) */
         if (!lb_auth_request(r))
             return;
-        if (r->via_session && lb_sha256_hex(sid, 64, h) == LB_OK && lb_store_session_delete(r->store, h) == LB_OK) {
+        if (r->via_session && lb_store_session_delete(r->store, h) == LB_OK) {
             ended = 1;
             lb_info("web: user %s logged out (session %.8s…)", r->user->name, h);
         }
