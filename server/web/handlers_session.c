@@ -171,8 +171,10 @@ void lb_h_logout(lb_req *r)
     char sid[65], h[LB_SHA256_HEX], cookie[256];
     int ended = 0;
     lb_session se;
+    const lb_user_cfg *u = NULL;
     if (lb_cfg()->n_users && lb_auth_cookie(r, sid) && lb_sha256_hex(sid, 64, h) == LB_OK &&
-        lb_store_session_get(r->store, h, lb_now_ms(), &se) == LB_OK) {
+        lb_store_session_get(r->store, h, lb_now_ms(), &se) == LB_OK && (u = lb_cfg_user(lb_cfg(), se.user)) &&
+        lb_cfg_user_has_token(u, se.token_sha256)) {
         /* a live session is ended only with its CSRF token: the same rule
          * as every other change made with the cookie (an ended or unknown
          * one just loses its cookie) */
