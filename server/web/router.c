@@ -108,10 +108,13 @@ void lb_route(lb_req *r)
         lb_h_sandboxes(r, p + 9); /* its own auth, methods and sub-routes */
         return;
     }
+    /* without users: no login, loopback clients only, for every route */
+    if (!lb_cfg()->n_users && !lb_auth_request(r))
+        return;
     /* the routes that need no login: health (monitoring, the page's
      * header), the login itself, and preview links (a key instead) */
     if (!strcmp(p, "health")) {
-        if (lb_allow(r, M_GET) && (lb_cfg()->n_users || lb_auth_request(r)))
+        if (lb_allow(r, M_GET))
             lb_h_health(r);
         return;
     }
@@ -132,7 +135,7 @@ void lb_route(lb_req *r)
     }
     if (!strncmp(p, "tasks/", 6) && lb_route_preview(r, p + 6))
         return;
-    if (!lb_auth_request(r))
+    if (lb_cfg()->n_users && !lb_auth_request(r))
         return;
     if (!strcmp(p, "models")) {
         if (lb_allow(r, M_GET))

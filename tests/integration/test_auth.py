@@ -496,6 +496,13 @@ def t_no_users_unchanged(s):
     assert st == 404 and b"no users" in b, (st, b)
     log = open(os.path.join(s.prefix, "var", "log", "web.log")).read()
     assert "no users configured: serving on 127.0.0.1 only, without login" in log, log[-1500:]
+    # a client beyond loopback (nginx opened wider by hand; here nginx's
+    # realip module makes X-Forwarded-For the client address): refused
+    for path in ("/api/health", "/api/tasks", "/api/session", "/api/tasks/%s/artifacts/report.html" % t["id"]):
+        st, _, b = s.request("GET", path, headers={"X-Forwarded-For": "192.0.2.7"})
+        assert st == 403 and b"no users configured" in b, (path, st, b)
+    st, _, b = s.request("POST", "/api/tasks", b"", {"X-Forwarded-For": "192.0.2.7", "Content-Type": "text/plain"})
+    assert st == 403, (st, b)
     db = sqlite3.connect(os.path.join(s.prefix, "var", "web", "llmbox.db"))
     owners = {r[0] for r in db.execute("SELECT owner FROM tasks")}
     db.close()
@@ -588,7 +595,10 @@ def main():
         rep.run("limit_rate_429", t_limit_rate_429, s, u)
         rep.run("limit_upload_413", t_limit_upload_413, s, u)
         rep.run("start_log_names_users", t_start_log_users, s, u)
-    with Stack(scenario=SCENARIO) as s:
+    realip = (("        server_name localhost;",
+               "        server_name localhost;\n        set_real_ip_from 127.0.0.1;\n"
+               "        real_ip_header X-Forwarded-For;"),)
+    with Stack(scenario=SCENARIO, nginx_subst=realip) as s:
         rep.run("no_users_mode_unchanged", t_no_users_unchanged, s)
     rep.done()
 
