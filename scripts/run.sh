@@ -5,8 +5,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LLMBOX_HOME="$PWD"
 export LLMBOX_WEB_USER="${LLMBOX_WEB_USER:-llmbox}"
-PORT_LINE=$(grep -m1 'listen 127.0.0.1:' nginx.conf | tr -d ' ;')
-URL="http://${PORT_LINE#listen}/"
+
+# Where nginx listens: `listen` in llmbox.conf (LLMBOX_LISTEN), checked by
+# llmbox itself (an address beyond loopback is refused without users).
+if ! LISTEN=$(build/llmbox config listen); then
+    exit 1
+fi
+case "$LISTEN" in
+    0.0.0.0:*) HERE="127.0.0.1:${LISTEN##*:}" ;;   # every address: check through loopback
+    "[::]:"*)  HERE="[::1]:${LISTEN##*:}" ;;
+    *)         HERE="$LISTEN" ;;
+esac
+URL="http://$HERE/"
 
 if [ "$(id -u)" != 0 ]; then
     echo "llmbox: make run needs root (the sandbox daemon creates namespaces and cgroups)" >&2
@@ -14,6 +24,9 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 scripts/prepare-dirs.sh "$LLMBOX_WEB_USER"
+
+# nginx.conf as it is, but listening where the configuration says
+sed "s|listen 127.0.0.1:8080;|listen $LISTEN;|" nginx.conf > var/run/nginx.conf
 
 pids=()
 stop() {
@@ -49,7 +62,7 @@ setsid build/llmbox sandboxd >>var/log/sandboxd.log 2>&1 &
 sandboxd_pid=$!
 setsid build/llmbox web >>var/log/web.log 2>&1 &
 web_pid=$!
-setsid nginx -p "$PWD/" -c "$PWD/nginx.conf" -e var/log/nginx-error.log &
+setsid nginx -p "$PWD/" -c "$PWD/var/run/nginx.conf" -e var/log/nginx-error.log &
 nginx_pid=$!
 pids=("$nginx_pid" "$web_pid" "$sandboxd_pid")
 
@@ -68,6 +81,7 @@ done
 
 echo
 echo "llmbox is running: $URL"
+[ "$HERE" != "$LISTEN" ] && echo "  listen  $LISTEN (every address of this machine; users log in, see README.md)"
 curl -fsS "${URL}api/health" 2>/dev/null | python3 -c '
 import json, sys
 h = json.load(sys.stdin)

@@ -20,6 +20,10 @@ static void usage(FILE *f)
             "                      run one task from the terminal\n"
             "  image build [NAME]  build a sandbox image with debootstrap\n"
             "  image list          the images, their state and size\n"
+            "  user add NAME       a new API token and the llmbox.conf lines for it\n"
+            "  user hash | list    the token_sha256 of a token on stdin; the users\n"
+            "  config check        loads the configuration and says what is wrong\n"
+            "  config listen       the address nginx listens on\n"
             "  version             print the version\n"
             "\n"
             "Configuration comes from llmbox.conf (LLMBOX_CONF, default $LLMBOX_HOME/llmbox.conf)\n"
@@ -42,6 +46,8 @@ int main(int argc, char **argv)
         return 0;
     }
     int rc = lb_config_load(lb_cfg_mut());
+    if (!strcmp(cmd, "user")) /* makes the first user even while the file does not load yet */
+        return lb_user_main(argc - 1, argv + 1, rc == LB_OK);
     if (rc != LB_OK) {
         /* a bad llmbox.conf or variable stops every subcommand: a service
          * that starts with half its settings is worse than one that does not */
@@ -61,6 +67,8 @@ int main(int argc, char **argv)
         return lb_run_main(argc, argv);
     if (!strcmp(cmd, "image"))
         return lb_image_main(argc, argv);
+    if (!strcmp(cmd, "config"))
+        return lb_config_main(argc, argv);
     fprintf(stderr, "llmbox: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

@@ -7,6 +7,7 @@ import { Health } from './js/health.js';
 import { History } from './js/history.js';
 import { TaskForm } from './js/form.js';
 import { TaskView } from './js/task.js';
+import { Login } from './js/login.js';
 
 const newTaskView = $('#new-task-view');
 const taskViewEl = $('#task-view');
@@ -43,8 +44,10 @@ function currentTaskId() {
 }
 
 let lastRoute = null;
+let loggedOut = false; // the login form is showing: no view routes
 
 function route() {
+  if (loggedOut) return;
   const id = currentTaskId();
   if (id === lastRoute) return;
   const first = lastRoute === null;
@@ -71,7 +74,6 @@ function route() {
   }
 }
 
-window.addEventListener('hashchange', route);
 $('#new-task-link').addEventListener('click', (e) => {
   // "#" may already be the hash; make the link always lead to the form.
   if (!currentTaskId()) {
@@ -80,8 +82,40 @@ $('#new-task-link').addEventListener('click', (e) => {
   }
 });
 
+const layout = $('#layout');
+const historyEl = $('#history');
+let started = false;
+
+// Without users on the server this starts at once; with users, after the
+// login (and again after a new login: the history and limits are the user's).
+const login = new Login({
+  onIn: () => {
+    loggedOut = false;
+    layout.classList.remove('is-login');
+    show($('#new-task-link'), true);
+    show(historyEl, true);
+    history.load();
+    form.loadModels();
+    form.loadInfo();
+    lastRoute = null;
+    if (!started) {
+      started = true;
+      window.addEventListener('hashchange', route);
+    }
+    route();
+  },
+  onOut: () => {
+    loggedOut = true;
+    show($('#new-task-link'), false);
+    taskView.close();
+    lastRoute = null;
+    layout.classList.add('is-login');
+    show(newTaskView, false);
+    show(taskViewEl, false);
+    show(historyEl, false);
+    document.title = 'Log in — llmbox';
+  },
+});
+
 health.start();
-history.load();
-form.loadModels();
-form.loadInfo();
-route();
+login.start();

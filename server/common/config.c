@@ -228,6 +228,21 @@ static int set_tools(lb_config *c, const lb_cfg_key *k, const char *v, char *why
     return LB_OK;
 }
 
+static int set_listen(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    int rc = lb_cfgi_listen_check(v, why, whysz);
+    return rc != LB_OK ? rc : set_str(c, k, v, why, whysz);
+}
+
+static int set_cookie_secure(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    if (strcmp(v, "auto") && strcmp(v, "on")) {
+        snprintf(why, whysz, "must be auto (Secure when the request came over TLS) or on (always Secure)");
+        return LB_E_INVAL;
+    }
+    return set_str(c, k, v, why, whysz);
+}
+
 #define F(f) offsetof(lb_config, f), sizeof(((lb_config *)0)->f)
 #define KEY_INT(name, env, f, def, lo, hi) {name, env, NULL, set_int, F(f), lo, hi, #def}
 #define KEY_MIB(name, env, f, def, lo, hi) {name, env, NULL, set_mib, F(f), lo, hi, #def}
@@ -285,6 +300,12 @@ static const lb_cfg_key lb_keys[] = {
     KEY_MIB("max_unpack_mb", "LLMBOX_MAX_UNPACK_MB", max_unpack_bytes, 1024, 1, 1 << 20),
     KEY_INT("sse_max_s", "LLMBOX_SSE_MAX_S", sse_max_s, 0, 0, 86400),
     KEY_INT("llm_timeout_s", "LLMBOX_LLM_TIMEOUT_S", llm_timeout_s, 600, 1, 86400),
+    {"listen", "LLMBOX_LISTEN", NULL, set_listen, F(listen), 0, 0, "127.0.0.1:8080"},
+    KEY_INT("user_max_tasks", "LLMBOX_USER_MAX_TASKS", user_max_tasks, 4, 0, 4096),
+    KEY_INT("user_tasks_per_minute", "LLMBOX_USER_TASKS_PER_MINUTE", user_tasks_per_minute, 10, 0, 1000),
+    KEY_MIB("user_max_upload_mb", "LLMBOX_USER_MAX_UPLOAD_MB", user_max_upload_bytes, 0, 0, 1 << 20),
+    KEY_INT("session_ttl_s", "LLMBOX_SESSION_TTL_S", session_ttl_s, 604800, 60, 366 * 86400),
+    {"cookie_secure", "LLMBOX_COOKIE_SECURE", NULL, set_cookie_secure, F(cookie_secure), 0, 0, "auto"},
     {"tools", "LLMBOX_TOOLS", NULL, set_tools, F(tools), 0, 0, LB_CFG_DEFAULT_TOOLS},
     {"default_model", "LLMBOX_DEFAULT_MODEL", NULL, set_model_ref, F(default_model), 0, 0, ""},
 };
@@ -324,6 +345,9 @@ static int apply_globals(lb_config *c, const lb_conf *cf)
         if (k == LB_N_KEYS) {
             if (lb_cfgi_is_model_key(e->name))
                 return lb_cfgi_fail(LB_E_INVAL, "%s:%d: '%s' is a model setting: put it in a [model \"NAME\"] section",
+                            cf->path, e->line, e->name);
+            if (lb_cfgi_is_user_key(e->name))
+                return lb_cfgi_fail(LB_E_INVAL, "%s:%d: '%s' is a user setting: put it in a [user \"NAME\"] section",
                             cf->path, e->line, e->name);
             return lb_cfgi_fail(LB_E_INVAL, "%s:%d: unknown key '%s'", cf->path, e->line, e->name);
         }
@@ -393,6 +417,10 @@ int lb_config_load(lb_config *cfg)
     rc = apply_globals(cfg, have_file ? &cf : NULL);
     if (rc == LB_OK)
         rc = lb_cfgi_apply_models(cfg, have_file ? &cf : NULL);
+    if (rc == LB_OK)
+        rc = lb_cfgi_apply_users(cfg, have_file ? &cf : NULL);
+    if (rc == LB_OK)
+        rc = lb_cfgi_check_access(cfg);
     lb_conf_free(&cf);
     if (rc != LB_OK)
         return rc;

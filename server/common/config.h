@@ -21,6 +21,10 @@
 #define LB_CFG_MAX_TOOLS 64
 #define LB_CFG_TOOL_NAME 65           /* [a-z0-9_]{1,64} */
 #define LB_CFG_FILE_MAX (1u << 20)    /* llmbox.conf */
+#define LB_CFG_MAX_USERS 256
+#define LB_CFG_USER_NAME 64           /* [A-Za-z0-9._-]{1,63}, like model names */
+#define LB_CFG_USER_TOKENS 4          /* token hashes per user (rotation: old and new) */
+#define LB_CFG_LISTEN 80              /* "ADDR:PORT" */
 
 typedef enum lb_cfg_tool_mode {
     LB_CFG_TOOLS_NATIVE = 0,
@@ -45,6 +49,19 @@ typedef struct lb_model_cfg {
     int context_length;              /* 0 = unknown; used to size a retry after a context error */
     char origin[LB_CFG_PATH + 32];   /* where it was defined: "llmbox.conf:12" or "the environment" */
 } lb_model_cfg;
+
+/* One user of the service ([user "NAME"] in llmbox.conf). Only SHA-256
+ * hashes of the user's API tokens are kept: tokens are 256 random bits
+ * (`llmbox user add` makes them), so a plain hash cannot be reversed. */
+typedef struct lb_user_cfg {
+    char name[LB_CFG_USER_NAME];
+    char token_sha256[LB_CFG_USER_TOKENS][65]; /* lowercase hex */
+    int n_tokens;
+    int max_tasks;                   /* tasks queued or running at once; 0 = no per-user limit */
+    int tasks_per_minute;            /* task starts in any 60 s; 0 = no per-user limit */
+    uint64_t max_upload_bytes;       /* one task's upload; never above max_upload_bytes */
+    int line;                        /* the line of its first key in the file */
+} lb_user_cfg;
 
 typedef struct lb_config {
     char home[LB_CFG_PATH];          /* LLMBOX_HOME, default: the cwd (environment only) */
@@ -117,6 +134,19 @@ typedef struct lb_config {
     uint64_t max_unpack_bytes;       /* max_unpack_mb | LLMBOX_MAX_UNPACK_MB, default 1024 MiB unpacked from a task's archives */
     int sse_max_s;                   /* sse_max_s | LLMBOX_SSE_MAX_S, default 0 (none): an event stream ends after this long
                                         and the browser resumes it with Last-Event-ID */
+
+    /* Access (config_user.c). With no user, the service has no login and
+     * serves loopback only; listen beyond loopback is refused then. */
+    lb_user_cfg users[LB_CFG_MAX_USERS];
+    int n_users;
+    char listen[LB_CFG_LISTEN];      /* listen | LLMBOX_LISTEN, default "127.0.0.1:8080": nginx's address
+                                        (scripts/run.sh writes it into the nginx config it starts) */
+    int user_max_tasks;              /* user_max_tasks | LLMBOX_USER_MAX_TASKS, default 4: per user, queued or running */
+    int user_tasks_per_minute;       /* user_tasks_per_minute | LLMBOX_USER_TASKS_PER_MINUTE, default 10 */
+    uint64_t user_max_upload_bytes;  /* user_max_upload_mb | LLMBOX_USER_MAX_UPLOAD_MB, default 0 = max_upload_mb */
+    int session_ttl_s;               /* session_ttl_s | LLMBOX_SESSION_TTL_S, default 604800 (7 days) from login */
+    char cookie_secure[8];           /* cookie_secure | LLMBOX_COOKIE_SECURE: "auto" (Secure when the request came
+                                        over TLS) or "on" (always) */
 } lb_config;
 
 /* Fills cfg from the defaults, the config file and the environment;
@@ -152,6 +182,17 @@ void lb_cfg_model_names(const lb_config *cfg, char *out, size_t outsz);
 const char *lb_model_cfg_key(const lb_model_cfg *m);
 /* Whether the tool name is offered to the model (tools / LLMBOX_TOOLS). */
 int lb_cfg_tool_enabled(const lb_config *cfg, const char *name);
+/* The user called name, or NULL. */
+const lb_user_cfg *lb_cfg_user(const lb_config *cfg, const char *name);
+/* The user one of whose token hashes is SHA-256(token), or NULL. Looks at
+ * every hash of every user in constant time per hash, whatever matches. */
+const lb_user_cfg *lb_cfg_user_by_token(const lb_config *cfg, const char *token, size_t len);
+/* Whether hash (64 hex) is one of u's token hashes. */
+int lb_cfg_user_has_token(const lb_user_cfg *u, const char *hash);
+/* Whether the address part of listen ("127.0.0.1:8080", "[::1]:80") or an
+ * address alone ("127.0.0.5", "::1", "::ffff:127.0.0.1") is loopback. */
+int lb_cfg_addr_is_loopback(const char *addr);
+
 /* "log/" next to the database: where agent logs and crash notes go. */
 void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz);
 

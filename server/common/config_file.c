@@ -69,10 +69,12 @@ static int conf_entry(void *user, const char *section, const char *name, const c
         return 0;
     lb_entry *last = cf->n ? &cf->e[cf->n - 1] : NULL;
     if (cf->indented && last && !strcmp(last->name, name) && !strcmp(last->section, section)) {
-        if (strcmp(name, "extra_body"))
+        /* the two values that may be longer than a line: a JSON object,
+         * and the token hashes of a user (old and new while rotating) */
+        if (strcmp(name, "extra_body") && strcmp(name, "token_sha256"))
             return conf_fail(cf, line,
-                             "this indented line would continue the value of '%s' (only extra_body may "
-                             "span lines); do not indent keys",
+                             "this indented line would continue the value of '%s' (only extra_body and "
+                             "token_sha256 may span lines); do not indent keys",
                              name);
         size_t a = strlen(last->value), b = strlen(value);
         if (a + b + 2 > 2 * LB_CFG_EXTRA_MAX)
@@ -181,15 +183,18 @@ out:
     return rc;
 }
 
-int lb_conf_model_section(const char *section, char *name, size_t namesz)
+/* [KIND "NAME"] or [KIND.NAME] -> NAME */
+static int lb_conf_named_section(const char *section, const char *kind, char *name, size_t namesz)
 {
-    size_t n = strlen(section);
-    if (!strncmp(section, "model.", 6)) {
-        snprintf(name, namesz, "%s", section + 6);
+    size_t k = strlen(kind), n = strlen(section);
+    if (strncmp(section, kind, k) != 0)
+        return 0;
+    if (section[k] == '.') {
+        snprintf(name, namesz, "%s", section + k + 1);
         return 1;
     }
-    if (!strncmp(section, "model ", 6) && n >= 8) {
-        const char *q = section + 6;
+    if (section[k] == ' ' && n >= k + 3) {
+        const char *q = section + k + 1;
         while (*q == ' ')
             q++;
         size_t qn = strlen(q);
@@ -199,4 +204,14 @@ int lb_conf_model_section(const char *section, char *name, size_t namesz)
         }
     }
     return 0;
+}
+
+int lb_conf_model_section(const char *section, char *name, size_t namesz)
+{
+    return lb_conf_named_section(section, "model", name, namesz);
+}
+
+int lb_conf_user_section(const char *section, char *name, size_t namesz)
+{
+    return lb_conf_named_section(section, "user", name, namesz);
 }

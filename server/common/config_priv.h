@@ -39,6 +39,8 @@ int lb_conf_parse(lb_conf *cf, const char *path);
 void lb_conf_free(lb_conf *cf);
 /* [model "qwen"] or [model.qwen] -> "qwen"; 0 when not a model section. */
 int lb_conf_model_section(const char *section, char *name, size_t namesz);
+/* [user "alice"] or [user.alice] -> "alice"; 0 when not a user section. */
+int lb_conf_user_section(const char *section, char *name, size_t namesz);
 
 /* Helpers (config.c). */
 int lb_cfgi_parse_ll(const char *v, long long lo, long long hi, long long *out);
@@ -55,7 +57,18 @@ int lb_cfgi_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 
 int lb_cfgi_is_model_key(const char *name);
 lb_model_cfg *lb_cfgi_find_model(lb_config *c, const char *name);
 /* The file's [model] sections, then the LLMBOX_LLM_* variables on the
- * model "default", then the checks that need a whole model. */
+ * model "default", then the checks that need a whole model. Skips [user]
+ * sections. */
 int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf);
+
+/* Users and listen (config_user.c). */
+int lb_cfgi_is_user_key(const char *name);
+/* The file's [user] sections, with the user_* defaults filled in. */
+int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf);
+/* "ADDR:PORT" with ADDR an IPv4 or [IPv6] literal: LB_OK, or LB_E_INVAL
+ * with a phrase in why. */
+int lb_cfgi_listen_check(const char *v, char *why, size_t whysz);
+/* The checks that need both: listen beyond loopback needs users. */
+int lb_cfgi_check_access(const lb_config *c);
 
 #endif

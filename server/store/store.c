@@ -47,13 +47,28 @@ enum {
     Q_ART_INSERT,
     Q_ART_GET,
     Q_ART_FIND,
+    Q_TASK_OWNER,
+    Q_OWN_LIST,
+    Q_OWN_LIST_BEFORE,
+    Q_OWN_LIST_AFTER_ROW,
+    Q_OWN_ACTIVE,
+    Q_SESSION_INSERT,
+    Q_SESSION_GET,
+    Q_SESSION_DELETE,
+    Q_SESSION_EXPIRE,
+    Q_SESSION_TRIM,
     Q__COUNT
 };
 
 static const char *const lb_sql[Q__COUNT] = {
+    /* ?13 > 0: only while the owner ?12 has fewer than ?13 tasks queued or
+     * running. One statement under SQLite's write lock, so two requests
+     * at once can never both take the last place. */
     [Q_TASK_INSERT] = "INSERT INTO tasks(id, status, prompt, model, max_turns, created_ms, inputs,"
-                      " token_budget, timeout_s, network, image, rerun_of)"
-                      " VALUES(?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                      " token_budget, timeout_s, network, image, rerun_of, owner)"
+                      " SELECT ?1, 'queued', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12"
+                      " WHERE ?13 <= 0 OR (SELECT COUNT(*) FROM tasks WHERE owner = ?12"
+                      " AND status IN ('queued', 'running')) < ?13",
     [Q_TASK_STATUS] = "SELECT status, pid FROM tasks WHERE id = ?1",
     [Q_TASK_SET_RUNNING] = "UPDATE tasks SET status = 'running', pid = ?2,"
                            " started_ms = COALESCE(started_ms, ?3)"
@@ -88,6 +103,28 @@ static const char *const lb_sql[Q__COUNT] = {
     [Q_ART_INSERT] = "INSERT INTO artifacts(task_id, path, size, mime, sha256) VALUES(?1, ?2, ?3, ?4, ?5)",
     [Q_ART_GET] = "SELECT path, size, mime, sha256 FROM artifacts WHERE task_id = ?1 ORDER BY path",
     [Q_ART_FIND] = "SELECT path, size, mime, sha256 FROM artifacts WHERE task_id = ?1 AND path = ?2",
+    [Q_TASK_OWNER] = "SELECT owner FROM tasks WHERE id = ?1",
+    /* the same three pages as Q_TASK_LIST*, of one owner's tasks (index tasks_owner) */
+    [Q_OWN_LIST] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
+                   " FROM tasks WHERE owner = ?4 ORDER BY created_ms DESC, id DESC LIMIT ?1",
+    [Q_OWN_LIST_BEFORE] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
+                          " FROM tasks WHERE owner = ?4 AND created_ms < ?2"
+                          " ORDER BY created_ms DESC, id DESC LIMIT ?1",
+    [Q_OWN_LIST_AFTER_ROW] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
+                             " FROM tasks WHERE owner = ?4 AND (created_ms, id) < (?2, ?3)"
+                             " ORDER BY created_ms DESC, id DESC LIMIT ?1",
+    [Q_OWN_ACTIVE] = "SELECT COUNT(*) FROM tasks WHERE owner = ?1 AND status IN ('queued', 'running')",
+    [Q_SESSION_INSERT] = "INSERT INTO sessions(id_sha256, user, token_sha256, created_ms, expires_ms)"
+                         " VALUES(?1, ?2, ?3, ?4, ?5)",
+    [Q_SESSION_GET] = "SELECT user, token_sha256, created_ms, expires_ms FROM sessions"
+                      " WHERE id_sha256 = ?1 AND expires_ms > ?2",
+    [Q_SESSION_DELETE] = "DELETE FROM sessions WHERE id_sha256 = ?1",
+    [Q_SESSION_EXPIRE] = "DELETE FROM sessions WHERE expires_ms <= ?1",
+    /* a user keeps their ?2 newest sessions: logging in again and again
+     * (a script that never logs out) cannot fill the table */
+    [Q_SESSION_TRIM] = "DELETE FROM sessions WHERE user = ?1 AND id_sha256 NOT IN"
+                       " (SELECT id_sha256 FROM sessions WHERE user = ?1"
+                       " ORDER BY created_ms DESC, id_sha256 LIMIT ?2)",
 };
 
 struct lb_store {
@@ -275,9 +312,26 @@ static const char lb_schema_v3[] =
     "ALTER TABLE tasks ADD COLUMN image TEXT;"
     "ALTER TABLE tasks ADD COLUMN rerun_of TEXT;";
 
+/* v4: access. Each task belongs to the user who made it (NULL: made
+ * without users, or before they existed). A login session is kept as the
+ * SHA-256 of its random id (the cookie's value never reaches the disk)
+ * and the hash of the token it was opened with, so that removing that
+ * token from llmbox.conf ends the session too. */
+static const char lb_schema_v4[] =
+    "ALTER TABLE tasks ADD COLUMN owner TEXT;"
+    "CREATE INDEX tasks_owner ON tasks(owner, created_ms DESC, id DESC);"
+    "CREATE TABLE sessions("
+    "  id_sha256 TEXT PRIMARY KEY NOT NULL,"
+    "  user TEXT NOT NULL,"
+    "  token_sha256 TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  expires_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX sessions_user ON sessions(user, created_ms);"
+    "CREATE INDEX sessions_expires ON sessions(expires_ms);";
+
 /* One entry per version; migrations[i] takes the schema from i to i+1.
  * Append only: a released migration is never edited. */
-static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3};
+static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3, lb_schema_v4};
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
@@ -403,8 +457,12 @@ int lb_store_task_insert(lb_store *s, const lb_task_new *t)
     lb_bind_text(st, 9, t->network);
     lb_bind_text(st, 10, t->image);
     lb_bind_text(st, 11, t->rerun_of);
+    lb_bind_text(st, 12, t->owner);
+    sqlite3_bind_int(st, 13, t->owner ? t->owner_max_active : 0);
     /* a single statement is its own transaction */
     int rc = lb_step_done(s, st, "insert task");
+    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
+        rc = LB_E_BUSY; /* the owner's limit was reached */
     lb_done(st);
     return rc;
 }
@@ -711,20 +769,31 @@ int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)
 
 int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out)
 {
+    return lb_store_task_page_of(s, NULL, limit, before_ms, before_id, out);
+}
+
+int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                          cJSON **out)
+{
     *out = NULL;
     if (!s)
         return LB_E_INVAL;
     if (limit <= 0 || limit > LB_STORE_LIST_MAX)
         limit = limit <= 0 ? 50 : LB_STORE_LIST_MAX;
-    int q = before_ms <= 0 ? Q_TASK_LIST : before_id && *before_id ? Q_TASK_LIST_AFTER_ROW : Q_TASK_LIST_BEFORE;
+    int after_row = before_ms > 0 && before_id && *before_id;
+    int q = before_ms <= 0 ? Q_TASK_LIST : after_row ? Q_TASK_LIST_AFTER_ROW : Q_TASK_LIST_BEFORE;
+    if (owner)
+        q = before_ms <= 0 ? Q_OWN_LIST : after_row ? Q_OWN_LIST_AFTER_ROW : Q_OWN_LIST_BEFORE;
     sqlite3_stmt *st = lb_stmt(s, q);
     if (!st)
         return LB_E_INTERNAL;
     sqlite3_bind_int(st, 1, limit);
     if (before_ms > 0)
         sqlite3_bind_int64(st, 2, before_ms);
-    if (q == Q_TASK_LIST_AFTER_ROW)
+    if (after_row)
         lb_bind_text(st, 3, before_id);
+    if (owner)
+        lb_bind_text(st, 4, owner);
     int rc = LB_OK;
     cJSON *arr = cJSON_CreateArray();
     if (!arr) {
@@ -1024,6 +1093,151 @@ int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, l
     } else {
         rc = lb_store_err(s, src, "find artifact");
     }
+    lb_done(st);
+    return rc;
+}
+
+/* ---- owners ----------------------------------------------------------- */
+
+int lb_store_task_owner(lb_store *s, const char *id, char *owner, size_t ownersz)
+{
+    if (!s || !lb_id_valid(id) || !owner || !ownersz)
+        return LB_E_INVAL;
+    owner[0] = '\0';
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_OWNER);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id);
+    int rc, src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        const char *o = lb_col_text(st, 0);
+        rc = strlen(o) < ownersz ? LB_OK : LB_E_TOOBIG;
+        if (rc == LB_OK)
+            memcpy(owner, o, strlen(o) + 1);
+    } else if (src == SQLITE_DONE) {
+        rc = LB_E_NOTFOUND;
+    } else {
+        rc = lb_store_err(s, src, "task owner");
+    }
+    lb_done(st);
+    return rc;
+}
+
+int lb_store_tasks_active_of(lb_store *s, const char *owner, int *n)
+{
+    *n = 0;
+    if (!s || !owner)
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_OWN_ACTIVE);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, owner);
+    int rc = LB_OK, src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        *n = sqlite3_column_int(st, 0);
+    else
+        rc = lb_store_err(s, src, "count active tasks");
+    lb_done(st);
+    return rc;
+}
+
+/* ---- sessions --------------------------------------------------------- */
+
+static int lb_hash_ok(const char *h)
+{
+    if (!h || strlen(h) != 64)
+        return 0;
+    for (const char *p = h; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
+{
+    if (!s || !se || !lb_hash_ok(se->id_sha256) || !lb_hash_ok(se->token_sha256) || !se->user[0])
+        return LB_E_INVAL;
+    int rc = lb_begin(s);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = lb_stmt(s, Q_SESSION_EXPIRE);
+    if (!st) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, lb_now_ms());
+    rc = lb_step_done(s, st, "expire sessions");
+    lb_done(st);
+    if (rc)
+        goto out;
+    if (!(st = lb_stmt(s, Q_SESSION_INSERT))) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    lb_bind_text(st, 1, se->id_sha256);
+    lb_bind_text(st, 2, se->user);
+    lb_bind_text(st, 3, se->token_sha256);
+    sqlite3_bind_int64(st, 4, se->created_ms);
+    sqlite3_bind_int64(st, 5, se->expires_ms);
+    rc = lb_step_done(s, st, "insert session");
+    lb_done(st);
+    if (rc)
+        goto out;
+    if (keep_per_user > 0) {
+        if (!(st = lb_stmt(s, Q_SESSION_TRIM))) {
+            rc = LB_E_INTERNAL;
+            goto out;
+        }
+        lb_bind_text(st, 1, se->user);
+        sqlite3_bind_int(st, 2, keep_per_user);
+        rc = lb_step_done(s, st, "trim sessions");
+        lb_done(st);
+        if (rc)
+            goto out;
+    }
+    rc = lb_commit(s);
+out:
+    if (rc)
+        lb_rollback(s);
+    return rc;
+}
+
+int lb_store_session_get(lb_store *s, const char *id_sha256, int64_t now_ms, lb_session *out)
+{
+    if (!s || !lb_hash_ok(id_sha256) || !out)
+        return LB_E_INVAL;
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = lb_stmt(s, Q_SESSION_GET);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id_sha256);
+    sqlite3_bind_int64(st, 2, now_ms);
+    int rc, src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        snprintf(out->id_sha256, sizeof out->id_sha256, "%s", id_sha256);
+        snprintf(out->user, sizeof out->user, "%s", lb_col_text(st, 0));
+        snprintf(out->token_sha256, sizeof out->token_sha256, "%s", lb_col_text(st, 1));
+        out->created_ms = sqlite3_column_int64(st, 2);
+        out->expires_ms = sqlite3_column_int64(st, 3);
+        rc = LB_OK;
+    } else if (src == SQLITE_DONE) {
+        rc = LB_E_NOTFOUND;
+    } else {
+        rc = lb_store_err(s, src, "read session");
+    }
+    lb_done(st);
+    return rc;
+}
+
+int lb_store_session_delete(lb_store *s, const char *id_sha256)
+{
+    if (!s || !lb_hash_ok(id_sha256))
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_SESSION_DELETE);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, id_sha256);
+    int rc = lb_step_done(s, st, "delete session");
     lb_done(st);
     return rc;
 }

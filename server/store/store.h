@@ -26,7 +26,7 @@
 
 #include <cjson/cJSON.h>
 
-#define LB_STORE_SCHEMA_VERSION 3
+#define LB_STORE_SCHEMA_VERSION 4
 
 typedef struct lb_store lb_store;
 
@@ -41,7 +41,18 @@ typedef struct lb_task_new {
     const char *network;        /* sandbox network mode ("none", "nat"); NULL: the default */
     const char *image;          /* sandbox image name; NULL: the default */
     const char *rerun_of;       /* id of the task this one repeats, or NULL */
+    const char *owner;          /* the user who made it; NULL: no users configured */
+    int owner_max_active;       /* > 0: refuse (LB_E_BUSY) when owner already has this
+                                 * many tasks queued or running */
 } lb_task_new;
+
+/* A login session. The session id itself is never stored: only its hash. */
+typedef struct lb_session {
+    char id_sha256[65];         /* SHA-256 of the cookie's value, lowercase hex */
+    char user[64];
+    char token_sha256[65];      /* the hash of the token the session was opened with */
+    int64_t created_ms, expires_ms;
+} lb_session;
 
 /* What a task used, as in the paper's Tables 5 and 6. Environment tokens
  * are the tokens of tool observations: from the endpoint's own counts
@@ -70,7 +81,9 @@ typedef struct lb_artifact {
 int lb_store_open(const char *path, lb_store **out);
 void lb_store_close(lb_store *s);
 
-int lb_store_task_insert(lb_store *s, const lb_task_new *t);    /* status queued */
+/* Status queued. LB_E_BUSY when t->owner_max_active is reached (checked
+ * and inserted in one statement). */
+int lb_store_task_insert(lb_store *s, const lb_task_new *t);
 int lb_store_task_set_running(lb_store *s, const char *id, int pid);
 int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
 /* Moves a non-final task to a final status (and appends the "done" event
@@ -93,6 +106,13 @@ int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
 /* The same, paged by the row (created_ms, id): the tasks strictly older than
  * (before_ms, before_id) in that order. before_id NULL or "": by time only. */
 int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
+/* The same, of owner's tasks only (owner NULL: every task). */
+int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                          cJSON **out);
+/* The task's owner into owner ("" when it has none). LB_E_NOTFOUND. */
+int lb_store_task_owner(lb_store *s, const char *id, char *owner, size_t ownersz);
+/* How many of owner's tasks are queued or running. */
+int lb_store_tasks_active_of(lb_store *s, const char *owner, int *n);
 int lb_store_task_delete(lb_store *s, const char *id);
 /* Ids of tasks in "queued" or "running" (for crash recovery). Caller frees
  * the array and each string. */
@@ -113,5 +133,12 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
 /* JSON array [{path,size,mime,sha256}] sorted by path. */
 int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out);
 int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, lb_artifact *out);
+
+/* Sessions. add also drops every expired session and keeps only the
+ * keep_per_user newest of that user (0: all). get: LB_E_NOTFOUND when
+ * there is no such session or it has expired by now_ms. */
+int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user);
+int lb_store_session_get(lb_store *s, const char *id_sha256, int64_t now_ms, lb_session *out);
+int lb_store_session_delete(lb_store *s, const char *id_sha256);
 
 #endif

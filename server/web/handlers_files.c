@@ -108,7 +108,7 @@ void lb_h_artifact(lb_req *r)
         return;
     }
     char q[8] = "";
-    int want_inline = lb_query_get(r->query, "inline", q, sizeof q) == LB_OK && !strcmp(q, "1");
+    int want_inline = r->preview || (lb_query_get(r->query, "inline", q, sizeof q) == LB_OK && !strcmp(q, "1"));
     const char *mime = a.mime[0] ? a.mime : "application/octet-stream";
     char ctype[192], disp[1600], enc[LB_PATH_MAX * 3 + 1], uri[sizeof enc + 128];
     /* generated text is UTF-8 almost always; without a charset browsers

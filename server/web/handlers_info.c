@@ -390,7 +390,7 @@ void lb_h_info(lb_req *r)
         return;
     }
     cJSON_AddStringToObject(o, "version", LLMBOX_VERSION);
-    cJSON_AddNumberToObject(lim, "upload_bytes", (double)cfg->max_upload_bytes);
+    cJSON_AddNumberToObject(lim, "upload_bytes", (double)lb_limits_upload(r)); /* the user's own, if lower */
     cJSON_AddNumberToObject(lim, "upload_files", LB_UPLOAD_MAX_FILES);
     cJSON_AddNumberToObject(lim, "prompt_bytes", LB_WEB_PROMPT_MAX);
     cJSON_AddNumberToObject(lim, "max_turns_default", cfg->max_turns_default);

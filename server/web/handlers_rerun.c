@@ -142,6 +142,7 @@ void lb_h_task_rerun(lb_req *r)
     cJSON *src = NULL;
     char *inputs_json = NULL;
     int reserved = 0, dir_made = 0, inserted = 0, src_root = -1, dst_root = -1;
+    lb_start_ticket ticket = {.user = -1};
     char id[33], src_id[33], task_dir[LB_CFG_PATH + 64], input_dir[LB_CFG_PATH + 80], src_input[LB_CFG_PATH + 80];
     lb_http_drain(r); /* no body is needed; whatever came is ignored */
     snprintf(src_id, sizeof src_id, "%s", r->id);
@@ -200,6 +201,8 @@ void lb_h_task_rerun(lb_req *r)
         lb_http_error(r, 409, NULL, "The task cannot run again as it was: %s", why);
         goto out;
     }
+    if (!lb_limits_start(r, &ticket))
+        goto out; /* the user's own limits: answered */
     if (lb_spawn_reserve() != LB_OK) {
         lb_http_error(r, 429, NULL,
                       "The service is already running as many tasks as it may at once (%d); "
@@ -263,7 +266,9 @@ void lb_h_task_rerun(lb_req *r)
                      .inputs_json = inputs_json,
                      .network = network,
                      .image = image,
-                     .rerun_of = src_id};
+                     .rerun_of = src_id,
+                     .owner = lb_auth_owner(r),
+                     .owner_max_active = r->user ? r->user->max_tasks : 0};
     snprintf(r->id, sizeof r->id, "%s", id); /* the access log names the new task */
     reserved = 0;                            /* lb_task_start consumes the slot */
     inserted = lb_task_start(r, &t);
@@ -276,6 +281,8 @@ out:
         lb_rmtree(task_dir);
     if (reserved)
         lb_spawn_unreserve();
+    if (!inserted)
+        lb_limits_refund(&ticket);
     free(inputs_json);
     cJSON_Delete(src);
 }

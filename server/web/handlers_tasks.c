@@ -330,6 +330,8 @@ void lb_h_task_create(lb_req *r)
     lb_buf_init(&u.unpack, LB_UPLOAD_SMALL_FIELD);
     lb_mp *mp = NULL;
     int reserved = 0, dir_made = 0, inserted = 0;
+    lb_start_ticket ticket = {.user = -1};
+    uint64_t max_upload = lb_limits_upload(r); /* the user's, at most max_upload_mb */
     char boundary[LB_MP_BOUNDARY_MAX + 1];
     char *chunk = NULL;
 
@@ -340,10 +342,11 @@ void lb_h_task_create(lb_req *r)
                       "token_budget, timeout_s, network, image, unpack).");
         goto out;
     }
-    if (r->content_length > 0 && (uint64_t)r->content_length > cfg->max_upload_bytes) {
+    if (r->content_length > 0 && (uint64_t)r->content_length > max_upload) {
         lb_http_drain(r);
-        lb_http_error(r, 413, NULL, "The upload is %lld bytes; the limit is %llu MiB.",
-                      (long long)r->content_length, (unsigned long long)(cfg->max_upload_bytes >> 20));
+        lb_http_error(r, 413, NULL, "The upload is %lld bytes; the limit is %llu MiB%s.",
+                      (long long)r->content_length, (unsigned long long)(max_upload >> 20),
+                      max_upload < cfg->max_upload_bytes ? " per task for you" : "");
         goto out;
     }
     if (lb_mp_boundary(r->content_type, boundary, sizeof boundary) != LB_OK) {
@@ -351,6 +354,8 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 400, NULL, "The Content-Type has no valid multipart boundary.");
         goto out;
     }
+    if (!lb_limits_start(r, &ticket))
+        goto out; /* the user's own limits: answered */
     if (lb_spawn_reserve() != LB_OK) {
         lb_http_drain(r);
         lb_http_error(r, 429, NULL,
@@ -382,8 +387,8 @@ void lb_h_task_create(lb_req *r)
     lb_mp_limits lim = {.max_parts = LB_UPLOAD_MAX_FILES + 16,
                         .max_header_bytes = LB_UPLOAD_HEADER_MAX,
                         .max_field_bytes = LB_WEB_PROMPT_MAX,
-                        .max_file_bytes = cfg->max_upload_bytes,
-                        .max_total_bytes = cfg->max_upload_bytes};
+                        .max_file_bytes = max_upload,
+                        .max_total_bytes = max_upload};
     lb_mp_callbacks cb = {lb_up_begin, lb_up_data, lb_up_end};
     if (!u.inputs || !chunk || lb_mp_new(boundary, &lim, &cb, &u, &mp) != LB_OK) {
         lb_http_drain(r);
@@ -509,7 +514,8 @@ void lb_h_task_create(lb_req *r)
     }
     lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = (int)max_turns,
                      .token_budget = token_budget, .timeout_s = (int)timeout_s, .inputs_json = inputs_json,
-                     .network = network, .image = image};
+                     .network = network, .image = image, .owner = lb_auth_owner(r),
+                     .owner_max_active = r->user ? r->user->max_tasks : 0};
     reserved = 0; /* lb_task_start consumes the slot, whatever happens */
     inserted = lb_task_start(r, &t);
     free(inputs_json);
@@ -524,6 +530,8 @@ out:
         lb_rmtree(u.stage_dir);
     if (reserved)
         lb_spawn_unreserve();
+    if (!inserted)
+        lb_limits_refund(&ticket); /* no task was made: the start does not count */
     lb_mp_free(mp);
     free(chunk);
     cJSON_Delete(u.inputs);
@@ -540,6 +548,15 @@ out:
 int lb_task_start(lb_req *r, const lb_task_new *t)
 {
     int rc = lb_store_task_insert(r->store, t);
+    if (rc == LB_E_BUSY) {
+        /* the user's limit, reached by a request that ran at the same time */
+        lb_spawn_unreserve();
+        lb_http_error(r, 429, "too_many_tasks",
+                      "You already have %d tasks queued or running, your limit; start this one when one of them "
+                      "has finished (or stop one).",
+                      t->owner_max_active);
+        return 0;
+    }
     if (rc != LB_OK) {
         lb_spawn_unreserve();
         lb_http_store_error(r, rc, "save the task");
@@ -566,6 +583,7 @@ int lb_task_start(lb_req *r, const lb_task_new *t)
         lb_http_store_error(r, rc, "read the new task");
         return 1;
     }
+    lb_auth_add_preview(task, t->id);
     char extra[128];
     snprintf(extra, sizeof extra, "Location: /api/tasks/%s\r\n", t->id);
     lb_http_json(r, 201, task, extra);
@@ -604,7 +622,8 @@ void lb_h_task_list(lb_req *r)
         return;
     }
     cJSON *arr = NULL, *o = NULL;
-    int rc = lb_store_task_page(r->store, limit, before, before_id, &arr);
+    /* with users, one's own tasks only */
+    int rc = lb_store_task_page_of(r->store, lb_auth_owner(r), limit, before, before_id, &arr);
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "list the tasks");
         return;
@@ -641,6 +660,7 @@ void lb_h_task_get(lb_req *r)
         lb_http_store_error(r, rc, "read the task");
         return;
     }
+    lb_auth_add_preview(t, r->id);
     lb_http_json(r, 200, t, NULL);
     cJSON_Delete(t);
 }

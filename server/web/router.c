@@ -2,6 +2,7 @@
  * table of path shapes is clearer than a general router. */
 #include "web/web.h"
 
+#include "common/config.h"
 #include "common/util.h"
 
 #include <stdio.h>
@@ -72,6 +73,29 @@ static int lb_take_id(lb_req *r, const char *seg, size_t len)
     return 1;
 }
 
+/* /api/tasks/{id}/preview/{key}/{path}: a task's artifacts, inline, for
+ * whoever holds the task's preview key (auth.c says why). p is what
+ * follows "tasks/". Returns 0 when the path is not a preview link. */
+static int lb_route_preview(lb_req *r, const char *p)
+{
+    const char *slash = strchr(p, '/');
+    if (!slash || strncmp(slash + 1, "preview/", 8))
+        return 0;
+    const char *key = slash + 9, *kend = strchr(key, '/');
+    if (!lb_take_id(r, p, (size_t)(slash - p)))
+        return 1;
+    if (!lb_allow(r, M_GET))
+        return 1;
+    if (!kend || !kend[1] || !lb_auth_preview_ok(r->id, key, (size_t)(kend - key))) {
+        lb_http_error(r, 404, "not_found", "There is no task with id \"%s\".", r->id);
+        return 1;
+    }
+    r->rest = kend + 1;
+    r->preview = 1;
+    lb_h_artifact(r);
+    return 1;
+}
+
 void lb_route(lb_req *r)
 {
     const char *p = r->path;
@@ -80,11 +104,39 @@ void lb_route(lb_req *r)
         return;
     }
     p += 5;
+    if (!strncmp(p, "sandboxes", 9) && (p[9] == '\0' || p[9] == '/')) {
+        lb_h_sandboxes(r, p + 9); /* its own auth, methods and sub-routes */
+        return;
+    }
+    /* without users: no login, loopback clients only, for every route */
+    if (!lb_cfg()->n_users && !lb_auth_request(r))
+        return;
+    /* the routes that need no login: health (monitoring, the page's
+     * header), the login itself, and preview links (a key instead) */
     if (!strcmp(p, "health")) {
         if (lb_allow(r, M_GET))
             lb_h_health(r);
         return;
     }
+    if (!strcmp(p, "session")) {
+        if (lb_allow(r, M_GET))
+            lb_h_session(r);
+        return;
+    }
+    if (!strcmp(p, "login")) {
+        if (lb_allow(r, M_POST))
+            lb_h_login(r);
+        return;
+    }
+    if (!strcmp(p, "logout")) {
+        if (lb_allow(r, M_POST))
+            lb_h_logout(r);
+        return;
+    }
+    if (!strncmp(p, "tasks/", 6) && lb_route_preview(r, p + 6))
+        return;
+    if (lb_cfg()->n_users && !lb_auth_request(r))
+        return;
     if (!strcmp(p, "models")) {
         if (lb_allow(r, M_GET))
             lb_h_models(r);
@@ -98,10 +150,6 @@ void lb_route(lb_req *r)
     if (!strcmp(p, "tools")) {
         if (lb_allow(r, M_GET))
             lb_h_tools(r);
-        return;
-    }
-    if (!strncmp(p, "sandboxes", 9) && (p[9] == '\0' || p[9] == '/')) {
-        lb_h_sandboxes(r, p + 9); /* its own auth, methods and sub-routes */
         return;
     }
     if (!strcmp(p, "tasks")) {
@@ -121,6 +169,10 @@ void lb_route(lb_req *r)
     const char *slash = strchr(p, '/');
     size_t idlen = slash ? (size_t)(slash - p) : strlen(p);
     if (!lb_take_id(r, p, idlen))
+        return;
+    /* every route of one task, present and future: someone else's task
+     * is a 404, before the method or the sub-route is even looked at */
+    if (!lb_auth_task_visible(r))
         return;
     if (!slash) {
         if (!lb_allow(r, M_GET | M_DELETE))

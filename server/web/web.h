@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <fcgiapp.h>
 
+#include "common/config.h"
 #include "common/path.h"
 #include "store/store.h"
 
@@ -38,6 +39,11 @@ typedef struct lb_req {
     /* route parameters */
     char id[33];               /* task id, validated */
     const char *rest;          /* artifacts/{rest}: raw, percent-encoded */
+    int preview;               /* served through a preview key (inline, no login) */
+    /* who asks (auth.c); user NULL when no users are configured */
+    const lb_user_cfg *user;
+    int via_session;           /* by the session cookie (then session_id holds its value) */
+    char session_id[65];
 } lb_req;
 
 /* ---- http.c ---- */
@@ -80,6 +86,54 @@ void lb_http_accel(lb_req *r, const char *uri, const char *content_type, const c
 
 /* ---- router.c ---- */
 void lb_route(lb_req *r);
+
+/* ---- auth.c: who asks, and what they may see ---- */
+/* Once, before the worker threads: the key of preview links. */
+int lb_auth_init(void);
+/* Finds the user of the request (Bearer token or session cookie) and
+ * checks the CSRF token of a cookie request that changes state. Without
+ * users: no login, but only loopback clients. Answers (401, 403) and
+ * returns 0 when the request may not go on; returns 1 otherwise. */
+int lb_auth_request(lb_req *r);
+/* Whether r may see task r->id: answers 404 (as for an unknown task)
+ * and returns 0 when the task belongs to someone else. */
+int lb_auth_task_visible(lb_req *r);
+/* The owner new tasks of r get: the user's name, or NULL without users. */
+const char *lb_auth_owner(const lb_req *r);
+/* The preview key of task id (32 hex) into out[33]; 1 when key is it. */
+void lb_auth_preview_key(const char *id, char out[33]);
+int lb_auth_preview_ok(const char *id, const char *key, size_t keylen);
+/* Adds "preview_base" (the URL prefix of the task's preview links) to a
+ * task object. */
+void lb_auth_add_preview(cJSON *task, const char *id);
+/* The session cookie of the request (64 hex) into out, or 0 when none. */
+int lb_auth_cookie(lb_req *r, char out[65]);
+/* The CSRF token of session id sid into out[65]. */
+void lb_auth_csrf_token(const char *sid, char out[65]);
+/* Whether Set-Cookie should carry Secure for this request. */
+int lb_auth_cookie_secure(lb_req *r);
+
+/* ---- handlers_session.c: /api/login, /api/logout, /api/session ---- */
+void lb_h_login(lb_req *r);
+void lb_h_logout(lb_req *r);
+void lb_h_session(lb_req *r);
+
+/* ---- user_limits.c: per-user limits on starting tasks ---- */
+typedef struct lb_start_ticket {
+    int user;                  /* index in lb_cfg()->users, -1: none taken */
+    int slot;
+    int64_t old, at;           /* the slot's time before and after the take */
+} lb_start_ticket;
+/* Once, before the worker threads. */
+int lb_limits_init(void);
+/* Before a task is made for r (create, rerun): its user's tasks queued or
+ * running and its starts in the last minute. Answers 429 and returns 0
+ * when over a limit; else takes a start (give it back with
+ * lb_limits_refund when no task is made) and returns 1. */
+int lb_limits_start(lb_req *r, lb_start_ticket *t);
+void lb_limits_refund(lb_start_ticket *t);
+/* The largest upload r may send for one task (bytes). */
+uint64_t lb_limits_upload(const lb_req *r);
 
 /* ---- handlers ---- */
 void lb_h_health(lb_req *r);

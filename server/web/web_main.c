@@ -150,7 +150,8 @@ static void lb_handle(FCGX_Request *fr, lb_store *s)
         lb_http_error(&r, 500, NULL, "The server failed to answer this request.");
     }
     if (strcmp(r.path, "/api/health") != 0 || r.status != 200)
-        lb_info("web: %s %.200s %d %lldms", r.method, r.path, r.status, (long long)(lb_mono_ms() - t0));
+        lb_info("web: %s %.200s %d %lldms%s%s", r.method, r.path, r.status, (long long)(lb_mono_ms() - t0),
+                r.user ? " user " : "", r.user ? r.user->name : "");
 }
 
 static void *lb_worker(void *arg)
@@ -373,6 +374,10 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the reaper thread\n");
         return 1;
     }
+    if (lb_auth_init() != LB_OK || lb_limits_init() != LB_OK) {
+        fprintf(stderr, "llmbox web: cannot set up logins (no randomness or no memory)\n");
+        return 1;
+    }
     if (lb_sbx_registry_init() != LB_OK) {
         fprintf(stderr, "llmbox web: cannot start the sandbox API (no memory or no thread)\n");
         return 1;
@@ -395,6 +400,14 @@ int lb_web_main(int argc, char **argv)
     }
     lb_info("web: llmbox %s listening on %s with %d threads (uid %d), database %s", LLMBOX_VERSION,
             cfg->web_socket, started, (int)getuid(), cfg->db_path);
+    if (!cfg->n_users)
+        lb_info("web: no users configured: serving on 127.0.0.1 only, without login");
+    else
+        lb_info("web: %d user%s configured: every API request needs a login or an API token (listen = %s, "
+                "session %d s, per user: %d tasks at once, %d a minute, uploads up to %llu MiB by default)",
+                cfg->n_users, cfg->n_users == 1 ? "" : "s", cfg->listen, cfg->session_ttl_s, cfg->user_max_tasks,
+                cfg->user_tasks_per_minute,
+                (unsigned long long)((cfg->user_max_upload_bytes ? cfg->user_max_upload_bytes : cfg->max_upload_bytes) >> 20));
     if (cfg->sandbox_api_token[0])
         lb_info("web: sandbox API on: up to %d sandboxes, ttl %d s (max %d s), exec timeout up to %d s",
                 cfg->sandbox_api_max, cfg->sandbox_api_ttl_s, cfg->sandbox_api_ttl_max_s, cfg->sandbox_api_exec_max_s);

@@ -21,7 +21,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from stack import Stack, image_ready  # noqa: E402
+from stack import LLMBOX, Stack, image_ready  # noqa: E402
 
 PROBE_HTML = """<!doctype html>
 <meta charset="utf-8"><title>probe</title>
@@ -69,6 +69,35 @@ def scenario():
     }
 
 
+# The login run: a page whose picture sits next to it (a relative link,
+# loaded from the sandboxed preview through the task's preview key).
+LOGIN_MAKE = ("printf '%s' '<!doctype html><title>p</title><img src=\"dot.svg\" alt=\"dot\">' "
+              "> /testbed/output/page.html && printf '%s' '<svg xmlns=\"http://www.w3.org/2000/svg\" "
+              "width=\"8\" height=\"8\"><rect width=\"8\" height=\"8\" fill=\"teal\"/></svg>' "
+              "> /testbed/output/dot.svg")
+LOGIN_SCENARIO = {"steps": [], "scenarios": [{"match": "[login]", "steps": [
+    {"content": "A page.", "tool_calls": [{"name": "bash", "arguments": {"command": LOGIN_MAKE}}]}]}]}
+
+
+def new_user(name):
+    out = subprocess.check_output([LLMBOX, "user", "add", name], text=True,
+                                  env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LLMBOX_CONF": "/dev/null"})
+    tok = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("lbx_")][0]
+    hsh = [ln.split("=", 1)[1].strip() for ln in out.splitlines() if ln.startswith("token_sha256 =")][0]
+    return tok, hsh
+
+
+def login_run(shots):
+    """The login form against a stack with two users (about 10 s)."""
+    (ta, ha), (tb, hb) = new_user("alice"), new_user("bob")
+    conf = '[user "alice"]\ntoken_sha256 = %s\n[user "bob"]\ntoken_sha256 = %s\n' % (ha, hb)
+    with Stack(LOGIN_SCENARIO, conf=conf) as s:
+        env = dict(os.environ, SHOTS=shots, LLMBOX_TEST_TOKEN_A=ta, LLMBOX_TEST_TOKEN_B=tb)
+        r = subprocess.run(["node", os.path.join(HERE, "login_e2e.mjs"), "http://127.0.0.1:%d/" % s.port],
+                           cwd=HERE, timeout=180, env=env)
+    return r.returncode
+
+
 def main():
     if not image_ready():
         print("SKIP browser: the sandbox image is not built")
@@ -90,7 +119,8 @@ def main():
         r = subprocess.run(["node", os.path.join(HERE, "page_e2e.mjs"), "http://127.0.0.1:%d/" % s.port],
                            cwd=HERE, timeout=420, env=env)
     shutil.rmtree(tmp, ignore_errors=True)
-    return r.returncode
+    rc_login = login_run(shots)
+    return r.returncode or rc_login
 
 
 if __name__ == "__main__":

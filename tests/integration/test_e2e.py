@@ -79,9 +79,25 @@ SCENARIOS = {"scenarios": [
 ]}
 
 
-def find_sleepers():
+def find_sleepers(s=None):
+    """The `sleep 100` processes; with a stack, only those in its sandboxes
+    (their cgroup path names the sandbox id), so that another llmbox running
+    the same test on this machine does not count."""
     out = subprocess.run(["pgrep", "-f", "^sleep 100$"], capture_output=True, text=True).stdout
-    return [p for p in out.split()]
+    pids = out.split()
+    if s is None:
+        return pids
+    d = os.path.join(s.prefix, "var", "sandboxes")
+    ids = set(os.listdir(d)) if os.path.isdir(d) else set()
+    ours = []
+    for p in pids:
+        try:
+            cg = open("/proc/%s/cgroup" % p).read()
+        except OSError:
+            continue
+        if any(i in cg for i in ids):
+            ours.append(p)
+    return ours
 
 
 def test_csv_to_png(s):
@@ -140,9 +156,10 @@ def test_cancel_long_sleep(s):
     assert st == 201, t
     tid = t["id"]
     deadline = time.time() + 30
-    while time.time() < deadline and not find_sleepers():
+    while time.time() < deadline and not find_sleepers(s):
         time.sleep(0.1)
-    assert find_sleepers(), "the sleep never started"
+    ours = find_sleepers(s)
+    assert ours, "the sleep never started"
     t0 = time.time()
     st, h, body = s.request("POST", "/api/tasks/%s/cancel" % tid)
     assert st == 202, (st, body)
@@ -151,7 +168,8 @@ def test_cancel_long_sleep(s):
     assert t["status"] == "cancelled", t
     assert took < 2.0, "cancel took %.2fs" % took
     time.sleep(0.3)
-    assert not find_sleepers(), "sandbox process still running: %s" % find_sleepers()
+    left = [p for p in ours if os.path.exists("/proc/" + p)]
+    assert not left, "sandbox process still running: %s" % left
     assert not s.sandbox_leftovers(), s.sandbox_leftovers()
     st, _, _ = s.request("POST", "/api/tasks/%s/cancel" % tid)
     assert st == 409, st

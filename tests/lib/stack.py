@@ -76,17 +76,20 @@ def multipart(fields, files):
 
 
 class Stack:
-    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None):
+    def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None,
+                 nginx_subst=()):
         """env: extra environment for every process; web_env: for `llmbox web`
         only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see).
         conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
-        once the fake model runs; "{model_url}" in it becomes its base URL."""
+        once the fake model runs; "{model_url}" in it becomes its base URL.
+        nginx_subst: (old, new) replacements in nginx.conf (each must match)."""
         self.scenario = scenario
         self.conf = conf
         self.extra_env = env or {}
         self.web_env = web_env or {}
         self.want_model = model
         self.nginx_body_mb = nginx_body_mb
+        self.nginx_subst = nginx_subst
         self.procs = []
         self.prefix = None
 
@@ -100,6 +103,9 @@ class Stack:
         conf = open(os.path.join(REPO, "nginx.conf")).read()
         conf = conf.replace("listen 127.0.0.1:8080", "listen 127.0.0.1:%d" % self.port)
         conf = conf.replace("client_max_body_size 100m", "client_max_body_size %dm" % self.nginx_body_mb)
+        for old, new in self.nginx_subst:
+            assert old in conf, "nginx.conf has no %r" % old
+            conf = conf.replace(old, new)
         with open(os.path.join(p, "nginx.conf"), "w") as f:
             f.write(conf)
         subprocess.check_call([os.path.join(REPO, "scripts", "prepare-dirs.sh"), "llmbox"], cwd=p)

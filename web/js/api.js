@@ -9,6 +9,34 @@ export function setUploadLimit(n) {
   if (Number.isFinite(n) && n > 0) UPLOAD_LIMIT = n;
 }
 
+// The CSRF token of this browser's login session (GET /api/session or the
+// login answer). Every request that changes something sends it; without a
+// login (no users on the server, or a bearer token) it stays empty.
+let csrfToken = '';
+export function setCsrfToken(token) {
+  csrfToken = typeof token === 'string' ? token : '';
+}
+function csrfHeaders(method) {
+  return csrfToken && method !== 'GET' && method !== 'HEAD' ? { 'X-CSRF-Token': csrfToken } : {};
+}
+
+// A 401 means the login is missing or has ended: the app shows the login
+// form (it listens for this event) instead of one error per request.
+function loginNeeded(status) {
+  if (status === 401) window.dispatchEvent(new CustomEvent('llmbox:login-needed'));
+}
+
+// Where a task's previews live: GET /api/tasks/{id} names a preview_base
+// whose key lets a sandboxed html page load its own images and scripts
+// (the browser sends no login cookie from a sandboxed frame).
+const previewBases = new Map();
+export function rememberTask(task) {
+  if (task && typeof task.id === 'string' && typeof task.preview_base === 'string'
+      && task.preview_base.startsWith(`/api/tasks/${task.id}/preview/`)) {
+    previewBases.set(task.id, task.preview_base);
+  }
+}
+
 export class ApiError extends Error {
   constructor(message, status = 0, code = '') {
     super(message);
@@ -25,6 +53,7 @@ export function validTaskId(id) {
 
 const STATUS_SENTENCES = {
   400: 'The server did not accept the request.',
+  401: 'You need to log in again.',
   403: 'The server does not allow that.',
   404: 'The server could not find what was asked for.',
   409: 'That is not possible in the task\'s current state.',
@@ -68,7 +97,7 @@ export async function request(method, path, { body, headers, signal } = {}) {
       method,
       body,
       signal,
-      headers: { Accept: 'application/json', ...headers },
+      headers: { Accept: 'application/json', ...csrfHeaders(method), ...headers },
       credentials: 'same-origin',
       cache: 'no-store',
     });
@@ -80,6 +109,7 @@ export async function request(method, path, { body, headers, signal } = {}) {
   const text = await res.text().catch(() => '');
   const data = parseJSON(text);
   if (!res.ok) {
+    loginNeeded(res.status);
     const { message, code } = messageFor(res.status, data);
     throw new ApiError(message, res.status, code);
   }
@@ -102,6 +132,13 @@ export function artifactUrl(taskId, path, inline = false) {
   return `${taskPath(taskId)}/artifacts/${segs}${inline ? '?inline=1' : ''}`;
 }
 
+/** An html artifact shown as a page: its links to other artifacts work. */
+export function previewUrl(taskId, path) {
+  const base = previewBases.get(taskId);
+  if (!base) return artifactUrl(taskId, path, true);
+  return base + String(path).split('/').filter(Boolean).map(encodeURIComponent).join('/');
+}
+
 /** ?path=<folder> for a folder bundle, '' for the whole output. */
 function folderQuery(folder) {
   return folder ? `?path=${encodeURIComponent(folder)}` : '';
@@ -109,6 +146,13 @@ function folderQuery(folder) {
 
 export const api = {
   health: () => getJSON('/api/health'),
+  /** {login_required, user, via, csrf_token?, limits?} */
+  session: () => getJSON('/api/session'),
+  login: (token) => postJSON('/api/login', {
+    body: JSON.stringify({ token }),
+    headers: { 'Content-Type': 'application/json' },
+  }),
+  logout: () => postJSON('/api/logout'),
   info: () => getJSON('/api/info'),
   models: () => getJSON('/api/models'),
   /** One page of the history; pass the previous page's next_before(_id) for the next. */
@@ -149,6 +193,7 @@ export function createTask(fields, files, onProgress) {
   const promise = new Promise((resolve, reject) => {
     xhr.open('POST', '/api/tasks');
     xhr.setRequestHeader('Accept', 'application/json');
+    for (const [k, v] of Object.entries(csrfHeaders('POST'))) xhr.setRequestHeader(k, v);
     xhr.responseType = 'text';
     xhr.upload.addEventListener('progress', (e) => {
       if (onProgress) onProgress(e.loaded, e.lengthComputable ? e.total : 0);
@@ -161,6 +206,7 @@ export function createTask(fields, files, onProgress) {
         else reject(new ApiError('The server accepted the task but did not say which task it is.', xhr.status, 'bad_json'));
         return;
       }
+      loginNeeded(xhr.status);
       const { message, code } = messageFor(xhr.status, data);
       reject(new ApiError(message, xhr.status, code));
     });

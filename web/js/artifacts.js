@@ -5,7 +5,7 @@
 
 import { h, clear } from './dom.js';
 import { bytes, count, plural } from './format.js';
-import { api, artifactUrl } from './api.js';
+import { api, artifactUrl, previewUrl } from './api.js';
 
 const TEXT_PREVIEW_BYTES = 64 * 1024;
 const CSV_MAX_ROWS = 500;
@@ -66,6 +66,9 @@ function card(taskId, a) {
   const base = name.split('/').pop();
   const inline = artifactUrl(taskId, name, true);
   const download = artifactUrl(taskId, name, false);
+  // an html page opens under the task's preview key, so its relative links
+  // (images, scripts next to it) load in the sandbox too
+  const page = kind === 'html' ? previewUrl(taskId, name) : inline;
   let preview;
   switch (kind) {
     case 'image':
@@ -83,7 +86,7 @@ function card(taskId, a) {
       break;
     case 'html':
       preview = h('div', { class: 'preview preview-html' },
-        h('iframe', { src: inline, sandbox: 'allow-scripts', title: `Preview of ${name}`, loading: 'lazy', referrerpolicy: 'no-referrer' }));
+        h('iframe', { src: page, sandbox: 'allow-scripts', title: `Preview of ${name}`, loading: 'lazy', referrerpolicy: 'no-referrer' }));
       break;
     case 'text':
       preview = h('div', { class: 'preview preview-text' }, h('p', { class: 'muted small' }, 'Loading…'));
@@ -118,7 +121,7 @@ function card(taskId, a) {
       h('div', { class: 'artifact-name', title: name },
         kind === 'file' || kind === 'audio' || kind === 'video' || kind === 'pdf'
           ? name
-          : h('a', { href: inline, target: '_blank', rel: 'noopener', title: `Open ${name} in a new tab` }, name)),
+          : h('a', { href: page, target: '_blank', rel: 'noopener', title: `Open ${name} in a new tab` }, name)),
       h('div', { class: 'artifact-meta' },
         h('span', null, bytes(a.size)),
         a.mime ? h('span', { class: 'artifact-mime' }, String(a.mime)) : null),

@@ -9,7 +9,7 @@
 // Events at or below the last id seen are dropped, so nothing shows twice.
 
 import { h, clear, show } from './dom.js';
-import { api, ApiError } from './api.js';
+import { api, ApiError, rememberTask } from './api.js';
 import { clock, count, duration, dateTime, plural, sentence, bytes, modelLabel } from './format.js';
 import { statusLabel, isFinal } from './status.js';
 import { Timeline } from './timeline.js';
@@ -179,6 +179,7 @@ export class TaskView {
   async load(id) {
     try {
       const task = await api.task(id);
+      rememberTask(task);
       if (this.id !== id) return;
       this.task = task;
       this.renderHead(task);
@@ -293,6 +294,7 @@ export class TaskView {
     this.renderStatus();
     try {
       const task = await api.task(id);
+      rememberTask(task);
       if (this.id !== id || this.es || this.ended) return;
       this.task = task;
       this.absorb(task);
@@ -548,6 +550,7 @@ export class TaskView {
     const id = this.id;
     try {
       const task = await api.task(id);
+      rememberTask(task);
       if (this.id !== id) return;
       this.task = task;
       this.renderHead(task);

@@ -1,0 +1,287 @@
+/* Users of the service and where it listens (the contract is config.h and
+ * config_priv.h).
+ *
+ *     listen = 0.0.0.0:8080          ; refused unless some user exists
+ *
+ *     [user "alice"]                 ; or [user.alice]
+ *     token_sha256 = 9f86d0…         ; SHA-256 of her token, never the token
+ *     max_tasks = 2                  ; overrides user_max_tasks
+ *     tasks_per_minute = 5           ; overrides user_tasks_per_minute
+ *     max_upload_mb = 50             ; overrides user_max_upload_mb
+ *
+ * `llmbox user add NAME` prints a fresh token and these lines. */
+#include "config_priv.h"
+#include "status.h"
+#include "token.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef int (*lb_user_setter)(lb_user_cfg *u, const char *v, char *why, size_t whysz);
+
+static int u_intval(int *dst, const char *v, long long lo, long long hi, char *why, size_t whysz)
+{
+    long long x;
+    if (lb_cfgi_parse_ll(v, lo, hi, &x) != LB_OK) {
+        snprintf(why, whysz, "must be a whole number from %lld to %lld (0: no limit of its own)", lo, hi);
+        return LB_E_INVAL;
+    }
+    *dst = (int)x;
+    return LB_OK;
+}
+
+static int u_max_tasks(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    return u_intval(&u->max_tasks, v, 0, 4096, why, whysz);
+}
+
+static int u_per_minute(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    return u_intval(&u->tasks_per_minute, v, 0, 1000, why, whysz);
+}
+
+static int u_upload(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    long long x;
+    if (lb_cfgi_parse_ll(v, 1, 1 << 20, &x) != LB_OK) {
+        snprintf(why, whysz, "must be a whole number of MiB from 1 to %d", 1 << 20);
+        return LB_E_INVAL;
+    }
+    u->max_upload_bytes = (uint64_t)x << 20;
+    return LB_OK;
+}
+
+/* One or more hashes, separated by commas or blanks (indented lines
+ * continue the value: config_file.c). */
+static int u_tokens(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    u->n_tokens = 0;
+    const char *p = v;
+    for (;;) {
+        p += strspn(p, ", \t");
+        if (!*p)
+            break;
+        size_t n = strcspn(p, ", \t");
+        char h[LB_SHA256_HEX];
+        if (n != 64) {
+            snprintf(why, whysz,
+                     "must be the SHA-256 of a token as 64 lowercase hex characters (run `llmbox user add NAME` "
+                     "for a token and its line), not the token itself");
+            return LB_E_INVAL;
+        }
+        memcpy(h, p, 64);
+        h[64] = '\0';
+        if (!lb_sha256_hex_valid(h)) {
+            snprintf(why, whysz, "must be 64 lowercase hex characters (0-9, a-f)");
+            return LB_E_INVAL;
+        }
+        if (u->n_tokens == LB_CFG_USER_TOKENS) {
+            snprintf(why, whysz, "lists more than %d hashes", LB_CFG_USER_TOKENS);
+            return LB_E_TOOBIG;
+        }
+        memcpy(u->token_sha256[u->n_tokens++], h, sizeof h);
+        p += n;
+    }
+    if (!u->n_tokens) {
+        snprintf(why, whysz, "is empty: a user needs the hash of at least one token");
+        return LB_E_INVAL;
+    }
+    return LB_OK;
+}
+
+static const struct {
+    const char *name;
+    lb_user_setter set;
+} lb_user_keys[] = {
+    {"token_sha256", u_tokens},
+    {"max_tasks", u_max_tasks},
+    {"tasks_per_minute", u_per_minute},
+    {"max_upload_mb", u_upload},
+};
+#define LB_N_USER_KEYS (sizeof lb_user_keys / sizeof lb_user_keys[0])
+
+int lb_cfgi_is_user_key(const char *name) { return !strcmp(name, "token_sha256") || !strcmp(name, "token"); }
+
+static lb_user_cfg *find_user(lb_config *c, const char *name)
+{
+    for (int i = 0; i < c->n_users; i++)
+        if (!strcmp(c->users[i].name, name))
+            return &c->users[i];
+    return NULL;
+}
+
+int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf)
+{
+    char why[300], name[LB_CFG_SECTION_MAX];
+    c->n_users = 0;
+    for (size_t i = 0; cf && i < cf->n; i++) {
+        const lb_entry *e = &cf->e[i];
+        if (!e->section[0] || !lb_conf_user_section(e->section, name, sizeof name))
+            continue;
+        if (!lb_cfgi_model_name_ok(name))
+            return lb_cfgi_fail(LB_E_INVAL, "%s:%d: [%s]: a user name is 1 to %d letters, digits, '.', '-' or '_'",
+                                cf->path, e->line, e->section, LB_CFG_USER_NAME - 1);
+        lb_user_cfg *u = find_user(c, name);
+        if (!u) {
+            if (c->n_users == LB_CFG_MAX_USERS)
+                return lb_cfgi_fail(LB_E_TOOBIG, "%s:%d: more than %d users", cf->path, e->line, LB_CFG_MAX_USERS);
+            u = &c->users[c->n_users++];
+            memset(u, 0, sizeof *u);
+            memcpy(u->name, name, strlen(name) + 1); /* model_name_ok: at most 63 */
+            u->max_tasks = u->tasks_per_minute = -1;
+            u->line = e->line;
+        }
+        if (!strcmp(e->name, "token"))
+            return lb_cfgi_fail(LB_E_INVAL,
+                                "%s:%d: token: tokens are never kept in llmbox.conf; put their SHA-256 in "
+                                "token_sha256 (`llmbox user add %s` prints a new token and the line)",
+                                cf->path, e->line, u->name);
+        size_t k = 0;
+        while (k < LB_N_USER_KEYS && strcmp(lb_user_keys[k].name, e->name))
+            k++;
+        if (k == LB_N_USER_KEYS)
+            return lb_cfgi_fail(LB_E_INVAL,
+                                "%s:%d: unknown key '%s' in [%s] (a user has token_sha256, max_tasks, "
+                                "tasks_per_minute, max_upload_mb)",
+                                cf->path, e->line, e->name, e->section);
+        if (lb_user_keys[k].set(u, e->value, why, sizeof why) != LB_OK)
+            /* a hash is not secret, but a pasted token would be: never echo it */
+            return lb_cfgi_fail(LB_E_INVAL, "%s:%d: %s: %s", cf->path, e->line, e->name, why);
+    }
+    uint64_t upload = c->user_max_upload_bytes ? c->user_max_upload_bytes : c->max_upload_bytes;
+    for (int i = 0; i < c->n_users; i++) {
+        lb_user_cfg *u = &c->users[i];
+        if (!u->n_tokens)
+            return lb_cfgi_fail(LB_E_INVAL,
+                                "%s:%d: [user \"%s\"] has no token_sha256 (run `llmbox user add %s` for a token "
+                                "and its line)",
+                                cf->path, u->line, u->name, u->name);
+        for (int j = 0; j < i; j++)
+            for (int a = 0; a < u->n_tokens; a++)
+                for (int b = 0; b < c->users[j].n_tokens; b++)
+                    if (!strcmp(u->token_sha256[a], c->users[j].token_sha256[b]))
+                        return lb_cfgi_fail(LB_E_INVAL,
+                                            "%s:%d: [user \"%s\"] has a token_sha256 of [user \"%s\"]: a token "
+                                            "names one user; make each user their own",
+                                            cf->path, u->line, u->name, c->users[j].name);
+        if (u->max_tasks < 0)
+            u->max_tasks = c->user_max_tasks;
+        if (u->tasks_per_minute < 0)
+            u->tasks_per_minute = c->user_tasks_per_minute;
+        if (!u->max_upload_bytes)
+            u->max_upload_bytes = upload;
+        if (u->max_upload_bytes > c->max_upload_bytes) /* nginx and the backend cap every upload */
+            u->max_upload_bytes = c->max_upload_bytes;
+    }
+    return LB_OK;
+}
+
+/* ---- listen -------------------------------------------------------------- */
+
+/* Splits "ADDR:PORT" / "[ADDR]:PORT" into the address text and the port. */
+static int split_listen(const char *v, char *addr, size_t addrsz, long long *port)
+{
+    const char *colon;
+    size_t alen;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (!close || close[1] != ':')
+            return LB_E_INVAL;
+        alen = (size_t)(close - v - 1);
+        if (alen >= addrsz)
+            return LB_E_INVAL;
+        memcpy(addr, v + 1, alen);
+        colon = close + 1;
+    } else {
+        colon = strrchr(v, ':');
+        if (!colon)
+            return LB_E_INVAL;
+        alen = (size_t)(colon - v);
+        if (alen >= addrsz || memchr(v, ':', alen))
+            return LB_E_INVAL;
+        memcpy(addr, v, alen);
+    }
+    addr[alen] = '\0';
+    return lb_cfgi_parse_ll(colon + 1, 1, 65535, port);
+}
+
+int lb_cfgi_listen_check(const char *v, char *why, size_t whysz)
+{
+    char addr[64];
+    long long port;
+    unsigned char buf[sizeof(struct in6_addr)];
+    int v6 = v[0] == '[';
+    if (split_listen(v, addr, sizeof addr, &port) != LB_OK ||
+        inet_pton(v6 ? AF_INET6 : AF_INET, addr, buf) != 1) {
+        snprintf(why, whysz,
+                 "must be ADDRESS:PORT with an IPv4 address or an IPv6 one in brackets, like 127.0.0.1:8080, "
+                 "0.0.0.0:8080 or [::]:8080");
+        return LB_E_INVAL;
+    }
+    return LB_OK;
+}
+
+int lb_cfg_addr_is_loopback(const char *addr)
+{
+    char a[64];
+    long long port;
+    /* "ADDR:PORT" or "[ADDR]:PORT" (a listen value), else an address alone */
+    if (split_listen(addr, a, sizeof a, &port) != LB_OK)
+        snprintf(a, sizeof a, "%s", addr);
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (inet_pton(AF_INET, a, &v4) == 1)
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, a, &v6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+    return 0;
+}
+
+int lb_cfgi_check_access(const lb_config *c)
+{
+    if (!c->n_users && !lb_cfg_addr_is_loopback(c->listen))
+        return lb_cfgi_fail(LB_E_INVAL,
+                            "listen = %s: without users llmbox has no login, so it serves the loopback address "
+                            "only; add a user first (`llmbox user add NAME` prints a token and the [user] "
+                            "lines for llmbox.conf), or listen on 127.0.0.1",
+                            c->listen);
+    return LB_OK;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+const lb_user_cfg *lb_cfg_user(const lb_config *cfg, const char *name)
+{
+    if (!name || !*name)
+        return NULL;
+    for (int i = 0; i < cfg->n_users; i++)
+        if (!strcmp(cfg->users[i].name, name))
+            return &cfg->users[i];
+    return NULL;
+}
+
+const lb_user_cfg *lb_cfg_user_by_token(const lb_config *cfg, const char *token, size_t len)
+{
+    char h[LB_SHA256_HEX];
+    if (!len || len > LB_TOKEN_MAX || lb_sha256_hex(token, len, h) != LB_OK)
+        return NULL;
+    const lb_user_cfg *found = NULL;
+    /* every hash is compared, in constant time, whatever matched before */
+    for (int i = 0; i < cfg->n_users; i++)
+        for (int t = 0; t < cfg->users[i].n_tokens; t++)
+            if (lb_ct_equal(h, cfg->users[i].token_sha256[t], 64))
+                found = &cfg->users[i];
+    return found;
+}
+
+int lb_cfg_user_has_token(const lb_user_cfg *u, const char *hash)
+{
+    if (!u || !hash || strlen(hash) != 64)
+        return 0;
+    int ok = 0;
+    for (int t = 0; t < u->n_tokens; t++)
+        ok |= lb_ct_equal(hash, u->token_sha256[t], 64);
+    return ok;
+}

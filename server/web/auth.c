@@ -1,0 +1,299 @@
+/* Who asks, and what they may see.
+ *
+ * Without users in llmbox.conf there is no login (as before users
+ * existed), and the backend answers loopback clients only, whatever nginx
+ * was told to listen on.
+ *
+ * With users, every API request but /api/health, the login routes, the
+ * sandbox API (its own token) and preview links names its user, in one of
+ * two ways:
+ *   - Authorization: Bearer <token> (scripts): the token's SHA-256 is
+ *     compared, in constant time, with every hash in llmbox.conf. A
+ *     browser never sends this header on its own, so no CSRF check.
+ *   - the session cookie the page got from POST /api/login: its value is a
+ *     random 256-bit id whose SHA-256 names a row of the sessions table.
+ *     A request that changes state (anything but GET and HEAD) must also
+ *     carry X-CSRF-Token, derived from the session id (HMAC), which only
+ *     the page can read (from the login answer or GET /api/session); and
+ *     when the browser says where the request comes from (Sec-Fetch-Site,
+ *     else Origin), it must be this origin.
+ *
+ * A task belongs to the user who made it; anyone else gets the 404 of an
+ * unknown task, so ids of other people's tasks cannot even be confirmed.
+ *
+ * Preview links. Generated html runs in a sandboxed iframe (an opaque
+ * origin), and browsers send no SameSite cookie with the requests such a
+ * document makes, so a page's own images and scripts would all be 401.
+ * Each task therefore has a preview key, an HMAC of its id under a secret
+ * the web makes at start: /api/tasks/{id}/preview/{key}/{path} serves that
+ * task's artifacts (and nothing else) inline without a login, and relative
+ * links inside a page keep the key. The key is shown only to the owner
+ * (in the task object) and changes when the web restarts.
+ */
+#include "web/web.h"
+
+#include "common/log.h"
+#include "common/status.h"
+#include "common/token.h"
+#include "common/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LB_COOKIE_NAME "llmbox_session"
+
+static char lb_preview_secret[65];
+
+int lb_auth_init(void)
+{
+    return lb_random_hex(lb_preview_secret, sizeof lb_preview_secret, 32);
+}
+
+const char *lb_auth_owner(const lb_req *r)
+{
+    return r->user ? r->user->name : NULL;
+}
+
+/* ---- preview keys ---- */
+
+void lb_auth_preview_key(const char *id, char out[33])
+{
+    char mac[LB_SHA256_HEX], msg[64];
+    int n = snprintf(msg, sizeof msg, "preview:%s", id);
+    if (lb_hmac_sha256_hex(lb_preview_secret, strlen(lb_preview_secret), msg, (size_t)n, mac) != LB_OK) {
+        out[0] = '\0';
+        return;
+    }
+    memcpy(out, mac, 32); /* 128 bits: as hard to guess as a task id */
+    out[32] = '\0';
+}
+
+int lb_auth_preview_ok(const char *id, const char *key, size_t keylen)
+{
+    char want[33];
+    lb_auth_preview_key(id, want);
+    return want[0] && keylen == 32 && lb_ct_equal(want, key, 32);
+}
+
+void lb_auth_add_preview(cJSON *task, const char *id)
+{
+    char key[33], base[128];
+    lb_auth_preview_key(id, key);
+    if (!key[0] || !task)
+        return;
+    snprintf(base, sizeof base, "/api/tasks/%s/preview/%s/", id, key);
+    cJSON_AddStringToObject(task, "preview_base", base);
+}
+
+/* ---- cookies and CSRF ---- */
+
+int lb_auth_cookie(lb_req *r, char out[65])
+{
+    const char *c = lb_http_param(r, "HTTP_COOKIE");
+    size_t nl = strlen(LB_COOKIE_NAME);
+    out[0] = '\0';
+    for (const char *p = c; p && *p;) {
+        p += strspn(p, " \t;");
+        if (!strncmp(p, LB_COOKIE_NAME, nl) && p[nl] == '=') {
+            const char *v = p + nl + 1;
+            size_t vl = strcspn(v, "; \t");
+            if (vl != 64)
+                return 0;
+            memcpy(out, v, 64);
+            out[64] = '\0';
+            return lb_sha256_hex_valid(out);
+        }
+        p += strcspn(p, ";");
+    }
+    return 0;
+}
+
+void lb_auth_csrf_token(const char *sid, char out[65])
+{
+    if (lb_hmac_sha256_hex(sid, strlen(sid), "llmbox-csrf", 11, out) != LB_OK)
+        out[0] = '\0';
+}
+
+int lb_auth_cookie_secure(lb_req *r)
+{
+    if (!strcmp(lb_cfg()->cookie_secure, "on"))
+        return 1;
+    /* nginx's $https ("on" when this connection is TLS). A proxy in front
+     * that ends TLS says so with X-Forwarded-Proto; it is believed only in
+     * that direction: a forged "https" can merely make the sender's own
+     * cookie Secure, never take Secure away. */
+    const char *h = lb_http_param(r, "HTTPS");
+    if (h && !strcasecmp(h, "on"))
+        return 1;
+    const char *x = lb_http_param(r, "HTTP_X_FORWARDED_PROTO");
+    return x && !strncasecmp(x, "https", 5) && (x[5] == '\0' || x[5] == ',' || x[5] == ' ');
+}
+
+static int lb_changes_state(const char *m)
+{
+    return strcmp(m, "GET") && strcmp(m, "HEAD") && strcmp(m, "OPTIONS");
+}
+
+/* The page's own origin: Sec-Fetch-Site (set by the browser, which a page
+ * cannot forge) when present, else Origin against Host. Requests without
+ * either (curl, older browsers) pass: the CSRF token is the real check. */
+static int lb_same_origin(lb_req *r, const char **why)
+{
+    const char *site = lb_http_param(r, "HTTP_SEC_FETCH_SITE");
+    if (site && *site) {
+        *why = "it came from another site";
+        return !strcmp(site, "same-origin");
+    }
+    const char *origin = lb_http_param(r, "HTTP_ORIGIN");
+    if (!origin || !*origin)
+        return 1;
+    const char *host = lb_http_param(r, "HTTP_HOST");
+    const char *o = strstr(origin, "://");
+    *why = "its Origin is not this server";
+    return host && o && !strcasecmp(o + 3, host);
+}
+
+static void lb_unauthorized(lb_req *r, const char *error, const char *extra_hdr, const char *msg)
+{
+    char hdr[512];
+    snprintf(hdr, sizeof hdr, "WWW-Authenticate: Bearer realm=\"llmbox\"%s%s%s\r\n%s", error ? ", error=\"" : "",
+             error ? error : "", error ? "\"" : "", extra_hdr ? extra_hdr : "");
+    lb_http_drain(r);
+    lb_http_error_hdr(r, 401, "unauthorized", hdr, "%s", msg);
+}
+
+/* Bearer <token>: the token (trimmed) in *tok, *tlen; 0 when the header
+ * is some other scheme. */
+static int lb_bearer(const char *h, const char **tok, size_t *tlen)
+{
+    while (*h == ' ' || *h == '\t')
+        h++;
+    if (strncasecmp(h, "Bearer", 6) || (h[6] != ' ' && h[6] != '\t'))
+        return 0;
+    const char *t = h + 6;
+    while (*t == ' ' || *t == '\t')
+        t++;
+    size_t n = strnlen(t, LB_TOKEN_MAX + 1);
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+        n--;
+    *tok = t;
+    *tlen = n;
+    return 1;
+}
+
+static const char *lb_remote(lb_req *r)
+{
+    const char *a = lb_http_param(r, "REMOTE_ADDR");
+    return a && *a ? a : "?";
+}
+
+int lb_auth_request(lb_req *r)
+{
+    const lb_config *cfg = lb_cfg();
+    r->user = NULL;
+    r->via_session = 0;
+    if (!cfg->n_users) {
+        /* no login: loopback only, even when nginx was opened wider by hand */
+        const char *a = lb_http_param(r, "REMOTE_ADDR");
+        if (a && *a && !lb_cfg_addr_is_loopback(a)) {
+            lb_http_drain(r);
+            lb_http_error(r, 403, "forbidden",
+                          "This llmbox has no users configured, so it has no login and answers only on "
+                          "127.0.0.1. The operator can add users to llmbox.conf (llmbox user add NAME).");
+            return 0;
+        }
+        return 1;
+    }
+    const char *authz = lb_http_param(r, "HTTP_AUTHORIZATION");
+    if (authz && *authz) {
+        const char *tok = NULL;
+        size_t tlen = 0;
+        if (!lb_bearer(authz, &tok, &tlen) || !tlen) {
+            lb_unauthorized(r, "invalid_request", NULL,
+                            "The Authorization header must be `Bearer <token>` with an llmbox API token.");
+            return 0;
+        }
+        const lb_user_cfg *u = tlen <= LB_TOKEN_MAX ? lb_cfg_user_by_token(cfg, tok, tlen) : NULL;
+        if (!u) {
+            lb_warn("web: %s %.100s from %s: wrong API token", r->method, r->path, lb_remote(r));
+            lb_unauthorized(r, "invalid_token", NULL,
+                            "This API token is not valid here (it may have been replaced); ask the operator "
+                            "for a new one.");
+            return 0;
+        }
+        r->user = u;
+        return 1;
+    }
+    char sid[65], h[LB_SHA256_HEX];
+    if (!lb_auth_cookie(r, sid)) {
+        lb_unauthorized(r, NULL, NULL,
+                        "This llmbox needs a login: log in on the page, or send `Authorization: Bearer <token>` "
+                        "with your API token.");
+        return 0;
+    }
+    lb_session se;
+    int rc = lb_sha256_hex(sid, 64, h);
+    if (rc == LB_OK)
+        rc = lb_store_session_get(r->store, h, lb_now_ms(), &se);
+    const lb_user_cfg *u = rc == LB_OK ? lb_cfg_user(cfg, se.user) : NULL;
+    if (rc == LB_E_TIMEOUT) {
+        lb_http_drain(r);
+        lb_http_error(r, 503, NULL, "The task database is busy; try again in a moment.");
+        return 0;
+    }
+    if (!u || !lb_cfg_user_has_token(u, se.token_sha256)) {
+        /* unknown, expired, a user who is gone, or a token that was removed */
+        char clear[160];
+        snprintf(clear, sizeof clear, "Set-Cookie: %s=; Path=/api/; Max-Age=0; HttpOnly; SameSite=Strict%s\r\n",
+                 LB_COOKIE_NAME, lb_auth_cookie_secure(r) ? "; Secure" : "");
+        lb_unauthorized(r, "invalid_token", clear, "Your login has expired or was ended; log in again.");
+        return 0;
+    }
+    r->user = u;
+    r->via_session = 1;
+    memcpy(r->session_id, sid, sizeof sid);
+    if (lb_changes_state(r->method)) {
+        const char *why = "";
+        char want[LB_SHA256_HEX];
+        const char *got = lb_http_param(r, "HTTP_X_CSRF_TOKEN");
+        lb_auth_csrf_token(sid, want);
+        if (!got || strlen(got) != 64 || !want[0] || !lb_ct_equal(got, want, 64)) {
+            lb_warn("web: %s %.100s from %s (user %s): refused, no valid CSRF token", r->method, r->path,
+                    lb_remote(r), u->name);
+            lb_http_drain(r);
+            lb_http_error(r, 403, "csrf",
+                          "This request came with a login cookie but without the page's CSRF token "
+                          "(X-CSRF-Token), so it was refused; reload the page. Scripts should send "
+                          "`Authorization: Bearer <token>` instead of a cookie.");
+            return 0;
+        }
+        if (!lb_same_origin(r, &why)) {
+            lb_warn("web: %s %.100s from %s (user %s): refused, %s", r->method, r->path, lb_remote(r), u->name,
+                    why);
+            lb_http_drain(r);
+            lb_http_error(r, 403, "csrf", "This request was refused because %s; use the llmbox page itself.", why);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int lb_auth_task_visible(lb_req *r)
+{
+    if (!r->user)
+        return 1;
+    char owner[LB_CFG_USER_NAME];
+    int rc = lb_store_task_owner(r->store, r->id, owner, sizeof owner);
+    if (rc == LB_OK && strcmp(owner, r->user->name))
+        rc = LB_E_NOTFOUND; /* someone else's: exactly as if it did not exist */
+    if (rc == LB_E_TOOBIG)
+        rc = LB_E_NOTFOUND;
+    if (rc != LB_OK) {
+        lb_http_drain(r);
+        lb_http_store_error(r, rc, "read the task");
+        return 0;
+    }
+    return 1;
+}
