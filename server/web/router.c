@@ -72,39 +72,70 @@ static int lb_take_id(lb_req *r, const char *seg, size_t len)
     return 1;
 }
 
+/* The route class of /api/tasks/{id}/{sub}, for logs and metrics: a fixed
+ * word, never the path (artifact names are the model's). */
+static const char *lb_task_route_class(const char *sub)
+{
+    static const char *const exact[][2] = {
+        {"events", "task_events"},         {"trajectory", "task_trajectory"}, {"cancel", "task_cancel"},
+        {"rerun", "task_rerun"},           {"artifacts", "task_artifacts"},   {"bundle.zip", "task_bundle"},
+        {"bundle.tar.gz", "task_bundle"},
+    };
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (!strcmp(sub, exact[i][0]))
+            return exact[i][1];
+    if (!strncmp(sub, "artifacts/", 10))
+        return "task_artifact";
+    return "unknown";
+}
+
 void lb_route(lb_req *r)
 {
     const char *p = r->path;
+    /* Prometheus scrapes a fixed path outside /api/; nginx lets only
+     * loopback reach it unless the operator opens it (nginx.conf). */
+    if (!strcmp(p, "/metrics")) {
+        r->route = "metrics";
+        if (lb_allow(r, M_GET))
+            lb_h_metrics(r);
+        return;
+    }
     if (strncmp(p, "/api/", 5) != 0) {
         lb_not_found(r);
         return;
     }
     p += 5;
     if (!strcmp(p, "health")) {
+        r->route = "health";
         if (lb_allow(r, M_GET))
             lb_h_health(r);
         return;
     }
     if (!strcmp(p, "models")) {
+        r->route = "models";
         if (lb_allow(r, M_GET))
             lb_h_models(r);
         return;
     }
     if (!strcmp(p, "info")) {
+        r->route = "info";
         if (lb_allow(r, M_GET))
             lb_h_info(r);
         return;
     }
     if (!strcmp(p, "tools")) {
+        r->route = "tools";
         if (lb_allow(r, M_GET))
             lb_h_tools(r);
         return;
     }
     if (!strncmp(p, "sandboxes", 9) && (p[9] == '\0' || p[9] == '/')) {
+        r->route = "sandboxes";
         lb_h_sandboxes(r, p + 9); /* its own auth, methods and sub-routes */
         return;
     }
     if (!strcmp(p, "tasks")) {
+        r->route = "tasks";
         if (!lb_allow(r, M_GET | M_POST))
             return;
         if (!strcmp(r->method, "POST"))
@@ -120,6 +151,7 @@ void lb_route(lb_req *r)
     p += 6;
     const char *slash = strchr(p, '/');
     size_t idlen = slash ? (size_t)(slash - p) : strlen(p);
+    r->route = "task";
     if (!lb_take_id(r, p, idlen))
         return;
     if (!slash) {
@@ -132,6 +164,7 @@ void lb_route(lb_req *r)
         return;
     }
     const char *sub = slash + 1;
+    r->route = lb_task_route_class(sub);
     if (!strcmp(sub, "events")) {
         if (lb_allow(r, M_GET))
             lb_h_task_events(r);
