@@ -309,7 +309,14 @@ static const char lb_schema_v5[] =
     "  INSERT INTO metrics(name, labels, le, value)"
     "  VALUES('llmbox_tasks_finished_total', 'status=\"' || NEW.status || '\"', '', 1)"
     "  ON CONFLICT(name, labels, le) DO UPDATE SET value = value + 1;"
-    " END;";
+    " END;"
+    /* the tasks already there count from the start, so the counters of an
+     * upgraded installation begin where its history is */
+    "INSERT INTO metrics(name, labels, le, value)"
+    " SELECT 'llmbox_tasks_created_total', '', '', COUNT(*) FROM tasks;"
+    "INSERT INTO metrics(name, labels, le, value)"
+    " SELECT 'llmbox_tasks_finished_total', 'status=\"' || status || '\"', '', COUNT(*) FROM tasks"
+    " WHERE status IN ('succeeded', 'failed', 'cancelled') GROUP BY status;";
 
 /* One entry per version; migrations[i] takes the schema from i to i+1.
  * Append only: a released migration is never edited. */

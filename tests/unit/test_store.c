@@ -377,7 +377,7 @@ TEST(task_options_round_trip)
  * new columns and keeps its tasks. */
 TEST(v1_database_migrates_to_v3)
 {
-    snprintf(db_path, sizeof db_path, "%s/v1.db", db_dir);
+    snprintf(db_path, sizeof db_path, "%s/v1-h.db", db_dir);
     sqlite3 *db;
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     const char *v1 =
@@ -402,6 +402,20 @@ TEST(v1_database_migrates_to_v3)
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(o, "prompt")), "old");
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "image")));
     cJSON_Delete(o);
+    /* v5: the task already there is counted from the start */
+    lb_metric_row *rows = NULL;
+    size_t n = 0;
+    CHECK(s && lb_store_metrics_all(s, &rows, &n) == LB_OK);
+    int created = 0, succeeded = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].name, "llmbox_tasks_created_total") && rows[i].value == 1)
+            created = 1;
+        if (!strcmp(rows[i].name, "llmbox_tasks_finished_total") &&
+            !strcmp(rows[i].labels, "status=\"succeeded\"") && rows[i].value == 1)
+            succeeded = 1;
+    }
+    CHECK(created && succeeded && n == 2);
+    free(rows);
     lb_store_close(s);
 }
 
