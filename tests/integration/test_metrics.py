@@ -29,6 +29,11 @@ SCENARIOS = {"scenarios": [
     # (retries = 2 by default, Retry-After 1 s) and the task fails
     {"match": "[m-503]", "steps": [{"status": 503, "error": "overloaded", "retry_after": 1}]},
     {"match": "[m-401]", "steps": [{"status": 401, "error": "bad key"}]},
+    # does not fit: one retry with a smaller max_tokens, then the task fails
+    {"match": "[m-ctx]", "steps": [{"status": 400, "error": "This model's maximum context length is 4096 "
+                                    "tokens. However, you requested 5000 tokens (3000 in the messages, 2000 "
+                                    "in the completion)."}]},
+    {"match": "[m-bad]", "steps": [{"raw": "this is not JSON"}]},
     {"match": "[m-made-up]", "steps": [
         step(("no_such_tool", {"x": 1})),
         step(("finish", {"answer": "done"})),
@@ -36,7 +41,8 @@ SCENARIOS = {"scenarios": [
 ]}
 
 TASKS = [("[m-ok] one", "succeeded"), ("[m-ok] two", "succeeded"), ("[m-503] slow", "failed"),
-         ("[m-401] key", "failed"), ("[m-made-up] tool", "succeeded")]
+         ("[m-401] key", "failed"), ("[m-made-up] tool", "succeeded"), ("[m-ctx] long", "failed"),
+         ("[m-bad] garbage", "failed")]
 
 
 def scrape(s, source=None):
@@ -182,8 +188,11 @@ def test_model_errors_by_kind(s):
     # 1 try + 2 retries of the 503; the refused key is not retried
     assert prom.value(fams, "llmbox_model_errors_total", model="default", kind="http_5xx") == 3
     assert prom.value(fams, "llmbox_model_errors_total", model="default", kind="auth") == 1
+    # the first answer and the one retry with a lower max_tokens
+    assert prom.value(fams, "llmbox_model_errors_total", model="default", kind="context_length") == 2
+    assert prom.value(fams, "llmbox_model_errors_total", model="default", kind="bad_reply") == 1
     kinds = {dict(lab)["kind"] for _, lab, _ in fams["llmbox_model_errors_total"]["samples"]}
-    assert kinds == {"http_5xx", "auth"}, kinds
+    assert kinds == {"http_5xx", "auth", "context_length", "bad_reply"}, kinds
 
 
 def test_sandbox_and_pool(s):
