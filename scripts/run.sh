@@ -7,7 +7,8 @@ export LLMBOX_HOME="$PWD"
 export LLMBOX_WEB_USER="${LLMBOX_WEB_USER:-llmbox}"
 
 # Where nginx listens: `listen` in llmbox.conf (LLMBOX_LISTEN), checked by
-# llmbox itself (an address beyond loopback is refused without users).
+# llmbox itself (an address beyond loopback is refused without users);
+# scripts/nginx-conf.sh writes var/run/nginx.conf with it.
 if ! LISTEN=$(build/llmbox config listen); then
     exit 1
 fi
@@ -25,8 +26,7 @@ fi
 
 scripts/prepare-dirs.sh "$LLMBOX_WEB_USER"
 
-# nginx.conf as it is, but listening where the configuration says
-sed "s|listen 127.0.0.1:8080;|listen $LISTEN;|" nginx.conf > var/run/nginx.conf
+scripts/nginx-conf.sh >/dev/null
 
 pids=()
 stop() {

@@ -16,6 +16,7 @@
 #include "agent/watchdog.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -218,6 +219,7 @@ static int start_sandbox(run *r)
         return rc;
     }
     lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->res->usage.sandbox_ms);
+    lb_metrics_observe(lb_metrics_proc(), &lb_hist_sandbox_start, "", (double)r->res->usage.sandbox_ms / 1000.0);
     int tmo = cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s * 1000 : 120000;
     r->ctx = lb_ctx_new(r->conn, r->sb_id, r->o->cancel, tmo);
     if (!r->ctx) {
@@ -293,6 +295,13 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
             return 1;
         }
         r->res->usage.tools_ms += oc.duration_ms;
+        {
+            /* the label is a loaded tool's name, never what the model made up */
+            char labels[LB_METRIC_LABELS_MAX] = "";
+            const char *tool = lb_plugins_find(r->plugins, c->name) ? c->name : "unknown";
+            lb_metrics_label(labels, sizeof labels, "tool", tool);
+            lb_metrics_observe(lb_metrics_proc(), &lb_hist_tool, labels, (double)oc.duration_ms / 1000.0);
+        }
         cJSON *d = cJSON_CreateObject();
         cJSON_AddNumberToObject(d, "turn", turn);
         cJSON_AddStringToObject(d, "call_id", c->id);
@@ -408,6 +417,11 @@ static void loop(run *r)
         }
         r->res->turns = turn;
         r->res->usage.turns = turn;
+        {
+            char labels[LB_METRIC_LABELS_MAX] = "";
+            lb_metrics_label(labels, sizeof labels, "model", r->model.name);
+            lb_metrics_observe(lb_metrics_proc(), &lb_hist_model_turn, labels, (double)dt / 1000.0);
+        }
         /* ids are how observations find their call: make them present and unique */
         for (size_t i = 0; i < rep.n_calls; i++) {
             char id[64];

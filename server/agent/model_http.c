@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -254,6 +255,30 @@ static long retry_after_ms(CURL *c)
     return (s > LB_RETRY_AFTER_MAX_S ? LB_RETRY_AFTER_MAX_S : s) * 1000L;
 }
 
+/* Counts one failed attempt (retried or not) in llmbox_model_errors_total
+ * {model, kind}; the agent moves it into the store (sink_store.c). */
+static void count_error(const lb_model *m, const char *kind)
+{
+    char labels[LB_METRIC_LABELS_MAX] = "";
+    lb_metrics_label(labels, sizeof labels, "model", m->name);
+    lb_metrics_label(labels, sizeof labels, "kind", kind);
+    lb_metrics_add(lb_metrics_proc(), "llmbox_model_errors_total", labels, "", 1);
+}
+
+/* The kind of an HTTP error answer that is not a context-length error. */
+static const char *http_error_kind(long code)
+{
+    if (code == 429)
+        return "http_429";
+    if (code == 401 || code == 403)
+        return "auth";
+    if (code >= 500 && code <= 599)
+        return "http_5xx";
+    if (code >= 400 && code <= 499)
+        return "http_4xx";
+    return "http_other";
+}
+
 int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_model_reply *r,
                   char *err, size_t errsz)
 {
@@ -320,6 +345,7 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
             goto out;
         }
         if (cc == CURLE_WRITE_ERROR && rb.toobig) {
+            count_error(m, "bad_reply");
             snprintf(err, errsz, "The model endpoint %s sent a response over %u MiB.", m->shown_url,
                      LB_MODEL_MAX_RESPONSE >> 20);
             rc = LB_E_PROTO;
@@ -329,6 +355,7 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
         long code = 0;
         if (cc != CURLE_OK) {
             const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
+            count_error(m, cc == CURLE_OPERATION_TIMEDOUT ? "timeout" : "connection");
             if ((connect_error(cc) || cc == CURLE_OPERATION_TIMEDOUT) && tries < m->retries) {
                 wait_ms = backoff_ms(m, tries + 1);
                 lb_info("model endpoint %s: %s; retrying in %ld ms", m->shown_url, why, wait_ms);
@@ -348,9 +375,12 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
                 rc = m->provider == LB_PROVIDER_ANTHROPIC
                          ? lb_parse_anthropic_response(resp_b->data, resp_b->len, r, err, errsz)
                          : lb_parse_chat_response(resp_b->data, resp_b->len, r, err, errsz);
+                if (rc != LB_OK)
+                    count_error(m, "bad_reply");
                 goto out;
             }
             if (http_retryable(code) && tries < m->retries) {
+                count_error(m, http_error_kind(code));
                 long ra = retry_after_ms(c);
                 wait_ms = ra >= 0 ? ra : backoff_ms(m, tries + 1) * 4;
                 lb_info("model endpoint %s answered HTTP %ld; retrying in %ld ms", m->shown_url, code, wait_ms);
@@ -369,7 +399,9 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
         char emsg[400];
         lb_model_error_text(resp_b->data, resp_b->len, emsg, sizeof emsg);
         long limit = -1, prompt = -1;
-        if (lb_context_error(code, resp_b->data, resp_b->len, &limit, &prompt)) {
+        int ctx_err = lb_context_error(code, resp_b->data, resp_b->len, &limit, &prompt);
+        count_error(m, ctx_err ? "context_length" : http_error_kind(code));
+        if (ctx_err) {
             /* a smaller completion may still fit: once */
             long next = ctx_retried ? 0
                                     : lb_context_retry_tokens(m->max_tokens, limit, prompt,

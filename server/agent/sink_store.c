@@ -2,6 +2,7 @@
  * where the web backend streams it to the browser. */
 #include "agent/agent.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -15,6 +16,52 @@ typedef struct store_sink {
 
 static store_sink the_store_sink; /* one task per agent process */
 
+/* Moves what this process recorded (loop.c, model_http.c) into the store,
+ * where the web's /metrics reads it. Called once per turn and at the end,
+ * so a long task shows up while it runs and a crash loses one turn at
+ * most. What could not be written is put back for the next try. */
+static void flush_metrics(store_sink *s)
+{
+    lb_metric_row *rows = NULL;
+    size_t n = 0;
+    if (lb_metrics_snapshot(lb_metrics_proc(), &rows, &n, 1) != 0 || !n)
+        return;
+    int rc = lb_store_metrics_add(s->st, rows, n);
+    if (rc != LB_OK) {
+        lb_warn("task %s: cannot store metrics (kept for the next try): %s", s->task_id, lb_strerror(rc));
+        for (size_t i = 0; i < n; i++)
+            lb_metrics_add(lb_metrics_proc(), rows[i].name, rows[i].labels, rows[i].le, rows[i].value);
+    }
+    free(rows);
+}
+
+/* One log line per event: what happened, never its contents (prompts,
+ * commands and outputs stay in the store and the trajectory). */
+static void log_event(const store_sink *s, const char *type, const cJSON *data, int64_t seq)
+{
+    lb_log_field f[9];
+    int n = 0;
+    f[n++] = LB_LF_STR("task", s->task_id);
+    f[n++] = LB_LF_INT("seq", seq);
+    f[n++] = LB_LF_STR("type", type);
+    const cJSON *turn = cJSON_GetObjectItemCaseSensitive(data, "turn");
+    if (cJSON_IsNumber(turn))
+        f[n++] = LB_LF_INT("turn", turn->valueint);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(data, "name");
+    if (!strcmp(type, "tool") && cJSON_IsString(name))
+        f[n++] = LB_LF_STR("tool", name->valuestring);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(data, "status");
+    if (cJSON_IsString(st))
+        f[n++] = LB_LF_STR("status", st->valuestring);
+    const cJSON *dur = cJSON_GetObjectItemCaseSensitive(data, "duration_ms");
+    if (cJSON_IsNumber(dur))
+        f[n++] = LB_LF_INT("duration_ms", (long long)dur->valuedouble);
+    const cJSON *sbms = cJSON_GetObjectItemCaseSensitive(data, "sandbox_ms");
+    if (cJSON_IsNumber(sbms))
+        f[n++] = LB_LF_INT("sandbox_ms", (long long)sbms->valuedouble);
+    lb_log_fields(LB_LOG_INFO, "event", f, n);
+}
+
 static void ev(void *arg, const char *type, const cJSON *data)
 {
     store_sink *s = arg;
@@ -23,10 +70,15 @@ static void ev(void *arg, const char *type, const cJSON *data)
         lb_error("cannot serialize a %s event", type);
         return;
     }
-    int rc = lb_store_event_append(s->st, s->task_id, type, text, NULL);
+    int64_t seq = 0;
+    int rc = lb_store_event_append(s->st, s->task_id, type, text, &seq);
     if (rc != LB_OK)
         lb_error("cannot store a %s event: %s", type, lb_strerror(rc));
+    else
+        log_event(s, type, data, seq);
     free(text);
+    if (!strcmp(type, "model"))
+        flush_metrics(s);
 }
 
 static void arts(void *arg, const lb_artifact *a, size_t n)
@@ -48,14 +100,20 @@ static void usage(void *arg, const lb_task_usage *u)
 static int fin(void *arg, const char *status, const char *reason, const char *answer)
 {
     store_sink *s = arg;
+    flush_metrics(s); /* before the end is recorded: a scrape that sees the task done sees its turns */
     int rc = lb_store_task_finish(s->st, s->task_id, status, reason, answer);
     if (rc == LB_E_EXISTS) {
         /* the web backend already ended it (e.g. marked it cancelled) */
         lb_info("task %s was already final; keeping that status", s->task_id);
         return LB_OK;
     }
-    if (rc != LB_OK)
+    if (rc != LB_OK) {
         lb_error("cannot record the end of task %s: %s", s->task_id, lb_strerror(rc));
+    } else {
+        /* the store appended the "done" event in the same transaction */
+        lb_log_field f[] = {LB_LF_STR("task", s->task_id), LB_LF_STR("type", "done"), LB_LF_STR("status", status)};
+        lb_log_fields(LB_LOG_INFO, "event", f, 3);
+    }
     return rc;
 }
 

@@ -57,6 +57,9 @@ enum {
     Q_SESSION_DELETE,
     Q_SESSION_EXPIRE,
     Q_SESSION_TRIM,
+    Q_METRIC_ADD,
+    Q_METRICS_ALL,
+    Q_TASK_COUNTS,
     Q__COUNT
 };
 
@@ -125,6 +128,10 @@ static const char *const lb_sql[Q__COUNT] = {
     [Q_SESSION_TRIM] = "DELETE FROM sessions WHERE user = ?1 AND id_sha256 NOT IN"
                        " (SELECT id_sha256 FROM sessions WHERE user = ?1"
                        " ORDER BY created_ms DESC, id_sha256 LIMIT ?2)",
+    [Q_METRIC_ADD] = "INSERT INTO metrics(name, labels, le, value) VALUES(?1, ?2, ?3, ?4)"
+                     " ON CONFLICT(name, labels, le) DO UPDATE SET value = value + excluded.value",
+    [Q_METRICS_ALL] = "SELECT name, labels, le, value FROM metrics ORDER BY name, labels, le",
+    [Q_TASK_COUNTS] = "SELECT status, COUNT(*) FROM tasks GROUP BY status",
 };
 
 struct lb_store {
@@ -329,9 +336,41 @@ static const char lb_schema_v4[] =
     "CREATE INDEX sessions_user ON sessions(user, created_ms);"
     "CREATE INDEX sessions_expires ON sessions(expires_ms);";
 
+/* v5: counters that must outlive the rows they count (a deleted task still
+ * finished) and the observations of agents, which are separate processes:
+ * one row per series, see store.h. The task counters are kept by triggers,
+ * so every path that inserts or ends a task (the agent, the web's reaper
+ * and recovery) counts in the same statement, and nothing can forget to. */
+static const char lb_schema_v5[] =
+    "CREATE TABLE metrics("
+    "  name TEXT NOT NULL,"
+    "  labels TEXT NOT NULL DEFAULT '',"
+    "  le TEXT NOT NULL DEFAULT '',"
+    "  value REAL NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY(name, labels, le)) WITHOUT ROWID;"
+    "CREATE TRIGGER tasks_metrics_created AFTER INSERT ON tasks BEGIN"
+    "  INSERT INTO metrics(name, labels, le, value) VALUES('llmbox_tasks_created_total', '', '', 1)"
+    "  ON CONFLICT(name, labels, le) DO UPDATE SET value = value + 1;"
+    " END;"
+    "CREATE TRIGGER tasks_metrics_finished AFTER UPDATE OF status ON tasks"
+    " WHEN NEW.status IN ('succeeded', 'failed', 'cancelled')"
+    "  AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled') BEGIN"
+    "  INSERT INTO metrics(name, labels, le, value)"
+    "  VALUES('llmbox_tasks_finished_total', 'status=\"' || NEW.status || '\"', '', 1)"
+    "  ON CONFLICT(name, labels, le) DO UPDATE SET value = value + 1;"
+    " END;"
+    /* the tasks already there count from the start, so the counters of an
+     * upgraded installation begin where its history is */
+    "INSERT INTO metrics(name, labels, le, value)"
+    " SELECT 'llmbox_tasks_created_total', '', '', COUNT(*) FROM tasks;"
+    "INSERT INTO metrics(name, labels, le, value)"
+    " SELECT 'llmbox_tasks_finished_total', 'status=\"' || status || '\"', '', COUNT(*) FROM tasks"
+    " WHERE status IN ('succeeded', 'failed', 'cancelled') GROUP BY status;";
+
 /* One entry per version; migrations[i] takes the schema from i to i+1.
  * Append only: a released migration is never edited. */
-static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3, lb_schema_v4};
+static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3, lb_schema_v4,
+                                            lb_schema_v5};
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
@@ -1238,6 +1277,108 @@ int lb_store_session_delete(lb_store *s, const char *id_sha256)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id_sha256);
     int rc = lb_step_done(s, st, "delete session");
+    lb_done(st);
+    return rc;
+}
+
+/* ---- metrics ---------------------------------------------------------- */
+
+const char *const lb_store_status_names[LB_STORE_N_STATUS] = {"queued", "running", "succeeded", "failed",
+                                                             "cancelled"};
+
+int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
+{
+    if (!s || (n && !rows))
+        return LB_E_INVAL;
+    if (!n)
+        return LB_OK;
+    int rc = lb_begin(s);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n && !rc; i++) {
+        sqlite3_stmt *st = lb_stmt(s, Q_METRIC_ADD);
+        if (!st) {
+            rc = LB_E_INTERNAL;
+            break;
+        }
+        lb_bind_text(st, 1, rows[i].name);
+        lb_bind_text(st, 2, rows[i].labels);
+        lb_bind_text(st, 3, rows[i].le);
+        sqlite3_bind_double(st, 4, rows[i].value);
+        rc = lb_step_done(s, st, "add metrics");
+        lb_done(st);
+    }
+    if (!rc)
+        rc = lb_commit(s);
+    if (rc)
+        lb_rollback(s);
+    return rc;
+}
+
+int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    if (!s)
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_METRICS_ALL);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_metric_row *out = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc = LB_OK, src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            lb_metric_row *nr = nc <= 4 * LB_METRICS_MAX_SERIES ? realloc(out, nc * sizeof *nr) : NULL;
+            if (!nr) {
+                rc = cap >= 4 * LB_METRICS_MAX_SERIES ? LB_E_TOOBIG : LB_E_NOMEM;
+                break;
+            }
+            out = nr;
+            cap = nc;
+        }
+        lb_metric_row *r = &out[cnt];
+        /* a row that does not fit the fixed fields was not written by us */
+        if ((size_t)sqlite3_column_bytes(st, 0) >= sizeof r->name ||
+            (size_t)sqlite3_column_bytes(st, 1) >= sizeof r->labels ||
+            (size_t)sqlite3_column_bytes(st, 2) >= sizeof r->le)
+            continue;
+        snprintf(r->name, sizeof r->name, "%s", lb_col_text(st, 0));
+        snprintf(r->labels, sizeof r->labels, "%s", lb_col_text(st, 1));
+        snprintf(r->le, sizeof r->le, "%s", lb_col_text(st, 2));
+        r->value = sqlite3_column_double(st, 3);
+        cnt++;
+    }
+    if (!rc && src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "read metrics");
+    lb_done(st);
+    if (rc) {
+        free(out);
+        return rc;
+    }
+    *rows = out;
+    *n = cnt;
+    return LB_OK;
+}
+
+int lb_store_task_counts(lb_store *s, int64_t counts[LB_STORE_N_STATUS])
+{
+    memset(counts, 0, sizeof(int64_t) * LB_STORE_N_STATUS);
+    if (!s)
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_TASK_COUNTS);
+    if (!st)
+        return LB_E_INTERNAL;
+    int rc = LB_OK, src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *status = lb_col_text(st, 0);
+        for (int i = 0; i < LB_STORE_N_STATUS; i++)
+            if (!strcmp(status, lb_store_status_names[i]))
+                counts[i] = sqlite3_column_int64(st, 1);
+    }
+    if (src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "count tasks");
     lb_done(st);
     return rc;
 }

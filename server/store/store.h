@@ -26,7 +26,9 @@
 
 #include <cjson/cJSON.h>
 
-#define LB_STORE_SCHEMA_VERSION 4
+#include "common/metrics.h"
+
+#define LB_STORE_SCHEMA_VERSION 5
 
 typedef struct lb_store lb_store;
 
@@ -140,5 +142,23 @@ int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, l
 int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user);
 int lb_store_session_get(lb_store *s, const char *id_sha256, int64_t now_ms, lb_session *out);
 int lb_store_session_delete(lb_store *s, const char *id_sha256);
+
+/* ---- metrics (schema v5) ----
+ * The table holds series as common/metrics.h describes them (bucket rows
+ * not cumulative). Triggers keep llmbox_tasks_created_total and
+ * llmbox_tasks_finished_total{status} as tasks are inserted and end;
+ * agents add their observations with lb_store_metrics_add. Deleting a
+ * task deletes nothing here. */
+
+/* Adds each row's value to its series, all in one transaction. */
+int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n);
+/* Every series, ordered by name, labels, le. *rows malloc'd (NULL when
+ * none), caller frees. */
+int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n);
+/* Tasks per status now: counts[i] for names[i] of "queued", "running",
+ * "succeeded", "failed", "cancelled". */
+#define LB_STORE_N_STATUS 5
+extern const char *const lb_store_status_names[LB_STORE_N_STATUS];
+int lb_store_task_counts(lb_store *s, int64_t counts[LB_STORE_N_STATUS]);
 
 #endif

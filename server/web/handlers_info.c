@@ -92,7 +92,7 @@ static void *lb_sb_probe(void *arg)
     return NULL;
 }
 
-static cJSON *lb_sandboxd_status(void)
+cJSON *lb_sandboxd_info(void)
 {
     cJSON *out = NULL;
     pthread_mutex_lock(&lb_sb_mu);
@@ -255,7 +255,7 @@ void lb_h_health(lb_req *r)
 {
     const lb_config *cfg = lb_cfg();
     cJSON *o = cJSON_CreateObject();
-    cJSON *sb = lb_sandboxd_status();
+    cJSON *sb = lb_sandboxd_info();
     cJSON *model = lb_model_status();
     cJSON *tasks = NULL;
     if (!o || !sb || !model) {

@@ -562,6 +562,7 @@ int lb_task_start(lb_req *r, const lb_task_new *t)
         lb_http_store_error(r, rc, "save the task");
         return 0;
     }
+    snprintf(r->new_task, sizeof r->new_task, "%s", t->id); /* for the access log */
     int pid = 0;
     char err[512];
     rc = lb_spawn_agent(t->id, &pid, err, sizeof err);

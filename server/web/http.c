@@ -57,6 +57,7 @@ void lb_http_head(lb_req *r, int status, const char *content_type, const char *e
     if (extra)
         FCGX_PutS(extra, r->fcgi->out);
     FCGX_PutS("\r\n", r->fcgi->out);
+    r->head_bytes = lb_access_bytes(r); /* the access log counts the body only */
 }
 
 void lb_http_json(lb_req *r, int status, const cJSON *body, const char *extra)

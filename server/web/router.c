@@ -92,19 +92,46 @@ static int lb_route_preview(lb_req *r, const char *p)
     }
     r->rest = kend + 1;
     r->preview = 1;
+    r->route = "task_preview";
     lb_h_artifact(r);
     return 1;
+}
+
+/* The route class of /api/tasks/{id}/{sub}, for logs and metrics: a fixed
+ * word, never the path (artifact names are the model's). */
+static const char *lb_task_route_class(const char *sub)
+{
+    static const char *const exact[][2] = {
+        {"events", "task_events"},         {"trajectory", "task_trajectory"}, {"cancel", "task_cancel"},
+        {"rerun", "task_rerun"},           {"artifacts", "task_artifacts"},   {"bundle.zip", "task_bundle"},
+        {"bundle.tar.gz", "task_bundle"},
+    };
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (!strcmp(sub, exact[i][0]))
+            return exact[i][1];
+    if (!strncmp(sub, "artifacts/", 10))
+        return "task_artifact";
+    return "unknown";
 }
 
 void lb_route(lb_req *r)
 {
     const char *p = r->path;
+    /* Prometheus scrapes a fixed path outside /api/; nginx lets only
+     * loopback reach it unless the operator opens it (nginx.conf). */
+    if (!strcmp(p, "/metrics")) {
+        r->route = "metrics";
+        if (lb_allow(r, M_GET))
+            lb_h_metrics(r);
+        return;
+    }
     if (strncmp(p, "/api/", 5) != 0) {
         lb_not_found(r);
         return;
     }
     p += 5;
     if (!strncmp(p, "sandboxes", 9) && (p[9] == '\0' || p[9] == '/')) {
+        r->route = "sandboxes";
         lb_h_sandboxes(r, p + 9); /* its own auth, methods and sub-routes */
         return;
     }
@@ -114,21 +141,25 @@ void lb_route(lb_req *r)
     /* the routes that need no login: health (monitoring, the page's
      * header), the login itself, and preview links (a key instead) */
     if (!strcmp(p, "health")) {
+        r->route = "health";
         if (lb_allow(r, M_GET))
             lb_h_health(r);
         return;
     }
     if (!strcmp(p, "session")) {
+        r->route = "session";
         if (lb_allow(r, M_GET))
             lb_h_session(r);
         return;
     }
     if (!strcmp(p, "login")) {
+        r->route = "login";
         if (lb_allow(r, M_POST))
             lb_h_login(r);
         return;
     }
     if (!strcmp(p, "logout")) {
+        r->route = "logout";
         if (lb_allow(r, M_POST))
             lb_h_logout(r);
         return;
@@ -138,21 +169,25 @@ void lb_route(lb_req *r)
     if (lb_cfg()->n_users && !lb_auth_request(r))
         return;
     if (!strcmp(p, "models")) {
+        r->route = "models";
         if (lb_allow(r, M_GET))
             lb_h_models(r);
         return;
     }
     if (!strcmp(p, "info")) {
+        r->route = "info";
         if (lb_allow(r, M_GET))
             lb_h_info(r);
         return;
     }
     if (!strcmp(p, "tools")) {
+        r->route = "tools";
         if (lb_allow(r, M_GET))
             lb_h_tools(r);
         return;
     }
     if (!strcmp(p, "tasks")) {
+        r->route = "tasks";
         if (!lb_allow(r, M_GET | M_POST))
             return;
         if (!strcmp(r->method, "POST"))
@@ -168,6 +203,7 @@ void lb_route(lb_req *r)
     p += 6;
     const char *slash = strchr(p, '/');
     size_t idlen = slash ? (size_t)(slash - p) : strlen(p);
+    r->route = "task";
     if (!lb_take_id(r, p, idlen))
         return;
     /* every route of one task, present and future: someone else's task
@@ -184,6 +220,7 @@ void lb_route(lb_req *r)
         return;
     }
     const char *sub = slash + 1;
+    r->route = lb_task_route_class(sub);
     if (!strcmp(sub, "events")) {
         if (lb_allow(r, M_GET))
             lb_h_task_events(r);

@@ -36,6 +36,10 @@ typedef struct lb_req {
     int64_t content_length;    /* -1 if absent or unparsable */
     int responded;             /* a response head was written */
     int status;                /* for the access log */
+    const char *route;         /* route class for the access log and metrics
+                                * ("task", "task_events" ...; set by lb_route) */
+    int64_t head_bytes;        /* bytes of the response head (access.c) */
+    char new_task[33];         /* the task this request created, if any */
     /* route parameters */
     char id[33];               /* task id, validated */
     const char *rest;          /* artifacts/{rest}: raw, percent-encoded */
@@ -135,6 +139,20 @@ void lb_limits_refund(lb_start_ticket *t);
 /* The largest upload r may send for one task (bytes). */
 uint64_t lb_limits_upload(const lb_req *r);
 
+/* ---- access.c: access log and HTTP metrics ---- */
+/* Starts counting the bytes the request writes (call before any output). */
+void lb_access_begin(lb_req *r);
+/* Bytes written so far, head included. */
+int64_t lb_access_bytes(const lb_req *r);
+/* One access line {"msg":"request", method, route, path, status, bytes,
+ * duration_ms, task?, new_task?, client, request_id?} (successful health
+ * checks and scrapes at debug level only) and the request's counts in
+ * llmbox_http_requests_total and llmbox_http_request_duration_seconds. */
+void lb_access_end(lb_req *r, int64_t t0_ms);
+
+/* ---- handlers_metrics.c: GET /metrics (Prometheus text format 0.0.4) ---- */
+void lb_h_metrics(lb_req *r);
+
 /* ---- handlers ---- */
 void lb_h_health(lb_req *r);
 void lb_h_models(lb_req *r);
@@ -170,6 +188,10 @@ int lb_image_check(const char *v, char *err, size_t errsz);
 /* [{name, default}] of the built images, sorted; NULL when out of memory. */
 cJSON *lb_images_list(void);
 void lb_h_info(lb_req *r);            /* handlers_info.c */
+/* sandboxd's ping answer with "ok":true, or {"ok":false,"message"} when it
+ * cannot be reached; cached 3 s, waits at most 2 s. Caller frees.
+ * handlers_info.c */
+cJSON *lb_sandboxd_info(void);
 
 /* ---- spawn.c: agent processes ---- */
 /* Starts the reaper thread. Call once, before any spawn. */

@@ -113,6 +113,8 @@ static void lb_handle(FCGX_Request *fr, lb_store *s)
     r.fcgi = fr;
     r.store = s;
     r.status = 0;
+    r.route = "unknown";
+    lb_access_begin(&r);
     const char *method = FCGX_GetParam("REQUEST_METHOD", fr->envp);
     r.method = method ? method : "GET";
     r.is_head = !strcmp(r.method, "HEAD");
@@ -149,9 +151,7 @@ static void lb_handle(FCGX_Request *fr, lb_store *s)
         lb_error("web: %s %s: handler sent no response", r.method, r.path);
         lb_http_error(&r, 500, NULL, "The server failed to answer this request.");
     }
-    if (strcmp(r.path, "/api/health") != 0 || r.status != 200)
-        lb_info("web: %s %.200s %d %lldms%s%s", r.method, r.path, r.status, (long long)(lb_mono_ms() - t0),
-                r.user ? " user " : "", r.user ? r.user->name : "");
+    lb_access_end(&r, t0);
 }
 
 static void *lb_worker(void *arg)

@@ -402,6 +402,20 @@ TEST(v1_database_migrates_to_v3)
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(o, "prompt")), "old");
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "image")));
     cJSON_Delete(o);
+    /* v5: the task already there is counted from the start */
+    lb_metric_row *rows = NULL;
+    size_t n = 0;
+    CHECK(s && lb_store_metrics_all(s, &rows, &n) == LB_OK);
+    int created = 0, succeeded = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].name, "llmbox_tasks_created_total") && rows[i].value == 1)
+            created = 1;
+        if (!strcmp(rows[i].name, "llmbox_tasks_finished_total") &&
+            !strcmp(rows[i].labels, "status=\"succeeded\"") && rows[i].value == 1)
+            succeeded = 1;
+    }
+    CHECK(created && succeeded && n == 2);
+    free(rows);
     lb_store_close(s);
 }
 
@@ -453,6 +467,89 @@ TEST(list_newest_first_and_delete_cascades)
     lb_store_close(s);
 }
 
+/* Looks a series up in rows; -1 when absent. */
+static double metric_value(const lb_metric_row *rows, size_t n, const char *name, const char *labels, const char *le)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name) && !strcmp(rows[i].labels, labels) && !strcmp(rows[i].le, le))
+            return rows[i].value;
+    return -1;
+}
+
+/* the task counters are kept by triggers: insert counts once, the first
+ * final status once, a second finish nothing, a delete takes nothing back */
+TEST(metrics_task_counters_survive_delete)
+{
+    lb_store *s = open_fresh("metrics_tasks");
+    CHECK(s != NULL);
+    char a[33], b[33], c[33];
+    CHECK(insert_task(s, a) == LB_OK && insert_task(s, b) == LB_OK && insert_task(s, c) == LB_OK);
+    CHECK(lb_store_task_set_running(s, a, 1) == LB_OK);
+    CHECK(lb_store_task_finish(s, a, "succeeded", NULL, "42") == LB_OK);
+    CHECK(lb_store_task_finish(s, a, "failed", "again", NULL) == LB_E_EXISTS);
+    CHECK(lb_store_task_finish(s, b, "cancelled", "stop", NULL) == LB_OK);
+    int64_t counts[LB_STORE_N_STATUS];
+    CHECK(lb_store_task_counts(s, counts) == LB_OK);
+    CHECK(counts[0] == 1 && counts[1] == 0 && counts[2] == 1 && counts[3] == 0 && counts[4] == 1);
+    CHECK(lb_store_task_delete(s, a) == LB_OK);
+    CHECK(lb_store_task_counts(s, counts) == LB_OK);
+    CHECK(counts[2] == 0);
+    lb_metric_row *rows = NULL;
+    size_t n = 0;
+    CHECK(lb_store_metrics_all(s, &rows, &n) == LB_OK);
+    CHECK(metric_value(rows, n, "llmbox_tasks_created_total", "", "") == 3);
+    CHECK(metric_value(rows, n, "llmbox_tasks_finished_total", "status=\"succeeded\"", "") == 1);
+    CHECK(metric_value(rows, n, "llmbox_tasks_finished_total", "status=\"cancelled\"", "") == 1);
+    CHECK(metric_value(rows, n, "llmbox_tasks_finished_total", "status=\"failed\"", "") == -1);
+    free(rows);
+    lb_store_close(s);
+}
+
+/* what an agent moves into the store adds up with what is there */
+TEST(metrics_add_accumulates)
+{
+    lb_store *s = open_fresh("metrics_add");
+    CHECK(s != NULL);
+    lb_metrics *m = lb_metrics_proc();
+    lb_metric_row *rows = NULL;
+    size_t n = 0;
+    CHECK(lb_metrics_snapshot(m, &rows, &n, 1) == 0); /* start empty */
+    free(rows);
+    lb_metrics_observe(m, &lb_hist_tool, "tool=\"bash\"", 0.2);
+    lb_metrics_observe(m, &lb_hist_tool, "tool=\"bash\"", 0.25); /* on a bound: that bucket */
+    lb_metrics_observe(m, &lb_hist_tool, "tool=\"bash\"", 5000); /* above every bound */
+    lb_metrics_add(m, "llmbox_model_errors_total", "model=\"m\",kind=\"http_429\"", "", 1);
+    CHECK(lb_metrics_snapshot(m, &rows, &n, 1) == 0);
+    CHECK(n == 4);
+    CHECK(lb_store_metrics_add(s, rows, n) == LB_OK);
+    CHECK(lb_store_metrics_add(s, rows, n) == LB_OK);
+    free(rows);
+    CHECK(lb_metrics_snapshot(m, &rows, &n, 0) == 0 && n == 0 && rows == NULL);
+    CHECK(lb_store_metrics_all(s, &rows, &n) == LB_OK);
+    CHECK(metric_value(rows, n, "llmbox_tool_duration_seconds", "tool=\"bash\"", "0.25") == 4);
+    CHECK(metric_value(rows, n, "llmbox_tool_duration_seconds", "tool=\"bash\"", "+Inf") == 2);
+    CHECK(metric_value(rows, n, "llmbox_tool_duration_seconds", "tool=\"bash\"", "") == 2 * 5000.45);
+    CHECK(metric_value(rows, n, "llmbox_model_errors_total", "model=\"m\",kind=\"http_429\"", "") == 2);
+    free(rows);
+    lb_store_close(s);
+}
+
+TEST(metrics_label_escapes_and_caps)
+{
+    char l[LB_METRIC_LABELS_MAX] = "";
+    CHECK(lb_metrics_label(l, sizeof l, "a", "x\"y\\z\nw") == 0);
+    CHECK(lb_metrics_label(l, sizeof l, "b", "") == 0);
+    CHECK_STR(l, "a=\"x\\\"y\\\\z\\nw\",b=\"\"");
+    char small[12] = "";
+    CHECK(lb_metrics_label(small, sizeof small, "key", "long value") == -1);
+    CHECK_STR(small, "");
+    char le[24];
+    lb_metrics_le_text(0.0025, le, sizeof le);
+    CHECK_STR(le, "0.0025");
+    lb_metrics_le_text(600, le, sizeof le);
+    CHECK_STR(le, "600");
+}
+
 int main(void)
 {
     if (!mkdtemp(db_dir)) {
@@ -471,6 +568,9 @@ int main(void)
     RUN(page_cursor_keeps_same_millisecond_tasks);
     RUN(task_options_round_trip);
     RUN(v1_database_migrates_to_v3);
+    RUN(metrics_task_counters_survive_delete);
+    RUN(metrics_add_accumulates);
+    RUN(metrics_label_escapes_and_caps);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
     if (system(cmd) != 0)
