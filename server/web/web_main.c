@@ -247,8 +247,13 @@ static int lb_open_socket(const lb_config *cfg, const struct passwd *pw)
         fprintf(stderr, "llmbox web: FCGX_Init failed\n");
         return -1;
     }
+    /* nginx connects without blocking and answers 502 at once when the
+     * backlog is full: a burst of page loads (hundreds of event streams
+     * opening together) must fit while the threads catch up. The kernel
+     * caps it at net.core.somaxconn (4096 by default). */
+    int backlog = cfg->web_threads > 1024 ? cfg->web_threads : 1024;
     mode_t old = umask(0117); /* the socket is born 0660: no window where others may connect */
-    int fd = FCGX_OpenSocket(path, 256);
+    int fd = FCGX_OpenSocket(path, backlog);
     umask(old);
     if (fd < 0) {
         fprintf(stderr, "llmbox web: cannot listen on %s: %s\n", path, strerror(errno));
