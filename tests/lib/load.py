@@ -221,6 +221,16 @@ def task_events(stack, ids):
     return out
 
 
+def model_event_ts(stack, task_id):
+    """{turn: ts_ms} of a task's model events (stored when the reply came)."""
+    c = db(stack)
+    try:
+        rows = c.execute("SELECT ts_ms, data FROM events WHERE task_id = ? AND type = 'model'", (task_id,))
+        return {json.loads(d)["turn"]: ts for ts, d in rows}
+    finally:
+        c.close()
+
+
 def check_events(evs, turns, calls_per_turn=1):
     """Problems (sentences) with one task's stored events: seq must run
     1..N without a gap, each model turn and each tool call must be there
