@@ -38,13 +38,15 @@ to, time the model takes in the same run.
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
-from stack import Stack, image_ready  # noqa: E402
+from stack import LLMBOX as BIN, Stack, image_ready  # noqa: E402
 import load  # noqa: E402
 
 
@@ -127,6 +129,7 @@ def with_model(turns, ntasks, delay_ms=200):
     print("%d ms model: %d tasks x (%d bash `true` turns + finish), one at a time" % (delay_ms, ntasks, turns))
     tasks = run_tasks(delay_ms, turns, ntasks)
     shares_total, shares_turns, walls = [], [], []
+    parts = {k: [] for k in ("spawn", "sandbox", "first", "turns", "end")}
     for d in tasks:
         t = d["task"]
         model = sum(d["server_ms"])
@@ -137,9 +140,20 @@ def with_model(turns, ntasks, delay_ms=200):
         T = len(d["traj"]["turns"])
         loop_wall = ts[T] - ts[1]
         shares_turns.append(1 - sum(d["server_ms"][1:T]) / loop_wall)
+        # where the time outside the model goes, created -> finished
+        parts["spawn"].append(t["started_ms"] - t["created_ms"])
+        parts["sandbox"].append(t["usage"]["sandbox_ms"])
+        parts["first"].append(ts[1] - t["started_ms"] - t["usage"]["sandbox_ms"] - d["server_ms"][0])
+        parts["turns"].append(loop_wall - sum(d["server_ms"][1:T]))
+        parts["end"].append(t["finished_ms"] - ts[T])
     avg = lambda xs: sum(xs) / len(xs)
     print("    task wall time created -> finished      %7.1f ms (model: %d turns x %d ms = %d ms)" % (
         avg(walls), turns + 1, delay_ms, (turns + 1) * delay_ms))
+    print("    outside the model, where (mean ms): spawn the agent (created -> running) %.1f, sandbox %.1f,\n"
+          "      start to the first reply (plugins, prompt, minus the model) %.1f, the %d turns after it %.1f,\n"
+          "      after the last reply (finish, collect outputs, trajectory, done) %.1f" % (
+              avg(parts["spawn"]), avg(parts["sandbox"]), avg(parts["first"]), turns, avg(parts["turns"]),
+              avg(parts["end"])))
     print("    outside the model, whole task            %6.2f %%   (%.2f .. %.2f)" % (
         100 * avg(shares_total), 100 * min(shares_total), 100 * max(shares_total)))
     print("    outside the model, the turns alone       %6.2f %%   (%.2f .. %.2f)" % (
@@ -166,6 +180,17 @@ def main():
         a.turns, a.tasks, a.turns_200, a.tasks_200))
     zero_latency(a.turns, a.tasks)
     with_model(a.turns_200, a.tasks_200)
+    if shutil.which("hyperfine"):
+        # the agent is a fresh process per task: what its exec alone costs
+        out = subprocess.run(["hyperfine", "-N", "--warmup", "10", "-r", "100", "--export-json", "/dev/stdout",
+                              "--style", "none", "%s agent --help" % BIN, "/bin/true"],
+                             capture_output=True, text=True)
+        try:
+            res = json.loads(out.stdout[out.stdout.index("{"):])["results"]
+            print("  exec of the agent binary (hyperfine, `llmbox agent --help`): %.2f ms; /bin/true %.2f ms" % (
+                res[0]["mean"] * 1000, res[1]["mean"] * 1000))
+        except (ValueError, KeyError, IndexError):
+            print("  hyperfine failed: %s" % out.stderr[-300:])
     print("load at the end: %s" % load.loadavg())
     return 0
 

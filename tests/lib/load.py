@@ -77,6 +77,58 @@ def cpu_seconds(pids):
     return total
 
 
+def cpu_split(pid):
+    """(own, reaped children) CPU seconds of one process."""
+    tck = os.sysconf("SC_CLK_TCK")
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return 0.0, 0.0
+    f_ = [int(x) for x in st[st.rfind(")") + 2:].split()[11:15]]
+    return (f_[0] + f_[1]) / tck, (f_[2] + f_[3]) / tck
+
+
+class CpuMeter:
+    """CPU seconds used by each part of a stack between start() and stop():
+    the fake model, sandboxd (+ its sandboxes, reaped), the web, the agents
+    (reaped by the web), nginx (master + workers)."""
+
+    def __init__(self, stack):
+        self.stack = stack
+
+    def _now(self):
+        s = self.stack
+        out = {}
+        model = [p.pid for p in s.procs if "fake_model.py" in " ".join(map(str, p.args))]
+        out["fake model"] = sum(cpu_split(p)[0] for p in model)
+        sd = stack_pids(s, "sandboxd")
+        out["sandboxd"] = sum(cpu_split(p)[0] for p in sd)
+        out["sandboxes"] = sum(cpu_split(p)[1] for p in sd)
+        web = stack_pids(s, "web")
+        out["web"] = sum(cpu_split(p)[0] for p in web)
+        out["agents"] = sum(cpu_split(p)[1] for p in web)
+        out["nginx"] = sum(sum(cpu_split(p)) for p in stack_pids(s, "nginx"))
+        return out
+
+    def start(self):
+        self.t0 = time.time()
+        self.c0 = self._now()
+        return self
+
+    def stop(self):
+        c1 = self._now()
+        self.secs = time.time() - self.t0
+        self.used = {k: c1[k] - self.c0[k] for k in c1}
+        return self.used
+
+    def line(self):
+        parts = ", ".join("%s %.1f" % (k, v) for k, v in sorted(self.used.items(), key=lambda kv: -kv[1]))
+        total = sum(self.used.values())
+        return "CPU seconds in %.1f s (2 cores = %.0f): %s; total %.1f (%.0f %% of the cores)" % (
+            self.secs, 2 * self.secs, parts, total, 100 * total / ((os.cpu_count() or 1) * self.secs))
+
+
 def stack_pids(stack, name):
     """pids of the stack's processes whose argv[1] is name (web, sandboxd)
     or whose argv[0] ends with it (nginx: the master and its workers)."""

@@ -60,12 +60,15 @@ def main():
     try:
         def run_all():
             mem = load.MemSampler()
+            cpu = load.CpuMeter(s).start()
             t0 = time.time()
             ids = load.create_tasks(s, N, "[load] run true %d times" % TURNS)
             t_created = time.time()
             load.wait_final(s, ids, timeout=120 + N * TURNS * MODEL_MS / 1000.0)
             state["ids"] = ids
             state["mem_mib"] = mem.stop()
+            cpu.stop()
+            state["cpu"] = cpu.line()
             state["t0"], state["t_created"], state["t_end"] = t0, t_created, time.time()
             tasks = load.api_tasks(s, ids)
             state["tasks"] = tasks
@@ -131,6 +134,7 @@ def report(st):
         MODEL_MS, load.pct(client, 50), load.pct(tools, 50))
     say("memory: MemAvailable fell by %.0f MiB at the peak (%.1f MiB per task)", st["mem_mib"],
         st["mem_mib"] / len(tasks))
+    say("%s", st["cpu"])
 
 
 if __name__ == "__main__":
