@@ -182,15 +182,19 @@ def main():
     with_model(a.turns_200, a.tasks_200)
     if shutil.which("hyperfine"):
         # the agent is a fresh process per task: what its exec alone costs
-        out = subprocess.run(["hyperfine", "-N", "--warmup", "10", "-r", "100", "--export-json", "/dev/stdout",
+        jf = tempfile.NamedTemporaryFile(prefix="llmbox-hf-", suffix=".json", delete=False).name
+        out = subprocess.run(["hyperfine", "-N", "--warmup", "10", "-r", "200", "--export-json", jf,
                               "--style", "none", "%s agent --help" % BIN, "/bin/true"],
                              capture_output=True, text=True)
         try:
-            res = json.loads(out.stdout[out.stdout.index("{"):])["results"]
-            print("  exec of the agent binary (hyperfine, `llmbox agent --help`): %.2f ms; /bin/true %.2f ms" % (
+            with open(jf) as f:
+                res = json.load(f)["results"]
+            print("  exec of the agent binary (hyperfine -N, `llmbox agent --help`): %.2f ms; /bin/true %.2f ms" % (
                 res[0]["mean"] * 1000, res[1]["mean"] * 1000))
-        except (ValueError, KeyError, IndexError):
+        except (OSError, ValueError, KeyError, IndexError):
             print("  hyperfine failed: %s" % out.stderr[-300:])
+        finally:
+            os.unlink(jf)
     print("load at the end: %s" % load.loadavg())
     return 0
 
