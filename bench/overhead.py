@@ -28,12 +28,15 @@ Two runs of the scripted fake model (tests/fake_model.py):
                        spent outside the model (1 - model time / wall time),
                        for created -> finished (what a user waits: spawn,
                        sandbox, turns, collection, trajectory) and for the
-                       turns alone. target: < 2 %.
+                       turns alone. target: < 2 % (for the 10-turn task of
+                       the load test). A second run with --turns-200-long
+                       turns shows how the fixed cost per task thins out.
 
 The peer is the model itself: each figure is a share of, or an addition
 to, time the model takes in the same run.
 
-    python3 bench/overhead.py [--turns 50] [--tasks 5] [--turns-200 10] [--tasks-200 5]
+    python3 bench/overhead.py [--turns 50] [--tasks 5] [--turns-200 10] [--tasks-200 10]
+                              [--turns-200-long 30]
 """
 import argparse
 import json
@@ -169,17 +172,22 @@ def main():
     ap.add_argument("--turns", type=int, default=50, help="bash turns per task, zero-latency model (default 50)")
     ap.add_argument("--tasks", type=int, default=5, help="tasks, zero-latency model (default 5)")
     ap.add_argument("--turns-200", type=int, default=10, help="bash turns per task, 200 ms model (default 10)")
-    ap.add_argument("--tasks-200", type=int, default=5, help="tasks, 200 ms model (default 5)")
+    ap.add_argument("--tasks-200", type=int, default=10, help="tasks, 200 ms model (default 10)")
+    ap.add_argument("--turns-200-long", type=int, default=30,
+                    help="bash turns per task of a second, longer 200 ms run (default 30; 0: none)")
     a = ap.parse_args()
     if os.geteuid() != 0 or not image_ready():
         print("overhead benchmark: needs root and the sandbox image (make image); skipped")
         return 0
     print("harness overhead benchmark, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
-    print("command: python3 bench/overhead.py --turns %d --tasks %d --turns-200 %d --tasks-200 %d" % (
-        a.turns, a.tasks, a.turns_200, a.tasks_200))
+    print("command: python3 bench/overhead.py --turns %d --tasks %d --turns-200 %d --tasks-200 %d "
+          "--turns-200-long %d" % (a.turns, a.tasks, a.turns_200, a.tasks_200, a.turns_200_long))
     zero_latency(a.turns, a.tasks)
     with_model(a.turns_200, a.tasks_200)
+    if a.turns_200_long:
+        # the fixed cost per task (agent start, collection) over more turns
+        with_model(a.turns_200_long, max(1, a.tasks_200 // 3))
     if shutil.which("hyperfine"):
         # the agent is a fresh process per task: what its exec alone costs
         jf = tempfile.NamedTemporaryFile(prefix="llmbox-hf-", suffix=".json", delete=False).name
