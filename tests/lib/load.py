@@ -547,18 +547,13 @@ async def sse_client(port, res, source="127.0.0.1"):
             writer.close()
 
 
-def run_sse_clients(port, task_ids, timeout, ramp_per_s=0):
+def run_sse_clients(port, task_ids, timeout):
     """One SSE client per entry of task_ids (repeat an id for several
-    clients of one task), all open at once; returns [SSEResult]. ramp_per_s:
-    start at most that many clients a second (0: all at once)."""
+    clients of one task), all opened at once; returns [SSEResult]."""
     results = [SSEResult(t) for t in task_ids]
 
     async def main():
-        tasks = []
-        for i, r in enumerate(results):
-            tasks.append(asyncio.ensure_future(sse_client(port, r)))
-            if ramp_per_s and i % max(1, ramp_per_s // 20) == 0:
-                await asyncio.sleep(1.0 / 20)
+        tasks = [asyncio.ensure_future(sse_client(port, r)) for r in results]
         await asyncio.wait_for(asyncio.gather(*tasks), timeout)
 
     try:
