@@ -19,7 +19,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image stop clean unit fixtures bench demo fuzz fuzz-build check-asan
+.PHONY: all deps run test image stop clean unit fixtures bench load demo fuzz fuzz-build check-asan
 all: $(BUILD)/llmbox $(PLUGINS)
 
 $(BUILD)/llmbox: $(OBJ)
@@ -77,6 +77,12 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all image
 	@bench/run.sh
+
+# The load suites of tests/load at full size (256 tasks at once, 1,000 event
+# streams, wrk for 10 s) with their figures; `make test` runs them scaled down.
+load: deps
+	@$(MAKE) --no-print-directory all image
+	@tests/load/run.sh
 
 # ---- fuzzing (libFuzzer, clang) and sanitizer builds ----------------------
 # `make fuzz` runs every tests/fuzz/fuzz_*.c target for FUZZ_SECONDS each on

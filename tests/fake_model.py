@@ -3,6 +3,7 @@
 
 Usage:
     python3 tests/fake_model.py --scenario FILE [--port N] [--log-dir DIR]
+                                [--delay-ms MS] [--timing-log FILE]
 
 --port 0 (the default) picks a free port; the first line on stdout is then
 "PORT <n>" so a test can read it. The server listens on 127.0.0.1 only.
@@ -57,6 +58,15 @@ A context-length error as vLLM says it:
 When the steps run out, the server answers with a call of the finish
 tool (arguments {}), so a run always ends.
 
+--delay-ms MS: every chat request (both APIs) waits MS milliseconds before
+its answer, as a model that takes that long per turn; a step's own
+"delay_ms" replaces it for that step. The load tests and benchmarks use it
+(200 ms per turn) instead of writing a delay into every step.
+
+--timing-log FILE: one line per chat request, "<n> <received> <answered>
+<delay_ms>" (times in ms of CLOCK_MONOTONIC, which the agent's own timers
+also use), so a benchmark can tell the model's time from the client's.
+
 --log-dir DIR: each request body is written to DIR/request-0001.json,
 request-0002.json ... (pretty-printed), so tests can assert what the agent
 sent: the messages, tool observations, "[N turns left]" notes, the tools.
@@ -88,12 +98,14 @@ def user_text(req):
 
 
 class State:
-    def __init__(self, scenario, log_dir):
+    def __init__(self, scenario, log_dir, delay_ms=0, timing_log=None):
         if isinstance(scenario, list):
             scenario = {"steps": scenario}
         self.steps = scenario.get("steps") or []
         self.scenarios = scenario.get("scenarios")
         self.log_dir = log_dir
+        self.delay_ms = delay_ms
+        self.timing = open(timing_log, "a", buffering=1) if timing_log else None
         self.lock = threading.Lock()
         self.count = 0
 
@@ -210,6 +222,11 @@ def message(n, step):
 def make_handler(state):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # TCP_NODELAY, as real model servers (uvicorn, vLLM) set it: the
+        # headers and the body go out in two writes, and with Nagle on the
+        # body waits for the client's delayed ACK of the headers, 40 ms on
+        # every reused connection (every turn but the first)
+        disable_nagle_algorithm = True
 
         def log_message(self, fmt, *args):  # quiet: tests read stdout
             pass
@@ -232,21 +249,35 @@ def make_handler(state):
             else:
                 self.send(404, json.dumps({"error": {"message": "not found"}}))
 
+        def parse_request(self):
+            # the request line has arrived: from here on the time is the model's
+            self.t_recv = time.monotonic()
+            return super().parse_request()
+
         def do_POST(self):
+            t_recv = self.t_recv
+            n, delay = self.post()
+            if state.timing and n:
+                with state.lock:
+                    state.timing.write("%d %.3f %.3f %d\n" % (n, t_recv * 1000, time.monotonic() * 1000, delay))
+
+        def post(self):
+            """Answers one POST; returns (request number or 0, delay in ms)."""
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length > 0 else b""
             path = self.path.rstrip("/")
             anthropic = path in ("/v1/messages", "/messages")
             if not anthropic and path not in ("/v1/chat/completions", "/chat/completions"):
                 self.send(404, json.dumps({"error": {"message": "no such endpoint: " + self.path}}))
-                return
+                return 0, 0
             n, step = state.next(body, dict(self.headers))
             step = step or None
-            if step and step.get("delay_ms"):
-                time.sleep(step["delay_ms"] / 1000.0)
+            delay = step.get("delay_ms", state.delay_ms) if step else state.delay_ms
+            if delay:
+                time.sleep(delay / 1000.0)
             if step and "raw" in step:
                 self.send(step.get("status", 200), step["raw"])
-                return
+                return n, delay
             if step and "error" in step:
                 if anthropic:
                     err = {"type": "error", "error": {"type": "fake_error", "message": step["error"]}}
@@ -256,11 +287,19 @@ def make_handler(state):
                         err["error"]["code"] = step["code"]
                 extra = {"Retry-After": str(step["retry_after"])} if "retry_after" in step else None
                 self.send(step.get("status", 500), json.dumps(err), headers=extra)
-                return
+                return n, delay
             answer = message(n, step) if anthropic else completion(n, step)
             self.send(step.get("status", 200) if step else 200, json.dumps(answer))
+            return n, delay
 
     return Handler
+
+
+class Server(ThreadingHTTPServer):
+    # hundreds of agents connect at once in the load tests: a listen
+    # backlog of 5 (the default) would drop SYNs and add 1 s retries
+    request_queue_size = 1024
+    daemon_threads = True
 
 
 def main():
@@ -268,6 +307,8 @@ def main():
     ap.add_argument("--scenario", required=True)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--log-dir")
+    ap.add_argument("--delay-ms", type=int, default=0)
+    ap.add_argument("--timing-log")
     a = ap.parse_args()
     with open(a.scenario, encoding="utf-8") as f:
         sc = json.load(f)
@@ -275,8 +316,7 @@ def main():
         sys.exit("fake_model: the scenario must be a list of steps or an object")
     if a.log_dir:
         os.makedirs(a.log_dir, exist_ok=True)
-    srv = ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(State(sc, a.log_dir)))
-    srv.daemon_threads = True
+    srv = Server(("127.0.0.1", a.port), make_handler(State(sc, a.log_dir, a.delay_ms, a.timing_log)))
     print("PORT %d" % srv.server_address[1], flush=True)
     try:
         srv.serve_forever()

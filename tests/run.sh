@@ -46,6 +46,11 @@ for t in tests/integration/test_*.py; do
 done
 # every parser's libFuzzer target, a few seconds each (make fuzz: longer)
 run_suite "fuzz" env FUZZ_SECONDS="${FUZZ_SECONDS:-4}" tests/fuzz/run.sh
+# many tasks, event streams and wrk at once, scaled down (make load: full size)
+for t in tests/load/test_*.py; do
+    [ -f "$t" ] || continue
+    run_suite "load/$(basename "$t" .py)" python3 "$t"
+done
 for t in tests/security/test_*.py; do
     [ -f "$t" ] || continue
     run_suite "security/$(basename "$t" .py)" python3 "$t"

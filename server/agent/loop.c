@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/mime.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -822,6 +823,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     }
     if (r.timeout_s > 0)
         alarm((unsigned)r.timeout_s);
+    lb_mime_preload(); /* ready by the time the outputs are collected */
     emit_status(&r, "running", NULL);
     if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");

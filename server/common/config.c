@@ -263,7 +263,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_PATH("web_socket", "LLMBOX_WEB_SOCKET", web_socket, 1, "web/web.sock"),
     KEY_PATH("sandboxd_socket", "LLMBOX_SANDBOXD_SOCKET", sandboxd_socket, 1, "run/sandboxd.sock"),
     KEY_STR("web_user", "LLMBOX_WEB_USER", web_user, ""),
-    KEY_INT("web_threads", "LLMBOX_WEB_THREADS", web_threads, 32, 1, 1024),
+    KEY_INT("web_threads", "LLMBOX_WEB_THREADS", web_threads, 32, 1, 8192),
     KEY_MIB("max_upload_mb", "LLMBOX_MAX_UPLOAD_MB", max_upload_bytes, 100, 1, 1 << 20),
     KEY_MIB("max_output_mb", "LLMBOX_MAX_OUTPUT_MB", max_output_bytes, 1024, 1, 1 << 20),
     KEY_INT("max_turns", "LLMBOX_MAX_TURNS", max_turns_default, 100, 1, 1000),

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <magic.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -13,10 +15,8 @@
 
 static _Thread_local magic_t lb_magic;
 
-static magic_t lb_magic_get(void)
+static magic_t lb_magic_open(void)
 {
-    if (lb_magic)
-        return lb_magic;
     magic_t m = magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR | MAGIC_NO_CHECK_COMPRESS);
     if (!m)
         return NULL;
@@ -24,6 +24,58 @@ static magic_t lb_magic_get(void)
         magic_close(m);
         return NULL;
     }
+    return m;
+}
+
+/* The first file libmagic types costs ~5 ms of CPU (it compiles the text
+ * tests' regexes on first use); an agent types its outputs only at the
+ * end, when that time adds to what the user waits. lb_mime_preload() makes
+ * and warms a handle on a helper thread while the task runs; the first
+ * lb_mime_of_file of any thread takes it over (a handle is used by one
+ * thread at a time, never shared). The handle's tables (~2.4 MB) are then
+ * held for the whole task instead of its last milliseconds. */
+static pthread_mutex_t lb_preload_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t lb_preload_thread;
+static int lb_preload_pending;
+
+static void *lb_preload_main(void *arg)
+{
+    (void)arg;
+    magic_t m = lb_magic_open();
+    if (m)
+        (void)magic_buffer(m, "warm up\n", 8);
+    return m;
+}
+
+void lb_mime_preload(void)
+{
+    pthread_mutex_lock(&lb_preload_mu);
+    if (!lb_preload_pending) {
+        /* signals stay with the caller's threads: the helper blocks them all */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        lb_preload_pending = pthread_create(&lb_preload_thread, NULL, lb_preload_main, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    pthread_mutex_unlock(&lb_preload_mu);
+}
+
+static magic_t lb_magic_get(void)
+{
+    if (lb_magic)
+        return lb_magic;
+    magic_t m = NULL;
+    pthread_mutex_lock(&lb_preload_mu);
+    if (lb_preload_pending) {
+        void *ret = NULL;
+        if (pthread_join(lb_preload_thread, &ret) == 0)
+            m = ret;
+        lb_preload_pending = 0;
+    }
+    pthread_mutex_unlock(&lb_preload_mu);
+    if (!m)
+        m = lb_magic_open();
     lb_magic = m;
     return m;
 }

@@ -8,6 +8,11 @@
  * (css, js, csv, svg, md, json) are refined from the file name extension.
  * Never follows a symlink. Falls back to "application/octet-stream". */
 int lb_mime_of_file(const char *path, char *out, size_t outsz);
+/* Loads and warms a libmagic handle on a helper thread, for the next
+ * lb_mime_of_file to take over: an agent calls it at the start of a task so
+ * that typing its outputs at the end does not wait ~5 ms for libmagic's
+ * first use. Optional; safe to call more than once. */
+void lb_mime_preload(void);
 /* Lowercase hex SHA-256 of the file into out (65 bytes). */
 int lb_sha256_file(const char *path, char out[65]);
 /* True for types a browser may run script in (html, svg, xml). */

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -247,8 +248,13 @@ static int lb_open_socket(const lb_config *cfg, const struct passwd *pw)
         fprintf(stderr, "llmbox web: FCGX_Init failed\n");
         return -1;
     }
+    /* nginx connects without blocking and answers 502 at once when the
+     * backlog is full: a burst of page loads (hundreds of event streams
+     * opening together) must fit while the threads catch up. The kernel
+     * caps it at net.core.somaxconn (4096 by default). */
+    int backlog = cfg->web_threads > 1024 ? cfg->web_threads : 1024;
     mode_t old = umask(0117); /* the socket is born 0660: no window where others may connect */
-    int fd = FCGX_OpenSocket(path, 256);
+    int fd = FCGX_OpenSocket(path, backlog);
     umask(old);
     if (fd < 0) {
         fprintf(stderr, "llmbox web: cannot listen on %s: %s\n", path, strerror(errno));
@@ -261,6 +267,35 @@ static int lb_open_socket(const lb_config *cfg, const struct passwd *pw)
         return -1;
     }
     return fd;
+}
+
+/* Each worker thread holds its request's connection and, once it has served
+ * one, its own SQLite connection (database, -wal and -shm: three fds); a
+ * bundle being built opens a few more. With web_threads in the hundreds
+ * (one per open event stream) the usual soft limit of 1024 runs out, and
+ * accept() or sqlite3_open() would fail with EMFILE under load, so the
+ * limit is raised to fit before the privilege drop (root may raise the hard
+ * limit as well). */
+#define LB_WEB_FDS_PER_THREAD 5
+
+static void lb_raise_nofile(const lb_config *cfg)
+{
+    rlim_t need = (rlim_t)cfg->web_threads * LB_WEB_FDS_PER_THREAD + 256;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return;
+    struct rlimit want = {need, rl.rlim_max};
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        want.rlim_max = need;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            return;
+        want.rlim_cur = want.rlim_max = rl.rlim_max; /* the most we may have */
+    }
+    rlim_t have = setrlimit(RLIMIT_NOFILE, &want) == 0 ? want.rlim_cur : rl.rlim_cur;
+    if (have < need)
+        lb_warn("web: open-file limit %llu is below the %llu that LLMBOX_WEB_THREADS=%d needs: requests may "
+                "fail with 'too many open files' under load",
+                (unsigned long long)have, (unsigned long long)need, cfg->web_threads);
 }
 
 static void lb_usage(FILE *f)
@@ -329,6 +364,7 @@ int lb_web_main(int argc, char **argv)
                 lb_warn("web: cannot give %s to %s: %s", p, pw->pw_name, strerror(errno));
         }
     }
+    lb_raise_nofile(cfg);
     lb_listen_fd = lb_open_socket(cfg, pw);
     if (lb_listen_fd < 0)
         return 1;

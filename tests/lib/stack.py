@@ -77,13 +77,18 @@ def multipart(fields, files):
 
 class Stack:
     def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None,
-                 nginx_subst=()):
+                 nginx_subst=(), model_args=(), model_log=True):
         """env: extra environment for every process; web_env: for `llmbox web`
         only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see).
         conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
         once the fake model runs; "{model_url}" in it becomes its base URL.
-        nginx_subst: (old, new) replacements in nginx.conf (each must match)."""
+        nginx_subst: (old, new) replacements in nginx.conf (each must match).
+        model_args: more arguments for tests/fake_model.py (e.g.
+        ["--delay-ms", "200"]); model_log=False: no request bodies in
+        model-log/ (thousands of them cost the load tests time)."""
         self.scenario = scenario
+        self.model_args = list(model_args)
+        self.model_log_on = model_log
         self.conf = conf
         self.extra_env = env or {}
         self.web_env = web_env or {}
@@ -117,8 +122,9 @@ class Stack:
             scen = os.path.join(p, "scenario.json")
             with open(scen, "w") as f:
                 json.dump(self.scenario or [], f)
-            mp = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "fake_model.py"),
-                                   "--port", "0", "--scenario", scen, "--log-dir", self.model_log],
+            argv = [sys.executable, os.path.join(REPO, "tests", "fake_model.py"), "--port", "0", "--scenario", scen]
+            argv += (["--log-dir", self.model_log] if self.model_log_on else []) + self.model_args
+            mp = subprocess.Popen(argv,
                                   stdout=subprocess.PIPE, stderr=open(os.path.join(p, "var/log/model.log"), "w"),
                                   text=True)
             self.procs.append(mp)
