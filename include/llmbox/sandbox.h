@@ -166,6 +166,11 @@ int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                size_t len, int excl, char *errbuf, size_t errsz);
 int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
               char **data, size_t *len, char *errbuf, size_t errsz);
+/* Up to max bytes (at most LBSD_READ_MAX, ~64 MiB: one frame) of the file
+ * from byte offset on, for files larger than one read; *file_size gets the
+ * file's size when read (0 bytes at or past the end). */
+int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t offset, size_t max,
+                    char **data, size_t *len, uint64_t *file_size, char *errbuf, size_t errsz);
 int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
               size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
 void lbsb_entries_free(lbsb_entry *ents, size_t n);

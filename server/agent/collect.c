@@ -8,11 +8,19 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LB_LIST_DEPTH 32
+/* Files larger than this are copied in ranges of this size: one RPC frame
+ * holds at most ~64 MiB, and a range bounds the agent's memory per file. */
+#define LB_COLLECT_CHUNK (16u << 20)
+/* copy_in_ranges: the host side failed (not the sandbox connection) */
+#define LB_COLLECT_HOST_FAILED (LB_E__COUNT + 1)
 
 static int mkparents(const char *path)
 {
@@ -23,6 +31,60 @@ static int mkparents(const char *path)
         return LB_OK;
     *slash = '\0';
     return lb_mkdirs(dir, 0755);
+}
+
+/* Copies sandbox file src to host file dst in ranges, through a temporary
+ * file renamed into place (a task never shows half a file). At most cap
+ * bytes: a file that grew past it is LB_E_TOOBIG. *len gets its size. */
+static int copy_in_ranges(lbsb_conn *c, const char *sb_id, const char *src, const char *dst, uint64_t cap,
+                          uint64_t *len, char *err, size_t errsz)
+{
+    char tmp[4200], rnd[17];
+    *len = 0;
+    if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK ||
+        (size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%s", dst, rnd) >= sizeof tmp)
+        return LB_E_INVAL;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        snprintf(err, errsz, "cannot create %.300s: %s", tmp, strerror(errno));
+        return LB_E_IO;
+    }
+    uint64_t off = 0;
+    int rc = LB_OK;
+    for (;;) {
+        char *data = NULL;
+        size_t n = 0;
+        uint64_t fsz = 0;
+        rc = lbsb_read_range(c, sb_id, src, off, LB_COLLECT_CHUNK, &data, &n, &fsz, err, errsz);
+        if (rc != LB_OK)
+            break;
+        if (n > cap - off) {
+            free(data);
+            rc = LB_E_TOOBIG;
+            break;
+        }
+        if (n && lb_write_all(fd, data, n) != LB_OK) {
+            snprintf(err, errsz, "writing %.300s: %s", tmp, strerror(errno));
+            rc = LB_COLLECT_HOST_FAILED;
+        }
+        free(data);
+        if (rc != LB_OK)
+            break;
+        off += n;
+        if (n == 0 || off >= fsz)
+            break;
+    }
+    if (rc == LB_OK && fsync(fd) != 0)
+        rc = LB_COLLECT_HOST_FAILED;
+    if (close(fd) != 0 && rc == LB_OK)
+        rc = LB_COLLECT_HOST_FAILED;
+    if (rc == LB_OK && rename(tmp, dst) != 0)
+        rc = LB_COLLECT_HOST_FAILED;
+    if (rc != LB_OK)
+        unlink(tmp);
+    else
+        *len = off;
+    return rc;
 }
 
 int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
@@ -91,8 +153,26 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
         }
         char *data = NULL;
         size_t len = 0;
-        /* the file may have grown since the listing: the byte cap holds anyway */
-        int r = lbsb_read(c, sb_id, src, (size_t)(lim->max_bytes - bytes), &data, &len, err, sizeof err);
+        int r;
+        if (e->size > LB_COLLECT_CHUNK) {
+            /* large: in ranges, straight to its file */
+            uint64_t got = 0;
+            r = mkparents(dst);
+            if (r == LB_OK)
+                r = copy_in_ranges(c, sb_id, src, dst, lim->max_bytes - bytes, &got, err, sizeof err);
+            if (r == LB_COLLECT_HOST_FAILED) {
+                lb_warn("writing %s failed: %s", dst, err);
+                failed++;
+                continue;
+            }
+            if (r == LB_OK) {
+                len = (size_t)got;
+                goto stored;
+            }
+        } else {
+            /* the file may have grown since the listing: the byte cap holds anyway */
+            r = lbsb_read(c, sb_id, src, (size_t)(lim->max_bytes - bytes), &data, &len, err, sizeof err);
+        }
         if (r == LB_E_TOOBIG) {
             skipped_caps++;
             continue;
@@ -117,6 +197,7 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
             failed++;
             continue;
         }
+    stored:;
         lb_artifact *art = &a[na];
         memset(art, 0, sizeof *art);
         snprintf(art->path, sizeof art->path, "%s", rel);

@@ -487,6 +487,42 @@ int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
     return rc;
 }
 
+int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t offset, size_t max,
+                    char **data, size_t *len, uint64_t *file_size, char *errbuf, size_t errsz)
+{
+    *data = NULL;
+    *len = 0;
+    *file_size = 0;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
+        return rc;
+    if (max > LBSD_READ_MAX)
+        max = LBSD_READ_MAX;
+    cJSON *req = lbsb_req("read", id);
+    if (req && (!cJSON_AddStringToObject(req, "path", path) ||
+                !cJSON_AddNumberToObject(req, "max", (double)max) ||
+                !cJSON_AddNumberToObject(req, "offset", (double)offset))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, data, len, max, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *fs = cJSON_GetObjectItemCaseSensitive(resp, "file_size");
+    if (!*data || !cJSON_IsNumber(fs) || fs->valuedouble < 0) {
+        free(*data);
+        *data = NULL;
+        *len = 0;
+        rc = LB_E_PROTO;
+        lbsb_err(errbuf, errsz, "sandboxd sent no file data or size");
+    } else {
+        *file_size = (uint64_t)fs->valuedouble;
+    }
+    cJSON_Delete(resp);
+    return rc;
+}
+
 static int lbsb_type_code(const char *t)
 {
     if (!t)

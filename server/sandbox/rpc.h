@@ -108,6 +108,8 @@ typedef struct lbsd_req {
     int excl;
     int mode;                        /* file mode for write, 0644 default */
     size_t max;                      /* read cap */
+    int64_t offset;                  /* read: -1 = the whole file (over max: LB_E_TOOBIG);
+                                        >= 0 = up to max bytes from there (a range) */
     int max_depth;
     size_t max_entries;
     int has_data;                    /* a binary frame follows */

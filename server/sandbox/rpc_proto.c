@@ -302,6 +302,10 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
         if ((rc = lbsd_get_int(o, "max", 0, LBSD_READ_MAX, 1 << 20, &d, msg, msgsz)))
             return rc;
         req->max = (size_t)d;
+        /* a range of a file of any size (2^53: exact in a JSON number) */
+        if ((rc = lbsd_get_int(o, "offset", 0, 9007199254740992.0, -1, &d, msg, msgsz)))
+            return rc;
+        req->offset = (int64_t)d;
         break;
     case LBSD_OP_LIST:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)) || (rc = lbsd_need_path(o, req, msg, msgsz)))

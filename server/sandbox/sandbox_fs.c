@@ -241,13 +241,20 @@ void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         lbsd_reply_error(c, LB_E_INVAL, "/%s could not be opened as a regular file", req->path);
         goto out;
     }
-    if ((uint64_t)s.st_size > req->max) {
+    if (req->offset < 0 && (uint64_t)s.st_size > req->max) {
         lbsd_reply_error(c, LB_E_TOOBIG, "/%s is %lld bytes, over the %zu-byte limit", req->path,
                          (long long)s.st_size, req->max);
         goto out;
     }
+    /* a range: up to max bytes from offset (none past the end) */
+    int64_t from = req->offset > 0 ? req->offset : 0;
+    if (from > 0 && lseek(fd, (off_t)from, SEEK_SET) != (off_t)from) {
+        lbsd_reply_error(c, LB_E_INVAL, "seek /%s: %s", req->path, strerror(errno));
+        goto out;
+    }
+    uint64_t left = (uint64_t)s.st_size > (uint64_t)from ? (uint64_t)s.st_size - (uint64_t)from : 0;
     /* the file may grow while we read: never past max */
-    size_t cap = (size_t)s.st_size, got = 0;
+    size_t cap = left < req->max ? (size_t)left : req->max, got = 0;
     data = malloc(cap + 1);
     if (!data) {
         lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
@@ -267,6 +274,7 @@ void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     }
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "size", (double)got);
+    cJSON_AddNumberToObject(r, "file_size", (double)s.st_size);
     lbsd_reply(c, r, data, got, 1);
 out:
     free(data);

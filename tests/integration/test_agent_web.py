@@ -50,6 +50,10 @@ SCENARIOS = {"scenarios": [
              ("file_editor", {"command": "create", "path": "/testbed/output/notes/n.md", "file_text": "# notes\n"})),
         step(("bash", {"command": "head -c 4096 /dev/urandom > /testbed/output/random.bin; echo made"})),
         step(("finish", {"answer": "sum written"}))]},
+    {"match": "[big]", "steps": [
+        step(("bash", {"command": "cd /testbed/output && head -c 100M /dev/urandom > big.bin && "
+                                  "sha256sum big.bin | cut -c1-64 > big.sha && echo small > small.txt"})),
+        FINISH]},
     {"match": "[after]", "steps": [step(("bash", {"command": "echo still here"})), FINISH]},
 ]}
 
@@ -287,6 +291,25 @@ def t_replay_without_model(s):
     assert st == 400, (st, body)
 
 
+def t_large_output_file(s):
+    """An output file larger than one sandbox RPC frame (~64 MiB) comes back
+    whole, copied in ranges, with the right size and digest."""
+    st, t = s.create_task("[big] make a 100 MiB file")
+    assert st == 201, t
+    t = s.wait_task(t["id"], 120)
+    assert t["status"] == "succeeded", t
+    by = {a["path"]: a for a in t["artifacts"]}
+    assert set(by) >= {"big.bin", "big.sha", "small.txt"}, list(by)
+    st, _, sha = s.request("GET", "/api/tasks/%s/artifacts/big.sha" % t["id"])
+    assert by["big.bin"]["size"] == 100 << 20, by["big.bin"]
+    assert by["big.bin"]["sha256"] == sha.decode().strip(), (by["big.bin"], sha)
+    path = os.path.join(s.prefix, "artifacts", t["id"], "output", "big.bin")
+    assert os.path.getsize(path) == 100 << 20
+    assert not [n for n in os.listdir(os.path.dirname(path)) if ".tmp." in n], os.listdir(os.path.dirname(path))
+    st, _, _ = s.request("DELETE", "/api/tasks/" + t["id"])
+    assert st == 200, st
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -304,6 +327,7 @@ def main():
             r.run("agent_web_python_plugin_in_sandbox", t_python_plugin, s)
             r.run("agent_web_crash_hang_flood_end_only_their_task", t_crash_hang_flood, s)
             r.run("agent_web_replay_without_model", t_replay_without_model, s)
+            r.run("agent_web_large_output_file", t_large_output_file, s)
     finally:
         shutil.rmtree(plugins, ignore_errors=True)
     r.done()

@@ -281,6 +281,21 @@ def run(tmp, var, sock):
            r.get("error") == "invalid" and r2.get("ok") is True and "version" in r2, repr((r, r2)))
     r = c.call({"op": "read", "id": sid, "path": "/testbed/output/deep/dir/blob.bin", "max": 10})
     report("read_respects_max", r.get("error") == "toobig", repr(r))
+    # ranges: any part of a file of any size, never past its end
+    parts = []
+    for off in (0, 10000, 20000):
+        r = c.call({"op": "read", "id": sid, "path": "/testbed/output/deep/dir/blob.bin", "offset": off,
+                    "max": 10000})
+        parts.append((r.get("ok"), r.get("file_size"), r.get("_data")))
+    report("read_ranges", all(ok and fs == len(payload) for ok, fs, _ in parts)
+           and b"".join(d for _, _, d in parts) == payload[:20000] + payload[20000:30000],
+           repr([(ok, fs, len(d or b"")) for ok, fs, d in parts]))
+    r = c.call({"op": "read", "id": sid, "path": "/testbed/output/deep/dir/blob.bin", "offset": 1 << 40,
+                "max": 100})
+    report("read_range_past_end_is_empty", r.get("ok") and r.get("_data") == b"" and
+           r.get("file_size") == len(payload), repr({k: v for k, v in r.items() if k != "_data"}))
+    r = c.call({"op": "read", "id": sid, "path": "/testbed/output/deep/dir/blob.bin", "offset": -1})
+    report("read_range_negative_refused", r.get("error") == "invalid", repr(r))
     r = c.call({"op": "write", "id": sid, "path": "/testbed/output/deep/dir/blob.bin",
                 "excl": True}, b"x")
     report("write_excl", r.get("error") == "exists", repr(r))
