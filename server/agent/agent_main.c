@@ -10,9 +10,12 @@
 #include "common/util.h"
 #include "entry.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,7 +24,45 @@ static volatile int g_cancel, g_sb_interrupt, g_timed_out;
 static void usage(FILE *f)
 {
     fprintf(f, "usage: llmbox agent --task ID\n"
+               "       llmbox agent --spare      (started by the web: waits on fd 0 for a task)\n"
                "       llmbox agent --list-tools\n");
+}
+
+/* --spare: the web started this agent ahead of need. Waits on fd 0 (a
+ * socketpair) for one message: the task id, with the task's log file as
+ * SCM_RIGHTS. The log becomes stdout and stderr. 0 with id filled, or -1
+ * when the web went away (end of file) or sent something else. */
+static int wait_for_task(char id[33])
+{
+    char buf[64], ctl[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf - 1};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    ssize_t n;
+    do
+        n = recvmsg(0, &mh, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    int logfd = -1;
+    for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&logfd, CMSG_DATA(cm), sizeof(int));
+    if (n <= 0 || logfd < 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        if (logfd >= 0)
+            close(logfd);
+        return -1;
+    }
+    buf[n] = '\0';
+    if (!lb_id_valid(buf) || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) {
+        close(logfd);
+        return -1;
+    }
+    close(logfd);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, 0); /* the socketpair is done with */
+        close(null);
+    }
+    memcpy(id, buf, 33);
+    return 0;
 }
 
 static int list_tools(void)
@@ -165,9 +206,12 @@ int lb_agent_main(int argc, char **argv)
 {
     lb_log_init("agent");
     const char *task = NULL;
-    int list = 0;
+    int list = 0, spare = 0;
+    char spare_id[33];
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--task") && i + 1 < argc)
+        if (!strcmp(argv[i], "--spare"))
+            spare = 1;
+        else if (!strcmp(argv[i], "--task") && i + 1 < argc)
             task = argv[++i];
         else if (!strncmp(argv[i], "--task=", 7))
             task = argv[i] + 7;
@@ -183,6 +227,11 @@ int lb_agent_main(int argc, char **argv)
     }
     if (list)
         return list_tools();
+    if (spare) {
+        if (wait_for_task(spare_id) != 0)
+            return 0; /* the web has gone, or never needed this one */
+        task = spare_id;
+    }
     if (!task) {
         usage(stderr);
         return 2;

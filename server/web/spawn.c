@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +47,10 @@ typedef struct lb_child {
     int killed;          /* SIGKILL sent */
     int64_t kill_at_ms;  /* monotonic time for SIGKILL after a cancel */
 } lb_child;
+
+/* The spare agent (lb_spare_*, below): started ahead, waiting for a task. */
+static pid_t lb_spare_take(const char *id, int logfd);
+static void lb_spare_start(void);
 
 static pthread_mutex_t lb_sp_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lb_sp_reaped = PTHREAD_COND_INITIALIZER;
@@ -141,7 +146,11 @@ int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
     char *argv[] = {(char *)cfg->self_exe, "agent", "--task", (char *)id, NULL};
     pid_t pid;
     pthread_mutex_lock(&lb_sp_mu);
-    int e = posix_spawn(&pid, cfg->self_exe, &fa, &at, argv, environ);
+    /* the spare, when there is one, has paid the exec and the loading of
+     * the binary's libraries already (~18 ms a task: bench/RESULTS.md) */
+    pid = lb_spare_take(id, logfd);
+    int took_spare = pid > 0;
+    int e = took_spare ? 0 : posix_spawn(&pid, cfg->self_exe, &fa, &at, argv, environ);
     if (e == 0) {
         lb_child *c = &lb_sp_tab[lb_sp_n++]; /* a reserved slot guarantees room */
         memset(c, 0, sizeof *c);
@@ -158,7 +167,9 @@ int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
         goto out;
     }
     *pid_out = (int)pid;
-    lb_info("web: task %s: agent started, pid %d", id, (int)pid);
+    lb_info("web: task %s: agent started, pid %d%s", id, (int)pid, took_spare ? " (the spare)" : "");
+    if (took_spare)
+        lb_spare_start(); /* the next one, while this task runs */
 out:
     if (!consumed) /* the slot was taken by the caller's lb_spawn_reserve */
         lb_spawn_unreserve();
@@ -405,7 +416,104 @@ int lb_spawn_init(void)
     if (pthread_create(&t, NULL, lb_reaper_main, NULL) != 0)
         return LB_E_INTERNAL;
     pthread_detach(t);
+    lb_spare_start();
     return LB_OK;
+}
+
+/* ---- the spare agent ----
+ *
+ * `llmbox agent --spare` is started ahead with one end of a socketpair as
+ * its stdin; it loads and waits. A task hands it its id and its log file
+ * (SCM_RIGHTS) in one message; the agent then runs it exactly as
+ * `llmbox agent --task ID` would, and a new spare is started. A spare that
+ * died meanwhile is reaped here and the task gets a fresh agent. When the
+ * web exits, the spare reads end-of-file and exits too. All under
+ * lb_sp_mu, except the start (a spawn). */
+
+static pid_t lb_spare_pid;     /* 0: none */
+static int lb_spare_fd = -1;   /* our end of its socketpair */
+
+static void lb_spare_start(void)
+{
+    const lb_config *cfg = lb_cfg();
+    if (!cfg->agent_spare)
+        return;
+    pthread_mutex_lock(&lb_sp_mu);
+    int have = lb_spare_pid > 0;
+    pthread_mutex_unlock(&lb_sp_mu);
+    if (have)
+        return;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        lb_warn("web: no spare agent: socketpair: %s", strerror(errno));
+        return;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return;
+    }
+    int ok = !posix_spawn_file_actions_adddup2(&fa, sv[1], 0) &&
+             !posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) &&
+             !posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) &&
+             !posix_spawn_file_actions_addclosefrom_np(&fa, 3) && lb_spawnattr(&at, 1) == LB_OK;
+    pid_t pid = 0;
+    int e = 0;
+    if (ok) {
+        char *argv[] = {(char *)cfg->self_exe, "agent", "--spare", NULL};
+        e = posix_spawn(&pid, cfg->self_exe, &fa, &at, argv, environ);
+        posix_spawnattr_destroy(&at);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(sv[1]);
+    if (!ok || e != 0) {
+        lb_warn("web: no spare agent: %s", e ? strerror(e) : "out of memory");
+        close(sv[0]);
+        return;
+    }
+    pthread_mutex_lock(&lb_sp_mu);
+    if (lb_spare_pid > 0) { /* another thread was quicker: one spare is enough */
+        pthread_mutex_unlock(&lb_sp_mu);
+        close(sv[0]); /* it reads end-of-file and exits */
+        waitpid(pid, NULL, 0);
+        return;
+    }
+    lb_spare_pid = pid;
+    lb_spare_fd = sv[0];
+    pthread_mutex_unlock(&lb_sp_mu);
+}
+
+static pid_t lb_spare_take(const char *id, int logfd)
+{
+    if (lb_spare_pid <= 0)
+        return 0;
+    pid_t pid = lb_spare_pid;
+    int fd = lb_spare_fd;
+    lb_spare_pid = 0;
+    lb_spare_fd = -1;
+    char ctl[CMSG_SPACE(sizeof(int))];
+    memset(ctl, 0, sizeof ctl);
+    struct iovec iov = {.iov_base = (void *)id, .iov_len = strlen(id)};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &logfd, sizeof(int));
+    ssize_t n;
+    do
+        n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n == (ssize_t)iov.iov_len && waitpid(pid, NULL, WNOHANG) == 0)
+        return pid;
+    /* it died while it waited (or cannot take the task): gone for good */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    lb_warn("web: the spare agent %d was gone; starting a new agent for task %s", (int)pid, id);
+    return 0;
 }
 
 /* ---- short helpers with captured output ---- */
