@@ -168,8 +168,7 @@ int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
     }
     *pid_out = (int)pid;
     lb_info("web: task %s: agent started, pid %d%s", id, (int)pid, took_spare ? " (the spare)" : "");
-    if (took_spare)
-        lb_spare_start(); /* the next one, while this task runs */
+    lb_spare_start(); /* the next one (or a new one, if it had died), while this task runs */
 out:
     if (!consumed) /* the slot was taken by the caller's lb_spawn_reserve */
         lb_spawn_unreserve();

@@ -310,6 +310,58 @@ def t_large_output_file(s):
     assert st == 200, st
 
 
+def spare_agents(s):
+    """Pids of `llmbox agent --spare` children of this stack's web."""
+    web = [p for p in s.procs if len(p.args) > 1 and p.args[1] == "web"][0]
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            st = open("/proc/%s/stat" % d).read()
+            ppid = int(st[st.rfind(")") + 2:].split()[1])
+            cmd = open("/proc/%s/cmdline" % d, "rb").read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == web.pid and b"\0--spare" in cmd:
+            out.append(int(d))
+    return out
+
+
+def wait_for(fn, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    return fn()
+
+
+def t_spare_agent(s):
+    """One agent waits ahead for the next task: the task runs in it, a new
+    spare follows; a spare killed while it waits is replaced by a fresh
+    agent for the task, which still succeeds."""
+    first = wait_for(lambda: spare_agents(s))
+    assert len(first) == 1, first
+    st, t = s.create_task("[pick] in the spare")
+    assert st == 201, t
+    t = s.wait_task(t["id"], 60)
+    assert t["status"] == "succeeded", t
+    log = open(os.path.join(s.prefix, "var", "log", "web.log")).read()
+    assert ("agent started, pid %d (the spare)" % first[0]) in log, log[-2000:]
+    second = wait_for(lambda: [p for p in spare_agents(s) if p != first[0]])
+    assert len(second) == 1, second
+    os.kill(second[0], 9)
+    time.sleep(0.2)
+    st, t = s.create_task("[pick] after the spare was killed")
+    assert st == 201, t
+    t = s.wait_task(t["id"], 60)
+    assert t["status"] == "succeeded", t
+    third = wait_for(lambda: [p for p in spare_agents(s) if p not in (first[0], second[0])])
+    assert len(third) == 1, third
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -328,6 +380,7 @@ def main():
             r.run("agent_web_crash_hang_flood_end_only_their_task", t_crash_hang_flood, s)
             r.run("agent_web_replay_without_model", t_replay_without_model, s)
             r.run("agent_web_large_output_file", t_large_output_file, s)
+            r.run("agent_web_spare_agent", t_spare_agent, s)
     finally:
         shutil.rmtree(plugins, ignore_errors=True)
     r.done()
