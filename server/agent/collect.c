@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
     size_t n_ents = 0;
     char err[512] = "";
     size_t skipped_caps = 0, skipped_other = 0, skipped_names = 0, failed = 0;
+    int lost = 0, nospace = 0;
     uint64_t bytes = 0;
     lb_artifact *a = NULL;
     size_t na = 0;
@@ -101,6 +103,7 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
             /* the connection is gone: nothing more can be read */
             lb_warn("reading %s from the sandbox failed: %s", src, err);
             failed += n_ents - i;
+            lost = 1;
             break;
         }
         if (r != LB_OK) {
@@ -111,9 +114,17 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
         r = mkparents(dst);
         if (r == LB_OK)
             r = lb_write_file_atomic(dst, data ? data : "", len, 0644);
+        int werr = errno;
         free(data);
         if (r != LB_OK) {
-            lb_warn("writing %s failed: %s", dst, lb_strerror(r));
+            lb_warn("writing %s failed: %s", dst, r == LB_E_IO ? strerror(werr) : lb_strerror(r));
+            if (r == LB_E_IO && (werr == ENOSPC || werr == EDQUOT)) {
+                /* the rest would fail too; what is left of the disk is
+                 * better spent on recording how the task ended */
+                failed += n_ents - i;
+                nospace = 1;
+                break;
+            }
             failed++;
             continue;
         }
@@ -140,15 +151,17 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
             o += (size_t)snprintf(notes + o, notesz - o, " %zu symlinks or special files;", skipped_other);
         if (skipped_names && o < notesz)
             o += (size_t)snprintf(notes + o, notesz - o, " %zu with unusable names;", skipped_names);
-        if (failed && o < notesz)
+        if (failed && nospace && o < notesz)
+            o += (size_t)snprintf(notes + o, notesz - o, " the server's disk is full;");
+        else if (failed && o < notesz)
             o += (size_t)snprintf(notes + o, notesz - o, " %zu could not be read or written;", failed);
         if (o > 0 && o < notesz && notes[o - 1] == ';')
             notes[o - 1] = '.';
     }
-    rc = LB_OK;
+    rc = nospace ? LB_E_NOSPACE : lost ? LB_E_UNAVAILABLE : LB_OK;
 out:
     lbsb_entries_free(ents, n_ents);
-    if (rc == LB_OK && na) {
+    if (na) {
         *arts = a;
         *n = na;
     } else {

@@ -35,7 +35,7 @@
 
 #define LB_REAP_INTERVAL_MS 100
 #define LB_KILL_GRACE_MS 1500
-#define LB_ORPHAN_SCAN_MS 10000
+#define LB_ORPHAN_SCAN_MS 2000 /* one query of the active tasks and a /proc read each */
 
 extern char **environ;
 
@@ -267,6 +267,15 @@ static void lb_crash_tool(const char *id, char *tool, size_t toolsz)
     unlink(path);
 }
 
+/* Signals a crash raises in the process itself. A SIGKILL or SIGTERM comes
+ * from outside (the OOM killer, an operator) whatever code was running, so
+ * it is not blamed on the tool that happened to be in a call. */
+static int lb_crash_signal(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
+           sig == SIGSYS || sig == SIGTRAP;
+}
+
 static const char *lb_signame(int sig, char *buf, size_t bufsz)
 {
     const char *abbrev = sigabbrev_np(sig);
@@ -294,7 +303,7 @@ static void lb_reaped(lb_store **sp, const lb_exited *x)
     if (x->cancel) {
         status = "cancelled";
         snprintf(reason, sizeof reason, "cancelled by the user");
-    } else if (WIFSIGNALED(x->status) && tool[0]) {
+    } else if (WIFSIGNALED(x->status) && tool[0] && lb_crash_signal(WTERMSIG(x->status))) {
         snprintf(reason, sizeof reason, "the tool %s crashed (%s); the task was stopped", tool,
                  lb_signame(WTERMSIG(x->status), sig, sizeof sig));
     } else if (WIFSIGNALED(x->status)) {
