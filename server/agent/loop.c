@@ -742,8 +742,14 @@ static void finalize(run *r)
         cJSON_AddNumberToObject(t, "sandbox_start_ms", (double)r->res->usage.sandbox_ms);
         cJSON_AddNumberToObject(t, "model_ms", (double)r->res->usage.model_ms);
         cJSON_AddNumberToObject(t, "tools_ms", (double)r->res->usage.tools_ms);
-        lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
-                      r->res->answer, &r->res->usage, t);
+        int trc = lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
+                                r->res->answer, &r->res->usage, t);
+        if (trc == LB_E_NOSPACE && !strcmp(r->res->status, "succeeded")) {
+            /* the record of the run is part of its results (and of its bundle) */
+            snprintf(r->res->status, sizeof r->res->status, "failed");
+            snprintf(r->res->reason, sizeof r->res->reason,
+                     "disk full: the server has no space left for this task's record (trajectory.json)");
+        }
         cJSON_Delete(t);
     }
 }

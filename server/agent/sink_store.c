@@ -15,6 +15,12 @@ typedef struct store_sink {
 
 static store_sink the_store_sink; /* one task per agent process */
 
+/* The store waits LB_STORE_BUSY_MS (10 s) for a writer that holds the
+ * lock; a writer that holds it longer (a backup, an operator's sqlite3
+ * shell) must not cost the task its events or its end: the sink waits
+ * again, up to this many times. */
+#define LB_SINK_BUSY_TRIES 12
+
 static void ev(void *arg, const char *type, const cJSON *data)
 {
     store_sink *s = arg;
@@ -23,7 +29,12 @@ static void ev(void *arg, const char *type, const cJSON *data)
         lb_error("cannot serialize a %s event", type);
         return;
     }
-    int rc = lb_store_event_append(s->st, s->task_id, type, text, NULL);
+    int rc = LB_E_TIMEOUT;
+    for (int i = 0; i < LB_SINK_BUSY_TRIES && rc == LB_E_TIMEOUT; i++) {
+        rc = lb_store_event_append(s->st, s->task_id, type, text, NULL);
+        if (rc == LB_E_TIMEOUT)
+            lb_warn("the task database stayed locked; still waiting to store a %s event", type);
+    }
     if (rc != LB_OK)
         lb_error("cannot store a %s event: %s", type, lb_strerror(rc));
     free(text);
@@ -48,7 +59,12 @@ static void usage(void *arg, const lb_task_usage *u)
 static int fin(void *arg, const char *status, const char *reason, const char *answer)
 {
     store_sink *s = arg;
-    int rc = lb_store_task_finish(s->st, s->task_id, status, reason, answer);
+    int rc = LB_E_TIMEOUT;
+    for (int i = 0; i < LB_SINK_BUSY_TRIES && rc == LB_E_TIMEOUT; i++) {
+        rc = lb_store_task_finish(s->st, s->task_id, status, reason, answer);
+        if (rc == LB_E_TIMEOUT)
+            lb_warn("the task database stayed locked; still waiting to record the end of task %s", s->task_id);
+    }
     if (rc == LB_E_EXISTS) {
         /* the web backend already ended it (e.g. marked it cancelled) */
         lb_info("task %s was already final; keeping that status", s->task_id);
