@@ -72,6 +72,9 @@ static int lb_precompressed(const char *name)
 static int lb_bundle_fail(lb_bundle *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int lb_bundle_fail(lb_bundle *b, int rc, const char *fmt, ...)
 {
+    int e = b->a && archive_errno(b->a) ? archive_errno(b->a) : errno;
+    if (rc == LB_E_IO && (e == ENOSPC || e == EDQUOT))
+        rc = LB_E_NOSPACE; /* 507, not 500: it works again once there is room */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(b->err, b->errsz, fmt, ap);

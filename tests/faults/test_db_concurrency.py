@@ -138,12 +138,13 @@ def main():
             st, h, body = s.request("POST", "/api/tasks", *_form("[quick] during a long lock"), timeout=60)
             took = time.time() - t0
             lk.join(30)
+            for tid in ids:
+                t = wait_final(s, tid, timeout=90)
+                assert t["status"] == "succeeded", t
+                check_task(s, tid, 6)
             assert st == 503 and b'"code":"unavailable"' in body and b"busy" in body, (st, body[:200])
             assert h.get("retry-after") == "1", h
             assert 9 <= took <= 14, took
-            for tid in ids:
-                assert wait_final(s, tid, timeout=90)["status"] == "succeeded"
-                check_task(s, tid, 6)
             st, page = s.get_json("/api/tasks?limit=200")
             assert not [t for t in page["tasks"] if "long lock" in t["prompt"]], "the refused task was stored"
         rep.run("write_lock_held_past_busy_timeout_no_event_lost_web_503", long_lock)

@@ -131,6 +131,11 @@ def main():
             st, body = s.create_task("[small] no room at all")
             st, err = error_of(st, body)
             assert st == 507 and err.get("code") == "disk_full", (st, body)
+            # a bundle that does not fit: 507 too; the files themselves still download
+            st, _, body = s.request("GET", "/api/tasks/%s/bundle.zip" % first)
+            assert st == 507 and b'"code":"disk_full"' in body, (st, body[:300])
+            st, _, body = s.request("GET", "/api/tasks/%s/artifacts/small.txt" % first)
+            assert st == 200 and body == b"small\n", (st, body)
             # reads still work
             st, page = s.get_json("/api/tasks?limit=5")
             assert st == 200 and page["tasks"], (st, page)
