@@ -117,6 +117,21 @@ def still_alive(pids):
     return left
 
 
+def children(ppid):
+    """Pids whose parent is ppid (nginx workers of a master)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == ppid:
+                    out.append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
 def pid_gone(pid):
     try:
         with open("/proc/%d/status" % pid) as f:

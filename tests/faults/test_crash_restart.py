@@ -19,7 +19,7 @@ import time
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultlib import (Reporter, SSEClient, Snapshot, Stack, agent_pid, bash, check_sequence, create,  # noqa: E402
+from faultlib import (Reporter, SSEClient, Snapshot, Stack, agent_pid, bash, check_sequence, children, create,  # noqa: E402
                       finish, pid_gone, skip_reason, wait_final, wait_until)
 
 SCENARIOS = {"scenarios": [
@@ -219,10 +219,10 @@ def main():
             for x in d:
                 started_tool(s, x)
             snap = Snapshot(s)
-            pids = [agent_pid(x) for x in d]
+            pids = [agent_pid(x) for x in d] + children(s.pid("nginx"))
             for name in ("nginx", "web", "sandboxd"):
                 s.kill(name, wait=False)
-            for p in pids:
+            for p in pids:  # the agents and nginx's workers die too
                 os.kill(p, signal.SIGKILL)
             for name in ("nginx", "web", "sandboxd"):
                 s.kill(name)

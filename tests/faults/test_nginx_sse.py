@@ -13,7 +13,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultlib import Reporter, SSEClient, Stack, bash, check_sequence, create, finish, skip_reason  # noqa: E402
+from faultlib import (Reporter, SSEClient, Stack, bash, check_sequence, children, create, finish,  # noqa: E402
+                      skip_reason)
 
 
 def slow_task(tag, n):
@@ -46,7 +47,7 @@ def main():
             s.restart("nginx")
             restarts.append("stop/start")
             time.sleep(1.5)
-            workers = _workers(s)
+            workers = children(s.pid("nginx"))
             s.kill("nginx", signal.SIGKILL)             # and the hard way
             for pid in workers:
                 os.kill(pid, signal.SIGKILL)
@@ -87,22 +88,6 @@ def main():
                 assert t["status"] == "succeeded", t
         rep.run("sse_cut_streams_free_backend_workers", workers_freed)
     return rep.failed
-
-
-def _workers(s):
-    """nginx worker processes of this stack (children of the master)."""
-    master = s.pid("nginx")
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == master:
-                    out.append(int(d))
-        except (OSError, ValueError):
-            pass
-    return out
 
 
 if __name__ == "__main__":

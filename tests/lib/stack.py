@@ -226,10 +226,35 @@ class Stack:
             except subprocess.TimeoutExpired:
                 pr.kill()
                 pr.wait()
+        self._kill_strays()
         if os.environ.get("LLMBOX_KEEP_TEST_DIRS"):
             print("kept %s" % self.prefix, file=sys.stderr)
         elif self.prefix:
             shutil.rmtree(self.prefix, ignore_errors=True)
+
+    def _kill_strays(self):
+        """Kills what outlived the stack in its prefix: nginx workers whose
+        master a test killed with -9, agents of a web killed the same way
+        (all of them run with the prefix as working directory)."""
+        if not self.prefix:
+            return
+        strays = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) == os.getpid():
+                continue
+            try:
+                cwd = os.readlink("/proc/%s/cwd" % d)
+            except OSError:
+                continue
+            cwd = cwd[:-len(" (deleted)")] if cwd.endswith(" (deleted)") else cwd
+            if cwd == self.prefix or cwd.startswith(self.prefix + "/"):
+                try:
+                    os.kill(int(d), signal.SIGKILL)
+                    strays.append(int(d))
+                except OSError:
+                    pass
+        if strays:
+            print("stack: killed %d process(es) left in %s: %r" % (len(strays), self.prefix, strays), file=sys.stderr)
 
     def __enter__(self):
         try:
