@@ -131,6 +131,8 @@ def main():
             st, body = s.create_task("[small] no room at all")
             st, err = error_of(st, body)
             assert st == 507 and err.get("code") == "disk_full", (st, body)
+            st, _, body = s.request("POST", "/api/tasks/%s/rerun" % first)
+            assert st == 507 and b'"code":"disk_full"' in body, (st, body[:300])
             # a bundle that does not fit: 507 too; the files themselves still download
             st, _, body = s.request("GET", "/api/tasks/%s/bundle.zip" % first)
             assert st == 507 and b'"code":"disk_full"' in body, (st, body[:300])

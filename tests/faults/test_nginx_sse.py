@@ -28,7 +28,7 @@ def main():
     if why:
         print("SKIP nginx_sse: %s" % why)
         return 0
-    sc = {"scenarios": [slow_task("[s1]", 9), slow_task("[s2]", 9)]}
+    sc = {"scenarios": [slow_task("[s1]", 14), slow_task("[s2]", 14)]}
     with Stack(scenario=sc, env={"LLMBOX_POOL_SIZE": "2"}, web_env={"LLMBOX_WEB_THREADS": "8"}) as s:
         ids = [create(s, "[s1] stream"), create(s, "[s2] stream")]
         clients = [SSEClient(lambda: s.port, tid, patience=20) for tid in ids for _ in range(2)]
