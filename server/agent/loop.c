@@ -649,7 +649,9 @@ static void finalize(run *r)
          * whatever the model said: its results would be missing. (The
          * finish tool never touches the sandbox, so a sandbox that died
          * while the model was thinking shows up only here.) */
-        if (crc != LB_OK && !strcmp(r->res->status, "succeeded")) {
+        int lost = crc == LB_E_NOSPACE || crc == LB_E_UNAVAILABLE || crc == LB_E_IO || crc == LB_E_PROTO ||
+                   crc == LB_E_SANDBOX;
+        if (lost && !strcmp(r->res->status, "succeeded")) {
             snprintf(r->res->status, sizeof r->res->status, "failed");
             if (crc == LB_E_NOSPACE)
                 snprintf(r->res->reason, sizeof r->res->reason,
