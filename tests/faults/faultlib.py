@@ -208,11 +208,6 @@ def wait_final(s, tid, timeout=60):
     return s.wait_task(tid, timeout=timeout)
 
 
-def stored_events(s, tid):
-    """The task's events as stored, read once through the API stream."""
-    return s.events(tid, timeout=60)
-
-
 def check_sequence(evs, what="events"):
     """ids 1..N exactly once, in order, ending with done."""
     ids = [e[0] for e in evs]

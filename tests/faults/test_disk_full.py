@@ -15,7 +15,6 @@ import pwd
 import sqlite3
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faultlib import Reporter, Stack, bash, create, finish, skip_reason, wait_final, wait_until  # noqa: E402

@@ -20,7 +20,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultlib import Reporter, Skip, Stack, agent_pid, bash, create, finish, skip_reason, wait_final  # noqa: E402
+from faultlib import Reporter, Stack, agent_pid, bash, create, finish, skip_reason, wait_final  # noqa: E402
 
 CONF = """
 [model "default"]
