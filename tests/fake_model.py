@@ -48,8 +48,26 @@ A step:
       "error": "message",                # optional: body {"error":{"message":...}}
       "code": "context_length_exceeded", # optional: with "error", OpenAI's error code
       "retry_after": 1,                  # optional: a Retry-After header (seconds)
-      "raw": "text"                      # optional: this exact body instead
+      "raw": "text",                     # optional: this exact body instead
+      "ctype": "text/html",              # optional: Content-Type of "raw"
+      "fault": "drop",                   # optional: misbehave, see below
+      "times": 2                         # optional: status/error/raw/fault/delay_ms
+                                         # apply to the first 2 requests that reach
+                                         # this step; later ones get its normal answer
     }
+
+Faults ("fault"), for tests of the client's robustness:
+    "drop"       200 with the Content-Length of a whole answer, half of it,
+                 then the connection is closed (dropped mid-response)
+    "hang"       reads the request and never answers; the connection is held
+                 until the client closes it (at most 300 s)
+    "huge"       200 with a body of "huge_mb" MiB (default 50) that starts
+                 like a chat completion and never ends in time; with
+                 "chunked": true no Content-Length is sent (chunked), so
+                 the client cannot refuse it up front
+    "garbage"    200 text/html "<html>...Bad Gateway...</html>" (not JSON)
+    "truncated"  200 application/json: the first half of a real answer,
+                 correctly framed (the JSON ends early)
 
 A context-length error as vLLM says it:
     {"status": 400, "error": "This model's maximum context length is 4096 tokens. However, you
@@ -72,11 +90,17 @@ request-0002.json ... (pretty-printed), so tests can assert what the agent
 sent: the messages, tool observations, "[N turns left]" notes, the tools.
 The request headers go next to it as headers-0001.json (so a test
 can check that a key was sent, and then that it shows up nowhere else), for
-both APIs.
+both APIs. Every request also adds one line to DIR/requests.jsonl:
+{"n", "t" (time.time() when it arrived), "match" (the scenario's match
+string or null), "turn", "fault"}; a faulty answer adds one line to
+DIR/faults.jsonl when it is over: {"n", "fault", "bytes_sent" (body bytes
+written before the client went away or the fault ended), "client_closed",
+"held_ms"}.
 """
 import argparse
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -108,23 +132,29 @@ class State:
         self.timing = open(timing_log, "a", buffering=1) if timing_log else None
         self.lock = threading.Lock()
         self.count = 0
+        self.hits = {}  # id(step) -> requests that reached it (for "times")
 
     def pick(self, n, body):
-        """The step for request number n (1-based) with this body."""
+        """(step, match, turn) for request number n (1-based) with this body."""
         if self.scenarios is None:
-            return self.steps[n - 1] if n - 1 < len(self.steps) else None
+            return (self.steps[n - 1] if n - 1 < len(self.steps) else None), None, n - 1
         try:
             req = json.loads(body)
         except ValueError:
             req = {}
         text = user_text(req)
-        steps = self.steps
+        steps, match = self.steps, None
         for sc in self.scenarios:
             if sc.get("match") and sc["match"] in text:
-                steps = sc.get("steps") or []
+                steps, match = sc.get("steps") or [], sc["match"]
                 break
         turn = sum(1 for m in req.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
-        return steps[turn] if turn < len(steps) else None
+        return (steps[turn] if turn < len(steps) else None), match, turn
+
+    def log(self, name, record):
+        if self.log_dir:
+            with self.lock, open(os.path.join(self.log_dir, name), "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
 
     def next(self, body, headers=None):
         with self.lock:
@@ -144,7 +174,21 @@ class State:
                     hpath = os.path.join(self.log_dir, "headers-%04d.json" % n)
                     with open(hpath, "w", encoding="utf-8") as f:
                         json.dump({k.lower(): v for k, v in headers.items()}, f, indent=2)
-            return n, self.pick(n, body)
+            step, match, turn = self.pick(n, body)
+            if step and "times" in step:
+                k = id(step)
+                self.hits[k] = self.hits.get(k, 0) + 1
+                if self.hits[k] > step["times"]:
+                    # spent: the step's normal answer from now on
+                    step = {k2: v for k2, v in step.items() if k2 not in FAULT_KEYS}
+            if self.log_dir:
+                with open(os.path.join(self.log_dir, "requests.jsonl"), "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"n": n, "t": time.time(), "match": match, "turn": turn,
+                                        "fault": (step or {}).get("fault") or (step or {}).get("status")}) + "\n")
+            return n, step
+
+
+FAULT_KEYS = ("status", "error", "code", "retry_after", "raw", "ctype", "fault", "delay_ms", "times")
 
 
 def completion(n, step):
@@ -241,6 +285,77 @@ def make_handler(state):
             self.end_headers()
             self.wfile.write(data)
 
+        def fault(self, n, step, answer):
+            kind = step["fault"]
+            rec = {"n": n, "fault": kind, "bytes_sent": 0, "client_closed": False, "held_ms": 0}
+            t0 = time.time()
+            try:
+                if kind == "garbage":
+                    self.send(200, "<html><body><h1>502 Bad Gateway</h1>nginx</body></html>\n", "text/html")
+                elif kind == "truncated":
+                    data = json.dumps(answer).encode()
+                    self.send(200, data[: len(data) // 2])
+                elif kind == "drop":
+                    data = json.dumps(answer).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    rec["bytes_sent"] = len(data) // 2
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                elif kind == "hang":
+                    # nothing is sent; wait for the client to give up
+                    self.connection.settimeout(0.2)
+                    while time.time() - t0 < 300:
+                        try:
+                            if not self.connection.recv(1):
+                                rec["client_closed"] = True
+                                break
+                        except socket.timeout:
+                            continue
+                        except OSError:
+                            rec["client_closed"] = True
+                            break
+                    self.close_connection = True
+                elif kind == "huge":
+                    total = int(step.get("huge_mb", 50)) << 20
+                    head = b'{"id":"chatcmpl-huge","object":"chat.completion","choices":[{"index":0,' \
+                           b'"message":{"role":"assistant","content":"'
+                    chunked = bool(step.get("chunked"))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if chunked:
+                        self.send_header("Transfer-Encoding", "chunked")
+                    else:
+                        self.send_header("Content-Length", str(total))
+                    self.end_headers()
+                    block = b"A" * 65536
+                    sent = 0
+                    try:
+                        while sent < total:
+                            part = head if sent == 0 else block[: min(len(block), total - sent)]
+                            if chunked:
+                                self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
+                            else:
+                                self.wfile.write(part)
+                            sent += len(part)
+                        if chunked:
+                            self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
+                    except OSError:
+                        rec["client_closed"] = True
+                    rec["bytes_sent"] = sent
+                    self.close_connection = True
+                else:
+                    self.send(500, json.dumps({"error": {"message": "fake_model: unknown fault " + kind}}))
+            except OSError:
+                rec["client_closed"] = True
+            rec["held_ms"] = int((time.time() - t0) * 1000)
+            state.log("faults.jsonl", rec)
+
         def do_GET(self):
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 self.send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}))
@@ -275,8 +390,12 @@ def make_handler(state):
             delay = step.get("delay_ms", state.delay_ms) if step else state.delay_ms
             if delay:
                 time.sleep(delay / 1000.0)
+            if step and step.get("fault"):
+                answer = message(n, step) if anthropic else completion(n, step)
+                self.fault(n, step, answer)
+                return n, delay
             if step and "raw" in step:
-                self.send(step.get("status", 200), step["raw"])
+                self.send(step.get("status", 200), step["raw"], step.get("ctype", "application/json"))
                 return n, delay
             if step and "error" in step:
                 if anthropic:

@@ -55,6 +55,12 @@ for t in tests/security/test_*.py; do
     [ -f "$t" ] || continue
     run_suite "security/$(basename "$t" .py)" python3 "$t"
 done
+# faults: a misbehaving model, kill -9 and restarts, nginx restarts under
+# event streams, a full disk, concurrent database writers (about a minute)
+for t in tests/faults/test_*.py; do
+    [ -f "$t" ] || continue
+    run_suite "faults/$(basename "$t" .py)" python3 "$t"
+done
 if [ -f tests/browser/run.sh ] && [ -z "${LLMBOX_SKIP_BROWSER:-}" ]; then
     run_suite "browser" tests/browser/run.sh
 fi

@@ -178,7 +178,10 @@ typedef struct lb_collect_limits {
  * skipped, atomic writes) and describes them (mime, sha256). *arts is
  * malloc'd (caller frees). notes (may be NULL, >= 512 bytes) receives a
  * sentence about files left out, or "". Returns LB_OK even when some files
- * were skipped; an error only when the listing itself failed. */
+ * were skipped over the caps or for their names. Errors, with the files
+ * copied until then still in *arts: LB_E_NOSPACE when the host's disk
+ * filled up (copying stops there), LB_E_UNAVAILABLE when the connection
+ * to the sandbox broke during the copy, or the listing's own error. */
 int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
                        const char *host_dir, const lb_collect_limits *lim,
                        lb_artifact **arts, size_t *n, char *notes, size_t notesz);

@@ -206,13 +206,15 @@ int lb_agent_main(int argc, char **argv)
 {
     lb_log_init("agent");
     const char *task = NULL;
-    int list = 0, spare = 0;
+    int list = 0, spare = 0, task_arg = 0;
     char spare_id[33];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--spare"))
             spare = 1;
-        else if (!strcmp(argv[i], "--task") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--task") && i + 1 < argc) {
             task = argv[++i];
+            task_arg = i;
+        }
         else if (!strncmp(argv[i], "--task=", 7))
             task = argv[i] + 7;
         else if (!strcmp(argv[i], "--list-tools"))
@@ -231,6 +233,10 @@ int lb_agent_main(int argc, char **argv)
         if (wait_for_task(spare_id) != 0)
             return 0; /* the web has gone, or never needed this one */
         task = spare_id;
+        /* "--task ................................" (the web's placeholder)
+         * becomes "--task ID" in /proc/<pid>/cmdline */
+        if (task_arg && strlen(argv[task_arg]) == 32)
+            memcpy(argv[task_arg], spare_id, 32);
     }
     if (!task) {
         usage(stderr);

@@ -37,8 +37,9 @@ static int mkparents(const char *path)
  * file renamed into place (a task never shows half a file). At most cap
  * bytes: a file that grew past it is LB_E_TOOBIG. *len gets its size. */
 static int copy_in_ranges(lbsb_conn *c, const char *sb_id, const char *src, const char *dst, uint64_t cap,
-                          uint64_t *len, char *err, size_t errsz)
+                          uint64_t *len, int *werr, char *err, size_t errsz)
 {
+    *werr = 0;
     char tmp[4200], rnd[17];
     *len = 0;
     if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK ||
@@ -46,8 +47,9 @@ static int copy_in_ranges(lbsb_conn *c, const char *sb_id, const char *src, cons
         return LB_E_INVAL;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
+        *werr = errno;
         snprintf(err, errsz, "cannot create %.300s: %s", tmp, strerror(errno));
-        return LB_E_IO;
+        return LB_COLLECT_HOST_FAILED;
     }
     uint64_t off = 0;
     int rc = LB_OK;
@@ -64,6 +66,7 @@ static int copy_in_ranges(lbsb_conn *c, const char *sb_id, const char *src, cons
             break;
         }
         if (n && lb_write_all(fd, data, n) != LB_OK) {
+            *werr = errno;
             snprintf(err, errsz, "writing %.300s: %s", tmp, strerror(errno));
             rc = LB_COLLECT_HOST_FAILED;
         }
@@ -75,11 +78,13 @@ static int copy_in_ranges(lbsb_conn *c, const char *sb_id, const char *src, cons
             break;
     }
     if (rc == LB_OK && fsync(fd) != 0)
-        rc = LB_COLLECT_HOST_FAILED;
+        rc = LB_COLLECT_HOST_FAILED, *werr = errno;
     if (close(fd) != 0 && rc == LB_OK)
-        rc = LB_COLLECT_HOST_FAILED;
+        rc = LB_COLLECT_HOST_FAILED, *werr = errno;
     if (rc == LB_OK && rename(tmp, dst) != 0)
-        rc = LB_COLLECT_HOST_FAILED;
+        rc = LB_COLLECT_HOST_FAILED, *werr = errno;
+    if (rc == LB_COLLECT_HOST_FAILED && !err[0])
+        snprintf(err, errsz, "%s", strerror(*werr));
     if (rc != LB_OK)
         unlink(tmp);
     else
@@ -99,6 +104,7 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
     size_t n_ents = 0;
     char err[512] = "";
     size_t skipped_caps = 0, skipped_other = 0, skipped_names = 0, failed = 0;
+    int lost = 0, nospace = 0;
     uint64_t bytes = 0;
     lb_artifact *a = NULL;
     size_t na = 0;
@@ -157,11 +163,23 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
         if (e->size > LB_COLLECT_CHUNK) {
             /* large: in ranges, straight to its file */
             uint64_t got = 0;
+            int herr = 0;
+            err[0] = '\0';
             r = mkparents(dst);
-            if (r == LB_OK)
-                r = copy_in_ranges(c, sb_id, src, dst, lim->max_bytes - bytes, &got, err, sizeof err);
+            if (r != LB_OK) {
+                herr = errno;
+                snprintf(err, sizeof err, "%s", strerror(herr));
+                r = LB_COLLECT_HOST_FAILED;
+            } else {
+                r = copy_in_ranges(c, sb_id, src, dst, lim->max_bytes - bytes, &got, &herr, err, sizeof err);
+            }
             if (r == LB_COLLECT_HOST_FAILED) {
                 lb_warn("writing %s failed: %s", dst, err);
+                if (herr == ENOSPC || herr == EDQUOT) {
+                    failed += n_ents - i; /* as below: the disk is better spent on the task's end */
+                    nospace = 1;
+                    break;
+                }
                 failed++;
                 continue;
             }
@@ -181,6 +199,7 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
             /* the connection is gone: nothing more can be read */
             lb_warn("reading %s from the sandbox failed: %s", src, err);
             failed += n_ents - i;
+            lost = 1;
             break;
         }
         if (r != LB_OK) {
@@ -191,9 +210,17 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
         r = mkparents(dst);
         if (r == LB_OK)
             r = lb_write_file_atomic(dst, data ? data : "", len, 0644);
+        int werr = errno;
         free(data);
         if (r != LB_OK) {
-            lb_warn("writing %s failed: %s", dst, lb_strerror(r));
+            lb_warn("writing %s failed: %s", dst, r == LB_E_IO ? strerror(werr) : lb_strerror(r));
+            if (r == LB_E_IO && (werr == ENOSPC || werr == EDQUOT)) {
+                /* the rest would fail too; what is left of the disk is
+                 * better spent on recording how the task ended */
+                failed += n_ents - i;
+                nospace = 1;
+                break;
+            }
             failed++;
             continue;
         }
@@ -221,15 +248,17 @@ int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
             o += (size_t)snprintf(notes + o, notesz - o, " %zu symlinks or special files;", skipped_other);
         if (skipped_names && o < notesz)
             o += (size_t)snprintf(notes + o, notesz - o, " %zu with unusable names;", skipped_names);
-        if (failed && o < notesz)
+        if (failed && nospace && o < notesz)
+            o += (size_t)snprintf(notes + o, notesz - o, " the server's disk is full;");
+        else if (failed && o < notesz)
             o += (size_t)snprintf(notes + o, notesz - o, " %zu could not be read or written;", failed);
         if (o > 0 && o < notesz && notes[o - 1] == ';')
             notes[o - 1] = '.';
     }
-    rc = LB_OK;
+    rc = nospace ? LB_E_NOSPACE : lost ? LB_E_UNAVAILABLE : LB_OK;
 out:
     lbsb_entries_free(ents, n_ents);
-    if (rc == LB_OK && na) {
+    if (na) {
         *arts = a;
         *n = na;
     } else {

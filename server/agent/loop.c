@@ -658,8 +658,25 @@ static void finalize(run *r)
             .max_files = cfg->max_output_files > 0 ? (size_t)cfg->max_output_files : 10000,
             .max_bytes = cfg->max_output_bytes ? cfg->max_output_bytes : (1024ull << 20),
         };
-        lb_collect_outputs(r->conn, r->sb_id, SB_OUTPUT, r->o->output_dir, &lim, &arts, &n_arts,
-                           notes, sizeof notes);
+        int crc = lb_collect_outputs(r->conn, r->sb_id, SB_OUTPUT, r->o->output_dir, &lim, &arts, &n_arts,
+                                     notes, sizeof notes);
+        /* A task whose outputs did not all reach the host did not succeed,
+         * whatever the model said: its results would be missing. (The
+         * finish tool never touches the sandbox, so a sandbox that died
+         * while the model was thinking shows up only here.) */
+        int lost = crc == LB_E_NOSPACE || crc == LB_E_UNAVAILABLE || crc == LB_E_IO || crc == LB_E_PROTO ||
+                   crc == LB_E_SANDBOX;
+        if (lost && !strcmp(r->res->status, "succeeded")) {
+            snprintf(r->res->status, sizeof r->res->status, "failed");
+            if (crc == LB_E_NOSPACE)
+                snprintf(r->res->reason, sizeof r->res->reason,
+                         "disk full: the server has no space left for this task's outputs (%zu file%s saved)",
+                         n_arts, n_arts == 1 ? "" : "s");
+            else
+                snprintf(r->res->reason, sizeof r->res->reason,
+                         "The sandbox stopped working before the outputs were collected: %s",
+                         notes[0] ? notes : lb_strerror(crc));
+        }
         /* after a cancel cut a sandbox call short the connection is gone;
          * saying so again would only be noise */
         if (notes[0] && strcmp(r->res->status, "cancelled"))
@@ -742,8 +759,14 @@ static void finalize(run *r)
         cJSON_AddNumberToObject(t, "sandbox_start_ms", (double)r->res->usage.sandbox_ms);
         cJSON_AddNumberToObject(t, "model_ms", (double)r->res->usage.model_ms);
         cJSON_AddNumberToObject(t, "tools_ms", (double)r->res->usage.tools_ms);
-        lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
-                      r->res->answer, &r->res->usage, t);
+        int trc = lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
+                                r->res->answer, &r->res->usage, t);
+        if (trc == LB_E_NOSPACE && !strcmp(r->res->status, "succeeded")) {
+            /* the record of the run is part of its results (and of its bundle) */
+            snprintf(r->res->status, sizeof r->res->status, "failed");
+            snprintf(r->res->reason, sizeof r->res->reason,
+                     "disk full: the server has no space left for this task's record (trajectory.json)");
+        }
         cJSON_Delete(t);
     }
 }

@@ -218,9 +218,35 @@ static int nap(lb_model *m, long ms)
 
 static int connect_error(CURLcode c)
 {
+    /* CURLE_PARTIAL_FILE: the connection closed in the middle of the
+     * answer (a restarted server, a proxy that gave up): worth another try */
     return c == CURLE_COULDNT_CONNECT || c == CURLE_COULDNT_RESOLVE_HOST ||
            c == CURLE_COULDNT_RESOLVE_PROXY || c == CURLE_GOT_NOTHING ||
-           c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR;
+           c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR || c == CURLE_PARTIAL_FILE;
+}
+
+/* " (3 attempts)" once a request was retried, else "". */
+static const char *attempts(int tries, char *buf, size_t bufsz)
+{
+    if (tries <= 0)
+        return "";
+    snprintf(buf, bufsz, " (%d attempts)", tries + 1);
+    return buf;
+}
+
+/* The parsers' sentences start with "The model endpoint "; a failed task
+ * should say which one. */
+static void name_endpoint(const lb_model *m, char *err, size_t errsz)
+{
+    static const char pfx[] = "The model endpoint ";
+    size_t pl = sizeof pfx - 1;
+    if (strncmp(err, pfx, pl) != 0)
+        return;
+    char *rest = strdup(err + pl);
+    if (rest) {
+        snprintf(err, errsz, "%s%s %s", pfx, m->shown_url, rest);
+        free(rest);
+    }
 }
 
 static int http_retryable(long code)
@@ -324,6 +350,9 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+        /* a Content-Length over the cap is refused before a byte of the
+         * body is read; without one, on_body stops at the cap */
+        curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)LB_MODEL_MAX_RESPONSE);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &rb);
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -344,10 +373,10 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
             snprintf(err, errsz, "The task was cancelled.");
             goto out;
         }
-        if (cc == CURLE_WRITE_ERROR && rb.toobig) {
+        if ((cc == CURLE_WRITE_ERROR && rb.toobig) || cc == CURLE_FILESIZE_EXCEEDED) {
             count_error(m, "bad_reply");
-            snprintf(err, errsz, "The model endpoint %s sent a response over %u MiB.", m->shown_url,
-                     LB_MODEL_MAX_RESPONSE >> 20);
+            snprintf(err, errsz, "The model endpoint %s sent a response over %u MiB; it was not read further.",
+                     m->shown_url, LB_MODEL_MAX_RESPONSE >> 20);
             rc = LB_E_PROTO;
             goto out;
         }
@@ -360,12 +389,23 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
                 wait_ms = backoff_ms(m, tries + 1);
                 lb_info("model endpoint %s: %s; retrying in %ld ms", m->shown_url, why, wait_ms);
             } else {
+                char att[32];
+                curl_off_t got = -1, want = -1;
+                curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &got);
+                curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &want);
                 if (cc == CURLE_OPERATION_TIMEDOUT)
                     snprintf(err, errsz, "The model endpoint %s did not answer within %d s%s.", m->shown_url,
-                             m->timeout_s, tries ? " (after retries)" : "");
+                             m->timeout_s, attempts(tries, att, sizeof att));
+                else if (cc == CURLE_PARTIAL_FILE && want > 0)
+                    snprintf(err, errsz, "The model endpoint %s closed the connection before the whole answer "
+                             "arrived (%lld of %lld bytes)%s.", m->shown_url, (long long)got, (long long)want,
+                             attempts(tries, att, sizeof att));
+                else if (cc == CURLE_PARTIAL_FILE)
+                    snprintf(err, errsz, "The model endpoint %s closed the connection before the whole answer "
+                             "arrived%s.", m->shown_url, attempts(tries, att, sizeof att));
                 else
-                    snprintf(err, errsz, "The model endpoint %s is not reachable: %s", m->shown_url,
-                             curl_easy_strerror(cc));
+                    snprintf(err, errsz, "The model endpoint %s is not reachable: %s%s", m->shown_url,
+                             curl_easy_strerror(cc), attempts(tries, att, sizeof att));
                 rc = LB_E_UNAVAILABLE;
                 goto out;
             }
@@ -376,7 +416,10 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
                          ? lb_parse_anthropic_response(resp_b->data, resp_b->len, r, err, errsz)
                          : lb_parse_chat_response(resp_b->data, resp_b->len, r, err, errsz);
                 if (rc != LB_OK)
+                if (rc != LB_OK) {
                     count_error(m, "bad_reply");
+                    name_endpoint(m, err, errsz);
+                }
                 goto out;
             }
             if (http_retryable(code) && tries < m->retries) {
@@ -446,8 +489,9 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
             rc = LB_E_DENIED;
             goto out;
         }
-        snprintf(err, errsz, "The model endpoint %s answered HTTP %ld%s%s", m->shown_url, code,
-                 emsg[0] ? ": " : "", emsg);
+        char att[32];
+        snprintf(err, errsz, "The model endpoint %s answered HTTP %ld%s%s%s", m->shown_url, code,
+                 emsg[0] ? ": " : "", emsg, attempts(tries, att, sizeof att));
         rc = LB_E_PROTO;
         goto out;
     }

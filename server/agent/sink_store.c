@@ -62,6 +62,12 @@ static void log_event(const store_sink *s, const char *type, const cJSON *data, 
     lb_log_fields(LB_LOG_INFO, "event", f, n);
 }
 
+/* The store waits LB_STORE_BUSY_MS (10 s) for a writer that holds the
+ * lock; a writer that holds it longer (a backup, an operator's sqlite3
+ * shell) must not cost the task its events or its end: the sink waits
+ * again, up to this many times. */
+#define LB_SINK_BUSY_TRIES 12
+
 static void ev(void *arg, const char *type, const cJSON *data)
 {
     store_sink *s = arg;
@@ -71,7 +77,12 @@ static void ev(void *arg, const char *type, const cJSON *data)
         return;
     }
     int64_t seq = 0;
-    int rc = lb_store_event_append(s->st, s->task_id, type, text, &seq);
+    int rc = LB_E_TIMEOUT;
+    for (int i = 0; i < LB_SINK_BUSY_TRIES && rc == LB_E_TIMEOUT; i++) {
+        rc = lb_store_event_append(s->st, s->task_id, type, text, &seq);
+        if (rc == LB_E_TIMEOUT)
+            lb_warn("the task database stayed locked; still waiting to store a %s event", type);
+    }
     if (rc != LB_OK)
         lb_error("cannot store a %s event: %s", type, lb_strerror(rc));
     else
@@ -101,7 +112,12 @@ static int fin(void *arg, const char *status, const char *reason, const char *an
 {
     store_sink *s = arg;
     flush_metrics(s); /* before the end is recorded: a scrape that sees the task done sees its turns */
-    int rc = lb_store_task_finish(s->st, s->task_id, status, reason, answer);
+    int rc = LB_E_TIMEOUT;
+    for (int i = 0; i < LB_SINK_BUSY_TRIES && rc == LB_E_TIMEOUT; i++) {
+        rc = lb_store_task_finish(s->st, s->task_id, status, reason, answer);
+        if (rc == LB_E_TIMEOUT)
+            lb_warn("the task database stayed locked; still waiting to record the end of task %s", s->task_id);
+    }
     if (rc == LB_E_EXISTS) {
         /* the web backend already ended it (e.g. marked it cancelled) */
         lb_info("task %s was already final; keeping that status", s->task_id);

@@ -498,6 +498,33 @@ static void parse_text_calls(lb_model_reply *r)
     free(prose);
 }
 
+/* True when text is JSON that stops in the middle: a string or an object
+ * or array still open at its end (an answer cut off in transit). */
+static int json_cut_off(const char *p, size_t len)
+{
+    long depth = 0;
+    int in_str = 0, esc = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = p[i];
+        if (in_str) {
+            if (esc)
+                esc = 0;
+            else if (ch == '\\')
+                esc = 1;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            if (--depth < 0)
+                return 0;
+        }
+    }
+    return in_str || depth > 0;
+}
+
 /* The response body as a JSON object, or NULL with a sentence in err when
  * it is empty, too big, not an object, or an error body of any provider. */
 static cJSON *open_body(const char *body, size_t len, char *err, size_t errsz)
@@ -511,9 +538,25 @@ static cJSON *open_body(const char *body, size_t len, char *err, size_t errsz)
                  LB_MODEL_MAX_RESPONSE >> 20);
         return NULL;
     }
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!cJSON_IsObject(root)) {
-        snprintf(err, errsz, "The model endpoint sent a response that is not a JSON object.");
+        /* say which of the usual accidents it was: a page of a proxy or a
+         * wrong URL, an answer cut short, or JSON of another shape */
+        const char *p = body;
+        while (p < body + len && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+            p++;
+        size_t at = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
+        if (root)
+            snprintf(err, errsz, "The model endpoint sent JSON that is not an object.");
+        else if (p < body + len && *p != '{' && *p != '[') {
+            char shown[160];
+            lb_model_error_text(p, (size_t)(body + len - p), shown, sizeof shown);
+            snprintf(err, errsz, "The model endpoint sent a response that is not JSON: \"%s\"", shown);
+        } else if (json_cut_off(body, len))
+            snprintf(err, errsz, "The model endpoint sent JSON that is cut off: it ends early, after %zu bytes.", len);
+        else
+            snprintf(err, errsz, "The model endpoint sent invalid JSON (an error at byte %zu of %zu).", at, len);
         cJSON_Delete(root);
         return NULL;
     }

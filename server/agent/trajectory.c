@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,8 +85,11 @@ int lb_traj_write(lb_traj *t, const char *path, const cJSON *messages, const cha
     if (!text)
         return LB_E_NOMEM;
     int rc = lb_write_file_atomic(path, text, strlen(text), 0644);
+    int e = errno;
+    if (rc == LB_E_IO && (e == ENOSPC || e == EDQUOT))
+        rc = LB_E_NOSPACE;
     if (rc != LB_OK)
-        lb_error("cannot write %s: %s", path, lb_strerror(rc));
+        lb_error("cannot write %s: %s", path, rc == LB_E_IO ? strerror(e) : lb_strerror(rc));
     free(text);
     return rc;
 }

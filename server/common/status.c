@@ -17,6 +17,7 @@ static const char *const lb_status_text[LB_E__COUNT] = {
     [LB_E_INTERNAL] = "internal error",
     [LB_E_ISDIR] = "is a directory",
     [LB_E_BUSY] = "busy",
+    [LB_E_NOSPACE] = "no space left on the disk",
 };
 
 const char *lb_strerror(int status)

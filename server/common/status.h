@@ -20,6 +20,7 @@ typedef enum lb_status {
     LB_E_INTERNAL = 13,
     LB_E_ISDIR = 14,     /* a file was expected, a directory was found */
     LB_E_BUSY = 15,      /* the peer is busy with an earlier request (a command still runs) */
+    LB_E_NOSPACE = 16,   /* the disk (or the database's disk) is full */
     LB_E__COUNT
 } lb_status;
 

@@ -17,7 +17,12 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,7 @@
 #define LB_STORE_EVENT_MAX (16u << 20)  /* one event's JSON; a model turn fits easily */
 #define LB_STORE_TEXT_MAX (16u << 20)   /* prompt, answer, inputs JSON */
 #define LB_STORE_LIST_MAX 200           /* rows per task_list page */
+#define LB_STORE_RESERVE_BYTES (2u << 20) /* see lb_store_reserve_keep */
 
 enum {
     Q_TASK_INSERT,
@@ -164,7 +170,14 @@ static int lb_store_err(lb_store *s, int rc, const char *what)
             return LB_E_NOTFOUND;
         return LB_E_INVAL;
     case SQLITE_FULL:
+        lb_error("store: %s: %s", what, sqlite3_errmsg(s->db));
+        return LB_E_NOSPACE;
     case SQLITE_IOERR:
+        if (sqlite3_system_errno(s->db) == ENOSPC || sqlite3_system_errno(s->db) == EDQUOT) {
+            lb_error("store: %s: %s (the disk is full)", what, sqlite3_errmsg(s->db));
+            return LB_E_NOSPACE;
+        }
+        /* fall through */
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
         lb_error("store: %s: %s", what, sqlite3_errmsg(s->db));
@@ -374,8 +387,31 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
+/* The schema version as stored (0: a new database), read without the
+ * write lock; -1 on error. */
+static int lb_schema_version(lb_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    int v = -1;
+    int src = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL);
+    if (src != SQLITE_OK) {
+        /* no meta table yet: a new database */
+        v = (src & 0xff) == SQLITE_ERROR ? 0 : -1;
+    } else {
+        src = sqlite3_step(st);
+        v = src == SQLITE_ROW ? atoi(lb_col_text(st, 0)) : src == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
 static int lb_store_migrate(lb_store *s)
 {
+    /* Every agent opens the store: when the schema is current, opening
+     * takes no write lock, so it neither waits behind a long writer nor
+     * needs a byte of disk. */
+    if (lb_schema_version(s) == LB_STORE_SCHEMA_VERSION)
+        return LB_OK;
     int rc = lb_begin(s);
     if (rc)
         return rc;
@@ -620,6 +656,70 @@ static int lb_event_insert(lb_store *s, const char *task_id, const char *type, c
     return rc;
 }
 
+/* ---- the disk reserve ----------------------------------------------- */
+
+/* <db>-reserve: a file of LB_STORE_RESERVE_BYTES next to the database.
+ * When the disk is full, the end of a task could not be recorded and the
+ * task would stay "running" until space came back; deleting the reserve
+ * frees room for exactly those records (lb_store_task_finish does, and
+ * only it). The web puts it back once there is room again. */
+static void lb_reserve_path(const char *db_path, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "%s-reserve", db_path);
+}
+
+static int lb_reserve_release(lb_store *s)
+{
+    const char *db = sqlite3_db_filename(s->db, "main");
+    char p[4200];
+    if (!db || !*db)
+        return 0;
+    lb_reserve_path(db, p, sizeof p);
+    if (unlink(p) != 0)
+        return 0;
+    lb_warn("store: the disk is full: released the %u MiB reserve (%s) to record the end of a task",
+            LB_STORE_RESERVE_BYTES >> 20, p);
+    return 1;
+}
+
+int lb_store_reserve_keep(const char *db_path)
+{
+    char p[4200], tmp[4300];
+    struct stat st;
+    lb_reserve_path(db_path, p, sizeof p);
+    if (lstat(p, &st) == 0)
+        return LB_OK;
+    /* only when there is plenty of room: the reserve must not be what
+     * fills the disk again */
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", db_path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    struct statvfs vfs;
+    if (statvfs(slash ? dir : ".", &vfs) != 0 ||
+        (uint64_t)vfs.f_bavail * vfs.f_frsize < 4ull * LB_STORE_RESERVE_BYTES)
+        return LB_E_NOSPACE;
+    snprintf(tmp, sizeof tmp, "%s.tmp", p);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return LB_E_IO;
+    /* real blocks (not a sparse file): freeing them must free space */
+    int rc = posix_fallocate(fd, 0, LB_STORE_RESERVE_BYTES) == 0 ? LB_OK : LB_E_NOSPACE;
+    if (close(fd) != 0 && rc == LB_OK)
+        rc = LB_E_IO;
+    if (rc == LB_OK && rename(tmp, p) != 0)
+        rc = LB_E_IO;
+    if (rc != LB_OK)
+        unlink(tmp);
+    else
+        lb_info("store: the %u MiB disk reserve is in place (%s)", LB_STORE_RESERVE_BYTES >> 20, p);
+    return rc;
+}
+
+static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,
+                               const char *answer);
+
 int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
                          const char *answer)
 {
@@ -627,6 +727,15 @@ int lb_store_task_finish(lb_store *s, const char *id, const char *status, const 
         return LB_E_INVAL;
     if ((reason && strlen(reason) > LB_STORE_TEXT_MAX) || (answer && strlen(answer) > LB_STORE_TEXT_MAX))
         return LB_E_TOOBIG;
+    int rc = lb_task_finish_once(s, id, status, reason, answer);
+    if (rc == LB_E_NOSPACE && lb_reserve_release(s))
+        rc = lb_task_finish_once(s, id, status, reason, answer);
+    return rc;
+}
+
+static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,
+                               const char *answer)
+{
     char *data = NULL;
     cJSON *ev = NULL;
     int rc = lb_begin_live(s, id); /* the first finisher wins */

@@ -93,6 +93,12 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
  * LB_E_NOTFOUND if there is no such task. reason/answer may be NULL. */
 int lb_store_task_finish(lb_store *s, const char *id, const char *status,
                          const char *reason, const char *answer);
+/* Puts the disk reserve (<db_path>-reserve, 2 MiB) back when it is missing
+ * and the disk has room (4x its size) again. When the disk is full,
+ * lb_store_task_finish deletes it to record the end of a task, so that no
+ * task stays "running" only because its end could not be written.
+ * LB_E_NOSPACE: not enough room yet. */
+int lb_store_reserve_keep(const char *db_path);
 int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u);
 /* Fills status (>= 16 bytes) and pid (0 if none). LB_E_NOTFOUND if absent. */
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);

@@ -72,6 +72,9 @@ static int lb_precompressed(const char *name)
 static int lb_bundle_fail(lb_bundle *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int lb_bundle_fail(lb_bundle *b, int rc, const char *fmt, ...)
 {
+    int e = b->a && archive_errno(b->a) ? archive_errno(b->a) : errno;
+    if (rc == LB_E_IO && (e == ENOSPC || e == EDQUOT))
+        rc = LB_E_NOSPACE; /* 507, not 500: it works again once there is room */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(b->err, b->errsz, fmt, ap);
@@ -240,6 +243,32 @@ int lb_bundle_name(const char *format, const char *folder, char *out, size_t out
     return n < 0 || (size_t)n >= outsz ? LB_E_TOOBIG : LB_OK;
 }
 
+/* Removes "<final>.tmp.*" files: half-written bundles of a builder that
+ * died (a web killed in the middle of one). Called under the lock, so no
+ * live builder owns any of them. */
+static void lb_bundle_sweep(const char *final)
+{
+    char dirpath[LB_CFG_PATH + 160], prefix[128];
+    snprintf(dirpath, sizeof dirpath, "%s", final);
+    char *slash = strrchr(dirpath, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    snprintf(prefix, sizeof prefix, "%s.tmp.", slash + 1);
+    int dfd = open(dirpath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (!strncmp(de->d_name, prefix, strlen(prefix)) && unlinkat(dirfd(d), de->d_name, 0) == 0)
+            lb_info("web: removed %s/%s, a bundle left half-written", dirpath, de->d_name);
+    closedir(d);
+}
+
 int lb_bundle_build(lb_store *s, const char *id, const char *format, const char *folder, char *err, size_t errsz)
 {
     const lb_config *cfg = lb_cfg();
@@ -281,6 +310,7 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, const char 
         rc = LB_OK;
         goto out;
     }
+    lb_bundle_sweep(final);
     if (folder) {
         char bdir[sizeof dir + 16];
         snprintf(bdir, sizeof bdir, "%s/bundles", dir);

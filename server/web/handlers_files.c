@@ -212,6 +212,10 @@ void lb_h_bundle(lb_req *r, const char *format)
         lb_http_error(r, 404, "not_found", "%s", err[0] ? err : "The task's files are gone.");
         return;
     }
+    if (rc == LB_E_NOSPACE) {
+        lb_http_disk_full(r, "build the bundle (the files can still be downloaded one by one)");
+        return;
+    }
     if (rc != LB_OK) {
         lb_error("web: task %s: bundle.%s: %s", r->id, format, err);
         lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));

@@ -219,8 +219,12 @@ void lb_h_task_rerun(lb_req *r)
     snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
     snprintf(src_input, sizeof src_input, "%s/%s/input", cfg->artifacts_dir, r->id);
     if (lb_mkdirs(input_dir, 0750) != LB_OK) {
-        lb_error("web: cannot create %s: %s", input_dir, strerror(errno));
-        lb_http_error(r, 500, NULL, "Could not create the task folder.");
+        int e = errno;
+        lb_error("web: cannot create %s: %s", input_dir, strerror(e));
+        if (e == ENOSPC || e == EDQUOT)
+            lb_http_disk_full(r, "create the task folder");
+        else
+            lb_http_error(r, 500, NULL, "Could not create the task folder.");
         goto out;
     }
     dir_made = 1;
@@ -239,8 +243,12 @@ void lb_h_task_rerun(lb_req *r)
             goto out;
         }
         if (rc != LB_OK) {
-            lb_error("web: rerun of %s: copying input %s: %s", r->id, clean, strerror(errno));
-            lb_http_error(r, 500, NULL, "Could not copy the input file \"%s\".", clean);
+            int e = errno;
+            lb_error("web: rerun of %s: copying input %s: %s", r->id, clean, strerror(e));
+            if (e == ENOSPC || e == EDQUOT)
+                lb_http_disk_full(r, "copy the task's input files");
+            else
+                lb_http_error(r, 500, NULL, "Could not copy the input file \"%s\".", clean);
             goto out;
         }
     }

@@ -56,6 +56,20 @@ static int lb_up_fail(lb_upload *u, int status, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* A file of the upload could not be written (errno says why): a full disk
+ * is the client's 507 (try later), anything else our 500. */
+static int lb_up_store_fail(lb_upload *u)
+{
+    int e = errno;
+    if (e == ENOSPC || e == EDQUOT) {
+        lb_error("web: task %s: the disk is full: the upload could not be stored", u->id);
+        return lb_up_fail(u, 507, LB_E_NOSPACE,
+                          "The server's disk is full, so the upload could not be stored. Nothing was kept; "
+                          "try again once the operator has freed space.");
+    }
+    return lb_up_fail(u, 500, LB_E_IO, "Could not store the upload: %s.", strerror(e));
+}
+
 static int lb_up_begin(void *arg, const lb_mp_part *p)
 {
     lb_upload *u = arg;
@@ -98,7 +112,7 @@ static int lb_up_begin(void *arg, const lb_mp_part *p)
     snprintf(u->tmp, sizeof u->tmp, "%s/%zu", u->stage_dir, u->nfiles);
     u->fd = open(u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
     if (u->fd < 0)
-        return lb_up_fail(u, 500, LB_E_IO, "Could not store the upload: %s.", strerror(errno));
+        return lb_up_store_fail(u);
     return 0;
 }
 
@@ -112,7 +126,7 @@ static int lb_up_data(void *arg, const lb_mp_part *p, const char *data, size_t n
         return 0;
     }
     if (u->fd >= 0 && lb_write_all(u->fd, data, n) != LB_OK)
-        return lb_up_fail(u, 500, LB_E_IO, "Could not store the upload: %s.", strerror(errno));
+        return lb_up_store_fail(u);
     return 0;
 }
 
@@ -298,7 +312,13 @@ static int lb_unpack_inputs(lb_upload *u, int *status, char *msg, size_t msgsz)
         rc = lb_unpack(held, kind, path, root, prefix, &lim, &tot, lb_unpacked_file, &c, msg, msgsz);
         unlink(held);
         if (rc != LB_OK) {
-            *status = rc == LB_E_TOOBIG ? 413 : (rc == LB_E_INVAL || rc == LB_E_EXISTS) ? 400 : 500;
+            *status = rc == LB_E_TOOBIG                          ? 413
+                      : (rc == LB_E_INVAL || rc == LB_E_EXISTS) ? 400
+                      : rc == LB_E_NOSPACE                       ? 507
+                                                                 : 500;
+            if (rc == LB_E_NOSPACE)
+                snprintf(msg, msgsz, "The server's disk is full, so %s could not be unpacked. Nothing was "
+                         "kept; try again once the operator has freed space.", path);
             goto out;
         }
         lb_info("web: task %s: unpacked %s", u->id, path);
@@ -376,9 +396,13 @@ void lb_h_task_create(lb_req *r)
     snprintf(u.input_dir, sizeof u.input_dir, "%s/input", u.task_dir);
     snprintf(u.stage_dir, sizeof u.stage_dir, "%s/.upload", u.task_dir);
     if (lb_mkdirs(u.input_dir, 0750) != LB_OK || lb_mkdirs(u.stage_dir, 0700) != LB_OK) {
-        lb_error("web: cannot create %s: %s", u.task_dir, strerror(errno));
+        int e = errno;
+        lb_error("web: cannot create %s: %s", u.task_dir, strerror(e));
         lb_http_drain(r);
-        lb_http_error(r, 500, NULL, "Could not create the task folder.");
+        if (e == ENOSPC || e == EDQUOT)
+            lb_http_disk_full(r, "create the task folder");
+        else
+            lb_http_error(r, 500, NULL, "Could not create the task folder.");
         goto out;
     }
     dir_made = 1;

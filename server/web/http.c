@@ -92,6 +92,7 @@ static const char *lb_error_code_for(int status)
     case 415: return "unsupported_media_type";
     case 429: return "too_many_tasks";
     case 503: return "unavailable";
+    case 507: return "disk_full";
     default: return "internal";
     }
 }
@@ -134,12 +135,22 @@ void lb_http_method_not_allowed(lb_req *r, const char *allow)
     lb_http_error_hdr(r, 405, NULL, extra, "The method %s is not allowed here; use %s.", r->method, allow);
 }
 
+void lb_http_disk_full(lb_req *r, const char *what)
+{
+    lb_error("web: %s %s: the disk is full: could not %s", r->method, r->path, what);
+    lb_http_error(r, 507, NULL,
+                  "The server's disk is full, so it could not %s. Nothing was lost; try again once the "
+                  "operator has freed space.", what);
+}
+
 void lb_http_store_error(lb_req *r, int rc, const char *what)
 {
     if (rc == LB_E_NOTFOUND || rc == LB_E_INVAL)
         lb_http_error(r, 404, "not_found", "There is no task with id \"%s\".", r->id);
     else if (rc == LB_E_TIMEOUT)
-        lb_http_error(r, 503, NULL, "The task database is busy; try again in a moment.");
+        lb_http_error_hdr(r, 503, NULL, "Retry-After: 1\r\n", "The task database is busy; try again in a moment.");
+    else if (rc == LB_E_NOSPACE)
+        lb_http_disk_full(r, what);
     else
         lb_http_error(r, 500, NULL, "Could not %s: %s.", what, lb_strerror(rc));
 }

@@ -36,7 +36,7 @@
 
 #define LB_REAP_INTERVAL_MS 100
 #define LB_KILL_GRACE_MS 1500
-#define LB_ORPHAN_SCAN_MS 10000
+#define LB_ORPHAN_SCAN_MS 2000 /* one query of the active tasks and a /proc read each */
 
 extern char **environ;
 
@@ -253,6 +253,60 @@ typedef struct lb_exited {
     int cancel;
 } lb_exited;
 
+/* Ends of agents that could not be recorded yet (the database was busy
+ * or its disk full): retried every second with the same status and
+ * reason until they are, so the task does not stay "running". */
+typedef struct lb_unrecorded {
+    char id[33];
+    char status[16];
+    char reason[256];
+} lb_unrecorded;
+
+#define LB_PENDING_MAX 256
+#define LB_PENDING_RETRY_MS 1000
+#define LB_RESERVE_CHECK_MS 5000
+static lb_unrecorded lb_pending[LB_PENDING_MAX];
+static int lb_npending; /* reaper thread only */
+
+/* Records the end; 1 when done (or nothing left to do), 0 to retry later. */
+static int lb_record_end(lb_store **sp, const char *id, const char *status, const char *reason)
+{
+    if (!*sp && lb_store_open(lb_cfg()->db_path, sp) != LB_OK)
+        return 0;
+    int rc = lb_store_task_finish(*sp, id, status, reason, NULL);
+    if (rc == LB_OK) {
+        lb_warn("web: task %s: %s: %s", id, status, reason);
+        return 1;
+    }
+    if (rc == LB_E_EXISTS || rc == LB_E_NOTFOUND)
+        return 1; /* the agent recorded its own end, or the task was deleted */
+    lb_error("web: task %s: cannot record the end of its agent yet (%s); will retry", id, lb_strerror(rc));
+    return 0;
+}
+
+static void lb_keep_pending(const char *id, const char *status, const char *reason)
+{
+    if (lb_npending == LB_PENDING_MAX) {
+        /* the orphan scan still ends it, with a plainer reason */
+        lb_error("web: task %s: too many unrecorded task ends; leaving it to the orphan scan", id);
+        return;
+    }
+    lb_unrecorded *u = &lb_pending[lb_npending++];
+    snprintf(u->id, sizeof u->id, "%s", id);
+    snprintf(u->status, sizeof u->status, "%s", status);
+    snprintf(u->reason, sizeof u->reason, "%s", reason);
+}
+
+static void lb_retry_pending(lb_store **sp)
+{
+    for (int i = 0; i < lb_npending;) {
+        if (lb_record_end(sp, lb_pending[i].id, lb_pending[i].status, lb_pending[i].reason))
+            lb_pending[i] = lb_pending[--lb_npending];
+        else
+            i++;
+    }
+}
+
 /* The tool whose code the agent was running when it died, from the marker
  * the agent keeps (agent/watchdog.h), into tool (>= 80 bytes; "" if none).
  * The marker is removed. */
@@ -277,6 +331,15 @@ static void lb_crash_tool(const char *id, char *tool, size_t toolsz)
     unlink(path);
 }
 
+/* Signals a crash raises in the process itself. A SIGKILL or SIGTERM comes
+ * from outside (the OOM killer, an operator) whatever code was running, so
+ * it is not blamed on the tool that happened to be in a call. */
+static int lb_crash_signal(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
+           sig == SIGSYS || sig == SIGTRAP;
+}
+
 static const char *lb_signame(int sig, char *buf, size_t bufsz)
 {
     const char *abbrev = sigabbrev_np(sig);
@@ -292,19 +355,14 @@ static const char *lb_signame(int sig, char *buf, size_t bufsz)
  * says why: which tool took the agent down, when the agent knew. */
 static void lb_reaped(lb_store **sp, const lb_exited *x)
 {
-    const lb_config *cfg = lb_cfg();
     char tool[80], sig[32];
     lb_crash_tool(x->id, tool, sizeof tool);
-    if (!*sp && lb_store_open(cfg->db_path, sp) != LB_OK) {
-        lb_error("web: reaper cannot open the task store; task %s may stay active", x->id);
-        return;
-    }
     char reason[256];
     const char *status = "failed";
     if (x->cancel) {
         status = "cancelled";
         snprintf(reason, sizeof reason, "cancelled by the user");
-    } else if (WIFSIGNALED(x->status) && tool[0]) {
+    } else if (WIFSIGNALED(x->status) && tool[0] && lb_crash_signal(WTERMSIG(x->status))) {
         snprintf(reason, sizeof reason, "the tool %s crashed (%s); the task was stopped", tool,
                  lb_signame(WTERMSIG(x->status), sig, sizeof sig));
     } else if (WIFSIGNALED(x->status)) {
@@ -315,15 +373,10 @@ static void lb_reaped(lb_store **sp, const lb_exited *x)
     } else {
         snprintf(reason, sizeof reason, "the agent process died (exit %d)", WEXITSTATUS(x->status));
     }
-    int rc = lb_store_task_finish(*sp, x->id, status, reason, NULL);
-    if (rc == LB_OK)
-        lb_warn("web: task %s: %s: %s", x->id, status, reason);
-    else if (rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
-        lb_error("web: task %s: cannot record the end of its agent: %s", x->id, lb_strerror(rc));
-    else
-        lb_info("web: task %s: agent exited (%s%d)", x->id,
-                WIFSIGNALED(x->status) ? "signal " : "status ",
-                WIFSIGNALED(x->status) ? WTERMSIG(x->status) : WEXITSTATUS(x->status));
+    lb_info("web: task %s: agent exited (%s%d)", x->id, WIFSIGNALED(x->status) ? "signal " : "status ",
+            WIFSIGNALED(x->status) ? WTERMSIG(x->status) : WEXITSTATUS(x->status));
+    if (!lb_record_end(sp, x->id, status, reason))
+        lb_keep_pending(x->id, status, reason);
 }
 
 /* Agents that are not our children (they outlived an earlier web process)
@@ -343,6 +396,8 @@ static void lb_orphan_scan(lb_store **sp)
         pthread_mutex_lock(&lb_sp_mu);
         int ours = lb_find(ids[i]) != NULL;
         pthread_mutex_unlock(&lb_sp_mu);
+        for (int k = 0; k < lb_npending && !ours; k++)
+            ours = !strcmp(lb_pending[k].id, ids[i]); /* its true reason is waiting to be recorded */
         if (!ours && pids[i] > 0 && !lb_agent_alive(pids[i], ids[i]) &&
             lb_store_task_finish(*sp, ids[i], "failed", "the agent process ended without finishing the task",
                                  NULL) == LB_OK)
@@ -362,13 +417,21 @@ static void *lb_reaper_main(void *arg)
         lb_error("web: reaper: out of memory");
         return NULL;
     }
-    int64_t last_scan = lb_mono_ms();
+    int64_t last_scan = lb_mono_ms(), last_retry = last_scan, last_reserve = last_scan - LB_RESERVE_CHECK_MS;
     for (;;) {
         int nd = 0;
         int64_t now = lb_mono_ms();
+        if (lb_npending && now - last_retry >= LB_PENDING_RETRY_MS) {
+            last_retry = now;
+            lb_retry_pending(&s);
+        }
         if (now - last_scan >= LB_ORPHAN_SCAN_MS) {
             last_scan = now;
             lb_orphan_scan(&s);
+        }
+        if (now - last_reserve >= LB_RESERVE_CHECK_MS) {
+            last_reserve = now;
+            lb_store_reserve_keep(lb_cfg()->db_path);
         }
         pthread_mutex_lock(&lb_sp_mu);
         for (int i = 0; i < lb_sp_n;) {
@@ -461,7 +524,10 @@ static void lb_spare_start(void)
     pid_t pid = 0;
     int e = 0;
     if (ok) {
-        char *argv[] = {(char *)cfg->self_exe, "agent", "--spare", NULL};
+        /* the placeholder becomes the task id in place, so that ps (and
+         * anyone looking for `agent --task ID`) sees which task it runs */
+        char *argv[] = {(char *)cfg->self_exe, "agent", "--spare", "--task", "................................",
+                        NULL};
         e = posix_spawn(&pid, cfg->self_exe, &fa, &at, argv, environ);
         posix_spawnattr_destroy(&at);
     }

@@ -63,6 +63,8 @@ typedef struct lb_unpacker {
 static int lb_unpack_fail(lb_unpacker *u, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int lb_unpack_fail(lb_unpacker *u, int rc, const char *fmt, ...)
 {
+    if (rc == LB_E_IO && (errno == ENOSPC || errno == EDQUOT))
+        rc = LB_E_NOSPACE; /* the caller answers 507, not 500 */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(u->err, u->errsz, fmt, ap);

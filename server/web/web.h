@@ -69,6 +69,8 @@ void lb_http_error_hdr(lb_req *r, int status, const char *code, const char *extr
 /* 405 with the Allow header. */
 void lb_http_method_not_allowed(lb_req *r, const char *allow);
 /* Maps a store status to a response for task `id`. */
+/* 507 disk_full: "The server's disk is full, so it could not <what>. ..." */
+void lb_http_disk_full(lb_req *r, const char *what);
 void lb_http_store_error(lb_req *r, int rc, const char *what);
 /* Reads and discards what is left of the request body (up to a cap), so
  * the front end can read our early answer without a broken pipe. */

@@ -77,7 +77,7 @@ def multipart(fields, files):
 
 class Stack:
     def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None,
-                 nginx_subst=(), model_args=(), model_log=True):
+                 nginx_subst=(), model_args=(), model_log=True, prepare=None):
         """env: extra environment for every process; web_env: for `llmbox web`
         only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see).
         conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
@@ -85,11 +85,15 @@ class Stack:
         nginx_subst: (old, new) replacements in nginx.conf (each must match).
         model_args: more arguments for tests/fake_model.py (e.g.
         ["--delay-ms", "200"]); model_log=False: no request bodies in
-        model-log/ (thousands of them cost the load tests time)."""
+        model-log/ (thousands of them cost the load tests time).
+        prepare: called with the prefix once its folders exist and before
+        any llmbox process starts (e.g. to mount a small disk on them)."""
         self.scenario = scenario
         self.model_args = list(model_args)
         self.model_log_on = model_log
         self.conf = conf
+        self.prepare = prepare
+        self.named = {}  # "sandboxd", "web", "nginx" -> (Popen, argv, log name, env)
         self.extra_env = env or {}
         self.web_env = web_env or {}
         self.want_model = model
@@ -114,6 +118,8 @@ class Stack:
         with open(os.path.join(p, "nginx.conf"), "w") as f:
             f.write(conf)
         subprocess.check_call([os.path.join(REPO, "scripts", "prepare-dirs.sh"), "llmbox"], cwd=p)
+        if self.prepare:
+            self.prepare(p)
 
         self.model_port = None
         if self.want_model:
@@ -150,28 +156,63 @@ class Stack:
         for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "LLMBOX_LLM_KEY"):
             self.env.pop(k, None)
         self.env.update(self.extra_env)
-        log = lambda n: open(os.path.join(p, "var", "log", n), "a")
-        self._spawn([LLMBOX, "sandboxd"], log("sandboxd.log"))
-        self._spawn([LLMBOX, "web"], log("web.log"), dict(self.env, **self.web_env))
-        self._spawn(["nginx", "-p", p + "/", "-c", os.path.join(p, "nginx.conf"),
-                     "-e", "var/log/nginx-error.log"], log("nginx.out"))
-        deadline = time.time() + 20
+        self._spawn_named("sandboxd", [LLMBOX, "sandboxd"], "sandboxd.log")
+        self._spawn_named("web", [LLMBOX, "web"], "web.log", dict(self.env, **self.web_env))
+        self._spawn_named("nginx", ["nginx", "-p", p + "/", "-c", os.path.join(p, "nginx.conf"),
+                                    "-e", "var/log/nginx-error.log"], "nginx.out")
+        self.wait_healthy()
+        return self
+
+    def wait_healthy(self, timeout=20, sandboxd=True):
+        """Until /api/health answers through nginx (and says sandboxd is
+        ok, unless sandboxd=False)."""
+        deadline = time.time() + timeout
         while time.time() < deadline:
             try:
                 st, _, body = self.request("GET", "/api/health")
-                if st == 200 and json.loads(body).get("sandboxd", {}).get("ok"):
+                if st == 200 and (not sandboxd or json.loads(body).get("sandboxd", {}).get("ok")):
                     return self
-            except OSError:
+            except (OSError, ValueError):
                 pass
-            for pr in self.procs:
-                if pr.poll() is not None:
+            for name, (pr, _, _, _) in self.named.items():
+                if pr.poll() is not None and (sandboxd or name != "sandboxd"):
                     raise RuntimeError("a stack process exited at start: %s\n%s" % (pr.args, self.logs()))
             time.sleep(0.1)
-        raise RuntimeError("the stack did not become healthy in 20 s\n" + self.logs())
+        raise RuntimeError("the stack did not become healthy in %d s\n%s" % (timeout, self.logs()))
 
     def _spawn(self, argv, out, env=None):
         pr = subprocess.Popen(argv, cwd=self.prefix, env=env or self.env, stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(pr)
+        return pr
+
+    def _spawn_named(self, name, argv, logname, env=None):
+        out = open(os.path.join(self.prefix, "var", "log", logname), "a")
+        pr = self._spawn(argv, out, env)
+        out.close()  # the child has its own copy
+        self.named[name] = (pr, argv, logname, env)
+        return pr
+
+    # ---- faults: kill and restart one process the way make run starts it --
+    def pid(self, name):
+        """The pid of "sandboxd", "web" or "nginx" (the nginx master)."""
+        return self.named[name][0].pid
+
+    def kill(self, name, sig=signal.SIGKILL, wait=True):
+        pr = self.named[name][0]
+        if pr.poll() is None:
+            pr.send_signal(sig)
+        if wait:
+            pr.wait(timeout=30)
+
+    def restart(self, name, wait=True):
+        """Starts name again with the same command, environment and log
+        (after kill(); scripts/run.sh would do the same)."""
+        pr, argv, logname, env = self.named[name]
+        if pr.poll() is None:
+            raise RuntimeError("%s is still running" % name)
+        self._spawn_named(name, argv, logname, env)
+        if wait:
+            self.wait_healthy(sandboxd=self.named["sandboxd"][0].poll() is None)
 
     def logs(self):
         out = []
@@ -196,10 +237,35 @@ class Stack:
             except subprocess.TimeoutExpired:
                 pr.kill()
                 pr.wait()
+        self._kill_strays()
         if os.environ.get("LLMBOX_KEEP_TEST_DIRS"):
             print("kept %s" % self.prefix, file=sys.stderr)
         elif self.prefix:
             shutil.rmtree(self.prefix, ignore_errors=True)
+
+    def _kill_strays(self):
+        """Kills what outlived the stack in its prefix: nginx workers whose
+        master a test killed with -9, agents of a web killed the same way
+        (all of them run with the prefix as working directory)."""
+        if not self.prefix:
+            return
+        strays = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) == os.getpid():
+                continue
+            try:
+                cwd = os.readlink("/proc/%s/cwd" % d)
+            except OSError:
+                continue
+            cwd = cwd[:-len(" (deleted)")] if cwd.endswith(" (deleted)") else cwd
+            if cwd == self.prefix or cwd.startswith(self.prefix + "/"):
+                try:
+                    os.kill(int(d), signal.SIGKILL)
+                    strays.append(int(d))
+                except OSError:
+                    pass
+        if strays:
+            print("stack: killed %d process(es) left in %s: %r" % (len(strays), self.prefix, strays), file=sys.stderr)
 
     def __enter__(self):
         try:

@@ -499,7 +499,11 @@ TEST(anthropic_error_and_garbage)
     lb_model_error_text(eb, strlen(eb), out, sizeof out);
     CHECK_STR(out, "Overloaded");
     CHECK(aparse("not json", &r, err) == LB_E_PROTO);
-    CHECK(strstr(err, "not a JSON object") != NULL);
+    CHECK(strstr(err, "is not JSON: \"not json\"") != NULL);
+    CHECK(aparse("{\"content\":[{\"type\":\"te", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "cut off") != NULL);
+    CHECK(aparse("[1]", &r, err) == LB_E_PROTO);
+    CHECK(strstr(err, "not an object") != NULL);
     CHECK(aparse("{\"content\":\"text\"}", &r, err) == LB_E_PROTO);
     CHECK(strstr(err, "without a content array") != NULL);
     CHECK(aparse("", &r, err) == LB_E_PROTO);
