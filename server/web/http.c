@@ -97,6 +97,8 @@ static const char *lb_error_code_for(int status)
 }
 
 static void lb_http_error_v(lb_req *r, int status, const char *code, const char *extra, const char *fmt,
+                            va_list ap) __attribute__((format(printf, 5, 0)));
+static void lb_http_error_v(lb_req *r, int status, const char *code, const char *extra, const char *fmt,
                             va_list ap)
 {
     char msg[1024];
