@@ -178,18 +178,23 @@ TEST(answer_from_answer_txt)
 
 TEST(event_sequence)
 {
-    const char *want[] = {"status", "model", "tool", "model", "tool", "model", "tool", "tool",
+    /* the second status event says the sandbox is ready (sandbox_ms) */
+    const char *want[] = {"status", "status", "model", "tool", "model", "tool", "model", "tool", "tool",
                           "artifacts", "answer", "done"};
+    if (EV.n != (int)(sizeof want / sizeof want[0]))
+        for (int i = 0; i < EV.n; i++)
+            fprintf(stderr, "event %d: %s\n", i + 1, EV.type[i]);
     CHECK(EV.n == (int)(sizeof want / sizeof want[0]));
     for (int i = 0; i < EV.n && i < (int)(sizeof want / sizeof want[0]); i++)
         CHECK_STR(EV.type[i], want[i]);
     CHECK_STR(js(EV.data[0], "status"), "running");
+    CHECK_STR(js(EV.data[1], "sandbox"), "ready");
 }
 
 TEST(model_event_shape)
 {
-    const cJSON *m = EV.data[1];
-    CHECK(cJSON_GetObjectItem(m, "turn")->valueint == 1);
+    const cJSON *m = EV.data[2];
+    CHECK(cJSON_GetObjectItem(m, "turn") && cJSON_GetObjectItem(m, "turn")->valueint == 1);
     CHECK_STR(js(m, "content"), "Start.");
     CHECK_STR(js(m, "reasoning"), "plan");
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "tool_calls"), 0);
@@ -201,8 +206,8 @@ TEST(model_event_shape)
 
 TEST(tool_event_shape)
 {
-    const cJSON *t = EV.data[2];
-    CHECK(cJSON_GetObjectItem(t, "turn")->valueint == 1);
+    const cJSON *t = EV.data[3];
+    CHECK(cJSON_GetObjectItem(t, "turn") && cJSON_GetObjectItem(t, "turn")->valueint == 1);
     CHECK_STR(js(t, "name"), "bash");
     CHECK_STR(js(t, "status"), "exit 2");
     CHECK(cJSON_GetObjectItem(t, "exit_code") && cJSON_GetObjectItem(t, "exit_code")->valueint == 2);
@@ -210,7 +215,7 @@ TEST(tool_event_shape)
     CHECK_STR(js(t, "stderr"), "warn\n");
     CHECK(js(t, "call_id") && js(t, "arguments"));
     CHECK(cJSON_IsNumber(cJSON_GetObjectItem(t, "duration_ms")));
-    const cJSON *fe = EV.data[4];
+    const cJSON *fe = EV.data[5];
     CHECK_STR(js(fe, "name"), "file_editor");
     CHECK(js(fe, "text") && strstr(js(fe, "text"), "File created successfully"));
     CHECK(cJSON_GetObjectItem(fe, "exit_code") == NULL);
@@ -236,7 +241,7 @@ TEST(artifact_index_and_files)
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(tj, "turns")) == 3);
     cJSON_Delete(tj);
     free(traj);
-    const cJSON *ae = EV.data[8];
+    const cJSON *ae = EV.data[9];
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ae, "artifacts")) == 2);
 }
 

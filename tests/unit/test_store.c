@@ -377,7 +377,7 @@ TEST(task_options_round_trip)
  * new columns and keeps its tasks. */
 TEST(v1_database_migrates_to_v3)
 {
-    snprintf(db_path, sizeof db_path, "%s/v1.db", db_dir);
+    snprintf(db_path, sizeof db_path, "%s/v1_to_v3.db", db_dir);
     sqlite3 *db;
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     const char *v1 =
