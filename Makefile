@@ -19,7 +19,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image stop clean unit fixtures bench load demo fuzz fuzz-build check-asan
+.PHONY: all deps run test image stop clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind
 all: $(BUILD)/llmbox $(PLUGINS)
 
 $(BUILD)/llmbox: $(OBJ)
@@ -103,20 +103,35 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $< $(FUZZ_LIBOBJ) $(LDLIBS)
 
 fuzz-build: $(FUZZ_BIN)
+# keep the instrumented objects (make would delete them as intermediates and
+# rebuild all of them for each new target) and follow header changes
+.SECONDARY: $(FUZZ_LIBOBJ)
+-include $(FUZZ_LIBOBJ:.o=.d)
 
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
 # Unit and integration tests against an AddressSanitizer + UBSan build
-# (build-asan/); the suites pick the binary up from BUILD.
+# (build-asan/); the suites pick the binary up from BUILD. Plugins and test
+# fixtures stay plain builds (plugins/*.so is shared by both builds, and a
+# sanitized plugin cannot load into the plain binary).
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 check-asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
-	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    all unit
+	@$(MAKE) --no-print-directory all fixtures
+	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang CFLAGS="$(ASAN_CFLAGS)" \
+	    build-asan/llmbox $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
 	@$(MAKE) --no-print-directory image
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    BUILD=build-asan LLMBOX_SKIP_BROWSER=1 tests/run.sh
+
+# One full task with `llmbox web` and its agent under valgrind, and the
+# same task through `llmbox run`: a definite leak or a memory error fails
+# (tests/leaks/test_valgrind.py; make test runs it too).
+check-valgrind: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory image
+	@python3 tests/leaks/test_valgrind.py
 
 clean:
 	rm -rf $(BUILD) build-fuzz build-asan plugins/*.so tests/plugins/*.so

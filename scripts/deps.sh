@@ -7,7 +7,8 @@ PKGS="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libcjson-dev
 libarchive-dev libmagic-dev libsqlite3-dev libseccomp-dev libssl-dev
 nginx-light debootstrap python3 zip unzip curl ca-certificates procps
 iproute2 util-linux bubblewrap chromium slirp4netns libinih-dev
-wrk hyperfine"
+wrk hyperfine clang valgrind"
+# (clang: the libFuzzer targets and make check-asan; valgrind: tests/leaks)
 # the browser tests drive Debian's chromium from Node (playwright-core);
 # a Node.js that is already installed (e.g. from NodeSource) is kept
 command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

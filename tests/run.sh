@@ -61,6 +61,12 @@ for t in tests/faults/test_*.py; do
     [ -f "$t" ] || continue
     run_suite "faults/$(basename "$t" .py)" python3 "$t"
 done
+# a full task with the web and its agent under valgrind, and `llmbox run`
+# (about 20 s; skipped on a sanitizer build: make check-valgrind alone)
+for t in tests/leaks/test_*.py; do
+    [ -f "$t" ] || continue
+    run_suite "leaks/$(basename "$t" .py)" python3 "$t"
+done
 if [ -f tests/browser/run.sh ] && [ -z "${LLMBOX_SKIP_BROWSER:-}" ]; then
     run_suite "browser" tests/browser/run.sh
 fi

@@ -505,6 +505,32 @@ static int schema_type_ok(const cJSON *prop, const cJSON *v, char *want, size_t 
     return 1;
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* *dup gets a key that occurs twice in obj, or NULL. */
+static int dup_key(const cJSON *obj, const char **dup)
+{
+    *dup = NULL;
+    size_t n = 0, i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, obj) n++;
+    if (n < 2)
+        return LB_OK;
+    const char **keys = malloc(n * sizeof *keys);
+    if (!keys)
+        return LB_E_NOMEM;
+    cJSON_ArrayForEach(v, obj) keys[i++] = v->string ? v->string : "";
+    qsort(keys, n, sizeof *keys, cmp_key);
+    for (i = 1; i < n && !*dup; i++)
+        if (!strcmp(keys[i - 1], keys[i]))
+            *dup = keys[i];
+    free(keys);
+    return LB_OK;
+}
+
 static const char *article(const char *type)
 {
     return (type[0] == 'a' || type[0] == 'i' || type[0] == 'o') ? "an" : "a";
@@ -576,6 +602,19 @@ int lb_tool_validate_args(const lb_tool_entry *t, const char *args, size_t len,
         }
     }
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(t->schema, "properties");
+    /* A key given twice is ambiguous: plugins read the first, the checks
+     * below would pass one and coerce the other. Sorted, so a reply with
+     * thousands of keys costs n log n, not n squared. */
+    const char *dup = NULL;
+    if (dup_key(obj, &dup) != LB_OK) {
+        snprintf(err, errsz, "Invalid arguments for %s: out of memory", name);
+        goto out;
+    }
+    if (dup) {
+        snprintf(err, errsz, "Invalid arguments for %s: parameter '%.64s' is given more than once; give it once",
+                 name, dup);
+        goto out;
+    }
     cJSON *v = obj->child;
     while (v) {
         cJSON *next = v->next;
@@ -628,6 +667,16 @@ out:
     if (rc == LB_OK && parsed) {
         *parsed = obj;
         obj = NULL;
+    }
+    if (rc != LB_OK && errsz) {
+        /* the sentence quotes the model's keys and values, cut at a byte
+         * count: it goes back to the model as JSON, so it must be UTF-8 */
+        char *clean = lb_utf8_sanitize(err, strnlen(err, errsz), NULL);
+        if (clean) {
+            snprintf(err, errsz, "%s", clean);
+            lb_utf8_trim_partial(err);
+            free(clean);
+        }
     }
     cJSON_Delete(obj);
     return rc;

@@ -4,13 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at p (max n bytes), 0 if invalid. */
-static size_t lb_utf8_len(const unsigned char *p, size_t n)
+/* Length of the valid UTF-8 sequence at p (max n bytes), 0 if invalid;
+ * *cp_out gets its code point. */
+static size_t lb_utf8_len(const unsigned char *p, size_t n, unsigned *cp_out)
 {
     unsigned char c = p[0];
     size_t len;
     unsigned min;
     unsigned cp;
+    *cp_out = c;
     if (c < 0x80)
         return 1;
     if ((c & 0xE0) == 0xC0) {
@@ -31,7 +33,20 @@ static size_t lb_utf8_len(const unsigned char *p, size_t n)
     }
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
+    *cp_out = cp;
     return len;
+}
+
+/* Code points a name may not hold although they are valid UTF-8: C0 and
+ * C1 controls and DEL; the bidirectional embeddings, overrides, isolates
+ * and marks, which make "evil\u202Etxt.exe" show as "evilexe.txt" in a
+ * file list (the "Trojan Source" trick, CVE-2021-42574); and the line and
+ * paragraph separators, which break a name across lines. Combining marks
+ * and every script stay allowed: macOS sends names decomposed (NFD). */
+static int lb_cp_refused(unsigned cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
 }
 
 int lb_path_clean_rel(const char *in, size_t n, char *out, size_t outsz)
@@ -57,11 +72,9 @@ int lb_path_clean_rel(const char *in, size_t n, char *out, size_t outsz)
         if (clen > LB_NAME_MAX)
             return LB_E_INVAL;
         for (size_t k = i; k < j;) {
-            unsigned char c = (unsigned char)in[k];
-            if (c < 0x20 || c == 0x7F || c == '\\')
-                return LB_E_INVAL;
-            size_t ul = lb_utf8_len((const unsigned char *)in + k, j - k);
-            if (ul == 0)
+            unsigned cp = 0;
+            size_t ul = lb_utf8_len((const unsigned char *)in + k, j - k, &cp);
+            if (ul == 0 || cp == '\\' || lb_cp_refused(cp))
                 return LB_E_INVAL;
             k += ul;
         }

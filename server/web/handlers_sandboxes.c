@@ -10,6 +10,7 @@
  */
 #include "web/web.h"
 
+#include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -127,7 +128,26 @@ static int lb_sbx_read_body(lb_req *r, size_t max, lb_buf *b, const char *what)
     return 1;
 }
 
-/* The body as a JSON object, or NULL after answering 400/413. */
+/* Offset of the first "\u0000" escape in a JSON text, or -1. Outside
+ * strings a backslash is a syntax error anyway, so every backslash starts
+ * an escape here. */
+static long lb_json_nul_escape(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (s[i + 1] == 'u' && i + 6 <= n && !memcmp(s + i + 2, "0000", 4))
+            return (long)i;
+        i++; /* the escaped character: "\\u0000" is a backslash and "u0000" */
+    }
+    return -1;
+}
+
+/* The body as a JSON object, or NULL after answering 400/413. The text
+ * must be UTF-8 (RFC 8259; cJSON copies string bytes as they are, and they
+ * come back in answers), may not hide a NUL in a string (cJSON would cut
+ * the string there: a command or a file would silently lose its end), and
+ * may hold nothing after the value. */
 static cJSON *lb_sbx_json_body(lb_req *r, const char *what)
 {
     lb_buf b;
@@ -137,11 +157,33 @@ static cJSON *lb_sbx_json_body(lb_req *r, const char *what)
         lb_http_error(r, 400, NULL, "The %s needs a JSON body.", what);
         return NULL;
     }
+    cJSON *j = NULL;
+    long nul;
+    if (!lb_utf8_valid(b.data, b.len)) {
+        lb_http_error(r, 400, NULL, "The %s is not valid UTF-8 (JSON text must be; send bytes as content_base64).",
+                      what);
+        goto out;
+    }
+    if ((nul = lb_json_nul_escape(b.data, b.len)) >= 0) {
+        lb_http_error(r, 400, NULL,
+                      "The %s holds a NUL character (\\u0000, near byte %ld); strings may not hold one (send "
+                      "binary file contents as content_base64).", what, nul);
+        goto out;
+    }
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(b.data, b.len, &end, 0);
+    j = cJSON_ParseWithLengthOpts(b.data, b.len, &end, 0);
+    if (j) {
+        while (end < b.data + b.len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+            end++;
+        if (end != b.data + b.len) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+    }
     if (!j)
         lb_http_error(r, 400, NULL, "The %s is not valid JSON (the error is near byte %zu).", what,
                       end && end >= b.data ? (size_t)(end - b.data) : (size_t)0);
+out:
     lb_buf_free(&b);
     return j;
 }

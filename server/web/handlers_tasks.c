@@ -2,6 +2,7 @@
  * delete, and the artifact index. */
 #include "web/web.h"
 
+#include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -120,6 +121,9 @@ static int lb_up_data(void *arg, const lb_mp_part *p, const char *data, size_t n
 {
     lb_upload *u = arg;
     if (u->field) {
+        /* the fields are read as C strings: "5\0" + "7" must not pass as 5 */
+        if (memchr(data, '\0', n))
+            return lb_up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" holds a NUL byte.", p->name);
         if (lb_buf_append(u->field, data, n) != LB_OK)
             return lb_up_fail(u, 413, LB_E_TOOBIG, "The form field \"%s\" is longer than %zu bytes.", p->name,
                               u->field->max);
@@ -158,22 +162,6 @@ static int lb_up_end(void *arg, const lb_mp_part *p)
         return lb_up_fail(u, 500, LB_E_NOMEM, "Out of memory.");
     }
     return 0;
-}
-
-/* Valid UTF-8 without NULs: the prompt goes into JSON for the model. */
-static int lb_utf8_ok(const unsigned char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        if (!len || c == 0 || i + len > n || (len == 2 && c < 0xC2))
-            return 0;
-        for (size_t k = 1; k < len; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-        i += len;
-    }
-    return 1;
 }
 
 static int lb_blank(const char *s)
@@ -450,7 +438,9 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 400, NULL, "The form field \"prompt\" is missing or empty: say what the task is.");
         goto out;
     }
-    if (!lb_utf8_ok((const unsigned char *)u.prompt.data, u.prompt.len)) {
+    /* strict (no overlong forms, surrogates or code points past U+10FFFF):
+     * the prompt goes into JSON for the model and back to the page */
+    if (!lb_utf8_valid(u.prompt.data, u.prompt.len)) {
         lb_http_error(r, 400, NULL, "The prompt is not valid UTF-8 text.");
         goto out;
     }
@@ -623,26 +613,33 @@ void lb_h_task_list(lb_req *r)
     char v[32];
     int limit = 50;
     int64_t before = 0;
-    if (lb_query_get(r->query, "limit", v, sizeof v) == LB_OK) {
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (*end || x < 1 || x > 200) {
+    /* a parameter that is there but cannot be read (bad %-escape, NUL, too
+     * long) is refused like a wrong value, never read as "absent" */
+    int qrc = lb_query_get(r->query, "limit", v, sizeof v);
+    if (qrc != LB_E_NOTFOUND) {
+        char *end = v;
+        errno = 0;
+        long x = qrc == LB_OK ? strtol(v, &end, 10) : 0;
+        if (qrc != LB_OK || end == v || *end || errno || x < 1 || x > 200) {
             lb_http_error(r, 400, NULL, "limit must be a whole number from 1 to 200.");
             return;
         }
         limit = (int)x;
     }
-    if (lb_query_get(r->query, "before", v, sizeof v) == LB_OK) {
-        char *end;
-        long long x = strtoll(v, &end, 10);
-        if (*end || x < 0) {
+    qrc = lb_query_get(r->query, "before", v, sizeof v);
+    if (qrc != LB_E_NOTFOUND) {
+        char *end = v;
+        errno = 0;
+        long long x = qrc == LB_OK ? strtoll(v, &end, 10) : -1;
+        if (qrc != LB_OK || end == v || *end || errno || x < 0) {
             lb_http_error(r, 400, NULL, "before must be a time in milliseconds since 1970 (created_ms of a task).");
             return;
         }
         before = x;
     }
     char before_id[40] = "";
-    if (lb_query_get(r->query, "before_id", before_id, sizeof before_id) == LB_OK && !lb_id_valid(before_id)) {
+    qrc = lb_query_get(r->query, "before_id", before_id, sizeof before_id);
+    if ((qrc != LB_OK && qrc != LB_E_NOTFOUND) || (qrc == LB_OK && !lb_id_valid(before_id))) {
         lb_http_error(r, 400, NULL, "before_id must be a task id (next_before_id of the previous page).");
         return;
     }

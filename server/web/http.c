@@ -2,6 +2,7 @@
  * URL coding and Content-Disposition. */
 #include "web/web.h"
 
+#include "agent/text.h"
 #include "common/log.h"
 #include "common/status.h"
 
@@ -98,16 +99,23 @@ static const char *lb_error_code_for(int status)
 }
 
 static void lb_http_error_v(lb_req *r, int status, const char *code, const char *extra, const char *fmt,
+                            va_list ap) __attribute__((format(printf, 5, 0)));
+static void lb_http_error_v(lb_req *r, int status, const char *code, const char *extra, const char *fmt,
                             va_list ap)
 {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    /* A message may quote what the client sent (a file name, a field name)
+     * or be cut by the buffer inside a UTF-8 sequence; cJSON copies bytes
+     * as they are, so without this the answer would not be valid JSON. */
+    char *clean = lb_utf8_sanitize(msg, strlen(msg), NULL);
     cJSON *o = cJSON_CreateObject();
     cJSON *e = o ? cJSON_AddObjectToObject(o, "error") : NULL;
     if (e) {
         cJSON_AddStringToObject(e, "code", code ? code : lb_error_code_for(status));
-        cJSON_AddStringToObject(e, "message", msg);
+        cJSON_AddStringToObject(e, "message", clean ? clean : "The request was refused.");
     }
+    free(clean);
     lb_http_json(r, status, o, extra);
     cJSON_Delete(o);
 }

@@ -65,7 +65,10 @@ static int lb_is_tchar(unsigned char c)
 
 /* Reads one ";name=value" parameter at *pp. Returns 1 with name and value
  * (value NUL-terminated, *vlen its length), 0 at the end, -1 if malformed or
- * too long. Quoted values may use backslash escapes (RFC 9110 quoted-pair). */
+ * too long. In quoted values \" and \\ are escapes (RFC 9110 quoted-pair,
+ * as curl's older form escaping sends them); any other backslash is kept:
+ * browsers send names unescaped (only '"', CR and LF as %22, %0D, %0A), so
+ * "a\b.txt" is a name with a backslash, refused as such, not "ab.txt". */
 static int lb_param_next(const char **pp, const char *end, char *name, size_t namesz, char *val,
                          size_t valsz, size_t *vlen)
 {
@@ -104,7 +107,7 @@ static int lb_param_next(const char **pp, const char *end, char *name, size_t na
             char c = *p++;
             if (c == '"')
                 break;
-            if (c == '\\' && p < end)
+            if (c == '\\' && p < end && (*p == '"' || *p == '\\'))
                 c = *p++;
             if (v + 1 >= valsz)
                 return -1;

@@ -82,13 +82,24 @@ static int lb_peer_gone(lb_req *r, int ms)
     return n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-static int64_t lb_parse_seq(const char *v)
+int64_t lb_sse_parse_last_id(const char *v, size_t n)
 {
-    if (!v || !*v)
+    /* Only what we send: "id: N" with N a plain decimal, and browsers echo
+     * it byte for byte. 18 digits cannot overflow int64_t. */
+    if (!v || n == 0 || n > 18)
         return 0;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    return (*end || x < 0) ? 0 : (int64_t)x;
+    int64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return 0;
+        x = x * 10 + (v[i] - '0');
+    }
+    return x;
+}
+
+static int lb_is_final(const char *s)
+{
+    return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled");
 }
 
 void lb_h_task_events(lb_req *r)
@@ -105,9 +116,15 @@ void lb_h_task_events(lb_req *r)
     const char *hdr = lb_http_param(r, "HTTP_LAST_EVENT_ID");
     char q[32];
     if (hdr && *hdr)
-        s.last = lb_parse_seq(hdr);
+        s.last = lb_sse_parse_last_id(hdr, strlen(hdr));
     else if (lb_query_get(r->query, "last_event_id", q, sizeof q) == LB_OK)
-        s.last = lb_parse_seq(q);
+        s.last = lb_sse_parse_last_id(q, strlen(q));
+    /* A task that has ended has all its events stored (the done event is
+     * written in the transaction that ends it): once a read finds nothing
+     * new, nothing will come, even for a client that resumes after an id
+     * past the end. Without this such a stream would hold a worker thread
+     * with keepalives forever. */
+    int final = lb_is_final(status);
 
     lb_http_head(r, 200, "text/event-stream; charset=utf-8", "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
     if (r->is_head)
@@ -129,6 +146,8 @@ void lb_h_task_events(lb_req *r)
             lb_warn("web: task %s: event stream stopped: %s", r->id, lb_strerror(rc));
             break;
         }
+        if (!s.sent && final)
+            break;
         int64_t now = lb_mono_ms();
         if (s.sent) {
             if (FCGX_FFlush(r->fcgi->out) < 0)
@@ -147,8 +166,13 @@ void lb_h_task_events(lb_req *r)
             break;
         if (now - last_check >= LB_SSE_EXISTS_CHECK_MS) {
             last_check = now;
-            if (lb_store_task_state(r->store, r->id, status, sizeof status, NULL) == LB_E_NOTFOUND)
+            rc = lb_store_task_state(r->store, r->id, status, sizeof status, NULL);
+            if (rc == LB_E_NOTFOUND)
                 break; /* deleted while we watched */
+            if (rc == LB_OK && lb_is_final(status)) {
+                final = 1;
+                continue; /* read its last events now, then end */
+            }
         }
         if (lb_peer_gone(r, LB_SSE_POLL_MS))
             break;

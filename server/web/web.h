@@ -165,6 +165,11 @@ void lb_h_task_get(lb_req *r);
 void lb_h_task_cancel(lb_req *r);
 void lb_h_task_delete(lb_req *r);
 void lb_h_task_events(lb_req *r);    /* sse.c */
+/* The event id a stream resumes after, from a Last-Event-ID value (or the
+ * last_event_id query parameter) of n bytes: 1 to 18 ASCII digits. Any
+ * other value (empty, signed, spaced, longer) is 0: the stream replays
+ * from its first event, so a garbled id never loses events. Pure; sse.c. */
+int64_t lb_sse_parse_last_id(const char *v, size_t n);
 void lb_h_trajectory(lb_req *r);
 void lb_h_artifacts(lb_req *r);
 void lb_h_artifact(lb_req *r);

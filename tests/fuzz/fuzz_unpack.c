@@ -24,6 +24,13 @@
 
 static char scratch[64];
 
+/* libFuzzer ends a timed run with exit(): leave no scratch folder in /tmp */
+static void remove_scratch(void)
+{
+    if (scratch[0])
+        lb_rmtree(scratch);
+}
+
 /* Traps on anything under dir that is not a plain file or folder. */
 static void check_tree(const char *dir, int depth)
 {
@@ -64,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(scratch, sizeof scratch, "/tmp/fuzz-unpack-XXXXXX");
         if (!mkdtemp(scratch))
             abort();
+        atexit(remove_scratch);
     }
     static const lb_archive_kind kinds[] = {LB_ARCHIVE_ZIP, LB_ARCHIVE_TAR_GZ, LB_ARCHIVE_TAR};
     lb_archive_kind kind = kinds[data[0] % 3];

@@ -40,6 +40,35 @@ TEST(path_refuses_escapes)
     CHECK(lb_path_clean_rel("a\0b", 3, out, sizeof out) == LB_E_INVAL);
 }
 
+TEST(path_refuses_controls_bidi_and_bad_utf8)
+{
+    char out[LB_PATH_MAX + 1];
+    CHECK(clean("a\x7f", out) == LB_E_INVAL);                 /* DEL */
+    CHECK(clean("a\xc2\x85" "b", out) == LB_E_INVAL);            /* C1 NEL */
+    CHECK(clean("a\xc2\x9b" "[31m", out) == LB_E_INVAL);         /* C1 CSI */
+    CHECK(clean("evil\xe2\x80\xaetxt.exe", out) == LB_E_INVAL); /* RTL override */
+    CHECK(clean("a\xe2\x81\xa6" "b\xe2\x81\xa9", out) == LB_E_INVAL); /* isolates */
+    CHECK(clean("a\xe2\x80\x8f" "b", out) == LB_E_INVAL);       /* RLM */
+    CHECK(clean("a\xe2\x80\xa8" "b", out) == LB_E_INVAL);       /* line separator */
+    CHECK(clean("\xc0\xae\xc0\xae/x", out) == LB_E_INVAL);   /* overlong ".." */
+    CHECK(clean("a\xc0\xaf" "b", out) == LB_E_INVAL);            /* overlong '/' */
+    CHECK(clean("\xed\xbf\xbf", out) == LB_E_INVAL);          /* lone low surrogate */
+    CHECK(clean("\xf4\x90\x80\x80", out) == LB_E_INVAL);      /* past U+10FFFF */
+    CHECK(clean("\xe2\x82", out) == LB_E_INVAL);              /* cut short */
+}
+
+TEST(path_keeps_combining_marks_and_scripts)
+{
+    char out[LB_PATH_MAX + 1];
+    /* "résumé" as macOS sends it (NFD), Arabic, Japanese, an emoji */
+    const char *ok[] = {"re\xcc\x81sume\xcc\x81.txt", "\xd8\xaa\xd9\x82\xd8\xb1.csv",
+                        "\xe6\x97\xa5/\xe8\xaa\x9e.txt", "\xf0\x9f\x98\x80.png"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        CHECK(clean(ok[i], out) == LB_OK);
+        CHECK_STR(out, ok[i]);
+    }
+}
+
 TEST(path_caps_lengths)
 {
     char out[LB_PATH_MAX + 1];
@@ -101,6 +130,8 @@ int main(void)
 {
     RUN(path_accepts_plain_and_nested);
     RUN(path_refuses_escapes);
+    RUN(path_refuses_controls_bidi_and_bad_utf8);
+    RUN(path_keeps_combining_marks_and_scripts);
     RUN(path_caps_lengths);
     RUN(buf_respects_cap);
     RUN(ids_are_random_hex);
