@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -219,4 +220,21 @@ int lb_drop_privileges(const char *user)
     if (setuid(0) == 0) /* must not be able to regain root */
         return LB_E_DENIED;
     return LB_OK;
+}
+
+unsigned long long lb_raise_nofile(unsigned long long need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur >= (rlim_t)need)
+        return (unsigned long long)rl.rlim_cur;
+    struct rlimit want = {(rlim_t)need, rl.rlim_max};
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need) {
+        want.rlim_max = (rlim_t)need;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            return need;
+        want.rlim_cur = want.rlim_max = rl.rlim_max; /* the most we may have */
+    }
+    return (unsigned long long)(setrlimit(RLIMIT_NOFILE, &want) == 0 ? want.rlim_cur : rl.rlim_cur);
 }

@@ -25,6 +25,9 @@ int lb_mkdirs(const char *path, int mode);
 int lb_rmtree(const char *path);
 /* Reads/writes everything, retrying on EINTR and short counts. */
 int lb_write_all(int fd, const void *p, size_t n);
+/* Raises RLIMIT_NOFILE's soft limit to need (and the hard one when it is
+ * lower and we may: root); returns the soft limit we end up with. */
+unsigned long long lb_raise_nofile(unsigned long long need);
 int lb_read_full(int fd, void *p, size_t n); /* LB_E_IO on EOF before n */
 /* Drops root to user name (setgroups, setgid, setuid); no-op when not root. */
 int lb_drop_privileges(const char *user);

@@ -457,42 +457,14 @@ int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
     return rc;
 }
 
-int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
-              char **data, size_t *len, char *errbuf, size_t errsz)
+/* One read request: the whole file (offset < 0; over max: LB_E_TOOBIG)
+ * or up to max bytes from offset. *resp is the reply, caller deletes. */
+static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t offset, size_t max,
+                         char **data, size_t *len, cJSON **resp, char *errbuf, size_t errsz)
 {
     *data = NULL;
     *len = 0;
-    int rc = lbsb_check_id(id, errbuf, errsz);
-    if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
-        return rc;
-    if (max > LBSD_READ_MAX)
-        max = LBSD_READ_MAX;
-    cJSON *req = lbsb_req("read", id);
-    if (req && (!cJSON_AddStringToObject(req, "path", path) ||
-                !cJSON_AddNumberToObject(req, "max", (double)max))) {
-        cJSON_Delete(req);
-        req = NULL;
-    }
-    cJSON *resp;
-    rc = lbsb_call(c, req, NULL, 0, &resp, data, len, max, errbuf, errsz);
-    if (rc)
-        return rc;
-    if (!*data) {
-        /* ok without a data frame: protocol violation */
-        *data = NULL;
-        rc = LB_E_PROTO;
-        lbsb_err(errbuf, errsz, "sandboxd sent no file data");
-    }
-    cJSON_Delete(resp);
-    return rc;
-}
-
-int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t offset, size_t max,
-                    char **data, size_t *len, uint64_t *file_size, char *errbuf, size_t errsz)
-{
-    *data = NULL;
-    *len = 0;
-    *file_size = 0;
+    *resp = NULL;
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
         return rc;
@@ -501,21 +473,47 @@ int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t off
     cJSON *req = lbsb_req("read", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddNumberToObject(req, "max", (double)max) ||
-                !cJSON_AddNumberToObject(req, "offset", (double)offset))) {
+                (offset >= 0 && !cJSON_AddNumberToObject(req, "offset", (double)offset)))) {
         cJSON_Delete(req);
         req = NULL;
     }
+    rc = lbsb_call(c, req, NULL, 0, resp, data, len, max, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (!*data) {
+        /* ok without a data frame: protocol violation */
+        cJSON_Delete(*resp);
+        *resp = NULL;
+        lbsb_err(errbuf, errsz, "sandboxd sent no file data");
+        return LB_E_PROTO;
+    }
+    return LB_OK;
+}
+
+int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
+              char **data, size_t *len, char *errbuf, size_t errsz)
+{
     cJSON *resp;
-    rc = lbsb_call(c, req, NULL, 0, &resp, data, len, max, errbuf, errsz);
+    int rc = lbsb_read_req(c, id, path, -1, max, data, len, &resp, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t offset, size_t max,
+                    char **data, size_t *len, uint64_t *file_size, char *errbuf, size_t errsz)
+{
+    *file_size = 0;
+    cJSON *resp;
+    int rc = lbsb_read_req(c, id, path, (int64_t)offset, max, data, len, &resp, errbuf, errsz);
     if (rc)
         return rc;
     const cJSON *fs = cJSON_GetObjectItemCaseSensitive(resp, "file_size");
-    if (!*data || !cJSON_IsNumber(fs) || fs->valuedouble < 0) {
+    if (!cJSON_IsNumber(fs) || fs->valuedouble < 0) {
         free(*data);
         *data = NULL;
         *len = 0;
         rc = LB_E_PROTO;
-        lbsb_err(errbuf, errsz, "sandboxd sent no file data or size");
+        lbsb_err(errbuf, errsz, "sandboxd sent no file size");
     } else {
         *file_size = (uint64_t)fs->valuedouble;
     }

@@ -108,25 +108,13 @@ static int sd_listen(const char *path)
  * CAP_SYS_RESOURCE, up to fs.nr_open). Sandbox inits set their own limit. */
 static void sd_raise_nofile(void)
 {
-    rlim_t need = (rlim_t)lb_cfg()->sandbox_max * LBSD_FDS_PER_SANDBOX + LBSD_MAX_CONNS + 256;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
-        return;
-    struct rlimit want = {need, rl.rlim_max};
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-        want.rlim_max = need;
-        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
-            return;
-        want.rlim_cur = want.rlim_max = rl.rlim_max; /* the most we may have */
-    }
-    if (setrlimit(RLIMIT_NOFILE, &want) != 0)
-        lb_warn("cannot raise the open-file limit to %llu: %s", (unsigned long long)need,
-                strerror(errno));
-    if (want.rlim_cur < need)
+    unsigned long long need =
+        (unsigned long long)lb_cfg()->sandbox_max * LBSD_FDS_PER_SANDBOX + LBSD_MAX_CONNS + 256;
+    unsigned long long have = lb_raise_nofile(need);
+    if (have < need)
         lb_warn("open-file limit %llu is below the %llu that LLMBOX_SANDBOX_MAX=%d needs: "
                 "creates may fail with 'too many open files' before that many sandboxes",
-                (unsigned long long)want.rlim_cur, (unsigned long long)need,
-                lb_cfg()->sandbox_max);
+                have, need, lb_cfg()->sandbox_max);
 }
 
 int lb_sandboxd_main(int argc, char **argv)

@@ -278,24 +278,14 @@ static int lb_open_socket(const lb_config *cfg, const struct passwd *pw)
  * limit as well). */
 #define LB_WEB_FDS_PER_THREAD 5
 
-static void lb_raise_nofile(const lb_config *cfg)
+static void lb_web_raise_nofile(const lb_config *cfg)
 {
-    rlim_t need = (rlim_t)cfg->web_threads * LB_WEB_FDS_PER_THREAD + 256;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
-        return;
-    struct rlimit want = {need, rl.rlim_max};
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-        want.rlim_max = need;
-        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
-            return;
-        want.rlim_cur = want.rlim_max = rl.rlim_max; /* the most we may have */
-    }
-    rlim_t have = setrlimit(RLIMIT_NOFILE, &want) == 0 ? want.rlim_cur : rl.rlim_cur;
+    unsigned long long need = (unsigned long long)cfg->web_threads * LB_WEB_FDS_PER_THREAD + 256;
+    unsigned long long have = lb_raise_nofile(need);
     if (have < need)
         lb_warn("web: open-file limit %llu is below the %llu that LLMBOX_WEB_THREADS=%d needs: requests may "
                 "fail with 'too many open files' under load",
-                (unsigned long long)have, (unsigned long long)need, cfg->web_threads);
+                have, need, cfg->web_threads);
 }
 
 static void lb_usage(FILE *f)
@@ -364,7 +354,7 @@ int lb_web_main(int argc, char **argv)
                 lb_warn("web: cannot give %s to %s: %s", p, pw->pw_name, strerror(errno));
         }
     }
-    lb_raise_nofile(cfg);
+    lb_web_raise_nofile(cfg);
     lb_listen_fd = lb_open_socket(cfg, pw);
     if (lb_listen_fd < 0)
         return 1;
