@@ -146,6 +146,12 @@ def main():
 
         def full_while_running():
             os.unlink(os.path.join(s.prefix, "data", "ballast"))
+            # the reserve an earlier task end spent comes back within the
+            # web's 5 s tick once there is room; only then is an end on a
+            # full disk promised to be recorded (without it the end waits
+            # for space, as service_recovers_when_space_returns shows)
+            reserve = os.path.join(s.prefix, "var", "web", "llmbox.db-reserve")
+            wait_until(lambda: os.path.exists(reserve), 12, "the disk reserve to be put back")
             tid = create(s, "[late] finish on a full disk")
             wait_until(lambda: s.get_json("/api/tasks/" + tid)[1]["turns"] >= 1, 20, "the task to start its command")
             ballast(s, 0)
