@@ -19,7 +19,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image stop clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind
+.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind
 all: $(BUILD)/llmbox $(PLUGINS)
 
 $(BUILD)/llmbox: $(OBJ)
