@@ -883,6 +883,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
 end:;
     int rc = end_run(&r);
     lb_watchdog_stop();
+    lb_mime_release(); /* the preloaded libmagic handle, taken or not */
     if (r.conn)
         lbsb_close(r.conn);
     lb_ctx_free(r.ctx);

@@ -61,6 +61,25 @@ void lb_mime_preload(void)
     pthread_mutex_unlock(&lb_preload_mu);
 }
 
+void lb_mime_release(void)
+{
+    magic_t m = NULL;
+    pthread_mutex_lock(&lb_preload_mu);
+    if (lb_preload_pending) {
+        void *ret = NULL;
+        if (pthread_join(lb_preload_thread, &ret) == 0)
+            m = ret;
+        lb_preload_pending = 0;
+    }
+    pthread_mutex_unlock(&lb_preload_mu);
+    if (m)
+        magic_close(m);
+    if (lb_magic) {
+        magic_close(lb_magic);
+        lb_magic = NULL;
+    }
+}
+
 static magic_t lb_magic_get(void)
 {
     if (lb_magic)

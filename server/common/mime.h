@@ -13,6 +13,9 @@ int lb_mime_of_file(const char *path, char *out, size_t outsz);
  * that typing its outputs at the end does not wait ~5 ms for libmagic's
  * first use. Optional; safe to call more than once. */
 void lb_mime_preload(void);
+/* Closes this thread's handle and a preloaded one nobody took (a task that
+ * ended before its outputs were collected): the end of a task. */
+void lb_mime_release(void);
 /* Lowercase hex SHA-256 of the file into out (65 bytes). */
 int lb_sha256_file(const char *path, char out[65]);
 /* True for types a browser may run script in (html, svg, xml). */

@@ -375,7 +375,9 @@ def children(pid):
 def is_spare_agent(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return b"\0--spare" in f.read()
+            cmd = f.read()
+        # a spare still waiting: its task-id placeholder is there
+        return b"\0--spare" in cmd and b"\0" + b"." * 32 in cmd
     except OSError:
         return False
 
