@@ -11,6 +11,7 @@ JSON error and no byte of any file, and nothing outside the task's output
 nginx.conf and `llmbox web`, no sandbox).
 """
 import base64
+import json
 import hashlib
 import os
 import sys
@@ -146,6 +147,30 @@ def t_only_the_task_output(E):
     assert st in (400, 403, 404) and key.encode() not in body, st
 
 
+def t_odd_requests_json(E):
+    """Every answer under /dl/ that is not the file is a JSON error."""
+    tid, _ = finished_task_with_outputs(E, {"a.txt": b"hello"})
+    _, from_list = listed(E, tid)
+    url = from_list["a.txt"]["download_url"]
+    st, h, body = E.req("HEAD", url)
+    assert st == 200 and body == b"" and h.get("content-length") == "5", (st, h)
+    cases = [("POST", url, {}, 405), ("PUT", url, {}, 405), ("DELETE", url, {}, 405), ("OPTIONS", url, {}, 405),
+             ("GET", url, {"Range": "bytes=100-200"}, 416), ("GET", "/dl/", {}, 404), ("GET", "/dl/" + tid, {}, 404),
+             ("GET", "/dl/%s/" % tid, {}, 404), ("GET", "/dl/NOTANID/a.txt", {}, 404),
+             ("GET", url.replace("a.txt", "a%00.txt"), {}, 400)]
+    for method, u, headers, want in cases:
+        st, _, body = E.req(method, u, headers=headers)
+        try:
+            j = json.loads(body)
+        except ValueError:
+            raise AssertionError("%s %s -> %d, not JSON: %r" % (method, u, st, body[:100]))
+        expect_error(st, j, want)
+        assert b"hello" not in body
+    # the API route answers a bad range in JSON too
+    st, _, body = E.req("GET", "/api/tasks/%s/artifacts/a.txt" % tid, headers={"Range": "bytes=100-200"})
+    assert st == 416 and body.startswith(b'{"error"'), (st, body[:100])
+
+
 def t_deleted_task_link_gone(E):
     tid, _ = finished_task_with_outputs(E, {"a.txt": b"a"})
     _, from_list = listed(E, tid)
@@ -197,7 +222,7 @@ def main():
         return 1
     failed = 0
     tests = [(t_links_serve_the_files, E), (t_tampered_links_refused, E), (t_only_the_task_output, E),
-             (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None)]
+             (t_odd_requests_json, E), (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None)]
     for t, arg in tests:
         name = t.__name__[2:]
         t0 = time.time()
