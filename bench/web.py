@@ -31,7 +31,7 @@ API and its download route have no target; the ratio says what the
 FastCGI round trip and the backend cost.
 
     python3 bench/web.py [--secs 10] [--rounds 2] [--connections 32] [--threads 2]
-                          [--small-kib 16] [--mid-kib 1024] [--large-mib 48]
+                          [--small-kib 16] [--mid-kib 1024] [--large-mib 48] [--only TEXT]
 """
 import argparse
 import json
@@ -65,6 +65,8 @@ def timed_wrk(url, a, connections, pids):
 
 
 def compare(name, ours_url, peer_url, a, connections, target=None):
+    if a.only and a.only not in name:
+        return None, 0
     runs = {"llmbox": [], "peer": []}
     for _ in range(a.rounds):
         runs["llmbox"].append(timed_wrk(ours_url, a, connections, OURS))
@@ -94,6 +96,7 @@ def main():
     ap.add_argument("--small-kib", type=int, default=16)
     ap.add_argument("--mid-kib", type=int, default=1024)
     ap.add_argument("--large-mib", type=int, default=48)
+    ap.add_argument("--only", default="", help="run only the comparisons whose name holds this text")
     a = ap.parse_args()
     if os.geteuid() != 0 or not image_ready():
         print("web benchmark: needs root and the sandbox image (make image); skipped")
@@ -102,8 +105,9 @@ def main():
     print("web benchmark, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
     print("command: python3 bench/web.py --secs %d --rounds %d --connections %d --threads %d "
-          "--small-kib %d --mid-kib %d --large-mib %d" % (a.secs, a.rounds, a.connections, a.threads, a.small_kib,
-                                                          a.mid_kib, a.large_mib))
+          "--small-kib %d --mid-kib %d --large-mib %d%s" % (a.secs, a.rounds, a.connections, a.threads, a.small_kib,
+                                                            a.mid_kib, a.large_mib,
+                                                            " --only '%s'" % a.only if a.only else ""))
     s = Stack(scenario=load.per_conversation(load.bash_steps(1, files_command(a.small_kib, a.mid_kib, a.large_mib))),
               model_log=False,
               env={"LLMBOX_WEB_THREADS": str(max(32, a.connections + 8))})
