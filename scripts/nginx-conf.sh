@@ -10,8 +10,8 @@ export LLMBOX_HOME="${LLMBOX_HOME:-$PWD}"
 LISTEN=$(build/llmbox config listen)
 mkdir -p var/run
 # nginx.conf includes the download-link key, which prepare-dirs.sh writes
-if [ ! -s var/run/download-key.conf ]; then
-    echo "nginx-conf.sh: var/run/download-key.conf is missing: run scripts/prepare-dirs.sh USER first" >&2
+if [ ! -s var/run/nginx-local.conf ]; then
+    echo "nginx-conf.sh: var/run/nginx-local.conf is missing: run scripts/prepare-dirs.sh USER first" >&2
     exit 1
 fi
 tmp=$(mktemp var/run/nginx.conf.XXXXXX)

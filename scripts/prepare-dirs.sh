@@ -9,4 +9,4 @@ install -d -m 0755 var var/run var/log var/nginx
 install -d -m 0750 -o "$user" -g "$user" var/web var/web/log
 install -d -m 0755 -o "$user" -g "$user" artifacts
 # the key of signed download links, for the backend and for nginx
-"$(dirname "$0")/download-key.sh" "$user"
+"$(dirname "$0")/nginx-local.sh" "$user"

@@ -14,7 +14,7 @@
  * file's type) and for clients that build URLs themselves.
  *
  * The key: 32 random bytes in var/web/download.key, made by
- * scripts/download-key.sh (run by prepare-dirs.sh), which also hands it to
+ * scripts/nginx-local.sh (run by prepare-dirs.sh), which also hands it to
  * nginx. MD5 is the only digest stock nginx checks; with the secret at the
  * end of the message a forger would need a preimage or a collision of
  * two valid artifact paths of different tasks, and paths are UTF-8 without
@@ -79,7 +79,7 @@ int lb_download_links_init(void)
     snprintf(file, sizeof file, "%s/web/download.key", cfg->var_dir);
     if (lb_dl_read_key(file, lb_dl_key, why, sizeof why) != LB_OK) {
         lb_dl_key[0] = '\0';
-        lb_warn("web: download links are off: %s (scripts/download-key.sh makes it); downloads go through the "
+        lb_warn("web: download links are off: %s (scripts/nginx-local.sh makes it); downloads go through the "
                 "backend", why);
         return LB_OK; /* not fatal: every download still works, only slower */
     }

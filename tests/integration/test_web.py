@@ -72,7 +72,7 @@ class Env:
         for d in ("var/run", "var/log", "var/nginx", "var/web", "artifacts"):
             os.makedirs(os.path.join(p, d))
         # the key of signed download links, for the web and nginx
-        subprocess.check_call([os.path.join(REPO, "scripts", "download-key.sh"), pwd.getpwuid(os.geteuid()).pw_name],
+        subprocess.check_call([os.path.join(REPO, "scripts", "nginx-local.sh"), pwd.getpwuid(os.geteuid()).pw_name],
                               cwd=p)
         self.port = free_port()
         conf = open(os.path.join(REPO, "nginx.conf")).read()
@@ -90,7 +90,7 @@ class Env:
                 # socket is ours: nginx workers must run as us too
                 line = "user root;" if os.geteuid() == 0 else ""
             lines.append(line)
-        # next to the download-key.conf it includes, as scripts/nginx-conf.sh does
+        # next to the nginx-local.conf it includes, as scripts/nginx-conf.sh does
         self.nginx_conf = os.path.join(p, "var", "run", "nginx.conf")
         with open(self.nginx_conf, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -116,7 +116,7 @@ class Stack:
             assert old in conf, "nginx.conf has no %r" % old
             conf = conf.replace(old, new)
         subprocess.check_call([os.path.join(REPO, "scripts", "prepare-dirs.sh"), "llmbox"], cwd=p)
-        # next to the download-key.conf it includes, as scripts/nginx-conf.sh does
+        # next to the nginx-local.conf it includes, as scripts/nginx-conf.sh does
         self.nginx_conf = os.path.join(p, "var", "run", "nginx.conf")
         with open(self.nginx_conf, "w") as f:
             f.write(conf)
