@@ -16,7 +16,8 @@
  *    group that enables controllers for children), cgroup.kill "1" SIGKILLs
  *    the members (ERANGE for anything else), limits are checked as the
  *    kernel checks them (EINVAL; v1 memsw never below the limit) and
- *    replace the file's content; a read-only file refuses (EINVAL).
+ *    replace the file's content; a read-only file refuses the write
+ *    (EINVAL; the kernel refuses already its open).
  *  - rmdir refuses a group with live members or child groups (EBUSY) and
  *    removes its files with it.
  * Every accepted write is logged as "<path under the root>=<value>\n" in
