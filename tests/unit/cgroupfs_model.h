@@ -117,18 +117,27 @@ static int model_alive(long pid)
     return e && e[1] == ' ' && e[2] != 'Z' && e[2] != 'X';
 }
 
-static int model_has_live_member(const char *dir)
+/* The processes a group lists that the kernel would still list; how many
+ * (at most max of them in out). */
+static int model_members(const char *dir, long *out, int max)
 {
     char procs[4096];
+    int n = 0;
     model_get(dir, "cgroup.procs", procs, sizeof procs);
-    for (char *s = procs, *end; *s; s = end) {
+    for (char *s = procs, *end; *s && n < max; s = end) {
         long pid = strtol(s, &end, 10);
         if (end == s)
             break;
         if (model_alive(pid))
-            return 1;
+            out[n++] = pid;
     }
-    return 0;
+    return n;
+}
+
+static int model_has_live_member(const char *dir)
+{
+    long one;
+    return model_members(dir, &one, 1) > 0;
 }
 
 /* v1 hierarchy name of a path under the root, or "" for v2. */
@@ -368,15 +377,10 @@ static int model_kill(const char *dir, const char *val)
 {
     if (strcmp(val, "1"))
         return ERANGE;
-    char procs[4096];
-    model_get(dir, "cgroup.procs", procs, sizeof procs);
-    for (char *s = procs, *end; *s; s = end) {
-        long pid = strtol(s, &end, 10);
-        if (end == s)
-            break;
-        if (model_alive(pid))
-            kill((pid_t)pid, SIGKILL);
-    }
+    long pids[256];
+    int n = model_members(dir, pids, 256);
+    for (int i = 0; i < n; i++)
+        kill((pid_t)pids[i], SIGKILL);
     return 0;
 }
 

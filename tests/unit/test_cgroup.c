@@ -6,15 +6,13 @@
 #include "testlib.h"
 
 #include "cgroupfs_model.h"
+#include "children.h"
 
 #include "common/config.h"
 #include "common/status.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/sandboxd.h"
 
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 
 #define ID1 "0123456789abcdef0123456789abcdef"
 #define ID2 "fedcba9876543210fedcba9876543210"
@@ -29,18 +27,11 @@ static const char *tag; /* llmbox-<hash of the var dir> */
 static pid_t kids[32];
 static int nkids;
 
-/* A child that waits to be killed. It dies with the test and holds none of
- * its output (tests/run.sh reads that to the end). */
+/* A child that waits to be killed. */
 static pid_t sleeper(void)
 {
-    pid_t parent = getpid(), p = fork();
+    pid_t p = child_start();
     if (p == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(1);
-        int fd = open("/dev/null", O_RDWR);
-        dup2(fd, 1);
-        dup2(fd, 2);
         for (;;)
             pause();
     }
@@ -121,21 +112,13 @@ static int logged(const char *want)
         close(lf_);                                                            \
     } while (0)
 
-/* Waits for pid; the signal that ended it (0 when it exited). Kills it
- * first when it is still there after a second. */
+/* The signal that ended pid (0: it exited; -1: it did not end within a
+ * second). The kernel lists it nowhere now. */
 static int reaped_by(pid_t pid)
 {
-    int st = 0;
-    for (int i = 0; i < 100 && waitpid(pid, &st, WNOHANG) == 0; i++)
-        usleep(10000);
-    if (waitpid(pid, &st, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        model_exited(pid);
-        return -1;
-    }
+    int sig = child_end_signal(pid, 1000);
     model_exited(pid);
-    return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    return sig;
 }
 
 static void rel_of(char *out, size_t outsz, const char *id, const char *file)

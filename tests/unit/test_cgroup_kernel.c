@@ -17,6 +17,8 @@
  */
 #include "testlib.h"
 
+#include "children.h"
+
 #include "common/config.h"
 #include "common/status.h"
 #include "sandbox/cgroup.h"
@@ -93,32 +95,13 @@ static int populated_becomes(const char *dir, int want)
     return 0;
 }
 
-static int killed_by(pid_t pid)
-{
-    int st = 0;
-    for (int i = 0; i < 200 && waitpid(pid, &st, WNOHANG) == 0; i++)
-        usleep(10000);
-    if (waitpid(pid, &st, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        return -1;
-    }
-    return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-}
-
 /* A child that waits for a byte on go, then forks a grandchild that leaves
  * for its own session (a "daemon"), sends its pid on back and waits. */
 static pid_t forker(int go, int back)
 {
-    pid_t parent = getpid(), p = fork();
+    pid_t p = child_start();
     if (p != 0)
         return p;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(1);
-    int fd = open("/dev/null", O_RDWR);
-    dup2(fd, 1);
-    dup2(fd, 2);
     char c;
     if (read(go, &c, 1) != 1)
         _exit(1);
@@ -224,8 +207,8 @@ TEST(kernel_attach_kill_and_remove)
     /* cgroup.kill takes both, the setsid grandchild too (it comes back to
      * us, the subreaper, once its parent is gone) */
     CHECK(lbsd_cg_kill(&cg) == LB_OK);
-    CHECK(killed_by(c) == SIGKILL);
-    CHECK(g > 0 && killed_by(g) == SIGKILL);
+    CHECK(child_end_signal(c, 2000) == SIGKILL);
+    CHECK(g > 0 && child_end_signal(g, 2000) == SIGKILL);
     CHECK(populated_becomes(cg.v2, 0));
     CHECK(lbsd_cg_remove(&cg) == LB_OK && !cg.made && access(cg.v2, F_OK) != 0);
     close(go[0]);
@@ -239,9 +222,8 @@ TEST(kernel_attach_kill_and_remove)
 /* A child that touches 4 times the memory limit, page by page. */
 static pid_t hog(size_t bytes)
 {
-    pid_t p = fork();
+    pid_t p = child_start();
     if (p == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
         char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             _exit(2);
@@ -255,9 +237,8 @@ static pid_t hog(size_t bytes)
 /* A child that forks up to n sleepers and exits with how many it could. */
 static pid_t fork_loop(int n)
 {
-    pid_t p = fork();
+    pid_t p = child_start();
     if (p == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int made = 0;
         for (; made < n; made++) {
             pid_t k = fork();
@@ -279,9 +260,8 @@ static pid_t held(int *go)
     int fds[2];
     if (pipe(fds))
         return -1;
-    pid_t p = fork();
+    pid_t p = child_start();
     if (p == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(fds[1]);
         char c;
         if (read(fds[0], &c, 1) != 1)
