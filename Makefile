@@ -39,7 +39,11 @@ tests/plugins/%.so: $$(wildcard tests/plugins/%/*.c) include/llmbox/tool.h
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJ) tests/unit/testlib.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Itests/unit -o $@ $< $(LIBOBJ) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -Itests/unit -o $@ $< $(LIBOBJ) $(UNIT_LDFLAGS) $(LDLIBS)
+
+# test_cgroup runs cgroup.c against a simulated cgroupfs: mkdir, rmdir and
+# write go through the model in tests/unit/cgroupfs_model.h
+$(BUILD)/tests/test_cgroup: UNIT_LDFLAGS := -Wl,--wrap=mkdir,--wrap=rmdir,--wrap=write
 
 fixtures: $(FIXTURES)
 unit: $(UNIT_BIN) $(FIXTURES) $(PLUGINS)
@@ -136,4 +140,4 @@ check-valgrind: deps
 clean:
 	rm -rf $(BUILD) build-fuzz build-asan plugins/*.so tests/plugins/*.so
 
--include $(OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(UNIT_BIN:=.d)

@@ -91,6 +91,20 @@ static int set_int(lb_config *c, const lb_cfg_key *k, const char *v, char *why, 
     return LB_OK;
 }
 
+/* 0 (no quota) or lo..hi: the kernel refuses a CPU quota under 1 ms a
+ * 100 ms period (cpu.max, cpu.cfs_quota_us), and every sandbox create would
+ * fail on it */
+static int set_cpu_milli(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    long long x;
+    if (lb_cfgi_parse_ll(v, 0, k->hi, &x) != LB_OK || (x != 0 && x < k->lo)) {
+        snprintf(why, whysz, "must be 0 (no CPU limit) or a whole number from %lld to %lld", k->lo, k->hi);
+        return LB_E_INVAL;
+    }
+    *(int *)field(c, k) = (int)x;
+    return LB_OK;
+}
+
 /* MiB in the file and the environment, bytes in the field */
 static int set_mib(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
@@ -282,7 +296,7 @@ static const lb_cfg_key lb_keys[] = {
     /* each sandbox holds ~5 fds in sandboxd: it raises RLIMIT_NOFILE to fit */
     KEY_INT("sandbox_max", "LLMBOX_SANDBOX_MAX", sandbox_max, 1024, 1, 65536),
     KEY_INT("sandbox_max_per_conn", "LLMBOX_SANDBOX_MAX_PER_CONN", sandbox_max_per_conn, 32, 1, 65536),
-    KEY_INT("sandbox_cpu_milli", "LLMBOX_SANDBOX_CPU_MILLI", sandbox_cpu_milli, 0, 0, 1024 * 1000),
+    {"sandbox_cpu_milli", "LLMBOX_SANDBOX_CPU_MILLI", NULL, set_cpu_milli, F(sandbox_cpu_milli), 10, 1024 * 1000, "0"},
     KEY_INT("sandbox_disk_mib", "LLMBOX_SANDBOX_DISK_MIB", sandbox_disk_mib, 1024, 16, 1 << 22),
     /* Above every normal user, /etc/subuid allocation (useradd hands out
      * 100000..600100000) and systemd-nspawn's container ranges

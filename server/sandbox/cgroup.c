@@ -1,5 +1,6 @@
 /* Per-sandbox cgroups (see cgroup.h for the policy). */
 #include "sandbox/cgroup.h"
+#include "sandbox/sandboxd.h"
 
 #include "common/config.h"
 #include "common/log.h"
@@ -17,12 +18,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CG_ROOT "/sys/fs/cgroup"
+/* The cgroup filesystem; only the unit tests point it elsewhere (a
+ * simulated tree, lbsd_cg_set_root). */
+static char cg_root[LBSD_CG_ROOT_MAX] = "/sys/fs/cgroup";
 /* The group base carries a hash of the daemon's var dir, so two sandboxd
  * instances (a `make run` and a test stack, say) never clean up each
  * other's sandboxes at startup. */
-static char cg_v1_mem_base[128], cg_v1_pids_base[128], cg_v1_cpu_base[128], cg_v1_frz_base[128],
-    cg_v2_base[128];
+#define CG_BASE_MAX (LBSD_CG_ROOT_MAX + 32) /* root, "/freezer/", the tag */
+static char cg_v1_mem_base[CG_BASE_MAX], cg_v1_pids_base[CG_BASE_MAX], cg_v1_cpu_base[CG_BASE_MAX],
+    cg_v1_frz_base[CG_BASE_MAX], cg_v2_base[CG_BASE_MAX];
 #define CG_V1_MEM cg_v1_mem_base
 #define CG_V1_PIDS cg_v1_pids_base
 #define CG_V1_CPU cg_v1_cpu_base
@@ -34,14 +38,12 @@ static void cg_names_init(void)
 {
     if (cg_v2_base[0])
         return;
-    uint32_t h = 2166136261u; /* FNV-1a of the var dir */
-    for (const char *c = lb_cfg()->var_dir; *c; c++)
-        h = (h ^ (unsigned char)*c) * 16777619u;
-    snprintf(cg_v1_mem_base, sizeof cg_v1_mem_base, CG_ROOT "/memory/llmbox-%08x", h);
-    snprintf(cg_v1_pids_base, sizeof cg_v1_pids_base, CG_ROOT "/pids/llmbox-%08x", h);
-    snprintf(cg_v1_cpu_base, sizeof cg_v1_cpu_base, CG_ROOT "/cpu/llmbox-%08x", h);
-    snprintf(cg_v1_frz_base, sizeof cg_v1_frz_base, CG_ROOT "/freezer/llmbox-%08x", h);
-    snprintf(cg_v2_base, sizeof cg_v2_base, CG_ROOT "/llmbox-%08x", h);
+    const char *tag = lbsd_install_tag(); /* llmbox-<FNV-1a of the var dir> */
+    snprintf(cg_v1_mem_base, sizeof cg_v1_mem_base, "%s/memory/%s", cg_root, tag);
+    snprintf(cg_v1_pids_base, sizeof cg_v1_pids_base, "%s/pids/%s", cg_root, tag);
+    snprintf(cg_v1_cpu_base, sizeof cg_v1_cpu_base, "%s/cpu/%s", cg_root, tag);
+    snprintf(cg_v1_frz_base, sizeof cg_v1_frz_base, "%s/freezer/%s", cg_root, tag);
+    snprintf(cg_v2_base, sizeof cg_v2_base, "%s/%s", cg_root, tag);
 }
 
 static int cg_mode = -1;
@@ -120,40 +122,59 @@ static int cg_mkdir(const char *p)
     return (mkdir(p, 0755) == 0 || errno == EEXIST) ? LB_OK : LB_E_IO;
 }
 
+/* Why v2 was not used although the root offers memory and pids ("" when it
+ * does not offer them): the fallback's warning says it. */
+static char cg_v2_why[CG_BASE_MAX + 128];
+
 static int cg_probe_v2(void)
 {
     char buf[1024];
-    if (cg_read(CG_ROOT, "cgroup.controllers", buf, sizeof buf) != LB_OK)
+    cg_v2_why[0] = '\0';
+    if (cg_read(cg_root, "cgroup.controllers", buf, sizeof buf) != LB_OK)
         return 0;
     if (!cg_has_words(buf, "memory", "pids"))
         return 0;
     int cpu = cg_has_words(buf, "cpu", "cpu");
-    if (cg_mkdir(CG_V2_BASE) != LB_OK)
+    if (cg_mkdir(CG_V2_BASE) != LB_OK) {
+        snprintf(cg_v2_why, sizeof cg_v2_why, "cannot make %s: %s", CG_V2_BASE, strerror(errno));
         return 0;
-    /* the controllers must be enabled on the way down to each sandbox group */
-    cg_write(CG_ROOT, "cgroup.subtree_control", "+memory +pids");
+    }
+    /* the controllers must be enabled on the way down to each sandbox group;
+     * the root's may be enabled already (systemd does), so its answer does
+     * not count: the base's write below fails if they are not */
+    cg_write(cg_root, "cgroup.subtree_control", "+memory +pids");
     if (cpu)
-        cg_write(CG_ROOT, "cgroup.subtree_control", "+cpu");
-    if (cg_write(CG_V2_BASE, "cgroup.subtree_control", "+memory +pids") != LB_OK)
+        cg_write(cg_root, "cgroup.subtree_control", "+cpu");
+    if (cg_write(CG_V2_BASE, "cgroup.subtree_control", "+memory +pids") != LB_OK) {
+        /* typically a cgroup namespace (a container) whose root holds
+         * processes: the kernel refuses to enable controllers there */
+        snprintf(cg_v2_why, sizeof cg_v2_why, "cannot enable memory and pids in %s: %s", CG_V2_BASE,
+                 strerror(errno));
+        rmdir(CG_V2_BASE); /* no empty group left behind */
         return 0;
+    }
     cg_v2_cpu = cpu && cg_write(CG_V2_BASE, "cgroup.subtree_control", "+cpu") == LB_OK;
     return 1;
 }
 
+/* v1: whether root/<hier>/<file> exists, and the base group in it could be made. */
+static int cg_v1_usable(const char *hier, const char *file, const char *base)
+{
+    char p[LBSD_CG_PATH + 64];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s/%s", cg_root, hier, file);
+    return stat(p, &st) == 0 && cg_mkdir(base) == LB_OK;
+}
+
 static int cg_probe_v1(void)
 {
-    struct stat st;
-    if (stat(CG_ROOT "/memory/memory.limit_in_bytes", &st) == 0 && cg_mkdir(CG_V1_MEM) == LB_OK)
-        cg_v1_mem = 1;
-    if (stat(CG_ROOT "/pids/cgroup.procs", &st) == 0 && cg_mkdir(CG_V1_PIDS) == LB_OK)
-        cg_v1_pids = 1;
+    cg_v1_mem = cg_v1_usable("memory", "memory.limit_in_bytes", CG_V1_MEM);
+    cg_v1_pids = cg_v1_usable("pids", "cgroup.procs", CG_V1_PIDS);
     if (!cg_v1_mem && !cg_v1_pids)
         return 0;
-    if (stat(CG_ROOT "/cpu/cpu.cfs_quota_us", &st) == 0 && cg_mkdir(CG_V1_CPU) == LB_OK)
-        cg_v1_cpu = 1;
+    cg_v1_cpu = cg_v1_usable("cpu", "cpu.cfs_quota_us", CG_V1_CPU);
     /* the freezer makes destroy atomic (freeze, kill, thaw) */
-    if (stat(CG_ROOT "/freezer/cgroup.procs", &st) == 0 && cg_mkdir(CG_V1_FRZ) == LB_OK)
-        cg_v1_frz = 1;
+    cg_v1_frz = cg_v1_usable("freezer", "cgroup.procs", CG_V1_FRZ);
     return 1;
 }
 
@@ -171,6 +192,8 @@ lbsd_cg_mode lbsd_cg_detect(void)
         cg_mode = LBSD_CG_V2;
     } else if (cg_probe_v1()) {
         cg_mode = LBSD_CG_V1;
+        if (cg_v2_why[0])
+            lb_warn("cgroup v2 not usable (%s); using v1", cg_v2_why);
         if (!cg_v1_mem || !cg_v1_pids)
             lb_warn("cgroup v1: the %s controller is missing; that limit is not enforced",
                     cg_v1_mem ? "pids" : "memory");
@@ -179,12 +202,25 @@ lbsd_cg_mode lbsd_cg_detect(void)
                     "and a /proc scan only");
     } else {
         cg_mode = LBSD_CG_RLIMIT;
-        lb_warn("no writable cgroup v2 (memory+pids) or v1 hierarchy under " CG_ROOT
-                ": memory is limited per process with RLIMIT_AS (approximate), processes with "
-                "RLIMIT_NPROC (per user inside each sandbox), and there is no CPU limit");
+        lb_warn("no writable cgroup v2 (memory+pids) or v1 hierarchy under %s%s%s: memory is "
+                "limited per process with RLIMIT_AS (approximate), processes with RLIMIT_NPROC "
+                "(per user inside each sandbox), and there is no CPU limit",
+                cg_root, cg_v2_why[0] ? "; v2: " : "", cg_v2_why);
     }
     lb_info("cgroup mode: %s", lbsd_cg_mode_name((lbsd_cg_mode)cg_mode));
     return (lbsd_cg_mode)cg_mode;
+}
+
+int lbsd_cg_set_root(const char *root)
+{
+    if (!root || !root[0] || strlen(root) >= sizeof cg_root)
+        return LB_E_INVAL;
+    snprintf(cg_root, sizeof cg_root, "%s", root);
+    cg_mode = -1;
+    cg_v1_mem = cg_v1_pids = cg_v1_cpu = cg_v1_frz = 0;
+    cg_v2_cpu = cg_cpu_warned = 0;
+    cg_v2_base[0] = '\0';
+    return LB_OK;
 }
 
 /* A v1 group named id under base; "" in dir when the hierarchy is unused. */
@@ -196,6 +232,38 @@ static int cg_v1_make(char *dir, size_t dirsz, const char *base, const char *id,
         return LB_E_IO;
     }
     cg->made = 1;
+    return LB_OK;
+}
+
+int lbsd_cg_set_memory(const lbsd_cgroup *cg, uint64_t old_bytes, uint64_t bytes)
+{
+    char val[32];
+    snprintf(val, sizeof val, "%llu", (unsigned long long)bytes);
+    if (cg->v2[0] && cg_write(cg->v2, "memory.max", val) != LB_OK)
+        return LB_E_IO;
+    if (cg->mem[0]) {
+        /* v1 wants memsw >= limit at every step (the kernel refuses the
+         * write otherwise): memsw first on the way up, last on the way
+         * down; without swap accounting the memsw file is absent */
+        int up = bytes > old_bytes;
+        if (up)
+            cg_write(cg->mem, "memory.memsw.limit_in_bytes", val);
+        if (cg_write(cg->mem, "memory.limit_in_bytes", val) != LB_OK)
+            return LB_E_IO;
+        if (!up)
+            cg_write(cg->mem, "memory.memsw.limit_in_bytes", val);
+    }
+    return LB_OK;
+}
+
+int lbsd_cg_set_pids(const lbsd_cgroup *cg, int pids)
+{
+    char val[32];
+    snprintf(val, sizeof val, "%d", pids);
+    if (cg->v2[0] && cg_write(cg->v2, "pids.max", val) != LB_OK)
+        return LB_E_IO;
+    if (cg->pids[0] && cg_write(cg->pids, "pids.max", val) != LB_OK)
+        return LB_E_IO;
     return LB_OK;
 }
 
@@ -211,7 +279,9 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
         cg_cpu_warned = 1;
         lb_warn("no cgroup cpu controller: CPU limits (cpu_milli) are not enforced");
     }
-    /* quota per period: 1000 milli = one full period per period */
+    /* quota per period: 1000 milli = one full period per period (the
+     * kernel's minimum quota, 1 ms, is 10 milli: the config and the RPC
+     * refuse less) */
     long long quota = (long long)cpu_milli * (CG_CPU_PERIOD_US / 1000);
     if (m == LBSD_CG_V2) {
         snprintf(cg->v2, sizeof cg->v2, "%s/%s", CG_V2_BASE, id);
@@ -220,13 +290,12 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
             goto fail;
         }
         cg->made = 1;
-        snprintf(val, sizeof val, "%llu", (unsigned long long)mem_bytes);
-        if (cg_write(cg->v2, "memory.max", val) != LB_OK)
+        /* a new group is unlimited: memory.max is "max" */
+        if (lbsd_cg_set_memory(cg, UINT64_MAX, mem_bytes) != LB_OK)
             goto fail;
         cg_write(cg->v2, "memory.swap.max", "0"); /* absent without swap accounting */
         /* kill the whole group on OOM? no: the shell and init must survive */
-        snprintf(val, sizeof val, "%d", pids);
-        if (cg_write(cg->v2, "pids.max", val) != LB_OK)
+        if (lbsd_cg_set_pids(cg, pids) != LB_OK)
             goto fail;
         if (want_cpu && cg_v2_cpu) {
             snprintf(val, sizeof val, "%lld %d", quota, CG_CPU_PERIOD_US);
@@ -238,18 +307,14 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
     if (cg_v1_mem) {
         if (cg_v1_make(cg->mem, sizeof cg->mem, CG_V1_MEM, id, cg) != LB_OK)
             goto fail;
-        snprintf(val, sizeof val, "%llu", (unsigned long long)mem_bytes);
-        if (cg_write(cg->mem, "memory.limit_in_bytes", val) != LB_OK)
+        if (lbsd_cg_set_memory(cg, UINT64_MAX, mem_bytes) != LB_OK)
             goto fail;
-        /* memsw >= limit must hold; without swap accounting the file is absent */
-        cg_write(cg->mem, "memory.memsw.limit_in_bytes", val);
         cg_write(cg->mem, "memory.swappiness", "0");
     }
     if (cg_v1_pids) {
         if (cg_v1_make(cg->pids, sizeof cg->pids, CG_V1_PIDS, id, cg) != LB_OK)
             goto fail;
-        snprintf(val, sizeof val, "%d", pids);
-        if (cg_write(cg->pids, "pids.max", val) != LB_OK)
+        if (lbsd_cg_set_pids(cg, pids) != LB_OK)
             goto fail;
     }
     /* no group at all without a limit: each v1 group costs a mkdir and an rmdir */

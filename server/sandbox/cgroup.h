@@ -3,7 +3,8 @@
  * counting, and killing a sandbox as a whole.
  *
  * cgroup v2 is used when /sys/fs/cgroup/cgroup.controllers lists memory and
- * pids (cpu when present); otherwise the v1 hierarchies
+ * pids (cpu when present) and they can be enabled for our base group;
+ * otherwise the v1 hierarchies
  * /sys/fs/cgroup/{memory,pids,cpu,freezer}; if neither can be written,
  * sandboxes fall back to rlimits (RLIMIT_AS, RLIMIT_NPROC) and a single
  * warning is logged. Groups are named llmbox-<hash of var dir>/<sandbox id>
@@ -18,6 +19,7 @@
 typedef enum { LBSD_CG_RLIMIT = 0, LBSD_CG_V1 = 1, LBSD_CG_V2 = 2 } lbsd_cg_mode;
 
 #define LBSD_CG_PATH 512
+#define LBSD_CG_ROOT_MAX 256 /* the cgroup root's path, so that every group path fits */
 
 typedef struct lbsd_cgroup {
     char v2[LBSD_CG_PATH];     /* v2: the group dir */
@@ -30,11 +32,20 @@ typedef struct lbsd_cgroup {
 
 /* Probes once at startup; later calls return the cached answer. */
 lbsd_cg_mode lbsd_cg_detect(void);
+/* Tests only: the cgroup filesystem is at root instead of /sys/fs/cgroup
+ * (a simulated tree), and the next call probes again. LB_E_INVAL when root
+ * is empty or longer than LBSD_CG_ROOT_MAX - 1. */
+int lbsd_cg_set_root(const char *root);
 const char *lbsd_cg_mode_name(lbsd_cg_mode m);
 
 /* Creates the groups for id and sets the limits (cpu_milli: thousandths of
  * a core, 0 = no CPU limit). In rlimit mode does nothing and returns LB_OK. */
 int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids, int cpu_milli);
+/* Changes the memory limit of made groups from old_bytes (UINT64_MAX: no
+ * limit yet) to bytes, and the pids limit; a pooled sandbox taken with other
+ * limits than it was made with. LB_E_IO with errno when the kernel refuses. */
+int lbsd_cg_set_memory(const lbsd_cgroup *cg, uint64_t old_bytes, uint64_t bytes);
+int lbsd_cg_set_pids(const lbsd_cgroup *cg, int pids);
 /* Moves pid into the groups. */
 int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid);
 /* OOM kills so far in the group (0 when unknown). */

@@ -134,45 +134,17 @@ static int pool_healthy(const lbsd_sandbox *sb)
     return poll(pf, 3, 0) == 0;
 }
 
-static int pool_write(const char *dir, const char *file, const char *val)
-{
-    char p[LBSD_CG_PATH + 64];
-    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p)
-        return -1;
-    int fd = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -1;
-    ssize_t w = write(fd, val, strlen(val));
-    close(fd);
-    return w == (ssize_t)strlen(val) ? 0 : -1;
-}
-
 /* Re-limits a pooled sandbox to the request's memory and pids (it was made
- * with the defaults). cgroup v1 wants memsw >= limit at every step. */
+ * with the defaults). */
 static int pool_set_limits(lbsd_sandbox *sb, int memory_mib, int pids)
 {
-    const lbsd_cgroup *cg = &sb->cg;
-    char mem[32], pid[32];
-    snprintf(mem, sizeof mem, "%llu", (unsigned long long)memory_mib << 20);
-    snprintf(pid, sizeof pid, "%d", pids);
     if (memory_mib != sb->memory_mib) {
-        if (cg->v2[0] && pool_write(cg->v2, "memory.max", mem) != 0)
+        if (lbsd_cg_set_memory(&sb->cg, (uint64_t)sb->memory_mib << 20, (uint64_t)memory_mib << 20) != LB_OK)
             return -1;
-        if (cg->mem[0]) {
-            int up = memory_mib > sb->memory_mib;
-            if (up)
-                pool_write(cg->mem, "memory.memsw.limit_in_bytes", mem); /* absent without swap accounting */
-            if (pool_write(cg->mem, "memory.limit_in_bytes", mem) != 0)
-                return -1;
-            if (!up)
-                pool_write(cg->mem, "memory.memsw.limit_in_bytes", mem);
-        }
         sb->memory_mib = memory_mib;
     }
     if (pids != sb->pids) {
-        if (cg->v2[0] && pool_write(cg->v2, "pids.max", pid) != 0)
-            return -1;
-        if (cg->pids[0] && pool_write(cg->pids, "pids.max", pid) != 0)
+        if (lbsd_cg_set_pids(&sb->cg, pids) != LB_OK)
             return -1;
         sb->pids = pids;
     }

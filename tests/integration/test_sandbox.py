@@ -60,7 +60,8 @@ def host_procs_in(ns):
 
 
 def cgroup_dirs(sid):
-    return glob.glob("/sys/fs/cgroup/*/llmbox/" + sid) + glob.glob("/sys/fs/cgroup/llmbox/" + sid)
+    """The sandbox's groups, llmbox-<hash>/<id>, in any v1 hierarchy or v2."""
+    return glob.glob("/sys/fs/cgroup/*/llmbox-*/" + sid) + glob.glob("/sys/fs/cgroup/llmbox-*/" + sid)
 
 
 def mounts_under(path):
@@ -371,6 +372,9 @@ def run(tmp, var, sock):
     r = c.exec(sid, "cd /testbed/output && for i in $(seq 200); do mkdir " + "d" * 60 +
                " && cd " + "d" * 60 + " || break; done; pwd | wc -c")
     report("deep_tree_made", int(r.get("stdout", "0").strip() or 0) > 12000, repr(r))
+    if c.call({"op": "ping"}).get("cgroup") != "rlimit":
+        # the leftover check below finds the groups while they exist
+        report("cgroups_found_while_alive", bool(cgroup_dirs(sid)), "no llmbox-*/%s group" % sid)
     r = c.call({"op": "destroy", "id": sid})
     left = wait_gone(var, sid, ns)
     report("destroy_leaves_nothing", r.get("ok") and ns.startswith("pid:[") and not left,
@@ -777,6 +781,11 @@ def run_image_shift(tmp, env):
             if os.path.exists(sock2) or proc.poll() is not None:
                 break
             time.sleep(0.05)
+        # the socket exists before the startup work (the shift) is done; the
+        # first answer comes after it
+        cc = Conn(sock2)
+        cc.call({"op": "ping"})
+        cc.close()
 
         def own(p):
             st = os.lstat(p)

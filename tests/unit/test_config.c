@@ -262,6 +262,13 @@ TEST(sandbox_keys)
     CHECK(!strcmp(c->network_allow, "none") && c->sandbox_api_token[0] == '\0');
     CHECK(load("sandbox_uid_base = 100\n") == LB_E_INVAL);
     CHECK(error_is(1, "must be a whole number from 65536"));
+    /* a CPU quota: none, or at least the kernel's 1 ms per 100 ms period */
+    CHECK(load("sandbox_cpu_milli = 0\n") == LB_OK && lb_cfg()->sandbox_cpu_milli == 0);
+    CHECK(load("sandbox_cpu_milli = 10\n") == LB_OK && lb_cfg()->sandbox_cpu_milli == 10);
+    CHECK(load("sandbox_cpu_milli = 1500\n") == LB_OK && lb_cfg()->sandbox_cpu_milli == 1500);
+    CHECK(load("sandbox_cpu_milli = 5\n") == LB_E_INVAL);
+    CHECK(error_is(1, "must be 0 (no CPU limit) or a whole number from 10 to 1024000"));
+    CHECK(load("sandbox_cpu_milli = -1\n") == LB_E_INVAL);
     /* a token with a control character is refused without repeating it */
     setenv("LLMBOX_SANDBOX_API_TOKEN", "secret\x01value", 1);
     CHECK(load("") == LB_E_INVAL);
