@@ -10,11 +10,14 @@ large file of random bytes into /testbed/output. Then wrk
   GET /api/health            the backend's JSON (sandboxd and model status
                              cached by the backend)
   GET /api/tasks/{id}        the task object from SQLite
-  GET .../artifacts/small    a small artifact: the backend checks the task
-                             and the artifact index, then X-Accel-Redirect,
-                             and nginx sends the file
-  GET .../artifacts/mid      the same for a 1 MiB file
-  GET .../artifacts/large    the same for a large file (bandwidth)
+  GET /dl/{id}/small?e&s     a small artifact through its signed download
+                             link (from the artifact list, as the page
+                             uses it): nginx checks the signature and
+                             sends the file, the backend is not asked
+  GET /dl/{id}/mid, large    the same for a 1 MiB and a large file
+  GET .../artifacts/small    the API route to the same files: the backend
+      mid, large             checks the task and the artifact index, then
+                             X-Accel-Redirect, and nginx sends the file
 
 The peer is a second nginx (tests/lib/load.py PlainNginx: the same worker
 count, sendfile and access log) serving a copy of each response body as a
@@ -23,13 +26,15 @@ artifacts. Each pair runs interleaved (llmbox, peer, llmbox, peer ...,
 --rounds) and the ratio is of the mean throughputs. The CPU time the
 server processes spent per request is printed for both sides (llmbox: its
 nginx and the web; the peer: its nginx). Targets (issue 6):
-downloads >= 0.9x the peer. The API has no target; the ratio says what the
+downloads (signed links, as the page makes them) >= 0.9x the peer. The
+API and its download route have no target; the ratio says what the
 FastCGI round trip and the backend cost.
 
     python3 bench/web.py [--secs 10] [--rounds 2] [--connections 32] [--threads 2]
-                          [--small-kib 16] [--mid-kib 1024] [--large-mib 48]
+                          [--small-kib 16] [--mid-kib 1024] [--large-mib 48] [--only TEXT]
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -60,6 +65,8 @@ def timed_wrk(url, a, connections, pids):
 
 
 def compare(name, ours_url, peer_url, a, connections, target=None):
+    if a.only and a.only not in name:
+        return None, 0
     runs = {"llmbox": [], "peer": []}
     for _ in range(a.rounds):
         runs["llmbox"].append(timed_wrk(ours_url, a, connections, OURS))
@@ -89,6 +96,7 @@ def main():
     ap.add_argument("--small-kib", type=int, default=16)
     ap.add_argument("--mid-kib", type=int, default=1024)
     ap.add_argument("--large-mib", type=int, default=48)
+    ap.add_argument("--only", default="", help="run only the comparisons whose name holds this text")
     a = ap.parse_args()
     if os.geteuid() != 0 or not image_ready():
         print("web benchmark: needs root and the sandbox image (make image); skipped")
@@ -97,8 +105,9 @@ def main():
     print("web benchmark, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
     print("command: python3 bench/web.py --secs %d --rounds %d --connections %d --threads %d "
-          "--small-kib %d --mid-kib %d --large-mib %d" % (a.secs, a.rounds, a.connections, a.threads, a.small_kib,
-                                                          a.mid_kib, a.large_mib))
+          "--small-kib %d --mid-kib %d --large-mib %d%s" % (a.secs, a.rounds, a.connections, a.threads, a.small_kib,
+                                                            a.mid_kib, a.large_mib,
+                                                            " --only '%s'" % a.only if a.only else ""))
     s = Stack(scenario=load.per_conversation(load.bash_steps(1, files_command(a.small_kib, a.mid_kib, a.large_mib))),
               model_log=False,
               env={"LLMBOX_WEB_THREADS": str(max(32, a.connections + 8))})
@@ -128,13 +137,21 @@ def main():
                 peer.url("/health.json"), a, a.connections)
         compare("GET /api/tasks/{id} (%d bytes)" % len(task_json), base + "/api/tasks/" + tid,
                 peer.url("/task.json"), a, a.connections)
-        compare("download %d KiB artifact (X-Accel-Redirect)" % a.small_kib,
-                base + "/api/tasks/%s/artifacts/small.bin" % tid, peer.url("/small.bin"), a, a.connections, 0.9)
-        compare("download %d KiB artifact (X-Accel-Redirect)" % a.mid_kib,
-                base + "/api/tasks/%s/artifacts/mid.bin" % tid, peer.url("/mid.bin"), a, a.connections, 0.9)
-        compare("download %d MiB artifact (X-Accel-Redirect)" % a.large_mib,
-                base + "/api/tasks/%s/artifacts/large.bin" % tid, peer.url("/large.bin"), a,
-                min(8, a.connections), 0.9)
+        # downloads as the page makes them: the signed links of the list,
+        # which nginx serves without the backend (target >= 0.9x)
+        _, _, listing = s.request("GET", "/api/tasks/%s/artifacts" % tid)
+        links = {x["path"]: x.get("download_url") for x in json.loads(listing)["artifacts"]}
+        assert all(links.values()), "no signed download links in the list: %r" % links
+        sizes = (("small.bin", "%d KiB" % a.small_kib, a.connections), ("mid.bin", "%d KiB" % a.mid_kib, a.connections),
+                 ("large.bin", "%d MiB" % a.large_mib, min(8, a.connections)))
+        for name, size, conns in sizes:
+            compare("download %s artifact (signed link)" % size, base + links[name], peer.url("/" + name), a, conns,
+                    0.9)
+        # the API route (previews, scripts): the backend checks each request,
+        # then X-Accel-Redirect; no target
+        for name, size, conns in sizes:
+            compare("download %s artifact (API route, X-Accel-Redirect)" % size,
+                    base + "/api/tasks/%s/artifacts/%s" % (tid, name), peer.url("/" + name), a, conns)
         print("load at the end: %s" % load.loadavg())
     finally:
         peer.stop()

@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 export LLMBOX_HOME="${LLMBOX_HOME:-$PWD}"
 LISTEN=$(build/llmbox config listen)
 mkdir -p var/run
+# nginx.conf includes the download-link key, which prepare-dirs.sh writes
+if [ ! -s var/run/nginx-local.conf ]; then
+    echo "nginx-conf.sh: var/run/nginx-local.conf is missing: run scripts/prepare-dirs.sh USER first" >&2
+    exit 1
+fi
 tmp=$(mktemp var/run/nginx.conf.XXXXXX)
 sed "s|listen 127.0.0.1:8080;|listen $LISTEN;|" nginx.conf > "$tmp"
 chmod 0644 "$tmp"

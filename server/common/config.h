@@ -94,6 +94,8 @@ typedef struct lb_config {
     int cmd_timeout_s;               /* cmd_timeout_s | LLMBOX_CMD_TIMEOUT_S, default 120: one bash call */
     int task_timeout_s;              /* task_timeout_s | LLMBOX_TASK_TIMEOUT_S, default 3600: default and
                                       * maximum wall-clock time of one task */
+    int download_link_ttl_s;         /* download_link_ttl_s | LLMBOX_DOWNLOAD_LINK_TTL_S, default 3600:
+                                      * how long a signed download link works; 0: no links */
     int agent_spare;                 /* agent_spare | LLMBOX_AGENT_SPARE, default 1: keep one agent
                                         started ahead, waiting for the next task */
     int tool_timeout_s;              /* tool_timeout_s | LLMBOX_TOOL_TIMEOUT_S, default 60: time a plugin

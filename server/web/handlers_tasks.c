@@ -683,6 +683,7 @@ void lb_h_task_get(lb_req *r)
         return;
     }
     lb_auth_add_preview(t, r->id);
+    lb_download_links_add(cJSON_GetObjectItem(t, "artifacts"), r->id);
     lb_http_json(r, 200, t, NULL);
     cJSON_Delete(t);
 }
@@ -791,6 +792,7 @@ void lb_h_artifacts(lb_req *r)
         lb_http_store_error(r, rc, "read the artifacts");
         return;
     }
+    lb_download_links_add(arr, r->id);
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddItemToObject(o, "artifacts", arr)) {
         cJSON_Delete(arr);

@@ -112,6 +112,18 @@ int lb_auth_preview_ok(const char *id, const char *key, size_t keylen);
 /* Adds "preview_base" (the URL prefix of the task's preview links) to a
  * task object. */
 void lb_auth_add_preview(cJSON *task, const char *id);
+/* ---- download_link.c: downloads nginx serves without the backend ---- */
+/* Once, before the worker threads: reads var/web/download.key (links are
+ * off, with a warning, when it is missing or download_link_ttl_s is 0). */
+int lb_download_links_init(void);
+/* The signed link of task_id's artifact path under key, expiring at
+ * `expires` (seconds since 1970), into out. */
+int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,
+                          size_t outsz);
+/* Adds "download_url" and "download_expires" to each artifact object of
+ * the array (nothing when links are off). */
+void lb_download_links_add(cJSON *artifacts, const char *task_id);
+
 /* The session cookie of the request (64 hex) into out, or 0 when none. */
 int lb_auth_cookie(lb_req *r, char out[65]);
 /* The CSRF token of session id sid into out[65]. */

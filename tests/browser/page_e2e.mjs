@@ -241,7 +241,15 @@ await block('results', async () => {
   const pdfLink = pdfCard.locator('a[download]');
   check('pdf_as_download_link', (await pdfCard.count()) === 1 && (await pdfLink.count()) === 1
     && (await pdfCard.locator('iframe, embed, object').count()) === 0
-    && /artifacts\/docs\/plot\.pdf$/.test(await pdfLink.getAttribute('href')), await pdfLink.getAttribute('href'));
+    && /^\/dl\/[0-9a-f]{32}\/docs\/plot\.pdf\?e=\d+&s=[A-Za-z0-9_-]{22}$/.test(await pdfLink.getAttribute('href')),
+    await pdfLink.getAttribute('href'));
+  // downloaded as a user would: nginx serves the signed link on its own
+  const [pdfDownload] = await Promise.all([page.waitForEvent('download'), pdfLink.click()]);
+  const pdfSaved = join(upload, 'plot.pdf');
+  await pdfDownload.saveAs(pdfSaved);
+  check('signed_download_link', pdfDownload.suggestedFilename() === 'plot.pdf'
+    && readFileSync(pdfSaved).subarray(0, 5).toString() === '%PDF-',
+    `${pdfDownload.suggestedFilename()} ${readFileSync(pdfSaved).subarray(0, 8)}`);
 
   // the file tree with a folder download
   const tree = page.locator('.tree');

@@ -17,6 +17,7 @@ import http.client
 import io
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -61,14 +62,18 @@ def multipart(fields, files, boundary=None):
 class Env:
     conf_subst = ()   # (old, new) replacements in nginx.conf, for other suites
     extra_env = {}    # more environment for the web
+    before_web = None  # called with the prefix once it is ready, before the web starts
 
     def start(self):
         self.prefix = tempfile.mkdtemp(prefix="llmbox-webtest-")
         os.chmod(self.prefix, 0o755)
         p = self.prefix
         os.symlink(os.path.join(REPO, "web"), os.path.join(p, "web"))
-        for d in ("var/run", "var/log", "var/nginx", "artifacts"):
+        for d in ("var/run", "var/log", "var/nginx", "var/web", "artifacts"):
             os.makedirs(os.path.join(p, d))
+        # the key of signed download links, for the web and nginx
+        subprocess.check_call([os.path.join(REPO, "scripts", "nginx-local.sh"), pwd.getpwuid(os.geteuid()).pw_name],
+                              cwd=p)
         self.port = free_port()
         conf = open(os.path.join(REPO, "nginx.conf")).read()
         for old, new in self.conf_subst:
@@ -85,7 +90,9 @@ class Env:
                 # socket is ours: nginx workers must run as us too
                 line = "user root;" if os.geteuid() == 0 else ""
             lines.append(line)
-        with open(os.path.join(p, "nginx.conf"), "w") as f:
+        # next to the nginx-local.conf it includes, as scripts/nginx-conf.sh does
+        self.nginx_conf = os.path.join(p, "var", "run", "nginx.conf")
+        with open(self.nginx_conf, "w") as f:
             f.write("\n".join(lines) + "\n")
         self.env = dict(os.environ)
         for k in ("LLMBOX_WEB_USER", "OPENAI_BASE_URL", "OPENAI_API_KEY", "LLMBOX_LLM_KEY", "LLMBOX_DB",
@@ -100,11 +107,13 @@ class Env:
             "LLMBOX_WEB_THREADS": "8",
         })
         self.env.update(self.extra_env)
+        if self.before_web:
+            self.before_web(p)
         self.procs = []
         logf = lambda n: open(os.path.join(p, "var", "log", n), "a")
         self.procs.append(subprocess.Popen([BIN, "web"], cwd=p, env=self.env, stdout=logf("web.out"),
                                            stderr=subprocess.STDOUT))
-        self.procs.append(subprocess.Popen(["nginx", "-p", p + "/", "-c", os.path.join(p, "nginx.conf"),
+        self.procs.append(subprocess.Popen(["nginx", "-p", p + "/", "-c", self.nginx_conf,
                                             "-e", "var/log/nginx-error.log"], cwd=p, env=self.env,
                                            stdout=logf("nginx.out"), stderr=subprocess.STDOUT))
         deadline = time.time() + 15

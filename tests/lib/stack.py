@@ -115,9 +115,11 @@ class Stack:
         for old, new in self.nginx_subst:
             assert old in conf, "nginx.conf has no %r" % old
             conf = conf.replace(old, new)
-        with open(os.path.join(p, "nginx.conf"), "w") as f:
-            f.write(conf)
         subprocess.check_call([os.path.join(REPO, "scripts", "prepare-dirs.sh"), "llmbox"], cwd=p)
+        # next to the nginx-local.conf it includes, as scripts/nginx-conf.sh does
+        self.nginx_conf = os.path.join(p, "var", "run", "nginx.conf")
+        with open(self.nginx_conf, "w") as f:
+            f.write(conf)
         if self.prepare:
             self.prepare(p)
 
@@ -158,7 +160,7 @@ class Stack:
         self.env.update(self.extra_env)
         self._spawn_named("sandboxd", [LLMBOX, "sandboxd"], "sandboxd.log")
         self._spawn_named("web", [LLMBOX, "web"], "web.log", dict(self.env, **self.web_env))
-        self._spawn_named("nginx", ["nginx", "-p", p + "/", "-c", os.path.join(p, "nginx.conf"),
+        self._spawn_named("nginx", ["nginx", "-p", p + "/", "-c", self.nginx_conf,
                                     "-e", "var/log/nginx-error.log"], "nginx.out")
         self.wait_healthy()
         return self

@@ -2,9 +2,9 @@
 bytes statically as the peer, in the same run.
 
 What an operator relies on: under many clients at once (wrk, 64
-connections) GET /api/tasks/{id} and an artifact download (X-Accel-Redirect)
-answer every request with 200 and the right bytes: no error, no 502, no
-timeout. The throughput and its ratio to the peer are printed (bench/web.py
+connections) GET /api/tasks/{id} and an artifact download (through the
+API route with X-Accel-Redirect, and through its signed link) answer
+every request with 200 and the right bytes: no error, no 502, no timeout. The throughput and its ratio to the peer are printed (bench/web.py
 is the benchmark with targets; here timings are reported, never asserted).
 
 Size: LLMBOX_LOAD_WRK_S seconds per run (default 3, `make load`: 10).
@@ -54,6 +54,7 @@ def main():
             assert t["status"] == "succeeded", t
             st["id"] = t["id"]
             st["sha"] = next(a["sha256"] for a in t["artifacts"] if a["path"] == ART)
+            st["link"] = next(a.get("download_url") for a in t["artifacts"] if a["path"] == ART)
             _, _, st["task_json"] = s.request("GET", "/api/tasks/" + t["id"])
             peer.add("task.json", data=st["task_json"])
             peer.add("data.bin", src=os.path.join(s.prefix, "artifacts", t["id"], "output", ART))
@@ -86,9 +87,17 @@ def main():
             code, _, body = s.request("GET", "/api/tasks/%s/artifacts/%s" % (st["id"], ART))
             assert code == 200 and hashlib.sha256(body).hexdigest() == st["sha"], "the download changed"
 
+        def signed_download():
+            if not st.get("link"):
+                raise AssertionError("the task lists no signed download link")
+            pair("GET an artifact of %d KiB (signed link, nginx alone)" % (ART_SIZE // 1024), st["link"], "/data.bin")
+            code, _, body = s.request("GET", st["link"])
+            assert code == 200 and hashlib.sha256(body).hexdigest() == st["sha"], "the download changed"
+
         r.run("load_wrk_setup", setup)
         r.run("load_wrk_task_get_no_errors", task_get)
         r.run("load_wrk_download_no_errors", download)
+        r.run("load_wrk_signed_download_no_errors", signed_download)
     finally:
         peer.stop()
         s.stop()

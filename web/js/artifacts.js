@@ -40,6 +40,23 @@ export function kindOf(artifact) {
   return 'file';
 }
 
+/** Where to download an artifact from: the signed link nginx serves on its
+ * own (download_url, from the list) while it has a minute left, else the
+ * API route, which checks the login on each request. */
+function downloadHref(taskId, a) {
+  const good = typeof a.download_url === 'string' && a.download_url.startsWith('/dl/')
+    && Number(a.download_expires) * 1000 > Date.now() + 60_000;
+  return good ? a.download_url : artifactUrl(taskId, a.path, false);
+}
+
+/** A download link that stays good however long the page is open: its
+ * target is chosen again at the click (a signed link expires). */
+function downloadLink(taskId, a, attrs, ...children) {
+  const el = h('a', { ...attrs, href: downloadHref(taskId, a) }, ...children);
+  el.addEventListener('click', () => { el.href = downloadHref(taskId, a); });
+  return el;
+}
+
 /**
  * Render the gallery into `container`.
  * Returns nothing; text previews load in the background.
@@ -65,7 +82,6 @@ function card(taskId, a) {
   const name = a.path;
   const base = name.split('/').pop();
   const inline = artifactUrl(taskId, name, true);
-  const download = artifactUrl(taskId, name, false);
   // an html page opens under the task's preview key, so its relative links
   // (images, scripts next to it) load in the sandbox too
   const page = kind === 'html' ? previewUrl(taskId, name) : inline;
@@ -126,7 +142,7 @@ function card(taskId, a) {
         h('span', null, bytes(a.size)),
         a.mime ? h('span', { class: 'artifact-mime' }, String(a.mime)) : null),
       h('div', { class: 'artifact-actions' },
-        h('a', { class: `button ${kind === 'pdf' ? 'button-primary' : 'button-secondary'} button-small`, href: download, download: base, 'aria-label': `Download ${name}` }, kind === 'pdf' ? 'Download PDF' : 'Download'),
+        downloadLink(taskId, a, { class: `button ${kind === 'pdf' ? 'button-primary' : 'button-secondary'} button-small`, download: base, 'aria-label': `Download ${name}` }, kind === 'pdf' ? 'Download PDF' : 'Download'),
         expand)));
   if (expand) {
     expand.addEventListener('click', () => {
@@ -356,7 +372,7 @@ function treeItems(taskId, node, prefix, depth) {
   for (const a of files) {
     const base = a.path.split('/').pop();
     items.push(h('li', { class: 'tree-file' },
-      h('a', { href: artifactUrl(taskId, a.path, false), download: base, title: `Download ${a.path}` }, base),
+      downloadLink(taskId, a, { download: base, title: `Download ${a.path}` }, base),
       h('span', { class: 'tree-meta' }, bytes(a.size))));
   }
   return items;

@@ -1,0 +1,144 @@
+/* Signed download links: nginx serves an artifact download on its own,
+ * with no request to the backend.
+ *
+ * The backend decides who may read a task's files when it lists them
+ * (GET /api/tasks/{id} and /artifacts answer the owner only); with each
+ * file it hands out a link
+ *     /dl/{task}/{path}?e={expires}&s={signature}
+ * where signature = base64url(MD5("{expires}/dl/{task}/{path} {key}")),
+ * which is what nginx's secure_link module checks (secure_link_md5 in
+ * nginx.conf) before it sends the file as a static one. A small download
+ * then costs what a static file costs (bench/web.py): the FastCGI round
+ * trip and the store reads of /api/tasks/{id}/artifacts/{path} were three
+ * quarters of its time. That route stays, for previews (it knows each
+ * file's type) and for clients that build URLs themselves.
+ *
+ * The key: 32 random bytes in var/web/download.key, made by
+ * scripts/nginx-local.sh (run by prepare-dirs.sh), which also hands it to
+ * nginx. MD5 is the only digest stock nginx checks; with the secret at the
+ * end of the message a forger would need a preimage or a collision of
+ * two valid artifact paths of different tasks, and paths are UTF-8 without
+ * controls (docs/ARCHITECTURE.md "Signed download links").
+ * A link is a capability: whoever holds it may download that one file
+ * until it expires (download_link_ttl_s, default an hour). */
+#include "web/web.h"
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/path.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LB_DL_KEY_HEX 64
+
+static char lb_dl_key[LB_DL_KEY_HEX + 1]; /* "" when links are off */
+
+/* Reads the key file: one line of 64 lowercase hex digits. */
+static int lb_dl_read_key(const char *file, char out[LB_DL_KEY_HEX + 1], char *why, size_t whysz)
+{
+    int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, whysz, "cannot open %s: %s", file, strerror(errno));
+        return LB_E_IO;
+    }
+    char buf[LB_DL_KEY_HEX + 8];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 0) {
+        snprintf(why, whysz, "cannot read %s: %s", file, strerror(errno));
+        return LB_E_IO;
+    }
+    buf[n] = '\0';
+    size_t len = strspn(buf, "0123456789abcdef");
+    if (len != LB_DL_KEY_HEX || (buf[len] && strcmp(buf + len, "\n"))) {
+        snprintf(why, whysz, "%s does not hold one line of %d hex digits", file, LB_DL_KEY_HEX);
+        return LB_E_INVAL;
+    }
+    memcpy(out, buf, LB_DL_KEY_HEX);
+    out[LB_DL_KEY_HEX] = '\0';
+    return LB_OK;
+}
+
+int lb_download_links_init(void)
+{
+    const lb_config *cfg = lb_cfg();
+    lb_dl_key[0] = '\0';
+    if (cfg->download_link_ttl_s == 0) {
+        lb_info("web: download links are off (download_link_ttl_s = 0): downloads go through the backend");
+        return LB_OK;
+    }
+    char file[LB_CFG_PATH + 32], why[LB_CFG_PATH + 128];
+    snprintf(file, sizeof file, "%s/web/download.key", cfg->var_dir);
+    if (lb_dl_read_key(file, lb_dl_key, why, sizeof why) != LB_OK) {
+        lb_dl_key[0] = '\0';
+        lb_warn("web: download links are off: %s (scripts/nginx-local.sh makes it); downloads go through the "
+                "backend", why);
+        return LB_OK; /* not fatal: every download still works, only slower */
+    }
+    return LB_OK;
+}
+
+int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,
+                          size_t outsz)
+{
+    char enc[LB_PATH_MAX * 3 + 1];
+    if (!lb_id_valid(task_id) || !path[0] || lb_url_encode_path(path, enc, sizeof enc) != LB_OK)
+        return LB_E_INVAL;
+    /* the message: nginx's "$secure_link_expires$uri $llmbox_download_key",
+     * where $uri is the decoded path, i.e. the artifact's own name */
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char head[64];
+    int hn = snprintf(head, sizeof head, "%lld/dl/%s/", expires, task_id);
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_md5(), NULL) == 1 && EVP_DigestUpdate(ctx, head, (size_t)hn) == 1 &&
+             EVP_DigestUpdate(ctx, path, strlen(path)) == 1 && EVP_DigestUpdate(ctx, " ", 1) == 1 &&
+             EVP_DigestUpdate(ctx, key, strlen(key)) == 1 && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 &&
+             mdlen == 16;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return LB_E_INTERNAL;
+    /* base64url without padding, as secure_link reads it: 16 bytes -> 22 */
+    unsigned char b64[32];
+    int bn = EVP_EncodeBlock(b64, md, 16);
+    while (bn > 0 && b64[bn - 1] == '=')
+        bn--;
+    for (int i = 0; i < bn; i++)
+        b64[i] = b64[i] == '+' ? '-' : b64[i] == '/' ? '_' : b64[i];
+    b64[bn] = '\0';
+    int n = snprintf(out, outsz, "/dl/%s/%s?e=%lld&s=%s", task_id, enc, expires, (const char *)b64);
+    return n > 0 && (size_t)n < outsz ? LB_OK : LB_E_TOOBIG;
+}
+
+/* When links made now expire: the end of the minute, plus the ttl, so
+ * every list fetched within a minute carries the same links. */
+static long long lb_download_expires(void)
+{
+    long long now = (long long)time(NULL);
+    return (now / 60 + 1) * 60 + lb_cfg()->download_link_ttl_s;
+}
+
+void lb_download_links_add(cJSON *artifacts, const char *task_id)
+{
+    if (!lb_dl_key[0] || !cJSON_IsArray(artifacts))
+        return;
+    long long expires = lb_download_expires();
+    char url[LB_PATH_MAX * 3 + 160];
+    cJSON *it;
+    cJSON_ArrayForEach(it, artifacts)
+    {
+        const char *path = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
+        if (!path || lb_download_link_sign(lb_dl_key, expires, task_id, path, url, sizeof url) != LB_OK)
+            continue; /* the page falls back to /api/tasks/{id}/artifacts/{path} */
+        cJSON_AddStringToObject(it, "download_url", url);
+        cJSON_AddNumberToObject(it, "download_expires", (double)expires);
+    }
+}
