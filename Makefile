@@ -116,18 +116,24 @@ fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
-# Unit and integration tests against an AddressSanitizer + UBSan build
-# (build-asan/); the suites pick the binary up from BUILD. Plugins and test
+# tests/run.sh (all but the browser suite) against an AddressSanitizer +
+# UBSan build (build-asan/); the suites pick the binary up from BUILD. Plugins and test
 # fixtures stay plain builds (plugins/*.so is shared by both builds, and a
 # sanitized plugin cannot load into the plain binary).
+# Every sanitized process (the web, its agents, sandboxd, the unit tests)
+# writes its report to ASAN_REPORTS (writable by the web's user): a leak in
+# an agent that has finished its task fails the run too (tests/run.sh).
+ASAN_REPORTS := $(CURDIR)/build-asan/reports
 ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 check-asan: deps
 	@$(MAKE) --no-print-directory all fixtures
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang CFLAGS="$(ASAN_CFLAGS)" \
 	    build-asan/llmbox $(UNIT_SRC:tests/unit/%.c=build-asan/tests/%)
 	@$(MAKE) --no-print-directory image
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    BUILD=build-asan LLMBOX_SKIP_BROWSER=1 tests/run.sh
+	@rm -rf $(ASAN_REPORTS) && mkdir -p $(ASAN_REPORTS) && chmod 1777 $(ASAN_REPORTS)
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$(ASAN_REPORTS)/asan \
+	    UBSAN_OPTIONS=print_stacktrace=1:log_path=$(ASAN_REPORTS)/ubsan \
+	    SANITIZER_REPORTS=$(ASAN_REPORTS) BUILD=build-asan LLMBOX_SKIP_BROWSER=1 tests/run.sh
 
 # One full task with `llmbox web` and its agent under valgrind, and the
 # same task through `llmbox run`: a definite leak or a memory error fails

@@ -506,6 +506,18 @@ SECCOMP_EXPECT = dict(
         "clone_newpid clone_newnet").split()},
     clone3="ENOSYS", personality_query="ok", personality_linux32="ok", x32=-31, i386=-31)
 
+
+def host_has_int80():
+    """Whether this kernel runs i386 syscalls (int 0x80) from a 64-bit
+    process at all, outside any sandbox. Some (a VM whose kernel takes
+    #GP there, ia32_emulation=0) kill it with SIGSEGV before seccomp sees
+    the call: then SIGSEGV inside the sandbox is the same refusal."""
+    code = ("import ctypes, mmap; m = mmap.mmap(-1, 4096, prot=7); "
+            "m.write(bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])); "  # mov eax,20 (getpid); int 0x80; ret
+            "f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m))); "
+            "print(f())")
+    return subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL).returncode == 0
+
 # capabilities no sandbox process may ever hold
 FORBIDDEN_CAPS = {"DAC_READ_SEARCH": 2, "NET_RAW": 13, "SYS_MODULE": 16, "SYS_RAWIO": 17,
                   "SYS_CHROOT": 18, "SYS_PTRACE": 19, "SYS_ADMIN": 21, "SYS_BOOT": 22,
@@ -648,7 +660,10 @@ def run_isolation(c, var, tmp, sock, sid):
     except (ValueError, IndexError):
         got = {}
     report("seccomp_probe_ran", w.get("ok") and bool(got), repr(r))
-    for name, want in sorted(SECCOMP_EXPECT.items()):
+    expect = dict(SECCOMP_EXPECT)
+    if not host_has_int80():
+        expect["i386"] = -int(signal.SIGSEGV)  # no i386 entry on this kernel: nothing to reach
+    for name, want in sorted(expect.items()):
         if got:
             report("seccomp_" + name, got.get(name) == want, "got %r, want %r" % (got.get(name), want))
 
@@ -781,11 +796,10 @@ def run_image_shift(tmp, env):
             if os.path.exists(sock2) or proc.poll() is not None:
                 break
             time.sleep(0.05)
-        # the socket exists before the startup work (the shift) is done; the
-        # first answer comes after it
-        cc = Conn(sock2)
-        cc.call({"op": "ping"})
-        cc.close()
+        # the socket is there before the images are shifted (lock and socket
+        # first); sandboxd answers only once that is done
+        with Conn(sock2) as cc:
+            cc.call({"op": "ping"})
 
         def own(p):
             st = os.lstat(p)

@@ -68,6 +68,17 @@ class Env:
         self.answers = 0
         self.leak_re = re.compile(r"/work/|/var/|/artifacts/|/tmp/llmbox|%s|%s" % (
             re.escape(st.prefix), re.escape(REPO)))
+        # where the checks start in nginx's logs: the health polls while the
+        # web was still starting (no socket yet: "connect() failed", a 503)
+        # are the harness waiting, not a backend that died
+        log = os.path.join(st.prefix, "var", "log")
+        self.log_from = {n: os.path.getsize(os.path.join(log, n)) for n in ("nginx-access.log", "nginx-error.log")}
+
+    def log_since_start(self, name):
+        """What nginx wrote to var/log/<name> since the checks began."""
+        with open(os.path.join(self.st.prefix, "var", "log", name), "rb") as f:
+            f.seek(self.log_from[name])
+            return f.read().decode(errors="replace")
 
     # ---- raw HTTP ----------------------------------------------------------
     def raw(self, data, timeout=20, read_max=4 << 20):
@@ -724,11 +735,11 @@ def processes_alive(E):
         if E.st.procs[i].poll() is not None:
             p.add("%s exited (%s)" % (name, E.st.procs[i].returncode))
     log = os.path.join(E.st.prefix, "var", "log")
-    acc = open(os.path.join(log, "nginx-access.log"), errors="replace").read()
+    acc = E.log_since_start("nginx-access.log")
     bad = [ln for ln in acc.splitlines() if re.search(r'" (502|504) ', ln)]
     if bad:
         p.add("nginx answered 502/504 %d times, e.g. %s" % (len(bad), bad[0][:200]))
-    err = open(os.path.join(log, "nginx-error.log"), errors="replace").read()
+    err = E.log_since_start("nginx-error.log")
     ups = [ln for ln in err.splitlines() if "upstream" in ln and ("prematurely" in ln or "failed" in ln
                                                                   or "reset" in ln)]
     if ups:
