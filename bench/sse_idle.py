@@ -46,56 +46,6 @@ def say(fmt, *a):
     print("  " + (fmt % a if a else fmt), flush=True)
 
 
-class Stream:
-    def __init__(self, task_id):
-        self.task_id = task_id
-        self.status = None
-        self.ids = {}  # event id -> time.monotonic() of its arrival
-        self.error = None
-        self.open = False
-
-
-async def read_stream(port, st, stop):
-    """An EventSource-like client that stays open until stop is set."""
-    writer = None
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 22)
-        writer.write(("GET /api/tasks/%s/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      "Accept: text/event-stream\r\n\r\n" % st.task_id).encode())
-        await writer.drain()
-        st.status = int((await reader.readline()).split()[1])
-        while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-            pass
-        if st.status != 200:
-            st.error = "HTTP %d" % st.status
-            return
-        st.open = True
-        buf = b""
-        while not stop.is_set():
-            # chunked: size line, data, CRLF; parsed loosely (ids only)
-            line = await reader.readline()
-            if not line:
-                break
-            size = int(line.split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                break
-            buf += (await reader.readexactly(size + 2))[:-2]
-            now = time.monotonic()
-            while b"\n\n" in buf:
-                block, buf = buf.split(b"\n\n", 1)
-                for ln in block.split(b"\n"):
-                    if ln.startswith(b"id:"):
-                        st.ids[int(ln[3:].strip())] = now
-    except asyncio.CancelledError:
-        pass
-    except Exception as e:  # noqa: BLE001 - reported by the caller
-        st.error = "%s: %s" % (type(e).__name__, e)
-    finally:
-        st.open = False
-        if writer is not None:
-            writer.close()
-
-
 def newest_seqs(s, ids):
     c = load.db(s)
     try:
@@ -166,15 +116,16 @@ def measure(label, build, a):
             100 * base)
 
         async def run():
-            stop = asyncio.Event()
-            streams = [Stream(i) for i in ids for _ in range(a.per_task)]
-            jobs = [asyncio.ensure_future(read_stream(s.port, st, stop)) for st in streams]
+            # the load tests' client: it reads until the done event, which
+            # never comes here, so it stays open until cancelled
+            streams = [load.SSEResult(i) for i in ids for _ in range(a.per_task)]
+            jobs = [asyncio.ensure_future(load.sse_client(s.port, st)) for st in streams]
             t_open = time.time()
             while time.time() - t_open < 120:
                 await asyncio.sleep(0.2)
-                if all(st.open or st.error for st in streams):
+                if all(st.t_headers or st.error for st in streams):
                     break
-            errs = [st for st in streams if st.error or not st.open]
+            errs = [st for st in streams if st.error or not st.t_headers]
             if errs:
                 raise RuntimeError("%d of %d streams did not open, e.g. %s" % (len(errs), len(streams),
                                                                                 errs[0].error))
@@ -198,13 +149,13 @@ def measure(label, build, a):
                 t_end = time.monotonic() + 5
                 while time.monotonic() < t_end and not all(seq in st.ids for st in mine):
                     await asyncio.sleep(0.005)
-                lat += [(st.ids[seq] - t_commit) * 1000 if seq in st.ids else float("inf") for st in mine]
+                lat += [(st.times[st.ids.index(seq)] - t_commit) * 1000 if seq in st.ids else float("inf")
+                        for st in mine]
             missing = sum(1 for x in lat if x == float("inf"))
             out["lat_p50"], out["lat_max"] = load.pct(lat, 50), max(lat)
             say("an event appended by another process, on each of the %d tasks: at the streams after "
                 "p50 %.0f ms, p90 %.0f ms, max %.0f ms%s", len(ids), load.pct(lat, 50), load.pct(lat, 90),
                 max(lat), "; %d streams never got it" % missing if missing else "")
-            stop.set()
             for j in jobs:
                 j.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
