@@ -108,10 +108,11 @@ def measure(label, build, a):
         wait_quiet(s, ids)
         web = load.stack_pids(s, "web")
         ngx = load.stack_pids(s, "nginx")
+        web_cpu = lambda: sum(load.cpu_split(p)[0] for p in web)  # not its reaped children (agents)
 
-        c0, t0 = load.cpu_seconds(web), time.time()
+        c0, t0 = web_cpu(), time.time()
         time.sleep(a.secs / 2)
-        base = (load.cpu_seconds(web) - c0) / (time.time() - t0)
+        base = (web_cpu() - c0) / (time.time() - t0)
         say("%d tasks running, waiting on the model; web with no stream open: %.2f %% of a core", tasks,
             100 * base)
 
@@ -130,10 +131,10 @@ def measure(label, build, a):
                 raise RuntimeError("%d of %d streams did not open, e.g. %s" % (len(errs), len(streams),
                                                                                 errs[0].error))
             await asyncio.sleep(2)  # let every stream send what is stored and settle
-            c0w, c0n, t0 = load.cpu_seconds(web), load.cpu_seconds(ngx), time.time()
+            c0w, c0n, t0 = web_cpu(), load.cpu_seconds(ngx), time.time()
             await asyncio.sleep(a.secs)
             secs = time.time() - t0
-            w, n = (load.cpu_seconds(web) - c0w) / secs, (load.cpu_seconds(ngx) - c0n) / secs
+            w, n = (web_cpu() - c0w) / secs, (load.cpu_seconds(ngx) - c0n) / secs
             out["web"], out["nginx"], out["base"] = w, n, base
             say("%d streams open, idle, for %.1f s: web %.1f %% of a core (%.1f %% per 1,000 streams), "
                 "nginx %.1f %%", len(streams), secs, 100 * w, 100 * w * 1000 / len(streams), 100 * n)
