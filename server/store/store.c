@@ -49,6 +49,8 @@ enum {
     Q_EVENT_NEXT_SEQ,
     Q_EVENT_INSERT,
     Q_EVENTS_AFTER,
+    Q_EVENTS_NEWEST,
+    Q_DATA_VERSION,
     Q_ART_DELETE,
     Q_ART_INSERT,
     Q_ART_GET,
@@ -108,6 +110,11 @@ static const char *const lb_sql[Q__COUNT] = {
     [Q_EVENT_INSERT] = "INSERT INTO events(task_id, seq, ts_ms, type, data) VALUES(?1, ?2, ?3, ?4, ?5)",
     [Q_EVENTS_AFTER] = "SELECT seq, ts_ms, type, data FROM events"
                        " WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    /* ?1 a JSON array of task ids: one index search per id (the newest
+     * row of its primary-key range), all in one snapshot */
+    [Q_EVENTS_NEWEST] = "SELECT j.key, (SELECT MAX(seq) FROM events WHERE task_id = j.value)"
+                        " FROM json_each(?1) AS j",
+    [Q_DATA_VERSION] = "PRAGMA data_version",
     [Q_ART_DELETE] = "DELETE FROM artifacts WHERE task_id = ?1",
     [Q_ART_INSERT] = "INSERT INTO artifacts(task_id, path, size, mime, sha256) VALUES(?1, ?2, ?3, ?4, ?5)",
     [Q_ART_GET] = "SELECT path, size, mime, sha256 FROM artifacts WHERE task_id = ?1 ORDER BY path",
@@ -1117,6 +1124,64 @@ int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq, i
     if (src != SQLITE_DONE)
         rc = lb_store_err(s, src, "read events");
 out:
+    lb_done(st);
+    return rc;
+}
+
+int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_t *newest)
+{
+    if (!s || (n && (!ids || !newest)))
+        return LB_E_INVAL;
+    if (!n)
+        return LB_OK;
+    if (n > LB_STORE_NEWEST_MAX)
+        return LB_E_TOOBIG;
+    /* ids are 32 hex characters (checked), so the array needs no escaping */
+    char *json = malloc(n * 35 + 3);
+    if (!json)
+        return LB_E_NOMEM;
+    size_t len = 0;
+    json[len++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        newest[i] = 0;
+        if (!lb_id_valid(ids[i])) {
+            free(json);
+            return LB_E_INVAL;
+        }
+        len += (size_t)sprintf(json + len, "%s\"%s\"", i ? "," : "", ids[i]);
+    }
+    json[len++] = ']';
+    json[len] = '\0';
+    sqlite3_stmt *st = lb_stmt(s, Q_EVENTS_NEWEST);
+    if (!st) {
+        free(json);
+        return LB_E_INTERNAL;
+    }
+    sqlite3_bind_text(st, 1, json, (int)len, SQLITE_STATIC);
+    int rc = LB_OK, src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t k = sqlite3_column_int64(st, 0);
+        if (k >= 0 && (size_t)k < n)
+            newest[k] = sqlite3_column_int64(st, 1); /* NULL (no events) reads 0 */
+    }
+    if (src != SQLITE_DONE)
+        rc = lb_store_err(s, src, "read the newest events");
+    lb_done(st);
+    free(json);
+    return rc;
+}
+
+int lb_store_data_version(lb_store *s, int64_t *out)
+{
+    if (!s || !out)
+        return LB_E_INVAL;
+    sqlite3_stmt *st = lb_stmt(s, Q_DATA_VERSION);
+    if (!st)
+        return LB_E_INTERNAL;
+    int src = sqlite3_step(st);
+    int rc = src == SQLITE_ROW ? LB_OK : lb_store_err(s, src, "read the data version");
+    if (src == SQLITE_ROW)
+        *out = sqlite3_column_int64(st, 0);
     lb_done(st);
     return rc;
 }

@@ -135,6 +135,17 @@ typedef int (*lb_event_cb)(void *arg, int64_t seq, int64_t ts_ms, const char *ty
  * nonzero return from cb stops the walk and is returned. */
 int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq,
                           int limit, lb_event_cb cb, void *arg);
+/* The newest event seq of each of the n tasks ids[i] into newest[i] (0 when
+ * it has none, or no longer exists), in one statement and one snapshot: a
+ * primary-key search per task. n <= LB_STORE_NEWEST_MAX (else
+ * LB_E_TOOBIG); each id must be valid (else LB_E_INVAL). */
+#define LB_STORE_NEWEST_MAX 8192
+int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_t *newest);
+/* SQLite's data_version of this connection: it changes whenever another
+ * connection (another thread, an agent process) has committed since the
+ * last call, and costs no table read. A connection that only watches can
+ * ask it every tick and skip its real query while nothing was written. */
+int lb_store_data_version(lb_store *s, int64_t *out);
 
 /* Replaces the task's artifact index. */
 int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *a, size_t n);

@@ -1,11 +1,14 @@
 /* GET /api/tasks/{id}/events: the task's events as Server-Sent Events.
  *
- * The store is the source of truth, so the stream is a poll of
- * lb_store_events_after every 100 ms from the last seq sent: no in-process
- * fan-out, and a stream started by a different web process, or resumed
- * after a reconnect (Last-Event-ID), sees exactly the same events. WAL mode
- * makes these reads free of writer locks. The stream ends after "done",
- * or after LLMBOX_SSE_MAX_S when set: the browser then reconnects with
+ * The store is the source of truth: the stream reads lb_store_events_after
+ * from the last seq it sent, so a stream started by a different web
+ * process, or resumed after a reconnect (Last-Event-ID), sees exactly the
+ * same events. WAL mode makes these reads free of writer locks. Between
+ * reads the stream sleeps until the process's watcher (sse_watch.c) says
+ * its task has newer events, or until its own timers (heartbeat, the
+ * task-exists check, LLMBOX_SSE_MAX_S) are due; without the watcher it
+ * reads every 100 ms. The stream ends after "done", or after
+ * LLMBOX_SSE_MAX_S when set: the browser then reconnects with
  * Last-Event-ID and misses nothing, so a proxy can spread long streams and
  * the resume path is one that runs every day, not only after a failure.
  */
@@ -15,11 +18,14 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
+#include "web/sse_watch.h"
 
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define LB_SSE_POLL_MS 100
 #define LB_SSE_HEARTBEAT_MS 15000
@@ -72,14 +78,45 @@ static int lb_sse_event(void *arg, int64_t seq, int64_t ts_ms, const char *type,
     return 0;
 }
 
-/* Waits up to ms for the front end to close our connection (the browser
- * went away and nginx gave up the request). Without this a stream would
- * only notice at its next write, up to a heartbeat later. */
-static int lb_peer_gone(lb_req *r, int ms)
+/* The eventfd this worker thread's streams sleep on: made at its first
+ * stream and kept (worker threads serve requests until the process
+ * ends). -1 when none can be made: the stream then polls. */
+static int lb_sse_wake_fd(void)
 {
-    struct pollfd p = {.fd = r->fcgi->ipcFd, .events = POLLRDHUP};
-    int n = poll(&p, 1, ms);
-    return n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+    static _Thread_local int fd = -1;
+    if (fd < 0)
+        fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd;
+}
+
+static void lb_sse_wake_clear(int fd)
+{
+    uint64_t n;
+    ssize_t got = read(fd, &n, sizeof n); /* zeroes the counter; EAGAIN when it was */
+    (void)got;
+}
+
+/* Waits up to ms for a wake on fd (-1: none) or for the front end to close
+ * our connection (the browser went away and nginx gave up the request),
+ * and returns 1 for the latter. Without it a stream would only notice at
+ * its next write, up to a heartbeat later. */
+static int lb_sse_wait(lb_req *r, int fd, int64_t ms)
+{
+    struct pollfd p[2] = {{.fd = r->fcgi->ipcFd, .events = POLLRDHUP}, {.fd = fd, .events = POLLIN}};
+    int n = poll(p, fd >= 0 ? 2 : 1, ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms);
+    return n > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* When a watched stream next has to look on its own: heartbeat, the
+ * task-exists check or its end. */
+static int64_t lb_sse_due(int64_t last_write, int64_t last_check, int64_t end_at)
+{
+    int64_t due = last_write + LB_SSE_HEARTBEAT_MS;
+    if (last_check + LB_SSE_EXISTS_CHECK_MS < due)
+        due = last_check + LB_SSE_EXISTS_CHECK_MS;
+    if (end_at && end_at < due)
+        due = end_at;
+    return due;
 }
 
 int64_t lb_sse_parse_last_id(const char *v, size_t n)
@@ -133,11 +170,18 @@ void lb_h_task_events(lb_req *r)
     if (FCGX_FFlush(r->fcgi->out) < 0)
         return;
 
+    /* registered before the first read: see sse_watch.c for why no wake
+     * is lost */
+    lb_sse_waiter w;
+    int fd = lb_sse_wake_fd();
+    int added = lb_sse_watch_add(&w, r->id, fd, s.last), watched = added;
     int64_t last_write = lb_mono_ms(), last_check = last_write;
     int64_t end_at = lb_cfg()->sse_max_s > 0 ? last_write + (int64_t)lb_cfg()->sse_max_s * 1000 : 0;
     while (!s.done && !s.broken) {
         if (end_at && lb_mono_ms() >= end_at)
             break; /* the client resumes from s.last */
+        if (watched)
+            lb_sse_wake_clear(fd); /* a wake for what this read misses comes after it */
         s.sent = 0;
         rc = lb_store_events_after(r->store, r->id, s.last, LB_SSE_BATCH, lb_sse_event, &s);
         if (rc != LB_OK && !s.broken) {
@@ -174,7 +218,12 @@ void lb_h_task_events(lb_req *r)
                 continue; /* read its last events now, then end */
             }
         }
-        if (lb_peer_gone(r, LB_SSE_POLL_MS))
+        if (watched)
+            watched = lb_sse_watch_report(&w, s.last);
+        int64_t wait = watched ? lb_sse_due(last_write, last_check, end_at) - lb_mono_ms() : LB_SSE_POLL_MS;
+        if (lb_sse_wait(r, watched ? fd : -1, wait))
             break;
     }
+    if (added)
+        lb_sse_watch_remove(&w);
 }

@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "entry.h"
 #include "web/sandbox_registry.h"
+#include "web/sse_watch.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -270,13 +271,14 @@ static int lb_open_socket(const lb_config *cfg, const struct passwd *pw)
 }
 
 /* Each worker thread holds its request's connection and, once it has served
- * one, its own SQLite connection (database, -wal and -shm: three fds); a
- * bundle being built opens a few more. With web_threads in the hundreds
+ * one, its own SQLite connection (database, -wal and -shm: three fds) and,
+ * once it has served an event stream, the eventfd it sleeps on; a bundle
+ * being built opens a few more. With web_threads in the hundreds
  * (one per open event stream) the usual soft limit of 1024 runs out, and
  * accept() or sqlite3_open() would fail with EMFILE under load, so the
  * limit is raised to fit before the privilege drop (root may raise the hard
  * limit as well). */
-#define LB_WEB_FDS_PER_THREAD 5
+#define LB_WEB_FDS_PER_THREAD 6
 
 static void lb_web_raise_nofile(const lb_config *cfg)
 {
@@ -408,6 +410,12 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the sandbox API (no memory or no thread)\n");
         return 1;
     }
+    /* one slot per task with an open stream; a stream holds a thread, so
+     * web_threads is the most there can be */
+    rc = lb_sse_watch_start(cfg->db_path, cfg->web_threads);
+    if (rc != LB_OK)
+        lb_warn("web: cannot start the event-stream watcher (%s): each event stream polls the database itself",
+                lb_strerror(rc));
     int started = 0;
     for (int i = 0; i < cfg->web_threads; i++) {
         pthread_t t;
@@ -444,6 +452,7 @@ int lb_web_main(int argc, char **argv)
     sigwait(&stop, &sig);
     lb_info("web: signal %d: stopping; running agents go on and finish their tasks", sig);
     unlink(cfg->web_socket);
+    lb_sse_watch_stop(); /* its connection closed; open streams poll until the exit */
     /* Worker threads may be inside a request; the database is WAL, so
      * leaving without closing it loses nothing that was committed. */
     _exit(0);

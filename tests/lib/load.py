@@ -481,6 +481,7 @@ class SSEResult:
         self.status = None
         self.ids = []
         self.types = []
+        self.times = []             # time.monotonic() when each event arrived
         self.done = False
         self.error = None
         self.t_headers = None       # time.monotonic() when the headers arrived
@@ -546,6 +547,7 @@ async def sse_client(port, res, source="127.0.0.1"):
                 if eid is not None:
                     res.ids.append(eid)
                     res.types.append(ev)
+                    res.times.append(time.monotonic())
                 if ev == "done":
                     res.done = True
                     res.t_done = time.monotonic()
