@@ -67,23 +67,22 @@ static int lb_dl_read_key(const char *file, char out[LB_DL_KEY_HEX + 1], char *w
     return LB_OK;
 }
 
-int lb_download_links_init(void)
+void lb_download_links_init(void)
 {
     const lb_config *cfg = lb_cfg();
     lb_dl_key[0] = '\0';
     if (cfg->download_link_ttl_s == 0) {
         lb_info("web: download links are off (download_link_ttl_s = 0): downloads go through the backend");
-        return LB_OK;
+        return;
     }
     char file[LB_CFG_PATH + 32], why[LB_CFG_PATH + 128];
     snprintf(file, sizeof file, "%s/web/download.key", cfg->var_dir);
     if (lb_dl_read_key(file, lb_dl_key, why, sizeof why) != LB_OK) {
+        /* not fatal: every download still works, only slower */
         lb_dl_key[0] = '\0';
         lb_warn("web: download links are off: %s (scripts/nginx-local.sh makes it); downloads go through the "
                 "backend", why);
-        return LB_OK; /* not fatal: every download still works, only slower */
     }
-    return LB_OK;
 }
 
 int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,

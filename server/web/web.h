@@ -115,7 +115,7 @@ void lb_auth_add_preview(cJSON *task, const char *id);
 /* ---- download_link.c: downloads nginx serves without the backend ---- */
 /* Once, before the worker threads: reads var/web/download.key (links are
  * off, with a warning, when it is missing or download_link_ttl_s is 0). */
-int lb_download_links_init(void);
+void lb_download_links_init(void);
 /* The signed link of task_id's artifact path under key, expiring at
  * `expires` (seconds since 1970), into out. */
 int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,

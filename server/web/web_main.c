@@ -402,10 +402,11 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the reaper thread\n");
         return 1;
     }
-    if (lb_auth_init() != LB_OK || lb_limits_init() != LB_OK || lb_download_links_init() != LB_OK) {
+    if (lb_auth_init() != LB_OK || lb_limits_init() != LB_OK) {
         fprintf(stderr, "llmbox web: cannot set up logins (no randomness or no memory)\n");
         return 1;
     }
+    lb_download_links_init();
     if (lb_sbx_registry_init() != LB_OK) {
         fprintf(stderr, "llmbox web: cannot start the sandbox API (no memory or no thread)\n");
         return 1;

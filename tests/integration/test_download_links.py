@@ -16,7 +16,6 @@ import hashlib
 import os
 import sys
 import time
-import traceback
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -220,31 +219,9 @@ def main():
         print("FAIL setup: %s is not built" % test_web.BIN)
         return 1
     E = Env()
-    try:
-        E.start()
-    except Exception as e:
-        print("FAIL setup: %s" % str(e).splitlines()[0])
-        print(str(e), file=sys.stderr)
-        E.stop()
-        return 1
-    failed = 0
-    tests = [(t_links_serve_the_files, E), (t_tampered_links_refused, E), (t_only_the_task_output, E),
-             (t_odd_requests_json, E), (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None)]
-    for t, arg in tests:
-        name = t.__name__[2:]
-        t0 = time.time()
-        try:
-            t(arg)
-            print("PASS %s (%.1fs)" % (name, time.time() - t0), flush=True)
-        except Exception as e:
-            failed += 1
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, str(e)[:300]), flush=True)
-            traceback.print_exc(file=sys.stderr)
-    if failed:
-        print(E.logs(), file=sys.stderr)
-    E.stop()
-    return 1 if failed else 0
-
+    return test_web.run_on_env(E, [(t_links_serve_the_files, E), (t_tampered_links_refused, E),
+                                   (t_only_the_task_output, E), (t_odd_requests_json, E),
+                                   (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None)])
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,7 +22,6 @@ import os
 import sys
 import tarfile
 import time
-import traceback
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -399,32 +398,11 @@ def main():
     # this suite starts more tasks a minute than nginx.conf lets one address
     # start; t_rate_limit_429 checks the limit on its own stack
     E.conf_subst = (("burst=20", "burst=500"),)
-    try:
-        E.start()
-    except Exception as e:
-        print("FAIL setup: %s" % str(e).splitlines()[0])
-        print(str(e), file=sys.stderr)
-        E.stop()
-        return 1
-    failed = 0
     tests = [(t_archive_unpacked, E), (t_archive_guards, E), (t_info_and_options, E), (t_nat_when_allowed, None),
              (t_rerun, E), (t_delete_removes_everything, E), (t_bundle_cached_with_validators, E),
              (t_folder_bundle, E), (t_bundle_entry_cap_413, E), (t_history_paging_same_millisecond, E),
              (t_rate_limit_429, None)]
-    for t, arg in tests:
-        name = t.__name__[2:]
-        t0 = time.time()
-        try:
-            t(arg)
-            print("PASS %s (%.1fs)" % (name, time.time() - t0), flush=True)
-        except Exception as e:
-            failed += 1
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, str(e)[:300]), flush=True)
-            traceback.print_exc(file=sys.stderr)
-    if failed:
-        print(E.logs(), file=sys.stderr)
-    E.stop()
-    return 1 if failed else 0
+    return test_web.run_on_env(E, tests)
 
 
 if __name__ == "__main__":

@@ -194,6 +194,34 @@ class Env:
         return os.path.join(self.prefix, "artifacts", tid)
 
 
+def run_on_env(E, checks):
+    """Starts E, runs each (check, arg) of checks with a PASS or FAIL line,
+    and stops E; returns the suite's exit status. arg is E for most checks,
+    None for one that starts an Env of its own."""
+    try:
+        E.start()
+    except Exception as e:
+        print("FAIL setup: %s" % str(e).splitlines()[0])
+        print(str(e), file=sys.stderr)
+        E.stop()
+        return 1
+    failed = 0
+    for t, arg in checks:
+        name = t.__name__[2:]
+        t0 = time.time()
+        try:
+            t(arg)
+            print("PASS %s (%.1fs)" % (name, time.time() - t0), flush=True)
+        except Exception as e:
+            failed += 1
+            print("FAIL %s: %s: %s" % (name, type(e).__name__, str(e)[:300]), flush=True)
+            traceback.print_exc(file=sys.stderr)
+    if failed:
+        print(E.logs(), file=sys.stderr)
+    E.stop()
+    return 1 if failed else 0
+
+
 def expect_error(st, body, status, code=None):
     assert st == status, "status %d, expected %d: %r" % (st, status, body)
     assert isinstance(body, dict) and "error" in body, "no error object: %r" % body
@@ -524,31 +552,11 @@ def main():
         print("SKIP web: nginx is not installed")
         return 0
     E = Env()
-    try:
-        E.start()
-    except Exception as e:
-        print("FAIL setup: %s" % str(e).splitlines()[0])
-        print(str(e), file=sys.stderr)
-        E.stop()
-        return 1
-    failed = 0
     tests = [t_health_shape, t_models, t_tools, t_unknown_task_404, t_malformed_id, t_unknown_route_404,
              t_wrong_method_405, t_not_multipart_415, t_malformed_multipart_400, t_oversize_413,
              t_create_stores_inputs, t_sse_replay, t_artifact_download, t_trajectory, t_bundle,
              t_cancel_and_delete]
-    for t in tests:
-        name = t.__name__[2:]
-        try:
-            t(E)
-            print("PASS %s" % name, flush=True)
-        except Exception as e:
-            failed += 1
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, str(e)[:300]), flush=True)
-            traceback.print_exc(file=sys.stderr)
-    if failed:
-        print(E.logs(), file=sys.stderr)
-    E.stop()
-    return 1 if failed else 0
+    return run_on_env(E, [(t, E) for t in tests])
 
 
 if __name__ == "__main__":
