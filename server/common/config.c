@@ -312,6 +312,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_api_max", "LLMBOX_SANDBOX_API_MAX", sandbox_api_max, 128, 1, 4096),
     KEY_INT("sandbox_api_ttl_s", "LLMBOX_SANDBOX_API_TTL_S", sandbox_api_ttl_s, 3600, 1, 7 * 86400),
     KEY_INT("sandbox_api_ttl_max_s", "LLMBOX_SANDBOX_API_TTL_MAX_S", sandbox_api_ttl_max_s, 86400, 1, 7 * 86400),
+    KEY_MIB("sandbox_api_body_mb", "LLMBOX_SANDBOX_API_BODY_MB", sandbox_api_body_bytes, 16, 1, 1024),
     KEY_INT("sandbox_api_exec_max_s", "LLMBOX_SANDBOX_API_EXEC_MAX_S", sandbox_api_exec_max_s, 1800, 1, 86400),
     KEY_MIB("max_unpack_mb", "LLMBOX_MAX_UNPACK_MB", max_unpack_bytes, 1024, 1, 1 << 20),
     KEY_INT("sse_max_s", "LLMBOX_SSE_MAX_S", sse_max_s, 0, 0, 86400),

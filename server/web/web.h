@@ -40,6 +40,7 @@ typedef struct lb_req {
                                 * ("task", "task_events" ...; set by lb_route) */
     int64_t head_bytes;        /* bytes of the response head (access.c) */
     char new_task[33];         /* the task this request created, if any */
+    size_t body_bytes;         /* request body bytes read (req_body.c): large ones trim the heap after */
     /* route parameters */
     char id[33];               /* task id, validated */
     const char *rest;          /* artifacts/{rest}: raw, percent-encoded */

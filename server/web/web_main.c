@@ -15,12 +15,14 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "entry.h"
+#include "web/req_body.h"
 #include "web/sandbox_registry.h"
 #include "web/sse_watch.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -154,6 +156,10 @@ static void lb_handle(FCGX_Request *fr, lb_store *s)
         lb_http_error(&r, 500, NULL, "The server failed to answer this request.");
     }
     lb_access_end(&r, t0);
+    if (r.body_bytes >= LB_JSON_TRIM_BYTES) {
+        FCGX_FFlush(fr->out); /* the answer first, then the housekeeping */
+        lb_req_trim(&r);
+    }
 }
 
 static void *lb_worker(void *arg)
@@ -321,6 +327,11 @@ int lb_web_main(int argc, char **argv)
         lb_warn("web: LLMBOX_SANDBOX_API_TOKEN is shorter than 16 characters; use a long random token");
     umask(027);
     signal(SIGPIPE, SIG_IGN); /* a client that went away is an error return, not a death */
+    /* Request bodies and their copies (up to tens of MiB) are mmapped and
+     * go back to the system when freed: a fixed threshold, since glibc's
+     * moving one would rise after the first large free and then keep
+     * such blocks in the arenas (the rest goes back with lb_req_trim). */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
     struct passwd *pw = NULL, pwbuf;
     char pwstore[1024];
