@@ -315,6 +315,8 @@ static const lb_cfg_key lb_keys[] = {
     KEY_MIB("sandbox_api_body_mb", "LLMBOX_SANDBOX_API_BODY_MB", sandbox_api_body_bytes, 16, 1, 1024),
     KEY_INT("sandbox_api_exec_max_s", "LLMBOX_SANDBOX_API_EXEC_MAX_S", sandbox_api_exec_max_s, 1800, 1, 86400),
     KEY_MIB("max_unpack_mb", "LLMBOX_MAX_UNPACK_MB", max_unpack_bytes, 1024, 1, 1 << 20),
+    KEY_INT("sse_max_per_client", "LLMBOX_SSE_MAX_PER_CLIENT", sse_max_per_client, 8, 1, 65536),
+    KEY_INT("sse_reserve_threads", "LLMBOX_SSE_RESERVE_THREADS", sse_reserve_threads, 8, 0, 8192),
     KEY_INT("sse_max_s", "LLMBOX_SSE_MAX_S", sse_max_s, 0, 0, 86400),
     KEY_INT("llm_timeout_s", "LLMBOX_LLM_TIMEOUT_S", llm_timeout_s, 600, 1, 86400),
     {"listen", "LLMBOX_LISTEN", NULL, set_listen, F(listen), 0, 0, "127.0.0.1:8080"},

@@ -138,6 +138,10 @@ typedef struct lb_config {
     int n_tools;
     int tools_all;
     uint64_t max_unpack_bytes;       /* max_unpack_mb | LLMBOX_MAX_UNPACK_MB, default 1024 MiB unpacked from a task's archives */
+    int sse_max_per_client;          /* sse_max_per_client | LLMBOX_SSE_MAX_PER_CLIENT, default 8: open event streams
+                                        per user (per client address without users) */
+    int sse_reserve_threads;         /* sse_reserve_threads | LLMBOX_SSE_RESERVE_THREADS, default 8: web threads no
+                                        event stream may take (at most a quarter of web_threads) */
     int sse_max_s;                   /* sse_max_s | LLMBOX_SSE_MAX_S, default 0 (none): an event stream ends after this long
                                         and the browser resumes it with Last-Event-ID */
 

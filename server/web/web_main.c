@@ -17,6 +17,7 @@
 #include "entry.h"
 #include "web/req_body.h"
 #include "web/sandbox_registry.h"
+#include "web/sse_admit.h"
 #include "web/sse_watch.h"
 
 #include <curl/curl.h>
@@ -428,6 +429,18 @@ int lb_web_main(int argc, char **argv)
     if (rc != LB_OK)
         lb_warn("web: cannot start the event-stream watcher (%s): each event stream polls the database itself",
                 lb_strerror(rc));
+    /* streams never take the reserve: requests always find a thread */
+    int reserve = lb_sse_reserve_for(cfg->web_threads, cfg->sse_reserve_threads);
+    if (lb_sse_admit_init(cfg->web_threads - reserve, cfg->sse_max_per_client) != LB_OK) {
+        fprintf(stderr, "llmbox web: out of memory\n");
+        return 1;
+    }
+    lb_info("web: event streams: at most %d open (web_threads %d minus a reserve of %d), %d per %s "
+            "(LLMBOX_SSE_MAX_PER_CLIENT)", cfg->web_threads - reserve, cfg->web_threads, reserve,
+            cfg->sse_max_per_client, cfg->n_users ? "user" : "client address");
+    if (reserve < cfg->sse_reserve_threads)
+        lb_warn("web: sse_reserve_threads %d is more than a quarter of web_threads %d: the reserve is %d",
+                cfg->sse_reserve_threads, cfg->web_threads, reserve);
     int started = 0;
     for (int i = 0; i < cfg->web_threads; i++) {
         pthread_t t;

@@ -227,7 +227,7 @@ class Stream:
     def __init__(self, st, tid, src):
         self.s = connect(st, src, timeout=40)
         self.s.sendall(("GET /api/tasks/%s/events HTTP/1.1\r\nHost: localhost\r\n"
-                        "Accept: text/event-stream\r\n\r\n" % tid).encode())
+                        "Accept: text/event-stream\r\nConnection: close\r\n\r\n" % tid).encode())
         self.status, self.h, rest = read_head(self.s)
         self.data = rest
         self.done = threading.Event()
