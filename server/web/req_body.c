@@ -1,8 +1,8 @@
 /* Request bodies within a cap, JSON within a budget (req_body.h says why).
  *
- * The pre-scan is hand-written because neither cJSON nor the other JSON
- * libraries packaged here (jansson, json-c) can be told "at most N values"
- * before they allocate; a full second parser would be a second place for
+ * The pre-scan is hand-written because neither cJSON nor the other common
+ * C JSON libraries (jansson, json-c: a depth limit at most) can be told
+ * "at most N values" before they allocate; a full second parser would be a second place for
  * bugs. It is a lexer that only counts: strings are skipped escape by
  * escape, every other run of bytes that is not structure or whitespace is
  * one scalar, and a string is a key where cJSON would read a key (right
