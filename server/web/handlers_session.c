@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "common/token.h"
 #include "common/util.h"
+#include "web/req_body.h"
 
 #include <stdio.h>
 #include <string.h>
