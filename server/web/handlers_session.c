@@ -7,8 +7,6 @@
  * keeps only its SHA-256. */
 #include "web/web.h"
 
-#include "web/req_body.h"
-
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/status.h"
