@@ -126,6 +126,8 @@ typedef struct lb_config {
     int sandbox_api_max;             /* sandbox_api_max | LLMBOX_SANDBOX_API_MAX, default 128 sandboxes at once */
     int sandbox_api_ttl_s;           /* sandbox_api_ttl_s | LLMBOX_SANDBOX_API_TTL_S, default 3600: ttl_s when a spec has none */
     int sandbox_api_ttl_max_s;       /* sandbox_api_ttl_max_s | LLMBOX_SANDBOX_API_TTL_MAX_S, default 86400: largest ttl_s accepted */
+    uint64_t sandbox_api_body_bytes; /* sandbox_api_body_mb | LLMBOX_SANDBOX_API_BODY_MB, default 16 MiB: one JSON
+                                        body of the sandbox API (create, exec); files have their own route */
     int sandbox_api_exec_max_s;      /* sandbox_api_exec_max_s | LLMBOX_SANDBOX_API_EXEC_MAX_S, default 1800: largest exec
                                         timeout_s (keep it below nginx's fastcgi_read_timeout for /api/sandboxes) */
 
@@ -136,6 +138,10 @@ typedef struct lb_config {
     int n_tools;
     int tools_all;
     uint64_t max_unpack_bytes;       /* max_unpack_mb | LLMBOX_MAX_UNPACK_MB, default 1024 MiB unpacked from a task's archives */
+    int sse_max_per_client;          /* sse_max_per_client | LLMBOX_SSE_MAX_PER_CLIENT, default 8: open event streams
+                                        per user (per client address without users) */
+    int sse_reserve_threads;         /* sse_reserve_threads | LLMBOX_SSE_RESERVE_THREADS, default 8: web threads no
+                                        event stream may take (at most a quarter of web_threads) */
     int sse_max_s;                   /* sse_max_s | LLMBOX_SSE_MAX_S, default 0 (none): an event stream ends after this long
                                         and the browser resumes it with Last-Event-ID */
 

@@ -1,18 +1,26 @@
-/* Bundles of a finished task's results: everything under output/, answer.txt and
- * trajectory.json as one .zip or .tar.gz, built once with libarchive and
- * kept next to the outputs (artifacts/<id>/bundle.<format>).
+/* Bundles of a finished task's results as one .zip or .tar.gz, with
+ * libarchive.
+ *
+ * The whole-task bundle (everything under output/, answer.txt and
+ * trajectory.json) is built once and kept next to the outputs
+ * (artifacts/<id>/bundle.<format>), so nginx serves it with ranges and
+ * validators: at most two such files per task (zip and tar.gz), each
+ * within the output cap plus 64 MiB.
+ *
+ * A folder bundle (?path=plots) holds that folder of the output alone, as
+ * "plots/...", and is never kept: it is written straight into the
+ * response (lb_bundle_stream). Kept per folder, as before, every level of
+ * a deep output could be bundled once more each: 20 levels turned a 191 MB
+ * output into 4 GB of kept bundles (issue 15). Streamed, it costs the
+ * request's time and nothing on disk; in exchange it has no Content-Length
+ * and no ranges (a download that breaks starts again).
  *
  * The output tree was written by code running in a sandbox, so the walk
  * trusts nothing in it: directories are opened with O_NOFOLLOW relative to
  * their parent (no path is ever re-resolved), symlinks and special files
  * are skipped, names that lb_path_clean_rel refuses (backslashes, control
  * characters, bad UTF-8) are skipped so no unzip tool can be steered, and
- * the entry count, total size and depth are capped.
- *
- * A folder bundle (?path=plots) holds that folder of the output alone, as
- * "plots/...", and is kept as bundles/<sha256 of the path>.<format>. Every
- * bundle is built once, under a lock so two downloads at once build it
- * once, and never again: a final task never changes. Deleting the task
+ * the entry count, total size and depth are capped. Deleting the task
  * removes its folder, bundles included.
  */
 #include "web/web.h"
@@ -34,6 +42,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +103,8 @@ static int lb_bundle_add(lb_bundle *b, const char *name, int fd, const char *mem
                               "The outputs are larger than the bundle limit of %llu MiB; download the files one by one.",
                               (unsigned long long)(b->max_total >> 20));
     b->total += size;
+    if (!b->a)
+        return LB_OK; /* a dry run: counting only, so caps are answered before the head */
     /* per entry: these two may be called between entries, unlike the
      * "compression" format option */
     if (b->zip && (lb_precompressed(name) ? archive_write_zip_set_compression_store(b->a)
@@ -173,6 +184,9 @@ static int lb_bundle_walk(lb_bundle *b, int dfd, const char *prefix, int depth)
         close(fd2);
         return lb_bundle_fail(b, LB_E_IO, "cannot read the output folder: %s", strerror(errno));
     }
+    /* the dup shares dfd's position: a second walk of the same folder (the
+     * dry run, then the real one) starts from the top again */
+    rewinddir(d);
     int rc = LB_OK;
     struct dirent *de;
     char entry[LB_PATH_MAX + 16], clean[LB_PATH_MAX + 1];
@@ -226,22 +240,15 @@ static int lb_open_folder(int dfd, const char *rel)
     return fd;
 }
 
-int lb_bundle_name(const char *format, const char *folder, char *out, size_t outsz)
+int lb_bundle_name(const char *format, char *out, size_t outsz)
 {
-    if (!folder || !*folder) {
-        int n = snprintf(out, outsz, "bundle.%s", format);
-        return n < 0 || (size_t)n >= outsz ? LB_E_TOOBIG : LB_OK;
-    }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (EVP_Digest(folder, strlen(folder), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen < 16)
-        return LB_E_INTERNAL;
-    char hex[33];
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    int n = snprintf(out, outsz, "bundles/%s.%s", hex, format);
+    int n = snprintf(out, outsz, "bundle.%s", format);
     return n < 0 || (size_t)n >= outsz ? LB_E_TOOBIG : LB_OK;
 }
+
+/* Opens the archive writer of b for format, writing to fd (>= 0) or into
+ * r's response. */
+static int lb_bundle_open(lb_bundle *b, int fd, lb_req *r);
 
 /* Removes "<final>.tmp.*" files: half-written bundles of a builder that
  * died (a web killed in the middle of one). Called under the lock, so no
@@ -269,7 +276,7 @@ static void lb_bundle_sweep(const char *final)
     closedir(d);
 }
 
-int lb_bundle_build(lb_store *s, const char *id, const char *format, const char *folder, char *err, size_t errsz)
+int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz)
 {
     const lb_config *cfg = lb_cfg();
     char dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 160], tmp[LB_CFG_PATH + 200], rnd[17], name[96];
@@ -280,9 +287,7 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, const char 
     int fd = -1, outfd = -1, lockfd = -1, rc;
     err[0] = '\0';
     tmp[0] = '\0';
-    if (folder && !*folder)
-        folder = NULL;
-    if ((rc = lb_bundle_name(format, folder, name, sizeof name)) != LB_OK) {
+    if ((rc = lb_bundle_name(format, name, sizeof name)) != LB_OK) {
         snprintf(err, errsz, "cannot name the bundle");
         return rc;
     }
@@ -311,15 +316,6 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, const char 
         goto out;
     }
     lb_bundle_sweep(final);
-    if (folder) {
-        char bdir[sizeof dir + 16];
-        snprintf(bdir, sizeof bdir, "%s/bundles", dir);
-        if (mkdir(bdir, 0750) != 0 && errno != EEXIST) {
-            snprintf(err, errsz, "cannot create %s: %s", bdir, strerror(errno));
-            rc = LB_E_IO;
-            goto out;
-        }
-    }
 
     if ((rc = lb_store_task_get(s, id, &task)) != LB_OK) {
         snprintf(err, errsz, "cannot read the task: %s", lb_strerror(rc));
@@ -345,51 +341,26 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, const char 
         rc = lb_bundle_fail(b, LB_E_IO, "cannot create %s: %s", tmp, strerror(errno));
         goto out;
     }
-    b->a = archive_write_new();
-    if (!b->a) {
-        rc = LB_E_NOMEM;
+    if ((rc = lb_bundle_open(b, outfd, NULL)) != LB_OK)
         goto out;
-    }
-    int ok = zip ? archive_write_set_format_zip(b->a) == ARCHIVE_OK &&
-                       archive_write_set_format_option(b->a, "zip", "hdrcharset", "UTF-8") == ARCHIVE_OK
-                 : archive_write_set_format_gnutar(b->a) == ARCHIVE_OK &&
-                       archive_write_add_filter_gzip(b->a) == ARCHIVE_OK;
-    if (!ok || archive_write_open_fd(b->a, outfd) != ARCHIVE_OK) {
-        rc = lb_bundle_fail(b, LB_E_INTERNAL, "libarchive: %s", archive_error_string(b->a));
-        goto out;
-    }
 
     char out_dir[sizeof dir + 16];
     snprintf(out_dir, sizeof out_dir, "%s/output", dir);
     fd = open(out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (folder) {
-        /* the folder's own name is the top of the bundle: plots/2024 -> 2024/... */
-        int sub = fd < 0 ? -1 : lb_open_folder(fd, folder);
-        if (sub < 0) {
-            rc = lb_bundle_fail(b, LB_E_NOTFOUND, "The task has no output folder \"%s\".", folder);
-            goto out;
-        }
-        const char *top = strrchr(folder, '/');
-        rc = lb_bundle_walk(b, sub, top ? top + 1 : folder, 0);
-        close(sub);
+    if (fd >= 0) {
+        rc = lb_bundle_walk(b, fd, "output", 0);
         if (rc)
             goto out;
-    } else {
-        if (fd >= 0) {
-            rc = lb_bundle_walk(b, fd, "output", 0);
-            if (rc)
-                goto out;
-        }
-        const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(task, "answer"));
-        if (answer && (rc = lb_bundle_add(b, "answer.txt", -1, answer, strlen(answer), time(NULL))) != LB_OK)
+    }
+    const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(task, "answer"));
+    if (answer && (rc = lb_bundle_add(b, "answer.txt", -1, answer, strlen(answer), time(NULL))) != LB_OK)
+        goto out;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) {
+        rc = lb_bundle_add_file(b, dfd, "trajectory.json", "trajectory.json");
+        close(dfd);
+        if (rc)
             goto out;
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd >= 0) {
-            rc = lb_bundle_add_file(b, dfd, "trajectory.json", "trajectory.json");
-            close(dfd);
-            if (rc)
-                goto out;
-        }
     }
     if (archive_write_close(b->a) != ARCHIVE_OK) {
         rc = lb_bundle_fail(b, LB_E_IO, "cannot finish the archive: %s", archive_error_string(b->a));
@@ -405,8 +376,8 @@ int lb_bundle_build(lb_store *s, const char *id, const char *format, const char 
         rc = lb_bundle_fail(b, LB_E_IO, "cannot rename the archive into place: %s", strerror(errno));
         goto out;
     }
-    lb_info("web: task %s: built %s%s%s (%zu entries, %llu bytes of content)", id, name, folder ? " of " : "",
-            folder ? folder : "", b->entries, (unsigned long long)b->total);
+    lb_info("web: task %s: built %s (%zu entries, %llu bytes of content)", id, name, b->entries,
+            (unsigned long long)b->total);
     rc = LB_OK;
 out:
     if (b && b->a)
@@ -422,4 +393,133 @@ out:
     free(b);
     cJSON_Delete(task);
     return rc;
+}
+
+/* ---- the writer, to a file or into the response ---- */
+
+static la_ssize_t lb_bundle_put(struct archive *a, void *cd, const void *buf, size_t n)
+{
+    lb_req *r = cd;
+    if (n > (1u << 30) || FCGX_PutStr(buf, (int)n, r->fcgi->out) < 0) {
+        archive_set_error(a, EPIPE, "the client went away");
+        return -1;
+    }
+    return (la_ssize_t)n;
+}
+
+static int lb_bundle_open(lb_bundle *b, int fd, lb_req *r)
+{
+    b->a = archive_write_new();
+    if (!b->a)
+        return lb_bundle_fail(b, LB_E_NOMEM, "out of memory");
+    int ok = b->zip ? archive_write_set_format_zip(b->a) == ARCHIVE_OK &&
+                          archive_write_set_format_option(b->a, "zip", "hdrcharset", "UTF-8") == ARCHIVE_OK
+                    : archive_write_set_format_gnutar(b->a) == ARCHIVE_OK &&
+                          archive_write_add_filter_gzip(b->a) == ARCHIVE_OK;
+    if (ok && fd < 0)
+        /* a stream: no padding of the last block to 10 KiB */
+        ok = archive_write_set_bytes_in_last_block(b->a, 1) == ARCHIVE_OK &&
+             archive_write_open(b->a, r, NULL, lb_bundle_put, NULL) == ARCHIVE_OK;
+    else if (ok)
+        ok = archive_write_open_fd(b->a, fd) == ARCHIVE_OK;
+    if (!ok)
+        return lb_bundle_fail(b, LB_E_INTERNAL, "libarchive: %s", archive_error_string(b->a));
+    return LB_OK;
+}
+
+/* Removes folder bundles that earlier versions kept under
+ * artifacts/<id>/bundles/ (they are streamed now), so an upgraded install
+ * gets that disk back the next time someone asks for one. */
+static void lb_bundle_drop_kept(const char *id)
+{
+    char bdir[LB_CFG_PATH + 64];
+    snprintf(bdir, sizeof bdir, "%s/%s/bundles", lb_cfg()->artifacts_dir, id);
+    int dfd = open(bdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.' && unlinkat(dirfd(d), de->d_name, 0) == 0)
+            n++;
+    closedir(d);
+    if (rmdir(bdir) == 0 || n)
+        lb_info("web: task %s: removed %d kept folder bundles (folder bundles are streamed now)", id, n);
+}
+
+void lb_bundle_stream(lb_req *r, const char *format, const char *folder, const char *disposition)
+{
+    char dir[LB_CFG_PATH + 64], err[512] = "";
+    lb_bundle *b = calloc(1, sizeof *b);
+    int fd = -1, sub = -1, rc;
+    if (!b) {
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        return;
+    }
+    lb_bundle_drop_kept(r->id);
+    b->zip = !strcmp(format, "zip");
+    b->err = err;
+    b->errsz = sizeof err;
+    b->max_total = lb_cfg()->max_output_bytes;
+    b->max_entries = (size_t)lb_cfg()->max_output_files;
+    snprintf(dir, sizeof dir, "%s/%s/output", lb_cfg()->artifacts_dir, r->id);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    sub = fd < 0 ? -1 : lb_open_folder(fd, folder);
+    if (sub < 0) {
+        lb_http_error(r, 404, "not_found", "The task has no output folder \"%s\".", folder);
+        goto out;
+    }
+    /* the folder's own name is the top of the bundle: plots/2024 -> 2024/... */
+    const char *top = strrchr(folder, '/');
+    top = top ? top + 1 : folder;
+    /* a dry run first: the caps are answered (413) before the head, so a
+     * refused bundle is never a 200 with half an archive */
+    rc = lb_bundle_walk(b, sub, top, 0);
+    if (rc == LB_E_TOOBIG) {
+        lb_http_error(r, 413, NULL, "%s", err);
+        goto out;
+    }
+    if (rc) {
+        lb_error("web: task %s: bundle.%s of %s: %s", r->id, format, folder, err);
+        lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));
+        goto out;
+    }
+    char extra[1400];
+    snprintf(extra, sizeof extra, "Content-Disposition: %s\r\nCache-Control: private, no-store\r\n", disposition);
+    lb_http_head(r, 200, b->zip ? "application/zip" : "application/gzip", extra);
+    if (r->is_head)
+        goto out;
+    size_t entries = b->entries;
+    b->entries = 0;
+    b->total = 0;
+    rc = lb_bundle_open(b, -1, r);
+    if (!rc)
+        rc = lb_bundle_walk(b, sub, top, 0);
+    if (!rc && archive_write_close(b->a) != ARCHIVE_OK)
+        rc = lb_bundle_fail(b, LB_E_IO, "cannot finish the archive: %s", archive_error_string(b->a));
+    if (!rc && FCGX_FFlush(r->fcgi->out) < 0)
+        rc = lb_bundle_fail(b, LB_E_IO, "the client went away");
+    if (rc) {
+        /* The head is out: the only way left to say "broken" is to end the
+         * response without its end. Cutting the FastCGI connection makes
+         * nginx close the client's connection before the last chunk, so
+         * no client takes half an archive for a whole one. */
+        lb_warn("web: task %s: bundle.%s of %s cut off: %s", r->id, format, folder, err);
+        shutdown(r->fcgi->ipcFd, SHUT_RDWR);
+        goto out;
+    }
+    lb_info("web: task %s: streamed bundle.%s of %s (%zu entries, %llu bytes of content)", r->id, format, folder,
+            entries, (unsigned long long)b->total);
+out:
+    if (b->a)
+        archive_write_free(b->a);
+    if (sub >= 0)
+        close(sub);
+    if (fd >= 0)
+        close(fd);
+    free(b);
 }

@@ -202,8 +202,20 @@ void lb_h_bundle(lb_req *r, const char *format)
             return;
         }
     }
+    char file[96], name[LB_NAME_MAX + 64], disp[1200], uri[160];
+    const char *top = strrchr(folder, '/');
+    if (folder[0])
+        snprintf(name, sizeof name, "llmbox-%.8s-%s.%s", r->id, top ? top + 1 : folder, format);
+    else
+        snprintf(name, sizeof name, "llmbox-%.8s.%s", r->id, format);
+    lb_content_disposition("attachment", name, disp, sizeof disp);
+    if (folder[0]) {
+        /* streamed, never kept: see bundle.c */
+        lb_bundle_stream(r, format, folder, disp);
+        return;
+    }
     char err[512] = "";
-    int rc = lb_bundle_build(r->store, r->id, format, folder[0] ? folder : NULL, err, sizeof err);
+    int rc = lb_bundle_build(r->store, r->id, format, err, sizeof err);
     if (rc == LB_E_TOOBIG) {
         lb_http_error(r, 413, NULL, "%s", err);
         return;
@@ -221,14 +233,7 @@ void lb_h_bundle(lb_req *r, const char *format)
         lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));
         return;
     }
-    char file[96], name[LB_NAME_MAX + 64], disp[1200], uri[160];
-    lb_bundle_name(format, folder[0] ? folder : NULL, file, sizeof file);
-    const char *top = strrchr(folder, '/');
-    if (folder[0])
-        snprintf(name, sizeof name, "llmbox-%.8s-%s.%s", r->id, top ? top + 1 : folder, format);
-    else
-        snprintf(name, sizeof name, "llmbox-%.8s.%s", r->id, format);
-    lb_content_disposition("attachment", name, disp, sizeof disp);
+    lb_bundle_name(format, file, sizeof file);
     snprintf(uri, sizeof uri, "/_artifacts/%s/%s", r->id, file);
     lb_http_accel(r, uri, strcmp(format, "zip") ? "application/gzip" : "application/zip", disp);
 }

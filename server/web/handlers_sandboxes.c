@@ -19,6 +19,7 @@
 #include "llmbox/sandbox.h"
 #include "web/sandbox_registry.h"
 #include "web/sandbox_spec.h"
+#include "web/req_body.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -98,94 +99,13 @@ static int lb_sbx_auth(lb_req *r)
 
 /* ---- request bodies ---- */
 
-/* Reads the whole body, at most max bytes, into b (b->data may stay NULL
- * for an empty body). On failure answers (413) and returns 0. */
-static int lb_sbx_read_body(lb_req *r, size_t max, lb_buf *b, const char *what)
-{
-    lb_buf_init(b, max);
-    if (r->content_length > 0 && (uint64_t)r->content_length > max) {
-        lb_http_drain(r);
-        lb_http_error(r, 413, NULL, "The %s is %lld bytes; the limit is %zu bytes.", what,
-                      (long long)r->content_length, max);
-        return 0;
-    }
-    static _Thread_local char chunk[65536];
-    for (;;) {
-        int n = FCGX_GetStr(chunk, sizeof chunk, r->fcgi->in);
-        if (n <= 0)
-            break;
-        int rc = lb_buf_append(b, chunk, (size_t)n);
-        if (rc) {
-            lb_buf_free(b);
-            lb_http_drain(r);
-            if (rc == LB_E_TOOBIG)
-                lb_http_error(r, 413, NULL, "The %s is larger than %zu bytes.", what, max);
-            else
-                lb_http_error(r, 500, NULL, "Out of memory reading the %s.", what);
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* Offset of the first "\u0000" escape in a JSON text, or -1. Outside
- * strings a backslash is a syntax error anyway, so every backslash starts
- * an escape here. */
-static long lb_json_nul_escape(const char *s, size_t n)
-{
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (s[i] != '\\')
-            continue;
-        if (s[i + 1] == 'u' && i + 6 <= n && !memcmp(s + i + 2, "0000", 4))
-            return (long)i;
-        i++; /* the escaped character: "\\u0000" is a backslash and "u0000" */
-    }
-    return -1;
-}
-
-/* The body as a JSON object, or NULL after answering 400/413. The text
- * must be UTF-8 (RFC 8259; cJSON copies string bytes as they are, and they
- * come back in answers), may not hide a NUL in a string (cJSON would cut
- * the string there: a command or a file would silently lose its end), and
- * may hold nothing after the value. */
+/* The body of create or exec as a JSON object, or NULL after answering
+ * 400/413. Their own cap (sandbox_api_body_mb): file contents of any size
+ * have their own route (PUT .../files/{path}), so a JSON body stays small
+ * and its parse within the budget of req_body.c. */
 static cJSON *lb_sbx_json_body(lb_req *r, const char *what)
 {
-    lb_buf b;
-    if (!lb_sbx_read_body(r, (size_t)lb_cfg()->max_upload_bytes, &b, what))
-        return NULL;
-    if (!b.len) {
-        lb_http_error(r, 400, NULL, "The %s needs a JSON body.", what);
-        return NULL;
-    }
-    cJSON *j = NULL;
-    long nul;
-    if (!lb_utf8_valid(b.data, b.len)) {
-        lb_http_error(r, 400, NULL, "The %s is not valid UTF-8 (JSON text must be; send bytes as content_base64).",
-                      what);
-        goto out;
-    }
-    if ((nul = lb_json_nul_escape(b.data, b.len)) >= 0) {
-        lb_http_error(r, 400, NULL,
-                      "The %s holds a NUL character (\\u0000, near byte %ld); strings may not hold one (send "
-                      "binary file contents as content_base64).", what, nul);
-        goto out;
-    }
-    const char *end = NULL;
-    j = cJSON_ParseWithLengthOpts(b.data, b.len, &end, 0);
-    if (j) {
-        while (end < b.data + b.len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
-            end++;
-        if (end != b.data + b.len) {
-            cJSON_Delete(j);
-            j = NULL;
-        }
-    }
-    if (!j)
-        lb_http_error(r, 400, NULL, "The %s is not valid JSON (the error is near byte %zu).", what,
-                      end && end >= b.data ? (size_t)(end - b.data) : (size_t)0);
-out:
-    lb_buf_free(&b);
-    return j;
+    return lb_req_json(r, (size_t)lb_cfg()->sandbox_api_body_bytes, what);
 }
 
 /* ---- errors of sandboxd calls ---- */
@@ -635,7 +555,7 @@ static void lb_h_sbx_put_file(lb_req *r, const char *id, const char *raw_path)
         return;
     lb_buf b;
     /* the body first, so a slow upload does not hold the sandbox */
-    if (!lb_sbx_read_body(r, LB_SBX_FILE_MAX, &b, "file")) {
+    if (!lb_req_body(r, LB_SBX_FILE_MAX, &b, "file")) {
         lb_sbx_put(s);
         return;
     }

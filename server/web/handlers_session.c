@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "common/token.h"
 #include "common/util.h"
+#include "web/req_body.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -112,7 +113,11 @@ void lb_h_login(lb_req *r)
         lb_http_error(r, 413, NULL, "The login request is larger than %d bytes.", LB_LOGIN_BODY_MAX);
         goto done;
     }
-    in = body.data ? cJSON_ParseWithLength(body.data, body.len) : NULL;
+    /* through the one budgeted parser of client JSON (req_body.c); a
+     * login is {"token": "..."}: a handful of values */
+    char why[400];
+    int prc;
+    in = body.data ? lb_json_parse_checked(body.data, body.len, "login request", 64, 8, &prc, why, sizeof why) : NULL;
     const char *tok = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "token"));
     if (!tok || !*tok) {
         lb_http_error(r, 400, NULL, "Send the login as JSON with your API token: {\"token\": \"lbx_...\"}.");

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
+#include "web/sse_admit.h"
 #include "web/sse_watch.h"
 
 #include <poll.h>
@@ -139,6 +140,9 @@ static int lb_is_final(const char *s)
     return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled");
 }
 
+static int lb_sse_admit(lb_req *r, int *place);
+static void lb_sse_stream(lb_req *r, lb_sse *sp, int final);
+
 void lb_h_task_events(lb_req *r)
 {
     char status[16];
@@ -163,9 +167,55 @@ void lb_h_task_events(lb_req *r)
      * with keepalives forever. */
     int final = lb_is_final(status);
 
-    lb_http_head(r, 200, "text/event-stream; charset=utf-8", "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
-    if (r->is_head)
+    if (r->is_head) {
+        lb_http_head(r, 200, "text/event-stream; charset=utf-8", "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
         return;
+    }
+    /* a stream holds this thread until it ends: admitted within its
+     * client's share and the streams' share of the threads (sse_admit.h) */
+    int place = -1;
+    if (!lb_sse_admit(r, &place))
+        return;
+    lb_http_head(r, 200, "text/event-stream; charset=utf-8", "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
+    lb_sse_stream(r, &s, final);
+    lb_sse_admit_release(place);
+}
+
+/* Takes a place for r's stream, or answers 429 and returns 0. */
+static int lb_sse_admit(lb_req *r, int *place)
+{
+    char key[LB_SSE_KEY_MAX];
+    const char *addr = lb_http_param(r, "REMOTE_ADDR");
+    /* per user with users (every address of theirs together); without, per
+     * address: nginx's REMOTE_ADDR is the connection's own address, never
+     * a header the client chose (X-Real-IP, X-Forwarded-For are ignored) */
+    if (r->user)
+        snprintf(key, sizeof key, "u:%s", r->user->name);
+    else
+        snprintf(key, sizeof key, "a:%s", addr && *addr ? addr : "?");
+    int rc = lb_sse_admit_take(key, place);
+    if (rc == LB_OK)
+        return 1;
+    if (rc == LB_E_TOOBIG)
+        lb_http_error_hdr(r, 429, "too_many_streams", "Retry-After: 5\r\n",
+                          "%s already has %d event streams open, the most one %s may hold "
+                          "(LLMBOX_SSE_MAX_PER_CLIENT); close one (a tab showing a task) and try again.",
+                          r->user ? "This user" : "This client address", lb_sse_admit_per_client(),
+                          r->user ? "user" : "client address");
+    else
+        lb_http_error_hdr(r, 429, "too_many_streams", "Retry-After: 5\r\n",
+                          "The server already has %d event streams open, the most it keeps so that other "
+                          "requests are still answered (LLMBOX_WEB_THREADS minus LLMBOX_SSE_RESERVE_THREADS); "
+                          "try again in a moment.", lb_sse_admit_total());
+    return 0;
+}
+
+/* The stream itself, once admitted and its head sent. */
+static void lb_sse_stream(lb_req *r, lb_sse *sp, int final)
+{
+    lb_sse s = *sp;
+    char status[16];
+    int rc;
     FCGX_PutS("retry: 2000\n\n", r->fcgi->out);
     if (FCGX_FFlush(r->fcgi->out) < 0)
         return;

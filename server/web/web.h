@@ -40,6 +40,7 @@ typedef struct lb_req {
                                 * ("task", "task_events" ...; set by lb_route) */
     int64_t head_bytes;        /* bytes of the response head (access.c) */
     char new_task[33];         /* the task this request created, if any */
+    size_t body_bytes;         /* request body bytes read (req_body.c): large ones trim the heap after */
     /* route parameters */
     char id[33];               /* task id, validated */
     const char *rest;          /* artifacts/{rest}: raw, percent-encoded */
@@ -236,14 +237,18 @@ int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out,
                      int *exit_status);
 
 /* ---- bundle.c ---- */
-/* The file of a bundle, relative to artifacts/<id>/: "bundle.<format>", or
- * "bundles/<hash>.<format>" for the output folder `folder` (NULL: all). */
-int lb_bundle_name(const char *format, const char *folder, char *out, size_t outsz);
-/* Builds (once) that bundle for a finished task. folder: NULL for the whole
- * output with answer.txt and trajectory.json, or a clean relative path of a
- * folder of the output (LB_E_NOTFOUND when there is none). LB_E_TOOBIG over
+/* The kept whole-task bundle's file, relative to artifacts/<id>/:
+ * "bundle.<format>". */
+int lb_bundle_name(const char *format, char *out, size_t outsz);
+/* Builds (once) the whole-task bundle of a finished task: the output with
+ * answer.txt and trajectory.json, kept for nginx to serve. LB_E_TOOBIG over
  * the caps; err gets a sentence. */
-int lb_bundle_build(lb_store *s, const char *id, const char *format, const char *folder, char *err, size_t errsz);
+int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz);
+/* Answers r (task r->id, finished) with the bundle of its output folder
+ * `folder` (clean, relative), written straight into the response: nothing
+ * is kept. 404 for no such folder and 413 over the caps come before the
+ * head; a failure after it cuts the connection. */
+void lb_bundle_stream(lb_req *r, const char *format, const char *folder, const char *disposition);
 
 /* ---- web_main.c ---- */
 /* Where agent logs go: "log/" next to the database (var/log by default),

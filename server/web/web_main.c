@@ -15,12 +15,15 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "entry.h"
+#include "web/req_body.h"
 #include "web/sandbox_registry.h"
+#include "web/sse_admit.h"
 #include "web/sse_watch.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -154,6 +157,10 @@ static void lb_handle(FCGX_Request *fr, lb_store *s)
         lb_http_error(&r, 500, NULL, "The server failed to answer this request.");
     }
     lb_access_end(&r, t0);
+    if (r.body_bytes >= LB_JSON_TRIM_BYTES) {
+        FCGX_FFlush(fr->out); /* the answer first, then the housekeeping */
+        lb_req_trim(&r);
+    }
 }
 
 static void *lb_worker(void *arg)
@@ -321,6 +328,11 @@ int lb_web_main(int argc, char **argv)
         lb_warn("web: LLMBOX_SANDBOX_API_TOKEN is shorter than 16 characters; use a long random token");
     umask(027);
     signal(SIGPIPE, SIG_IGN); /* a client that went away is an error return, not a death */
+    /* Request bodies and their copies (up to tens of MiB) are mmapped and
+     * go back to the system when freed: a fixed threshold, since glibc's
+     * moving one would rise after the first large free and then keep
+     * such blocks in the arenas (the rest goes back with lb_req_trim). */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
     struct passwd *pw = NULL, pwbuf;
     char pwstore[1024];
@@ -417,6 +429,18 @@ int lb_web_main(int argc, char **argv)
     if (rc != LB_OK)
         lb_warn("web: cannot start the event-stream watcher (%s): each event stream polls the database itself",
                 lb_strerror(rc));
+    /* streams never take the reserve: requests always find a thread */
+    int reserve = lb_sse_reserve_for(cfg->web_threads, cfg->sse_reserve_threads);
+    if (lb_sse_admit_init(cfg->web_threads - reserve, cfg->sse_max_per_client) != LB_OK) {
+        fprintf(stderr, "llmbox web: out of memory\n");
+        return 1;
+    }
+    lb_info("web: event streams: at most %d open (web_threads %d minus a reserve of %d), %d per %s "
+            "(LLMBOX_SSE_MAX_PER_CLIENT)", cfg->web_threads - reserve, cfg->web_threads, reserve,
+            cfg->sse_max_per_client, cfg->n_users ? "user" : "client address");
+    if (reserve < cfg->sse_reserve_threads)
+        lb_warn("web: sse_reserve_threads %d is more than a quarter of web_threads %d: the reserve is %d",
+                cfg->sse_reserve_threads, cfg->web_threads, reserve);
     int started = 0;
     for (int i = 0; i < cfg->web_threads; i++) {
         pthread_t t;

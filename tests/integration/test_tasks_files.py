@@ -10,7 +10,7 @@ daemon, no model; finished tasks are simulated in the database):
   - "Run again" (POST /api/tasks/{id}/rerun) copies prompt, options, inputs;
   - delete removes the task, its files and its cached bundles;
   - bundles are built once and served with validators (304), folder
-    bundles, symlinks left out, caps answered 413;
+    bundles streamed and never kept, symlinks left out, caps answered 413;
   - history paging walks tasks made in the same millisecond;
   - limit_req on task starts answers 429 as JSON.
 
@@ -255,7 +255,6 @@ def t_delete_removes_everything(E):
         st, _, _ = E.req("GET", "/api/tasks/%s/%s" % (tid, q))
         assert st == 200, (q, st)
     assert os.path.exists(os.path.join(E.task_dir(tid), "bundle.zip"))
-    assert os.listdir(os.path.join(E.task_dir(tid), "bundles"))
     st, _, b = E.json("DELETE", "/api/tasks/" + tid)
     assert st == 200 and b == {"id": tid, "deleted": True}, b
     assert not os.path.exists(E.task_dir(tid)), "the task folder (and its cached bundles) must go"
@@ -314,8 +313,14 @@ def t_folder_bundle(E):
     assert st == 200, st
     names = sorted(tarfile.open(fileobj=io.BytesIO(body)).getnames())
     assert names == ["2024/a.png"], names
-    # cached under bundles/, once per folder and format
-    assert len(os.listdir(os.path.join(E.task_dir(tid), "bundles"))) == 2
+    # streamed: nothing kept on disk; an old kept folder bundle goes away
+    assert not os.path.exists(os.path.join(E.task_dir(tid), "bundles"))
+    assert "content-length" not in h and "private" in h.get("cache-control", ""), h
+    os.mkdir(os.path.join(E.task_dir(tid), "bundles"))
+    with open(os.path.join(E.task_dir(tid), "bundles", "0" * 32 + ".zip"), "wb") as f:
+        f.write(b"kept by an older version")
+    st, _, _ = E.req("GET", "/api/tasks/%s/bundle.zip?path=plots" % tid)
+    assert st == 200 and not os.path.exists(os.path.join(E.task_dir(tid), "bundles"))
     st, _, b = E.json("GET", "/api/tasks/%s/bundle.zip?path=nope" % tid)
     expect_error(st, b, 404)
     st, _, b = E.json("GET", "/api/tasks/%s/bundle.zip?path=top.txt" % tid)
@@ -342,6 +347,13 @@ def t_bundle_entry_cap_413(E):
     assert "one by one" in b["error"]["message"], b
     assert not os.path.exists(os.path.join(E.task_dir(tid), "bundle.zip"))
     assert not [n for n in os.listdir(E.task_dir(tid)) if ".tmp." in n], "a half-built bundle was left"
+    # a streamed folder bundle counts first: 413 before any byte of it
+    tid, out = finished_task_with_outputs(E, {"d/one.txt": b"1"})
+    for i in range(10001):
+        with open(os.path.join(out, "d", "f%05d" % i), "wb") as f:
+            f.write(b"x")
+    st, _, b = E.json("GET", "/api/tasks/%s/bundle.tar.gz?path=d" % tid)
+    expect_error(st, b, 413, "too_large")
 
 
 # ---------------------------------------------------------------- history

@@ -45,8 +45,11 @@ def main():
 
     env = {
         "LLMBOX_MAX_TASKS": str(TASKS + 8),
-        # one thread per open stream, and some for everything else
+        # one thread per open stream, and some for everything else (the
+        # streams' reserve of 8 among them)
         "LLMBOX_WEB_THREADS": str(CLIENTS + 64),
+        # every client connects from 127.0.0.1: one address holds them all
+        "LLMBOX_SSE_MAX_PER_CLIENT": str(CLIENTS),
     }
     say("%d SSE clients on %d tasks (%d each) x %d turns of %d ms; %s", CLIENTS, TASKS, PER_TASK, TURNS,
         MODEL_MS, load.machine())
