@@ -86,7 +86,9 @@ curl -fsS "${URL}api/health" 2>/dev/null | python3 -c '
 import json, sys
 h = json.load(sys.stdin)
 m = h.get("model", {})
-print("  model   %s at %s: %s" % (m.get("model"), m.get("url"), "reachable" if m.get("reachable") else m.get("message", "not reachable")))
+# with users, an anonymous /api/health has no model name or URL
+where = " %s at %s" % (m.get("model"), m.get("url")) if m.get("url") else ""
+print("  model  %s: %s" % (where, "reachable" if m.get("reachable") else m.get("message", "not reachable")))
 s = h.get("sandboxd", {})
 print("  sandbox %s" % ("ready" if s.get("ok") else s.get("message", "not ready")))
 ' || true

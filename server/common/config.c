@@ -257,6 +257,11 @@ static int set_cookie_secure(lb_config *c, const lb_cfg_key *k, const char *v, c
     return set_str(c, k, v, why, whysz);
 }
 
+static int set_allowed_hosts(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    return lb_cfgi_allowed_hosts_norm(v, field(c, k), k->size, why, whysz);
+}
+
 #define F(f) offsetof(lb_config, f), sizeof(((lb_config *)0)->f)
 #define KEY_INT(name, env, f, def, lo, hi) {name, env, NULL, set_int, F(f), lo, hi, #def}
 #define KEY_MIB(name, env, f, def, lo, hi) {name, env, NULL, set_mib, F(f), lo, hi, #def}
@@ -325,6 +330,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_MIB("user_max_upload_mb", "LLMBOX_USER_MAX_UPLOAD_MB", user_max_upload_bytes, 0, 0, 1 << 20),
     KEY_INT("session_ttl_s", "LLMBOX_SESSION_TTL_S", session_ttl_s, 604800, 60, 366 * 86400),
     {"cookie_secure", "LLMBOX_COOKIE_SECURE", NULL, set_cookie_secure, F(cookie_secure), 0, 0, "auto"},
+    {"allowed_hosts", "LLMBOX_ALLOWED_HOSTS", NULL, set_allowed_hosts, F(allowed_hosts), 0, 0, ""},
     {"tools", "LLMBOX_TOOLS", NULL, set_tools, F(tools), 0, 0, LB_CFG_DEFAULT_TOOLS},
     {"default_model", "LLMBOX_DEFAULT_MODEL", NULL, set_model_ref, F(default_model), 0, 0, ""},
 };

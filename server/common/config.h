@@ -25,6 +25,8 @@
 #define LB_CFG_USER_NAME 64           /* [A-Za-z0-9._-]{1,63}, like model names */
 #define LB_CFG_USER_TOKENS 4          /* token hashes per user (rotation: old and new) */
 #define LB_CFG_LISTEN 80              /* "ADDR:PORT" */
+#define LB_CFG_ALLOWED_HOSTS 512      /* allowed_hosts, normalized */
+#define LB_CFG_MAX_ALLOWED_HOSTS 16   /* names in allowed_hosts */
 
 typedef enum lb_cfg_tool_mode {
     LB_CFG_TOOLS_NATIVE = 0,
@@ -157,6 +159,11 @@ typedef struct lb_config {
     int session_ttl_s;               /* session_ttl_s | LLMBOX_SESSION_TTL_S, default 604800 (7 days) from login */
     char cookie_secure[8];           /* cookie_secure | LLMBOX_COOKIE_SECURE: "auto" (Secure when the request came
                                         over TLS) or "on" (always) */
+    char allowed_hosts[LB_CFG_ALLOWED_HOSTS]; /* allowed_hosts | LLMBOX_ALLOWED_HOSTS, default "": the names (with an
+                                        optional :port) this service is reached by beyond loopback and its listen
+                                        address, e.g. "llmbox.example.org"; stored lowercase, comma-separated.
+                                        Any other Host header is refused (DNS rebinding), and an Origin naming
+                                        one of them counts as this service's own (a proxy that rewrites Host) */
 } lb_config;
 
 /* Fills cfg from the defaults, the config file and the environment;
@@ -202,6 +209,13 @@ int lb_cfg_user_has_token(const lb_user_cfg *u, const char *hash);
 /* Whether the address part of listen ("127.0.0.1:8080", "[::1]:80") or an
  * address alone ("127.0.0.5", "::1", "::ffff:127.0.0.1") is loopback. */
 int lb_cfg_addr_is_loopback(const char *addr);
+/* Splits a Host value ("name", "name:port", "[v6]", "[v6]:port") into the
+ * lowercase host (brackets removed) and the port (0 when none). 0 when it
+ * is not of that shape (empty, bad characters, bad port, too long). */
+int lb_cfg_host_split(const char *v, size_t n, char *host, size_t hostsz, int *port);
+/* Whether host (lowercase, no brackets) and port (0: none) are named by
+ * allowed_hosts: an entry without a port names the host on any port. */
+int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port);
 
 /* "log/" next to the database: where agent logs and crash notes go. */
 void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz);

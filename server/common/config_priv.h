@@ -68,6 +68,9 @@ int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf);
 /* "ADDR:PORT" with ADDR an IPv4 or [IPv6] literal: LB_OK, or LB_E_INVAL
  * with a phrase in why. */
 int lb_cfgi_listen_check(const char *v, char *why, size_t whysz);
+/* allowed_hosts: v (names with an optional :port, separated by commas or
+ * spaces) checked and written lowercase, comma-separated, into out. */
+int lb_cfgi_allowed_hosts_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz);
 /* The checks that need both: listen beyond loopback needs users. */
 int lb_cfgi_check_access(const lb_config *c);
 

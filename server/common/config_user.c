@@ -285,3 +285,107 @@ int lb_cfg_user_has_token(const lb_user_cfg *u, const char *hash)
         ok |= lb_ct_equal(hash, u->token_sha256[t], 64);
     return ok;
 }
+
+/* ---- allowed_hosts and Host values --------------------------------------- */
+
+#define LB_HOST_NAME_MAX 253 /* a DNS name; an IPv6 literal is shorter */
+
+int lb_cfg_host_split(const char *v, size_t n, char *host, size_t hostsz, int *port)
+{
+    const char *end = v + n, *hend, *p;
+    *port = 0;
+    if (!n || hostsz < 2)
+        return 0;
+    if (v[0] == '[') {
+        const char *close = memchr(v, ']', n);
+        if (!close || close == v + 1)
+            return 0;
+        for (p = v + 1; p < close; p++)
+            if (!strchr("0123456789abcdefABCDEF:.", *p))
+                return 0;
+        hend = close + 1;
+        v++;
+        n = (size_t)(close - v);
+    } else {
+        const char *colon = memchr(v, ':', n);
+        hend = colon ? colon : end;
+        for (p = v; p < hend; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                  *p == '.' || *p == '-' || *p == '_'))
+                return 0;
+        n = (size_t)(hend - v);
+    }
+    if (!n || n > LB_HOST_NAME_MAX || n >= hostsz)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        host[i] = (char)((v[i] >= 'A' && v[i] <= 'Z') ? v[i] - 'A' + 'a' : v[i]);
+    host[n] = '\0';
+    if (hend == end)
+        return 1;
+    if (*hend != ':' || hend + 1 == end || end - hend > 6)
+        return 0;
+    long x = 0;
+    for (p = hend + 1; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        x = x * 10 + (*p - '0');
+    }
+    if (x < 1 || x > 65535)
+        return 0;
+    *port = (int)x;
+    return 1;
+}
+
+int lb_cfgi_allowed_hosts_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz)
+{
+    size_t o = 0;
+    int count = 0;
+    out[0] = '\0';
+    for (const char *p = v; *p;) {
+        p += strspn(p, ", \t");
+        size_t n = strcspn(p, ", \t");
+        if (!n)
+            break;
+        char host[LB_HOST_NAME_MAX + 1];
+        int port;
+        if (!lb_cfg_host_split(p, n, host, sizeof host, &port)) {
+            snprintf(why, whysz,
+                     "has \"%.*s\", which is not a host name or address with an optional :port (like "
+                     "llmbox.example.org, llmbox.example.org:8443 or [2001:db8::1]:8080)",
+                     (int)(n > 80 ? 80 : n), p);
+            return LB_E_INVAL;
+        }
+        if (++count > LB_CFG_MAX_ALLOWED_HOSTS) {
+            snprintf(why, whysz, "lists more than %d names", LB_CFG_MAX_ALLOWED_HOSTS);
+            return LB_E_TOOBIG;
+        }
+        char entry[LB_HOST_NAME_MAX + 16];
+        int len = port ? snprintf(entry, sizeof entry, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port)
+                       : snprintf(entry, sizeof entry, strchr(host, ':') ? "[%s]" : "%s", host);
+        if (o + (o ? 1 : 0) + (size_t)len >= outsz) {
+            snprintf(why, whysz, "is longer than %zu characters", outsz - 1);
+            return LB_E_TOOBIG;
+        }
+        if (o)
+            out[o++] = ',';
+        memcpy(out + o, entry, (size_t)len + 1);
+        o += (size_t)len;
+        p += n;
+    }
+    return LB_OK;
+}
+
+int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port)
+{
+    for (const char *p = cfg->allowed_hosts; *p;) {
+        size_t n = strcspn(p, ",");
+        char h[LB_HOST_NAME_MAX + 1];
+        int eport;
+        /* entries were checked and normalized at load */
+        if (lb_cfg_host_split(p, n, h, sizeof h, &eport) && !strcmp(h, host) && (!eport || eport == port))
+            return 1;
+        p += n;
+        p += *p == ',';
+    }
+    return 0;
+}

@@ -14,9 +14,13 @@
  *     random 256-bit id whose SHA-256 names a row of the sessions table.
  *     A request that changes state (anything but GET and HEAD) must also
  *     carry X-CSRF-Token, derived from the session id (HMAC), which only
- *     the page can read (from the login answer or GET /api/session); and
- *     when the browser says where the request comes from (Sec-Fetch-Site,
- *     else Origin), it must be this origin.
+ *     the page can read (from the login answer or GET /api/session).
+ *
+ * Before any of that, with users or without, on every backend route
+ * (lb_route): the Host must be one of this service's names (DNS
+ * rebinding), and a request that changes state must come from the page
+ * itself, never from an opaque origin (a generated file) or another site
+ * (lb_auth_host_ok, lb_auth_origin_ok below say how and why).
  *
  * A task belongs to the user who made it; anyone else gets the 404 of an
  * unknown task, so ids of other people's tasks cannot even be confirmed.
@@ -136,23 +140,142 @@ static int lb_changes_state(const char *m)
     return strcmp(m, "GET") && strcmp(m, "HEAD") && strcmp(m, "OPTIONS");
 }
 
-/* The page's own origin: Sec-Fetch-Site (set by the browser, which a page
- * cannot forge) when present, else Origin against Host. Requests without
- * either (curl, older browsers) pass: the CSRF token is the real check. */
-static int lb_same_origin(lb_req *r, const char **why)
+static const char *lb_remote(lb_req *r)
 {
-    const char *site = lb_http_param(r, "HTTP_SEC_FETCH_SITE");
-    if (site && *site) {
-        *why = "it came from another site";
-        return !strcmp(site, "same-origin");
-    }
-    const char *origin = lb_http_param(r, "HTTP_ORIGIN");
-    if (!origin || !*origin)
+    const char *a = lb_http_param(r, "REMOTE_ADDR");
+    return a && *a ? a : "?";
+}
+
+/* Header text as it may appear in a log line or a message: at most 100
+ * bytes, anything but printable ASCII (and '"', '\\') as '?'. */
+static void lb_shown(const char *v, char *out, size_t outsz)
+{
+    size_t o = 0;
+    for (; v && *v && o + 1 < outsz && o < 100; v++)
+        out[o++] = (*v < 0x20 || *v >= 0x7f || *v == '"' || *v == '\\') ? '?' : *v;
+    out[o] = '\0';
+}
+
+/* ---- the host a request names, and the origin it comes from ----
+ *
+ * DNS rebinding: a page of attacker.example has its name re-pointed to
+ * 127.0.0.1, and then reads this service as its own origin (Origin and
+ * Host both say attacker.example, so no origin check can tell). What the
+ * attacker cannot choose is the name: the browser sends it in Host. So
+ * every backend request must name one of this service's own hosts:
+ *   - a loopback name: localhost, 127.x.y.z, ::1;
+ *   - the address of `listen`, or the local address the connection came
+ *     in on (nginx's $server_addr): an IP literal, which no DNS answer can
+ *     re-point;
+ *   - a name of allowed_hosts (the names a proxy or DNS gives it).
+ * The port is not compared, except for an allowed_hosts entry that names
+ * one: a port cannot be rebound either, and an SSH tunnel
+ * (localhost:9000 -> 127.0.0.1:8080) must keep working. A request with
+ * no Host at all (HTTP/1.0) names nothing and passes. */
+static int lb_host_is_ours(lb_req *r, const char *host, int port)
+{
+    const lb_config *cfg = lb_cfg();
+    if (!strcmp(host, "localhost") || lb_cfg_addr_is_loopback(host))
         return 1;
-    const char *host = lb_http_param(r, "HTTP_HOST");
+    char lh[LB_CFG_LISTEN];
+    int lport;
+    if (lb_cfg_host_split(cfg->listen, strlen(cfg->listen), lh, sizeof lh, &lport) && !strcmp(lh, host) &&
+        strcmp(lh, "0.0.0.0") && strcmp(lh, "::"))
+        return 1;
+    const char *sa = lb_http_param(r, "SERVER_ADDR");
+    if (sa && *sa && !strcasecmp(sa, host))
+        return 1;
+    return lb_cfg_host_allowed(cfg, host, port);
+}
+
+int lb_auth_host_ok(lb_req *r)
+{
+    const char *hv = lb_http_param(r, "HTTP_HOST");
+    if (!hv || !*hv)
+        return 1;
+    char host[256];
+    int port;
+    if (lb_cfg_host_split(hv, strlen(hv), host, sizeof host, &port) && lb_host_is_ours(r, host, port))
+        return 1;
+    char shown[128];
+    lb_shown(hv, shown, sizeof shown);
+    lb_warn("web: %s from %s: refused, Host \"%s\" is not a name of this service (allowed_hosts)", r->method,
+            lb_remote(r), shown);
+    lb_http_drain(r);
+    lb_http_error(r, 403, "host_not_allowed",
+                  "This llmbox does not answer to the host name \"%s\": it answers to localhost, its loopback "
+                  "and listen addresses, and the names in allowed_hosts. If this is the name it is reached by, "
+                  "the operator adds it to allowed_hosts in llmbox.conf (LLMBOX_ALLOWED_HOSTS).",
+                  shown);
+    return 0;
+}
+
+/* Origin ("scheme://host[:port]") names this service: it is the Host of
+ * the request, or an allowed_hosts name (a proxy in front that passes its
+ * own Host to nginx). */
+static int lb_origin_is_ours(lb_req *r, const char *origin)
+{
     const char *o = strstr(origin, "://");
-    *why = "its Origin is not this server";
-    return host && o && !strcasecmp(o + 3, host);
+    const char *host = lb_http_param(r, "HTTP_HOST");
+    if (!o)
+        return 0;
+    if (host && *host && !strcasecmp(o + 3, host))
+        return 1;
+    char h[256];
+    int port;
+    if (!lb_cfg_host_split(o + 3, strlen(o + 3), h, sizeof h, &port))
+        return 0;
+    if (!port)
+        port = !strncasecmp(origin, "https://", 8) ? 443 : 80;
+    return lb_cfg_host_allowed(lb_cfg(), h, port);
+}
+
+/* A request that changes state must come from the page itself (CSRF):
+ * with users or without, whatever its credentials. The browser says where
+ * a request comes from and a page cannot forge it:
+ *   - Origin: null (an opaque origin: a generated html or svg file in the
+ *     preview's sandboxed frame, or opened in a tab under its CSP
+ *     sandbox) is always refused: viewing a result must never act;
+ *   - Sec-Fetch-Site, when sent (every current browser), must be
+ *     same-origin (same-site is another port or a sibling name: not us);
+ *   - else Origin, when sent, must name this service.
+ * A request with neither header passes: curl, scripts and the tests send
+ * none, and every browser in use sends one of them on a cross-origin
+ * request that changes state (Origin on every POST since Chrome 2019 and
+ * Firefox 70; Sec-Fetch-Site since Chrome 76, Firefox 90, Safari 16.4),
+ * so only a browser too old to matter could be driven without them. Such
+ * clients are not at risk from DNS rebinding either: the Host check comes
+ * first. With a login cookie, the CSRF token is checked as well. */
+int lb_auth_origin_ok(lb_req *r)
+{
+    if (!lb_changes_state(r->method))
+        return 1;
+    const char *origin = lb_http_param(r, "HTTP_ORIGIN");
+    const char *site = lb_http_param(r, "HTTP_SEC_FETCH_SITE");
+    char shown[128], why[256];
+    why[0] = '\0';
+    if (origin && !strcmp(origin, "null")) {
+        snprintf(why, sizeof why,
+                 "it came from a document with an opaque origin (Origin: null), such as a generated file "
+                 "viewed in a preview or opened in its own tab");
+    } else if (site && *site) {
+        if (strcmp(site, "same-origin")) {
+            lb_shown(site, shown, sizeof shown);
+            snprintf(why, sizeof why, "the browser says it came from another page (Sec-Fetch-Site: %s)", shown);
+        }
+    } else if (origin && *origin && !lb_origin_is_ours(r, origin)) {
+        lb_shown(origin, shown, sizeof shown);
+        snprintf(why, sizeof why, "its Origin (%s) is not this server", shown);
+    }
+    if (!why[0])
+        return 1;
+    lb_warn("web: %s from %s: refused, %s", r->method, lb_remote(r), why);
+    lb_http_drain(r);
+    lb_http_error(r, 403, "csrf",
+                  "This request was refused because %s; requests that change something must come from the "
+                  "llmbox page itself (scripts send no Origin header).",
+                  why);
+    return 0;
 }
 
 static void lb_unauthorized(lb_req *r, const char *error, const char *extra_hdr, const char *msg)
@@ -181,12 +304,6 @@ static int lb_bearer(const char *h, const char **tok, size_t *tlen)
     *tok = t;
     *tlen = n;
     return 1;
-}
-
-static const char *lb_remote(lb_req *r)
-{
-    const char *a = lb_http_param(r, "REMOTE_ADDR");
-    return a && *a ? a : "?";
 }
 
 int lb_auth_request(lb_req *r)
@@ -254,8 +371,8 @@ int lb_auth_request(lb_req *r)
     r->user = u;
     r->via_session = 1;
     memcpy(r->session_id, sid, sizeof sid);
+    /* where the request came from was checked before (lb_auth_origin_ok) */
     if (lb_changes_state(r->method)) {
-        const char *why = "";
         char want[LB_SHA256_HEX];
         const char *got = lb_http_param(r, "HTTP_X_CSRF_TOKEN");
         lb_auth_csrf_token(sid, want);
@@ -269,15 +386,28 @@ int lb_auth_request(lb_req *r)
                           "`Authorization: Bearer <token>` instead of a cookie.");
             return 0;
         }
-        if (!lb_same_origin(r, &why)) {
-            lb_warn("web: %s %.100s from %s (user %s): refused, %s", r->method, r->path, lb_remote(r), u->name,
-                    why);
-            lb_http_drain(r);
-            lb_http_error(r, 403, "csrf", "This request was refused because %s; use the llmbox page itself.", why);
-            return 0;
-        }
     }
     return 1;
+}
+
+const lb_user_cfg *lb_auth_peek(lb_req *r)
+{
+    const lb_config *cfg = lb_cfg();
+    const char *authz = lb_http_param(r, "HTTP_AUTHORIZATION");
+    if (authz && *authz) {
+        const char *tok = NULL;
+        size_t tlen = 0;
+        if (!lb_bearer(authz, &tok, &tlen) || !tlen || tlen > LB_TOKEN_MAX)
+            return NULL;
+        return lb_cfg_user_by_token(cfg, tok, tlen);
+    }
+    char sid[65], h[LB_SHA256_HEX];
+    lb_session se;
+    if (!lb_auth_cookie(r, sid) || lb_sha256_hex(sid, 64, h) != LB_OK ||
+        lb_store_session_get(r->store, h, lb_now_ms(), &se) != LB_OK)
+        return NULL;
+    const lb_user_cfg *u = lb_cfg_user(cfg, se.user);
+    return u && lb_cfg_user_has_token(u, se.token_sha256) ? u : NULL;
 }
 
 int lb_auth_task_visible(lb_req *r)

@@ -251,9 +251,51 @@ static cJSON *lb_model_status(void)
     return o;
 }
 
+/* /api/health for a caller without a login on a service with users:
+ * whether it works, and nothing an outsider could use (no model URL or
+ * name, no socket path, no counts). The page's indicator needs only
+ * sandboxd.ok and model.reachable; the messages are generic. */
+static void lb_health_public(lb_req *r)
+{
+    cJSON *sb = lb_sandboxd_info();
+    cJSON *model = lb_model_status();
+    cJSON *o = cJSON_CreateObject();
+    cJSON *psb = o ? cJSON_AddObjectToObject(o, "sandboxd") : NULL;
+    cJSON *pm = o ? cJSON_AddObjectToObject(o, "model") : NULL;
+    if (!sb || !model || !psb || !pm) {
+        cJSON_Delete(sb);
+        cJSON_Delete(model);
+        cJSON_Delete(o);
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        return;
+    }
+    int sb_ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sb, "ok"));
+    int m_ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "reachable"));
+    cJSON_AddBoolToObject(o, "ok", 1);
+    cJSON_AddStringToObject(o, "version", LLMBOX_VERSION);
+    cJSON_AddBoolToObject(psb, "ok", sb_ok);
+    if (!sb_ok)
+        cJSON_AddStringToObject(psb, "message", "The sandbox daemon is not available.");
+    cJSON_AddBoolToObject(pm, "reachable", m_ok);
+    if (!m_ok)
+        cJSON_AddStringToObject(pm, "message", "The model endpoint is not reachable.");
+    cJSON_AddStringToObject(o, "detail", "public");
+    cJSON_Delete(sb);
+    cJSON_Delete(model);
+    lb_http_json(r, 200, o, NULL);
+    cJSON_Delete(o);
+}
+
 void lb_h_health(lb_req *r)
 {
     const lb_config *cfg = lb_cfg();
+    /* Without users everyone who gets here (loopback, our Host) can read
+     * every task and /api/models anyway: the full answer. With users, the
+     * details are for who is logged in (session or API token). */
+    if (cfg->n_users && !r->user) {
+        lb_health_public(r);
+        return;
+    }
     cJSON *o = cJSON_CreateObject();
     cJSON *sb = lb_sandboxd_info();
     cJSON *model = lb_model_status();
@@ -267,6 +309,7 @@ void lb_h_health(lb_req *r)
     }
     cJSON_AddBoolToObject(o, "ok", 1); /* this process answers; dependencies below */
     cJSON_AddStringToObject(o, "version", LLMBOX_VERSION);
+    cJSON_AddStringToObject(o, "detail", "full");
     /* the warm pool, at the top as well: {size, ready, hits, misses, ...}
      * from sandboxd's ping, null while sandboxd cannot be asked */
     const cJSON *pool = cJSON_GetObjectItemCaseSensitive(sb, "pool");

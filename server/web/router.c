@@ -117,6 +117,13 @@ static const char *lb_task_route_class(const char *sub)
 void lb_route(lb_req *r)
 {
     const char *p = r->path;
+    /* Every route, the sandbox API and /metrics included: a Host that is
+     * not ours (DNS rebinding) and a state change from another origin or
+     * a generated file are refused before anything else (auth.c). */
+    if (!lb_auth_host_ok(r) || !lb_auth_origin_ok(r)) {
+        r->route = "refused";
+        return;
+    }
     /* Prometheus scrapes a fixed path outside /api/; nginx lets only
      * loopback reach it unless the operator opens it (nginx.conf). */
     if (!strcmp(p, "/metrics")) {
@@ -142,8 +149,12 @@ void lb_route(lb_req *r)
      * header), the login itself, and preview links (a key instead) */
     if (!strcmp(p, "health")) {
         r->route = "health";
-        if (lb_allow(r, M_GET))
-            lb_h_health(r);
+        if (!lb_allow(r, M_GET))
+            return;
+        /* no login needed; with users, who is logged in sees the details */
+        if (lb_cfg()->n_users)
+            r->user = lb_auth_peek(r);
+        lb_h_health(r);
         return;
     }
     if (!strcmp(p, "session")) {

@@ -102,6 +102,18 @@ int lb_auth_init(void);
  * users: no login, but only loopback clients. Answers (401, 403) and
  * returns 0 when the request may not go on; returns 1 otherwise. */
 int lb_auth_request(lb_req *r);
+/* Whether the Host of r names this service (loopback, the listen or
+ * local address, allowed_hosts): answers 403 host_not_allowed and returns
+ * 0 when not. Every backend route, first. */
+int lb_auth_host_ok(lb_req *r);
+/* For a request that changes state (not GET/HEAD/OPTIONS): whether it
+ * comes from the page itself: never Origin: null, Sec-Fetch-Site
+ * same-origin when sent, else an Origin naming this service when sent.
+ * Answers 403 csrf and returns 0 when not. Every backend route. */
+int lb_auth_origin_ok(lb_req *r);
+/* The user r's credentials (Bearer token or session cookie) name, or
+ * NULL; answers nothing (for /api/health, which needs no login). */
+const lb_user_cfg *lb_auth_peek(lb_req *r);
 /* Whether r may see task r->id: answers 404 (as for an unknown task)
  * and returns 0 when the task belongs to someone else. */
 int lb_auth_task_visible(lb_req *r);

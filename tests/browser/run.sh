@@ -10,4 +10,9 @@ fi
 if [ ! -d node_modules/playwright-core ]; then
     npm install --no-audit --no-fund --silent >&2
 fi
-exec python3 test_page.py
+rc=0
+python3 test_page.py || rc=1
+# drive-by attacks on an install without users (another origin, DNS
+# rebinding, generated html/svg): about 5 s
+python3 test_origin.py || rc=1
+exit $rc

@@ -18,7 +18,7 @@ static const char *const vars[] = {
     "LLMBOX_LLM_PROVIDER", "LLMBOX_LLM_KEY", "OPENAI_API_KEY", "LLMBOX_TOOLS", "LLMBOX_TOKEN_BUDGET",
     "LLMBOX_DEFAULT_MODEL", "QWEN_TEST_KEY", "LLMBOX_LLM_EXTRA_BODY", "LLMBOX_REPLAY_FILE", "LLMBOX_POOL_IMAGES", "LLMBOX_IMAGE",
     "LLMBOX_SANDBOX_API_TOKEN", "LLMBOX_SANDBOX_API_TTL_S", "LLMBOX_SANDBOX_API_TTL_MAX_S",
-    "LLMBOX_SANDBOX_UID_BASE", NULL,
+    "LLMBOX_SANDBOX_UID_BASE", "LLMBOX_ALLOWED_HOSTS", NULL,
 };
 
 static void clean_env(void)
@@ -280,6 +280,38 @@ TEST(sandbox_keys)
     clean_env();
 }
 
+/* allowed_hosts: checked, lowercased, and what a Host header may name. */
+TEST(allowed_hosts)
+{
+    clean_env();
+    CHECK(load("allowed_hosts = LLMBox.Example.org, proxy.example:8443 [2001:DB8::1]:8080\n") == LB_OK);
+    const lb_config *c = lb_cfg();
+    CHECK(!strcmp(c->allowed_hosts, "llmbox.example.org,proxy.example:8443,[2001:db8::1]:8080"));
+    CHECK(lb_cfg_host_allowed(c, "llmbox.example.org", 0) && lb_cfg_host_allowed(c, "llmbox.example.org", 9));
+    CHECK(lb_cfg_host_allowed(c, "proxy.example", 8443) && !lb_cfg_host_allowed(c, "proxy.example", 443));
+    CHECK(!lb_cfg_host_allowed(c, "proxy.example", 0));
+    CHECK(lb_cfg_host_allowed(c, "2001:db8::1", 8080) && !lb_cfg_host_allowed(c, "example.org", 0));
+    CHECK(!lb_cfg_host_allowed(c, "x.llmbox.example.org", 0));
+    CHECK(load("allowed_hosts = good.example, bad/name\n") != LB_OK && error_is(1, "bad/name"));
+    CHECK(load("allowed_hosts = a.example:0\n") != LB_OK);
+    CHECK(load("allowed_hosts = a.example:65536\n") != LB_OK);
+    CHECK(load("allowed_hosts = a b c d e f g h i j k l m n o p q\n") != LB_OK && error_has("more than 16"));
+    setenv("LLMBOX_ALLOWED_HOSTS", "Env.Example", 1);
+    CHECK(load("allowed_hosts = file.example\n") == LB_OK && !strcmp(lb_cfg()->allowed_hosts, "env.example"));
+    unsetenv("LLMBOX_ALLOWED_HOSTS");
+    CHECK(load("\n") == LB_OK && !lb_cfg()->allowed_hosts[0] && !lb_cfg_host_allowed(lb_cfg(), "localhost", 0));
+    /* Host header shapes */
+    char h[256];
+    int port;
+    CHECK(lb_cfg_host_split("LocalHost:8080", 14, h, sizeof h, &port) && !strcmp(h, "localhost") && port == 8080);
+    CHECK(lb_cfg_host_split("[::1]", 5, h, sizeof h, &port) && !strcmp(h, "::1") && port == 0);
+    CHECK(lb_cfg_host_split("[::1]:80", 8, h, sizeof h, &port) && !strcmp(h, "::1") && port == 80);
+    CHECK(!lb_cfg_host_split("", 0, h, sizeof h, &port) && !lb_cfg_host_split("a:b", 3, h, sizeof h, &port));
+    CHECK(!lb_cfg_host_split("a b", 3, h, sizeof h, &port) && !lb_cfg_host_split("[::1", 4, h, sizeof h, &port));
+    CHECK(!lb_cfg_host_split("a:1:2", 5, h, sizeof h, &port) && !lb_cfg_host_split("a:", 2, h, sizeof h, &port));
+    CHECK(!lb_cfg_host_split("[]", 2, h, sizeof h, &port) && !lb_cfg_host_split("[::1]x", 6, h, sizeof h, &port));
+}
+
 int main(void)
 {
     snprintf(conf, sizeof conf, "/tmp/lb-conf-%d.conf", (int)getpid());
@@ -290,6 +322,7 @@ int main(void)
     RUN(too_many_models_and_big_file);
     RUN(environment_errors_name_the_variable);
     RUN(sandbox_keys);
+    RUN(allowed_hosts);
     unlink(conf);
     return testlib_done();
 }
