@@ -69,7 +69,7 @@ static const char *lb_method_class(const char *m)
 /* The path as logged: cut at 255 bytes, and the key of a preview link
  * (/api/tasks/{id}/preview/{key}/...) replaced by "-": it opens the task's
  * files to whoever has it, and logs are read by more people. */
-static void lb_access_path(const char *in, char *out, size_t outsz)
+void lb_access_path(const char *in, char *out, size_t outsz)
 {
     size_t n = strnlen(in, outsz - 1);
     memcpy(out, in, n);

@@ -334,7 +334,9 @@ int lb_auth_request(lb_req *r)
         }
         const lb_user_cfg *u = tlen <= LB_TOKEN_MAX ? lb_cfg_user_by_token(cfg, tok, tlen) : NULL;
         if (!u) {
-            lb_warn("web: %s %.100s from %s: wrong API token", r->method, r->path, lb_remote(r));
+            char path[101];
+            lb_access_path(r->path, path, sizeof path);
+            lb_warn("web: %s %s from %s: wrong API token", r->method, path, lb_remote(r));
             lb_unauthorized(r, "invalid_token", NULL,
                             "This API token is not valid here (it may have been replaced); ask the operator "
                             "for a new one.");
@@ -377,8 +379,10 @@ int lb_auth_request(lb_req *r)
         const char *got = lb_http_param(r, "HTTP_X_CSRF_TOKEN");
         lb_auth_csrf_token(sid, want);
         if (!got || strlen(got) != 64 || !want[0] || !lb_ct_equal(got, want, 64)) {
-            lb_warn("web: %s %.100s from %s (user %s): refused, no valid CSRF token", r->method, r->path,
-                    lb_remote(r), u->name);
+            char path[101];
+            lb_access_path(r->path, path, sizeof path);
+            lb_warn("web: %s %s from %s (user %s): refused, no valid CSRF token", r->method, path, lb_remote(r),
+                    u->name);
             lb_http_drain(r);
             lb_http_error(r, 403, "csrf",
                           "This request came with a login cookie but without the page's CSRF token "

@@ -43,7 +43,9 @@ const char *lb_http_param(lb_req *r, const char *name)
 void lb_http_head(lb_req *r, int status, const char *content_type, const char *extra)
 {
     if (r->responded) {
-        lb_warn("web: second response head for %s %s ignored", r->method, r->path);
+        char path[256];
+        lb_access_path(r->path, path, sizeof path); /* never a preview key in a log */
+        lb_warn("web: second response head for %s %s ignored", r->method, path);
         return;
     }
     r->responded = 1;
@@ -145,7 +147,9 @@ void lb_http_method_not_allowed(lb_req *r, const char *allow)
 
 void lb_http_disk_full(lb_req *r, const char *what)
 {
-    lb_error("web: %s %s: the disk is full: could not %s", r->method, r->path, what);
+    char path[256];
+    lb_access_path(r->path, path, sizeof path);
+    lb_error("web: %s %s: the disk is full: could not %s", r->method, path, what);
     lb_http_error(r, 507, NULL,
                   "The server's disk is full, so it could not %s. Nothing was lost; try again once the "
                   "operator has freed space.", what);

@@ -176,6 +176,9 @@ int64_t lb_access_bytes(const lb_req *r);
  * checks and scrapes at debug level only) and the request's counts in
  * llmbox_http_requests_total and llmbox_http_request_duration_seconds. */
 void lb_access_end(lb_req *r, int64_t t0_ms);
+/* The path as any log line may show it: cut to outsz - 1 bytes, a preview
+ * link's key replaced by "-". */
+void lb_access_path(const char *in, char *out, size_t outsz);
 
 /* ---- handlers_metrics.c: GET /metrics (Prometheus text format 0.0.4) ---- */
 void lb_h_metrics(lb_req *r);
