@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -342,10 +343,36 @@ static void init_limits(const lbsd_init_cfg *cfg)
     }
 }
 
+/* A user namespace's owner is the euid that made it, and the kernel charges
+ * the per-user counts of everyone inside (inotify instances and watches,
+ * fanotify groups, nested namespaces, POSIX mqueue bytes, pending signals)
+ * to that owner in the parent namespace too. Made by host root, every
+ * sandbox and host root itself drew on one count: one sandbox holding 128
+ * inotify instances (user.max_inotify_instances) left none for any other
+ * sandbox, nor for root's daemons. So the namespace is made as the
+ * sandbox's own root on the host, keeping the capabilities (for hosts that
+ * allow unprivileged user namespaces to privileged processes only). */
+static void init_become_owner(uint32_t root)
+{
+    if (setgroups(0, NULL) != 0 || prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
+        init_fail("keep capabilities");
+    if (setresgid(root, root, root) != 0 || setresuid(root, root, root) != 0)
+        init_fail("become the sandbox's root on the host");
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &h, d) != 0)
+        init_fail("capget");
+    for (int i = 0; i < 2; i++)
+        d[i].effective = d[i].permitted;
+    if (syscall(SYS_capset, &h, d) != 0)
+        init_fail("capset");
+}
+
 /* Becomes root of a new user namespace whose ids sandboxd maps to the
  * sandbox's host range (uidslot.h). */
-static void init_userns(void)
+static void init_userns(const lbsd_init_cfg *cfg)
 {
+    init_become_owner(cfg->uid_root);
     if (unshare(CLONE_NEWUSER) != 0)
         init_fail("unshare a user namespace (is user.max_user_namespaces 0?)");
     init_send("USERNS");
@@ -598,7 +625,7 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
         init_fail("sethostname");
     init_loopback();
     init_limits(cfg);
-    init_userns();
+    init_userns(cfg);
     if (lbsd_drop_caps() != LB_OK)
         init_fail("drop capabilities");
     if (lbsd_seccomp_apply() != LB_OK)

@@ -272,7 +272,9 @@ static void slot_warn_shared(const char *why)
             "new pipes to 8 KiB and makes F_SETPIPE_SZ fail), unix fds in flight (past "
             "RLIMIT_NOFILE every SCM_RIGHTS fails with ETOOMANYREFS), epoll watches "
             "(fs.epoll.max_user_watches), locked memory of io_uring/perf/AF_XDP rings, watch "
-            "queues and key quotas",
+            "queues and key quotas; and, through the owner of their user namespaces, inotify "
+            "instances and watches, fanotify groups, nested namespaces, POSIX mqueue bytes and "
+            "pending signals",
             b, b + LBSD_ID_COUNT - 1, why);
 }
 
@@ -280,7 +282,18 @@ void lbsd_slot_init(void)
 {
     const lb_config *cfg = lb_cfg();
     int want = cfg->sandbox_uid_slots, fit = slot_fit();
-    g_count = 0;
+    /* (called once by sandboxd; again only by the unit tests) */
+    for (int k = 1; k <= g_count; k++) {
+        lbsd_slot_release(k);
+        if (g_ns_fd[k] >= 0)
+            close(g_ns_fd[k]);
+    }
+    free(g_held);
+    free(g_lock_fd);
+    free(g_ns_fd);
+    g_held = NULL;
+    g_lock_fd = g_ns_fd = NULL;
+    g_count = g_used = 0;
     if (want == 0) {
         slot_warn_shared("LLMBOX_SANDBOX_UID_SLOTS=0");
         return;

@@ -148,6 +148,71 @@ def kernel_counters_per_sandbox(d):
     p.raise_if()
 
 
+INOTIFY_HOLD = r'''
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+fds = [libc.inotify_init1(0) for i in range(100)]
+print("held", sum(1 for f in fds if f >= 0), flush=True)
+time.sleep(20)
+'''
+
+INOTIFY_COUNT = r'''
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+fds = []
+for i in range(100):
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    fds.append(fd)
+n = len(fds)
+for fd in fds:
+    os.close(fd)
+out({"n": n})
+'''
+
+
+def _host_inotify(n):
+    """How many of n inotify instances host root gets (closed at once)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fds = []
+    for _ in range(n):
+        fd = libc.inotify_init1(0)
+        if fd < 0:
+            break
+        fds.append(fd)
+    for fd in fds:
+        os.close(fd)
+    return len(fds)
+
+
+def user_counts_per_sandbox(d):
+    """The user namespace's per-user counts are charged to its owner in the
+    host namespace too (user.max_inotify_instances, 128): A holds 100
+    inotify instances; B and host root still get 100 each."""
+    p = Problems()
+    limit = int(open("/proc/sys/user/max_inotify_instances").read())
+    if limit < 100 or limit > 4096:
+        raise AssertionError("user.max_inotify_instances is %d: this check assumes 100..4096" % limit)
+    with d.connect() as c:
+        a, b = c.create(), c.create()
+        c.call({"op": "write", "id": a, "path": "/tmp/hold.py"}, INOTIFY_HOLD.encode())
+        try:
+            held = sh(c, a, "(python3 /tmp/hold.py >/tmp/hold.out 2>&1 </dev/null &); "
+                            "for i in $(seq 50); do grep -q held /tmp/hold.out && break; sleep 0.1; "
+                            "done; cat /tmp/hold.out")
+            p.expect(held.strip() == "held 100", "A could not take 100 inotify instances: %r" % held)
+            got = py(c, b, INOTIFY_COUNT).get("n")
+            p.expect(got == 100, "B gets %r of 100 inotify instances while A holds 100" % got)
+            host = _host_inotify(100)
+            p.expect(host == 100, "host root gets %d of 100 inotify instances while A holds 100" % host)
+        finally:
+            c.destroy(a)
+        c.destroy(b)
+    p.raise_if()
+
+
 def _uid_root(c, sid):
     """Host uid of the sandbox's root, from its own uid_map ("0 X 65536")."""
     f = sh(c, sid, "cat /proc/self/uid_map /proc/self/gid_map").split()
@@ -253,6 +318,7 @@ def shared_range_fallback(d):
 
 CHECKS = [
     ("kernel_counters_per_sandbox", kernel_counters_per_sandbox),
+    ("user_counts_per_sandbox", user_counts_per_sandbox),
     ("host_uid_ranges", host_uid_ranges),
     ("mountinfo_hides_host_paths", mountinfo_hides_host_paths),
     ("shared_range_fallback", shared_range_fallback),
