@@ -351,7 +351,8 @@ static void init_limits(const lbsd_init_cfg *cfg)
  * inotify instances (user.max_inotify_instances) left none for any other
  * sandbox, nor for root's daemons. So the namespace is made as the
  * sandbox's own root on the host, keeping the capabilities (for hosts that
- * allow unprivileged user namespaces to privileged processes only). */
+ * allow user namespaces to privileged processes only). The owner's
+ * RLIMIT_NPROC (ours now) then also caps the sandbox's processes together. */
 static void init_become_owner(uint32_t root)
 {
     if (setgroups(0, NULL) != 0 || prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
@@ -372,7 +373,12 @@ static void init_become_owner(uint32_t root)
  * sandbox's host range (uidslot.h). */
 static void init_userns(const lbsd_init_cfg *cfg)
 {
-    init_become_owner(cfg->uid_root);
+    /* Only with a range of its own: in the shared range (uidslot.h) every
+     * sandbox's owner would be the same host uid, and the owner's
+     * RLIMIT_NPROC at creation would then cap all sandboxes' processes
+     * together. There host root stays the owner, as before. */
+    if (cfg->idmap_fd >= 0)
+        init_become_owner(cfg->uid_root);
     if (unshare(CLONE_NEWUSER) != 0)
         init_fail("unshare a user namespace (is user.max_user_namespaces 0?)");
     init_send("USERNS");

@@ -272,9 +272,9 @@ static void slot_warn_shared(const char *why)
             "new pipes to 8 KiB and makes F_SETPIPE_SZ fail), unix fds in flight (past "
             "RLIMIT_NOFILE every SCM_RIGHTS fails with ETOOMANYREFS), epoll watches "
             "(fs.epoll.max_user_watches), locked memory of io_uring/perf/AF_XDP rings, watch "
-            "queues and key quotas; and, through the owner of their user namespaces, inotify "
-            "instances and watches, fanotify groups, nested namespaces, POSIX mqueue bytes and "
-            "pending signals",
+            "queues and key quotas; and, with host root (the owner of their user namespaces), "
+            "inotify instances and watches (user.max_inotify_instances), fanotify groups, nested "
+            "namespaces, POSIX mqueue bytes and pending signals",
             b, b + LBSD_ID_COUNT - 1, why);
 }
 
