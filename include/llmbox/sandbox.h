@@ -76,7 +76,10 @@
  *            sent meanwhile gets "busy" after the exec's answer. Used on
  *            cancel, so the outputs can still be collected afterwards.
  *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit",
- *                                                           uid_base (host uid of sandbox root)}
+ *                                                           uid_base (host uid of the images' ids),
+ *                                                           uid_slots (host uid ranges for sandboxes,
+ *                                                           one each above uid_base; 0: all share
+ *                                                           uid_base's), uid_slots_used}
  *
  * Sandboxes belong to the connection that created them: when it closes
  * (the agent exits, is killed or cancelled), sandboxd destroys them. That

@@ -309,6 +309,10 @@ static const lb_cfg_key lb_keys[] = {
      * signed int break, and below systemd's foreign-uid range (0x7FFE0000).
      * The range must not start inside 0..65535 (those are the ids it maps). */
     KEY_INT("sandbox_uid_base", "LLMBOX_SANDBOX_UID_BASE", sandbox_uid_base, 1879048192, 65536, 2147418111),
+    /* one range of 65536 ids per live sandbox above the images' (BASE + k *
+     * 65536): per-uid kernel counters stay per sandbox; as many as fit
+     * below 2^31 are used (4095 with the default base) */
+    KEY_INT("sandbox_uid_slots", "LLMBOX_SANDBOX_UID_SLOTS", sandbox_uid_slots, 4095, 0, 32767),
     KEY_INT("pool_size", "LLMBOX_POOL_SIZE", pool_size, 4, 0, 64),
     KEY_STR("pool_images", "LLMBOX_POOL_IMAGES", pool_images, ""), /* "": the default image */
     KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),

@@ -114,7 +114,10 @@ typedef struct lb_config {
     int sandbox_cpu_milli;           /* sandbox_cpu_milli | LLMBOX_SANDBOX_CPU_MILLI, default 0 (no CPU limit); 1000 = one core */
     int sandbox_disk_mib;            /* sandbox_disk_mib | LLMBOX_SANDBOX_DISK_MIB, default 1024: writable layer + /tmp */
     uint32_t sandbox_uid_base;       /* sandbox_uid_base | LLMBOX_SANDBOX_UID_BASE, default 1879048192 (0x70000000):
-                                        sandbox uid/gid 0..65535 are host ids BASE..BASE+65535 */
+                                        the images' ids on disk are host ids BASE..BASE+65535 */
+    int sandbox_uid_slots;           /* sandbox_uid_slots | LLMBOX_SANDBOX_UID_SLOTS, default 4095: host id
+                                        ranges above BASE, one per live sandbox (capped below 2^31);
+                                        0: all sandboxes share BASE.. (sandbox/uidslot.h) */
 
     /* sandbox life cycle (sandboxd: pool.c, sandbox_net.c, the reaper) */
     int pool_size;                   /* pool_size | LLMBOX_POOL_SIZE, default 4: ready sandboxes per pooled image; 0 = no pool */

@@ -315,7 +315,8 @@ void lbsd_idmap_startup(void)
     closedir(d);
 }
 
-static int idmap_write(pid_t pid, const char *file, const char *line, char *msg, size_t msgsz)
+static int idmap_write(pid_t pid, uint32_t root, const char *file, const char *line, char *msg,
+                       size_t msgsz)
 {
     char p[64];
     snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, file);
@@ -329,20 +330,20 @@ static int idmap_write(pid_t pid, const char *file, const char *line, char *msg,
          * (a container) that does not map the range */
         snprintf(msg, msgsz, "cannot write %s (%s): are host ids %u..%u available to sandboxd? "
                              "(LLMBOX_SANDBOX_UID_BASE)", p, strerror(e),
-                 lb_cfg()->sandbox_uid_base, lb_cfg()->sandbox_uid_base + LBSD_ID_COUNT - 1);
+                 root, root + LBSD_ID_COUNT - 1);
         return LB_E_SANDBOX;
     }
     return LB_OK;
 }
 
-int lbsd_idmap_write_maps(pid_t pid, char *msg, size_t msgsz)
+int lbsd_idmap_write_maps(pid_t pid, uint32_t root, char *msg, size_t msgsz)
 {
     char line[64];
     /* written by us (root in the parent namespace), so setgroups stays
      * allowed inside: apt and login tools need initgroups */
-    snprintf(line, sizeof line, "0 %u %u\n", lb_cfg()->sandbox_uid_base, LBSD_ID_COUNT);
-    if (idmap_write(pid, "uid_map", line, msg, msgsz) != LB_OK ||
-        idmap_write(pid, "gid_map", line, msg, msgsz) != LB_OK)
+    snprintf(line, sizeof line, "0 %u %u\n", root, LBSD_ID_COUNT);
+    if (idmap_write(pid, root, "uid_map", line, msg, msgsz) != LB_OK ||
+        idmap_write(pid, root, "gid_map", line, msg, msgsz) != LB_OK)
         return LB_E_SANDBOX;
     return LB_OK;
 }

@@ -1,13 +1,15 @@
 /*
  * The sandbox's user namespace and the ownership of images.
  *
- * Every sandbox runs in its own user namespace whose ids 0..65535 are the
- * host ids BASE..BASE+65535 (BASE = LLMBOX_SANDBOX_UID_BASE): root in a
- * sandbox is the unprivileged host uid BASE, never host root.
+ * Every sandbox runs in its own user namespace whose ids 0..65535 are a
+ * range of 65536 unprivileged host ids of its own (uidslot.h): root in a
+ * sandbox is never host root, nor any other sandbox's root.
  *
  * For the sandbox's root (and apt's _apt, man, ...) to own the files of the
  * read-only image the way a Debian system expects, the image's files are
- * owned by the shifted ids on disk: uid u becomes BASE+u. `llmbox image
+ * owned by the shifted ids on disk: uid u becomes BASE+u (BASE =
+ * LLMBOX_SANDBOX_UID_BASE, the images' range, slot 0), and each sandbox
+ * sees them through an idmapped mount as its own range. `llmbox image
  * build` ends with that shift and writes <image>/.idmap; sandboxd shifts,
  * once, any built image whose stamp is missing or names another base, and
  * never uses an image whose stamp does not match.
@@ -48,7 +50,8 @@ int lbsd_idmap_write_stamp(const char *image_dir);
  * (logged, with progress). Images being built (locked) are skipped. */
 void lbsd_idmap_startup(void);
 
-/* Writes /proc/<pid>/uid_map and gid_map: "0 BASE 65536". */
-int lbsd_idmap_write_maps(pid_t pid, char *msg, size_t msgsz);
+/* Writes /proc/<pid>/uid_map and gid_map: "0 <root> 65536", root being the
+ * first host id of the sandbox's range. */
+int lbsd_idmap_write_maps(pid_t pid, uint32_t root, char *msg, size_t msgsz);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * Copies a task's input directory into a sandbox's /testbed/input (through
  * the sandbox's root fd, before the task runs anything in it). What is
- * created belongs to the sandbox's root (host uid BASE), so the model can
- * edit and delete its inputs.
+ * created belongs to the sandbox's root (the first host uid of its range,
+ * uidslot.h), so the model can edit and delete its inputs.
  *
  * The source path comes from a client, and sandboxd is root: for a client
  * that is not root, every source open happens with the client's fsuid and
@@ -197,10 +197,11 @@ static int cp_dir(cp_ctx *c, int sdir, int ddir, int depth)
     return rc;
 }
 
-int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, char *msg, size_t msgsz)
+int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, uid_t owner, char *msg,
+                    size_t msgsz)
 {
     cp_ctx c = {.uid = uid, .gid = gid, .as_peer = uid != 0, .msg = msg, .msgsz = msgsz,
-                .owner = (uid_t)lb_cfg()->sandbox_uid_base};
+                .owner = owner};
     /* the path to input_dir itself may pass through symlinks the client
      * chose (e.g. a symlinked home); what is inside it may not */
     int sfd = cp_open_src(&c, AT_FDCWD, src, O_RDONLY | O_DIRECTORY);

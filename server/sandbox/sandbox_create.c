@@ -6,6 +6,7 @@
 #include "sandbox/sandboxd.h"
 #include "sandbox/idmap.h"
 #include "sandbox/mounts.h"
+#include "sandbox/uidslot.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -327,7 +328,7 @@ int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, 
         sb_msg(msg, msgsz, "cannot open /testbed/input in the sandbox: %s", strerror(errno));
         return LB_E_SANDBOX;
     }
-    int rc = lbsd_copy_input(input_dir, dfd, uid, gid, msg, msgsz);
+    int rc = lbsd_copy_input(input_dir, dfd, uid, gid, (uid_t)sb->uid_root, msg, msgsz);
     close(dfd);
     return rc;
 }
@@ -363,7 +364,7 @@ static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
         if (n > 0 && !strcmp(buf, "READY"))
             return LB_OK;
         if (n > 0 && !strcmp(buf, "USERNS")) {
-            if (lbsd_idmap_write_maps(sb->init_pid, msg, msgsz) != LB_OK)
+            if (lbsd_idmap_write_maps(sb->init_pid, sb->uid_root, msg, msgsz) != LB_OK)
                 return LB_E_SANDBOX; /* init exits when it reads EOF at destroy */
             if (send(sb->ctl_fd, "MAPPED", 6, MSG_NOSIGNAL) != 6) {
                 sb_msg(msg, msgsz, "the sandbox init died at start");
@@ -384,10 +385,16 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     const lb_config *cfg = lb_cfg();
     char lower[LB_CFG_PATH + 64], p[128];
     snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
+    /* its own range: the image through an idmapped mount (the namespace
+     * for it is made once per slot and kept) */
+    int idmap_fd = -1;
+    if (sb->uid_slot > 0 && (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
+        return LB_E_SANDBOX;
     lbsd_init_cfg ic = {
         .scratch = sb->dir, .lower = lower,
+        .idmap_fd = idmap_fd,
         .disk_mib = sb->disk_mib,
-        .uid_base = cfg->sandbox_uid_base,
+        .uid_root = sb->uid_root,
         .rlimit_mode = lbsd_cg_detect() == LBSD_CG_RLIMIT,
         .memory_bytes = (uint64_t)sb->memory_mib << 20,
         .pids = sb->pids,
@@ -492,6 +499,13 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
         rc = LB_E_UNAVAILABLE;
         goto fail;
     }
+    /* its own host uid range, so that the kernel's per-uid counters are
+     * its own (uidslot.h) */
+    if ((rc = lbsd_slot_take(&sb->uid_slot, msg, msgsz)) != LB_OK)
+        goto fail;
+    sb->slot_held = 1;
+    sb->uid_root = lbsd_slot_root(sb->uid_slot);
+    rc = LB_E_SANDBOX;
     if (lb_random_hex(sb->id, sizeof sb->id, LB_ID_HEX_LEN / 2) != LB_OK) {
         sb_msg(msg, msgsz, "no randomness for the sandbox id");
         goto fail;
@@ -509,8 +523,9 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
         goto fail;
     if (lbsd_shell_spawn(sb, msg, msgsz) != LB_OK)
         goto fail;
-    lb_info("sandbox %s created (image %s, %d MiB, %d pids, %d milli-cpu, %d MiB disk, %lld ms)",
-            sb->id, sb->image, sb->memory_mib, sb->pids, sb->cpu_milli, sb->disk_mib,
+    lb_info("sandbox %s created (image %s, %d MiB, %d pids, %d milli-cpu, %d MiB disk, uid slot "
+            "%d, %lld ms)",
+            sb->id, sb->image, sb->memory_mib, sb->pids, sb->cpu_milli, sb->disk_mib, sb->uid_slot,
             (long long)(lb_mono_ms() - sb->created_ms));
     *out = sb;
     return LB_OK;
@@ -579,6 +594,17 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
             lb_error("sandbox %s: init %d did not die within 10 s", sb->id, (int)sb->init_pid);
     }
     sb_close(&sb->ctl_fd);
+    /* A reaped init means no process of the sandbox is left (see
+     * sb_reap_init): its host ids are free for the next sandbox. Otherwise
+     * the slot stays taken for the life of sandboxd rather than be shared. */
+    if (sb->slot_held) {
+        if (sb->init_pid <= 0 || sb->init_reaped)
+            lbsd_slot_release(sb->uid_slot);
+        else
+            lb_error("sandbox %s: uid slot %d stays taken: its init %d is still alive", sb->id,
+                     sb->uid_slot, (int)sb->init_pid);
+        sb->slot_held = 0;
+    }
     lbsd_net_detach(sb); /* its slirp4netns, before the cgroups it sits in */
     if (sb->cg.made)
         lbsd_cg_remove(&sb->cg);

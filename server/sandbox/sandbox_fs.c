@@ -10,8 +10,8 @@
  * are out of reach (writing /proc/sys as host root would change the host).
  * Only regular files are read or written; symlinks and special files are
  * reported as "other". What write creates (files and missing parents)
- * belongs to the sandbox's root (host uid BASE), so the sandbox can change
- * and delete it.
+ * belongs to the sandbox's root (the first host uid of its range,
+ * uidslot.h), so the sandbox can change and delete it.
  */
 #include "sandbox/sandboxd.h"
 
@@ -40,11 +40,11 @@ static int fs_allowed_fs(int fd)
     return sf.f_type == OVERLAYFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
 }
 
-/* Hands a file or directory we created to the sandbox's root. */
-static int fs_give(int fd)
+/* Hands a file or directory we created to the sandbox's root: the first
+ * host id of its own range (uidslot.h), never another sandbox's. */
+static int fs_give(const lbsd_sandbox *sb, int fd)
 {
-    uint32_t base = lb_cfg()->sandbox_uid_base;
-    return fchown(fd, (uid_t)base, (gid_t)base);
+    return fchown(fd, (uid_t)sb->uid_root, (gid_t)sb->uid_root);
 }
 
 static int fs_errno_status(int e)
@@ -108,7 +108,7 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
                 return -1;
             }
             nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (made && nfd >= 0 && fs_give(nfd) != 0) {
+            if (made && nfd >= 0 && fs_give(sb, nfd) != 0) {
                 int e = errno;
                 close(nfd);
                 close(fd);
@@ -329,7 +329,7 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
         goto out;
     }
     /* owner first: chown would clear mode bits set before it */
-    if (fs_give(fd) != 0) {
+    if (fs_give(sb, fd) != 0) {
         lbsd_reply_error(c, LB_E_INTERNAL, "chown /%s: %s", req->path, strerror(errno));
         goto out;
     }

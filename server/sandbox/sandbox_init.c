@@ -4,8 +4,8 @@
  * filesystem and network (so those namespaces stay owned by the host's user
  * namespace: nothing in the sandbox can ever remount, unmount or configure
  * them), then enters a new user namespace in which it is root while being
- * host uid BASE (idmap.h), drops privileges, and serves sandboxd on the
- * control socket:
+ * the first host uid of the sandbox's own range (uidslot.h), drops
+ * privileges, and serves sandboxd on the control socket:
  *
  *   sandboxd -> init   "GO"                      (after cgroup attach)
  *                      "MAPPED"                  (uid_map and gid_map written)
@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -48,6 +49,9 @@
 #include <unistd.h>
 
 #define INIT_CTL_FD 3
+#define INIT_IDMAP_FD 4   /* the idmap user namespace (lbsd_init_cfg.idmap_fd), until mounted */
+
+static int g_idmap_fd = -1;
 
 static void init_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void init_send(const char *fmt, ...)
@@ -226,10 +230,39 @@ static void init_mkdir_owned(const char *p, mode_t mode, uint32_t base)
     init_chown(p, base);
 }
 
+/* The image as ./lower (cwd: the scratch tmpfs): with a slot of its own,
+ * an idmapped clone that shows the images' ids (slot 0 on disk) as the
+ * sandbox's range, so its root owns its system and nothing it does is
+ * counted against another sandbox's host ids; else a plain bind. Either way
+ * the overlay names it by a relative path, and nothing of the host's
+ * layout reaches the sandbox's mount table. */
+static void init_lower(const lbsd_init_cfg *cfg)
+{
+    if (mkdir("lower", 0755) != 0)
+        init_fail("mkdir lower");
+    if (g_idmap_fd < 0) {
+        init_mount(cfg->lower, "lower", NULL, MS_BIND, NULL);
+        return;
+    }
+    int t = open_tree(AT_FDCWD, cfg->lower, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (t < 0)
+        init_fail("open_tree of the image");
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                       MOUNT_ATTR_NODEV,
+                           .userns_fd = (uint64_t)g_idmap_fd};
+    if (mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof a) != 0)
+        init_fail("idmapped mount of the image");
+    if (move_mount(t, "", AT_FDCWD, "lower", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        init_fail("move_mount of the image");
+    close(t);
+    close(g_idmap_fd);
+    g_idmap_fd = -1;
+}
+
 static void init_filesystem(const lbsd_init_cfg *cfg)
 {
-    char opts[4096], p[1200], upper[1100], work[1100], merged[1100], tmp[1100];
-    uint32_t base = cfg->uid_base;
+    char opts[256];
+    uint32_t root = cfg->uid_root;
     /* nothing we mount may leak back to the host, and nothing the host
      * mounts later should appear here */
     init_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
@@ -239,41 +272,38 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
      * toward the sandbox's memory cgroup when the sandbox writes them). */
     snprintf(opts, sizeof opts, "size=%dm,mode=0700", cfg->disk_mib);
     init_mount("tmpfs", cfg->scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts);
-    if ((size_t)snprintf(upper, sizeof upper, "%s/upper", cfg->scratch) >= sizeof upper) {
-        errno = ENAMETOOLONG;
-        init_fail("scratch path");
-    }
-    snprintf(work, sizeof work, "%s/work", cfg->scratch);
-    snprintf(merged, sizeof merged, "%s/merged", cfg->scratch);
-    snprintf(tmp, sizeof tmp, "%s/tmp", cfg->scratch);
+    /* From here on every path is relative to the scratch tmpfs: overlayfs
+     * shows its layer paths as given in the sandbox's /proc/self/mountinfo,
+     * and the host's (var/sandboxes/<id>, the image store) are none of the
+     * sandbox's business. */
+    if (chdir(cfg->scratch) != 0)
+        init_fail("chdir to the scratch dir");
     /* upper/ is the sandbox's "/": its owner and mode are what the sandbox
      * sees for its root directory */
-    init_mkdir_owned(upper, 0755, base);
-    if (mkdir(work, 0700) != 0 || mkdir(merged, 0755) != 0)
+    init_mkdir_owned("upper", 0755, root);
+    if (mkdir("work", 0700) != 0 || mkdir("merged", 0755) != 0)
         init_fail("scratch dirs");
-    init_mkdir_owned(tmp, 01777, base);
-    if ((size_t)snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s,workdir=%s", cfg->lower,
-                         upper, work) >= sizeof opts) {
-        errno = ENAMETOOLONG;
-        init_fail("overlay options");
-    }
+    init_mkdir_owned("tmp", 01777, root);
+    init_lower(cfg);
     /* nodev, nosuid: a device node or setuid file that reaches the image or
-     * the upper layer is inert */
-    init_mount("overlay", merged, "overlay", MS_NODEV | MS_NOSUID, opts);
-    init_proc(merged);
-    init_dev(merged, base);
-    snprintf(p, sizeof p, "%s/tmp", merged);
-    mkdir(p, 01777);
+     * the upper layer is inert. The source names this installation
+     * (lbsd_install_tag), which is how stale.c finds a sandbox's processes
+     * after a crash of sandboxd. */
+    init_mount(lbsd_install_tag(), "merged", "overlay", MS_NODEV | MS_NOSUID,
+               "lowerdir=lower,upperdir=upper,workdir=work");
+    init_proc("merged");
+    init_dev("merged", root);
+    mkdir("merged/tmp", 01777);
     /* a bind of the quota tmpfs keeps its nosuid,nodev */
-    init_mount(tmp, p, NULL, MS_BIND, NULL);
+    init_mount("tmp", "merged/tmp", NULL, MS_BIND, NULL);
     /* binding to ports below 1024 and ICMP echo sockets (ping) are checked
      * against the network namespace's owner, the host: allow them for the
      * sandbox's ids in its own network namespace */
     init_net_sysctl("ip_unprivileged_port_start", "0");
-    snprintf(opts, sizeof opts, "%u %u", base, base + LBSD_ID_COUNT - 1);
+    snprintf(opts, sizeof opts, "%u %u", root, root + LBSD_ID_COUNT - 1);
     init_net_sysctl("ping_group_range", opts);
     /* the old root goes away entirely: pivot, then detach it */
-    if (chdir(merged) != 0)
+    if (chdir("merged") != 0)
         init_fail("chdir to the new root");
     if (syscall(SYS_pivot_root, ".", ".") != 0)
         init_fail("pivot_root");
@@ -313,10 +343,42 @@ static void init_limits(const lbsd_init_cfg *cfg)
     }
 }
 
-/* Becomes root of a new user namespace whose ids sandboxd maps to the host
- * range BASE..BASE+65535. */
-static void init_userns(void)
+/* A user namespace's owner is the euid that made it, and the kernel charges
+ * the per-user counts of everyone inside (inotify instances and watches,
+ * fanotify groups, nested namespaces, POSIX mqueue bytes, pending signals)
+ * to that owner in the parent namespace too. Made by host root, every
+ * sandbox and host root itself drew on one count: one sandbox holding 128
+ * inotify instances (user.max_inotify_instances) left none for any other
+ * sandbox, nor for root's daemons. So the namespace is made as the
+ * sandbox's own root on the host, keeping the capabilities (for hosts that
+ * allow user namespaces to privileged processes only). The owner's
+ * RLIMIT_NPROC (ours now) then also caps the sandbox's processes together. */
+static void init_become_owner(uint32_t root)
 {
+    if (setgroups(0, NULL) != 0 || prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
+        init_fail("keep capabilities");
+    if (setresgid(root, root, root) != 0 || setresuid(root, root, root) != 0)
+        init_fail("become the sandbox's root on the host");
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &h, d) != 0)
+        init_fail("capget");
+    for (int i = 0; i < 2; i++)
+        d[i].effective = d[i].permitted;
+    if (syscall(SYS_capset, &h, d) != 0)
+        init_fail("capset");
+}
+
+/* Becomes root of a new user namespace whose ids sandboxd maps to the
+ * sandbox's host range (uidslot.h). */
+static void init_userns(const lbsd_init_cfg *cfg)
+{
+    /* Only with a range of its own: in the shared range (uidslot.h) every
+     * sandbox's owner would be the same host uid, and the owner's
+     * RLIMIT_NPROC at creation would then cap all sandboxes' processes
+     * together. There host root stays the owner, as before. */
+    if (cfg->idmap_fd >= 0)
+        init_become_owner(cfg->uid_root);
     if (unshare(CLONE_NEWUSER) != 0)
         init_fail("unshare a user namespace (is user.max_user_namespaces 0?)");
     init_send("USERNS");
@@ -509,13 +571,23 @@ static void init_hide_host_args(void)
 
 void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
 {
-    /* Keep only the control socket: this is a copy of sandboxd, holding
-     * every client connection and every other sandbox's pipes. */
+    /* Keep only the control socket and the idmap namespace: this is a copy
+     * of sandboxd, holding every client connection and every other
+     * sandbox's pipes. (The namespace first goes above both targets, so
+     * neither dup2 can clobber it.) */
+    int ns = cfg->idmap_fd >= 0 ? fcntl(cfg->idmap_fd, F_DUPFD_CLOEXEC, INIT_IDMAP_FD + 1) : -1;
+    if (cfg->idmap_fd >= 0 && ns < 0)
+        _exit(1);
     if (ctl != INIT_CTL_FD) {
         if (dup2(ctl, INIT_CTL_FD) < 0)
             _exit(1);
     }
-    close_range(INIT_CTL_FD + 1, ~0U, 0);
+    if (ns >= 0) {
+        if (dup3(ns, INIT_IDMAP_FD, O_CLOEXEC) < 0)
+            _exit(1);
+        g_idmap_fd = INIT_IDMAP_FD;
+    }
+    close_range(ns >= 0 ? INIT_IDMAP_FD + 1 : INIT_CTL_FD + 1, ~0U, 0);
     fcntl(INIT_CTL_FD, F_SETFD, FD_CLOEXEC);
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) {
@@ -559,7 +631,7 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
         init_fail("sethostname");
     init_loopback();
     init_limits(cfg);
-    init_userns();
+    init_userns(cfg);
     if (lbsd_drop_caps() != LB_OK)
         init_fail("drop capabilities");
     if (lbsd_seccomp_apply() != LB_OK)

@@ -7,6 +7,7 @@
  */
 #include "sandbox/cgroup.h"
 #include "sandbox/sandboxd.h"
+#include "sandbox/uidslot.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -302,6 +303,9 @@ static void lbsd_ping(lbsd_conn *c)
         cJSON_AddNumberToObject(r, "uptime_ms", (double)(lb_mono_ms() - g_started_ms));
         lbsd_ping_lifecycle(r);
         cJSON_AddNumberToObject(r, "uid_base", (double)lb_cfg()->sandbox_uid_base);
+        /* ranges of host ids for sandboxes (0: all share uid_base's) */
+        cJSON_AddNumberToObject(r, "uid_slots", lbsd_slot_count());
+        cJSON_AddNumberToObject(r, "uid_slots_used", lbsd_slot_used());
     }
     lbsd_reply(c, r, NULL, 0, 0);
 }

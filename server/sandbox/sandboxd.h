@@ -25,7 +25,8 @@
 #define LBSD_MAX_CONNS 256
 /* sandboxes at once and per connection: lb_cfg()->sandbox_max and
  * sandbox_max_per_conn (LLMBOX_SANDBOX_MAX, LLMBOX_SANDBOX_MAX_PER_CONN) */
-#define LBSD_FDS_PER_SANDBOX 5          /* ctl, root, the shell's 3 pipes */
+#define LBSD_FDS_PER_SANDBOX 7          /* ctl, root, the shell's 3 pipes, its uid slot's
+                                         * host-wide lock and idmap namespace (uidslot.h) */
 #define LBSD_DEFERRED_MAX (64u << 10)   /* replies queued behind a running exec */
 #define LBSD_OUT_HEAD (512u << 10)      /* kept from the start of each stream */
 #define LBSD_OUT_TAIL (512u << 10)      /* kept from the end of each stream */
@@ -109,6 +110,9 @@ typedef struct lbsd_sandbox {
                                     * namespace (reach its files through root_fd only) */
     int memory_mib, pids, cpu_milli, disk_mib;
     lbsd_cgroup cg;
+    int uid_slot;                  /* its host uid range (uidslot.h); 0: the shared one */
+    int slot_held;                 /* uid_slot is taken and must be given back */
+    uint32_t uid_root;             /* host uid and gid of its root: lbsd_slot_root(uid_slot) */
 
     pid_t init_pid;                /* host pid of the sandbox's pid 1 */
     int init_reaped;
@@ -260,9 +264,12 @@ typedef struct lbsd_init_cfg {
     const char *scratch;           /* var/sandboxes/<id>: init mounts the quota tmpfs here
                                     * (in its own mount namespace) with upper/, work/,
                                     * merged/ and tmp/ inside */
-    const char *lower;             /* the image's rootfs */
+    const char *lower;             /* the image's rootfs (owned by the images' ids) */
+    int idmap_fd;                  /* user namespace mapping the images' ids to the
+                                    * sandbox's range for an idmapped lower layer; -1:
+                                    * the sandbox shares the images' range (uidslot.h) */
     int disk_mib;                  /* size of that tmpfs: writable layer + /tmp */
-    uint32_t uid_base;             /* host uid/gid of the sandbox's root */
+    uint32_t uid_root;             /* host uid/gid of the sandbox's root (its slot's first) */
     int rlimit_mode;               /* no cgroups: limit memory and pids with rlimits */
     uint64_t memory_bytes;
     int pids;
@@ -334,8 +341,10 @@ void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 
 /* --- input_copy.c --------------------------------------------------------- */
 /* Copies regular files and directories of src (a host path, checked with the
- * peer's uid/gid) into the directory dstfd. Never follows symlinks inside
+ * peer's uid/gid) into the directory dstfd; what it creates belongs to
+ * owner (the sandbox's root on the host). Never follows symlinks inside
  * src; skips them and special files. */
-int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, char *msg, size_t msgsz);
+int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, uid_t owner, char *msg,
+                    size_t msgsz);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "entry.h"
 #include "sandbox/idmap.h"
+#include "sandbox/uidslot.h"
 #include "sandbox/sandboxd.h"
 
 #include "common/log.h"
@@ -182,6 +183,8 @@ int lb_sandboxd_main(int argc, char **argv)
     lbsd_cleanup_stale();
     /* once per image (and after a change of LLMBOX_SANDBOX_UID_BASE) */
     lbsd_idmap_startup();
+    /* one host uid range per sandbox, or the shared one (and why) */
+    lbsd_slot_init();
     lbsd_pool_init();
     lb_info("sandboxd %s listening on %s (images in %s, cgroup %s)", LLMBOX_VERSION,
             cfg->sandboxd_socket, cfg->image_store, lbsd_cg_mode_name(lbsd_cg_detect()));

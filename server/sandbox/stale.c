@@ -10,8 +10,9 @@
  * the belt to those braces, and the only way to find processes when there
  * are no cgroups (rlimit mode):
  *
- *  - a sandbox process is recognised by its root: an overlay whose upper
- *    layer is under <var>/sandboxes/ (this installation's, nobody else's);
+ *  - a sandbox process is recognised by its mount table: an overlay whose
+ *    source is this installation's tag (sandbox_init.c mounts it so; the
+ *    layer paths are relative and name nothing of the host);
  *  - a slirp4netns of ours by its argv[0], "slirp4netns:<install tag>".
  */
 #include "sandbox/sandboxd.h"
@@ -82,8 +83,8 @@ static ssize_t stale_read(long pid, const char *file, char *buf, size_t bufsz)
     return (ssize_t)got;
 }
 
-/* True when pid's mount table holds an overlay with its upper layer in
- * our sandboxes dir: a process of one of our sandboxes. */
+/* True when pid's mount table holds an overlay named after this
+ * installation: a process of one of our sandboxes. */
 static int stale_is_sandbox(long pid, const char *needle, char *buf, size_t bufsz)
 {
     ssize_t n = stale_read(pid, "mountinfo", buf, bufsz);
@@ -99,7 +100,8 @@ static int stale_is_our_slirp(long pid, const char *argv0, char *buf, size_t buf
 void lbsd_kill_stale_procs(void)
 {
     char needle[LB_CFG_PATH + 64], argv0[64];
-    snprintf(needle, sizeof needle, "upperdir=%s/sandboxes/", lb_cfg()->var_dir);
+    /* mountinfo: "... - overlay <source> <options>" */
+    snprintf(needle, sizeof needle, " - overlay %s ", lbsd_install_tag());
     snprintf(argv0, sizeof argv0, "slirp4netns:%s", lbsd_install_tag());
     /* mountinfo of a sandbox is short; 256 KiB covers any sane process */
     size_t bufsz = 256u << 10;

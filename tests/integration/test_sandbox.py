@@ -532,19 +532,27 @@ def run_isolation(c, var, tmp, sock, sid):
         return
     UID_BASE = base
 
-    # user namespace: root inside, host uid BASE outside, for every process
+    # user namespace: root inside, the first host uid of the sandbox's own
+    # range outside (a slot above the images' range at BASE, or BASE itself
+    # when the daemon has no slots), for every process
+    slots = c.call({"op": "ping"}).get("uid_slots")
     r = c.exec(sid, "cat /proc/self/uid_map /proc/self/gid_map; id -u; sleep 100 & "
                     "(setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &); sleep 0.2")
     lines = r.get("stdout", "").splitlines()
-    report("userns_maps_root_to_base",
-           [l.split() for l in lines[:2]] == [["0", str(base), str(ID_COUNT)]] * 2
-           and lines[2:3] == ["0"], repr(r))
+    maps = [l.split() for l in lines[:2]]
+    sbroot = int(maps[0][1]) if maps and len(maps[0]) == 3 and maps[0][1].isdigit() else -1
+    in_slot = (sbroot == base) if slots == 0 else (
+        sbroot >= base + ID_COUNT and (sbroot - base) % ID_COUNT == 0 and
+        sbroot < base + (slots + 1) * ID_COUNT)
+    report("userns_maps_root_to_own_range",
+           isinstance(slots, int) and in_slot and maps == [["0", str(sbroot), str(ID_COUNT)]] * 2
+           and lines[2:3] == ["0"], "slots %r: %r" % (slots, r))
     ns = pidns_of(c, sid)
     ps = procs_in(ns)
-    bad = [p for p in ps if set(p["uid"]) != {base} or set(p["gid"]) != {base}]
-    report("host_uid_of_sandbox_processes_is_base",
+    bad = [p for p in ps if set(p["uid"]) != {sbroot} or set(p["gid"]) != {sbroot}]
+    report("host_uid_of_sandbox_processes_is_its_root",
            len(ps) >= 4 and not bad and any(p["name"] == "sleep" for p in ps),
-           "%d processes, not at %d: %r" % (len(ps), base, bad))
+           "%d processes, not at %d: %r" % (len(ps), sbroot, bad))
 
     # root in the sandbox owns its system: writes to /usr and /etc (overlay
     # copy-up of BASE-owned image files), chown, and users of its own
@@ -564,8 +572,8 @@ def run_isolation(c, var, tmp, sock, sid):
         seen = (st.st_uid, st.st_gid)
     except (OSError, TypeError) as e:
         seen = repr(e)
-    report("sandbox_user_1000_is_host_base_plus_1000", seen == (base + 1000, base + 1000),
-           "%r (want %d)" % (seen, base + 1000))
+    report("sandbox_user_1000_is_host_root_plus_1000", seen == (sbroot + 1000, sbroot + 1000),
+           "%r (want %d)" % (seen, sbroot + 1000))
 
     # files sandboxd made (input copy, write RPC) belong to the sandbox's root
     r = c.exec(sid, "stat -c %u:%g:%a /testbed/input/data.csv /testbed/input/sub && "

@@ -449,6 +449,12 @@ def _readlink(p):
 
 # ---------------------------------------------------------------- restart
 
+def sandbox_mark(var):
+    """How a sandbox's mount table names its installation: the overlay's
+    source is the install tag (its layer paths are relative, no host path)."""
+    return " - overlay %s " % install_tag(var)
+
+
 def fake_stale(tmp, var):
     """What PDEATHSIG cannot catch: a process with a sandbox root of this
     installation but no sandboxd parent, and a slirp4netns of ours. Both must
@@ -460,8 +466,8 @@ def fake_stale(tmp, var):
     lower = os.path.join(tmp, "lower")
     os.makedirs(lower, exist_ok=True)
     sb = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           "mount -t overlay overlay -o lowerdir=%s,upperdir=%s/upper,workdir=%s/work "
-                           "%s/merged && exec sleep 1000" % (lower, base, base, base)])
+                           "mount -t overlay %s -o lowerdir=%s,upperdir=%s/upper,workdir=%s/work "
+                           "%s/merged && exec sleep 1000" % (install_tag(var), lower, base, base, base)])
     sl = subprocess.Popen(["bash", "-c", "exec -a slirp4netns:%s sleep 1000" % install_tag(var)])
     return fid, [sb, sl]
 
@@ -489,7 +495,7 @@ def test_restart(tmp, var, d):
            refused and "already uses" in why and alive == ["alive\n"] * 3, "%r %r" % (why[-300:], alive))
 
     old_ids = set(os.listdir(os.path.join(var, "sandboxes")))  # also the pooled ones
-    procs = procs_with("upperdir=%s/sandboxes/" % var)
+    procs = procs_with(sandbox_mark(var))
     helpers = slirps(var)
     report("restart_setup",
            all(r.get("ok") for r in made) and any(r.get("pooled") for r in made) and len(helpers) == 1
@@ -507,6 +513,7 @@ def test_restart(tmp, var, d):
     time.sleep(0.3)
     fake_pids = {p.pid: proc_starttime(p.pid) for p in fakes}
     fake_pids.update(procs_with("upperdir=%s/sandboxes/%s" % (var, fid)))
+    fake_pids.update(procs_with(sandbox_mark(var)))
     d.log.close()
     d2 = Daemon(tmp, var, {"LLMBOX_POOL_SIZE": "1", "LLMBOX_NETWORK_ALLOW": "none,nat"},
                 name="restarted")
