@@ -4,6 +4,7 @@
  * teardown. The child side is sandbox_init.c.
  */
 #include "sandbox/sandboxd.h"
+#include "sandbox/hostlimits.h"
 #include "sandbox/idmap.h"
 #include "sandbox/mounts.h"
 
@@ -391,6 +392,9 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         .rlimit_mode = lbsd_cg_detect() == LBSD_CG_RLIMIT,
         .memory_bytes = (uint64_t)sb->memory_mib << 20,
         .pids = sb->pids,
+        .nofile = lbsd_nofile_for(sb->files_budget, sb->pids, lbsd_host_get()->nofile_hard),
+        .ptys = cfg->sandbox_ptys,
+        .oom_shield = lbsd_host_get()->oom_shield,
     };
     if (lbsd_seccomp_prepare() != LB_OK) {
         sb_msg(msg, msgsz, "cannot compile the seccomp filter");
@@ -420,9 +424,16 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         sb_msg(msg, msgsz, "cannot put the sandbox into its cgroups");
         return LB_E_SANDBOX;
     }
-    /* init itself must survive the OOM killer; its children reset this */
-    snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
-    sb_write_file(p, "-1000");
+    /* init itself must survive the OOM killer; its children reset this.
+     * Where sandboxd may not (no CAP_SYS_RESOURCE, found at start) init
+     * keeps sandboxd's score and the shell raises its own to 1000 instead
+     * (hostlimits.c says which at start). */
+    if (ic.oom_shield) {
+        snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
+        if (sb_write_file(p, "-1000") != 0)
+            lb_warn("sandbox %s: cannot shield init from the OOM killer: %s", sb->id,
+                    strerror(errno));
+    }
     if (send(sb->ctl_fd, "GO", 2, MSG_NOSIGNAL) != 2) {
         sb_msg(msg, msgsz, "the sandbox init died at start");
         return LB_E_SANDBOX;
@@ -473,6 +484,7 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
     sb->pids = req->pids ? req->pids : cfg->sandbox_pids;
     sb->cpu_milli = req->cpu_milli ? req->cpu_milli : cfg->sandbox_cpu_milli;
     sb->disk_mib = req->disk_mib ? req->disk_mib : cfg->sandbox_disk_mib;
+    sb->files_budget = lbsd_host_get()->files_budget;
 
     char p[LB_CFG_PATH + 96];
     snprintf(p, sizeof p, "%s/%s/.complete", cfg->image_store, sb->image);

@@ -49,6 +49,9 @@
 
 #define INIT_CTL_FD 3
 
+/* From the config sandboxd passed: the score the shell gives itself. */
+static int g_oom_shield = 1;
+
 static void init_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void init_send(const char *fmt, ...)
 {
@@ -121,13 +124,20 @@ static void init_proc(const char *root)
     /* The sandbox's root is not host root, so the kernel already refuses
      * it the host's sysctls and triggers; read-only and masked anyway, as
      * Docker does, in case a kernel bug forgets a check. Host-wide
-     * information and triggers are masked. */
+     * information and triggers are masked.
+     * Host-identifying files are masked too: the kernel's command line
+     * (cmdline: boot options, often the host's root device, console and
+     * hypervisor hints) and its boot configuration, the kernel config, the
+     * loaded modules (what a kernel exploit would aim at) and the key
+     * counts of every host uid (key-users). What stays visible is listed
+     * in docs/SANDBOX.md ("What /proc shows"). */
     static const char *const ro[] = {"sys", "irq", "bus", "fs", "sysrq-trigger"};
     static const char *const masked[] = {"kcore",      "keys",       "timer_list",  "timer_stats",
                                          "sched_debug", "kallsyms",  "acpi",        "asound",
                                          "scsi",       "latency_stats", "kpagecount", "kpageflags",
                                          "kpagecgroup", "config.gz", "vmcore",      "firmware",
-                                         "kmsg"};
+                                         "kmsg",       "cmdline",    "bootconfig",  "modules",
+                                         "key-users"};
     for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++) {
         snprintf(p, sizeof p, "%s/proc/%s", root, ro[i]);
         init_ro(p);
@@ -144,7 +154,7 @@ static void init_chown(const char *p, uint32_t base)
         init_fail(p);
 }
 
-static void init_dev(const char *root, uint32_t base)
+static void init_dev(const char *root, uint32_t base, int ptys)
 {
     char p[1200], q[1200], opts[128];
     snprintf(p, sizeof p, "%s/dev", root);
@@ -169,7 +179,11 @@ static void init_dev(const char *root, uint32_t base)
     snprintf(p, sizeof p, "%s/dev/pts", root);
     mkdir(p, 0755);
     /* gid 5: Debian's tty group, as the sandbox sees it */
-    snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,gid=%u", base + 5);
+    /* max=: this instance's own share of the host's pty pool
+     * (kernel.pty.max, of which every non-initial devpts shares all but
+     * kernel.pty.reserve): without it one sandbox could take them all */
+    snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,gid=%u,max=%d", base + 5,
+             ptys);
     init_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, opts);
     snprintf(p, sizeof p, "%s/dev/shm", root);
     mkdir(p, 01777);
@@ -261,7 +275,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
      * the upper layer is inert */
     init_mount("overlay", merged, "overlay", MS_NODEV | MS_NOSUID, opts);
     init_proc(merged);
-    init_dev(merged, base);
+    init_dev(merged, base, cfg->ptys);
     snprintf(p, sizeof p, "%s/tmp", merged);
     mkdir(p, 01777);
     /* a bind of the quota tmpfs keeps its nosuid,nodev */
@@ -287,7 +301,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
  * towards the host, which the sandbox never has afterwards. */
 static void init_limits(const lbsd_init_cfg *cfg)
 {
-    struct rlimit core = {0, 0}, nofile = {65536, 65536};
+    struct rlimit core = {0, 0}, nofile = {(rlim_t)cfg->nofile, (rlim_t)cfg->nofile};
     /* no single file larger than the whole writable layer; one MiB over
      * it, so that filling the layer with one file ends in ENOSPC from the
      * tmpfs (an error the writer can report) rather than in SIGXFSZ */
@@ -295,8 +309,9 @@ static void init_limits(const lbsd_init_cfg *cfg)
     struct rlimit fsize = {fsz, fsz};
     if (setrlimit(RLIMIT_CORE, &core) != 0 || setrlimit(RLIMIT_FSIZE, &fsize) != 0)
         init_fail("setrlimit");
-    /* 65536 open files; if sandboxd may not raise its own hard limit that
-     * far (no CAP_SYS_RESOURCE), as many as it has */
+    /* The sandbox's share of the host's file table, per process
+     * (hostlimits.h: budget / 2 / pids). sandboxd already capped it at its
+     * own hard limit; should setrlimit fail anyway, as many as it has. */
     if (setrlimit(RLIMIT_NOFILE, &nofile) != 0 && getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
         nofile.rlim_cur = nofile.rlim_max;
         setrlimit(RLIMIT_NOFILE, &nofile);
@@ -387,10 +402,13 @@ __attribute__((noreturn)) static void init_exec_shell(int fds[3])
     for (int s = 1; s < NSIG; s++)
         signal(s, SIG_DFL);
     /* init is protected from the OOM killer; the shell and its children
-     * must not be (raising the score needs no privilege) */
+     * must not be (raising the score needs no privilege). Where init could
+     * not be given -1000, everything but init goes to 1000, so the OOM
+     * killer always picks one of them before init. */
     int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (fd >= 0) {
-        ssize_t w = write(fd, "0", 1);
+        const char *v = g_oom_shield ? "0" : "1000";
+        ssize_t w = write(fd, v, strlen(v));
         (void)w;
         close(fd);
     }
@@ -554,6 +572,7 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     if (unshare(CLONE_NEWCGROUP) != 0)
         init_fail("unshare a cgroup namespace");
 
+    g_oom_shield = cfg->oom_shield;
     init_filesystem(cfg);
     if (sethostname("sandbox", 7) != 0)
         init_fail("sethostname");
