@@ -212,6 +212,16 @@ static void sb_shell_close(lbsd_sandbox *sb)
     sb_close(&sb->sh_err);
 }
 
+static int sb_write_file(const char *path, const char *val)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, val, strlen(val));
+    close(fd);
+    return w == (ssize_t)strlen(val) ? 0 : -1;
+}
+
 int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -275,6 +285,16 @@ int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
     fcntl(sb->sh_out, F_SETFL, O_NONBLOCK);
     fcntl(sb->sh_err, F_SETFL, O_NONBLOCK);
     sb->sh_hostpid = sb_host_pid(sb, sb->sh_nspid);
+    /* The shell and all it starts inherit this score: 0 where init is
+     * shielded at -1000 (it would inherit -1000 otherwise), 1000 where it
+     * cannot be, so that the OOM killer takes any of them before init.
+     * Set before the first command reaches the shell. */
+    char adj[64];
+    snprintf(adj, sizeof adj, "/proc/%d/oom_score_adj", (int)sb->sh_hostpid);
+    if (sb->sh_hostpid <= 0 ||
+        sb_write_file(adj, lbsd_host_get()->oom_shield ? "0" : "1000") != 0)
+        lb_warn("sandbox %s: cannot set the shell's oom_score_adj: %s", sb->id,
+                sb->sh_hostpid > 0 ? strerror(errno) : "its host pid is unknown");
     /* From the first moment on, a SIGINT (how commands are stopped) must
      * not kill the shell itself: each command's wrapper sets its own trap
      * and puts this no-op back (sandbox_exec.c). A fresh pipe has room. */
@@ -342,16 +362,6 @@ static pid_t sb_clone(void)
     return (pid_t)syscall(SYS_clone, fl, NULL, NULL, NULL, NULL);
 }
 
-static int sb_write_file(const char *path, const char *val)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t w = write(fd, val, strlen(val));
-    close(fd);
-    return w == (ssize_t)strlen(val) ? 0 : -1;
-}
-
 /* Init's setup, from GO to READY: it asks once for its id maps (after its
  * mounts, before it drops privileges). */
 static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
@@ -394,7 +404,6 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         .pids = sb->pids,
         .nofile = lbsd_nofile_for(sb->files_budget, sb->pids, lbsd_host_get()->nofile_hard),
         .ptys = cfg->sandbox_ptys,
-        .oom_shield = lbsd_host_get()->oom_shield,
     };
     if (lbsd_seccomp_prepare() != LB_OK) {
         sb_msg(msg, msgsz, "cannot compile the seccomp filter");
@@ -428,7 +437,7 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
      * Where sandboxd may not (no CAP_SYS_RESOURCE, found at start) init
      * keeps sandboxd's score and the shell raises its own to 1000 instead
      * (hostlimits.c says which at start). */
-    if (ic.oom_shield) {
+    if (lbsd_host_get()->oom_shield) {
         snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
         if (sb_write_file(p, "-1000") != 0)
             lb_warn("sandbox %s: cannot shield init from the OOM killer: %s", sb->id,

@@ -49,9 +49,6 @@
 
 #define INIT_CTL_FD 3
 
-/* From the config sandboxd passed: the score the shell gives itself. */
-static int g_oom_shield = 1;
-
 static void init_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void init_send(const char *fmt, ...)
 {
@@ -402,16 +399,9 @@ __attribute__((noreturn)) static void init_exec_shell(int fds[3])
     for (int s = 1; s < NSIG; s++)
         signal(s, SIG_DFL);
     /* init is protected from the OOM killer; the shell and its children
-     * must not be (raising the score needs no privilege). Where init could
-     * not be given -1000, everything but init goes to 1000, so the OOM
-     * killer always picks one of them before init. */
-    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        const char *v = g_oom_shield ? "0" : "1000";
-        ssize_t w = write(fd, v, strlen(v));
-        (void)w;
-        close(fd);
-    }
+     * must not be: sandboxd sets the shell's oom_score_adj from the host
+     * (this copy of init is not dumpable, so its /proc files belong to
+     * host root and it could not write its own) */
     if (chdir("/testbed") != 0 && chdir("/") != 0)
         _exit(126);
     char *argv[] = {"bash", "--noprofile", "--norc", NULL};
@@ -572,7 +562,6 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     if (unshare(CLONE_NEWCGROUP) != 0)
         init_fail("unshare a cgroup namespace");
 
-    g_oom_shield = cfg->oom_shield;
     init_filesystem(cfg);
     if (sethostname("sandbox", 7) != 0)
         init_fail("sethostname");

@@ -277,7 +277,6 @@ typedef struct lbsd_init_cfg {
     int pids;
     uint64_t nofile;               /* RLIMIT_NOFILE of every process (hostlimits.h) */
     int ptys;                      /* devpts max= */
-    int oom_shield;                /* 1: init is at -1000 and the shell at 0; 0: shell at 1000 */
 } lbsd_init_cfg;
 __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl);
 
