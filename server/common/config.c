@@ -303,6 +303,13 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_max_per_conn", "LLMBOX_SANDBOX_MAX_PER_CONN", sandbox_max_per_conn, 32, 1, 65536),
     {"sandbox_cpu_milli", "LLMBOX_SANDBOX_CPU_MILLI", NULL, set_cpu_milli, F(sandbox_cpu_milli), 10, 1024 * 1000, "0"},
     KEY_INT("sandbox_disk_mib", "LLMBOX_SANDBOX_DISK_MIB", sandbox_disk_mib, 1024, 16, 1 << 22),
+    /* host pools one sandbox could drain (sandbox/hostlimits.c): 0 = derived
+     * from the host at sandboxd start */
+    KEY_INT("sandbox_files", "LLMBOX_SANDBOX_FILES", sandbox_files, 0, 0, 1 << 30),
+    KEY_INT("sandbox_ptys", "LLMBOX_SANDBOX_PTYS", sandbox_ptys, 256, 1, 1 << 20),
+    /* operator caps on a spec's memory_mib and pids (config_host.c) */
+    KEY_INT("sandbox_max_memory_mib", "LLMBOX_SANDBOX_MAX_MEMORY_MIB", sandbox_max_memory_mib, 0, 0, 1 << 20),
+    KEY_INT("sandbox_max_pids", "LLMBOX_SANDBOX_MAX_PIDS", sandbox_max_pids, 4096, 16, 1 << 22),
     /* Above every normal user, /etc/subuid allocation (useradd hands out
      * 100000..600100000) and systemd-nspawn's container ranges
      * (524288..1879048191); below 2^31, where tools that keep uids in a
@@ -454,6 +461,7 @@ int lb_config_load(lb_config *cfg)
     if (rc != LB_OK)
         return rc;
 
+    lb_cfgi_resolve_host(cfg);
     cfg->max_output_files = 10000;
     cfg->max_turns_limit = 1000;
     if (!cfg->pool_images[0])

@@ -113,6 +113,13 @@ typedef struct lb_config {
     int sandbox_max_per_conn;        /* sandbox_max_per_conn | LLMBOX_SANDBOX_MAX_PER_CONN, default 32: per client connection */
     int sandbox_cpu_milli;           /* sandbox_cpu_milli | LLMBOX_SANDBOX_CPU_MILLI, default 0 (no CPU limit); 1000 = one core */
     int sandbox_disk_mib;            /* sandbox_disk_mib | LLMBOX_SANDBOX_DISK_MIB, default 1024: writable layer + /tmp */
+    int sandbox_files;               /* sandbox_files | LLMBOX_SANDBOX_FILES, default 0 (derived from fs.file-max):
+                                        open files one sandbox may hold in all; each process gets files / pids */
+    int sandbox_ptys;                /* sandbox_ptys | LLMBOX_SANDBOX_PTYS, default 256: ptys per sandbox (devpts max=) */
+    int sandbox_max_memory_mib;      /* sandbox_max_memory_mib | LLMBOX_SANDBOX_MAX_MEMORY_MIB, default 0 = half of
+                                        the host's RAM: the largest memory_mib a spec may ask for */
+    int sandbox_max_pids;            /* sandbox_max_pids | LLMBOX_SANDBOX_MAX_PIDS, default 4096, never above half of
+                                        kernel.pid_max: the largest pids a spec may ask for */
     uint32_t sandbox_uid_base;       /* sandbox_uid_base | LLMBOX_SANDBOX_UID_BASE, default 1879048192 (0x70000000):
                                         the images' ids on disk are host ids BASE..BASE+65535 */
     int sandbox_uid_slots;           /* sandbox_uid_slots | LLMBOX_SANDBOX_UID_SLOTS, default 4095: host id
@@ -179,6 +186,13 @@ const char *lb_config_error(void);
 /* Whether network mode `mode` ("none", "nat") is in network_allow;
  * "none" (and NULL or "") always is. */
 int lb_cfg_network_allowed(const lb_config *cfg, const char *mode);
+
+/* The caps sandbox_max_memory_mib and sandbox_max_pids resolve to on a
+ * host with ram_mib of memory and kernel.pid_max pid_max (0: unknown):
+ * memory as configured, or half the RAM when 0; pids as configured, never
+ * above pid_max / 2. */
+int lb_cfg_cap_memory_mib(int configured, uint64_t ram_mib);
+int lb_cfg_cap_pids(int configured, uint64_t pid_max);
 
 /* The process-wide config, loaded once by main(). */
 const lb_config *lb_cfg(void);

@@ -53,6 +53,11 @@ const char *lb_cfgi_env(const char *a, const char *b);
 /* Keeps the sentence for lb_config_error() and returns rc. */
 int lb_cfgi_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Resolves the sandbox caps against this host (config_host.c): an auto
+ * sandbox_max_memory_mib becomes half the RAM, sandbox_max_pids at most
+ * half of kernel.pid_max, and the default limits at most the caps. */
+void lb_cfgi_resolve_host(lb_config *c);
+
 /* Models (config_model.c). */
 int lb_cfgi_is_model_key(const char *name);
 lb_model_cfg *lb_cfgi_find_model(lb_config *c, const char *name);

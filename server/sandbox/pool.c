@@ -23,6 +23,7 @@
  * other limits in rlimit mode (they are set in init), is made fresh.
  */
 #include "sandbox/sandboxd.h"
+#include "sandbox/hostlimits.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -171,7 +172,12 @@ lbsd_sandbox *lbsd_pool_take(const lbsd_req *req)
      * cgroup.c); a spec with its own is made fresh. So are other limits in
      * rlimit mode, where init sets them. */
     int limits_differ = memory_mib != cfg->sandbox_memory_mib || pids != cfg->sandbox_pids;
-    if (!p || req->cpu_milli || req->disk_mib ||
+    /* RLIMIT_NOFILE follows from pids (hostlimits.h) and is set by init:
+     * raising it later would need CAP_SYS_RESOURCE */
+    uint64_t budget = lbsd_host_get()->files_budget, hard = lbsd_host_get()->nofile_hard;
+    int nofile_differs = lbsd_nofile_for(budget, pids, hard) !=
+                         lbsd_nofile_for(budget, cfg->sandbox_pids, hard);
+    if (!p || req->cpu_milli || req->disk_mib || nofile_differs ||
         (limits_differ && lbsd_cg_detect() == LBSD_CG_RLIMIT)) {
         g_other++;
         return NULL;

@@ -4,6 +4,7 @@
  * teardown. The child side is sandbox_init.c.
  */
 #include "sandbox/sandboxd.h"
+#include "sandbox/hostlimits.h"
 #include "sandbox/idmap.h"
 #include "sandbox/mounts.h"
 #include "sandbox/uidslot.h"
@@ -212,6 +213,16 @@ static void sb_shell_close(lbsd_sandbox *sb)
     sb_close(&sb->sh_err);
 }
 
+static int sb_write_file(const char *path, const char *val)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, val, strlen(val));
+    close(fd);
+    return w == (ssize_t)strlen(val) ? 0 : -1;
+}
+
 int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -275,6 +286,16 @@ int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
     fcntl(sb->sh_out, F_SETFL, O_NONBLOCK);
     fcntl(sb->sh_err, F_SETFL, O_NONBLOCK);
     sb->sh_hostpid = sb_host_pid(sb, sb->sh_nspid);
+    /* The shell and all it starts inherit this score: 0 where init is
+     * shielded at -1000 (it would inherit -1000 otherwise), 1000 where it
+     * cannot be, so that the OOM killer takes any of them before init.
+     * Set before the first command reaches the shell. */
+    char adj[64];
+    snprintf(adj, sizeof adj, "/proc/%d/oom_score_adj", (int)sb->sh_hostpid);
+    if (sb->sh_hostpid <= 0 ||
+        sb_write_file(adj, lbsd_host_get()->oom_shield ? "0" : "1000") != 0)
+        lb_warn("sandbox %s: cannot set the shell's oom_score_adj: %s", sb->id,
+                sb->sh_hostpid > 0 ? strerror(errno) : "its host pid is unknown");
     /* From the first moment on, a SIGINT (how commands are stopped) must
      * not kill the shell itself: each command's wrapper sets its own trap
      * and puts this no-op back (sandbox_exec.c). A fresh pipe has room. */
@@ -342,16 +363,6 @@ static pid_t sb_clone(void)
     return (pid_t)syscall(SYS_clone, fl, NULL, NULL, NULL, NULL);
 }
 
-static int sb_write_file(const char *path, const char *val)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t w = write(fd, val, strlen(val));
-    close(fd);
-    return w == (ssize_t)strlen(val) ? 0 : -1;
-}
-
 /* Init's setup, from GO to READY: it asks once for its id maps (after its
  * mounts, before it drops privileges). */
 static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
@@ -398,6 +409,8 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         .rlimit_mode = lbsd_cg_detect() == LBSD_CG_RLIMIT,
         .memory_bytes = (uint64_t)sb->memory_mib << 20,
         .pids = sb->pids,
+        .nofile = lbsd_nofile_for(sb->files_budget, sb->pids, lbsd_host_get()->nofile_hard),
+        .ptys = cfg->sandbox_ptys,
     };
     if (lbsd_seccomp_prepare() != LB_OK) {
         sb_msg(msg, msgsz, "cannot compile the seccomp filter");
@@ -427,9 +440,16 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         sb_msg(msg, msgsz, "cannot put the sandbox into its cgroups");
         return LB_E_SANDBOX;
     }
-    /* init itself must survive the OOM killer; its children reset this */
-    snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
-    sb_write_file(p, "-1000");
+    /* init itself must survive the OOM killer; its children reset this.
+     * Where sandboxd may not (no CAP_SYS_RESOURCE, found at start) init
+     * keeps sandboxd's score and the shell raises its own to 1000 instead
+     * (hostlimits.c says which at start). */
+    if (lbsd_host_get()->oom_shield) {
+        snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
+        if (sb_write_file(p, "-1000") != 0)
+            lb_warn("sandbox %s: cannot shield init from the OOM killer: %s", sb->id,
+                    strerror(errno));
+    }
     if (send(sb->ctl_fd, "GO", 2, MSG_NOSIGNAL) != 2) {
         sb_msg(msg, msgsz, "the sandbox init died at start");
         return LB_E_SANDBOX;
@@ -480,6 +500,7 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
     sb->pids = req->pids ? req->pids : cfg->sandbox_pids;
     sb->cpu_milli = req->cpu_milli ? req->cpu_milli : cfg->sandbox_cpu_milli;
     sb->disk_mib = req->disk_mib ? req->disk_mib : cfg->sandbox_disk_mib;
+    sb->files_budget = lbsd_host_get()->files_budget;
 
     char p[LB_CFG_PATH + 96];
     snprintf(p, sizeof p, "%s/%s/.complete", cfg->image_store, sb->image);

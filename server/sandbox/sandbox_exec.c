@@ -640,7 +640,10 @@ static void lbsd_exec_complete(lbsd_sandbox *sb)
     else if (oom_after > ex->oom_before)
         state = LLMBOX_EXEC_OOM;
     if (sb->broken) {
-        const char *m = "\n[llmbox: the sandbox died while the command ran]\n";
+        char m[400];
+        lbsd_note_gone(sb);
+        snprintf(m, sizeof m, "\n[llmbox: the sandbox died while the command ran: %s]\n",
+                 sb->gone_why);
         lbsd_capture_add(&ex->err, m, strlen(m));
     } else if (ex->shell_restarted) {
         const char *m = "\n[llmbox: the command did not stop when it was interrupted; the shell "

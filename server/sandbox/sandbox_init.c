@@ -125,13 +125,20 @@ static void init_proc(const char *root)
     /* The sandbox's root is not host root, so the kernel already refuses
      * it the host's sysctls and triggers; read-only and masked anyway, as
      * Docker does, in case a kernel bug forgets a check. Host-wide
-     * information and triggers are masked. */
+     * information and triggers are masked.
+     * Host-identifying files are masked too: the kernel's command line
+     * (cmdline: boot options, often the host's root device, console and
+     * hypervisor hints) and its boot configuration, the kernel config, the
+     * loaded modules (what a kernel exploit would aim at) and the key
+     * counts of every host uid (key-users). What stays visible is listed
+     * in docs/SANDBOX.md ("What /proc shows"). */
     static const char *const ro[] = {"sys", "irq", "bus", "fs", "sysrq-trigger"};
     static const char *const masked[] = {"kcore",      "keys",       "timer_list",  "timer_stats",
                                          "sched_debug", "kallsyms",  "acpi",        "asound",
                                          "scsi",       "latency_stats", "kpagecount", "kpageflags",
                                          "kpagecgroup", "config.gz", "vmcore",      "firmware",
-                                         "kmsg"};
+                                         "kmsg",       "cmdline",    "bootconfig",  "modules",
+                                         "key-users"};
     for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++) {
         snprintf(p, sizeof p, "%s/proc/%s", root, ro[i]);
         init_ro(p);
@@ -148,7 +155,7 @@ static void init_chown(const char *p, uint32_t base)
         init_fail(p);
 }
 
-static void init_dev(const char *root, uint32_t base)
+static void init_dev(const char *root, uint32_t base, int ptys)
 {
     char p[1200], q[1200], opts[128];
     snprintf(p, sizeof p, "%s/dev", root);
@@ -173,7 +180,11 @@ static void init_dev(const char *root, uint32_t base)
     snprintf(p, sizeof p, "%s/dev/pts", root);
     mkdir(p, 0755);
     /* gid 5: Debian's tty group, as the sandbox sees it */
-    snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,gid=%u", base + 5);
+    /* max=: this instance's own share of the host's pty pool
+     * (kernel.pty.max, of which every non-initial devpts shares all but
+     * kernel.pty.reserve): without it one sandbox could take them all */
+    snprintf(opts, sizeof opts, "newinstance,ptmxmode=0666,mode=0620,gid=%u,max=%d", base + 5,
+             ptys);
     init_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, opts);
     snprintf(p, sizeof p, "%s/dev/shm", root);
     mkdir(p, 01777);
@@ -292,7 +303,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
     init_mount(lbsd_install_tag(), "merged", "overlay", MS_NODEV | MS_NOSUID,
                "lowerdir=lower,upperdir=upper,workdir=work");
     init_proc("merged");
-    init_dev("merged", root);
+    init_dev("merged", root, cfg->ptys);
     mkdir("merged/tmp", 01777);
     /* a bind of the quota tmpfs keeps its nosuid,nodev */
     init_mount("tmp", "merged/tmp", NULL, MS_BIND, NULL);
@@ -317,7 +328,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
  * towards the host, which the sandbox never has afterwards. */
 static void init_limits(const lbsd_init_cfg *cfg)
 {
-    struct rlimit core = {0, 0}, nofile = {65536, 65536};
+    struct rlimit core = {0, 0}, nofile = {(rlim_t)cfg->nofile, (rlim_t)cfg->nofile};
     /* no single file larger than the whole writable layer; one MiB over
      * it, so that filling the layer with one file ends in ENOSPC from the
      * tmpfs (an error the writer can report) rather than in SIGXFSZ */
@@ -325,8 +336,9 @@ static void init_limits(const lbsd_init_cfg *cfg)
     struct rlimit fsize = {fsz, fsz};
     if (setrlimit(RLIMIT_CORE, &core) != 0 || setrlimit(RLIMIT_FSIZE, &fsize) != 0)
         init_fail("setrlimit");
-    /* 65536 open files; if sandboxd may not raise its own hard limit that
-     * far (no CAP_SYS_RESOURCE), as many as it has */
+    /* The sandbox's share of the host's file table, per process
+     * (hostlimits.h: budget / 2 / pids). sandboxd already capped it at its
+     * own hard limit; should setrlimit fail anyway, as many as it has. */
     if (setrlimit(RLIMIT_NOFILE, &nofile) != 0 && getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
         nofile.rlim_cur = nofile.rlim_max;
         setrlimit(RLIMIT_NOFILE, &nofile);
@@ -449,13 +461,9 @@ __attribute__((noreturn)) static void init_exec_shell(int fds[3])
     for (int s = 1; s < NSIG; s++)
         signal(s, SIG_DFL);
     /* init is protected from the OOM killer; the shell and its children
-     * must not be (raising the score needs no privilege) */
-    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t w = write(fd, "0", 1);
-        (void)w;
-        close(fd);
-    }
+     * must not be: sandboxd sets the shell's oom_score_adj from the host
+     * (this copy of init is not dumpable, so its /proc files belong to
+     * host root and it could not write its own) */
     if (chdir("/testbed") != 0 && chdir("/") != 0)
         _exit(126);
     char *argv[] = {"bash", "--noprofile", "--norc", NULL};

@@ -6,6 +6,8 @@
  * is not read, but everything else keeps being served.
  */
 #include "sandbox/cgroup.h"
+#include "sandbox/filewatch.h"
+#include "sandbox/hostlimits.h"
 #include "sandbox/sandboxd.h"
 #include "sandbox/uidslot.h"
 
@@ -238,6 +240,22 @@ static void lbsd_create(lbsd_conn *c, const lbsd_req *req)
                          lb_cfg()->sandbox_max_per_conn);
         return;
     }
+    /* the operator's caps (config_host.c); sandboxd is the authority,
+     * whatever a client validated before */
+    const lb_config *cfg = lb_cfg();
+    if (req->memory_mib > cfg->sandbox_max_memory_mib) {
+        lbsd_reply_error(c, LB_E_INVAL,
+                         "memory_mib %d is above this host's cap of %d "
+                         "(LLMBOX_SANDBOX_MAX_MEMORY_MIB)",
+                         req->memory_mib, cfg->sandbox_max_memory_mib);
+        return;
+    }
+    if (req->pids > cfg->sandbox_max_pids) {
+        lbsd_reply_error(c, LB_E_INVAL,
+                         "pids %d is above this host's cap of %d (LLMBOX_SANDBOX_MAX_PIDS)",
+                         req->pids, cfg->sandbox_max_pids);
+        return;
+    }
     int net = req->network == LBSD_NET_DEFAULT ? LBSD_NET_NONE : req->network;
     if (!lbsd_net_allowed(net)) {
         lbsd_reply_error(c, LB_E_INVAL,
@@ -346,7 +364,8 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         return;
     }
     if (sb->broken) {
-        lbsd_reply_error(c, LB_E_SANDBOX, "sandbox %s is gone (its init died)", sb->id);
+        lbsd_note_gone(sb);
+        lbsd_reply_error(c, LB_E_SANDBOX, "sandbox %s is gone: %s", sb->id, sb->gone_why);
         return;
     }
     switch (req->op) {
@@ -554,6 +573,21 @@ static void lbsd_accept(int lfd)
 
 /* ---- children ---------------------------------------------------------------- */
 
+void lbsd_note_gone(lbsd_sandbox *sb)
+{
+    if (sb->gone_why[0])
+        return;
+    if (lbsd_cg_oom_kills(&sb->cg) > 0)
+        snprintf(sb->gone_why, sizeof sb->gone_why,
+                 "its init was killed by the OOM killer (memory limit %d MiB reached; %s)",
+                 sb->memory_mib,
+                 lbsd_host_get()->oom_shield
+                     ? "init is shielded here, so the kernel had nothing else to kill"
+                     : "this host cannot shield init, and nothing else was left to kill");
+    else
+        snprintf(sb->gone_why, sizeof sb->gone_why, "its init died");
+}
+
 static void lbsd_reap(void)
 {
     int st;
@@ -563,8 +597,9 @@ static void lbsd_reap(void)
         for (lbsd_sandbox *s = g_sandboxes; s && !known; s = s->next) {
             if (s->init_pid == pid) {
                 s->init_reaped = 1;
+                lbsd_note_gone(s);
                 if (!s->broken)
-                    lb_warn("sandbox %s: init died (status %d)", s->id, st);
+                    lb_warn("sandbox %s: init died (status %d): %s", s->id, st, s->gone_why);
                 s->broken = 1;
                 known = 1;
             } else {
@@ -583,6 +618,9 @@ static void lbsd_reap(void)
 static int lbsd_lifecycle_timeout(int64_t now, int timeout)
 {
     int t = lbsd_next_expiry(now);
+    int fw = lbsd_filewatch_due(now, g_nsandboxes);
+    if (fw >= 0 && (t < 0 || fw < t))
+        t = fw;
     int room = lb_cfg()->sandbox_max - g_nsandboxes - lbsd_pool_ready();
     int p = lbsd_pool_refill_due(now, room);
     if (p >= 0 && (t < 0 || p < t))
@@ -598,6 +636,7 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
 static void lbsd_lifecycle_tick(int64_t now, int idle)
 {
     lbsd_reap_expired(now);
+    lbsd_filewatch_tick(g_sandboxes, now);
     int room = lb_cfg()->sandbox_max - g_nsandboxes - lbsd_pool_ready();
     if (idle && lbsd_pool_refill_due(lb_mono_ms(), room) == 0)
         lbsd_pool_refill_one();
@@ -738,6 +777,7 @@ int lbsd_serve(int lfd)
                     if (lbsd_ctl_handle(s) < 0) {
                         close(s->ctl_fd);
                         s->ctl_fd = -1;
+                        lbsd_note_gone(s);
                         s->broken = 1;
                     }
                 } else if (ref[i].kind == PK_SHIN && pfd[i].fd == s->sh_in) {

@@ -135,6 +135,11 @@ typedef struct lbsd_sandbox {
     int ttl_s;                     /* 0: no TTL */
     int64_t expires_ms;            /* lb_mono_ms() when the reaper destroys it; 0: never */
     int pooled;                    /* came ready-made from the warm pool */
+
+    /* host pools (hostlimits.h, filewatch.h) */
+    uint64_t files_budget;         /* files it may hold in all */
+    uint64_t files_held;           /* at the file watch's last count */
+    char gone_why[256];            /* why it broke, for the owner ("" : init died) */
 } lbsd_sandbox;
 
 #define LBSD_EXPIRED_KEEP 16          /* per connection: ids the reaper took, for clear notfounds */
@@ -172,6 +177,10 @@ void lbsd_reply_error(lbsd_conn *c, int status, const char *fmt, ...)
 /* Clears busy and moves the replies deferred behind an exec to the output.
  * Call right after queuing the exec's own reply. */
 void lbsd_conn_unbusy(lbsd_conn *c);
+
+/* Fills sb->gone_why, if still empty, with why the sandbox broke: its
+ * init was OOM-killed (the memory cgroup counted a kill), or it died. */
+void lbsd_note_gone(lbsd_sandbox *sb);
 
 /* Runs the event loop on the listening socket until SIGTERM/SIGINT; then
  * destroys every sandbox. Returns the exit status. */
@@ -273,6 +282,8 @@ typedef struct lbsd_init_cfg {
     int rlimit_mode;               /* no cgroups: limit memory and pids with rlimits */
     uint64_t memory_bytes;
     int pids;
+    uint64_t nofile;               /* RLIMIT_NOFILE of every process (hostlimits.h) */
+    int ptys;                      /* devpts max= */
 } lbsd_init_cfg;
 __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl);
 

@@ -5,6 +5,8 @@
  * left behind, then runs the event loop (sandboxd.c).
  */
 #include "entry.h"
+#include "sandbox/filewatch.h"
+#include "sandbox/hostlimits.h"
 #include "sandbox/idmap.h"
 #include "sandbox/uidslot.h"
 #include "sandbox/sandboxd.h"
@@ -177,6 +179,9 @@ int lb_sandboxd_main(int argc, char **argv)
     if (lfd < 0)
         return 1;
     lbsd_cg_detect();
+    /* the host pools one sandbox could drain: what is assumed, logged */
+    lbsd_host_init();
+    lbsd_filewatch_init();
     /* what a previous run left (even after kill -9): its processes, then
      * its scratch dirs and cgroups */
     lbsd_kill_stale_procs();

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -72,7 +73,13 @@ int lbsd_drop_caps(void)
 /* Syscalls that fail with EPERM inside a sandbox: the mount and namespace
  * families, kernel modules and kexec, tracing and introspection of other
  * processes, the keyring, BPF and perf, swap and reboot, raw handles,
- * obsolete interfaces. */
+ * obsolete interfaces, and both asynchronous I/O interfaces: io_uring (a
+ * large attack surface) and Linux AIO, whose contexts come from one
+ * host-wide pool (fs.aio-max-nr, 65536 events): one sandbox could take it
+ * all and make io_setup fail for every process on the host, root
+ * included. Programs that use AIO (libaio, some databases) see EPERM from
+ * io_setup, the same answer io_uring_setup gives, and fall back to
+ * threads where they can. */
 static const char *const lbsd_denied[] = {
     "mount",          "umount2",        "pivot_root",      "move_mount",      "chroot",
     "uselib",         "ustat",          "sysfs",           "_sysctl",
@@ -88,6 +95,8 @@ static const char *const lbsd_denied[] = {
     "syslog",         "settimeofday",   "clock_settime",   "clock_adjtime",
     "adjtimex",       "iopl",           "ioperm",          "vhangup",
     "nfsservctl",     "fanotify_init",  "sethostname",     "setdomainname",
+    "io_setup",       "io_destroy",     "io_submit",       "io_cancel",
+    "io_getevents",   "io_pgetevents",
 };
 
 /* Newer than the libseccomp we build with (its name table would not know
@@ -156,6 +165,16 @@ static scmp_filter_ctx lbsd_seccomp_build(void)
             goto out;
     }
     if (lbsd_deny_personality(ctx) != 0)
+        goto out;
+    /* AF_VSOCK talks to the hypervisor and to other VMs' vsock services
+     * (and was the home of several kernel bugs); nothing in a sandbox needs
+     * it. The family is an int: compared on the low 32 bits, like the
+     * ioctl numbers below. EAFNOSUPPORT is what a kernel without vsock
+     * answers, so programs take it as "not available". */
+    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+                         SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, AF_VSOCK)) != 0 ||
+        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
+                         SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, AF_VSOCK)) != 0)
         goto out;
     /* clone with any namespace flag (fork, vfork and threads stay allowed).
      * A rule matches on one masked compare, so one rule per flag. */

@@ -312,6 +312,19 @@ static int lb_parse_resources(const cJSON *res, const lb_config *cfg, lb_sbx_spe
         (rc = lb_get_int(res, "disk_mib", 16, 1 << 22, &sp->disk_mib, msg, msgsz)) ||
         (rc = lb_get_int(res, "pids", 8, 1 << 22, &sp->pids, msg, msgsz)))
         return rc;
+    /* the operator's caps (config_host.c): sandboxd enforces them too, this
+     * says it first and names the setting (0: a config that was never
+     * resolved, as in unit tests: no cap) */
+    if (cfg->sandbox_max_memory_mib > 0 && sp->memory_mib > cfg->sandbox_max_memory_mib)
+        return lb_fail(msg, msgsz, LB_E_INVAL,
+                       "\"resources.memory_mib\" %d is above this server's cap of %d MiB "
+                       "(sandbox_max_memory_mib).",
+                       sp->memory_mib, cfg->sandbox_max_memory_mib);
+    if (cfg->sandbox_max_pids > 0 && sp->pids > cfg->sandbox_max_pids)
+        return lb_fail(msg, msgsz, LB_E_INVAL,
+                       "\"resources.pids\" %d is above this server's cap of %d "
+                       "(sandbox_max_pids).",
+                       sp->pids, cfg->sandbox_max_pids);
     return LB_OK;
 }
 

@@ -213,6 +213,26 @@ TEST(spec_refusals)
     CHECK(spec_rc(big) == LB_E_TOOBIG);
 }
 
+/* The operator's caps on memory_mib and pids: refused with a message that
+ * names the cap and its setting (the API answers 400 with it). */
+TEST(spec_operator_caps)
+{
+    setup_cfg();
+    cfg.sandbox_max_memory_mib = 4096;
+    cfg.sandbox_max_pids = 1000;
+    CHECK(spec_rc("{\"resources\":{\"memory_mib\":4096,\"pids\":1000}}") == LB_OK);
+    char msg[512] = "";
+    lb_sbx_spec sp;
+    const char *big_mem = "{\"resources\":{\"memory_mib\":1048576}}";
+    CHECK(parse_spec(big_mem, &sp, msg, sizeof msg) == LB_E_INVAL);
+    lb_sbx_spec_free(&sp);
+    CHECK(strstr(msg, "4096 MiB") && strstr(msg, "sandbox_max_memory_mib"));
+    const char *big_pids = "{\"resources\":{\"pids\":4194304}}";
+    CHECK(parse_spec(big_pids, &sp, msg, sizeof msg) == LB_E_INVAL);
+    lb_sbx_spec_free(&sp);
+    CHECK(strstr(msg, "1000") && strstr(msg, "sandbox_max_pids"));
+}
+
 TEST(exec_parse)
 {
     setup_cfg();
@@ -282,6 +302,7 @@ int main(void)
     RUN(spec_defaults_and_echo);
     RUN(spec_full);
     RUN(spec_refusals);
+    RUN(spec_operator_caps);
     RUN(exec_parse);
     RUN(exec_line);
     return testlib_done();
