@@ -169,7 +169,9 @@ class Snapshot:
 
     def __init__(self, s):
         self.var = os.path.join(s.prefix, "var")
-        self.procs = procs_with("upperdir=%s/sandboxes/" % self.var)
+        # the overlay of a sandbox of this installation (its source is the
+        # install tag; the layer paths are relative, see sandbox_init.c)
+        self.procs = procs_with(" - overlay %s " % install_tag(self.var))
         self.slirps = procs_with("slirp4netns:" + install_tag(self.var), "cmdline")
         d = os.path.join(self.var, "sandboxes")
         self.dirs = set(os.listdir(d)) if os.path.isdir(d) else set()

@@ -140,8 +140,8 @@ def main():
             started_tool(s, b1)
             started_tool(s, b2)
             snap = Snapshot(s)
-            assert len(snap.dirs) == 2 and snap.slirps, "setup: %d sandboxes, %d slirp" % (
-                len(snap.dirs), len(snap.slirps))
+            assert len(snap.dirs) == 2 and snap.slirps, "setup: %d sandboxes %r, %d slirp" % (
+                len(snap.dirs), sorted(snap.dirs), len(snap.slirps))
             s.kill("sandboxd")
             t1 = wait_final(s, b1, timeout=15)
             assert t1["status"] == "failed" and "sandbox" in (t1["reason"] or "").lower(), t1
