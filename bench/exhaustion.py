@@ -14,8 +14,8 @@ Attacks (each bounded by the sandbox's own limits; nothing here writes
 outside the attacker sandbox):
   files      200 processes, each raising RLIMIT_NOFILE to its hard limit
              and opening /dev/null until refused, then holding them
-  mmap       files opened, mapped and closed until refused (files held
-             without an fd)
+  mmap       8 processes opening, mapping and closing a file up to 60000
+             times each (files held without an fd)
   pipes      pipes grown to the largest size allowed, until refused
   scm        fds sent over unix sockets and never received, until refused
   aio        io_setup in a loop (the host's AIO pool)
@@ -27,7 +27,8 @@ outside the attacker sandbox):
 
 Prints, per attack: the victim's exec round trip p50 / p99 / max and the
 ratio of its p99 to the quiet p99, /api/health's slowest answer and how
-many failed, whether the issue's target (victim p99 < 10 ms, every
+many failed, how far the host's open-file table (fs.file-nr) rose above
+the quiet run's peak, whether the issue's target (victim p99 < 10 ms, every
 health check answered) was met, and what the victim sandbox or the host
 could not do while the attacker held what it took (a normal-size pipe,
 F_SETPIPE_SZ to 1 MiB, an fd over a unix socket, a pty, an open(); on the
@@ -82,17 +83,25 @@ for k in kids:
     os.waitpid(k, 0)
 ''',
     "mmap": r'''
-import mmap
+# libc's mmap, not Python's (which keeps a dup of the fd): a mapping that
+# outlives its descriptor holds a file of the host's table without an fd
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 open("/tmp/m", "wb").write(b"x" * 4096)
-maps = []
-try:
-    while True:
-        fd = os.open("/tmp/m", os.O_RDONLY)
-        maps.append(mmap.mmap(fd, 4096, prot=mmap.PROT_READ))
-        os.close(fd)
-except (OSError, ValueError):
-    pass
-hold(SECS)
+kids = []
+for i in range(8):
+    pid = os.fork()
+    if pid == 0:
+        for j in range(60000):
+            fd = os.open("/tmp/m", os.O_RDONLY)
+            if libc.mmap(None, 4096, 1, 1, fd, 0) in (None, ctypes.c_void_p(-1).value):
+                break
+            os.close(fd)
+        hold(SECS)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
 ''',
     "pipes": r'''
 import fcntl
@@ -220,6 +229,9 @@ def victim_check(c, sid):
     return json.loads(so[i + 2:].splitlines()[0])
 
 
+HOSTILE = dict(memory_mib=512, pids=512, disk_mib=256, cpu_milli=1000)
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[max(0, min(len(xs) - 1, math.ceil(len(xs) * p / 100.0) - 1))] if xs else float("nan")
@@ -227,11 +239,13 @@ def pct(xs, p):
 
 def probe(stack, c, sid, secs, out):
     """The victim's exec loop and the health poller, for secs seconds."""
-    rtt, health, failed = [], [], [0]
+    rtt, health, failed, files = [], [], [0], []
     stop = time.time() + secs
 
     def poll_health():
         while time.time() < stop:
+            with open("/proc/sys/fs/file-nr") as f:
+                files.append(int(f.read().split()[0]))
             t = time.perf_counter()
             try:
                 st, _, _ = stack.request("GET", "/api/health", timeout=5)
@@ -254,7 +268,7 @@ def probe(stack, c, sid, secs, out):
                 print("  victim exec failed: %r" % r, flush=True)
         rtt.append(dt)
     th.join()
-    out.update(rtt=rtt, health=health, failed=failed[0], broken=victim_check(c, sid) + host_check())
+    out.update(rtt=rtt, health=health, failed=failed[0], files=max(files or [0]), broken=victim_check(c, sid) + host_check())
 
 
 def attack(c, sid, name, secs, result):
@@ -291,19 +305,21 @@ def main():
             # the attacker gets a core of CPU (cpu_milli) so that the machine's
             # second core stays for everyone else; every other limit is the
             # default an API client gets
-            hostile = ac.create(memory_mib=512, pids=512, disk_mib=256, cpu_milli=1000)
+            hostile = ac.create(**HOSTILE)
             quiet = {}
             probe(st, vc, victim, a.secs, quiet)
             q99 = pct(quiet["rtt"], 99)
             print("  %-8s %8s %8s %8s %10s %14s %7s  %s" %
-                  ("attack", "p50 ms", "p99 ms", "max ms", "p99/quiet", "health max ms", "failed", "target; what broke"))
+                  ("attack", "p50 ms", "p99 ms", "max ms", "p99/quiet", "health max ms", "failed",
+                   "host files +N; target; what broke"))
 
             def row(name, res, state=""):
                 p50, p99 = pct(res["rtt"], 50), pct(res["rtt"], 99)
                 ok = p99 < 10 and res["failed"] == 0 and not res["broken"]
-                print("  %-8s %8.2f %8.2f %8.2f %9.2fx %14.1f %7d  %s %s %s" %
+                print("  %-8s %8.2f %8.2f %8.2f %9.2fx %14.1f %7d  %+8d %s %s %s" %
                       (name, p50, p99, max(res["rtt"]), p99 / q99, max(res["health"] or [0]),
-                       res["failed"], "MET" if ok else "NOT MET", ",".join(res["broken"]) or "-", state),
+                       res["failed"], res["files"] - quiet.get("files", res["files"]),
+                       "MET" if ok else "NOT MET", ",".join(res["broken"]) or "-", state),
                       flush=True)
 
             row("quiet", quiet)
@@ -315,8 +331,14 @@ def main():
                 probe(st, vc, victim, a.secs, res)
                 t.join()
                 row(name, res, "(attacker: %s)" % ar.get("state"))
-                # a clean slate for the next attack
-                ac.exec(hostile, "rm -f /tmp/fill /tmp/m; true", timeout_ms=10000)
+                # a clean slate for the next attack; a sandbox that sandboxd
+                # destroyed (the file watch) is replaced
+                r = ac.exec(hostile, "rm -f /tmp/fill /tmp/m; true", timeout_ms=10000)
+                if r.get("state") != "exited":
+                    print("  (attacker sandbox gone: %s; a new one for the next attack)"
+                          % str(r.get("message", r.get("state")))[:120], flush=True)
+                    ac.destroy(hostile)  # a fork bomb's leftovers go with it
+                    hostile = ac.create(**HOSTILE)
             ac.destroy(hostile)
             vc.destroy(victim)
     return 0
