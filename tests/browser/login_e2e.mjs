@@ -9,6 +9,7 @@
 //
 //   LLMBOX_TEST_TOKEN_A=... LLMBOX_TEST_TOKEN_B=... node login_e2e.mjs http://127.0.0.1:PORT/
 import { chromium } from 'playwright-core';
+import { block, check, exitStatus, sleep } from './harness.mjs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -16,19 +17,6 @@ const base = process.argv[2];
 const tokenA = process.env.LLMBOX_TEST_TOKEN_A;
 const tokenB = process.env.LLMBOX_TEST_TOKEN_B;
 const shots = process.env.SHOTS || tmpdir();
-let failed = 0;
-const check = (name, ok, why = '') => {
-  console.log(ok ? `PASS ${name}` : `FAIL ${name}: ${String(why).split('\n')[0].slice(0, 300)}`);
-  if (!ok) failed++;
-  return ok;
-};
-async function block(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    check(name, false, e && e.message ? e.message : e);
-  }
-}
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -148,4 +136,4 @@ await block('logout', async () => {
 
 check('login_no_console_errors', errors.length === 0, errors.join(' | '));
 await browser.close();
-process.exit(failed ? 1 : 0);
+process.exit(exitStatus());

@@ -15,6 +15,7 @@
 //
 //   LLMBOX_TEST_TASK=<id> LLMBOX_TEST_WEB_LOG=<path> node origin_e2e.mjs http://127.0.0.1:PORT/
 import { chromium } from 'playwright-core';
+import { block, check, exitStatus, sleep } from './harness.mjs';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 
@@ -22,20 +23,6 @@ const base = process.argv[2];
 const port = new URL(base).port;
 const taskId = process.env.LLMBOX_TEST_TASK;
 const webLog = process.env.LLMBOX_TEST_WEB_LOG;
-let failed = 0;
-const check = (name, ok, why = '') => {
-  console.log(ok ? `PASS ${name}` : `FAIL ${name}: ${String(why).split('\n')[0].slice(0, 300)}`);
-  if (!ok) failed++;
-  return ok;
-};
-async function block(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    check(name, false, e && e.message ? e.message : e);
-  }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // The API as a script sees it (no Origin): the prompts of every task.
 function prompts() {
@@ -167,4 +154,4 @@ await block('page_itself_starts_a_task', async () => {
 
 await browser.close();
 evil.close();
-process.exit(failed ? 1 : 0);
+process.exit(exitStatus());

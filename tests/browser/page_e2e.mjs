@@ -14,6 +14,7 @@
 //
 //   node page_e2e.mjs http://127.0.0.1:PORT/
 import { chromium } from 'playwright-core';
+import { block, check, exitStatus, sleep } from './harness.mjs';
 import { writeFileSync, readFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -21,21 +22,6 @@ import { spawnSync } from 'node:child_process';
 
 const base = process.argv[2];
 const shots = process.env.SHOTS || tmpdir();
-let failed = 0;
-const check = (name, ok, why = '') => {
-  console.log(ok ? `PASS ${name}` : `FAIL ${name}: ${String(why).split('\n')[0].slice(0, 300)}`);
-  if (!ok) failed++;
-  return ok;
-};
-/** Runs one block; an exception fails it with its message. */
-async function block(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    check(name, false, e && e.message ? e.message : e);
-  }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Entry names and methods from a zip's central directory. */
 function zipEntries(buf) {
@@ -572,4 +558,4 @@ c.commit()`;
 
 await browser.close();
 check('no_console_errors', errors.length === 0, errors.join(' | '));
-process.exit(failed ? 1 : 0);
+process.exit(exitStatus());
