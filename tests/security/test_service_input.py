@@ -597,7 +597,10 @@ def agent_survives(E):
     assert alive_or_done, "the agent of %s is gone while its task runs" % E.task
     t = E.st.wait_task(E.task, timeout=120)
     assert t["status"] == "succeeded", t
-    got = sorted(a["path"] for a in t["artifacts"])
+    # answer.txt is there when this task got the scenario's finish("done")
+    # (the fake model's replies are shared with the other tasks the checks
+    # start, so which task gets which reply depends on timing)
+    got = sorted(a["path"] for a in t["artifacts"] if a["path"] != "answer.txt")
     assert got == ["a.txt", "d/b.txt"], got
 
 
