@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/path.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -255,11 +256,6 @@ static int lb_step_done(lb_store *s, sqlite3_stmt *st, const char *what)
     if (rc == SQLITE_ROW)
         r = LB_OK;
     return r;
-}
-
-static int lb_is_final(const char *status)
-{
-    return !strcmp(status, "succeeded") || !strcmp(status, "failed") || !strcmp(status, "cancelled");
 }
 
 static const char *lb_col_text(sqlite3_stmt *st, int i)
@@ -550,7 +546,7 @@ int lb_store_task_insert(lb_store *s, const lb_task_new *t)
 }
 
 /* Reads status (and pid) of a task inside the caller's transaction. */
-static int lb_task_status(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
+static int lb_task_status_read(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
 {
     sqlite3_stmt *st = lb_stmt(s, Q_TASK_STATUS);
     if (!st)
@@ -581,8 +577,8 @@ static int lb_begin_live(lb_store *s, const char *id)
     int rc = lb_begin(s);
     if (rc)
         return rc;
-    rc = lb_task_status(s, id, status, sizeof status, NULL);
-    if (rc == LB_OK && lb_is_final(status))
+    rc = lb_task_status_read(s, id, status, sizeof status, NULL);
+    if (rc == LB_OK && lb_task_status_is_final(lb_task_status_parse(status)))
         rc = LB_E_EXISTS;
     if (rc)
         lb_rollback(s);
@@ -730,7 +726,7 @@ static int lb_task_finish_once(lb_store *s, const char *id, const char *status, 
 int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
                          const char *answer)
 {
-    if (!s || !lb_id_valid(id) || !status || !lb_is_final(status))
+    if (!s || !lb_id_valid(id) || !lb_task_status_is_final(lb_task_status_parse(status)))
         return LB_E_INVAL;
     if ((reason && strlen(reason) > LB_STORE_TEXT_MAX) || (answer && strlen(answer) > LB_STORE_TEXT_MAX))
         return LB_E_TOOBIG;
@@ -819,7 +815,7 @@ int lb_store_task_state(lb_store *s, const char *id, char *status, size_t status
     status[0] = '\0';
     if (pid)
         *pid = 0;
-    return lb_task_status(s, id, status, statussz, pid);
+    return lb_task_status_read(s, id, status, statussz, pid);
 }
 
 /* Parses stored JSON text; a damaged value becomes an empty array rather
@@ -1205,7 +1201,7 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
     if (rc)
         return rc;
     char status[16];
-    rc = lb_task_status(s, task_id, status, sizeof status, NULL);
+    rc = lb_task_status_read(s, task_id, status, sizeof status, NULL);
     if (rc)
         goto out;
     sqlite3_stmt *st = lb_stmt(s, Q_ART_DELETE);
@@ -1457,8 +1453,11 @@ int lb_store_session_delete(lb_store *s, const char *id_sha256)
 
 /* ---- metrics ---------------------------------------------------------- */
 
-const char *const lb_store_status_names[LB_STORE_N_STATUS] = {"queued", "running", "succeeded", "failed",
-                                                             "cancelled"};
+/* the one list of statuses (common/task.h), in its order */
+#define LB_STORE_STATUS_NAME_(e, name) name,
+const char *const lb_store_status_names[LB_STORE_N_STATUS] = {LB_TASK_STATUSES(LB_STORE_STATUS_NAME_)};
+#undef LB_STORE_STATUS_NAME_
+_Static_assert(LB_STORE_N_STATUS == LB_TASK_N_STATUS, "one metrics state per task status");
 
 int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
 {

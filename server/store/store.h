@@ -4,9 +4,10 @@
  * own, the agent opens one. Writers use short IMMEDIATE transactions, so the
  * web and many agents can write at once without losing an event.
  *
- * Task status values: "queued", "running", "succeeded", "failed",
- * "cancelled". The last three are final: once final, a task never changes
- * status again (lb_store_task_finish returns LB_E_EXISTS).
+ * Task statuses are those of common/task.h (queued, running, succeeded,
+ * failed, cancelled), stored by name. The last three are final: once
+ * final, a task never changes status again (lb_store_task_finish returns
+ * LB_E_EXISTS).
  *
  * Event types written by the agent (data is a JSON object):
  *   "status"   {status, reason?, sandbox?: "ready", sandbox_ms?}  (sandbox: once the

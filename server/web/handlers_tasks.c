@@ -7,6 +7,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 #include "web/multipart.h"
 #include "web/unpack.h"
@@ -688,11 +689,6 @@ void lb_h_task_get(lb_req *r)
     cJSON_Delete(t);
 }
 
-static int lb_is_final(const char *s)
-{
-    return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled");
-}
-
 /* ---- POST /api/tasks/{id}/cancel ---- */
 
 void lb_h_task_cancel(lb_req *r)
@@ -704,7 +700,7 @@ void lb_h_task_cancel(lb_req *r)
         lb_http_store_error(r, rc, "read the task");
         return;
     }
-    if (lb_is_final(status)) {
+    if (lb_task_status_is_final(lb_task_status_parse(status))) {
         lb_http_error(r, 409, NULL, "The task has already ended (%s); there is nothing to cancel.", status);
         return;
     }
@@ -747,7 +743,7 @@ void lb_h_task_delete(lb_req *r)
         lb_http_store_error(r, rc, "read the task");
         return;
     }
-    if (!lb_is_final(status)) {
+    if (!lb_task_status_is_final(lb_task_status_parse(status))) {
         /* stop the agent first, so it cannot write into a folder we remove */
         rc = lb_spawn_kill_wait(r->id, 3000);
         if (rc == LB_E_TIMEOUT)
