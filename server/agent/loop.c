@@ -835,8 +835,9 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     r.last_prompt = r.last_completion = -1;
     char err[1024] = "";
     const lb_config *cfg = lb_cfg();
-    r.budget = o->token_budget >= 0 ? o->token_budget : cfg->token_budget;
-    r.timeout_s = o->timeout_s > 0 && o->timeout_s <= cfg->task_timeout_s ? o->timeout_s : cfg->task_timeout_s;
+    /* the caller's are the task's effective limits (lb_task_limits_of) */
+    r.budget = o->token_budget;
+    r.timeout_s = o->timeout_s;
 
     r.messages = cJSON_CreateArray();
     cJSON *perr = cJSON_CreateArray();

@@ -92,7 +92,7 @@ static const char *const lb_sql[Q__COUNT] = {
                      " usage = ?5 WHERE id = ?1",
     [Q_TASK_GET] = "SELECT id, status, reason, prompt, model, max_turns, created_ms, started_ms,"
                    " finished_ms, turns, prompt_tokens, completion_tokens, answer, inputs,"
-                   " token_budget, timeout_s, usage, network, image, rerun_of"
+                   " token_budget, timeout_s, usage, network, image, rerun_of, owner, COALESCE(pid, 0)"
                    " FROM tasks WHERE id = ?1",
     [Q_TASK_LIST] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
                     " FROM tasks ORDER BY created_ms DESC, id DESC LIMIT ?1",
@@ -818,99 +818,70 @@ int lb_store_task_state(lb_store *s, const char *id, char *status, size_t status
     return lb_task_status_read(s, id, status, statussz, pid);
 }
 
-/* Parses stored JSON text; a damaged value becomes an empty array rather
- * than failing the whole task view. */
-static cJSON *lb_parse_or_empty(const char *text)
+/* A column as a malloc'd string, NULL when the column is NULL. *bad is
+ * set when a copy could not be made. */
+static char *lb_col_dup(sqlite3_stmt *st, int i, int *bad)
 {
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    return j ? j : cJSON_CreateArray();
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return NULL;
+    char *v = strdup(lb_col_text(st, i));
+    if (!v)
+        *bad = 1;
+    return v;
 }
 
-int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
+/* A column as a number, -1 when the column is NULL. */
+static int64_t lb_col_int_or_none(sqlite3_stmt *st, int i)
 {
-    *out = NULL;
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
+{
+    memset(out, 0, sizeof *out);
     if (!s || !lb_id_valid(id))
         return LB_E_INVAL;
-    cJSON *o = NULL;
-    int rc;
     sqlite3_stmt *st = lb_stmt(s, Q_TASK_GET);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     int src = sqlite3_step(st);
+    int rc = LB_OK, bad = 0;
     if (src == SQLITE_DONE) {
         rc = LB_E_NOTFOUND;
-        goto out;
-    }
-    if (src != SQLITE_ROW) {
+    } else if (src != SQLITE_ROW) {
         rc = lb_store_err(s, src, "get task");
-        goto out;
+    } else {
+        snprintf(out->id, sizeof out->id, "%s", lb_col_text(st, 0));
+        out->status = lb_task_status_parse(lb_col_text(st, 1));
+        out->reason = lb_col_dup(st, 2, &bad);
+        out->prompt = strdup(lb_col_text(st, 3));
+        bad |= !out->prompt;
+        out->model = lb_col_dup(st, 4, &bad);
+        out->max_turns = sqlite3_column_int(st, 5);
+        out->created_ms = lb_col_int_or_none(st, 6);
+        out->started_ms = lb_col_int_or_none(st, 7);
+        out->finished_ms = lb_col_int_or_none(st, 8);
+        out->turns = sqlite3_column_int(st, 9);
+        out->prompt_tokens = sqlite3_column_int64(st, 10);
+        out->completion_tokens = sqlite3_column_int64(st, 11);
+        out->answer = lb_col_dup(st, 12, &bad);
+        out->inputs_json = lb_col_dup(st, 13, &bad);
+        out->token_budget = lb_col_int_or_none(st, 14);
+        out->timeout_s = lb_col_int_or_none(st, 15);
+        out->usage_json = lb_col_dup(st, 16, &bad);
+        out->network = lb_col_dup(st, 17, &bad);
+        out->image = lb_col_dup(st, 18, &bad);
+        out->rerun_of = lb_col_dup(st, 19, &bad);
+        out->owner = lb_col_dup(st, 20, &bad);
+        out->pid = sqlite3_column_int(st, 21);
+        if (bad)
+            rc = LB_E_NOMEM;
     }
-    rc = LB_E_NOMEM;
-    o = cJSON_CreateObject();
-    if (!o)
-        goto out;
-    cJSON *usage = NULL;
-    if (!cJSON_AddStringToObject(o, "id", lb_col_text(st, 0)) ||
-        !cJSON_AddStringToObject(o, "status", lb_col_text(st, 1)) ||
-        lb_json_add_text_or_null(o, "reason", st, 2) ||
-        !cJSON_AddStringToObject(o, "prompt", lb_col_text(st, 3)) ||
-        lb_json_add_text_or_null(o, "model", st, 4) ||
-        !cJSON_AddNumberToObject(o, "max_turns", sqlite3_column_int(st, 5)) ||
-        lb_json_add_int_or_null(o, "created_ms", st, 6) ||
-        lb_json_add_int_or_null(o, "started_ms", st, 7) ||
-        lb_json_add_int_or_null(o, "finished_ms", st, 8) ||
-        !cJSON_AddNumberToObject(o, "turns", sqlite3_column_int(st, 9)) ||
-        !(usage = cJSON_AddObjectToObject(o, "usage")) ||
-        !cJSON_AddNumberToObject(usage, "prompt_tokens", (double)sqlite3_column_int64(st, 10)) ||
-        !cJSON_AddNumberToObject(usage, "completion_tokens", (double)sqlite3_column_int64(st, 11)) ||
-        !cJSON_AddNumberToObject(usage, "total_tokens",
-                                 (double)(sqlite3_column_int64(st, 10) + sqlite3_column_int64(st, 11))) ||
-        lb_json_add_text_or_null(o, "answer", st, 12) ||
-        lb_json_add_int_or_null(o, "token_budget", st, 14) ||
-        lb_json_add_int_or_null(o, "timeout_s", st, 15))
-        goto out;
-    /* the detailed accounting (v2); its numbers join "usage" */
-    cJSON *more = cJSON_Parse((const char *)sqlite3_column_text(st, 16));
-    const cJSON *it;
-    cJSON *obj = cJSON_IsObject(more) ? more : NULL;
-    cJSON_ArrayForEach(it, obj)
-    {
-        if (it->string && !cJSON_HasObjectItem(usage, it->string) &&
-            !cJSON_AddItemToObject(usage, it->string, cJSON_Duplicate(it, 1))) {
-            cJSON_Delete(more);
-            goto out;
-        }
-    }
-    cJSON_Delete(more);
-    cJSON *inputs = lb_parse_or_empty((const char *)sqlite3_column_text(st, 13));
-    if (!inputs || !cJSON_AddItemToObject(o, "inputs", inputs)) {
-        cJSON_Delete(inputs);
-        goto out;
-    }
-    if (lb_json_add_text_or_null(o, "network", st, 17) || lb_json_add_text_or_null(o, "image", st, 18) ||
-        lb_json_add_text_or_null(o, "rerun_of", st, 19))
-        goto out;
     lb_done(st);
-    st = NULL;
-    cJSON *arts = NULL;
-    rc = lb_store_artifacts_get(s, id, &arts);
     if (rc)
-        goto out;
-    if (!cJSON_AddItemToObject(o, "artifacts", arts)) {
-        cJSON_Delete(arts);
-        rc = LB_E_NOMEM;
-        goto out;
-    }
-    rc = LB_OK;
-out:
-    lb_done(st);
-    if (rc) {
-        cJSON_Delete(o);
-        return rc;
-    }
-    *out = o;
-    return LB_OK;
+        lb_task_free(out);
+    return rc;
 }
 
 int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)

@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/metrics.h"
+#include "common/task.h"
 
 #define LB_STORE_SCHEMA_VERSION 5
 
@@ -103,11 +104,13 @@ int lb_store_reserve_keep(const char *db_path);
 int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u);
 /* Fills status (>= 16 bytes) and pid (0 if none). LB_E_NOTFOUND if absent. */
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);
-/* The task as the API shows it: {id, status, reason, prompt, model, max_turns,
- * token_budget, timeout_s, created_ms, started_ms, finished_ms, turns,
- * usage:{prompt_tokens, completion_tokens, total_tokens, environment_tokens,
- * environment_estimated, context_tokens, model_ms, tools_ms, sandbox_ms},
- * answer, inputs:[...], network, image, rerun_of, artifacts:[...]}. Caller frees. */
+/* The task as stored (common/task.h). Free with lb_task_free (done here on
+ * failure). LB_E_NOTFOUND, LB_E_INVAL (not an id). */
+int lb_store_task_load(lb_store *s, const char *id, lb_task *out);
+/* The task as the API shows it, artifacts included: lb_store_task_load
+ * and lb_task_json (web/task_json.h). Defined in web/task_json.c: only the
+ * web makes API JSON; kept under this name for the tools and tests that
+ * read a task whole. Caller frees. */
 int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
 /* Newest first; before_ms = 0 for the first page. Returns a JSON array of
  * summaries {id,status,prompt(<=200 chars),model,created_ms,finished_ms}. */
