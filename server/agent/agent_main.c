@@ -96,7 +96,7 @@ static int list_tools(void)
  * the agent's exit). */
 static void end_task(lb_store *st, const char *id, const char *reason)
 {
-    int rc = lb_store_task_finish(st, id, "failed", reason, NULL);
+    int rc = lb_store_task_end(st, id, LB_TASK_FAILED, reason, NULL);
     if (rc != LB_OK && rc != LB_E_EXISTS)
         lb_error("task %s: cannot record its end (%s): %s", id, reason, lb_strerror(rc));
 }

@@ -379,7 +379,8 @@ int lb_run_main(int argc, char **argv)
     lb_agent_run(&o, &sink, &res);
     finish_run(&E, &res);
     have_tmp = 0;
-    ret = !strcmp(res.status, "succeeded") ? 0 : !strcmp(res.status, "cancelled") ? 130 : 1;
+    lb_task_status end = lb_task_status_parse(res.status);
+    ret = end == LB_TASK_SUCCEEDED ? 0 : end == LB_TASK_CANCELLED ? 130 : 1;
 out:
     if (have_tmp)
         lb_rmtree(tmp);

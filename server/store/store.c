@@ -664,7 +664,7 @@ static int lb_event_insert(lb_store *s, const char *task_id, const char *type, c
 /* <db>-reserve: a file of LB_STORE_RESERVE_BYTES next to the database.
  * When the disk is full, the end of a task could not be recorded and the
  * task would stay "running" until space came back; deleting the reserve
- * frees room for exactly those records (lb_store_task_finish does, and
+ * frees room for exactly those records (lb_store_task_end does, and
  * only it). The web puts it back once there is room again. */
 static void lb_reserve_path(const char *db_path, char *out, size_t outsz)
 {
@@ -723,17 +723,24 @@ int lb_store_reserve_keep(const char *db_path)
 static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,
                                const char *answer);
 
-int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
-                         const char *answer)
+int lb_store_task_end(lb_store *s, const char *id, lb_task_status status, const char *reason,
+                      const char *answer)
 {
-    if (!s || !lb_id_valid(id) || !lb_task_status_is_final(lb_task_status_parse(status)))
+    if (!s || !lb_id_valid(id) || !lb_task_status_is_final(status))
         return LB_E_INVAL;
     if ((reason && strlen(reason) > LB_STORE_TEXT_MAX) || (answer && strlen(answer) > LB_STORE_TEXT_MAX))
         return LB_E_TOOBIG;
-    int rc = lb_task_finish_once(s, id, status, reason, answer);
+    const char *name = lb_task_status_name(status);
+    int rc = lb_task_finish_once(s, id, name, reason, answer);
     if (rc == LB_E_NOSPACE && lb_reserve_release(s))
-        rc = lb_task_finish_once(s, id, status, reason, answer);
+        rc = lb_task_finish_once(s, id, name, reason, answer);
     return rc;
+}
+
+int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
+                         const char *answer)
+{
+    return lb_store_task_end(s, id, lb_task_status_parse(status), reason, answer);
 }
 
 static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,

@@ -6,7 +6,7 @@
  *
  * Task statuses are those of common/task.h (queued, running, succeeded,
  * failed, cancelled), stored by name. The last three are final: once
- * final, a task never changes status again (lb_store_task_finish returns
+ * final, a task never changes status again (lb_store_task_end returns
  * LB_E_EXISTS).
  *
  * Event types written by the agent (data is a JSON object):
@@ -90,14 +90,22 @@ void lb_store_close(lb_store *s);
 int lb_store_task_insert(lb_store *s, const lb_task_new *t);
 int lb_store_task_set_running(lb_store *s, const char *id, int pid);
 int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
-/* Moves a non-final task to a final status (and appends the "done" event
- * in the same transaction). LB_E_EXISTS if it was already final,
- * LB_E_NOTFOUND if there is no such task. reason/answer may be NULL. */
-int lb_store_task_finish(lb_store *s, const char *id, const char *status,
-                         const char *reason, const char *answer);
+/* Ends a task: the one function that does (the agent's sink, the web's
+ * reaper, orphan scan, recovery, cancel and delete, a failed spawn all
+ * call it). Moves a non-final task to the final status (and appends the
+ * "done" event in the same transaction). LB_E_EXISTS if it was already
+ * final (the first to end it wins), LB_E_NOTFOUND if there is no such
+ * task, LB_E_INVAL for a status that is not final; on a full disk see
+ * lb_store_reserve_keep. reason/answer may be NULL. */
+__attribute__((warn_unused_result)) int lb_store_task_end(lb_store *s, const char *id, lb_task_status status,
+                                                          const char *reason, const char *answer);
+/* The same with the status by name ("failed" ...), for the tests and the
+ * loop's result, which carry it as text. */
+__attribute__((warn_unused_result)) int lb_store_task_finish(lb_store *s, const char *id, const char *status,
+                                                             const char *reason, const char *answer);
 /* Puts the disk reserve (<db_path>-reserve, 2 MiB) back when it is missing
  * and the disk has room (4x its size) again. When the disk is full,
- * lb_store_task_finish deletes it to record the end of a task, so that no
+ * lb_store_task_end deletes it to record the end of a task, so that no
  * task stays "running" only because its end could not be written.
  * LB_E_NOSPACE: not enough room yet. */
 int lb_store_reserve_keep(const char *db_path);

@@ -585,7 +585,9 @@ int lb_task_start(lb_req *r, const lb_task_new *t)
         lb_error("web: task %s: %s", t->id, err);
         char reason[600];
         snprintf(reason, sizeof reason, "could not start the agent: %s", err);
-        lb_store_task_finish(r->store, t->id, "failed", reason, NULL);
+        rc = lb_store_task_end(r->store, t->id, LB_TASK_FAILED, reason, NULL);
+        if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+            lb_error("web: task %s: cannot record that its agent did not start: %s", t->id, lb_strerror(rc));
     } else if ((rc = lb_store_task_set_pid(r->store, t->id, pid)) != LB_OK) {
         lb_warn("web: task %s: cannot record the agent pid: %s", t->id, lb_strerror(rc));
     }
@@ -712,7 +714,7 @@ void lb_h_task_cancel(lb_req *r)
     } else {
         /* no agent of ours runs it (it never started, or it belongs to an
          * earlier run of the service): end it here */
-        rc = lb_store_task_finish(r->store, r->id, "cancelled", "cancelled by the user", NULL);
+        rc = lb_store_task_end(r->store, r->id, LB_TASK_CANCELLED, "cancelled by the user", NULL);
         if (rc == LB_E_EXISTS) {
             cJSON_Delete(o);
             lb_http_error(r, 409, NULL, "The task has just ended; there is nothing to cancel.");
@@ -750,7 +752,11 @@ void lb_h_task_delete(lb_req *r)
             lb_warn("web: task %s: agent still alive 3 s after SIGKILL", r->id);
         else if (rc == LB_E_NOTFOUND && lb_agent_alive(pid, r->id))
             kill(-pid, SIGKILL); /* an agent left by an earlier web process */
-        lb_store_task_finish(r->store, r->id, "cancelled", "deleted by the user", NULL);
+        /* ended first, so that the counters see it end; an error here
+         * does not stop the delete, which removes the row anyway */
+        rc = lb_store_task_end(r->store, r->id, LB_TASK_CANCELLED, "deleted by the user", NULL);
+        if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+            lb_warn("web: task %s: cannot record its end before deleting it: %s", r->id, lb_strerror(rc));
     }
     rc = lb_store_task_delete(r->store, r->id);
     if (rc != LB_OK && rc != LB_E_NOTFOUND) {
