@@ -208,13 +208,25 @@ static int lb_exec(lb_store *s, const char *sql)
     return LB_OK;
 }
 
+/* Write transactions: lb_begin, the work with each failure going to one
+ * label, and there lb_end_tx(s, rc), which keeps the work only when all
+ * of it succeeded. */
 static int lb_begin(lb_store *s) { return lb_exec(s, "BEGIN IMMEDIATE"); }
-static int lb_commit(lb_store *s) { return lb_exec(s, "COMMIT"); }
 static void lb_rollback(lb_store *s)
 {
     /* harmless when SQLite already rolled back on its own */
     if (!sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+/* Ends the caller's write transaction: COMMIT when rc is LB_OK (its error
+ * when it fails), else ROLLBACK; returns the outcome. */
+static int lb_end_tx(lb_store *s, int rc)
+{
+    if (rc == LB_OK)
+        rc = lb_exec(s, "COMMIT");
+    if (rc != LB_OK)
+        lb_rollback(s);
+    return rc;
 }
 
 /* The cached statement q, reset and with no bindings. NULL on failure. */
@@ -256,6 +268,18 @@ static int lb_step_done(lb_store *s, sqlite3_stmt *st, const char *what)
     if (rc == SQLITE_ROW)
         r = LB_OK;
     return r;
+}
+
+/* Steps a statement that writes one row and resets it: LB_OK, none_rc
+ * when it changed no row (no such task, a condition not met), or the
+ * error. A single statement is its own transaction. */
+static int lb_step_write(lb_store *s, sqlite3_stmt *st, const char *what, int none_rc)
+{
+    int rc = lb_step_done(s, st, what);
+    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
+        rc = none_rc;
+    lb_done(st);
+    return rc;
 }
 
 static const char *lb_col_text(sqlite3_stmt *st, int i)
@@ -458,10 +482,8 @@ static int lb_store_migrate(lb_store *s)
         if (rc)
             goto out;
     }
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -538,11 +560,7 @@ int lb_store_task_insert(lb_store *s, const lb_task_new *t)
     lb_bind_text(st, 12, t->owner);
     sqlite3_bind_int(st, 13, t->owner ? t->owner_max_active : 0);
     /* a single statement is its own transaction */
-    int rc = lb_step_done(s, st, "insert task");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_BUSY; /* the owner's limit was reached */
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "insert task", LB_E_BUSY); /* the owner's limit was reached */
 }
 
 /* Reads status (and pid) of a task inside the caller's transaction. */
@@ -604,10 +622,8 @@ int lb_store_task_set_running(lb_store *s, const char *id, int pid)
     lb_done(st);
     if (rc)
         goto out;
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -620,11 +636,7 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     sqlite3_bind_int(st, 2, pid);
-    int rc = lb_step_done(s, st, "set pid");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_NOTFOUND;
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "set pid", LB_E_NOTFOUND);
 }
 
 /* Appends an event inside the caller's transaction. */
@@ -780,10 +792,8 @@ static int lb_task_finish_once(lb_store *s, const char *id, const char *status, 
     rc = lb_event_insert(s, id, "done", data, NULL);
     if (rc)
         goto out;
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     cJSON_Delete(ev);
     free(data);
     return rc;
@@ -808,11 +818,7 @@ int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u)
     sqlite3_bind_int64(st, 3, u->prompt_tokens);
     sqlite3_bind_int64(st, 4, u->completion_tokens);
     lb_bind_text(st, 5, json);
-    int rc = lb_step_done(s, st, "set usage");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_NOTFOUND;
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "set usage", LB_E_NOTFOUND);
 }
 
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
@@ -968,11 +974,7 @@ int lb_store_task_delete(lb_store *s, const char *id)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     /* events and artifacts go with it (ON DELETE CASCADE), atomically */
-    int rc = lb_step_done(s, st, "delete task");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_NOTFOUND;
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "delete task", LB_E_NOTFOUND);
 }
 
 int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n)
@@ -1065,10 +1067,9 @@ int lb_store_event_append(lb_store *s, const char *task_id, const char *type, co
     rc = lb_event_insert(s, task_id, type, data_json, seq_out);
     if (rc)
         goto out;
-    rc = lb_commit(s);
 out:
+    rc = lb_end_tx(s, rc);
     if (rc) {
-        lb_rollback(s);
         if (seq_out)
             *seq_out = 0;
     }
@@ -1209,10 +1210,8 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
         if (rc)
             goto out;
     }
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -1382,10 +1381,8 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
         if (rc)
             goto out;
     }
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -1459,11 +1456,7 @@ int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
         rc = lb_step_done(s, st, "add metrics");
         lb_done(st);
     }
-    if (!rc)
-        rc = lb_commit(s);
-    if (rc)
-        lb_rollback(s);
-    return rc;
+    return lb_end_tx(s, rc);
 }
 
 int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n)
