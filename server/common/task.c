@@ -68,3 +68,10 @@ void lb_task_free(lb_task *t)
         *s[i] = NULL;
     }
 }
+
+void lb_tasks_free(lb_task *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        lb_task_free(&v[i]);
+    free(v);
+}

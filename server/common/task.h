@@ -11,6 +11,7 @@
 #ifndef LB_COMMON_TASK_H
 #define LB_COMMON_TASK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -90,5 +91,7 @@ typedef struct lb_task {
 void lb_task_request_of(const lb_task *t, lb_task_request *req);
 /* Frees the strings; the struct may be loaded again. NULL is fine. */
 void lb_task_free(lb_task *t);
+/* Frees n loaded tasks and the array (lb_store_task_rows). */
+void lb_tasks_free(lb_task *v, size_t n);
 
 #endif

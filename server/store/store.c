@@ -288,23 +288,6 @@ static const char *lb_col_text(sqlite3_stmt *st, int i)
     return t ? (const char *)t : "";
 }
 
-/* Adds column i as a string, or null when the column is NULL. */
-static int lb_json_add_text_or_null(cJSON *o, const char *k, sqlite3_stmt *st, int i)
-{
-    cJSON *v = sqlite3_column_type(st, i) == SQLITE_NULL
-                   ? cJSON_CreateNull()
-                   : cJSON_CreateString((const char *)sqlite3_column_text(st, i));
-    return v && cJSON_AddItemToObject(o, k, v) ? LB_OK : LB_E_NOMEM;
-}
-
-static int lb_json_add_int_or_null(cJSON *o, const char *k, sqlite3_stmt *st, int i)
-{
-    cJSON *v = sqlite3_column_type(st, i) == SQLITE_NULL
-                   ? cJSON_CreateNull()
-                   : cJSON_CreateNumber((double)sqlite3_column_int64(st, i));
-    return v && cJSON_AddItemToObject(o, k, v) ? LB_OK : LB_E_NOMEM;
-}
-
 /* ---- open and migrate ------------------------------------------------- */
 
 /* Schema v1. Events and artifacts belong to their task (ON DELETE CASCADE),
@@ -897,20 +880,11 @@ int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
     return rc;
 }
 
-int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)
+int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                       lb_task **rows, size_t *n)
 {
-    return lb_store_task_page(s, limit, before_ms, NULL, out);
-}
-
-int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out)
-{
-    return lb_store_task_page_of(s, NULL, limit, before_ms, before_id, out);
-}
-
-int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
-                          cJSON **out)
-{
-    *out = NULL;
+    *rows = NULL;
+    *n = 0;
     if (!s)
         return LB_E_INVAL;
     if (limit <= 0 || limit > LB_STORE_LIST_MAX)
@@ -919,9 +893,14 @@ int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t bef
     int q = before_ms <= 0 ? Q_TASK_LIST : after_row ? Q_TASK_LIST_AFTER_ROW : Q_TASK_LIST_BEFORE;
     if (owner)
         q = before_ms <= 0 ? Q_OWN_LIST : after_row ? Q_OWN_LIST_AFTER_ROW : Q_OWN_LIST_BEFORE;
+    lb_task *v = calloc((size_t)limit, sizeof *v);
+    if (!v)
+        return LB_E_NOMEM;
     sqlite3_stmt *st = lb_stmt(s, q);
-    if (!st)
+    if (!st) {
+        free(v);
         return LB_E_INTERNAL;
+    }
     sqlite3_bind_int(st, 1, limit);
     if (before_ms > 0)
         sqlite3_bind_int64(st, 2, before_ms);
@@ -929,39 +908,32 @@ int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t bef
         lb_bind_text(st, 3, before_id);
     if (owner)
         lb_bind_text(st, 4, owner);
-    int rc = LB_OK;
-    cJSON *arr = cJSON_CreateArray();
-    if (!arr) {
-        rc = LB_E_NOMEM;
-        goto out;
-    }
-    int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
+    int rc = LB_OK, src = SQLITE_DONE, bad = 0;
+    size_t cnt = 0;
+    while (cnt < (size_t)limit && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        lb_task *t = &v[cnt++];
+        snprintf(t->id, sizeof t->id, "%s", lb_col_text(st, 0));
+        t->status = lb_task_status_parse(lb_col_text(st, 1));
+        t->prompt = strdup(lb_col_text(st, 2));
+        bad |= !t->prompt;
+        t->model = lb_col_dup(st, 3, &bad);
+        t->created_ms = lb_col_int_or_none(st, 4);
+        t->finished_ms = lb_col_int_or_none(st, 5);
+        t->started_ms = t->token_budget = t->timeout_s = -1; /* not read */
+        if (bad) {
             rc = LB_E_NOMEM;
-            goto out;
-        }
-        if (!cJSON_AddStringToObject(o, "id", lb_col_text(st, 0)) ||
-            !cJSON_AddStringToObject(o, "status", lb_col_text(st, 1)) ||
-            !cJSON_AddStringToObject(o, "prompt", lb_col_text(st, 2)) ||
-            lb_json_add_text_or_null(o, "model", st, 3) ||
-            lb_json_add_int_or_null(o, "created_ms", st, 4) ||
-            lb_json_add_int_or_null(o, "finished_ms", st, 5)) {
-            rc = LB_E_NOMEM;
-            goto out;
+            break;
         }
     }
-    if (src != SQLITE_DONE)
+    if (rc == LB_OK && cnt < (size_t)limit && src != SQLITE_DONE)
         rc = lb_store_err(s, src, "list tasks");
-out:
     lb_done(st);
     if (rc) {
-        cJSON_Delete(arr);
+        lb_tasks_free(v, cnt);
         return rc;
     }
-    *out = arr;
+    *rows = v;
+    *n = cnt;
     return LB_OK;
 }
 

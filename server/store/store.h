@@ -120,13 +120,19 @@ int lb_store_task_load(lb_store *s, const char *id, lb_task *out);
  * web makes API JSON; kept under this name for the tools and tests that
  * read a task whole. Caller frees. */
 int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
-/* Newest first; before_ms = 0 for the first page. Returns a JSON array of
- * summaries {id,status,prompt(<=200 chars),model,created_ms,finished_ms}. */
+/* A page of tasks, newest first, of owner's tasks only (owner NULL: every
+ * task): at most limit (1..200, else 50 or 200) of them, strictly older
+ * than the row (before_ms, before_id) in (created_ms, id) order; before_id
+ * NULL or "": older than before_ms; before_ms 0: the first page. Each row
+ * holds id, status, prompt (its first 200 characters), model, created_ms
+ * and finished_ms only. *rows: free with lb_tasks_free. */
+int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                       lb_task **rows, size_t *n);
+/* The same pages as API JSON arrays of {id, status, prompt, model,
+ * created_ms, finished_ms} (lb_task_summary_json). Defined in
+ * web/task_json.c, as lb_store_task_get is. Caller frees. */
 int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
-/* The same, paged by the row (created_ms, id): the tasks strictly older than
- * (before_ms, before_id) in that order. before_id NULL or "": by time only. */
 int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
-/* The same, of owner's tasks only (owner NULL: every task). */
 int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
                           cJSON **out);
 /* The task's owner into owner ("" when it has none). LB_E_NOTFOUND. */

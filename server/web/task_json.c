@@ -94,3 +94,53 @@ int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
     lb_task_free(&t);
     return rc;
 }
+
+cJSON *lb_task_summary_json(const lb_task *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "id", t->id) ||
+        !cJSON_AddStringToObject(o, "status", lb_task_status_name(t->status)) ||
+        !cJSON_AddStringToObject(o, "prompt", t->prompt ? t->prompt : "") ||
+        lb_add_text_or_null(o, "model", t->model) || lb_add_int_or_null(o, "created_ms", t->created_ms) ||
+        lb_add_int_or_null(o, "finished_ms", t->finished_ms)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Declared in store/store.h, as lb_store_task_get. */
+int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                          cJSON **out)
+{
+    *out = NULL;
+    lb_task *rows = NULL;
+    size_t n = 0;
+    int rc = lb_store_task_rows(s, owner, limit, before_ms, before_id, &rows, &n);
+    if (rc != LB_OK)
+        return rc;
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *o = lb_task_summary_json(&rows[i]);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(arr);
+            arr = NULL;
+        }
+    }
+    lb_tasks_free(rows, n);
+    if (!arr)
+        return LB_E_NOMEM;
+    *out = arr;
+    return LB_OK;
+}
+
+int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out)
+{
+    return lb_store_task_page_of(s, NULL, limit, before_ms, before_id, out);
+}
+
+int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)
+{
+    return lb_store_task_page(s, limit, before_ms, NULL, out);
+}

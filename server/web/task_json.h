@@ -16,5 +16,8 @@
  * artifacts (a JSON array, may be NULL for []) is taken over, also on
  * failure. LB_E_NOMEM. Caller frees *out. */
 int lb_task_json(const lb_task *t, cJSON *artifacts, cJSON **out);
+/* {id, status, prompt, model, created_ms, finished_ms}: a task in the
+ * list of GET /api/tasks. NULL when out of memory. */
+cJSON *lb_task_summary_json(const lb_task *t);
 
 #endif
