@@ -234,9 +234,10 @@ typedef struct lb_loop_result lb_loop_result;
 typedef struct lb_loop_opts {
     const char *task_id;        /* 32 hex chars */
     const char *prompt;
+    /* the task's effective limits, from lb_task_limits_of (common/task.h) */
     int max_turns;
-    int64_t token_budget;       /* < 0: the configured one; 0: none */
-    int timeout_s;              /* wall clock; <= 0: the configured task_timeout_s */
+    int64_t token_budget;       /* 0: none */
+    int timeout_s;              /* wall clock */
     const char *model_name;     /* a configured model; NULL: the default model */
     const char *tool_marker;    /* file naming the tool running (for the web after a crash), or NULL */
     /* Called when a hung tool ends the task from the watchdog thread,

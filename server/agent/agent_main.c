@@ -7,6 +7,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 #include "entry.h"
 
@@ -90,17 +91,22 @@ static int list_tools(void)
     return rc;
 }
 
-static const char *jstr(const cJSON *o, const char *k)
+/* Ends the task as failed before its loop could start; the store says
+ * why it could not when it cannot (the web's reaper then ends it with
+ * the agent's exit). */
+static void end_task(lb_store *st, const char *id, const char *reason)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    int rc = lb_store_task_end(st, id, LB_TASK_FAILED, reason, NULL);
+    if (rc != LB_OK && rc != LB_E_EXISTS)
+        lb_error("task %s: cannot record its end (%s): %s", id, reason, lb_strerror(rc));
 }
 
 static int run_task(const char *id)
 {
     const lb_config *cfg = lb_cfg();
     lb_store *st = NULL;
-    cJSON *task = NULL;
+    lb_task task;
+    memset(&task, 0, sizeof task);
     int ret = 1;
     lb_loop_result res;
     memset(&res, 0, sizeof res);
@@ -111,35 +117,27 @@ static int run_task(const char *id)
         lb_error("cannot open the task store %s: %s", cfg->db_path, lb_strerror(rc));
         goto out;
     }
-    rc = lb_store_task_get(st, id, &task);
+    rc = lb_store_task_load(st, id, &task);
     if (rc != LB_OK) {
         lb_error("task %s: %s", id, lb_strerror(rc));
         goto out;
     }
-    const char *status = jstr(task, "status");
-    if (!status || (strcmp(status, "queued") && strcmp(status, "running"))) {
-        lb_error("task %s is %s, not queued", id, status ? status : "in an unknown state");
+    if (task.status != LB_TASK_QUEUED && task.status != LB_TASK_RUNNING) {
+        lb_error("task %s is %s, not queued", id,
+                 task.status == LB_TASK_UNKNOWN ? "in an unknown state" : lb_task_status_name(task.status));
         goto out;
     }
-    const char *prompt = jstr(task, "prompt");
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(task, "max_turns");
-    int max_turns = cJSON_IsNumber(mt) && mt->valuedouble >= 1 ? (int)mt->valuedouble : cfg->max_turns_default;
-    if (max_turns > cfg->max_turns_limit)
-        max_turns = cfg->max_turns_limit;
-    const char *model = jstr(task, "model");
-    /* the task's own limits; NULL for tasks stored before they existed */
-    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(task, "token_budget");
-    int64_t token_budget = cJSON_IsNumber(tb) && tb->valuedouble >= 0 ? (int64_t)tb->valuedouble : -1;
-    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(task, "timeout_s");
-    int timeout_s = cJSON_IsNumber(ts) && ts->valuedouble >= 1 ? (int)ts->valuedouble : 0;
-    const char *network = jstr(task, "network");
-    const char *image = jstr(task, "image");
+    /* what it asked for, within what the service allows now */
+    lb_task_request req;
+    lb_task_limits lim;
+    lb_task_request_of(&task, &req);
+    lb_task_limits_of(&req, NULL, cfg, &lim);
+    const char *model = task.model, *network = task.network, *image = task.image;
     /* the web checked this when the task was made; the operator may have
      * changed their mind since (a restart with another network_allow) */
     if (network && strcmp(network, "none") && !lb_cfg_network_allowed(cfg, network)) {
-        lb_store_task_finish(st, id, "failed",
-                             "this service no longer allows network access from sandboxes (network_allow / LLMBOX_NETWORK_ALLOW)",
-                             NULL);
+        end_task(st, id, "this service no longer allows network access from sandboxes (network_allow / "
+                         "LLMBOX_NETWORK_ALLOW)");
         goto out;
     }
 
@@ -157,7 +155,7 @@ static int run_task(const char *id)
         char replay[4200];
         snprintf(replay, sizeof replay, "%s/replay.json", task_dir);
         if (lb_cfg_add_replay_model(lb_cfg_mut(), replay) != LB_OK) {
-            lb_store_task_finish(st, id, "failed", "the replay could not be set up (path too long)", NULL);
+            end_task(st, id, "the replay could not be set up (path too long)");
             goto out;
         }
     }
@@ -165,7 +163,7 @@ static int run_task(const char *id)
     int has_input = stat(input_dir, &sb) == 0 && S_ISDIR(sb.st_mode);
     if (lb_mkdirs(task_dir, 0755) != LB_OK) {
         lb_error("cannot create %s", task_dir);
-        lb_store_task_finish(st, id, "failed", "the task directory could not be created", NULL);
+        end_task(st, id, "the task directory could not be created");
         goto out;
     }
     rc = lb_store_task_set_running(st, id, (int)getpid());
@@ -176,10 +174,10 @@ static int run_task(const char *id)
     lb_sink_store_init(&sink, st, id);
     lb_loop_opts o = {
         .task_id = id,
-        .prompt = prompt ? prompt : "",
-        .max_turns = max_turns,
-        .token_budget = token_budget,
-        .timeout_s = timeout_s,
+        .prompt = task.prompt,
+        .max_turns = lim.max_turns,
+        .token_budget = lim.token_budget,
+        .timeout_s = lim.timeout_s,
         .model_name = model && *model ? model : NULL,
         .tool_marker = marker,
         .network = network,
@@ -191,13 +189,13 @@ static int run_task(const char *id)
         .sb_interrupt = &g_sb_interrupt,
         .timed_out = &g_timed_out,
     };
-    lb_info("task %s: starting (model %s, %d turns max)", id, model && *model ? model : "(default)", max_turns);
+    lb_info("task %s: starting (model %s, %d turns max)", id, model && *model ? model : "(default)", lim.max_turns);
     rc = lb_agent_run(&o, &sink, &res);
     lb_info("task %s: %s%s%s", id, res.status, res.reason[0] ? ": " : "", res.reason);
     ret = rc == LB_OK ? 0 : 1;
 out:
     lb_loop_result_free(&res);
-    cJSON_Delete(task);
+    lb_task_free(&task);
     lb_store_close(st);
     return ret;
 }

@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "common/mime.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -122,14 +123,20 @@ static void emit_error(run *r, const char *msg)
 }
 
 /* Decides the final status; the first decision wins. */
-static void set_final(run *r, const char *status, const char *fmt, ...)
+/* The result's status (a name, as lb_loop_result carries it). */
+static lb_task_status res_status(const run *r)
+{
+    return lb_task_status_parse(r->res->status);
+}
+
+static void set_final(run *r, lb_task_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void set_final(run *r, const char *status, const char *fmt, ...)
+static void set_final(run *r, lb_task_status status, const char *fmt, ...)
 {
     if (r->final)
         return;
     r->final = 1;
-    snprintf(r->res->status, sizeof r->res->status, "%s", status);
+    snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(status));
     r->res->reason[0] = '\0';
     if (fmt) {
         va_list ap;
@@ -144,9 +151,9 @@ static int cancelled(run *r)
     if (!r->o->cancel || !*r->o->cancel)
         return 0;
     if (r->o->timed_out && *r->o->timed_out)
-        set_final(r, "failed", "reached the task time limit (%d s)", r->timeout_s);
+        set_final(r, LB_TASK_FAILED, "reached the task time limit (%d s)", r->timeout_s);
     else
-        set_final(r, "cancelled", "cancelled by the user");
+        set_final(r, LB_TASK_CANCELLED, "cancelled by the user");
     return 1;
 }
 
@@ -169,7 +176,7 @@ static int build_prompts(run *r)
     if (rc == LB_OK)
         rc = lb_prompt_load(cfg->prompts_dir, "instance.md", &inst_t, err, sizeof err);
     if (rc != LB_OK) {
-        set_final(r, "failed", "%s", err);
+        set_final(r, LB_TASK_FAILED, "%s", err);
         goto out;
     }
     snprintf(turns, sizeof turns, "%d", r->o->max_turns);
@@ -183,7 +190,7 @@ static int build_prompts(run *r)
     inst = lb_prompt_render(inst_t, vars, nv);
     free(problem);
     if (!sys || !inst || !problem) {
-        set_final(r, "failed", "out of memory while building the prompts");
+        set_final(r, LB_TASK_FAILED, "out of memory while building the prompts");
         rc = LB_E_NOMEM;
         goto out;
     }
@@ -216,7 +223,7 @@ static int start_sandbox(run *r)
     r->res->usage.sandbox_ms = lb_mono_ms() - t0;
     if (rc != LB_OK) {
         if (!cancelled(r))
-            set_final(r, "failed", "The sandbox could not be started: %s", err);
+            set_final(r, LB_TASK_FAILED, "The sandbox could not be started: %s", err);
         return rc;
     }
     lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->res->usage.sandbox_ms);
@@ -224,7 +231,7 @@ static int start_sandbox(run *r)
     int tmo = cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s * 1000 : 120000;
     r->ctx = lb_ctx_new(r->conn, r->sb_id, r->o->cancel, tmo);
     if (!r->ctx) {
-        set_final(r, "failed", "out of memory");
+        set_final(r, LB_TASK_FAILED, "out of memory");
         return LB_E_NOMEM;
     }
     return LB_OK;
@@ -292,7 +299,7 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
         r->cur_call = NULL;
         if (rc != LB_OK) {
             lb_tool_outcome_free(&oc);
-            set_final(r, "failed", "out of memory while running a tool");
+            set_final(r, LB_TASK_FAILED, "out of memory while running a tool");
             return 1;
         }
         r->res->usage.tools_ms += oc.duration_ms;
@@ -334,13 +341,13 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
 
         const char *why;
         if (lb_ctx_sandbox_lost(r->ctx, &why) && !cancelled(r)) {
-            set_final(r, "failed", "The sandbox stopped working: %s", why);
+            set_final(r, LB_TASK_FAILED, "The sandbox stopped working: %s", why);
             return 1;
         }
     }
     if (lb_ctx_finished(r->ctx, NULL, NULL)) {
         if (!cancelled(r))
-            set_final(r, "succeeded", NULL);
+            set_final(r, LB_TASK_SUCCEEDED, NULL);
         return 1;
     }
     return cancelled(r);
@@ -412,7 +419,7 @@ static void loop(run *r)
              * that stays down: each ends the task with the sentence */
             if (!cancelled(r)) {
                 emit_error(r, err);
-                set_final(r, "failed", "%s", err);
+                set_final(r, LB_TASK_FAILED, "%s", err);
             }
             return;
         }
@@ -509,13 +516,13 @@ static void loop(run *r)
             snprintf(msg, sizeof msg, "The task reached its token budget: turn %d used %lld tokens of context, "
                      "the budget is %lld.", turn, (long long)context, (long long)r->budget);
             emit_error(r, msg);
-            set_final(r, "failed", "reached the token budget (%lld tokens; the last turn used %lld)",
+            set_final(r, LB_TASK_FAILED, "reached the token budget (%lld tokens; the last turn used %lld)",
                       (long long)r->budget, (long long)context);
             stop = 1;
         } else if (rep.n_calls == 0) {
             if (++no_tool >= 2) {
                 emit_error(r, "The model replied twice in a row without calling a tool.");
-                set_final(r, "failed", "the model replied twice in a row without calling a tool");
+                set_final(r, LB_TASK_FAILED, "the model replied twice in a row without calling a tool");
                 stop = 1;
             } else {
                 char note[160], text[600];
@@ -537,7 +544,7 @@ static void loop(run *r)
         if (stop)
             return;
     }
-    set_final(r, "failed", "reached the turn limit (%d)", r->o->max_turns);
+    set_final(r, LB_TASK_FAILED, "reached the turn limit (%d)", r->o->max_turns);
 }
 
 /* What the run used, for trajectory.json: the model and its sampling,
@@ -666,8 +673,8 @@ static void finalize(run *r)
          * while the model was thinking shows up only here.) */
         int lost = crc == LB_E_NOSPACE || crc == LB_E_UNAVAILABLE || crc == LB_E_IO || crc == LB_E_PROTO ||
                    crc == LB_E_SANDBOX;
-        if (lost && !strcmp(r->res->status, "succeeded")) {
-            snprintf(r->res->status, sizeof r->res->status, "failed");
+        if (lost && res_status(r) == LB_TASK_SUCCEEDED) {
+            snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
             if (crc == LB_E_NOSPACE)
                 snprintf(r->res->reason, sizeof r->res->reason,
                          "disk full: the server has no space left for this task's outputs (%zu file%s saved)",
@@ -679,7 +686,7 @@ static void finalize(run *r)
         }
         /* after a cancel cut a sandbox call short the connection is gone;
          * saying so again would only be noise */
-        if (notes[0] && strcmp(r->res->status, "cancelled"))
+        if (notes[0] && res_status(r) != LB_TASK_CANCELLED)
             emit_error(r, notes);
         if (r->sink->artifacts)
             r->sink->artifacts(r->sink->arg, arts, n_arts);
@@ -761,9 +768,9 @@ static void finalize(run *r)
         cJSON_AddNumberToObject(t, "tools_ms", (double)r->res->usage.tools_ms);
         int trc = lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
                                 r->res->answer, &r->res->usage, t);
-        if (trc == LB_E_NOSPACE && !strcmp(r->res->status, "succeeded")) {
+        if (trc == LB_E_NOSPACE && res_status(r) == LB_TASK_SUCCEEDED) {
             /* the record of the run is part of its results (and of its bundle) */
-            snprintf(r->res->status, sizeof r->res->status, "failed");
+            snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
             snprintf(r->res->reason, sizeof r->res->reason,
                      "disk full: the server has no space left for this task's record (trajectory.json)");
         }
@@ -778,8 +785,8 @@ static int end_run(run *r)
     char err[512];
     cancelled(r); /* a cancel that came during setup */
     if (!r->final)
-        set_final(r, "failed", "internal error");
-    if (strcmp(r->res->status, "succeeded") && strcmp(r->res->status, "cancelled") && r->res->reason[0])
+        set_final(r, LB_TASK_FAILED, "internal error");
+    if (res_status(r) != LB_TASK_SUCCEEDED && res_status(r) != LB_TASK_CANCELLED && r->res->reason[0])
         lb_debug("task %s failed: %s", r->o->task_id, r->res->reason);
     finalize(r);
     int rc = LB_OK;
@@ -814,7 +821,7 @@ static void on_hang(void *arg, const char *tool, int limit_s)
         emit(r, "tool", d);
     }
     emit_error(r, msg);
-    set_final(r, "failed", "the tool %s did not return within %d s and was stopped", tool, limit_s);
+    set_final(r, LB_TASK_FAILED, "the tool %s did not return within %d s and was stopped", tool, limit_s);
     end_run(r);
     if (r->o->on_abort)
         r->o->on_abort(r->o->on_abort_arg, r->res);
@@ -835,13 +842,14 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     r.last_prompt = r.last_completion = -1;
     char err[1024] = "";
     const lb_config *cfg = lb_cfg();
-    r.budget = o->token_budget >= 0 ? o->token_budget : cfg->token_budget;
-    r.timeout_s = o->timeout_s > 0 && o->timeout_s <= cfg->task_timeout_s ? o->timeout_s : cfg->task_timeout_s;
+    /* the caller's are the task's effective limits (lb_task_limits_of) */
+    r.budget = o->token_budget;
+    r.timeout_s = o->timeout_s;
 
     r.messages = cJSON_CreateArray();
     cJSON *perr = cJSON_CreateArray();
     if (!r.messages || !perr) {
-        set_final(&r, "failed", "out of memory");
+        set_final(&r, LB_TASK_FAILED, "out of memory");
         goto end;
     }
     if (r.timeout_s > 0)
@@ -854,12 +862,12 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     lb_plugins_load(cfg->plugin_dir, &r.plugins, perr);
     lb_plugins_select(r.plugins, cfg, perr);
     if (!lb_plugins_enabled_count(r.plugins)) {
-        set_final(&r, "failed", "no tools could be loaded from %s", cfg->plugin_dir);
+        set_final(&r, LB_TASK_FAILED, "no tools could be loaded from %s", cfg->plugin_dir);
         goto end;
     }
     r.tools = lb_plugins_openai_tools(r.plugins);
     if (lb_model_init(&r.model, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
-        set_final(&r, "failed", "%s", err);
+        set_final(&r, LB_TASK_FAILED, "%s", err);
         goto end;
     }
     r.model_ready = 1;

@@ -5,6 +5,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 #include "entry.h"
 #include "llmbox/sandbox.h"
@@ -338,6 +339,10 @@ int lb_run_main(int argc, char **argv)
     char *traj_tmp = E.traj_tmp;
     snprintf(traj_tmp, sizeof E.traj_tmp, "%s/trajectory.json", tmp);
 
+    /* the same limits a task of the service would get for these options */
+    lb_task_request req = {.max_turns = max_turns, .token_budget = token_budget, .timeout_s = (int)timeout_s};
+    lb_task_limits lim;
+    lb_task_limits_of(&req, NULL, cfg, &lim);
     char *id = E.id;
     if (lb_random_hex(id, sizeof E.id, LB_ID_HEX_LEN / 2) != LB_OK)
         goto out;
@@ -346,10 +351,10 @@ int lb_run_main(int argc, char **argv)
         printf("llmbox run: task %s, no model configured\n", id);
     else if (!strcmp(mc->provider, "replay"))
         printf("llmbox run: task %s, replaying %s, up to %d turns, %zu input file(s)\n", id,
-               mc->replay_file[0] ? mc->replay_file : "(LLMBOX_REPLAY_FILE not set)", max_turns, n_inputs);
+               mc->replay_file[0] ? mc->replay_file : "(LLMBOX_REPLAY_FILE not set)", lim.max_turns, n_inputs);
     else
         printf("llmbox run: task %s, model %s (%s %s), up to %d turns, %zu input file(s)\n", id, mc->name,
-               mc->provider, mc->model, max_turns, n_inputs);
+               mc->provider, mc->model, lim.max_turns, n_inputs);
     fflush(stdout);
 
     lb_agent_signals_install(&g_cancel, &g_sb_interrupt, &g_timed_out);
@@ -358,9 +363,9 @@ int lb_run_main(int argc, char **argv)
     lb_loop_opts o = {
         .task_id = id,
         .prompt = prompt,
-        .max_turns = max_turns,
-        .token_budget = token_budget,
-        .timeout_s = (int)timeout_s,
+        .max_turns = lim.max_turns,
+        .token_budget = lim.token_budget,
+        .timeout_s = lim.timeout_s,
         .model_name = model,
         .on_abort = finish_run,
         .on_abort_arg = &E,
@@ -374,7 +379,8 @@ int lb_run_main(int argc, char **argv)
     lb_agent_run(&o, &sink, &res);
     finish_run(&E, &res);
     have_tmp = 0;
-    ret = !strcmp(res.status, "succeeded") ? 0 : !strcmp(res.status, "cancelled") ? 130 : 1;
+    lb_task_status end = lb_task_status_parse(res.status);
+    ret = end == LB_TASK_SUCCEEDED ? 0 : end == LB_TASK_CANCELLED ? 130 : 1;
 out:
     if (have_tmp)
         lb_rmtree(tmp);

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "common/task.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,7 @@ static int fin(void *arg, const char *status, const char *reason, const char *an
     flush_metrics(s); /* before the end is recorded: a scrape that sees the task done sees its turns */
     int rc = LB_E_TIMEOUT;
     for (int i = 0; i < LB_SINK_BUSY_TRIES && rc == LB_E_TIMEOUT; i++) {
-        rc = lb_store_task_finish(s->st, s->task_id, status, reason, answer);
+        rc = lb_store_task_end(s->st, s->task_id, lb_task_status_parse(status), reason, answer);
         if (rc == LB_E_TIMEOUT)
             lb_warn("the task database stayed locked; still waiting to record the end of task %s", s->task_id);
     }

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/path.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -91,7 +92,7 @@ static const char *const lb_sql[Q__COUNT] = {
                      " usage = ?5 WHERE id = ?1",
     [Q_TASK_GET] = "SELECT id, status, reason, prompt, model, max_turns, created_ms, started_ms,"
                    " finished_ms, turns, prompt_tokens, completion_tokens, answer, inputs,"
-                   " token_budget, timeout_s, usage, network, image, rerun_of"
+                   " token_budget, timeout_s, usage, network, image, rerun_of, owner, COALESCE(pid, 0)"
                    " FROM tasks WHERE id = ?1",
     [Q_TASK_LIST] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
                     " FROM tasks ORDER BY created_ms DESC, id DESC LIMIT ?1",
@@ -207,13 +208,25 @@ static int lb_exec(lb_store *s, const char *sql)
     return LB_OK;
 }
 
+/* Write transactions: lb_begin, the work with each failure going to one
+ * label, and there lb_end_tx(s, rc), which keeps the work only when all
+ * of it succeeded. */
 static int lb_begin(lb_store *s) { return lb_exec(s, "BEGIN IMMEDIATE"); }
-static int lb_commit(lb_store *s) { return lb_exec(s, "COMMIT"); }
 static void lb_rollback(lb_store *s)
 {
     /* harmless when SQLite already rolled back on its own */
     if (!sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+/* Ends the caller's write transaction: COMMIT when rc is LB_OK (its error
+ * when it fails), else ROLLBACK; returns the outcome. */
+static int lb_end_tx(lb_store *s, int rc)
+{
+    if (rc == LB_OK)
+        rc = lb_exec(s, "COMMIT");
+    if (rc != LB_OK)
+        lb_rollback(s);
+    return rc;
 }
 
 /* The cached statement q, reset and with no bindings. NULL on failure. */
@@ -257,32 +270,22 @@ static int lb_step_done(lb_store *s, sqlite3_stmt *st, const char *what)
     return r;
 }
 
-static int lb_is_final(const char *status)
+/* Steps a statement that writes one row and resets it: LB_OK, none_rc
+ * when it changed no row (no such task, a condition not met), or the
+ * error. A single statement is its own transaction. */
+static int lb_step_write(lb_store *s, sqlite3_stmt *st, const char *what, int none_rc)
 {
-    return !strcmp(status, "succeeded") || !strcmp(status, "failed") || !strcmp(status, "cancelled");
+    int rc = lb_step_done(s, st, what);
+    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
+        rc = none_rc;
+    lb_done(st);
+    return rc;
 }
 
 static const char *lb_col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
     return t ? (const char *)t : "";
-}
-
-/* Adds column i as a string, or null when the column is NULL. */
-static int lb_json_add_text_or_null(cJSON *o, const char *k, sqlite3_stmt *st, int i)
-{
-    cJSON *v = sqlite3_column_type(st, i) == SQLITE_NULL
-                   ? cJSON_CreateNull()
-                   : cJSON_CreateString((const char *)sqlite3_column_text(st, i));
-    return v && cJSON_AddItemToObject(o, k, v) ? LB_OK : LB_E_NOMEM;
-}
-
-static int lb_json_add_int_or_null(cJSON *o, const char *k, sqlite3_stmt *st, int i)
-{
-    cJSON *v = sqlite3_column_type(st, i) == SQLITE_NULL
-                   ? cJSON_CreateNull()
-                   : cJSON_CreateNumber((double)sqlite3_column_int64(st, i));
-    return v && cJSON_AddItemToObject(o, k, v) ? LB_OK : LB_E_NOMEM;
 }
 
 /* ---- open and migrate ------------------------------------------------- */
@@ -462,10 +465,8 @@ static int lb_store_migrate(lb_store *s)
         if (rc)
             goto out;
     }
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -542,15 +543,11 @@ int lb_store_task_insert(lb_store *s, const lb_task_new *t)
     lb_bind_text(st, 12, t->owner);
     sqlite3_bind_int(st, 13, t->owner ? t->owner_max_active : 0);
     /* a single statement is its own transaction */
-    int rc = lb_step_done(s, st, "insert task");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_BUSY; /* the owner's limit was reached */
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "insert task", LB_E_BUSY); /* the owner's limit was reached */
 }
 
 /* Reads status (and pid) of a task inside the caller's transaction. */
-static int lb_task_status(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
+static int lb_task_status_read(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
 {
     sqlite3_stmt *st = lb_stmt(s, Q_TASK_STATUS);
     if (!st)
@@ -581,8 +578,8 @@ static int lb_begin_live(lb_store *s, const char *id)
     int rc = lb_begin(s);
     if (rc)
         return rc;
-    rc = lb_task_status(s, id, status, sizeof status, NULL);
-    if (rc == LB_OK && lb_is_final(status))
+    rc = lb_task_status_read(s, id, status, sizeof status, NULL);
+    if (rc == LB_OK && lb_task_status_is_final(lb_task_status_parse(status)))
         rc = LB_E_EXISTS;
     if (rc)
         lb_rollback(s);
@@ -608,10 +605,8 @@ int lb_store_task_set_running(lb_store *s, const char *id, int pid)
     lb_done(st);
     if (rc)
         goto out;
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -624,11 +619,7 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     sqlite3_bind_int(st, 2, pid);
-    int rc = lb_step_done(s, st, "set pid");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_NOTFOUND;
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "set pid", LB_E_NOTFOUND);
 }
 
 /* Appends an event inside the caller's transaction. */
@@ -668,7 +659,7 @@ static int lb_event_insert(lb_store *s, const char *task_id, const char *type, c
 /* <db>-reserve: a file of LB_STORE_RESERVE_BYTES next to the database.
  * When the disk is full, the end of a task could not be recorded and the
  * task would stay "running" until space came back; deleting the reserve
- * frees room for exactly those records (lb_store_task_finish does, and
+ * frees room for exactly those records (lb_store_task_end does, and
  * only it). The web puts it back once there is room again. */
 static void lb_reserve_path(const char *db_path, char *out, size_t outsz)
 {
@@ -727,17 +718,24 @@ int lb_store_reserve_keep(const char *db_path)
 static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,
                                const char *answer);
 
-int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
-                         const char *answer)
+int lb_store_task_end(lb_store *s, const char *id, lb_task_status status, const char *reason,
+                      const char *answer)
 {
-    if (!s || !lb_id_valid(id) || !status || !lb_is_final(status))
+    if (!s || !lb_id_valid(id) || !lb_task_status_is_final(status))
         return LB_E_INVAL;
     if ((reason && strlen(reason) > LB_STORE_TEXT_MAX) || (answer && strlen(answer) > LB_STORE_TEXT_MAX))
         return LB_E_TOOBIG;
-    int rc = lb_task_finish_once(s, id, status, reason, answer);
+    const char *name = lb_task_status_name(status);
+    int rc = lb_task_finish_once(s, id, name, reason, answer);
     if (rc == LB_E_NOSPACE && lb_reserve_release(s))
-        rc = lb_task_finish_once(s, id, status, reason, answer);
+        rc = lb_task_finish_once(s, id, name, reason, answer);
     return rc;
+}
+
+int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
+                         const char *answer)
+{
+    return lb_store_task_end(s, id, lb_task_status_parse(status), reason, answer);
 }
 
 static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,
@@ -777,10 +775,8 @@ static int lb_task_finish_once(lb_store *s, const char *id, const char *status, 
     rc = lb_event_insert(s, id, "done", data, NULL);
     if (rc)
         goto out;
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     cJSON_Delete(ev);
     free(data);
     return rc;
@@ -805,11 +801,7 @@ int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u)
     sqlite3_bind_int64(st, 3, u->prompt_tokens);
     sqlite3_bind_int64(st, 4, u->completion_tokens);
     lb_bind_text(st, 5, json);
-    int rc = lb_step_done(s, st, "set usage");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_NOTFOUND;
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "set usage", LB_E_NOTFOUND);
 }
 
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
@@ -819,118 +811,80 @@ int lb_store_task_state(lb_store *s, const char *id, char *status, size_t status
     status[0] = '\0';
     if (pid)
         *pid = 0;
-    return lb_task_status(s, id, status, statussz, pid);
+    return lb_task_status_read(s, id, status, statussz, pid);
 }
 
-/* Parses stored JSON text; a damaged value becomes an empty array rather
- * than failing the whole task view. */
-static cJSON *lb_parse_or_empty(const char *text)
+/* A column as a malloc'd string, NULL when the column is NULL. *bad is
+ * set when a copy could not be made. */
+static char *lb_col_dup(sqlite3_stmt *st, int i, int *bad)
 {
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    return j ? j : cJSON_CreateArray();
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return NULL;
+    char *v = strdup(lb_col_text(st, i));
+    if (!v)
+        *bad = 1;
+    return v;
 }
 
-int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
+/* A column as a number, -1 when the column is NULL. */
+static int64_t lb_col_int_or_none(sqlite3_stmt *st, int i)
 {
-    *out = NULL;
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
+{
+    memset(out, 0, sizeof *out);
     if (!s || !lb_id_valid(id))
         return LB_E_INVAL;
-    cJSON *o = NULL;
-    int rc;
     sqlite3_stmt *st = lb_stmt(s, Q_TASK_GET);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     int src = sqlite3_step(st);
+    int rc = LB_OK, bad = 0;
     if (src == SQLITE_DONE) {
         rc = LB_E_NOTFOUND;
-        goto out;
-    }
-    if (src != SQLITE_ROW) {
+    } else if (src != SQLITE_ROW) {
         rc = lb_store_err(s, src, "get task");
-        goto out;
+    } else {
+        snprintf(out->id, sizeof out->id, "%s", lb_col_text(st, 0));
+        out->status = lb_task_status_parse(lb_col_text(st, 1));
+        out->reason = lb_col_dup(st, 2, &bad);
+        out->prompt = strdup(lb_col_text(st, 3));
+        bad |= !out->prompt;
+        out->model = lb_col_dup(st, 4, &bad);
+        out->max_turns = sqlite3_column_int(st, 5);
+        out->created_ms = lb_col_int_or_none(st, 6);
+        out->started_ms = lb_col_int_or_none(st, 7);
+        out->finished_ms = lb_col_int_or_none(st, 8);
+        out->turns = sqlite3_column_int(st, 9);
+        out->prompt_tokens = sqlite3_column_int64(st, 10);
+        out->completion_tokens = sqlite3_column_int64(st, 11);
+        out->answer = lb_col_dup(st, 12, &bad);
+        out->inputs_json = lb_col_dup(st, 13, &bad);
+        out->token_budget = lb_col_int_or_none(st, 14);
+        out->timeout_s = lb_col_int_or_none(st, 15);
+        out->usage_json = lb_col_dup(st, 16, &bad);
+        out->network = lb_col_dup(st, 17, &bad);
+        out->image = lb_col_dup(st, 18, &bad);
+        out->rerun_of = lb_col_dup(st, 19, &bad);
+        out->owner = lb_col_dup(st, 20, &bad);
+        out->pid = sqlite3_column_int(st, 21);
+        if (bad)
+            rc = LB_E_NOMEM;
     }
-    rc = LB_E_NOMEM;
-    o = cJSON_CreateObject();
-    if (!o)
-        goto out;
-    cJSON *usage = NULL;
-    if (!cJSON_AddStringToObject(o, "id", lb_col_text(st, 0)) ||
-        !cJSON_AddStringToObject(o, "status", lb_col_text(st, 1)) ||
-        lb_json_add_text_or_null(o, "reason", st, 2) ||
-        !cJSON_AddStringToObject(o, "prompt", lb_col_text(st, 3)) ||
-        lb_json_add_text_or_null(o, "model", st, 4) ||
-        !cJSON_AddNumberToObject(o, "max_turns", sqlite3_column_int(st, 5)) ||
-        lb_json_add_int_or_null(o, "created_ms", st, 6) ||
-        lb_json_add_int_or_null(o, "started_ms", st, 7) ||
-        lb_json_add_int_or_null(o, "finished_ms", st, 8) ||
-        !cJSON_AddNumberToObject(o, "turns", sqlite3_column_int(st, 9)) ||
-        !(usage = cJSON_AddObjectToObject(o, "usage")) ||
-        !cJSON_AddNumberToObject(usage, "prompt_tokens", (double)sqlite3_column_int64(st, 10)) ||
-        !cJSON_AddNumberToObject(usage, "completion_tokens", (double)sqlite3_column_int64(st, 11)) ||
-        !cJSON_AddNumberToObject(usage, "total_tokens",
-                                 (double)(sqlite3_column_int64(st, 10) + sqlite3_column_int64(st, 11))) ||
-        lb_json_add_text_or_null(o, "answer", st, 12) ||
-        lb_json_add_int_or_null(o, "token_budget", st, 14) ||
-        lb_json_add_int_or_null(o, "timeout_s", st, 15))
-        goto out;
-    /* the detailed accounting (v2); its numbers join "usage" */
-    cJSON *more = cJSON_Parse((const char *)sqlite3_column_text(st, 16));
-    const cJSON *it;
-    cJSON *obj = cJSON_IsObject(more) ? more : NULL;
-    cJSON_ArrayForEach(it, obj)
-    {
-        if (it->string && !cJSON_HasObjectItem(usage, it->string) &&
-            !cJSON_AddItemToObject(usage, it->string, cJSON_Duplicate(it, 1))) {
-            cJSON_Delete(more);
-            goto out;
-        }
-    }
-    cJSON_Delete(more);
-    cJSON *inputs = lb_parse_or_empty((const char *)sqlite3_column_text(st, 13));
-    if (!inputs || !cJSON_AddItemToObject(o, "inputs", inputs)) {
-        cJSON_Delete(inputs);
-        goto out;
-    }
-    if (lb_json_add_text_or_null(o, "network", st, 17) || lb_json_add_text_or_null(o, "image", st, 18) ||
-        lb_json_add_text_or_null(o, "rerun_of", st, 19))
-        goto out;
     lb_done(st);
-    st = NULL;
-    cJSON *arts = NULL;
-    rc = lb_store_artifacts_get(s, id, &arts);
     if (rc)
-        goto out;
-    if (!cJSON_AddItemToObject(o, "artifacts", arts)) {
-        cJSON_Delete(arts);
-        rc = LB_E_NOMEM;
-        goto out;
-    }
-    rc = LB_OK;
-out:
-    lb_done(st);
-    if (rc) {
-        cJSON_Delete(o);
-        return rc;
-    }
-    *out = o;
-    return LB_OK;
+        lb_task_free(out);
+    return rc;
 }
 
-int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)
+int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                       lb_task **rows, size_t *n)
 {
-    return lb_store_task_page(s, limit, before_ms, NULL, out);
-}
-
-int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out)
-{
-    return lb_store_task_page_of(s, NULL, limit, before_ms, before_id, out);
-}
-
-int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
-                          cJSON **out)
-{
-    *out = NULL;
+    *rows = NULL;
+    *n = 0;
     if (!s)
         return LB_E_INVAL;
     if (limit <= 0 || limit > LB_STORE_LIST_MAX)
@@ -939,9 +893,14 @@ int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t bef
     int q = before_ms <= 0 ? Q_TASK_LIST : after_row ? Q_TASK_LIST_AFTER_ROW : Q_TASK_LIST_BEFORE;
     if (owner)
         q = before_ms <= 0 ? Q_OWN_LIST : after_row ? Q_OWN_LIST_AFTER_ROW : Q_OWN_LIST_BEFORE;
+    lb_task *v = calloc((size_t)limit, sizeof *v);
+    if (!v)
+        return LB_E_NOMEM;
     sqlite3_stmt *st = lb_stmt(s, q);
-    if (!st)
+    if (!st) {
+        free(v);
         return LB_E_INTERNAL;
+    }
     sqlite3_bind_int(st, 1, limit);
     if (before_ms > 0)
         sqlite3_bind_int64(st, 2, before_ms);
@@ -949,39 +908,32 @@ int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t bef
         lb_bind_text(st, 3, before_id);
     if (owner)
         lb_bind_text(st, 4, owner);
-    int rc = LB_OK;
-    cJSON *arr = cJSON_CreateArray();
-    if (!arr) {
-        rc = LB_E_NOMEM;
-        goto out;
-    }
-    int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
+    int rc = LB_OK, src = SQLITE_DONE, bad = 0;
+    size_t cnt = 0;
+    while (cnt < (size_t)limit && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        lb_task *t = &v[cnt++];
+        snprintf(t->id, sizeof t->id, "%s", lb_col_text(st, 0));
+        t->status = lb_task_status_parse(lb_col_text(st, 1));
+        t->prompt = strdup(lb_col_text(st, 2));
+        bad |= !t->prompt;
+        t->model = lb_col_dup(st, 3, &bad);
+        t->created_ms = lb_col_int_or_none(st, 4);
+        t->finished_ms = lb_col_int_or_none(st, 5);
+        t->started_ms = t->token_budget = t->timeout_s = -1; /* not read */
+        if (bad) {
             rc = LB_E_NOMEM;
-            goto out;
-        }
-        if (!cJSON_AddStringToObject(o, "id", lb_col_text(st, 0)) ||
-            !cJSON_AddStringToObject(o, "status", lb_col_text(st, 1)) ||
-            !cJSON_AddStringToObject(o, "prompt", lb_col_text(st, 2)) ||
-            lb_json_add_text_or_null(o, "model", st, 3) ||
-            lb_json_add_int_or_null(o, "created_ms", st, 4) ||
-            lb_json_add_int_or_null(o, "finished_ms", st, 5)) {
-            rc = LB_E_NOMEM;
-            goto out;
+            break;
         }
     }
-    if (src != SQLITE_DONE)
+    if (rc == LB_OK && cnt < (size_t)limit && src != SQLITE_DONE)
         rc = lb_store_err(s, src, "list tasks");
-out:
     lb_done(st);
     if (rc) {
-        cJSON_Delete(arr);
+        lb_tasks_free(v, cnt);
         return rc;
     }
-    *out = arr;
+    *rows = v;
+    *n = cnt;
     return LB_OK;
 }
 
@@ -994,11 +946,7 @@ int lb_store_task_delete(lb_store *s, const char *id)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     /* events and artifacts go with it (ON DELETE CASCADE), atomically */
-    int rc = lb_step_done(s, st, "delete task");
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
-        rc = LB_E_NOTFOUND;
-    lb_done(st);
-    return rc;
+    return lb_step_write(s, st, "delete task", LB_E_NOTFOUND);
 }
 
 int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n)
@@ -1091,10 +1039,9 @@ int lb_store_event_append(lb_store *s, const char *task_id, const char *type, co
     rc = lb_event_insert(s, task_id, type, data_json, seq_out);
     if (rc)
         goto out;
-    rc = lb_commit(s);
 out:
+    rc = lb_end_tx(s, rc);
     if (rc) {
-        lb_rollback(s);
         if (seq_out)
             *seq_out = 0;
     }
@@ -1205,7 +1152,7 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
     if (rc)
         return rc;
     char status[16];
-    rc = lb_task_status(s, task_id, status, sizeof status, NULL);
+    rc = lb_task_status_read(s, task_id, status, sizeof status, NULL);
     if (rc)
         goto out;
     sqlite3_stmt *st = lb_stmt(s, Q_ART_DELETE);
@@ -1235,10 +1182,8 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
         if (rc)
             goto out;
     }
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -1408,10 +1353,8 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
         if (rc)
             goto out;
     }
-    rc = lb_commit(s);
 out:
-    if (rc)
-        lb_rollback(s);
+    rc = lb_end_tx(s, rc);
     return rc;
 }
 
@@ -1457,8 +1400,11 @@ int lb_store_session_delete(lb_store *s, const char *id_sha256)
 
 /* ---- metrics ---------------------------------------------------------- */
 
-const char *const lb_store_status_names[LB_STORE_N_STATUS] = {"queued", "running", "succeeded", "failed",
-                                                             "cancelled"};
+/* the one list of statuses (common/task.h), in its order */
+#define LB_STORE_STATUS_NAME_(e, name) name,
+const char *const lb_store_status_names[LB_STORE_N_STATUS] = {LB_TASK_STATUSES(LB_STORE_STATUS_NAME_)};
+#undef LB_STORE_STATUS_NAME_
+_Static_assert(LB_STORE_N_STATUS == LB_TASK_N_STATUS, "one metrics state per task status");
 
 int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
 {
@@ -1482,11 +1428,7 @@ int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
         rc = lb_step_done(s, st, "add metrics");
         lb_done(st);
     }
-    if (!rc)
-        rc = lb_commit(s);
-    if (rc)
-        lb_rollback(s);
-    return rc;
+    return lb_end_tx(s, rc);
 }
 
 int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n)

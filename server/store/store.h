@@ -4,9 +4,10 @@
  * own, the agent opens one. Writers use short IMMEDIATE transactions, so the
  * web and many agents can write at once without losing an event.
  *
- * Task status values: "queued", "running", "succeeded", "failed",
- * "cancelled". The last three are final: once final, a task never changes
- * status again (lb_store_task_finish returns LB_E_EXISTS).
+ * Task statuses are those of common/task.h (queued, running, succeeded,
+ * failed, cancelled), stored by name. The last three are final: once
+ * final, a task never changes status again (lb_store_task_end returns
+ * LB_E_EXISTS).
  *
  * Event types written by the agent (data is a JSON object):
  *   "status"   {status, reason?, sandbox?: "ready", sandbox_ms?}  (sandbox: once the
@@ -27,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/metrics.h"
+#include "common/task.h"
 
 #define LB_STORE_SCHEMA_VERSION 5
 
@@ -88,33 +90,49 @@ void lb_store_close(lb_store *s);
 int lb_store_task_insert(lb_store *s, const lb_task_new *t);
 int lb_store_task_set_running(lb_store *s, const char *id, int pid);
 int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
-/* Moves a non-final task to a final status (and appends the "done" event
- * in the same transaction). LB_E_EXISTS if it was already final,
- * LB_E_NOTFOUND if there is no such task. reason/answer may be NULL. */
-int lb_store_task_finish(lb_store *s, const char *id, const char *status,
-                         const char *reason, const char *answer);
+/* Ends a task: the one function that does (the agent's sink, the web's
+ * reaper, orphan scan, recovery, cancel and delete, a failed spawn all
+ * call it). Moves a non-final task to the final status (and appends the
+ * "done" event in the same transaction). LB_E_EXISTS if it was already
+ * final (the first to end it wins), LB_E_NOTFOUND if there is no such
+ * task, LB_E_INVAL for a status that is not final; on a full disk see
+ * lb_store_reserve_keep. reason/answer may be NULL. */
+__attribute__((warn_unused_result)) int lb_store_task_end(lb_store *s, const char *id, lb_task_status status,
+                                                          const char *reason, const char *answer);
+/* The same with the status by name ("failed" ...), for the tests and the
+ * loop's result, which carry it as text. */
+__attribute__((warn_unused_result)) int lb_store_task_finish(lb_store *s, const char *id, const char *status,
+                                                             const char *reason, const char *answer);
 /* Puts the disk reserve (<db_path>-reserve, 2 MiB) back when it is missing
  * and the disk has room (4x its size) again. When the disk is full,
- * lb_store_task_finish deletes it to record the end of a task, so that no
+ * lb_store_task_end deletes it to record the end of a task, so that no
  * task stays "running" only because its end could not be written.
  * LB_E_NOSPACE: not enough room yet. */
 int lb_store_reserve_keep(const char *db_path);
 int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u);
 /* Fills status (>= 16 bytes) and pid (0 if none). LB_E_NOTFOUND if absent. */
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);
-/* The task as the API shows it: {id, status, reason, prompt, model, max_turns,
- * token_budget, timeout_s, created_ms, started_ms, finished_ms, turns,
- * usage:{prompt_tokens, completion_tokens, total_tokens, environment_tokens,
- * environment_estimated, context_tokens, model_ms, tools_ms, sandbox_ms},
- * answer, inputs:[...], network, image, rerun_of, artifacts:[...]}. Caller frees. */
+/* The task as stored (common/task.h). Free with lb_task_free (done here on
+ * failure). LB_E_NOTFOUND, LB_E_INVAL (not an id). */
+int lb_store_task_load(lb_store *s, const char *id, lb_task *out);
+/* The task as the API shows it, artifacts included: lb_store_task_load
+ * and lb_task_json (web/task_json.h). Defined in web/task_json.c: only the
+ * web makes API JSON; kept under this name for the tools and tests that
+ * read a task whole. Caller frees. */
 int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
-/* Newest first; before_ms = 0 for the first page. Returns a JSON array of
- * summaries {id,status,prompt(<=200 chars),model,created_ms,finished_ms}. */
+/* A page of tasks, newest first, of owner's tasks only (owner NULL: every
+ * task): at most limit (1..200, else 50 or 200) of them, strictly older
+ * than the row (before_ms, before_id) in (created_ms, id) order; before_id
+ * NULL or "": older than before_ms; before_ms 0: the first page. Each row
+ * holds id, status, prompt (its first 200 characters), model, created_ms
+ * and finished_ms only. *rows: free with lb_tasks_free. */
+int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                       lb_task **rows, size_t *n);
+/* The same pages as API JSON arrays of {id, status, prompt, model,
+ * created_ms, finished_ms} (lb_task_summary_json). Defined in
+ * web/task_json.c, as lb_store_task_get is. Caller frees. */
 int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
-/* The same, paged by the row (created_ms, id): the tasks strictly older than
- * (before_ms, before_id) in that order. before_id NULL or "": by time only. */
 int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
-/* The same, of owner's tasks only (owner NULL: every task). */
 int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
                           cJSON **out);
 /* The task's owner into owner ("" when it has none). LB_E_NOTFOUND. */

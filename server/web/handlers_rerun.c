@@ -19,7 +19,9 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
+#include "web/admission.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -139,11 +141,12 @@ static const char *lb_jstr(const cJSON *o, const char *k)
 void lb_h_task_rerun(lb_req *r)
 {
     const lb_config *cfg = lb_cfg();
-    cJSON *src = NULL;
-    char *inputs_json = NULL;
-    int reserved = 0, dir_made = 0, inserted = 0, src_root = -1, dst_root = -1;
-    lb_start_ticket ticket = {.user = -1};
-    char id[33], src_id[33], task_dir[LB_CFG_PATH + 64], input_dir[LB_CFG_PATH + 80], src_input[LB_CFG_PATH + 80];
+    lb_task src;
+    memset(&src, 0, sizeof src);
+    cJSON *inputs = NULL;
+    lb_admission adm = {.ticket = {.user = -1}};
+    int src_root = -1, dst_root = -1;
+    char src_id[33], src_input[LB_CFG_PATH + 80];
     lb_http_drain(r); /* no body is needed; whatever came is ignored */
     snprintf(src_id, sizeof src_id, "%s", r->id);
     char q[8];
@@ -156,34 +159,25 @@ void lb_h_task_rerun(lb_req *r)
         replay = q[0] == '1';
     }
 
-    int rc = lb_store_task_get(r->store, r->id, &src);
+    int rc = lb_store_task_load(r->store, r->id, &src);
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "read the task");
         goto out;
     }
-    const char *prompt = lb_jstr(src, "prompt");
-    const char *model = lb_jstr(src, "model");
-    const char *network = lb_jstr(src, "network");
-    const char *image = lb_jstr(src, "image");
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(src, "max_turns");
-    /* the task's own limits, within what the service allows today; NULL
-     * (a task stored before they existed): the service's */
-    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(src, "token_budget");
-    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(src, "timeout_s");
-    int64_t token_budget = cJSON_IsNumber(tb) && tb->valuedouble >= 0 ? (int64_t)tb->valuedouble : cfg->token_budget;
-    if (token_budget > cfg->token_budget_max)
-        token_budget = cfg->token_budget_max;
-    int timeout_s = cJSON_IsNumber(ts) && ts->valuedouble >= 1 ? (int)ts->valuedouble : cfg->task_timeout_s;
-    if (timeout_s > cfg->task_timeout_s)
-        timeout_s = cfg->task_timeout_s;
-    cJSON *inputs = cJSON_GetObjectItemCaseSensitive(src, "inputs");
+    const char *model = src.model, *network = src.network, *image = src.image;
+    /* the task's own limits, within what the service allows today */
+    lb_task_request req;
+    lb_task_limits lim;
+    lb_task_request_of(&src, &req);
+    lb_task_limits_of(&req, r->user, cfg, &lim);
+    /* a damaged list copies nothing, as the task view shows it empty */
+    inputs = src.inputs_json ? cJSON_Parse(src.inputs_json) : NULL;
     char why[300];
     if (model && !strcmp(model, LB_MODEL_REPLAY_TASK))
         replay = 1;
-    const char *status = lb_jstr(src, "status");
-    if (replay && (!status || !strcmp(status, "queued") || !strcmp(status, "running"))) {
+    if (replay && !lb_task_status_is_final(src.status)) {
         lb_http_error(r, 409, NULL, "Only a task that has ended can be replayed; this one is %s.",
-                      status ? status : "in an unknown state");
+                      src.status == LB_TASK_UNKNOWN ? "in an unknown state" : lb_task_status_name(src.status));
         goto out;
     }
     if (replay)
@@ -201,34 +195,10 @@ void lb_h_task_rerun(lb_req *r)
         lb_http_error(r, 409, NULL, "The task cannot run again as it was: %s", why);
         goto out;
     }
-    if (!lb_limits_start(r, &ticket))
-        goto out; /* the user's own limits: answered */
-    if (lb_spawn_reserve() != LB_OK) {
-        lb_http_error(r, 429, NULL,
-                      "The service is already running as many tasks as it may at once (%d); "
-                      "try again when one has finished.",
-                      cfg->max_concurrent_tasks);
-        goto out;
-    }
-    reserved = 1;
-    if (lb_random_hex(id, sizeof id, 16) != LB_OK) {
-        lb_http_error(r, 500, NULL, "Could not make a task id.");
-        goto out;
-    }
-    snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);
-    snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
+    if (!lb_admit_begin(r, &adm, NULL))
+        goto out; /* answered */
     snprintf(src_input, sizeof src_input, "%s/%s/input", cfg->artifacts_dir, r->id);
-    if (lb_mkdirs(input_dir, 0750) != LB_OK) {
-        int e = errno;
-        lb_error("web: cannot create %s: %s", input_dir, strerror(e));
-        if (e == ENOSPC || e == EDQUOT)
-            lb_http_disk_full(r, "create the task folder");
-        else
-            lb_http_error(r, 500, NULL, "Could not create the task folder.");
-        goto out;
-    }
-    dir_made = 1;
-    dst_root = open(input_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    dst_root = open(adm.input_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     src_root = open(src_input, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     const cJSON *it;
     cJSON_ArrayForEach(it, inputs)
@@ -253,7 +223,7 @@ void lb_h_task_rerun(lb_req *r)
         }
     }
     if (replay) {
-        rc = lb_copy_trajectory(src_id, task_dir);
+        rc = lb_copy_trajectory(src_id, adm.task_dir);
         if (rc == LB_E_NOTFOUND) {
             lb_http_error(r, 409, NULL, "That task left no trajectory.json, so it cannot be replayed.");
             goto out;
@@ -264,33 +234,26 @@ void lb_h_task_rerun(lb_req *r)
             goto out;
         }
     }
-    inputs_json = inputs ? cJSON_PrintUnformatted(inputs) : NULL;
-    lb_task_new t = {.id = id,
-                     .prompt = prompt ? prompt : "",
+    lb_task_new t = {.id = adm.id,
+                     .prompt = src.prompt,
                      .model = model,
-                     .max_turns = cJSON_IsNumber(mt) && mt->valueint >= 1 ? mt->valueint : cfg->max_turns_default,
-                     .token_budget = token_budget,
-                     .timeout_s = timeout_s,
-                     .inputs_json = inputs_json,
+                     .max_turns = lim.max_turns,
+                     .token_budget = lim.token_budget,
+                     .timeout_s = lim.timeout_s,
+                     .inputs_json = inputs ? src.inputs_json : NULL, /* damaged: none, as shown */
                      .network = network,
                      .image = image,
                      .rerun_of = src_id,
                      .owner = lb_auth_owner(r),
                      .owner_max_active = r->user ? r->user->max_tasks : 0};
-    snprintf(r->id, sizeof r->id, "%s", id); /* the access log names the new task */
-    reserved = 0;                            /* lb_task_start consumes the slot */
-    inserted = lb_task_start(r, &t);
+    snprintf(r->id, sizeof r->id, "%s", adm.id); /* the access log names the new task */
+    lb_admit_commit(r, &adm, &t);
 out:
     if (src_root >= 0)
         close(src_root);
     if (dst_root >= 0)
         close(dst_root);
-    if (dir_made && !inserted)
-        lb_rmtree(task_dir);
-    if (reserved)
-        lb_spawn_unreserve();
-    if (!inserted)
-        lb_limits_refund(&ticket);
-    free(inputs_json);
-    cJSON_Delete(src);
+    lb_admit_end(&adm);
+    cJSON_Delete(inputs);
+    lb_task_free(&src);
 }

@@ -7,7 +7,9 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
+#include "web/admission.h"
 #include "web/multipart.h"
 #include "web/unpack.h"
 
@@ -337,8 +339,7 @@ void lb_h_task_create(lb_req *r)
     lb_buf_init(&u.image, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u.unpack, LB_UPLOAD_SMALL_FIELD);
     lb_mp *mp = NULL;
-    int reserved = 0, dir_made = 0, inserted = 0;
-    lb_start_ticket ticket = {.user = -1};
+    lb_admission adm = {.ticket = {.user = -1}};
     uint64_t max_upload = lb_limits_upload(r); /* the user's, at most max_upload_mb */
     char boundary[LB_MP_BOUNDARY_MAX + 1];
     char *chunk = NULL;
@@ -362,38 +363,13 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 400, NULL, "The Content-Type has no valid multipart boundary.");
         goto out;
     }
-    if (!lb_limits_start(r, &ticket))
-        goto out; /* the user's own limits: answered */
-    if (lb_spawn_reserve() != LB_OK) {
-        lb_http_drain(r);
-        lb_http_error(r, 429, NULL,
-                      "The service is already running as many tasks as it may at once (%d); "
-                      "try again when one has finished.",
-                      cfg->max_concurrent_tasks);
-        goto out;
-    }
-    reserved = 1;
-
-    if (lb_random_hex(u.id, sizeof u.id, 16) != LB_OK) {
-        lb_http_drain(r);
-        lb_http_error(r, 500, NULL, "Could not make a task id.");
-        goto out;
-    }
+    if (!lb_admit_begin(r, &adm, ".upload"))
+        goto out; /* answered */
+    snprintf(u.id, sizeof u.id, "%s", adm.id);
     snprintf(r->id, sizeof r->id, "%s", u.id);
-    snprintf(u.task_dir, sizeof u.task_dir, "%s/%s", cfg->artifacts_dir, u.id);
-    snprintf(u.input_dir, sizeof u.input_dir, "%s/input", u.task_dir);
+    snprintf(u.task_dir, sizeof u.task_dir, "%s", adm.task_dir);
+    snprintf(u.input_dir, sizeof u.input_dir, "%s", adm.input_dir);
     snprintf(u.stage_dir, sizeof u.stage_dir, "%s/.upload", u.task_dir);
-    if (lb_mkdirs(u.input_dir, 0750) != LB_OK || lb_mkdirs(u.stage_dir, 0700) != LB_OK) {
-        int e = errno;
-        lb_error("web: cannot create %s: %s", u.task_dir, strerror(e));
-        lb_http_drain(r);
-        if (e == ENOSPC || e == EDQUOT)
-            lb_http_disk_full(r, "create the task folder");
-        else
-            lb_http_error(r, 500, NULL, "Could not create the task folder.");
-        goto out;
-    }
-    dir_made = 1;
     u.inputs = cJSON_CreateArray();
     chunk = malloc(LB_READ_CHUNK);
     lb_mp_limits lim = {.max_parts = LB_UPLOAD_MAX_FILES + 16,
@@ -467,18 +443,19 @@ void lb_h_task_create(lb_req *r)
         goto out;
     }
     const char *model = mc->name;
-    long long max_turns = cfg->max_turns_default;
+    /* what the form asks for (0 / -1: nothing), each within its range */
+    long long max_turns = 0;
     if (lb_field_int(&u.max_turns, 1, cfg->max_turns_limit, &max_turns) != LB_OK) {
         lb_http_error(r, 400, NULL, "max_turns must be a whole number from 1 to %d.", cfg->max_turns_limit);
         goto out;
     }
-    long long token_budget = cfg->token_budget;
+    long long token_budget = -1;
     if (lb_field_int(&u.token_budget, 1000, cfg->token_budget_max, &token_budget) != LB_OK) {
         lb_http_error(r, 400, NULL, "token_budget must be a whole number of tokens from 1000 to %lld.",
                       (long long)cfg->token_budget_max);
         goto out;
     }
-    long long timeout_s = cfg->task_timeout_s;
+    long long timeout_s = 0;
     if (lb_field_int(&u.timeout_s, 1, cfg->task_timeout_s, &timeout_s) != LB_OK) {
         lb_http_error(r, 400, NULL, "timeout_s must be a whole number of seconds from 1 to %d.",
                       cfg->task_timeout_s);
@@ -526,26 +503,23 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
-    lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = (int)max_turns,
-                     .token_budget = token_budget, .timeout_s = (int)timeout_s, .inputs_json = inputs_json,
+    lb_task_request req = {.max_turns = (int)max_turns, .token_budget = token_budget, .timeout_s = (int)timeout_s};
+    lb_task_limits tl;
+    lb_task_limits_of(&req, r->user, cfg, &tl);
+    lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = tl.max_turns,
+                     .token_budget = tl.token_budget, .timeout_s = tl.timeout_s, .inputs_json = inputs_json,
                      .network = network, .image = image, .owner = lb_auth_owner(r),
                      .owner_max_active = r->user ? r->user->max_tasks : 0};
-    reserved = 0; /* lb_task_start consumes the slot, whatever happens */
-    inserted = lb_task_start(r, &t);
+    lb_admit_commit(r, &adm, &t);
     free(inputs_json);
 out:
     if (u.fd >= 0) {
         close(u.fd);
         u.fd = -1;
     }
-    if (dir_made && !inserted)
-        lb_rmtree(u.task_dir); /* nothing refers to a task that was never stored */
-    else if (dir_made)
-        lb_rmtree(u.stage_dir);
-    if (reserved)
-        lb_spawn_unreserve();
-    if (!inserted)
-        lb_limits_refund(&ticket); /* no task was made: the start does not count */
+    if (adm.committed)
+        lb_rmtree(u.stage_dir); /* the rest of the folder is the task's */
+    lb_admit_end(&adm);
     lb_mp_free(mp);
     free(chunk);
     cJSON_Delete(u.inputs);
@@ -557,53 +531,6 @@ out:
     lb_buf_free(&u.network);
     lb_buf_free(&u.image);
     lb_buf_free(&u.unpack);
-}
-
-int lb_task_start(lb_req *r, const lb_task_new *t)
-{
-    int rc = lb_store_task_insert(r->store, t);
-    if (rc == LB_E_BUSY) {
-        /* the user's limit, reached by a request that ran at the same time */
-        lb_spawn_unreserve();
-        lb_http_error(r, 429, "too_many_tasks",
-                      "You already have %d tasks queued or running, your limit; start this one when one of them "
-                      "has finished (or stop one).",
-                      t->owner_max_active);
-        return 0;
-    }
-    if (rc != LB_OK) {
-        lb_spawn_unreserve();
-        lb_http_store_error(r, rc, "save the task");
-        return 0;
-    }
-    snprintf(r->new_task, sizeof r->new_task, "%s", t->id); /* for the access log */
-    int pid = 0;
-    char err[512];
-    rc = lb_spawn_agent(t->id, &pid, err, sizeof err);
-    if (rc != LB_OK) {
-        lb_error("web: task %s: %s", t->id, err);
-        char reason[600];
-        snprintf(reason, sizeof reason, "could not start the agent: %s", err);
-        lb_store_task_finish(r->store, t->id, "failed", reason, NULL);
-    } else if ((rc = lb_store_task_set_pid(r->store, t->id, pid)) != LB_OK) {
-        lb_warn("web: task %s: cannot record the agent pid: %s", t->id, lb_strerror(rc));
-    }
-    lb_info("web: task %s created%s%s: model %s, max_turns %d, token_budget %lld, timeout %d s, network %s, "
-            "image %s", t->id, t->rerun_of ? " again from " : "", t->rerun_of ? t->rerun_of : "",
-            t->model ? t->model : "(default)", t->max_turns, (long long)t->token_budget, t->timeout_s,
-            t->network ? t->network : "(default)", t->image ? t->image : "(default)");
-    cJSON *task = NULL;
-    rc = lb_store_task_get(r->store, t->id, &task);
-    if (rc != LB_OK) {
-        lb_http_store_error(r, rc, "read the new task");
-        return 1;
-    }
-    lb_auth_add_preview(task, t->id);
-    char extra[128];
-    snprintf(extra, sizeof extra, "Location: /api/tasks/%s\r\n", t->id);
-    lb_http_json(r, 201, task, extra);
-    cJSON_Delete(task);
-    return 1;
 }
 
 /* ---- GET /api/tasks ---- */
@@ -688,11 +615,6 @@ void lb_h_task_get(lb_req *r)
     cJSON_Delete(t);
 }
 
-static int lb_is_final(const char *s)
-{
-    return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled");
-}
-
 /* ---- POST /api/tasks/{id}/cancel ---- */
 
 void lb_h_task_cancel(lb_req *r)
@@ -704,7 +626,7 @@ void lb_h_task_cancel(lb_req *r)
         lb_http_store_error(r, rc, "read the task");
         return;
     }
-    if (lb_is_final(status)) {
+    if (lb_task_status_is_final(lb_task_status_parse(status))) {
         lb_http_error(r, 409, NULL, "The task has already ended (%s); there is nothing to cancel.", status);
         return;
     }
@@ -716,7 +638,7 @@ void lb_h_task_cancel(lb_req *r)
     } else {
         /* no agent of ours runs it (it never started, or it belongs to an
          * earlier run of the service): end it here */
-        rc = lb_store_task_finish(r->store, r->id, "cancelled", "cancelled by the user", NULL);
+        rc = lb_store_task_end(r->store, r->id, LB_TASK_CANCELLED, "cancelled by the user", NULL);
         if (rc == LB_E_EXISTS) {
             cJSON_Delete(o);
             lb_http_error(r, 409, NULL, "The task has just ended; there is nothing to cancel.");
@@ -747,14 +669,18 @@ void lb_h_task_delete(lb_req *r)
         lb_http_store_error(r, rc, "read the task");
         return;
     }
-    if (!lb_is_final(status)) {
+    if (!lb_task_status_is_final(lb_task_status_parse(status))) {
         /* stop the agent first, so it cannot write into a folder we remove */
         rc = lb_spawn_kill_wait(r->id, 3000);
         if (rc == LB_E_TIMEOUT)
             lb_warn("web: task %s: agent still alive 3 s after SIGKILL", r->id);
         else if (rc == LB_E_NOTFOUND && lb_agent_alive(pid, r->id))
             kill(-pid, SIGKILL); /* an agent left by an earlier web process */
-        lb_store_task_finish(r->store, r->id, "cancelled", "deleted by the user", NULL);
+        /* ended first, so that the counters see it end; an error here
+         * does not stop the delete, which removes the row anyway */
+        rc = lb_store_task_end(r->store, r->id, LB_TASK_CANCELLED, "deleted by the user", NULL);
+        if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+            lb_warn("web: task %s: cannot record its end before deleting it: %s", r->id, lb_strerror(rc));
     }
     rc = lb_store_task_delete(r->store, r->id);
     if (rc != LB_OK && rc != LB_E_NOTFOUND) {

@@ -18,6 +18,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -258,7 +259,7 @@ typedef struct lb_exited {
  * reason until they are, so the task does not stay "running". */
 typedef struct lb_unrecorded {
     char id[33];
-    char status[16];
+    lb_task_status status;
     char reason[256];
 } lb_unrecorded;
 
@@ -269,13 +270,13 @@ static lb_unrecorded lb_pending[LB_PENDING_MAX];
 static int lb_npending; /* reaper thread only */
 
 /* Records the end; 1 when done (or nothing left to do), 0 to retry later. */
-static int lb_record_end(lb_store **sp, const char *id, const char *status, const char *reason)
+static int lb_record_end(lb_store **sp, const char *id, lb_task_status status, const char *reason)
 {
     if (!*sp && lb_store_open(lb_cfg()->db_path, sp) != LB_OK)
         return 0;
-    int rc = lb_store_task_finish(*sp, id, status, reason, NULL);
+    int rc = lb_store_task_end(*sp, id, status, reason, NULL);
     if (rc == LB_OK) {
-        lb_warn("web: task %s: %s: %s", id, status, reason);
+        lb_warn("web: task %s: %s: %s", id, lb_task_status_name(status), reason);
         return 1;
     }
     if (rc == LB_E_EXISTS || rc == LB_E_NOTFOUND)
@@ -284,7 +285,7 @@ static int lb_record_end(lb_store **sp, const char *id, const char *status, cons
     return 0;
 }
 
-static void lb_keep_pending(const char *id, const char *status, const char *reason)
+static void lb_keep_pending(const char *id, lb_task_status status, const char *reason)
 {
     if (lb_npending == LB_PENDING_MAX) {
         /* the orphan scan still ends it, with a plainer reason */
@@ -293,7 +294,7 @@ static void lb_keep_pending(const char *id, const char *status, const char *reas
     }
     lb_unrecorded *u = &lb_pending[lb_npending++];
     snprintf(u->id, sizeof u->id, "%s", id);
-    snprintf(u->status, sizeof u->status, "%s", status);
+    u->status = status;
     snprintf(u->reason, sizeof u->reason, "%s", reason);
 }
 
@@ -358,9 +359,9 @@ static void lb_reaped(lb_store **sp, const lb_exited *x)
     char tool[80], sig[32];
     lb_crash_tool(x->id, tool, sizeof tool);
     char reason[256];
-    const char *status = "failed";
+    lb_task_status status = LB_TASK_FAILED;
     if (x->cancel) {
-        status = "cancelled";
+        status = LB_TASK_CANCELLED;
         snprintf(reason, sizeof reason, "cancelled by the user");
     } else if (WIFSIGNALED(x->status) && tool[0] && lb_crash_signal(WTERMSIG(x->status))) {
         snprintf(reason, sizeof reason, "the tool %s crashed (%s); the task was stopped", tool,
@@ -398,10 +399,14 @@ static void lb_orphan_scan(lb_store **sp)
         pthread_mutex_unlock(&lb_sp_mu);
         for (int k = 0; k < lb_npending && !ours; k++)
             ours = !strcmp(lb_pending[k].id, ids[i]); /* its true reason is waiting to be recorded */
-        if (!ours && pids[i] > 0 && !lb_agent_alive(pids[i], ids[i]) &&
-            lb_store_task_finish(*sp, ids[i], "failed", "the agent process ended without finishing the task",
-                                 NULL) == LB_OK)
-            lb_warn("web: task %s: its agent (pid %d, from an earlier web process) is gone", ids[i], pids[i]);
+        if (!ours && pids[i] > 0 && !lb_agent_alive(pids[i], ids[i])) {
+            int rc = lb_store_task_end(*sp, ids[i], LB_TASK_FAILED, "the agent process ended without finishing the task",
+                                       NULL);
+            if (rc == LB_OK)
+                lb_warn("web: task %s: its agent (pid %d, from an earlier web process) is gone", ids[i], pids[i]);
+            else if (rc != LB_E_EXISTS && rc != LB_E_NOTFOUND) /* the next scan tries again */
+                lb_error("web: task %s: cannot record that its agent is gone: %s", ids[i], lb_strerror(rc));
+        }
         free(ids[i]);
     }
     free(ids);

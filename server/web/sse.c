@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 #include "web/sse_admit.h"
 #include "web/sse_watch.h"
@@ -135,11 +136,6 @@ int64_t lb_sse_parse_last_id(const char *v, size_t n)
     return x;
 }
 
-static int lb_is_final(const char *s)
-{
-    return !strcmp(s, "succeeded") || !strcmp(s, "failed") || !strcmp(s, "cancelled");
-}
-
 static int lb_sse_admit(lb_req *r, int *place);
 static void lb_sse_stream(lb_req *r, lb_sse *sp, int final);
 
@@ -165,7 +161,7 @@ void lb_h_task_events(lb_req *r)
      * new, nothing will come, even for a client that resumes after an id
      * past the end. Without this such a stream would hold a worker thread
      * with keepalives forever. */
-    int final = lb_is_final(status);
+    int final = lb_task_status_is_final(lb_task_status_parse(status));
 
     if (r->is_head) {
         lb_http_head(r, 200, "text/event-stream; charset=utf-8", "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
@@ -263,7 +259,7 @@ static void lb_sse_stream(lb_req *r, lb_sse *sp, int final)
             rc = lb_store_task_state(r->store, r->id, status, sizeof status, NULL);
             if (rc == LB_E_NOTFOUND)
                 break; /* deleted while we watched */
-            if (rc == LB_OK && lb_is_final(status)) {
+            if (rc == LB_OK && lb_task_status_is_final(lb_task_status_parse(status))) {
                 final = 1;
                 continue; /* read its last events now, then end */
             }

@@ -206,12 +206,7 @@ void lb_h_bundle(lb_req *r, const char *format); /* "zip" or "tar.gz" */
  * "/..."). handlers_sandboxes.c */
 void lb_h_sandboxes(lb_req *r, const char *rest);
 
-/* ---- handlers_tasks.c ---- */
-/* Stores task t (status queued), spawns its agent and answers 201 with the
- * task, using the task slot the caller reserved (released on failure).
- * Returns 1 when the task was stored (its folder is now the task's), 0 when
- * not (an error answer was sent; the caller removes the folder). */
-int lb_task_start(lb_req *r, const lb_task_new *t);
+/* ---- handlers_rerun.c (new tasks are admitted by web/admission.h) ---- */
 void lb_h_task_rerun(lb_req *r);      /* handlers_rerun.c */
 
 /* ---- task_options.c ---- */

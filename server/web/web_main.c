@@ -13,6 +13,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
 #include "entry.h"
 #include "web/req_body.h"
@@ -98,9 +99,11 @@ void lb_web_recover(lb_store *s)
             /* its agent outlived the old web process; it finishes the task itself */
             lb_info("web: recovery: task %s still has its agent (pid %d)", ids[i], pids[i]);
         } else {
-            rc = lb_store_task_finish(s, ids[i], "failed", "the service restarted while this task ran", NULL);
+            rc = lb_store_task_end(s, ids[i], LB_TASK_FAILED, "the service restarted while this task ran", NULL);
             if (rc == LB_OK)
                 lb_warn("web: recovery: task %s marked failed: its agent is gone", ids[i]);
+            else if (rc != LB_E_EXISTS && rc != LB_E_NOTFOUND) /* the reaper's orphan scan tries again */
+                lb_error("web: recovery: task %s: cannot record its end: %s", ids[i], lb_strerror(rc));
         }
         free(ids[i]);
     }

@@ -1,0 +1,125 @@
+/* Admission of new tasks; the contract is admission.h. */
+#include "web/admission.h"
+
+#include "common/log.h"
+#include "common/status.h"
+#include "common/task.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A folder of the new task could not be made (errno says why). */
+static void lb_admit_dir_failed(lb_req *r, const char *dir)
+{
+    int e = errno;
+    lb_error("web: cannot create %s: %s", dir, strerror(e));
+    lb_http_drain(r);
+    if (e == ENOSPC || e == EDQUOT)
+        lb_http_disk_full(r, "create the task folder");
+    else
+        lb_http_error(r, 500, NULL, "Could not create the task folder.");
+}
+
+int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage)
+{
+    const lb_config *cfg = lb_cfg();
+    memset(a, 0, sizeof *a);
+    a->ticket.user = -1;
+    if (!lb_limits_start(r, &a->ticket))
+        return 0; /* the user's own limits: answered */
+    if (lb_spawn_reserve() != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 429, NULL,
+                      "The service is already running as many tasks as it may at once (%d); "
+                      "try again when one has finished.",
+                      cfg->max_concurrent_tasks);
+        return 0;
+    }
+    a->slot = 1;
+    if (lb_random_hex(a->id, sizeof a->id, 16) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 500, NULL, "Could not make a task id.");
+        return 0;
+    }
+    snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, a->id);
+    snprintf(a->input_dir, sizeof a->input_dir, "%s/input", a->task_dir);
+    if (lb_mkdirs(a->input_dir, 0750) != LB_OK) {
+        a->dir_made = 1; /* task_dir itself may have been made */
+        lb_admit_dir_failed(r, a->input_dir);
+        return 0;
+    }
+    a->dir_made = 1;
+    if (stage) {
+        char dir[sizeof a->task_dir + 64];
+        snprintf(dir, sizeof dir, "%s/%s", a->task_dir, stage);
+        if (lb_mkdirs(dir, 0700) != LB_OK) {
+            lb_admit_dir_failed(r, dir);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
+{
+    int rc = lb_store_task_insert(r->store, t);
+    if (rc == LB_E_BUSY) {
+        /* the user's limit, reached by a request that ran at the same time */
+        lb_http_error(r, 429, "too_many_tasks",
+                      "You already have %d tasks queued or running, your limit; start this one when one of them "
+                      "has finished (or stop one).",
+                      t->owner_max_active);
+        return 0;
+    }
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "save the task");
+        return 0;
+    }
+    a->committed = 1;
+    snprintf(r->new_task, sizeof r->new_task, "%s", t->id); /* for the access log */
+    int pid = 0;
+    char err[512];
+    a->slot = 0; /* lb_spawn_agent takes the slot over, whatever happens */
+    rc = lb_spawn_agent(t->id, &pid, err, sizeof err);
+    if (rc != LB_OK) {
+        lb_error("web: task %s: %s", t->id, err);
+        char reason[600];
+        snprintf(reason, sizeof reason, "could not start the agent: %s", err);
+        rc = lb_store_task_end(r->store, t->id, LB_TASK_FAILED, reason, NULL);
+        if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+            lb_error("web: task %s: cannot record that its agent did not start: %s", t->id, lb_strerror(rc));
+    } else if ((rc = lb_store_task_set_pid(r->store, t->id, pid)) != LB_OK) {
+        lb_warn("web: task %s: cannot record the agent pid: %s", t->id, lb_strerror(rc));
+    }
+    lb_info("web: task %s created%s%s: model %s, max_turns %d, token_budget %lld, timeout %d s, network %s, "
+            "image %s", t->id, t->rerun_of ? " again from " : "", t->rerun_of ? t->rerun_of : "",
+            t->model ? t->model : "(default)", t->max_turns, (long long)t->token_budget, t->timeout_s,
+            t->network ? t->network : "(default)", t->image ? t->image : "(default)");
+    cJSON *task = NULL;
+    rc = lb_store_task_get(r->store, t->id, &task);
+    if (rc != LB_OK) {
+        lb_http_store_error(r, rc, "read the new task");
+        return 1;
+    }
+    lb_auth_add_preview(task, t->id);
+    char extra[128];
+    snprintf(extra, sizeof extra, "Location: /api/tasks/%s\r\n", t->id);
+    lb_http_json(r, 201, task, extra);
+    cJSON_Delete(task);
+    return 1;
+}
+
+void lb_admit_end(lb_admission *a)
+{
+    if (a->committed)
+        return;
+    if (a->dir_made)
+        lb_rmtree(a->task_dir); /* nothing refers to a task that was never stored */
+    a->dir_made = 0;
+    if (a->slot)
+        lb_spawn_unreserve();
+    a->slot = 0;
+    lb_limits_refund(&a->ticket); /* no task was made: the start does not count */
+}

@@ -1,0 +1,49 @@
+/* One way in for new work: every request that makes a task (create,
+ * "Run again", and the kinds of work that come later) is admitted here, so
+ * the service's task slots, the user's limits and the cleanup of a refused
+ * request live in one place.
+ *
+ *   lb_admission a;
+ *   if (lb_admit_begin(r, &a, NULL))        // slot, user start, id, folder
+ *       ... fill a.input_dir, build the lb_task_new ...
+ *       lb_admit_commit(r, &a, &t);        // store, spawn, answer 201
+ *   lb_admit_end(&a);                      // always: gives back what a
+ *                                          // refused or failed one held
+ *
+ * Every refusal is answered here (429, 500, 507), the request body drained
+ * first; the caller answers only its own refusals between begin and
+ * commit. */
+#ifndef LB_WEB_ADMISSION_H
+#define LB_WEB_ADMISSION_H
+
+#include "common/config.h"
+#include "store/store.h"
+#include "web/web.h"
+
+typedef struct lb_admission {
+    char id[33];                        /* the new task's id */
+    char task_dir[LB_CFG_PATH + 64];    /* artifacts/<id> */
+    char input_dir[LB_CFG_PATH + 80];   /* artifacts/<id>/input, made by begin */
+    lb_start_ticket ticket;             /* the user's start (web/user_limits.c) */
+    int slot;                           /* a task slot is held (lb_spawn_reserve) */
+    int dir_made;                       /* task_dir exists and is ours to remove */
+    int committed;                      /* the task is stored: all of it is the task's now */
+} lb_admission;
+
+/* Admits one new task for r: the user's limits (tasks queued or running,
+ * starts per minute), a task slot of max_concurrent_tasks, a new id and
+ * its folder with input/ (and stage/, mode 0700, when stage is not NULL).
+ * 1 when admitted; 0 when refused, the answer sent. Call lb_admit_end
+ * afterwards either way. */
+int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage);
+/* Stores t (queued; t->id must be a->id), spawns its agent with the held
+ * slot, and answers 201 with the task. 1 when the task was stored (a
+ * failed spawn ends it as failed, still 1), 0 when not (answered: 429
+ * when the user's limit was reached meanwhile, or the store's error). */
+int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t);
+/* Gives back what an admission that made no task holds: the slot, the
+ * user's start (a refused request does not count), the folder. Nothing
+ * once committed. Safe to call twice, and after a refused begin. */
+void lb_admit_end(lb_admission *a);
+
+#endif

@@ -1,0 +1,23 @@
+/* A task as the API shows it. The store loads a task (lb_store_task_load);
+ * only the web turns it into JSON, here. */
+#ifndef LB_WEB_TASK_JSON_H
+#define LB_WEB_TASK_JSON_H
+
+#include <cjson/cJSON.h>
+
+#include "common/task.h"
+
+/* {id, status, reason, prompt, model, max_turns, created_ms, started_ms,
+ * finished_ms, turns, usage:{prompt_tokens, completion_tokens,
+ * total_tokens, environment_tokens, environment_estimated, context_tokens,
+ * model_ms, tools_ms, sandbox_ms}, answer, token_budget, timeout_s,
+ * inputs:[...], network, image, rerun_of, artifacts}: what docs/API.md
+ * documents for GET /api/tasks/{id}. null where the task has no value.
+ * artifacts (a JSON array, may be NULL for []) is taken over, also on
+ * failure. LB_E_NOMEM. Caller frees *out. */
+int lb_task_json(const lb_task *t, cJSON *artifacts, cJSON **out);
+/* {id, status, prompt, model, created_ms, finished_ms}: a task in the
+ * list of GET /api/tasks. NULL when out of memory. */
+cJSON *lb_task_summary_json(const lb_task *t);
+
+#endif
