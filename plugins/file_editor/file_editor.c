@@ -18,7 +18,7 @@
 #define FE_UNDO_PER_FILE 10         /* versions kept per file for undo_edit */
 #define FE_UNDO_TOTAL (8u << 20)    /* bytes kept for undo_edit, all files */
 
-static const llmbox_host *host;
+LLMBOX_PLUGIN_INIT;
 
 static const char description[] =
     "View, create and edit files in the sandbox.\n"
@@ -748,20 +748,4 @@ static const llmbox_tool tools[] = {{
     .invoke = fe_invoke,
 }};
 
-static const llmbox_plugin plugin = {
-    .size = sizeof(llmbox_plugin),
-    .abi_major = LLMBOX_TOOL_ABI_MAJOR,
-    .abi_minor = LLMBOX_TOOL_ABI_MINOR,
-    .name = "file_editor",
-    .version = "1.0",
-    .tools = tools,
-    .n_tools = 1,
-};
-
-LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h)
-{
-    if (!h || h->abi_major != LLMBOX_TOOL_ABI_MAJOR || h->size < sizeof(llmbox_host))
-        return NULL;
-    host = h;
-    return &plugin;
-}
+LLMBOX_PLUGIN_DEFINE("file_editor", "1.0", tools);

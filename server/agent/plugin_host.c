@@ -1,6 +1,7 @@
 /* Plugin host: loading, argument validation, the host function table. */
 #include "agent/plugin_host.h"
 
+#include "agent/elf_symbol.h"
 #include "agent/text.h"
 #include "agent/watchdog.h"
 #include "common/buf.h"
@@ -240,6 +241,35 @@ refuse:
     return LB_E_INVAL;
 }
 
+/* Why a loaded object has no exported LLMBOX_TOOL_ENTRY, as the cause to
+ * fix: the entry of another ABI major, an entry defined but hidden, or none. */
+static void entry_missing_why(void *h, const char *path, char *why, size_t whysz)
+{
+    for (int major = 2; major <= 9; major++) {
+        char other[64];
+        snprintf(other, sizeof other, "llmbox_tool_plugin_v%d", major);
+        if (dlsym(h, other)) {
+            snprintf(why, whysz, "no symbol " LLMBOX_TOOL_ENTRY ": it exports %s, built for ABI major %d "
+                     "(this host supports %d)", other, major, LLMBOX_TOOL_ABI_MAJOR);
+            return;
+        }
+    }
+    switch (lb_elf_symbol_defined(path, LLMBOX_TOOL_ENTRY)) {
+    case 1:
+        snprintf(why, whysz, LLMBOX_TOOL_ENTRY " is defined but not exported (plugins build with "
+                 "-fvisibility=hidden: mark it LLMBOX_PLUGIN_EXPORT, or use LLMBOX_PLUGIN_DEFINE)");
+        break;
+    case 0:
+        snprintf(why, whysz, "no symbol " LLMBOX_TOOL_ENTRY ": the entry point is missing (not an llmbox "
+                 "plugin? LLMBOX_PLUGIN_DEFINE defines it)");
+        break;
+    default:
+        snprintf(why, whysz, "no symbol " LLMBOX_TOOL_ENTRY ": the entry point is missing or not exported "
+                 "(mark it LLMBOX_PLUGIN_EXPORT, or use LLMBOX_PLUGIN_DEFINE)");
+        break;
+    }
+}
+
 static void report(cJSON *errors, const char *file, const char *why)
 {
     char line[1024];
@@ -317,8 +347,8 @@ int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors)
         void *sym = dlsym(h, LLMBOX_TOOL_ENTRY);
         memcpy(&fn, &sym, sizeof fn); /* object pointer to function pointer, as POSIX allows */
         if (!sym) {
-            report(errors, file, "no symbol " LLMBOX_TOOL_ENTRY
-                                 " (not an llmbox plugin, or built for another ABI major)");
+            entry_missing_why(h, path, why, sizeof why);
+            report(errors, file, why);
             dlclose(h);
             continue;
         }
