@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "common/mime.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #include <errno.h>

@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #include <dirent.h>

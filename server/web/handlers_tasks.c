@@ -2,11 +2,11 @@
  * delete, and the artifact index. */
 #include "web/web.h"
 
-#include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "common/util.h"
 #include "web/multipart.h"
 #include "web/unpack.h"
