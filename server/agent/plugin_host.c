@@ -1,6 +1,7 @@
 /* Plugin host: loading, argument validation, the host function table. */
 #include "agent/plugin_host.h"
 
+#include "agent/crash.h"
 #include "agent/elf_symbol.h"
 #include "agent/text.h"
 #include "agent/watchdog.h"
@@ -365,6 +366,7 @@ int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors)
             continue;
         }
         p->handles[p->n_handles++] = h;
+        lb_crash_note_module(file, h); /* so a crash in it is located (agent/crash.h) */
         lb_debug("loaded plugin %s (%s %s)", file, desc->name ? desc->name : "?",
                  desc->version ? desc->version : "?");
     }
@@ -382,8 +384,10 @@ void lb_plugins_free(lb_plugins *p)
     for (size_t i = 0; i < p->n_tools; i++)
         entry_free(&p->tools[i]);
     free(p->tools);
-    for (size_t i = 0; i < p->n_handles; i++)
+    for (size_t i = 0; i < p->n_handles; i++) {
+        lb_crash_forget_module(p->handles[i]);
         dlclose(p->handles[i]);
+    }
     free(p);
 }
 

@@ -123,6 +123,24 @@ start_model notool '[{"content":"hello"},{"content":"still talking"}]'
 RC=$?
 [ $RC -eq 1 ] && grep -q "twice in a row without calling a tool" "$T/run3.txt" && pass no_tool_twice_fails || fail no_tool_twice_fails "exit $RC"
 
+# ---- plugins: a crash, a configured tool that did not load, a second example ----
+P=$T/plugins
+mkdir -p "$P"
+ln -s "$PWD/plugins/bash.so" "$PWD/plugins/finish.so" "$PWD/tests/plugins/crashfix.so" "$P/"
+start_model crash '[{"tool_calls":[{"name":"bash","arguments":{"command":"echo kept > output/before.txt"}}]},
+                    {"tool_calls":[{"name":"crashfix","arguments":{}}]}]'
+LLMBOX_PLUGINS=$P LLMBOX_TOOLS=all "$LLMBOX" run -o "$T/out8" "crash" > "$T/run8.txt" 2>&1
+RC=$?
+[ $RC -eq 1 ] && grep -q "the tool crashfix crashed (SIGSEGV); the task was stopped" "$T/run8.txt" \
+    && grep -q "the tool crashfix crashed (SIGSEGV) at plugins/crashfix.so+0x" "$T/run8.txt" \
+    && pass run_names_crashed_tool || fail run_names_crashed_tool "exit $RC: $(tail -4 "$T/run8.txt")"
+[ "$(cat "$T/out8/before.txt" 2>/dev/null)" = kept ] && python3 - "$T/out8/trajectory.json" <<'PY' \
+    && pass run_crash_keeps_outputs || fail run_crash_keeps_outputs "$(ls "$T/out8" 2>&1)"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["status"] == "failed", t["status"]
+PY
+
 # ---- model endpoint down: fails within seconds with a plain sentence ----
 export LLMBOX_LLM_URL=http://127.0.0.1:9/v1
 S=$(date +%s%N)
