@@ -865,6 +865,10 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
 
     lb_plugins_load(cfg->plugin_dir, &r.plugins, perr);
     lb_plugins_select(r.plugins, cfg, perr);
+    char *missing = lb_plugins_missing_note(r.plugins, cfg, perr); /* said on the task, not only in logs */
+    if (missing)
+        emit_error(&r, missing);
+    free(missing);
     if (!lb_plugins_enabled_count(r.plugins)) {
         set_final(&r, "failed", "no tools could be loaded from %s", cfg->plugin_dir);
         goto end;
