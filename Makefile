@@ -13,7 +13,8 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o,$(OBJ))
 
 PLUGIN_DIRS := $(wildcard plugins/*/)
 PLUGINS     := $(patsubst plugins/%/,plugins/%.so,$(PLUGIN_DIRS))
-FIXTURE_DIRS := $(wildcard tests/plugins/*/)
+# tests/plugins/prebuilt-*/ holds plugins built before the plugin macros (its README)
+FIXTURE_DIRS := $(filter-out tests/plugins/prebuilt-%,$(wildcard tests/plugins/*/))
 FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -29,10 +30,22 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(HARDEN) -fvisibility=hidden -c -o $@ $<
 
-# A plugin is every .c in its folder, linked into plugins/NAME.so.
+# A plugin is every .c in its folder, linked into plugins/NAME.so with the
+# service's warnings (-Werror: a warning fails the plugin's build) and
+# -lcjson, plus what two optional files in the folder add: CFLAGS and LDLIBS
+# (flags separated by blanks, `#` starts a comment; e.g. LDLIBS: -lm).
+# The .so is replaced atomically (agents may be loading it). Under
+# `make run` (PLUGINS_KEEP_GOING=1) a plugin that does not build is
+# reported and skipped, so one plugin's mistake does not stop the service;
+# `make all`, `make unit` and `make test` stop on it.
+PLUGIN_CPPFLAGS := $(filter-out -MMD -MP,$(CPPFLAGS))
+plugin_file = $(if $(wildcard plugins/$(1)/$(2)),$(shell sed 's/\#.*//' plugins/$(1)/$(2)))
 .SECONDEXPANSION:
-plugins/%.so: $$(wildcard plugins/%/*.c) $$(wildcard plugins/%/*.h) include/llmbox/tool.h
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden -o $@ $(filter %.c,$^) -lcjson
+plugins/%.so: $$(wildcard plugins/%/*.c) $$(wildcard plugins/%/*.h) $$(wildcard plugins/%/CFLAGS plugins/%/LDLIBS) include/llmbox/tool.h
+	$(CC) $(PLUGIN_CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden $(call plugin_file,$*,CFLAGS) \
+	    -o $@.tmp $(filter %.c,$^) -lcjson $(call plugin_file,$*,LDLIBS) || { rm -f $@.tmp; \
+	    $(if $(PLUGINS_KEEP_GOING),echo "llmbox: plugins/$* did not build (see above); skipped: $(if $(wildcard $@),the previous $@ stays,the tool is not available)" >&2; exit 0,exit 1); }
+	@if [ -f $@.tmp ]; then mv -f $@.tmp $@; fi
 
 tests/plugins/%.so: $$(wildcard tests/plugins/%/*.c) include/llmbox/tool.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -w -fPIC -shared -fvisibility=hidden -o $@ $(filter %.c,$^) -lcjson
@@ -55,17 +68,36 @@ deps:
 	@scripts/deps.sh
 
 # Builds the default sandbox image once (debootstrap); kept in var/images.
-image: all var/images/default/.complete
+image: all $(IMAGE_DIR)/.complete
 
-# Rebuilt when its package list changes (--force swaps the new root in
-# atomically; do not rebuild while sandboxes of a running llmbox use it).
-var/images/default/.complete: images/default/packages $(wildcard images/default/setup.sh)
-	@if [ -f $@ ]; then echo "llmbox: images/default changed; rebuilding the default image"; \
-	    $(BUILD)/llmbox image build --force default; \
-	else $(BUILD)/llmbox image build default; fi
+# Rebuilt when its package list or setup.sh changes, told by content: the
+# image keeps the sha256 of what it was built from in .source-sha256, so a
+# copied, already-built image is not rebuilt because a fresh clone's files
+# are newer (--force swaps the new root in atomically; do not rebuild while
+# sandboxes of a running llmbox use it). An image built before the stamp
+# existed is taken as current once (make image-rebuild forces a build).
+IMAGE_DIR := var/images/default
+IMAGE_SRC := images/default/packages $(wildcard images/default/setup.sh)
+.PHONY: $(IMAGE_DIR)/.complete image-rebuild
+$(IMAGE_DIR)/.complete:
+	@want=$$(sha256sum $(IMAGE_SRC) | sha256sum | cut -d' ' -f1); stamp=$(IMAGE_DIR)/.source-sha256; \
+	if [ -f $@ ] && [ ! -f $$stamp ]; then \
+	    echo "llmbox: $(IMAGE_DIR) has no .source-sha256; taking it as built from images/default (make image-rebuild to rebuild)"; \
+	    echo $$want > $$stamp.tmp && mv -f $$stamp.tmp $$stamp; \
+	fi; \
+	if [ ! -f $@ ]; then $(BUILD)/llmbox image build default || exit 1; \
+	elif [ "$$(cat $$stamp)" != "$$want" ]; then \
+	    echo "llmbox: images/default changed; rebuilding the default image"; \
+	    $(BUILD)/llmbox image build --force default || exit 1; \
+	else exit 0; fi; \
+	echo $$want > $$stamp.tmp && mv -f $$stamp.tmp $$stamp
+image-rebuild: all
+	@$(BUILD)/llmbox image build --force default && \
+	    sha256sum $(IMAGE_SRC) | sha256sum | cut -d' ' -f1 > $(IMAGE_DIR)/.source-sha256.tmp && \
+	    mv -f $(IMAGE_DIR)/.source-sha256.tmp $(IMAGE_DIR)/.source-sha256
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all PLUGINS_KEEP_GOING=1
 	@$(MAKE) --no-print-directory image
 	@scripts/run.sh
 

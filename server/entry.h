@@ -9,6 +9,7 @@ int lb_web_main(int argc, char **argv);      /* server/web/ */
 int lb_sandboxd_main(int argc, char **argv); /* server/sandbox/ */
 int lb_agent_main(int argc, char **argv);    /* server/agent/ */
 int lb_run_main(int argc, char **argv);      /* server/agent/ */
+int lb_plugin_main(int argc, char **argv);   /* server/agent/plugin_check.c */
 int lb_image_main(int argc, char **argv);    /* server/sandbox/ */
 int lb_image_list(void);                     /* server/sandbox/image_list.c */
 /* server/web/cmd_user.c; have_cfg: whether the configuration loaded */

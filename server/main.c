@@ -18,6 +18,8 @@ static void usage(FILE *f)
             "  agent --task ID     run one stored task (spawned by web)\n"
             "  run [-i FILE]... [-o DIR] \"prompt\"\n"
             "                      run one task from the terminal\n"
+            "  plugin check FILE.so\n"
+            "                      load a tool plugin as an agent would; print its tools or why not\n"
             "  image build [NAME]  build a sandbox image with debootstrap\n"
             "  image list          the images, their state and size\n"
             "  user add NAME       a new API token and the llmbox.conf lines for it\n"
@@ -65,6 +67,8 @@ int main(int argc, char **argv)
         return lb_agent_main(argc, argv);
     if (!strcmp(cmd, "run"))
         return lb_run_main(argc, argv);
+    if (!strcmp(cmd, "plugin"))
+        return lb_plugin_main(argc, argv);
     if (!strcmp(cmd, "image"))
         return lb_image_main(argc, argv);
     if (!strcmp(cmd, "config"))

@@ -20,6 +20,16 @@
  *    host table. Build with -fvisibility=hidden and mark only the entry
  *    symbol LLMBOX_PLUGIN_EXPORT.
  *
+ * Most plugins need no more than two macros (after SQLite's
+ * SQLITE_EXTENSION_INIT1/2), which write the descriptor and the entry:
+ *
+ *     LLMBOX_PLUGIN_INIT;                 // declares `host`, before the code
+ *     ... invoke functions calling host->..., a `tools[]` array ...
+ *     LLMBOX_PLUGIN_DEFINE("name", "1.0", tools);   // at the end
+ *
+ * They produce exactly what a hand-written plugin exports (see the end of
+ * this file), so the ABI does not depend on them.
+ *
  * Ownership: every pointer the host hands out stays owned by the host and
  * is valid until the tool's invoke() returns, unless said otherwise. The
  * plugin frees nothing it did not allocate, and the host frees nothing the
@@ -134,7 +144,9 @@ typedef struct llmbox_host {
                 int timeout_ms, llmbox_exec_result *res);
     /* Reads a regular file in the sandbox (absolute path), at most max
      * bytes (LLMBOX_ERR_TOOBIG beyond). *data is host-owned, NUL-terminated,
-     * valid until the next read_file call or the end of invoke(). */
+     * valid until the next read_file call or the end of invoke(). On any
+     * error *data is "" (an empty string, never NULL) and *len is 0: no
+     * part of the file is handed out, not even on LLMBOX_ERR_TOOBIG. */
     int (*read_file)(llmbox_ctx *ctx, const char *path, size_t max,
                      const char **data, size_t *len);
     /* Writes a file in the sandbox atomically, creating parent dirs. */
@@ -210,6 +222,58 @@ typedef struct llmbox_plugin {
 } llmbox_plugin;
 
 typedef const llmbox_plugin *(*llmbox_tool_plugin_fn)(const llmbox_host *host);
+
+/* ---- the plugin-definition macros --------------------------------------
+ *
+ * LLMBOX_PLUGIN_INIT declares `static const llmbox_host *host;`, the table
+ * the plugin's code calls; put it before the first function that uses it.
+ *
+ * LLMBOX_PLUGIN_DEFINE(NAME, VERSION, TOOLS) defines the descriptor (with
+ * n_tools counted from the array TOOLS, which must be an array, not a
+ * pointer) and the exported entry llmbox_tool_plugin_v1, which refuses a
+ * host of another major or one whose table is shorter than this header's,
+ * and keeps the host table in `host`. It declares abi_minor =
+ * LLMBOX_TOOL_ABI_MINOR.
+ *
+ * LLMBOX_PLUGIN_DEFINE_MINOR(NAME, VERSION, TOOLS, MINOR) is the same for a
+ * plugin that also loads on older hosts: it declares abi_minor = MINOR and
+ * accepts any host of minor >= MINOR (the plugin then reads newer fields
+ * only when LLMBOX_HAS_FIELD says they are there).
+ *
+ * Both expand to the same descriptor and entry a hand-written plugin has
+ * (the ABI is the structs and the symbol, not these macros). */
+#define LLMBOX_PLUGIN_INIT static const llmbox_host *host
+
+/* The size of the host table of minor `minor`: the end of its last
+ * function (1.0: finish, 1.1: exec_ex). */
+#define LLMBOX_HOST_SIZE_FOR_MINOR(minor) \
+    ((minor) >= 1 ? offsetof(llmbox_host, exec_ex) + sizeof(void (*)(void)) \
+                  : offsetof(llmbox_host, finish) + sizeof(void (*)(void)))
+
+#define LLMBOX_PLUGIN_DEFINE(NAME, VERSION, TOOLS) \
+    LLMBOX_PLUGIN_DEFINE_MINOR(NAME, VERSION, TOOLS, LLMBOX_TOOL_ABI_MINOR)
+
+#define LLMBOX_PLUGIN_DEFINE_MINOR(NAME, VERSION, TOOLS, MINOR)                          \
+    _Static_assert(!__builtin_types_compatible_p(__typeof__(TOOLS), __typeof__(&(TOOLS)[0])), \
+                   "LLMBOX_PLUGIN_DEFINE: " #TOOLS " must be an array of llmbox_tool");    \
+    static const llmbox_plugin llmbox_plugin_descriptor_ = {                              \
+        .size = sizeof(llmbox_plugin),                                                    \
+        .abi_major = LLMBOX_TOOL_ABI_MAJOR,                                               \
+        .abi_minor = (MINOR),                                                             \
+        .name = (NAME),                                                                   \
+        .version = (VERSION),                                                             \
+        .tools = (TOOLS),                                                                 \
+        .n_tools = sizeof(TOOLS) / sizeof((TOOLS)[0]),                                    \
+    };                                                                                    \
+    LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h) \
+    {                                                                                     \
+        if (!h || h->abi_major != LLMBOX_TOOL_ABI_MAJOR || (int)h->abi_minor < (int)(MINOR) || \
+            h->size < LLMBOX_HOST_SIZE_FOR_MINOR(MINOR))                                  \
+            return NULL; /* a host too old for what this plugin calls */                  \
+        host = h;                                                                         \
+        return &llmbox_plugin_descriptor_;                                                \
+    }                                                                                     \
+    LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h)
 
 #ifdef __cplusplus
 }

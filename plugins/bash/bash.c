@@ -16,7 +16,7 @@
 #define BASH_MAX_BYTES 16384
 #define BASH_MAX_LINES 200
 
-static const llmbox_host *host;
+LLMBOX_PLUGIN_INIT;
 
 static const char description[] =
     "Run a bash command in the sandbox (a Debian Linux machine with Python 3 and common "
@@ -205,22 +205,4 @@ static const llmbox_tool tools[] = {{
     .invoke = bash_invoke,
 }};
 
-static const llmbox_plugin plugin = {
-    .size = sizeof(llmbox_plugin),
-    .abi_major = LLMBOX_TOOL_ABI_MAJOR,
-    .abi_minor = LLMBOX_TOOL_ABI_MINOR,
-    .name = "bash",
-    .version = "1.1",
-    .tools = tools,
-    .n_tools = 1,
-};
-
-LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h)
-{
-    /* exec_ex (ABI 1.1) is what the soft timeout needs */
-    if (!h || h->abi_major != LLMBOX_TOOL_ABI_MAJOR || !LLMBOX_HAS_FIELD(h, llmbox_host, exec_ex) ||
-        !h->exec_ex)
-        return NULL;
-    host = h;
-    return &plugin;
-}
+LLMBOX_PLUGIN_DEFINE("bash", "1.1", tools);

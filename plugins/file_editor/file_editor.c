@@ -3,6 +3,7 @@
  * host->write_file, never through a shell command line, so any byte of
  * any text file round-trips (tabs, CRLF, quotes, $(...)). */
 #include "llmbox/tool.h"
+#include "llmbox/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -18,7 +19,7 @@
 #define FE_UNDO_PER_FILE 10         /* versions kept per file for undo_edit */
 #define FE_UNDO_TOTAL (8u << 20)    /* bytes kept for undo_edit, all files */
 
-static const llmbox_host *host;
+LLMBOX_PLUGIN_INIT;
 
 static const char description[] =
     "View, create and edit files in the sandbox.\n"
@@ -94,40 +95,6 @@ static void sb_fmt(sb *b, const char *fmt, ...)
 }
 
 /* ---- text helpers ------------------------------------------------------- */
-
-static int utf8_text(const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned char c = p[i];
-        size_t len;
-        uint32_t cp, min;
-        if (c == 0)
-            return 0;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if ((c & 0xE0) == 0xC0)
-            len = 2, min = 0x80, cp = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0)
-            len = 3, min = 0x800, cp = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0)
-            len = 4, min = 0x10000, cp = c & 0x07;
-        else
-            return 0;
-        if (i + len > n)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += len;
-    }
-    return 1;
-}
 
 static long count_lines(const char *d, size_t n)
 {
@@ -264,7 +231,7 @@ static int read_text(llmbox_ctx *ctx, llmbox_result *r, const char *path, const 
     int st = host->read_file(ctx, path, FE_MAX_FILE, data, len);
     if (st)
         return host_error(r, st, "read", path);
-    if (!utf8_text((const unsigned char *)*data, *len))
+    if (!llmbox_utf8_is_text(*data, *len))
         return fail(r, LLMBOX_ERR_INVALID,
                     "The file %s is binary (%zu bytes, not UTF-8 text), so it is not shown or "
                     "edited here. Inspect it with bash (file, xxd | head, python).", path, *len);
@@ -748,20 +715,4 @@ static const llmbox_tool tools[] = {{
     .invoke = fe_invoke,
 }};
 
-static const llmbox_plugin plugin = {
-    .size = sizeof(llmbox_plugin),
-    .abi_major = LLMBOX_TOOL_ABI_MAJOR,
-    .abi_minor = LLMBOX_TOOL_ABI_MINOR,
-    .name = "file_editor",
-    .version = "1.0",
-    .tools = tools,
-    .n_tools = 1,
-};
-
-LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h)
-{
-    if (!h || h->abi_major != LLMBOX_TOOL_ABI_MAJOR || h->size < sizeof(llmbox_host))
-        return NULL;
-    host = h;
-    return &plugin;
-}
+LLMBOX_PLUGIN_DEFINE("file_editor", "1.0", tools);

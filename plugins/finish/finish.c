@@ -4,7 +4,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-static const llmbox_host *host;
+LLMBOX_PLUGIN_INIT;
 
 static const char description[] =
     "Call this when the task is complete, or when you cannot make further progress. "
@@ -40,20 +40,4 @@ static const llmbox_tool tools[] = {{
     .invoke = finish_invoke,
 }};
 
-static const llmbox_plugin plugin = {
-    .size = sizeof(llmbox_plugin),
-    .abi_major = LLMBOX_TOOL_ABI_MAJOR,
-    .abi_minor = LLMBOX_TOOL_ABI_MINOR,
-    .name = "finish",
-    .version = "1.0",
-    .tools = tools,
-    .n_tools = 1,
-};
-
-LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h)
-{
-    if (!h || h->abi_major != LLMBOX_TOOL_ABI_MAJOR || h->size < sizeof(llmbox_host))
-        return NULL;
-    host = h;
-    return &plugin;
-}
+LLMBOX_PLUGIN_DEFINE("finish", "1.0", tools);

@@ -20,7 +20,7 @@
 #define PY_CODE_MAX (1u << 20)
 #define PY_TIMEOUT_MAX_S 3600
 
-static const llmbox_host *host;
+LLMBOX_PLUGIN_INIT;
 
 static const char description[] =
     "Run a Python 3 snippet in the sandbox and get its result classified.\n"
@@ -275,20 +275,4 @@ static const llmbox_tool tools[] = {{
     .invoke = python_invoke,
 }};
 
-static const llmbox_plugin plugin = {
-    .size = sizeof(llmbox_plugin),
-    .abi_major = LLMBOX_TOOL_ABI_MAJOR,
-    .abi_minor = LLMBOX_TOOL_ABI_MINOR,
-    .name = "python",
-    .version = "1.0",
-    .tools = tools,
-    .n_tools = 1,
-};
-
-LLMBOX_PLUGIN_EXPORT const llmbox_plugin *llmbox_tool_plugin_v1(const llmbox_host *h)
-{
-    if (!h || h->abi_major != LLMBOX_TOOL_ABI_MAJOR || h->size < sizeof(llmbox_host))
-        return NULL;
-    host = h;
-    return &plugin;
-}
+LLMBOX_PLUGIN_DEFINE("python", "1.0", tools);

@@ -231,6 +231,15 @@ int lb_agent_main(int argc, char **argv)
         if (wait_for_task(spare_id) != 0)
             return 0; /* the web has gone, or never needed this one */
         task = spare_id;
+        /* the spare read llmbox.conf long before this task: read it again,
+         * so a changed tools list reaches this task, as it would a fresh agent */
+        lb_config *fresh = malloc(sizeof *fresh);
+        if (fresh && lb_config_load(fresh) == LB_OK)
+            memcpy(lb_cfg_mut(), fresh, sizeof *fresh);
+        else
+            lb_warn("spare agent: the configuration did not load again (%s); the one read at start is used",
+                    fresh ? lb_config_error() : "out of memory");
+        free(fresh);
         /* "--task ................................" (the web's placeholder)
          * becomes "--task ID" in /proc/<pid>/cmdline */
         if (task_arg && strlen(argv[task_arg]) == 32)

@@ -11,6 +11,7 @@
  * The same code serves the web (events into the store) and the terminal
  * (events printed) through lb_sink. */
 #include "agent/agent.h"
+#include "agent/crash.h"
 #include "agent/plugin_host.h"
 #include "agent/text.h"
 #include "agent/watchdog.h"
@@ -20,6 +21,7 @@
 #include "common/mime.h"
 #include "common/status.h"
 #include "common/task.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -800,28 +802,38 @@ static int end_run(run *r)
 }
 
 /* The watchdog's way out (watchdog.h): the main thread is parked inside
- * the plugin, so this thread ends the task the way the loop would have,
- * and the process. */
-static void on_hang(void *arg, const char *tool, int limit_s)
+ * the plugin (hung, or crashed when sig is set), so this thread ends the
+ * task the way the loop would have, and the process. */
+static void on_hang(void *arg, const char *tool, int limit_s, int sig, const char *where)
 {
     run *r = arg;
     alarm(0); /* the task timer must not cut the collection of outputs short */
-    char msg[400];
-    snprintf(msg, sizeof msg,
-             "The tool %s did not return within %d s (time in its own code; waiting on the sandbox is not "
-             "counted) and was stopped.", tool, limit_s);
+    char msg[400], sname[24];
+    const char *signame = sig ? lb_crash_signame(sig, sname, sizeof sname) : "";
+    if (sig)
+        snprintf(msg, sizeof msg, "The tool %s crashed (%s at %s); the task was stopped.", tool, signame, where);
+    else
+        snprintf(msg, sizeof msg,
+                 "The tool %s did not return within %d s (time in its own code; waiting on the sandbox is not "
+                 "counted) and was stopped.", tool, limit_s);
     if (r->cur_call) {
         cJSON *d = cJSON_CreateObject();
         cJSON_AddNumberToObject(d, "turn", r->cur_turn);
         cJSON_AddStringToObject(d, "call_id", r->cur_call->id ? r->cur_call->id : "");
         cJSON_AddStringToObject(d, "name", r->cur_call->name);
         cJSON_AddStringToObject(d, "arguments", r->cur_call->arguments);
-        cJSON_AddStringToObject(d, "status", "killed (hung)");
+        char st[48] = "killed (hung)";
+        if (sig)
+            snprintf(st, sizeof st, "crashed (%s)", signame);
+        cJSON_AddStringToObject(d, "status", st);
         cJSON_AddStringToObject(d, "text", msg);
         emit(r, "tool", d);
     }
     emit_error(r, msg);
-    set_final(r, LB_TASK_FAILED, "the tool %s did not return within %d s and was stopped", tool, limit_s);
+    if (sig) /* the words of the web's reaper (web/spawn.c) when the agent dies of it */
+        set_final(r, LB_TASK_FAILED, "the tool %s crashed (%s); the task was stopped", tool, signame);
+    else
+        set_final(r, LB_TASK_FAILED, "the tool %s did not return within %d s and was stopped", tool, limit_s);
     end_run(r);
     if (r->o->on_abort)
         r->o->on_abort(r->o->on_abort_arg, r->res);
@@ -861,6 +873,10 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
 
     lb_plugins_load(cfg->plugin_dir, &r.plugins, perr);
     lb_plugins_select(r.plugins, cfg, perr);
+    char *missing = lb_plugins_missing_note(r.plugins, cfg, perr); /* said on the task, not only in logs */
+    if (missing)
+        emit_error(&r, missing);
+    free(missing);
     if (!lb_plugins_enabled_count(r.plugins)) {
         set_final(&r, LB_TASK_FAILED, "no tools could be loaded from %s", cfg->plugin_dir);
         goto end;

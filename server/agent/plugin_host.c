@@ -1,12 +1,15 @@
 /* Plugin host: loading, argument validation, the host function table. */
 #include "agent/plugin_host.h"
 
+#include "agent/crash.h"
+#include "agent/elf_symbol.h"
 #include "agent/text.h"
 #include "agent/watchdog.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -240,6 +243,35 @@ refuse:
     return LB_E_INVAL;
 }
 
+/* Why a loaded object has no exported LLMBOX_TOOL_ENTRY, as the cause to
+ * fix: the entry of another ABI major, an entry defined but hidden, or none. */
+static void entry_missing_why(void *h, const char *path, char *why, size_t whysz)
+{
+    for (int major = 2; major <= 9; major++) {
+        char other[64];
+        snprintf(other, sizeof other, "llmbox_tool_plugin_v%d", major);
+        if (dlsym(h, other)) {
+            snprintf(why, whysz, "no symbol " LLMBOX_TOOL_ENTRY ": it exports %s, built for ABI major %d "
+                     "(this host supports %d)", other, major, LLMBOX_TOOL_ABI_MAJOR);
+            return;
+        }
+    }
+    switch (lb_elf_symbol_defined(path, LLMBOX_TOOL_ENTRY)) {
+    case 1:
+        snprintf(why, whysz, LLMBOX_TOOL_ENTRY " is defined but not exported (plugins build with "
+                 "-fvisibility=hidden: mark it LLMBOX_PLUGIN_EXPORT, or use LLMBOX_PLUGIN_DEFINE)");
+        break;
+    case 0:
+        snprintf(why, whysz, "no symbol " LLMBOX_TOOL_ENTRY ": the entry point is missing (not an llmbox "
+                 "plugin? LLMBOX_PLUGIN_DEFINE defines it)");
+        break;
+    default:
+        snprintf(why, whysz, "no symbol " LLMBOX_TOOL_ENTRY ": the entry point is missing or not exported "
+                 "(mark it LLMBOX_PLUGIN_EXPORT, or use LLMBOX_PLUGIN_DEFINE)");
+        break;
+    }
+}
+
 static void report(cJSON *errors, const char *file, const char *why)
 {
     char line[1024];
@@ -247,6 +279,59 @@ static void report(cJSON *errors, const char *file, const char *why)
     lb_warn("plugin refused: %s", line);
     if (errors)
         cJSON_AddItemToArray(errors, cJSON_CreateString(line));
+}
+
+/* Loads one plugin file into p, as lb_plugins_load does for each; a
+ * refusal is reported (errors, log) and leaves p as it was. */
+static void load_one(lb_plugins *p, const char *path, const char *file, cJSON *errors)
+{
+    char why[512];
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        report(errors, file, "not a regular file");
+        return;
+    }
+    if (p->n_handles == LB_MAX_PLUGINS) {
+        report(errors, file, "too many plugins");
+        return;
+    }
+    dlerror();
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        e = e ? e : "unknown error";
+        /* dlerror() starts with the path; the line names the file already */
+        size_t pl = strlen(path);
+        if (!strncmp(e, path, pl) && e[pl] == ':')
+            e += pl + 1 + (e[pl + 1] == ' ');
+        snprintf(why, sizeof why, "cannot load: %s", e);
+        report(errors, file, why);
+        return;
+    }
+    llmbox_tool_plugin_fn fn;
+    void *sym = dlsym(h, LLMBOX_TOOL_ENTRY);
+    memcpy(&fn, &sym, sizeof fn); /* object pointer to function pointer, as POSIX allows */
+    if (!sym) {
+        entry_missing_why(h, path, why, sizeof why);
+        report(errors, file, why);
+        dlclose(h);
+        return;
+    }
+    const llmbox_plugin *desc = fn(lb_host_table());
+    if (!desc) {
+        report(errors, file, "the plugin refused to load (its entry returned NULL)");
+        dlclose(h);
+        return;
+    }
+    if (add_plugin(p, desc, file, why, sizeof why) != LB_OK) {
+        report(errors, file, why);
+        dlclose(h);
+        return;
+    }
+    p->handles[p->n_handles++] = h;
+    lb_crash_note_module(file, h); /* so a crash in it is located (agent/crash.h) */
+    lb_debug("loaded plugin %s (%s %s)", file, desc->name ? desc->name : "?",
+             desc->version ? desc->version : "?");
 }
 
 int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors)
@@ -288,59 +373,35 @@ int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors)
         qsort(names, n, sizeof *names, cmp_str);
 
     for (size_t i = 0; i < n; i++) {
-        char path[4096], file[300], why[512];
+        char path[4096], file[300];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         snprintf(file, sizeof file, "%.40s/%.250s", dirname, names[i]);
-        struct stat st;
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-            report(errors, file, "not a regular file");
-            continue;
-        }
-        if (p->n_handles == LB_MAX_PLUGINS) {
-            report(errors, file, "too many plugins");
-            continue;
-        }
-        dlerror();
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            const char *e = dlerror();
-            e = e ? e : "unknown error";
-            /* dlerror() starts with the path; the line names the file already */
-            size_t pl = strlen(path);
-            if (!strncmp(e, path, pl) && e[pl] == ':')
-                e += pl + 1 + (e[pl + 1] == ' ');
-            snprintf(why, sizeof why, "cannot load: %s", e);
-            report(errors, file, why);
-            continue;
-        }
-        llmbox_tool_plugin_fn fn;
-        void *sym = dlsym(h, LLMBOX_TOOL_ENTRY);
-        memcpy(&fn, &sym, sizeof fn); /* object pointer to function pointer, as POSIX allows */
-        if (!sym) {
-            report(errors, file, "no symbol " LLMBOX_TOOL_ENTRY
-                                 " (not an llmbox plugin, or built for another ABI major)");
-            dlclose(h);
-            continue;
-        }
-        const llmbox_plugin *desc = fn(lb_host_table());
-        if (!desc) {
-            report(errors, file, "the plugin refused to load (its entry returned NULL)");
-            dlclose(h);
-            continue;
-        }
-        if (add_plugin(p, desc, file, why, sizeof why) != LB_OK) {
-            report(errors, file, why);
-            dlclose(h);
-            continue;
-        }
-        p->handles[p->n_handles++] = h;
-        lb_debug("loaded plugin %s (%s %s)", file, desc->name ? desc->name : "?",
-                 desc->version ? desc->version : "?");
+        load_one(p, path, file, errors);
     }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
     *out = p;
+    return LB_OK;
+}
+
+int lb_plugins_load_file(const char *path, lb_plugins **out, cJSON *errors)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return LB_E_NOMEM;
+    /* named as in the agent's messages: the folder's last component and
+     * the file ("plugins/x.so") */
+    char file[300];
+    const char *base = strrchr(path, '/');
+    const char *dir = base;
+    while (dir && dir > path && dir[-1] != '/')
+        dir--;
+    if (base && dir < base)
+        snprintf(file, sizeof file, "%.*s/%.250s", (int)(base - dir > 40 ? 40 : base - dir), dir, base + 1);
+    else
+        snprintf(file, sizeof file, "%.290s", base ? base + 1 : path);
+    load_one(*out, path, file, errors);
     return LB_OK;
 }
 
@@ -351,8 +412,10 @@ void lb_plugins_free(lb_plugins *p)
     for (size_t i = 0; i < p->n_tools; i++)
         entry_free(&p->tools[i]);
     free(p->tools);
-    for (size_t i = 0; i < p->n_handles; i++)
+    for (size_t i = 0; i < p->n_handles; i++) {
+        lb_crash_forget_module(p->handles[i]);
         dlclose(p->handles[i]);
+    }
     free(p);
 }
 
@@ -391,6 +454,42 @@ void lb_plugins_select(lb_plugins *p, const lb_config *cfg, cJSON *errors)
         if (errors)
             cJSON_AddItemToArray(errors, cJSON_CreateString(line));
     }
+}
+
+char *lb_plugins_missing_note(const lb_plugins *p, const lb_config *cfg, const cJSON *errors)
+{
+    lb_buf b;
+    lb_buf_init(&b, 8192);
+    int n = 0, rc = 0;
+    for (int k = 0; !cfg->tools_all && k < cfg->n_tools; k++) {
+        if (p && find_tool(p, cfg->tools[k]))
+            continue;
+        rc |= lb_buf_printf(&b, "%s%s", n++ ? ", " : "The tools = setting names ", cfg->tools[k]);
+    }
+    if (!n) {
+        lb_buf_free(&b);
+        return NULL;
+    }
+    rc |= lb_buf_appends(&b, n == 1 ? ", which no loaded plugin provides: the model was not offered it, "
+                                      "and the task goes on without it."
+                                    : ", which no loaded plugin provides: the model was not offered them, "
+                                      "and the task goes on without them.");
+    int first = 1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, errors)
+    {
+        /* the refused plugins: the tool may be in one of them */
+        if (!cJSON_IsString(e) || !strncmp(e->valuestring, "tools: ", 7))
+            continue;
+        rc |= lb_buf_printf(&b, "%s%s", first ? " Plugins refused: " : "; ", e->valuestring);
+        first = 0;
+    }
+    rc |= lb_buf_appends(&b, first ? " (`llmbox agent --list-tools` shows the loaded tools.)" : ".");
+    if (rc) {
+        lb_buf_free(&b);
+        return NULL;
+    }
+    return lb_buf_steal(&b, NULL);
 }
 
 cJSON *lb_plugins_openai_tools(const lb_plugins *p)

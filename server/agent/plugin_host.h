@@ -38,6 +38,9 @@ typedef struct lb_plugins lb_plugins;
  * is logged; the others still load. A missing dir loads nothing. Returns
  * LB_OK (even with no tools) or LB_E_NOMEM. */
 int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors);
+/* Loads one file as lb_plugins_load loads each (the same checks and
+ * messages, "dir/x.so: reason" in errors); for `llmbox plugin check`. */
+int lb_plugins_load_file(const char *path, lb_plugins **out, cJSON *errors);
 void lb_plugins_free(lb_plugins *p);
 /* Tools loaded, enabled or not. */
 size_t lb_plugins_count(const lb_plugins *p);
@@ -50,6 +53,11 @@ const lb_tool_entry *lb_plugins_find(const lb_plugins *p, const char *name);
  * A configured name that no plugin provides adds one line to errors.
  * Until this is called every loaded tool is enabled. */
 void lb_plugins_select(lb_plugins *p, const lb_config *cfg, cJSON *errors);
+/* When a tool the configuration names (tools = ...) was not loaded, a
+ * sentence for the task's events naming those tools and the plugins
+ * refused (errors, as filled by load and select); NULL when every named
+ * tool loaded (or tools = all, or out of memory). Caller frees. */
+char *lb_plugins_missing_note(const lb_plugins *p, const lb_config *cfg, const cJSON *errors);
 /* The OpenAI "tools" array of the enabled tools:
  * [{type:"function",function:{name,description,parameters}}]. */
 cJSON *lb_plugins_openai_tools(const lb_plugins *p);

@@ -1,84 +1,11 @@
 #include "agent/text.h"
 
 #include "common/status.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    size_t len;
-    uint32_t cp, min;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xE0) == 0xC0)
-        len = 2, min = 0x80, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0)
-        len = 3, min = 0x800, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0)
-        len = 4, min = 0x10000, cp = c & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-int lb_utf8_valid(const char *p, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    for (size_t i = 0; i < n;) {
-        if (u[i] == 0)
-            return 0;
-        size_t l = utf8_seq_len(u + i, n - i);
-        if (!l)
-            return 0;
-        i += l;
-    }
-    return 1;
-}
-
-char *lb_utf8_sanitize(const char *p, size_t n, size_t *outlen)
-{
-    /* worst case every byte becomes the 3-byte U+FFFD */
-    if (n > (SIZE_MAX - 1) / 3)
-        return NULL;
-    char *out = malloc(n * 3 + 1);
-    if (!out)
-        return NULL;
-    const unsigned char *u = (const unsigned char *)p;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t l = u[i] ? utf8_seq_len(u + i, n - i) : 0;
-        if (!l) {
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-            continue;
-        }
-        memcpy(out + o, u + i, l);
-        o += l;
-        i += l;
-    }
-    out[o] = '\0';
-    /* give back the slack of the worst-case allocation */
-    char *shrunk = realloc(out, o + 1);
-    if (shrunk)
-        out = shrunk;
-    if (outlen)
-        *outlen = o;
-    return out;
-}
 
 void lb_htbuf_init(lb_htbuf *b, size_t head_max, size_t tail_max)
 {
@@ -172,22 +99,6 @@ char *lb_htbuf_render(const lb_htbuf *b, size_t *outlen)
     char *out = lb_utf8_sanitize(raw, o, outlen);
     free(raw);
     return out;
-}
-
-void lb_utf8_trim_partial(char *s)
-{
-    size_t n = strlen(s), i = n, cont = 0;
-    /* walk back over continuation bytes to the lead byte of the last sequence */
-    while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80) {
-        i--;
-        cont++;
-    }
-    if (i == 0)
-        return;
-    unsigned char c = (unsigned char)s[i - 1];
-    size_t need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (need == 0 || cont + 1 < need)
-        s[i - 1] = '\0';
 }
 
 char *lb_strdup_trunc(const char *s, size_t max)

@@ -1,18 +1,11 @@
 /* Text helpers for what comes back from models and sandboxes: both are
  * hostile, so every byte that reaches a JSON message or the terminal goes
- * through here first. */
+ * through here first. The UTF-8 checks themselves are common/utf8.h. */
 #ifndef LB_AGENT_TEXT_H
 #define LB_AGENT_TEXT_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* Returns a malloc'd, NUL-terminated copy of p[0..n) that is valid UTF-8:
- * invalid sequences and NUL bytes become U+FFFD. *outlen (may be NULL)
- * receives the length. NULL only when out of memory. */
-char *lb_utf8_sanitize(const char *p, size_t n, size_t *outlen);
-/* True when p[0..n) is valid UTF-8 without NUL bytes. */
-int lb_utf8_valid(const char *p, size_t n);
 
 /* A stream capped at head_max + tail_max bytes that keeps the first
  * head_max and the last tail_max bytes of everything appended, and counts
@@ -34,10 +27,6 @@ uint64_t lb_htbuf_omitted(const lb_htbuf *b);
 /* Renders head + "\n[... N bytes omitted ...]\n" + tail as sanitized UTF-8
  * (malloc'd, NUL-terminated; "" when nothing was appended). */
 char *lb_htbuf_render(const lb_htbuf *b, size_t *outlen);
-
-/* Drops a UTF-8 sequence cut short at the end of s (what snprintf into a
- * fixed buffer leaves behind), in place. */
-void lb_utf8_trim_partial(char *s);
 
 /* Copies s into a new string with at most max bytes, cut on a UTF-8
  * boundary, with "..." appended when cut. */

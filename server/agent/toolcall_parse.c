@@ -5,6 +5,7 @@
 #include "agent/agent.h"
 #include "agent/text.h"
 #include "common/status.h"
+#include "common/utf8.h"
 
 #include <ctype.h>
 #include <stdio.h>

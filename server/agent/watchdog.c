@@ -2,11 +2,12 @@
  *
  * Parking: the watchdog decides while holding its mutex, which the main
  * thread needs to enter or leave a host call, so the main thread cannot be
- * inside a sandbox RPC when it is parked, and on_hang may use the sandbox
+ * inside a sandbox RPC when it is parked, and on_stop may use the sandbox
  * connection. The park handler only sets a flag and pause()s, both
  * async-signal-safe; other handlers (SIGTERM, SIGALRM) still run nested. */
 #include "agent/watchdog.h"
 
+#include "agent/crash.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -23,10 +24,26 @@
 #define LB_WD_TICK_MS 100
 #define LB_WD_PARK_WAIT_MS 2000
 #define LB_WD_PARK_SIGNAL SIGUSR2
+#define LB_WD_CRASH_WAIT_MS 120000 /* for on_stop to end a crashed task */
+
+/* AddressSanitizer reports a crash itself (and the tests expect its abort):
+ * leave the crash signals to it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LB_WD_CATCH_CRASHES 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LB_WD_CATCH_CRASHES 0
+#endif
+#endif
+#ifndef LB_WD_CATCH_CRASHES
+#define LB_WD_CATCH_CRASHES 1
+#endif
 
 static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_cv = PTHREAD_COND_INITIALIZER;
 static volatile sig_atomic_t wd_parked;
+static volatile sig_atomic_t wd_crash_sig;  /* set by the crash handler for the thread */
+static char wd_crash_where[200];            /* written before wd_crash_sig */
 
 static struct {
     int running, stop;
@@ -36,8 +53,8 @@ static struct {
     char marker[4096];
     lb_watchdog_fn fn;
     void *arg;
-    /* the call being watched */
-    int armed, in_host;
+    /* the call being watched (volatile: the crash handler reads them) */
+    volatile int armed, in_host;
     char tool[80];
     int64_t start_ms, host_ms, host_since;
 } W = {.marker_fd = -1};
@@ -48,6 +65,77 @@ static void wd_park(int sig)
     wd_parked = 1;
     for (;;)
         pause();
+}
+
+static void nap_ms(long ms);
+
+/* The crash handler (watchdog.h). Only async-signal-safe calls: write,
+ * nanosleep, sigaction, raise, and the formatting of agent/crash.h. */
+static void wd_crash(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    char line[512], sigbuf[24];
+    const char *name = lb_crash_signame(sig, sigbuf, sizeof sigbuf);
+    uintptr_t pc = lb_crash_pc(uc, si);
+    int in_plugin = W.armed && !W.in_host;
+    size_t n = lb_crash_cat(line, sizeof line, 0, "llmbox agent: ");
+    if (W.armed) {
+        n = lb_crash_cat(line, sizeof line, n, "the tool ");
+        n = lb_crash_cat(line, sizeof line, n, W.tool);
+        n = lb_crash_cat(line, sizeof line, n, in_plugin ? " crashed (" : " crashed in a host function (");
+    } else {
+        n = lb_crash_cat(line, sizeof line, n, "crashed outside any tool (");
+    }
+    n = lb_crash_cat(line, sizeof line, n, name);
+    n = lb_crash_cat(line, sizeof line, n, ") at ");
+    n = lb_crash_where(pc, line, sizeof line, n);
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        n = lb_crash_cat(line, sizeof line, n, ", fault address ");
+        n = lb_crash_hex(line, sizeof line, n, (uintptr_t)si->si_addr);
+    }
+    n = lb_crash_cat(line, sizeof line, n, "\n");
+    ssize_t unused = write(2, line, n);
+    (void)unused;
+    if (in_plugin && W.running && !wd_crash_sig && pthread_equal(pthread_self(), W.main_thread)) {
+        lb_crash_where(pc, wd_crash_where, sizeof wd_crash_where, 0); /* for on_stop's message */
+        wd_crash_sig = sig;
+        /* the watchdog thread ends the task and the process; this thread
+         * must not run the plugin's code again */
+        for (int i = 0; i < LB_WD_CRASH_WAIT_MS / 10; i++)
+            nap_ms(10);
+        static const char late[] = "llmbox agent: the crashed task could not be ended in time; dying of the signal\n";
+        unused = write(2, late, sizeof late - 1);
+    }
+    /* die of the signal, as without this handler (the web's reaper reads it):
+     * blocked while the handler runs, it is delivered when it returns */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+    errno = saved;
+}
+
+static int wd_catch_crashes(void)
+{
+    if (!LB_WD_CATCH_CRASHES)
+        return LB_OK;
+    /* a stack overflow in a plugin must still find a stack to report on */
+    static char altstack[64 << 10];
+    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack};
+    if (sigaltstack(&ss, NULL) != 0)
+        return LB_E_INTERNAL;
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = wd_crash;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], &sa, NULL) != 0)
+            return LB_E_INTERNAL;
+    return LB_OK;
 }
 
 /* Milliseconds the plugin has spent in its own code in this call. */
@@ -69,6 +157,14 @@ static void *wd_main(void *unused)
     (void)unused;
     pthread_mutex_lock(&wd_mu);
     while (!W.stop) {
+        if (wd_crash_sig) {
+            /* the main thread waits in the crash handler; the mutex stays
+             * taken, as for a hang */
+            char tool[sizeof W.tool];
+            memcpy(tool, W.tool, sizeof tool);
+            W.fn(W.arg, tool, (int)(W.limit_ms / 1000), wd_crash_sig, wd_crash_where);
+            _exit(1);
+        }
         if (W.armed && !W.in_host && own_ms(lb_mono_ms()) > W.limit_ms) {
             char tool[sizeof W.tool];
             memcpy(tool, W.tool, sizeof tool);
@@ -80,8 +176,8 @@ static void *wd_main(void *unused)
             if (!wd_parked)
                 lb_warn("watchdog: the main thread did not stop; going on anyway");
             /* the mutex stays taken: the main thread must never run again */
-            W.fn(W.arg, tool, (int)(W.limit_ms / 1000));
-            _exit(1); /* on_hang must not return; if it does, end here */
+            W.fn(W.arg, tool, (int)(W.limit_ms / 1000), 0, "");
+            _exit(1); /* on_stop must not return; if it does, end here */
         }
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
@@ -96,14 +192,14 @@ static void *wd_main(void *unused)
     return NULL;
 }
 
-int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_hang, void *arg)
+int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_stop, void *arg)
 {
     if (W.running)
         return LB_E_EXISTS;
     W.stop = 0;
     W.armed = W.in_host = 0;
     W.limit_ms = (int64_t)(limit_s > 0 ? limit_s : 60) * 1000;
-    W.fn = on_hang;
+    W.fn = on_stop;
     W.arg = arg;
     W.main_thread = pthread_self();
     W.marker[0] = '\0';
@@ -114,13 +210,13 @@ int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_hang, v
         else
             lb_warn("watchdog: cannot create %s: %s", marker, strerror(errno));
     }
-    if (!on_hang)
+    if (!on_stop)
         return LB_OK; /* a marker without a thread */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = wd_park;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(LB_WD_PARK_SIGNAL, &sa, NULL) != 0)
+    if (sigaction(LB_WD_PARK_SIGNAL, &sa, NULL) != 0 || wd_catch_crashes() != LB_OK)
         return LB_E_INTERNAL;
     /* the thread takes no signal: they are all the main thread's */
     sigset_t all, old;

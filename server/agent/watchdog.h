@@ -10,16 +10,31 @@
  * host functions that wait on the sandbox is not counted: those have their
  * own timeouts.
  *
+ * A crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) is caught too. The
+ * handler writes one line to stderr (the agent's log; the terminal under
+ * `llmbox run`) naming the tool, the signal and the faulting instruction as
+ * plugins/x.so+0xOFFSET (agent/crash.h), all async-signal-safe. When the
+ * crash is in a plugin's own code on the main thread, the handler parks
+ * that thread like a hang and the watchdog thread calls on_stop with the
+ * signal, which ends the task as the loop would (outputs collected, the
+ * trajectory written) and the process. If that has not happened within
+ * LB_WD_CRASH_WAIT_MS (the crash may have left the heap or a lock
+ * broken), or the crash was elsewhere, the process dies of the signal as
+ * it would have without the handler.
+ *
  * The marker file names the tool whose code is running (it is empty
- * between calls), so that when a plugin crashes the agent (SIGSEGV), the
- * web can tell which tool it was. */
+ * between calls), so that when the agent dies anyway, the web can tell
+ * which tool it was. */
 #ifndef LB_WATCHDOG_H
 #define LB_WATCHDOG_H
 
-typedef void (*lb_watchdog_fn)(void *arg, const char *tool, int limit_s);
+/* How a tool was stopped: sig 0 for a hang (limit_s is the limit), else the
+ * crash's signal, where its location ("plugins/x.so+0x1139"). */
+typedef void (*lb_watchdog_fn)(void *arg, const char *tool, int limit_s, int sig, const char *where);
 
-/* marker may be NULL. Returns an lb_status. */
-int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_hang, void *arg);
+/* marker may be NULL; without on_stop only the marker is kept (no thread,
+ * no crash handler). Returns an lb_status. */
+int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_stop, void *arg);
 /* Stops the thread and removes the marker. */
 void lb_watchdog_stop(void);
 /* Around a plugin's invoke(). */

@@ -1,4 +1,5 @@
 #include "log.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,23 +17,6 @@ void lb_log_init(const char *comp)
     const char *lv = getenv("LLMBOX_LOG_LEVEL");
     if (lv && !strcmp(lv, "debug"))
         lb_log_min = LB_LOG_DEBUG;
-}
-
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one
- * (overlong forms, surrogates and code points above U+10FFFF included). */
-static int lb_utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-    if (c >= 0xf5 || !n)
-        return 0;
-    for (int i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) || (c == 0xf0 && p[1] < 0x90) ||
-        (c == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return n;
 }
 
 /* JSON string contents: quotes, backslashes and control characters
@@ -55,10 +39,11 @@ static void lb_log_escape(char *out, size_t outsz, const char *in)
             out[o++] = (char)c;
             p++;
         } else {
-            int n = lb_utf8_len(p);
+            /* the string ends at its NUL, which no sequence can hold */
+            size_t n = llmbox_utf8_decode(p, strnlen((const char *)p, 4), NULL);
             if (n) {
-                memcpy(out + o, p, (size_t)n);
-                o += (size_t)n;
+                memcpy(out + o, p, n);
+                o += n;
                 p += n;
             } else {
                 memcpy(out + o, "\\ufffd", 6);

@@ -1,41 +1,10 @@
 #include "path.h"
 #include "status.h"
+#include "utf8.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at p (max n bytes), 0 if invalid;
- * *cp_out gets its code point. */
-static size_t lb_utf8_len(const unsigned char *p, size_t n, unsigned *cp_out)
-{
-    unsigned char c = p[0];
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    *cp_out = c;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xE0) == 0xC0) {
-        len = 2, min = 0x80, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, min = 0x800, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, min = 0x10000, cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    *cp_out = cp;
-    return len;
-}
 
 /* Code points a name may not hold although they are valid UTF-8: C0 and
  * C1 controls and DEL; the bidirectional embeddings, overrides, isolates
@@ -43,7 +12,7 @@ static size_t lb_utf8_len(const unsigned char *p, size_t n, unsigned *cp_out)
  * file list (the "Trojan Source" trick, CVE-2021-42574); and the line and
  * paragraph separators, which break a name across lines. Combining marks
  * and every script stay allowed: macOS sends names decomposed (NFD). */
-static int lb_cp_refused(unsigned cp)
+static int lb_cp_refused(uint32_t cp)
 {
     return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
            (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
@@ -72,8 +41,8 @@ int lb_path_clean_rel(const char *in, size_t n, char *out, size_t outsz)
         if (clen > LB_NAME_MAX)
             return LB_E_INVAL;
         for (size_t k = i; k < j;) {
-            unsigned cp = 0;
-            size_t ul = lb_utf8_len((const unsigned char *)in + k, j - k, &cp);
+            uint32_t cp = 0;
+            size_t ul = llmbox_utf8_decode((const unsigned char *)in + k, j - k, &cp);
             if (ul == 0 || cp == '\\' || lb_cp_refused(cp))
                 return LB_E_INVAL;
             k += ul;

@@ -48,6 +48,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/utf8.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -121,12 +122,10 @@ void lbsd_capture_add(lbsd_capture *c, const char *p, size_t n)
 /* Appends p as valid UTF-8: invalid bytes and NULs become U+FFFD. */
 static void lbsd_utf8_append(lb_buf *o, const unsigned char *p, size_t n)
 {
-    static const char repl[] = "\xEF\xBF\xBD";
+    static const char repl[] = LB_UTF8_REPLACEMENT;
     size_t i = 0;
     while (i < n) {
         unsigned char c = p[i];
-        size_t len = 0;
-        unsigned cp = 0, min = 0;
         if (c >= 0x01 && c < 0x80) {
             size_t j = i;
             while (j < n && p[j] >= 0x01 && p[j] < 0x80)
@@ -135,22 +134,8 @@ static void lbsd_utf8_append(lb_buf *o, const unsigned char *p, size_t n)
             i = j;
             continue;
         }
-        if ((c & 0xE0) == 0xC0)
-            len = 2, cp = c & 0x1F, min = 0x80;
-        else if ((c & 0xF0) == 0xE0)
-            len = 3, cp = c & 0x0F, min = 0x800;
-        else if ((c & 0xF8) == 0xF0)
-            len = 4, cp = c & 0x07, min = 0x10000;
-        int ok = len && i + len <= n;
-        for (size_t k = 1; ok && k < len; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                ok = 0;
-            else
-                cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
-            ok = 0;
-        if (ok) {
+        size_t len = c ? llmbox_utf8_decode(p + i, n - i, NULL) : 0; /* a NUL is replaced too */
+        if (len) {
             lb_buf_append(o, p + i, len);
             i += len;
         } else {

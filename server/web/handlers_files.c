@@ -137,7 +137,14 @@ void lb_h_trajectory(lb_req *r)
     char file[LB_CFG_PATH + 128];
     snprintf(file, sizeof file, "%s/%s/trajectory.json", cfg->artifacts_dir, r->id);
     if (!lb_is_regular(file)) {
-        lb_http_error(r, 404, "not_found", "The task has no trajectory yet (status: %s).", status);
+        /* an ended task without one: its agent died first (a crash the agent
+         * could not report itself); the task's reason says what happened */
+        if (strcmp(status, "queued") && strcmp(status, "running"))
+            lb_http_error(r, 404, "not_found",
+                          "The task %s without writing a trajectory: its agent stopped before it could "
+                          "(the task's reason says why).", status);
+        else
+            lb_http_error(r, 404, "not_found", "The task has no trajectory yet (status: %s).", status);
         return;
     }
     char name[64], disp[256], uri[128];

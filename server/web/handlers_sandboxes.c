@@ -10,7 +10,6 @@
  */
 #include "web/web.h"
 
-#include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"

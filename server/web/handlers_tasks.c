@@ -2,12 +2,12 @@
  * delete, and the artifact index. */
 #include "web/web.h"
 
-#include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "common/task.h"
+#include "common/utf8.h"
 #include "common/util.h"
 #include "web/admission.h"
 #include "web/multipart.h"

@@ -2,9 +2,9 @@
  * URL coding and Content-Disposition. */
 #include "web/web.h"
 
-#include "agent/text.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -11,9 +11,9 @@
  */
 #include "web/req_body.h"
 
-#include "agent/text.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "web/web.h"
 
 #include <malloc.h>

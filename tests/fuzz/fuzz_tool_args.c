@@ -11,7 +11,7 @@
  * plugin gets is UTF-8 and parses back to the same text. On refusal: a
  * non-empty UTF-8 sentence (it becomes the model's observation). */
 #include "agent/plugin_host.h"
-#include "agent/text.h"
+#include "common/utf8.h"
 #include "common/status.h"
 #include "fuzz_util.h"
 

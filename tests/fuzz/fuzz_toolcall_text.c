@@ -16,7 +16,7 @@
  *        CR, which the layout's CRLF takes).
  */
 #include "agent/agent.h"
-#include "agent/text.h"
+#include "common/utf8.h"
 #include "common/status.h"
 #include "fuzz_util.h"
 

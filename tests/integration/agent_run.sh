@@ -123,6 +123,49 @@ start_model notool '[{"content":"hello"},{"content":"still talking"}]'
 RC=$?
 [ $RC -eq 1 ] && grep -q "twice in a row without calling a tool" "$T/run3.txt" && pass no_tool_twice_fails || fail no_tool_twice_fails "exit $RC"
 
+# ---- plugins: a crash, a configured tool that did not load, a second example ----
+P=$T/plugins
+mkdir -p "$P"
+ln -s "$PWD/plugins/bash.so" "$PWD/plugins/finish.so" "$PWD/tests/plugins/crashfix.so" "$P/"
+start_model crash '[{"tool_calls":[{"name":"bash","arguments":{"command":"echo kept > output/before.txt"}}]},
+                    {"tool_calls":[{"name":"crashfix","arguments":{}}]}]'
+LLMBOX_PLUGINS=$P LLMBOX_TOOLS=all "$LLMBOX" run -o "$T/out8" "crash" > "$T/run8.txt" 2>&1
+RC=$?
+[ $RC -eq 1 ] && grep -q "the tool crashfix crashed (SIGSEGV); the task was stopped" "$T/run8.txt" \
+    && grep -q "the tool crashfix crashed (SIGSEGV) at plugins/crashfix.so+0x" "$T/run8.txt" \
+    && pass run_names_crashed_tool || fail run_names_crashed_tool "exit $RC: $(tail -4 "$T/run8.txt")"
+[ "$(cat "$T/out8/before.txt" 2>/dev/null)" = kept ] && python3 - "$T/out8/trajectory.json" <<'PY' \
+    && pass run_crash_keeps_outputs || fail run_crash_keeps_outputs "$(ls "$T/out8" 2>&1)"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["status"] == "failed", t["status"]
+PY
+
+# a configured tool that did not load is said on the task (an error event), which goes on
+start_model missing '[{"tool_calls":[{"name":"finish","arguments":{"answer":"ok"}}]}]'
+LLMBOX_PLUGINS=$P LLMBOX_TOOLS="bash, python" "$LLMBOX" run -o "$T/out9" "x" > "$T/run9.txt" 2>&1
+RC=$?
+[ $RC -eq 0 ] && grep -q "^error: The tools = setting names python, which no loaded plugin provides: the model was not offered it" "$T/run9.txt" \
+    && pass missing_tool_event || fail missing_tool_event "exit $RC: $(grep error "$T/run9.txt")"
+
+# the second example: folder wordcount/, tool count_words, through a real run
+ln -s "$PWD/plugins/wordcount.so" "$P/"
+start_model wc '[{"tool_calls":[{"name":"bash","arguments":{"command":"printf \"one two\\nthree\\n\" > output/n.txt"}}]},
+                 {"tool_calls":[{"name":"count_words","arguments":{"path":"/testbed/output/n.txt"}}]},
+                 {"tool_calls":[{"name":"finish","arguments":{}}]}]'
+LLMBOX_PLUGINS=$P LLMBOX_TOOLS="bash, count_words" "$LLMBOX" run -o "$T/out10" "count" > "$T/run10.txt" 2>&1
+RC=$?
+[ $RC -eq 0 ] && grep -q "2 lines, 3 words, 14 characters, 14 bytes" "$T/run10.txt" \
+    && pass count_words_example || fail count_words_example "exit $RC: $(tail -5 "$T/run10.txt")"
+
+# `llmbox plugin check`: the tools and schema, or the one error
+"$LLMBOX" plugin check plugins/wordcount.so > "$T/check1.txt" 2>&1 && grep -q '^tool count_words (plugins/wordcount.so)' "$T/check1.txt" \
+    && grep -q '"path":' "$T/check1.txt" && pass plugin_check_ok || fail plugin_check_ok "$(cat "$T/check1.txt")"
+"$LLMBOX" plugin check tests/plugins/hidden_entry.so > "$T/check2.txt" 2>/dev/null
+RC=$?
+[ $RC -eq 1 ] && [ "$(cat "$T/check2.txt")" = "refused: plugins/hidden_entry.so: llmbox_tool_plugin_v1 is defined but not exported (plugins build with -fvisibility=hidden: mark it LLMBOX_PLUGIN_EXPORT, or use LLMBOX_PLUGIN_DEFINE)" ] \
+    && pass plugin_check_refused || fail plugin_check_refused "exit $RC: $(cat "$T/check2.txt")"
+
 # ---- model endpoint down: fails within seconds with a plain sentence ----
 export LLMBOX_LLM_URL=http://127.0.0.1:9/v1
 S=$(date +%s%N)

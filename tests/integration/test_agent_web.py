@@ -10,6 +10,7 @@ floods ends (or caps) its own task with a clear reason, and the service
 goes on serving the next task."""
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -213,6 +214,17 @@ def t_crash_hang_flood(s):
     # an AddressSanitizer build (make check-asan) turns the SIGSEGV into its report and an abort
     sig = "SIGABRT" if "asan" in os.environ.get("BUILD", "") else "SIGSEGV"
     assert crash["reason"] == "the tool crashfix crashed (%s); the task was stopped" % sig, crash["reason"]
+    if sig == "SIGSEGV":  # (under ASan the sanitizer reports the crash, not the agent)
+        # the agent caught it: the .so and offset in its log, the call on the
+        # task, and a trajectory that says so
+        log = os.path.join(s.prefix, "var", "web", "log", "agent-%s.log" % ids["crash"])
+        text = open(log).read()
+        assert re.search(r"the tool crashfix crashed \(SIGSEGV\) at llmbox-plugins-\w+/crashfix\.so\+0x[0-9a-f]+", text), \
+            text[-1000:]
+        tools = [d for _, e, d in s.events(ids["crash"]) if e == "tool"]
+        assert tools[-1]["name"] == "crashfix" and tools[-1]["status"] == "crashed (SIGSEGV)", tools[-1]
+        st, traj = s.get_json("/api/tasks/%s/trajectory" % ids["crash"])
+        assert st == 200 and traj["status"] == "failed", (st, traj.get("status"))
 
     hang = s.wait_task(ids["hang"], 60)
     assert hang["status"] == "failed", hang
@@ -366,6 +378,34 @@ def t_spare_agent(s):
     assert len(third) == 1, third
 
 
+def t_spare_reads_tools_again(s):
+    """A changed tools list in llmbox.conf reaches the next task, also when
+    that task runs in the spare agent started before the change."""
+    assert wait_for(lambda: spare_agents(s))
+    conf = os.path.join(s.prefix, "llmbox.conf")
+    old = open(conf).read()
+    try:
+        with open(conf + ".tmp", "w") as f:
+            f.write(old.replace("tools = bash, file_editor, finish, python, crashfix, hangfix, floodfix",
+                                "tools = bash, finish"))
+        os.rename(conf + ".tmp", conf)
+        deadline = time.time() + 30
+        while True:  # the tests before started many tasks: wait out the per-address rate
+            st, t = s.create_task("[pick] tools changed")
+            if st != 429 or time.time() > deadline:
+                break
+            time.sleep(1)
+        assert st == 201, t
+        t = s.wait_task(t["id"], 60)
+        assert t["status"] == "succeeded", t
+        req = requests_for(s, "tools changed")[0][1]
+        assert sorted(x["function"]["name"] for x in req["tools"]) == ["bash", "finish"], req["tools"]
+    finally:
+        with open(conf + ".tmp", "w") as f:
+            f.write(old)
+        os.rename(conf + ".tmp", conf)
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -385,6 +425,7 @@ def main():
             r.run("agent_web_replay_without_model", t_replay_without_model, s)
             r.run("agent_web_large_output_file", t_large_output_file, s)
             r.run("agent_web_spare_agent", t_spare_agent, s)
+            r.run("agent_web_spare_reads_tools_again", t_spare_reads_tools_again, s)
     finally:
         shutil.rmtree(plugins, ignore_errors=True)
     r.done()

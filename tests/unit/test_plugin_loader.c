@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,6 +338,126 @@ TEST(finish_sets_answer)
     lb_ctx_free(ctx);
 }
 
+#define PREBUILT "tests/plugins/prebuilt-abi1.1-x86_64"
+
+/* Plugins built before LLMBOX_PLUGIN_DEFINE existed (commit 5ccc1d5, kept
+ * as binaries) load with today's host exactly as today's builds do. */
+TEST(prebuilt_abi_1_1_plugins_load)
+{
+#if defined(__x86_64__)
+    cJSON *errs = cJSON_CreateArray();
+    lb_plugins *old = NULL;
+    CHECK(lb_plugins_load(PREBUILT, &old, errs) == LB_OK);
+    CHECK(lb_plugins_count(old) == 5);
+    static const char *names[] = {"bash", "file_editor", "finish", "python", "echo_test"};
+    for (size_t i = 0; i < 5; i++) {
+        const lb_tool_entry *o = lb_plugins_find(old, names[i]), *n = NULL;
+        for (size_t k = 0; k < lb_plugins_count(P); k++) /* enabled or not */
+            if (!strcmp(lb_plugins_at(P, k)->tool->name, names[i]))
+                n = lb_plugins_at(P, k);
+        CHECK(o && n);
+        if (!o || !n)
+            continue;
+        CHECK_STR(o->description, n->description);
+        CHECK(cJSON_Compare(o->schema, n->schema, 1));
+    }
+    /* the same refusals as the fixtures built now */
+    CHECK(cJSON_GetArraySize(errs) == 6);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, errs)
+    {
+        const char *file = strchr(e->valuestring, '/') + 1;
+        char now[128];
+        snprintf(now, sizeof now, "plugins/%.*s", (int)(strchr(file, ':') - file), file);
+        const char *cur = error_for(now + strlen("plugins/"));
+        /* the same reason, with the folder's name in place of "plugins" */
+        char want[1024];
+        snprintf(want, sizeof want, "%s", strchr(e->valuestring, ':'));
+        char *dirname = strstr(want, "prebuilt-abi1.1-x86_64/");
+        if (dirname)
+            memmove(dirname + strlen("plugins/"), dirname + strlen("prebuilt-abi1.1-x86_64/"),
+                    strlen(dirname + strlen("prebuilt-abi1.1-x86_64/")) + 1), memcpy(dirname, "plugins/", 8);
+        CHECK(cur && !strcmp(strchr(cur, ':'), want));
+    }
+    /* and they run: echo_test and finish of the old binaries */
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    lb_tool_outcome o;
+    const char *args = "{\"text\":\"hi\",\"repeat\":2}";
+    CHECK(lb_tool_run(old, ctx, "echo_test", args, strlen(args), &o) == LB_OK);
+    CHECK_STR(o.observation, "hihi");
+    lb_tool_outcome_free(&o);
+    args = "{\"answer\":\"42\"}";
+    CHECK(lb_tool_run(old, ctx, "finish", args, strlen(args), &o) == LB_OK);
+    const char *ans = NULL;
+    CHECK(lb_ctx_finished(ctx, &ans, NULL) && testlib_streq(ans, "42"));
+    lb_tool_outcome_free(&o);
+    lb_ctx_free(ctx);
+    lb_plugins_free(old);
+    cJSON_Delete(errs);
+#endif
+}
+
+/* LLMBOX_PLUGIN_DEFINE writes the descriptor a hand-written plugin had,
+ * field for field (the old binaries against today's builds). */
+TEST(macro_descriptor_matches_hand_written)
+{
+#if defined(__x86_64__)
+    static const char *names[] = {"bash", "file_editor", "finish", "python"};
+    for (size_t i = 0; i < 4; i++) {
+        char a[256], b[256];
+        snprintf(a, sizeof a, PREBUILT "/%s.so", names[i]);
+        snprintf(b, sizeof b, "plugins/%s.so", names[i]);
+        void *ha = dlopen(a, RTLD_NOW | RTLD_LOCAL), *hb = dlopen(b, RTLD_NOW | RTLD_LOCAL);
+        CHECK(ha && hb);
+        if (!ha || !hb)
+            continue;
+        llmbox_tool_plugin_fn fa, fb;
+        void *sa = dlsym(ha, LLMBOX_TOOL_ENTRY), *sb = dlsym(hb, LLMBOX_TOOL_ENTRY);
+        memcpy(&fa, &sa, sizeof fa);
+        memcpy(&fb, &sb, sizeof fb);
+        const llmbox_plugin *da = fa(lb_host_table()), *db = fb(lb_host_table());
+        CHECK(da && db);
+        if (da && db) {
+            CHECK(da->size == db->size && da->abi_major == db->abi_major && da->abi_minor == db->abi_minor);
+            CHECK_STR(da->name, db->name);
+            CHECK_STR(da->version, db->version);
+            CHECK(da->n_tools == db->n_tools && da->tools[0].size == db->tools[0].size);
+            CHECK_STR(da->tools[0].name, db->tools[0].name);
+            CHECK_STR(da->tools[0].description, db->tools[0].description);
+            CHECK_STR(da->tools[0].parameters, db->tools[0].parameters);
+        }
+        /* both refuse a host of another major */
+        llmbox_host other = *lb_host_table();
+        other.abi_major = 2;
+        CHECK(fa(&other) == NULL && fb(&other) == NULL);
+        dlclose(ha);
+        dlclose(hb);
+    }
+#endif
+}
+
+/* "not exported" says so, and another major's entry is named */
+TEST(entry_problems_named)
+{
+    const char *l = error_for("missing_symbol.so: ");
+    CHECK(l && strstr(l, "it exports llmbox_tool_plugin_v2, built for ABI major 2 (this host supports 1)"));
+    char tmpl[] = "/tmp/lb-hidden-XXXXXX";
+    CHECK(mkdtemp(tmpl) != NULL);
+    char abs[4096], dst[512];
+    CHECK(realpath("tests/plugins/hidden_entry.so", abs) != NULL);
+    snprintf(dst, sizeof dst, "%s/hidden_entry.so", tmpl);
+    CHECK(symlink(abs, dst) == 0);
+    cJSON *errs = cJSON_CreateArray();
+    lb_plugins *p = NULL;
+    CHECK(lb_plugins_load(tmpl, &p, errs) == LB_OK && lb_plugins_count(p) == 0);
+    const cJSON *e = cJSON_GetArrayItem(errs, 0);
+    CHECK(e && strstr(e->valuestring, "llmbox_tool_plugin_v1 is defined but not exported"));
+    lb_plugins_free(p);
+    cJSON_Delete(errs);
+    unlink(dst);
+    rmdir(tmpl);
+}
+
 int main(void)
 {
     lb_config_load(lb_cfg_mut());
@@ -353,6 +474,9 @@ int main(void)
     RUN(run_echo_and_caps);
     RUN(sandbox_tools_without_sandbox);
     RUN(finish_sets_answer);
+    RUN(prebuilt_abi_1_1_plugins_load);
+    RUN(macro_descriptor_matches_hand_written);
+    RUN(entry_problems_named);
     lb_plugins_free(P);
     cJSON_Delete(errors);
     char parent[256];

@@ -1,6 +1,8 @@
 /* Test fixture: a valid plugin whose tool dereferences NULL in invoke.
- * The agent process dies of SIGSEGV; only its task may end, with a reason
- * that names the tool. */
+ * Only its task may end, with a reason that names the tool: the agent's
+ * crash handler logs plugins/crashfix.so+OFFSET and ends the task (outputs
+ * and trajectory kept); if that fails, the process dies of SIGSEGV and the
+ * web's reaper says the same. */
 #include "llmbox/tool.h"
 
 #include <stddef.h>
