@@ -291,7 +291,11 @@ void lb_h_health(lb_req *r)
     const lb_config *cfg = lb_cfg();
     /* Without users everyone who gets here (loopback, our Host) can read
      * every task and /api/models anyway: the full answer. With users, the
-     * details are for who is logged in (session or API token). */
+     * details are for who is logged in (session or API token); the route
+     * needs no login, so the credentials are only looked at, and wrong
+     * ones are no error. */
+    if (cfg->n_users)
+        r->user = lb_auth_peek(r);
     if (cfg->n_users && !r->user) {
         lb_health_public(r);
         return;

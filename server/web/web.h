@@ -42,8 +42,9 @@ typedef struct lb_req {
     char new_task[33];         /* the task this request created, if any */
     size_t body_bytes;         /* request body bytes read (req_body.c): large ones trim the heap after */
     /* route parameters */
-    char id[33];               /* task id, validated */
-    const char *rest;          /* artifacts/{rest}: raw, percent-encoded */
+    char id[33];               /* {task} of the route: validated before the handler */
+    char sandbox[33];          /* {sandbox} of the route: validated before the handler */
+    const char *rest;          /* {path} or * of the route: raw, percent-encoded */
     int preview;               /* served through a preview key (inline, no login) */
     /* who asks (auth.c); user NULL when no users are configured */
     const lb_user_cfg *user;
@@ -95,8 +96,6 @@ void lb_http_accel(lb_req *r, const char *uri, const char *content_type, const c
 void lb_route(lb_req *r);
 
 /* ---- auth.c: who asks, and what they may see ---- */
-/* Once, before the worker threads: the key of preview links. */
-int lb_auth_init(void);
 /* Finds the user of the request (Bearer token or session cookie) and
  * checks the CSRF token of a cookie request that changes state. Without
  * users: no login, but only loopback clients. Answers (401, 403) and
@@ -119,11 +118,7 @@ const lb_user_cfg *lb_auth_peek(lb_req *r);
 int lb_auth_task_visible(lb_req *r);
 /* The owner new tasks of r get: the user's name, or NULL without users. */
 const char *lb_auth_owner(const lb_req *r);
-/* The preview key of task id (32 hex) into out[33]; 1 when key is it. */
-void lb_auth_preview_key(const char *id, char out[33]);
-int lb_auth_preview_ok(const char *id, const char *key, size_t keylen);
-/* Adds "preview_base" (the URL prefix of the task's preview links) to a
- * task object. */
+/* artifact_access.c: adds "preview_base" to a task object the owner gets. */
 void lb_auth_add_preview(cJSON *task, const char *id);
 /* ---- download_link.c: downloads nginx serves without the backend ---- */
 /* Once, before the worker threads: reads var/web/download.key (links are
@@ -201,10 +196,20 @@ int64_t lb_sse_parse_last_id(const char *v, size_t n);
 void lb_h_trajectory(lb_req *r);
 void lb_h_artifacts(lb_req *r);
 void lb_h_artifact(lb_req *r);
-void lb_h_bundle(lb_req *r, const char *format); /* "zip" or "tar.gz" */
-/* Everything under /api/sandboxes; rest is what follows that prefix ("" or
- * "/..."). handlers_sandboxes.c */
-void lb_h_sandboxes(lb_req *r, const char *rest);
+void lb_h_bundle_zip(lb_req *r);
+void lb_h_bundle_tgz(lb_req *r);
+/* ---- handlers_sandboxes.c: /api/sandboxes ---- */
+/* Whether r carries the sandbox API token: answers 403 (API off) or 401
+ * and returns 0 when not. */
+int lb_sandbox_auth(lb_req *r);
+void lb_h_sbx_list(lb_req *r);
+void lb_h_sbx_create(lb_req *r);
+void lb_h_sbx_get(lb_req *r);
+void lb_h_sbx_delete(lb_req *r);
+void lb_h_sbx_exec(lb_req *r);
+void lb_h_sbx_get_file(lb_req *r);
+void lb_h_sbx_put_file(lb_req *r);
+void lb_h_sbx_no_route(lb_req *r);
 
 /* ---- handlers_tasks.c ---- */
 /* Stores task t (status queued), spawns its agent and answers 201 with the

@@ -9,6 +9,7 @@
  * connection.
  */
 #include "web/web.h"
+#include "web/artifact_access.h"
 
 #include "common/config.h"
 #include "common/log.h"
@@ -414,7 +415,7 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the reaper thread\n");
         return 1;
     }
-    if (lb_auth_init() != LB_OK || lb_limits_init() != LB_OK) {
+    if (lb_artifact_access_init() != LB_OK || lb_limits_init() != LB_OK) {
         fprintf(stderr, "llmbox web: cannot set up logins (no randomness or no memory)\n");
         return 1;
     }
