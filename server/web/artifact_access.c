@@ -44,6 +44,8 @@
  */
 #include "web/artifact_access.h"
 
+#include "web/http.h"
+
 #include "common/config.h"
 #include "common/path.h"
 #include "common/status.h"

@@ -9,7 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "store/store.h"
-#include "web/web.h"
+#include "web/request.h"
 
 /* Once, before the worker threads: the secret of preview keys. */
 int lb_artifact_access_init(void);

@@ -28,7 +28,12 @@
  * Preview links (a key instead of a login) and the other ways to a
  * task's files: artifact_access.c.
  */
-#include "web/web.h"
+#include "web/auth.h"
+
+#include "web/access.h"
+#include "web/http.h"
+#include "common/config.h"
+#include "store/store.h"
 
 #include "common/log.h"
 #include "common/status.h"

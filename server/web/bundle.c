@@ -24,10 +24,12 @@
  * the entry count, total size and depth are capped. Deleting the task
  * removes its folder, bundles included.
  */
-#include "web/web.h"
+#include "web/bundle.h"
 
+#include "web/http.h"
+#include "common/path.h"
+#include "store/store.h"
 #include "web/artifact_access.h"
-
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -35,10 +37,12 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcgiapp.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

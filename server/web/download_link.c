@@ -23,7 +23,9 @@
  * A link is a capability: whoever holds it may download that one file
  * until it expires (download_link_ttl_s, default an hour); who gets links
  * and what else may read a task's files: artifact_access.c. */
-#include "web/web.h"
+#include "web/download_link.h"
+
+#include "web/http.h"
 
 #include "web/artifact_access.h"
 
@@ -33,6 +35,7 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>

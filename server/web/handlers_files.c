@@ -3,7 +3,12 @@
  * request against the rules of artifact_access.c, then hands nginx an
  * internal URI (X-Accel-Redirect), and nginx serves the file with Range
  * support, sendfile, and without following symlinks. */
-#include "web/web.h"
+#include "web/handlers_files.h"
+
+#include "web/bundle.h"
+#include "web/http.h"
+#include "common/path.h"
+#include "store/store.h"
 
 #include "web/artifact_access.h"
 

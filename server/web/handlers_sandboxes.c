@@ -8,8 +8,10 @@
  * configured the whole API answers 403, so it is off unless an operator
  * turns it on.
  */
-#include "web/web.h"
+#include "web/handlers_sandboxes.h"
 
+#include "web/http.h"
+#include "common/path.h"
 #include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
@@ -21,6 +23,8 @@
 #include "web/sandbox_spec.h"
 #include "web/req_body.h"
 
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>

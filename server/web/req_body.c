@@ -14,7 +14,11 @@
 #include "agent/text.h"
 #include "common/log.h"
 #include "common/status.h"
-#include "web/web.h"
+#include "web/req_body.h"
+
+#include "web/http.h"
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
 
 #include <malloc.h>
 #include <stdio.h>

@@ -5,6 +5,16 @@
 #include "web/router.h"
 
 #include "web/artifact_access.h"
+#include "web/auth.h"
+#include "web/handlers_files.h"
+#include "web/handlers_info.h"
+#include "web/handlers_metrics.h"
+#include "web/handlers_rerun.h"
+#include "web/handlers_sandboxes.h"
+#include "web/handlers_session.h"
+#include "web/handlers_tasks.h"
+#include "web/http.h"
+#include "web/sse.h"
 
 #include "common/config.h"
 #include "common/util.h"
@@ -115,7 +125,7 @@ const lb_route_def *lb_route_find(const char *path, const char *method, const lb
         const lb_route_def *d = &lb_routes[i];
         if (*group) {
             if (strcmp(d->pattern, (*group)->pattern))
-                continue;
+                break; /* the rows of one pattern stand together */
         } else if (!lb_route_match(d->pattern, path, NULL, NULL, NULL)) {
             continue;
         } else {
@@ -195,6 +205,9 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     case LB_WHO_PREVIEW: ok = lb_cfg()->n_users || lb_auth_request(r); break;
     case LB_WHO_USER:
     case LB_WHO_OWNER: ok = lb_auth_request(r); break;
+    default: /* a row without a rule is nobody's: closed, not open */
+        lb_http_error(r, 500, NULL, "This route has no access rule.");
+        return 0;
     }
     if (!ok)
         return 0;
@@ -218,7 +231,8 @@ void lb_route(lb_req *r)
     }
     const lb_route_def *g, *d = lb_route_find(r->path, r->method, &g);
     r->route = (d ? d : g)->route;
-    lb_route_match(g->pattern, r->path, &r->rest, r->id, r->sandbox);
+    /* matched already (lb_route_find); this takes the ids and the tail */
+    (void)lb_route_match(g->pattern, r->path, &r->rest, r->id, r->sandbox);
     if (!lb_route_admit(r, g))
         return;
     if (!d) {

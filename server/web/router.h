@@ -3,7 +3,7 @@
 #ifndef LB_WEB_ROUTER_H
 #define LB_WEB_ROUTER_H
 
-#include "web/web.h"
+#include "web/request.h"
 
 #include <stddef.h>
 
@@ -33,8 +33,9 @@ typedef enum lb_who {
  *                      checked after the credentials, a 404 naming ids);
  *   {path}             the rest of the path, at least one byte (r->rest);
  *   *                  the rest of the path, maybe empty (r->rest).
- * The first pattern that matches wins; the rows of that pattern give the
- * methods (their union is the Allow of a 405) and share one lb_who. */
+ * The first pattern that matches wins; the rows of that pattern stand
+ * together, give the methods (their union is the Allow of a 405) and
+ * share one lb_who. */
 typedef struct lb_route_def {
     int methods;
     const char *pattern;

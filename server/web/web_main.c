@@ -8,7 +8,15 @@
  * threads that each accept FastCGI requests with their own store
  * connection.
  */
-#include "web/web.h"
+#include "web/web_main.h"
+
+#include "web/access.h"
+#include "web/download_link.h"
+#include "web/http.h"
+#include "web/router.h"
+#include "web/spawn.h"
+#include "web/user_limits.h"
+#include "store/store.h"
 #include "web/artifact_access.h"
 
 #include "common/config.h"
@@ -23,6 +31,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcgiapp.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>

@@ -4,6 +4,7 @@
  * tests/integration/test_web.py and tests/security/test_service_input.py. */
 #include "testlib.h"
 
+#include "web/handlers_tasks.h"
 #include "web/router.h"
 
 #include <stdio.h>
@@ -43,11 +44,13 @@ TEST(every_route_has_a_rule)
         const lb_route_def *d = &lb_routes[i];
         CHECK(d->pattern && d->route && d->handler && d->methods);
         CHECK(d->who >= LB_WHO_NGINX && d->who <= LB_WHO_SANDBOX);
-        /* the rows of one pattern share their rule, and take each method once */
+        /* the rows of one pattern stand together, share their rule, and
+         * take each method once */
         for (size_t j = 0; j < i; j++)
             if (!strcmp(lb_routes[j].pattern, d->pattern)) {
                 CHECK(lb_routes[j].who == d->who);
                 CHECK(!(lb_routes[j].methods & d->methods));
+                CHECK(!strcmp(lb_routes[i - 1].pattern, d->pattern));
             }
         /* routes under a {task} say whose task it is; the sandbox API has its token */
         if (strstr(d->pattern, "{task}"))
