@@ -9,12 +9,16 @@
  * count lives in the worker thread: a request is handled start to end by
  * one thread.
  */
-#include "web/web.h"
+#include "web/access.h"
 
+#include "web/http.h"
+
+#include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/util.h"
 
+#include <fcgiapp.h>
 #include <stdio.h>
 #include <string.h>
 

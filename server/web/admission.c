@@ -5,6 +5,9 @@
 #include "common/status.h"
 #include "common/task.h"
 #include "common/util.h"
+#include "web/artifact_access.h"
+#include "web/http.h"
+#include "web/spawn.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -18,7 +18,8 @@
 
 #include "common/config.h"
 #include "store/store.h"
-#include "web/web.h"
+#include "web/request.h"
+#include "web/user_limits.h"
 
 typedef struct lb_admission {
     char id[33];                        /* the new task's id */

@@ -5,8 +5,8 @@
  * was told to listen on.
  *
  * With users, every API request but /api/health, the login routes, the
- * sandbox API (its own token) and preview links names its user, in one of
- * two ways:
+ * sandbox API (its own token) and preview links names its user (which
+ * route needs what: the table of router.c), in one of two ways:
  *   - Authorization: Bearer <token> (scripts): the token's SHA-256 is
  *     compared, in constant time, with every hash in llmbox.conf. A
  *     browser never sends this header on its own, so no CSRF check.
@@ -25,16 +25,15 @@
  * A task belongs to the user who made it; anyone else gets the 404 of an
  * unknown task, so ids of other people's tasks cannot even be confirmed.
  *
- * Preview links. Generated html runs in a sandboxed iframe (an opaque
- * origin), and browsers send no SameSite cookie with the requests such a
- * document makes, so a page's own images and scripts would all be 401.
- * Each task therefore has a preview key, an HMAC of its id under a secret
- * the web makes at start: /api/tasks/{id}/preview/{key}/{path} serves that
- * task's artifacts (and nothing else) inline without a login, and relative
- * links inside a page keep the key. The key is shown only to the owner
- * (in the task object) and changes when the web restarts.
+ * Preview links (a key instead of a login) and the other ways to a
+ * task's files: artifact_access.c.
  */
-#include "web/web.h"
+#include "web/auth.h"
+
+#include "web/access.h"
+#include "web/http.h"
+#include "common/config.h"
+#include "store/store.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -48,47 +47,9 @@
 
 #define LB_COOKIE_NAME "llmbox_session"
 
-static char lb_preview_secret[65];
-
-int lb_auth_init(void)
-{
-    return lb_random_hex(lb_preview_secret, sizeof lb_preview_secret, 32);
-}
-
 const char *lb_auth_owner(const lb_req *r)
 {
     return r->user ? r->user->name : NULL;
-}
-
-/* ---- preview keys ---- */
-
-void lb_auth_preview_key(const char *id, char out[33])
-{
-    char mac[LB_SHA256_HEX], msg[64];
-    int n = snprintf(msg, sizeof msg, "preview:%s", id);
-    if (lb_hmac_sha256_hex(lb_preview_secret, strlen(lb_preview_secret), msg, (size_t)n, mac) != LB_OK) {
-        out[0] = '\0';
-        return;
-    }
-    memcpy(out, mac, 32); /* 128 bits: as hard to guess as a task id */
-    out[32] = '\0';
-}
-
-int lb_auth_preview_ok(const char *id, const char *key, size_t keylen)
-{
-    char want[33];
-    lb_auth_preview_key(id, want);
-    return want[0] && keylen == 32 && lb_ct_equal(want, key, 32);
-}
-
-void lb_auth_add_preview(cJSON *task, const char *id)
-{
-    char key[33], base[128];
-    lb_auth_preview_key(id, key);
-    if (!key[0] || !task)
-        return;
-    snprintf(base, sizeof base, "/api/tasks/%s/preview/%s/", id, key);
-    cJSON_AddStringToObject(task, "preview_base", base);
 }
 
 /* ---- cookies and CSRF ---- */

@@ -15,16 +15,21 @@
  * request's time and nothing on disk; in exchange it has no Content-Length
  * and no ranges (a download that breaks starts again).
  *
- * The output tree was written by code running in a sandbox, so the walk
- * trusts nothing in it: directories are opened with O_NOFOLLOW relative to
+ * Who may have a bundle, and of what: artifact_access.c. The output tree
+ * was written by code running in a sandbox, so the walk trusts nothing in
+ * it: directories are opened with O_NOFOLLOW relative to
  * their parent (no path is ever re-resolved), symlinks and special files
  * are skipped, names that lb_path_clean_rel refuses (backslashes, control
  * characters, bad UTF-8) are skipped so no unzip tool can be steered, and
  * the entry count, total size and depth are capped. Deleting the task
  * removes its folder, bundles included.
  */
-#include "web/web.h"
+#include "web/bundle.h"
 
+#include "web/http.h"
+#include "common/path.h"
+#include "store/store.h"
+#include "web/artifact_access.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -32,10 +37,12 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcgiapp.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,7 +196,7 @@ static int lb_bundle_walk(lb_bundle *b, int dfd, const char *prefix, int depth)
     rewinddir(d);
     int rc = LB_OK;
     struct dirent *de;
-    char entry[LB_PATH_MAX + 16], clean[LB_PATH_MAX + 1];
+    char entry[LB_PATH_MAX + 16];
     while (rc == LB_OK && (de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
@@ -197,7 +204,7 @@ static int lb_bundle_walk(lb_bundle *b, int dfd, const char *prefix, int depth)
         if (n < 0 || (size_t)n >= sizeof entry)
             continue;
         /* the entry name must be a clean relative path as it is */
-        if (lb_path_clean_rel(entry, (size_t)n, clean, sizeof clean) != LB_OK || strcmp(clean, entry))
+        if (!lb_artifact_path_ok(entry, (size_t)n))
             continue;
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -214,30 +221,6 @@ static int lb_bundle_walk(lb_bundle *b, int dfd, const char *prefix, int depth)
     }
     closedir(d);
     return rc;
-}
-
-/* Opens the folder rel (clean) under dfd without following any symlink;
- * -1 when it is missing or not a plain folder. */
-static int lb_open_folder(int dfd, const char *rel)
-{
-    int fd = dup(dfd);
-    char comp[LB_NAME_MAX + 1];
-    const char *p = rel;
-    while (fd >= 0 && *p) {
-        const char *slash = strchr(p, '/');
-        size_t n = slash ? (size_t)(slash - p) : strlen(p);
-        if (n == 0 || n > LB_NAME_MAX) {
-            close(fd);
-            return -1;
-        }
-        memcpy(comp, p, n);
-        comp[n] = '\0';
-        int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(fd);
-        fd = nfd;
-        p = slash ? slash + 1 : p + n;
-    }
-    return fd;
 }
 
 int lb_bundle_name(const char *format, char *out, size_t outsz)
@@ -468,7 +451,7 @@ void lb_bundle_stream(lb_req *r, const char *format, const char *folder, const c
     b->max_entries = (size_t)lb_cfg()->max_output_files;
     snprintf(dir, sizeof dir, "%s/%s/output", lb_cfg()->artifacts_dir, r->id);
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    sub = fd < 0 ? -1 : lb_open_folder(fd, folder);
+    sub = fd < 0 ? -1 : lb_artifact_open_dir(fd, folder);
     if (sub < 0) {
         lb_http_error(r, 404, "not_found", "The task has no output folder \"%s\".", folder);
         goto out;

@@ -18,10 +18,16 @@
  * nginx. MD5 is the only digest stock nginx checks; with the secret at the
  * end of the message a forger would need a preimage or a collision of
  * two valid artifact paths of different tasks, and paths are UTF-8 without
- * controls (docs/ARCHITECTURE.md "Signed download links").
+ * controls (docs/ARCHITECTURE.md "Signed download links"), which
+ * lb_download_link_sign checks (lb_artifact_path_ok).
  * A link is a capability: whoever holds it may download that one file
- * until it expires (download_link_ttl_s, default an hour). */
-#include "web/web.h"
+ * until it expires (download_link_ttl_s, default an hour); who gets links
+ * and what else may read a task's files: artifact_access.c. */
+#include "web/download_link.h"
+
+#include "web/http.h"
+
+#include "web/artifact_access.h"
 
 #include "common/config.h"
 #include "common/log.h"
@@ -29,6 +35,7 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -89,7 +96,9 @@ int lb_download_link_sign(const char *key, long long expires, const char *task_i
                           size_t outsz)
 {
     char enc[LB_PATH_MAX * 3 + 1];
-    if (!lb_id_valid(task_id) || !path[0] || lb_url_encode_path(path, enc, sizeof enc) != LB_OK)
+    /* a clean path only: the signature's strength rests on it (above) */
+    if (!lb_id_valid(task_id) || !lb_artifact_path_ok(path, strlen(path)) ||
+        lb_url_encode_path(path, enc, sizeof enc) != LB_OK)
         return LB_E_INVAL;
     /* the message: nginx's "$secure_link_expires$uri $llmbox_download_key",
      * where $uri is the decoded path, i.e. the artifact's own name */

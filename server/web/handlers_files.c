@@ -1,61 +1,30 @@
 /* File routes: one artifact, the trajectory, the bundles. The web never
- * sends file bytes itself: it checks the request against the store, then
- * hands nginx an internal URI (X-Accel-Redirect), and nginx serves the file
- * with Range support, sendfile, and without following symlinks. */
-#include "web/web.h"
+ * sends file bytes itself (but for folder bundles, bundle.c): it checks the
+ * request against the rules of artifact_access.c, then hands nginx an
+ * internal URI (X-Accel-Redirect), and nginx serves the file with Range
+ * support, sendfile, and without following symlinks. */
+#include "web/handlers_files.h"
+
+#include "web/bundle.h"
+#include "web/http.h"
+#include "common/path.h"
+#include "store/store.h"
+
+#include "web/artifact_access.h"
 
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* True when path is a regular file (not a symlink). */
 static int lb_is_regular(const char *path)
 {
     struct stat st;
     return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* True when base/rel is a regular file reached without crossing any
- * symlink: every folder is opened with O_NOFOLLOW relative to the last one,
- * so a symlinked folder inside the output cannot point us elsewhere.
- * (nginx checks the same with disable_symlinks; this makes the answer a
- * clear JSON 404 instead of nginx's page.) rel is clean (lb_path_clean_rel). */
-static int lb_regular_nofollow(const char *base, const char *rel)
-{
-    int dfd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0)
-        return 0;
-    int ok = 0;
-    char comp[LB_NAME_MAX + 1];
-    const char *p = rel;
-    for (;;) {
-        const char *slash = strchr(p, '/');
-        size_t n = slash ? (size_t)(slash - p) : strlen(p);
-        if (n == 0 || n > LB_NAME_MAX)
-            break;
-        memcpy(comp, p, n);
-        comp[n] = '\0';
-        if (!slash) {
-            struct stat st;
-            ok = fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-            break;
-        }
-        int nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(dfd);
-        dfd = nfd;
-        if (dfd < 0)
-            break;
-        p = slash + 1;
-    }
-    if (dfd >= 0)
-        close(dfd);
-    return ok;
 }
 
 static int lb_task_exists(lb_req *r, char *status, size_t statussz)
@@ -68,47 +37,12 @@ static int lb_task_exists(lb_req *r, char *status, size_t statussz)
     return 1;
 }
 
-/* Types a browser may show in a tab when asked to (?inline=1). Active
- * types (html, svg) are safe to show only because nginx adds
- * "Content-Security-Policy: sandbox" to everything under /_artifacts/. */
-static int lb_inline_ok(const char *mime)
-{
-    return !strncmp(mime, "image/", 6) || !strncmp(mime, "audio/", 6) || !strncmp(mime, "video/", 6) ||
-           !strncmp(mime, "text/", 5) || !strcmp(mime, "application/json") || !strcmp(mime, "application/pdf");
-}
-
 /* GET /api/tasks/{id}/artifacts/{path} */
 void lb_h_artifact(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
-    char decoded[LB_PATH_MAX * 3 + 1], clean[LB_PATH_MAX + 1];
-    size_t dlen;
-    char status[16];
-    if (lb_url_decode(r->rest, strlen(r->rest), decoded, sizeof decoded, &dlen, 0) != LB_OK ||
-        lb_path_clean_rel(decoded, dlen, clean, sizeof clean) != LB_OK) {
-        lb_http_error(r, 404, "not_found", "There is no artifact with that path.");
-        return;
-    }
-    if (!lb_task_exists(r, status, sizeof status))
-        return;
     lb_artifact a;
-    int rc = lb_store_artifact_find(r->store, r->id, clean, &a);
-    if (rc == LB_E_NOTFOUND) {
-        lb_http_error(r, 404, "not_found", "The task has no artifact \"%s\".", clean);
+    if (!lb_artifact_find(r, &a))
         return;
-    }
-    if (rc != LB_OK) {
-        lb_http_store_error(r, rc, "read the artifact index");
-        return;
-    }
-    char outdir[LB_CFG_PATH + 64];
-    snprintf(outdir, sizeof outdir, "%s/%s/output", cfg->artifacts_dir, r->id);
-    if (!lb_regular_nofollow(outdir, a.path)) {
-        lb_http_error(r, 404, "not_found", "The file of artifact \"%s\" is missing.", a.path);
-        return;
-    }
-    char q[8] = "";
-    int want_inline = r->preview || (lb_query_get(r->query, "inline", q, sizeof q) == LB_OK && !strcmp(q, "1"));
     const char *mime = a.mime[0] ? a.mime : "application/octet-stream";
     char ctype[192], disp[1600], enc[LB_PATH_MAX * 3 + 1], uri[sizeof enc + 128];
     /* generated text is UTF-8 almost always; without a charset browsers
@@ -117,8 +51,7 @@ void lb_h_artifact(lb_req *r)
         snprintf(ctype, sizeof ctype, "%s; charset=utf-8", mime);
     else
         snprintf(ctype, sizeof ctype, "%s", mime);
-    if (lb_content_disposition(want_inline && lb_inline_ok(mime) ? "inline" : "attachment", a.path, disp,
-                               sizeof disp) != LB_OK ||
+    if (lb_content_disposition(lb_artifact_disposition(r, mime), a.path, disp, sizeof disp) != LB_OK ||
         lb_url_encode_path(a.path, enc, sizeof enc) != LB_OK) {
         lb_http_error(r, 500, NULL, "The artifact name is too long to serve.");
         return;
@@ -154,30 +87,8 @@ void lb_h_trajectory(lb_req *r)
     lb_http_accel(r, uri, "application/json", disp);
 }
 
-/* True when some artifact of the task lies under folder/ (clean). */
-static int lb_folder_in_index(lb_req *r, const char *folder, int *found)
-{
-    cJSON *arr = NULL;
-    int rc = lb_store_artifacts_get(r->store, r->id, &arr);
-    if (rc != LB_OK)
-        return rc;
-    size_t n = strlen(folder);
-    *found = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr)
-    {
-        const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
-        if (p && !strncmp(p, folder, n) && p[n] == '/') {
-            *found = 1;
-            break;
-        }
-    }
-    cJSON_Delete(arr);
-    return LB_OK;
-}
-
 /* GET /api/tasks/{id}/bundle.zip and bundle.tar.gz [?path=folder] */
-void lb_h_bundle(lb_req *r, const char *format)
+static void lb_h_bundle(lb_req *r, const char *format)
 {
     char status[16];
     char raw[LB_PATH_MAX + 1], folder[LB_PATH_MAX + 1] = "";
@@ -199,7 +110,7 @@ void lb_h_bundle(lb_req *r, const char *format)
     }
     if (folder[0]) {
         int found = 0;
-        int rc = lb_folder_in_index(r, folder, &found);
+        int rc = lb_artifact_folder_listed(r->store, r->id, folder, &found);
         if (rc != LB_OK) {
             lb_http_store_error(r, rc, "read the artifact index");
             return;
@@ -243,4 +154,14 @@ void lb_h_bundle(lb_req *r, const char *format)
     lb_bundle_name(format, file, sizeof file);
     snprintf(uri, sizeof uri, "/_artifacts/%s/%s", r->id, file);
     lb_http_accel(r, uri, strcmp(format, "zip") ? "application/gzip" : "application/zip", disp);
+}
+
+void lb_h_bundle_zip(lb_req *r)
+{
+    lb_h_bundle(r, "zip");
+}
+
+void lb_h_bundle_tgz(lb_req *r)
+{
+    lb_h_bundle(r, "tar.gz");
 }

@@ -11,8 +11,12 @@
  * the store that no family here names (written by a newer agent) is left
  * out rather than sent without HELP and TYPE.
  */
-#include "web/web.h"
+#include "web/handlers_metrics.h"
 
+#include "web/handlers_info.h"
+#include "web/http.h"
+#include "web/spawn.h"
+#include "store/store.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -21,6 +25,8 @@
 #include "entry.h"
 #include "web/sandbox_registry.h"
 
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,16 @@
  * by the source task's input list and reached without following any
  * symlink, on both sides.
  */
-#include "web/web.h"
+#include "web/handlers_rerun.h"
+
+#include "web/auth.h"
+#include "web/handlers_tasks.h"
+#include "web/http.h"
+#include "web/spawn.h"
+#include "web/task_options.h"
+#include "web/user_limits.h"
+#include "common/path.h"
+#include "store/store.h"
 
 #include "common/config.h"
 #include "common/log.h"
@@ -23,6 +32,7 @@
 #include "common/util.h"
 #include "web/admission.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

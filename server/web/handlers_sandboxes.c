@@ -8,8 +8,10 @@
  * configured the whole API answers 403, so it is off unless an operator
  * turns it on.
  */
-#include "web/web.h"
+#include "web/handlers_sandboxes.h"
 
+#include "web/http.h"
+#include "common/path.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -20,6 +22,8 @@
 #include "web/sandbox_spec.h"
 #include "web/req_body.h"
 
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -51,8 +55,9 @@ static int lb_token_equal(const char *given, size_t glen, const char *want)
 }
 
 /* Answers 403 (API off) or 401 (no or wrong token) and returns 0, or
- * returns 1 for an authorised request. Never logs the token. */
-static int lb_sbx_auth(lb_req *r)
+ * returns 1 for an authorised request. Never logs the token. The router
+ * calls it for every LB_WHO_SANDBOX route, before anything else. */
+int lb_sandbox_auth(lb_req *r)
 {
     const char *want = lb_cfg()->sandbox_api_token;
     if (!want[0]) {
@@ -284,7 +289,7 @@ static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
     return 1;
 }
 
-static void lb_h_sbx_create(lb_req *r)
+void lb_h_sbx_create(lb_req *r)
 {
     char msg[600] = "";
     lb_sbx_spec sp;
@@ -355,7 +360,7 @@ out:
 
 /* ---- GET /api/sandboxes, GET and DELETE /api/sandboxes/{id} ---- */
 
-static void lb_h_sbx_list(lb_req *r)
+void lb_h_sbx_list(lb_req *r)
 {
     cJSON *o = lb_sbx_list_json();
     if (!o) {
@@ -366,8 +371,9 @@ static void lb_h_sbx_list(lb_req *r)
     cJSON_Delete(o);
 }
 
-static void lb_h_sbx_get(lb_req *r, const char *id)
+void lb_h_sbx_get(lb_req *r)
 {
+    const char *id = r->sandbox;
     char msg[400];
     lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);
     if (!s) {
@@ -384,8 +390,9 @@ static void lb_h_sbx_get(lb_req *r, const char *id)
     cJSON_Delete(o);
 }
 
-static void lb_h_sbx_delete(lb_req *r, const char *id)
+void lb_h_sbx_delete(lb_req *r)
 {
+    const char *id = r->sandbox;
     lb_http_drain(r);
     /* idempotent: gone before, or gone now, the answer is the same */
     if (lb_sbx_remove(id, LB_SBX_GONE_DELETED) == LB_OK)
@@ -430,8 +437,9 @@ static cJSON *lb_exec_result(const lbsb_exec_out *eo, const char *message)
     return o;
 }
 
-static void lb_h_sbx_exec(lb_req *r, const char *id)
+void lb_h_sbx_exec(lb_req *r)
 {
+    const char *id = r->sandbox;
     char msg[600] = "", err[512] = "";
     lb_buf line;
     lb_buf_init(&line, 0);
@@ -544,8 +552,9 @@ static int lb_sbx_url_path(lb_req *r, const char *raw, char *out, size_t outsz)
     return 1;
 }
 
-static void lb_h_sbx_put_file(lb_req *r, const char *id, const char *raw_path)
+void lb_h_sbx_put_file(lb_req *r)
 {
+    const char *id = r->sandbox, *raw_path = r->rest;
     char path[LB_SBX_SPATH_MAX], err[512] = "", what[LB_SBX_SPATH_MAX + 16];
     if (!lb_sbx_url_path(r, raw_path, path, sizeof path))
         return;
@@ -582,8 +591,9 @@ out:
     lb_sbx_put(s);
 }
 
-static void lb_h_sbx_get_file(lb_req *r, const char *id, const char *raw_path)
+void lb_h_sbx_get_file(lb_req *r)
 {
+    const char *id = r->sandbox, *raw_path = r->rest;
     char path[LB_SBX_SPATH_MAX], err[512] = "", what[LB_SBX_SPATH_MAX + 16];
     if (!lb_sbx_url_path(r, raw_path, path, sizeof path))
         return;
@@ -619,74 +629,12 @@ out:
     lb_sbx_put(s);
 }
 
-/* ---- routing: /api/sandboxes[/{id}[/exec | /files/{path}]] ---- */
+/* ---- /api/sandboxes/{id}/... that no route takes (router.c) ---- */
 
-void lb_h_sandboxes(lb_req *r, const char *rest)
+void lb_h_sbx_no_route(lb_req *r)
 {
-    if (!lb_sbx_auth(r))
-        return;
-    int get = !strcmp(r->method, "GET") || r->is_head, post = !strcmp(r->method, "POST");
-    int put = !strcmp(r->method, "PUT"), del = !strcmp(r->method, "DELETE");
-    if (!*rest) {
-        if (post)
-            lb_h_sbx_create(r);
-        else if (get)
-            lb_h_sbx_list(r);
-        else {
-            lb_http_drain(r);
-            lb_http_method_not_allowed(r, "GET, HEAD, POST");
-        }
-        return;
-    }
-    /* rest is "/{id}..." */
-    const char *p = rest + 1;
-    const char *slash = strchr(p, '/');
-    size_t idlen = slash ? (size_t)(slash - p) : strlen(p);
-    char id[LB_ID_HEX_LEN + 1];
-    if (rest[0] != '/' || idlen != LB_ID_HEX_LEN) {
-        lb_http_drain(r);
-        lb_http_error(r, 404, "not_found",
-                      "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters.");
-        return;
-    }
-    memcpy(id, p, idlen);
-    id[idlen] = '\0';
-    if (!lb_id_valid(id)) {
-        lb_http_drain(r);
-        lb_http_error(r, 404, "not_found",
-                      "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters.");
-        return;
-    }
-    const char *sub = slash ? slash + 1 : NULL;
-    if (!sub) {
-        if (get)
-            lb_h_sbx_get(r, id);
-        else if (del)
-            lb_h_sbx_delete(r, id);
-        else {
-            lb_http_drain(r);
-            lb_http_method_not_allowed(r, "GET, HEAD, DELETE");
-        }
-    } else if (!strcmp(sub, "exec")) {
-        if (post)
-            lb_h_sbx_exec(r, id);
-        else {
-            lb_http_drain(r);
-            lb_http_method_not_allowed(r, "POST");
-        }
-    } else if (!strncmp(sub, "files/", 6) && sub[6]) {
-        if (get)
-            lb_h_sbx_get_file(r, id, sub + 6);
-        else if (put)
-            lb_h_sbx_put_file(r, id, sub + 6);
-        else {
-            lb_http_drain(r);
-            lb_http_method_not_allowed(r, "GET, HEAD, PUT");
-        }
-    } else {
-        lb_http_drain(r);
-        lb_http_error(r, 404, "not_found",
-                      "There is no such sandbox route; the routes are /api/sandboxes/{id}, /api/sandboxes/{id}/exec "
-                      "and /api/sandboxes/{id}/files/{path}.");
-    }
+    lb_http_drain(r);
+    lb_http_error(r, 404, "not_found",
+                  "There is no such sandbox route; the routes are /api/sandboxes/{id}, /api/sandboxes/{id}/exec "
+                  "and /api/sandboxes/{id}/files/{path}.");
 }

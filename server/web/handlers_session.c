@@ -5,8 +5,12 @@
  * SameSite=Strict (no other site's page sends it), Path=/api/, Max-Age =
  * session_ttl_s, and Secure when the request came over TLS. The database
  * keeps only its SHA-256. */
-#include "web/web.h"
+#include "web/handlers_session.h"
 
+#include "web/auth.h"
+#include "web/http.h"
+#include "common/config.h"
+#include "store/store.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -14,6 +18,8 @@
 #include "common/util.h"
 #include "web/req_body.h"
 
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>

@@ -1,7 +1,17 @@
 /* Task routes: create (multipart upload + agent spawn), list, get, cancel,
  * delete, and the artifact index. */
-#include "web/web.h"
+#include "web/handlers_tasks.h"
 
+#include "web/artifact_access.h"
+#include "web/auth.h"
+#include "web/download_link.h"
+#include "web/http.h"
+#include "web/spawn.h"
+#include "web/task_options.h"
+#include "web/user_limits.h"
+#include "web/web_main.h"
+#include "common/path.h"
+#include "store/store.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -13,7 +23,9 @@
 #include "web/multipart.h"
 #include "web/unpack.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcgiapp.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>

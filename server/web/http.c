@@ -1,11 +1,15 @@
 /* HTTP response helpers over FastCGI: status, headers, JSON bodies, errors,
  * URL coding and Content-Disposition. */
-#include "web/web.h"
+#include "web/http.h"
 
+#include "web/access.h"
+#include "common/path.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "common/utf8.h"
 
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,10 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/utf8.h"
-#include "web/web.h"
+#include "web/http.h"
+
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
 
 #include <malloc.h>
 #include <stdio.h>

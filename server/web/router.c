@@ -1,6 +1,20 @@
-/* Maps "METHOD /api/..." to a handler. Routes are few and fixed, so a
- * table of path shapes is clearer than a general router. */
-#include "web/web.h"
+/* Maps "METHOD path" to a handler through one table, and checks who may
+ * call each route in one place (lb_route_admit) before its handler runs.
+ * Routes are few and fixed, so a table of path shapes is clearer than a
+ * general router (kcgi's page table is the model). */
+#include "web/router.h"
+
+#include "web/artifact_access.h"
+#include "web/auth.h"
+#include "web/handlers_files.h"
+#include "web/handlers_info.h"
+#include "web/handlers_metrics.h"
+#include "web/handlers_rerun.h"
+#include "web/handlers_sandboxes.h"
+#include "web/handlers_session.h"
+#include "web/handlers_tasks.h"
+#include "web/http.h"
+#include "web/sse.h"
 
 #include "common/config.h"
 #include "common/util.h"
@@ -8,40 +22,144 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { M_GET = 1, M_POST = 2, M_DELETE = 4 };
+static void lb_route_not_found(lb_req *r);
+
+/* clang-format off */
+const lb_route_def lb_routes[] = {
+    /* method       pattern                                  who may call it  route class        handler */
+    {LB_M_GET,    "/metrics",                               LB_WHO_NGINX,   "metrics",         lb_h_metrics},
+    {LB_M_GET,    "/api/sandboxes",                         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_list},
+    {LB_M_POST,   "/api/sandboxes",                         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_create},
+    {LB_M_GET,    "/api/sandboxes/{sandbox}",               LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_get},
+    {LB_M_DELETE, "/api/sandboxes/{sandbox}",               LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_delete},
+    {LB_M_POST,   "/api/sandboxes/{sandbox}/exec",          LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_exec},
+    {LB_M_GET,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_get_file},
+    {LB_M_PUT,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_put_file},
+    {LB_M_ANY,    "/api/sandboxes/{sandbox}/*",             LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_no_route},
+    {LB_M_GET,    "/api/health",                            LB_WHO_ANYONE,  "health",          lb_h_health},
+    {LB_M_GET,    "/api/session",                           LB_WHO_ANYONE,  "session",         lb_h_session},
+    {LB_M_POST,   "/api/login",                             LB_WHO_ANYONE,  "login",           lb_h_login},
+    {LB_M_POST,   "/api/logout",                            LB_WHO_ANYONE,  "logout",          lb_h_logout},
+    {LB_M_GET,    "/api/tasks/{task}/preview/*",            LB_WHO_PREVIEW, "task_preview",    lb_h_artifact},
+    {LB_M_GET,    "/api/models",                            LB_WHO_USER,    "models",          lb_h_models},
+    {LB_M_GET,    "/api/info",                              LB_WHO_USER,    "info",            lb_h_info},
+    {LB_M_GET,    "/api/tools",                             LB_WHO_USER,    "tools",           lb_h_tools},
+    {LB_M_GET,    "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_list},
+    {LB_M_POST,   "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_create},
+    {LB_M_GET,    "/api/tasks/{task}",                      LB_WHO_OWNER,   "task",            lb_h_task_get},
+    {LB_M_DELETE, "/api/tasks/{task}",                      LB_WHO_OWNER,   "task",            lb_h_task_delete},
+    {LB_M_GET,    "/api/tasks/{task}/events",               LB_WHO_OWNER,   "task_events",     lb_h_task_events},
+    {LB_M_GET,    "/api/tasks/{task}/trajectory",           LB_WHO_OWNER,   "task_trajectory", lb_h_trajectory},
+    {LB_M_POST,   "/api/tasks/{task}/cancel",               LB_WHO_OWNER,   "task_cancel",     lb_h_task_cancel},
+    {LB_M_POST,   "/api/tasks/{task}/rerun",                LB_WHO_OWNER,   "task_rerun",      lb_h_task_rerun},
+    {LB_M_GET,    "/api/tasks/{task}/artifacts",            LB_WHO_OWNER,   "task_artifacts",  lb_h_artifacts},
+    {LB_M_GET,    "/api/tasks/{task}/artifacts/{path}",     LB_WHO_OWNER,   "task_artifact",   lb_h_artifact},
+    {LB_M_GET,    "/api/tasks/{task}/bundle.zip",           LB_WHO_OWNER,   "task_bundle",     lb_h_bundle_zip},
+    {LB_M_GET,    "/api/tasks/{task}/bundle.tar.gz",        LB_WHO_OWNER,   "task_bundle",     lb_h_bundle_tgz},
+    /* what no row above takes: a 404, after the credentials of its part */
+    {LB_M_ANY,    "/api/tasks/{task}/*",                    LB_WHO_OWNER,   "unknown",         lb_route_not_found},
+    {LB_M_ANY,    "/api/*",                                 LB_WHO_USER,    "unknown",         lb_route_not_found},
+    {LB_M_ANY,    "*",                                      LB_WHO_NGINX,   "unknown",         lb_route_not_found},
+};
+/* clang-format on */
+const size_t lb_routes_n = sizeof lb_routes / sizeof lb_routes[0];
 
 static int lb_method_bit(const char *m)
 {
     if (!strcmp(m, "GET") || !strcmp(m, "HEAD"))
-        return M_GET;
+        return LB_M_GET;
     if (!strcmp(m, "POST"))
-        return M_POST;
+        return LB_M_POST;
+    if (!strcmp(m, "PUT"))
+        return LB_M_PUT;
     if (!strcmp(m, "DELETE"))
-        return M_DELETE;
+        return LB_M_DELETE;
     return 0;
 }
 
-static const char *lb_allow_text(int allowed)
+/* One {task} or {sandbox} segment into out[33]: "" when longer than an id. */
+static void lb_take_segment(const char *seg, size_t n, char *out)
 {
-    switch (allowed) {
-    case M_GET: return "GET, HEAD";
-    case M_POST: return "POST";
-    case M_GET | M_POST: return "GET, HEAD, POST";
-    case M_GET | M_DELETE: return "GET, HEAD, DELETE";
-    default: return "GET, HEAD";
+    if (!out)
+        return;
+    if (n > LB_ID_HEX_LEN)
+        n = 0;
+    memcpy(out, seg, n);
+    out[n] = '\0';
+}
+
+int lb_route_match(const char *pattern, const char *path, const char **rest, char *task, char *sandbox)
+{
+    const char *p = pattern, *s = path;
+    while (*p) {
+        if (*p == '*' || !strncmp(p, "{path}", 6)) {
+            if (*p != '*' && !*s)
+                return 0;
+            if (rest)
+                *rest = s;
+            return 1; /* the tail is last in every pattern */
+        }
+        if (*p == '{') {
+            size_t n = strcspn(s, "/");
+            if (!strncmp(p, "{task}", 6))
+                lb_take_segment(s, n, task);
+            else if (!strncmp(p, "{sandbox}", 9))
+                lb_take_segment(s, n, sandbox);
+            else
+                return 0;
+            p = strchr(p, '}') + 1;
+            s += n;
+            continue;
+        }
+        if (*p++ != *s++)
+            return 0;
+    }
+    return !*s;
+}
+
+const lb_route_def *lb_route_find(const char *path, const char *method, const lb_route_def **group)
+{
+    int bit = lb_method_bit(method);
+    *group = NULL;
+    for (size_t i = 0; i < lb_routes_n; i++) {
+        const lb_route_def *d = &lb_routes[i];
+        if (*group) {
+            if (strcmp(d->pattern, (*group)->pattern))
+                break; /* the rows of one pattern stand together */
+        } else if (!lb_route_match(d->pattern, path, NULL, NULL, NULL)) {
+            continue;
+        } else {
+            *group = d;
+        }
+        if (d->methods == LB_M_ANY || (d->methods & bit))
+            return d;
+    }
+    return NULL;
+}
+
+void lb_route_allow(const lb_route_def *group, char *out, size_t outsz)
+{
+    static const struct {
+        int bit;
+        const char *text;
+    } names[] = {{LB_M_GET, "GET, HEAD"}, {LB_M_POST, "POST"}, {LB_M_PUT, "PUT"}, {LB_M_DELETE, "DELETE"}};
+    int bits = 0;
+    for (size_t i = 0; i < lb_routes_n; i++)
+        if (!strcmp(lb_routes[i].pattern, group->pattern))
+            bits |= lb_routes[i].methods;
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(bits & names[i].bit))
+            continue;
+        int n = snprintf(out + o, outsz - o, "%s%s", o ? ", " : "", names[i].text);
+        if (n < 0 || (size_t)n >= outsz - o)
+            break;
+        o += (size_t)n;
     }
 }
 
-/* Checks the method against `allowed`; answers 405 and returns 0 if wrong. */
-static int lb_allow(lb_req *r, int allowed)
-{
-    if (lb_method_bit(r->method) & allowed)
-        return 1;
-    lb_http_method_not_allowed(r, lb_allow_text(allowed));
-    return 0;
-}
-
-static void lb_not_found(lb_req *r)
+static void lb_route_not_found(lb_req *r)
 {
     char shown[128];
     size_t n = strnlen(r->path, 100), o = 0;
@@ -50,73 +168,60 @@ static void lb_not_found(lb_req *r)
         shown[o++] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
     }
     shown[o] = '\0';
+    lb_http_drain(r);
     lb_http_error(r, 404, "not_found", "There is no API route %s%s.", shown, n == 100 ? "..." : "");
 }
 
-/* The task id segment: exactly 32 lowercase hex characters. */
-static int lb_take_id(lb_req *r, const char *seg, size_t len)
+/* The {task} or {sandbox} of the path: exactly 32 lowercase hex
+ * characters, else a 404 that says what ids look like. */
+static int lb_route_ids_ok(lb_req *r, const char *pattern)
 {
-    if (len != LB_ID_HEX_LEN) {
+    if (strstr(pattern, "{task}") && !lb_id_valid(r->id)) {
         r->id[0] = '\0';
+        lb_http_drain(r);
         lb_http_error(r, 404, "not_found",
                       "There is no task with that id: task ids are 32 lowercase hexadecimal characters.");
         return 0;
     }
-    memcpy(r->id, seg, len);
-    r->id[len] = '\0';
-    if (!lb_id_valid(r->id)) {
+    if (strstr(pattern, "{sandbox}") && !lb_id_valid(r->sandbox)) {
+        lb_http_drain(r);
         lb_http_error(r, 404, "not_found",
-                      "There is no task with that id: task ids are 32 lowercase hexadecimal characters.");
-        r->id[0] = '\0';
+                      "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters.");
         return 0;
     }
     return 1;
 }
 
-/* /api/tasks/{id}/preview/{key}/{path}: a task's artifacts, inline, for
- * whoever holds the task's preview key (auth.c says why). p is what
- * follows "tasks/". Returns 0 when the path is not a preview link. */
-static int lb_route_preview(lb_req *r, const char *p)
+/* The one place that enforces a route's lb_who: the credentials, the
+ * shape of the path's ids, then what the caller may see of them. Answers
+ * (401, 403, 404) and returns 0 when r may not go on. */
+static int lb_route_admit(lb_req *r, const lb_route_def *g)
 {
-    const char *slash = strchr(p, '/');
-    if (!slash || strncmp(slash + 1, "preview/", 8))
+    int ok = 1;
+    switch (g->who) {
+    case LB_WHO_NGINX: break;
+    case LB_WHO_SANDBOX: ok = lb_sandbox_auth(r); break;
+    case LB_WHO_ANYONE:
+    case LB_WHO_PREVIEW: ok = lb_cfg()->n_users || lb_auth_request(r); break;
+    case LB_WHO_USER:
+    case LB_WHO_OWNER: ok = lb_auth_request(r); break;
+    default: /* a row without a rule is nobody's: closed, not open */
+        lb_http_error(r, 500, NULL, "This route has no access rule.");
         return 0;
-    const char *key = slash + 9, *kend = strchr(key, '/');
-    if (!lb_take_id(r, p, (size_t)(slash - p)))
-        return 1;
-    if (!lb_allow(r, M_GET))
-        return 1;
-    if (!kend || !kend[1] || !lb_auth_preview_ok(r->id, key, (size_t)(kend - key))) {
-        lb_http_error(r, 404, "not_found", "There is no task with id \"%s\".", r->id);
-        return 1;
     }
-    r->rest = kend + 1;
-    r->preview = 1;
-    r->route = "task_preview";
-    lb_h_artifact(r);
+    if (!ok)
+        return 0;
+    if (!lb_route_ids_ok(r, g->pattern))
+        return 0;
+    if (g->who == LB_WHO_OWNER)
+        return lb_auth_task_visible(r);
+    if (g->who == LB_WHO_PREVIEW)
+        return lb_artifact_preview_admit(r);
     return 1;
-}
-
-/* The route class of /api/tasks/{id}/{sub}, for logs and metrics: a fixed
- * word, never the path (artifact names are the model's). */
-static const char *lb_task_route_class(const char *sub)
-{
-    static const char *const exact[][2] = {
-        {"events", "task_events"},         {"trajectory", "task_trajectory"}, {"cancel", "task_cancel"},
-        {"rerun", "task_rerun"},           {"artifacts", "task_artifacts"},   {"bundle.zip", "task_bundle"},
-        {"bundle.tar.gz", "task_bundle"},
-    };
-    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
-        if (!strcmp(sub, exact[i][0]))
-            return exact[i][1];
-    if (!strncmp(sub, "artifacts/", 10))
-        return "task_artifact";
-    return "unknown";
 }
 
 void lb_route(lb_req *r)
 {
-    const char *p = r->path;
     /* Every route, the sandbox API and /metrics included: a Host that is
      * not ours (DNS rebinding) and a state change from another origin or
      * a generated file are refused before anything else (auth.c). */
@@ -124,140 +229,18 @@ void lb_route(lb_req *r)
         r->route = "refused";
         return;
     }
-    /* Prometheus scrapes a fixed path outside /api/; nginx lets only
-     * loopback reach it unless the operator opens it (nginx.conf). */
-    if (!strcmp(p, "/metrics")) {
-        r->route = "metrics";
-        if (lb_allow(r, M_GET))
-            lb_h_metrics(r);
+    const lb_route_def *g, *d = lb_route_find(r->path, r->method, &g);
+    r->route = (d ? d : g)->route;
+    /* matched already (lb_route_find); this takes the ids and the tail */
+    (void)lb_route_match(g->pattern, r->path, &r->rest, r->id, r->sandbox);
+    if (!lb_route_admit(r, g))
+        return;
+    if (!d) {
+        char allow[64];
+        lb_route_allow(g, allow, sizeof allow);
+        lb_http_drain(r);
+        lb_http_method_not_allowed(r, allow);
         return;
     }
-    if (strncmp(p, "/api/", 5) != 0) {
-        lb_not_found(r);
-        return;
-    }
-    p += 5;
-    if (!strncmp(p, "sandboxes", 9) && (p[9] == '\0' || p[9] == '/')) {
-        r->route = "sandboxes";
-        lb_h_sandboxes(r, p + 9); /* its own auth, methods and sub-routes */
-        return;
-    }
-    /* without users: no login, loopback clients only, for every route */
-    if (!lb_cfg()->n_users && !lb_auth_request(r))
-        return;
-    /* the routes that need no login: health (monitoring, the page's
-     * header), the login itself, and preview links (a key instead) */
-    if (!strcmp(p, "health")) {
-        r->route = "health";
-        if (!lb_allow(r, M_GET))
-            return;
-        /* no login needed; with users, who is logged in sees the details */
-        if (lb_cfg()->n_users)
-            r->user = lb_auth_peek(r);
-        lb_h_health(r);
-        return;
-    }
-    if (!strcmp(p, "session")) {
-        r->route = "session";
-        if (lb_allow(r, M_GET))
-            lb_h_session(r);
-        return;
-    }
-    if (!strcmp(p, "login")) {
-        r->route = "login";
-        if (lb_allow(r, M_POST))
-            lb_h_login(r);
-        return;
-    }
-    if (!strcmp(p, "logout")) {
-        r->route = "logout";
-        if (lb_allow(r, M_POST))
-            lb_h_logout(r);
-        return;
-    }
-    if (!strncmp(p, "tasks/", 6) && lb_route_preview(r, p + 6))
-        return;
-    if (lb_cfg()->n_users && !lb_auth_request(r))
-        return;
-    if (!strcmp(p, "models")) {
-        r->route = "models";
-        if (lb_allow(r, M_GET))
-            lb_h_models(r);
-        return;
-    }
-    if (!strcmp(p, "info")) {
-        r->route = "info";
-        if (lb_allow(r, M_GET))
-            lb_h_info(r);
-        return;
-    }
-    if (!strcmp(p, "tools")) {
-        r->route = "tools";
-        if (lb_allow(r, M_GET))
-            lb_h_tools(r);
-        return;
-    }
-    if (!strcmp(p, "tasks")) {
-        r->route = "tasks";
-        if (!lb_allow(r, M_GET | M_POST))
-            return;
-        if (!strcmp(r->method, "POST"))
-            lb_h_task_create(r);
-        else
-            lb_h_task_list(r);
-        return;
-    }
-    if (strncmp(p, "tasks/", 6) != 0) {
-        lb_not_found(r);
-        return;
-    }
-    p += 6;
-    const char *slash = strchr(p, '/');
-    size_t idlen = slash ? (size_t)(slash - p) : strlen(p);
-    r->route = "task";
-    if (!lb_take_id(r, p, idlen))
-        return;
-    /* every route of one task, present and future: someone else's task
-     * is a 404, before the method or the sub-route is even looked at */
-    if (!lb_auth_task_visible(r))
-        return;
-    if (!slash) {
-        if (!lb_allow(r, M_GET | M_DELETE))
-            return;
-        if (!strcmp(r->method, "DELETE"))
-            lb_h_task_delete(r);
-        else
-            lb_h_task_get(r);
-        return;
-    }
-    const char *sub = slash + 1;
-    r->route = lb_task_route_class(sub);
-    if (!strcmp(sub, "events")) {
-        if (lb_allow(r, M_GET))
-            lb_h_task_events(r);
-    } else if (!strcmp(sub, "trajectory")) {
-        if (lb_allow(r, M_GET))
-            lb_h_trajectory(r);
-    } else if (!strcmp(sub, "cancel")) {
-        if (lb_allow(r, M_POST))
-            lb_h_task_cancel(r);
-    } else if (!strcmp(sub, "rerun")) {
-        if (lb_allow(r, M_POST))
-            lb_h_task_rerun(r);
-    } else if (!strcmp(sub, "artifacts")) {
-        if (lb_allow(r, M_GET))
-            lb_h_artifacts(r);
-    } else if (!strncmp(sub, "artifacts/", 10) && sub[10]) {
-        r->rest = sub + 10;
-        if (lb_allow(r, M_GET))
-            lb_h_artifact(r);
-    } else if (!strcmp(sub, "bundle.zip")) {
-        if (lb_allow(r, M_GET))
-            lb_h_bundle(r, "zip");
-    } else if (!strcmp(sub, "bundle.tar.gz")) {
-        if (lb_allow(r, M_GET))
-            lb_h_bundle(r, "tar.gz");
-    } else {
-        lb_not_found(r);
-    }
+    d->handler(r);
 }

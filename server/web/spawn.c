@@ -12,7 +12,10 @@
  * Because only the reaper reaps an agent, its pid cannot be reused while it
  * is in the table, which makes kill() on a registered pid safe.
  */
-#include "web/web.h"
+#include "web/spawn.h"
+
+#include "web/web_main.h"
+#include "store/store.h"
 
 #include "common/buf.h"
 #include "common/config.h"

@@ -12,7 +12,10 @@
  * Last-Event-ID and misses nothing, so a proxy can spread long streams and
  * the resume path is one that runs every day, not only after a failure.
  */
-#include "web/web.h"
+#include "web/sse.h"
+
+#include "web/http.h"
+#include "store/store.h"
 
 #include "common/config.h"
 #include "common/log.h"
@@ -22,6 +25,7 @@
 #include "web/sse_admit.h"
 #include "web/sse_watch.h"
 
+#include <fcgiapp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,11 +2,12 @@
  * and the image. Both are checked against what the operator allows before
  * a task is stored, so a task never fails later for an option the service
  * would not grant. */
-#include "web/web.h"
+#include "web/task_options.h"
 
 #include "common/config.h"
 #include "common/status.h"
 
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Per-user limits on starting tasks (the contract is web.h).
+/* Per-user limits on starting tasks (the contract is user_limits.h).
  *
  * Tasks queued or running: counted in the database, so the count survives
  * a restart of the web; this early check spares an upload that would be
@@ -10,7 +10,11 @@
  * slot older than 60 s; a request that makes no task gives its slot back,
  * so a refused upload (400, 413) does not count against the user. The
  * window starts empty when the web restarts. */
-#include "web/web.h"
+#include "web/user_limits.h"
+
+#include "web/http.h"
+#include "common/config.h"
+#include "store/store.h"
 
 #include "common/log.h"
 #include "common/status.h"

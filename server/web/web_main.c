@@ -8,7 +8,16 @@
  * threads that each accept FastCGI requests with their own store
  * connection.
  */
-#include "web/web.h"
+#include "web/web_main.h"
+
+#include "web/access.h"
+#include "web/download_link.h"
+#include "web/http.h"
+#include "web/router.h"
+#include "web/spawn.h"
+#include "web/user_limits.h"
+#include "store/store.h"
+#include "web/artifact_access.h"
 
 #include "common/config.h"
 #include "common/log.h"
@@ -23,6 +32,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcgiapp.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -417,7 +427,7 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the reaper thread\n");
         return 1;
     }
-    if (lb_auth_init() != LB_OK || lb_limits_init() != LB_OK) {
+    if (lb_artifact_access_init() != LB_OK || lb_limits_init() != LB_OK) {
         fprintf(stderr, "llmbox web: cannot set up logins (no randomness or no memory)\n");
         return 1;
     }

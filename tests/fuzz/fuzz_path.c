@@ -6,7 +6,7 @@
 #include "common/status.h"
 #include "fuzz_util.h"
 #include "sandbox/rpc.h"
-#include "web/web.h"
+#include "web/http.h"
 
 #include <stdlib.h>
 

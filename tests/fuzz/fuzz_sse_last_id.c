@@ -5,10 +5,12 @@
  * is the number when the value is 1 to 18 ASCII digits, else 0 (replay
  * from the start); both sources agree for the same value. */
 #include "common/status.h"
-#include "web/web.h"
+#include "web/http.h"
+#include "web/sse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int64_t reference(const uint8_t *v, size_t n)
 {

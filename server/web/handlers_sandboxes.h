@@ -1,0 +1,24 @@
+/* The sandbox API for outside clients, /api/sandboxes
+ * (handlers_sandboxes.c); its routes are rows of router.c. */
+#ifndef LB_WEB_HANDLERS_SANDBOXES_H
+#define LB_WEB_HANDLERS_SANDBOXES_H
+
+#include "web/request.h"
+
+/* Whether r carries the sandbox API token: answers 403 (API off) or 401
+ * and returns 0 when not. The router calls it for every LB_WHO_SANDBOX
+ * route, first. */
+int lb_sandbox_auth(lb_req *r);
+/* The handlers; r->sandbox holds the validated {sandbox} id, r->rest the
+ * {path} of a file. */
+void lb_h_sbx_list(lb_req *r);
+void lb_h_sbx_create(lb_req *r);
+void lb_h_sbx_get(lb_req *r);
+void lb_h_sbx_delete(lb_req *r);
+void lb_h_sbx_exec(lb_req *r);
+void lb_h_sbx_get_file(lb_req *r);
+void lb_h_sbx_put_file(lb_req *r);
+/* 404 for /api/sandboxes/{id}/... that no route takes */
+void lb_h_sbx_no_route(lb_req *r);
+
+#endif

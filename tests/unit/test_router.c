@@ -1,0 +1,197 @@
+/* Unit tests for the routing table (server/web/router.c): every route
+ * has an access rule, no pattern shadows another, and the Allow lists of
+ * 405 answers are the ones the API documents. The HTTP side is
+ * tests/integration/test_web.py and tests/security/test_service_input.py. */
+#include "testlib.h"
+
+#include "web/handlers_tasks.h"
+#include "web/router.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ID "0123456789abcdef0123456789abcdef"
+
+static const char *const lb_methods[] = {"GET", "POST", "PUT", "DELETE"};
+
+/* A path the pattern matches: ids for {task} and {sandbox}, a file for
+ * {path}, tail for *. */
+static void lb_example(const char *pattern, const char *tail, char *out, size_t outsz)
+{
+    size_t o = 0;
+    for (const char *p = pattern; *p && o + 40 < outsz;) {
+        const char *put = NULL;
+        if (!strncmp(p, "{task}", 6) || !strncmp(p, "{sandbox}", 9))
+            put = ID;
+        else if (!strncmp(p, "{path}", 6))
+            put = "a/b.txt";
+        else if (*p == '*')
+            put = tail;
+        if (put) {
+            o += (size_t)snprintf(out + o, outsz - o, "%s", put);
+            p = *p == '*' ? p + 1 : strchr(p, '}') + 1;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+}
+
+TEST(every_route_has_a_rule)
+{
+    CHECK(lb_routes_n > 20);
+    for (size_t i = 0; i < lb_routes_n; i++) {
+        const lb_route_def *d = &lb_routes[i];
+        CHECK(d->pattern && d->route && d->handler && d->methods);
+        CHECK(d->who >= LB_WHO_NGINX && d->who <= LB_WHO_SANDBOX);
+        /* the rows of one pattern stand together, share their rule, and
+         * take each method once */
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(lb_routes[j].pattern, d->pattern)) {
+                CHECK(lb_routes[j].who == d->who);
+                CHECK(!(lb_routes[j].methods & d->methods));
+                CHECK(!strcmp(lb_routes[i - 1].pattern, d->pattern));
+            }
+        /* routes under a {task} say whose task it is; the sandbox API has its token */
+        if (strstr(d->pattern, "{task}"))
+            CHECK(d->who == LB_WHO_OWNER || d->who == LB_WHO_PREVIEW);
+        if (!strncmp(d->pattern, "/api/sandboxes", 14))
+            CHECK(d->who == LB_WHO_SANDBOX);
+        if (d->who == LB_WHO_NGINX)
+            CHECK(!strcmp(d->pattern, "/metrics") || !strcmp(d->pattern, "*"));
+    }
+    CHECK_STR(lb_routes[lb_routes_n - 1].pattern, "*"); /* every path has a row */
+}
+
+TEST(no_pattern_shadows_another)
+{
+    char path[256];
+    for (size_t i = 0; i < lb_routes_n; i++) {
+        const lb_route_def *d = &lb_routes[i], *g = NULL;
+        for (int t = 0; t < 2; t++) {
+            lb_example(d->pattern, t ? "x/y" : "", path, sizeof path);
+            if (!t && !strcmp(d->pattern, "*"))
+                continue; /* "" is no request path */
+            for (size_t m = 0; m < sizeof lb_methods / sizeof lb_methods[0]; m++) {
+                const lb_route_def *f = lb_route_find(path, lb_methods[m], &g);
+                if (!g || strcmp(g->pattern, d->pattern))
+                    printf("  %s (%s) is taken by %s\n", path, d->pattern, g ? g->pattern : "nothing");
+                CHECK(g && !strcmp(g->pattern, d->pattern));
+                if (d->methods != LB_M_ANY && (d->methods & (1 << m)))
+                    CHECK(f == d);
+            }
+        }
+    }
+}
+
+TEST(allow_lists)
+{
+    static const char *const want[][2] = {
+        {"/metrics", "GET, HEAD"},
+        {"/api/health", "GET, HEAD"},
+        {"/api/session", "GET, HEAD"},
+        {"/api/login", "POST"},
+        {"/api/logout", "POST"},
+        {"/api/models", "GET, HEAD"},
+        {"/api/info", "GET, HEAD"},
+        {"/api/tools", "GET, HEAD"},
+        {"/api/tasks", "GET, HEAD, POST"},
+        {"/api/tasks/" ID, "GET, HEAD, DELETE"},
+        {"/api/tasks/" ID "/events", "GET, HEAD"},
+        {"/api/tasks/" ID "/trajectory", "GET, HEAD"},
+        {"/api/tasks/" ID "/cancel", "POST"},
+        {"/api/tasks/" ID "/rerun", "POST"},
+        {"/api/tasks/" ID "/artifacts", "GET, HEAD"},
+        {"/api/tasks/" ID "/artifacts/a/b.txt", "GET, HEAD"},
+        {"/api/tasks/" ID "/bundle.zip", "GET, HEAD"},
+        {"/api/tasks/" ID "/bundle.tar.gz", "GET, HEAD"},
+        {"/api/tasks/" ID "/preview/" ID "/page.html", "GET, HEAD"},
+        {"/api/sandboxes", "GET, HEAD, POST"},
+        {"/api/sandboxes/" ID, "GET, HEAD, DELETE"},
+        {"/api/sandboxes/" ID "/exec", "POST"},
+        {"/api/sandboxes/" ID "/files/tmp/x", "GET, HEAD, PUT"},
+    };
+    char allow[64];
+    size_t seen = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const lb_route_def *g = NULL;
+        /* PATCH: no route takes it, so every known path answers 405 */
+        CHECK(lb_route_find(want[i][0], "PATCH", &g) == NULL && g && g->methods != LB_M_ANY);
+        if (!g)
+            continue;
+        lb_route_allow(g, allow, sizeof allow);
+        if (strcmp(allow, want[i][1]))
+            printf("  %s: Allow %s, want %s\n", want[i][0], allow, want[i][1]);
+        CHECK_STR(allow, want[i][1]);
+        for (size_t j = 0; j < lb_routes_n; j++)
+            seen += !strcmp(lb_routes[j].pattern, g->pattern);
+    }
+    /* every row that takes a method is in the list above */
+    size_t rows = 0;
+    for (size_t j = 0; j < lb_routes_n; j++)
+        rows += lb_routes[j].methods != LB_M_ANY;
+    CHECK(seen == rows);
+}
+
+TEST(methods_and_unknown_paths)
+{
+    const lb_route_def *g = NULL, *d;
+    d = lb_route_find("/api/tasks", "HEAD", &g);
+    CHECK(d && d->handler == lb_h_task_list);
+    d = lb_route_find("/api/tasks", "POST", &g);
+    CHECK(d && d->handler == lb_h_task_create);
+    d = lb_route_find("/api/tasks/" ID, "DELETE", &g);
+    CHECK(d && d->handler == lb_h_task_delete);
+    /* unknown paths: a 404 row, whatever the method, under the rule of their part */
+    d = lb_route_find("/api/nothing", "FOO", &g);
+    CHECK(d && d->methods == LB_M_ANY && d->who == LB_WHO_USER && !strcmp(d->route, "unknown"));
+    d = lb_route_find("/api/tasks/" ID "/nothing", "GET", &g);
+    CHECK(d && d->methods == LB_M_ANY && d->who == LB_WHO_OWNER);
+    d = lb_route_find("/api/tasks/" ID "/artifacts/", "GET", &g);
+    CHECK(d && d->methods == LB_M_ANY && d->who == LB_WHO_OWNER);
+    d = lb_route_find("/api/sandboxes/" ID "/files/", "PUT", &g);
+    CHECK(d && d->methods == LB_M_ANY && d->who == LB_WHO_SANDBOX);
+    d = lb_route_find("/api/sandboxesx", "GET", &g);
+    CHECK(d && d->who == LB_WHO_USER);
+    d = lb_route_find("/api", "GET", &g);
+    CHECK(d && d->who == LB_WHO_NGINX);
+    d = lb_route_find("/favicon.ico", "GET", &g);
+    CHECK(d && d->who == LB_WHO_NGINX && !strcmp(d->pattern, "*"));
+    /* preview links come before the owner's routes: no login, a key */
+    d = lb_route_find("/api/tasks/" ID "/preview/", "GET", &g);
+    CHECK(d && d->who == LB_WHO_PREVIEW);
+    d = lb_route_find("/api/tasks/" ID "/preview", "GET", &g);
+    CHECK(d && d->who == LB_WHO_OWNER && d->methods == LB_M_ANY);
+}
+
+TEST(match_takes_ids_and_rest)
+{
+    char task[33] = "x", sbx[33] = "x";
+    const char *rest = NULL;
+    CHECK(lb_route_match("/api/tasks/{task}/artifacts/{path}", "/api/tasks/" ID "/artifacts/a%20b/c", &rest, task,
+                         sbx));
+    CHECK_STR(task, ID);
+    CHECK_STR(rest, "a%20b/c");
+    CHECK(!lb_route_match("/api/tasks/{task}/artifacts/{path}", "/api/tasks/" ID "/artifacts/", &rest, task, sbx));
+    CHECK(lb_route_match("/api/sandboxes/{sandbox}/*", "/api/sandboxes/" ID "/", &rest, task, sbx));
+    CHECK_STR(sbx, ID);
+    CHECK_STR(rest, "");
+    /* a segment longer than an id is no id; an empty one neither */
+    CHECK(lb_route_match("/api/tasks/{task}", "/api/tasks/" ID "0", NULL, task, NULL));
+    CHECK_STR(task, "");
+    CHECK(lb_route_match("/api/tasks/{task}", "/api/tasks/", NULL, task, NULL));
+    CHECK_STR(task, "");
+    CHECK(!lb_route_match("/api/tasks", "/api/tasks/", NULL, NULL, NULL));
+    CHECK(!lb_route_match("/api/tasks/{task}", "/api/tasks/" ID "/", NULL, NULL, NULL));
+    CHECK(lb_route_match("*", "/anything/at/all", &rest, NULL, NULL) && !strcmp(rest, "/anything/at/all"));
+}
+
+int main(void)
+{
+    RUN(every_route_has_a_rule);
+    RUN(no_pattern_shadows_another);
+    RUN(allow_lists);
+    RUN(methods_and_unknown_paths);
+    RUN(match_takes_ids_and_rest);
+    return testlib_done();
+}
