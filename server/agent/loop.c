@@ -300,7 +300,7 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
             /* the label is a loaded tool's name, never what the model made up */
             char labels[LB_METRIC_LABELS_MAX] = "";
             const char *tool = lb_plugins_find(r->plugins, c->name) ? c->name : "unknown";
-            lb_metrics_label(labels, sizeof labels, "tool", tool);
+            LB_IGNORE(lb_metrics_label(labels, sizeof labels, "tool", tool)); /* bounded names fit; one that does not is left out */
             lb_metrics_observe(lb_metrics_proc(), &lb_hist_tool, labels, (double)oc.duration_ms / 1000.0);
         }
         cJSON *d = cJSON_CreateObject();
@@ -420,7 +420,7 @@ static void loop(run *r)
         r->res->usage.turns = turn;
         {
             char labels[LB_METRIC_LABELS_MAX] = "";
-            lb_metrics_label(labels, sizeof labels, "model", r->model.name);
+            LB_IGNORE(lb_metrics_label(labels, sizeof labels, "model", r->model.name)); /* bounded names fit; one that does not is left out */
             lb_metrics_observe(lb_metrics_proc(), &lb_hist_model_turn, labels, (double)dt / 1000.0);
         }
         /* ids are how observations find their call: make them present and unique */

@@ -24,7 +24,7 @@ static const char *str_or(const cJSON *o, const char *key, const char *dflt)
 
 static void put(lb_buf *b, const char *s)
 {
-    lb_buf_append(b, s, strlen(s));
+    LB_IGNORE(lb_buf_append(b, s, strlen(s))); /* the prompt is capped at 4 MiB: past it the list is cut */
 }
 
 /* NUL-terminated copy of the buffer's text (the buffer is freed). */

@@ -444,7 +444,7 @@ int lb_config_load(lb_config *cfg)
         snprintf(cfg->conf_path, sizeof cfg->conf_path, "%s", conf ? conf : deflt);
         rc = lb_conf_parse(&cf, cfg->conf_path);
         if (rc != LB_OK) {
-            lb_cfgi_fail(rc, "%s", cf.err);
+            rc = lb_cfgi_fail(rc, "%s", cf.err);
             lb_conf_free(&cf);
             return rc;
         }

@@ -333,7 +333,9 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
     return LB_OK;
 fail:
     lb_error("cgroup setup for sandbox %s failed: %s", id, strerror(errno));
-    lbsd_cg_remove(cg);
+    /* what was made is empty (nothing attached yet); a group that will not
+     * go is removed by the next start's cleanup of stale groups */
+    LB_IGNORE(lbsd_cg_remove(cg));
     return LB_E_SANDBOX;
 }
 

@@ -627,8 +627,9 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
         sb->slot_held = 0;
     }
     lbsd_net_detach(sb); /* its slirp4netns, before the cgroups it sits in */
-    if (sb->cg.made)
-        lbsd_cg_remove(&sb->cg);
+    if (sb->cg.made && lbsd_cg_remove(&sb->cg) != LB_OK)
+        lb_warn("sandbox %s: cannot remove its cgroups (the next start removes them): %s",
+                sb->id, strerror(errno));
     if (sb->dir[0] && lbsd_rmtree_force(sb->dir) != LB_OK)
         lb_warn("sandbox %s: cannot remove %s: %s", sb->id, sb->dir, strerror(errno));
     if (sb->init_pid > 0)

@@ -131,7 +131,7 @@ static void lbsd_utf8_append(lb_buf *o, const unsigned char *p, size_t n)
             size_t j = i;
             while (j < n && p[j] >= 0x01 && p[j] < 0x80)
                 j++;
-            lb_buf_append(o, p + i, j - i);
+            LB_IGNORE(lb_buf_append(o, p + i, j - i)); /* o is sized for the worst case */
             i = j;
             continue;
         }
@@ -151,10 +151,10 @@ static void lbsd_utf8_append(lb_buf *o, const unsigned char *p, size_t n)
         if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
             ok = 0;
         if (ok) {
-            lb_buf_append(o, p + i, len);
+            LB_IGNORE(lb_buf_append(o, p + i, len)); /* o is sized for the worst case */
             i += len;
         } else {
-            lb_buf_append(o, repl, 3);
+            LB_IGNORE(lb_buf_append(o, repl, 3)); /* o is sized for the worst case */
             i++;
         }
     }
@@ -168,7 +168,8 @@ char *lbsd_capture_text(const lbsd_capture *c, int *truncated)
     lbsd_utf8_append(&o, (const unsigned char *)c->head.data, c->head.len);
     uint64_t dropped = c->total - c->head.len - c->tail_len;
     if (dropped) {
-        lb_buf_printf(&o, "\n[... %llu bytes omitted ...]\n", (unsigned long long)dropped);
+        /* the cap has 256 bytes for this line; out of memory leaves it out */
+        LB_IGNORE(lb_buf_printf(&o, "\n[... %llu bytes omitted ...]\n", (unsigned long long)dropped));
         if (truncated)
             *truncated = 1;
     }

@@ -286,7 +286,7 @@ out:
     if (dst_root >= 0)
         close(dst_root);
     if (dir_made && !inserted)
-        lb_rmtree(task_dir);
+        LB_IGNORE(lb_rmtree(task_dir)); /* a dir no stored task names costs only disk */
     if (reserved)
         lb_spawn_unreserve();
     if (!inserted)

@@ -539,9 +539,9 @@ out:
         u.fd = -1;
     }
     if (dir_made && !inserted)
-        lb_rmtree(u.task_dir); /* nothing refers to a task that was never stored */
+        LB_IGNORE(lb_rmtree(u.task_dir)); /* nothing refers to a task that was never stored */
     else if (dir_made)
-        lb_rmtree(u.stage_dir);
+        LB_IGNORE(lb_rmtree(u.stage_dir)); /* the staging dir of a stored task: only disk */
     if (reserved)
         lb_spawn_unreserve();
     if (!inserted)
