@@ -137,7 +137,7 @@ static int run_task(const char *id)
     /* the web checked this when the task was made; the operator may have
      * changed their mind since (a restart with another network_allow) */
     if (network && strcmp(network, "none") && !lb_cfg_network_allowed(cfg, network)) {
-        lb_store_task_finish(st, id, "failed",
+        (void)lb_store_task_finish(st, id, "failed", /* unrecorded: the web ends it when we exit */
                              "this service no longer allows network access from sandboxes (network_allow / LLMBOX_NETWORK_ALLOW)",
                              NULL);
         goto out;
@@ -157,7 +157,7 @@ static int run_task(const char *id)
         char replay[4200];
         snprintf(replay, sizeof replay, "%s/replay.json", task_dir);
         if (lb_cfg_add_replay_model(lb_cfg_mut(), replay) != LB_OK) {
-            lb_store_task_finish(st, id, "failed", "the replay could not be set up (path too long)", NULL);
+            (void)lb_store_task_finish(st, id, "failed", "the replay could not be set up (path too long)", NULL); /* unrecorded: the web ends it when we exit */
             goto out;
         }
     }
@@ -165,7 +165,7 @@ static int run_task(const char *id)
     int has_input = stat(input_dir, &sb) == 0 && S_ISDIR(sb.st_mode);
     if (lb_mkdirs(task_dir, 0755) != LB_OK) {
         lb_error("cannot create %s", task_dir);
-        lb_store_task_finish(st, id, "failed", "the task directory could not be created", NULL);
+        (void)lb_store_task_finish(st, id, "failed", "the task directory could not be created", NULL); /* unrecorded: the web ends it when we exit */
         goto out;
     }
     rc = lb_store_task_set_running(st, id, (int)getpid());

@@ -734,7 +734,7 @@ static void finalize(run *r)
     /* a run that failed during setup still leaves a record of why */
     if (r->o->trajectory_path && !r->traj.root) {
         cJSON *conf = run_config(r);
-        lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns,
+        (void)lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns, /* OOM: no record */
                      r->model_ready ? r->model.shown_url : "", r->model_ready ? r->model.model : "",
                      r->tools, conf);
         cJSON_Delete(conf);
@@ -851,7 +851,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
-    lb_plugins_load(cfg->plugin_dir, &r.plugins, perr);
+    (void)lb_plugins_load(cfg->plugin_dir, &r.plugins, perr); /* errors are in perr; no tool at all fails below */
     lb_plugins_select(r.plugins, cfg, perr);
     if (!lb_plugins_enabled_count(r.plugins)) {
         set_final(&r, "failed", "no tools could be loaded from %s", cfg->plugin_dir);
@@ -864,7 +864,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     }
     r.model_ready = 1;
     cJSON *conf = run_config(&r);
-    lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model,
+    (void)lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model, /* OOM: no trajectory */
                  r.tools, conf);
     cJSON_Delete(conf);
     if (build_prompts(&r) != LB_OK)

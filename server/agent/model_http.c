@@ -5,7 +5,6 @@
  * compatible chat completions (model_openai.c, toolcall_parse.c) and the
  * Anthropic Messages API (model_anthropic.c). */
 #include "agent/agent.h"
-#include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"

@@ -44,7 +44,6 @@ int lb_conf_model_section(const char *section, char *name, size_t namesz);
 int lb_conf_user_section(const char *section, char *name, size_t namesz);
 
 /* Helpers (config.c). */
-LB_MUST_CHECK int lb_cfgi_parse_ll(const char *v, long long lo, long long hi, long long *out);
 int lb_cfgi_printable(const char *v);
 /* dst = v when absolute, else base/v; LB_E_TOOBIG when it does not fit. */
 LB_MUST_CHECK int lb_cfgi_join_path(char *dst, size_t dstsz, const char *base, const char *v);

@@ -9,6 +9,11 @@
 
 /* Fills out with 2*nbytes hex chars + NUL from getrandom(). outsz >= 2*nbytes+1. */
 LB_MUST_CHECK int lb_random_hex(char *out, size_t outsz, size_t nbytes);
+/* The whole of s as a decimal integer in [lo, hi] (leading blanks and a
+ * sign allowed, as strtoll takes them; nothing after): LB_E_INVAL
+ * otherwise (empty, junk, overflow, out of range), *out untouched. What
+ * atoi/atol would be if they could fail (docs/STYLE.md, banned functions). */
+LB_MUST_CHECK int lb_parse_ll(const char *s, long long lo, long long hi, long long *out);
 /* True when s is exactly LB_ID_HEX_LEN lowercase hex chars. */
 int lb_id_valid(const char *s);
 

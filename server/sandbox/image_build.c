@@ -17,7 +17,6 @@
 #include "sandbox/mounts.h"
 #include "sandbox/rpc.h"
 
-#include "common/buf.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -218,12 +217,9 @@ static int img_debootstrap(img_ctx *c)
     include = malloc(ilen + 16);
     if (!include)
         return LB_E_NOMEM;
-    strcpy(include, "--include=");
-    for (size_t i = 0; i < c->npkgs; i++) {
-        if (i)
-            strcat(include, ",");
-        strcat(include, c->pkgs[i]);
-    }
+    size_t at = (size_t)snprintf(include, ilen + 16, "--include=");
+    for (size_t i = 0; i < c->npkgs; i++)
+        at += (size_t)snprintf(include + at, ilen + 16 - at, "%s%s", i ? "," : "", c->pkgs[i]);
     const char *prog = access("/usr/sbin/debootstrap", X_OK) == 0 ? "/usr/sbin/debootstrap"
                                                                    : "debootstrap";
     char *argv[] = {(char *)prog, "--variant=minbase", include, (char *)c->suite, c->tmp,

@@ -11,10 +11,12 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -112,7 +114,8 @@ static int sb_nspid_is(long pid, int nspid)
     if (eol)
         *eol = '\0';
     char *last = strrchr(ns, '\t');
-    return last && atoi(last + 1) == nspid;
+    long long v;
+    return last && lb_parse_ll(last + 1, 1, INT_MAX, &v) == LB_OK && v == nspid;
 }
 
 /* The shell is a child of the sandbox's init: its host pid is among the

@@ -285,7 +285,7 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
             }
             lbsd_scan_commit_from(cap, comb, from, i, shown);
             if (with_code)
-                s->code = atoi(comb + j);
+                s->code = (int)strtol(comb + j, NULL, 10); /* [-]digits, at most 12 */
             s->found = 1;
             /* k + 1 bytes of comb used; the first `old` came from pend */
             consumed += (k + 1 > old) ? (k + 1 - old) : 0;

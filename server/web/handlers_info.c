@@ -3,7 +3,6 @@
  * and a hung dependency cannot hang the web. */
 #include "web/web.h"
 
-#include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"

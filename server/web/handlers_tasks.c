@@ -584,7 +584,8 @@ int lb_task_start(lb_req *r, const lb_task_new *t)
         lb_error("web: task %s: %s", t->id, err);
         char reason[600];
         snprintf(reason, sizeof reason, "could not start the agent: %s", err);
-        lb_store_task_finish(r->store, t->id, "failed", reason, NULL);
+        if (lb_store_task_finish(r->store, t->id, "failed", reason, NULL) != LB_OK)
+            lb_error("web: task %s: cannot record that its agent did not start", t->id);
     } else if ((rc = lb_store_task_set_pid(r->store, t->id, pid)) != LB_OK) {
         lb_warn("web: task %s: cannot record the agent pid: %s", t->id, lb_strerror(rc));
     }
@@ -754,7 +755,7 @@ void lb_h_task_delete(lb_req *r)
             lb_warn("web: task %s: agent still alive 3 s after SIGKILL", r->id);
         else if (rc == LB_E_NOTFOUND && lb_agent_alive(pid, r->id))
             kill(-pid, SIGKILL); /* an agent left by an earlier web process */
-        lb_store_task_finish(r->store, r->id, "cancelled", "deleted by the user", NULL);
+        (void)lb_store_task_finish(r->store, r->id, "cancelled", "deleted by the user", NULL); /* deleted next; if not, the orphan scan ends it */
     }
     rc = lb_store_task_delete(r->store, r->id);
     if (rc != LB_OK && rc != LB_E_NOTFOUND) {

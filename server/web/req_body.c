@@ -12,7 +12,6 @@
 #include "web/req_body.h"
 
 #include "agent/text.h"
-#include "common/log.h"
 #include "common/status.h"
 #include "web/web.h"
 

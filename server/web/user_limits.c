@@ -12,7 +12,6 @@
  * window starts empty when the web restarts. */
 #include "web/web.h"
 
-#include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
 

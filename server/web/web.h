@@ -15,6 +15,7 @@
 #include <fcgiapp.h>
 
 #include "common/config.h"
+/* checksrc: allow unused-include (the files that include web.h use it) */
 #include "common/path.h"
 #include "store/store.h"
 
