@@ -1,6 +1,5 @@
 /* llmbox: one multi-call binary. Each subcommand lives in its own folder. */
 #include "common/config.h"
-#include "common/log.h"
 #include "common/status.h"
 #include "entry.h"
 

@@ -63,6 +63,10 @@ run_suite() {
     skipped=$((skipped + s))
 }
 
+# the written rules of docs/STYLE.md that a script can check (banned
+# functions, dropped statuses, unused includes, whitespace), and the
+# checker's own self-test; under two seconds
+run_suite "checksrc" scripts/checksrc-test
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     run_suite "unit/$(basename "$t")" "$t"

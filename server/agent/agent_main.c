@@ -143,7 +143,7 @@ static int run_task(const char *id)
 
     char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200], logdir[LB_CFG_PATH], marker[LB_CFG_PATH + 64];
     lb_cfg_logdir(cfg, logdir, sizeof logdir);
-    lb_mkdirs(logdir, 0750); /* the web made it; an agent started by hand may not have one */
+    LB_IGNORE(lb_mkdirs(logdir, 0750)); /* the web made it; an agent started by hand may not have one */
     /* names the tool running, so that the web can say which one crashed */
     snprintf(marker, sizeof marker, "%s/agent-%s.tool", logdir, id);
     snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);

@@ -13,7 +13,6 @@
 #include "agent/agent.h"
 #include "agent/crash.h"
 #include "agent/plugin_host.h"
-#include "agent/text.h"
 #include "agent/watchdog.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -309,7 +308,7 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
             /* the label is a loaded tool's name, never what the model made up */
             char labels[LB_METRIC_LABELS_MAX] = "";
             const char *tool = lb_plugins_find(r->plugins, c->name) ? c->name : "unknown";
-            lb_metrics_label(labels, sizeof labels, "tool", tool);
+            LB_IGNORE(lb_metrics_label(labels, sizeof labels, "tool", tool)); /* bounded names fit; one that does not is left out */
             lb_metrics_observe(lb_metrics_proc(), &lb_hist_tool, labels, (double)oc.duration_ms / 1000.0);
         }
         cJSON *d = cJSON_CreateObject();
@@ -429,7 +428,7 @@ static void loop(run *r)
         r->res->usage.turns = turn;
         {
             char labels[LB_METRIC_LABELS_MAX] = "";
-            lb_metrics_label(labels, sizeof labels, "model", r->model.name);
+            LB_IGNORE(lb_metrics_label(labels, sizeof labels, "model", r->model.name)); /* bounded names fit; one that does not is left out */
             lb_metrics_observe(lb_metrics_proc(), &lb_hist_model_turn, labels, (double)dt / 1000.0);
         }
         /* ids are how observations find their call: make them present and unique */
@@ -743,7 +742,7 @@ static void finalize(run *r)
     /* a run that failed during setup still leaves a record of why */
     if (r->o->trajectory_path && !r->traj.root) {
         cJSON *conf = run_config(r);
-        lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns,
+        (void)lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns, /* OOM: no record */
                      r->model_ready ? r->model.shown_url : "", r->model_ready ? r->model.model : "",
                      r->tools, conf);
         cJSON_Delete(conf);
@@ -871,7 +870,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
-    lb_plugins_load(cfg->plugin_dir, &r.plugins, perr);
+    (void)lb_plugins_load(cfg->plugin_dir, &r.plugins, perr); /* errors are in perr; no tool at all fails below */
     lb_plugins_select(r.plugins, cfg, perr);
     char *missing = lb_plugins_missing_note(r.plugins, cfg, perr); /* said on the task, not only in logs */
     if (missing)
@@ -888,7 +887,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     }
     r.model_ready = 1;
     cJSON *conf = run_config(&r);
-    lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model,
+    (void)lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model, /* OOM: no trajectory */
                  r.tools, conf);
     cJSON_Delete(conf);
     if (build_prompts(&r) != LB_OK)

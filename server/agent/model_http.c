@@ -5,7 +5,6 @@
  * compatible chat completions (model_openai.c, toolcall_parse.c) and the
  * Anthropic Messages API (model_anthropic.c). */
 #include "agent/agent.h"
-#include "agent/text.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -286,8 +285,8 @@ static long retry_after_ms(CURL *c)
 static void count_error(const lb_model *m, const char *kind)
 {
     char labels[LB_METRIC_LABELS_MAX] = "";
-    lb_metrics_label(labels, sizeof labels, "model", m->name);
-    lb_metrics_label(labels, sizeof labels, "kind", kind);
+    LB_IGNORE(lb_metrics_label(labels, sizeof labels, "model", m->name)); /* bounded names fit; one that does not is left out */
+    LB_IGNORE(lb_metrics_label(labels, sizeof labels, "kind", kind)); /* bounded names fit; one that does not is left out */
     lb_metrics_add(lb_metrics_proc(), "llmbox_model_errors_total", labels, "", 1);
 }
 

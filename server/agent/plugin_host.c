@@ -1228,18 +1228,18 @@ int lb_tool_run(const lb_plugins *p, llmbox_ctx *ctx, const char *name, const ch
         lb_buf_init(&b, 8192);
         char *shown = lb_strdup_trunc(name && *name ? name : "", 64);
         if (name && *name)
-            lb_buf_printf(&b, "Unknown tool '%s'. The available tools are:", shown ? shown : "");
+            LB_IGNORE(lb_buf_printf(&b, "Unknown tool '%s'. The available tools are:", shown ? shown : "")); /* cut at the cap: still says what is wrong */
         else
-            lb_buf_appends(&b, "The tool call has no function name. The available tools are:");
+            LB_IGNORE(lb_buf_appends(&b, "The tool call has no function name. The available tools are:")); /* cut at the cap: still says what is wrong */
         free(shown);
         int first = 1;
         for (size_t i = 0; i < lb_plugins_count(p); i++) {
             if (!p->tools[i].enabled)
                 continue;
-            lb_buf_printf(&b, "%s %s", first ? "" : ",", p->tools[i].tool->name);
+            LB_IGNORE(lb_buf_printf(&b, "%s %s", first ? "" : ",", p->tools[i].tool->name)); /* cut at the cap: still says what is wrong */
             first = 0;
         }
-        lb_buf_appends(&b, ".");
+        LB_IGNORE(lb_buf_appends(&b, ".")); /* cut at the cap: still says what is wrong */
         int rc = outcome_error(o, b.data ? b.data : "Unknown tool.");
         lb_buf_free(&b);
         o->duration_ms = lb_mono_ms() - t0;

@@ -175,7 +175,7 @@ static void finish_run(void *arg, const lb_loop_result *res)
     printf("results in %s (%zu output file(s)); trajectory: %s\n", e->out_dir, res->n_artifacts, traj);
     fflush(stdout);
     if (e->have_tmp)
-        lb_rmtree(e->tmp);
+        LB_IGNORE(lb_rmtree(e->tmp)); /* a temporary dir left behind costs only disk */
     e->have_tmp = 0;
 }
 
@@ -383,7 +383,7 @@ int lb_run_main(int argc, char **argv)
     ret = end == LB_TASK_SUCCEEDED ? 0 : end == LB_TASK_CANCELLED ? 130 : 1;
 out:
     if (have_tmp)
-        lb_rmtree(tmp);
+        LB_IGNORE(lb_rmtree(tmp)); /* a temporary dir left behind costs only disk */
     lb_loop_result_free(&res);
     free(prompt);
     return ret;

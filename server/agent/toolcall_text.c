@@ -24,7 +24,7 @@ static const char *str_or(const cJSON *o, const char *key, const char *dflt)
 
 static void put(lb_buf *b, const char *s)
 {
-    lb_buf_append(b, s, strlen(s));
+    LB_IGNORE(lb_buf_append(b, s, strlen(s))); /* the prompt is capped at 4 MiB: past it the list is cut */
 }
 
 /* NUL-terminated copy of the buffer's text (the buffer is freed). */
@@ -219,9 +219,10 @@ cJSON *lb_text_mode_messages(const cJSON *messages, const cJSON *tools)
             n = cJSON_Duplicate(m, 1);
             char *full = NULL;
             const char *c = str_or(m, "content", "");
-            if (n && (full = malloc(strlen(c) + strlen(tp) + 1)) != NULL) {
-                strcpy(full, c);
-                strcat(full, tp);
+            size_t clen = strlen(c), tlen = strlen(tp);
+            if (n && (full = malloc(clen + tlen + 1)) != NULL) {
+                memcpy(full, c, clen);
+                memcpy(full + clen, tp, tlen + 1);
                 cJSON_DeleteItemFromObjectCaseSensitive(n, "content");
                 cJSON_AddStringToObject(n, "content", full);
             }

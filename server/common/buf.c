@@ -29,6 +29,8 @@ void lb_buf_reset(lb_buf *b)
 
 static int lb_buf_reserve(lb_buf *b, size_t n)
 {
+    /* every append stays under max, so len can never have passed it */
+    LB_ASSERT(b->len <= b->max && (!b->data || b->len < b->cap));
     if (n > b->max || b->len + n > b->max)
         return LB_E_TOOBIG;
     size_t need = b->len + n + 1;
@@ -56,6 +58,7 @@ int lb_buf_append(lb_buf *b, const void *p, size_t n)
         memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
+    LB_ASSERT(b->len <= b->max && b->len < b->cap);
     return LB_OK;
 }
 
@@ -79,6 +82,7 @@ int lb_buf_printf(lb_buf *b, const char *fmt, ...)
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     b->len += (size_t)n;
+    LB_ASSERT(b->len <= b->max && b->len < b->cap && b->data[b->len] == '\0');
     return LB_OK;
 }
 

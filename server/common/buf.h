@@ -4,6 +4,7 @@
 #ifndef LB_BUF_H
 #define LB_BUF_H
 #include <stddef.h>
+#include "status.h"
 
 typedef struct lb_buf {
     char *data;   /* owned; always NUL-terminated when non-NULL */
@@ -15,9 +16,9 @@ typedef struct lb_buf {
 void lb_buf_init(lb_buf *b, size_t max);
 void lb_buf_free(lb_buf *b);
 void lb_buf_reset(lb_buf *b);            /* len = 0, keeps memory */
-int lb_buf_append(lb_buf *b, const void *p, size_t n);   /* all or nothing */
-int lb_buf_appends(lb_buf *b, const char *s);
-int lb_buf_printf(lb_buf *b, const char *fmt, ...)
+LB_MUST_CHECK int lb_buf_append(lb_buf *b, const void *p, size_t n);   /* all or nothing */
+LB_MUST_CHECK int lb_buf_appends(lb_buf *b, const char *s);
+LB_MUST_CHECK int lb_buf_printf(lb_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Appends as much as fits under max; returns how many bytes were dropped. */
 size_t lb_buf_append_trunc(lb_buf *b, const void *p, size_t n);

@@ -19,6 +19,7 @@
  * field to lb_config and one line to lb_keys[] below. */
 #include "config_priv.h"
 #include "status.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -56,19 +57,6 @@ struct lb_cfg_key {
 
 static void *field(lb_config *c, const lb_cfg_key *k) { return (char *)c + k->off; }
 
-int lb_cfgi_parse_ll(const char *v, long long lo, long long hi, long long *out)
-{
-    if (!*v)
-        return LB_E_INVAL;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || x < lo || x > hi)
-        return LB_E_INVAL;
-    *out = x;
-    return LB_OK;
-}
-
 int lb_cfgi_printable(const char *v)
 {
     for (const unsigned char *p = (const unsigned char *)v; *p; p++)
@@ -80,7 +68,7 @@ int lb_cfgi_printable(const char *v)
 static int set_int(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
     long long x;
-    if (lb_cfgi_parse_ll(v, k->lo, k->hi, &x) != LB_OK) {
+    if (lb_parse_ll(v, k->lo, k->hi, &x) != LB_OK) {
         snprintf(why, whysz, "must be a whole number from %lld to %lld", k->lo, k->hi);
         return LB_E_INVAL;
     }
@@ -97,7 +85,7 @@ static int set_int(lb_config *c, const lb_cfg_key *k, const char *v, char *why, 
 static int set_cpu_milli(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
     long long x;
-    if (lb_cfgi_parse_ll(v, 0, k->hi, &x) != LB_OK || (x != 0 && x < k->lo)) {
+    if (lb_parse_ll(v, 0, k->hi, &x) != LB_OK || (x != 0 && x < k->lo)) {
         snprintf(why, whysz, "must be 0 (no CPU limit) or a whole number from %lld to %lld", k->lo, k->hi);
         return LB_E_INVAL;
     }
@@ -109,7 +97,7 @@ static int set_cpu_milli(lb_config *c, const lb_cfg_key *k, const char *v, char 
 static int set_mib(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
     long long x;
-    if (lb_cfgi_parse_ll(v, k->lo, k->hi, &x) != LB_OK) {
+    if (lb_parse_ll(v, k->lo, k->hi, &x) != LB_OK) {
         snprintf(why, whysz, "must be a whole number of MiB from %lld to %lld", k->lo, k->hi);
         return LB_E_INVAL;
     }
@@ -444,7 +432,7 @@ int lb_config_load(lb_config *cfg)
         snprintf(cfg->conf_path, sizeof cfg->conf_path, "%s", conf ? conf : deflt);
         rc = lb_conf_parse(&cf, cfg->conf_path);
         if (rc != LB_OK) {
-            lb_cfgi_fail(rc, "%s", cf.err);
+            rc = lb_cfgi_fail(rc, "%s", cf.err);
             lb_conf_free(&cf);
             return rc;
         }

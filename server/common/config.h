@@ -13,6 +13,7 @@
 #define LB_CONFIG_H
 #include <stddef.h>
 #include <stdint.h>
+#include "status.h"
 
 #define LB_CFG_PATH 1024
 #define LB_CFG_MAX_MODELS 32
@@ -179,7 +180,7 @@ typedef struct lb_config {
 /* Fills cfg from the defaults, the config file and the environment;
  * creates nothing. On failure returns an lb_status and keeps a sentence
  * (naming file:line, or the variable) for lb_config_error(). */
-int lb_config_load(lb_config *cfg);
+LB_MUST_CHECK int lb_config_load(lb_config *cfg);
 /* Why the last lb_config_load failed ("" after a success). */
 const char *lb_config_error(void);
 
@@ -208,7 +209,7 @@ const lb_model_cfg *lb_cfg_model(const lb_config *cfg, const char *name);
 /* Adds the model LB_MODEL_REPLAY_TASK (provider replay, playing file) to
  * cfg; for the agent of such a task. LB_E_TOOBIG when cfg is full or the
  * path too long. */
-int lb_cfg_add_replay_model(lb_config *cfg, const char *file);
+LB_MUST_CHECK int lb_cfg_add_replay_model(lb_config *cfg, const char *file);
 /* The configured model names, "a, b, c" (truncated to outsz). */
 void lb_cfg_model_names(const lb_config *cfg, char *out, size_t outsz);
 /* The API key of a model (the value of its api_key_env variable), or NULL.

@@ -3,6 +3,7 @@
  * config.h and config_priv.h). */
 #include "config_priv.h"
 #include "status.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -36,7 +37,7 @@ static int m_dbl(double *dst, const char *v, double lo, double hi, char *why, si
 static int m_int(int *dst, const char *v, long long lo, long long hi, char *why, size_t whysz)
 {
     long long x;
-    if (lb_cfgi_parse_ll(v, lo, hi, &x) != LB_OK) {
+    if (lb_parse_ll(v, lo, hi, &x) != LB_OK) {
         snprintf(why, whysz, "must be a whole number from %lld to %lld", lo, hi);
         return LB_E_INVAL;
     }

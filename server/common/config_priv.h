@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include "status.h"
 
 #define LB_CFG_MAX_ENTRIES 2000
 #define LB_CFG_SECTION_MAX 96
@@ -35,7 +36,7 @@ typedef struct lb_conf {
 
 /* Reads path (capped at LB_CFG_FILE_MAX) into cf's entries; on failure an
  * lb_status and a sentence in cf->err. Free with lb_conf_free either way. */
-int lb_conf_parse(lb_conf *cf, const char *path);
+LB_MUST_CHECK int lb_conf_parse(lb_conf *cf, const char *path);
 void lb_conf_free(lb_conf *cf);
 /* [model "qwen"] or [model.qwen] -> "qwen"; 0 when not a model section. */
 int lb_conf_model_section(const char *section, char *name, size_t namesz);
@@ -43,15 +44,14 @@ int lb_conf_model_section(const char *section, char *name, size_t namesz);
 int lb_conf_user_section(const char *section, char *name, size_t namesz);
 
 /* Helpers (config.c). */
-int lb_cfgi_parse_ll(const char *v, long long lo, long long hi, long long *out);
 int lb_cfgi_printable(const char *v);
 /* dst = v when absolute, else base/v; LB_E_TOOBIG when it does not fit. */
-int lb_cfgi_join_path(char *dst, size_t dstsz, const char *base, const char *v);
+LB_MUST_CHECK int lb_cfgi_join_path(char *dst, size_t dstsz, const char *base, const char *v);
 int lb_cfgi_model_name_ok(const char *s);
 /* The first non-empty of the variables a and b, or NULL. */
 const char *lb_cfgi_env(const char *a, const char *b);
 /* Keeps the sentence for lb_config_error() and returns rc. */
-int lb_cfgi_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+LB_MUST_CHECK int lb_cfgi_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Resolves the sandbox caps against this host (config_host.c): an auto
  * sandbox_max_memory_mib becomes half the RAM, sandbox_max_pids at most
@@ -64,19 +64,19 @@ lb_model_cfg *lb_cfgi_find_model(lb_config *c, const char *name);
 /* The file's [model] sections, then the LLMBOX_LLM_* variables on the
  * model "default", then the checks that need a whole model. Skips [user]
  * sections. */
-int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf);
+LB_MUST_CHECK int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf);
 
 /* Users and listen (config_user.c). */
 int lb_cfgi_is_user_key(const char *name);
 /* The file's [user] sections, with the user_* defaults filled in. */
-int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf);
+LB_MUST_CHECK int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf);
 /* "ADDR:PORT" with ADDR an IPv4 or [IPv6] literal: LB_OK, or LB_E_INVAL
  * with a phrase in why. */
-int lb_cfgi_listen_check(const char *v, char *why, size_t whysz);
+LB_MUST_CHECK int lb_cfgi_listen_check(const char *v, char *why, size_t whysz);
 /* allowed_hosts: v (names with an optional :port, separated by commas or
  * spaces) checked and written lowercase, comma-separated, into out. */
-int lb_cfgi_allowed_hosts_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz);
+LB_MUST_CHECK int lb_cfgi_allowed_hosts_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz);
 /* The checks that need both: listen beyond loopback needs users. */
-int lb_cfgi_check_access(const lb_config *c);
+LB_MUST_CHECK int lb_cfgi_check_access(const lb_config *c);
 
 #endif

@@ -13,6 +13,7 @@
 #include "config_priv.h"
 #include "status.h"
 #include "token.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,7 +25,7 @@ typedef int (*lb_user_setter)(lb_user_cfg *u, const char *v, char *why, size_t w
 static int u_intval(int *dst, const char *v, long long lo, long long hi, char *why, size_t whysz)
 {
     long long x;
-    if (lb_cfgi_parse_ll(v, lo, hi, &x) != LB_OK) {
+    if (lb_parse_ll(v, lo, hi, &x) != LB_OK) {
         snprintf(why, whysz, "must be a whole number from %lld to %lld (0: no limit of its own)", lo, hi);
         return LB_E_INVAL;
     }
@@ -45,7 +46,7 @@ static int u_per_minute(lb_user_cfg *u, const char *v, char *why, size_t whysz)
 static int u_upload(lb_user_cfg *u, const char *v, char *why, size_t whysz)
 {
     long long x;
-    if (lb_cfgi_parse_ll(v, 1, 1 << 20, &x) != LB_OK) {
+    if (lb_parse_ll(v, 1, 1 << 20, &x) != LB_OK) {
         snprintf(why, whysz, "must be a whole number of MiB from 1 to %d", 1 << 20);
         return LB_E_INVAL;
     }
@@ -204,7 +205,7 @@ static int split_listen(const char *v, char *addr, size_t addrsz, long long *por
         memcpy(addr, v, alen);
     }
     addr[alen] = '\0';
-    return lb_cfgi_parse_ll(colon + 1, 1, 65535, port);
+    return lb_parse_ll(colon + 1, 1, 65535, port);
 }
 
 int lb_cfgi_listen_check(const char *v, char *why, size_t whysz)

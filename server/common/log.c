@@ -1,5 +1,5 @@
 #include "log.h"
-#include "utf8.h"
+#include "llmbox/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>

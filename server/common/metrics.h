@@ -21,6 +21,7 @@
 #define LB_METRICS_H
 
 #include <stddef.h>
+#include "status.h"
 
 #define LB_METRIC_NAME_MAX 80
 #define LB_METRIC_LABELS_MAX 200
@@ -60,7 +61,7 @@ void lb_metrics_observe(lb_metrics *m, const lb_hist_def *h, const char *labels,
  * *rows NULL). With reset, the set is emptied in the same step: used to
  * move an agent's increments into the store. Returns 0, or -1 when out of
  * memory (nothing taken). */
-int lb_metrics_snapshot(lb_metrics *m, lb_metric_row **rows, size_t *n, int reset);
+LB_MUST_CHECK int lb_metrics_snapshot(lb_metrics *m, lb_metric_row **rows, size_t *n, int reset);
 
 /* Formats a bucket bound the way rows and the exposition spell it
  * ("0.005", "2.5", "600"); +Inf for INFINITY. */
@@ -68,6 +69,6 @@ void lb_metrics_le_text(double le, char *out, size_t outsz);
 /* Appends key="value" (comma-separated after the first) to labels, the
  * value escaped for the exposition format (\\, \", \n) and cut at 64 bytes.
  * Returns 0, or -1 when it does not fit (labels unchanged). */
-int lb_metrics_label(char *labels, size_t sz, const char *key, const char *value);
+LB_MUST_CHECK int lb_metrics_label(char *labels, size_t sz, const char *key, const char *value);
 
 #endif

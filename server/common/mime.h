@@ -2,12 +2,13 @@
 #ifndef LB_MIME_H
 #define LB_MIME_H
 #include <stddef.h>
+#include "status.h"
 
 /* MIME type of the regular file at path, e.g. "image/png". Uses one libmagic
  * handle per thread. Text types that libmagic cannot tell apart by content
  * (css, js, csv, svg, md, json) are refined from the file name extension.
  * Never follows a symlink. Falls back to "application/octet-stream". */
-int lb_mime_of_file(const char *path, char *out, size_t outsz);
+LB_MUST_CHECK int lb_mime_of_file(const char *path, char *out, size_t outsz);
 /* Loads and warms a libmagic handle on a helper thread, for the next
  * lb_mime_of_file to take over: an agent calls it at the start of a task so
  * that typing its outputs at the end does not wait ~5 ms for libmagic's
@@ -17,7 +18,7 @@ void lb_mime_preload(void);
  * ended before its outputs were collected): the end of a task. */
 void lb_mime_release(void);
 /* Lowercase hex SHA-256 of the file into out (65 bytes). */
-int lb_sha256_file(const char *path, char out[65]);
+LB_MUST_CHECK int lb_sha256_file(const char *path, char out[65]);
 /* True for types a browser may run script in (html, svg, xml). */
 int lb_mime_is_active(const char *mime);
 

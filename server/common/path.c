@@ -1,6 +1,6 @@
 #include "path.h"
 #include "status.h"
-#include "utf8.h"
+#include "llmbox/utf8.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,8 @@
 #include "status.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 static const char *const lb_status_text[LB_E__COUNT] = {
     [LB_OK] = "ok",
     [LB_E_NOMEM] = "out of memory",
@@ -25,4 +28,13 @@ const char *lb_strerror(int status)
     if (status < 0 || status >= LB_E__COUNT || !lb_status_text[status])
         return "unknown error";
     return lb_status_text[status];
+}
+
+void lb_assert_fail(const char *cond, const char *file, int line, const char *func)
+{
+    /* stderr is every process's log (agents and sandboxd redirect it), so
+     * the broken invariant is the last line before the abort */
+    fprintf(stderr, "%s:%d: %s: assertion failed: %s\n", file, line, func, cond);
+    fflush(stderr);
+    abort();
 }

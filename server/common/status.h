@@ -27,4 +27,31 @@ typedef enum lb_status {
 /* Never NULL; a static string. */
 const char *lb_strerror(int status);
 
+/* A function whose status must not be dropped: the compiler warns (and
+ * -Werror fails the build) at a call that ignores it. Put it on every
+ * declaration that returns an lb_status, or a -1/0 that means failure. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LB_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define LB_MUST_CHECK
+#endif
+
+/* Drops a must-check status on purpose. GCC does not accept a plain
+ * (void) cast for warn_unused_result (GCC bug 66425), so the cast goes
+ * through a `!`. Every use has a comment on the same or the line before
+ * saying why failing there is fine (scripts/checksrc: ignored-status). */
+#define LB_IGNORE(call) ((void)!(call))
+
+/* An invariant of our own code (never of input: input is checked and
+ * refused with a status). Checked unless NDEBUG; on failure prints the
+ * file, line and condition and aborts, so tests and fuzzers stop there. */
+#ifdef NDEBUG
+#define LB_ASSERT(cond) ((void)0)
+#else
+#define LB_ASSERT(cond) \
+    ((cond) ? (void)0 : lb_assert_fail(#cond, __FILE__, __LINE__, __func__))
+#endif
+__attribute__((noreturn)) void lb_assert_fail(const char *cond, const char *file, int line,
+                                              const char *func);
+
 #endif

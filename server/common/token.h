@@ -6,6 +6,7 @@
 #ifndef LB_TOKEN_H
 #define LB_TOKEN_H
 #include <stddef.h>
+#include "status.h"
 
 #define LB_TOKEN_PREFIX "lbx_"           /* makes a leaked token easy to recognise (secret scanners) */
 #define LB_TOKEN_LEN (4 + 64)            /* "lbx_" + 64 hex = 256 random bits */
@@ -13,11 +14,11 @@
 #define LB_SHA256_HEX 65                 /* 64 hex + NUL */
 
 /* A fresh token "lbx_<64 hex>" into out (>= LB_TOKEN_LEN + 1). */
-int lb_token_new(char *out, size_t outsz);
+LB_MUST_CHECK int lb_token_new(char *out, size_t outsz);
 /* Lowercase hex SHA-256 of n bytes of data into out. */
-int lb_sha256_hex(const void *data, size_t n, char out[LB_SHA256_HEX]);
+LB_MUST_CHECK int lb_sha256_hex(const void *data, size_t n, char out[LB_SHA256_HEX]);
 /* Lowercase hex HMAC-SHA256(key, data) into out. */
-int lb_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t n, char out[LB_SHA256_HEX]);
+LB_MUST_CHECK int lb_hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t n, char out[LB_SHA256_HEX]);
 /* True when a and b are equal, in time that depends only on n. */
 int lb_ct_equal(const void *a, const void *b, size_t n);
 /* True when s is exactly 64 lowercase hex characters (a stored hash). */

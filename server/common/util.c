@@ -15,6 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
+int lb_parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+    if (!s || !*s)
+        return LB_E_INVAL;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || end == s || *end || x < lo || x > hi)
+        return LB_E_INVAL;
+    *out = x;
+    return LB_OK;
+}
+
 int lb_random_hex(char *out, size_t outsz, size_t nbytes)
 {
     unsigned char raw[64];

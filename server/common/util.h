@@ -3,11 +3,17 @@
 #define LB_UTIL_H
 #include <stddef.h>
 #include <stdint.h>
+#include "status.h"
 
 #define LB_ID_HEX_LEN 32 /* 128-bit ids as lowercase hex */
 
 /* Fills out with 2*nbytes hex chars + NUL from getrandom(). outsz >= 2*nbytes+1. */
-int lb_random_hex(char *out, size_t outsz, size_t nbytes);
+LB_MUST_CHECK int lb_random_hex(char *out, size_t outsz, size_t nbytes);
+/* The whole of s as a decimal integer in [lo, hi] (leading blanks and a
+ * sign allowed, as strtoll takes them; nothing after): LB_E_INVAL
+ * otherwise (empty, junk, overflow, out of range), *out untouched. What
+ * atoi/atol would be if they could fail (docs/STYLE.md, banned functions). */
+LB_MUST_CHECK int lb_parse_ll(const char *s, long long lo, long long hi, long long *out);
 /* True when s is exactly LB_ID_HEX_LEN lowercase hex chars. */
 int lb_id_valid(const char *s);
 
@@ -15,21 +21,21 @@ int64_t lb_now_ms(void);          /* CLOCK_REALTIME, milliseconds */
 int64_t lb_mono_ms(void);         /* CLOCK_MONOTONIC, milliseconds */
 
 /* Writes data to path atomically: path.tmp.<rand> then fsync + rename. */
-int lb_write_file_atomic(const char *path, const void *data, size_t len, int mode);
+LB_MUST_CHECK int lb_write_file_atomic(const char *path, const void *data, size_t len, int mode);
 /* Reads at most max bytes; LB_E_TOOBIG if the file is larger. *data is
  * NUL-terminated, caller frees. */
-int lb_read_file(const char *path, size_t max, char **data, size_t *len);
+LB_MUST_CHECK int lb_read_file(const char *path, size_t max, char **data, size_t *len);
 /* mkdir -p with mode for every created component. */
-int lb_mkdirs(const char *path, int mode);
+LB_MUST_CHECK int lb_mkdirs(const char *path, int mode);
 /* rm -rf that never follows symlinks and never crosses mount points. */
-int lb_rmtree(const char *path);
+LB_MUST_CHECK int lb_rmtree(const char *path);
 /* Reads/writes everything, retrying on EINTR and short counts. */
-int lb_write_all(int fd, const void *p, size_t n);
+LB_MUST_CHECK int lb_write_all(int fd, const void *p, size_t n);
 /* Raises RLIMIT_NOFILE's soft limit to need (and the hard one when it is
  * lower and we may: root); returns the soft limit we end up with. */
 unsigned long long lb_raise_nofile(unsigned long long need);
-int lb_read_full(int fd, void *p, size_t n); /* LB_E_IO on EOF before n */
+LB_MUST_CHECK int lb_read_full(int fd, void *p, size_t n); /* LB_E_IO on EOF before n */
 /* Drops root to user name (setgroups, setgid, setuid); no-op when not root. */
-int lb_drop_privileges(const char *user);
+LB_MUST_CHECK int lb_drop_privileges(const char *user);
 
 #endif

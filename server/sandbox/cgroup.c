@@ -2,7 +2,6 @@
 #include "sandbox/cgroup.h"
 #include "sandbox/sandboxd.h"
 
-#include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -56,7 +55,7 @@ const char *lbsd_cg_mode_name(lbsd_cg_mode m)
     return m == LBSD_CG_V2 ? "v2" : m == LBSD_CG_V1 ? "v1" : "rlimit";
 }
 
-static int cg_write(const char *dir, const char *file, const char *val)
+static LB_MUST_CHECK int cg_write(const char *dir, const char *file, const char *val)
 {
     char p[LBSD_CG_PATH + 64];
     if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, file) >= sizeof p)
@@ -142,9 +141,9 @@ static int cg_probe_v2(void)
     /* the controllers must be enabled on the way down to each sandbox group;
      * the root's may be enabled already (systemd does), so its answer does
      * not count: the base's write below fails if they are not */
-    cg_write(cg_root, "cgroup.subtree_control", "+memory +pids");
+    LB_IGNORE(cg_write(cg_root, "cgroup.subtree_control", "+memory +pids")); /* see above */
     if (cpu)
-        cg_write(cg_root, "cgroup.subtree_control", "+cpu");
+        LB_IGNORE(cg_write(cg_root, "cgroup.subtree_control", "+cpu")); /* see above */
     if (cg_write(CG_V2_BASE, "cgroup.subtree_control", "+memory +pids") != LB_OK) {
         /* typically a cgroup namespace (a container) whose root holds
          * processes: the kernel refuses to enable controllers there */
@@ -247,11 +246,11 @@ int lbsd_cg_set_memory(const lbsd_cgroup *cg, uint64_t old_bytes, uint64_t bytes
          * down; without swap accounting the memsw file is absent */
         int up = bytes > old_bytes;
         if (up)
-            cg_write(cg->mem, "memory.memsw.limit_in_bytes", val);
+            LB_IGNORE(cg_write(cg->mem, "memory.memsw.limit_in_bytes", val)); /* may be absent */
         if (cg_write(cg->mem, "memory.limit_in_bytes", val) != LB_OK)
             return LB_E_IO;
         if (!up)
-            cg_write(cg->mem, "memory.memsw.limit_in_bytes", val);
+            LB_IGNORE(cg_write(cg->mem, "memory.memsw.limit_in_bytes", val)); /* may be absent */
     }
     return LB_OK;
 }
@@ -293,7 +292,7 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
         /* a new group is unlimited: memory.max is "max" */
         if (lbsd_cg_set_memory(cg, UINT64_MAX, mem_bytes) != LB_OK)
             goto fail;
-        cg_write(cg->v2, "memory.swap.max", "0"); /* absent without swap accounting */
+        LB_IGNORE(cg_write(cg->v2, "memory.swap.max", "0")); /* absent without swap accounting */
         /* kill the whole group on OOM? no: the shell and init must survive */
         if (lbsd_cg_set_pids(cg, pids) != LB_OK)
             goto fail;
@@ -309,7 +308,9 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
             goto fail;
         if (lbsd_cg_set_memory(cg, UINT64_MAX, mem_bytes) != LB_OK)
             goto fail;
-        cg_write(cg->mem, "memory.swappiness", "0");
+        /* a preference, not a bound: memory.limit_in_bytes (and memsw
+         * where swap is accounted) is what holds the sandbox */
+        LB_IGNORE(cg_write(cg->mem, "memory.swappiness", "0"));
     }
     if (cg_v1_pids) {
         if (cg_v1_make(cg->pids, sizeof cg->pids, CG_V1_PIDS, id, cg) != LB_OK)
@@ -333,7 +334,9 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
     return LB_OK;
 fail:
     lb_error("cgroup setup for sandbox %s failed: %s", id, strerror(errno));
-    lbsd_cg_remove(cg);
+    /* what was made is empty (nothing attached yet); a group that will not
+     * go is removed by the next start's cleanup of stale groups */
+    LB_IGNORE(lbsd_cg_remove(cg));
     return LB_E_SANDBOX;
 }
 
@@ -389,7 +392,7 @@ static void cg_sleep_ms(int ms)
 
 /* v1: freeze the group so nothing in it can fork while we kill, SIGKILL
  * every member, thaw (frozen tasks die as they thaw). */
-static int cg_freeze_kill(const char *dir)
+static LB_MUST_CHECK int cg_freeze_kill(const char *dir)
 {
     if (cg_write(dir, "freezer.state", "FROZEN") != LB_OK)
         return LB_E_IO;
@@ -402,7 +405,9 @@ static int cg_freeze_kill(const char *dir)
         cg_sleep_ms(1);
     }
     cg_kill_procs(dir);
-    cg_write(dir, "freezer.state", "THAWED");
+    /* a group left frozen keeps its killed processes until thawed; the
+     * caller's removal of the group then fails and says so */
+    LB_IGNORE(cg_write(dir, "freezer.state", "THAWED"));
     return LB_OK;
 }
 
@@ -465,10 +470,11 @@ static void cg_cleanup_base(const char *base, int freezer)
             continue;
         char p[LBSD_CG_PATH];
         snprintf(p, sizeof p, "%s/%s", base, de->d_name);
+        /* best effort: the /proc kills and the removal below say what is left */
         if (freezer)
-            cg_freeze_kill(p);
+            LB_IGNORE(cg_freeze_kill(p));
         else if (!strcmp(base, CG_V2_BASE))
-            cg_write(p, "cgroup.kill", "1");
+            LB_IGNORE(cg_write(p, "cgroup.kill", "1"));
         for (int i = 0; i < 5; i++)
             cg_kill_procs(p);
         if (cg_rmdir_retry(p) == LB_OK)

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include "common/status.h"
 
 typedef enum { LBSD_CG_RLIMIT = 0, LBSD_CG_V1 = 1, LBSD_CG_V2 = 2 } lbsd_cg_mode;
 
@@ -35,27 +36,27 @@ lbsd_cg_mode lbsd_cg_detect(void);
 /* Tests only: the cgroup filesystem is at root instead of /sys/fs/cgroup
  * (a simulated tree), and the next call probes again. LB_E_INVAL when root
  * is empty or longer than LBSD_CG_ROOT_MAX - 1. */
-int lbsd_cg_set_root(const char *root);
+LB_MUST_CHECK int lbsd_cg_set_root(const char *root);
 const char *lbsd_cg_mode_name(lbsd_cg_mode m);
 
 /* Creates the groups for id and sets the limits (cpu_milli: thousandths of
  * a core, 0 = no CPU limit). In rlimit mode does nothing and returns LB_OK. */
-int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids, int cpu_milli);
+LB_MUST_CHECK int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids, int cpu_milli);
 /* Changes the memory limit of made groups from old_bytes (UINT64_MAX: no
  * limit yet) to bytes, and the pids limit; a pooled sandbox taken with other
  * limits than it was made with. LB_E_IO with errno when the kernel refuses. */
-int lbsd_cg_set_memory(const lbsd_cgroup *cg, uint64_t old_bytes, uint64_t bytes);
-int lbsd_cg_set_pids(const lbsd_cgroup *cg, int pids);
+LB_MUST_CHECK int lbsd_cg_set_memory(const lbsd_cgroup *cg, uint64_t old_bytes, uint64_t bytes);
+LB_MUST_CHECK int lbsd_cg_set_pids(const lbsd_cgroup *cg, int pids);
 /* Moves pid into the groups. */
-int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid);
+LB_MUST_CHECK int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid);
 /* OOM kills so far in the group (0 when unknown). */
 uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg);
 /* SIGKILLs every process in the groups at once, so that none can fork away
  * meanwhile: v2 cgroup.kill, v1 freeze + kill + thaw. LB_E_IO when there is
  * no such mechanism (the caller falls back to a /proc scan). */
-int lbsd_cg_kill(const lbsd_cgroup *cg);
+LB_MUST_CHECK int lbsd_cg_kill(const lbsd_cgroup *cg);
 /* Removes the groups (they must be empty; retried briefly). */
-int lbsd_cg_remove(lbsd_cgroup *cg);
+LB_MUST_CHECK int lbsd_cg_remove(lbsd_cgroup *cg);
 /* Startup: kills what is left in llmbox/<anything> and removes the groups. */
 void lbsd_cg_cleanup_stale(void);
 /* Clean exit: removes this installation's (empty) base groups. */

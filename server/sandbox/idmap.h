@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include "common/status.h"
 
 #define LBSD_ID_COUNT 65536u  /* ids mapped into each sandbox: enough for Debian's users */
 
@@ -34,17 +35,17 @@ int lbsd_idmap_image_ok(const char *image_dir);
  * that no host user can reach the image's (now BASE-owned) setuid files, and
  * writes the stamp. Never follows symlinks or crosses into another
  * filesystem. The caller holds the image's lock. say may be NULL. */
-int lbsd_idmap_shift_image(const char *image_dir, lbsd_say_fn say, void *ctx, char *msg,
+LB_MUST_CHECK int lbsd_idmap_shift_image(const char *image_dir, lbsd_say_fn say, void *ctx, char *msg,
                            size_t msgsz);
 
 /* The parts of lbsd_idmap_shift_image, for the image builder, which
  * shifts a new root before publishing it: shifts <image_dir>/<root_name>
  * from the unshifted ids and, if old_base is not 0, from that base's range
  * (refused when the two ranges overlap), then makes image_dir mode 0700. */
-int lbsd_idmap_shift_root(const char *image_dir, const char *root_name, uint32_t old_base,
+LB_MUST_CHECK int lbsd_idmap_shift_root(const char *image_dir, const char *root_name, uint32_t old_base,
                           lbsd_say_fn say, void *ctx, char *msg, size_t msgsz);
 /* Writes <image_dir>/.idmap for the configured base (atomically). */
-int lbsd_idmap_write_stamp(const char *image_dir);
+LB_MUST_CHECK int lbsd_idmap_write_stamp(const char *image_dir);
 
 /* sandboxd start: shifts every built image of the store that needs it
  * (logged, with progress). Images being built (locked) are skipped. */
@@ -52,6 +53,6 @@ void lbsd_idmap_startup(void);
 
 /* Writes /proc/<pid>/uid_map and gid_map: "0 <root> 65536", root being the
  * first host id of the sandbox's range. */
-int lbsd_idmap_write_maps(pid_t pid, uint32_t root, char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_idmap_write_maps(pid_t pid, uint32_t root, char *msg, size_t msgsz);
 
 #endif

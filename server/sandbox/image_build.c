@@ -17,7 +17,6 @@
 #include "sandbox/mounts.h"
 #include "sandbox/rpc.h"
 
-#include "common/buf.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -218,12 +217,9 @@ static int img_debootstrap(img_ctx *c)
     include = malloc(ilen + 16);
     if (!include)
         return LB_E_NOMEM;
-    strcpy(include, "--include=");
-    for (size_t i = 0; i < c->npkgs; i++) {
-        if (i)
-            strcat(include, ",");
-        strcat(include, c->pkgs[i]);
-    }
+    size_t at = (size_t)snprintf(include, ilen + 16, "--include=");
+    for (size_t i = 0; i < c->npkgs; i++)
+        at += (size_t)snprintf(include + at, ilen + 16 - at, "%s%s", i ? "," : "", c->pkgs[i]);
     const char *prog = access("/usr/sbin/debootstrap", X_OK) == 0 ? "/usr/sbin/debootstrap"
                                                                    : "debootstrap";
     char *argv[] = {(char *)prog, "--variant=minbase", include, (char *)c->suite, c->tmp,
@@ -387,7 +383,8 @@ static int img_finish_root(img_ctx *c, int64_t started)
     if (lb_write_file_atomic(p, hosts, sizeof hosts - 1, 0644) != LB_OK)
         fprintf(stderr, "llmbox image: warning: cannot write %s\n", p);
     snprintf(p, sizeof p, "%s/etc/hostname", c->tmp);
-    lb_write_file_atomic(p, "sandbox\n", 8, 0644);
+    if (lb_write_file_atomic(p, "sandbox\n", 8, 0644) != LB_OK)
+        fprintf(stderr, "llmbox image: warning: cannot write %s\n", p);
     /* downloaded .debs are dead weight in every sandbox's lower layer */
     snprintf(p, sizeof p, "%s/var/cache/apt/archives", c->tmp);
     int dfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -471,7 +468,8 @@ static int img_publish(img_ctx *c)
             return LB_E_IO;
         }
         img_say(c, "removing the previous root");
-        lbsd_rmtree_force(c->tmp);
+        if (lbsd_rmtree_force(c->tmp) != LB_OK) /* the new root is in place: only disk is lost */
+            fprintf(stderr, "llmbox image: warning: cannot remove %s: %s\n", c->tmp, strerror(errno));
     } else if (rename(c->tmp, c->root) != 0) {
         fprintf(stderr, "llmbox image: rename %s -> %s: %s\n", c->tmp, c->root, strerror(errno));
         return LB_E_IO;

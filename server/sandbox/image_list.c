@@ -7,7 +7,6 @@
 #include "sandbox/rpc.h"
 
 #include "common/config.h"
-#include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>

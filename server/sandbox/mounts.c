@@ -4,7 +4,6 @@
 #include "sandbox/mounts.h"
 
 #include "common/status.h"
-#include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>

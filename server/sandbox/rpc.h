@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "llmbox/sandbox.h"
+#include "common/status.h"
 
 /* ---- frames -------------------------------------------------------------- */
 
@@ -21,11 +22,11 @@
  * *cancel (may be NULL) is noticed within a fraction of a second even if the
  * signal handler was installed with SA_RESTART. Returns LB_OK, LB_E_CANCELLED,
  * LB_E_UNAVAILABLE (peer closed / I/O error), LB_E_PROTO (frame over max). */
-int lbsd_frame_send(int fd, const void *a, size_t alen, volatile int *cancel);
+LB_MUST_CHECK int lbsd_frame_send(int fd, const void *a, size_t alen, volatile int *cancel);
 /* Waits until a frame starts to arrive (or the peer closes). */
-int lbsd_frame_wait(int fd, volatile int *cancel);
+LB_MUST_CHECK int lbsd_frame_wait(int fd, volatile int *cancel);
 /* Reads one frame of at most max bytes; *data (NUL-terminated, caller frees). */
-int lbsd_frame_recv(int fd, size_t max, char **data, size_t *len, volatile int *cancel);
+LB_MUST_CHECK int lbsd_frame_recv(int fd, size_t max, char **data, size_t *len, volatile int *cancel);
 
 /* Incremental, non-blocking frame decoder for the daemon. */
 typedef struct lbsd_decoder {
@@ -43,7 +44,7 @@ void lbsd_decoder_free(lbsd_decoder *d);
  * *used. When a full frame is ready, returns 1 and hands it out in
  * *frame / *flen (caller frees; NUL-terminated). Returns 0 when more bytes
  * are needed, or a negative value (-LB_E_PROTO / -LB_E_NOMEM) on error. */
-int lbsd_decoder_feed(lbsd_decoder *d, const char *p, size_t n, size_t *used,
+LB_MUST_CHECK int lbsd_decoder_feed(lbsd_decoder *d, const char *p, size_t n, size_t *used,
                       char **frame, size_t *flen);
 /* Writes the 4-byte big-endian header for a payload of n bytes. */
 void lbsd_frame_header(unsigned char hdr[LBSD_FRAME_HDR], uint32_t n);
@@ -117,14 +118,14 @@ typedef struct lbsd_req {
 
 /* Parses and validates one request frame. On failure returns LB_E_INVAL (or
  * LB_E_NOMEM) and writes a sentence to msg. Always call lbsd_req_free. */
-int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size_t msgsz);
 void lbsd_req_free(lbsd_req *req);
 const char *lbsd_op_name(lbsd_op op);
 
 /* True for [a-z0-9_-]{1,32}. */
 int lbsd_image_name_valid(const char *s);
 /* Turns an absolute sandbox path into a cleaned relative one ("" for "/"). */
-int lbsd_sandbox_path(const char *abs, char *out, size_t outsz);
+LB_MUST_CHECK int lbsd_sandbox_path(const char *abs, char *out, size_t outsz);
 
 /* ---- error codes ---------------------------------------------------------- */
 

@@ -182,6 +182,8 @@ int lbsd_decoder_feed(lbsd_decoder *d, const char *p, size_t n, size_t *used,
     memcpy(d->payload + d->got, p + u, take);
     d->got += take;
     u += take;
+    /* the payload was allocated for want bytes: never more, never past p */
+    LB_ASSERT(d->got <= d->want && u <= n);
     *used = u;
     if (d->got < d->want)
         return 0;

@@ -11,10 +11,12 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -112,7 +114,8 @@ static int sb_nspid_is(long pid, int nspid)
     if (eol)
         *eol = '\0';
     char *last = strrchr(ns, '\t');
-    return last && atoi(last + 1) == nspid;
+    long long v;
+    return last && lb_parse_ll(last + 1, 1, INT_MAX, &v) == LB_OK && v == nspid;
 }
 
 /* The shell is a child of the sandbox's init: its host pid is among the
@@ -627,8 +630,9 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
         sb->slot_held = 0;
     }
     lbsd_net_detach(sb); /* its slirp4netns, before the cgroups it sits in */
-    if (sb->cg.made)
-        lbsd_cg_remove(&sb->cg);
+    if (sb->cg.made && lbsd_cg_remove(&sb->cg) != LB_OK)
+        lb_warn("sandbox %s: cannot remove its cgroups (the next start removes them): %s",
+                sb->id, strerror(errno));
     if (sb->dir[0] && lbsd_rmtree_force(sb->dir) != LB_OK)
         lb_warn("sandbox %s: cannot remove %s: %s", sb->id, sb->dir, strerror(errno));
     if (sb->init_pid > 0)

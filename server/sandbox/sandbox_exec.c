@@ -130,16 +130,16 @@ static void lbsd_utf8_append(lb_buf *o, const unsigned char *p, size_t n)
             size_t j = i;
             while (j < n && p[j] >= 0x01 && p[j] < 0x80)
                 j++;
-            lb_buf_append(o, p + i, j - i);
+            LB_IGNORE(lb_buf_append(o, p + i, j - i)); /* o is sized for the worst case */
             i = j;
             continue;
         }
         size_t len = c ? llmbox_utf8_decode(p + i, n - i, NULL) : 0; /* a NUL is replaced too */
         if (len) {
-            lb_buf_append(o, p + i, len);
+            LB_IGNORE(lb_buf_append(o, p + i, len)); /* o is sized for the worst case */
             i += len;
         } else {
-            lb_buf_append(o, repl, 3);
+            LB_IGNORE(lb_buf_append(o, repl, 3)); /* o is sized for the worst case */
             i++;
         }
     }
@@ -153,7 +153,8 @@ char *lbsd_capture_text(const lbsd_capture *c, int *truncated)
     lbsd_utf8_append(&o, (const unsigned char *)c->head.data, c->head.len);
     uint64_t dropped = c->total - c->head.len - c->tail_len;
     if (dropped) {
-        lb_buf_printf(&o, "\n[... %llu bytes omitted ...]\n", (unsigned long long)dropped);
+        /* the cap has 256 bytes for this line; out of memory leaves it out */
+        LB_IGNORE(lb_buf_printf(&o, "\n[... %llu bytes omitted ...]\n", (unsigned long long)dropped));
         if (truncated)
             *truncated = 1;
     }
@@ -269,7 +270,7 @@ static size_t lbsd_scan_feed_n(lbsd_scan *s, lbsd_capture *cap, const char *sent
             }
             lbsd_scan_commit_from(cap, comb, from, i, shown);
             if (with_code)
-                s->code = atoi(comb + j);
+                s->code = (int)strtol(comb + j, NULL, 10); /* [-]digits, at most 12 */
             s->found = 1;
             /* k + 1 bytes of comb used; the first `old` came from pend */
             consumed += (k + 1 > old) ? (k + 1 - old) : 0;

@@ -15,7 +15,6 @@
  */
 #include "sandbox/sandboxd.h"
 
-#include "common/log.h"
 #include "common/path.h"
 #include "common/status.h"
 

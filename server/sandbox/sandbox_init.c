@@ -561,7 +561,8 @@ static void init_hide_host_args(void)
         return;
     unsigned long v[52] = {0};
     int field = 2;
-    for (char *tok = strtok(p + 1, " "); tok && field < 51; tok = strtok(NULL, " ")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(p + 1, " ", &save); tok && field < 51; tok = strtok_r(NULL, " ", &save)) {
         field++;
         v[field] = strtoul(tok, NULL, 10);
     }

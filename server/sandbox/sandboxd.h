@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/rpc.h"
+#include "common/status.h"
 
 #define LBSD_MAX_CONNS 256
 /* sandboxes at once and per connection: lb_cfg()->sandbox_max and
@@ -184,31 +185,32 @@ void lbsd_note_gone(lbsd_sandbox *sb);
 
 /* Runs the event loop on the listening socket until SIGTERM/SIGINT; then
  * destroys every sandbox. Returns the exit status. */
-int lbsd_serve(int lfd);
+LB_MUST_CHECK int lbsd_serve(int lfd);
 
 /* --- sandbox_create.c ---------------------------------------------------- */
 /* Creates a sandbox (synchronous): lbsd_sandbox_make, then the input copy.
  * On failure writes a sentence to msg. */
-int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out,
+LB_MUST_CHECK int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out,
                         char *msg, size_t msgsz);
 /* A blank sandbox with no owner and an empty /testbed/input: namespaces
  * made, filesystem mounted, shell started. What the warm pool holds. Uses
  * req's image and limits; ignores input_dir. */
-int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t msgsz);
 /* Copies input_dir (a host path, read with uid/gid's rights) into the
  * sandbox's /testbed/input through its root fd. NULL input_dir: no-op. */
-int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, gid_t gid,
+LB_MUST_CHECK int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, gid_t gid,
                             char *msg, size_t msgsz);
 /* Kills everything, reaps init, removes cgroups and the scratch dir. */
 void lbsd_sandbox_destroy(lbsd_sandbox *sb);
 /* Starts a fresh shell through init (kills the old one if alive). */
-int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz);
 /* Handles one message from init (shell exit). Returns -1 when init is gone. */
 int lbsd_ctl_handle(lbsd_sandbox *sb);
 /* True when the host process pid lives in sb's pid namespace (the one test
  * every /proc walk over a sandbox's processes uses). */
 int lbsd_pid_in_sandbox(const lbsd_sandbox *sb, pid_t pid);
-/* SIGKILLs every process of the sandbox except init and (keep_shell) the shell. */
+/* SIGKILLs every process of the sandbox except init and (keep_shell) the
+ * shell; returns how many it signalled (a count, not a status). */
 int lbsd_kill_all(lbsd_sandbox *sb, int keep_shell);
 /* Removes what a previous sandboxd run left behind. */
 void lbsd_cleanup_stale(void);
@@ -241,7 +243,7 @@ void lbsd_pool_shutdown(void);
 
 /* --- sandbox_net.c: network modes --------------------------------------- */
 /* Checks LLMBOX_NETWORK_ALLOW at startup; on failure a sentence in msg. */
-int lbsd_net_check_config(char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_net_check_config(char *msg, size_t msgsz);
 /* True when the operator allows mode (LBSD_NET_NONE / LBSD_NET_NAT). */
 int lbsd_net_allowed(int mode);
 /* The allowed modes as a JSON array of names. */
@@ -249,7 +251,7 @@ cJSON *lbsd_net_allowed_json(void);
 /* Gives the sandbox its network: "none" keeps loopback only; "nat" starts
  * slirp4netns on its netns (waits until the tap is configured, ~10 ms)
  * and writes /etc/resolv.conf through its root fd. */
-int lbsd_net_attach(lbsd_sandbox *sb, int mode, char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_net_attach(lbsd_sandbox *sb, int mode, char *msg, size_t msgsz);
 /* Stops the sandbox's helper, if any (destroy calls this). */
 void lbsd_net_detach(lbsd_sandbox *sb);
 /* SIGCHLD: 1 if pid was sb's slirp4netns (then marked reaped). */
@@ -262,7 +264,7 @@ int lbsd_net_child_exited(lbsd_sandbox *sb, pid_t pid, int status);
 const char *lbsd_install_tag(void);
 /* Takes <var>/sandboxd.lock for the life of the process: one sandboxd per
  * var dir, whatever its socket. Returns the fd, or -1 with a sentence. */
-int lbsd_lock_var(char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_lock_var(char *msg, size_t msgsz);
 /* Kills every process of an old sandbox of this installation (its root is
  * an overlay whose upper layer is under var/sandboxes/) and every
  * slirp4netns it started. Run at startup, before the scratch dirs go. */
@@ -290,14 +292,14 @@ __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
 /* --- seccomp.c ------------------------------------------------------------ */
 /* Drops capabilities outside the sandbox set (bounding, permitted,
  * effective, inheritable, ambient). */
-int lbsd_drop_caps(void);
+LB_MUST_CHECK int lbsd_drop_caps(void);
 /* Compiles the seccomp deny list once (sandboxd, before the first clone;
  * later calls return at once). */
-int lbsd_seccomp_prepare(void);
+LB_MUST_CHECK int lbsd_seccomp_prepare(void);
 /* PR_SET_NO_NEW_PRIVS + the seccomp deny list (the prepared program, or
  * compiled here if there is none). The last step before the sandbox runs
  * anything it did not choose. */
-int lbsd_seccomp_apply(void);
+LB_MUST_CHECK int lbsd_seccomp_apply(void);
 
 /* --- sandbox_exec.c ------------------------------------------------------- */
 /* Handles an exec request of c (the owner) on sb: starts req->command, or,
@@ -305,10 +307,10 @@ int lbsd_seccomp_apply(void);
  * On LB_OK the reply is sent now or later (c is marked busy meanwhile);
  * otherwise nothing was sent and msg says why (LB_E_BUSY: another command
  * while one runs). */
-int lbsd_exec_request(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, char *msg,
+LB_MUST_CHECK int lbsd_exec_request(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, char *msg,
                       size_t msgsz);
 /* Starts running req->command; the reply comes later from lbsd_exec_tick. */
-int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msgsz);
 /* Reads available shell output (fd is sh_out or sh_err). */
 void lbsd_exec_on_output(lbsd_sandbox *sb, int fd);
 /* Writes pending wrapper bytes to the shell. */
@@ -355,7 +357,7 @@ void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
  * peer's uid/gid) into the directory dstfd; what it creates belongs to
  * owner (the sandbox's root on the host). Never follows symlinks inside
  * src; skips them and special files. */
-int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, uid_t owner, char *msg,
+LB_MUST_CHECK int lbsd_copy_input(const char *src, int dstfd, uid_t uid, gid_t gid, uid_t owner, char *msg,
                     size_t msgsz);
 
 #endif

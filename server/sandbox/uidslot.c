@@ -184,7 +184,9 @@ int lbsd_slot_take(int *slot, char *msg, size_t msgsz)
 void lbsd_slot_release(int slot)
 {
     if (slot <= 0 || slot > g_count || !g_held[slot])
-        return;
+        return; /* slot 0, or one not held: lbsd_slot_init gives back every slot */
+    /* a held slot is counted in g_used: the count cannot go below zero */
+    LB_ASSERT(g_used > 0);
     g_held[slot] = 0;
     g_used--;
     if (g_lock_fd[slot] >= 0) {

@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "common/status.h"
 
 #define LBSD_SLOT_MAX 32767   /* ranges above the image's that can fit below 2^31 */
 
@@ -46,7 +47,7 @@ int lbsd_slot_count(void);
 int lbsd_slot_used(void);
 /* A free slot for a new sandbox (0 in shared mode). LB_E_UNAVAILABLE with a
  * sentence in msg when every slot is taken. */
-int lbsd_slot_take(int *slot, char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_slot_take(int *slot, char *msg, size_t msgsz);
 /* Gives the slot back: only once no process of its sandbox is left. */
 void lbsd_slot_release(int slot);
 /* Host uid (and gid) of the root of the sandbox in slot. */

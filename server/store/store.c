@@ -409,7 +409,7 @@ static int lb_schema_version(lb_store *s)
         v = (src & 0xff) == SQLITE_ERROR ? 0 : -1;
     } else {
         src = sqlite3_step(st);
-        v = src == SQLITE_ROW ? atoi(lb_col_text(st, 0)) : src == SQLITE_DONE ? 0 : -1;
+        v = src == SQLITE_ROW ? (int)strtol(lb_col_text(st, 0), NULL, 10) : src == SQLITE_DONE ? 0 : -1;
     }
     sqlite3_finalize(st);
     return v;
@@ -437,7 +437,7 @@ static int lb_store_migrate(lb_store *s)
     }
     src = sqlite3_step(st);
     if (src == SQLITE_ROW)
-        version = atoi(lb_col_text(st, 0));
+        version = (int)strtol(lb_col_text(st, 0), NULL, 10);
     else if (src != SQLITE_DONE)
         rc = lb_store_err(s, src, "read schema version");
     sqlite3_finalize(st);
@@ -1095,7 +1095,7 @@ int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_
             free(json);
             return LB_E_INVAL;
         }
-        len += (size_t)sprintf(json + len, "%s\"%s\"", i ? "," : "", ids[i]);
+        len += (size_t)snprintf(json + len, n * 35 + 3 - len, "%s\"%s\"", i ? "," : "", ids[i]);
     }
     json[len++] = ']';
     json[len] = '\0';

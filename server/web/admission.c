@@ -119,7 +119,7 @@ void lb_admit_end(lb_admission *a)
     if (a->committed)
         return;
     if (a->dir_made)
-        lb_rmtree(a->task_dir); /* nothing refers to a task that was never stored */
+        LB_IGNORE(lb_rmtree(a->task_dir)); /* nothing refers to a task that was never stored: only disk */
     a->dir_made = 0;
     if (a->slot)
         lb_spawn_unreserve();

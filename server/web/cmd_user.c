@@ -87,7 +87,10 @@ static int lb_user_hash(void)
                         "(`llmbox user add NAME` makes one)\n");
         return 2;
     }
-    lb_sha256_hex(line, n, h);
+    if (lb_sha256_hex(line, n, h) != LB_OK) {
+        fprintf(stderr, "llmbox user hash: cannot hash the token (libcrypto failed)\n");
+        return 1;
+    }
     printf("token_sha256 = %s\n", h);
     return 0;
 }

@@ -10,7 +10,6 @@
 #include "web/task_options.h"
 #include "web/user_limits.h"
 
-#include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"

@@ -17,9 +17,7 @@
 #include "web/handlers_rerun.h"
 
 #include "web/auth.h"
-#include "web/handlers_tasks.h"
 #include "web/http.h"
-#include "web/spawn.h"
 #include "web/task_options.h"
 #include "web/user_limits.h"
 #include "common/path.h"

@@ -332,7 +332,7 @@ void lb_h_sbx_create(lb_req *r)
     int built = lb_sbx_build(r, s, &sp);
     lb_sbx_unlock(s);
     if (!built) {
-        lb_sbx_remove(s->id, LB_SBX_GONE_FAILED);
+        (void)lb_sbx_remove(s->id, LB_SBX_GONE_FAILED); /* already gone (a delete) is the same end */
         goto out;
     }
     lb_sbx_set_running(s);
@@ -342,7 +342,7 @@ void lb_h_sbx_create(lb_req *r)
     }
     out = lb_sbx_json(s);
     if (!out) {
-        lb_sbx_remove(s->id, LB_SBX_GONE_FAILED); /* nobody would know its id */
+        (void)lb_sbx_remove(s->id, LB_SBX_GONE_FAILED); /* nobody would know its id; already gone is fine */
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }

@@ -530,7 +530,7 @@ out:
         u.fd = -1;
     }
     if (adm.committed)
-        lb_rmtree(u.stage_dir); /* the rest of the folder is the task's */
+        LB_IGNORE(lb_rmtree(u.stage_dir)); /* the staging dir of a stored task: only disk */
     lb_admit_end(&adm);
     lb_mp_free(mp);
     free(chunk);

@@ -4,7 +4,6 @@
 #ifndef LB_WEB_HANDLERS_TASKS_H
 #define LB_WEB_HANDLERS_TASKS_H
 
-#include "store/store.h"
 #include "web/request.h"
 
 #define LB_WEB_PROMPT_MAX (100u << 10)   /* bytes of a task's prompt */

@@ -11,7 +11,6 @@
  */
 #include "web/req_body.h"
 
-#include "common/log.h"
 #include "common/status.h"
 #include "common/utf8.h"
 #include "web/http.h"

@@ -4,6 +4,7 @@
 #include "common/status.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +56,7 @@ static int lb_count_locked(const char *key)
  * of fewer streams, never more). */
 static void lb_key_norm(const char *key, char out[LB_SSE_KEY_MAX])
 {
-    strncpy(out, key ? key : "", LB_SSE_KEY_MAX - 1);
-    out[LB_SSE_KEY_MAX - 1] = '\0';
+    snprintf(out, LB_SSE_KEY_MAX, "%s", key ? key : "");
 }
 
 int lb_sse_admit_take(const char *key_in, int *slot)

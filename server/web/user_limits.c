@@ -16,7 +16,6 @@
 #include "common/config.h"
 #include "store/store.h"
 
-#include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
 

@@ -204,7 +204,7 @@ static lb_store *open_db(const char *name)
 
 static int add_task(lb_store *s, const char *owner, int max_active, char id[33])
 {
-    lb_random_hex(id, 33, 16);
+    CHECK(lb_random_hex(id, 33, 16) == LB_OK);
     lb_task_new t = {.id = id, .prompt = "p", .model = "m", .max_turns = 1, .owner = owner,
                      .owner_max_active = max_active};
     return lb_store_task_insert(s, &t);
@@ -246,7 +246,7 @@ TEST(task_owners_lists_and_active_limit)
 static void session(lb_session *se, const char *sid, const char *user, int64_t created, int64_t ttl)
 {
     memset(se, 0, sizeof *se);
-    lb_sha256_hex(sid, strlen(sid), se->id_sha256);
+    CHECK(lb_sha256_hex(sid, strlen(sid), se->id_sha256) == LB_OK);
     snprintf(se->user, sizeof se->user, "%s", user);
     snprintf(se->token_sha256, sizeof se->token_sha256, "%s", ha);
     se->created_ms = created;
@@ -265,7 +265,7 @@ TEST(sessions_expire_trim_and_delete)
     CHECK(!strcmp(got.user, "alice") && !strcmp(got.token_sha256, ha) && got.expires_ms == now + 60000);
     CHECK(lb_store_session_get(s, se.id_sha256, now + 60000, &got) == LB_E_NOTFOUND); /* expired */
     char other[65];
-    lb_sha256_hex("two", 3, other);
+    CHECK(lb_sha256_hex("two", 3, other) == LB_OK);
     CHECK(lb_store_session_get(s, other, now, &got) == LB_E_NOTFOUND);
     CHECK(lb_store_session_get(s, "not-a-hash", now, &got) == LB_E_INVAL);
     /* a user keeps the newest three */
@@ -307,9 +307,9 @@ int main(void)
     unsetenv("LLMBOX_LISTEN");
     unsetenv("LLMBOX_LLM_URL");
     unsetenv("OPENAI_BASE_URL");
-    lb_sha256_hex("alice-token", 11, ha);
-    lb_sha256_hex("bob-token", 9, hb);
-    lb_sha256_hex("carol-token", 11, hc);
+    CHECK(lb_sha256_hex("alice-token", 11, ha) == LB_OK);
+    CHECK(lb_sha256_hex("bob-token", 9, hb) == LB_OK);
+    CHECK(lb_sha256_hex("carol-token", 11, hc) == LB_OK);
     RUN(sha256_and_hmac_known_vectors);
     RUN(new_tokens_are_random_and_prefixed);
     RUN(constant_time_compare_and_hash_shape);

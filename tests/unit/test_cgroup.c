@@ -56,7 +56,7 @@ static void fresh(void)
 {
     kids_reap();
     model_reset(tree);
-    lbsd_cg_set_root(model_root);
+    CHECK(lbsd_cg_set_root(model_root) == LB_OK);
     unsetenv("LLMBOX_SANDBOX_NO_CGROUP");
 }
 
@@ -170,7 +170,7 @@ TEST(v2_create_writes_the_limits)
     CHECK(lbsd_cg_create(&cg, ID1, 64ull << 20, 16, 10) == LB_OK);
     rel_of(rel, sizeof rel, ID1, "cpu.max");
     CHECK(file_is(rel, "1000 100000"));
-    lbsd_cg_remove(&cg);
+    LB_IGNORE(lbsd_cg_remove(&cg)); /* cleanup; the next test resets the model tree */
 }
 
 TEST(v2_no_cpu_limit_leaves_cpu_max_alone)
@@ -183,7 +183,7 @@ TEST(v2_no_cpu_limit_leaves_cpu_max_alone)
     rel_of(rel, sizeof rel, ID1, "cpu.max");
     CHECK(file_is(rel, "max 100000"));
     CHECK(!strstr(model_log, "cpu.max"));
-    lbsd_cg_remove(&cg);
+    LB_IGNORE(lbsd_cg_remove(&cg)); /* cleanup; the next test resets the model tree */
 }
 
 TEST(v2_a_refused_limit_fails_the_create_and_leaves_no_group)
@@ -260,7 +260,7 @@ TEST(v2_pooled_sandbox_relimit)
     CHECK(file_is(rel, "268435456"));
     rel_of(rel, sizeof rel, ID1, "pids.max");
     CHECK(file_is(rel, "100"));
-    lbsd_cg_remove(&cg);
+    LB_IGNORE(lbsd_cg_remove(&cg)); /* cleanup; the next test resets the model tree */
 }
 
 TEST(v2_startup_cleanup_kills_and_removes_stale_groups)
@@ -276,7 +276,7 @@ TEST(v2_startup_cleanup_kills_and_removes_stale_groups)
     snprintf(other, sizeof other, "%s/%s/not-a-sandbox", model_root, tag);
     mkdir(other, 0755); /* not ours to remove: not an id */
     /* a new sandboxd starts: it probes again and cleans up */
-    lbsd_cg_set_root(model_root);
+    CHECK(lbsd_cg_set_root(model_root) == LB_OK);
     CAPTURE(lbsd_cg_cleanup_stale());
     CHECK(reaped_by(pa) == SIGKILL && reaped_by(pb) == SIGKILL);
     char rel[256];
@@ -312,8 +312,8 @@ TEST(v2_without_cpu_controller_warns_once_and_carries_on)
     CHECK(file_is(rel, "268435456"));
     CAPTURE(CHECK(lbsd_cg_create(&b, ID2, 256ull << 20, 32, 500) == LB_OK));
     CHECK(!strstr(warned, "cpu controller")); /* once */
-    lbsd_cg_remove(&a);
-    lbsd_cg_remove(&b);
+    LB_IGNORE(lbsd_cg_remove(&a)); /* cleanup; the next test resets the model tree */
+    LB_IGNORE(lbsd_cg_remove(&b)); /* cleanup; the next test resets the model tree */
 }
 
 TEST(v2_without_swap_accounting_is_fine)
@@ -326,7 +326,7 @@ TEST(v2_without_swap_accounting_is_fine)
     char rel[256];
     rel_of(rel, sizeof rel, ID1, "memory.max");
     CHECK(file_is(rel, "268435456"));
-    lbsd_cg_remove(&cg);
+    LB_IGNORE(lbsd_cg_remove(&cg)); /* cleanup; the next test resets the model tree */
 }
 
 TEST(v2_without_pids_falls_back_to_v1)
@@ -397,7 +397,7 @@ TEST(v1_create_writes_the_limits)
     CHECK(lbsd_cg_create(&cg, ID1, 512ull << 20, 64, 0) == LB_OK);
     snprintf(rel, sizeof rel, "cpu/%s/%s", tag, ID1);
     CHECK(!cg.cpu[0] && !exists(rel));
-    lbsd_cg_remove(&cg);
+    LB_IGNORE(lbsd_cg_remove(&cg)); /* cleanup; the next test resets the model tree */
 }
 
 TEST(v1_relimit_keeps_memsw_above_the_limit)
@@ -424,7 +424,7 @@ TEST(v1_relimit_keeps_memsw_above_the_limit)
     CHECK(lbsd_cg_set_pids(&cg, 7) == LB_OK);
     snprintf(want, sizeof want, "pids/%s/%s/pids.max", tag, ID1);
     CHECK(file_is(want, "7"));
-    lbsd_cg_remove(&cg);
+    LB_IGNORE(lbsd_cg_remove(&cg)); /* cleanup; the next test resets the model tree */
 }
 
 TEST(v1_attach_oom_count_freeze_kill_and_remove)
@@ -467,7 +467,7 @@ TEST(v1_startup_cleanup_kills_and_removes_stale_groups)
     CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 0) == LB_OK);
     pid_t p = sleeper();
     CHECK(lbsd_cg_attach(&cg, p) == LB_OK);
-    lbsd_cg_set_root(model_root);
+    CHECK(lbsd_cg_set_root(model_root) == LB_OK);
     CAPTURE(lbsd_cg_cleanup_stale());
     CHECK(reaped_by(p) == SIGKILL);
     char rel[256];

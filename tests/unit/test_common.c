@@ -5,7 +5,10 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int clean(const char *in, char *out)
@@ -126,6 +129,38 @@ TEST(atomic_write_roundtrip)
     unlink(path);
 }
 
+TEST(parse_ll_takes_whole_numbers_only)
+{
+    long long v = 7;
+    CHECK(lb_parse_ll("42", 0, 100, &v) == LB_OK && v == 42);
+    CHECK(lb_parse_ll("-5", -10, 10, &v) == LB_OK && v == -5);
+    v = 7;
+    CHECK(lb_parse_ll("", 0, 100, &v) == LB_E_INVAL && v == 7);
+    CHECK(lb_parse_ll("12abc", 0, 100, &v) == LB_E_INVAL && v == 7);
+    CHECK(lb_parse_ll("101", 0, 100, &v) == LB_E_INVAL && v == 7);
+    CHECK(lb_parse_ll("99999999999999999999", 0, LLONG_MAX, &v) == LB_E_INVAL && v == 7);
+    CHECK(lb_parse_ll("-", -10, 10, &v) == LB_E_INVAL && v == 7);
+    CHECK(lb_parse_ll(NULL, 0, 1, &v) == LB_E_INVAL);
+}
+
+TEST(assert_aborts_unless_ndebug)
+{
+#ifdef NDEBUG
+    printf("SKIP assert_aborts_unless_ndebug: built with NDEBUG\n");
+#else
+    LB_ASSERT(1 + 1 == 2); /* a true invariant costs nothing */
+    pid_t pid = fork();
+    if (pid == 0) {
+        fclose(stderr); /* the expected message is not test output */
+        LB_ASSERT(1 + 1 == 3);
+        _exit(0);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+#endif
+}
+
 int main(void)
 {
     RUN(path_accepts_plain_and_nested);
@@ -136,5 +171,7 @@ int main(void)
     RUN(buf_respects_cap);
     RUN(ids_are_random_hex);
     RUN(atomic_write_roundtrip);
+    RUN(parse_ll_takes_whole_numbers_only);
+    RUN(assert_aborts_unless_ndebug);
     return testlib_done();
 }

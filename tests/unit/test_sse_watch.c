@@ -26,7 +26,7 @@ static lb_store *open_fresh(const char *name)
 
 static void new_task(lb_store *s, char id[33])
 {
-    lb_random_hex(id, 33, 16);
+    CHECK(lb_random_hex(id, 33, 16) == LB_OK);
     lb_task_new t = {.id = id, .prompt = "watch me", .model = "m", .max_turns = 10};
     lb_store_task_insert(s, &t);
     lb_store_task_set_running(s, id, 1);
@@ -49,7 +49,7 @@ TEST(newest_and_data_version)
     char a[33], b[33], none[33];
     new_task(s, a);
     new_task(s, b);
-    lb_random_hex(none, 33, 16);
+    CHECK(lb_random_hex(none, 33, 16) == LB_OK);
     CHECK(lb_store_event_append(s, a, "status", "{}", NULL) == LB_OK);
     CHECK(lb_store_event_append(s, a, "status", "{}", NULL) == LB_OK);
     const char *ids[] = {a, b, none};

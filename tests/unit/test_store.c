@@ -14,7 +14,7 @@
 static char db_dir[] = "/tmp/llmbox-test-store-XXXXXX";
 static char db_path[256];
 
-static void new_id(char id[33]) { lb_random_hex(id, 33, 16); }
+static void new_id(char id[33]) { CHECK(lb_random_hex(id, 33, 16) == LB_OK); }
 
 static lb_store *open_fresh(const char *name)
 {
