@@ -14,12 +14,10 @@
  *            input_dir?}                                -> {id, pooled, network, ttl_s?}
  *            input_dir: host directory copied into /testbed/input.
  *            cpu_milli: CPU quota in thousandths of a core; disk_mib: quota of
- *            the writable layer and /tmp; network: "none" (loopback only) or
- *            "nat" (outbound through slirp4netns, host loopback unreachable;
- *            only if the operator allows it, else "invalid");
  *            the writable layer and /tmp (a tmpfs: its pages count toward
  *            memory_mib, so keep it below); network: "none" (loopback only) or
- *            "nat" (outbound through slirp4netns, host loopback unreachable);
+ *            "nat" (outbound through slirp4netns, host loopback unreachable;
+ *            only if the operator allows it, else "invalid");
  *            ttl_s: the sandbox is destroyed this long after creation.
  *            Omitted or 0: the daemon's defaults.
  *            Reply: pooled: taken ready-made from the warm pool (a fresh
@@ -66,20 +64,17 @@
  *            afterwards. On a command left running after a "running"
  *            answer it stops it too (its end waits for an exec "").
  *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit",
- *                                                           uptime_ms, pool, networks, ttl_max_s}
+ *                                                           uptime_ms, pool, networks, ttl_max_s,
+ *                                                           uid_base, uid_slots, uid_slots_used}
  *            sandboxes: in use (pooled ones not counted);
- *            pool: {size, ready, hits, misses, other, images:[{image, size, ready}]}
+ *            pool: {size, ready, hits, misses, other, images:[{image, size, ready, error?}]}
  *            (hits: creates served from the pool; misses: creates that fitted
  *            but found it empty; other: specs the pool cannot serve);
  *            networks: the modes clients may ask for, e.g. ["none","nat"];
- *            ttl_max_s: the daemon's TTL cap, 0 if none.
- *            sent meanwhile gets "busy" after the exec's answer. Used on
- *            cancel, so the outputs can still be collected afterwards.
- *   ping     {}                                         -> {version, sandboxes, cgroup:"v1"|"v2"|"rlimit",
- *                                                           uid_base (host uid of the images' ids),
- *                                                           uid_slots (host uid ranges for sandboxes,
- *                                                           one each above uid_base; 0: all share
- *                                                           uid_base's), uid_slots_used}
+ *            ttl_max_s: the daemon's TTL cap, 0 if none;
+ *            uid_base: the host uid of the images' ids; uid_slots: host uid
+ *            ranges for sandboxes, one each above uid_base (0: all share
+ *            uid_base's); uid_slots_used: how many are taken now.
  *
  * Sandboxes belong to the connection that created them: when it closes
  * (the agent exits, is killed or cancelled), sandboxd destroys them. That
@@ -103,6 +98,18 @@ extern "C" {
 #endif
 
 #define LLMBOX_RPC_MAX_FRAME (64u << 20)
+
+/* A status a caller must look at: the compiler warns when a call drops it
+ * (server/common/status.h's LB_MUST_CHECK, defined here too so that this
+ * header stands alone). To drop one on purpose, cast through `!`:
+ * `(void)!lbsb_destroy(...)`, since GCC ignores a plain (void) here. */
+#ifndef LLMBOX_MUST_CHECK
+#if defined(__GNUC__) || defined(__clang__)
+#define LLMBOX_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define LLMBOX_MUST_CHECK
+#endif
+#endif
 
 typedef struct lbsb_conn lbsb_conn;
 
@@ -147,42 +154,42 @@ typedef struct lbsb_entry {
 
 /* cancel_flag (may be NULL): when a signal interrupts a blocking call and
  * *cancel_flag is nonzero, the call returns LB_E_CANCELLED. */
-int lbsb_connect(const char *socket_path, volatile int *cancel_flag, lbsb_conn **out,
-                 char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_connect(const char *socket_path, volatile int *cancel_flag, lbsb_conn **out,
+                                   char *errbuf, size_t errsz);
 void lbsb_close(lbsb_conn *c);   /* closing destroys the connection's sandboxes */
 
-int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
-                char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
+                                  char *errbuf, size_t errsz);
 /* Runs cmd and waits for its end (or the hard timeout). */
-int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
-              lbsb_exec_out *out, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_exec(lbsb_conn *c, const char *id, const char *cmd, int timeout_ms,
+                                lbsb_exec_out *out, char *errbuf, size_t errsz);
 /* The same with options (opts may be NULL). With a soft timeout, out->state
  * may be LLMBOX_EXEC_RUNNING: the command goes on, out holds the output so
  * far. Then call again with cmd "" to keep waiting or "C-c" to interrupt;
  * any other cmd fails with LB_E_BUSY (errbuf says what to do) until the
  * command's end has been returned. "" or "C-c" with nothing running fail
  * with LB_E_INVAL. */
-int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd, const lbsb_exec_opts *opts,
-                 lbsb_exec_out *out, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd, const lbsb_exec_opts *opts,
+                                   lbsb_exec_out *out, char *errbuf, size_t errsz);
 void lbsb_exec_out_free(lbsb_exec_out *o);
-int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
-               size_t len, int excl, char *errbuf, size_t errsz);
-int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
-              char **data, size_t *len, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
+                                 size_t len, int excl, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
+                                char **data, size_t *len, char *errbuf, size_t errsz);
 /* Up to max bytes (at most LBSD_READ_MAX, ~64 MiB: one frame) of the file
  * from byte offset on, for files larger than one read; *file_size gets the
  * file's size when read (0 bytes at or past the end). */
-int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t offset, size_t max,
-                    char **data, size_t *len, uint64_t *file_size, char *errbuf, size_t errsz);
-int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
-              size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t offset, size_t max,
+                                      char **data, size_t *len, uint64_t *file_size, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
+                                size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
 void lbsb_entries_free(lbsb_entry *ents, size_t n);
 /* *type: 0 missing, 1 file, 2 dir, 3 other */
-int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_t *size,
-              char *errbuf, size_t errsz);
-int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_t *size,
+                                char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* *info_json: the ping response, caller frees. */
-int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);
 
 #ifdef __cplusplus
 }

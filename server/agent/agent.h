@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/status.h"
 #include "llmbox/sandbox.h"
 #include "store/store.h"
 
@@ -37,11 +38,11 @@ typedef struct lb_model_reply {
 
 /* Parses an OpenAI chat completion response body. Every string kept is
  * sanitized UTF-8. On failure returns LB_E_PROTO with a sentence in err. */
-int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r,
-                           char *err, size_t errsz);
+LB_MUST_CHECK int lb_parse_chat_response(const char *body, size_t len, lb_model_reply *r,
+                                         char *err, size_t errsz);
 /* Parses an Anthropic Messages API response body, the same way. */
-int lb_parse_anthropic_response(const char *body, size_t len, lb_model_reply *r,
-                                char *err, size_t errsz);
+LB_MUST_CHECK int lb_parse_anthropic_response(const char *body, size_t len, lb_model_reply *r,
+                                              char *err, size_t errsz);
 void lb_model_reply_free(lb_model_reply *r);
 /* The error message in an error body ({"error":{"message"}}, {"error":"..."},
  * {"detail":"..."}), or the start of the body when it is not JSON; one line,
@@ -98,8 +99,8 @@ typedef struct lb_model {
 /* The configured model called name (NULL or "": the default model).
  * cancel may be NULL. LB_E_NOTFOUND with the list of models in err when
  * there is no such model. */
-int lb_model_init(lb_model *m, const char *name, volatile int *cancel,
-                  char *err, size_t errsz);
+LB_MUST_CHECK int lb_model_init(lb_model *m, const char *name, volatile int *cancel,
+                                char *err, size_t errsz);
 void lb_model_free(lb_model *m);
 /* One chat completion. Returns LB_OK, LB_E_CANCELLED, LB_E_UNAVAILABLE
  * (endpoint unreachable), LB_E_DENIED (the key was refused: 401/403),
@@ -107,8 +108,8 @@ void lb_model_free(lb_model *m);
  * after one retry with a lower max_tokens), LB_E_PROTO (another bad HTTP
  * status or body), with a plain sentence in err that can be shown to a
  * user as is. */
-int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools,
-                  lb_model_reply *r, char *err, size_t errsz);
+LB_MUST_CHECK int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools,
+                                lb_model_reply *r, char *err, size_t errsz);
 /* The request body lb_model_chat sends (for tests). Caller frees. */
 char *lb_model_request_body(const lb_model *m, const cJSON *messages, const cJSON *tools);
 /* The bodies of each provider, from the loop's OpenAI-shaped conversation
@@ -128,9 +129,9 @@ char *lb_text_mode_tools_prompt(const cJSON *tools);
  * or a JSON list of assistant messages {content, reasoning_content?,
  * tool_calls:[{name, arguments}] or OpenAI-shaped calls}, into *steps: an
  * array of OpenAI assistant messages. Capped at LB_REPLAY_MAX_FILE. */
-int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz);
+LB_MUST_CHECK int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz);
 /* The next reply of a loaded replay; a finish call once they ran out. */
-int lb_replay_next(lb_model *m, lb_model_reply *r, char *err, size_t errsz);
+LB_MUST_CHECK int lb_replay_next(lb_model *m, lb_model_reply *r, char *err, size_t errsz);
 
 /* Adds the model's sampling settings (temperature, top_p, top_k, and for
  * openai min_p, repetition_penalty, max_tokens) to req. */
@@ -158,7 +159,7 @@ typedef struct lb_prompt_var {
 } lb_prompt_var;
 
 /* Reads dir/name (capped) into a malloc'd string. */
-int lb_prompt_load(const char *dir, const char *name, char **out, char *err, size_t errsz);
+LB_MUST_CHECK int lb_prompt_load(const char *dir, const char *name, char **out, char *err, size_t errsz);
 /* Replaces {name} for the given variables in one pass over tmpl: text
  * that comes from a value is never scanned again, and unknown {words}
  * stay as they are. Caller frees. */
@@ -182,9 +183,9 @@ typedef struct lb_collect_limits {
  * copied until then still in *arts: LB_E_NOSPACE when the host's disk
  * filled up (copying stops there), LB_E_UNAVAILABLE when the connection
  * to the sandbox broke during the copy, or the listing's own error. */
-int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
-                       const char *host_dir, const lb_collect_limits *lim,
-                       lb_artifact **arts, size_t *n, char *notes, size_t notesz);
+LB_MUST_CHECK int lb_collect_outputs(lbsb_conn *c, const char *sb_id, const char *sb_dir,
+                                     const char *host_dir, const lb_collect_limits *lim,
+                                     lb_artifact **arts, size_t *n, char *notes, size_t notesz);
 
 /* ---- trajectory (trajectory.c) ----------------------------------------- */
 
@@ -198,15 +199,15 @@ typedef struct lb_traj {
 
 /* config: what the run used (model name, provider, sampling, image,
  * limits); referenced into the file, copied. */
-int lb_traj_init(lb_traj *t, const char *task_id, const char *prompt, int max_turns,
-                 const char *model_url, const char *model_name, const cJSON *tools,
-                 const cJSON *config);
+LB_MUST_CHECK int lb_traj_init(lb_traj *t, const char *task_id, const char *prompt, int max_turns,
+                               const char *model_url, const char *model_name, const cJSON *tools,
+                               const cJSON *config);
 /* A turn object appended to "turns" (owned by t), to be filled by the caller. */
 cJSON *lb_traj_turn(lb_traj *t, int turn);
 /* Final fields; messages is referenced at write time, not copied. */
-int lb_traj_write(lb_traj *t, const char *path, const cJSON *messages, const char *status,
-                  const char *reason, const char *answer, const lb_task_usage *usage,
-                  const cJSON *timings);
+LB_MUST_CHECK int lb_traj_write(lb_traj *t, const char *path, const cJSON *messages, const char *status,
+                                const char *reason, const char *answer, const lb_task_usage *usage,
+                                const cJSON *timings);
 void lb_traj_free(lb_traj *t);
 
 /* ---- event sinks -------------------------------------------------------- */
@@ -266,7 +267,7 @@ struct lb_loop_result {
 
 /* Runs one task to a final status, which it reports through sink->finish.
  * Returns the lb_status of sink->finish (LB_OK when the end was recorded). */
-int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res);
+LB_MUST_CHECK int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res);
 void lb_loop_result_free(lb_loop_result *r);
 
 /* Signal handling shared by both subcommands: SIGTERM/SIGINT set cancel

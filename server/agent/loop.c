@@ -742,9 +742,10 @@ static void finalize(run *r)
     /* a run that failed during setup still leaves a record of why */
     if (r->o->trajectory_path && !r->traj.root) {
         cJSON *conf = run_config(r);
-        (void)lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns, /* OOM: no record */
-                     r->model_ready ? r->model.shown_url : "", r->model_ready ? r->model.model : "",
-                     r->tools, conf);
+        if (lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns,
+                         r->model_ready ? r->model.shown_url : "", r->model_ready ? r->model.model : "",
+                         r->tools, conf) != LB_OK)
+            lb_warn("task %s: out of memory: no trajectory is written", r->o->task_id);
         cJSON_Delete(conf);
     }
     /* a context-length retry lowers max_tokens for the rest of the run:
@@ -795,8 +796,10 @@ static int end_run(run *r)
         rc = r->sink->finish(r->sink->arg, r->res->status, r->res->reason[0] ? r->res->reason : NULL,
                              r->res->answer);
     alarm(0);
+    /* a failed destroy leaves nothing either: the agent closes its
+     * connection next, and sandboxd destroys the sandboxes of a closed one */
     if (r->conn && r->sb_id[0])
-        lbsb_destroy(r->conn, r->sb_id, err, sizeof err);
+        LB_IGNORE(lbsb_destroy(r->conn, r->sb_id, err, sizeof err));
     return rc;
 }
 
@@ -870,7 +873,8 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
-    (void)lb_plugins_load(cfg->plugin_dir, &r.plugins, perr); /* errors are in perr; no tool at all fails below */
+    /* each plugin that failed is in perr (said on the task below); no tool at all fails the task */
+    LB_IGNORE(lb_plugins_load(cfg->plugin_dir, &r.plugins, perr));
     lb_plugins_select(r.plugins, cfg, perr);
     char *missing = lb_plugins_missing_note(r.plugins, cfg, perr); /* said on the task, not only in logs */
     if (missing)
@@ -887,8 +891,9 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     }
     r.model_ready = 1;
     cJSON *conf = run_config(&r);
-    (void)lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model, /* OOM: no trajectory */
-                 r.tools, conf);
+    if (lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model, r.tools,
+                     conf) != LB_OK)
+        lb_warn("task %s: out of memory: no trajectory is written", o->task_id);
     cJSON_Delete(conf);
     if (build_prompts(&r) != LB_OK)
         goto end;

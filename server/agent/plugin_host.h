@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/config.h"
+#include "common/status.h"
 #include "llmbox/sandbox.h"
 #include "llmbox/tool.h"
 
@@ -37,10 +38,10 @@ typedef struct lb_plugins lb_plugins;
  * string "plugins/x.so: reason" to errors (a cJSON array, may be NULL) and
  * is logged; the others still load. A missing dir loads nothing. Returns
  * LB_OK (even with no tools) or LB_E_NOMEM. */
-int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors);
+LB_MUST_CHECK int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors);
 /* Loads one file as lb_plugins_load loads each (the same checks and
  * messages, "dir/x.so: reason" in errors); for `llmbox plugin check`. */
-int lb_plugins_load_file(const char *path, lb_plugins **out, cJSON *errors);
+LB_MUST_CHECK int lb_plugins_load_file(const char *path, lb_plugins **out, cJSON *errors);
 void lb_plugins_free(lb_plugins *p);
 /* Tools loaded, enabled or not. */
 size_t lb_plugins_count(const lb_plugins *p);
@@ -71,8 +72,8 @@ cJSON *lb_plugins_list_json(const lb_plugins *p, const cJSON *errors);
  * model ("Invalid arguments for file_editor: missing required parameter
  * 'path'") and returns LB_E_INVAL. *parsed (may be NULL) receives the
  * parsed object on success; caller frees. */
-int lb_tool_validate_args(const lb_tool_entry *t, const char *args, size_t len,
-                          cJSON **parsed, char *err, size_t errsz);
+LB_MUST_CHECK int lb_tool_validate_args(const lb_tool_entry *t, const char *args, size_t len,
+                                        cJSON **parsed, char *err, size_t errsz);
 
 /* ---- the task context a tool runs in ----------------------------------- */
 
@@ -102,8 +103,8 @@ typedef struct lb_tool_outcome {
 /* Validates and runs one call. Unknown tools and bad arguments become an
  * outcome with status "error" and an observation naming the problem;
  * returns LB_OK unless out of memory. */
-int lb_tool_run(const lb_plugins *p, llmbox_ctx *ctx, const char *name,
-                const char *args, size_t args_len, lb_tool_outcome *o);
+LB_MUST_CHECK int lb_tool_run(const lb_plugins *p, llmbox_ctx *ctx, const char *name,
+                              const char *args, size_t args_len, lb_tool_outcome *o);
 void lb_tool_outcome_free(lb_tool_outcome *o);
 
 /* The host function table (for tests that want to call it directly). */

@@ -376,7 +376,9 @@ int lb_run_main(int argc, char **argv)
         .sb_interrupt = &g_sb_interrupt,
         .timed_out = &g_timed_out,
     };
-    lb_agent_run(&o, &sink, &res);
+    /* the run's outcome is res.status; the status is the sink's finish,
+     * and the terminal's cannot fail */
+    LB_IGNORE(lb_agent_run(&o, &sink, &res));
     finish_run(&E, &res);
     have_tmp = 0;
     lb_task_status end = lb_task_status_parse(res.status);

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
+
 /* A stream capped at head_max + tail_max bytes that keeps the first
  * head_max and the last tail_max bytes of everything appended, and counts
  * what fell in between (the model usually needs both the start of a long
@@ -22,7 +24,7 @@ typedef struct lb_htbuf {
 void lb_htbuf_init(lb_htbuf *b, size_t head_max, size_t tail_max);
 void lb_htbuf_free(lb_htbuf *b);
 /* Never fails short of memory; bytes beyond the caps are counted. */
-int lb_htbuf_append(lb_htbuf *b, const char *p, size_t n);
+LB_MUST_CHECK int lb_htbuf_append(lb_htbuf *b, const char *p, size_t n);
 uint64_t lb_htbuf_omitted(const lb_htbuf *b);
 /* Renders head + "\n[... N bytes omitted ...]\n" + tail as sanitized UTF-8
  * (malloc'd, NUL-terminated; "" when nothing was appended). */

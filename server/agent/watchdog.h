@@ -28,13 +28,15 @@
 #ifndef LB_WATCHDOG_H
 #define LB_WATCHDOG_H
 
+#include "common/status.h"
+
 /* How a tool was stopped: sig 0 for a hang (limit_s is the limit), else the
  * crash's signal, where its location ("plugins/x.so+0x1139"). */
 typedef void (*lb_watchdog_fn)(void *arg, const char *tool, int limit_s, int sig, const char *where);
 
 /* marker may be NULL; without on_stop only the marker is kept (no thread,
  * no crash handler). Returns an lb_status. */
-int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_stop, void *arg);
+LB_MUST_CHECK int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_stop, void *arg);
 /* Stops the thread and removes the marker. */
 void lb_watchdog_stop(void);
 /* Around a plugin's invoke(). */

@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/metrics.h"
+#include "common/status.h"
 #include "common/task.h"
 
 #define LB_STORE_SCHEMA_VERSION 5
@@ -82,14 +83,14 @@ typedef struct lb_artifact {
 } lb_artifact;
 
 /* Opens (creating and migrating) the database at path. */
-int lb_store_open(const char *path, lb_store **out);
+LB_MUST_CHECK int lb_store_open(const char *path, lb_store **out);
 void lb_store_close(lb_store *s);
 
 /* Status queued. LB_E_BUSY when t->owner_max_active is reached (checked
  * and inserted in one statement). */
-int lb_store_task_insert(lb_store *s, const lb_task_new *t);
-int lb_store_task_set_running(lb_store *s, const char *id, int pid);
-int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
+LB_MUST_CHECK int lb_store_task_insert(lb_store *s, const lb_task_new *t);
+LB_MUST_CHECK int lb_store_task_set_running(lb_store *s, const char *id, int pid);
+LB_MUST_CHECK int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
 /* Ends a task: the one function that does (the agent's sink, the web's
  * reaper, orphan scan, recovery, cancel and delete, a failed spawn all
  * call it). Moves a non-final task to the final status (and appends the
@@ -97,86 +98,86 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid);
  * final (the first to end it wins), LB_E_NOTFOUND if there is no such
  * task, LB_E_INVAL for a status that is not final; on a full disk see
  * lb_store_reserve_keep. reason/answer may be NULL. */
-__attribute__((warn_unused_result)) int lb_store_task_end(lb_store *s, const char *id, lb_task_status status,
-                                                          const char *reason, const char *answer);
+LB_MUST_CHECK int lb_store_task_end(lb_store *s, const char *id, lb_task_status status, const char *reason,
+                                    const char *answer);
 /* The same with the status by name ("failed" ...), for the tests and the
  * loop's result, which carry it as text. */
-__attribute__((warn_unused_result)) int lb_store_task_finish(lb_store *s, const char *id, const char *status,
-                                                             const char *reason, const char *answer);
+LB_MUST_CHECK int lb_store_task_finish(lb_store *s, const char *id, const char *status, const char *reason,
+                                       const char *answer);
 /* Puts the disk reserve (<db_path>-reserve, 2 MiB) back when it is missing
  * and the disk has room (4x its size) again. When the disk is full,
  * lb_store_task_end deletes it to record the end of a task, so that no
  * task stays "running" only because its end could not be written.
  * LB_E_NOSPACE: not enough room yet. */
-int lb_store_reserve_keep(const char *db_path);
-int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u);
+LB_MUST_CHECK int lb_store_reserve_keep(const char *db_path);
+LB_MUST_CHECK int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u);
 /* Fills status (>= 16 bytes) and pid (0 if none). LB_E_NOTFOUND if absent. */
-int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);
+LB_MUST_CHECK int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid);
 /* The task as stored (common/task.h). Free with lb_task_free (done here on
  * failure). LB_E_NOTFOUND, LB_E_INVAL (not an id). */
-int lb_store_task_load(lb_store *s, const char *id, lb_task *out);
+LB_MUST_CHECK int lb_store_task_load(lb_store *s, const char *id, lb_task *out);
 /* The task as the API shows it, artifacts included: lb_store_task_load
  * and lb_task_json (web/task_json.h). Defined in web/task_json.c: only the
  * web makes API JSON; kept under this name for the tools and tests that
  * read a task whole. Caller frees. */
-int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
+LB_MUST_CHECK int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
 /* A page of tasks, newest first, of owner's tasks only (owner NULL: every
  * task): at most limit (1..200, else 50 or 200) of them, strictly older
  * than the row (before_ms, before_id) in (created_ms, id) order; before_id
  * NULL or "": older than before_ms; before_ms 0: the first page. Each row
  * holds id, status, prompt (its first 200 characters), model, created_ms
  * and finished_ms only. *rows: free with lb_tasks_free. */
-int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
-                       lb_task **rows, size_t *n);
+LB_MUST_CHECK int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                                     lb_task **rows, size_t *n);
 /* The same pages as API JSON arrays of {id, status, prompt, model,
  * created_ms, finished_ms} (lb_task_summary_json). Defined in
  * web/task_json.c, as lb_store_task_get is. Caller frees. */
-int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
-int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
-int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
-                          cJSON **out);
+LB_MUST_CHECK int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
+LB_MUST_CHECK int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
+LB_MUST_CHECK int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                                        cJSON **out);
 /* The task's owner into owner ("" when it has none). LB_E_NOTFOUND. */
-int lb_store_task_owner(lb_store *s, const char *id, char *owner, size_t ownersz);
+LB_MUST_CHECK int lb_store_task_owner(lb_store *s, const char *id, char *owner, size_t ownersz);
 /* How many of owner's tasks are queued or running. */
-int lb_store_tasks_active_of(lb_store *s, const char *owner, int *n);
-int lb_store_task_delete(lb_store *s, const char *id);
+LB_MUST_CHECK int lb_store_tasks_active_of(lb_store *s, const char *owner, int *n);
+LB_MUST_CHECK int lb_store_task_delete(lb_store *s, const char *id);
 /* Ids of tasks in "queued" or "running" (for crash recovery). Caller frees
  * the array and each string. */
-int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n);
+LB_MUST_CHECK int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n);
 
 /* Appends one event with the next seq for that task (1, 2, 3, ...). */
-int lb_store_event_append(lb_store *s, const char *task_id, const char *type,
-                          const char *data_json, int64_t *seq_out);
+LB_MUST_CHECK int lb_store_event_append(lb_store *s, const char *task_id, const char *type,
+                                        const char *data_json, int64_t *seq_out);
 typedef int (*lb_event_cb)(void *arg, int64_t seq, int64_t ts_ms, const char *type,
                            const char *data_json);
 /* Calls cb for events with seq > after_seq, in order, at most limit. A
  * nonzero return from cb stops the walk and is returned. */
-int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq,
-                          int limit, lb_event_cb cb, void *arg);
+LB_MUST_CHECK int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq,
+                                        int limit, lb_event_cb cb, void *arg);
 /* The newest event seq of each of the n tasks ids[i] into newest[i] (0 when
  * it has none, or no longer exists), in one statement and one snapshot: a
  * primary-key search per task. n <= LB_STORE_NEWEST_MAX (else
  * LB_E_TOOBIG); each id must be valid (else LB_E_INVAL). */
 #define LB_STORE_NEWEST_MAX 8192
-int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_t *newest);
+LB_MUST_CHECK int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_t *newest);
 /* SQLite's data_version of this connection: it changes whenever another
  * connection (another thread, an agent process) has committed since the
  * last call, and costs no table read. A connection that only watches can
  * ask it every tick and skip its real query while nothing was written. */
-int lb_store_data_version(lb_store *s, int64_t *out);
+LB_MUST_CHECK int lb_store_data_version(lb_store *s, int64_t *out);
 
 /* Replaces the task's artifact index. */
-int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *a, size_t n);
+LB_MUST_CHECK int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *a, size_t n);
 /* JSON array [{path,size,mime,sha256}] sorted by path. */
-int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out);
-int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, lb_artifact *out);
+LB_MUST_CHECK int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out);
+LB_MUST_CHECK int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, lb_artifact *out);
 
 /* Sessions. add also drops every expired session and keeps only the
  * keep_per_user newest of that user (0: all). get: LB_E_NOTFOUND when
  * there is no such session or it has expired by now_ms. */
-int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user);
-int lb_store_session_get(lb_store *s, const char *id_sha256, int64_t now_ms, lb_session *out);
-int lb_store_session_delete(lb_store *s, const char *id_sha256);
+LB_MUST_CHECK int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user);
+LB_MUST_CHECK int lb_store_session_get(lb_store *s, const char *id_sha256, int64_t now_ms, lb_session *out);
+LB_MUST_CHECK int lb_store_session_delete(lb_store *s, const char *id_sha256);
 
 /* ---- metrics (schema v5) ----
  * The table holds series as common/metrics.h describes them (bucket rows
@@ -186,14 +187,14 @@ int lb_store_session_delete(lb_store *s, const char *id_sha256);
  * task deletes nothing here. */
 
 /* Adds each row's value to its series, all in one transaction. */
-int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n);
+LB_MUST_CHECK int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n);
 /* Every series, ordered by name, labels, le. *rows malloc'd (NULL when
  * none), caller frees. */
-int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n);
+LB_MUST_CHECK int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n);
 /* Tasks per status now: counts[i] for names[i] of "queued", "running",
  * "succeeded", "failed", "cancelled". */
 #define LB_STORE_N_STATUS 5
 extern const char *const lb_store_status_names[LB_STORE_N_STATUS];
-int lb_store_task_counts(lb_store *s, int64_t counts[LB_STORE_N_STATUS]);
+LB_MUST_CHECK int lb_store_task_counts(lb_store *s, int64_t counts[LB_STORE_N_STATUS]);
 
 #endif

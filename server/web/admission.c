@@ -30,28 +30,29 @@ int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage)
     const lb_config *cfg = lb_cfg();
     memset(a, 0, sizeof *a);
     a->ticket.user = -1;
-    if (!lb_limits_start(r, &a->ticket))
-        return 0; /* the user's own limits: answered */
+    int rc = lb_limits_start(r, &a->ticket);
+    if (rc != LB_OK)
+        return rc; /* the user's own limits: answered */
     if (lb_spawn_reserve() != LB_OK) {
         lb_http_drain(r);
         lb_http_error(r, 429, NULL,
                       "The service is already running as many tasks as it may at once (%d); "
                       "try again when one has finished.",
                       cfg->max_concurrent_tasks);
-        return 0;
+        return LB_E_BUSY;
     }
     a->slot = 1;
     if (lb_random_hex(a->id, sizeof a->id, 16) != LB_OK) {
         lb_http_drain(r);
         lb_http_error(r, 500, NULL, "Could not make a task id.");
-        return 0;
+        return LB_E_INTERNAL;
     }
     snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, a->id);
     snprintf(a->input_dir, sizeof a->input_dir, "%s/input", a->task_dir);
     if (lb_mkdirs(a->input_dir, 0750) != LB_OK) {
         a->dir_made = 1; /* task_dir itself may have been made */
         lb_admit_dir_failed(r, a->input_dir);
-        return 0;
+        return LB_E_IO;
     }
     a->dir_made = 1;
     if (stage) {
@@ -59,10 +60,10 @@ int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage)
         snprintf(dir, sizeof dir, "%s/%s", a->task_dir, stage);
         if (lb_mkdirs(dir, 0700) != LB_OK) {
             lb_admit_dir_failed(r, dir);
-            return 0;
+            return LB_E_IO;
         }
     }
-    return 1;
+    return LB_OK;
 }
 
 int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
@@ -74,11 +75,11 @@ int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
                       "You already have %d tasks queued or running, your limit; start this one when one of them "
                       "has finished (or stop one).",
                       t->owner_max_active);
-        return 0;
+        return LB_E_BUSY;
     }
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "save the task");
-        return 0;
+        return rc;
     }
     a->committed = 1;
     snprintf(r->new_task, sizeof r->new_task, "%s", t->id); /* for the access log */
@@ -104,14 +105,14 @@ int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
     rc = lb_store_task_get(r->store, t->id, &task);
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "read the new task");
-        return 1;
+        return LB_OK; /* stored and started: only the answer lacks it */
     }
     lb_auth_add_preview(task, t->id);
     char extra[128];
     snprintf(extra, sizeof extra, "Location: /api/tasks/%s\r\n", t->id);
     lb_http_json(r, 201, task, extra);
     cJSON_Delete(task);
-    return 1;
+    return LB_OK;
 }
 
 void lb_admit_end(lb_admission *a)

@@ -4,9 +4,9 @@
  * request live in one place.
  *
  *   lb_admission a;
- *   if (lb_admit_begin(r, &a, NULL))        // slot, user start, id, folder
+ *   if (lb_admit_begin(r, &a, NULL) == LB_OK)   // slot, user start, id, folder
  *       ... fill a.input_dir, build the lb_task_new ...
- *       lb_admit_commit(r, &a, &t);        // store, spawn, answer 201
+ *       rc = lb_admit_commit(r, &a, &t);       // store, spawn, answer 201
  *   lb_admit_end(&a);                      // always: gives back what a
  *                                          // refused or failed one held
  *
@@ -17,6 +17,7 @@
 #define LB_WEB_ADMISSION_H
 
 #include "common/config.h"
+#include "common/status.h"
 #include "store/store.h"
 #include "web/request.h"
 #include "web/user_limits.h"
@@ -34,14 +35,16 @@ typedef struct lb_admission {
 /* Admits one new task for r: the user's limits (tasks queued or running,
  * starts per minute), a task slot of max_concurrent_tasks, a new id and
  * its folder with input/ (and stage/, mode 0700, when stage is not NULL).
- * 1 when admitted; 0 when refused, the answer sent. Call lb_admit_end
- * afterwards either way. */
-int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage);
+ * LB_OK when admitted; when refused, the answer is sent and the status
+ * says why (LB_E_BUSY: a limit or no slot; LB_E_IO: the folder; the
+ * store's error). Call lb_admit_end afterwards either way. */
+LB_MUST_CHECK int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage);
 /* Stores t (queued; t->id must be a->id), spawns its agent with the held
- * slot, and answers 201 with the task. 1 when the task was stored (a
- * failed spawn ends it as failed, still 1), 0 when not (answered: 429
- * when the user's limit was reached meanwhile, or the store's error). */
-int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t);
+ * slot, and answers 201 with the task. LB_OK when the task was stored (a
+ * failed spawn ends it as failed, still LB_OK); when not, answered:
+ * LB_E_BUSY (429: the user's limit was reached meanwhile) or the store's
+ * error. */
+LB_MUST_CHECK int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t);
 /* Gives back what an admission that made no task holds: the slot, the
  * user's start (a refused request does not count), the folder. Nothing
  * once committed. Safe to call twice, and after a refused begin. */

@@ -79,7 +79,7 @@ void lb_artifact_preview_key(const char *id, char out[33])
     out[32] = '\0';
 }
 
-int lb_artifact_preview_admit(lb_req *r)
+int lb_artifact_preview_ok(lb_req *r)
 {
     const char *key = r->rest, *kend = strchr(key, '/');
     char want[33];
@@ -168,29 +168,29 @@ int lb_artifact_find(lb_req *r, lb_artifact *a)
     if (lb_url_decode(r->rest, strlen(r->rest), decoded, sizeof decoded, &dlen, 0) != LB_OK ||
         lb_path_clean_rel(decoded, dlen, clean, sizeof clean) != LB_OK) {
         lb_http_error(r, 404, "not_found", "There is no artifact with that path.");
-        return 0;
+        return LB_E_NOTFOUND;
     }
     int rc = lb_store_task_state(r->store, r->id, status, sizeof status, NULL);
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "read the task");
-        return 0;
+        return rc;
     }
     rc = lb_store_artifact_find(r->store, r->id, clean, a);
     if (rc == LB_E_NOTFOUND) {
         lb_http_error(r, 404, "not_found", "The task has no artifact \"%s\".", clean);
-        return 0;
+        return rc;
     }
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "read the artifact index");
-        return 0;
+        return rc;
     }
     char outdir[LB_CFG_PATH + 64];
     snprintf(outdir, sizeof outdir, "%s/%s/output", lb_cfg()->artifacts_dir, r->id);
     if (!lb_artifact_is_file(outdir, a->path)) {
         lb_http_error(r, 404, "not_found", "The file of artifact \"%s\" is missing.", a->path);
-        return 0;
+        return LB_E_NOTFOUND;
     }
-    return 1;
+    return LB_OK;
 }
 
 /* Types a browser may show in a tab. Active types (html, svg) are safe to

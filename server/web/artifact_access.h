@@ -8,20 +8,21 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/status.h"
 #include "store/store.h"
 #include "web/request.h"
 
 /* Once, before the worker threads: the secret of preview keys. */
-int lb_artifact_access_init(void);
+LB_MUST_CHECK int lb_artifact_access_init(void);
 
 /* ---- preview links ---- */
 /* The preview key of task id (32 hex) into out[33] ("" on failure). */
 void lb_artifact_preview_key(const char *id, char out[33]);
 /* For a preview route (router.c, LB_WHO_PREVIEW): r->rest is
- * "{key}/{path}". When key is task r->id's, r->rest becomes {path},
- * r->preview is set and 1 is returned; else answers the 404 of an unknown
- * task and returns 0. */
-int lb_artifact_preview_admit(lb_req *r);
+ * "{key}/{path}". A gate, so a boolean like the router's others: when key
+ * is task r->id's, r->rest becomes {path}, r->preview is set and 1 is
+ * returned; else answers the 404 of an unknown task and returns 0. */
+LB_MUST_CHECK int lb_artifact_preview_ok(lb_req *r);
 /* Adds "preview_base" (the URL prefix of the task's preview links) to a
  * task object; only its owner gets one. */
 void lb_auth_add_preview(cJSON *task, const char *id);
@@ -33,8 +34,9 @@ void lb_auth_add_preview(cJSON *task, const char *id);
 int lb_artifact_path_ok(const char *path, size_t n);
 /* The artifact r->rest names (percent-encoded) of task r->id, into *a:
  * listed in the index and a regular file under its output, reached without
- * a symlink. Answers 404 (or the store's error) and returns 0 when not. */
-int lb_artifact_find(lb_req *r, lb_artifact *a);
+ * a symlink. LB_OK; else answered (404, or the store's error) and
+ * LB_E_NOTFOUND or the store's status. */
+LB_MUST_CHECK int lb_artifact_find(lb_req *r, lb_artifact *a);
 /* "inline" or "attachment" for an artifact of type mime: inline only for
  * a type a tab may show, and only when asked (?inline=1) or previewed. */
 const char *lb_artifact_disposition(const lb_req *r, const char *mime);
@@ -44,6 +46,6 @@ int lb_artifact_open_dir(int dfd, const char *rel);
 /* Whether some artifact of task id lies under folder/ (clean): a folder
  * bundle is made only of a folder the index lists. LB_OK or the store's
  * error; *found gets the answer. */
-int lb_artifact_folder_listed(lb_store *s, const char *id, const char *folder, int *found);
+LB_MUST_CHECK int lb_artifact_folder_listed(lb_store *s, const char *id, const char *folder, int *found);
 
 #endif

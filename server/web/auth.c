@@ -267,7 +267,7 @@ static int lb_bearer(const char *h, const char **tok, size_t *tlen)
     return 1;
 }
 
-int lb_auth_request(lb_req *r)
+int lb_auth_request_ok(lb_req *r)
 {
     const lb_config *cfg = lb_cfg();
     r->user = NULL;

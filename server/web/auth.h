@@ -5,14 +5,15 @@
 #define LB_WEB_AUTH_H
 
 #include "common/config.h"
+#include "common/status.h"
 #include "web/request.h"
 
 /* Finds the user of the request (Bearer token or session cookie) and
  * checks the CSRF token of a cookie request that changes state. Without
- * users: no login, but only loopback clients. Answers (401, 403, or 503
- * when the database is busy) and returns 0 when the request may not go
- * on; returns 1 otherwise. */
-int lb_auth_request(lb_req *r);
+ * users: no login, but only loopback clients. A gate, so a boolean like
+ * lb_auth_host_ok: answers (401, 403, or 503 when the database is busy)
+ * and returns 0 when the request may not go on; returns 1 otherwise. */
+LB_MUST_CHECK int lb_auth_request_ok(lb_req *r);
 /* Whether the Host of r names this service (loopback, the listen or
  * local address, allowed_hosts): answers 403 host_not_allowed and returns
  * 0 when not. Every backend route, first. */
@@ -30,7 +31,8 @@ const lb_user_cfg *lb_auth_peek(lb_req *r);
 int lb_auth_task_visible(lb_req *r);
 /* The owner new tasks of r get: the user's name, or NULL without users. */
 const char *lb_auth_owner(const lb_req *r);
-/* The session cookie of the request (64 hex) into out, or 0 when none. */
+/* Whether the request has a session cookie (a boolean): 1 with its value
+ * (64 hex) in out, 0 when none. */
 int lb_auth_cookie(lb_req *r, char out[65]);
 /* The CSRF token of session id sid into out[65] ("" on failure). */
 void lb_auth_csrf_token(const char *sid, char out[65]);

@@ -7,14 +7,16 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/status.h"
+
 /* Once, before the worker threads: reads var/web/download.key. Links are
  * off when download_link_ttl_s is 0 (one info line) or the key is missing
  * or malformed (one warning). */
 void lb_download_links_init(void);
 /* The signed link of task_id's artifact path (clean) under key, expiring
  * at `expires` (seconds since 1970), into out. */
-int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,
-                          size_t outsz);
+LB_MUST_CHECK int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,
+                                        size_t outsz);
 /* Adds "download_url" and "download_expires" to each artifact object of
  * the array (nothing when links are off). */
 void lb_download_links_add(cJSON *artifacts, const char *task_id);

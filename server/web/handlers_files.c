@@ -41,7 +41,7 @@ static int lb_task_exists(lb_req *r, char *status, size_t statussz)
 void lb_h_artifact(lb_req *r)
 {
     lb_artifact a;
-    if (!lb_artifact_find(r, &a))
+    if (lb_artifact_find(r, &a) != LB_OK) /* answered */
         return;
     const char *mime = a.mime[0] ? a.mime : "application/octet-stream";
     char ctype[192], disp[1600], enc[LB_PATH_MAX * 3 + 1], uri[sizeof enc + 128];
@@ -82,7 +82,10 @@ void lb_h_trajectory(lb_req *r)
     }
     char name[64], disp[256], uri[128];
     snprintf(name, sizeof name, "trajectory-%.8s.json", r->id);
-    lb_content_disposition("inline", name, disp, sizeof disp);
+    if (lb_content_disposition("inline", name, disp, sizeof disp) != LB_OK) {
+        lb_http_error(r, 500, NULL, "Could not name the trajectory's file.");
+        return;
+    }
     snprintf(uri, sizeof uri, "/_artifacts/%s/trajectory.json", r->id);
     lb_http_accel(r, uri, "application/json", disp);
 }
@@ -126,7 +129,10 @@ static void lb_h_bundle(lb_req *r, const char *format)
         snprintf(name, sizeof name, "llmbox-%.8s-%s.%s", r->id, top ? top + 1 : folder, format);
     else
         snprintf(name, sizeof name, "llmbox-%.8s.%s", r->id, format);
-    lb_content_disposition("attachment", name, disp, sizeof disp);
+    if (lb_content_disposition("attachment", name, disp, sizeof disp) != LB_OK) {
+        lb_http_error(r, 500, NULL, "Could not name the bundle's file.");
+        return;
+    }
     if (folder[0]) {
         /* streamed, never kept: see bundle.c */
         lb_bundle_stream(r, format, folder, disp);
@@ -151,7 +157,10 @@ static void lb_h_bundle(lb_req *r, const char *format)
         lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));
         return;
     }
-    lb_bundle_name(format, file, sizeof file);
+    if (lb_bundle_name(format, file, sizeof file) != LB_OK) {
+        lb_http_error(r, 500, NULL, "Could not name the bundle's file.");
+        return;
+    }
     snprintf(uri, sizeof uri, "/_artifacts/%s/%s", r->id, file);
     lb_http_accel(r, uri, strcmp(format, "zip") ? "application/gzip" : "application/zip", disp);
 }

@@ -203,7 +203,7 @@ void lb_h_task_rerun(lb_req *r)
         lb_http_error(r, 409, NULL, "The task cannot run again as it was: %s", why);
         goto out;
     }
-    if (!lb_admit_begin(r, &adm, NULL))
+    if (lb_admit_begin(r, &adm, NULL) != LB_OK) /* refused: answered */
         goto out; /* answered */
     snprintf(src_input, sizeof src_input, "%s/%s/input", cfg->artifacts_dir, r->id);
     dst_root = open(adm.input_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -255,7 +255,9 @@ void lb_h_task_rerun(lb_req *r)
                      .owner = lb_auth_owner(r),
                      .owner_max_active = r->user ? r->user->max_tasks : 0};
     snprintf(r->id, sizeof r->id, "%s", adm.id); /* the access log names the new task */
-    lb_admit_commit(r, &adm, &t);
+    /* answered either way (201, or why not); lb_admit_end below gives
+     * back what a task that was not stored held */
+    LB_IGNORE(lb_admit_commit(r, &adm, &t));
 out:
     if (src_root >= 0)
         close(src_root);

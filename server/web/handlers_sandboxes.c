@@ -57,7 +57,7 @@ static int lb_token_equal(const char *given, size_t glen, const char *want)
 /* Answers 403 (API off) or 401 (no or wrong token) and returns 0, or
  * returns 1 for an authorised request. Never logs the token. The router
  * calls it for every LB_WHO_SANDBOX route, before anything else. */
-int lb_sandbox_auth(lb_req *r)
+int lb_sandbox_auth_ok(lb_req *r)
 {
     const char *want = lb_cfg()->sandbox_api_token;
     if (!want[0]) {
@@ -325,14 +325,14 @@ void lb_h_sbx_create(lb_req *r)
     sp.env = NULL;
 
     char gone[400];
-    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+    if (lb_sbx_lock(s, gone, sizeof gone) != LB_OK) {
         lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
         goto out;
     }
     int built = lb_sbx_build(r, s, &sp);
     lb_sbx_unlock(s);
     if (!built) {
-        (void)lb_sbx_remove(s->id, LB_SBX_GONE_FAILED); /* already gone (a delete) is the same end */
+        LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* already gone (a delete) is the same end */
         goto out;
     }
     lb_sbx_set_running(s);
@@ -342,7 +342,7 @@ void lb_h_sbx_create(lb_req *r)
     }
     out = lb_sbx_json(s);
     if (!out) {
-        (void)lb_sbx_remove(s->id, LB_SBX_GONE_FAILED); /* nobody would know its id; already gone is fine */
+        LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* nobody would know its id; already gone is fine */
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
@@ -476,7 +476,7 @@ void lb_h_sbx_exec(lb_req *r)
         goto out;
     }
     char gone[400];
-    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+    if (lb_sbx_lock(s, gone, sizeof gone) != LB_OK) {
         lb_http_error(r, 404, "not_found", "%s", gone);
         goto out;
     }
@@ -563,12 +563,12 @@ void lb_h_sbx_put_file(lb_req *r)
         return;
     lb_buf b;
     /* the body first, so a slow upload does not hold the sandbox */
-    if (!lb_req_body(r, LB_SBX_FILE_MAX, &b, "file")) {
+    if (lb_req_body(r, LB_SBX_FILE_MAX, &b, "file") != LB_OK) {
         lb_sbx_put(s);
         return;
     }
     char gone[400];
-    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+    if (lb_sbx_lock(s, gone, sizeof gone) != LB_OK) {
         lb_http_error(r, 404, "not_found", "%s", gone);
         goto out;
     }
@@ -603,7 +603,7 @@ void lb_h_sbx_get_file(lb_req *r)
     char *data = NULL;
     size_t len = 0;
     char gone[400];
-    if (!lb_sbx_lock(s, gone, sizeof gone)) {
+    if (lb_sbx_lock(s, gone, sizeof gone) != LB_OK) {
         lb_http_error(r, 404, "not_found", "%s", gone);
         goto out;
     }

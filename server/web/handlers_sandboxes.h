@@ -3,12 +3,13 @@
 #ifndef LB_WEB_HANDLERS_SANDBOXES_H
 #define LB_WEB_HANDLERS_SANDBOXES_H
 
+#include "common/status.h"
 #include "web/request.h"
 
-/* Whether r carries the sandbox API token: answers 403 (API off) or 401
- * and returns 0 when not. The router calls it for every LB_WHO_SANDBOX
+/* Whether r carries the sandbox API token (a gate, so a boolean): answers
+ * 403 (API off) or 401 and returns 0 when not. The router calls it for every LB_WHO_SANDBOX
  * route, first. */
-int lb_sandbox_auth(lb_req *r);
+LB_MUST_CHECK int lb_sandbox_auth_ok(lb_req *r);
 /* The handlers; r->sandbox holds the validated {sandbox} id, r->rest the
  * {path} of a file. */
 void lb_h_sbx_list(lb_req *r);

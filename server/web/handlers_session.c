@@ -189,7 +189,7 @@ void lb_h_logout(lb_req *r)
         /* a live session is ended only with its CSRF token: the same rule
          * as every other change made with the cookie (an ended or unknown
          * one just loses its cookie) */
-        if (!lb_auth_request(r))
+        if (!lb_auth_request_ok(r))
             return;
         if (r->via_session && lb_store_session_delete(r->store, h) == LB_OK) {
             ended = 1;
@@ -220,7 +220,7 @@ void lb_h_session(lb_req *r)
         cJSON_Delete(o);
         return;
     }
-    if (!lb_auth_request(r)) /* 401 for a wrong token or an ended session */
+    if (!lb_auth_request_ok(r)) /* 401 for a wrong token or an ended session */
         return;
     int64_t expires = 0;
     if (r->via_session) {

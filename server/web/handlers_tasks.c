@@ -375,7 +375,7 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 400, NULL, "The Content-Type has no valid multipart boundary.");
         goto out;
     }
-    if (!lb_admit_begin(r, &adm, ".upload"))
+    if (lb_admit_begin(r, &adm, ".upload") != LB_OK) /* refused: answered */
         goto out; /* answered */
     snprintf(u.id, sizeof u.id, "%s", adm.id);
     snprintf(r->id, sizeof r->id, "%s", u.id);
@@ -522,7 +522,9 @@ void lb_h_task_create(lb_req *r)
                      .token_budget = tl.token_budget, .timeout_s = tl.timeout_s, .inputs_json = inputs_json,
                      .network = network, .image = image, .owner = lb_auth_owner(r),
                      .owner_max_active = r->user ? r->user->max_tasks : 0};
-    lb_admit_commit(r, &adm, &t);
+    /* answered either way (201, or why not); lb_admit_end below gives
+     * back what a task that was not stored held */
+    LB_IGNORE(lb_admit_commit(r, &adm, &t));
     free(inputs_json);
 out:
     if (u.fd >= 0) {

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/status.h"
 #include "web/request.h"
 
 const char *lb_http_reason(int status);
@@ -39,14 +40,14 @@ void lb_http_drain(lb_req *r);
 /* Percent-decodes n bytes of in into out (outsz >= n + 1); *outlen gets
  * the decoded length (it may contain NULs, which callers refuse). '+' is
  * kept as is (only form queries use it for spaces: form=1). */
-int lb_url_decode(const char *in, size_t n, char *out, size_t outsz, size_t *outlen, int form);
+LB_MUST_CHECK int lb_url_decode(const char *in, size_t n, char *out, size_t outsz, size_t *outlen, int form);
 /* Percent-encodes s for a URI path: unreserved characters and '/' stay. */
-int lb_url_encode_path(const char *s, char *out, size_t outsz);
+LB_MUST_CHECK int lb_url_encode_path(const char *s, char *out, size_t outsz);
 /* Value of query parameter key (decoded) into out; LB_E_NOTFOUND if absent. */
-int lb_query_get(const char *query, const char *key, char *out, size_t outsz);
+LB_MUST_CHECK int lb_query_get(const char *query, const char *key, char *out, size_t outsz);
 /* Content-Disposition value for file name `name` (the last path component
  * is used): disposition; filename="ascii"; filename*=UTF-8''pct. */
-int lb_content_disposition(const char *disposition, const char *name, char *out, size_t outsz);
+LB_MUST_CHECK int lb_content_disposition(const char *disposition, const char *name, char *out, size_t outsz);
 /* Sends an empty response that nginx completes from an internal location
  * (X-Accel-Redirect). uri must already be percent-encoded. */
 void lb_http_accel(lb_req *r, const char *uri, const char *content_type, const char *disposition);

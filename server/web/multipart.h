@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "common/path.h"
+#include "common/status.h"
 
 #define LB_MP_BOUNDARY_MAX 70 /* RFC 2046 */
 #define LB_MP_NAME_MAX 128
@@ -51,20 +52,20 @@ typedef struct lb_mp lb_mp;
 /* Copies the boundary parameter of a multipart/form-data Content-Type into
  * out (>= LB_MP_BOUNDARY_MAX + 1). LB_E_INVAL when the type is not
  * multipart/form-data or has no valid boundary. */
-int lb_mp_boundary(const char *content_type, char *out, size_t outsz);
+LB_MUST_CHECK int lb_mp_boundary(const char *content_type, char *out, size_t outsz);
 /* True when content_type names multipart/form-data (parameters ignored). */
 int lb_mp_is_form_data(const char *content_type);
 
 /* limits and cb are copied; arg is passed to every callback. */
-int lb_mp_new(const char *boundary, const lb_mp_limits *limits, const lb_mp_callbacks *cb,
-              void *arg, lb_mp **out);
+LB_MUST_CHECK int lb_mp_new(const char *boundary, const lb_mp_limits *limits, const lb_mp_callbacks *cb,
+                            void *arg, lb_mp **out);
 void lb_mp_free(lb_mp *m);
 /* LB_OK, LB_E_INVAL (malformed), LB_E_TOOBIG (a cap), LB_E_NOMEM, or a
  * callback's nonzero return. After an error every later call returns it. */
-int lb_mp_feed(lb_mp *m, const char *data, size_t n);
+LB_MUST_CHECK int lb_mp_feed(lb_mp *m, const char *data, size_t n);
 /* Call at the end of the body: LB_E_INVAL unless the closing boundary was
  * seen (a truncated body). */
-int lb_mp_finish(lb_mp *m);
+LB_MUST_CHECK int lb_mp_finish(lb_mp *m);
 /* A sentence describing the last error, "" if none. */
 const char *lb_mp_error(const lb_mp *m);
 

@@ -177,7 +177,7 @@ int lb_req_body(lb_req *r, size_t max, lb_buf *b, const char *what)
         lb_http_drain(r);
         lb_http_error(r, 413, NULL, "The %s is %lld bytes; the limit is %zu bytes.", what,
                       (long long)r->content_length, max);
-        return 0;
+        return LB_E_TOOBIG;
     }
     if (r->content_length > 0) {
         /* one allocation of the announced size: no doubling, no copies */
@@ -185,7 +185,7 @@ int lb_req_body(lb_req *r, size_t max, lb_buf *b, const char *what)
         if (!b->data) {
             lb_http_drain(r);
             lb_http_error(r, 500, NULL, "Out of memory reading the %s.", what);
-            return 0;
+            return LB_E_NOMEM;
         }
         b->cap = (size_t)r->content_length + 1;
         b->data[0] = '\0';
@@ -206,16 +206,16 @@ int lb_req_body(lb_req *r, size_t max, lb_buf *b, const char *what)
                 lb_http_error(r, 413, NULL, "The %s is larger than %zu bytes, the limit.", what, max);
             else
                 lb_http_error(r, 500, NULL, "Out of memory reading the %s.", what);
-            return 0;
+            return rc;
         }
     }
-    return 1;
+    return LB_OK;
 }
 
 cJSON *lb_req_json(lb_req *r, size_t max, const char *what)
 {
     lb_buf b;
-    if (!lb_req_body(r, max, &b, what))
+    if (lb_req_body(r, max, &b, what) != LB_OK) /* answered */
         return NULL;
     char msg[400];
     int rc;

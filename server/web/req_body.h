@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/buf.h"
+#include "common/status.h"
 
 struct lb_req;
 
@@ -38,7 +39,7 @@ typedef struct lb_json_scan {
  * allocating. Does not validate: cJSON does that afterwards. LB_OK, or
  * LB_E_TOOBIG as soon as more than max_values values or max_depth levels
  * are seen (sc->at says where). Pure; safe on any bytes. */
-int lb_json_prescan(const char *s, size_t n, size_t max_values, int max_depth, lb_json_scan *sc);
+LB_MUST_CHECK int lb_json_prescan(const char *s, size_t n, size_t max_values, int max_depth, lb_json_scan *sc);
 
 /* The text as one JSON value: valid UTF-8, no "\u0000" escape (cJSON would
  * cut the string there), within the budget, nothing but whitespace after
@@ -52,9 +53,10 @@ cJSON *lb_json_parse_checked(const char *s, size_t n, const char *what, size_t m
  * before a byte is read; a body without one that passes max is cut off
  * there (what follows is drained, never kept). With a Content-Length the
  * buffer is allocated once at that size. Marks the request so the worker
- * gives memory back after it (lb_req_trim). On failure answers (413, 500)
- * and returns 0. what: "file", "sandbox spec". */
-int lb_req_body(struct lb_req *r, size_t max, lb_buf *b, const char *what);
+ * gives memory back after it (lb_req_trim). LB_OK; on failure answers
+ * (413, 500) and returns LB_E_TOOBIG or LB_E_NOMEM. what: "file",
+ * "sandbox spec". */
+LB_MUST_CHECK int lb_req_body(struct lb_req *r, size_t max, lb_buf *b, const char *what);
 
 /* The body as one JSON value (lb_req_body + lb_json_parse_checked with
  * the default budget), or NULL after answering 400/413/500. */

@@ -200,11 +200,11 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     int ok = 1;
     switch (g->who) {
     case LB_WHO_NGINX: break;
-    case LB_WHO_SANDBOX: ok = lb_sandbox_auth(r); break;
+    case LB_WHO_SANDBOX: ok = lb_sandbox_auth_ok(r); break;
     case LB_WHO_ANYONE:
-    case LB_WHO_PREVIEW: ok = lb_cfg()->n_users || lb_auth_request(r); break;
+    case LB_WHO_PREVIEW: ok = lb_cfg()->n_users || lb_auth_request_ok(r); break;
     case LB_WHO_USER:
-    case LB_WHO_OWNER: ok = lb_auth_request(r); break;
+    case LB_WHO_OWNER: ok = lb_auth_request_ok(r); break;
     default: /* a row without a rule is nobody's: closed, not open */
         lb_http_error(r, 500, NULL, "This route has no access rule.");
         return 0;
@@ -216,7 +216,7 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     if (g->who == LB_WHO_OWNER)
         return lb_auth_task_visible(r);
     if (g->who == LB_WHO_PREVIEW)
-        return lb_artifact_preview_admit(r);
+        return lb_artifact_preview_ok(r);
     return 1;
 }
 

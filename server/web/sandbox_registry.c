@@ -213,9 +213,9 @@ int lb_sbx_lock(lb_sbx *s, char *msg, size_t msgsz)
     pthread_mutex_unlock(&lb_reg_mu);
     if (removed) {
         pthread_mutex_unlock(&s->op_mu);
-        return 0;
+        return LB_E_NOTFOUND;
     }
-    return 1;
+    return LB_OK;
 }
 
 void lb_sbx_unlock(lb_sbx *s)

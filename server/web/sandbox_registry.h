@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/path.h"
+#include "common/status.h"
 #include "llmbox/sandbox.h"
 
 typedef enum lb_sbx_state {
@@ -68,22 +69,23 @@ typedef struct lb_sbx {
 
 /* Allocates the table (lb_cfg()->sandbox_api_max) and starts the reaper
  * thread. Call once, with the stop signals already blocked. */
-int lb_sbx_registry_init(void);
+LB_MUST_CHECK int lb_sbx_registry_init(void);
 
 /* Makes a STARTING entry with a fresh id, ttl_s counted from now, and one
  * reference for the caller. Takes ownership of spec, metadata and env
  * (each may be NULL) on success only. LB_E_TOOBIG when the table is full. */
-int lb_sbx_reserve(int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
-                   lb_sbx **out);
+LB_MUST_CHECK int lb_sbx_reserve(int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
+                                 lb_sbx **out);
 
 /* Finds a sandbox in the table and takes a reference. NULL when there is
  * none; then msg gets a sentence for the 404 (deleted, expired, unknown). */
 lb_sbx *lb_sbx_get(const char *id, char *msg, size_t msgsz);
 void lb_sbx_put(lb_sbx *s);
 
-/* Locks op_mu for a sandboxd call. Returns 0 (and leaves it unlocked) if
- * the sandbox was removed meanwhile; msg then gets the 404 sentence. */
-int lb_sbx_lock(lb_sbx *s, char *msg, size_t msgsz);
+/* Locks op_mu for a sandboxd call: LB_OK. LB_E_NOTFOUND (and it is left
+ * unlocked) if the sandbox was removed meanwhile; msg then gets the 404
+ * sentence. */
+LB_MUST_CHECK int lb_sbx_lock(lb_sbx *s, char *msg, size_t msgsz);
 void lb_sbx_unlock(lb_sbx *s);
 
 /* State changes (registry lock taken inside). */
@@ -97,7 +99,7 @@ lb_sbx_state lb_sbx_state_of(lb_sbx *s, char *why, size_t whysz);
  * until that is done (about the length of one sandboxd destroy, plus up to
  * a second to stop a running command). LB_E_NOTFOUND if it was not in the
  * table (already removed: still gone, which is what callers want). */
-int lb_sbx_remove(const char *id, lb_sbx_gone why);
+LB_MUST_CHECK int lb_sbx_remove(const char *id, lb_sbx_gone why);
 
 /* The status object of one sandbox: {id, status, created_at, expires_at,
  * ttl_s, error?, spec...}. NULL on OOM. */

@@ -17,6 +17,7 @@
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/path.h"
+#include "common/status.h"
 
 /* one file, up and down: what one sandboxd frame carries, minus room for the
  * request around it (the RPC's read cap) */
@@ -56,7 +57,7 @@ typedef struct lb_sbx_spec {
  * pids, image). On failure returns LB_E_INVAL (answer 400) or LB_E_TOOBIG
  * (413) with a sentence in msg. The spec points into body: keep body alive
  * as long as sp. Always call lb_sbx_spec_free. */
-int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz);
+LB_MUST_CHECK int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz);
 void lb_sbx_spec_free(lb_sbx_spec *sp);
 /* The spec as shown back to clients: everything but file contents (and
  * metadata, which the status object carries itself). NULL on OOM. */
@@ -76,8 +77,8 @@ typedef struct lb_sbx_exec_req {
 /* Parses an exec body: {command, timeout_s?, stdin?, env?, cwd?}. timeout_s
  * defaults to cfg->cmd_timeout_s and may be at most cfg->sandbox_api_exec_max_s.
  * Same failure convention as lb_sbx_spec_parse. */
-int lb_sbx_exec_parse(const cJSON *body, const lb_config *cfg, const char *workdir, lb_sbx_exec_req *er,
-                      char *msg, size_t msgsz);
+LB_MUST_CHECK int lb_sbx_exec_parse(const cJSON *body, const lb_config *cfg, const char *workdir, lb_sbx_exec_req *er,
+                                    char *msg, size_t msgsz);
 
 /* The shell line for one exec in the persistent shell. A subshell, so cwd
  * and env apply to this command only and nothing it does (cd, export, set)
@@ -87,17 +88,17 @@ int lb_sbx_exec_parse(const cJSON *body, const lb_config *cfg, const char *workd
  * wins. stdin_path NULL: < /dev/null. The stdin file is removed as soon as
  * the subshell has it open, so nothing is left even if the command is
  * killed. LB_E_TOOBIG when the line would be over LB_SBX_LINE_MAX. */
-int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out);
+LB_MUST_CHECK int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out);
 
 /* Cleans a sandbox path of n bytes (which may hold NULs: refused). An
  * absolute path stands alone; a relative one is taken from base (absolute
  * and clean; NULL: refused). out gets "/" + the cleaned path; "/" itself
  * only when allow_root. LB_E_INVAL for "..", control characters,
  * backslashes, invalid UTF-8, components over 255 bytes, over 1024 bytes. */
-int lb_sbx_path(const char *in, size_t n, const char *base, int allow_root, char *out, size_t outsz);
+LB_MUST_CHECK int lb_sbx_path(const char *in, size_t n, const char *base, int allow_root, char *out, size_t outsz);
 
 /* Appends s single-quoted for the shell ('it'\''s'). */
-int lb_sh_quote(lb_buf *b, const char *s);
+LB_MUST_CHECK int lb_sh_quote(lb_buf *b, const char *s);
 
 /* True for [A-Za-z_][A-Za-z0-9_]{0,127}. */
 int lb_sbx_env_name_ok(const char *s);
@@ -105,6 +106,6 @@ int lb_sbx_env_name_ok(const char *s);
 /* Decodes standard base64 (padding optional, CR/LF/space ignored).
  * *out is malloc'd (caller frees); LB_E_INVAL on any other character,
  * LB_E_TOOBIG over max decoded bytes. */
-int lb_base64_decode(const char *in, size_t n, size_t max, char **out, size_t *outlen);
+LB_MUST_CHECK int lb_base64_decode(const char *in, size_t n, size_t max, char **out, size_t *outlen);
 
 #endif

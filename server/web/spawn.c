@@ -439,7 +439,7 @@ static void *lb_reaper_main(void *arg)
         }
         if (now - last_reserve >= LB_RESERVE_CHECK_MS) {
             last_reserve = now;
-            (void)lb_store_reserve_keep(lb_cfg()->db_path); /* no room yet: tried again at the next check */
+            LB_IGNORE(lb_store_reserve_keep(lb_cfg()->db_path)); /* no room yet: tried again at the next check */
         }
         pthread_mutex_lock(&lb_sp_mu);
         for (int i = 0; i < lb_sp_n;) {

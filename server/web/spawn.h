@@ -5,27 +5,29 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
+
 /* Starts the reaper thread. Call once, before any spawn. */
-int lb_spawn_init(void);
+LB_MUST_CHECK int lb_spawn_init(void);
 /* Atomically takes a task slot; LB_E_TOOBIG when max_concurrent_tasks are
  * already running. A taken slot is released by lb_spawn_agent's failure or
  * by the reaper when the agent exits. */
-int lb_spawn_reserve(void);
+LB_MUST_CHECK int lb_spawn_reserve(void);
 void lb_spawn_unreserve(void);
 int lb_spawn_running(void);
 /* Spawns `self agent --task id` in its own session with output appended to
  * agent-<id>.log in lb_web_logdir; uses a reserved slot. *pid_out gets the
  * pid. */
-int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz);
+LB_MUST_CHECK int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz);
 /* Asks the agent of task id to stop (SIGTERM now, SIGKILL after 1.5 s).
  * LB_E_NOTFOUND when no agent of ours runs that task. */
-int lb_spawn_cancel(const char *id);
+LB_MUST_CHECK int lb_spawn_cancel(const char *id);
 /* SIGKILLs the agent of task id and waits (up to timeout_ms) until it is
  * reaped. LB_E_NOTFOUND when there is none. */
-int lb_spawn_kill_wait(const char *id, int timeout_ms);
+LB_MUST_CHECK int lb_spawn_kill_wait(const char *id, int timeout_ms);
 /* Runs argv (argv[0] a path) with stdin /dev/null, captures up to max bytes
  * of stdout, kills it after timeout_ms. The caller frees *out. */
-int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out, size_t *outlen,
-                     int *exit_status);
+LB_MUST_CHECK int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out, size_t *outlen,
+                                   int *exit_status);
 
 #endif

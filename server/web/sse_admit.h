@@ -18,14 +18,16 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
+
 #define LB_SSE_KEY_MAX 72   /* "u:" + user name, or "a:" + an address */
 
 /* Once, before the worker threads (again: resets; for tests). */
-int lb_sse_admit_init(int total, int per_client);
+LB_MUST_CHECK int lb_sse_admit_init(int total, int per_client);
 /* Takes a place for a stream of client `key`: LB_OK (*slot set; give it
  * back with lb_sse_admit_release), LB_E_TOOBIG (the client has
  * per_client streams open) or LB_E_BUSY (total streams open). */
-int lb_sse_admit_take(const char *key, int *slot);
+LB_MUST_CHECK int lb_sse_admit_take(const char *key, int *slot);
 void lb_sse_admit_release(int slot);
 /* Streams open now, of one client (key) or all (key NULL). */
 int lb_sse_admit_count(const char *key);

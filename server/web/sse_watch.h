@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "common/status.h"
+
 #define LB_SSE_WATCH_TICK_MS 100   /* how often the watcher looks */
 #define LB_SSE_WATCH_MAX 4096      /* tasks watched at once, at most */
 
@@ -27,7 +29,7 @@ typedef struct lb_sse_waiter {
 
 /* Starts the watcher thread with its own connection to db_path, for at
  * most max_tasks tasks at once (capped at LB_SSE_WATCH_MAX). */
-int lb_sse_watch_start(const char *db_path, int max_tasks);
+LB_MUST_CHECK int lb_sse_watch_start(const char *db_path, int max_tasks);
 /* Stops and joins the thread and closes its connection; streams still
  * open go on polling on their own. */
 void lb_sse_watch_stop(void);

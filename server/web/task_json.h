@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/status.h"
 #include "common/task.h"
 
 /* {id, status, reason, prompt, model, max_turns, created_ms, started_ms,
@@ -15,7 +16,7 @@
  * documents for GET /api/tasks/{id}. null where the task has no value.
  * artifacts (a JSON array, may be NULL for []) is taken over, also on
  * failure. LB_E_NOMEM. Caller frees *out. */
-int lb_task_json(const lb_task *t, cJSON *artifacts, cJSON **out);
+LB_MUST_CHECK int lb_task_json(const lb_task *t, cJSON *artifacts, cJSON **out);
 /* {id, status, prompt, model, created_ms, finished_ms}: a task in the
  * list of GET /api/tasks. NULL when out of memory. */
 cJSON *lb_task_summary_json(const lb_task *t);

@@ -7,11 +7,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/status.h"
+
 /* network "none" or "nat" (nat only when network_allow has it): LB_OK,
  * LB_E_DENIED (not allowed here) or LB_E_INVAL, with a sentence in err. */
-int lb_network_check(const char *v, char *err, size_t errsz);
+LB_MUST_CHECK int lb_network_check(const char *v, char *err, size_t errsz);
 /* A built image of that name: LB_OK, LB_E_INVAL or LB_E_NOTFOUND. */
-int lb_image_check(const char *v, char *err, size_t errsz);
+LB_MUST_CHECK int lb_image_check(const char *v, char *err, size_t errsz);
 /* [{name, default}] of the built images, sorted; NULL when out of memory. */
 cJSON *lb_images_list(void);
 

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
+
 #define LB_UNPACK_DEPTH_MAX 24      /* folders below the input root */
 
 typedef enum lb_archive_kind {
@@ -62,8 +64,8 @@ lb_archive_kind lb_archive_kind_of(const char *name);
  *   LB_E_IO, LB_E_NOMEM  our own failure (a 500)
  * err always gets a sentence for the client. What was written before a
  * failure stays: the caller removes the task folder. */
-int lb_unpack(const char *archive_path, lb_archive_kind kind, const char *shown, int root_fd,
-              const char *prefix, const lb_unpack_limits *lim, lb_unpack_totals *tot,
-              lb_unpack_file_cb cb, void *arg, char *err, size_t errsz);
+LB_MUST_CHECK int lb_unpack(const char *archive_path, lb_archive_kind kind, const char *shown, int root_fd,
+                            const char *prefix, const lb_unpack_limits *lim, lb_unpack_totals *tot,
+                            lb_unpack_file_cb cb, void *arg, char *err, size_t errsz);
 
 #endif

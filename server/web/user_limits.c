@@ -50,14 +50,14 @@ int lb_limits_start(lb_req *r, lb_start_ticket *t)
     t->user = -1;
     const lb_user_cfg *u = r->user;
     if (!u)
-        return 1;
+        return LB_OK;
     if (u->max_tasks > 0) {
         int active = 0;
         int rc = lb_store_tasks_active_of(r->store, u->name, &active);
         if (rc != LB_OK) {
             lb_http_drain(r);
             lb_http_store_error(r, rc, "count your tasks");
-            return 0;
+            return rc;
         }
         if (active >= u->max_tasks) {
             lb_http_drain(r);
@@ -65,12 +65,12 @@ int lb_limits_start(lb_req *r, lb_start_ticket *t)
                           "You already have %d task%s queued or running, your limit; start this one when one of "
                           "them has finished (or stop one).",
                           active, active == 1 ? "" : "s");
-            return 0;
+            return LB_E_BUSY;
         }
     }
     int ui = (int)(u - cfg->users);
     if (u->tasks_per_minute <= 0 || ui < 0 || ui >= cfg->n_users || !lb_slots[ui])
-        return 1;
+        return LB_OK;
     int64_t now = lb_mono_ms();
     int64_t *s = lb_slots[ui];
     int free_slot = -1;
@@ -102,9 +102,9 @@ int lb_limits_start(lb_req *r, lb_start_ticket *t)
         lb_http_error_hdr(r, 429, "rate_limited", hdr,
                           "You started %d task%s in the last minute, your limit; the next can start in %lld s.",
                           u->tasks_per_minute, u->tasks_per_minute == 1 ? "" : "s", wait_s);
-        return 0;
+        return LB_E_BUSY;
     }
-    return 1;
+    return LB_OK;
 }
 
 void lb_limits_refund(lb_start_ticket *t)

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "common/status.h"
 #include "web/request.h"
 
 typedef struct lb_start_ticket {
@@ -12,12 +13,13 @@ typedef struct lb_start_ticket {
     int64_t old, at;           /* the slot's time before and after the take */
 } lb_start_ticket;
 /* Once, before the worker threads. */
-int lb_limits_init(void);
+LB_MUST_CHECK int lb_limits_init(void);
 /* Before a task is made for r (create, rerun): its user's tasks queued or
- * running and its starts in the last minute. Answers 429 and returns 0
- * when over a limit; else takes a start (give it back with
- * lb_limits_refund when no task is made) and returns 1. */
-int lb_limits_start(lb_req *r, lb_start_ticket *t);
+ * running and its starts in the last minute. Answers 429 and returns
+ * LB_E_BUSY when over a limit (the store's status, answered, when it
+ * cannot count); else takes a start (give it back with lb_limits_refund
+ * when no task is made) and returns LB_OK. */
+LB_MUST_CHECK int lb_limits_start(lb_req *r, lb_start_ticket *t);
 void lb_limits_refund(lb_start_ticket *t);
 /* The largest upload r may send for one task (bytes). */
 uint64_t lb_limits_upload(const lb_req *r);

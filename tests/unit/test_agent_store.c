@@ -165,8 +165,8 @@ TEST(agent_runs_task)
     lb_store *st;
     CHECK(lb_store_open(lb_cfg()->db_path, &st) == LB_OK);
     CHECK(lb_store_task_get(st, task_id, &TASK) == LB_OK);
-    lb_store_events_after(st, task_id, 0, 1000, collect, &EV);
-    lb_store_artifacts_get(st, task_id, &ARTS);
+    CHECK(lb_store_events_after(st, task_id, 0, 1000, collect, &EV) == LB_OK);
+    CHECK(lb_store_artifacts_get(st, task_id, &ARTS) == LB_OK);
     lb_store_close(st);
     CHECK_STR(js(TASK, "status"), "succeeded");
 }

@@ -58,7 +58,8 @@ static void setup(void)
     fputs("this is not a shared object\n", f);
     fclose(f);
     errors = cJSON_CreateArray();
-    lb_plugins_load(dir, &P, errors);
+    /* the bad files are the point: each is in errors, which the tests read */
+    LB_IGNORE(lb_plugins_load(dir, &P, errors));
 }
 
 static const char *error_for(const char *file)

@@ -423,14 +423,14 @@ TEST(htbuf_keeps_head_and_tail)
     lb_htbuf b;
     lb_htbuf_init(&b, 10, 10);
     for (int i = 0; i < 100; i++)
-        lb_htbuf_append(&b, "0123456789", 10);
+        CHECK(lb_htbuf_append(&b, "0123456789", 10) == LB_OK);
     CHECK(lb_htbuf_omitted(&b) == 980);
     char *s = lb_htbuf_render(&b, NULL);
     CHECK_STR(s, "0123456789\n[... 980 bytes omitted ...]\n0123456789");
     free(s);
     lb_htbuf_free(&b);
     lb_htbuf_init(&b, 4, 4);
-    lb_htbuf_append(&b, "abc", 3);
+    CHECK(lb_htbuf_append(&b, "abc", 3) == LB_OK);
     s = lb_htbuf_render(&b, NULL);
     CHECK_STR(s, "abc");
     free(s);
