@@ -1187,9 +1187,10 @@ out:
     return rc;
 }
 
-int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out)
+int lb_store_artifacts_rows(lb_store *s, const char *task_id, lb_artifact **rows, size_t *n)
 {
-    *out = NULL;
+    *rows = NULL;
+    *n = 0;
     if (!s || !lb_id_valid(task_id))
         return LB_E_INVAL;
     sqlite3_stmt *st = lb_stmt(s, Q_ART_GET);
@@ -1197,35 +1198,38 @@ int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
     int rc = LB_OK, src;
-    cJSON *arr = cJSON_CreateArray();
-    if (!arr) {
-        rc = LB_E_NOMEM;
-        goto out;
-    }
+    lb_artifact *a = NULL;
+    size_t cnt = 0, cap = 0;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            rc = LB_E_NOMEM;
-            goto out;
+        if (cnt == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            lb_artifact *na = realloc(a, ncap * sizeof *a);
+            if (!na) {
+                rc = LB_E_NOMEM;
+                goto out;
+            }
+            a = na;
+            cap = ncap;
         }
-        if (!cJSON_AddStringToObject(o, "path", lb_col_text(st, 0)) ||
-            !cJSON_AddNumberToObject(o, "size", (double)sqlite3_column_int64(st, 1)) ||
-            !cJSON_AddStringToObject(o, "mime", lb_col_text(st, 2)) ||
-            !cJSON_AddStringToObject(o, "sha256", lb_col_text(st, 3))) {
-            rc = LB_E_NOMEM;
-            goto out;
-        }
+        lb_artifact *e = &a[cnt++];
+        memset(e, 0, sizeof *e);
+        /* the index holds only what lb_store_artifacts_set let in, which
+         * fits these fields */
+        snprintf(e->path, sizeof e->path, "%s", lb_col_text(st, 0));
+        e->size = (uint64_t)sqlite3_column_int64(st, 1);
+        snprintf(e->mime, sizeof e->mime, "%s", lb_col_text(st, 2));
+        snprintf(e->sha256, sizeof e->sha256, "%s", lb_col_text(st, 3));
     }
     if (src != SQLITE_DONE)
         rc = lb_store_err(s, src, "read artifacts");
 out:
     lb_done(st);
     if (rc) {
-        cJSON_Delete(arr);
+        free(a);
         return rc;
     }
-    *out = arr;
+    *rows = a;
+    *n = cnt;
     return LB_OK;
 }
 

@@ -168,8 +168,10 @@ LB_MUST_CHECK int lb_store_data_version(lb_store *s, int64_t *out);
 
 /* Replaces the task's artifact index. */
 LB_MUST_CHECK int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *a, size_t n);
-/* JSON array [{path,size,mime,sha256}] sorted by path. */
-LB_MUST_CHECK int lb_store_artifacts_get(lb_store *s, const char *task_id, cJSON **out);
+/* The task's artifact index, sorted by path: *rows malloc'd (NULL when
+ * there are none), *n of them; caller frees. The web makes API JSON of
+ * them (lb_artifacts_json, web/task_json.h). */
+LB_MUST_CHECK int lb_store_artifacts_rows(lb_store *s, const char *task_id, lb_artifact **rows, size_t *n);
 LB_MUST_CHECK int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, lb_artifact *out);
 
 /* Sessions. add also drops every expired session and keeps only the

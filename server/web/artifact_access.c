@@ -54,6 +54,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -211,21 +212,19 @@ const char *lb_artifact_disposition(const lb_req *r, const char *mime)
 
 int lb_artifact_folder_listed(lb_store *s, const char *id, const char *folder, int *found)
 {
-    cJSON *arr = NULL;
+    lb_artifact *rows = NULL;
+    size_t nrows = 0;
     *found = 0;
-    int rc = lb_store_artifacts_get(s, id, &arr);
+    int rc = lb_store_artifacts_rows(s, id, &rows, &nrows);
     if (rc != LB_OK)
         return rc;
     size_t n = strlen(folder);
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr)
-    {
-        const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
-        if (p && !strncmp(p, folder, n) && p[n] == '/') {
+    for (size_t i = 0; i < nrows; i++) {
+        if (!strncmp(rows[i].path, folder, n) && rows[i].path[n] == '/') {
             *found = 1;
             break;
         }
     }
-    cJSON_Delete(arr);
+    free(rows);
     return LB_OK;
 }

@@ -7,6 +7,7 @@
 #include "web/download_link.h"
 #include "web/http.h"
 #include "web/spawn.h"
+#include "web/task_json.h"
 #include "web/task_options.h"
 #include "web/user_limits.h"
 #include "web/web_main.h"
@@ -727,7 +728,7 @@ void lb_h_artifacts(lb_req *r)
         return;
     }
     cJSON *arr = NULL;
-    rc = lb_store_artifacts_get(r->store, r->id, &arr);
+    rc = lb_task_artifacts_json(r->store, r->id, &arr);
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "read the artifacts");
         return;

@@ -5,6 +5,8 @@
 #include "common/status.h"
 #include "store/store.h"
 
+#include <stdlib.h>
+
 static int lb_add_text_or_null(cJSON *o, const char *k, const char *v)
 {
     cJSON *j = v ? cJSON_CreateString(v) : cJSON_CreateNull();
@@ -88,7 +90,7 @@ int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
     if (rc != LB_OK)
         return rc;
     cJSON *arts = NULL;
-    rc = lb_store_artifacts_get(s, id, &arts);
+    rc = lb_task_artifacts_json(s, id, &arts);
     if (rc == LB_OK)
         rc = lb_task_json(&t, arts, out);
     lb_task_free(&t);
@@ -143,4 +145,40 @@ int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *be
 int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out)
 {
     return lb_store_task_page(s, limit, before_ms, NULL, out);
+}
+
+int lb_artifacts_json(const lb_artifact *a, size_t n, cJSON **out)
+{
+    *out = NULL;
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return LB_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(arr);
+            return LB_E_NOMEM;
+        }
+        if (!cJSON_AddStringToObject(o, "path", a[i].path) ||
+            !cJSON_AddNumberToObject(o, "size", (double)a[i].size) ||
+            !cJSON_AddStringToObject(o, "mime", a[i].mime) || !cJSON_AddStringToObject(o, "sha256", a[i].sha256)) {
+            cJSON_Delete(arr);
+            return LB_E_NOMEM;
+        }
+    }
+    *out = arr;
+    return LB_OK;
+}
+
+int lb_task_artifacts_json(lb_store *s, const char *id, cJSON **out)
+{
+    *out = NULL;
+    lb_artifact *rows = NULL;
+    size_t n = 0;
+    int rc = lb_store_artifacts_rows(s, id, &rows, &n);
+    if (rc == LB_OK)
+        rc = lb_artifacts_json(rows, n, out);
+    free(rows);
+    return rc;
 }

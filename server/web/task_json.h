@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "common/task.h"
+#include "store/store.h"
 
 /* {id, status, reason, prompt, model, max_turns, created_ms, started_ms,
  * finished_ms, turns, usage:{prompt_tokens, completion_tokens,
@@ -20,5 +21,12 @@ LB_MUST_CHECK int lb_task_json(const lb_task *t, cJSON *artifacts, cJSON **out);
 /* {id, status, prompt, model, created_ms, finished_ms}: a task in the
  * list of GET /api/tasks. NULL when out of memory. */
 cJSON *lb_task_summary_json(const lb_task *t);
+/* The n artifacts a as the API's array [{path, size, mime, sha256}], in
+ * their order. LB_E_NOMEM. Caller frees *out. */
+LB_MUST_CHECK int lb_artifacts_json(const lb_artifact *a, size_t n, cJSON **out);
+/* The artifact index of task id as that array (lb_store_artifacts_rows
+ * and lb_artifacts_json): the store's status, or LB_E_NOMEM. Caller frees
+ * *out. */
+LB_MUST_CHECK int lb_task_artifacts_json(lb_store *s, const char *id, cJSON **out);
 
 #endif

@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "entry.h"
 #include "store/store.h"
+#include "web/task_json.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -166,7 +167,7 @@ TEST(agent_runs_task)
     CHECK(lb_store_open(lb_cfg()->db_path, &st) == LB_OK);
     CHECK(lb_store_task_get(st, task_id, &TASK) == LB_OK);
     CHECK(lb_store_events_after(st, task_id, 0, 1000, collect, &EV) == LB_OK);
-    CHECK(lb_store_artifacts_get(st, task_id, &ARTS) == LB_OK);
+    CHECK(lb_task_artifacts_json(st, task_id, &ARTS) == LB_OK);
     lb_store_close(st);
     CHECK_STR(js(TASK, "status"), "succeeded");
 }
