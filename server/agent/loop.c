@@ -869,7 +869,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     if (r.timeout_s > 0)
         alarm((unsigned)r.timeout_s);
     lb_mime_preload(); /* ready by the time the outputs are collected */
-    emit_status(&r, "running", NULL);
+    emit_status(&r, lb_task_status_name(LB_TASK_RUNNING), NULL);
     if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
@@ -902,7 +902,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     {
         /* the page shows "starting the sandbox" until this one */
         cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "status", "running");
+        cJSON_AddStringToObject(d, "status", lb_task_status_name(LB_TASK_RUNNING));
         cJSON_AddStringToObject(d, "sandbox", "ready");
         cJSON_AddNumberToObject(d, "sandbox_ms", (double)r.res->usage.sandbox_ms);
         emit(&r, "status", d);

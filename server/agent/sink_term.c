@@ -3,6 +3,7 @@
  * characters neutralised so output cannot drive the terminal. */
 #include "agent/agent.h"
 #include "common/status.h"
+#include "common/task.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ static int fin(void *arg, const char *status, const char *reason, const char *an
 {
     term_sink *t = arg;
     (void)answer;
-    int ok = !strcmp(status, "succeeded");
+    int ok = lb_task_status_parse(status) == LB_TASK_SUCCEEDED;
     fprintf(t->f, "%s== %s%s", c_on(t, ok ? "\033[1;32m" : "\033[1;31m"), status, c_off(t));
     if (reason && *reason)
         block(t, ": ", reason); /* may quote a model server's message */

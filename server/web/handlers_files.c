@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -72,7 +73,7 @@ void lb_h_trajectory(lb_req *r)
     if (!lb_is_regular(file)) {
         /* an ended task without one: its agent died first (a crash the agent
          * could not report itself); the task's reason says what happened */
-        if (strcmp(status, "queued") && strcmp(status, "running"))
+        if (lb_task_status_is_final(lb_task_status_parse(status)))
             lb_http_error(r, 404, "not_found",
                           "The task %s without writing a trajectory: its agent stopped before it could "
                           "(the task's reason says why).", status);
@@ -107,7 +108,7 @@ static void lb_h_bundle(lb_req *r, const char *format)
     }
     if (!lb_task_exists(r, status, sizeof status))
         return;
-    if (strcmp(status, "succeeded") && strcmp(status, "failed") && strcmp(status, "cancelled")) {
+    if (!lb_task_status_is_final(lb_task_status_parse(status))) {
         lb_http_error(r, 409, NULL, "The task is still %s; the bundle is made once it has ended.", status);
         return;
     }

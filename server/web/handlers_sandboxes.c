@@ -1,6 +1,7 @@
 /* The sandbox API for outside clients, over HTTP (/api/sandboxes):
- * create, list, status, exec, upload, download, destroy. The operations of
- * DESIGN.md's sandbox API (after NeMo Gym's nemo_gym.sandbox), served by
+ * create, list, status, exec, upload, download, destroy: the operations of
+ * the sandbox API the original design asked for (after NeMo Gym's
+ * nemo_gym.sandbox), served by
  * the web process on top of sandboxd (sandbox_registry.c holds the
  * sandboxes, sandbox_spec.c validates the bodies).
  *

@@ -666,7 +666,7 @@ void lb_h_task_cancel(lb_req *r)
         }
         if (lb_agent_alive(pid, r->id))
             kill(pid, SIGTERM); /* an agent left by an earlier web process */
-        cJSON_AddStringToObject(o, "status", "cancelled");
+        cJSON_AddStringToObject(o, "status", lb_task_status_name(LB_TASK_CANCELLED));
     }
     lb_http_json(r, 202, o, NULL);
     cJSON_Delete(o);
