@@ -336,6 +336,107 @@ out:
     return rc;
 }
 
+/* The fields of a create form, checked: what the task asks for. */
+typedef struct lb_create_fields {
+    const char *model;          /* a configured model's name */
+    long long max_turns;        /* 0: nothing asked */
+    long long token_budget;     /* -1: nothing asked */
+    long long timeout_s;        /* 0: nothing asked */
+    const char *network, *image; /* NULL: the defaults */
+} lb_create_fields;
+
+/* Checks the fields of u (streamed in whole) into *f and unpacks its
+ * archives unless the form says not to. LB_OK; else answered (400, 403,
+ * 413, 500, 503) and LB_E_INVAL. */
+static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg, lb_create_fields *f)
+{
+    *f = (lb_create_fields){.token_budget = -1};
+    if (!u->prompt.data || lb_blank(u->prompt.data)) {
+        lb_http_error(r, 400, NULL, "The form field \"prompt\" is missing or empty: say what the task is.");
+        return LB_E_INVAL;
+    }
+    /* strict (no overlong forms, surrogates or code points past U+10FFFF):
+     * the prompt goes into JSON for the model and back to the page */
+    if (!lb_utf8_valid(u->prompt.data, u->prompt.len)) {
+        lb_http_error(r, 400, NULL, "The prompt is not valid UTF-8 text.");
+        return LB_E_INVAL;
+    }
+    /* a configured model's name; the browser never sees more than names */
+    const lb_model_cfg *mc = lb_cfg_model(cfg, NULL);
+    if (u->model.data && !lb_blank(u->model.data)) {
+        char name[LB_CFG_MODEL_NAME];
+        if (lb_field_word(u->model.data, name, sizeof name) != LB_OK || !(mc = lb_cfg_model(cfg, name))) {
+            char names[600];
+            lb_cfg_model_names(cfg, names, sizeof names);
+            /* echoed as printable ASCII only: the field is the client's */
+            char shown[65];
+            size_t k = 0;
+            for (const char *q = u->model.data; *q && k < sizeof shown - 1; q++)
+                shown[k++] = (*q > 0x20 && *q < 0x7f) ? *q : '?';
+            shown[k] = '\0';
+            lb_http_error(r, 400, NULL, "There is no model called \"%s\"; the configured models are: %s.",
+                          shown, names[0] ? names : "none");
+            return LB_E_INVAL;
+        }
+    }
+    if (!mc) {
+        lb_http_error(r, 503, NULL, "No model is configured on this service.");
+        return LB_E_INVAL;
+    }
+    f->model = mc->name;
+    /* what the form asks for (0 / -1: nothing), each within its range */
+    if (lb_field_int(&u->max_turns, 1, cfg->max_turns_limit, &f->max_turns) != LB_OK) {
+        lb_http_error(r, 400, NULL, "max_turns must be a whole number from 1 to %d.", cfg->max_turns_limit);
+        return LB_E_INVAL;
+    }
+    if (lb_field_int(&u->token_budget, 1000, cfg->token_budget_max, &f->token_budget) != LB_OK) {
+        lb_http_error(r, 400, NULL, "token_budget must be a whole number of tokens from 1000 to %lld.",
+                      (long long)cfg->token_budget_max);
+        return LB_E_INVAL;
+    }
+    if (lb_field_int(&u->timeout_s, 1, cfg->task_timeout_s, &f->timeout_s) != LB_OK) {
+        lb_http_error(r, 400, NULL, "timeout_s must be a whole number of seconds from 1 to %d.",
+                      cfg->task_timeout_s);
+        return LB_E_INVAL;
+    }
+    char why[300];
+    if (u->network.data && !lb_blank(u->network.data)) {
+        int rc = lb_network_check(u->network.data, why, sizeof why);
+        if (rc != LB_OK) {
+            lb_http_error(r, rc == LB_E_DENIED ? 403 : 400, NULL, "%s", why);
+            return LB_E_INVAL;
+        }
+        f->network = u->network.data;
+    }
+    if (u->image.data && !lb_blank(u->image.data)) {
+        if (lb_image_check(u->image.data, why, sizeof why) != LB_OK) {
+            lb_http_error(r, 400, NULL, "%s", why);
+            return LB_E_INVAL;
+        }
+        f->image = u->image.data;
+    }
+    int unpack = 1; /* archives are unpacked unless the client says not to */
+    if (u->unpack.data && !lb_blank(u->unpack.data)) {
+        int v = lb_form_bool(u->unpack.data);
+        if (v < 0) {
+            lb_http_error(r, 400, NULL, "unpack must be 1 or 0 (true or false).");
+            return LB_E_INVAL;
+        }
+        unpack = v;
+    }
+    if (unpack) {
+        int status = 0;
+        int rc = lb_unpack_inputs(u, &status, why, sizeof why);
+        if (rc != LB_OK) {
+            if (status == 500)
+                lb_error("web: task %s: unpacking: %s", u->id, why);
+            lb_http_error(r, status, NULL, "%s", why);
+            return LB_E_INVAL;
+        }
+    }
+    return LB_OK;
+}
+
 void lb_h_task_create(lb_req *r)
 {
     const lb_config *cfg = lb_cfg();
@@ -376,8 +477,8 @@ void lb_h_task_create(lb_req *r)
         lb_http_error(r, 400, NULL, "The Content-Type has no valid multipart boundary.");
         goto out;
     }
-    if (lb_admit_begin(r, &adm, ".upload") != LB_OK) /* refused: answered */
-        goto out; /* answered */
+    if (lb_admit_begin(r, &adm, ".upload") != LB_OK)
+        goto out; /* refused: answered */
     snprintf(u.id, sizeof u.id, "%s", adm.id);
     snprintf(r->id, sizeof r->id, "%s", u.id);
     snprintf(u.task_dir, sizeof u.task_dir, "%s", adm.task_dir);
@@ -422,106 +523,22 @@ void lb_h_task_create(lb_req *r)
     }
     rmdir(u.stage_dir);
 
-    /* fields */
-    if (!u.prompt.data || lb_blank(u.prompt.data)) {
-        lb_http_error(r, 400, NULL, "The form field \"prompt\" is missing or empty: say what the task is.");
-        goto out;
-    }
-    /* strict (no overlong forms, surrogates or code points past U+10FFFF):
-     * the prompt goes into JSON for the model and back to the page */
-    if (!lb_utf8_valid(u.prompt.data, u.prompt.len)) {
-        lb_http_error(r, 400, NULL, "The prompt is not valid UTF-8 text.");
-        goto out;
-    }
-    /* a configured model's name; the browser never sees more than names */
-    const lb_model_cfg *mc = lb_cfg_model(cfg, NULL);
-    if (u.model.data && !lb_blank(u.model.data)) {
-        char name[LB_CFG_MODEL_NAME];
-        if (lb_field_word(u.model.data, name, sizeof name) != LB_OK || !(mc = lb_cfg_model(cfg, name))) {
-            char names[600];
-            lb_cfg_model_names(cfg, names, sizeof names);
-            /* echoed as printable ASCII only: the field is the client's */
-            char shown[65];
-            size_t k = 0;
-            for (const char *q = u.model.data; *q && k < sizeof shown - 1; q++)
-                shown[k++] = (*q > 0x20 && *q < 0x7f) ? *q : '?';
-            shown[k] = '\0';
-            lb_http_error(r, 400, NULL, "There is no model called \"%s\"; the configured models are: %s.",
-                          shown, names[0] ? names : "none");
-            goto out;
-        }
-    }
-    if (!mc) {
-        lb_http_error(r, 503, NULL, "No model is configured on this service.");
-        goto out;
-    }
-    const char *model = mc->name;
-    /* what the form asks for (0 / -1: nothing), each within its range */
-    long long max_turns = 0;
-    if (lb_field_int(&u.max_turns, 1, cfg->max_turns_limit, &max_turns) != LB_OK) {
-        lb_http_error(r, 400, NULL, "max_turns must be a whole number from 1 to %d.", cfg->max_turns_limit);
-        goto out;
-    }
-    long long token_budget = -1;
-    if (lb_field_int(&u.token_budget, 1000, cfg->token_budget_max, &token_budget) != LB_OK) {
-        lb_http_error(r, 400, NULL, "token_budget must be a whole number of tokens from 1000 to %lld.",
-                      (long long)cfg->token_budget_max);
-        goto out;
-    }
-    long long timeout_s = 0;
-    if (lb_field_int(&u.timeout_s, 1, cfg->task_timeout_s, &timeout_s) != LB_OK) {
-        lb_http_error(r, 400, NULL, "timeout_s must be a whole number of seconds from 1 to %d.",
-                      cfg->task_timeout_s);
-        goto out;
-    }
-    char why[300];
-    const char *network = NULL, *image = NULL;
-    if (u.network.data && !lb_blank(u.network.data)) {
-        rc = lb_network_check(u.network.data, why, sizeof why);
-        if (rc != LB_OK) {
-            lb_http_error(r, rc == LB_E_DENIED ? 403 : 400, NULL, "%s", why);
-            goto out;
-        }
-        network = u.network.data;
-    }
-    if (u.image.data && !lb_blank(u.image.data)) {
-        if (lb_image_check(u.image.data, why, sizeof why) != LB_OK) {
-            lb_http_error(r, 400, NULL, "%s", why);
-            goto out;
-        }
-        image = u.image.data;
-    }
-    int unpack = 1; /* archives are unpacked unless the client says not to */
-    if (u.unpack.data && !lb_blank(u.unpack.data)) {
-        int v = lb_form_bool(u.unpack.data);
-        if (v < 0) {
-            lb_http_error(r, 400, NULL, "unpack must be 1 or 0 (true or false).");
-            goto out;
-        }
-        unpack = v;
-    }
-    if (unpack) {
-        int status = 0;
-        rc = lb_unpack_inputs(&u, &status, why, sizeof why);
-        if (rc != LB_OK) {
-            if (status == 500)
-                lb_error("web: task %s: unpacking: %s", u.id, why);
-            lb_http_error(r, status, NULL, "%s", why);
-            goto out;
-        }
-    }
+    lb_create_fields f;
+    if (lb_create_fields_check(r, &u, cfg, &f) != LB_OK)
+        goto out; /* answered */
 
     char *inputs_json = cJSON_PrintUnformatted(u.inputs);
     if (!inputs_json) {
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
-    lb_task_request req = {.max_turns = (int)max_turns, .token_budget = token_budget, .timeout_s = (int)timeout_s};
+    lb_task_request req = {.max_turns = (int)f.max_turns, .token_budget = f.token_budget,
+                           .timeout_s = (int)f.timeout_s};
     lb_task_limits tl;
     lb_task_limits_of(&req, r->user, cfg, &tl);
-    lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = model, .max_turns = tl.max_turns,
+    lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = f.model, .max_turns = tl.max_turns,
                      .token_budget = tl.token_budget, .timeout_s = tl.timeout_s, .inputs_json = inputs_json,
-                     .network = network, .image = image, .owner = lb_auth_owner(r),
+                     .network = f.network, .image = f.image, .owner = lb_auth_owner(r),
                      .owner_max_active = r->user ? r->user->max_tasks : 0};
     /* answered either way (201, or why not); lb_admit_end below gives
      * back what a task that was not stored held */
