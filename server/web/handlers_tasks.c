@@ -337,7 +337,7 @@ out:
 
 void lb_h_task_create(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     lb_upload u;
     memset(&u, 0, sizeof u);
     u.cfg = cfg;
@@ -476,7 +476,7 @@ void lb_h_task_create(lb_req *r)
     char why[300];
     const char *network = NULL, *image = NULL;
     if (u.network.data && !lb_blank(u.network.data)) {
-        rc = lb_network_check(u.network.data, why, sizeof why);
+        rc = lb_network_check(r->cfg, u.network.data, why, sizeof why);
         if (rc != LB_OK) {
             lb_http_error(r, rc == LB_E_DENIED ? 403 : 400, NULL, "%s", why);
             goto out;
@@ -484,7 +484,7 @@ void lb_h_task_create(lb_req *r)
         network = u.network.data;
     }
     if (u.image.data && !lb_blank(u.image.data)) {
-        if (lb_image_check(u.image.data, why, sizeof why) != LB_OK) {
+        if (lb_image_check(r->cfg, u.image.data, why, sizeof why) != LB_OK) {
             lb_http_error(r, 400, NULL, "%s", why);
             goto out;
         }
@@ -673,7 +673,7 @@ void lb_h_task_cancel(lb_req *r)
 
 void lb_h_task_delete(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     char status[16], path[LB_CFG_PATH + 128];
     int pid;
     int rc = lb_store_task_state(r->store, r->id, status, sizeof status, &pid);
@@ -703,7 +703,7 @@ void lb_h_task_delete(lb_req *r)
     if (lb_rmtree(path) != LB_OK)
         lb_warn("web: task %s: cannot remove %s completely: %s", r->id, path, strerror(errno));
     char logdir[LB_CFG_PATH];
-    lb_web_logdir(logdir, sizeof logdir);
+    lb_cfg_logdir(cfg, logdir, sizeof logdir);
     snprintf(path, sizeof path, "%s/agent-%s.log", logdir, r->id);
     unlink(path);
     lb_info("web: task %s deleted", r->id);

@@ -202,7 +202,11 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     case LB_WHO_NGINX: break;
     case LB_WHO_SANDBOX: ok = lb_sandbox_auth(r); break;
     case LB_WHO_ANYONE:
-    case LB_WHO_PREVIEW: ok = lb_cfg()->n_users || lb_auth_request(r); break;
+    case LB_WHO_PREVIEW: {
+        const lb_config *cfg = r->cfg;
+        ok = cfg->n_users || lb_auth_request(r);
+        break;
+    }
     case LB_WHO_USER:
     case LB_WHO_OWNER: ok = lb_auth_request(r); break;
     default: /* a row without a rule is nobody's: closed, not open */
