@@ -4,7 +4,6 @@
 #include "llmbox/sandbox.h"
 #include "sandbox/rpc.h"
 
-#include "common/config.h"
 #include "common/status.h"
 #include "common/util.h"
 
