@@ -11,7 +11,9 @@ int lb_agent_main(int argc, char **argv);    /* server/agent/ */
 int lb_run_main(int argc, char **argv);      /* server/agent/ */
 int lb_plugin_main(int argc, char **argv);   /* server/agent/plugin_check.c */
 int lb_image_main(int argc, char **argv);    /* server/sandbox/ */
-int lb_image_list(void);                     /* server/sandbox/image_list.c */
+struct lb_config;
+/* `llmbox image list` (server/sandbox/image_list.c), from lb_image_main */
+int lb_image_list(const struct lb_config *cfg);
 /* server/web/cmd_user.c; have_cfg: whether the configuration loaded */
 int lb_user_main(int argc, char **argv, int have_cfg);
 int lb_config_main(int argc, char **argv);   /* server/web/cmd_user.c */

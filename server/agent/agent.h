@@ -70,6 +70,7 @@ typedef enum lb_tool_mode {
 
 #define LB_REPLAY_MAX_FILE (64u << 20)
 
+struct lb_config;
 struct lb_model_cfg;
 
 typedef struct lb_model {
@@ -96,11 +97,12 @@ typedef struct lb_model {
     int replay_next;            /* replay: index of the next one */
 } lb_model;
 
-/* The configured model called name (NULL or "": the default model).
- * cancel may be NULL. LB_E_NOTFOUND with the list of models in err when
- * there is no such model. */
-LB_MUST_CHECK int lb_model_init(lb_model *m, const char *name, volatile int *cancel,
-                                char *err, size_t errsz);
+/* The model of cfg called name (NULL or "": the default model); m keeps a
+ * pointer into cfg, which must outlive it. cancel may be NULL.
+ * LB_E_NOTFOUND with the list of models in err when there is no such
+ * model. */
+LB_MUST_CHECK int lb_model_init(lb_model *m, const struct lb_config *cfg, const char *name, volatile int *cancel,
+                  char *err, size_t errsz);
 void lb_model_free(lb_model *m);
 /* One chat completion. Returns LB_OK, LB_E_CANCELLED, LB_E_UNAVAILABLE
  * (endpoint unreachable), LB_E_DENIED (the key was refused: 401/403),
@@ -233,6 +235,8 @@ void lb_sink_term_init(lb_sink *s, void *file);
 typedef struct lb_loop_result lb_loop_result;
 
 typedef struct lb_loop_opts {
+    const struct lb_config *cfg; /* the configuration (read only): paths, models, sandbox
+                                 * defaults, tools, tool timeouts */
     const char *task_id;        /* 32 hex chars */
     const char *prompt;
     /* the task's effective limits, from lb_task_limits_of (common/task.h) */

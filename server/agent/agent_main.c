@@ -66,17 +66,17 @@ static int wait_for_task(char id[33])
     return 0;
 }
 
-static int list_tools(void)
+static int list_tools(const lb_config *cfg)
 {
     cJSON *errors = cJSON_CreateArray();
     lb_plugins *p = NULL;
-    if (!errors || lb_plugins_load(lb_cfg()->plugin_dir, &p, errors) != LB_OK) {
+    if (!errors || lb_plugins_load(cfg->plugin_dir, cfg, &p, errors) != LB_OK) {
         fprintf(stderr, "llmbox agent: out of memory\n");
         cJSON_Delete(errors);
         return 1;
     }
     /* exactly what a task is offered (tools = ... in llmbox.conf) */
-    lb_plugins_select(p, lb_cfg(), errors);
+    lb_plugins_select(p, cfg, errors);
     cJSON *out = lb_plugins_list_json(p, errors);
     char *text = out ? cJSON_PrintUnformatted(out) : NULL;
     int rc = 1;
@@ -101,9 +101,10 @@ static void end_task(lb_store *st, const char *id, const char *reason)
         lb_error("task %s: cannot record its end (%s): %s", id, reason, lb_strerror(rc));
 }
 
-static int run_task(const char *id)
+/* cfg is written here only to add the replay model of a "Replay" task,
+ * before the loop (and its watchdog thread) starts. */
+static int run_task(lb_config *cfg, const char *id)
 {
-    const lb_config *cfg = lb_cfg();
     lb_store *st = NULL;
     lb_task task;
     memset(&task, 0, sizeof task);
@@ -154,7 +155,7 @@ static int run_task(const char *id)
         /* "Replay": the web linked the earlier task's trajectory here */
         char replay[4200];
         snprintf(replay, sizeof replay, "%s/replay.json", task_dir);
-        if (lb_cfg_add_replay_model(lb_cfg_mut(), replay) != LB_OK) {
+        if (lb_cfg_add_replay_model(cfg, replay) != LB_OK) {
             end_task(st, id, "the replay could not be set up (path too long)");
             goto out;
         }
@@ -173,6 +174,7 @@ static int run_task(const char *id)
     lb_sink sink;
     lb_sink_store_init(&sink, st, id);
     lb_loop_opts o = {
+        .cfg = cfg,
         .task_id = id,
         .prompt = task.prompt,
         .max_turns = lim.max_turns,
@@ -202,6 +204,9 @@ out:
 
 int lb_agent_main(int argc, char **argv)
 {
+    /* the one place the agent takes the configuration; everything below
+     * is handed it */
+    lb_config *cfg = lb_cfg_mut();
     lb_log_init("agent");
     const char *task = NULL;
     int list = 0, spare = 0, task_arg = 0;
@@ -226,7 +231,7 @@ int lb_agent_main(int argc, char **argv)
         }
     }
     if (list)
-        return list_tools();
+        return list_tools(cfg);
     if (spare) {
         if (wait_for_task(spare_id) != 0)
             return 0; /* the web has gone, or never needed this one */
@@ -235,7 +240,7 @@ int lb_agent_main(int argc, char **argv)
          * so a changed tools list reaches this task, as it would a fresh agent */
         lb_config *fresh = malloc(sizeof *fresh);
         if (fresh && lb_config_load(fresh) == LB_OK)
-            memcpy(lb_cfg_mut(), fresh, sizeof *fresh);
+            memcpy(cfg, fresh, sizeof *fresh);
         else
             lb_warn("spare agent: the configuration did not load again (%s); the one read at start is used",
                     fresh ? lb_config_error() : "out of memory");
@@ -253,5 +258,5 @@ int lb_agent_main(int argc, char **argv)
         fprintf(stderr, "llmbox agent: '%s' is not a task id (32 lowercase hex characters)\n", task);
         return 2;
     }
-    return run_task(task);
+    return run_task(cfg, task);
 }

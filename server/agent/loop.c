@@ -170,7 +170,7 @@ static cJSON *msg(const char *role, const char *content)
 
 static int build_prompts(run *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->o->cfg;
     char err[1200], turns[16];
     char *sys_t = NULL, *inst_t = NULL, *sys = NULL, *inst = NULL;
     int rc = lb_prompt_load(cfg->prompts_dir, "system.md", &sys_t, err, sizeof err);
@@ -207,7 +207,7 @@ out:
 
 static int start_sandbox(run *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->o->cfg;
     char err[1024] = "";
     int64_t t0 = lb_mono_ms();
     int rc = lbsb_connect(cfg->sandboxd_socket, r->o->sb_interrupt, &r->conn, err, sizeof err);
@@ -230,7 +230,8 @@ static int start_sandbox(run *r)
     lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->res->usage.sandbox_ms);
     lb_metrics_observe(lb_metrics_proc(), &lb_hist_sandbox_start, "", (double)r->res->usage.sandbox_ms / 1000.0);
     int tmo = cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s * 1000 : 120000;
-    r->ctx = lb_ctx_new(r->conn, r->sb_id, r->o->cancel, tmo);
+    int soft = cfg->bash_soft_timeout_s > 0 ? cfg->bash_soft_timeout_s * 1000 : 0;
+    r->ctx = lb_ctx_new(r->conn, r->sb_id, r->o->cancel, tmo, soft);
     if (!r->ctx) {
         set_final(r, LB_TASK_FAILED, "out of memory");
         return LB_E_NOMEM;
@@ -552,7 +553,7 @@ static void loop(run *r)
  * the image, the limits and the tools offered. No key, no credentials. */
 static cJSON *run_config(const run *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->o->cfg;
     cJSON *c = cJSON_CreateObject();
     if (!c)
         return NULL;
@@ -634,7 +635,7 @@ static char *read_head(const char *path, size_t max, size_t *len)
 
 static void finalize(run *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->o->cfg;
     const char *fanswer = NULL;
     size_t fanswer_len = 0;
     if (r->ctx)
@@ -855,7 +856,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     r.t_start = lb_now_ms();
     r.last_prompt = r.last_completion = -1;
     char err[1024] = "";
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = o->cfg;
     /* the caller's are the task's effective limits (lb_task_limits_of) */
     r.budget = o->token_budget;
     r.timeout_s = o->timeout_s;
@@ -874,7 +875,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
     /* each plugin that failed is in perr (said on the task below); no tool at all fails the task */
-    LB_IGNORE(lb_plugins_load(cfg->plugin_dir, &r.plugins, perr));
+    LB_IGNORE(lb_plugins_load(cfg->plugin_dir, cfg, &r.plugins, perr));
     lb_plugins_select(r.plugins, cfg, perr);
     char *missing = lb_plugins_missing_note(r.plugins, cfg, perr); /* said on the task, not only in logs */
     if (missing)
@@ -885,7 +886,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         goto end;
     }
     r.tools = lb_plugins_openai_tools(r.plugins);
-    if (lb_model_init(&r.model, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
+    if (lb_model_init(&r.model, cfg, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
         set_final(&r, LB_TASK_FAILED, "%s", err);
         goto end;
     }

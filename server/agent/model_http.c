@@ -36,10 +36,10 @@ static void strip_userinfo(const char *url, char *out, size_t outsz)
         snprintf(out, outsz, "%s", url);
 }
 
-int lb_model_init(lb_model *m, const char *name, volatile int *cancel, char *err, size_t errsz)
+int lb_model_init(lb_model *m, const lb_config *cfg, const char *name, volatile int *cancel,
+                  char *err, size_t errsz)
 {
     memset(m, 0, sizeof *m);
-    const lb_config *cfg = lb_cfg();
     const lb_model_cfg *mc = lb_cfg_model(cfg, name);
     if (!mc) {
         char names[600];

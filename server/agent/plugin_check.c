@@ -20,11 +20,11 @@ static void usage(FILE *f)
                "or why an agent would refuse it. Exit status 0 when it loads.\n");
 }
 
-static int check(const char *path)
+static int check(const lb_config *cfg, const char *path)
 {
     cJSON *errors = cJSON_CreateArray();
     lb_plugins *p = NULL;
-    if (!errors || lb_plugins_load_file(path, &p, errors) != LB_OK) {
+    if (!errors || lb_plugins_load_file(path, cfg, &p, errors) != LB_OK) {
         fprintf(stderr, "llmbox plugin: out of memory\n");
         cJSON_Delete(errors);
         return 1;
@@ -40,7 +40,7 @@ static int check(const char *path)
         const lb_tool_entry *t = lb_plugins_at(p, i);
         char *schema = cJSON_Print(t->schema);
         printf("%stool %s (%s)%s\n", i ? "\n" : "", t->tool->name, t->file,
-               lb_cfg_tool_enabled(lb_cfg(), t->tool->name)
+               lb_cfg_tool_enabled(cfg, t->tool->name)
                    ? ""
                    : ": loads, but is not offered: add it to tools = ... in llmbox.conf");
         printf("description:\n%s\nparameters:\n%s\n", t->description, schema ? schema : "(out of memory)");
@@ -48,7 +48,7 @@ static int check(const char *path)
     }
     if (!rc)
         printf("\n%s: ok, %zu tool(s); an agent loads it from %s\n", path, lb_plugins_count(p),
-               lb_cfg()->plugin_dir);
+               cfg->plugin_dir);
     lb_plugins_free(p);
     cJSON_Delete(errors);
     return fflush(stdout) == 0 ? rc : 1;
@@ -66,5 +66,5 @@ int lb_plugin_main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    return check(argv[2]);
+    return check(lb_cfg(), argv[2]);
 }

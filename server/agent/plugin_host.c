@@ -37,6 +37,7 @@ struct lb_plugins {
     size_t n_handles;
     lb_tool_entry *tools;
     size_t n_tools, cap_tools;
+    int cmd_timeout_s, soft_timeout_s; /* what descriptions say (expand_description) */
 };
 
 struct llmbox_ctx {
@@ -44,6 +45,7 @@ struct llmbox_ctx {
     char sb_id[128];
     volatile int *cancel;
     int cmd_timeout_ms;
+    int soft_timeout_ms;        /* exec_ex's default soft timeout (bash_soft_timeout_s); 0: none */
     /* host-owned data handed to the plugin, valid until the next call of
      * the same kind or the end of invoke() */
     lbsb_exec_out exec_out;
@@ -86,16 +88,15 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Replaces "{cmd_timeout_s}" and "{soft_timeout_s}" in a tool description
- * with the configured values; everything else is copied as is. */
-static char *expand_description(const char *d)
+ * with the configured values (set's); everything else is copied as is. */
+static char *expand_description(const lb_plugins *set, const char *d)
 {
-    const lb_config *cfg = lb_cfg();
     static const struct {
         const char *key;
         size_t len;
     } keys[] = {{"{cmd_timeout_s}", 15}, {"{soft_timeout_s}", 16}};
-    int vals[2] = {cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s : 120,
-                   cfg->bash_soft_timeout_s > 0 ? cfg->bash_soft_timeout_s : 10};
+    int vals[2] = {set->cmd_timeout_s > 0 ? set->cmd_timeout_s : 120,
+                   set->soft_timeout_s > 0 ? set->soft_timeout_s : 10};
     lb_buf b;
     lb_buf_init(&b, LB_MAX_DESC + 64);
     const char *p = d;
@@ -228,7 +229,7 @@ static int add_plugin(lb_plugins *p, const llmbox_plugin *d, const char *file,
         e->tool = t;
         e->enabled = 1;
         e->schema = schema;
-        e->description = expand_description(t->description);
+        e->description = expand_description(p, t->description);
         snprintf(e->file, sizeof e->file, "%s", file);
         p->n_tools++;
         if (!e->description) {
@@ -334,10 +335,21 @@ static void load_one(lb_plugins *p, const char *path, const char *file, cJSON *e
              desc->version ? desc->version : "?");
 }
 
-int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors)
+/* A set with no tool yet; the timeouts its descriptions name come from cfg. */
+static lb_plugins *plugins_new(const lb_config *cfg)
+{
+    lb_plugins *p = calloc(1, sizeof *p);
+    if (p) {
+        p->cmd_timeout_s = cfg->cmd_timeout_s;
+        p->soft_timeout_s = cfg->bash_soft_timeout_s;
+    }
+    return p;
+}
+
+int lb_plugins_load(const char *dir, const lb_config *cfg, lb_plugins **out, cJSON *errors)
 {
     *out = NULL;
-    lb_plugins *p = calloc(1, sizeof *p);
+    lb_plugins *p = plugins_new(cfg);
     if (!p)
         return LB_E_NOMEM;
     char **names = NULL;
@@ -385,9 +397,9 @@ int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors)
     return LB_OK;
 }
 
-int lb_plugins_load_file(const char *path, lb_plugins **out, cJSON *errors)
+int lb_plugins_load_file(const char *path, const lb_config *cfg, lb_plugins **out, cJSON *errors)
 {
-    *out = calloc(1, sizeof **out);
+    *out = plugins_new(cfg);
     if (!*out)
         return LB_E_NOMEM;
     /* named as in the agent's messages: the folder's last component and
@@ -784,7 +796,7 @@ out:
 /* ---- the context -------------------------------------------------------- */
 
 llmbox_ctx *lb_ctx_new(lbsb_conn *conn, const char *sb_id, volatile int *cancel,
-                       int cmd_timeout_ms)
+                       int cmd_timeout_ms, int soft_timeout_ms)
 {
     llmbox_ctx *c = calloc(1, sizeof *c);
     if (!c)
@@ -793,6 +805,7 @@ llmbox_ctx *lb_ctx_new(lbsb_conn *conn, const char *sb_id, volatile int *cancel,
     snprintf(c->sb_id, sizeof c->sb_id, "%s", sb_id ? sb_id : "");
     c->cancel = cancel;
     c->cmd_timeout_ms = cmd_timeout_ms > 0 ? cmd_timeout_ms : 120000;
+    c->soft_timeout_ms = soft_timeout_ms > 0 ? soft_timeout_ms : 0;
     return c;
 }
 
@@ -901,7 +914,7 @@ static int exec_common(llmbox_ctx *c, const char *cmd, size_t cmd_len, int timeo
     if (!z)
         return LLMBOX_ERR_INTERNAL;
     if (soft_ms < 0)
-        soft_ms = lb_cfg()->bash_soft_timeout_s > 0 ? lb_cfg()->bash_soft_timeout_s * 1000 : 0;
+        soft_ms = c->soft_timeout_ms;
     lbsb_exec_out_free(&c->exec_out);
     memset(&c->exec_out, 0, sizeof c->exec_out);
     char err[512] = "";

@@ -36,12 +36,14 @@ typedef struct lb_plugins lb_plugins;
 
 /* Loads every *.so in dir (sorted by name). Each refused plugin adds one
  * string "plugins/x.so: reason" to errors (a cJSON array, may be NULL) and
- * is logged; the others still load. A missing dir loads nothing. Returns
- * LB_OK (even with no tools) or LB_E_NOMEM. */
-LB_MUST_CHECK int lb_plugins_load(const char *dir, lb_plugins **out, cJSON *errors);
+ * is logged; the others still load. A missing dir loads nothing. The
+ * descriptions' {cmd_timeout_s} and {soft_timeout_s} name cfg's
+ * cmd_timeout_s and bash_soft_timeout_s. Returns LB_OK (even with no
+ * tools) or LB_E_NOMEM. */
+LB_MUST_CHECK int lb_plugins_load(const char *dir, const lb_config *cfg, lb_plugins **out, cJSON *errors);
 /* Loads one file as lb_plugins_load loads each (the same checks and
  * messages, "dir/x.so: reason" in errors); for `llmbox plugin check`. */
-LB_MUST_CHECK int lb_plugins_load_file(const char *path, lb_plugins **out, cJSON *errors);
+LB_MUST_CHECK int lb_plugins_load_file(const char *path, const lb_config *cfg, lb_plugins **out, cJSON *errors);
 void lb_plugins_free(lb_plugins *p);
 /* Tools loaded, enabled or not. */
 size_t lb_plugins_count(const lb_plugins *p);
@@ -78,9 +80,11 @@ LB_MUST_CHECK int lb_tool_validate_args(const lb_tool_entry *t, const char *args
 /* ---- the task context a tool runs in ----------------------------------- */
 
 /* conn and sb_id are borrowed (may be NULL for a context without a sandbox:
- * every sandbox function then fails with LLMBOX_ERR_SANDBOX). */
+ * every sandbox function then fails with LLMBOX_ERR_SANDBOX).
+ * cmd_timeout_ms (cmd_timeout_s; 0: 120 s) and soft_timeout_ms
+ * (bash_soft_timeout_s; 0: none) are the defaults of the exec calls. */
 llmbox_ctx *lb_ctx_new(lbsb_conn *conn, const char *sb_id, volatile int *cancel,
-                       int cmd_timeout_ms);
+                       int cmd_timeout_ms, int soft_timeout_ms);
 void lb_ctx_free(llmbox_ctx *ctx);
 /* Nonzero once a tool called host->finish; *answer (may be NULL) is owned
  * by ctx. */

@@ -49,13 +49,13 @@ static void usage(FILE *f)
 
 /* When run outside the llmbox directory, find plugins and prompts next to
  * the binary (build/llmbox -> ..), unless LLMBOX_HOME says otherwise. */
-static void find_home(void)
+static void find_home(lb_config *cfg)
 {
     struct stat st;
-    if (getenv("LLMBOX_HOME") || stat(lb_cfg()->plugin_dir, &st) == 0)
+    if (getenv("LLMBOX_HOME") || stat(cfg->plugin_dir, &st) == 0)
         return;
     char exe[LB_CFG_PATH];
-    snprintf(exe, sizeof exe, "%s", lb_cfg()->self_exe);
+    snprintf(exe, sizeof exe, "%s", cfg->self_exe);
     for (int up = 0; up < 2; up++) {
         char *slash = strrchr(exe, '/');
         if (!slash || slash == exe)
@@ -67,7 +67,7 @@ static void find_home(void)
     if (stat(probe, &st) != 0 || !S_ISDIR(st.st_mode))
         return;
     setenv("LLMBOX_HOME", exe, 1);
-    if (lb_config_load(lb_cfg_mut()) != LB_OK)
+    if (lb_config_load(cfg) != LB_OK)
         unsetenv("LLMBOX_HOME");
 }
 
@@ -179,9 +179,8 @@ static void finish_run(void *arg, const lb_loop_result *res)
     e->have_tmp = 0;
 }
 
-static int sandboxd_check(void)
+static int sandboxd_check(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     lbsb_conn *c = NULL;
     char err[1024] = "";
     char *info = NULL;
@@ -205,8 +204,10 @@ static int sandboxd_check(void)
 int lb_run_main(int argc, char **argv)
 {
     lb_log_init("run");
-    find_home();
-    const lb_config *cfg = lb_cfg();
+    /* the one place `llmbox run` takes the configuration; written only by
+     * find_home's reload, before anything else reads it */
+    lb_config *cfg = lb_cfg_mut();
+    find_home(cfg);
     const char *inputs[RUN_MAX_INPUTS];
     size_t n_inputs = 0;
     const char *out_arg = "llmbox-output", *model = NULL;
@@ -289,7 +290,7 @@ int lb_run_main(int argc, char **argv)
         ret = 2;
         goto out;
     }
-    if (sandboxd_check())
+    if (sandboxd_check(cfg))
         goto out;
 
     /* inputs: copies in a private temp dir, so the sandbox sees a snapshot */
@@ -361,6 +362,7 @@ int lb_run_main(int argc, char **argv)
     lb_sink sink;
     lb_sink_term_init(&sink, stdout);
     lb_loop_opts o = {
+        .cfg = cfg,
         .task_id = id,
         .prompt = prompt,
         .max_turns = lim.max_turns,

@@ -195,7 +195,20 @@ int lb_cfg_network_allowed(const lb_config *cfg, const char *mode);
 int lb_cfg_cap_memory_mib(int configured, uint64_t ram_mib);
 int lb_cfg_cap_pids(int configured, uint64_t pid_max);
 
-/* The process-wide config, loaded once by main(). */
+/* The process-wide config, loaded once by main(). Only the entry points
+ * take it (main.c, the subcommands' *_main.c files, cmd_user.c,
+ * plugin_check.c, image_build.c: CONFIG_ENTRY in scripts/checksrc, which
+ * refuses a call anywhere else); they hand a const lb_config * (or the
+ * values needed) to what they call, so every signature says what it
+ * depends on.
+ *
+ * Threads: it is written only by the entry points, before any thread
+ * starts and before it is handed out (lb_config_load; sandboxd's --socket;
+ * `llmbox run` finding its home; an agent's reload when a spare takes a
+ * task, and the replay model of a "Replay" task). After that it is never
+ * written, so the web's worker threads, the sse watcher, the reaper and an
+ * agent's watchdog read it concurrently without a lock. Keep it that way:
+ * a setting that must change at run time does not belong here. */
 const lb_config *lb_cfg(void);
 lb_config *lb_cfg_mut(void);
 

@@ -4,7 +4,6 @@
 #include "llmbox/sandbox.h"
 #include "sandbox/rpc.h"
 
-#include "common/config.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -51,10 +50,9 @@ int lbsb_connect(const char *socket_path, volatile int *cancel_flag, lbsb_conn *
                  char *errbuf, size_t errsz)
 {
     *out = NULL;
-    if (!socket_path)
-        socket_path = lb_cfg()->sandboxd_socket;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (!socket_path[0] || strlen(socket_path) >= sizeof sa.sun_path) {
+    /* every caller passes its configuration's sandboxd_socket */
+    if (!socket_path || !socket_path[0] || strlen(socket_path) >= sizeof sa.sun_path) {
         lbsb_err(errbuf, errsz, "sandboxd socket path is empty or too long");
         return LB_E_INVAL;
     }

@@ -147,9 +147,8 @@ static void hl_log_ptys(const lb_config *cfg)
                 (unsigned long long)h->pty_reserve);
 }
 
-void lbsd_host_init(void)
+void lbsd_host_init(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     lbsd_host *h = &g_host;
     memset(h, 0, sizeof *h);
     h->file_max = hl_read("/proc/sys/fs/file-max", 0);

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "common/config.h"
+
 /* Per-sandbox file budget when the operator sets none: at least this many
  * (half by descriptors: a sandbox with the default 512 pids then gets 256
  * open files per process, the soft limit macOS gives every process)... */
@@ -56,9 +58,9 @@ uint64_t lbsd_files_worst(int pids, uint64_t nofile);
 
 /* Reads the host's values, derives the budgets, probes the OOM shield
  * and logs one line per pool saying what is assumed and the worst case
- * per sandbox and for LLMBOX_SANDBOX_MAX sandboxes. Call once at start,
- * after the config is loaded. */
-void lbsd_host_init(void);
+ * per sandbox and for LLMBOX_SANDBOX_MAX sandboxes, from cfg's sandbox
+ * limits. Call once at start. */
+void lbsd_host_init(const lb_config *cfg);
 const lbsd_host *lbsd_host_get(void);
 
 #endif

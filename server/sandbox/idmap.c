@@ -91,10 +91,10 @@ static int sh_read_stamp(const char *image_dir, uint32_t *base)
     return 0;
 }
 
-int lbsd_idmap_image_ok(const char *image_dir)
+int lbsd_idmap_image_ok(const char *image_dir, uint32_t base)
 {
     uint32_t b;
-    return sh_read_stamp(image_dir, &b) == 0 && b == lb_cfg()->sandbox_uid_base;
+    return sh_read_stamp(image_dir, &b) == 0 && b == base;
 }
 
 /* A file capability names the uid that is "root" for it (v3): move that
@@ -202,19 +202,19 @@ static int sh_dir(sh_ctx *c, int dfd, int depth)
     return rc;
 }
 
-int lbsd_idmap_write_stamp(const char *image_dir)
+int lbsd_idmap_write_stamp(const char *image_dir, uint32_t base)
 {
     char p[LB_CFG_PATH + 32], txt[96];
     snprintf(p, sizeof p, "%s/" IDMAP_STAMP, image_dir);
-    int n = snprintf(txt, sizeof txt, "base %u count %u\n", lb_cfg()->sandbox_uid_base,
+    int n = snprintf(txt, sizeof txt, "base %u count %u\n", base,
                      LBSD_ID_COUNT);
     return lb_write_file_atomic(p, txt, (size_t)n, 0644);
 }
 
-int lbsd_idmap_shift_root(const char *image_dir, const char *root_name, uint32_t old_base,
-                          lbsd_say_fn say, void *ctx, char *msg, size_t msgsz)
+int lbsd_idmap_shift_root(const char *image_dir, const char *root_name, uint32_t base,
+                          uint32_t old_base, lbsd_say_fn say, void *ctx, char *msg, size_t msgsz)
 {
-    sh_ctx c = {.base = lb_cfg()->sandbox_uid_base, .old = old_base, .say = say, .sctx = ctx,
+    sh_ctx c = {.base = base, .old = old_base, .say = say, .sctx = ctx,
                 .msg = msg, .msgsz = msgsz, .t0 = lb_mono_ms()};
     c.last_say = c.t0;
     if (old_base == c.base)
@@ -266,24 +266,23 @@ int lbsd_idmap_shift_root(const char *image_dir, const char *root_name, uint32_t
     return rc;
 }
 
-int lbsd_idmap_shift_image(const char *image_dir, lbsd_say_fn say, void *ctx, char *msg,
-                           size_t msgsz)
+int lbsd_idmap_shift_image(const char *image_dir, uint32_t base, lbsd_say_fn say, void *ctx,
+                           char *msg, size_t msgsz)
 {
     uint32_t old = 0;
-    if (sh_read_stamp(image_dir, &old) == 0 && old == lb_cfg()->sandbox_uid_base)
+    if (sh_read_stamp(image_dir, &old) == 0 && old == base)
         return LB_OK;
-    int rc = lbsd_idmap_shift_root(image_dir, "rootfs", old, say, ctx, msg, msgsz);
-    if (rc == LB_OK && lbsd_idmap_write_stamp(image_dir) != LB_OK) {
+    int rc = lbsd_idmap_shift_root(image_dir, "rootfs", base, old, say, ctx, msg, msgsz);
+    if (rc == LB_OK && lbsd_idmap_write_stamp(image_dir, base) != LB_OK) {
         snprintf(msg, msgsz, "cannot write %s/" IDMAP_STAMP ": %s", image_dir, strerror(errno));
         rc = LB_E_IO;
     }
     return rc;
 }
 
-void lbsd_idmap_startup(void)
+void lbsd_idmap_startup(const char *image_store, uint32_t base)
 {
-    const lb_config *cfg = lb_cfg();
-    DIR *d = opendir(cfg->image_store);
+    DIR *d = opendir(image_store);
     if (!d)
         return;
     struct dirent *de;
@@ -293,9 +292,9 @@ void lbsd_idmap_startup(void)
             continue;
         char name[LBSD_IMAGE_MAX + 1], dir[LB_CFG_PATH + 64], p[LB_CFG_PATH + 96], msg[512];
         memcpy(name, de->d_name, nl + 1);
-        snprintf(dir, sizeof dir, "%s/%s", cfg->image_store, name);
+        snprintf(dir, sizeof dir, "%s/%s", image_store, name);
         snprintf(p, sizeof p, "%s/.complete", dir);
-        if (access(p, F_OK) != 0 || lbsd_idmap_image_ok(dir))
+        if (access(p, F_OK) != 0 || lbsd_idmap_image_ok(dir, base))
             continue;
         snprintf(p, sizeof p, "%s/.lock", dir);
         int lk = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -307,8 +306,8 @@ void lbsd_idmap_startup(void)
             continue;
         }
         lb_info("image '%s' is not owned by the sandbox uid range yet (base %u): shifting it "
-                "once, this takes a while for a large image", name, cfg->sandbox_uid_base);
-        if (lbsd_idmap_shift_image(dir, NULL, NULL, msg, sizeof msg) != LB_OK)
+                "once, this takes a while for a large image", name, base);
+        if (lbsd_idmap_shift_image(dir, base, NULL, NULL, msg, sizeof msg) != LB_OK)
             lb_error("image '%s' cannot be used: shifting its ownership failed: %s", name, msg);
         close(lk);
     }

@@ -26,30 +26,32 @@
 /* Receives one progress line (no newline). */
 typedef void (*lbsd_say_fn)(void *ctx, const char *line);
 
-/* 1 if <image_dir>/.idmap names the configured base, else 0. */
-int lbsd_idmap_image_ok(const char *image_dir);
+/* 1 if <image_dir>/.idmap names base (sandbox_uid_base), else 0. */
+int lbsd_idmap_image_ok(const char *image_dir, uint32_t base);
 
-/* Shifts the ownership of <image_dir>/rootfs to the configured base (from
+/* Shifts the ownership of <image_dir>/rootfs to base, the configured
+ * sandbox_uid_base (from
  * the unshifted ids or from the base in an older stamp; idempotent, so an
  * interrupted shift can simply run again), makes image_dir mode 0700 so
  * that no host user can reach the image's (now BASE-owned) setuid files, and
  * writes the stamp. Never follows symlinks or crosses into another
  * filesystem. The caller holds the image's lock. say may be NULL. */
-LB_MUST_CHECK int lbsd_idmap_shift_image(const char *image_dir, lbsd_say_fn say, void *ctx, char *msg,
-                           size_t msgsz);
+LB_MUST_CHECK int lbsd_idmap_shift_image(const char *image_dir, uint32_t base, lbsd_say_fn say,
+                                        void *ctx, char *msg, size_t msgsz);
 
 /* The parts of lbsd_idmap_shift_image, for the image builder, which
- * shifts a new root before publishing it: shifts <image_dir>/<root_name>
- * from the unshifted ids and, if old_base is not 0, from that base's range
+ * shifts a new root before publishing it: shifts <image_dir>/<root_name> to
+ * base from the unshifted ids and, if old_base is not 0, from that base's range
  * (refused when the two ranges overlap), then makes image_dir mode 0700. */
-LB_MUST_CHECK int lbsd_idmap_shift_root(const char *image_dir, const char *root_name, uint32_t old_base,
-                          lbsd_say_fn say, void *ctx, char *msg, size_t msgsz);
-/* Writes <image_dir>/.idmap for the configured base (atomically). */
-LB_MUST_CHECK int lbsd_idmap_write_stamp(const char *image_dir);
+LB_MUST_CHECK int lbsd_idmap_shift_root(const char *image_dir, const char *root_name, uint32_t base,
+                                       uint32_t old_base, lbsd_say_fn say, void *ctx, char *msg,
+                                       size_t msgsz);
+/* Writes <image_dir>/.idmap for base (atomically). */
+LB_MUST_CHECK int lbsd_idmap_write_stamp(const char *image_dir, uint32_t base);
 
-/* sandboxd start: shifts every built image of the store that needs it
- * (logged, with progress). Images being built (locked) are skipped. */
-void lbsd_idmap_startup(void);
+/* sandboxd start: shifts every built image of image_store that needs it
+ * to base (logged, with progress). Images being built (locked) are skipped. */
+void lbsd_idmap_startup(const char *image_store, uint32_t base);
 
 /* Writes /proc/<pid>/uid_map and gid_map: "0 <root> 65536", root being the
  * first host id of the sandbox's range. */

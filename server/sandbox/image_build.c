@@ -54,6 +54,7 @@ typedef struct img_ctx {
     char tmp[LB_CFG_PATH + 96];     /* <store>/NAME/rootfs.tmp */
     char root[LB_CFG_PATH + 96];    /* <store>/NAME/rootfs */
     char recipe[LB_CFG_PATH + 64];  /* images/NAME */
+    uint32_t uid_base;              /* sandbox_uid_base: the new root is shifted to it */
     const char *suite;
     const char *mirror;
     char **pkgs;
@@ -448,7 +449,7 @@ static void img_say_line(void *ctx, const char *line)
 static int img_shift(img_ctx *c)
 {
     char msg[512];
-    if (lbsd_idmap_shift_root(c->dir, "rootfs.tmp", 0, img_say_line, c, msg, sizeof msg) != LB_OK) {
+    if (lbsd_idmap_shift_root(c->dir, "rootfs.tmp", c->uid_base, 0, img_say_line, c, msg, sizeof msg) != LB_OK) {
         fprintf(stderr, "llmbox image: shifting the ownership of the new root failed: %s\n", msg);
         return LB_E_IO;
     }
@@ -476,7 +477,7 @@ static int img_publish(img_ctx *c)
     }
     /* the new root was shifted before the swap; the stamp says so before
      * .complete lets sandboxd use it */
-    if (lbsd_idmap_write_stamp(c->dir) != LB_OK) {
+    if (lbsd_idmap_write_stamp(c->dir, c->uid_base) != LB_OK) {
         fprintf(stderr, "llmbox image: cannot write %s/.idmap: %s\n", c->dir, strerror(errno));
         return LB_E_IO;
     }
@@ -489,22 +490,22 @@ static int img_publish(img_ctx *c)
     return LB_OK;
 }
 
-static void img_usage(FILE *f)
+static void img_usage(const lb_config *cfg, FILE *f)
 {
     fprintf(f, "usage: llmbox image build [--force] [NAME]\n"
                "       llmbox image list\n"
                "  Builds images/NAME (default: %s) into %s/NAME with debootstrap.\n"
                "  --force   rebuild even if the image is complete\n"
                "  env: LLMBOX_DEBIAN_MIRROR (default %s), LLMBOX_DEBIAN_SUITE (default %s)\n",
-            lb_cfg()->default_image, lb_cfg()->image_store, IMG_DEFAULT_MIRROR, IMG_DEFAULT_SUITE);
+            cfg->default_image, cfg->image_store, IMG_DEFAULT_MIRROR, IMG_DEFAULT_SUITE);
 }
 
-static int img_build(const char *name, int force)
+static int img_build(const lb_config *cfg, const char *name, int force)
 {
-    const lb_config *cfg = lb_cfg();
     img_ctx c;
     memset(&c, 0, sizeof c);
     c.t0 = lb_mono_ms();
+    c.uid_base = cfg->sandbox_uid_base;
     int lockfd = -1, rc = 1, began = 0;
     snprintf(c.name, sizeof c.name, "%s", name);
     c.suite = getenv("LLMBOX_DEBIAN_SUITE");
@@ -586,10 +587,11 @@ out:
 
 int lb_image_main(int argc, char **argv)
 {
+    const lb_config *cfg = lb_cfg();
     if (argc == 2 && !strcmp(argv[1], "list"))
-        return lb_image_list();
+        return lb_image_list(cfg);
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
-        img_usage(argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+        img_usage(cfg, argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
         return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
     }
     int force = 0;
@@ -598,22 +600,22 @@ int lb_image_main(int argc, char **argv)
         if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f")) {
             force = 1;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            img_usage(stdout);
+            img_usage(cfg, stdout);
             return 0;
         } else if (argv[i][0] == '-' || name) {
-            img_usage(stderr);
+            img_usage(cfg, stderr);
             return 2;
         } else {
             name = argv[i];
         }
     }
     if (!name)
-        name = lb_cfg()->default_image;
+        name = cfg->default_image;
     if (!lbsd_image_name_valid(name)) {
         fprintf(stderr, "llmbox image: bad image name '%s': use 1-32 of [a-z0-9_-]\n", name);
         return 2;
     }
     /* SIGPIPE would kill us silently if the terminal goes away mid-build */
     signal(SIGPIPE, SIG_IGN);
-    return img_build(name, force);
+    return img_build(cfg, name, force);
 }

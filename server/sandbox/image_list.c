@@ -89,9 +89,8 @@ static size_t il_names(const char *dir, char **names, size_t max)
     return n;
 }
 
-int lb_image_list(void)
+int lb_image_list(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     char *names[IL_MAX_IMAGES];
     size_t n = il_names(cfg->image_store, names, IL_MAX_IMAGES);
     /* recipes not built yet are listed too, so a user sees what can be built */

@@ -54,10 +54,11 @@ typedef struct pool_img {
 static pool_img g_img[POOL_IMAGES_MAX];
 static int g_nimg, g_size;
 static uint64_t g_hits, g_misses, g_other;
+static const lb_config *g_cfg;  /* the daemon's, from lbsd_pool_init: defaults, image store */
 
-void lbsd_pool_init(void)
+void lbsd_pool_init(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
+    g_cfg = cfg;
     g_size = cfg->pool_size;
     g_nimg = 0;
     char list[sizeof cfg->pool_images];
@@ -90,7 +91,7 @@ void lbsd_pool_init(void)
 static int pool_stamp(const char *image, struct timespec *ts, ino_t *ino)
 {
     char p[LB_CFG_PATH + 96];
-    snprintf(p, sizeof p, "%s/%s/.complete", lb_cfg()->image_store, image);
+    snprintf(p, sizeof p, "%s/%s/.complete", g_cfg->image_store, image);
     struct stat st;
     if (stat(p, &st) != 0)
         return -1;
@@ -162,9 +163,9 @@ static pool_img *pool_find(const char *image)
 
 lbsd_sandbox *lbsd_pool_take(const lbsd_req *req)
 {
-    const lb_config *cfg = lb_cfg();
     if (g_size <= 0 || g_nimg == 0)
         return NULL;
+    const lb_config *cfg = g_cfg;
     pool_img *p = pool_find(req->image[0] ? req->image : cfg->default_image);
     int memory_mib = req->memory_mib ? req->memory_mib : cfg->sandbox_memory_mib;
     int pids = req->pids ? req->pids : cfg->sandbox_pids;
@@ -252,7 +253,7 @@ void lbsd_pool_refill_one(void)
     snprintf(req.image, sizeof req.image, "%s", p->image);
     char msg[512] = "";
     lbsd_sandbox *sb = NULL;
-    int rc = have_stamp ? lbsd_sandbox_make(&req, &sb, msg, sizeof msg) : LB_E_NOTFOUND;
+    int rc = have_stamp ? lbsd_sandbox_make(g_cfg, &req, &sb, msg, sizeof msg) : LB_E_NOTFOUND;
     if (rc != LB_OK) {
         if (!have_stamp)
             snprintf(msg, sizeof msg, "image '%s' is not built", p->image);

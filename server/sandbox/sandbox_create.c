@@ -323,7 +323,7 @@ out:
 static int sb_prepare_dirs(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
     char p[LB_CFG_PATH + 128];
-    snprintf(p, sizeof p, "%s/sandboxes", lb_cfg()->var_dir);
+    snprintf(p, sizeof p, "%s/sandboxes", sb->cfg->var_dir);
     if (lb_mkdirs(p, 0700) != LB_OK) {
         sb_msg(msg, msgsz, "cannot create %s: %s", p, strerror(errno));
         return LB_E_SANDBOX;
@@ -396,7 +396,7 @@ static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
 
 static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = sb->cfg;
     char lower[LB_CFG_PATH + 64], p[128];
     snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
     /* its own range: the image through an idmapped mount (the namespace
@@ -478,9 +478,9 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     return LB_OK;
 }
 
-int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t msgsz)
+int lbsd_sandbox_make(const lb_config *cfg, const lbsd_req *req, lbsd_sandbox **out, char *msg,
+                      size_t msgsz)
 {
-    const lb_config *cfg = lb_cfg();
     *out = NULL;
     int rc = LB_E_SANDBOX;
     lbsd_sandbox *sb = calloc(1, sizeof *sb);
@@ -488,6 +488,7 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
         sb_msg(msg, msgsz, "out of memory");
         return LB_E_NOMEM;
     }
+    sb->cfg = cfg;
     sb->ctl_fd = sb->root_fd = sb->sh_in = sb->sh_out = sb->sh_err = -1;
     sb->created_ms = lb_mono_ms();
     lb_buf_init(&sb->idle_out, LBSD_IDLE_MAX);
@@ -516,7 +517,7 @@ int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t
     /* an image whose files are not owned by the sandbox uid range would
      * give the sandbox's root a read-only, foreign-owned system */
     snprintf(p, sizeof p, "%s/%s", cfg->image_store, sb->image);
-    if (!lbsd_idmap_image_ok(p)) {
+    if (!lbsd_idmap_image_ok(p, cfg->sandbox_uid_base)) {
         sb_msg(msg, msgsz, "image '%s' is not owned by the sandbox uid range (base %u): restart "
                            "sandboxd to shift it, or rebuild it (llmbox image build --force %s)",
                sb->image, cfg->sandbox_uid_base, sb->image);
@@ -559,11 +560,11 @@ fail:
     return rc;
 }
 
-int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out, char *msg,
-                        size_t msgsz)
+int lbsd_sandbox_create(const lb_config *cfg, const lbsd_req *req, lbsd_conn *owner,
+                        lbsd_sandbox **out, char *msg, size_t msgsz)
 {
     lbsd_sandbox *sb;
-    int rc = lbsd_sandbox_make(req, &sb, msg, msgsz);
+    int rc = lbsd_sandbox_make(cfg, req, &sb, msg, msgsz);
     if (rc)
         return rc;
     sb->owner = owner;
@@ -642,9 +643,8 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
     free(sb);
 }
 
-void lbsd_cleanup_stale(void)
+void lbsd_cleanup_stale(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     char p[LB_CFG_PATH + 32];
     snprintf(p, sizeof p, "%s/sandboxes", cfg->var_dir);
     DIR *d = opendir(p);
@@ -668,8 +668,7 @@ void lbsd_cleanup_stale(void)
     lbsd_cg_cleanup_stale();
 }
 
-int lbsd_paths_ok(void)
+int lbsd_paths_ok(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     return sb_path_ok(cfg->var_dir) && sb_path_ok(cfg->image_store);
 }

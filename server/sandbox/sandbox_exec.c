@@ -388,7 +388,7 @@ int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msg
     lb_buf_reset(&sb->idle_out);
     lb_buf_reset(&sb->idle_err);
     ex->start_ms = lb_mono_ms();
-    int t = req->timeout_ms > 0 ? req->timeout_ms : lb_cfg()->cmd_timeout_s * 1000;
+    int t = req->timeout_ms > 0 ? req->timeout_ms : sb->cfg->cmd_timeout_s * 1000;
     if (t <= 0)
         t = LBSD_DEFAULT_TIMEOUT_MS;
     ex->timeout_ms = t;

@@ -50,10 +50,10 @@ static void net_msg(char *msg, size_t msgsz, const char *fmt, ...)
     va_end(ap);
 }
 
-int lbsd_net_check_config(char *msg, size_t msgsz)
+int lbsd_net_check_config(const char *network_allow, char *msg, size_t msgsz)
 {
-    char list[sizeof lb_cfg()->network_allow];
-    snprintf(list, sizeof list, "%s", lb_cfg()->network_allow);
+    char list[sizeof ((lb_config *)0)->network_allow];
+    snprintf(list, sizeof list, "%s", network_allow);
     g_allow = 1u << LBSD_NET_NONE;
     char *save = NULL;
     for (char *w = strtok_r(list, ", \t", &save); w; w = strtok_r(NULL, ", \t", &save)) {

@@ -38,6 +38,7 @@ static lbsd_conn *g_conns;
 static lbsd_sandbox *g_sandboxes;
 static int g_nconns, g_nsandboxes;
 static int64_t g_started_ms;
+static const lb_config *g_cfg;   /* read only, set by lbsd_serve for the loop's life */
 
 /* ---- responses ------------------------------------------------------------- */
 
@@ -151,7 +152,7 @@ static void lbsd_ping_lifecycle(cJSON *r)
     cJSON *nets = lbsd_net_allowed_json();
     if (nets)
         cJSON_AddItemToObject(r, "networks", nets);
-    cJSON_AddNumberToObject(r, "ttl_max_s", lb_cfg()->sandbox_ttl_max_s);
+    cJSON_AddNumberToObject(r, "ttl_max_s", g_cfg->sandbox_ttl_max_s);
 }
 
 /* A notfound for id on c, saying so when the TTL reaper took it. */
@@ -215,7 +216,7 @@ static void lbsd_reap_expired(int64_t now)
  * also applies to sandboxes that asked for none). 0: no TTL. */
 static int lbsd_effective_ttl(int ttl_s)
 {
-    int max = lb_cfg()->sandbox_ttl_max_s;
+    int max = g_cfg->sandbox_ttl_max_s;
     if (max > 0 && (ttl_s <= 0 || ttl_s > max))
         return max;
     return ttl_s > 0 ? ttl_s : 0;
@@ -229,20 +230,20 @@ static void lbsd_create(lbsd_conn *c, const lbsd_req *req)
     int mine = 0;
     for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
         mine += s->owner == c;
-    if (g_nsandboxes >= lb_cfg()->sandbox_max) {
+    if (g_nsandboxes >= g_cfg->sandbox_max) {
         lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes (%d, LLMBOX_SANDBOX_MAX)",
-                         lb_cfg()->sandbox_max);
+                         g_cfg->sandbox_max);
         return;
     }
-    if (mine >= lb_cfg()->sandbox_max_per_conn) {
+    if (mine >= g_cfg->sandbox_max_per_conn) {
         lbsd_reply_error(c, LB_E_UNAVAILABLE,
                          "too many sandboxes on this connection (%d, LLMBOX_SANDBOX_MAX_PER_CONN)",
-                         lb_cfg()->sandbox_max_per_conn);
+                         g_cfg->sandbox_max_per_conn);
         return;
     }
     /* the operator's caps (config_host.c); sandboxd is the authority,
      * whatever a client validated before */
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = g_cfg;
     if (req->memory_mib > cfg->sandbox_max_memory_mib) {
         lbsd_reply_error(c, LB_E_INVAL,
                          "memory_mib %d is above this host's cap of %d "
@@ -261,7 +262,7 @@ static void lbsd_create(lbsd_conn *c, const lbsd_req *req)
         lbsd_reply_error(c, LB_E_INVAL,
                          "network \"%s\" is not allowed on this host (LLMBOX_NETWORK_ALLOW=%s; the "
                          "operator can add it)",
-                         lbsd_network_name(net), lb_cfg()->network_allow);
+                         lbsd_network_name(net), g_cfg->network_allow);
         return;
     }
     struct timespec t0, t1;
@@ -278,7 +279,7 @@ static void lbsd_create(lbsd_conn *c, const lbsd_req *req)
             sb = NULL;
         }
     } else {
-        rc = lbsd_sandbox_create(req, c, &sb, msg, sizeof msg);
+        rc = lbsd_sandbox_create(g_cfg, req, c, &sb, msg, sizeof msg);
         clock_gettime(CLOCK_MONOTONIC, &t1);
     }
     if (rc) {
@@ -320,7 +321,7 @@ static void lbsd_ping(lbsd_conn *c)
         cJSON_AddStringToObject(r, "cgroup", lbsd_cg_mode_name(lbsd_cg_detect()));
         cJSON_AddNumberToObject(r, "uptime_ms", (double)(lb_mono_ms() - g_started_ms));
         lbsd_ping_lifecycle(r);
-        cJSON_AddNumberToObject(r, "uid_base", (double)lb_cfg()->sandbox_uid_base);
+        cJSON_AddNumberToObject(r, "uid_base", (double)g_cfg->sandbox_uid_base);
         /* ranges of host ids for sandboxes (0: all share uid_base's) */
         cJSON_AddNumberToObject(r, "uid_slots", lbsd_slot_count());
         cJSON_AddNumberToObject(r, "uid_slots_used", lbsd_slot_used());
@@ -621,7 +622,7 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
     int fw = lbsd_filewatch_due(now, g_nsandboxes);
     if (fw >= 0 && (t < 0 || fw < t))
         t = fw;
-    int room = lb_cfg()->sandbox_max - g_nsandboxes - lbsd_pool_ready();
+    int room = g_cfg->sandbox_max - g_nsandboxes - lbsd_pool_ready();
     int p = lbsd_pool_refill_due(now, room);
     if (p >= 0 && (t < 0 || p < t))
         t = p;
@@ -637,7 +638,7 @@ static void lbsd_lifecycle_tick(int64_t now, int idle)
 {
     lbsd_reap_expired(now);
     lbsd_filewatch_tick(g_sandboxes, now);
-    int room = lb_cfg()->sandbox_max - g_nsandboxes - lbsd_pool_ready();
+    int room = g_cfg->sandbox_max - g_nsandboxes - lbsd_pool_ready();
     if (idle && lbsd_pool_refill_due(lb_mono_ms(), room) == 0)
         lbsd_pool_refill_one();
 }
@@ -651,8 +652,9 @@ typedef struct {
     void *obj;
 } lbsd_pref;
 
-int lbsd_serve(int lfd)
+int lbsd_serve(const lb_config *cfg, int lfd)
 {
+    g_cfg = cfg;
     g_started_ms = lb_mono_ms();
     sigset_t mask;
     sigemptyset(&mask);

@@ -24,7 +24,7 @@
 #include "common/status.h"
 
 #define LBSD_MAX_CONNS 256
-/* sandboxes at once and per connection: lb_cfg()->sandbox_max and
+/* sandboxes at once and per connection: the configuration's sandbox_max and
  * sandbox_max_per_conn (LLMBOX_SANDBOX_MAX, LLMBOX_SANDBOX_MAX_PER_CONN) */
 #define LBSD_FDS_PER_SANDBOX 7          /* ctl, root, the shell's 3 pipes, its uid slot's
                                          * host-wide lock and idmap namespace (uidslot.h) */
@@ -104,6 +104,8 @@ typedef struct lbsd_net {
 typedef struct lbsd_sandbox {
     char id[LB_ID_HEX_LEN + 1];
     char image[LBSD_IMAGE_MAX + 1];
+    const lb_config *cfg;          /* the daemon's configuration (read only): its defaults
+                                    * and paths, for exec, the scratch dir and init */
     struct lbsd_conn *owner;
     struct lbsd_sandbox *next;     /* in the global list */
     char dir[LB_CFG_PATH + 64];    /* var/sandboxes/<id>: an empty dir on the host, the
@@ -184,18 +186,21 @@ void lbsd_conn_unbusy(lbsd_conn *c);
 void lbsd_note_gone(lbsd_sandbox *sb);
 
 /* Runs the event loop on the listening socket until SIGTERM/SIGINT; then
- * destroys every sandbox. Returns the exit status. */
-LB_MUST_CHECK int lbsd_serve(int lfd);
+ * destroys every sandbox. cfg (read only, kept for the loop's life) gives
+ * the limits, defaults and paths. Returns the exit status. */
+LB_MUST_CHECK int lbsd_serve(const lb_config *cfg, int lfd);
 
 /* --- sandbox_create.c ---------------------------------------------------- */
 /* Creates a sandbox (synchronous): lbsd_sandbox_make, then the input copy.
  * On failure writes a sentence to msg. */
-LB_MUST_CHECK int lbsd_sandbox_create(const lbsd_req *req, lbsd_conn *owner, lbsd_sandbox **out,
-                        char *msg, size_t msgsz);
+LB_MUST_CHECK int lbsd_sandbox_create(const lb_config *cfg, const lbsd_req *req, lbsd_conn *owner,
+                                     lbsd_sandbox **out, char *msg, size_t msgsz);
 /* A blank sandbox with no owner and an empty /testbed/input: namespaces
  * made, filesystem mounted, shell started. What the warm pool holds. Uses
- * req's image and limits; ignores input_dir. */
-LB_MUST_CHECK int lbsd_sandbox_make(const lbsd_req *req, lbsd_sandbox **out, char *msg, size_t msgsz);
+ * req's image and limits, cfg's where req has none (the sandbox keeps cfg,
+ * which must outlive it); ignores input_dir. */
+LB_MUST_CHECK int lbsd_sandbox_make(const lb_config *cfg, const lbsd_req *req, lbsd_sandbox **out,
+                                   char *msg, size_t msgsz);
 /* Copies input_dir (a host path, read with uid/gid's rights) into the
  * sandbox's /testbed/input through its root fd. NULL input_dir: no-op. */
 LB_MUST_CHECK int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, gid_t gid,
@@ -212,18 +217,18 @@ int lbsd_pid_in_sandbox(const lbsd_sandbox *sb, pid_t pid);
 /* SIGKILLs every process of the sandbox except init and (keep_shell) the
  * shell; returns how many it signalled (a count, not a status). */
 int lbsd_kill_all(lbsd_sandbox *sb, int keep_shell);
-/* Removes what a previous sandboxd run left behind. */
-void lbsd_cleanup_stale(void);
-/* False when var_dir or image_store hold characters overlayfs options
- * cannot carry (',', ':', '\\') or are not absolute. */
-int lbsd_paths_ok(void);
+/* Removes what a previous sandboxd run left behind under cfg's var dir. */
+void lbsd_cleanup_stale(const lb_config *cfg);
+/* False when cfg's var_dir or image_store hold characters overlayfs
+ * options cannot carry (',', ':', '\\') or are not absolute. */
+int lbsd_paths_ok(const lb_config *cfg);
 
 /* --- pool.c: the warm pool ------------------------------------------------
  * Ready sandboxes (lbsd_sandbox_make with the daemon's defaults) of the
  * images in LLMBOX_POOL_IMAGES, LLMBOX_POOL_SIZE each, kept outside the
  * global list (no owner, never served). A create whose spec fits takes one;
  * a sandbox taken is its client's and is destroyed after, never returned. */
-void lbsd_pool_init(void);
+void lbsd_pool_init(const lb_config *cfg);
 /* A ready sandbox for req, or NULL (counted as a miss, or as "other" when
  * the spec cannot come from the pool). The memory and pids limits of req
  * are applied on the way out. The caller sets owner and links it. */
@@ -242,8 +247,9 @@ cJSON *lbsd_pool_json(void);
 void lbsd_pool_shutdown(void);
 
 /* --- sandbox_net.c: network modes --------------------------------------- */
-/* Checks LLMBOX_NETWORK_ALLOW at startup; on failure a sentence in msg. */
-LB_MUST_CHECK int lbsd_net_check_config(char *msg, size_t msgsz);
+/* Checks network_allow (the setting LLMBOX_NETWORK_ALLOW) at startup and
+ * keeps the modes it allows; on failure a sentence in msg. */
+LB_MUST_CHECK int lbsd_net_check_config(const char *network_allow, char *msg, size_t msgsz);
 /* True when the operator allows mode (LBSD_NET_NONE / LBSD_NET_NAT). */
 int lbsd_net_allowed(int mode);
 /* The allowed modes as a JSON array of names. */
@@ -262,9 +268,12 @@ int lbsd_net_child_exited(lbsd_sandbox *sb, pid_t pid, int status);
  * cgroups and helper processes, so two installations never touch each
  * other's. */
 const char *lbsd_install_tag(void);
-/* Takes <var>/sandboxd.lock for the life of the process: one sandboxd per
- * var dir, whatever its socket. Returns the fd, or -1 with a sentence. */
-LB_MUST_CHECK int lbsd_lock_var(char *msg, size_t msgsz);
+/* Sets the tag from the var dir: sandboxd's start, before anything names a
+ * cgroup or a helper (until then the tag is that of an empty var dir). */
+void lbsd_install_tag_init(const char *var_dir);
+/* Takes <var_dir>/sandboxd.lock for the life of the process: one sandboxd
+ * per var dir, whatever its socket. Returns the fd, or -1 with a sentence. */
+LB_MUST_CHECK int lbsd_lock_var(const char *var_dir, char *msg, size_t msgsz);
 /* Kills every process of an old sandbox of this installation (its root is
  * an overlay whose upper layer is under var/sandboxes/) and every
  * slirp4netns it started. Run at startup, before the scratch dirs go. */

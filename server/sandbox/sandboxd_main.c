@@ -29,16 +29,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static void sd_usage(FILE *f)
+static void sd_usage(const lb_config *cfg, FILE *f)
 {
     fprintf(f, "usage: llmbox sandboxd [--socket PATH]\n"
                "  Serves the sandbox RPC on a unix socket (default %s).\n"
                "  Must run as root. The socket is mode 0660, group of LLMBOX_WEB_USER.\n",
-            lb_cfg()->sandboxd_socket);
+            cfg->sandboxd_socket);
 }
 
 /* Binds the socket; refuses to steal it from a running sandboxd. */
-static int sd_listen(const char *path)
+static int sd_listen(const char *path, const char *web_user)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
@@ -85,7 +85,7 @@ static int sd_listen(const char *path)
         return -1;
     }
     gid_t gid = 0;
-    const char *user = lb_cfg()->web_user;
+    const char *user = web_user;
     if (user[0]) {
         struct passwd *pw = getpwnam(user);
         if (pw)
@@ -109,15 +109,15 @@ static int sd_listen(const char *path)
  * the usual soft limit of 1024 sandboxd would fail near 200 sandboxes with
  * EMFILE, so it raises its own limit (the hard one too with
  * CAP_SYS_RESOURCE, up to fs.nr_open). Sandbox inits set their own limit. */
-static void sd_raise_nofile(void)
+static void sd_raise_nofile(int sandbox_max)
 {
     unsigned long long need =
-        (unsigned long long)lb_cfg()->sandbox_max * LBSD_FDS_PER_SANDBOX + LBSD_MAX_CONNS + 256;
+        (unsigned long long)sandbox_max * LBSD_FDS_PER_SANDBOX + LBSD_MAX_CONNS + 256;
     unsigned long long have = lb_raise_nofile(need);
     if (have < need)
         lb_warn("open-file limit %llu is below the %llu that LLMBOX_SANDBOX_MAX=%d needs: "
                 "creates may fail with 'too many open files' before that many sandboxes",
-                have, need, lb_cfg()->sandbox_max);
+                have, need, sandbox_max);
 }
 
 int lb_sandboxd_main(int argc, char **argv)
@@ -132,10 +132,10 @@ int lb_sandboxd_main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            sd_usage(stdout);
+            sd_usage(cfg, stdout);
             return 0;
         } else {
-            sd_usage(stderr);
+            sd_usage(cfg, stderr);
             return 2;
         }
     }
@@ -144,7 +144,9 @@ int lb_sandboxd_main(int argc, char **argv)
                         "cgroups)\n");
         return 1;
     }
-    if (!lbsd_paths_ok()) {
+    /* names this installation's cgroups and helpers from here on */
+    lbsd_install_tag_init(cfg->var_dir);
+    if (!lbsd_paths_ok(cfg)) {
         fprintf(stderr, "llmbox sandboxd: var dir (%s) and image store (%s) must be absolute "
                         "paths without ',', ':' or '\\' (overlayfs options cannot carry them)\n",
                 cfg->var_dir, cfg->image_store);
@@ -156,7 +158,7 @@ int lb_sandboxd_main(int argc, char **argv)
         lb_warn("setgroups: %s", strerror(errno));
     signal(SIGPIPE, SIG_IGN);
     umask(022);
-    sd_raise_nofile();
+    sd_raise_nofile(cfg->sandbox_max);
 
     char p[LB_CFG_PATH + 32];
     snprintf(p, sizeof p, "%s/sandboxes", cfg->var_dir);
@@ -165,35 +167,35 @@ int lb_sandboxd_main(int argc, char **argv)
         return 1;
     }
     char msg[512];
-    if (lbsd_net_check_config(msg, sizeof msg) != LB_OK) {
+    if (lbsd_net_check_config(cfg->network_allow, msg, sizeof msg) != LB_OK) {
         fprintf(stderr, "llmbox sandboxd: %s\n", msg);
         return 1;
     }
     /* the lock and the socket first: a second sandboxd on the same var dir
      * must be refused before it cleans up the live sandboxes of the first */
-    if (lbsd_lock_var(msg, sizeof msg) < 0) {
+    if (lbsd_lock_var(cfg->var_dir, msg, sizeof msg) < 0) {
         fprintf(stderr, "llmbox sandboxd: %s\n", msg);
         return 1;
     }
-    int lfd = sd_listen(cfg->sandboxd_socket);
+    int lfd = sd_listen(cfg->sandboxd_socket, cfg->web_user);
     if (lfd < 0)
         return 1;
     lbsd_cg_detect();
     /* the host pools one sandbox could drain: what is assumed, logged */
-    lbsd_host_init();
+    lbsd_host_init(cfg);
     lbsd_filewatch_init();
     /* what a previous run left (even after kill -9): its processes, then
      * its scratch dirs and cgroups */
     lbsd_kill_stale_procs();
-    lbsd_cleanup_stale();
+    lbsd_cleanup_stale(cfg);
     /* once per image (and after a change of LLMBOX_SANDBOX_UID_BASE) */
-    lbsd_idmap_startup();
+    lbsd_idmap_startup(cfg->image_store, cfg->sandbox_uid_base);
     /* one host uid range per sandbox, or the shared one (and why) */
-    lbsd_slot_init();
-    lbsd_pool_init();
+    lbsd_slot_init(cfg);
+    lbsd_pool_init(cfg);
     lb_info("sandboxd %s listening on %s (images in %s, cgroup %s)", LLMBOX_VERSION,
             cfg->sandboxd_socket, cfg->image_store, lbsd_cg_mode_name(lbsd_cg_detect()));
-    int rc = lbsd_serve(lfd);
+    int rc = lbsd_serve(cfg, lfd);
     close(lfd);
     unlink(cfg->sandboxd_socket);
     lb_info("sandboxd stopped");

@@ -29,22 +29,33 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-const char *lbsd_install_tag(void)
+static char g_tag[32];
+
+/* FNV-1a of var_dir, as the cgroup names (cgroup.c) */
+static void tag_make(const char *var_dir)
 {
-    static char tag[32];
-    if (!tag[0]) {
-        uint32_t h = 2166136261u; /* FNV-1a, as the cgroup names (cgroup.c) */
-        for (const char *c = lb_cfg()->var_dir; *c; c++)
-            h = (h ^ (unsigned char)*c) * 16777619u;
-        snprintf(tag, sizeof tag, "llmbox-%08x", h);
-    }
-    return tag;
+    uint32_t h = 2166136261u;
+    for (const char *c = var_dir; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    snprintf(g_tag, sizeof g_tag, "llmbox-%08x", h);
 }
 
-int lbsd_lock_var(char *msg, size_t msgsz)
+void lbsd_install_tag_init(const char *var_dir)
+{
+    tag_make(var_dir);
+}
+
+const char *lbsd_install_tag(void)
+{
+    if (!g_tag[0])
+        tag_make(""); /* not set: the tag of an empty var dir, as before any config */
+    return g_tag;
+}
+
+int lbsd_lock_var(const char *var_dir, char *msg, size_t msgsz)
 {
     char p[LB_CFG_PATH + 32];
-    snprintf(p, sizeof p, "%s/sandboxd.lock", lb_cfg()->var_dir);
+    snprintf(p, sizeof p, "%s/sandboxd.lock", var_dir);
     /* kept open (close-on-exec) for the life of the process; sandbox inits
      * close their copy first thing */
     int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -56,7 +67,7 @@ int lbsd_lock_var(char *msg, size_t msgsz)
         snprintf(msg, msgsz,
                  "another sandboxd already uses %s (%s is locked); two daemons on one var dir "
                  "would destroy each other's sandboxes",
-                 lb_cfg()->var_dir, p);
+                 var_dir, p);
         close(fd);
         return -1;
     }

@@ -30,6 +30,7 @@
 static unsigned char *g_held;
 static int *g_lock_fd, *g_ns_fd;
 static int g_count, g_used, g_locks_ok;
+static const lb_config *g_cfg;   /* sandboxd's, from lbsd_slot_init: the base and the paths */
 
 int lbsd_slot_count(void)
 {
@@ -43,14 +44,14 @@ int lbsd_slot_used(void)
 
 uint32_t lbsd_slot_root(int slot)
 {
-    return lb_cfg()->sandbox_uid_base + (uint32_t)slot * LBSD_ID_COUNT;
+    return g_cfg->sandbox_uid_base + (uint32_t)slot * LBSD_ID_COUNT;
 }
 
 /* Slots that fit between the image's range and 2^31 (tools that keep ids
  * in a signed int break above). */
 static int slot_fit(void)
 {
-    uint64_t base = lb_cfg()->sandbox_uid_base;
+    uint64_t base = g_cfg->sandbox_uid_base;
     uint64_t top = 1ull << 31;
     if (base + LBSD_ID_COUNT >= top)
         return 0;
@@ -104,7 +105,7 @@ static int slot_make_userns(int slot, char *msg, size_t msgsz)
     close(pp[0]);
     char line[64];
     /* inside: the images' ids; outside: the slot's */
-    snprintf(line, sizeof line, "%u %u %u\n", lb_cfg()->sandbox_uid_base, lbsd_slot_root(slot),
+    snprintf(line, sizeof line, "%u %u %u\n", g_cfg->sandbox_uid_base, lbsd_slot_root(slot),
              LBSD_ID_COUNT);
     int fd = -1;
     if (slot_write(pid, "uid_map", line) != 0 || slot_write(pid, "gid_map", line) != 0) {
@@ -201,7 +202,7 @@ void lbsd_slot_release(int slot)
  * what failed in why. */
 static int slot_probe(int nsfd, char *why, size_t whysz)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = g_cfg;
     char scratch[LB_CFG_PATH + 32];
     snprintf(scratch, sizeof scratch, "%s/sandboxes", cfg->var_dir);
     const char *src = access(cfg->image_store, F_OK) == 0 ? cfg->image_store : cfg->var_dir;
@@ -267,7 +268,7 @@ static int slot_probe(int nsfd, char *why, size_t whysz)
 
 static void slot_warn_shared(const char *why)
 {
-    uint32_t b = lb_cfg()->sandbox_uid_base;
+    uint32_t b = g_cfg->sandbox_uid_base;
     lb_warn("every sandbox runs as the same host ids %u..%u (%s). The kernel's per-user "
             "counters of those ids are then shared by all sandboxes: pipe buffer pages "
             "(fs.pipe-user-pages-soft: one sandbox holding pipes shrinks every other sandbox's "
@@ -280,9 +281,9 @@ static void slot_warn_shared(const char *why)
             b, b + LBSD_ID_COUNT - 1, why);
 }
 
-void lbsd_slot_init(void)
+void lbsd_slot_init(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
+    g_cfg = cfg;
     int want = cfg->sandbox_uid_slots, fit = slot_fit();
     /* (called once by sandboxd; again only by the unit tests) */
     for (int k = 1; k <= g_count; k++) {

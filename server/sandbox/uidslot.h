@@ -33,14 +33,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "common/config.h"
 #include "common/status.h"
 
 #define LBSD_SLOT_MAX 32767   /* ranges above the image's that can fit below 2^31 */
 
 /* sandboxd start, after the image store and var/sandboxes exist: decides
  * between per-sandbox ranges and the shared one (probing an idmapped
- * overlay), and logs what it decided. */
-void lbsd_slot_init(void);
+ * overlay), and logs what it decided. Keeps cfg (read only; its
+ * sandbox_uid_base, sandbox_uid_slots and paths) for the other calls. */
+void lbsd_slot_init(const lb_config *cfg);
 /* Slots sandboxes can take; 0: every sandbox shares slot 0. */
 int lbsd_slot_count(void);
 /* Slots held now. */

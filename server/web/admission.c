@@ -27,7 +27,7 @@ static void lb_admit_dir_failed(lb_req *r, const char *dir)
 
 int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     memset(a, 0, sizeof *a);
     a->ticket.user = -1;
     int rc = lb_limits_start(r, &a->ticket);

@@ -186,7 +186,7 @@ int lb_artifact_find(lb_req *r, lb_artifact *a)
         return rc;
     }
     char outdir[LB_CFG_PATH + 64];
-    snprintf(outdir, sizeof outdir, "%s/%s/output", lb_cfg()->artifacts_dir, r->id);
+    snprintf(outdir, sizeof outdir, "%s/%s/output", r->cfg->artifacts_dir, r->id);
     if (!lb_artifact_is_file(outdir, a->path)) {
         lb_http_error(r, 404, "not_found", "The file of artifact \"%s\" is missing.", a->path);
         return LB_E_NOTFOUND;

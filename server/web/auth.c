@@ -83,7 +83,7 @@ void lb_auth_csrf_token(const char *sid, char out[65])
 
 int lb_auth_cookie_secure(lb_req *r)
 {
-    if (!strcmp(lb_cfg()->cookie_secure, "on"))
+    if (!strcmp(r->cfg->cookie_secure, "on"))
         return 1;
     /* nginx's $https ("on" when this connection is TLS). A proxy in front
      * that ends TLS says so with X-Forwarded-Proto; it is believed only in
@@ -135,7 +135,7 @@ static void lb_shown(const char *v, char *out, size_t outsz)
  * no Host at all (HTTP/1.0) names nothing and passes. */
 static int lb_host_is_ours(lb_req *r, const char *host, int port)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     if (!strcmp(host, "localhost") || lb_cfg_addr_is_loopback(host))
         return 1;
     char lh[LB_CFG_LISTEN];
@@ -188,7 +188,7 @@ static int lb_origin_is_ours(lb_req *r, const char *origin)
         return 0;
     if (!port)
         port = !strncasecmp(origin, "https://", 8) ? 443 : 80;
-    return lb_cfg_host_allowed(lb_cfg(), h, port);
+    return lb_cfg_host_allowed(r->cfg, h, port);
 }
 
 /* A request that changes state must come from the page itself (CSRF):
@@ -269,7 +269,7 @@ static int lb_bearer(const char *h, const char **tok, size_t *tlen)
 
 int lb_auth_request_ok(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     r->user = NULL;
     r->via_session = 0;
     if (!cfg->n_users) {
@@ -357,7 +357,7 @@ int lb_auth_request_ok(lb_req *r)
 
 const lb_user_cfg *lb_auth_peek(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     const char *authz = lb_http_param(r, "HTTP_AUTHORIZATION");
     if (authz && *authz) {
         const char *tok = NULL;

@@ -259,9 +259,9 @@ static void lb_bundle_sweep(const char *final)
     closedir(d);
 }
 
-int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz)
+int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const char *format, char *err,
+                    size_t errsz)
 {
-    const lb_config *cfg = lb_cfg();
     char dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 160], tmp[LB_CFG_PATH + 200], rnd[17], name[96];
     char lockpath[LB_CFG_PATH + 96];
     int zip = !strcmp(format, "zip");
@@ -413,10 +413,10 @@ static int lb_bundle_open(lb_bundle *b, int fd, lb_req *r)
 /* Removes folder bundles that earlier versions kept under
  * artifacts/<id>/bundles/ (they are streamed now), so an upgraded install
  * gets that disk back the next time someone asks for one. */
-static void lb_bundle_drop_kept(const char *id)
+static void lb_bundle_drop_kept(const char *artifacts_dir, const char *id)
 {
     char bdir[LB_CFG_PATH + 64];
-    snprintf(bdir, sizeof bdir, "%s/%s/bundles", lb_cfg()->artifacts_dir, id);
+    snprintf(bdir, sizeof bdir, "%s/%s/bundles", artifacts_dir, id);
     int dfd = open(bdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
@@ -443,13 +443,13 @@ void lb_bundle_stream(lb_req *r, const char *format, const char *folder, const c
         lb_http_error(r, 500, NULL, "Out of memory.");
         return;
     }
-    lb_bundle_drop_kept(r->id);
+    lb_bundle_drop_kept(r->cfg->artifacts_dir, r->id);
     b->zip = !strcmp(format, "zip");
     b->err = err;
     b->errsz = sizeof err;
-    b->max_total = lb_cfg()->max_output_bytes;
-    b->max_entries = (size_t)lb_cfg()->max_output_files;
-    snprintf(dir, sizeof dir, "%s/%s/output", lb_cfg()->artifacts_dir, r->id);
+    b->max_total = r->cfg->max_output_bytes;
+    b->max_entries = (size_t)r->cfg->max_output_files;
+    snprintf(dir, sizeof dir, "%s/%s/output", r->cfg->artifacts_dir, r->id);
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     sub = fd < 0 ? -1 : lb_artifact_open_dir(fd, folder);
     if (sub < 0) {

@@ -12,10 +12,11 @@
  * "bundle.<format>". */
 LB_MUST_CHECK int lb_bundle_name(const char *format, char *out, size_t outsz);
 /* Builds (once) the whole-task bundle of a finished task: the output with
- * answer.txt and trajectory.json, kept for nginx to serve. LB_E_TOOBIG over
- * the caps, LB_E_NOTFOUND when the task's files are gone, LB_E_NOSPACE on
+ * answer.txt and trajectory.json, kept for nginx to serve (under cfg's
+ * artifacts_dir, within its output caps). LB_E_TOOBIG over the caps, LB_E_NOTFOUND when the task's files are gone, LB_E_NOSPACE on
  * a full disk; err gets a sentence. */
-LB_MUST_CHECK int lb_bundle_build(lb_store *s, const char *id, const char *format, char *err, size_t errsz);
+LB_MUST_CHECK int lb_bundle_build(const struct lb_config *cfg, lb_store *s, const char *id, const char *format, char *err,
+                    size_t errsz);
 /* Answers r (task r->id, finished) with the bundle of its output folder
  * `folder` (clean, relative), written straight into the response: nothing
  * is kept. 404 for no such folder and 413 over the caps come before the

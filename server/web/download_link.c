@@ -47,6 +47,7 @@
 #define LB_DL_KEY_HEX 64
 
 static char lb_dl_key[LB_DL_KEY_HEX + 1]; /* "" when links are off */
+static int lb_dl_ttl_s;                    /* download_link_ttl_s, set with the key */
 
 /* Reads the key file: one line of 64 lowercase hex digits. */
 static int lb_dl_read_key(const char *file, char out[LB_DL_KEY_HEX + 1], char *why, size_t whysz)
@@ -74,10 +75,10 @@ static int lb_dl_read_key(const char *file, char out[LB_DL_KEY_HEX + 1], char *w
     return LB_OK;
 }
 
-void lb_download_links_init(void)
+void lb_download_links_init(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     lb_dl_key[0] = '\0';
+    lb_dl_ttl_s = cfg->download_link_ttl_s;
     if (cfg->download_link_ttl_s == 0) {
         lb_info("web: download links are off (download_link_ttl_s = 0): downloads go through the backend");
         return;
@@ -131,7 +132,7 @@ int lb_download_link_sign(const char *key, long long expires, const char *task_i
 static long long lb_download_expires(void)
 {
     long long now = (long long)time(NULL);
-    return (now / 60 + 1) * 60 + lb_cfg()->download_link_ttl_s;
+    return (now / 60 + 1) * 60 + lb_dl_ttl_s;
 }
 
 void lb_download_links_add(cJSON *artifacts, const char *task_id)

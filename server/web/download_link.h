@@ -9,10 +9,12 @@
 
 #include "common/status.h"
 
-/* Once, before the worker threads: reads var/web/download.key. Links are
- * off when download_link_ttl_s is 0 (one info line) or the key is missing
- * or malformed (one warning). */
-void lb_download_links_init(void);
+struct lb_config; /* common/config.h */
+
+/* Once, before the worker threads: reads cfg's var/web/download.key and
+ * keeps its download_link_ttl_s. Links are off when download_link_ttl_s is
+ * 0 (one info line) or the key is missing or malformed (one warning). */
+void lb_download_links_init(const struct lb_config *cfg);
 /* The signed link of task_id's artifact path (clean) under key, expiring
  * at `expires` (seconds since 1970), into out. */
 LB_MUST_CHECK int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,

@@ -64,7 +64,7 @@ void lb_h_artifact(lb_req *r)
 /* GET /api/tasks/{id}/trajectory */
 void lb_h_trajectory(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     char status[16];
     if (!lb_task_exists(r, status, sizeof status))
         return;
@@ -140,7 +140,7 @@ static void lb_h_bundle(lb_req *r, const char *format)
         return;
     }
     char err[512] = "";
-    int rc = lb_bundle_build(r->store, r->id, format, err, sizeof err);
+    int rc = lb_bundle_build(r->cfg, r->store, r->id, format, err, sizeof err);
     if (rc == LB_E_TOOBIG) {
         lb_http_error(r, 413, NULL, "%s", err);
         return;

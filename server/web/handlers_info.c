@@ -59,14 +59,15 @@ static int lb_sb_inflight;
 static int64_t lb_sb_at = -LB_SANDBOXD_CACHE_MS;
 static cJSON *lb_sb_result;
 
+/* arg: the configuration (for its sandboxd_socket) */
 static void *lb_sb_probe(void *arg)
 {
-    (void)arg;
+    const lb_config *cfg = arg;
     char err[512] = "";
     char *info = NULL;
     lbsb_conn *c = NULL;
     cJSON *o = NULL;
-    int rc = lbsb_connect(lb_cfg()->sandboxd_socket, NULL, &c, err, sizeof err);
+    int rc = lbsb_connect(cfg->sandboxd_socket, NULL, &c, err, sizeof err);
     if (rc == LB_OK)
         rc = lbsb_ping(c, &info, err, sizeof err);
     if (c)
@@ -85,7 +86,7 @@ static void *lb_sb_probe(void *arg)
             snprintf(msg, sizeof msg, "The sandbox daemon cannot be reached: %.600s", err);
         else
             snprintf(msg, sizeof msg, "The sandbox daemon at %.300s cannot be reached (%s); start it with"
-                     " `llmbox sandboxd` as root.", lb_cfg()->sandboxd_socket, lb_strerror(rc));
+                     " `llmbox sandboxd` as root.", cfg->sandboxd_socket, lb_strerror(rc));
         cJSON_AddStringToObject(o, "message", msg);
     }
     free(info);
@@ -99,7 +100,7 @@ static void *lb_sb_probe(void *arg)
     return NULL;
 }
 
-cJSON *lb_sandboxd_info(void)
+cJSON *lb_sandboxd_info(const lb_config *cfg)
 {
     cJSON *out = NULL;
     pthread_mutex_lock(&lb_sb_mu);
@@ -108,7 +109,7 @@ cJSON *lb_sandboxd_info(void)
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &at, lb_sb_probe, NULL) == 0)
+        if (pthread_create(&t, &at, lb_sb_probe, (void *)cfg) == 0)
             lb_sb_inflight = 1;
         pthread_attr_destroy(&at);
     }
@@ -229,9 +230,8 @@ static void lb_model_check(const lb_model_cfg *mc, const char *shown_url)
 }
 
 /* The default model's endpoint, checked at most every 10 s. */
-static cJSON *lb_model_status(void)
+static cJSON *lb_model_status(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     const lb_model_cfg *mc = lb_cfg_model(cfg, NULL);
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -264,8 +264,8 @@ static cJSON *lb_model_status(void)
  * sandboxd.ok and model.reachable; the messages are generic. */
 static void lb_health_public(lb_req *r)
 {
-    cJSON *sb = lb_sandboxd_info();
-    cJSON *model = lb_model_status();
+    cJSON *sb = lb_sandboxd_info(r->cfg);
+    cJSON *model = lb_model_status(r->cfg);
     cJSON *o = cJSON_CreateObject();
     cJSON *psb = o ? cJSON_AddObjectToObject(o, "sandboxd") : NULL;
     cJSON *pm = o ? cJSON_AddObjectToObject(o, "model") : NULL;
@@ -295,7 +295,7 @@ static void lb_health_public(lb_req *r)
 
 void lb_h_health(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     /* Without users everyone who gets here (loopback, our Host) can read
      * every task and /api/models anyway: the full answer. With users, the
      * details are for who is logged in (session or API token); the route
@@ -308,8 +308,8 @@ void lb_h_health(lb_req *r)
         return;
     }
     cJSON *o = cJSON_CreateObject();
-    cJSON *sb = lb_sandboxd_info();
-    cJSON *model = lb_model_status();
+    cJSON *sb = lb_sandboxd_info(r->cfg);
+    cJSON *model = lb_model_status(r->cfg);
     cJSON *tasks = NULL;
     if (!o || !sb || !model) {
         cJSON_Delete(sb);
@@ -341,9 +341,8 @@ void lb_h_health(lb_req *r)
     cJSON_Delete(o);
 }
 
-static cJSON *lb_models_json(void)
+static cJSON *lb_models_json(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     const lb_model_cfg *def = lb_cfg_model(cfg, NULL);
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; arr && i < cfg->n_models; i++) {
@@ -370,7 +369,7 @@ static cJSON *lb_models_json(void)
 
 void lb_h_models(lb_req *r)
 {
-    cJSON *arr = lb_models_json();
+    cJSON *arr = lb_models_json(r->cfg);
     if (!arr) {
         lb_http_error(r, 500, NULL, "Out of memory.");
         return;
@@ -387,7 +386,7 @@ static cJSON *lb_tools_cache;
 
 void lb_h_tools(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     cJSON *copy = NULL;
     char msg[512] = "";
     pthread_mutex_lock(&lb_tools_mu);
@@ -430,12 +429,12 @@ void lb_h_tools(lb_req *r)
 
 void lb_h_info(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     cJSON *o = cJSON_CreateObject();
     cJSON *lim = o ? cJSON_AddObjectToObject(o, "limits") : NULL;
     cJSON *net = o ? cJSON_AddObjectToObject(o, "network") : NULL;
     cJSON *modes = net ? cJSON_AddArrayToObject(net, "modes") : NULL;
-    cJSON *images = lb_images_list();
+    cJSON *images = lb_images_list(r->cfg);
     cJSON *arch = o ? cJSON_AddArrayToObject(o, "archives") : NULL;
     if (!o || !lim || !modes || !images || !arch || !cJSON_AddItemToObject(o, "images", images)) {
         cJSON_Delete(images);

@@ -11,7 +11,8 @@ void lb_h_info(lb_req *r);
 void lb_h_models(lb_req *r);
 void lb_h_tools(lb_req *r);
 /* sandboxd's ping answer with "ok":true, or {"ok":false,"message"} when it
- * cannot be reached; cached 3 s, waits at most 2 s. Caller frees. */
-cJSON *lb_sandboxd_info(void);
+ * cannot be reached (at cfg's sandboxd_socket); cached 3 s, waits at most
+ * 2 s. Caller frees. */
+cJSON *lb_sandboxd_info(const struct lb_config *cfg);
 
 #endif

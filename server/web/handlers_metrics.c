@@ -241,9 +241,8 @@ static int lb_rows_gather(lb_store *s, lb_metric_row **out, size_t *nout, int *s
 }
 
 /* Gauges read now: tasks per state, agents, the sandbox API, sandboxd. */
-static void lb_gauges_write(lb_buf *b, lb_store *s, int store_ok)
+static void lb_gauges_write(const lb_config *cfg, lb_buf *b, lb_store *s, int store_ok)
 {
-    const lb_config *cfg = lb_cfg();
     char labels[LB_METRIC_LABELS_MAX];
 
     int64_t counts[LB_STORE_N_STATUS];
@@ -267,7 +266,7 @@ static void lb_gauges_write(lb_buf *b, lb_store *s, int store_ok)
     lb_head(b, "llmbox_sandbox_api_sandboxes", "gauge", "Sandboxes of the sandbox API (/api/sandboxes) alive now.");
     lb_sample(b, "llmbox_sandbox_api_sandboxes", "", lb_sbx_count());
 
-    cJSON *sb = lb_sandboxd_info();
+    cJSON *sb = lb_sandboxd_info(cfg);
     int up = sb && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sb, "ok"));
     lb_head(b, "llmbox_sandboxd_up", "gauge", "1 when sandboxd answered its ping (cached up to 3 s).");
     lb_sample(b, "llmbox_sandboxd_up", "", up);
@@ -317,7 +316,7 @@ void lb_h_metrics(lb_req *r)
     }
     lb_families_write(&b, rows, n);
     free(rows);
-    lb_gauges_write(&b, r->store, store_ok);
+    lb_gauges_write(r->cfg, &b, r->store, store_ok);
     if (!b.data || lb_body_full) {
         lb_buf_free(&b);
         lb_http_error(r, 500, NULL, "The metrics do not fit in %u MiB.", LB_METRICS_BODY_MAX >> 20);

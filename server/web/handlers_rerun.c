@@ -126,11 +126,12 @@ static int lb_copy_input(int src_root, int dst_root, const char *rel)
     return rc;
 }
 
-/* The trajectory of ended task src_id becomes task_dir/replay.json. */
-static int lb_copy_trajectory(const char *src_id, const char *task_dir)
+/* The trajectory of ended task src_id (under artifacts_dir) becomes
+ * task_dir/replay.json. */
+static int lb_copy_trajectory(const char *artifacts_dir, const char *src_id, const char *task_dir)
 {
     char src_dir[LB_CFG_PATH + 64];
-    snprintf(src_dir, sizeof src_dir, "%s/%s", lb_cfg()->artifacts_dir, src_id);
+    snprintf(src_dir, sizeof src_dir, "%s/%s", artifacts_dir, src_id);
     int sdir = open(src_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int ddir = open(task_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int rc = sdir < 0 ? LB_E_NOTFOUND : ddir < 0 ? LB_E_IO : lb_link_or_copy(sdir, "trajectory.json", ddir, "replay.json");
@@ -148,7 +149,7 @@ static const char *lb_jstr(const cJSON *o, const char *k)
 
 void lb_h_task_rerun(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     lb_task src;
     memset(&src, 0, sizeof src);
     cJSON *inputs = NULL;
@@ -195,11 +196,11 @@ void lb_h_task_rerun(lb_req *r)
                       model);
         goto out;
     }
-    if (network && lb_network_check(network, why, sizeof why) != LB_OK) {
+    if (network && lb_network_check(r->cfg, network, why, sizeof why) != LB_OK) {
         lb_http_error(r, 409, NULL, "The task cannot run again as it was: %s", why);
         goto out;
     }
-    if (image && lb_image_check(image, why, sizeof why) != LB_OK) {
+    if (image && lb_image_check(r->cfg, image, why, sizeof why) != LB_OK) {
         lb_http_error(r, 409, NULL, "The task cannot run again as it was: %s", why);
         goto out;
     }
@@ -231,7 +232,7 @@ void lb_h_task_rerun(lb_req *r)
         }
     }
     if (replay) {
-        rc = lb_copy_trajectory(src_id, adm.task_dir);
+        rc = lb_copy_trajectory(r->cfg->artifacts_dir, src_id, adm.task_dir);
         if (rc == LB_E_NOTFOUND) {
             lb_http_error(r, 409, NULL, "That task left no trajectory.json, so it cannot be replayed.");
             goto out;

@@ -60,7 +60,7 @@ static int lb_token_equal(const char *given, size_t glen, const char *want)
  * calls it for every LB_WHO_SANDBOX route, before anything else. */
 int lb_sandbox_auth_ok(lb_req *r)
 {
-    const char *want = lb_cfg()->sandbox_api_token;
+    const char *want = r->cfg->sandbox_api_token;
     if (!want[0]) {
         lb_http_drain(r);
         lb_http_error(r, 403, "forbidden",
@@ -110,7 +110,7 @@ int lb_sandbox_auth_ok(lb_req *r)
  * and its parse within the budget of req_body.c. */
 static cJSON *lb_sbx_json_body(lb_req *r, const char *what)
 {
-    return lb_req_json(r, (size_t)lb_cfg()->sandbox_api_body_bytes, what);
+    return lb_req_json(r, (size_t)r->cfg->sandbox_api_body_bytes, what);
 }
 
 /* ---- errors of sandboxd calls ---- */
@@ -218,7 +218,7 @@ static int lb_sbx_setup_add(lb_sbx *s, lb_buf *line, const char *cmd, const char
  * set the modes. On failure answers and returns 0. */
 static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     char err[512] = "";
     int rc = lbsb_connect(cfg->sandboxd_socket, &s->cancel, &s->conn, err, sizeof err);
     if (rc) {
@@ -300,7 +300,7 @@ void lb_h_sbx_create(lb_req *r)
     cJSON *body = lb_sbx_json_body(r, "sandbox spec");
     if (!body)
         return;
-    int rc = lb_sbx_spec_parse(body, lb_cfg(), &sp, msg, sizeof msg);
+    int rc = lb_sbx_spec_parse(body, r->cfg, &sp, msg, sizeof msg);
     if (rc) {
         lb_http_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_NOMEM ? 500 : 400, NULL, "%s", msg);
         goto out;
@@ -313,7 +313,7 @@ void lb_h_sbx_create(lb_req *r)
     if (rc == LB_E_TOOBIG) {
         lb_http_error(r, 429, "too_many_sandboxes",
                       "The sandbox API already holds as many sandboxes as it may (%d, LLMBOX_SANDBOX_API_MAX); "
-                      "delete some or wait for them to expire.", lb_cfg()->sandbox_api_max);
+                      "delete some or wait for them to expire.", r->cfg->sandbox_api_max);
         goto out;
     }
     if (rc) {
@@ -456,7 +456,7 @@ void lb_h_sbx_exec(lb_req *r)
     if (!body)
         goto out;
     lb_sbx_exec_req er;
-    int rc = lb_sbx_exec_parse(body, lb_cfg(), s->workdir, &er, msg, sizeof msg);
+    int rc = lb_sbx_exec_parse(body, r->cfg, s->workdir, &er, msg, sizeof msg);
     if (rc) {
         lb_http_error(r, rc == LB_E_TOOBIG ? 413 : 400, NULL, "%s", msg);
         goto out;

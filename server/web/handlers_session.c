@@ -45,12 +45,13 @@ static cJSON *lb_limits_json(const lb_user_cfg *u)
 }
 
 /* {login_required, user, via, csrf_token?, expires_ms?, limits?} */
-static cJSON *lb_session_json(const lb_user_cfg *u, const char *via, const char *sid, int64_t expires_ms)
+static cJSON *lb_session_json(const lb_config *cfg, const lb_user_cfg *u, const char *via, const char *sid,
+                              int64_t expires_ms)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddBoolToObject(o, "login_required", lb_cfg()->n_users > 0);
+    cJSON_AddBoolToObject(o, "login_required", cfg->n_users > 0);
     if (u)
         cJSON_AddStringToObject(o, "user", u->name);
     else
@@ -79,7 +80,7 @@ static int lb_is_json(const char *ct)
 
 void lb_h_login(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     lb_buf body;
     lb_buf_init(&body, LB_LOGIN_BODY_MAX);
     cJSON *in = NULL, *out = NULL;
@@ -168,7 +169,7 @@ void lb_h_login(lb_req *r)
     lb_info("web: user %s logged in (session %.8s…, until %lld)", u->name, se.id_sha256, (long long)se.expires_ms);
     char cookie[256];
     lb_cookie_header(r, sid, cfg->session_ttl_s, cookie, sizeof cookie);
-    out = lb_session_json(u, "session", sid, se.expires_ms);
+    out = lb_session_json(r->cfg, u, "session", sid, se.expires_ms);
     lb_http_json(r, 200, out, cookie);
 done:
     cJSON_Delete(in);
@@ -183,8 +184,8 @@ void lb_h_logout(lb_req *r)
     int ended = 0;
     lb_session se;
     const lb_user_cfg *u = NULL;
-    if (lb_cfg()->n_users && lb_auth_cookie(r, sid) && lb_sha256_hex(sid, 64, h) == LB_OK &&
-        lb_store_session_get(r->store, h, lb_now_ms(), &se) == LB_OK && (u = lb_cfg_user(lb_cfg(), se.user)) &&
+    if (r->cfg->n_users && lb_auth_cookie(r, sid) && lb_sha256_hex(sid, 64, h) == LB_OK &&
+        lb_store_session_get(r->store, h, lb_now_ms(), &se) == LB_OK && (u = lb_cfg_user(r->cfg, se.user)) &&
         lb_cfg_user_has_token(u, se.token_sha256)) {
         /* a live session is ended only with its CSRF token: the same rule
          * as every other change made with the cookie (an ended or unknown
@@ -205,17 +206,17 @@ void lb_h_logout(lb_req *r)
 
 void lb_h_session(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     cJSON *o = NULL;
     if (!cfg->n_users || (!lb_http_param(r, "HTTP_AUTHORIZATION") && !lb_http_param(r, "HTTP_COOKIE"))) {
-        o = lb_session_json(NULL, NULL, NULL, 0);
+        o = lb_session_json(r->cfg, NULL, NULL, NULL, 0);
         lb_http_json(r, 200, o, NULL);
         cJSON_Delete(o);
         return;
     }
     char sid[65];
     if (!lb_http_param(r, "HTTP_AUTHORIZATION") && !lb_auth_cookie(r, sid)) {
-        o = lb_session_json(NULL, NULL, NULL, 0); /* other cookies only */
+        o = lb_session_json(r->cfg, NULL, NULL, NULL, 0); /* other cookies only */
         lb_http_json(r, 200, o, NULL);
         cJSON_Delete(o);
         return;
@@ -229,7 +230,7 @@ void lb_h_session(lb_req *r)
         if (lb_sha256_hex(r->session_id, 64, h) == LB_OK && lb_store_session_get(r->store, h, lb_now_ms(), &se) == LB_OK)
             expires = se.expires_ms;
     }
-    o = lb_session_json(r->user, r->via_session ? "session" : "token", r->via_session ? r->session_id : NULL, expires);
+    o = lb_session_json(r->cfg, r->user, r->via_session ? "session" : "token", r->via_session ? r->session_id : NULL, expires);
     lb_http_json(r, 200, o, NULL);
     cJSON_Delete(o);
 }

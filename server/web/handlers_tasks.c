@@ -401,7 +401,7 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
     }
     char why[300];
     if (u->network.data && !lb_blank(u->network.data)) {
-        int rc = lb_network_check(u->network.data, why, sizeof why);
+        int rc = lb_network_check(cfg, u->network.data, why, sizeof why);
         if (rc != LB_OK) {
             lb_http_error(r, rc == LB_E_DENIED ? 403 : 400, NULL, "%s", why);
             return LB_E_INVAL;
@@ -409,7 +409,7 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
         f->network = u->network.data;
     }
     if (u->image.data && !lb_blank(u->image.data)) {
-        if (lb_image_check(u->image.data, why, sizeof why) != LB_OK) {
+        if (lb_image_check(cfg, u->image.data, why, sizeof why) != LB_OK) {
             lb_http_error(r, 400, NULL, "%s", why);
             return LB_E_INVAL;
         }
@@ -439,7 +439,7 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
 
 void lb_h_task_create(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     lb_upload u;
     memset(&u, 0, sizeof u);
     u.cfg = cfg;
@@ -693,7 +693,7 @@ void lb_h_task_cancel(lb_req *r)
 
 void lb_h_task_delete(lb_req *r)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     char status[16], path[LB_CFG_PATH + 128];
     int pid;
     int rc = lb_store_task_state(r->store, r->id, status, sizeof status, &pid);
@@ -723,7 +723,7 @@ void lb_h_task_delete(lb_req *r)
     if (lb_rmtree(path) != LB_OK)
         lb_warn("web: task %s: cannot remove %s completely: %s", r->id, path, strerror(errno));
     char logdir[LB_CFG_PATH];
-    lb_web_logdir(logdir, sizeof logdir);
+    lb_cfg_logdir(cfg, logdir, sizeof logdir);
     snprintf(path, sizeof path, "%s/agent-%s.log", logdir, r->id);
     unlink(path);
     lb_info("web: task %s deleted", r->id);

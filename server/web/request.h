@@ -13,10 +13,14 @@
 
 /* Only pointers here: the files that use them include what defines them. */
 struct FCGX_Request;              /* <fcgiapp.h> */
+struct lb_config;                 /* common/config.h */
 struct lb_user_cfg;               /* common/config.h */
 typedef struct lb_store lb_store; /* store/store.h */
 
 typedef struct lb_req {
+    /* The configuration: loaded before the threads start and never written
+     * after, so every worker reads it without a lock. */
+    const struct lb_config *cfg;
     struct FCGX_Request *fcgi;
     lb_store *store;           /* this worker's connection; never NULL in handlers */
     const char *method;        /* "GET", "POST", ... ("HEAD" is served as GET) */

@@ -2,7 +2,6 @@
  * (see sandbox_registry.h for the locking rules). */
 #include "web/sandbox_registry.h"
 
-#include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -118,9 +117,9 @@ static void *lb_reaper(void *arg)
     return NULL;
 }
 
-int lb_sbx_registry_init(void)
+int lb_sbx_registry_init(int max)
 {
-    lb_tab_cap = lb_cfg()->sandbox_api_max;
+    lb_tab_cap = max;
     lb_tab = calloc((size_t)lb_tab_cap, sizeof *lb_tab);
     if (!lb_tab)
         return LB_E_NOMEM;

@@ -67,9 +67,9 @@ typedef struct lb_sbx {
     char workdir[LB_PATH_MAX + 2];   /* absolute, cleaned */
 } lb_sbx;
 
-/* Allocates the table (lb_cfg()->sandbox_api_max) and starts the reaper
- * thread. Call once, with the stop signals already blocked. */
-LB_MUST_CHECK int lb_sbx_registry_init(void);
+/* Allocates the table of max entries (sandbox_api_max) and starts the
+ * reaper thread. Call once, with the stop signals already blocked. */
+LB_MUST_CHECK int lb_sbx_registry_init(int max);
 
 /* Makes a STARTING entry with a fresh id, ttl_s counted from now, and one
  * reference for the caller. Takes ownership of spec, metadata and env

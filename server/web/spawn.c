@@ -60,6 +60,9 @@ static pthread_mutex_t lb_sp_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lb_sp_reaped = PTHREAD_COND_INITIALIZER;
 static lb_child *lb_sp_tab;
 static int lb_sp_n, lb_sp_cap, lb_sp_reserved;
+/* The web's configuration, from lb_spawn_init (read only, shared by the
+ * worker threads and the reaper): the database, the slots, the spare. */
+static const lb_config *lb_sp_cfg;
 
 /* ---- spawning ---- */
 
@@ -88,7 +91,7 @@ int lb_spawn_reserve(void)
 {
     int rc = LB_OK;
     pthread_mutex_lock(&lb_sp_mu);
-    if (lb_sp_n + lb_sp_reserved >= lb_cfg()->max_concurrent_tasks)
+    if (lb_sp_n + lb_sp_reserved >= lb_sp_cfg->max_concurrent_tasks)
         rc = LB_E_TOOBIG;
     else
         lb_sp_reserved++;
@@ -114,13 +117,13 @@ int lb_spawn_running(void)
 
 int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = lb_sp_cfg;
     char logdir[LB_CFG_PATH + 16], logpath[LB_CFG_PATH + 64];
     int rc = LB_OK, logfd = -1, fa_ok = 0, at_ok = 0, consumed = 0;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     *pid_out = 0;
-    lb_web_logdir(logdir, sizeof logdir);
+    lb_cfg_logdir(lb_sp_cfg, logdir, sizeof logdir);
     snprintf(logpath, sizeof logpath, "%s/agent-%s.log", logdir, id);
     if (lb_mkdirs(logdir, 0750) != LB_OK) {
         snprintf(err, errsz, "cannot create the log folder %s: %s", logdir, strerror(errno));
@@ -275,7 +278,7 @@ static int lb_npending; /* reaper thread only */
 /* Records the end; 1 when done (or nothing left to do), 0 to retry later. */
 static int lb_record_end(lb_store **sp, const char *id, lb_task_status status, const char *reason)
 {
-    if (!*sp && lb_store_open(lb_cfg()->db_path, sp) != LB_OK)
+    if (!*sp && lb_store_open(lb_sp_cfg->db_path, sp) != LB_OK)
         return 0;
     int rc = lb_store_task_end(*sp, id, status, reason, NULL);
     if (rc == LB_OK) {
@@ -318,7 +321,7 @@ static void lb_crash_tool(const char *id, char *tool, size_t toolsz)
 {
     char logdir[LB_CFG_PATH], path[LB_CFG_PATH + 64];
     tool[0] = '\0';
-    lb_web_logdir(logdir, sizeof logdir);
+    lb_cfg_logdir(lb_sp_cfg, logdir, sizeof logdir);
     snprintf(path, sizeof path, "%s/agent-%s.tool", logdir, id);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0) {
@@ -389,7 +392,7 @@ static void lb_reaped(lb_store **sp, const lb_exited *x)
  * one is either being spawned right now or was never started by a web. */
 static void lb_orphan_scan(lb_store **sp)
 {
-    if (!*sp && lb_store_open(lb_cfg()->db_path, sp) != LB_OK)
+    if (!*sp && lb_store_open(lb_sp_cfg->db_path, sp) != LB_OK)
         return;
     char **ids = NULL;
     int *pids = NULL;
@@ -439,7 +442,7 @@ static void *lb_reaper_main(void *arg)
         }
         if (now - last_reserve >= LB_RESERVE_CHECK_MS) {
             last_reserve = now;
-            LB_IGNORE(lb_store_reserve_keep(lb_cfg()->db_path)); /* no room yet: tried again at the next check */
+            LB_IGNORE(lb_store_reserve_keep(lb_sp_cfg->db_path)); /* no room yet: tried again at the next check */
         }
         pthread_mutex_lock(&lb_sp_mu);
         for (int i = 0; i < lb_sp_n;) {
@@ -476,9 +479,10 @@ static void *lb_reaper_main(void *arg)
     return NULL;
 }
 
-int lb_spawn_init(void)
+int lb_spawn_init(const lb_config *cfg)
 {
-    lb_sp_cap = lb_cfg()->max_concurrent_tasks;
+    lb_sp_cfg = cfg;
+    lb_sp_cap = cfg->max_concurrent_tasks;
     lb_sp_tab = calloc((size_t)lb_sp_cap, sizeof *lb_sp_tab);
     if (!lb_sp_tab)
         return LB_E_NOMEM;
@@ -505,7 +509,7 @@ static int lb_spare_fd = -1;   /* our end of its socketpair */
 
 static void lb_spare_start(void)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = lb_sp_cfg;
     if (!cfg->agent_spare)
         return;
     pthread_mutex_lock(&lb_sp_mu);

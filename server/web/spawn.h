@@ -7,8 +7,12 @@
 
 #include "common/status.h"
 
-/* Starts the reaper thread. Call once, before any spawn. */
-LB_MUST_CHECK int lb_spawn_init(void);
+struct lb_config; /* common/config.h */
+
+/* Keeps cfg (read only, for the life of the process: the slots, the
+ * database, the agents' command and logs) and starts the reaper thread.
+ * Call once, before any spawn. */
+LB_MUST_CHECK int lb_spawn_init(const struct lb_config *cfg);
 /* Atomically takes a task slot; LB_E_TOOBIG when max_concurrent_tasks are
  * already running. A taken slot is released by lb_spawn_agent's failure or
  * by the reaper when the agent exits. */
@@ -16,7 +20,7 @@ LB_MUST_CHECK int lb_spawn_reserve(void);
 void lb_spawn_unreserve(void);
 int lb_spawn_running(void);
 /* Spawns `self agent --task id` in its own session with output appended to
- * agent-<id>.log in lb_web_logdir; uses a reserved slot. *pid_out gets the
+ * agent-<id>.log in the log folder (lb_cfg_logdir); uses a reserved slot. *pid_out gets the
  * pid. */
 LB_MUST_CHECK int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz);
 /* Asks the agent of task id to stop (SIGTERM now, SIGKILL after 1.5 s).

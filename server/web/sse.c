@@ -226,7 +226,8 @@ static void lb_sse_stream(lb_req *r, lb_sse *sp, int final)
     int fd = lb_sse_wake_fd();
     int added = lb_sse_watch_add(&w, r->id, fd, s.last), watched = added;
     int64_t last_write = lb_mono_ms(), last_check = last_write;
-    int64_t end_at = lb_cfg()->sse_max_s > 0 ? last_write + (int64_t)lb_cfg()->sse_max_s * 1000 : 0;
+    const lb_config *cfg = r->cfg;
+    int64_t end_at = cfg->sse_max_s > 0 ? last_write + (int64_t)cfg->sse_max_s * 1000 : 0;
     while (!s.done && !s.broken) {
         if (end_at && lb_mono_ms() >= end_at)
             break; /* the client resumes from s.last */

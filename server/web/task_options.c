@@ -16,12 +16,12 @@
 
 #define LB_IMAGES_MAX 64
 
-int lb_network_check(const char *v, char *err, size_t errsz)
+int lb_network_check(const lb_config *cfg, const char *v, char *err, size_t errsz)
 {
     if (!strcmp(v, "none"))
         return LB_OK;
     if (!strcmp(v, "nat")) {
-        if (lb_cfg_network_allowed(lb_cfg(), "nat"))
+        if (lb_cfg_network_allowed(cfg, "nat"))
             return LB_OK;
         snprintf(err, errsz,
                  "This service does not allow network access from sandboxes (network \"nat\"); the operator can "
@@ -47,17 +47,16 @@ static int lb_image_name_ok(const char *v)
     return 1;
 }
 
-static int lb_image_built(const char *name)
+static int lb_image_built(const char *image_store, const char *name)
 {
     char p[LB_CFG_PATH + 96];
     struct stat st;
-    snprintf(p, sizeof p, "%s/%s/.complete", lb_cfg()->image_store, name);
+    snprintf(p, sizeof p, "%s/%s/.complete", image_store, name);
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-cJSON *lb_images_list(void)
+cJSON *lb_images_list(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     cJSON *arr = cJSON_CreateArray();
     if (!arr)
         return NULL;
@@ -68,7 +67,7 @@ cJSON *lb_images_list(void)
         struct dirent *de;
         while ((de = readdir(d)) != NULL && n < LB_IMAGES_MAX) {
             size_t len = strlen(de->d_name);
-            if (len < sizeof names[0] && lb_image_name_ok(de->d_name) && lb_image_built(de->d_name))
+            if (len < sizeof names[0] && lb_image_name_ok(de->d_name) && lb_image_built(cfg->image_store, de->d_name))
                 memcpy(names[n++], de->d_name, len + 1);
         }
         closedir(d);
@@ -86,13 +85,13 @@ cJSON *lb_images_list(void)
     return arr;
 }
 
-int lb_image_check(const char *v, char *err, size_t errsz)
+int lb_image_check(const lb_config *cfg, const char *v, char *err, size_t errsz)
 {
     if (!lb_image_name_ok(v)) {
         snprintf(err, errsz, "The image name may hold only lowercase letters, digits, '.', '_' and '-'.");
         return LB_E_INVAL;
     }
-    if (!lb_image_built(v)) {
+    if (!lb_image_built(cfg->image_store, v)) {
         snprintf(err, errsz, "There is no sandbox image \"%s\" on this service; GET /api/info lists the images.", v);
         return LB_E_NOTFOUND;
     }

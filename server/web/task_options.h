@@ -9,12 +9,17 @@
 
 #include "common/status.h"
 
-/* network "none" or "nat" (nat only when network_allow has it): LB_OK,
- * LB_E_DENIED (not allowed here) or LB_E_INVAL, with a sentence in err. */
-LB_MUST_CHECK int lb_network_check(const char *v, char *err, size_t errsz);
-/* A built image of that name: LB_OK, LB_E_INVAL or LB_E_NOTFOUND. */
-LB_MUST_CHECK int lb_image_check(const char *v, char *err, size_t errsz);
-/* [{name, default}] of the built images, sorted; NULL when out of memory. */
-cJSON *lb_images_list(void);
+struct lb_config; /* common/config.h */
+
+/* network "none" or "nat" (nat only when cfg's network_allow has it):
+ * LB_OK, LB_E_DENIED (not allowed here) or LB_E_INVAL, with a sentence in
+ * err. */
+LB_MUST_CHECK int lb_network_check(const struct lb_config *cfg, const char *v, char *err, size_t errsz);
+/* A built image of that name in cfg's image store: LB_OK, LB_E_INVAL or
+ * LB_E_NOTFOUND. */
+LB_MUST_CHECK int lb_image_check(const struct lb_config *cfg, const char *v, char *err, size_t errsz);
+/* [{name, default}] of the built images of cfg's image store, sorted;
+ * NULL when out of memory. */
+cJSON *lb_images_list(const struct lb_config *cfg);
 
 #endif

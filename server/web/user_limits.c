@@ -28,9 +28,8 @@
 static pthread_mutex_t lb_limits_mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t *lb_slots[LB_CFG_MAX_USERS]; /* tasks_per_minute times each, 0 = free */
 
-int lb_limits_init(void)
+int lb_limits_init(const lb_config *cfg)
 {
-    const lb_config *cfg = lb_cfg();
     for (int i = 0; i < cfg->n_users; i++) {
         int n = cfg->users[i].tasks_per_minute;
         if (n > 0 && !(lb_slots[i] = calloc((size_t)n, sizeof(int64_t))))
@@ -41,12 +40,12 @@ int lb_limits_init(void)
 
 uint64_t lb_limits_upload(const lb_req *r)
 {
-    return r->user ? r->user->max_upload_bytes : lb_cfg()->max_upload_bytes;
+    return r->user ? r->user->max_upload_bytes : r->cfg->max_upload_bytes;
 }
 
 int lb_limits_start(lb_req *r, lb_start_ticket *t)
 {
-    const lb_config *cfg = lb_cfg();
+    const lb_config *cfg = r->cfg;
     t->user = -1;
     const lb_user_cfg *u = r->user;
     if (!u)

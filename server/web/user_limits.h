@@ -8,12 +8,13 @@
 #include "web/request.h"
 
 typedef struct lb_start_ticket {
-    int user;                  /* index in lb_cfg()->users, -1: none taken */
+    int user;                  /* index in the configuration's users, -1: none taken */
     int slot;
     int64_t old, at;           /* the slot's time before and after the take */
 } lb_start_ticket;
-/* Once, before the worker threads. */
-LB_MUST_CHECK int lb_limits_init(void);
+/* Once, before the worker threads: a start window for each of cfg's users
+ * with a tasks_per_minute. */
+LB_MUST_CHECK int lb_limits_init(const struct lb_config *cfg);
 /* Before a task is made for r (create, rerun): its user's tasks queued or
  * running and its starts in the last minute. Answers 429 and returns
  * LB_E_BUSY when over a limit (the store's status, answered, when it

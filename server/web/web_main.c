@@ -52,11 +52,6 @@
 static pthread_mutex_t lb_accept_mu = PTHREAD_MUTEX_INITIALIZER;
 static int lb_listen_fd = -1;
 
-void lb_web_logdir(char *out, size_t outsz)
-{
-    lb_cfg_logdir(lb_cfg(), out, outsz);
-}
-
 /* ---- crash recovery ---- */
 
 /* True when pid is an `llmbox agent` running task id: after a restart a
@@ -123,11 +118,12 @@ void lb_web_recover(lb_store *s)
 
 /* ---- requests ---- */
 
-static void lb_handle(FCGX_Request *fr, lb_store *s)
+static void lb_handle(const lb_config *cfg, FCGX_Request *fr, lb_store *s)
 {
     static _Thread_local lb_req r; /* large path buffer: not on the stack */
     memset(&r, 0, sizeof r);
     int64_t t0 = lb_mono_ms();
+    r.cfg = cfg;
     r.fcgi = fr;
     r.store = s;
     r.status = 0;
@@ -176,9 +172,10 @@ static void lb_handle(FCGX_Request *fr, lb_store *s)
     }
 }
 
+/* arg: the configuration, handed to every request (read only) */
 static void *lb_worker(void *arg)
 {
-    (void)arg;
+    const lb_config *cfg = arg;
     FCGX_Request req;
     if (FCGX_InitRequest(&req, lb_listen_fd, 0) != 0) {
         lb_error("web: FCGX_InitRequest failed");
@@ -195,9 +192,9 @@ static void *lb_worker(void *arg)
             nanosleep(&ts, NULL);
             continue;
         }
-        if (!s && lb_store_open(lb_cfg()->db_path, &s) != LB_OK)
+        if (!s && lb_store_open(cfg->db_path, &s) != LB_OK)
             s = NULL;
-        lb_handle(&req, s);
+        lb_handle(cfg, &req, s);
         FCGX_Finish_r(&req);
     }
     return NULL;
@@ -367,7 +364,7 @@ int lb_web_main(int argc, char **argv)
     char *dslash = strrchr(dbdir, '/');
     if (dslash && dslash != dbdir)
         *dslash = '\0';
-    lb_web_logdir(logdir, sizeof logdir);
+    lb_cfg_logdir(cfg, logdir, sizeof logdir);
     if (lb_prepare_dir(cfg->var_dir, NULL) || lb_prepare_dir(dbdir, pw) || lb_prepare_dir(logdir, pw) ||
         lb_prepare_dir(cfg->artifacts_dir, pw))
         return 1;
@@ -423,16 +420,16 @@ int lb_web_main(int argc, char **argv)
     sigaddset(&stop, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
-    if (lb_spawn_init() != LB_OK) {
+    if (lb_spawn_init(cfg) != LB_OK) {
         fprintf(stderr, "llmbox web: cannot start the reaper thread\n");
         return 1;
     }
-    if (lb_artifact_access_init() != LB_OK || lb_limits_init() != LB_OK) {
+    if (lb_artifact_access_init() != LB_OK || lb_limits_init(cfg) != LB_OK) {
         fprintf(stderr, "llmbox web: cannot set up logins (no randomness or no memory)\n");
         return 1;
     }
-    lb_download_links_init();
-    if (lb_sbx_registry_init() != LB_OK) {
+    lb_download_links_init(cfg);
+    if (lb_sbx_registry_init(cfg->sandbox_api_max) != LB_OK) {
         fprintf(stderr, "llmbox web: cannot start the sandbox API (no memory or no thread)\n");
         return 1;
     }
@@ -460,7 +457,7 @@ int lb_web_main(int argc, char **argv)
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setstacksize(&at, 1u << 20);
-        if (pthread_create(&t, &at, lb_worker, NULL) == 0) {
+        if (pthread_create(&t, &at, lb_worker, (void *)cfg) == 0) {
             pthread_detach(t);
             started++;
         }

@@ -7,9 +7,6 @@
 
 #include "store/store.h"
 
-/* Where agent logs go: "log/" next to the database (var/log by default),
- * a folder the service user owns. */
-void lb_web_logdir(char *out, size_t outsz);
 /* Crash recovery: finishes active tasks whose agent is gone. */
 void lb_web_recover(lb_store *s);
 /* True when pid is an `llmbox agent` process running task id (checked by

@@ -545,6 +545,7 @@ int main(void)
     }
     snprintf(tree, sizeof tree, "%s/cgroup", tmp);
     snprintf(lb_cfg_mut()->var_dir, sizeof lb_cfg_mut()->var_dir, "%s/var", tmp);
+    lbsd_install_tag_init(lb_cfg()->var_dir);
     tag = lbsd_install_tag();
     RUN(v2_probe_enables_the_controllers_on_the_way_down);
     RUN(v2_create_writes_the_limits);

@@ -277,6 +277,7 @@ TEST(kernel_v2_mode_end_to_end)
 {
     /* the module's own base group: llmbox-<hash of this var dir> */
     snprintf(lb_cfg_mut()->var_dir, sizeof lb_cfg_mut()->var_dir, "/tmp/llmbox-kernel-test-%d", (int)getpid());
+    lbsd_install_tag_init(lb_cfg()->var_dir);
     CHECK(lbsd_cg_set_root(mnt) == LB_OK);
     if (lbsd_cg_detect() != LBSD_CG_V2) {
         printf("    %s offers memory and pids, but the module fell back (see its warning on stderr)\n", mnt);

@@ -59,7 +59,7 @@ static void setup(void)
     fclose(f);
     errors = cJSON_CreateArray();
     /* the bad files are the point: each is in errors, which the tests read */
-    LB_IGNORE(lb_plugins_load(dir, &P, errors));
+    LB_IGNORE(lb_plugins_load(dir, lb_cfg(), &P, errors));
 }
 
 static const char *error_for(const char *file)
@@ -141,7 +141,7 @@ TEST(list_json_shape)
 TEST(missing_dir_loads_nothing)
 {
     lb_plugins *p = NULL;
-    CHECK(lb_plugins_load("/nonexistent/plugins", &p, NULL) == LB_OK);
+    CHECK(lb_plugins_load("/nonexistent/plugins", lb_cfg(), &p, NULL) == LB_OK);
     CHECK(lb_plugins_count(p) == 0);
     lb_plugins_free(p);
 }
@@ -210,7 +210,7 @@ TEST(tools_setting_selects)
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tools")) == 2);
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "disabled")) == 6);
     cJSON_Delete(j);
-    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0, lb_cfg()->bash_soft_timeout_s * 1000);
     lb_tool_outcome o;
     CHECK(lb_tool_run(P, ctx, "python", "{\"code\":\"1\"}", 12, &o) == LB_OK);
     CHECK(strstr(o.observation, "Unknown tool 'python'. The available tools are: bash, finish.") == o.observation);
@@ -237,7 +237,7 @@ TEST(flood_is_capped)
     fflush(stderr);
     int saved = dup(2);
     dup2(lfd, 2);
-    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0, lb_cfg()->bash_soft_timeout_s * 1000);
     lb_tool_outcome o;
     int64_t t0 = lb_mono_ms();
     CHECK(lb_tool_run(P, ctx, "floodfix", "{}", 2, &o) == LB_OK);
@@ -269,7 +269,7 @@ TEST(flood_is_capped)
 TEST(run_unknown_tool_and_bad_args)
 {
     select_tools("bash, file_editor, echo_test", NULL);
-    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0, lb_cfg()->bash_soft_timeout_s * 1000);
     lb_tool_outcome o;
     CHECK(lb_tool_run(P, ctx, "rm_rf", "{}", 2, &o) == LB_OK);
     CHECK_STR(o.status, "error");
@@ -284,7 +284,7 @@ TEST(run_unknown_tool_and_bad_args)
 
 TEST(run_echo_and_caps)
 {
-    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0, lb_cfg()->bash_soft_timeout_s * 1000);
     lb_tool_outcome o;
     CHECK(lb_tool_run(P, ctx, "echo_test", "{\"text\":\"hello\"}", 16, &o) == LB_OK);
     CHECK_STR(o.observation, "hello");
@@ -309,7 +309,7 @@ TEST(run_echo_and_caps)
 
 TEST(sandbox_tools_without_sandbox)
 {
-    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0, lb_cfg()->bash_soft_timeout_s * 1000);
     lb_tool_outcome o;
     CHECK(lb_tool_run(P, ctx, "bash", "{\"command\":\"ls\"}", 16, &o) == LB_OK);
     CHECK_STR(o.status, "sandbox error");
@@ -327,7 +327,7 @@ TEST(sandbox_tools_without_sandbox)
 TEST(finish_sets_answer)
 {
     volatile int cancel = 0;
-    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, &cancel, 0);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, &cancel, 0, lb_cfg()->bash_soft_timeout_s * 1000);
     lb_tool_outcome o;
     const char *ans = NULL;
     CHECK(!lb_ctx_finished(ctx, NULL, NULL));
@@ -348,7 +348,7 @@ TEST(prebuilt_abi_1_1_plugins_load)
 #if defined(__x86_64__)
     cJSON *errs = cJSON_CreateArray();
     lb_plugins *old = NULL;
-    CHECK(lb_plugins_load(PREBUILT, &old, errs) == LB_OK);
+    CHECK(lb_plugins_load(PREBUILT, lb_cfg(), &old, errs) == LB_OK);
     CHECK(lb_plugins_count(old) == 5);
     static const char *names[] = {"bash", "file_editor", "finish", "python", "echo_test"};
     for (size_t i = 0; i < 5; i++) {
@@ -381,7 +381,7 @@ TEST(prebuilt_abi_1_1_plugins_load)
         CHECK(cur && !strcmp(strchr(cur, ':'), want));
     }
     /* and they run: echo_test and finish of the old binaries */
-    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0);
+    llmbox_ctx *ctx = lb_ctx_new(NULL, NULL, NULL, 0, lb_cfg()->bash_soft_timeout_s * 1000);
     lb_tool_outcome o;
     const char *args = "{\"text\":\"hi\",\"repeat\":2}";
     CHECK(lb_tool_run(old, ctx, "echo_test", args, strlen(args), &o) == LB_OK);
@@ -450,7 +450,7 @@ TEST(entry_problems_named)
     CHECK(symlink(abs, dst) == 0);
     cJSON *errs = cJSON_CreateArray();
     lb_plugins *p = NULL;
-    CHECK(lb_plugins_load(tmpl, &p, errs) == LB_OK && lb_plugins_count(p) == 0);
+    CHECK(lb_plugins_load(tmpl, lb_cfg(), &p, errs) == LB_OK && lb_plugins_count(p) == 0);
     const cJSON *e = cJSON_GetArrayItem(errs, 0);
     CHECK(e && strstr(e->valuestring, "llmbox_tool_plugin_v1 is defined but not exported"));
     lb_plugins_free(p);

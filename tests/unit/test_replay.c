@@ -151,7 +151,7 @@ TEST(replay_provider_init)
     setenv("LLMBOX_REPLAY_FILE", write_tmp("p.json", "[{\"content\":\"x\",\"tool_calls\":[{\"name\":\"bash\"}]}]"), 1);
     LB_IGNORE(lb_config_load(lb_cfg_mut())); /* the checks below say what a bad config did */
     lb_model m;
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_OK);
     CHECK(m.provider == LB_PROVIDER_REPLAY);
     CHECK_STR(m.shown_url, "replay:p.json");
     lb_model_reply r;
@@ -161,7 +161,7 @@ TEST(replay_provider_init)
     lb_model_free(&m);
     setenv("LLMBOX_REPLAY_FILE", "/nonexistent/x.json", 1);
     CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_E_INVAL);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_E_INVAL);
     CHECK(strstr(err, "/nonexistent/x.json does not exist") != NULL);
     unsetenv("LLMBOX_REPLAY_FILE");
     unsetenv("LLMBOX_LLM_PROVIDER");
@@ -238,7 +238,7 @@ TEST(text_mode_request_body)
     setenv("LLMBOX_LLM_TOOL_MODE", "text", 1);
     LB_IGNORE(lb_config_load(lb_cfg_mut())); /* the checks below say what a bad config did */
     lb_model m;
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_OK);
     CHECK(m.tool_mode == LB_TOOL_MODE_TEXT);
     cJSON *tools = cJSON_Parse(tools_json);
     cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"Task.\"}]");
@@ -254,7 +254,7 @@ TEST(text_mode_request_body)
     lb_model_free(&m);
     setenv("LLMBOX_LLM_TOOL_MODE", "native", 1);
     CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_OK);
     body = lb_model_request_body(&m, msgs, tools);
     CHECK(strstr(body, "\"tools\":[") != NULL);
     free(body);
@@ -280,7 +280,7 @@ TEST(text_mode_request_body)
 TEST(text_mode_values_coerced_by_schema)
 {
     lb_plugins *p = NULL;
-    CHECK(lb_plugins_load("plugins", &p, NULL) == LB_OK);
+    CHECK(lb_plugins_load("plugins", lb_cfg(), &p, NULL) == LB_OK);
     const lb_tool_entry *fe = lb_plugins_find(p, "file_editor");
     CHECK(fe != NULL);
     if (fe) {

@@ -13,7 +13,7 @@
 static int allow(const char *setting, char *msg, size_t msgsz)
 {
     snprintf(lb_cfg_mut()->network_allow, sizeof lb_cfg_mut()->network_allow, "%s", setting);
-    return lbsd_net_check_config(msg, msgsz);
+    return lbsd_net_check_config(lb_cfg()->network_allow, msg, msgsz);
 }
 
 TEST(network_allow_default_is_none_only)
@@ -54,6 +54,7 @@ TEST(install_tag_is_fnv_of_var_dir)
 {
     /* the Python tests compute the same: FNV-1a 32 of the var dir */
     snprintf(lb_cfg_mut()->var_dir, sizeof lb_cfg_mut()->var_dir, "/tmp/x/var");
+    lbsd_install_tag_init(lb_cfg()->var_dir);
     const char *t = lbsd_install_tag();
     CHECK(strlen(t) == 15 && !strncmp(t, "llmbox-", 7));
     uint32_t h = 2166136261u;
@@ -72,7 +73,7 @@ TEST(pool_counts_misses_and_other_without_making_anything)
     snprintf(cfg->default_image, sizeof cfg->default_image, "default");
     cfg->sandbox_memory_mib = 2048;
     cfg->sandbox_pids = 512;
-    lbsd_pool_init();
+    lbsd_pool_init(lb_cfg());
     lbsd_req req;
     memset(&req, 0, sizeof req);
     CHECK(lbsd_pool_take(&req) == NULL); /* fits, nothing ready: a miss */
@@ -98,7 +99,7 @@ TEST(pool_counts_misses_and_other_without_making_anything)
 TEST(pool_size_zero_disables)
 {
     lb_cfg_mut()->pool_size = 0;
-    lbsd_pool_init();
+    lbsd_pool_init(lb_cfg());
     lbsd_req req;
     memset(&req, 0, sizeof req);
     CHECK(lbsd_pool_take(&req) == NULL);

@@ -195,7 +195,7 @@ TEST(request_body_shape)
     setenv("LLMBOX_LLM_MODEL", "qwen", 1);
     setenv("LLMBOX_LLM_EXTRA_BODY", "{\"temperature\":0.7,\"messages\":\"ignored\"}", 1);
     CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
-    CHECK(lb_model_init(&m, "default", NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), "default", NULL, err, sizeof err) == LB_OK);
     CHECK_STR(m.url, "http://user:secret@127.0.0.1:9/v1/chat/completions");
     CHECK_STR(m.shown_url, "http://127.0.0.1:9/v1/chat/completions");
     cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
@@ -214,7 +214,7 @@ TEST(request_body_shape)
     cJSON_Delete(tools);
     lb_model_free(&m);
     /* a name that is not configured is refused with the list */
-    CHECK(lb_model_init(&m, "qwen", NULL, err, sizeof err) == LB_E_NOTFOUND);
+    CHECK(lb_model_init(&m, lb_cfg(), "qwen", NULL, err, sizeof err) == LB_E_NOTFOUND);
     CHECK(strstr(err, "\"qwen\" is not configured (configured: default)") != NULL);
     unsetenv("LLMBOX_LLM_EXTRA_BODY");
     unsetenv("LLMBOX_LLM_URL");
@@ -229,7 +229,7 @@ TEST(unreachable_endpoint_fails_fast)
     setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1", 1);
     setenv("LLMBOX_LLM_KEY", "sk-never-shown", 1);
     LB_IGNORE(lb_config_load(lb_cfg_mut())); /* the checks below say what a bad config did */
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_OK);
     cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
     lb_model_reply r;
     int64_t t0 = lb_mono_ms();
@@ -253,7 +253,7 @@ TEST(cancel_flag_stops_retries)
     volatile int cancel = 1;
     setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1", 1);
     LB_IGNORE(lb_config_load(lb_cfg_mut())); /* the checks below say what a bad config did */
-    CHECK(lb_model_init(&m, NULL, &cancel, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, &cancel, err, sizeof err) == LB_OK);
     cJSON *msgs = cJSON_Parse("[]");
     lb_model_reply r;
     CHECK(lb_model_chat(&m, msgs, NULL, &r, err, sizeof err) == LB_E_CANCELLED);
@@ -528,7 +528,7 @@ TEST(anthropic_request_body_shape)
     setenv("LLMBOX_LLM_EXTRA_BODY", "{\"temperature\":0.5,\"system\":\"ignored\"}", 1);
     setenv("LLMBOX_LLM_MODEL", "claude", 1);
     CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_OK);
     CHECK_STR(m.url, "http://127.0.0.1:9/v1/messages");
     CHECK_STR(m.auth, "x-api-key: sk-ant-test");
     cJSON *msgs = cJSON_Parse(
@@ -575,7 +575,7 @@ TEST(anthropic_request_body_shape)
     /* a bare host gets /v1/messages; an unknown provider is refused */
     setenv("LLMBOX_LLM_URL", "https://api.anthropic.com", 1);
     LB_IGNORE(lb_config_load(lb_cfg_mut())); /* the checks below say what a bad config did */
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_OK);
     CHECK_STR(m.url, "https://api.anthropic.com/v1/messages");
     CHECK(m.max_tokens == 1000);
     lb_model_free(&m);
@@ -598,7 +598,7 @@ TEST(anthropic_unreachable_endpoint_sentence)
     setenv("LLMBOX_LLM_URL", "http://127.0.0.1:9/v1", 1);
     setenv("LLMBOX_LLM_KEY", "sk-ant-never-shown", 1);
     LB_IGNORE(lb_config_load(lb_cfg_mut())); /* the checks below say what a bad config did */
-    CHECK(lb_model_init(&m, NULL, NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), NULL, NULL, err, sizeof err) == LB_OK);
     cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
     lb_model_reply r;
     CHECK(lb_model_chat(&m, msgs, NULL, &r, err, sizeof err) == LB_E_UNAVAILABLE);
@@ -627,7 +627,7 @@ TEST(sampling_in_request_bodies)
     CHECK(lb_config_load(lb_cfg_mut()) == LB_OK);
     lb_model m;
     char err[512];
-    CHECK(lb_model_init(&m, "q", NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), "q", NULL, err, sizeof err) == LB_OK);
     cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
     char *body = lb_model_request_body(&m, msgs, NULL);
     cJSON *b = cJSON_Parse(body);
@@ -642,7 +642,7 @@ TEST(sampling_in_request_bodies)
     cJSON_Delete(b);
     free(body);
     lb_model_free(&m);
-    CHECK(lb_model_init(&m, "c", NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_model_init(&m, lb_cfg(), "c", NULL, err, sizeof err) == LB_OK);
     CHECK_STR(m.url, "http://127.0.0.1:9/v1/messages");
     body = lb_model_request_body(&m, msgs, NULL);
     b = cJSON_Parse(body);

@@ -38,7 +38,7 @@ static void setup(int slots, uint32_t base)
     cfg->sandbox_uid_base = base;
     snprintf(cfg->var_dir, sizeof cfg->var_dir, "%s", g_var);
     snprintf(cfg->image_store, sizeof cfg->image_store, "%s", g_var);
-    lbsd_slot_init();
+    lbsd_slot_init(cfg);
 }
 
 TEST(shared_when_configured_off)

@@ -5,6 +5,7 @@
 #include "testlib.h"
 
 #include "agent/plugin_host.h"
+#include "common/config.h"
 #include "common/status.h"
 #include "llmbox/tool.h"
 
@@ -73,7 +74,7 @@ TEST(tool_name_is_not_the_file_name)
 {
     cJSON *errors = cJSON_CreateArray();
     lb_plugins *p = NULL;
-    CHECK(lb_plugins_load_file("plugins/wordcount.so", &p, errors) == LB_OK);
+    CHECK(lb_plugins_load_file("plugins/wordcount.so", lb_cfg(), &p, errors) == LB_OK);
     CHECK(cJSON_GetArraySize(errors) == 0 && lb_plugins_count(p) == 1);
     const lb_tool_entry *e = lb_plugins_at(p, 0);
     CHECK(e && !strcmp(e->tool->name, "count_words") && !strcmp(e->file, "plugins/wordcount.so"));
