@@ -68,6 +68,9 @@ deps:
 	@scripts/deps.sh
 
 # Builds the default sandbox image once (debootstrap); kept in var/images.
+# (defined before the rule: make expands a rule's prerequisites as it reads it)
+IMAGE_DIR := var/images/default
+IMAGE_SRC := images/default/packages $(wildcard images/default/setup.sh)
 image: all $(IMAGE_DIR)/.complete
 
 # Rebuilt when its package list or setup.sh changes, told by content: the
@@ -76,8 +79,6 @@ image: all $(IMAGE_DIR)/.complete
 # are newer (--force swaps the new root in atomically; do not rebuild while
 # sandboxes of a running llmbox use it). An image built before the stamp
 # existed is taken as current once (make image-rebuild forces a build).
-IMAGE_DIR := var/images/default
-IMAGE_SRC := images/default/packages $(wildcard images/default/setup.sh)
 .PHONY: $(IMAGE_DIR)/.complete image-rebuild
 $(IMAGE_DIR)/.complete:
 	@want=$$(sha256sum $(IMAGE_SRC) | sha256sum | cut -d' ' -f1); stamp=$(IMAGE_DIR)/.source-sha256; \
