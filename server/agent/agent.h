@@ -274,6 +274,25 @@ typedef struct lb_loop_opts {
     volatile int *timed_out;    /* set with *cancel when the task timer fires */
     const struct lb_task_opts *run_opts; /* the task's options (common/task_opts.h);
                                  * NULL: the defaults */
+    /* Follow-up rounds (issue 14, agent/followup.h). Round 1 with keep_s 0
+     * runs a task as before. */
+    int round;                  /* this round's number; 0 is taken as 1 */
+    const cJSON *history;       /* round > 1: the conversation so far (the last trajectory.json's
+                                 * messages), or NULL (then it starts from the prompt alone) */
+    const cJSON *round_inputs;  /* round > 1: the files this round added, [{path}] under input_dir */
+    const char *kept_id;        /* round > 1: the last round's sandbox, or NULL */
+    const char *kept_key;       /* its lease key */
+    int fresh;                  /* round > 1: a fresh sandbox with the files only, not the kept one */
+    int keep_s;                 /* > 0: the sandbox is leased, and kept this long after the round */
+    /* The task's record of its sandbox (agent_main.c keeps it in the store);
+     * each may be NULL. made: the sandbox exists (how: "new", "kept",
+     * "fresh"); keep: it is to be kept keep_s after this round, LB_OK when
+     * it may (else, e.g. LB_E_BUSY over followup_max_kept, it is
+     * destroyed); gone: it was destroyed. */
+    void (*sandbox_made)(void *arg, const char *sb_id, const char *key, const char *how);
+    int (*sandbox_keep)(void *arg, int keep_s);
+    void (*sandbox_gone)(void *arg);
+    void *sandbox_arg;
 } lb_loop_opts;
 
 struct lb_loop_result {

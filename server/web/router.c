@@ -16,6 +16,7 @@
 #include "web/handlers_sandboxes.h"
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
+#include "web/handlers_messages.h"
 #include "web/handlers_tokens.h"
 #include "web/http.h"
 #include "web/sse.h"
@@ -58,6 +59,8 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/tasks/{task}/tokens.jsonl",         LB_WHO_OWNER,   "task_tokens",     lb_h_tokens},
     {LB_M_POST,   "/api/tasks/{task}/cancel",               LB_WHO_OWNER,   "task_cancel",     lb_h_task_cancel},
     {LB_M_POST,   "/api/tasks/{task}/rerun",                LB_WHO_OWNER,   "task_rerun",      lb_h_task_rerun},
+    /* follow-ups (issue 14) */
+    {LB_M_POST,   "/api/tasks/{task}/messages",             LB_WHO_OWNER,   "task_messages",   lb_h_task_message},
     {LB_M_GET,    "/api/tasks/{task}/artifacts",            LB_WHO_OWNER,   "task_artifacts",  lb_h_artifacts},
     {LB_M_GET,    "/api/tasks/{task}/artifacts/{path}",     LB_WHO_OWNER,   "task_artifact",   lb_h_artifact},
     {LB_M_GET,    "/api/tasks/{task}/bundle.zip",           LB_WHO_OWNER,   "task_bundle",     lb_h_bundle_zip},
