@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Follow-up rounds of a task (issue 14), through the real stack (nginx,
+web, agents, sandboxd as root) and tests/fake_model.py:
+
+  - a three-round conversation: round 2 uses a file, a shell variable, the
+    working directory and an "installed" command from round 1 (the kept
+    sandbox), and a file sent with the message; the model sees the whole
+    conversation; rounds, their answers and outputs (new / removed) are in
+    GET /api/tasks/{id}; events carry their round;
+  - a message while a round runs is refused with 409; a follow-up on a
+    cancelled task continues in its sandbox;
+  - a message whose file name an earlier round already has: 409;
+  - deleting the task destroys its kept sandbox;
+  - after the keep time (followup_keep_s=2): the round says the sandbox is
+    gone and offers fresh=1; with fresh=1 the next round runs in a fresh
+    sandbox with the inputs and the last outputs only.
+
+    python3 tests/integration/test_followups.py   (from the repo root, as root)
+"""
+import glob
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from stack import Reporter, Skip, Stack, image_ready, multipart  # noqa: E402
+
+rep = Reporter()
+
+
+def bash(cmd):
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]}
+
+
+def finish(answer):
+    return {"tool_calls": [{"name": "finish", "arguments": {"answer": answer}}]}
+
+
+SCENARIO = {"scenarios": [
+    # three rounds: the step is the number of assistant messages so far,
+    # so round 2 starts at step 2 only when round 1's are in the request
+    {"match": "[conv-a]", "steps": [
+        bash("mkdir -p /testbed/work && cd /testbed/work && echo hello > /testbed/data.txt && "
+             "export GREETING=bonjour && printf '#!/bin/sh\\necho fakecmd-works\\n' > /usr/local/bin/fakecmd && "
+             "chmod +x /usr/local/bin/fakecmd && mkdir -p /testbed/output && echo one > /testbed/output/r1.txt"),
+        finish("round one done"),
+        bash("echo \"$GREETING $(cat /testbed/data.txt) $(fakecmd) $(pwd) $(cat /testbed/input/extra.csv)\" "
+             "| tee /testbed/output/r2.txt"),
+        finish("round two done"),
+        bash("rm /testbed/output/r1.txt && echo changed > /testbed/output/r2.txt && echo three > /testbed/output/r3.txt"),
+        finish("round three done"),
+    ]},
+    # a slow round (cancelled), then a follow-up in the same sandbox
+    {"match": "[conv-b]", "steps": [
+        bash("echo kept-b > /testbed/b.txt"),
+        dict(bash("sleep 1"), delay_ms=4000),
+        bash("cat /testbed/b.txt"),
+        finish("b continued"),
+    ]},
+    # the keep time passes (second stack)
+    {"match": "[conv-c]", "steps": [
+        bash("mkdir -p /testbed/output && echo c-out > /testbed/output/c.txt && echo c-other > /testbed/other.txt "
+             "&& export CVAR=set"),
+        finish("c one"),
+        # round 3 (fresh): round 2 asked no model (its sandbox was gone)
+        bash("cat /testbed/output/c.txt; cat /testbed/input/c.csv; ls /testbed/other.txt; echo \"cvar=[$CVAR]\""),
+        finish("c fresh"),
+    ]},
+]}
+
+
+def message(st, tid, prompt, files=(), **fields):
+    f = {"prompt": prompt}
+    f.update(fields)
+    ctype, body = multipart(f, [("files", n, d) for n, d in files])
+    code, _, resp = st.request("POST", "/api/tasks/%s/messages" % tid, body, {"Content-Type": ctype})
+    return code, json.loads(resp) if resp else None
+
+
+def all_events(st, tid):
+    """Every event of every round: a stream ends at a round's done; the next
+    one goes on from there (Last-Event-ID), as the page does."""
+    code, t = st.get_json("/api/tasks/" + tid)
+    evs, last = [], 0
+    while True:
+        more = st.events(tid, last_event_id=last)
+        evs += more
+        if not more or more[-1][1] != "done" or more[-1][2].get("round", 1) >= t["round"]:
+            return evs
+        last = more[-1][0]
+
+
+def tool_events(st, tid, rnd=None):
+    evs = all_events(st, tid)
+    return [d for _, e, d in evs if e == "tool" and (rnd is None or d.get("round") == rnd)], evs
+
+
+def model_requests(st):
+    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(st.model_log, "request-*.json")))]
+
+
+def wait_round(st, tid, n, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        code, t = st.get_json("/api/tasks/" + tid)
+        if code == 200 and t["round"] == n and t["status"] in ("succeeded", "failed", "cancelled"):
+            return t
+        time.sleep(0.1)
+    raise AssertionError("round %d of %s did not end: %s" % (n, tid, t))
+
+
+def three_rounds(st):
+    code, t = st.create_task("[conv-a] make the data")
+    assert code == 201, (code, t)
+    tid = t["id"]
+    t = st.wait_task(tid)
+    assert t["status"] == "succeeded" and t["answer"] == "round one done", t
+    assert t["round"] == 1 and len(t["rounds"]) == 1, t
+    assert t["sandbox"] and t["sandbox"]["kept_until_ms"] > time.time() * 1000, t["sandbox"]
+
+    code, m = message(st, tid, "use what you made", files=[("extra.csv", b"extra-content\n")])
+    assert code == 201 and m["round"] == 2 and m["status"] == "queued", (code, m)
+    t = wait_round(st, tid, 2)
+    assert t["status"] == "succeeded" and t["answer"] == "round two done", t
+    tools, evs = tool_events(st, tid, 2)
+    out = tools[0].get("stdout", "")
+    assert "bonjour hello fakecmd-works /testbed/work extra-content" in out, tools
+    assert [d.get("round") for _, e, d in evs if e == "done"] == [1, 2], evs
+    assert any(e == "round" and d.get("round") == 2 and d.get("prompt") == "use what you made" for _, e, d in evs)
+
+    # the model saw the whole conversation, and was told what survived
+    reqs = [r for r in model_requests(st) if "[conv-a]" in json.dumps(r)]
+    r2 = [r for r in reqs if any("round 2" in (m.get("content") or "") for m in r["messages"])][0]
+    texts = json.dumps(r2["messages"])
+    assert "round one done" in texts and "export GREETING=bonjour" in texts, texts[:2000]
+    opening = [m for m in r2["messages"] if m["role"] == "user" and "round 2" in (m.get("content") or "")][0]
+    assert "use what you made" in opening["content"] and "same one as in the previous round" in opening["content"]
+    assert "extra.csv" in opening["content"], opening
+
+    code, m = message(st, tid, "third")
+    assert code == 201 and m["round"] == 3, (code, m)
+    t = wait_round(st, tid, 3)
+    assert t["status"] == "succeeded" and t["answer"] == "round three done", t
+    rounds = t["rounds"]
+    assert [r["round"] for r in rounds] == [1, 2, 3] and [r["answer"] for r in rounds] == [
+        "round one done", "round two done", "round three done"], rounds
+    assert [r["sandbox"] for r in rounds] == ["new", "kept", "kept"], rounds
+    assert rounds[1]["inputs"] == [{"path": "extra.csv", "size": 14}], rounds[1]
+    paths = lambda r: sorted(a["path"] for a in (r["artifacts"] or []))
+    assert "r1.txt" in paths(rounds[0]) and "r2.txt" in paths(rounds[1]), rounds
+    assert "r1.txt" not in paths(rounds[2]) and "r3.txt" in paths(rounds[2]), rounds
+    sha = lambda r, p: [a["sha256"] for a in r["artifacts"] if a["path"] == p][0]
+    assert sha(rounds[1], "r2.txt") != sha(rounds[2], "r2.txt"), "r2.txt changed in round 3"
+    assert sorted(a["path"] for a in t["artifacts"]) == paths(rounds[2]), t["artifacts"]
+    assert t["turns"] == sum(r["usage"]["turns"] for r in rounds) == 6, (t["turns"], rounds)
+    assert {i["path"] for i in t["inputs"]} == {"extra.csv"}, t["inputs"]
+
+    # a second file of the same name: refused, nothing replaced
+    code, m = message(st, tid, "again", files=[("extra.csv", b"other\n")])
+    assert code == 409 and "extra.csv" in m["error"]["message"], (code, m)
+    code, t = st.get_json("/api/tasks/" + tid)
+    assert t["round"] == 3 and t["status"] == "succeeded", t
+
+    # deleting the task destroys its kept sandbox
+    code, _, _ = st.request("DELETE", "/api/tasks/" + tid)
+    assert code == 200, code
+    deadline = time.time() + 10
+    while st.sandboxd_ping().get("sandboxes", 0) and time.time() < deadline:
+        time.sleep(0.2)
+    assert st.sandboxd_ping().get("sandboxes", 0) == 0, st.sandboxd_ping()
+
+
+def busy_then_cancelled(st):
+    code, t = st.create_task("[conv-b] slow")
+    assert code == 201, (code, t)
+    tid = t["id"]
+    deadline = time.time() + 60
+    while time.time() < deadline:  # the first reply is in: the second takes the model 4 s
+        code, t = st.get_json("/api/tasks/" + tid)
+        if t["status"] == "running" and t["turns"] >= 1:
+            break
+        time.sleep(0.1)
+    code, m = message(st, tid, "too early")
+    assert code == 409 and m["error"]["code"] == "round_running", (code, m)
+    assert "not queued" in m["error"]["message"], m
+    code, _, _ = st.request("POST", "/api/tasks/%s/cancel" % tid)
+    assert code == 202, code
+    t = st.wait_task(tid)
+    assert t["status"] == "cancelled", t
+    code, m = message(st, tid, "go on after the cancel")
+    assert code == 201 and m["round"] == 2, (code, m)
+    t = wait_round(st, tid, 2)
+    assert t["status"] == "succeeded" and t["answer"] == "b continued", t
+    tools, _ = tool_events(st, tid, 2)
+    assert any("kept-b" in (d.get("stdout") or "") for d in tools), tools
+    assert t["rounds"][1]["sandbox"] == "kept", t["rounds"]
+    code, _, _ = st.request("DELETE", "/api/tasks/" + tid)
+    assert code == 200
+
+
+def keep_time_passed(st):
+    code, t = st.create_task("[conv-c] first", files=[("c.csv", b"c-input\n")])
+    assert code == 201, (code, t)
+    tid = t["id"]
+    t = st.wait_task(tid)
+    assert t["status"] == "succeeded", t
+    time.sleep(5)  # followup_keep_s=2: the lease runs out, sandboxd destroys it
+    code, t = st.get_json("/api/tasks/" + tid)
+    assert t["sandbox"] is None, t["sandbox"]
+    code, m = message(st, tid, "more please")
+    assert code == 201, (code, m)
+    t = wait_round(st, tid, 2)
+    assert t["status"] == "failed" and "gone" in t["reason"], t
+    assert "fresh=1" in (t["answer"] or ""), t["answer"]
+    code, m = message(st, tid, "continue fresh", fresh="1")
+    assert code == 201 and m["fresh"] is True, (code, m)
+    t = wait_round(st, tid, 3)
+    assert t["status"] == "succeeded" and t["answer"] == "c fresh", t
+    assert t["rounds"][2]["sandbox"] == "fresh" and t["rounds"][2]["fresh"] is True, t["rounds"]
+    tools, _ = tool_events(st, tid, 3)
+    out = (tools[0].get("stdout") or "") + (tools[0].get("stderr") or "")
+    assert "c-out" in out and "c-input" in out, out           # the files came along
+    assert "cvar=[]" in out and "No such file" in out, out      # the rest did not
+    reqs = [r for r in model_requests(st) if "continue fresh" in json.dumps(r)]
+    assert reqs and "fresh sandbox" in json.dumps(reqs[0]["messages"][-1]), reqs[:1]
+    code, _, _ = st.request("DELETE", "/api/tasks/" + tid)
+    assert code == 200
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP followups: needs root (sandboxd)")
+        return
+    if not image_ready():
+        print("SKIP followups: no sandbox image (var/images/default)")
+        return
+    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0"}) as st:
+        rep.run("followup_three_rounds_in_the_kept_sandbox", three_rounds, st)
+        rep.run("followup_409_while_running_then_after_cancel", busy_then_cancelled, st)
+    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "2"}) as st:
+        rep.run("followup_after_keep_time_gone_then_fresh", keep_time_passed, st)
+    rep.done()
+
+
+if __name__ == "__main__":
+    main()
