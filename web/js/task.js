@@ -14,8 +14,9 @@ import { clock, count, duration, dateTime, plural, sentence, bytes, modelLabel }
 import { statusLabel, isFinal } from './status.js';
 import { Timeline } from './timeline.js';
 import { renderGallery, renderTree, summarize } from './artifacts.js';
+import { renderThread } from './thread.js';
 
-const EVENT_TYPES = ['status', 'model', 'tool', 'answer', 'artifacts', 'error', 'done'];
+const EVENT_TYPES = ['status', 'model', 'tool', 'answer', 'artifacts', 'error', 'done', 'round'];
 const RECONNECT_MS = 3000;
 
 export class TaskView {
@@ -136,7 +137,9 @@ export class TaskView {
       this.timelineList);
 
     this.timeline = new Timeline(this.timelineList);
-    this.root.append(head, this.results, steps);
+    // follow-ups: the rounds of the conversation and the message box
+    this.threadEl = h('section', { class: 'thread', hidden: true });
+    this.root.append(head, this.results, this.threadEl, steps);
   }
 
   togglePrompt() {
@@ -357,7 +360,18 @@ export class TaskView {
       case 'error':
         this.timeline.addError(sentence(data.message || 'The task reported an error.'));
         break;
+      case 'round':
+        // a message started the next round (from this page or another)
+        this.timeline.addRound(data);
+        if (this.ended) { this.reopen(); return; }
+        break;
       case 'done':
+        if (Number(data.round || 1) < Number((this.task && this.task.round) || 1)) {
+          // an earlier round's end: the stream goes on with the next round
+          this.timeline.endRound(data);
+          this.reconnect(0);
+          break;
+        }
         this.streamDone = true;
         if (this.es) { this.es.close(); this.es = null; }
         this.timeline.finish();
@@ -561,7 +575,22 @@ export class TaskView {
     if (this.id !== id) return;
     this.renderMeter();
     this.renderResults();
+    this.renderThread();
     this.onFinished(id);
+  }
+
+  /** The conversation's rounds and the message box (thread.js). */
+  renderThread() {
+    if (!this.task) return;
+    show(this.threadEl, true);
+    renderThread(this.threadEl, this.task, { onSent: () => this.reopen() });
+  }
+
+  /** Shows the task again from its start: a new round has begun. */
+  reopen() {
+    const id = this.id;
+    this.close();
+    this.open(id);
   }
 
   async renderResults() {
