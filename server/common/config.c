@@ -334,7 +334,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
     /* saved sandbox states (issue 14, sandboxd/sandbox_save.c) */
     KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),
-    KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 7 * 86400, 60,
+    KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 604800, 60,
             366 * 86400),
     KEY_SECRET("sandbox_api_token", "LLMBOX_SANDBOX_API_TOKEN", sandbox_api_token),
     KEY_INT("sandbox_api_max", "LLMBOX_SANDBOX_API_MAX", sandbox_api_max, 128, 1, 4096),
