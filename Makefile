@@ -9,7 +9,8 @@ LDLIBS   := -linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lcrypto -l
 TEST_LDLIBS := $(LDLIBS) -lseccomp
 BUILD    := build
 
-SRC      := $(wildcard server/*.c server/*/*.c)
+# server/stateio/ is build/llmbox-stateio's alone (below)
+SRC      := $(filter-out server/stateio/%,$(wildcard server/*.c server/*/*.c))
 OBJ      := $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,$(OBJ))
 
@@ -37,7 +38,14 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind
-all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(PLUGINS)
+all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(PLUGINS)
+
+# build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
+# server/stateio/stateio.h): sandboxd starts it inside the sandbox's user
+# namespace, so libarchive never runs in the root daemon nor as host root.
+ST_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/stateio/*.c))
+$(BUILD)/llmbox-stateio: $(ST_OBJ)
+	$(CC) $(CFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed -o $@ $^ -larchive
 
 $(BUILD)/llmbox: $(MAIN_OBJ)
 	$(CC) $(CFLAGS) -pie -Wl,-z,relro,-z,now -o $@ $^ $(LDLIBS)
@@ -201,4 +209,4 @@ check-valgrind: deps
 clean:
 	rm -rf $(BUILD) build-fuzz build-asan plugins/*.so tests/plugins/*.so
 
--include $(OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(OBJ:.o=.d) $(ST_OBJ:.o=.d) $(UNIT_BIN:=.d)

@@ -337,6 +337,10 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("pool_images", "LLMBOX_POOL_IMAGES", pool_images, ""), /* "": the default image */
     KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
+    /* saved sandbox states (issue 14, sandboxd/sandbox_save.c) */
+    KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),
+    KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 604800, 60,
+            366 * 86400),
     KEY_SECRET("sandbox_api_token", "LLMBOX_SANDBOX_API_TOKEN", sandbox_api_token),
     KEY_INT("sandbox_api_max", "LLMBOX_SANDBOX_API_MAX", sandbox_api_max, 128, 1, 4096),
     KEY_INT("sandbox_api_ttl_s", "LLMBOX_SANDBOX_API_TTL_S", sandbox_api_ttl_s, 3600, 1, 7 * 86400),

@@ -172,6 +172,11 @@ typedef struct lb_config {
     char pool_images[256];           /* pool_images | LLMBOX_POOL_IMAGES, default the default image: comma-separated */
     int sandbox_ttl_max_s;           /* sandbox_ttl_max_s | LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
     char network_allow[64];          /* network_allow | LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
+    /* saved sandbox states (issue 14): var/sandboxd/states/ */
+    int sandbox_state_max_mib;       /* sandbox_state_max_mib | LLMBOX_SANDBOX_STATE_MAX_MIB, default 1024: cap of one
+                                        saved state, compressed */
+    int sandbox_state_max_age_s;     /* sandbox_state_max_age_s | LLMBOX_SANDBOX_STATE_MAX_AGE_S, default 7 days:
+                                        older saved states are removed */
     /* The sandbox API for outside clients (/api/sandboxes). */
     char sandbox_api_token[256];     /* sandbox_api_token | LLMBOX_SANDBOX_API_TOKEN; "" = the API answers 403.
                                         Never logged; removed from the web's environment
