@@ -118,7 +118,7 @@ typedef struct keep_rec {
 static void sandbox_made(void *arg, const char *sb_id, const char *key, const char *how)
 {
     keep_rec *k = arg;
-    int rc = lb_store_kept_set(k->st, k->id, sb_id, key);
+    int rc = *key ? lb_store_kept_set(k->st, k->id, sb_id, key) : LB_OK; /* "": not leased, nothing to keep */
     if (rc != LB_OK)
         lb_warn("task %s: cannot record its sandbox (a delete now leaves it until its lease ends): %s", k->id,
                 lb_strerror(rc));
@@ -132,6 +132,15 @@ static int sandbox_keep(void *arg, int keep_s)
     keep_rec *k = arg;
     int64_t now = lb_now_ms();
     return lb_store_kept_keep(k->st, k->id, now, now + (int64_t)keep_s * 1000, k->max_kept);
+}
+
+static void state_saved(void *arg, const char *state, uint64_t bytes)
+{
+    keep_rec *k = arg;
+    int rc = lb_store_round_set_state(k->st, k->id, state, (int64_t)bytes);
+    if (rc != LB_OK)
+        lb_warn("task %s: cannot record its saved state %s (the next round starts without it): %s", k->id, state,
+                lb_strerror(rc));
 }
 
 static void sandbox_gone(void *arg)
@@ -238,8 +247,9 @@ static int run_task(lb_config *cfg, const char *id)
 
     /* a later round of the conversation: its own prompt and files, the
      * conversation so far, and the last round's sandbox */
-    lb_round round;
+    lb_round round, prev;
     memset(&round, 0, sizeof round);
+    memset(&prev, 0, sizeof prev);
     cJSON *history = NULL, *round_inputs = NULL;
     lb_kept kept;
     memset(&kept, 0, sizeof kept);
@@ -256,6 +266,9 @@ static int run_task(lb_config *cfg, const char *id)
             lb_warn("task %s: round %d starts without the earlier conversation: %s", id, nround, hwhy);
         if (lb_store_kept_get(st, id, &kept) != LB_OK)
             kept.sandbox_id[0] = '\0';
+        /* the last round's saved state, for when its kept sandbox is gone */
+        if (lb_store_round_get(st, id, nround - 1, &prev) != LB_OK)
+            memset(&prev, 0, sizeof prev);
     }
     keep_rec krec = {.st = st, .id = id, .max_kept = cfg->followup_max_kept};
 
@@ -290,6 +303,8 @@ static int run_task(lb_config *cfg, const char *id)
         .sandbox_made = sandbox_made,
         .sandbox_keep = sandbox_keep,
         .sandbox_gone = sandbox_gone,
+        .state_saved = state_saved,
+        .restore_state = prev.state,
         .sandbox_arg = &krec,
     };
     if (nround > 1)
@@ -302,6 +317,7 @@ static int run_task(lb_config *cfg, const char *id)
     cJSON_Delete(history);
     cJSON_Delete(round_inputs);
     lb_round_free(&round);
+    lb_round_free(&prev);
 out:
     lb_loop_result_free(&res);
     lb_task_free(&task);

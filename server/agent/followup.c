@@ -22,7 +22,15 @@
 
 const char *lb_followup_sandbox_name(lb_followup_sandbox how)
 {
-    return how == LB_FOLLOWUP_KEPT ? "kept" : how == LB_FOLLOWUP_FRESH ? "fresh" : "new";
+    return how == LB_FOLLOWUP_KEPT       ? "kept"
+           : how == LB_FOLLOWUP_FRESH    ? "fresh"
+           : how == LB_FOLLOWUP_RESTORED ? "restored"
+                                         : "new";
+}
+
+void lb_followup_state_name(const char *task_id, int n, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "t%.32s-r%d", task_id, n);
 }
 
 int lb_followup_history_load(const char *path, cJSON **messages, char *err, size_t errsz)
@@ -153,6 +161,11 @@ char *lb_followup_opening(int round, const char *prompt, const cJSON *new_inputs
         rc = lb_buf_printf(&b, "The sandbox is the same one as in the previous round: files, installed "
                                "packages, the shell's working directory and environment are as you left "
                                "them. A command that was still running when the round ended was stopped.\n");
+    else if (rc == LB_OK && how == LB_FOLLOWUP_RESTORED)
+        rc = lb_buf_printf(&b, "The sandbox was restored from the state saved at the end of the previous round: "
+                               "files (installed packages included), the shell's working directory and its "
+                               "exported variables are as you left them. Running processes (servers, background "
+                               "jobs) did not survive, and /tmp is empty: start again what you need.\n");
     else if (rc == LB_OK && how == LB_FOLLOWUP_FRESH)
         rc = lb_buf_printf(&b, "This round runs in a fresh sandbox: only the input files (/testbed/input) and "
                                "the previous round's outputs (/testbed/output) were copied in. Installed "

@@ -24,9 +24,15 @@ typedef enum lb_followup_sandbox {
     LB_FOLLOWUP_NEW = 0,     /* round 1: a new sandbox */
     LB_FOLLOWUP_KEPT = 1,    /* the last round's sandbox, adopted: everything as it was */
     LB_FOLLOWUP_FRESH = 2,   /* a fresh sandbox with the inputs and the last outputs only */
+    LB_FOLLOWUP_RESTORED = 3, /* a new sandbox from the state saved at the end of the last round:
+                              * files, packages, cwd and exported variables, no processes */
 } lb_followup_sandbox;
 
-/* "new", "kept", "fresh". */
+/* The name of the state saved at the end of round n of task id in
+ * sandboxd's store ("t<id>-r<n>": [a-z0-9_-], one name space per uid). */
+void lb_followup_state_name(const char *task_id, int n, char *out, size_t outsz);
+
+/* "new", "kept", "fresh", "restored". */
 const char *lb_followup_sandbox_name(lb_followup_sandbox how);
 
 /* The messages of the trajectory.json at path (the conversation until the

@@ -277,6 +277,10 @@ static int adopt_kept(run *r, char *err, size_t errsz)
     r->leased = 1;
     snprintf(r->lease_key, sizeof r->lease_key, "%s", o->kept_key);
     r->how = LB_FOLLOWUP_KEPT;
+    /* kept frozen between rounds: no CPU while nobody talks to it */
+    rc = lbsb_thaw(r->conn, r->sb_id, err, errsz);
+    if (rc != LB_OK)
+        return rc;
     size_t n = 0;
     rc = lb_followup_copy_inputs(r->conn, r->sb_id, o->input_dir, o->round_inputs,
                                  lb_layout_input_dir(r->opts.layout), &n, err, errsz);
@@ -287,6 +291,43 @@ static int adopt_kept(run *r, char *err, size_t errsz)
         rc = lbsb_exec(r->conn, r->sb_id, "rm -f " SB_ANSWER, 30000, &out, err, errsz);
     lbsb_exec_out_free(&out);
     return rc;
+}
+
+/* A later round whose kept sandbox is gone: a new one from the state
+ * saved at the end of the last round. LB_OK; LB_E_NOTFOUND (no such
+ * state: not saved, or removed by its age limit) or LB_E_INVAL (damaged),
+ * err saying why; else the sandbox's error. */
+static int restore_state(run *r, char *err, size_t errsz)
+{
+    const lb_config *cfg = r->o->cfg;
+    const lb_loop_opts *o = r->o;
+    lbsb_spec spec = {
+        .image = o->image && *o->image ? o->image : cfg->default_image,
+        .network = o->network && *o->network ? o->network : NULL,
+        .memory_mib = cfg->sandbox_memory_mib,
+        .pids = cfg->sandbox_pids,
+        .lease_s = o->keep_s > 0 ? round_lease_s(r) : 0,
+        .restore = o->restore_state,
+    };
+    int rc = spec.lease_s ? lbsb_create_leased(r->conn, &spec, r->sb_id, sizeof r->sb_id, r->lease_key,
+                                               sizeof r->lease_key, err, errsz)
+                          : lbsb_create(r->conn, &spec, r->sb_id, sizeof r->sb_id, err, errsz);
+    if (rc != LB_OK) {
+        r->sb_id[0] = '\0';
+        return rc;
+    }
+    r->leased = spec.lease_s > 0;
+    r->how = LB_FOLLOWUP_RESTORED;
+    size_t n = 0;
+    /* the round's new inputs, beside the restored ones */
+    rc = lb_followup_copy_inputs(r->conn, r->sb_id, o->input_dir, o->round_inputs,
+                                 lb_layout_input_dir(r->opts.layout), &n, err, errsz);
+    lbsb_exec_out out;
+    memset(&out, 0, sizeof out);
+    if (rc == LB_OK)
+        rc = lbsb_exec(r->conn, r->sb_id, "rm -f " SB_ANSWER, 30000, &out, err, errsz);
+    lbsb_exec_out_free(&out);
+    return rc == LB_OK ? LB_OK : LB_E_SANDBOX;
 }
 
 /* A fresh sandbox of a later round gets the last round's outputs. */
@@ -323,20 +364,29 @@ static int start_sandbox(run *r)
     int adopted = 0;
     if (rc == LB_OK && round > 1) {
         rc = adopt_kept(r, err, sizeof err);
-        adopted = rc == LB_OK;
-        if (rc == LB_E_NOTFOUND && !o->fresh) {
+        if (rc == LB_E_NOTFOUND && !o->fresh && o->restore_state && *o->restore_state)
+            rc = restore_state(r, err, sizeof err);
+        if ((rc == LB_E_NOTFOUND || rc == LB_E_INVAL) && !o->fresh) {
             /* the answer of the round says so, and what to do */
             r->res->usage.sandbox_ms = lb_mono_ms() - t0;
-            set_final(r, LB_TASK_FAILED, "the sandbox of the earlier rounds is gone");
+            int damaged = rc == LB_E_INVAL;
+            set_final(r, LB_TASK_FAILED, damaged ? "the saved state of the earlier rounds is damaged: %s"
+                                                 : "the sandbox of the earlier rounds is gone, and no saved state "
+                                                   "of it exists%s", damaged ? err : "");
             free(r->res->answer);
-            r->res->answer = strdup(
-                "The sandbox of the earlier rounds is gone: it is kept only a while after a round "
-                "(followup_keep_s), and no saved state of it exists, so files, installed packages and the "
-                "shell's state cannot be restored. Send your message again with fresh=1 (\"Continue in a "
-                "fresh sandbox\") to go on in a fresh sandbox with the files only: the input files and the "
-                "last round's outputs.");
+            char text[1400];
+            snprintf(text, sizeof text,
+                     "%s, so files, installed packages and the shell's state cannot be restored. Send your "
+                     "message again with fresh=1 (\"Continue in a fresh sandbox\") to go on in a fresh sandbox "
+                     "with the files only: the input files and the last round's outputs.",
+                     damaged ? "The saved state of the earlier rounds is damaged"
+                             : "The sandbox of the earlier rounds is gone (it is kept only a while after a round, "
+                               "followup_keep_s) and no saved state of it exists (it was not saved, was over its "
+                               "cap, or was removed by its age limit)");
+            r->res->answer = strdup(text);
             return LB_E_NOTFOUND;
         }
+        adopted = rc == LB_OK;
         if (rc == LB_E_NOTFOUND)
             rc = LB_OK;
     }
@@ -356,12 +406,14 @@ static int start_sandbox(run *r)
             rc = lbsb_create(r->conn, &spec, r->sb_id, sizeof r->sb_id, err, sizeof err);
         r->leased = rc == LB_OK && spec.lease_s;
         r->how = round > 1 ? LB_FOLLOWUP_FRESH : LB_FOLLOWUP_NEW;
-        if (r->leased && o->sandbox_made)
-            o->sandbox_made(o->sandbox_arg, r->sb_id, r->lease_key, lb_followup_sandbox_name(r->how));
+        if (rc == LB_OK && o->sandbox_made)
+            o->sandbox_made(o->sandbox_arg, r->sb_id, r->leased ? r->lease_key : "",
+                            lb_followup_sandbox_name(r->how));
         if (rc == LB_OK && round > 1)
             rc = fresh_outputs(r, err, sizeof err);
     } else if (adopted && o->sandbox_made) {
-        o->sandbox_made(o->sandbox_arg, r->sb_id, r->lease_key, lb_followup_sandbox_name(r->how));
+        /* kept, or restored from the last round's state */
+        o->sandbox_made(o->sandbox_arg, r->sb_id, r->leased ? r->lease_key : "", lb_followup_sandbox_name(r->how));
     }
     r->res->usage.sandbox_ms = lb_mono_ms() - t0;
     if (rc != LB_OK) {
@@ -1052,6 +1104,26 @@ static void keep_sandbox(run *r)
         return;
     char err[512] = "";
     int alive = r->ctx && !lb_ctx_sandbox_lost(r->ctx, NULL);
+    if (alive && o->keep_s > 0) {
+        /* the state at the end of this round: what the next round restores
+         * once the kept sandbox is gone, and what a fork from this round
+         * starts from */
+        char state[80];
+        uint64_t bytes = 0, files = 0;
+        lb_followup_state_name(o->task_id, o->round > 1 ? o->round : 1, state, sizeof state);
+        int src = lbsb_save(r->conn, r->sb_id, state, 0, &bytes, &files, err, sizeof err);
+        if (src == LB_OK && o->state_saved)
+            o->state_saved(o->sandbox_arg, state, bytes);
+        else if (src != LB_OK) {
+            char note[800];
+            snprintf(note, sizeof note, "The sandbox's state was not saved (%s): a follow-up continues in this "
+                     "sandbox while it is kept (%d s), after that with the files only.", err, o->keep_s);
+            emit_error(r, note);
+        }
+        /* no CPU while it waits; its memory stays, counted in followup_max_kept */
+        if (lbsb_freeze(r->conn, r->sb_id, err, sizeof err) != LB_OK)
+            lb_warn("task %s: the kept sandbox could not be frozen (it waits running): %s", o->task_id, err);
+    }
     int rc = alive && o->keep_s > 0 ? lbsb_renew(r->conn, r->sb_id, o->keep_s, err, sizeof err) : LB_E_SANDBOX;
     if (rc == LB_OK && o->sandbox_keep)
         rc = o->sandbox_keep(o->sandbox_arg, o->keep_s);

@@ -39,6 +39,7 @@ const char lb_schema_v9_rounds[] =
     "  usage TEXT,"
     "  sandbox TEXT,"
     "  state TEXT,"
+    "  state_bytes INTEGER,"
     "  fresh INTEGER NOT NULL DEFAULT 0,"
     "  turns INTEGER NOT NULL DEFAULT 0,"
     "  prompt_tokens INTEGER NOT NULL DEFAULT 0,"
@@ -205,7 +206,7 @@ out:
 
 #define LB_ROUND_COLS                                                                                       \
     "n, prompt, inputs, status, reason, answer, artifacts, usage, COALESCE(sandbox, ''), state, fresh, turns," \
-    " prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms"
+    " prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms, state_bytes"
 
 /* The row of st (LB_ROUND_COLS) into r; LB_E_NOMEM when a copy failed. */
 static int lb_round_read(sqlite3_stmt *st, lb_round *r)
@@ -228,6 +229,7 @@ static int lb_round_read(sqlite3_stmt *st, lb_round *r)
     r->created_ms = lb_sql_col_ms(st, 14);
     r->started_ms = lb_sql_col_ms(st, 15);
     r->finished_ms = lb_sql_col_ms(st, 16);
+    r->state_bytes = lb_sql_col_ms(st, 17);
     int bad = !r->prompt || !r->inputs_json || (sqlite3_column_type(st, 4) != SQLITE_NULL && !r->reason) ||
               (sqlite3_column_type(st, 5) != SQLITE_NULL && !r->answer) ||
               (sqlite3_column_type(st, 6) != SQLITE_NULL && !r->artifacts_json) ||
@@ -308,6 +310,21 @@ int lb_store_round_set_sandbox(lb_store *s, const char *task_id, const char *how
     lb_sql_bind_text(st, 1, task_id);
     lb_sql_bind_text(st, 2, how);
     return lb_sql_run_write(s, st, "round sandbox", LB_E_NOTFOUND);
+}
+
+int lb_store_round_set_state(lb_store *s, const char *task_id, const char *state, int64_t bytes)
+{
+    if (!s || !lb_id_valid(task_id) || !state || !*state || strlen(state) > 64)
+        return LB_E_INVAL;
+    sqlite3_stmt *st = NULL;
+    int rc = lb_sql_prep(s, "UPDATE rounds SET state = ?2, state_bytes = ?3 WHERE task_id = ?1"
+                            " AND n = (SELECT round FROM tasks WHERE id = ?1)", &st);
+    if (rc)
+        return rc;
+    lb_sql_bind_text(st, 1, task_id);
+    lb_sql_bind_text(st, 2, state);
+    sqlite3_bind_int64(st, 3, bytes);
+    return lb_sql_run_write(s, st, "round state", LB_E_NOTFOUND);
 }
 
 /* ---- the kept sandbox ---- */

@@ -41,6 +41,7 @@ typedef struct lb_round {
     char *usage_json;
     char sandbox[12];           /* how the round got its sandbox: "new", "kept", "fresh", or "" (not yet) */
     char *state;                /* the saved state's name, when one was saved at its end */
+    int64_t state_bytes;        /* its compressed size; -1 when none */
     int fresh;                  /* the message asked for a fresh sandbox (fresh=1) */
     int turns;
     int64_t prompt_tokens, completion_tokens;
@@ -77,6 +78,10 @@ LB_MUST_CHECK int lb_store_rounds(lb_store *s, const char *task_id, lb_round **v
 LB_MUST_CHECK int lb_store_round_get(lb_store *s, const char *task_id, int n, lb_round *out);
 /* Records how the current round got its sandbox ("new", "kept", "fresh"). */
 LB_MUST_CHECK int lb_store_round_set_sandbox(lb_store *s, const char *task_id, const char *how);
+
+/* Records the state saved at the end of the current round (its name in
+ * sandboxd's store, and its compressed size). */
+LB_MUST_CHECK int lb_store_round_set_state(lb_store *s, const char *task_id, const char *state, int64_t bytes);
 
 /* ---- the kept sandbox ---- */
 

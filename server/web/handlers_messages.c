@@ -28,6 +28,7 @@
 #include "web/handlers_tasks.h"
 #include "web/http.h"
 #include "web/multipart.h"
+#include "web/spawn.h"
 #include "web/user_limits.h"
 
 #include <cjson/cJSON.h>
@@ -42,21 +43,41 @@
 void lb_followup_release(const lb_config *cfg, lb_store *s, const char *task_id)
 {
     lb_kept k;
-    if (lb_store_kept_get(s, task_id, &k) != LB_OK)
-        return;
+    int kept = lb_store_kept_get(s, task_id, &k) == LB_OK;
+    /* the states saved at the end of its rounds: only those named for this
+     * task (a fork's copied rounds name its source's, which stay) */
+    lb_round *v = NULL;
+    size_t n = 0, own_states = 0;
+    char own[40];
+    snprintf(own, sizeof own, "t%s-r", task_id);
+    if (lb_store_rounds(s, task_id, &v, &n) != LB_OK)
+        n = 0;
+    for (size_t i = 0; i < n; i++)
+        own_states += v[i].state && !strncmp(v[i].state, own, strlen(own));
     char err[512] = "";
     lbsb_conn *c = NULL;
-    int rc = lbsb_connect(cfg->sandboxd_socket, NULL, &c, err, sizeof err);
-    if (rc == LB_OK)
+    int rc = kept || own_states ? lbsb_connect(cfg->sandboxd_socket, NULL, &c, err, sizeof err) : LB_E_NOTFOUND;
+    for (size_t i = 0; rc == LB_OK && i < n; i++) {
+        char serr[256];
+        if (v[i].state && !strncmp(v[i].state, own, strlen(own)) &&
+            lbsb_state_delete(c, v[i].state, serr, sizeof serr) != LB_OK)
+            lb_warn("web: task %s: its saved state %s was not deleted (the age limit removes it): %s", task_id,
+                    v[i].state, serr);
+    }
+    if (rc == LB_OK && kept)
         rc = lbsb_adopt(c, k.sandbox_id, k.lease_key, 0, err, sizeof err);
-    if (rc == LB_OK)
+    if (rc == LB_OK && kept)
         rc = lbsb_destroy(c, k.sandbox_id, err, sizeof err);
     /* gone already (its keep time passed) is the same outcome */
-    if (rc != LB_OK && rc != LB_E_NOTFOUND)
+    if (kept && rc != LB_OK && rc != LB_E_NOTFOUND)
         lb_warn("web: task %s: its kept sandbox %s could not be destroyed (its lease ends it): %s", task_id,
                 k.sandbox_id, err);
+    else if (own_states && rc != LB_OK && rc != LB_E_NOTFOUND)
+        lb_warn("web: task %s: its saved states were not deleted (the age limit removes them): %s", task_id, err);
     lbsb_close(c);
-    LB_IGNORE(lb_store_kept_clear(s, task_id)); /* the row goes with the task anyway */
+    lb_rounds_free(v, n);
+    if (kept)
+        LB_IGNORE(lb_store_kept_clear(s, task_id)); /* the row goes with the task anyway */
 }
 
 /* Whether task t may take a follow-up at all: answered (409) when not. */
@@ -161,6 +182,13 @@ void lb_h_task_message(lb_req *r)
     }
     if (!lb_message_allowed(r, &task)) {
         lb_http_drain(r);
+        goto out;
+    }
+    /* the last round's agent records its end, then exits: wait for that */
+    if (lb_spawn_wait_gone(r->id, 10000) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 409, "round_running", "The last round of this task is still finishing (saving its "
+                                               "sandbox); send the message again in a moment.");
         goto out;
     }
     if (lb_admit_begin_round(r, &adm, r->id) != LB_OK)

@@ -29,6 +29,10 @@ static cJSON *round_json(const lb_round *rd)
         !cJSON_AddNumberToObject(usage, "completion_tokens", (double)rd->completion_tokens) ||
         !cJSON_AddItemToObject(o, "sandbox", rd->sandbox[0] ? cJSON_CreateString(rd->sandbox) : cJSON_CreateNull()) ||
         !cJSON_AddBoolToObject(o, "fresh", rd->fresh) ||
+        /* the state saved at its end (its size; the name is sandboxd's business) */
+        !cJSON_AddItemToObject(o, "state_bytes", rd->state && rd->state_bytes >= 0
+                                                     ? cJSON_CreateNumber((double)rd->state_bytes)
+                                                     : cJSON_CreateNull()) ||
         !cJSON_AddItemToObject(o, "created_ms", cJSON_CreateNumber((double)rd->created_ms)) ||
         !cJSON_AddItemToObject(o, "started_ms",
                                rd->started_ms < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)rd->started_ms)) ||

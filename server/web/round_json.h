@@ -10,7 +10,7 @@
 
 /* Adds to task (the object of lb_task_json) "round" (the current one),
  * "rounds" ([{round, prompt, inputs, status, reason, answer, artifacts,
- * usage:{turns, prompt_tokens, completion_tokens, ...}, sandbox, fresh,
+ * usage:{turns, prompt_tokens, completion_tokens, ...}, sandbox, fresh, state_bytes,
  * created_ms, started_ms, finished_ms}], oldest first) and "sandbox"
  * ({kept_until_ms} while the last round's sandbox is kept for the next
  * message, else null). LB_OK or the store's error. */

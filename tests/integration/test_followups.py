@@ -11,9 +11,12 @@ web, agents, sandboxd as root) and tests/fake_model.py:
     cancelled task continues in its sandbox;
   - a message whose file name an earlier round already has: 409;
   - deleting the task destroys its kept sandbox;
-  - after the keep time (followup_keep_s=2): the round says the sandbox is
-    gone and offers fresh=1; with fresh=1 the next round runs in a fresh
-    sandbox with the inputs and the last outputs only.
+  - after the keep time (followup_keep_s=2): the next round is restored
+    from the state saved at the end of the last one (files, "installed"
+    files, cwd, exported variables; the model is told processes did not
+    survive); with that state missing, or damaged, the round says so and
+    offers fresh=1; with fresh=1 it runs in a fresh sandbox with the inputs and
+    the last outputs only; deleting the task deletes its saved states.
 
     python3 tests/integration/test_followups.py   (from the repo root, as root)
 """
@@ -58,12 +61,17 @@ SCENARIO = {"scenarios": [
         bash("cat /testbed/b.txt"),
         finish("b continued"),
     ]},
-    # the keep time passes (second stack)
+    {"match": "[conv-d]", "steps": [bash("echo d > /testbed/d.txt"), finish("d one"),
+                                    bash("cat /testbed/d.txt"), finish("d two")]},
+    # the keep time passes (second stack): restored, then missing, then fresh
     {"match": "[conv-c]", "steps": [
         bash("mkdir -p /testbed/output && echo c-out > /testbed/output/c.txt && echo c-other > /testbed/other.txt "
-             "&& export CVAR=set"),
+             "&& export CVAR=set && cd /testbed/output"),
         finish("c one"),
-        # round 3 (fresh): round 2 asked no model (its sandbox was gone)
+        bash("echo \"cvar=[$CVAR] pwd=[$(pwd)]\"; cat /testbed/other.txt; cat /testbed/input/c2.csv; "
+             "echo c-two > /testbed/output/c.txt"),
+        finish("c restored"),
+        # round 3 asks no model (its state is missing); round 4 is fresh
         bash("cat /testbed/output/c.txt; cat /testbed/input/c.csv; ls /testbed/other.txt; echo \"cvar=[$CVAR]\""),
         finish("c fresh"),
     ]},
@@ -118,6 +126,7 @@ def three_rounds(st):
     assert t["status"] == "succeeded" and t["answer"] == "round one done", t
     assert t["round"] == 1 and len(t["rounds"]) == 1, t
     assert t["sandbox"] and t["sandbox"]["kept_until_ms"] > time.time() * 1000, t["sandbox"]
+    assert t["rounds"][0]["state_bytes"] > 0, t["rounds"]
 
     code, m = message(st, tid, "use what you made", files=[("extra.csv", b"extra-content\n")])
     assert code == 201 and m["round"] == 2 and m["status"] == "queued", (code, m)
@@ -205,25 +214,76 @@ def keep_time_passed(st):
     tid = t["id"]
     t = st.wait_task(tid)
     assert t["status"] == "succeeded", t
-    time.sleep(5)  # followup_keep_s=2: the lease runs out, sandboxd destroys it
+    assert t["rounds"][0]["state_bytes"] > 0, t["rounds"]
+    time.sleep(5)  # followup_keep_s=2: the lease runs out, sandboxd destroys the frozen sandbox
     code, t = st.get_json("/api/tasks/" + tid)
     assert t["sandbox"] is None, t["sandbox"]
-    code, m = message(st, tid, "more please")
+    assert st.sandboxd_ping().get("sandboxes", 0) == 0, st.sandboxd_ping()
+
+    # round 2: restored from round 1's saved state
+    code, m = message(st, tid, "more please", files=[("c2.csv", b"c2-input\n")])
     assert code == 201, (code, m)
     t = wait_round(st, tid, 2)
-    assert t["status"] == "failed" and "gone" in t["reason"], t
+    assert t["status"] == "succeeded" and t["answer"] == "c restored", t
+    assert t["rounds"][1]["sandbox"] == "restored", t["rounds"]
+    tools, _ = tool_events(st, tid, 2)
+    out = tools[0].get("stdout") or ""
+    assert "cvar=[set] pwd=[/testbed/output]" in out and "c-other" in out and "c2-input" in out, tools[0]
+    reqs = [r for r in model_requests(st) if "more please" in json.dumps(r)]
+    assert reqs and "did not survive" in json.dumps(reqs[0]["messages"][-1]), reqs[:1]
+
+    # round 3: round 2's state gone (as its age limit removes it) while
+    # nothing is kept: the answer says so and offers fresh=1
+    time.sleep(5)
+    states = glob.glob(os.path.join(st.prefix, "var", "sandboxd", "states", "u*", "t%s-r2.state" % tid))
+    assert states, os.listdir(os.path.join(st.prefix, "var", "sandboxd", "states"))
+    os.unlink(states[0])
+    code, m = message(st, tid, "and again")
+    assert code == 201, (code, m)
+    t = wait_round(st, tid, 3)
+    assert t["status"] == "failed" and "no saved state" in t["reason"], t
     assert "fresh=1" in (t["answer"] or ""), t["answer"]
+    assert st.sandboxd_ping().get("sandboxes", 0) == 0, st.sandboxd_ping()
+
+    # round 4: fresh=1, the files only
     code, m = message(st, tid, "continue fresh", fresh="1")
     assert code == 201 and m["fresh"] is True, (code, m)
-    t = wait_round(st, tid, 3)
+    t = wait_round(st, tid, 4)
     assert t["status"] == "succeeded" and t["answer"] == "c fresh", t
-    assert t["rounds"][2]["sandbox"] == "fresh" and t["rounds"][2]["fresh"] is True, t["rounds"]
-    tools, _ = tool_events(st, tid, 3)
+    assert t["rounds"][3]["sandbox"] == "fresh" and t["rounds"][3]["fresh"] is True, t["rounds"]
+    tools, _ = tool_events(st, tid, 4)
     out = (tools[0].get("stdout") or "") + (tools[0].get("stderr") or "")
-    assert "c-out" in out and "c-input" in out, out           # the files came along
+    assert "c-two" in out and "c-input" in out, out             # the inputs and last outputs came along
     assert "cvar=[]" in out and "No such file" in out, out      # the rest did not
     reqs = [r for r in model_requests(st) if "continue fresh" in json.dumps(r)]
     assert reqs and "fresh sandbox" in json.dumps(reqs[0]["messages"][-1]), reqs[:1]
+
+    # deleting the task deletes its saved states
+    code, _, _ = st.request("DELETE", "/api/tasks/" + tid)
+    assert code == 200
+    left = glob.glob(os.path.join(st.prefix, "var", "sandboxd", "states", "u*", "t%s-*" % tid))
+    assert not left, left
+
+
+def damaged_state(st):
+    """A saved state cut short (a disk that filled, a copy that broke): the
+    round says it is damaged and offers fresh=1; nothing is left running."""
+    code, t = st.create_task("[conv-d] first")
+    assert code == 201, (code, t)
+    tid = t["id"]
+    t = st.wait_task(tid)
+    assert t["status"] == "succeeded" and t["rounds"][0]["state_bytes"] > 0, t
+    time.sleep(5)  # the kept sandbox is gone
+    path = glob.glob(os.path.join(st.prefix, "var", "sandboxd", "states", "u*", "t%s-r1.state" % tid))[0]
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[:len(data) // 2])
+    code, m = message(st, tid, "go on")
+    assert code == 201, (code, m)
+    t = wait_round(st, tid, 2)
+    assert t["status"] == "failed" and "damaged" in (t["reason"] or ""), (t["status"], t["reason"], t["rounds"][1])
+    assert "fresh=1" in (t["answer"] or ""), t["answer"]
+    assert st.sandboxd_ping().get("sandboxes", 0) == 0, "a damaged restore left a sandbox"
     code, _, _ = st.request("DELETE", "/api/tasks/" + tid)
     assert code == 200
 
@@ -239,7 +299,8 @@ def main():
         rep.run("followup_three_rounds_in_the_kept_sandbox", three_rounds, st)
         rep.run("followup_409_while_running_then_after_cancel", busy_then_cancelled, st)
     with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "2"}) as st:
-        rep.run("followup_after_keep_time_gone_then_fresh", keep_time_passed, st)
+        rep.run("followup_after_keep_time_restored_missing_fresh", keep_time_passed, st)
+        rep.run("followup_damaged_state_says_so", damaged_state, st)
     rep.done()
 
 

@@ -27,6 +27,7 @@ export function outputMarks(prev, cur) {
 
 const SANDBOX_NOTE = {
   kept: 'same sandbox as the round before',
+  restored: 'restored from the saved state (no processes)',
   fresh: 'fresh sandbox: files only',
 };
 
@@ -47,7 +48,10 @@ function roundCard(taskId, round, prev, isLast) {
       h('span', { class: `chip chip-${chip(round.status)}` }, statusLabel(round.status)),
       round.sandbox && SANDBOX_NOTE[round.sandbox]
         ? h('span', { class: 'muted round-sandbox' }, SANDBOX_NOTE[round.sandbox]) : null,
-      h('span', { class: 'muted' }, dateTime(round.created_ms))),
+      h('span', { class: 'muted' }, dateTime(round.created_ms)),
+      round.state_bytes !== null && round.state_bytes !== undefined
+        ? h('span', { class: 'muted', title: 'A later round or a fork can start from it' }, `state saved (${bytes(round.state_bytes)})`)
+        : null),
     h('div', { class: 'round-prompt text-block' }, String(round.prompt || '')),
     inputs.length ? h('p', { class: 'muted' }, `With ${plural(inputs.length, 'file', 'files')}: `,
       inputs.map((f) => String((f && f.path) || '')).join(', ')) : null,
