@@ -17,6 +17,7 @@
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
 #include "web/handlers_messages.h"
+#include "web/handlers_share.h"
 #include "web/handlers_tokens.h"
 #include "web/http.h"
 #include "web/sse.h"
@@ -61,6 +62,10 @@ const lb_route_def lb_routes[] = {
     {LB_M_POST,   "/api/tasks/{task}/rerun",                LB_WHO_OWNER,   "task_rerun",      lb_h_task_rerun},
     /* follow-ups (issue 14) */
     {LB_M_POST,   "/api/tasks/{task}/messages",             LB_WHO_OWNER,   "task_messages",   lb_h_task_message},
+    {LB_M_POST,   "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_create},
+    {LB_M_GET,    "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_list},
+    {LB_M_DELETE, "/api/tasks/{task}/shares/{path}",        LB_WHO_OWNER,   "task_share",      lb_h_share_delete},
+    {LB_M_GET,    "/api/shared/{path}",                     LB_WHO_ANYONE,  "shared",          lb_h_shared_get},
     {LB_M_GET,    "/api/tasks/{task}/artifacts",            LB_WHO_OWNER,   "task_artifacts",  lb_h_artifacts},
     {LB_M_GET,    "/api/tasks/{task}/artifacts/{path}",     LB_WHO_OWNER,   "task_artifact",   lb_h_artifact},
     {LB_M_GET,    "/api/tasks/{task}/bundle.zip",           LB_WHO_OWNER,   "task_bundle",     lb_h_bundle_zip},

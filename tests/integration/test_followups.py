@@ -11,6 +11,8 @@ web, agents, sandboxd as root) and tests/fake_model.py:
     cancelled task continues in its sandbox;
   - a message whose file name an earlier round already has: 409;
   - deleting the task destroys its kept sandbox;
+  - a share link shows the task (thread, answer, files) without a login,
+    and is refused once deleted, and once its task is deleted;
   - after the keep time (followup_keep_s=2): the next round is restored
     from the state saved at the end of the last one (files, "installed"
     files, cwd, exported variables; the model is told processes did not
@@ -63,6 +65,8 @@ SCENARIO = {"scenarios": [
     ]},
     {"match": "[conv-d]", "steps": [bash("echo d > /testbed/d.txt"), finish("d one"),
                                     bash("cat /testbed/d.txt"), finish("d two")]},
+    {"match": "[conv-s]", "steps": [bash("mkdir -p /testbed/output && echo 'shared file' > /testbed/output/s.txt"),
+                                    finish("shared answer")]},
     # the keep time passes (second stack): restored, then missing, then fresh
     {"match": "[conv-c]", "steps": [
         bash("mkdir -p /testbed/output && echo c-out > /testbed/output/c.txt && echo c-other > /testbed/other.txt "
@@ -288,6 +292,76 @@ def damaged_state(st):
     assert code == 200
 
 
+def new_user(name):
+    from stack import LLMBOX
+    import subprocess
+    out = subprocess.check_output([LLMBOX, "user", "add", name], text=True,
+                                  env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LLMBOX_CONF": "/dev/null"})
+    tok = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("lbx_")][0]
+    hsh = [ln.split("=", 1)[1].strip() for ln in out.splitlines() if ln.startswith("token_sha256 =")][0]
+    return tok, hsh
+
+
+def share_links(st, token):
+    auth = {"Authorization": "Bearer " + token}
+    ctype, body = multipart({"prompt": "[conv-s] share me"}, [])
+    code, _, resp = st.request("POST", "/api/tasks", body, dict(auth, **{"Content-Type": ctype}))
+    assert code == 201, (code, resp)
+    tid = json.loads(resp)["id"]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        code, _, resp = st.request("GET", "/api/tasks/" + tid, None, auth)
+        t = json.loads(resp)
+        if t["status"] in ("succeeded", "failed", "cancelled"):
+            break
+        time.sleep(0.1)
+    assert t["status"] == "succeeded", t
+    # without a login the task itself is not there for anyone else
+    code, _, _ = st.request("GET", "/api/tasks/" + tid)
+    assert code == 401, code
+    code, _, resp = st.request("POST", "/api/tasks/%s/shares" % tid, None, auth)
+    assert code == 201, (code, resp)
+    sh = json.loads(resp)
+    assert sh["url"] == "/#share=" + sh["id"] and sh["expires_ms"] > time.time() * 1000 + 6 * 86400 * 1000, sh
+    # the shared view, without any credentials: the thread, the answer, the files
+    code, _, resp = st.request("GET", sh["api_url"])
+    assert code == 200, (code, resp)
+    v = json.loads(resp)
+    assert v["id"] == tid and v["answer"] == "shared answer" and len(v["rounds"]) == 1, v
+    assert "sandbox" not in v and "options" not in v and "preview_base" not in v, sorted(v)
+    art = [a for a in v["artifacts"] if a["path"] == "s.txt"][0]
+    code, _, data = st.request("GET", art["download_url"])
+    assert code == 200 and data == b"shared file\n", (code, data)
+    code, _, resp = st.request("GET", "/api/tasks/%s/shares" % tid, None, auth)
+    assert code == 200 and [x["id"] for x in json.loads(resp)["shares"]] == [sh["id"]], resp
+    # a wrong or made-up id: 404, the same sentence as a revoked one
+    code, _, _ = st.request("GET", "/api/shared/" + "0" * 32)
+    assert code == 404, code
+    # revoked: refused at once
+    code, _, _ = st.request("DELETE", "/api/tasks/%s/shares/%s" % (tid, sh["id"]), None, auth)
+    assert code == 200, code
+    code, _, resp = st.request("GET", sh["api_url"])
+    assert code == 404 and b"does not exist" in resp, (code, resp)
+    # a new link, then the task deleted: refused too, files gone
+    code, _, resp = st.request("POST", "/api/tasks/%s/shares?ttl_s=3600" % tid, None, auth)
+    assert code == 201, (code, resp)
+    sh2 = json.loads(resp)
+    assert sh2["expires_ms"] < time.time() * 1000 + 3601 * 1000, sh2
+    code, _, resp = st.request("GET", sh2["api_url"])
+    assert code == 200, code
+    art = [a for a in json.loads(resp)["artifacts"] if a["path"] == "s.txt"][0]
+    code, _, _ = st.request("DELETE", "/api/tasks/" + tid, None, auth)
+    assert code == 200, code
+    code, _, _ = st.request("GET", sh2["api_url"])
+    assert code == 404, code
+    time.sleep(1.5)  # nginx keeps an open file for up to 1 s (open_file_cache_valid in nginx.conf)
+    code, _, _ = st.request("GET", art["download_url"])
+    assert code == 404, code
+    # sharing someone else's task: as if it did not exist
+    code, _, _ = st.request("POST", "/api/tasks/%s/shares" % ("f" * 32), None, auth)
+    assert code == 404, code
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP followups: needs root (sandboxd)")
@@ -298,6 +372,9 @@ def main():
     with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0"}) as st:
         rep.run("followup_three_rounds_in_the_kept_sandbox", three_rounds, st)
         rep.run("followup_409_while_running_then_after_cancel", busy_then_cancelled, st)
+    tok, hsh = new_user("ann")
+    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0"}, conf='[user "ann"]\ntoken_sha256 = %s\n' % hsh) as st:
+        rep.run("share_link_without_login_refused_after_delete", share_links, st, tok)
     with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "2"}) as st:
         rep.run("followup_after_keep_time_restored_missing_fresh", keep_time_passed, st)
         rep.run("followup_damaged_state_says_so", damaged_state, st)
