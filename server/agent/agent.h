@@ -286,6 +286,9 @@ typedef struct lb_loop_opts {
     int keep_s;                 /* > 0: the sandbox is leased, its state saved at the end of the
                                  * round, and it is kept this long after the round, frozen */
     const char *restore_state;  /* round > 1: the state saved at the end of the last round, or NULL */
+    const char *round_trajectory_path; /* where this round's trajectory.json is kept too (a hard
+                                 * link: the next round replaces trajectory.json), for a fork from
+                                 * it; NULL: not kept */
     /* The task's record of its sandbox (agent_main.c keeps it in the store);
      * each may be NULL. made: the sandbox exists (how: "new", "kept",
      * "fresh", "restored"; key "" when it is not leased); keep: it is to be kept keep_s after this round, LB_OK when

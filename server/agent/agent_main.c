@@ -271,6 +271,10 @@ static int run_task(lb_config *cfg, const char *id)
             memset(&prev, 0, sizeof prev);
     }
     keep_rec krec = {.st = st, .id = id, .max_kept = cfg->followup_max_kept};
+    char round_traj[4300];
+    snprintf(round_traj, sizeof round_traj, "%s/rounds", task_dir);
+    LB_IGNORE(lb_mkdirs(round_traj, 0750)); /* without it the round's trajectory is not kept: logged then */
+    snprintf(round_traj, sizeof round_traj, "%s/rounds/%d.json", task_dir, nround);
 
     lb_sink sink;
     lb_sink_store_init(&sink, st, id);
@@ -305,6 +309,7 @@ static int run_task(lb_config *cfg, const char *id)
         .sandbox_gone = sandbox_gone,
         .state_saved = state_saved,
         .restore_state = prev.state,
+        .round_trajectory_path = round_traj,
         .sandbox_arg = &krec,
     };
     if (nround > 1)

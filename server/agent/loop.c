@@ -1076,6 +1076,13 @@ static void finalize(run *r)
         cJSON_AddNumberToObject(t, "tools_ms", (double)r->res->usage.tools_ms);
         int trc = lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
                                 r->res->answer, &r->res->usage, t);
+        if (trc == LB_OK && r->o->round_trajectory_path) {
+            /* the conversation as at the end of this round, for a fork from it */
+            unlink(r->o->round_trajectory_path);
+            if (link(r->o->trajectory_path, r->o->round_trajectory_path) != 0)
+                lb_warn("task %s: this round's trajectory is not kept for a fork: %s", r->o->task_id,
+                        strerror(errno));
+        }
         if (trc == LB_OK && r->res->usage.tokens_capture) {
             /* the compact form of the same arrays, for trainers */
             int krc = lb_tokens_write_beside(r->o->trajectory_path, r->traj.turns);

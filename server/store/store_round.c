@@ -26,6 +26,8 @@
  * stored before are round 1's. */
 const char lb_schema_v9_rounds[] =
     "ALTER TABLE tasks ADD COLUMN round INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE tasks ADD COLUMN fork_of TEXT;"
+    "ALTER TABLE tasks ADD COLUMN fork_round INTEGER;"
     "ALTER TABLE events ADD COLUMN round INTEGER NOT NULL DEFAULT 1;"
     "CREATE TABLE rounds("
     "  task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
@@ -199,6 +201,109 @@ out:
     rc = lb_store_tx_end(s, rc);
     if (rc == LB_OK && round_out)
         *round_out = next;
+    return rc;
+}
+
+/* ---- fork ---- */
+
+/* The new task: the source's record as at the end of round ?3 (that
+ * round's status, answer and times), owned by the forker, at round ?3 */
+static const char lb_fork_task_sql[] =
+    "INSERT INTO tasks(id, status, reason, prompt, model, max_turns, created_ms, started_ms, finished_ms, answer,"
+    " inputs, token_budget, timeout_s, network, image, owner, options, round, fork_of, fork_round, turns,"
+    " prompt_tokens, completion_tokens, usage)"
+    " SELECT ?1, r.status, r.reason, t.prompt, t.model, t.max_turns, ?5, r.started_ms, r.finished_ms, r.answer,"
+    "  (SELECT json_group_array(json(j.value)) FROM rounds q, json_each(q.inputs) j"
+    "   WHERE q.task_id = ?2 AND q.n <= ?3),"
+    "  t.token_budget, t.timeout_s, t.network, t.image, ?4, t.options, ?3, ?2, ?3, r.turns, r.prompt_tokens,"
+    "  r.completion_tokens, r.usage"
+    " FROM tasks t JOIN rounds r ON r.task_id = t.id AND r.n = ?3"
+    " WHERE t.id = ?2 AND r.status IN ('succeeded', 'failed', 'cancelled')";
+/* its rounds and events are the source's up to round ?3 (the insert's
+ * trigger made a round ?3 of the task's first prompt: replaced) */
+static const char lb_fork_rounds_sql[] =
+    "DELETE FROM rounds WHERE task_id = ?1;"
+    "INSERT INTO rounds(task_id, n, prompt, inputs, status, reason, answer, artifacts, usage, sandbox, state,"
+    " state_bytes, fresh, turns, prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms)"
+    " SELECT ?1, n, prompt, inputs, status, reason, answer, artifacts, usage, sandbox, state, state_bytes, fresh,"
+    "  turns, prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms"
+    " FROM rounds WHERE task_id = ?2 AND n <= ?3;"
+    "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
+    " SELECT ?1, seq, ts_ms, type, data, round FROM events WHERE task_id = ?2 AND round <= ?3;"
+    /* the files on disk are the source's last round's: only a fork of that
+     * round has them (the web links them) */
+    "INSERT INTO artifacts(task_id, path, size, mime, sha256)"
+    " SELECT ?1, a.path, a.size, a.mime, a.sha256 FROM artifacts a WHERE a.task_id = ?2"
+    " AND ?3 = (SELECT round FROM tasks WHERE id = ?2);";
+
+/* Runs one statement of a fork's script with its parameters. */
+static int lb_fork_step(lb_store *s, sqlite3_stmt *st, const lb_fork *f, int64_t now, const char *what,
+                        int none_rc)
+{
+    int n = sqlite3_bind_parameter_count(st);
+    if (n >= 1)
+        lb_sql_bind_text(st, 1, f->new_id);
+    if (n >= 2)
+        lb_sql_bind_text(st, 2, f->src_id);
+    if (n >= 3)
+        sqlite3_bind_int(st, 3, f->round);
+    if (n >= 4)
+        lb_sql_bind_text(st, 4, f->owner);
+    if (n >= 5)
+        sqlite3_bind_int64(st, 5, now);
+    return lb_sql_run_write(s, st, what, none_rc);
+}
+
+int lb_store_task_fork(lb_store *s, const lb_fork *f)
+{
+    if (!s || !f || !lb_id_valid(f->src_id) || !lb_id_valid(f->new_id) || f->round < 1)
+        return LB_E_INVAL;
+    int64_t now = lb_now_ms();
+    sqlite3_stmt *st = NULL;
+    int rc = lb_store_tx_begin(s);
+    if (rc)
+        return rc;
+    if ((rc = lb_sql_prep(s, lb_fork_task_sql, &st)))
+        goto out;
+    /* no row: no such task, no such round, or that round has not ended */
+    if ((rc = lb_fork_step(s, st, f, now, "fork task", LB_E_NOTFOUND)))
+        goto out;
+    const char *sql = lb_fork_rounds_sql;
+    while (rc == LB_OK && *sql) {
+        const char *tail = NULL;
+        st = NULL;
+        int src = sqlite3_prepare_v2(lb_store_db(s), sql, -1, &st, &tail);
+        if (src != SQLITE_OK) {
+            rc = lb_store_sql_err(s, src, "prepare a fork step");
+            break;
+        }
+        if (st) /* a step with nothing to copy is fine */
+            rc = lb_fork_step(s, st, f, now, "fork rounds", LB_OK);
+        sql = tail;
+    }
+out:
+    return lb_store_tx_end(s, rc);
+}
+
+int lb_store_task_fork_of(lb_store *s, const char *id, char *src, size_t srcsz, int *round)
+{
+    src[0] = '\0';
+    *round = 0;
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    sqlite3_stmt *st = NULL;
+    int rc = lb_sql_prep(s, "SELECT COALESCE(fork_of, ''), COALESCE(fork_round, 0) FROM tasks WHERE id = ?1", &st);
+    if (rc)
+        return rc;
+    lb_sql_bind_text(st, 1, id);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        lb_sql_col_copy(st, 0, src, srcsz);
+        *round = sqlite3_column_int(st, 1);
+    } else {
+        rc = r == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, r, "read a fork");
+    }
+    sqlite3_finalize(st);
     return rc;
 }
 

@@ -83,6 +83,27 @@ LB_MUST_CHECK int lb_store_round_set_sandbox(lb_store *s, const char *task_id, c
  * sandboxd's store, and its compressed size). */
 LB_MUST_CHECK int lb_store_round_set_state(lb_store *s, const char *task_id, const char *state, int64_t bytes);
 
+/* A fork: a new task that begins with the conversation of src_id as at
+ * the end of its round `round` (POST /api/tasks/{id}/fork). */
+typedef struct lb_fork {
+    const char *src_id;
+    int round;
+    const char *new_id;
+    const char *owner;          /* the forker (NULL: no users) */
+} lb_fork;
+
+/* Makes the fork in one transaction: the task (at round `round`, ended as
+ * that round ended, fork_of and fork_round set; inputs those of rounds
+ * 1..round), its rounds and events copied from the source up to that
+ * round, and the artifact index when the round is the source's last (the
+ * files on disk are the last round's). The states named in the copied
+ * rounds stay the source's. LB_E_NOTFOUND: no such task or round, or the
+ * round has not ended. */
+LB_MUST_CHECK int lb_store_task_fork(lb_store *s, const lb_fork *f);
+/* Which task and round id was forked from: src "" and *round 0 when it
+ * was not. LB_E_NOTFOUND. */
+LB_MUST_CHECK int lb_store_task_fork_of(lb_store *s, const char *id, char *src, size_t srcsz, int *round);
+
 /* ---- the kept sandbox ---- */
 
 typedef struct lb_kept {

@@ -76,6 +76,23 @@ int lb_task_rounds_json(lb_store *s, const char *id, cJSON *task)
         cJSON_Delete(arr);
         return LB_E_NOMEM;
     }
+    /* a fork: which task and round it began from */
+    char src[33];
+    int src_round = 0;
+    cJSON *fork = NULL;
+    if (lb_store_task_fork_of(s, id, src, sizeof src, &src_round) == LB_OK && src[0]) {
+        fork = cJSON_CreateObject();
+        if (fork && (!cJSON_AddStringToObject(fork, "id", src) || !cJSON_AddNumberToObject(fork, "round", src_round))) {
+            cJSON_Delete(fork);
+            fork = NULL;
+        }
+    }
+    if (!fork)
+        fork = cJSON_CreateNull();
+    if (!fork || !cJSON_AddItemToObject(task, "fork_of", fork)) {
+        cJSON_Delete(fork);
+        return LB_E_NOMEM;
+    }
     lb_kept k;
     cJSON *sb = NULL;
     if (lb_store_kept_get(s, id, &k) == LB_OK && k.kept_until_ms > lb_now_ms()) {

@@ -13,7 +13,8 @@
  * usage:{turns, prompt_tokens, completion_tokens, ...}, sandbox, fresh, state_bytes,
  * created_ms, started_ms, finished_ms}], oldest first) and "sandbox"
  * ({kept_until_ms} while the last round's sandbox is kept for the next
- * message, else null). LB_OK or the store's error. */
+ * message, else null) and "fork_of" ({id, round} of the task it was
+ * forked from, or null). LB_OK or the store's error. */
 LB_MUST_CHECK int lb_task_rounds_json(lb_store *s, const char *id, cJSON *task);
 
 #endif

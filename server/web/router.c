@@ -18,6 +18,7 @@
 #include "web/handlers_tasks.h"
 #include "web/handlers_messages.h"
 #include "web/handlers_share.h"
+#include "web/handlers_fork.h"
 #include "web/handlers_tokens.h"
 #include "web/http.h"
 #include "web/sse.h"
@@ -62,6 +63,7 @@ const lb_route_def lb_routes[] = {
     {LB_M_POST,   "/api/tasks/{task}/rerun",                LB_WHO_OWNER,   "task_rerun",      lb_h_task_rerun},
     /* follow-ups (issue 14) */
     {LB_M_POST,   "/api/tasks/{task}/messages",             LB_WHO_OWNER,   "task_messages",   lb_h_task_message},
+    {LB_M_POST,   "/api/tasks/{task}/fork",                 LB_WHO_OWNER,   "task_fork",       lb_h_task_fork},
     {LB_M_POST,   "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_create},
     {LB_M_GET,    "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_list},
     {LB_M_DELETE, "/api/tasks/{task}/shares/{path}",        LB_WHO_OWNER,   "task_share",      lb_h_share_delete},

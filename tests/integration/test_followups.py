@@ -7,6 +7,9 @@ web, agents, sandboxd as root) and tests/fake_model.py:
     sandbox), and a file sent with the message; the model sees the whole
     conversation; rounds, their answers and outputs (new / removed) are in
     GET /api/tasks/{id}; events carry their round;
+  - fork from round 1 (the conversation and the saved state of round 1,
+    restored by the fork's next message) and from the last round (its
+    files come along);
   - a message while a round runs is refused with 409; a follow-up on a
     cancelled task continues in its sandbox;
   - a message whose file name an earlier round already has: 409;
@@ -174,6 +177,45 @@ def three_rounds(st):
     assert code == 409 and "extra.csv" in m["error"]["message"], (code, m)
     code, t = st.get_json("/api/tasks/" + tid)
     assert t["round"] == 3 and t["status"] == "succeeded", t
+
+    # fork from round 1: the conversation and the files as they were then
+    code, _, resp = st.request("POST", "/api/tasks/%s/fork?round=1" % tid)
+    assert code == 201, (code, resp)
+    fk = json.loads(resp)
+    fid = fk["id"]
+    assert fid != tid and fk["status"] == "succeeded" and fk["answer"] == "round one done", fk
+    assert fk["round"] == 1 and len(fk["rounds"]) == 1 and fk["inputs"] == [], fk
+    assert fk["fork_of"] == {"id": tid, "round": 1}, fk["fork_of"]
+    assert fk["artifacts"] == [], fk["artifacts"]  # the files of round 1 are in its saved state, not on disk
+    code, m = message(st, fid, "use what you made", files=[("extra.csv", b"fork-extra\n")])
+    assert code == 201 and m["round"] == 2, (code, m)
+    f2 = wait_round(st, fid, 2)
+    assert f2["status"] == "succeeded" and f2["rounds"][1]["sandbox"] == "restored", f2
+    tools, _ = tool_events(st, fid, 2)
+    out = tools[0].get("stdout", "")
+    assert "bonjour hello fakecmd-works /testbed/work fork-extra" in out, tools
+    # the fork's model saw round 1 and its own message, nothing of rounds 2 and 3
+    freqs = [json.dumps(r) for r in model_requests(st) if "extra.csv" in json.dumps(r) and "fork-extra" in json.dumps(r)]
+    freqs = freqs or [json.dumps(r) for r in model_requests(st)
+                      if "round one done" in json.dumps(r) and "round two done" not in json.dumps(r)
+                      and "round 2" in json.dumps(r)]
+    assert freqs and all("round one done" in x and "round two done" not in x and "third" not in x for x in freqs), \
+        len(freqs)
+    # fork of the last round: its files come along
+    code, _, resp = st.request("POST", "/api/tasks/%s/fork" % tid)
+    assert code == 201, (code, resp)
+    fk3 = json.loads(resp)
+    assert fk3["round"] == 3 and len(fk3["rounds"]) == 3, fk3
+    assert sorted(a["path"] for a in fk3["artifacts"]) == paths(rounds[2]), fk3["artifacts"]
+    code, _, data = st.request("GET", "/api/tasks/%s/artifacts/r3.txt" % fk3["id"])
+    assert code == 200 and data == b"three\n", (code, data)
+    code, _, _ = st.request("POST", "/api/tasks/%s/fork?round=4" % tid)
+    assert code == 404, code
+    code, _, _ = st.request("POST", "/api/tasks/%s/fork?round=x" % tid)
+    assert code == 400, code
+    for x in (fid, fk3["id"]):
+        code, _, _ = st.request("DELETE", "/api/tasks/" + x)
+        assert code == 200, code
 
     # deleting the task destroys its kept sandbox
     code, _, _ = st.request("DELETE", "/api/tasks/" + tid)

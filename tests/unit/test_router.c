@@ -103,6 +103,7 @@ TEST(allow_lists)
         {"/api/tasks/" ID "/cancel", "POST"},
         {"/api/tasks/" ID "/rerun", "POST"},
         {"/api/tasks/" ID "/messages", "POST"},
+        {"/api/tasks/" ID "/fork", "POST"},
         {"/api/tasks/" ID "/shares", "GET, HEAD, POST"},
         {"/api/tasks/" ID "/shares/" ID, "DELETE"},
         {"/api/shared/" ID, "GET, HEAD"},

@@ -216,6 +216,58 @@ TEST(shares_expire_and_go_with_their_task)
     lb_store_close(s);
 }
 
+TEST(a_fork_copies_the_conversation_up_to_its_round)
+{
+    lb_store *s = open_fresh("fork");
+    CHECK(s != NULL);
+    char src[33], dst[33], dst2[33];
+    CHECK(insert_task(s, src, "ann") == LB_OK);
+    int64_t seq = 0;
+    CHECK(lb_store_event_append(s, src, "status", "{\"status\":\"running\"}", &seq) == LB_OK);
+    CHECK(lb_store_task_end(s, src, LB_TASK_SUCCEEDED, NULL, "one") == LB_OK);
+    CHECK(lb_store_round_set_state(s, src, "tsrc-r1", 99) == LB_OK);
+    lb_round_new m = {.task_id = src, .prompt = "two", .inputs_json = "[{\"path\":\"b.csv\",\"size\":1}]"};
+    int n = 0;
+    CHECK(lb_store_round_begin(s, &m, &n) == LB_OK && n == 2);
+    CHECK(lb_random_hex(dst, sizeof dst, 16) == LB_OK);
+    lb_fork f = {.src_id = src, .round = 2, .new_id = dst, .owner = "bob"};
+    /* round 2 runs: not yet */
+    CHECK(lb_store_task_fork(s, &f) == LB_E_NOTFOUND);
+    f.round = 3;
+    CHECK(lb_store_task_fork(s, &f) == LB_E_NOTFOUND);
+    f.round = 1;
+    CHECK(lb_store_task_fork(s, &f) == LB_OK);
+    lb_task t;
+    CHECK(lb_store_task_load(s, dst, &t) == LB_OK);
+    CHECK(t.status == LB_TASK_SUCCEEDED && t.round == 1 && t.answer && !strcmp(t.answer, "one"));
+    CHECK(t.owner && !strcmp(t.owner, "bob"));
+    CHECK(strstr(t.inputs_json, "data.csv") && !strstr(t.inputs_json, "b.csv"));
+    lb_task_free(&t);
+    lb_round *rv = NULL;
+    size_t nr = 0;
+    CHECK(lb_store_rounds(s, dst, &rv, &nr) == LB_OK && nr == 1);
+    CHECK(nr == 1 && rv[0].state && !strcmp(rv[0].state, "tsrc-r1") && !strcmp(rv[0].prompt, "plot the trend"));
+    lb_rounds_free(rv, nr);
+    char of[33];
+    int ofr = 0;
+    CHECK(lb_store_task_fork_of(s, dst, of, sizeof of, &ofr) == LB_OK && !strcmp(of, src) && ofr == 1);
+    CHECK(lb_store_task_fork_of(s, src, of, sizeof of, &ofr) == LB_OK && of[0] == '\0' && ofr == 0);
+    /* its events are round 1's, and it takes its own next round */
+    char type[16];
+    cJSON *d = event_data(s, dst, seq, type);
+    CHECK_STR(type, "status");
+    cJSON_Delete(d);
+    d = event_data(s, dst, seq + 2, type);
+    CHECK(d == NULL); /* round 2's event stayed with the source */
+    lb_round_new m2 = {.task_id = dst, .prompt = "other two"};
+    CHECK(lb_store_round_begin(s, &m2, &n) == LB_OK && n == 2);
+    /* a fork of a fork */
+    CHECK(lb_random_hex(dst2, sizeof dst2, 16) == LB_OK);
+    lb_fork f2 = {.src_id = dst, .round = 1, .new_id = dst2};
+    CHECK(lb_store_task_fork(s, &f2) == LB_OK);
+    lb_store_close(s);
+}
+
 /* A database of schema v8 (written before rounds) becomes v9: each task
  * a one-round conversation with its answer, usage and outputs; its
  * events round 1's. The v8 database is made by this build's own
@@ -251,6 +303,7 @@ TEST(v8_database_migrates_to_rounds)
                        "DROP TRIGGER tasks_round_first; DROP TRIGGER tasks_round_copy;"
                        "DROP TABLE rounds; DROP TABLE task_sandboxes; DROP TABLE shares;"
                        "ALTER TABLE tasks DROP COLUMN round; ALTER TABLE events DROP COLUMN round;"
+                       "ALTER TABLE tasks DROP COLUMN fork_of; ALTER TABLE tasks DROP COLUMN fork_round;"
                        "UPDATE meta SET value = '8' WHERE key = 'schema_version';"
                        "INSERT INTO tasks(id,status,prompt,model,max_turns,created_ms,finished_ms,turns,prompt_tokens,answer)"
                        " VALUES('0123456789abcdef0123456789abcdef','succeeded','old','m',5,1,9,4,40,'42');"
@@ -288,6 +341,7 @@ int main(void)
     RUN(a_round_counts_in_the_owners_limit);
     RUN(kept_sandboxes_are_capped_across_tasks);
     RUN(shares_expire_and_go_with_their_task);
+    RUN(a_fork_copies_the_conversation_up_to_its_round);
     RUN(v8_database_migrates_to_rounds);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
