@@ -26,7 +26,7 @@
 static cJSON *share_json(const lb_share *sh)
 {
     char url[96], api_url[96];
-    snprintf(url, sizeof url, "/#share=%s", sh->id);
+    snprintf(url, sizeof url, "/shared.html#%s", sh->id);
     snprintf(api_url, sizeof api_url, "/api/shared/%s", sh->id);
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddStringToObject(o, "id", sh->id) || !cJSON_AddStringToObject(o, "url", url) ||

@@ -4,7 +4,10 @@
 //   the message box under the ended task, a message with a file sent from
 //   it, the second round streaming in under its divider, the conversation
 //   of two rounds with the outputs marked new / changed / removed against
-//   round 1, the kept-sandbox note, no console errors. Screenshot to $SHOTS.
+//   round 1, the kept-sandbox note; Share: the link opens read-only in a
+//   browser without the owner's session (thread, answer, file links, no
+//   message box); Fork from round 1: a new task with round 1's answer and
+//   its message box; no console errors. Screenshots to $SHOTS.
 //
 //   node followup_e2e.mjs http://127.0.0.1:PORT/ TASK_ID
 import { chromium } from 'playwright-core';
@@ -68,6 +71,33 @@ await block('followup_page', async () => {
   check('followup_turns_per_round', turns.includes('Turn 1') && turns.includes('Round 2 · turn 1'), turns.join('|'));
   await page.locator('#followup-prompt').waitFor({ timeout: 10000 });
   await page.screenshot({ path: join(shots, 'followup-thread.png'), fullPage: true });
+
+  // share: a link that opens without any login, read-only
+  await page.locator('.task-actions button', { hasText: 'Share' }).click();
+  const shareLink = page.locator('.share-box a');
+  await shareLink.waitFor({ timeout: 10000 });
+  const url = await shareLink.getAttribute('href');
+  check('share_link_shown', /\/shared\.html#[0-9a-f]{32}$/.test(url), url);
+  const other = await browser.newContext();
+  const anon = await other.newPage();
+  anon.on('pageerror', (e) => errors.push(String(e)));
+  await anon.goto(url);
+  await anon.locator('#shared-view .rounds .round').nth(1).waitFor({ timeout: 15000 });
+  const shared = await anon.locator('#shared-view').innerText();
+  check('share_view_thread_and_answer', /Round 2/.test(shared) && /blue done/.test(shared), shared.slice(0, 300));
+  check('share_view_no_message_box', (await anon.locator('#followup-prompt').count()) === 0);
+  const dl = anon.locator('#shared-view a', { hasText: 'legend.txt' });
+  check('share_view_file_link', (await dl.count()) === 1 && /^\/dl\//.test(await dl.getAttribute('href')));
+  await anon.screenshot({ path: join(shots, 'followup-shared.png'), fullPage: true });
+  await other.close();
+
+  // fork from round 1: a new task with round 1 only, and its message box
+  await page.locator('.rounds .round').first().locator('button', { hasText: 'Fork from round 1' }).click();
+  await page.waitForURL((u) => !u.hash.includes(taskId) && /#task=[0-9a-f]{32}$/.test(u.hash), { timeout: 15000 });
+  await page.locator('#followup-prompt').waitFor({ timeout: 20000 });
+  const head = await page.locator('.answer').innerText();
+  check('fork_shows_round1_answer', /red done/.test(head), head);
+  check('fork_offers_fresh_or_restore', /no longer kept/.test(await page.locator('.followup-note').innerText()));
 });
 check('followup_no_console_errors', errors.length === 0, errors.join(' | '));
 await browser.close();

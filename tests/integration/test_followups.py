@@ -364,7 +364,7 @@ def share_links(st, token):
     code, _, resp = st.request("POST", "/api/tasks/%s/shares" % tid, None, auth)
     assert code == 201, (code, resp)
     sh = json.loads(resp)
-    assert sh["url"] == "/#share=" + sh["id"] and sh["expires_ms"] > time.time() * 1000 + 6 * 86400 * 1000, sh
+    assert sh["url"] == "/shared.html#" + sh["id"] and sh["expires_ms"] > time.time() * 1000 + 6 * 86400 * 1000, sh
     # the shared view, without any credentials: the thread, the answer, the files
     code, _, resp = st.request("GET", sh["api_url"])
     assert code == 200, (code, resp)

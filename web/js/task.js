@@ -78,6 +78,9 @@ export class TaskView {
       title: 'Play this run\'s tool calls again in a fresh sandbox, without asking the model',
     }, 'Replay');
     this.deleteButton = h('button', { type: 'button', class: 'button button-quiet', hidden: true, onclick: () => this.askDelete() }, 'Delete');
+    // follow-ups: a read-only link for someone without an account
+    this.shareButton = h('button', { type: 'button', class: 'button button-quiet', hidden: true, onclick: () => this.share() }, 'Share');
+    this.shareBox = h('p', { class: 'share-box', role: 'status', hidden: true });
     this.confirmBox = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Delete this task?', hidden: true });
     this.actionMessage = h('p', { class: 'form-error', role: 'alert', hidden: true });
     this.promptEl = h('div', { class: 'task-prompt' });
@@ -101,8 +104,10 @@ export class TaskView {
         h('div', { class: 'task-title-row' },
           h('h1', { id: 'task-title', class: 'view-title', tabindex: '-1' }, 'Task'),
           this.chip),
-        h('div', { class: 'task-actions' }, this.stopButton, this.rerunButton, this.replayButton, this.deleteButton)),
+        h('div', { class: 'task-actions' }, this.stopButton, this.rerunButton, this.replayButton, this.shareButton,
+          this.deleteButton)),
       this.confirmBox,
+      this.shareBox,
       this.statusLine,
       this.meter,
       this.actionMessage,
@@ -399,6 +404,7 @@ export class TaskView {
     this.chip.textContent = statusLabel(status);
     show(this.stopButton, !isFinal(status));
     show(this.replayButton, isFinal(status));
+    show(this.shareButton, isFinal(status));
     this.onStatus(this.id, status);
     this.renderStatus();
   }
@@ -583,7 +589,40 @@ export class TaskView {
   renderThread() {
     if (!this.task) return;
     show(this.threadEl, true);
-    renderThread(this.threadEl, this.task, { onSent: () => this.reopen() });
+    renderThread(this.threadEl, this.task, { onSent: () => this.reopen(), onFork: (n) => this.fork(n) });
+  }
+
+  /** A new task from the conversation as at the end of round n. */
+  async fork(n) {
+    const id = this.id;
+    this.showActionMessage('');
+    try {
+      const task = await api.fork(id, n);
+      if (this.id !== id) return;
+      this.onStarted(task.id);
+    } catch (e) {
+      if (this.id === id) this.showActionMessage(`The task could not be forked. ${e.message}`);
+    }
+  }
+
+  /** A share link: shown with its expiry, to copy. */
+  async share() {
+    const id = this.id;
+    this.shareButton.disabled = true;
+    try {
+      const s = await api.share(id);
+      if (this.id !== id) return;
+      const url = new URL(`/shared.html#${s.id}`, location.href).href;
+      clear(this.shareBox);
+      this.shareBox.append('Anyone with this link can read the task until ',
+        dateTime(s.expires_ms), ': ', h('a', { href: url, class: 'mono share-url', target: '_blank', rel: 'noopener' }, url),
+        '. Deleting the task ends it.');
+      show(this.shareBox, true);
+    } catch (e) {
+      if (this.id === id) this.showActionMessage(`No share link could be made. ${e.message}`);
+    } finally {
+      this.shareButton.disabled = false;
+    }
   }
 
   /** Shows the task again from its start: a new round has begun. */

@@ -31,13 +31,13 @@ const SANDBOX_NOTE = {
   fresh: 'fresh sandbox: files only',
 };
 
-function roundCard(taskId, round, prev, isLast) {
+function roundCard(taskId, round, prev, isLast, onFork) {
   const marks = outputMarks(prev ? prev.artifacts : null, round.artifacts);
   const files = h('ul', { class: 'round-files' },
     ...marks.map((f) => h('li', { class: `round-file${f.mark ? ` is-${f.mark}` : ''}` },
       f.mark ? h('span', { class: `mark mark-${f.mark}` }, f.mark) : null,
       // the files on disk are the last round's: earlier rounds' are listed
-      isLast && f.mark !== 'removed'
+      isLast && f.mark !== 'removed' && onFork
         ? h('a', { href: artifactUrl(taskId, f.path), download: f.path.split('/').pop() }, f.path)
         : h('span', { class: 'mono' }, f.path),
       h('span', { class: 'muted' }, ` ${bytes(f.size)}`))));
@@ -58,7 +58,11 @@ function roundCard(taskId, round, prev, isLast) {
     round.answer ? h('div', { class: 'round-answer text-block' }, String(round.answer))
       : h('p', { class: 'muted' }, round.reason ? sentence(round.reason)
         : isFinal(round.status) ? 'No answer.' : 'Running…'),
-    marks.length ? files : null);
+    marks.length ? files : null,
+    onFork && isFinal(round.status) ? h('div', { class: 'round-actions' },
+      h('button', { type: 'button', class: 'button button-quiet button-small', onclick: () => onFork(round.round),
+        title: 'A new task that starts from the conversation and the files as at the end of this round' },
+      `Fork from round ${round.round}`)) : null);
 }
 
 function chip(status) {
@@ -66,17 +70,19 @@ function chip(status) {
 }
 
 /** The conversation section: the rounds, and the message box once the task
- * has ended. onSent(answer) after a message was accepted. */
-export function renderThread(root, task, { onSent } = {}) {
+ * has ended. onSent(answer) after a message was accepted; onFork(round)
+ * from a round's Fork button; readOnly (a shared view): neither. */
+export function renderThread(root, task, { onSent, onFork, readOnly = false } = {}) {
   clear(root);
   const rounds = Array.isArray(task.rounds) ? task.rounds : [];
   if (rounds.length > 1) {
     root.append(h('h2', { id: 'thread-title', class: 'section-title' }, 'Conversation ',
       h('span', { class: 'section-count' }, `(${plural(rounds.length, 'round', 'rounds')})`)),
     h('ol', { class: 'rounds', 'aria-labelledby': 'thread-title' },
-      ...rounds.map((r, i) => roundCard(task.id, r, i ? rounds[i - 1] : null, i === rounds.length - 1))));
+      ...rounds.map((r, i) => roundCard(task.id, r, i ? rounds[i - 1] : null, i === rounds.length - 1,
+        readOnly ? null : onFork))));
   }
-  if (!isFinal(task.status) || (task.options && task.options.mode === 'llm')) return;
+  if (readOnly || !isFinal(task.status) || (task.options && task.options.mode === 'llm')) return;
   root.append(messageBox(task, onSent));
 }
 
