@@ -35,7 +35,7 @@ def main():
         return 0
     shots = os.environ.get("SHOTS") or os.path.join(HERE, "screenshots")
     os.makedirs(shots, exist_ok=True)
-    with Stack(SCENARIO, env={"LLMBOX_POOL_SIZE": "0"}) as s:
+    with Stack(SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "600"}) as s:
         code, t = s.create_task("[conv-p] draw a chart")
         assert code == 201, (code, t)
         t = s.wait_task(t["id"])

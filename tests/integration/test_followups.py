@@ -411,11 +411,11 @@ def main():
     if not image_ready():
         print("SKIP followups: no sandbox image (var/images/default)")
         return
-    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0"}) as st:
+    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "600"}) as st:
         rep.run("followup_three_rounds_in_the_kept_sandbox", three_rounds, st)
         rep.run("followup_409_while_running_then_after_cancel", busy_then_cancelled, st)
     tok, hsh = new_user("ann")
-    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0"}, conf='[user "ann"]\ntoken_sha256 = %s\n' % hsh) as st:
+    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "600"}, conf='[user "ann"]\ntoken_sha256 = %s\n' % hsh) as st:
         rep.run("share_link_without_login_refused_after_delete", share_links, st, tok)
     with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "2"}) as st:
         rep.run("followup_after_keep_time_restored_missing_fresh", keep_time_passed, st)
