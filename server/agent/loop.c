@@ -255,6 +255,42 @@ static int round_lease_s(const run *r)
     return s > 86400 ? 86400 : (int)s;
 }
 
+/* A later round's sandbox, adopted or restored: the round's new inputs
+ * beside the earlier ones, and the last round's answer.txt removed (this
+ * round's answer must be its own). */
+static int prepare_round(run *r, char *err, size_t errsz)
+{
+    size_t n = 0;
+    int rc = lb_followup_copy_inputs(r->conn, r->sb_id, r->o->input_dir, r->o->round_inputs,
+                                     lb_layout_input_dir(r->opts.layout), &n, err, errsz);
+    lbsb_exec_out out;
+    memset(&out, 0, sizeof out);
+    if (rc == LB_OK)
+        rc = lbsb_exec(r->conn, r->sb_id, "rm -f " SB_ANSWER, 30000, &out, err, errsz);
+    lbsb_exec_out_free(&out);
+    return rc;
+}
+
+/* Creates the round's sandbox from spec (with a lease when the task keeps
+ * its sandbox between rounds: r->lease_key gets its key). */
+static int create_sandbox(run *r, lbsb_spec *spec, char *err, size_t errsz)
+{
+    const lb_config *cfg = r->o->cfg;
+    const lb_loop_opts *o = r->o;
+    spec->image = o->image && *o->image ? o->image : cfg->default_image;
+    spec->network = o->network && *o->network ? o->network : NULL;
+    spec->memory_mib = cfg->sandbox_memory_mib;
+    spec->pids = cfg->sandbox_pids;
+    spec->lease_s = o->keep_s > 0 ? round_lease_s(r) : 0;
+    int rc = spec->lease_s ? lbsb_create_leased(r->conn, spec, r->sb_id, sizeof r->sb_id, r->lease_key,
+                                                sizeof r->lease_key, err, errsz)
+                           : lbsb_create(r->conn, spec, r->sb_id, sizeof r->sb_id, err, errsz);
+    if (rc != LB_OK)
+        r->sb_id[0] = '\0';
+    r->leased = rc == LB_OK && spec->lease_s > 0;
+    return rc;
+}
+
 /* A later round: adopts the last round's sandbox (kept: everything as it
  * was), copying the round's new inputs in. LB_OK when adopted;
  * LB_E_NOTFOUND when it is gone (its keep time passed, the machine
@@ -279,18 +315,7 @@ static int adopt_kept(run *r, char *err, size_t errsz)
     r->how = LB_FOLLOWUP_KEPT;
     /* kept frozen between rounds: no CPU while nobody talks to it */
     rc = lbsb_thaw(r->conn, r->sb_id, err, errsz);
-    if (rc != LB_OK)
-        return rc;
-    size_t n = 0;
-    rc = lb_followup_copy_inputs(r->conn, r->sb_id, o->input_dir, o->round_inputs,
-                                 lb_layout_input_dir(r->opts.layout), &n, err, errsz);
-    lbsb_exec_out out;
-    memset(&out, 0, sizeof out);
-    /* this round's answer must not be the last one's */
-    if (rc == LB_OK)
-        rc = lbsb_exec(r->conn, r->sb_id, "rm -f " SB_ANSWER, 30000, &out, err, errsz);
-    lbsb_exec_out_free(&out);
-    return rc;
+    return rc == LB_OK ? prepare_round(r, err, errsz) : rc;
 }
 
 /* A later round whose kept sandbox is gone: a new one from the state
@@ -299,35 +324,12 @@ static int adopt_kept(run *r, char *err, size_t errsz)
  * err saying why; else the sandbox's error. */
 static int restore_state(run *r, char *err, size_t errsz)
 {
-    const lb_config *cfg = r->o->cfg;
-    const lb_loop_opts *o = r->o;
-    lbsb_spec spec = {
-        .image = o->image && *o->image ? o->image : cfg->default_image,
-        .network = o->network && *o->network ? o->network : NULL,
-        .memory_mib = cfg->sandbox_memory_mib,
-        .pids = cfg->sandbox_pids,
-        .lease_s = o->keep_s > 0 ? round_lease_s(r) : 0,
-        .restore = o->restore_state,
-    };
-    int rc = spec.lease_s ? lbsb_create_leased(r->conn, &spec, r->sb_id, sizeof r->sb_id, r->lease_key,
-                                               sizeof r->lease_key, err, errsz)
-                          : lbsb_create(r->conn, &spec, r->sb_id, sizeof r->sb_id, err, errsz);
-    if (rc != LB_OK) {
-        r->sb_id[0] = '\0';
+    lbsb_spec spec = {.restore = r->o->restore_state};
+    int rc = create_sandbox(r, &spec, err, errsz);
+    if (rc != LB_OK)
         return rc;
-    }
-    r->leased = spec.lease_s > 0;
     r->how = LB_FOLLOWUP_RESTORED;
-    size_t n = 0;
-    /* the round's new inputs, beside the restored ones */
-    rc = lb_followup_copy_inputs(r->conn, r->sb_id, o->input_dir, o->round_inputs,
-                                 lb_layout_input_dir(r->opts.layout), &n, err, errsz);
-    lbsb_exec_out out;
-    memset(&out, 0, sizeof out);
-    if (rc == LB_OK)
-        rc = lbsb_exec(r->conn, r->sb_id, "rm -f " SB_ANSWER, 30000, &out, err, errsz);
-    lbsb_exec_out_free(&out);
-    return rc == LB_OK ? LB_OK : LB_E_SANDBOX;
+    return prepare_round(r, err, errsz) == LB_OK ? LB_OK : LB_E_SANDBOX;
 }
 
 /* A fresh sandbox of a later round gets the last round's outputs. */
@@ -391,20 +393,8 @@ static int start_sandbox(run *r)
             rc = LB_OK;
     }
     if (rc == LB_OK && !adopted) {
-        lbsb_spec spec = {
-            .image = o->image && *o->image ? o->image : cfg->default_image,
-            .network = o->network && *o->network ? o->network : NULL,
-            .memory_mib = cfg->sandbox_memory_mib,
-            .pids = cfg->sandbox_pids,
-            .input_dir = o->input_dir,
-            .lease_s = o->keep_s > 0 ? round_lease_s(r) : 0,
-        };
-        if (spec.lease_s)
-            rc = lbsb_create_leased(r->conn, &spec, r->sb_id, sizeof r->sb_id, r->lease_key, sizeof r->lease_key,
-                                    err, sizeof err);
-        else
-            rc = lbsb_create(r->conn, &spec, r->sb_id, sizeof r->sb_id, err, sizeof err);
-        r->leased = rc == LB_OK && spec.lease_s;
+        lbsb_spec spec = {.input_dir = o->input_dir};
+        rc = create_sandbox(r, &spec, err, sizeof err);
         r->how = round > 1 ? LB_FOLLOWUP_FRESH : LB_FOLLOWUP_NEW;
         if (rc == LB_OK && o->sandbox_made)
             o->sandbox_made(o->sandbox_arg, r->sb_id, r->leased ? r->lease_key : "",

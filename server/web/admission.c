@@ -54,22 +54,35 @@ static int lb_admit_take(const lb_config *cfg, lb_admission *a, int keep_free, c
     return LB_OK;
 }
 
+/* A person's request starts: a cleared admission and the user's start
+ * (their limits: answered when refused). */
+static int lb_admit_start(lb_req *r, lb_admission *a)
+{
+    memset(a, 0, sizeof *a);
+    a->ticket.user = -1;
+    return lb_limits_start(r, &a->ticket);
+}
+
+/* No task slot is free: 429, the body drained. */
+static void lb_admit_no_slot(lb_req *r)
+{
+    lb_http_drain(r);
+    lb_http_error(r, 429, NULL,
+                  "The service is already running as many tasks as it may at once (%d); "
+                  "try again when one has finished.",
+                  r->cfg->max_concurrent_tasks);
+}
+
 int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage)
 {
     const lb_config *cfg = r->cfg;
-    memset(a, 0, sizeof *a);
-    a->ticket.user = -1;
-    int rc = lb_limits_start(r, &a->ticket);
+    int rc = lb_admit_start(r, a);
     if (rc != LB_OK)
         return rc; /* the user's own limits: answered */
     char dir[sizeof a->task_dir + 64];
     rc = lb_admit_take(cfg, a, 0, stage, dir, sizeof dir);
     if (rc == LB_E_BUSY) {
-        lb_http_drain(r);
-        lb_http_error(r, 429, NULL,
-                      "The service is already running as many tasks as it may at once (%d); "
-                      "try again when one has finished.",
-                      cfg->max_concurrent_tasks);
+        lb_admit_no_slot(r);
     } else if (rc == LB_E_INTERNAL) {
         lb_http_drain(r);
         lb_http_error(r, 500, NULL, "Could not make a task id.");
@@ -176,17 +189,11 @@ int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
 int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id)
 {
     const lb_config *cfg = r->cfg;
-    memset(a, 0, sizeof *a);
-    a->ticket.user = -1;
-    int rc = lb_limits_start(r, &a->ticket);
+    int rc = lb_admit_start(r, a);
     if (rc != LB_OK)
         return rc; /* the user's own limits: answered */
     if (lb_spawn_reserve_leaving(0) != LB_OK) {
-        lb_http_drain(r);
-        lb_http_error(r, 429, NULL,
-                      "The service is already running as many tasks as it may at once (%d); "
-                      "send the message again when one has finished.",
-                      cfg->max_concurrent_tasks);
+        lb_admit_no_slot(r);
         return LB_E_BUSY;
     }
     a->slot = 1;
