@@ -942,6 +942,8 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
         t = p;
     if (t >= 0 && (timeout < 0 || t < timeout))
         timeout = t;
+    if (timeout < 0 || timeout > 60000)
+        timeout = 60000; /* issue 14: the saved states' sweep runs once a minute */
     return timeout;
 }
 
@@ -968,7 +970,6 @@ int lbsd_serve(const lb_config *cfg, int lfd)
 {
     g_cfg = cfg;
     g_started_ms = lb_mono_ms();
-    lbsd_state_startup(cfg); /* issue 14: the saved states' store; saves cut short go */
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
