@@ -139,7 +139,9 @@ static int rst_parent(rst_ctx *r, const char *entry, const char *rel, const char
     if (fd < 0) {
         char why[200];
         snprintf(why, sizeof why, "is in a folder the sandbox cannot hold it in (%s)",
-                 errno == EXDEV ? "another filesystem" : errno == ELOOP ? "a symlink" : strerror(errno));
+                 errno == EXDEV                      ? "another filesystem"
+                 : errno == ELOOP || errno == ENOTDIR ? "a symlink or a file where a folder should be"
+                                                      : strerror(errno));
         rst_damaged(r, entry, why);
     }
     return fd;
