@@ -207,10 +207,14 @@ static int rst_entry(rst_ctx *r, struct archive_entry *e)
     if (type != AE_IFDIR && type != AE_IFREG && type != AE_IFLNK)
         return rst_damaged(r, entry, "is a device, fifo or socket, which a saved state never holds");
     int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
-    if (size < 0 || (type == AE_IFREG && (uint64_t)size > r->caps->max_bytes - r->bytes))
-        return r->rc = lbst_fail(LBST_EXIT_DAMAGED,
-                                 "saved state is damaged: its files are larger than the new sandbox's disk "
-                                 "(%llu MiB) at \"%.300s\"",
+    if (size < 0)
+        return rst_damaged(r, entry, "has a negative size");
+    /* a state too big for the disk asked for is not damaged: the client can
+     * ask for more (sandboxd says how) */
+    if (type == AE_IFREG && (uint64_t)size > r->caps->max_bytes - r->bytes)
+        return r->rc = lbst_fail(LBST_EXIT_TOOBIG,
+                                 "the saved state's files are larger than the new sandbox's disk (%llu MiB) at "
+                                 "\"%.300s\"",
                                  (unsigned long long)(r->caps->max_bytes >> 20), entry);
     if (type == AE_IFREG)
         r->bytes += (uint64_t)size;

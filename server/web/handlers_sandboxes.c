@@ -250,8 +250,8 @@ static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
     rc = lbsb_create_leased(s->conn, &spec, sid, sizeof sid, s->lease_key, sizeof s->lease_key, err, sizeof err);
     if (rc == LB_E_UNAVAILABLE && !err[0])
         snprintf(err, sizeof err, "%s", lb_strerror(rc));
-    if (sp->snapshot[0] && (rc == LB_E_NOTFOUND || rc == LB_E_INVAL)) {
-        lb_snapshot_restore_error(r, sp->snapshot, rc, err); /* issue 14: 404 or 422 */
+    if (sp->snapshot[0] && (rc == LB_E_NOTFOUND || rc == LB_E_INVAL || rc == LB_E_TOOBIG)) {
+        lb_snapshot_restore_error(r, sp->snapshot, rc, err); /* issue 14: 404, 413 or 422 */
         return 0;
     }
     if (rc == LB_E_INVAL || rc == LB_E_NOTFOUND) { /* notfound: no such image */
