@@ -122,8 +122,9 @@
  *   create   ... restore: "<state>": the new sandbox starts with that state's
  *            files, and its shell in the saved cwd with the saved exported
  *            variables. A state this uid does not have: "notfound"; a damaged
- *            or hostile one: "invalid", "saved state is damaged: <why>", and
- *            no sandbox is left. Entries are applied through the new
+ *            or hostile one: "invalid", "saved state is damaged: <why>"; one
+ *            whose files do not fit the new sandbox's disk_mib: "toobig".
+ *            Either way no sandbox is left. Entries are applied through the new
  *            sandbox's own filesystem with its own root's rights: never
  *            through a symlink, never outside its writable layer.
  *   state_delete {state} -> {}   ("notfound" if there is none)
