@@ -74,6 +74,8 @@ static void lb_pause_set(lb_req *r, int pause)
         return;
     }
     int rc = pause ? lbsb_freeze(s->conn, s->sbx_id, err, sizeof err) : lbsb_thaw(s->conn, s->sbx_id, err, sizeof err);
+    if (!rc)
+        lb_sbx_set_paused(s, pause);
     lb_sbx_unlock(s);
     if (rc) {
         lb_pause_rpc_error(r, s, rc, pause ? "pause" : "resume", err);

@@ -30,11 +30,14 @@ def t_pause_resume(st):
     sid = api.create()["id"]
     s, o = api.json("POST", "/api/sandboxes/%s/pause" % sid)
     assert s == 200 and o == {"id": sid, "paused": True}, (s, o)
+    s, o = api.json("GET", "/api/sandboxes/" + sid)
+    assert s == 200 and o["paused"] is True and o["status"] == "running", (s, o)
     s, o = api.json("POST", "/api/sandboxes/%s/exec" % sid, {"command": "echo hi"})
     assert s == 409 and "frozen" in o.get("error", {}).get("message", str(o)), (s, o)
     s, o = api.json("POST", "/api/sandboxes/%s/resume" % sid)
     assert s == 200 and o == {"id": sid, "paused": False}, (s, o)
     assert api.exec(sid, "echo back")["stdout"] == "back\n"
+    assert api.json("GET", "/api/sandboxes/" + sid)[1]["paused"] is False
     s, o = api.json("POST", "/api/sandboxes/%s/pause" % ("0" * 32))
     assert s == 404, (s, o)
     s, _, _ = api.call("POST", "/api/sandboxes/%s/pause" % sid, token="")
