@@ -111,8 +111,12 @@ def check_freeze_stops_cpu(d):
     time.sleep(1.0)
     t2 = cpu_ticks(pid)
     assert t2 == t1, "a frozen sandbox's busy loop got CPU: %d -> %d ticks" % (t1, t2)
-    for req in ({"op": "exec", "id": sid, "command": "true"}, {"op": "stat", "id": sid, "path": "/"}):
-        r = c.call(req)
+    for req, data in (({"op": "exec", "id": sid, "command": "true"}, None),
+                      ({"op": "stat", "id": sid, "path": "/"}, None),
+                      ({"op": "read", "id": sid, "path": "/etc/hostname"}, None),
+                      ({"op": "list", "id": sid, "path": "/testbed"}, None),
+                      ({"op": "write", "id": sid, "path": "/testbed/x"}, b"x")):
+        r = c.call(req, data)
         assert r.get("error") == "busy" and "sandbox is frozen" in r.get("message", ""), r
     # a frozen sandbox saves as it is, and stays frozen
     ok(c.call({"op": "save", "id": sid, "state": "frozen"}))
@@ -151,6 +155,29 @@ def check_cap(d):
     assert "disk" in r.get("message", ""), r
     assert ok(c.call({"op": "ping"}))["sandboxes"] == before
     c.destroy(sid)
+    c.close()
+
+
+def check_restore_with_input_dir(d):
+    """create with input_dir and restore: the state's files, then the inputs."""
+    import tempfile
+    c = d.connect()
+    sid = c.create()
+    sh(c, sid, "mkdir -p /testbed/input && echo from-state > /testbed/input/old.txt && echo s > /testbed/s.txt")
+    ok(c.call({"op": "save", "id": sid, "state": "with-input"}))
+    c.destroy(sid)
+    src = tempfile.mkdtemp(prefix="llmbox-state-in-")
+    try:
+        with open(os.path.join(src, "new.txt"), "w") as f:
+            f.write("from-input\n")
+        os.chmod(src, 0o755)
+        s2 = ok(c.call({"op": "create", "restore": "with-input", "input_dir": src}))["id"]
+        out = sh(c, s2, "cat /testbed/s.txt /testbed/input/old.txt /testbed/input/new.txt")
+        assert out == "s\nfrom-state\nfrom-input\n", out
+        c.destroy(s2)
+    finally:
+        import shutil
+        shutil.rmtree(src)
     c.close()
 
 
@@ -214,6 +241,25 @@ def read_bytes(p):
         return b""
 
 
+def children(pid):
+    out = []
+    for t in glob.glob("/proc/%d/task/*/children" % pid):
+        out += [int(x) for x in read_bytes(t).split()]
+    return out
+
+
+def stateio_helpers(daemon_pid, mode):
+    """/proc/<pid>/cmdline of the state helpers sandboxd runs (its
+    grandchildren: sandboxd > a clone that waits > llmbox-stateio)."""
+    out = []
+    for c in children(daemon_pid):
+        for g in children(c):
+            p = "/proc/%d/cmdline" % g
+            if read_bytes(p).startswith(b"llmbox-stateio\0" + mode):
+                out.append(p)
+    return out
+
+
 def check_kill9(_):
     """kill -9 of sandboxd during a save and during a restore."""
     env = {"LLMBOX_POOL_SIZE": "0"}
@@ -251,9 +297,9 @@ def check_kill9(_):
         saved = open(os.path.join(sd, "k2.state"), "rb").read()
         c2.send({"op": "create", "restore": "k2", "memory_mib": 1024, "disk_mib": 900})
         helpers = []
-        deadline = time.time() + 10
+        deadline = time.time() + 20
         while not helpers and time.time() < deadline:
-            helpers = [p for p in glob.glob("/proc/[0-9]*/cmdline") if read_bytes(p).startswith(b"llmbox-stateio\0restore")]
+            helpers = stateio_helpers(d2.proc.pid, b"restore")
         time.sleep(0.05)
         os.kill(d2.proc.pid, signal.SIGKILL)
         d2.proc.wait()
@@ -288,6 +334,7 @@ def main():
         p.run("freeze_stops_cpu_thaw_resumes", check_freeze_stops_cpu, d)
         p.run("cap_toobig_keeps_nothing", check_cap, d)
         p.run("state_list_delete_notfound", check_store_ops, d)
+        p.run("restore_with_input_dir", check_restore_with_input_dir, d)
     p.run("sweep_old_states_and_cut_saves_at_start", check_sweep_and_startup, None)
     p.run("kill9_during_save_and_restore_loses_nothing", check_kill9, None)
     return p.exit_code()
