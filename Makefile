@@ -168,6 +168,9 @@ build-fuzz/obj/%.o: %.c
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $< $(FUZZ_LIBOBJ) $(TEST_LDLIBS)
+# the state helper's name check (issue 14) is not in LIBOBJ: its own object
+build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/stateio/stateio_path.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
 fuzz-build: $(FUZZ_BIN)
 # keep the instrumented objects (make would delete them as intermediates and

@@ -121,9 +121,11 @@
  *            frozen one is saved as it is and stays frozen.
  *   create   ... restore: "<state>": the new sandbox starts with that state's
  *            files, and its shell in the saved cwd with the saved exported
- *            variables. A state this uid does not have: "notfound"; a damaged
- *            or hostile one: "invalid", "saved state is damaged: <why>", and
- *            no sandbox is left. Entries are applied through the new
+ *            variables; input_dir, if given, is copied in after the state
+ *            (beside the saved /testbed/input). A state this uid does not have: "notfound"; a damaged
+ *            or hostile one: "invalid", "saved state is damaged: <why>"; one
+ *            whose files do not fit the new sandbox's disk_mib: "toobig".
+ *            Either way no sandbox is left. Entries are applied through the new
  *            sandbox's own filesystem with its own root's rights: never
  *            through a symlink, never outside its writable layer.
  *   state_delete {state} -> {}   ("notfound" if there is none)

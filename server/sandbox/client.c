@@ -665,15 +665,21 @@ int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_
     return LB_OK;
 }
 
-int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+/* {id} -> {}: destroy, and issue 14's freeze and thaw */
+static int lbsb_simple(lbsb_conn *c, const char *op, const char *id, char *errbuf, size_t errsz)
 {
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc)
         return rc;
     cJSON *resp;
-    rc = lbsb_call(c, lbsb_req("destroy", id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    rc = lbsb_call(c, lbsb_req(op, id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
     cJSON_Delete(resp);
     return rc;
+}
+
+int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+{
+    return lbsb_simple(c, "destroy", id, errbuf, errsz);
 }
 
 int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz)
@@ -729,17 +735,6 @@ int lbsb_adopt(lbsb_conn *c, const char *id, const char *key, int lease_s, char 
 }
 
 /* ---- a sandbox's state (issue 14) ------------------------------------------ */
-
-static int lbsb_simple(lbsb_conn *c, const char *op, const char *id, char *errbuf, size_t errsz)
-{
-    int rc = lbsb_check_id(id, errbuf, errsz);
-    if (rc)
-        return rc;
-    cJSON *resp;
-    rc = lbsb_call(c, lbsb_req(op, id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
-    cJSON_Delete(resp);
-    return rc;
-}
 
 int lbsb_freeze(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
 {

@@ -67,6 +67,10 @@ static void st_restore_run(lbsd_job *j)
         j->rc = LB_E_SANDBOX;
         snprintf(j->msg, sizeof j->msg, "the new sandbox's shell did not take the saved cwd and environment");
     }
+    /* the create's inputs after the state: beside the saved files, never
+     * under a folder the state empties */
+    if (j->rc == LB_OK && j->state)
+        j->rc = lbsd_sandbox_load_input(sb, (const char *)j->state, j->uid, j->gid, j->msg, sizeof j->msg);
     if (j->rc != LB_OK) {
         lb_warn("sandbox %s: restore of %s failed: %s", sb->id, j->req.state, j->msg);
         if (j->rc == LB_E_TOOBIG) {

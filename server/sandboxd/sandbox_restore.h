@@ -16,7 +16,8 @@ struct lbsd_job;
  * LB_E_NOTFOUND and a sentence in msg. */
 LB_MUST_CHECK int lbsd_restore_check(const lb_config *cfg, uid_t uid, const char *name, char *msg, size_t msgsz);
 /* Makes j (whose sb is made and not yet anyone's; req.state names the
- * state; uid is the client's) the restore that follows, and hands it to a
+ * state; uid is the client's; state, when not NULL, the create's input_dir,
+ * copied after the restore) the restore that follows, and hands it to a
  * worker. Its end comes back as an LBSD_JOB_STATE job whose sb is the
  * restored sandbox, or NULL (destroyed) with rc and msg. */
 void lbsd_restore_submit(struct lbsd_job *j);

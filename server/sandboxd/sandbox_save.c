@@ -115,6 +115,7 @@ void lbsd_state_startup(const lb_config *cfg)
     if (st_make_dir(cfg, 0, dir, sizeof dir) != LB_OK)
         lb_warn("cannot make the saved states' store under %s/sandboxd: %s", cfg->var_dir, strerror(errno));
     st_each(cfg, st_drop_tmp, NULL);
+    lbsd_state_sweep(cfg, lb_mono_ms());
 }
 
 static void st_drop_old(int dirfd, const char *name, void *arg)

@@ -21,11 +21,13 @@ struct lbsd_job;
 
 #define LBSD_STATE_MAX_ENTRIES 200000u /* entries of one state: a Python venv is ~20,000 */
 
-/* Startup: makes the store and removes what a save cut short (a crash of
- * sandboxd, kill -9) left: temporary files, never a saved state. */
+/* Startup: makes the store, removes what a save cut short (a crash of
+ * sandboxd, kill -9) left (temporary files, never a saved state) and
+ * sweeps the old states. */
 void lbsd_state_startup(const lb_config *cfg);
 /* Removes states older than sandbox_state_max_age_s; at most once a
- * minute whatever the calls (now: lb_mono_ms()). */
+ * minute whatever the calls (now: lb_mono_ms()). The loop calls it on
+ * every pass and wakes at least once a minute. */
 void lbsd_state_sweep(const lb_config *cfg, int64_t now);
 /* The file of uid's state name into out. LB_E_INVAL when it does not fit. */
 LB_MUST_CHECK int lbsd_state_path(const lb_config *cfg, uid_t uid, const char *name, char *out, size_t outsz);

@@ -1,9 +1,9 @@
-/* Starting build/llmbox-stateio for a save or a restore (sandbox_save.h:
- * lbsd_stateio_run), on a worker thread. The helper is cloned without
- * SIGCHLD, so the loop's waitpid(-1) never takes its status (it is waited
- * for here with __WCLONE), and it is already inside the sandbox's user
- * namespace, as that namespace's root, when it execs: libarchive never runs
- * as host root nor in sandboxd. */
+/* Starting build/llmbox-stateio for a save or a restore (sandbox_stateio.h:
+ * lbsd_stateio_run), on a worker thread. Its parent is cloned without
+ * SIGCHLD and never execs, so the loop's waitpid(-1) never takes its status
+ * (it is waited for here with __WCLONE); the helper is already inside the
+ * sandbox's user namespace, as that namespace's root, when it execs:
+ * libarchive never runs as host root nor in sandboxd. */
 #include "sandboxd/sandbox_stateio.h"
 
 #include "common/status.h"
@@ -36,16 +36,20 @@ typedef struct st_spawn {
 
 /* In the clone: only system calls until the exec (a copy of a threaded
  * process). The ids change with the raw calls for the reason init's do
- * (sandbox_init.c). */
+ * (sandbox_init.c). It forks the helper and waits for it, passing on its
+ * exit status (128 + the signal that killed it): an exec makes a child a
+ * plain SIGCHLD one again, which the loop's waitpid(-1) would take, while
+ * this one never execs and stays waitable here alone. */
 __attribute__((noreturn)) static void st_child(const st_spawn *sp)
 {
     static char *const envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
-        _exit(120);
     /* host root's supplementary groups must not come along */
     if (syscall(SYS_setgroups, 0, NULL) != 0 || setns(sp->userns_fd, CLONE_NEWUSER) != 0 ||
         syscall(SYS_setresgid, 0, 0, 0) != 0 || syscall(SYS_setresuid, 0, 0, 0) != 0)
         _exit(121);
+    /* after the id change, which clears it */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        _exit(120);
     int tmp[6];
     for (int i = 0; i < 5; i++)
         if ((tmp[i] = (int)fcntl(sp->fds[i], F_DUPFD, 16)) < 0)
@@ -69,8 +73,22 @@ __attribute__((noreturn)) static void st_child(const st_spawn *sp)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    syscall(SYS_execveat, 5, "", sp->argv, envp, AT_EMPTY_PATH);
-    _exit(127);
+    pid_t h = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+    if (h == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+            _exit(120);
+        syscall(SYS_execveat, 5, "", sp->argv, envp, AT_EMPTY_PATH);
+        _exit(127);
+    }
+    if (h < 0)
+        _exit(125);
+    /* the helper alone holds the state and the pipes now */
+    syscall(SYS_close_range, 0, ~0U, 0);
+    int st = 0;
+    while (waitpid(h, &st, 0) < 0)
+        if (errno != EINTR)
+            _exit(126);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0));
 }
 
 /* Bytes a peer wrote, kept printable: the helper's sentence names paths
@@ -168,8 +186,14 @@ int lbsd_stateio_run(const lb_config *cfg, const char *mode, int userns_fd, int 
     if (crc != LB_OK)
         kill(pid, SIGKILL);
     int st = 0;
-    while (waitpid(pid, &st, __WCLONE) < 0 && errno == EINTR)
+    pid_t w;
+    while ((w = waitpid(pid, &st, __WCLONE)) < 0 && errno == EINTR)
         ;
+    if (w != pid) {
+        /* cannot happen: nothing else waits for a clone child that never execs */
+        snprintf(msg, msgsz, "the state helper's end was lost: %s", strerror(errno));
+        goto out;
+    }
     st_printable(hmsg);
     st_printable(result);
     if (crc == LB_E_TIMEOUT) {
@@ -182,15 +206,16 @@ int lbsd_stateio_run(const lb_config *cfg, const char *mode, int userns_fd, int 
     } else if (WIFEXITED(st) && WEXITSTATUS(st) == ST_EXIT_DAMAGED) {
         rc = LB_E_INVAL;
         snprintf(msg, msgsz, "%s", hmsg);
-    } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGXFSZ) {
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGXFSZ) {
         rc = LB_E_TOOBIG;
         snprintf(msg, msgsz, "the state is larger than its cap of %llu MiB",
                  (unsigned long long)(max_bytes >> 20));
     } else if (hmsg[0]) {
         snprintf(msg, msgsz, "%s", hmsg);
     } else {
-        snprintf(msg, msgsz, "the state helper failed (%s %d)", WIFSIGNALED(st) ? "signal" : "exit status",
-                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        snprintf(msg, msgsz, "the state helper failed (%s %d)", code > 128 ? "signal" : "exit status",
+                 code > 128 ? code - 128 : code);
     }
 out:
     for (int i = 0; i < 2; i++) {

@@ -488,6 +488,11 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
         lbsd_reply_error(c, LB_E_NOTFOUND, "%s", msg);
         return;
     }
+    /* issue 14: with a restore, the inputs are copied after it (the
+     * restore job does it), so that they land beside the saved files */
+    const char *restore_input = req->state ? req->input_dir : NULL;
+    if (restore_input)
+        req->input_dir = NULL;
     lbsd_sandbox *sb = lbsd_pool_take(req);
     if (sb && !req->input_dir && !req->state) {
         /* a pool hit with nothing to copy: ready for its first command now */
@@ -506,6 +511,7 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
     j->uid = c->uid;
     j->gid = c->gid;
     j->net = net;
+    j->state = (void *)restore_input; /* issue 14: into j->req.json, which the job owns */
     c->creating = 1;
     if (sb && !j->req.input_dir) {
         lbsd_restore_submit(j); /* issue 14: a pool hit goes straight to its restore */
@@ -942,6 +948,8 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
         t = p;
     if (t >= 0 && (timeout < 0 || t < timeout))
         timeout = t;
+    if (timeout < 0 || timeout > 60000)
+        timeout = 60000; /* issue 14: the saved states' sweep runs once a minute */
     return timeout;
 }
 
@@ -968,7 +976,6 @@ int lbsd_serve(const lb_config *cfg, int lfd)
 {
     g_cfg = cfg;
     g_started_ms = lb_mono_ms();
-    lbsd_state_startup(cfg); /* issue 14: the saved states' store; saves cut short go */
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);

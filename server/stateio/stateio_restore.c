@@ -7,6 +7,7 @@
  * overlay itself (unlink in the merged view makes its whiteout). Any
  * refusal ends the restore: sandboxd then destroys the half-made sandbox. */
 #include "stateio/stateio.h"
+#include "stateio/stateio_path.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -20,7 +21,6 @@
 #include <unistd.h>
 
 #define RST_READ_BLOCK (64u << 10)
-#define RST_NAME_MAX 255
 #define RST_OWNER_MAX 65535u  /* the ids mapped into a sandbox */
 
 typedef struct rst_ctx {
@@ -35,37 +35,12 @@ static int rst_damaged(rst_ctx *r, const char *path, const char *why)
     return r->rc = lbst_fail(LBST_EXIT_DAMAGED, "saved state is damaged: entry \"%.300s\" %s", path, why);
 }
 
-/* Checks the entry's name and copies its path below "layer/" into rel
- * ("" for the root). Clean relative components only. */
+/* The entry's path below "layer/" into rel (stateio_path.c), or refused. */
 static int rst_check_path(rst_ctx *r, const char *name, char *rel, size_t relsz)
 {
-    if (!name)
-        return rst_damaged(r, "(no name)", "has no name");
-    size_t n = strlen(name);
-    if (n > LBST_PATH_MAX)
-        return rst_damaged(r, name, "has a path longer than 4096 bytes");
-    if (strncmp(name, "layer/", 6) != 0 && strcmp(name, "layer") != 0)
-        return rst_damaged(r, name, "is not under layer/");
-    const char *p = name + (name[5] ? 6 : 5);
-    size_t len = strlen(p);
-    while (len && p[len - 1] == '/')
-        len--;
-    if (len >= relsz)
-        return rst_damaged(r, name, "has a path longer than 4096 bytes");
-    memcpy(rel, p, len);
-    rel[len] = '\0';
-    int depth = 0;
-    for (const char *c = rel; *c;) {
-        const char *e = strchr(c, '/');
-        size_t cl = e ? (size_t)(e - c) : strlen(c);
-        if (cl == 0 || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.'))
-            return rst_damaged(r, name, "has an empty, \".\" or \"..\" component (a path out of the sandbox)");
-        if (cl > RST_NAME_MAX)
-            return rst_damaged(r, name, "has a name longer than 255 bytes");
-        if (++depth > LBST_DEPTH_MAX)
-            return rst_damaged(r, name, "is nested deeper than 128 folders");
-        c += cl + (e ? 1 : 0);
-    }
+    const char *why = NULL;
+    if (lbst_entry_path(name, rel, relsz, &why) != 0)
+        return rst_damaged(r, name ? name : "(no name)", why);
     return LBST_EXIT_OK;
 }
 
@@ -139,7 +114,9 @@ static int rst_parent(rst_ctx *r, const char *entry, const char *rel, const char
     if (fd < 0) {
         char why[200];
         snprintf(why, sizeof why, "is in a folder the sandbox cannot hold it in (%s)",
-                 errno == EXDEV ? "another filesystem" : errno == ELOOP ? "a symlink" : strerror(errno));
+                 errno == EXDEV                      ? "another filesystem"
+                 : errno == ELOOP || errno == ENOTDIR ? "a symlink or a file where a folder should be"
+                                                      : strerror(errno));
         rst_damaged(r, entry, why);
     }
     return fd;
@@ -230,10 +207,14 @@ static int rst_entry(rst_ctx *r, struct archive_entry *e)
     if (type != AE_IFDIR && type != AE_IFREG && type != AE_IFLNK)
         return rst_damaged(r, entry, "is a device, fifo or socket, which a saved state never holds");
     int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
-    if (size < 0 || (type == AE_IFREG && (uint64_t)size > r->caps->max_bytes - r->bytes))
-        return r->rc = lbst_fail(LBST_EXIT_DAMAGED,
-                                 "saved state is damaged: its files are larger than the new sandbox's disk "
-                                 "(%llu MiB) at \"%.300s\"",
+    if (size < 0)
+        return rst_damaged(r, entry, "has a negative size");
+    /* a state too big for the disk asked for is not damaged: the client can
+     * ask for more (sandboxd says how) */
+    if (type == AE_IFREG && (uint64_t)size > r->caps->max_bytes - r->bytes)
+        return r->rc = lbst_fail(LBST_EXIT_TOOBIG,
+                                 "the saved state's files are larger than the new sandbox's disk (%llu MiB) at "
+                                 "\"%.300s\"",
                                  (unsigned long long)(r->caps->max_bytes >> 20), entry);
     if (type == AE_IFREG)
         r->bytes += (uint64_t)size;

@@ -12,6 +12,7 @@
 #include "web/handlers_metrics.h"
 #include "web/handlers_rerun.h"
 #include "web/handlers_rollouts.h"
+#include "web/handlers_sandbox_pause.h"
 #include "web/handlers_sandbox_tools.h"
 #include "web/handlers_sandboxes.h"
 #include "web/handlers_session.h"
@@ -43,6 +44,12 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_get_file},
     {LB_M_PUT,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_put_file},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/tools/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_tool},
+    /* issue 14: pause, resume, snapshots ({sandbox} of /api/snapshots is the snapshot's id) */
+    {LB_M_POST,   "/api/sandboxes/{sandbox}/pause",         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_pause},
+    {LB_M_POST,   "/api/sandboxes/{sandbox}/resume",        LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_resume},
+    {LB_M_POST,   "/api/sandboxes/{sandbox}/snapshot",      LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_snapshot},
+    {LB_M_GET,    "/api/snapshots",                         LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshots_list},
+    {LB_M_DELETE, "/api/snapshots/{sandbox}",               LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshot_delete},
     {LB_M_ANY,    "/api/sandboxes/{sandbox}/*",             LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_no_route},
     {LB_M_GET,    "/api/health",                            LB_WHO_ANYONE,  "health",          lb_h_health},
     {LB_M_GET,    "/api/session",                           LB_WHO_ANYONE,  "session",         lb_h_session},

@@ -127,6 +127,12 @@ TEST(allow_lists)
         {"/api/sandboxes/" ID "/exec", "POST"},
         {"/api/sandboxes/" ID "/tools/bash", "POST"},
         {"/api/sandboxes/" ID "/files/tmp/x", "GET, HEAD, PUT"},
+        /* issue 14 */
+        {"/api/sandboxes/" ID "/pause", "POST"},
+        {"/api/sandboxes/" ID "/resume", "POST"},
+        {"/api/sandboxes/" ID "/snapshot", "POST"},
+        {"/api/snapshots", "GET, HEAD"},
+        {"/api/snapshots/" ID, "DELETE"},
     };
     char allow[64];
     size_t seen = 0;
