@@ -7,6 +7,8 @@ web, agents, sandboxd as root) and tests/fake_model.py:
     sandbox), and a file sent with the message; the model sees the whole
     conversation; rounds, their answers and outputs (new / removed) are in
     GET /api/tasks/{id}; events carry their round;
+  - "Replay" of the conversation plays every round's tool calls in one
+    run; "Run again" starts over from the first prompt with every input;
   - fork from round 1 (the conversation and the saved state of round 1,
     restored by the fork's next message) and from the last round (its
     files come along);
@@ -177,6 +179,21 @@ def three_rounds(st):
     assert code == 409 and "extra.csv" in m["error"]["message"], (code, m)
     code, t = st.get_json("/api/tasks/" + tid)
     assert t["round"] == 3 and t["status"] == "succeeded", t
+
+    # "Replay" of the conversation: every round's tool calls in one run
+    code, _, resp = st.request("POST", "/api/tasks/%s/rerun?replay=1" % tid)
+    assert code == 201, (code, resp)
+    rp = st.wait_task(json.loads(resp)["id"])
+    assert rp["status"] == "succeeded" and rp["answer"] == "round three done", (rp["status"], rp["reason"], rp["answer"])
+    assert sorted(a["path"] for a in rp["artifacts"]) == paths(rounds[2]), rp["artifacts"]
+    # "Run again": the first round's prompt, every round's inputs
+    code, _, resp = st.request("POST", "/api/tasks/%s/rerun" % tid)
+    assert code == 201, (code, resp)
+    ra = st.wait_task(json.loads(resp)["id"])
+    assert ra["status"] == "succeeded" and ra["answer"] == "round one done", ra
+    assert [i["path"] for i in ra["inputs"]] == ["extra.csv"], ra["inputs"]
+    for x in (rp["id"], ra["id"]):
+        st.request("DELETE", "/api/tasks/" + x)
 
     # fork from round 1: the conversation and the files as they were then
     code, _, resp = st.request("POST", "/api/tasks/%s/fork?round=1" % tid)
