@@ -302,8 +302,10 @@ static int run_task(lb_config *cfg, const char *id)
         .kept_id = kept.sandbox_id[0] ? kept.sandbox_id : NULL,
         .kept_key = kept.lease_key,
         .fresh = round.fresh,
-        /* llm mode has no sandbox to keep */
-        .keep_s = opts.mode == LB_RUN_LLM ? 0 : cfg->followup_keep_s,
+        /* llm mode has no sandbox to keep; a task with run options is an
+         * evaluation's run or a rollout's sample, which nobody continues:
+         * keeping (and saving) its sandbox would only cost memory and time */
+        .keep_s = opts.mode == LB_RUN_LLM || (task.options_json && *task.options_json) ? 0 : cfg->followup_keep_s,
         .sandbox_made = sandbox_made,
         .sandbox_keep = sandbox_keep,
         .sandbox_gone = sandbox_gone,
