@@ -305,7 +305,10 @@ static int run_task(lb_config *cfg, const char *id)
         /* llm mode has no sandbox to keep; a task with run options is an
          * evaluation's run or a rollout's sample, which nobody continues:
          * keeping (and saving) its sandbox would only cost memory and time */
-        .keep_s = opts.mode == LB_RUN_LLM || (task.options_json && *task.options_json) ? 0 : cfg->followup_keep_s,
+        .keep_s = opts.mode == LB_RUN_LLM || (task.options_json && *task.options_json) ||
+                          (task.model && !strcmp(task.model, LB_MODEL_REPLAY_TASK)) /* refuses messages */
+                      ? 0
+                      : cfg->followup_keep_s,
         .sandbox_made = sandbox_made,
         .sandbox_keep = sandbox_keep,
         .sandbox_gone = sandbox_gone,
