@@ -86,9 +86,14 @@ static int save_header(save_ctx *s, const char *path, const struct stat *st, int
     return LBST_EXIT_OK;
 }
 
-static int save_file(save_ctx *s, int dirfd, const char *name, const char *path, const struct stat *st)
+/* The data is read through the merged view (mfd) where it can be: with
+ * overlay's metacopy, a file only chmod'ed holds no data in the upper
+ * layer, and the merged view has it whatever the kernel's options. */
+static int save_file(save_ctx *s, int dirfd, int mfd, const char *name, const char *path, const struct stat *st)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    int fd = mfd >= 0 ? lbst_open_beneath(mfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0) : -1;
+    if (fd < 0)
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return s->rc = lbst_fail(LBST_EXIT_ERROR, "cannot read /%s: %s", path, strerror(errno));
     int rc = save_header(s, path, st, AE_IFREG, st->st_size, NULL);
@@ -175,7 +180,7 @@ static int save_entry(save_ctx *s, int ufd, int mfd, const char *path, const cha
         return LBST_EXIT_OK;
     }
     if (S_ISREG(st.st_mode))
-        return save_file(s, ufd, name, rel, &st);
+        return save_file(s, ufd, mfd, name, rel, &st);
     if (S_ISLNK(st.st_mode)) {
         char target[LBST_PATH_MAX + 1];
         ssize_t k = readlinkat(ufd, name, target, sizeof target - 1);
