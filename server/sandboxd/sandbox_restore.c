@@ -55,8 +55,9 @@ static void st_restore_run(lbsd_job *j)
         snprintf(j->msg, sizeof j->msg, "the new sandbox is gone: %s", strerror(errno));
     } else {
         /* its files may fill the new sandbox's disk, no more */
-        j->rc = lbsd_stateio_run(j->cfg, "restore", userns, fd, -1, sb->root_fd, (uint64_t)sb->disk_mib << 20,
-                                 LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg, sizeof j->msg);
+        j->rc = lbsd_stateio_run(j->cfg, "restore", sb->image, userns, fd, -1, sb->root_fd,
+                                 (uint64_t)sb->disk_mib << 20, LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg,
+                                 sizeof j->msg);
     }
     if (fd >= 0)
         close(fd);

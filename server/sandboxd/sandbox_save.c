@@ -201,6 +201,7 @@ void lbsd_state_store_request(const lb_config *cfg, lbsd_conn *c, const lbsd_req
 typedef struct st_save {
     char id[LB_ID_HEX_LEN + 1];
     char name[LBSD_STATE_NAME_MAX + 1];
+    char image[LBSD_IMAGE_MAX + 1];
     char dir[LB_CFG_PATH + 64];
     char path[LB_CFG_PATH + 160];
     int userns_fd, upper_fd, root_fd;
@@ -252,8 +253,8 @@ static void st_save_run(lbsd_job *j)
         return;
     }
     int64_t t0 = lb_mono_ms();
-    j->rc = lbsd_stateio_run(j->cfg, "save", s->userns_fd, fd, s->upper_fd, s->root_fd, s->max_bytes,
-                             LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg, sizeof j->msg);
+    j->rc = lbsd_stateio_run(j->cfg, "save", s->image, s->userns_fd, fd, s->upper_fd, s->root_fd,
+                             s->max_bytes, LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg, sizeof j->msg);
     struct stat st;
     if (j->rc == LB_OK && (fstat(fd, &st) != 0 || fsync(fd) != 0)) {
         j->rc = LB_E_IO;
@@ -304,6 +305,7 @@ static void st_save_start(const lb_config *cfg, lbsd_conn *c, lbsd_sandbox *sb, 
     s->userns_fd = s->upper_fd = s->root_fd = -1;
     snprintf(s->id, sizeof s->id, "%s", sb->id);
     snprintf(s->name, sizeof s->name, "%s", req->state);
+    snprintf(s->image, sizeof s->image, "%s", sb->image);
     uint64_t cap = (uint64_t)cfg->sandbox_state_max_mib;
     if (req->max_mib > 0 && (uint64_t)req->max_mib < cap)
         cap = (uint64_t)req->max_mib;

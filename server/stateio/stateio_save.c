@@ -261,6 +261,17 @@ int lbst_save(const lbst_caps *caps)
         s.rc = lbst_fail(LBST_EXIT_ERROR, "the sandbox's layer cannot be read");
         goto out;
     }
+    /* first: the image it ran (stateio.h) */
+    size_t il = strlen(caps->image);
+    archive_entry_clear(s.e);
+    archive_entry_copy_pathname(s.e, "meta/image");
+    archive_entry_set_filetype(s.e, AE_IFREG);
+    archive_entry_set_perm(s.e, 0644);
+    archive_entry_set_size(s.e, (la_int64_t)il);
+    if (archive_write_header(s.a, s.e) != ARCHIVE_OK || archive_write_data(s.a, caps->image, il) != (la_ssize_t)il) {
+        save_archive_error(&s, "the image's name");
+        goto out;
+    }
     if (save_header(&s, "", &st, AE_IFDIR, 0, NULL) || save_dir(&s, LBST_FD_UPPER, LBST_FD_ROOT, "", 0))
         goto out;
     if (archive_write_close(s.a) != ARCHIVE_OK) {
