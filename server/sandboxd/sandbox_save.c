@@ -9,6 +9,7 @@
 #include "sandboxd/sandbox_save.h"
 
 #include "sandboxd/sandbox_freeze.h"
+#include "sandboxd/sandbox_restore.h"
 #include "sandboxd/sandbox_stateio.h"
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/workers.h"
@@ -355,8 +356,10 @@ fail:
 
 int lbsd_state_job_done(lbsd_job *j, lbsd_conn *c)
 {
-    if (j->run != st_save_run)
+    if (j->run != st_save_run) {
+        lbsd_restore_done();
         return 1; /* a restore: the create's end */
+    }
     st_save *s = j->state;
     lbsd_sandbox *sb = lbsd_sandbox_by_id(s->id);
     char msg[512];
