@@ -124,7 +124,8 @@
  *            variables; input_dir, if given, is copied in after the state
  *            (beside the saved /testbed/input). A state this uid does not have: "notfound"; a damaged
  *            or hostile one: "invalid", "saved state is damaged: <why>"; one
- *            whose files do not fit the new sandbox's disk_mib: "toobig".
+ *            whose files do not fit the new sandbox's disk_mib: "toobig"; one
+ *            saved from a sandbox of another image: "invalid", naming it.
  *            Either way no sandbox is left. Entries are applied through the new
  *            sandbox's own filesystem with its own root's rights: never
  *            through a symlink, never outside its writable layer.

@@ -55,8 +55,9 @@ static void st_restore_run(lbsd_job *j)
         snprintf(j->msg, sizeof j->msg, "the new sandbox is gone: %s", strerror(errno));
     } else {
         /* its files may fill the new sandbox's disk, no more */
-        j->rc = lbsd_stateio_run(j->cfg, "restore", userns, fd, -1, sb->root_fd, (uint64_t)sb->disk_mib << 20,
-                                 LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg, sizeof j->msg);
+        j->rc = lbsd_stateio_run(j->cfg, "restore", sb->image, userns, fd, -1, sb->root_fd,
+                                 (uint64_t)sb->disk_mib << 20, LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg,
+                                 sizeof j->msg);
     }
     if (fd >= 0)
         close(fd);
@@ -86,8 +87,22 @@ static void st_restore_run(lbsd_job *j)
     lb_info("sandbox %s restored from %s in %lld ms", sb->id, j->req.state, (long long)(lb_mono_ms() - t0));
 }
 
+static int g_restoring; /* on the loop's thread only */
+
+int lbsd_restores_inflight(void)
+{
+    return g_restoring;
+}
+
+void lbsd_restore_done(void)
+{
+    if (g_restoring > 0)
+        g_restoring--;
+}
+
 void lbsd_restore_submit(lbsd_job *j)
 {
+    g_restoring++;
     j->kind = LBSD_JOB_STATE;
     j->run = st_restore_run;
     j->rc = LB_OK;

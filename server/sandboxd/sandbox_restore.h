@@ -21,5 +21,9 @@ LB_MUST_CHECK int lbsd_restore_check(const lb_config *cfg, uid_t uid, const char
  * worker. Its end comes back as an LBSD_JOB_STATE job whose sb is the
  * restored sandbox, or NULL (destroyed) with rc and msg. */
 void lbsd_restore_submit(struct lbsd_job *j);
+/* Restores handed to a worker and not yet back (they count as sandboxes
+ * being made), and the loop's note that one came back. */
+int lbsd_restores_inflight(void);
+void lbsd_restore_done(void);
 
 #endif

@@ -9,6 +9,7 @@
 #include "sandboxd/sandbox_save.h"
 
 #include "sandboxd/sandbox_freeze.h"
+#include "sandboxd/sandbox_restore.h"
 #include "sandboxd/sandbox_stateio.h"
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/workers.h"
@@ -201,6 +202,7 @@ void lbsd_state_store_request(const lb_config *cfg, lbsd_conn *c, const lbsd_req
 typedef struct st_save {
     char id[LB_ID_HEX_LEN + 1];
     char name[LBSD_STATE_NAME_MAX + 1];
+    char image[LBSD_IMAGE_MAX + 1];
     char dir[LB_CFG_PATH + 64];
     char path[LB_CFG_PATH + 160];
     int userns_fd, upper_fd, root_fd;
@@ -252,8 +254,8 @@ static void st_save_run(lbsd_job *j)
         return;
     }
     int64_t t0 = lb_mono_ms();
-    j->rc = lbsd_stateio_run(j->cfg, "save", s->userns_fd, fd, s->upper_fd, s->root_fd, s->max_bytes,
-                             LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg, sizeof j->msg);
+    j->rc = lbsd_stateio_run(j->cfg, "save", s->image, s->userns_fd, fd, s->upper_fd, s->root_fd,
+                             s->max_bytes, LBSD_STATE_MAX_ENTRIES, result, sizeof result, j->msg, sizeof j->msg);
     struct stat st;
     if (j->rc == LB_OK && (fstat(fd, &st) != 0 || fsync(fd) != 0)) {
         j->rc = LB_E_IO;
@@ -304,6 +306,7 @@ static void st_save_start(const lb_config *cfg, lbsd_conn *c, lbsd_sandbox *sb, 
     s->userns_fd = s->upper_fd = s->root_fd = -1;
     snprintf(s->id, sizeof s->id, "%s", sb->id);
     snprintf(s->name, sizeof s->name, "%s", req->state);
+    snprintf(s->image, sizeof s->image, "%s", sb->image);
     uint64_t cap = (uint64_t)cfg->sandbox_state_max_mib;
     if (req->max_mib > 0 && (uint64_t)req->max_mib < cap)
         cap = (uint64_t)req->max_mib;
@@ -353,8 +356,10 @@ fail:
 
 int lbsd_state_job_done(lbsd_job *j, lbsd_conn *c)
 {
-    if (j->run != st_save_run)
+    if (j->run != st_save_run) {
+        lbsd_restore_done();
         return 1; /* a restore: the create's end */
+    }
     st_save *s = j->state;
     lbsd_sandbox *sb = lbsd_sandbox_by_id(s->id);
     char msg[512];

@@ -25,13 +25,14 @@
 /* the helper's exit statuses (server/stateio/stateio.h) */
 #define ST_EXIT_TOOBIG 2
 #define ST_EXIT_DAMAGED 3
+#define ST_EXIT_IMAGE 4
 
 typedef struct st_spawn {
     int fds[5];              /* become the helper's 0..4 */
     int exe_fd;              /* the helper's binary (O_PATH) */
     int userns_fd;
     uint64_t fsize;          /* RLIMIT_FSIZE */
-    char *argv[5];
+    char *argv[6];
 } st_spawn;
 
 /* In the clone: only system calls until the exec (a copy of a threaded
@@ -141,9 +142,9 @@ static int st_collect(int out, int err, char *result, size_t resultsz, char *msg
     return LB_OK;
 }
 
-int lbsd_stateio_run(const lb_config *cfg, const char *mode, int userns_fd, int state_fd, int upper_fd,
-                     int root_fd, uint64_t max_bytes, uint64_t max_entries, char *result, size_t resultsz,
-                     char *msg, size_t msgsz)
+int lbsd_stateio_run(const lb_config *cfg, const char *mode, const char *image, int userns_fd, int state_fd,
+                     int upper_fd, int root_fd, uint64_t max_bytes, uint64_t max_entries, char *result,
+                     size_t resultsz, char *msg, size_t msgsz)
 {
     char exe[LB_CFG_PATH + 32], maxb[32], maxe[32], hmsg[1024] = "";
     const char *slash = strrchr(cfg->self_exe, '/');
@@ -169,7 +170,7 @@ int lbsd_stateio_run(const lb_config *cfg, const char *mode, int userns_fd, int 
         .exe_fd = exe_fd,
         .userns_fd = userns_fd,
         .fsize = max_bytes + (1u << 20),
-        .argv = {"llmbox-stateio", (char *)mode, maxb, maxe, NULL},
+        .argv = {"llmbox-stateio", (char *)mode, maxb, maxe, (char *)image, NULL},
     };
     /* exit signal 0: a "clone" child, invisible to the loop's waitpid(-1) */
     pid = (pid_t)syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
@@ -203,7 +204,7 @@ int lbsd_stateio_run(const lb_config *cfg, const char *mode, int userns_fd, int 
     } else if (WIFEXITED(st) && WEXITSTATUS(st) == ST_EXIT_TOOBIG) {
         rc = LB_E_TOOBIG;
         snprintf(msg, msgsz, "%s", hmsg);
-    } else if (WIFEXITED(st) && WEXITSTATUS(st) == ST_EXIT_DAMAGED) {
+    } else if (WIFEXITED(st) && (WEXITSTATUS(st) == ST_EXIT_DAMAGED || WEXITSTATUS(st) == ST_EXIT_IMAGE)) {
         rc = LB_E_INVAL;
         snprintf(msg, msgsz, "%s", hmsg);
     } else if (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGXFSZ) {

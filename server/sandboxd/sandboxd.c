@@ -201,7 +201,8 @@ static void lbsd_destroy(lbsd_sandbox *sb)
 /* Creates being made or filled by a worker: they count as sandboxes. */
 static int lbsd_creating(void)
 {
-    return lbsd_workers_inflight(LBSD_JOB_CREATE) + lbsd_workers_inflight(LBSD_JOB_INPUT);
+    return lbsd_workers_inflight(LBSD_JOB_CREATE) + lbsd_workers_inflight(LBSD_JOB_INPUT) +
+           lbsd_restores_inflight(); /* issue 14 */
 }
 
 /* ---- life cycle: TTL reaper, create from the pool, network ------------------ */

@@ -20,8 +20,13 @@
  * resolved beneath that root, through no symlink and across no mount
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV).
  *
+ * The first entry, "meta/image", names the image the sandbox ran: a state
+ * restores only into a sandbox of the same image (a state without it, as
+ * older ones, into any).
+ *
  * Exit status: 0 done; 2 over a cap (sandboxd answers "toobig"); 3 a
- * damaged or hostile state (restore: "invalid"); 1 anything else.
+ * damaged or hostile state (restore: "invalid"); 4 a state of another
+ * image (restore: "invalid", naming it); 1 anything else.
  */
 #ifndef LB_STATEIO_H
 #define LB_STATEIO_H
@@ -32,6 +37,8 @@
 #define LBST_EXIT_ERROR 1
 #define LBST_EXIT_TOOBIG 2
 #define LBST_EXIT_DAMAGED 3
+#define LBST_EXIT_IMAGE 4
+#define LBST_IMAGE_MAX 32   /* image names: [a-z0-9_-]{1,32} (sandbox/rpc.h) */
 
 #define LBST_FD_STATE 0
 #define LBST_FD_RESULT 1
@@ -45,6 +52,7 @@
 typedef struct lbst_caps {
     uint64_t max_bytes;      /* save: the compressed state; restore: the files' sizes together */
     uint64_t max_entries;    /* entries of one state */
+    const char *image;       /* the sandbox's image: saved in "meta/image", checked on restore */
 } lbst_caps;
 
 /* Each returns an exit status above and has written the sentence to fd 2. */

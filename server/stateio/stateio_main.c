@@ -58,12 +58,13 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 
 int main(int argc, char **argv)
 {
-    /* llmbox-stateio save|restore MAX_BYTES MAX_ENTRIES */
+    /* llmbox-stateio save|restore MAX_BYTES MAX_ENTRIES IMAGE */
     lbst_caps caps;
-    if (argc != 4 || parse_u64(argv[2], UINT64_MAX / 2, &caps.max_bytes) ||
-        parse_u64(argv[3], 100000000, &caps.max_entries))
-        return lbst_fail(LBST_EXIT_ERROR, "usage: llmbox-stateio save|restore MAX_BYTES MAX_ENTRIES "
+    if (argc != 5 || parse_u64(argv[2], UINT64_MAX / 2, &caps.max_bytes) ||
+        parse_u64(argv[3], 100000000, &caps.max_entries) || !argv[4][0] || strlen(argv[4]) > LBST_IMAGE_MAX)
+        return lbst_fail(LBST_EXIT_ERROR, "usage: llmbox-stateio save|restore MAX_BYTES MAX_ENTRIES IMAGE "
                                           "(started by sandboxd only)");
+    caps.image = argv[4];
     if (getuid() == 0 && geteuid() == 0) {
         /* ns root shows as 0 too: refuse only when it is the host's (no
          * user namespace above us) */

@@ -187,9 +187,33 @@ static int rst_file_data(rst_ctx *r, int fd, const char *entry, int64_t size)
     return LBST_EXIT_OK;
 }
 
+/* "meta/image", the first entry: the state's image must be the sandbox's. */
+static int rst_meta(rst_ctx *r, struct archive_entry *e, const char *entry)
+{
+    if (r->entries || strcmp(entry, "meta/image") != 0 || archive_entry_filetype(e) != AE_IFREG ||
+        archive_entry_size(e) <= 0 || archive_entry_size(e) > LBST_IMAGE_MAX)
+        return rst_damaged(r, entry, "is not the state's first entry, meta/image, with an image's name");
+    char img[LBST_IMAGE_MAX + 1];
+    la_ssize_t n = archive_read_data(r->a, img, (size_t)archive_entry_size(e));
+    if (n != (la_ssize_t)archive_entry_size(e))
+        return rst_damaged(r, entry, "cannot be read");
+    img[n] = '\0';
+    for (la_ssize_t i = 0; i < n; i++)
+        if (!((img[i] >= 'a' && img[i] <= 'z') || (img[i] >= '0' && img[i] <= '9') || img[i] == '_' || img[i] == '-'))
+            return rst_damaged(r, entry, "does not hold an image's name");
+    if (strcmp(img, r->caps->image) != 0)
+        return r->rc = lbst_fail(LBST_EXIT_IMAGE, "the state was saved from a sandbox of image \"%s\": create the "
+                                                  "sandbox with that image (this one is \"%s\")",
+                                 img, r->caps->image);
+    r->entries++;
+    return LBST_EXIT_OK;
+}
+
 static int rst_entry(rst_ctx *r, struct archive_entry *e)
 {
     const char *entry = archive_entry_pathname(e);
+    if (entry && !strncmp(entry, "meta/", 5))
+        return rst_meta(r, e, entry);
     char rel[LBST_PATH_MAX + 1];
     if (rst_check_path(r, entry, rel, sizeof rel))
         return r->rc;

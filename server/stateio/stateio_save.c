@@ -86,9 +86,14 @@ static int save_header(save_ctx *s, const char *path, const struct stat *st, int
     return LBST_EXIT_OK;
 }
 
-static int save_file(save_ctx *s, int dirfd, const char *name, const char *path, const struct stat *st)
+/* The data is read through the merged view (mfd) where it can be: with
+ * overlay's metacopy, a file only chmod'ed holds no data in the upper
+ * layer, and the merged view has it whatever the kernel's options. */
+static int save_file(save_ctx *s, int dirfd, int mfd, const char *name, const char *path, const struct stat *st)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    int fd = mfd >= 0 ? lbst_open_beneath(mfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0) : -1;
+    if (fd < 0)
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return s->rc = lbst_fail(LBST_EXIT_ERROR, "cannot read /%s: %s", path, strerror(errno));
     int rc = save_header(s, path, st, AE_IFREG, st->st_size, NULL);
@@ -175,7 +180,7 @@ static int save_entry(save_ctx *s, int ufd, int mfd, const char *path, const cha
         return LBST_EXIT_OK;
     }
     if (S_ISREG(st.st_mode))
-        return save_file(s, ufd, name, rel, &st);
+        return save_file(s, ufd, mfd, name, rel, &st);
     if (S_ISLNK(st.st_mode)) {
         char target[LBST_PATH_MAX + 1];
         ssize_t k = readlinkat(ufd, name, target, sizeof target - 1);
@@ -254,6 +259,17 @@ int lbst_save(const lbst_caps *caps)
     struct stat st;
     if (fstat(LBST_FD_UPPER, &st) != 0 || !S_ISDIR(st.st_mode)) {
         s.rc = lbst_fail(LBST_EXIT_ERROR, "the sandbox's layer cannot be read");
+        goto out;
+    }
+    /* first: the image it ran (stateio.h) */
+    size_t il = strlen(caps->image);
+    archive_entry_clear(s.e);
+    archive_entry_copy_pathname(s.e, "meta/image");
+    archive_entry_set_filetype(s.e, AE_IFREG);
+    archive_entry_set_perm(s.e, 0644);
+    archive_entry_set_size(s.e, (la_int64_t)il);
+    if (archive_write_header(s.a, s.e) != ARCHIVE_OK || archive_write_data(s.a, caps->image, il) != (la_ssize_t)il) {
+        save_archive_error(&s, "the image's name");
         goto out;
     }
     if (save_header(&s, "", &st, AE_IFDIR, 0, NULL) || save_dir(&s, LBST_FD_UPPER, LBST_FD_ROOT, "", 0))

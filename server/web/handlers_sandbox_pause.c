@@ -34,6 +34,8 @@ void lb_snapshot_restore_error(lb_req *r, const char *id, int rc, const char *er
         lb_http_error(r, 404, "not_found", "There is no snapshot %s (deleted, expired by age, or never made).", id);
     else if (rc == LB_E_TOOBIG)
         lb_http_error(r, 413, NULL, "The snapshot %s does not fit this sandbox: %s.", id, err);
+    else if (!strstr(err, "saved state is damaged")) /* a snapshot of another image */
+        lb_http_error(r, 400, NULL, "The snapshot %s cannot start this sandbox: %s.", id, err);
     else
         lb_http_error(r, 422, "snapshot_damaged", "The snapshot %s cannot be restored: %s.", id, err);
 }

@@ -24,7 +24,8 @@
 void lb_snapshot_state_name(const char *id, char *out, size_t outsz);
 /* Answers a create from snapshot id that sandboxd refused with rc:
  * LB_E_NOTFOUND 404, LB_E_TOOBIG 413 (its files do not fit the disk asked
- * for), LB_E_INVAL 422 (a damaged snapshot), with err. */
+ * for), LB_E_INVAL 422 (a damaged snapshot) or 400 (of another image: err
+ * says which), with err. */
 void lb_snapshot_restore_error(lb_req *r, const char *id, int rc, const char *err);
 
 void lb_h_sbx_pause(lb_req *r);

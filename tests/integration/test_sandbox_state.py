@@ -55,7 +55,9 @@ def check_roundtrip(d):
     sh(c, sid, "mkdir -p /testbed/work/deep && echo round1 > /testbed/work/deep/data.txt && "
                "printf '#!/bin/sh\\necho installed-ok\\n' > /usr/local/bin/mypkg && chmod 755 /usr/local/bin/mypkg && "
                "rm /etc/issue && rm -rf /etc/apt && mkdir /etc/apt && echo mine > /etc/apt/only && "
-               "ln -s /testbed/work/deep/data.txt /root/link && chown 1000:1000 /testbed/work/deep/data.txt")
+               "ln -s /testbed/work/deep/data.txt /root/link && chown 1000:1000 /testbed/work/deep/data.txt && "
+               # an image file only chmod'ed (metacopy, where on), an image folder renamed
+               "chmod 600 /etc/hostname && mv /etc/skel /etc/skel-moved")
     sh(c, sid, "cd /testbed/work/deep && export ROUND_VAR='a b \"c\" $x' && export OTHER=2")
     r = ok(c.call({"op": "save", "id": sid, "state": "rt"}))
     assert r.get("state") == "rt" and r.get("bytes", 0) > 0 and r.get("files", 0) >= 5, r
@@ -64,6 +66,8 @@ def check_roundtrip(d):
     c.destroy(sid)
     r = ok(c.call({"op": "create", "restore": "rt"}))
     s2 = r["id"]
+    moved = sh(c, s2, "stat -c %a /etc/hostname; test -e /etc/skel && echo skel-there; ls -A /etc/skel-moved | wc -l")
+    assert moved.split()[0] == "600" and "skel-there" not in moved and int(moved.split()[-1]) > 0, moved
     out = sh(c, s2, "pwd; echo \"$ROUND_VAR|$OTHER\"; cat /testbed/work/deep/data.txt; mypkg; "
                     "test -e /etc/issue && echo issue-there || echo issue-gone; ls /etc/apt; readlink /root/link; "
                     "stat -c %u:%g /testbed/work/deep/data.txt; cat /etc/hostname >/dev/null && echo image-ok")

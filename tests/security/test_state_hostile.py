@@ -6,7 +6,8 @@ sandbox had crafted it, and restored:
 
   - a symlink pointing out, then a file through it; "../" paths; absolute
     paths; a device file; a hard link; a file under /proc (another mount);
-    a deletion mark of "."; a tar bomb of more entries than a state may
+    a deletion mark of "."; a state of another image (or its image entry
+    out of place, or not an image's name); a tar bomb of more entries than a state may
     hold; bytes that are no archive at all: each is refused with "invalid"
     and a sentence ("saved state is damaged: ..."); a huge (sparse) file
     with "toobig" naming the sandbox's disk; no sandbox is left, and
@@ -81,6 +82,9 @@ REFUSED = {
     "under_proc_mount": [("layer", "dir", None), ("layer/proc/sys/kernel/llmbox-" + TAG, "file", b"x")],
     "whiteout_of_dot": BASE + [("layer/testbed/.wh..", "file", b"")],
     "huge_sparse_file": BASE + [("layer/testbed/huge", "header", 100 << 30)],
+    "another_image": [("meta/image", "file", b"other")] + BASE,
+    "meta_not_first": BASE + [("meta/image", "file", b"default")],
+    "meta_not_an_image": [("meta/image", "file", b"../etc")] + BASE,
 }
 
 
@@ -97,14 +101,14 @@ def sandboxes(c):
     return r["sandboxes"]
 
 
-def refused(d, name, data, want, code="invalid"):
+def refused(d, name, data, want, code="invalid", damaged=True):
     c = d.connect()
     try:
         store(d, name, data)
         before = sandboxes(c)
         r = c.call({"op": "create", "restore": name})
         assert r.get("ok") is False and r.get("error") == code, r
-        assert code != "invalid" or "saved state is damaged" in r.get("message", ""), r
+        assert not damaged or code != "invalid" or "saved state is damaged" in r.get("message", ""), r
         assert want in r["message"], (want, r)
         assert sandboxes(c) == before, "a sandbox was left"
         assert not os.path.exists(HOST_MARK), "the state wrote on the host"
@@ -153,11 +157,13 @@ def main():
                  "dotdot_inside": "out of the sandbox", "absolute_path": "not under layer/",
                  "outside_layer": "not under layer/", "device_file": "device",
                  "hard_link": "hard link", "under_proc_mount": "another filesystem",
-                 "whiteout_of_dot": "deletion mark", "huge_sparse_file": "larger than the new sandbox's disk (1024 MiB)"}
+                 "whiteout_of_dot": "deletion mark", "huge_sparse_file": "larger than the new sandbox's disk (1024 MiB)",
+                 "another_image": 'image "other"', "meta_not_first": "first entry",
+                 "meta_not_an_image": "image's name"}
         for name, entries in REFUSED.items():
             # a file larger than the disk is "toobig": a state may be fine, the disk too small
             p.run("refused_" + name, refused, d, name.replace("_", "-"), tar_bytes(entries), wants[name],
-                  "toobig" if name == "huge_sparse_file" else "invalid")
+                  "toobig" if name == "huge_sparse_file" else "invalid", name != "another_image")
         p.run("refused_not_an_archive", refused, d, "garbage", os.urandom(4096), "saved state is damaged")
         p.run("refused_tar_bomb_of_many_entries", check_tar_bomb, d)
         p.run("outward_symlink_and_setuid_restored_safely", check_restored_safely, d)
