@@ -324,6 +324,15 @@ static int run_task(lb_config *cfg, const char *id)
     rc = lb_agent_run(&o, &sink, &res);
     lb_info("task %s: %s%s%s", id, res.status, res.reason[0] ? ": " : "", res.reason);
     ret = rc == LB_OK ? 0 : 1;
+    /* this round's files, kept for its downloads once later rounds change them */
+    lb_round done;
+    if (opts.mode != LB_RUN_LLM && lb_store_round_get(st, id, nround, &done) == LB_OK) {
+        size_t lost = lb_followup_keep_outputs(task_dir, nround, done.artifacts_json);
+        if (lost)
+            lb_warn("task %s: %zu output%s of round %d not kept for its downloads", id, lost, lost == 1 ? "" : "s",
+                    nround);
+        lb_round_free(&done);
+    }
     cJSON_Delete(history);
     cJSON_Delete(round_inputs);
     lb_round_free(&round);

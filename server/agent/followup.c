@@ -263,6 +263,41 @@ int lb_followup_copy_inputs(lbsb_conn *c, const char *sb_id, const char *host_ro
     return rc;
 }
 
+size_t lb_followup_keep_outputs(const char *task_dir, int n, const char *artifacts_json)
+{
+    char out[4200], dst[4300];
+    snprintf(out, sizeof out, "%s/output", task_dir);
+    snprintf(dst, sizeof dst, "%s/rounds/%d/output", task_dir, n);
+    cJSON *list = artifacts_json ? cJSON_Parse(artifacts_json) : NULL;
+    int src = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    size_t failed = 0;
+    const cJSON *it;
+    const cJSON *walk = src >= 0 ? list : NULL;
+    cJSON_ArrayForEach(it, walk)
+    {
+        const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "path"));
+        char clean[LB_PATH_MAX + 1], to[sizeof dst + LB_PATH_MAX + 2], parent[sizeof to];
+        if (!p || lb_path_clean_rel(p, strlen(p), clean, sizeof clean) != LB_OK || strcmp(clean, p))
+            continue;
+        snprintf(to, sizeof to, "%s/%s", dst, clean);
+        snprintf(parent, sizeof parent, "%s", to);
+        *strrchr(parent, '/') = '\0';
+        int fd = open_beneath(src, clean);
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        /* linking the opened file itself: what was checked is what is linked */
+        if (fd < 0 || lb_mkdirs(parent, 0750) != LB_OK ||
+            (unlink(to), linkat(AT_FDCWD, proc, AT_FDCWD, to, AT_SYMLINK_FOLLOW)) != 0)
+            failed++;
+        if (fd >= 0)
+            close(fd);
+    }
+    if (src >= 0)
+        close(src);
+    cJSON_Delete(list);
+    return failed;
+}
+
 typedef struct tree_copy {
     lbsb_conn *c;
     const char *sb_id;

@@ -75,4 +75,12 @@ LB_MUST_CHECK int lb_followup_copy_tree(lbsb_conn *c, const char *sb_id, const c
                                         size_t max_files, uint64_t max_bytes, size_t *copied, size_t *skipped,
                                         char *err, size_t errsz);
 
+/* Keeps the outputs of round n (the files named by artifacts_json,
+ * [{path}], under task_dir/output) as hard links under
+ * task_dir/rounds/<n>/output, so that a later round's outputs (written
+ * by rename, never in place) leave them as they were: the per-round
+ * downloads. Sources are opened beneath output/ without following a
+ * symlink. Returns how many could not be kept. */
+size_t lb_followup_keep_outputs(const char *task_dir, int n, const char *artifacts_json);
+
 #endif

@@ -25,6 +25,7 @@
 #include "store/store.h"
 #include "store/store_round.h"
 #include "web/admission.h"
+#include "web/artifact_access.h"
 #include "web/handlers_tasks.h"
 #include "web/http.h"
 #include "web/multipart.h"
@@ -78,6 +79,59 @@ void lb_followup_release(const lb_config *cfg, lb_store *s, const char *task_id)
     lb_rounds_free(v, n);
     if (kept)
         LB_IGNORE(lb_store_kept_clear(s, task_id)); /* the row goes with the task anyway */
+}
+
+void lb_h_round_artifact(lb_req *r)
+{
+    /* {path} is "<round>/<file path>", percent-encoded */
+    char decoded[LB_PATH_MAX * 3 + 1], clean[LB_PATH_MAX + 1], enc[LB_PATH_MAX * 3 + 1];
+    size_t dlen;
+    char *slash = NULL;
+    long n = 0;
+    if (lb_url_decode(r->rest, strlen(r->rest), decoded, sizeof decoded, &dlen, 0) == LB_OK &&
+        (slash = strchr(decoded, '/'))) {
+        *slash = '\0';
+        char *end;
+        errno = 0;
+        n = strtol(decoded, &end, 10);
+        if (end == decoded || *end || errno || n < 1 || n > LB_ROUNDS_MAX)
+            n = 0;
+    }
+    if (!n || lb_path_clean_rel(slash + 1, strlen(slash + 1), clean, sizeof clean) != LB_OK) {
+        lb_http_error(r, 404, "not_found", "There is no such file of a round: the path is /rounds/<n>/<file>.");
+        return;
+    }
+    lb_round rd;
+    int rc = lb_store_round_get(r->store, r->id, (int)n, &rd);
+    if (rc != LB_OK) {
+        if (rc == LB_E_NOTFOUND)
+            lb_http_error(r, 404, "not_found", "This task has no round %ld.", n);
+        else
+            lb_http_store_error(r, rc, "read the round");
+        return;
+    }
+    /* the round's artifact list is the allow-list, as the task's index is */
+    int listed = 0;
+    cJSON *list = rd.artifacts_json ? cJSON_Parse(rd.artifacts_json) : NULL;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+        listed |= !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "path")) ?: "", clean);
+    cJSON_Delete(list);
+    lb_round_free(&rd);
+    char dir[LB_CFG_PATH + 96], disp[1600], uri[sizeof enc + 160];
+    snprintf(dir, sizeof dir, "%s/%s/rounds/%ld/output", r->cfg->artifacts_dir, r->id, n);
+    if (!listed || !lb_artifact_is_file(dir, clean)) {
+        lb_http_error(r, 404, "not_found", "Round %ld has no file \"%s\" (or it was not kept).", n, clean);
+        return;
+    }
+    /* the type of a file no longer in the index is not known: a download */
+    if (lb_content_disposition("attachment", clean, disp, sizeof disp) != LB_OK ||
+        lb_url_encode_path(clean, enc, sizeof enc) != LB_OK) {
+        lb_http_error(r, 500, NULL, "The file name is too long to serve.");
+        return;
+    }
+    snprintf(uri, sizeof uri, "/_artifacts/%s/rounds/%ld/output/%s", r->id, n, enc);
+    lb_http_accel(r, uri, "application/octet-stream", disp);
 }
 
 /* Whether task t may take a follow-up at all: answered (409) when not. */

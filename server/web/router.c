@@ -70,6 +70,7 @@ const lb_route_def lb_routes[] = {
     {LB_M_POST,   "/api/tasks/{task}/rerun",                LB_WHO_OWNER,   "task_rerun",      lb_h_task_rerun},
     /* follow-ups (issue 14) */
     {LB_M_POST,   "/api/tasks/{task}/messages",             LB_WHO_OWNER,   "task_messages",   lb_h_task_message},
+    {LB_M_GET,    "/api/tasks/{task}/rounds/{path}",        LB_WHO_OWNER,   "task_round_file", lb_h_round_artifact},
     {LB_M_POST,   "/api/tasks/{task}/fork",                 LB_WHO_OWNER,   "task_fork",       lb_h_task_fork},
     {LB_M_POST,   "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_create},
     {LB_M_GET,    "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_list},

@@ -67,6 +67,11 @@ await block('followup_page', async () => {
   check('followup_mark_same', (await mark('same.txt')) === '', await mark('same.txt'));
   const link = r2.locator('.round-file', { hasText: 'legend.txt' }).locator('a');
   check('followup_last_round_files_download', (await link.count()) === 1);
+  const r1file = rounds.nth(0).locator('.round-file', { hasText: 'draft.txt' }).locator('a');
+  check('followup_earlier_round_file_link', (await r1file.count()) === 1 &&
+    /\/rounds\/1\/draft\.txt$/.test(await r1file.getAttribute('href')));
+  const got = await page.evaluate(async (u) => (await fetch(u)).text(), await r1file.getAttribute('href'));
+  check('followup_earlier_round_file_content', got === 'draft\n', got);
   const turns = await page.locator('.turn-title').allInnerTexts();
   check('followup_turns_per_round', turns.includes('Turn 1') && turns.includes('Round 2 · turn 1'), turns.join('|'));
   await page.locator('#followup-prompt').waitFor({ timeout: 10000 });

@@ -174,6 +174,18 @@ def three_rounds(st):
     assert t["turns"] == sum(r["usage"]["turns"] for r in rounds) == 6, (t["turns"], rounds)
     assert {i["path"] for i in t["inputs"]} == {"extra.csv"}, t["inputs"]
 
+    # each round's files as they were at its end
+    for rnd, path, want in ((1, "r1.txt", 200), (2, "r2.txt", 200), (3, "r2.txt", 200), (3, "r1.txt", 404),
+                            (4, "r1.txt", 404), (1, "../r1.txt", 404)):
+        code, _, data = st.request("GET", "/api/tasks/%s/rounds/%d/%s" % (tid, rnd, path))
+        assert code == want, (rnd, path, code, data)
+    code, _, data = st.request("GET", "/api/tasks/%s/rounds/1/r1.txt" % tid)
+    assert data == b"one\n", data
+    code, _, data = st.request("GET", "/api/tasks/%s/rounds/2/r2.txt" % tid)
+    assert data.startswith(b"bonjour hello"), data
+    code, _, data = st.request("GET", "/api/tasks/%s/rounds/3/r2.txt" % tid)
+    assert data == b"changed\n", data
+
     # a second file of the same name: refused, nothing replaced
     code, m = message(st, tid, "again", files=[("extra.csv", b"other\n")])
     assert code == 409 and "extra.csv" in m["error"]["message"], (code, m)

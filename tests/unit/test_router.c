@@ -104,6 +104,7 @@ TEST(allow_lists)
         {"/api/tasks/" ID "/rerun", "POST"},
         {"/api/tasks/" ID "/messages", "POST"},
         {"/api/tasks/" ID "/fork", "POST"},
+        {"/api/tasks/" ID "/rounds/1/a.txt", "GET, HEAD"},
         {"/api/tasks/" ID "/shares", "GET, HEAD, POST"},
         {"/api/tasks/" ID "/shares/" ID, "DELETE"},
         {"/api/shared/" ID, "GET, HEAD"},

@@ -4,7 +4,7 @@
 // has ended. All model and sandbox text goes in as text.
 
 import { h, clear, show } from './dom.js';
-import { api, artifactUrl, ApiError } from './api.js';
+import { api, artifactUrl, taskPath, ApiError } from './api.js';
 import { bytes, dateTime, plural, sentence } from './format.js';
 import { statusLabel, isFinal } from './status.js';
 
@@ -25,6 +25,11 @@ export function outputMarks(prev, cur) {
   return out.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
 }
 
+/** A file as it was at the end of round n (GET /api/tasks/{id}/rounds/{n}/{path}). */
+function roundFileUrl(taskId, n, path) {
+  return `${taskPath(taskId)}/rounds/${Number(n)}/${String(path).split('/').filter(Boolean).map(encodeURIComponent).join('/')}`;
+}
+
 const SANDBOX_NOTE = {
   kept: 'same sandbox as the round before',
   restored: 'restored from the saved state (no processes)',
@@ -37,8 +42,11 @@ function roundCard(taskId, round, prev, isLast, onFork) {
     ...marks.map((f) => h('li', { class: `round-file${f.mark ? ` is-${f.mark}` : ''}` },
       f.mark ? h('span', { class: `mark mark-${f.mark}` }, f.mark) : null,
       // the files on disk are the last round's: earlier rounds' are listed
-      isLast && f.mark !== 'removed' && onFork
-        ? h('a', { href: artifactUrl(taskId, f.path), download: f.path.split('/').pop() }, f.path)
+      f.mark !== 'removed' && onFork
+        ? h('a', {
+          href: isLast ? artifactUrl(taskId, f.path) : roundFileUrl(taskId, round.round, f.path),
+          download: f.path.split('/').pop(),
+        }, f.path)
         : h('span', { class: 'mono' }, f.path),
       h('span', { class: 'muted' }, ` ${bytes(f.size)}`))));
   const inputs = Array.isArray(round.inputs) ? round.inputs : [];
