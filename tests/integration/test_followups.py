@@ -16,6 +16,8 @@ web, agents, sandboxd as root) and tests/fake_model.py:
     cancelled task continues in its sandbox;
   - a message whose file name an earlier round already has: 409;
   - deleting the task destroys its kept sandbox;
+  - followup_max_kept: a sandbox over the cap is not kept (said in an
+    error event) and its next round restores the saved state;
   - a share link shows the task (thread, answer, files) without a login,
     and is refused once deleted, and once its task is deleted;
   - after the keep time (followup_keep_s=2): the next round is restored
@@ -433,6 +435,27 @@ def share_links(st, token):
     assert code == 404, code
 
 
+def kept_cap(st):
+    """followup_max_kept=1: the second task's sandbox is not kept (an error
+    event says so, sandboxd holds one sandbox), and its next message
+    restores the state saved at the end of its round."""
+    code, a = st.create_task("[conv-d] first")
+    ta = st.wait_task(a["id"])
+    code, b = st.create_task("[conv-d] second")
+    tb = st.wait_task(b["id"])
+    assert ta["status"] == tb["status"] == "succeeded", (ta, tb)
+    assert ta["sandbox"] and tb["sandbox"] is None, (ta["sandbox"], tb["sandbox"])
+    evs = all_events(st, b["id"])
+    assert any(e == "error" and "followup_max_kept" in d.get("message", "") for _, e, d in evs), evs
+    assert st.sandboxd_ping().get("sandboxes", 0) == 1, st.sandboxd_ping()
+    code, m = message(st, b["id"], "go on")
+    assert code == 201, (code, m)
+    t = wait_round(st, b["id"], 2)
+    assert t["status"] == "succeeded" and t["rounds"][1]["sandbox"] == "restored", t["rounds"]
+    for x in (a["id"], b["id"]):
+        st.request("DELETE", "/api/tasks/" + x)
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP followups: needs root (sandboxd)")
@@ -443,6 +466,9 @@ def main():
     with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "600"}) as st:
         rep.run("followup_three_rounds_in_the_kept_sandbox", three_rounds, st)
         rep.run("followup_409_while_running_then_after_cancel", busy_then_cancelled, st)
+    with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "600",
+                                       "LLMBOX_FOLLOWUP_MAX_KEPT": "1"}) as st:
+        rep.run("followup_max_kept_caps_kept_sandboxes", kept_cap, st)
     tok, hsh = new_user("ann")
     with Stack(scenario=SCENARIO, env={"LLMBOX_POOL_SIZE": "0", "LLMBOX_FOLLOWUP_KEEP_S": "600"}, conf='[user "ann"]\ntoken_sha256 = %s\n' % hsh) as st:
         rep.run("share_link_without_login_refused_after_delete", share_links, st, tok)
