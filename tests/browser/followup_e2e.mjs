@@ -102,7 +102,9 @@ await block('followup_page', async () => {
   await page.locator('#followup-prompt').waitFor({ timeout: 20000 });
   const head = await page.locator('.answer').innerText();
   check('fork_shows_round1_answer', /red done/.test(head), head);
-  check('fork_offers_fresh_or_restore', /no longer kept/.test(await page.locator('.followup-note').innerText()));
+  const forkNote = await page.locator('.followup-note').innerText();
+  check('fork_restores_round1_state', /no longer kept/.test(forkNote) && /restores its saved state/.test(forkNote), forkNote);
+  check('fork_fresh_unchecked_with_a_state', !(await page.locator('#followup-fresh').isChecked()));
 });
 check('followup_no_console_errors', errors.length === 0, errors.join(' | '));
 await browser.close();

@@ -96,20 +96,25 @@ export function renderThread(root, task, { onSent, onFork, readOnly = false } = 
 
 function messageBox(task, onSent) {
   const kept = task.sandbox && Number(task.sandbox.kept_until_ms) > Date.now();
+  const rounds = Array.isArray(task.rounds) ? task.rounds : [];
+  const last = rounds.length ? rounds[rounds.length - 1] : null;
+  const saved = last && last.state_bytes !== null && last.state_bytes !== undefined;
   const text = h('textarea', {
     id: 'followup-prompt', name: 'prompt', rows: '3', required: true,
     placeholder: 'Ask for a change or a next step, e.g. "make the bars blue"',
   });
   const files = h('input', { id: 'followup-files', type: 'file', name: 'files', multiple: true });
   const fresh = h('input', { id: 'followup-fresh', type: 'checkbox', name: 'fresh' });
-  fresh.checked = !kept;
+  fresh.checked = !kept && !saved; /* nothing to continue in: say so up front */
   const send = h('button', { type: 'submit', class: 'button button-primary' }, 'Send');
   const error = h('p', { class: 'form-error', role: 'alert', hidden: true });
   const note = h('p', { class: 'muted followup-note' }, kept
     ? `The sandbox is kept until ${dateTime(task.sandbox.kept_until_ms)}: the next round continues in it, with `
       + 'its files, installed packages and shell as they are.'
-    : 'The sandbox of the last round is no longer kept: the next round runs in a fresh sandbox with the input '
-      + 'files and the last outputs only.');
+    : saved ? 'The sandbox of the last round is no longer kept: the next round restores its saved state (files, '
+      + 'installed packages, working directory and environment; running processes do not come back).'
+      : 'The sandbox of the last round is no longer kept and no state of it was saved: the next round runs in a '
+        + 'fresh sandbox with the input files and the last outputs only.');
   const form = h('form', { class: 'card followup', 'aria-label': 'Send a follow-up message' },
     h('label', { for: 'followup-prompt', class: 'field-label' }, 'Continue the conversation'),
     text,
