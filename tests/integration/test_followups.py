@@ -248,6 +248,11 @@ def three_rounds(st):
         code, _, _ = st.request("DELETE", "/api/tasks/" + x)
         assert code == 200, code
 
+    # a message carries files as big as a new task's (nginx lets them through)
+    code, m = message(st, tid, "big", files=[("big.bin", b"x" * (3 << 20))], unpack="0")
+    assert code == 201 and m["inputs"] == [{"path": "big.bin", "size": 3 << 20}], (code, m)
+    wait_round(st, tid, 4)
+
     # deleting the task destroys its kept sandbox
     code, _, _ = st.request("DELETE", "/api/tasks/" + tid)
     assert code == 200, code
