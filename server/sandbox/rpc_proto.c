@@ -28,14 +28,15 @@ const char *lbsd_op_name(lbsd_op op)
     return lbsd_op_names[op];
 }
 
-int lbsd_image_name_valid(const char *s)
+/* [a-z0-9_-]{1,max}: the names of images and of saved states */
+static int lbsd_name_valid(const char *s, size_t max)
 {
     if (!s)
         return 0;
     size_t i = 0;
     for (; s[i]; i++) {
         char c = s[i];
-        if (i >= LBSD_IMAGE_MAX)
+        if (i >= max)
             return 0;
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
             return 0;
@@ -43,19 +44,14 @@ int lbsd_image_name_valid(const char *s)
     return i > 0;
 }
 
+int lbsd_image_name_valid(const char *s)
+{
+    return lbsd_name_valid(s, LBSD_IMAGE_MAX);
+}
+
 int lbsd_state_name_valid(const char *s)
 {
-    if (!s)
-        return 0;
-    size_t i = 0;
-    for (; s[i]; i++) {
-        char c = s[i];
-        if (i >= LBSD_STATE_NAME_MAX)
-            return 0;
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-            return 0;
-    }
-    return i > 0;
+    return lbsd_name_valid(s, LBSD_STATE_NAME_MAX);
 }
 
 int lbsd_sandbox_path(const char *abs, char *out, size_t outsz)

@@ -44,6 +44,25 @@ def t_pause_resume_snapshot(st):
     c.close()
 
 
+def t_async(st):
+    import asyncio
+    from llmbox.aio import AsyncClient
+
+    async def go():
+        async with AsyncClient("http://127.0.0.1:%d" % st.port, sandbox_token=TOKEN) as c:
+            async with c.sandbox(ttl_s=300) as sb:
+                await sb.write_file("/testbed/a.txt", "async\n")
+                assert (await sb.pause())["paused"] is True
+                assert (await sb.resume())["paused"] is False
+                snap = await sb.snapshot()
+            assert snap in [x["snapshot_id"] for x in await c.list_snapshots()]
+            async with c.sandbox(snapshot=snap) as sb2:
+                assert await sb2.read_file("/testbed/a.txt") == b"async\n"
+            assert (await c.delete_snapshot(snap))["deleted"] is True
+
+    asyncio.run(go())
+
+
 def main():
     r = Reporter()
     if not image_ready() or os.geteuid() != 0:
@@ -51,6 +70,7 @@ def main():
         return
     with Stack(model=False, web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN}) as st:
         r.run("python_client_pause_resume_snapshot", t_pause_resume_snapshot, st)
+        r.run("python_client_async_pause_resume_snapshot", t_async, st)
     r.done()
 
 

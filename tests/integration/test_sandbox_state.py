@@ -8,7 +8,8 @@ RPC (python3 stdlib only, run as root):
     (opaque), a symlink, the shell's cwd and an exported variable;
   - freeze stops CPU (a busy loop's CPU time does not advance), exec is
     "busy" with "sandbox is frozen", the memory stays; thaw resumes it; a
-    frozen sandbox saves without being thawed and stays frozen;
+    frozen sandbox saves without being thawed and stays frozen; the same
+    without cgroups (the SIGSTOP fallback, logged);
   - the cap: a save over max_mib is "toobig" naming the cap, and nothing
     is kept (no state, no temporary file); a restore into a sandbox whose
     disk is too small is refused and leaves no sandbox;
@@ -139,6 +140,10 @@ def check_freeze_stops_cpu(d):
         time.sleep(0.1)
     assert not procs_in(ns), "a destroyed frozen sandbox left processes"
     c.close()
+
+
+def check_sigstop_logged(d):
+    assert "freeze stops a sandbox's processes with SIGSTOP" in open(d.log_path).read(), d.log_tail(5)
 
 
 def check_cap(d):
@@ -339,6 +344,10 @@ def main():
         p.run("cap_toobig_keeps_nothing", check_cap, d)
         p.run("state_list_delete_notfound", check_store_ops, d)
         p.run("restore_with_input_dir", check_restore_with_input_dir, d)
+    # without cgroups (LLMBOX_SANDBOX_NO_CGROUP): freeze falls back to SIGSTOP
+    with Daemon(env={"LLMBOX_SANDBOX_NO_CGROUP": "1", "LLMBOX_POOL_SIZE": "0"}) as d:
+        p.run("freeze_without_a_freezer_stops_every_process", check_freeze_stops_cpu, d)
+        p.run("freeze_without_a_freezer_says_so", check_sigstop_logged, d)
     p.run("sweep_old_states_and_cut_saves_at_start", check_sweep_and_startup, None)
     p.run("kill9_during_save_and_restore_loses_nothing", check_kill9, None)
     return p.exit_code()
