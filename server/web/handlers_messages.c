@@ -156,6 +156,14 @@ static int lb_message_allowed(lb_req *r, const lb_task *t)
                                     "conversation to continue; start a new task.");
         return 0;
     }
+    /* run options are an evaluation's run or a rollout's sample: their
+     * runner reads the task's end as the sample's outcome, which a later
+     * round must not change */
+    if (t->options_json && *t->options_json) {
+        lb_http_error(r, 409, NULL, "This task is a run of an evaluation or a sample of a rollout group; its "
+                                    "outcome is scored and cannot be continued. Start a new task instead.");
+        return 0;
+    }
     return 1;
 }
 

@@ -286,6 +286,14 @@ def busy_then_cancelled(st):
     tools, _ = tool_events(st, tid, 2)
     assert any("kept-b" in (d.get("stdout") or "") for d in tools), tools
     assert t["rounds"][1]["sandbox"] == "kept", t["rounds"]
+    # an evaluation's run or a rollout's sample (a task with run options) takes no message
+    import sqlite3
+    db = sqlite3.connect(os.path.join(st.prefix, "var", "web", "llmbox.db"))
+    db.execute("UPDATE tasks SET options = '{\"mode\":\"sandbox\"}' WHERE id = ?", (tid,))
+    db.commit()
+    db.close()
+    code, m = message(st, tid, "score me again")
+    assert code == 409 and "evaluation" in m["error"]["message"], (code, m)
     code, _, _ = st.request("DELETE", "/api/tasks/" + tid)
     assert code == 200
 
