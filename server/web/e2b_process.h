@@ -1,10 +1,15 @@
-/* envd's process service (process.Process/...) for E2B's SDK
- * (commands.run, list, kill), on top of the sandbox's persistent shell:
- * Start runs the command through the exec RPC and streams its output as
- * Connect events, polling with a soft timeout so output arrives while it
- * runs. One command runs at a time in a sandbox (sandboxd's exec): a second
- * Start while one runs gets failed_precondition. SendInput, CloseStdin,
- * Connect, Update and StreamInput answer unimplemented (docs/E2B.md). */
+/* envd's process service (process.Process/...) for E2B's SDK: commands.run
+ * (foreground and background), connect, list, kill, sendStdin, closeStdin.
+ *
+ * Processes run beside the persistent shell, several at once: a short exec
+ * in the shell starts each one detached under a small supervisor (its own
+ * session, stdout and stderr into files of a folder under
+ * /var/tmp/.llmbox-e2b/ in the sandbox, stdin from a FIFO when asked for,
+ * its exit status written when it ends), and the streams that watch it
+ * read those files with the sandbox RPC's ranged reads. So the output is
+ * bounded by the sandbox's own disk quota, never by the web's memory; a
+ * process outlives a client that goes away (E2B's behaviour: connect to it
+ * again), and nothing holds the shell while processes run. */
 #ifndef LB_E2B_PROCESS_H
 #define LB_E2B_PROCESS_H
 

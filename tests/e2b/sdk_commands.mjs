@@ -66,11 +66,54 @@ check('background_list_and_kill', async () => {
   eq(await sbx.commands.kill(h.pid), false, 'a second kill finds nothing')
 })
 
-check('stdin_is_refused_clearly', async () => {
-  const h = await sbx.commands.run('sleep 1', { background: true, stdin: true })
-  const e = await raises(() => h.sendStdin('hello\n'))
-  assert(e instanceof SandboxError && /not supported/.test(e.message), 'says it is not supported: ' + e)
-  await h.wait()
+check('stdin_send_and_close', async () => {
+  const h = await sbx.commands.run('cat; echo "<eof>"', { background: true, stdin: true })
+  await h.sendStdin('hello\n')
+  await h.sendStdin(new Uint8Array([0x77, 0x6f, 0x72, 0x6c, 0x64, 0x0a]))
+  await h.closeStdin()
+  const r = await h.wait()
+  eq(r.stdout, 'hello\nworld\n<eof>\n', 'stdin reached the command, then its end')
+  const e = await raises(async () => {
+    const h2 = await sbx.commands.run('sleep 1', { background: true })
+    try { await h2.sendStdin('x') } finally { await h2.wait() }
+  })
+  assert(e instanceof SandboxError && /without stdin/.test(e.message), 'stdin: false refuses input: ' + e)
+})
+
+check('processes_run_at_once', async () => {
+  // a background "server" and foreground commands beside it, all at once
+  const srv = await sbx.commands.run('for i in $(seq 1 50); do echo srv $i; sleep 0.1; done', { background: true })
+  const t0 = Date.now()
+  const rs = await Promise.all([1, 2, 3, 4, 5].map(i => sbx.commands.run(`sleep 1; echo job ${i}`)))
+  eq(rs.map(r => r.stdout), [1, 2, 3, 4, 5].map(i => `job ${i}\n`))
+  assert(Date.now() - t0 < 3000, 'five 1 s commands ran side by side: ' + (Date.now() - t0) + ' ms')
+  await sbx.files.write('/tmp/during.txt', 'x')
+  eq(await sbx.files.exists('/tmp/during.txt'), true, 'files work while commands run')
+  const listed = (await sbx.commands.list()).map(p => p.pid)
+  assert(listed.includes(srv.pid), 'the background one is listed')
+  await srv.kill()
+  await raises(() => srv.wait())
+  assert(srv.stdout.startsWith('srv 1\n'), srv.stdout)
+})
+
+check('connect_to_running_process_from_second_client', async () => {
+  const h = await sbx.commands.run('sleep 1; echo late; sleep 0.5; exit 3', { background: true })
+  await h.disconnect()
+  const other = await Sandbox.connect(sbx.sandboxId)
+  const seen = []
+  const h2 = await other.commands.connect(h.pid, { onStdout: d => seen.push(d) })
+  const e = await raises(() => h2.wait())
+  assert(e instanceof CommandExitError && e.exitCode === 3, 'its end reached the second client: ' + e)
+  eq(seen.join(''), 'late\n')
+})
+
+check('sigterm_by_send_signal', async () => {
+  const h = await sbx.commands.run("trap 'echo got term; exit 0' TERM; while :; do sleep 0.1; done", { background: true })
+  await new Promise(res => setTimeout(res, 300))
+  // the SDK's kill is SIGKILL; SIGTERM through the RPC the SDK exposes
+  await sbx.commands.rpc.sendSignal({ process: { selector: { case: 'pid', value: h.pid } }, signal: 15 })
+  const r = await h.wait().catch(e => e)
+  assert(/got term/.test(h.stdout), 'the trap ran: ' + h.stdout + ' ' + r)
 })
 
 check('set_timeout_moves_end', async () => {

@@ -14,18 +14,19 @@ check('thousand_processes_in_one_sandbox', async () => {
   try {
     const t0 = Date.now()
     const res = await Promise.allSettled(Array.from({ length: 1000 }, (_, i) =>
-      sbx.commands.run(`sleep 2; echo ${i}`, { background: true })))
-    const started = res.filter(r => r.status === 'fulfilled').map(r => r.value)
+      sbx.commands.run(`echo ${i}`, { background: true }).then(h => h.wait())))
+    const done = res.filter(r => r.status === 'fulfilled')
     const refused = res.filter(r => r.status === 'rejected')
-    eq(started.length + refused.length, 1000)
-    assert(started.length >= 1, 'at least one ran')
+    eq(done.length + refused.length, 1000)
     for (const r of refused)
-      assert(r.reason instanceof SandboxError && /one command at a time/.test(r.reason.message),
-        'each refusal says why: ' + r.reason)
-    for (const h of started) await h.wait()
-    assert(Date.now() - t0 < 60000, 'all settled in a minute: ' + (Date.now() - t0))
+      assert(r.reason instanceof SandboxError, 'each refusal is an SDK error: ' + r.reason)
+    const outs = new Set(done.map(r => r.value.stdout))
+    eq(outs.size, done.length, 'each its own output')
+    assert(done.length >= 900, `most ran (${done.length}), the rest refused with a reason`)
+    assert(Date.now() - t0 < 120000, 'all settled in two minutes: ' + (Date.now() - t0))
     eq((await sbx.commands.run('echo still here')).stdout, 'still here\n', 'the sandbox still works')
-    console.error(`1000 starts: ${started.length} ran, ${refused.length} refused, ${Date.now() - t0} ms`)
+    eq((await sbx.commands.list()).length, 0, 'nothing left listed')
+    console.error(`1000 processes: ${done.length} ran, ${refused.length} refused, ${Date.now() - t0} ms`)
   } finally {
     await sbx.kill()
   }
