@@ -22,8 +22,9 @@
 
 #define LB_E2B_PROCS_MAX 4096      /* processes the web follows, all sandboxes */
 #define LB_E2B_PROCS_PER_SBX 1024  /* of one sandbox (its pids limit bounds it too) */
-#define LB_E2B_POLL_FAST_MS 10     /* how often a stream looks for output at first ... */
-#define LB_E2B_POLL_MS 100         /* ... and after its first half second */
+#define LB_E2B_POLL_FIRST_MS 2     /* how often a stream looks for output in its first 50 ms, */
+#define LB_E2B_POLL_FAST_MS 10     /* until half a second, */
+#define LB_E2B_POLL_MS 100         /* and after */
 #define LB_E2B_KEEPALIVE_MS 10000  /* a keepalive event when nothing else was sent this long (SDK: 50 s) */
 #define LB_E2B_CHUNK (1u << 20)    /* output bytes one read takes of a stream */
 #define LB_E2B_ARGS_MAX 4096       /* arguments of one process */
@@ -31,22 +32,25 @@
 #define LB_E2B_CTL_MS 30000        /* the shell's short commands: start, signal, stdin */
 #define LB_E2B_DIR "/var/tmp/.llmbox-e2b"
 
-/* The supervisor, run by bash -c with $1 the folder, $2 1 for a stdin FIFO,
- * then the command. It records its own pid (closeStdin signals it), keeps
- * the FIFO open for writing so the command sees no EOF until closeStdin
- * (USR1) closes it, starts the command in its own session (a signal goes
- * to its whole group), records its pid, waits and records its status.
- * Files appear complete or not at all (written, then renamed). */
-static const char lb_supervisor[] =
-    "D=$1; S=$2; shift 2\n"
-    "echo $$ >\"$D/wpid\"\n"
-    "if [ \"$S\" = 1 ]; then exec 3<>\"$D/in\"; trap \"exec 3>&-\" USR1; fi\n"
-    "if [ \"$S\" = 1 ]; then setsid \"$@\" <\"$D/in\" >>\"$D/out\" 2>>\"$D/err\" 3>&- &\n"
-    "else setsid \"$@\" </dev/null >>\"$D/out\" 2>>\"$D/err\" & fi\n"
-    "p=$!\n"
-    "echo $p >\"$D/pid.t\" && mv \"$D/pid.t\" \"$D/pid\"\n"
-    "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
-    "echo $s >\"$D/status.t\" && mv \"$D/status.t\" \"$D/status\"\n";
+/* The supervisor is a subshell the sandbox's shell forks for the start
+ * command (a fork costs a fraction of a millisecond, a new bash several):
+ * a process substitution, whose first line, the command's pid, the start
+ * command reads and prints, so one exec answers the pid. It keeps nothing
+ * of the shell's: no stdout or stderr after that line (the shell's pipes
+ * to sandboxd stay clean), SIGINT ignored (how the shell's own commands are
+ * stopped). It records its own pid (closeStdin signals it), keeps the FIFO
+ * open for writing so the command sees no EOF until closeStdin (USR1)
+ * closes it, starts the command as a job of its own process group (set -m:
+ * a signal goes to the whole group), waits (again after a USR1 interrupts
+ * the wait) and records the status. Each file is one echo, one write(): a
+ * reader finds it empty or whole, and takes an empty one as not there yet. */
+static const char lb_sup_head[] =
+    "exec 5< <(exec 2>/dev/null; trap '' INT; : >\"$D.out\"; : >\"$D.err\"; echo $BASHPID >\"$D.wpid\"\n";
+static const char lb_sup_stdin[] = "exec 3<>\"$D.in\"; trap 'exec 3>&-' USR1\n";
+static const char lb_sup_tail[] =
+    "p=$!; echo $p; exec >/dev/null\n"
+    "while kill -0 $p 2>/dev/null; do wait $p; done; wait $p; echo $? >\"$D.status\")\n"
+    "read -r p <&5; exec 5<&-; echo \"$p\"\n";
 
 /* The processes this web started: what List shows and the other calls
  * find. Guarded by lb_procs_mu. */
@@ -189,9 +193,10 @@ typedef struct lb_e2b_start {
 } lb_e2b_start;
 
 /* Validates a StartRequest and writes the shell's start script for folder
- * dir; 0, or a sentence in msg (invalid_argument). */
-static int lb_start_parse(const cJSON *req, const lb_sbx *s, unsigned dir, lb_e2b_start *st, char *msg,
-                          size_t msgsz)
+ * dir, after prefix (the removal of ended processes' folders); 0, or a
+ * sentence in msg (invalid_argument). */
+static int lb_start_parse(const cJSON *req, const lb_sbx *s, unsigned dir, const char *prefix, lb_e2b_start *st,
+                          char *msg, size_t msgsz)
 {
     const cJSON *proc = cJSON_GetObjectItemCaseSensitive(req, "process");
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(proc, "cmd");
@@ -245,15 +250,13 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, unsigned dir, lb_e2
     } else {
         snprintf(st->er.cwd, sizeof st->er.cwd, "%s", s->workdir);
     }
-    /* D=...; make the folder; start the supervisor detached; print the pid */
+    /* the folder once; D=<folder>/<n>, its files D.out, D.err, D.pid ...;
+     * its FIFO; the supervisor, detached */
     lb_buf *b = &st->script;
-    int rc = lb_buf_printf(b, "D=%s/%u\nmkdir -p \"$D\" && : >\"$D/out\" && : >\"$D/err\"%s || exit 1\n"
-                              "setsid /bin/bash --noprofile --norc -c ", LB_E2B_DIR, dir,
-                           st->has_stdin ? " && mkfifo -m 600 \"$D/in\"" : "");
-    if (!rc)
-        rc = lb_sh_quote(b, lb_supervisor);
-    if (!rc)
-        rc = lb_buf_printf(b, " llmbox-e2b \"$D\" %d ", st->has_stdin);
+    int rc = lb_buf_printf(b, "%s[ -d %s ] || mkdir -p -m 700 %s || exit 1\nD=%s/%u\n%s%s%sset -m\n", prefix,
+                           LB_E2B_DIR, LB_E2B_DIR, LB_E2B_DIR, dir,
+                           st->has_stdin ? "mkfifo -m 600 \"$D.in\" || exit 1\n" : "", lb_sup_head,
+                           st->has_stdin ? lb_sup_stdin : "");
     if (!rc)
         rc = lb_sh_quote(b, cmd->valuestring);
     const cJSON *a;
@@ -269,9 +272,8 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, unsigned dir, lb_e2
             rc = lb_sh_quote(b, a->valuestring);
     }
     if (!rc)
-        rc = lb_buf_appends(b, " </dev/null >/dev/null 2>&1 &\n"
-                               "i=0; while [ ! -s \"$D/pid\" ] && [ $i -lt 1000 ]; do sleep 0.005; i=$((i+1)); done\n"
-                               "cat \"$D/pid\"\n");
+        rc = lb_buf_printf(b, " %s >>\"$D.out\" 2>>\"$D.err\"%s &\n%s", st->has_stdin ? "<\"$D.in\"" : "</dev/null",
+                           st->has_stdin ? " 3>&-" : "", lb_sup_tail);
     if (rc) {
         snprintf(msg, msgsz, "the command with its arguments is over %u bytes", (unsigned)LB_SBX_COMMAND_MAX);
         return -1;
@@ -393,9 +395,9 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
 {
     lb_follow f;
     char err[512] = "", msg[1400];
-    snprintf(f.out, sizeof f.out, "%s/%u/out", LB_E2B_DIR, dir);
-    snprintf(f.err, sizeof f.err, "%s/%u/err", LB_E2B_DIR, dir);
-    snprintf(f.status, sizeof f.status, "%s/%u/status", LB_E2B_DIR, dir);
+    snprintf(f.out, sizeof f.out, "%s/%u.out", LB_E2B_DIR, dir);
+    snprintf(f.err, sizeof f.err, "%s/%u.err", LB_E2B_DIR, dir);
+    snprintf(f.status, sizeof f.status, "%s/%u.status", LB_E2B_DIR, dir);
     f.off_out = f.off_err = 0;
     int64_t t0 = lb_mono_ms(), last_sent = t0;
     int seen = 0, status = 0; /* the status file was read (the output may still hold a tail) */
@@ -435,8 +437,11 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
             long long v = 0;
             while (slen && (sdata[slen - 1] == '\n' || sdata[slen - 1] == '\r'))
                 sdata[--slen] = '\0';
-            seen = 1;
-            status = lb_parse_ll(sdata, 0, 255, &v) == LB_OK ? (int)v : 255;
+            /* empty: caught between its open and its write; next time */
+            if (lb_parse_ll(sdata, 0, 255, &v) == LB_OK) {
+                seen = 1;
+                status = (int)v;
+            }
         }
         free(sdata);
         lb_sbx_unlock(s);
@@ -479,29 +484,64 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
         }
         if (nout == LB_E2B_CHUNK || nerr == LB_E2B_CHUNK || seen)
             continue; /* more is waiting, or the last read after the end */
-        int ms = now - t0 < 500 ? LB_E2B_POLL_FAST_MS : LB_E2B_POLL_MS;
+        int ms = now - t0 < 50 ? LB_E2B_POLL_FIRST_MS : now - t0 < 500 ? LB_E2B_POLL_FAST_MS : LB_E2B_POLL_MS;
         struct timespec ts = {0, ms * 1000000L};
         nanosleep(&ts, NULL);
     }
 }
 
-/* A stream stopped following slot: the last one after its end removes
- * its folder and its entry. */
+/* Folders of ended processes, removed by the next start in their sandbox
+ * (in the background of its shell command: no command of its own, which
+ * would cost a round trip through the shell per process). */
+#define LB_E2B_REAP_MAX 512
+static struct {
+    char sbx[33];
+    unsigned dir;
+} lb_reap[LB_E2B_REAP_MAX];
+static int lb_reap_n;
+
+/* "rm -f -- D1.* D2.* ... >/dev/null 2>&1 &\n" for up to 64 processes of sbx
+ * (lock held), taken off the list; "" when none. */
+static void lb_reap_line_locked(const char *sbx, lb_buf *b)
+{
+    int taken = 0;
+    for (int i = 0; i < lb_reap_n && taken < 64;) {
+        if (strcmp(lb_reap[i].sbx, sbx)) {
+            i++;
+            continue;
+        }
+        if (lb_buf_printf(b, "%s %s/%u.*", taken ? "" : "rm -f --", LB_E2B_DIR, lb_reap[i].dir) != LB_OK)
+            break;
+        taken++;
+        lb_reap[i] = lb_reap[--lb_reap_n];
+    }
+    if (taken && lb_buf_appends(b, " >/dev/null 2>&1 &\n") != LB_OK)
+        lb_buf_reset(b);
+}
+
+/* A stream stopped following slot: the last one after its end forgets it
+ * and leaves its folder to be removed. */
 static void lb_follow_done(lb_sbx *s, int slot)
 {
     pthread_mutex_lock(&lb_procs_mu);
     lb_e2b_proc *p = &lb_procs[slot];
     int last = --p->streams == 0 && p->ended;
     unsigned dir = p->dir;
+    int queued = 0;
     if (last) {
         cJSON_Delete(p->config);
         memset(p, 0, sizeof *p);
+        if (lb_reap_n < LB_E2B_REAP_MAX) {
+            memcpy(lb_reap[lb_reap_n].sbx, s->id, 33);
+            lb_reap[lb_reap_n++].dir = dir;
+            queued = 1;
+        }
     }
     pthread_mutex_unlock(&lb_procs_mu);
-    if (last) {
+    if (last && !queued) {
         char line[96], msg[400];
         const char *code;
-        snprintf(line, sizeof line, "rm -rf -- %s/%u", LB_E2B_DIR, dir);
+        snprintf(line, sizeof line, "rm -f -- %s/%u.*", LB_E2B_DIR, dir);
         LB_IGNORE(lb_shell(s, line, NULL, &code, msg, sizeof msg)); /* a folder left in /var/tmp is harmless */
     }
 }
@@ -511,8 +551,9 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     char msg[1400] = "";
     lb_e2b_start st;
     memset(&st, 0, sizeof st);
-    lb_buf line;
+    lb_buf line, reap;
     lb_buf_init(&line, LB_SBX_LINE_MAX);
+    lb_buf_init(&reap, 64 * 64);
     char *out = NULL;
     unsigned dir = 0;
     cJSON *req = lb_e2b_request(r, 1);
@@ -526,20 +567,23 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     }
     int ok = 0;
     const char *code = "invalid_argument";
-    if (lb_start_parse(req, s, dir, &st, msg, sizeof msg) != 0) {
+    uint32_t pid = 0;
+    pthread_mutex_lock(&lb_procs_mu);
+    lb_reap_line_locked(s->id, &reap);
+    pthread_mutex_unlock(&lb_procs_mu);
+    if (lb_start_parse(req, s, dir, reap.data ? reap.data : "", &st, msg, sizeof msg) != 0) {
         /* msg says why */
     } else if (lb_sbx_exec_line(&st.er, s->env, NULL, &line) != LB_OK) {
         snprintf(msg, sizeof msg, "The command with its env and cwd is over %u bytes.", (unsigned)LB_SBX_LINE_MAX);
     } else if (lb_shell(s, line.data, &out, &code, msg, sizeof msg) == LB_OK) {
-        ok = 1;
-    }
-    long long pid = 0;
-    if (out)
-        out[strcspn(out, "\n")] = '\0';
-    if (ok && (!out || lb_parse_ll(out, 1, UINT32_MAX, &pid) != LB_OK)) {
-        ok = 0;
+        long long v = 0;
+        if (out)
+            out[strcspn(out, "\n")] = '\0';
+        ok = out && lb_parse_ll(out, 1, UINT32_MAX, &v) == LB_OK;
+        pid = (uint32_t)v;
         code = "internal";
-        snprintf(msg, sizeof msg, "The process did not start (no pid from its supervisor).");
+        if (!ok)
+            snprintf(msg, sizeof msg, "The process did not start (its supervisor gave no pid).");
     }
     if (!ok) {
         pthread_mutex_lock(&lb_procs_mu);
@@ -551,17 +595,18 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     }
     pthread_mutex_lock(&lb_procs_mu);
     lb_e2b_proc *p = &lb_procs[slot];
-    p->pid = (uint32_t)pid;
+    p->pid = pid;
     p->has_stdin = st.has_stdin;
     p->config = st.config;
     snprintf(p->tag, sizeof p->tag, "%s", st.tag ? st.tag : "");
     st.config = NULL;
     pthread_mutex_unlock(&lb_procs_mu);
-    if (lb_send_start(r, (uint32_t)pid) == LB_OK)
-        lb_follow_run(r, s, slot, (uint32_t)pid, dir, lb_connect_deadline(r), 0);
+    if (lb_send_start(r, pid) == LB_OK)
+        lb_follow_run(r, s, slot, pid, dir, lb_connect_deadline(r), 0);
     lb_follow_done(s, slot);
 done:
     free(out);
+    lb_buf_free(&reap);
     lb_buf_free(&line);
     lb_buf_free(&st.script);
     cJSON_Delete(st.config);
@@ -622,7 +667,7 @@ static void lb_procs_refresh(lb_sbx *s)
         char path[96], err[256], msg[400];
         int type = 0;
         uint64_t size = 0;
-        snprintf(path, sizeof path, "%s/%u/status", LB_E2B_DIR, dirs[k]);
+        snprintf(path, sizeof path, "%s/%u.status", LB_E2B_DIR, dirs[k]);
         if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK)
             return;
         int rc = lbsb_stat(s->conn, s->sbx_id, path, &type, &size, err, sizeof err);
@@ -726,7 +771,7 @@ static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
     char line[256];
     const char *code = "internal";
     if (close_it) {
-        snprintf(line, sizeof line, "kill -USR1 \"$(cat %s/%u/wpid)\"", LB_E2B_DIR, dir);
+        snprintf(line, sizeof line, "read -r w <%s/%u.wpid && kill -USR1 \"$w\"", LB_E2B_DIR, dir);
         int rc = lb_shell(s, line, NULL, &code, msg, sizeof msg);
         lb_answer_empty(r, rc, code, msg);
         goto out;
@@ -739,7 +784,7 @@ static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
     }
     char path[96];
     unsigned k = (unsigned)lb_mono_ms() ^ (unsigned)(uintptr_t)r;
-    snprintf(path, sizeof path, "%s/%u/stdin.%u", LB_E2B_DIR, dir, k);
+    snprintf(path, sizeof path, "%s/%u.stdin.%u", LB_E2B_DIR, dir, k);
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         goto out;
@@ -751,7 +796,7 @@ static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
         lb_e2b_unary_error(r, st == 503 ? "unavailable" : "internal", "%s", msg);
         goto out;
     }
-    snprintf(line, sizeof line, "timeout 10 cat %s >%s/%u/in; r=$?; rm -f %s; exit $r", path, LB_E2B_DIR, dir, path);
+    snprintf(line, sizeof line, "timeout 10 cat %s >%s/%u.in; r=$?; rm -f %s; exit $r", path, LB_E2B_DIR, dir, path);
     rc = lb_shell(s, line, NULL, &code, msg, sizeof msg);
     if (rc)
         snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (the process did not take its stdin within 10 s)");

@@ -57,6 +57,7 @@ check('background_list_and_kill', async () => {
   assert(h.pid > 0, 'a pid')
   const procs = await sbx.commands.list()
   assert(procs.some(p => p.pid === h.pid && p.cmd === '/bin/bash'), 'listed: ' + JSON.stringify(procs))
+  for (let i = 0; i < 100 && !h.stdout; i++) await new Promise(res => setTimeout(res, 20))
   const t0 = Date.now()
   eq(await sbx.commands.kill(h.pid), true, 'kill finds it')
   const e = await raises(() => h.wait())
