@@ -53,8 +53,8 @@ static cJSON *lb_entry(const char *path, int type, uint64_t size)
 static const char *lb_e2b_fs_code(lb_sbx *s, int rc, const char *what, const char *err, char *msg, size_t msgsz)
 {
     if (rc == LB_E_BUSY) {
-        snprintf(msg, msgsz, "Cannot %s while a command runs in the sandbox: llmbox runs one command at a time per "
-                 "sandbox for now (docs/E2B.md).", what);
+        snprintf(msg, msgsz, "Cannot %s while a command of the native sandbox API (/api/sandboxes/{id}/exec) runs "
+                 "in the sandbox's shell; try again when it has ended.", what);
         return "failed_precondition";
     }
     int st = lb_sbx_rpc_fail(s, rc, what, err, msg, msgsz);

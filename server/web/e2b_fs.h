@@ -1,9 +1,10 @@
 /* envd's filesystem service (filesystem.Filesystem/...) and its /files
  * route for E2B's SDK (files.read, write, list, exists, getInfo, makeDir,
  * rename, remove), on the sandbox RPC's path-safe read, write, list and
- * stat; makeDir, rename and remove run mkdir -p, mv and rm -rf inside the
- * sandbox (so they wait for a running command: failed_precondition while
- * one runs). WatchDir answers unimplemented (docs/E2B.md). */
+ * stat; makeDir, rename and remove run mkdir -p, mv and rm -rf in the
+ * sandbox's shell (short commands: E2B's processes run beside the shell,
+ * e2b_process.h; a native /api exec still running there makes them
+ * failed_precondition). WatchDir answers unimplemented (docs/E2B.md). */
 #ifndef LB_E2B_FS_H
 #define LB_E2B_FS_H
 
