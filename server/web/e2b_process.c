@@ -35,9 +35,12 @@
 /* The supervisor is a subshell the sandbox's shell forks for the start
  * command (a fork costs a fraction of a millisecond, a new bash several):
  * a process substitution, whose first line, the command's pid, the start
- * command reads and prints, so one exec answers the pid. It keeps nothing
- * of the shell's: no stdout or stderr after that line (the shell's pipes
- * to sandboxd stay clean), SIGINT ignored (how the shell's own commands are
+ * command reads and prints, so one exec answers the pid; and its exit
+ * status too when it ends within 30 ms (most short commands: then no
+ * stream has to poll for it). It keeps nothing of the shell's: its
+ * stdout is that pipe, read only by the start command (a status written
+ * after it stopped reading ends the supervisor by SIGPIPE, its work done),
+ * its stderr /dev/null, SIGINT ignored (how the shell's own commands are
  * stopped). It records its own pid (closeStdin signals it), keeps the FIFO
  * open for writing so the command sees no EOF until closeStdin (USR1)
  * closes it, starts the command as a job of its own process group (set -m:
@@ -48,9 +51,9 @@ static const char lb_sup_head[] =
     "exec 5< <(exec 2>/dev/null; trap '' INT; : >\"$D.out\"; : >\"$D.err\"; echo $BASHPID >\"$D.wpid\"\n";
 static const char lb_sup_stdin[] = "exec 3<>\"$D.in\"; trap 'exec 3>&-' USR1\n";
 static const char lb_sup_tail[] =
-    "p=$!; echo $p; exec >/dev/null\n"
-    "while kill -0 $p 2>/dev/null; do wait $p; done; wait $p; echo $? >\"$D.status\")\n"
-    "read -r p <&5; exec 5<&-; echo \"$p\"\n";
+    "p=$!; echo $p\n"
+    "while kill -0 $p 2>/dev/null; do wait $p; done; wait $p; s=$?; echo $s >\"$D.status\"; echo $s)\n"
+    "read -r p <&5; read -t 0.03 -r s <&5; exec 5<&-; echo \"$p $s\"\n";
 
 /* The processes this web started: what List shows and the other calls
  * find. Guarded by lb_procs_mu. */
@@ -390,8 +393,10 @@ static int lb_read_more(lb_sbx *s, const char *path, uint64_t *off, char **data,
 
 /* Streams the process in slot (pid, folder) to r until it ends, the
  * deadline passes (it is killed: deadline_exceeded), its sandbox goes
- * (unavailable) or the client leaves (it runs on). Ends the stream. */
-static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned dir, int64_t deadline, int from_now)
+ * (unavailable) or the client leaves (it runs on). known_status: its exit
+ * status when the start saw it end, else -1. Ends the stream. */
+static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned dir, int64_t deadline, int from_now,
+                          int known_status)
 {
     lb_follow f;
     char err[512] = "", msg[1400];
@@ -400,7 +405,8 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
     snprintf(f.status, sizeof f.status, "%s/%u.status", LB_E2B_DIR, dir);
     f.off_out = f.off_err = 0;
     int64_t t0 = lb_mono_ms(), last_sent = t0;
-    int seen = 0, status = 0; /* the status file was read (the output may still hold a tail) */
+    /* the status is known (the output may still hold a tail) */
+    int seen = known_status >= 0, status = known_status >= 0 ? known_status : 0;
     if (from_now) {
         /* Connect: what the process writes from now on */
         char *d = NULL;
@@ -568,6 +574,7 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     int ok = 0;
     const char *code = "invalid_argument";
     uint32_t pid = 0;
+    int early = -1; /* the status, when it ended within the start's wait */
     pthread_mutex_lock(&lb_procs_mu);
     lb_reap_line_locked(s->id, &reap);
     pthread_mutex_unlock(&lb_procs_mu);
@@ -576,11 +583,18 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     } else if (lb_sbx_exec_line(&st.er, s->env, NULL, &line) != LB_OK) {
         snprintf(msg, sizeof msg, "The command with its env and cwd is over %u bytes.", (unsigned)LB_SBX_LINE_MAX);
     } else if (lb_shell(s, line.data, &out, &code, msg, sizeof msg) == LB_OK) {
-        long long v = 0;
+        long long v = 0, sv = -1;
         if (out)
             out[strcspn(out, "\n")] = '\0';
+        char *sp = out ? strchr(out, ' ') : NULL;
+        if (sp) {
+            *sp++ = '\0';
+            if (*sp && lb_parse_ll(sp, 0, 255, &sv) != LB_OK)
+                sv = -1;
+        }
         ok = out && lb_parse_ll(out, 1, UINT32_MAX, &v) == LB_OK;
         pid = (uint32_t)v;
+        early = (int)sv;
         code = "internal";
         if (!ok)
             snprintf(msg, sizeof msg, "The process did not start (its supervisor gave no pid).");
@@ -602,7 +616,7 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     st.config = NULL;
     pthread_mutex_unlock(&lb_procs_mu);
     if (lb_send_start(r, pid) == LB_OK)
-        lb_follow_run(r, s, slot, pid, dir, lb_connect_deadline(r), 0);
+        lb_follow_run(r, s, slot, pid, dir, lb_connect_deadline(r), 0, early);
     lb_follow_done(s, slot);
 done:
     free(out);
@@ -641,7 +655,7 @@ static void lb_e2b_connect(lb_req *r, lb_sbx *s)
         unsigned dir = lb_procs[i].dir;
         pthread_mutex_unlock(&lb_procs_mu);
         if (lb_send_start(r, pid) == LB_OK)
-            lb_follow_run(r, s, i, pid, dir, lb_connect_deadline(r), 1);
+            lb_follow_run(r, s, i, pid, dir, lb_connect_deadline(r), 1, -1);
         lb_follow_done(s, i);
     }
     cJSON_Delete(req);
