@@ -37,7 +37,8 @@
  * a process substitution, whose first line, the command's pid, the start
  * command reads and prints, so one exec answers the pid; and its exit
  * status too when it ends within 30 ms (most short commands: then no
- * stream has to poll for it). It keeps nothing of the shell's: its
+ * stream has to poll for it), with "-" when it wrote nothing (then there
+ * is nothing to read either). It keeps nothing of the shell's: its
  * stdout is that pipe, read only by the start command (a status written
  * after it stopped reading ends the supervisor by SIGPIPE, its work done),
  * its stderr /dev/null, SIGINT ignored (how the shell's own commands are
@@ -53,7 +54,8 @@ static const char lb_sup_stdin[] = "exec 3<>\"$D.in\"; trap 'exec 3>&-' USR1\n";
 static const char lb_sup_tail[] =
     "p=$!; echo $p\n"
     "while kill -0 $p 2>/dev/null; do wait $p; done; wait $p; s=$?; echo $s >\"$D.status\"; echo $s)\n"
-    "read -r p <&5; read -t 0.03 -r s <&5; exec 5<&-; echo \"$p $s\"\n";
+    "read -r p <&5; o=x; read -t 0.03 -r s <&5 && { o=-; [ -s \"$D.out\" ] || [ -s \"$D.err\" ] && o=x; }\n"
+    "exec 5<&-; echo \"$p $s $o\"\n";
 
 /* The processes this web started: what List shows and the other calls
  * find. Guarded by lb_procs_mu. */
@@ -575,6 +577,7 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     const char *code = "invalid_argument";
     uint32_t pid = 0;
     int early = -1; /* the status, when it ended within the start's wait */
+    int silent = 0; /* and it wrote nothing */
     pthread_mutex_lock(&lb_procs_mu);
     lb_reap_line_locked(s->id, &reap);
     pthread_mutex_unlock(&lb_procs_mu);
@@ -589,8 +592,12 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
         char *sp = out ? strchr(out, ' ') : NULL;
         if (sp) {
             *sp++ = '\0';
+            char *fl = strchr(sp, ' ');
+            if (fl)
+                *fl++ = '\0';
             if (*sp && lb_parse_ll(sp, 0, 255, &sv) != LB_OK)
                 sv = -1;
+            silent = sv >= 0 && fl && !strcmp(fl, "-");
         }
         ok = out && lb_parse_ll(out, 1, UINT32_MAX, &v) == LB_OK;
         pid = (uint32_t)v;
@@ -615,8 +622,15 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     snprintf(p->tag, sizeof p->tag, "%s", st.tag ? st.tag : "");
     st.config = NULL;
     pthread_mutex_unlock(&lb_procs_mu);
-    if (lb_send_start(r, pid) == LB_OK)
+    if (silent) {
+        pthread_mutex_lock(&lb_procs_mu);
+        lb_procs[slot].ended = 1;
+        pthread_mutex_unlock(&lb_procs_mu);
+        if (lb_send_start(r, pid) == LB_OK && lb_send_end(r, early) == LB_OK)
+            lb_e2b_stream_end(r, NULL, "%s", "");
+    } else if (lb_send_start(r, pid) == LB_OK) {
         lb_follow_run(r, s, slot, pid, dir, lb_connect_deadline(r), 0, early);
+    }
     lb_follow_done(s, slot);
 done:
     free(out);
