@@ -30,7 +30,7 @@ def sdk_env(stack, key=TOKEN):
     return env
 
 
-def run_script(stack, name, timeout=300):
+def run_script(stack, name, timeout=600):
     """Runs tests/e2b/<name> with node; returns (rc, stdout, stderr)."""
     p = subprocess.run(["node", name], cwd=E2B_DIR, env=sdk_env(stack), capture_output=True, text=True,
                        timeout=timeout)
