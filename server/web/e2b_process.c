@@ -502,6 +502,7 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
  * (in the background of its shell command: no command of its own, which
  * would cost a round trip through the shell per process). */
 #define LB_E2B_REAP_MAX 512
+#define LB_E2B_REAP_BATCH 32
 static struct {
     char sbx[33];
     unsigned dir;
@@ -512,7 +513,12 @@ static int lb_reap_n;
  * (lock held), taken off the list; "" when none. */
 static void lb_reap_line_locked(const char *sbx, lb_buf *b)
 {
-    int taken = 0;
+    int taken = 0, mine = 0;
+    for (int i = 0; i < lb_reap_n; i++)
+        mine += !strcmp(lb_reap[i].sbx, sbx);
+    /* in batches: one rm per start would cost every start a fork and an exec */
+    if (mine < LB_E2B_REAP_BATCH && lb_reap_n < LB_E2B_REAP_MAX / 2)
+        return;
     for (int i = 0; i < lb_reap_n && taken < 64;) {
         if (strcmp(lb_reap[i].sbx, sbx)) {
             i++;
