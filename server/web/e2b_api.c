@@ -1,6 +1,7 @@
 /* E2B's control plane over the API sandboxes (e2b_api.h). */
 #include "web/e2b_api.h"
 
+#include "web/e2b_connect.h"
 #include "web/e2b_envd.h"
 #include "web/handlers_sandboxes.h"
 #include "web/http.h"
@@ -35,14 +36,8 @@ static void lb_e2b_error(lb_req *r, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cJSON *o = cJSON_CreateObject();
-    if (o) {
-        cJSON_AddNumberToObject(o, "code", status);
-        cJSON_AddStringToObject(o, "message", msg);
-    }
     lb_http_drain(r);
-    lb_http_json(r, status, o, NULL);
-    cJSON_Delete(o);
+    lb_e2b_error_json(r, status, NULL, msg);
 }
 
 int lb_e2b_auth_ok(lb_req *r)

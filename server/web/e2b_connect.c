@@ -72,6 +72,20 @@ void lb_e2b_unary(lb_req *r, const cJSON *msg)
     lb_http_json(r, 200, msg, NULL);
 }
 
+void lb_e2b_error_json(lb_req *r, int status, const char *code, const char *msg)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o) {
+        if (code)
+            cJSON_AddStringToObject(o, "code", code);
+        else
+            cJSON_AddNumberToObject(o, "code", status);
+        cJSON_AddStringToObject(o, "message", msg);
+    }
+    lb_http_json(r, status, o, NULL);
+    cJSON_Delete(o);
+}
+
 void lb_e2b_unary_error(lb_req *r, const char *code, const char *fmt, ...)
 {
     char msg[1200];
@@ -79,13 +93,7 @@ void lb_e2b_unary_error(lb_req *r, const char *code, const char *fmt, ...)
     va_start(ap, fmt);
     lb_e2b_vmsg(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cJSON *o = cJSON_CreateObject();
-    if (o) {
-        cJSON_AddStringToObject(o, "code", code);
-        cJSON_AddStringToObject(o, "message", msg);
-    }
-    lb_http_json(r, lb_e2b_code_http(code), o, NULL);
-    cJSON_Delete(o);
+    lb_e2b_error_json(r, lb_e2b_code_http(code), code, msg);
 }
 
 void lb_e2b_stream_begin(lb_req *r)

@@ -19,6 +19,10 @@
 cJSON *lb_e2b_request(lb_req *r, int streaming);
 /* A unary answer: 200, application/json, msg (not freed). */
 void lb_e2b_unary(lb_req *r, const cJSON *msg);
+/* An error body {"code", "message"} with status: code is Connect's code
+ * name, or NULL for E2B's REST shape (the status as a number, which the
+ * SDK compares with 404). */
+void lb_e2b_error_json(lb_req *r, int status, const char *code, const char *msg);
 /* A unary error: the HTTP status of code, {"code":code,"message":...}. */
 void lb_e2b_unary_error(lb_req *r, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Starts a streamed answer: 200, application/connect+json. */

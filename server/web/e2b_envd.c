@@ -51,14 +51,8 @@ static void lb_e2b_target(lb_req *r, char id[33])
  * Code.Unavailable on RPCs: TimeoutError / SandboxNotFoundError). */
 static void lb_e2b_gone(lb_req *r, const char *msg)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (o) {
-        cJSON_AddStringToObject(o, "code", "unavailable");
-        cJSON_AddStringToObject(o, "message", msg);
-    }
     lb_http_drain(r);
-    lb_http_json(r, 502, o, NULL);
-    cJSON_Delete(o);
+    lb_e2b_error_json(r, 502, "unavailable", msg);
 }
 
 /* The X-Access-Token of the request against the sandbox's, in constant time. */

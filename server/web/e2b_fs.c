@@ -68,6 +68,15 @@ static const char *lb_e2b_fs_code(lb_sbx *s, int rc, const char *what, const cha
     }
 }
 
+/* Answers a failed sandboxd call that tried to `verb path`. */
+static void lb_e2b_fs_fail(lb_req *r, lb_sbx *s, int rc, const char *verb, const char *path, const char *err)
+{
+    char what[LB_SBX_SPATH_MAX + 16], msg[1400];
+    snprintf(what, sizeof what, "%s %s", verb, path);
+    const char *code = lb_e2b_fs_code(s, rc, what, err, msg, sizeof msg);
+    lb_e2b_unary_error(r, code, "%s", msg);
+}
+
 /* Runs a short file command in the sandbox under its lock: 0, or answers. */
 static int lb_e2b_fs_run(lb_req *r, lb_sbx *s, const char *what, lb_buf *line)
 {
@@ -108,10 +117,7 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, int *type, uint64
     int rc = lbsb_stat(s->conn, s->sbx_id, path, type, size, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
-        char what[LB_SBX_SPATH_MAX + 16];
-        snprintf(what, sizeof what, "stat %s", path);
-        const char *code = lb_e2b_fs_code(s, rc, what, err, msg, sizeof msg);
-        lb_e2b_unary_error(r, code, "%s", msg);
+        lb_e2b_fs_fail(r, s, rc, "stat", path, err);
         return -1;
     }
     return 0;
@@ -178,10 +184,7 @@ static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
     int rc = lbsb_list(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, &ents, &n, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
-        char what[LB_SBX_SPATH_MAX + 16];
-        snprintf(what, sizeof what, "list %s", path);
-        const char *code = lb_e2b_fs_code(s, rc, what, err, msg, sizeof msg);
-        lb_e2b_unary_error(r, code, "%s", msg);
+        lb_e2b_fs_fail(r, s, rc, "list", path, err);
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -329,13 +332,7 @@ static void lb_files_get(lb_req *r, lb_sbx *s, const char *path)
         int st = rc == LB_E_ISDIR ? 400 : lb_sbx_rpc_fail(s, rc, what, err, msg, sizeof msg);
         if (rc == LB_E_ISDIR)
             snprintf(msg, sizeof msg, "%s is a directory", path);
-        cJSON *o = cJSON_CreateObject();
-        if (o) {
-            cJSON_AddNumberToObject(o, "code", st);
-            cJSON_AddStringToObject(o, "message", msg);
-        }
-        lb_http_json(r, st, o, NULL);
-        cJSON_Delete(o);
+        lb_e2b_error_json(r, st, NULL, msg);
         return;
     }
     char extra[160];
@@ -467,13 +464,7 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
         snprintf(up.msg, sizeof up.msg, "The upload holds no file.");
     }
     if (up.st) {
-        cJSON *o = cJSON_CreateObject();
-        if (o) {
-            cJSON_AddNumberToObject(o, "code", up.st);
-            cJSON_AddStringToObject(o, "message", up.msg);
-        }
-        lb_http_json(r, up.st, o, NULL);
-        cJSON_Delete(o);
+        lb_e2b_error_json(r, up.st, NULL, up.msg);
     } else {
         lb_http_json(r, 200, up.out, NULL);
     }
