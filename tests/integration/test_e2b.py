@@ -212,6 +212,27 @@ def t_unsupported_said(stack):
         api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
 
 
+def t_web_restart(stack):
+    """The sandbox outlives a restart of the web (its lease), and its access
+    token still opens it: the token is derived from the id, not stored."""
+    s = create(stack, metadata={"keep": "yes"})
+    try:
+        st, _, env = envd(stack, s, "process.Process/Start",
+                          {"process": {"cmd": "/bin/bash", "args": ["-c", "echo before >/tmp/mark"]}}, streaming=True)
+        assert st == 200 and env[-1] == (2, {}), env
+        stack.kill("web")
+        stack.restart("web")
+        st, _, env = envd(stack, s, "process.Process/Start",
+                          {"process": {"cmd": "/bin/cat", "args": ["/tmp/mark"]}}, streaming=True)
+        data = [e[1]["event"]["data"] for e in env if "data" in e[1].get("event", {})]
+        assert st == 200 and data and "before" in "".join(
+            __import__("base64").b64decode(d["stdout"]).decode() for d in data), env
+        st, _, data = api(stack, "GET", "/e2b/sandboxes/" + s["sandboxID"])
+        assert st == 200 and json.loads(data)["metadata"] == {"keep": "yes"}, (st, data)
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -238,6 +259,7 @@ def main():
         r.run("envelopes_malformed", t_envelopes, st)
         r.run("client_never_reads", t_never_reads, st)
         r.run("unsupported_said", t_unsupported_said, st)
+        r.run("web_restart_keeps_sandbox_and_token", t_web_restart, st)
     r.done()
 
 
