@@ -468,9 +468,10 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
             last_sent = lb_mono_ms();
         if (gone)
             return; /* the client left; the process runs on (connect to it again) */
-        /* the end once a read after the status found nothing more: what
-         * the process wrote just before it ended is never lost */
-        if (seen_before && !nout && !nerr) {
+        /* the end once a read after the status took what was left (less
+         * than a full chunk of each): what the process wrote just before
+         * it ended is never lost */
+        if (seen_before && nout < LB_E2B_CHUNK && nerr < LB_E2B_CHUNK) {
             pthread_mutex_lock(&lb_procs_mu);
             lb_procs[slot].ended = 1;
             pthread_mutex_unlock(&lb_procs_mu);
