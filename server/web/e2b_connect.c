@@ -104,7 +104,7 @@ void lb_e2b_stream_begin(lb_req *r)
     (void)FCGX_FFlush(r->fcgi->out); /* a gone client shows at the first message */
 }
 
-static int lb_e2b_stream_put(lb_req *r, unsigned flags, const cJSON *msg)
+static int lb_e2b_stream_put(lb_req *r, unsigned flags, const cJSON *msg, int flush)
 {
     char *text = cJSON_PrintUnformatted(msg);
     if (!text)
@@ -113,7 +113,7 @@ static int lb_e2b_stream_put(lb_req *r, unsigned flags, const cJSON *msg)
     unsigned char hdr[LB_E2B_ENV_HDR];
     lb_e2b_envelope_header(hdr, flags, (uint32_t)n);
     int bad = FCGX_PutStr((const char *)hdr, LB_E2B_ENV_HDR, r->fcgi->out) < 0 ||
-              FCGX_PutStr(text, (int)n, r->fcgi->out) < 0 || FCGX_FFlush(r->fcgi->out) < 0;
+              FCGX_PutStr(text, (int)n, r->fcgi->out) < 0 || (flush && FCGX_FFlush(r->fcgi->out) < 0);
     free(text);
     return bad ? LB_E_IO : LB_OK;
 }
@@ -122,7 +122,14 @@ int lb_e2b_stream_send(lb_req *r, const cJSON *msg)
 {
     if (!r->responded)
         lb_e2b_stream_begin(r);
-    return lb_e2b_stream_put(r, 0, msg);
+    return lb_e2b_stream_put(r, 0, msg, 1);
+}
+
+int lb_e2b_stream_queue(lb_req *r, const cJSON *msg)
+{
+    if (!r->responded)
+        lb_e2b_stream_begin(r);
+    return lb_e2b_stream_put(r, 0, msg, 0);
 }
 
 void lb_e2b_stream_end(lb_req *r, const char *code, const char *fmt, ...)
@@ -143,6 +150,6 @@ void lb_e2b_stream_end(lb_req *r, const char *code, const char *fmt, ...)
         }
     }
     if (o)
-        LB_IGNORE(lb_e2b_stream_put(r, LB_E2B_FLAG_END, o)); /* the client may be gone: nothing left to tell it */
+        LB_IGNORE(lb_e2b_stream_put(r, LB_E2B_FLAG_END, o, 1)); /* the client may be gone: nothing left to tell it */
     cJSON_Delete(o);
 }

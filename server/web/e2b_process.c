@@ -308,7 +308,8 @@ static int64_t lb_connect_deadline(lb_req *r)
 
 /* ---- the events ---- */
 
-static int lb_send_event(lb_req *r, const char *kind, cJSON *value)
+/* One event; queued without a flush when more follows at once (the end). */
+static int lb_send_event_q(lb_req *r, const char *kind, cJSON *value, int queue)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *ev = o ? cJSON_AddObjectToObject(o, "event") : NULL;
@@ -317,13 +318,18 @@ static int lb_send_event(lb_req *r, const char *kind, cJSON *value)
         cJSON_Delete(o);
         return LB_E_NOMEM;
     }
-    int rc = lb_e2b_stream_send(r, o);
+    int rc = queue ? lb_e2b_stream_queue(r, o) : lb_e2b_stream_send(r, o);
     cJSON_Delete(o);
     return rc;
 }
 
+static int lb_send_event(lb_req *r, const char *kind, cJSON *value)
+{
+    return lb_send_event_q(r, kind, value, 0);
+}
+
 /* A data event with n bytes of one stream ("stdout", "stderr"), base64. */
-static int lb_send_data(lb_req *r, const char *stream, const char *p, size_t n)
+static int lb_send_data(lb_req *r, const char *stream, const char *p, size_t n, int queue)
 {
     if (!n)
         return LB_OK;
@@ -337,17 +343,17 @@ static int lb_send_data(lb_req *r, const char *stream, const char *p, size_t n)
         d = NULL;
     }
     free(b64);
-    return lb_send_event(r, "data", d);
+    return lb_send_event_q(r, "data", d, queue);
 }
 
-static int lb_send_start(lb_req *r, uint32_t pid)
+static int lb_send_start(lb_req *r, uint32_t pid, int queue)
 {
     cJSON *sv = cJSON_CreateObject();
     if (sv && !cJSON_AddNumberToObject(sv, "pid", pid)) {
         cJSON_Delete(sv);
         sv = NULL;
     }
-    return lb_send_event(r, "start", sv);
+    return lb_send_event_q(r, "start", sv, queue);
 }
 
 /* The end event of a supervisor status: an exit code, or 128+N for signal N. */
@@ -373,7 +379,7 @@ static int lb_send_end(lb_req *r, int status)
         cJSON_Delete(e);
         e = NULL;
     }
-    return lb_send_event(r, "end", e);
+    return lb_send_event_q(r, "end", e, 1); /* the end of the stream follows at once */
 }
 
 /* ---- following a process ---- */
@@ -461,7 +467,10 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
                               rc == LB_E_CANCELLED ? "the sandbox was killed or expired" : msg);
             return;
         }
-        int gone = lb_send_data(r, "stdout", dout, nout) != LB_OK || lb_send_data(r, "stderr", derr, nerr) != LB_OK;
+        /* the last read: its data, the end event and the stream's end go out in one write */
+        int last = seen_before && nout < LB_E2B_CHUNK && nerr < LB_E2B_CHUNK;
+        int gone = lb_send_data(r, "stdout", dout, nout, last) != LB_OK ||
+                   lb_send_data(r, "stderr", derr, nerr, last) != LB_OK;
         free(dout);
         free(derr);
         if (nout || nerr)
@@ -471,7 +480,7 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
         /* the end once a read after the status took what was left (less
          * than a full chunk of each): what the process wrote just before
          * it ended is never lost */
-        if (seen_before && nout < LB_E2B_CHUNK && nerr < LB_E2B_CHUNK) {
+        if (last) {
             pthread_mutex_lock(&lb_procs_mu);
             lb_procs[slot].ended = 1;
             pthread_mutex_unlock(&lb_procs_mu);
@@ -633,9 +642,9 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
         pthread_mutex_lock(&lb_procs_mu);
         lb_procs[slot].ended = 1;
         pthread_mutex_unlock(&lb_procs_mu);
-        if (lb_send_start(r, pid) == LB_OK && lb_send_end(r, early) == LB_OK)
+        if (lb_send_start(r, pid, 1) == LB_OK && lb_send_end(r, early) == LB_OK)
             lb_e2b_stream_end(r, NULL, "%s", "");
-    } else if (lb_send_start(r, pid) == LB_OK) {
+    } else if (lb_send_start(r, pid, 0) == LB_OK) {
         lb_follow_run(r, s, slot, pid, dir, lb_connect_deadline(r), 0, early);
     }
     lb_follow_done(s, slot);
@@ -675,7 +684,7 @@ static void lb_e2b_connect(lb_req *r, lb_sbx *s)
         uint32_t pid = lb_procs[i].pid;
         unsigned dir = lb_procs[i].dir;
         pthread_mutex_unlock(&lb_procs_mu);
-        if (lb_send_start(r, pid) == LB_OK)
+        if (lb_send_start(r, pid, 0) == LB_OK)
             lb_follow_run(r, s, i, pid, dir, lb_connect_deadline(r), 1, -1);
         lb_follow_done(s, i);
     }
