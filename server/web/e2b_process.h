@@ -2,11 +2,11 @@
  * (foreground and background), connect, list, kill, sendStdin, closeStdin.
  *
  * Processes run beside the persistent shell, several at once: a short exec
- * in the shell starts each one detached under a small supervisor (its own
- * session, stdout and stderr into files of a folder under
- * /var/tmp/.llmbox-e2b/ in the sandbox, stdin from a FIFO when asked for,
- * its exit status written when it ends), and the streams that watch it
- * read those files with the sandbox RPC's ranged reads. So the output is
+ * in the shell starts each one detached under a small supervisor subshell
+ * (its own process group, stdout and stderr appended to the files
+ * /var/tmp/.llmbox-e2b/<n>.out and .err in the sandbox, stdin from a FIFO
+ * when asked for, its exit status written when it ends), and the streams
+ * that watch it read those files with the sandbox RPC's ranged reads. So the output is
  * bounded by the sandbox's own disk quota, never by the web's memory; a
  * process outlives a client that goes away (E2B's behaviour: connect to it
  * again), and nothing holds the shell while processes run. */
