@@ -28,16 +28,22 @@ void lb_snapshot_state_name(const char *id, char *out, size_t outsz)
     snprintf(out, outsz, LB_SNAPSHOT_PREFIX "%s", id);
 }
 
-void lb_snapshot_restore_error(lb_req *r, const char *id, int rc, const char *err)
+int lb_snapshot_restore_error(const char *id, int rc, const char *err, char *msg, size_t msgsz)
 {
-    if (rc == LB_E_NOTFOUND)
-        lb_http_error(r, 404, "not_found", "There is no snapshot %s (deleted, expired by age, or never made).", id);
-    else if (rc == LB_E_TOOBIG)
-        lb_http_error(r, 413, NULL, "The snapshot %s does not fit this sandbox: %s.", id, err);
-    else if (!strstr(err, "saved state is damaged")) /* a snapshot of another image */
-        lb_http_error(r, 400, NULL, "The snapshot %s cannot start this sandbox: %s.", id, err);
-    else
-        lb_http_error(r, 422, "snapshot_damaged", "The snapshot %s cannot be restored: %s.", id, err);
+    if (rc == LB_E_NOTFOUND) {
+        snprintf(msg, msgsz, "There is no snapshot %s (deleted, expired by age, or never made).", id);
+        return 404;
+    }
+    if (rc == LB_E_TOOBIG) {
+        snprintf(msg, msgsz, "The snapshot %s does not fit this sandbox: %s.", id, err);
+        return 413;
+    }
+    if (!strstr(err, "saved state is damaged")) { /* a snapshot of another image */
+        snprintf(msg, msgsz, "The snapshot %s cannot start this sandbox: %s.", id, err);
+        return 400;
+    }
+    snprintf(msg, msgsz, "The snapshot %s cannot be restored: %s.", id, err);
+    return 422;
 }
 
 /* A sandboxd failure of a call on sandbox s. */

@@ -16,17 +16,19 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
 #include "web/request.h"
 
 #define LB_SNAPSHOT_STATE_MAX 40 /* "api-" + 32 hex + NUL */
 
 /* The sandboxd state name of snapshot id (32 hex) into out. */
 void lb_snapshot_state_name(const char *id, char *out, size_t outsz);
-/* Answers a create from snapshot id that sandboxd refused with rc:
+/* The HTTP status and sentence (into msg) for a create from snapshot id that
+ * sandboxd refused with rc:
  * LB_E_NOTFOUND 404, LB_E_TOOBIG 413 (its files do not fit the disk asked
  * for), LB_E_INVAL 422 (a damaged snapshot) or 400 (of another image: err
  * says which), with err. */
-void lb_snapshot_restore_error(lb_req *r, const char *id, int rc, const char *err);
+LB_MUST_CHECK int lb_snapshot_restore_error(const char *id, int rc, const char *err, char *msg, size_t msgsz);
 
 void lb_h_sbx_pause(lb_req *r);
 void lb_h_sbx_resume(lb_req *r);

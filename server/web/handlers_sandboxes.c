@@ -117,26 +117,26 @@ static cJSON *lb_sbx_json_body(lb_req *r, const char *what)
 
 /* ---- errors of sandboxd calls ---- */
 
-static void lb_sbx_rpc_error(lb_req *r, lb_sbx *s, int rc, const char *what, const char *err)
+int lb_sbx_rpc_fail(lb_sbx *s, int rc, const char *what, const char *err, char *msg, size_t msgsz)
 {
     switch (rc) {
     case LB_E_CANCELLED:
-        lb_http_error(r, 404, "not_found", "The sandbox %s was deleted or expired while %s.", s->id, what);
-        break;
+        snprintf(msg, msgsz, "The sandbox %s was deleted or expired while %s.", s->id, what);
+        return 404;
     case LB_E_INVAL:
     case LB_E_ISDIR:
-        lb_http_error(r, 400, NULL, "Cannot %s: %s.", what, err);
-        break;
+        snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
+        return 400;
     case LB_E_NOTFOUND:
-        lb_http_error(r, 404, "not_found", "Cannot %s: %s.", what, err);
-        break;
+        snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
+        return 404;
     case LB_E_TOOBIG:
-        lb_http_error(r, 413, NULL, "Cannot %s: %s.", what, err);
-        break;
+        snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
+        return 413;
     case LB_E_EXISTS:
     case LB_E_BUSY: /* issue 14: a paused sandbox, or one being snapshotted */
-        lb_http_error(r, 409, NULL, "Cannot %s: %s.", what, err);
-        break;
+        snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
+        return 409;
     case LB_E_UNAVAILABLE:
     case LB_E_PROTO:
     case LB_E_SANDBOX: {
@@ -144,14 +144,21 @@ static void lb_sbx_rpc_error(lb_req *r, lb_sbx *s, int rc, const char *what, con
         snprintf(why, sizeof why, "%.290s", err[0] ? err : lb_strerror(rc));
         lb_sbx_set_error(s, why);
         lb_warn("web: sandbox API: %s failed while trying to %s: %s", s->id, what, why);
-        lb_http_error(r, 503, NULL, "The sandbox %s failed while trying to %s (%s); delete it and create a new one.",
-                      s->id, what, why);
-        break;
+        snprintf(msg, msgsz, "The sandbox %s failed while trying to %s (%s); delete it and create a new one.", s->id,
+                 what, why);
+        return 503;
     }
     default:
-        lb_http_error(r, 500, NULL, "Cannot %s: %s.", what, err[0] ? err : lb_strerror(rc));
-        break;
+        snprintf(msg, msgsz, "Cannot %s: %s.", what, err[0] ? err : lb_strerror(rc));
+        return 500;
     }
+}
+
+static void lb_sbx_rpc_error(lb_req *r, lb_sbx *s, int rc, const char *what, const char *err)
+{
+    char msg[1400];
+    int st = lb_sbx_rpc_fail(s, rc, what, err, msg, sizeof msg);
+    lb_http_error(r, st, st == 404 ? "not_found" : NULL, "%s", msg);
 }
 
 /* Finds a sandbox that can take an operation: answers 404 (gone) or 409
@@ -218,17 +225,18 @@ static int lb_sbx_setup_add(lb_sbx *s, lb_buf *line, const char *cmd, const char
 }
 
 /* With op_mu held: connect, create, write the files, make the workdir and
- * set the modes. On failure answers and returns 0. */
-static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
+ * set the modes. rpc_ttl_s: sandboxd's TTL (0: the spec's plus a grace).
+ * On failure returns the HTTP status to answer, with msg; 0 on success. */
+static int lb_sbx_build(const lb_config *cfg, lb_sbx *s, const lb_sbx_spec *sp, int rpc_ttl_s, char *msg,
+                        size_t msgsz)
 {
-    const lb_config *cfg = r->cfg;
     char err[512] = "";
     int rc = lbsb_connect(cfg->sandboxd_socket, &s->cancel, &s->conn, err, sizeof err);
     if (rc) {
-        lb_http_error(r, 503, NULL, "The sandbox daemon cannot be reached: %s.", err);
-        return 0;
+        snprintf(msg, msgsz, "The sandbox daemon cannot be reached: %s.", err);
+        return 503;
     }
-    int ttl = sp->ttl_s + LB_SBX_TTL_GRACE_S;
+    int ttl = (rpc_ttl_s > 0 ? rpc_ttl_s : sp->ttl_s) + LB_SBX_TTL_GRACE_S;
     lbsb_spec spec = {
         .image = sp->image,
         .memory_mib = sp->memory_mib,
@@ -251,20 +259,19 @@ static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
     if (rc == LB_E_UNAVAILABLE && !err[0])
         snprintf(err, sizeof err, "%s", lb_strerror(rc));
     if (sp->snapshot[0] && (rc == LB_E_NOTFOUND || rc == LB_E_INVAL || rc == LB_E_TOOBIG)) {
-        lb_snapshot_restore_error(r, sp->snapshot, rc, err); /* issue 14: 404, 413 or 422 */
-        return 0;
+        return lb_snapshot_restore_error(sp->snapshot, rc, err, msg, msgsz); /* issue 14: 404, 413, 400 or 422 */
     }
     if (rc == LB_E_INVAL || rc == LB_E_NOTFOUND) { /* notfound: no such image */
-        lb_http_error(r, 400, NULL, "The sandbox daemon refused the spec: %s.", err);
-        return 0;
+        snprintf(msg, msgsz, "The sandbox daemon refused the spec: %s.", err);
+        return 400;
     }
     if (rc == LB_E_CANCELLED) {
-        lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
-        return 0;
+        snprintf(msg, msgsz, "The sandbox was deleted while it was being created.");
+        return 409;
     }
     if (rc) {
-        lb_http_error(r, 503, NULL, "The sandbox daemon could not create a sandbox: %s.", err);
-        return 0;
+        snprintf(msg, msgsz, "The sandbox daemon could not create a sandbox: %s.", err);
+        return 503;
     }
     memcpy(s->sbx_id, sid, sizeof sid);
     for (size_t i = 0; i < sp->nfiles; i++) {
@@ -273,8 +280,7 @@ static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
         if (rc) {
             char what[LB_SBX_SPATH_MAX + 32];
             snprintf(what, sizeof what, "write %s", f->path);
-            lb_sbx_rpc_error(r, s, rc, what, err);
-            return 0;
+            return lb_sbx_rpc_fail(s, rc, what, err, msg, msgsz);
         }
     }
     /* the workdir is every exec's default cwd: make it if missing; modes go
@@ -295,22 +301,73 @@ static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
         rc = lb_sbx_setup_run(s, &line, err, sizeof err);
     lb_buf_free(&line);
     if (rc == LB_E_INVAL) {
-        lb_http_error(r, 400, NULL, "Could not prepare the sandbox (workdir %s, file modes): %s", sp->workdir, err);
-        return 0;
+        snprintf(msg, msgsz, "Could not prepare the sandbox (workdir %s, file modes): %s", sp->workdir, err);
+        return 400;
     }
     if (rc) {
-        lb_sbx_rpc_error(r, s, rc, "prepare the sandbox", err);
-        return 0;
+        return lb_sbx_rpc_fail(s, rc, "prepare the sandbox", err, msg, msgsz);
     }
-    return 1;
+    return 0;
+}
+
+int lb_sbx_open(const lb_config *cfg, lb_sbx_spec *sp, int rpc_ttl_s, lb_sbx **out, char *msg, size_t msgsz)
+{
+    lb_sbx *s = NULL;
+    cJSON *spec_echo = lb_sbx_spec_echo(sp);
+    if (!spec_echo) {
+        snprintf(msg, msgsz, "Out of memory.");
+        return 500;
+    }
+    int rc = lb_sbx_reserve(sp->ttl_s, spec_echo, sp->metadata, sp->env, sp->workdir, &s);
+    if (rc == LB_E_TOOBIG) {
+        cJSON_Delete(spec_echo);
+        snprintf(msg, msgsz,
+                 "The sandbox API already holds as many sandboxes as it may (%d, LLMBOX_SANDBOX_API_MAX); "
+                 "delete some or wait for them to expire.", cfg->sandbox_api_max);
+        return 429;
+    }
+    if (rc) {
+        cJSON_Delete(spec_echo);
+        snprintf(msg, msgsz, "Could not register the sandbox: %s.", lb_strerror(rc));
+        return 500;
+    }
+    /* the registry owns them now */
+    sp->metadata = NULL;
+    sp->env = NULL;
+    int st = 0;
+    char gone[400];
+    if (lb_sbx_lock(s, gone, sizeof gone) != LB_OK) {
+        snprintf(msg, msgsz, "The sandbox was deleted while it was being created.");
+        st = 409;
+        goto fail;
+    }
+    st = lb_sbx_build(cfg, s, sp, rpc_ttl_s, msg, msgsz);
+    lb_sbx_unlock(s);
+    if (st) {
+        LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* already gone (a delete) is the same end */
+        goto fail;
+    }
+    lb_sbx_set_running(s);
+    if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) { /* deleted in the meantime */
+        snprintf(msg, msgsz, "The sandbox was deleted while it was being created.");
+        st = 409;
+        goto fail;
+    }
+    lb_sbx_lease_save(s);
+    lb_info("web: sandbox API: created %s (sandboxd %s, image %s, ttl %d s)", s->id, s->sbx_id, sp->image, sp->ttl_s);
+    *out = s;
+    return 0;
+fail:
+    lb_sbx_put(s);
+    return st;
 }
 
 void lb_h_sbx_create(lb_req *r)
 {
-    char msg[600] = "";
+    char msg[1400] = "";
     lb_sbx_spec sp;
     memset(&sp, 0, sizeof sp);
-    cJSON *spec_echo = NULL, *out = NULL;
+    cJSON *out = NULL;
     lb_sbx *s = NULL;
     cJSON *body = lb_sbx_json_body(r, "sandbox spec");
     if (!body)
@@ -320,43 +377,16 @@ void lb_h_sbx_create(lb_req *r)
         lb_http_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_NOMEM ? 500 : 400, NULL, "%s", msg);
         goto out;
     }
-    if (!(spec_echo = lb_sbx_spec_echo(&sp))) {
-        lb_http_error(r, 500, NULL, "Out of memory.");
+    int st = lb_sbx_open(r->cfg, &sp, 0, &s, msg, sizeof msg);
+    if (st) {
+        lb_http_error(r, st,
+                      st == 429   ? "too_many_sandboxes"
+                      : st == 404 ? "not_found"
+                      : st == 422 ? "snapshot_damaged"
+                                  : NULL,
+                      "%s", msg);
         goto out;
     }
-    rc = lb_sbx_reserve(sp.ttl_s, spec_echo, sp.metadata, sp.env, sp.workdir, &s);
-    if (rc == LB_E_TOOBIG) {
-        lb_http_error(r, 429, "too_many_sandboxes",
-                      "The sandbox API already holds as many sandboxes as it may (%d, LLMBOX_SANDBOX_API_MAX); "
-                      "delete some or wait for them to expire.", r->cfg->sandbox_api_max);
-        goto out;
-    }
-    if (rc) {
-        lb_http_error(r, 500, NULL, "Could not register the sandbox: %s.", lb_strerror(rc));
-        goto out;
-    }
-    /* the registry owns them now */
-    spec_echo = NULL;
-    sp.metadata = NULL;
-    sp.env = NULL;
-
-    char gone[400];
-    if (lb_sbx_lock(s, gone, sizeof gone) != LB_OK) {
-        lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
-        goto out;
-    }
-    int built = lb_sbx_build(r, s, &sp);
-    lb_sbx_unlock(s);
-    if (!built) {
-        LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* already gone (a delete) is the same end */
-        goto out;
-    }
-    lb_sbx_set_running(s);
-    if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) { /* deleted in the meantime */
-        lb_http_error(r, 409, NULL, "The sandbox was deleted while it was being created.");
-        goto out;
-    }
-    lb_sbx_lease_save(s);
     out = lb_sbx_json(s);
     if (!out) {
         LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* nobody would know its id; already gone is fine */
@@ -365,11 +395,9 @@ void lb_h_sbx_create(lb_req *r)
     }
     char loc[96];
     snprintf(loc, sizeof loc, "Location: /api/sandboxes/%s\r\n", s->id);
-    lb_info("web: sandbox API: created %s (sandboxd %s, image %s, ttl %d s)", s->id, s->sbx_id, sp.image, sp.ttl_s);
     lb_http_json(r, 201, out, loc);
 out:
     cJSON_Delete(out);
-    cJSON_Delete(spec_echo);
     lb_sbx_spec_free(&sp);
     cJSON_Delete(body);
     lb_sbx_put(s);

@@ -295,6 +295,12 @@ static int lb_parse_disposition(lb_mp *m, const char *v, const char *end)
                 m->part.filename[0] = '\0';
                 continue;
             }
+            if (m->lim.absolute_names_ok) {
+                m->part.absolute = val[0] == '/';
+                size_t k = strspn(val, "/");
+                memmove(val, val + k, vlen - k);
+                vlen -= k;
+            }
             if (lb_path_clean_rel(val, vlen, m->part.filename, sizeof m->part.filename) != LB_OK) {
                 char shown[120];
                 lb_printable(shown, sizeof shown, val, vlen);

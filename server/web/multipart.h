@@ -28,6 +28,8 @@ typedef struct lb_mp_limits {
     size_t max_field_bytes;    /* one part without a filename */
     uint64_t max_file_bytes;   /* one part with a filename */
     uint64_t max_total_bytes;  /* the whole body as fed */
+    int absolute_names_ok;     /* E2B's uploads (e2b_fs.c) name files by absolute path: leading '/'s
+                                * are taken off before the cleaning, and the part says so */
 } lb_mp_limits;
 
 typedef struct lb_mp_part {
@@ -36,6 +38,7 @@ typedef struct lb_mp_part {
     /* The file name cleaned by lb_path_clean_rel (folders kept: "data/a.csv").
      * Empty when the client sent filename="" (an empty file input). */
     char filename[LB_PATH_MAX + 1];
+    int absolute;                       /* the file name began with '/' (absolute_names_ok only) */
     char content_type[128];             /* "" when absent */
     uint64_t size;                      /* data bytes delivered so far */
 } lb_mp_part;

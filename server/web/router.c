@@ -6,6 +6,8 @@
 
 #include "web/artifact_access.h"
 #include "web/auth.h"
+#include "web/e2b_api.h"
+#include "web/e2b_envd.h"
 #include "web/handlers_evals.h"
 #include "web/handlers_files.h"
 #include "web/handlers_info.h"
@@ -51,6 +53,9 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/snapshots",                         LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshots_list},
     {LB_M_DELETE, "/api/snapshots/{sandbox}",               LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshot_delete},
     {LB_M_ANY,    "/api/sandboxes/{sandbox}/*",             LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_no_route},
+    /* E2B's protocol (docs/E2B.md): envd of every sandbox, then the control plane */
+    {LB_M_ANY,    "/e2b/sandbox/*",                         LB_WHO_E2B,     "e2b_envd",        lb_h_e2b_envd},
+    {LB_M_ANY,    "/e2b/*",                                 LB_WHO_E2B,     "e2b",             lb_h_e2b_api},
     {LB_M_GET,    "/api/health",                            LB_WHO_ANYONE,  "health",          lb_h_health},
     {LB_M_GET,    "/api/session",                           LB_WHO_ANYONE,  "session",         lb_h_session},
     {LB_M_POST,   "/api/login",                             LB_WHO_ANYONE,  "login",           lb_h_login},
@@ -257,6 +262,7 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     case LB_WHO_NGINX: break;
     case LB_WHO_SANDBOX: ok = lb_sandbox_auth_ok(r); break;
     case LB_WHO_ROLLOUT: ok = lb_rollout_auth_ok(r); break;
+    case LB_WHO_E2B: ok = lb_e2b_auth_ok(r); break;
     case LB_WHO_ANYONE:
     case LB_WHO_PREVIEW: ok = r->cfg->n_users || lb_auth_request_ok(r); break;
     case LB_WHO_USER:

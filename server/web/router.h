@@ -29,6 +29,9 @@ typedef enum lb_who {
     LB_WHO_ROLLOUT,   /* the sandbox API token, or a user's API token or login
                        * where users are configured (handlers_rollouts.c);
                        * the handlers show a group to its maker only */
+    /* E2B's protocol (docs/E2B.md) */
+    LB_WHO_E2B,       /* the sandbox API token as X-API-KEY (e2b_api.c); envd's
+                       * /e2b/sandbox/... checks its sandbox's access token */
 } lb_who;
 
 /* One row: a method and a path pattern. A pattern is literal text with

@@ -373,6 +373,15 @@ static cJSON *lb_sbx_json_locked(lb_sbx *s, int with_spec)
     return o;
 }
 
+void lb_sbx_set_expiry(lb_sbx *s, int ttl_s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    s->expires_ms = lb_now_ms() + (int64_t)ttl_s * 1000;
+    s->deadline_mono = lb_mono_ms() + (int64_t)ttl_s * 1000;
+    s->ttl_s = (int)((s->expires_ms - s->created_ms + 999) / 1000);
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
 cJSON *lb_sbx_json(lb_sbx *s)
 {
     pthread_mutex_lock(&lb_reg_mu);

@@ -113,6 +113,9 @@ void lb_sbx_set_running(lb_sbx *s);
 void lb_sbx_set_error(lb_sbx *s, const char *why);
 /* issue 14: whether the sandbox is paused, for its status object */
 void lb_sbx_set_paused(lb_sbx *s, int paused);
+/* E2B's setTimeout and connect (e2b_api.c): s now expires ttl_s seconds
+ * from now, earlier or later than before; ttl_s and expires_at follow. */
+void lb_sbx_set_expiry(lb_sbx *s, int ttl_s);
 /* Copies the state and error under the lock. */
 lb_sbx_state lb_sbx_state_of(lb_sbx *s, char *why, size_t whysz);
 

@@ -4,6 +4,8 @@
  * tests/integration/test_web.py and tests/security/test_service_input.py. */
 #include "testlib.h"
 
+#include "web/e2b_api.h"
+#include "web/e2b_envd.h"
 #include "web/handlers_tasks.h"
 #include "web/router.h"
 
@@ -43,7 +45,7 @@ TEST(every_route_has_a_rule)
     for (size_t i = 0; i < lb_routes_n; i++) {
         const lb_route_def *d = &lb_routes[i];
         CHECK(d->pattern && d->route && d->handler && d->methods);
-        CHECK(d->who >= LB_WHO_NGINX && d->who <= LB_WHO_ROLLOUT);
+        CHECK(d->who >= LB_WHO_NGINX && d->who <= LB_WHO_E2B);
         /* the rows of one pattern stand together, share their rule, and
          * take each method once */
         for (size_t j = 0; j < i; j++)
@@ -57,6 +59,9 @@ TEST(every_route_has_a_rule)
             CHECK(d->who == LB_WHO_OWNER || d->who == LB_WHO_PREVIEW);
         if (!strncmp(d->pattern, "/api/sandboxes", 14))
             CHECK(d->who == LB_WHO_SANDBOX);
+        /* E2B's routes: the key, or envd's per-sandbox token (e2b_api.c) */
+        if (!strncmp(d->pattern, "/e2b/", 5))
+            CHECK(d->who == LB_WHO_E2B);
         if (d->who == LB_WHO_NGINX)
             CHECK(!strcmp(d->pattern, "/metrics") || !strcmp(d->pattern, "*"));
     }
@@ -186,6 +191,15 @@ TEST(methods_and_unknown_paths)
     CHECK(d && d->who == LB_WHO_PREVIEW);
     d = lb_route_find("/api/tasks/" ID "/preview", "GET", &g);
     CHECK(d && d->who == LB_WHO_OWNER && d->methods == LB_M_ANY);
+    /* E2B: envd of every sandbox first, then the control plane */
+    d = lb_route_find("/e2b/sandbox/process.Process/Start", "POST", &g);
+    CHECK(d && d->handler == lb_h_e2b_envd);
+    d = lb_route_find("/e2b/sandboxes/" ID "/timeout", "POST", &g);
+    CHECK(d && d->handler == lb_h_e2b_api);
+    d = lb_route_find("/e2b/v2/sandboxes", "GET", &g);
+    CHECK(d && d->handler == lb_h_e2b_api && d->who == LB_WHO_E2B);
+    d = lb_route_find("/e2bx", "GET", &g);
+    CHECK(d && d->who == LB_WHO_NGINX);
 }
 
 TEST(match_takes_ids_and_rest)

@@ -1,0 +1,20 @@
+/* E2B's control plane (the REST API the e2b SDK calls with X-API-KEY) over
+ * llmbox's API sandboxes: create, connect, info, list with metadata
+ * filters and paging, kill, set timeout; pause, resume, metrics, snapshots
+ * and templates answer errors that say why. The key is the sandbox API's
+ * token. docs/E2B.md lists the calls and the shapes. */
+#ifndef LB_E2B_API_H
+#define LB_E2B_API_H
+
+#include "common/status.h"
+#include "web/request.h"
+
+/* Whether r carries the sandbox API token as X-API-KEY (a gate, so a
+ * boolean): answers 401/403 in E2B's shape and returns 0 when not.
+ * /e2b/sandbox/... (envd) passes: its handler checks the sandbox's own
+ * access token. The router calls it for every LB_WHO_E2B route. */
+LB_MUST_CHECK int lb_e2b_auth_ok(lb_req *r);
+/* The handler of /e2b/... (router.c) but envd's /e2b/sandbox/.... */
+void lb_h_e2b_api(lb_req *r);
+
+#endif

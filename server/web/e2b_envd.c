@@ -1,0 +1,118 @@
+/* E2B's envd routes: which sandbox, whether the caller may use it, and
+ * which service answers. */
+#include "web/e2b_envd.h"
+
+#include "web/e2b_connect.h"
+#include "web/e2b_fs.h"
+#include "web/e2b_process.h"
+#include "web/http.h"
+#include "web/sandbox_registry.h"
+
+#include "common/token.h"
+#include "common/util.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LB_E2B_ENVD_PORT "49983"   /* the port the SDK puts in E2b-Sandbox-Port and host names */
+
+int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t outsz)
+{
+    if (outsz < LB_SHA256_HEX || !cfg->sandbox_api_token[0])
+        return LB_E_INVAL;
+    char data[64];
+    int n = snprintf(data, sizeof data, "e2b-envd-access:%s", id);
+    return lb_hmac_sha256_hex(cfg->sandbox_api_token, strlen(cfg->sandbox_api_token), data, (size_t)n, out);
+}
+
+/* The sandbox id the request names: the E2b-Sandbox-Id header, else the
+ * first label of the Host "49983-<id>.<domain>". "" when neither. */
+static void lb_e2b_target(lb_req *r, char id[33])
+{
+    id[0] = '\0';
+    const char *h = lb_http_param(r, "HTTP_E2B_SANDBOX_ID");
+    if (h) {
+        if (strlen(h) == LB_ID_HEX_LEN)
+            memcpy(id, h, LB_ID_HEX_LEN + 1);
+        return;
+    }
+    const char *host = lb_http_param(r, "HTTP_HOST");
+    size_t plen = strlen(LB_E2B_ENVD_PORT);
+    if (host && !strncmp(host, LB_E2B_ENVD_PORT "-", plen + 1) && strlen(host) > plen + 1 + LB_ID_HEX_LEN &&
+        host[plen + 1 + LB_ID_HEX_LEN] == '.') {
+        memcpy(id, host + plen + 1, LB_ID_HEX_LEN);
+        id[LB_ID_HEX_LEN] = '\0';
+    }
+}
+
+/* What E2B's edge answers for a sandbox that is not running: 502, which
+ * the SDK reads as "the sandbox is gone" (its health probe, and
+ * Code.Unavailable on RPCs: TimeoutError / SandboxNotFoundError). */
+static void lb_e2b_gone(lb_req *r, const char *msg)
+{
+    lb_http_drain(r);
+    lb_e2b_error_json(r, 502, "unavailable", msg);
+}
+
+/* The X-Access-Token of the request against the sandbox's, in constant time. */
+static int lb_e2b_token_ok(lb_req *r, const char *id)
+{
+    char want[LB_SHA256_HEX];
+    const char *got = lb_http_param(r, "HTTP_X_ACCESS_TOKEN");
+    if (!got || strlen(got) != LB_E2B_TOKEN_HEX || lb_e2b_access_token(r->cfg, id, want, sizeof want) != LB_OK)
+        return 0;
+    return lb_ct_equal(got, want, LB_E2B_TOKEN_HEX);
+}
+
+void lb_h_e2b_envd(lb_req *r)
+{
+    const char *sub = r->path + strlen("/e2b/sandbox");
+    char id[33], msg[400];
+    if (!r->cfg->sandbox_api_token[0]) {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "permission_denied", "The sandbox API is turned off: set LLMBOX_SANDBOX_API_TOKEN.");
+        return;
+    }
+    lb_e2b_target(r, id);
+    if (!lb_id_valid(id)) {
+        lb_e2b_gone(r, "No sandbox named: send E2b-Sandbox-Id (set E2B_SANDBOX_URL) or use the host name "
+                       "49983-<sandbox id>.<E2B_DOMAIN>; sandbox ids are 32 lowercase hexadecimal characters.");
+        return;
+    }
+    lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);
+    if (!s) {
+        lb_e2b_gone(r, msg);
+        return;
+    }
+    if (!strcmp(sub, "/health")) {
+        /* envd answers 204; nothing secret in whether a sandbox runs */
+        lb_http_drain(r);
+        lb_http_head(r, 204, NULL, NULL);
+        goto out;
+    }
+    if (!lb_e2b_token_ok(r, id)) {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "unauthenticated",
+                           "The X-Access-Token header is missing or is not this sandbox's envdAccessToken (the one "
+                           "its create or connect answered).");
+        goto out;
+    }
+    if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {
+        lb_e2b_gone(r, "The sandbox is not running (still starting, or failed).");
+        goto out;
+    }
+    if (!strncmp(sub, "/process.Process/", 17))
+        lb_e2b_process(r, s, sub + 17);
+    else if (!strncmp(sub, "/filesystem.Filesystem/", 23))
+        lb_e2b_filesystem(r, s, sub + 23);
+    else if (!strcmp(sub, "/files") || !strncmp(sub, "/files?", 7))
+        lb_e2b_files(r, s);
+    else {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "unimplemented", "envd has no route %.100s here (docs/E2B.md lists what llmbox answers).",
+                           sub);
+    }
+out:
+    lb_sbx_put(s);
+}

@@ -1,0 +1,26 @@
+/* E2B's envd, the in-sandbox agent the e2b SDK talks to, answered by the
+ * web for every API sandbox: one route, /e2b/sandbox/..., that finds the
+ * sandbox from the E2b-Sandbox-Id header (E2B_SANDBOX_URL set) or from the
+ * Host name "49983-<id>.<domain>" (E2B_DOMAIN), checks its access token and
+ * hands the request to the process (e2b_process.c) and filesystem
+ * (e2b_fs.c) services or the /files route. docs/E2B.md lists the calls. */
+#ifndef LB_E2B_ENVD_H
+#define LB_E2B_ENVD_H
+
+#include <stddef.h>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "web/request.h"
+
+#define LB_E2B_ENVD_VERSION "0.5.7" /* the envd whose features we answer: closeStdin, octet-stream uploads */
+#define LB_E2B_TOKEN_HEX 64
+
+/* The envd access token of API sandbox id: an HMAC of the id under the
+ * sandbox API token, so it survives a restart of the web without being
+ * stored, and one sandbox's token opens no other. out >= 65 bytes. */
+LB_MUST_CHECK int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t outsz);
+/* The handler of /e2b/sandbox/... (router.c). */
+void lb_h_e2b_envd(lb_req *r);
+
+#endif

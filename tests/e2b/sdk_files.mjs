@@ -1,0 +1,73 @@
+// files.* through the real e2b SDK.
+import { Sandbox, FileType, NotFoundError } from 'e2b'
+import { randomBytes } from 'node:crypto'
+import { check, assert, eq, raises, runChecks } from './lib.mjs'
+
+let sbx
+
+check('files_write_read_text', async () => {
+  sbx = await Sandbox.create()
+  const info = await sbx.files.write('/tmp/t/hello.txt', 'héllo\nwörld\n')
+  eq(info.path, '/tmp/t/hello.txt')
+  eq(await sbx.files.read('/tmp/t/hello.txt'), 'héllo\nwörld\n')
+  eq((await sbx.commands.run('cat /tmp/t/hello.txt')).stdout, 'héllo\nwörld\n', 'the sandbox sees it')
+})
+
+check('files_write_read_bytes_10mib', async () => {
+  const data = randomBytes(10 << 20)
+  await sbx.files.write('/tmp/big.bin', data)
+  const back = await sbx.files.read('/tmp/big.bin', { format: 'bytes' })
+  eq(back.length, data.length, 'length')
+  assert(Buffer.from(back).equals(data), 'same bytes')
+  const r = await sbx.commands.run('stat -c %s /tmp/big.bin')
+  eq(r.stdout, `${10 << 20}\n`)
+})
+
+check('files_write_several_at_once', async () => {
+  const res = await sbx.files.write([{ path: '/tmp/m/a.txt', data: 'A' }, { path: '/tmp/m/b.txt', data: 'B' }])
+  eq(res.map(f => f.path).sort(), ['/tmp/m/a.txt', '/tmp/m/b.txt'])
+  eq(await sbx.files.read('/tmp/m/b.txt'), 'B')
+})
+
+check('files_list_exists_info', async () => {
+  const names = (await sbx.files.list('/tmp/m')).map(e => e.name).sort()
+  eq(names, ['a.txt', 'b.txt'])
+  const e = (await sbx.files.list('/tmp')).find(x => x.name === 'm')
+  eq(e.type, FileType.DIR)
+  eq(await sbx.files.exists('/tmp/m/a.txt'), true)
+  eq(await sbx.files.exists('/tmp/m/zzz'), false)
+  const gi = await sbx.files.getInfo('/tmp/m/a.txt')
+  eq([gi.type, gi.size, gi.path], [FileType.FILE, 1, '/tmp/m/a.txt'])
+})
+
+check('files_makedir_rename_remove', async () => {
+  eq(await sbx.files.makeDir('/tmp/x/y/z'), true)
+  eq(await sbx.files.makeDir('/tmp/x/y/z'), false, 'a second makeDir says it existed')
+  await sbx.files.write('/tmp/x/y/z/f.txt', 'f')
+  const moved = await sbx.files.rename('/tmp/x/y', '/tmp/x/w')
+  eq(moved.path, '/tmp/x/w')
+  eq(await sbx.files.read('/tmp/x/w/z/f.txt'), 'f')
+  eq(await sbx.files.exists('/tmp/x/y'), false)
+  await sbx.files.remove('/tmp/x')
+  eq(await sbx.files.exists('/tmp/x'), false, 'removed with what it held')
+})
+
+check('files_missing_raises_not_found', async () => {
+  const e = await raises(() => sbx.files.read('/tmp/none/such'))
+  assert(e instanceof NotFoundError, 'FileNotFoundError: ' + e)
+  const e2 = await raises(() => sbx.files.getInfo('/tmp/none/such'))
+  assert(e2 instanceof NotFoundError, 'FileNotFoundError on stat: ' + e2)
+})
+
+check('files_symlink_out_is_not_followed', async () => {
+  // a link the sandbox made to a host-looking path: read never follows it
+  await sbx.commands.run('ln -s /etc/shadow /tmp/link; mkdir -p /tmp/ld; ln -s / /tmp/ld/root')
+  const e = await raises(() => sbx.files.read('/tmp/link'))
+  assert(/not a regular file/.test(e.message), 'refused, not followed: ' + e)
+  const e2 = await raises(() => sbx.files.write('/tmp/ld/root/etc/evil', 'x'))
+  assert(/symlinks are not followed/.test(e2.message), 'refused at the link: ' + e2)
+  eq((await sbx.commands.run('test -e /etc/evil && echo yes || echo no')).stdout, 'no\n')
+  await sbx.kill()
+})
+
+await runChecks()

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""E2B's protocol (/e2b/): E2B's own SDK from npm (e2b, pinned in
+tests/e2b/package.json, installed on first use) runs the scripts in
+tests/e2b/ unchanged against the real stack, and raw HTTP plays the clients
+the SDK never is: missing keys, another sandbox's access token, broken
+Connect envelopes, a client that never reads its stream. Needs root
+(sandboxd), the built image and node; Python stdlib only.
+"""
+import http.client
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from stack import Reporter, Stack, image_ready  # noqa: E402
+
+TOKEN = "e2b-test-" + os.urandom(16).hex()
+E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
+
+
+def sdk_env(stack, key=TOKEN):
+    env = dict(os.environ)
+    env.update({"E2B_API_URL": "http://127.0.0.1:%d/e2b" % stack.port,
+                "E2B_SANDBOX_URL": "http://127.0.0.1:%d/e2b/sandbox" % stack.port,
+                "E2B_API_KEY": key})
+    return env
+
+
+def run_script(stack, name, timeout=600):
+    """Runs tests/e2b/<name> with node; returns (rc, stdout, stderr)."""
+    p = subprocess.run(["node", name], cwd=E2B_DIR, env=sdk_env(stack), capture_output=True, text=True,
+                       timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def api(stack, method, path, body=None, headers=None, key=TOKEN, timeout=30):
+    h = {"X-API-KEY": key} if key else {}
+    if body is not None and not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+        h["Content-Type"] = "application/json"
+    h.update(headers or {})
+    return stack.request(method, path, body, h, timeout=timeout)
+
+
+def create(stack, **body):
+    st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", body)
+    assert st == 201, (st, data)
+    return json.loads(data)
+
+
+def envd(stack, sbx, method, body, token=None, streaming=False, timeout=30):
+    """One envd RPC; streaming: body is enveloped, answer split in envelopes."""
+    raw = json.dumps(body).encode()
+    h = {"E2b-Sandbox-Id": sbx["sandboxID"], "X-Access-Token": token or sbx["envdAccessToken"]}
+    if streaming:
+        raw = struct.pack(">BI", 0, len(raw)) + raw
+        h["Content-Type"] = "application/connect+json"
+    else:
+        h["Content-Type"] = "application/json"
+    st, hd, data = stack.request("POST", "/e2b/sandbox/" + method, raw, h, timeout=timeout)
+    return st, hd, (envelopes(data) if streaming and st == 200 else data)
+
+
+def envelopes(data):
+    out, i = [], 0
+    while i + 5 <= len(data):
+        flags, n = struct.unpack(">BI", data[i:i + 5])
+        out.append((flags, json.loads(data[i + 5:i + 5 + n])))
+        i += 5 + n
+    assert i == len(data), "trailing bytes after the envelopes"
+    return out
+
+
+def raw_start(stack, sbx, payload, ctype="application/connect+json"):
+    h = {"E2b-Sandbox-Id": sbx["sandboxID"], "X-Access-Token": sbx["envdAccessToken"], "Content-Type": ctype}
+    st, _, data = stack.request("POST", "/e2b/sandbox/process.Process/Start", payload, h)
+    return st, data
+
+
+# ---- the SDK's own scripts ----
+
+def t_sdk(stack, script):
+    rc, out, err = run_script(stack, script)
+    lines = [l for l in out.splitlines() if l.startswith(("PASS ", "FAIL "))]
+    for l in lines:
+        print("   " + l, file=sys.stderr)
+    fails = [l for l in lines if l.startswith("FAIL ")]
+    assert rc == 0 and lines and not fails, "%s: rc %d\n%s\n%s" % (script, rc, "\n".join(fails or lines), err[-2000:])
+
+
+def t_readme_example(stack):
+    rc, out, err = run_script(stack, "readme_example.mjs", timeout=60)
+    assert rc == 0 and out == "Hello from E2B!\n\n", (rc, out, err[-1000:])
+
+
+# ---- raw HTTP: what the SDK never sends ----
+
+def t_keys(stack):
+    for key, want in ((None, "E2B_API_KEY"), ("wrong", "not this server's")):
+        st, _, data = api(stack, "GET", "/e2b/v2/sandboxes", key=key)
+        o = json.loads(data)
+        assert st == 401 and o["code"] == 401 and want in o["message"], (st, o)
+    # envd: no token, and another sandbox's token
+    a, b = create(stack), create(stack)
+    try:
+        st, _, data = envd(stack, a, "process.Process/List", {}, token="0" * 64)
+        assert st == 401 and json.loads(data)["code"] == "unauthenticated", (st, data)
+        st, _, data = envd(stack, a, "process.Process/List", {}, token=b["envdAccessToken"])
+        assert st == 401, ("another sandbox's token opens nothing", st, data)
+        st, _, data = envd(stack, a, "process.Process/List", {})
+        assert st == 200 and json.loads(data) == {"processes": []}, (st, data)
+        # an id that is no sandbox: E2B's "sandbox is gone" answer
+        st, _, data = envd(stack, dict(a, sandboxID="f" * 32), "process.Process/List", {})
+        assert st == 502, (st, data)
+    finally:
+        for s in (a, b):
+            api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
+def t_envelopes(stack):
+    s = create(stack)
+    try:
+        good = json.dumps({"process": {"cmd": "/bin/echo", "args": ["ok"]}}).encode()
+        cases = [
+            ("short", b"\x00\x00", "invalid_argument"),
+            ("huge length", struct.pack(">BI", 0, 0xFFFFFFFF) + good, "resource_exhausted"),
+            ("length past the body", struct.pack(">BI", 0, len(good) + 10) + good, "invalid_argument"),
+            ("trailing bytes", struct.pack(">BI", 0, len(good)) + good + b"xx", "invalid_argument"),
+            ("compressed", struct.pack(">BI", 1, len(good)) + good, "invalid_argument"),
+            ("end flag", struct.pack(">BI", 2, len(good)) + good, "invalid_argument"),
+            ("not json", struct.pack(">BI", 0, 3) + b"{{{", "invalid_argument"),
+            ("json array", struct.pack(">BI", 0, 2) + b"[]", "invalid_argument"),
+            ("no cmd", struct.pack(">BI", 0, 2) + b"{}", "invalid_argument"),
+            ("over the cap", struct.pack(">BI", 0, 2 << 20) + b" " * (2 << 20), "resource_exhausted"),
+        ]
+        for name, payload, code in cases:
+            st, data = raw_start(stack, s, payload)
+            if st == 200:
+                env = envelopes(data)
+                assert env[-1][0] == 2 and env[-1][1]["error"]["code"] == code, (name, env)
+                assert len(env) == 1, (name, "nothing ran", env)
+            else:
+                assert st == 413 and code == "resource_exhausted", (name, st, data)
+        st, data = raw_start(stack, s, struct.pack(">BI", 0, len(good)) + good)
+        env = envelopes(data)
+        assert env[0][1]["event"]["start"]["pid"] > 0, env
+        assert env[-1] == (2, {}), env
+        assert any(e[1].get("event", {}).get("end", {}).get("exitCode") == 0 for e in env), env
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
+def t_never_reads(stack):
+    """A client that starts a command with endless output and never reads:
+    the web goes on serving others (the same sandbox too: the output waits
+    in the sandbox's own files, not in the web), and once the client has
+    left the process runs on, listed, until it is killed."""
+    s, other = create(stack), create(stack)
+    try:
+        body = json.dumps({"process": {"cmd": "/bin/bash",
+                                       "args": ["-c", "while :; do echo 0123456789abcdef; done"]}}).encode()
+        body = struct.pack(">BI", 0, len(body)) + body
+        c = socket.create_connection(("127.0.0.1", stack.port))
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.sendall(("POST /e2b/sandbox/process.Process/Start HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                   "E2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nContent-Type: application/connect+json\r\n"
+                   "Content-Length: %d\r\n\r\n" % (stack.port, s["sandboxID"], s["envdAccessToken"], len(body))
+                   ).encode() + body)
+        time.sleep(3)  # the stream fills every buffer on the way
+        for x in (other, s):
+            t0 = time.time()
+            st, _, env = envd(stack, x, "process.Process/Start",
+                              {"process": {"cmd": "/bin/echo", "args": ["alive"]}}, streaming=True)
+            assert st == 200 and env[-1] == (2, {}) and time.time() - t0 < 5, ("served meanwhile", env)
+        st, _, _ = stack.request("GET", "/api/health")
+        assert st == 200
+        c.close()
+        st, _, data = envd(stack, s, "process.Process/List", {})
+        procs = json.loads(data)["processes"]
+        assert st == 200 and len(procs) == 1, ("it runs on after its client left", data)
+        st, _, data = envd(stack, s, "process.Process/SendSignal",
+                           {"process": {"pid": procs[0]["pid"]}, "signal": "SIGNAL_SIGKILL"})
+        assert st == 200, data
+        deadline = time.time() + 10
+        while True:
+            st, _, data = envd(stack, s, "process.Process/List", {})
+            if json.loads(data)["processes"] == []:
+                break
+            assert time.time() < deadline, ("killed, it leaves the list", data)
+            time.sleep(0.2)
+    finally:
+        for x in (s, other):
+            api(stack, "DELETE", "/e2b/sandboxes/" + x["sandboxID"])
+
+
+def t_unsupported_said(stack):
+    s = create(stack)
+    try:
+        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/pause" % s["sandboxID"], {})
+        assert st == 501 and "not supported" in json.loads(data)["message"], (st, data)
+        st, _, data = api(stack, "POST", "/e2b/v3/templates", {"name": "x"})
+        assert st == 501 and "Dockerfile" in json.loads(data)["message"], (st, data)
+        st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {"templateID": "no-such-image"})
+        assert st == 400 and "llmbox image" in json.loads(data)["message"], (st, data)
+        st, _, data = envd(stack, s, "filesystem.Filesystem/WatchDir", {"path": "/tmp"}, streaming=True)
+        assert st == 200 and data[-1][1]["error"]["code"] == "unimplemented", data
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
+def t_web_restart(stack):
+    """The sandbox outlives a restart of the web (its lease), and its access
+    token still opens it: the token is derived from the id, not stored."""
+    s = create(stack, metadata={"keep": "yes"})
+    try:
+        st, _, env = envd(stack, s, "process.Process/Start",
+                          {"process": {"cmd": "/bin/bash", "args": ["-c", "echo before >/tmp/mark"]}}, streaming=True)
+        assert st == 200 and env[-1] == (2, {}), env
+        stack.kill("web")
+        stack.restart("web")
+        st, _, env = envd(stack, s, "process.Process/Start",
+                          {"process": {"cmd": "/bin/cat", "args": ["/tmp/mark"]}}, streaming=True)
+        data = [e[1]["event"]["data"] for e in env if "data" in e[1].get("event", {})]
+        assert st == 200 and data and "before" in "".join(
+            __import__("base64").b64decode(d["stdout"]).decode() for d in data), env
+        st, _, data = api(stack, "GET", "/e2b/sandboxes/" + s["sandboxID"])
+        assert st == 200 and json.loads(data)["metadata"] == {"keep": "yes"}, (st, data)
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
+def main():
+    r = Reporter()
+    if not image_ready():
+        print("SKIP e2b: the sandbox image is not built (make image)")
+        return
+    if os.geteuid() != 0:
+        print("SKIP e2b: sandboxd needs root")
+        return
+    try:
+        subprocess.run(["node", "--version"], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        print("FAIL e2b: node is missing (scripts/deps.sh installs it)")
+        sys.exit(1)
+    if not os.path.isdir(os.path.join(E2B_DIR, "node_modules", "e2b")):
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=E2B_DIR, check=True,
+                       stdout=sys.stderr)
+    env = {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_SANDBOX_API_MAX": "16"}
+    with Stack(model=False, web_env=env) as st:
+        r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
+        r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
+        r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
+        r.run("readme_example_unchanged", t_readme_example, st)
+        r.run("keys_and_tokens", t_keys, st)
+        r.run("envelopes_malformed", t_envelopes, st)
+        r.run("client_never_reads", t_never_reads, st)
+        r.run("unsupported_said", t_unsupported_said, st)
+        r.run("web_restart_keeps_sandbox_and_token", t_web_restart, st)
+    r.done()
+
+
+if __name__ == "__main__":
+    main()
