@@ -9,6 +9,7 @@
 #include "sandboxd/idmap.h"
 #include "sandboxd/mounts.h"
 #include "sandboxd/uidslot.h"
+#include "sandboxd/zygote.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -19,7 +20,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -351,15 +350,6 @@ int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, 
     return rc;
 }
 
-/* clone() with the sandbox's namespaces, fork-like (no new stack: the child
- * runs on a copy of ours). sandboxd is single-threaded, so this is safe. */
-static pid_t sb_clone(void)
-{
-    unsigned long fl = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                       SIGCHLD;
-    return (pid_t)syscall(SYS_clone, fl, NULL, NULL, NULL, NULL);
-}
-
 /* Init's setup, from GO to READY: it asks once for its id maps (after its
  * mounts, before it drops privileges). */
 static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
@@ -399,7 +389,7 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     if (sb->uid_slot > 0 && (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
         return LB_E_SANDBOX;
     lbsd_init_cfg ic = {
-        .scratch = sb->dir, .lower = lower,
+        .scratch = sb->dir, .lower = lower, .tag = lbsd_install_tag(),
         .idmap_fd = idmap_fd,
         .disk_mib = sb->disk_mib,
         .uid_root = sb->uid_root,
@@ -409,26 +399,17 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         .nofile = lbsd_nofile_for(sb->files_budget, sb->pids, lbsd_host_get()->nofile_hard),
         .ptys = cfg->sandbox_ptys,
     };
-    if (lbsd_seccomp_prepare() != LB_OK) {
-        sb_msg(msg, msgsz, "cannot compile the seccomp filter");
-        return LB_E_SANDBOX;
-    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         sb_msg(msg, msgsz, "socketpair: %s", strerror(errno));
         return LB_E_SANDBOX;
     }
-    fflush(NULL);
-    pid_t pid = sb_clone();
+    /* cloned by the zygote, as sandboxd's child (zygote.h) */
+    pid_t pid = lbsd_zygote_clone(&ic, sv[1], msg, msgsz);
     if (pid < 0) {
-        sb_msg(msg, msgsz, "clone with new namespaces failed: %s", strerror(errno));
         close(sv[0]);
         close(sv[1]);
         return LB_E_SANDBOX;
-    }
-    if (pid == 0) {
-        close(sv[0]);
-        lbsd_init_main(&ic, sv[1]);
     }
     close(sv[1]);
     sb->ctl_fd = sv[0];

@@ -1,6 +1,6 @@
 /*
- * The sandbox's pid 1. sandboxd clone()s this with new mount, pid, net,
- * ipc and uts namespaces; still host root, it builds the sandbox's
+ * The sandbox's pid 1. The zygote (zygote.h) clone()s this, as a child of
+ * sandboxd, with new mount, pid, net, ipc and uts namespaces; still host root, it builds the sandbox's
  * filesystem and network (so those namespaces stay owned by the host's user
  * namespace: nothing in the sandbox can ever remount, unmount or configure
  * them), then enters a new user namespace in which it is root while being
@@ -52,13 +52,13 @@
 
 static int g_idmap_fd = -1;
 
-/* Init is cloned from one of sandboxd's worker threads (workers.c): it is
- * then a copy of a multithreaded process that only glibc does not know to
- * be single now. So it changes its ids with the raw system calls: glibc's
- * setresuid, setresgid and setgroups would signal the "other threads" (of
- * sandboxd, not in this process) and wait for them for ever; and it forks
- * the shell with a raw clone, because fork() takes the malloc and stdio
- * locks, which another thread of sandboxd may have held at the clone. */
+/* Init is cloned by the zygote (zygote.h), a fresh single-threaded image,
+ * so glibc's own setresuid and fork would be safe here. It still changes
+ * its ids and forks the shell with the raw system calls: they were needed
+ * while init was a clone of multithreaded sandboxd (glibc would signal
+ * "other threads" that are not in this process and wait for ever, fork()
+ * would take locks another thread held), and they keep init independent of
+ * which process clones it. */
 static int init_setresuid(uid_t id)
 {
     return (int)syscall(SYS_setresuid, id, id, id);
@@ -324,9 +324,9 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
     init_lower(cfg);
     /* nodev, nosuid: a device node or setuid file that reaches the image or
      * the upper layer is inert. The source names this installation
-     * (lbsd_install_tag), which is how stale.c finds a sandbox's processes
+     * (lbsd_install_tag, handed in as cfg->tag), which is how stale.c finds a sandbox's processes
      * after a crash of sandboxd. */
-    init_mount(lbsd_install_tag(), "merged", "overlay", MS_NODEV | MS_NOSUID,
+    init_mount(cfg->tag, "merged", "overlay", MS_NODEV | MS_NOSUID,
                "lowerdir=lower,upperdir=upper,workdir=work");
     init_proc("merged");
     init_dev("merged", root, cfg->ptys);
@@ -564,9 +564,10 @@ static void init_loop(void)
     }
 }
 
-/* We are a copy of sandboxd: /proc/1/cmdline and /proc/1/environ inside
- * the sandbox would show sandboxd's command line and environment (which may
- * hold API keys of the operator's shell). Both live in our own copy of the
+/* We are a copy of the zygote, whose command line is sandboxd's binary
+ * ("llmbox-sandboxd zygote") and whose environment is empty; blanked all
+ * the same, so that /proc/1/cmdline and /proc/1/environ inside the sandbox
+ * show nothing of the host whoever clones init. Both live in our own copy of the
  * stack, where /proc/self/stat says (fields 48-51): blank them in place.
  * (PR_SET_MM would be neater but needs CAP_SYS_RESOURCE, which a root in a
  * container may not have.) */
@@ -607,9 +608,9 @@ static void init_hide_host_args(void)
 void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
 {
     /* Keep only the control socket and the idmap namespace: this is a copy
-     * of sandboxd, holding every client connection and every other
-     * sandbox's pipes. (The namespace first goes above both targets, so
-     * neither dup2 can clobber it.) */
+     * of the zygote, whose socket to sandboxd must not stay here. (The
+     * namespace first goes above both targets, so neither dup2 can clobber
+     * it.) */
     int ns = cfg->idmap_fd >= 0 ? fcntl(cfg->idmap_fd, F_DUPFD_CLOEXEC, INIT_IDMAP_FD + 1) : -1;
     if (cfg->idmap_fd >= 0 && ns < 0)
         _exit(1);
@@ -636,10 +637,9 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     /* out of sandboxd's session: no way back to its controlling terminal */
     setsid();
     init_hide_host_args();
-    /* Our memory is a copy of sandboxd's (config, other clients' buffers).
-     * Not dumpable: /proc/1/mem, environ and ptrace need CAP_SYS_PTRACE,
-     * which the sandbox never has. (The configuration holds no API key:
-     * models name the variable that has it.) */
+    /* Our memory is a copy of the zygote's (no configuration, no client's
+     * data: zygote.h). Not dumpable all the same: /proc/1/mem, environ and
+     * ptrace need CAP_SYS_PTRACE, which the sandbox never has. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     sigset_t none;
     sigemptyset(&none);

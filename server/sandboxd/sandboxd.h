@@ -299,12 +299,14 @@ LB_MUST_CHECK int lbsd_lock_var(const char *var_dir, char *msg, size_t msgsz);
  * slirp4netns it started. Run at startup, before the scratch dirs go. */
 void lbsd_kill_stale_procs(void);
 
-/* --- sandbox_init.c (runs in the clone()d child as pid 1) -------------- */
+/* --- sandbox_init.c (runs as pid 1 in a clone of the zygote, zygote.h) --- */
 typedef struct lbsd_init_cfg {
     const char *scratch;           /* var/sandboxes/<id>: init mounts the quota tmpfs here
                                     * (in its own mount namespace) with upper/, work/,
                                     * merged/ and tmp/ inside */
     const char *lower;             /* the image's rootfs (owned by the images' ids) */
+    const char *tag;               /* lbsd_install_tag(): the overlay's source name (init
+                                    * is cloned by the zygote, which has no configuration) */
     int idmap_fd;                  /* user namespace mapping the images' ids to the
                                     * sandbox's range for an idmapped lower layer; -1:
                                     * the sandbox shares the images' range (uidslot.h) */
