@@ -5,6 +5,7 @@
  */
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/proc_walk.h"
+#include "sandboxd/fdpark.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
 #include "sandboxd/mounts.h"
@@ -193,6 +194,8 @@ int lbsd_ctl_handle(lbsd_sandbox *sb)
     if (n <= 0)
         return -1;
     buf[n] = '\0';
+    if (lbsd_park_note(sb, buf))
+        return 0;
     int pid, st;
     if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2 && pid == sb->sh_nspid) {
         sb->sh_nspid = 0;
@@ -383,8 +386,8 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     const lb_config *cfg = sb->cfg;
     char lower[LB_CFG_PATH + 64], p[128];
     snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
-    /* its own range: the image through an idmapped mount (the namespace
-     * for it is made once per slot and kept) */
+    /* its own range: the image through an idmapped mount (uidslot.h: the
+     * namespace for it is made once per slot and kept, up to a bound) */
     int idmap_fd = -1;
     if (sb->uid_slot > 0 && (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
         return LB_E_SANDBOX;
@@ -406,6 +409,8 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     }
     /* cloned by the zygote, as sandboxd's child (zygote.h) */
     pid_t pid = lbsd_zygote_clone(&ic, sv[1], msg, msgsz);
+    /* init has its copy of the namespace (the zygote passed it on) */
+    lbsd_slot_userns_done(sb->uid_slot, idmap_fd);
     if (pid < 0) {
         close(sv[0]);
         close(sv[1]);

@@ -10,6 +10,7 @@
  * result back.
  */
 #include "sandboxd/cgroup.h"
+#include "sandboxd/fdpark.h"
 #include "sandboxd/filewatch.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/sandboxd.h"
@@ -573,6 +574,8 @@ static void lbsd_ping(lbsd_conn *c)
         /* ranges of host ids for sandboxes (0: all share uid_base's) */
         cJSON_AddNumberToObject(r, "uid_slots", lbsd_slot_count());
         cJSON_AddNumberToObject(r, "uid_slots_used", lbsd_slot_used());
+        /* sandboxes whose descriptors are parked with their inits (fdpark.h) */
+        cJSON_AddNumberToObject(r, "parked", lbsd_parked_count(g_sandboxes));
     }
     lbsd_reply(c, r, NULL, 0, 0);
 }
@@ -610,6 +613,11 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         return;
     }
     lbsd_sandbox *sb = lbsd_find(c, req->id);
+    /* fdpark.h: its descriptors back before any op (a destroy needs none) */
+    if (sb && req->op != LBSD_OP_DESTROY && !sb->broken && lbsd_unpark(sb, msg, sizeof msg) != LB_OK) {
+        snprintf(sb->gone_why, sizeof sb->gone_why, "%s", msg);
+        sb->broken = 1;
+    }
     if (req->op == LBSD_OP_DESTROY) {
         /* answered once the sandbox is gone (a worker tears it down; the
          * loop goes on meanwhile) */
@@ -914,6 +922,7 @@ static void lbsd_lifecycle_tick(int64_t now)
 {
     lbsd_reap_expired(now);
     lbsd_filewatch_tick(g_sandboxes, now);
+    (void)lbsd_park_relieve(g_sandboxes, g_nsandboxes, now); /* a count; it logs what it did */
     lbsd_refill_maybe(lb_mono_ms());
 }
 
@@ -949,7 +958,8 @@ int lbsd_serve(const lb_config *cfg, int lfd)
         close(sfd);
         return 1;
     }
-    /* after the mask: the workers, and every init they clone, inherit it */
+    lbsd_park_init(cfg->sandboxd_max_conns, cfg->sandboxd_workers);
+    /* after the mask: the workers inherit it */
     if (lbsd_workers_start(cfg->sandboxd_workers) != LB_OK) {
         lb_error("cannot start the worker threads: %s", strerror(errno));
         close(sfd);

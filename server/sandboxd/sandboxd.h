@@ -27,8 +27,9 @@
 
 /* sandboxes at once and per connection: the configuration's sandbox_max and
  * sandbox_max_per_conn (LLMBOX_SANDBOX_MAX, LLMBOX_SANDBOX_MAX_PER_CONN) */
-#define LBSD_FDS_PER_SANDBOX 7          /* ctl, root, the shell's 3 pipes, its uid slot's
-                                         * host-wide lock and idmap namespace (uidslot.h) */
+#define LBSD_FDS_PER_SANDBOX 6          /* ctl, root, the shell's 3 pipes, its uid slot's
+                                         * idmap namespace (cached for the first slots only,
+                                         * uidslot.h); 1 (ctl) while parked (fdpark.h) */
 #define LBSD_DEFERRED_MAX (64u << 10)   /* replies queued behind a running exec */
 #define LBSD_OUT_HEAD (512u << 10)      /* kept from the start of each stream */
 #define LBSD_OUT_TAIL (512u << 10)      /* kept from the end of each stream */
@@ -149,6 +150,12 @@ typedef struct lbsd_sandbox {
     uint64_t files_budget;         /* files it may hold in all */
     uint64_t files_held;           /* at the file watch's last count */
     char gone_why[256];            /* why it broke, for the owner ("" : init died) */
+
+    /* fdpark.c: the shell's pipes parked with init while idle (fdpark.h) */
+    int parked;                    /* 0: ours; 1: sent to init; 2: init said where they are */
+    int park_fd[3];                /* their numbers in init's table (parked == 2) */
+    uint64_t park_dev[3], park_ino[3]; /* what they were, checked when they come back */
+    int64_t used_ms;               /* lb_mono_ms() of the last request that named it */
 } lbsd_sandbox;
 
 #define LBSD_EXPIRED_KEEP 16          /* per connection: ids the reaper took, for clear notfounds */
