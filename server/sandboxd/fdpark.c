@@ -1,6 +1,8 @@
 /* Parking idle sandboxes' descriptors with their inits (see fdpark.h). */
 #include "sandboxd/fdpark.h"
 
+#include "sandboxd/fdpass.h"
+
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -52,21 +54,7 @@ static int park_one(lbsd_sandbox *sb)
     for (int i = 0; i < 3; i++)
         if (fstat(fds[i], &st[i]) != 0)
             return -1;
-    char cbuf[CMSG_SPACE(sizeof fds)];
-    memset(cbuf, 0, sizeof cbuf);
-    char word[] = "PARK";
-    struct iovec iov = {.iov_base = word, .iov_len = 4};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(c), fds, sizeof fds);
-    ssize_t w;
-    do
-        w = sendmsg(sb->ctl_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (w < 0 && errno == EINTR);
+    ssize_t w = lbsd_fds_send(sb->ctl_fd, "PARK", 4, fds, 3, MSG_DONTWAIT);
     if (w != 4)
         return -1; /* init's queue is full or it is gone: stays unparked */
     for (int i = 0; i < 3; i++) {

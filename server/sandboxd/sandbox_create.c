@@ -6,6 +6,7 @@
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/proc_walk.h"
 #include "sandboxd/fdpark.h"
+#include "sandboxd/fdpass.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
 #include "sandboxd/mounts.h"
@@ -236,21 +237,7 @@ int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
         goto out;
     }
     int fds[3] = {in[0], out[1], err[1]};
-    char cbuf[CMSG_SPACE(sizeof fds)];
-    memset(cbuf, 0, sizeof cbuf);
-    char word[] = "SPAWN";
-    struct iovec iov = {.iov_base = word, .iov_len = 5};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(c), fds, sizeof fds);
-    ssize_t w;
-    do
-        w = sendmsg(sb->ctl_fd, &mh, MSG_NOSIGNAL);
-    while (w < 0 && errno == EINTR);
+    ssize_t w = lbsd_fds_send(sb->ctl_fd, "SPAWN", 5, fds, 3, 0);
     if (w != 5) {
         sb_msg(msg, msgsz, "cannot reach the sandbox init: %s", strerror(errno));
         goto out;

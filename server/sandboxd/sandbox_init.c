@@ -24,6 +24,7 @@
  * pid namespace and drops its mounts.
  */
 #include "sandboxd/sandboxd.h"
+#include "sandboxd/fdpass.h"
 #include "sandboxd/idmap.h"
 
 #include "common/status.h"
@@ -441,33 +442,15 @@ static void init_userns(const lbsd_init_cfg *cfg)
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-/* Receives "SPAWN" + three fds. Returns 1 and the fds on success. */
+/* Receives one message from sandboxd and up to three fds. Returns 1 and
+ * the fds, or -1 when sandboxd is gone. */
 static int init_recv(char *msg, size_t msgsz, int fds[3], int *nfds)
 {
-    char cbuf[CMSG_SPACE(3 * sizeof(int))];
-    struct iovec iov = {.iov_base = msg, .iov_len = msgsz - 1};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf};
-    *nfds = 0;
-    ssize_t n;
-    do
-        n = recvmsg(INIT_CTL_FD, &mh, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
+    int cut;
+    ssize_t n = lbsd_fds_recv(INIT_CTL_FD, msg, msgsz - 1, fds, 3, nfds, &cut);
     if (n <= 0)
         return -1;
     msg[n] = '\0';
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int *in = (int *)CMSG_DATA(c);
-        for (size_t i = 0; i < k; i++) {
-            if (*nfds < 3)
-                fds[(*nfds)++] = in[i];
-            else
-                close(in[i]);
-        }
-    }
     return 1;
 }
 

@@ -1,6 +1,8 @@
 /* The zygote (see zygote.h): sandboxd's side, then the helper's. */
 #include "sandboxd/zygote.h"
 
+#include "sandboxd/fdpass.h"
+
 #include "common/log.h"
 #include "common/status.h"
 
@@ -130,21 +132,7 @@ static int zy_ask(const zy_req *rq, int ctl, int idmap, zy_rep *rep, char *msg, 
     if (zy_fd < 0)
         return 0;
     int fds[2] = {ctl, idmap};
-    int nfds = idmap >= 0 ? 2 : 1;
-    char cbuf[CMSG_SPACE(sizeof fds)];
-    memset(cbuf, 0, sizeof cbuf);
-    struct iovec iov = {.iov_base = (void *)rq, .iov_len = sizeof *rq};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int))};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-    ssize_t w;
-    do
-        w = sendmsg(zy_fd, &mh, MSG_NOSIGNAL);
-    while (w < 0 && errno == EINTR);
+    ssize_t w = lbsd_fds_send(zy_fd, rq, sizeof *rq, fds, idmap >= 0 ? 2 : 1, 0);
     if (w < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN))
         return 0;
     if (w != (ssize_t)sizeof *rq) {
@@ -224,32 +212,13 @@ static void zy_reply(pid_t pid, int err)
  * (its fds closed). fds[0]: ctl, fds[1]: idmap or -1. */
 static int zy_recv(zy_req *rq, int fds[2])
 {
-    char cbuf[CMSG_SPACE(4 * sizeof(int))];
-    struct iovec iov = {.iov_base = rq, .iov_len = sizeof *rq};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf};
+    int got[LBSD_FDPASS_MAX], ngot, cut;
     fds[0] = fds[1] = -1;
-    ssize_t n;
-    do
-        n = recvmsg(ZY_FD, &mh, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = lbsd_fds_recv(ZY_FD, rq, sizeof *rq, got, LBSD_FDPASS_MAX, &ngot, &cut);
     if (n <= 0)
         return 0;
-    int got[4], ngot = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int *in = (int *)CMSG_DATA(c);
-        for (size_t i = 0; i < k; i++) {
-            if (ngot < 4)
-                got[ngot++] = in[i];
-            else
-                close(in[i]);
-        }
-    }
     int want = 1 + (n == (ssize_t)sizeof *rq && rq->has_idmap);
-    if (n != (ssize_t)sizeof *rq || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || ngot != want ||
+    if (n != (ssize_t)sizeof *rq || cut || ngot != want ||
         !memchr(rq->scratch, 0, sizeof rq->scratch) || !memchr(rq->lower, 0, sizeof rq->lower) ||
         !memchr(rq->tag, 0, sizeof rq->tag)) {
         for (int i = 0; i < ngot; i++)

@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sandbox_rpc import Daemon, Reporter, skip_reason  # noqa: E402
+from sandbox_rpc import Daemon, Reporter, proc_cmdline, skip_reason  # noqa: E402
 
 PER_CONN = 32
 
@@ -36,14 +36,6 @@ def children(pid):
             return [int(x) for x in f.read().split()]
     except OSError:
         return []
-
-
-def comm(pid):
-    try:
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def nfds(pid):
@@ -71,8 +63,8 @@ def rollup(pid, field):
 
 def zygote_of(d):
     end = time.time() + 5
-    while True:  # named once it runs (right after its exec it is "exe")
-        zs = [p for p in children(d.proc.pid) if comm(p) == "llmbox-zygote"]
+    while True:  # its exec may still be under way
+        zs = [p for p in children(d.proc.pid) if proc_cmdline(p) == "llmbox-sandboxd zygote"]
         if zs or time.time() > end:
             break
         time.sleep(0.05)
