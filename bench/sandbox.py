@@ -568,8 +568,8 @@ def zygotes(d):
 
 def sandbox_procs(d):
     zy = set(zygotes(d))
-    kids = children_map()
-    return descendants([p for p in kids.get(d.pid, []) if p not in zy])
+    inits = [p for p in children_map().get(d.pid, []) if p not in zy]
+    return inits + descendants(inits)
 
 
 def nfds(pid):

@@ -73,25 +73,36 @@ static int park_one(lbsd_sandbox *sb)
 
 int lbsd_park_relieve(lbsd_sandbox *list, int n, int64_t now)
 {
-    if (g_budget < 0 || (long long)n * PARK_FDS_UNPARKED * 4 <= g_budget * 3)
-        return 0; /* the cheap test: even all unparked would fit */
-    long long held = 0;
-    for (const lbsd_sandbox *s = list; s; s = s->next)
-        held += s->parked ? 1 : PARK_FDS_UNPARKED;
-    if (held * 4 <= g_budget * 3)
+    if (g_budget < 0)
         return 0;
-    /* Enough to get down to half the budget, the ones unused for
-     * LBSD_PARK_IDLE_MS first; past seven eighths (a burst of creates,
-     * faster than that), any without a command: a park and its unpark
-     * cost tens of microseconds, a create refused for EMFILE costs more.
-     * The list is newest first, so the candidates at its tail have waited
-     * longest: the others are skipped. */
+    if ((long long)n * PARK_FDS_UNPARKED * 4 <= g_budget * 3 && n <= LBSD_PARK_UNPARKED_MAX)
+        return 0; /* the cheap test: even all unparked would do */
+    long long held = 0, unparked = 0;
+    for (const lbsd_sandbox *s = list; s; s = s->next) {
+        held += s->parked ? 1 : PARK_FDS_UNPARKED;
+        unparked += !s->parked;
+    }
+    if (held * 4 <= g_budget * 3 && unparked <= LBSD_PARK_UNPARKED_MAX)
+        return 0;
+    /* Enough to get down to half the budget and three quarters of the
+     * count, the ones unused for LBSD_PARK_IDLE_MS first; past seven
+     * eighths of the budget (a burst of creates, faster than that), any
+     * without a command: a park and its unpark cost tens of microseconds,
+     * a create refused for EMFILE costs more. The list is newest first, so
+     * the candidates at its tail have waited longest: the others are
+     * skipped. */
     int parked = 0;
-    for (int pass = 0; pass < 2 && held * 2 > g_budget; pass++) {
+    for (int pass = 0; pass < 2; pass++) {
         int64_t age = pass == 0 ? LBSD_PARK_IDLE_MS : 0;
         if (pass == 1 && held * 8 <= g_budget * 7)
             break;
-        long long need = (held - g_budget / 2 + PARK_FDS_UNPARKED - 2) / (PARK_FDS_UNPARKED - 1);
+        long long need = 0;
+        if (held * 2 > g_budget)
+            need = (held - g_budget / 2 + PARK_FDS_UNPARKED - 2) / (PARK_FDS_UNPARKED - 1);
+        if (unparked - LBSD_PARK_UNPARKED_MAX * 3 / 4 > need)
+            need = unparked - LBSD_PARK_UNPARKED_MAX * 3 / 4;
+        if (need <= 0)
+            break;
         long long idle = 0;
         for (const lbsd_sandbox *s = list; s; s = s->next)
             idle += park_idle(s, now, age);
@@ -101,13 +112,14 @@ int lbsd_park_relieve(lbsd_sandbox *list, int n, int64_t now)
                 continue;
             if (park_one(s) == 0) {
                 held -= PARK_FDS_UNPARKED - 1;
+                unparked--;
                 parked++;
             }
         }
     }
     if (parked)
         lb_info("parked the descriptors of %d idle sandbox(es) with their inits (%lld of %lld "
-                "descriptors held)", parked, held, g_budget);
+                "descriptors held, %lld sandboxes unparked)", parked, held, g_budget, unparked);
     return parked;
 }
 
@@ -153,6 +165,16 @@ int lbsd_unpark(lbsd_sandbox *sb, char *msg, size_t msgsz)
     if (sb->broken || sb->init_reaped) {
         snprintf(msg, msgsz, "its init died");
         return LB_E_SANDBOX;
+    }
+    /* what init said while nobody polled its socket (a shell that died) */
+    for (int i = 0; i < 16 && sb->ctl_fd >= 0; i++) {
+        struct pollfd p = {.fd = sb->ctl_fd, .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0)
+            break;
+        if (lbsd_ctl_handle(sb) < 0) {
+            snprintf(msg, msgsz, "its init is gone");
+            return LB_E_SANDBOX;
+        }
     }
     if (sb->parked == 1 && unpark_wait(sb) != 0) {
         snprintf(msg, msgsz, "its init did not take its parked descriptors");

@@ -18,6 +18,10 @@
  * wait on init on the way back: a throttled or frozen sandbox unparks as
  * fast as any other.
  *
+ * Parked sandboxes are not polled: their init's messages (a shell that
+ * died) wait in the control socket and are read when they come back, and
+ * an init that dies is seen by its SIGCHLD.
+ *
  * What parking changes for the sandbox: nothing while it is idle, except
  * that output written by a background process while parked waits in the
  * pipe (64 KiB) instead of sandboxd's idle buffer, and a writer that
@@ -31,14 +35,20 @@
 #include "sandboxd/sandboxd.h"
 
 #define LBSD_PARK_IDLE_MS 2000   /* never park a sandbox used more recently */
+/* Idle sandboxes beyond this many are parked whatever the table: the event
+ * loop polls three descriptors of each unparked sandbox in every pass, and
+ * a parked one not at all (its init's messages are read when it comes
+ * back), so the loop's cost stays bounded with 10,000 sandboxes. */
+#define LBSD_PARK_UNPARKED_MAX 512
 
 /* At start: the descriptor budget, from the open-file limit sandboxd got,
  * less what connections (max_conns) and the workers' creates need. */
 void lbsd_park_init(int max_conns, int workers);
 /* When the unparked sandboxes of list (n in all) fill more than three
- * quarters of the budget, parks idle ones (no command, unused for
- * LBSD_PARK_IDLE_MS; past seven eighths any without a command) until half
- * is left. Returns how many it parked. */
+ * quarters of the budget, or are more than LBSD_PARK_UNPARKED_MAX, parks
+ * idle ones (no command, unused for LBSD_PARK_IDLE_MS; past seven eighths
+ * of the budget any without a command) until half the budget and three
+ * quarters of that count are left. Returns how many it parked. */
 int lbsd_park_relieve(lbsd_sandbox *list, int n, int64_t now);
 /* Before any request on sb: brings its descriptors back if parked and
  * marks it used. On failure (init gone, a descriptor that is not what was

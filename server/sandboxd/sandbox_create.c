@@ -375,12 +375,15 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
     /* its own range: the image through an idmapped mount (uidslot.h: the
      * namespace for it is made once per slot and kept, up to a bound) */
-    int idmap_fd = -1;
-    if (sb->uid_slot > 0 && (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
+    int idmap_fd = -1, idmap_make = sb->uid_slot > LBSD_SLOT_NS_CACHED;
+    if (sb->uid_slot > 0 && !idmap_make &&
+        (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
         return LB_E_SANDBOX;
     lbsd_init_cfg ic = {
         .scratch = sb->dir, .lower = lower, .tag = lbsd_install_tag(),
         .idmap_fd = idmap_fd,
+        .idmap_make = idmap_make,
+        .idmap_base = cfg->sandbox_uid_base,
         .disk_mib = sb->disk_mib,
         .uid_root = sb->uid_root,
         .rlimit_mode = lbsd_cg_detect() == LBSD_CG_RLIMIT,
@@ -396,8 +399,6 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     }
     /* cloned by the zygote, as sandboxd's child (zygote.h) */
     pid_t pid = lbsd_zygote_clone(&ic, sv[1], msg, msgsz);
-    /* init has its copy of the namespace (the zygote passed it on) */
-    lbsd_slot_userns_done(sb->uid_slot, idmap_fd);
     if (pid < 0) {
         close(sv[0]);
         close(sv[1]);

@@ -1011,7 +1011,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             int t = lbsd_exec_tick(s, now);
             if (t >= 0 && (timeout < 0 || t < timeout))
                 timeout = t;
-            if (s->ctl_fd >= 0) {
+            if (s->ctl_fd >= 0 && !s->parked) { /* fdpark.h: read when it comes back */
                 pfd[n] = (struct pollfd){.fd = s->ctl_fd, .events = POLLIN};
                 ref[n++] = (lbsd_pref){PK_CTL, s};
             }

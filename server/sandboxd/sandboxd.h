@@ -317,6 +317,9 @@ typedef struct lbsd_init_cfg {
     int idmap_fd;                  /* user namespace mapping the images' ids to the
                                     * sandbox's range for an idmapped lower layer; -1:
                                     * the sandbox shares the images' range (uidslot.h) */
+    int idmap_make;                /* the zygote makes that namespace (idmap_fd -1) mapping
+                                    * idmap_base.. to uid_root.. (uidslot.h) */
+    uint32_t idmap_base;
     int disk_mib;                  /* size of that tmpfs: writable layer + /tmp */
     uint32_t uid_root;             /* host uid/gid of the sandbox's root (its slot's first) */
     int rlimit_mode;               /* no cgroups: limit memory and pids with rlimits */

@@ -91,7 +91,7 @@ static int slot_write(pid_t pid, const char *file, const char *line)
 /* A child in a new user namespace, parked on a pipe while we write its maps
  * and open its namespace; the namespace outlives it through that fd. ~1 ms
  * once per slot. */
-static int slot_make_userns(int slot, char *msg, size_t msgsz)
+int lbsd_userns_make(uint32_t base, uint32_t root, char *msg, size_t msgsz)
 {
     int pp[2];
     if (pipe2(pp, O_CLOEXEC) != 0) {
@@ -120,8 +120,7 @@ static int slot_make_userns(int slot, char *msg, size_t msgsz)
     close(pp[0]);
     char line[64];
     /* inside: the images' ids; outside: the slot's */
-    snprintf(line, sizeof line, "%u %u %u\n", g_cfg->sandbox_uid_base, lbsd_slot_root(slot),
-             LBSD_ID_COUNT);
+    snprintf(line, sizeof line, "%u %u %u\n", base, root, LBSD_ID_COUNT);
     int fd = -1;
     if (slot_write(pid, "uid_map", line) != 0 || slot_write(pid, "gid_map", line) != 0) {
         snprintf(msg, msgsz, "cannot write the id map of the image's idmap namespace: %s",
@@ -145,20 +144,16 @@ int lbsd_slot_userns(int slot, char *msg, size_t msgsz)
         snprintf(msg, msgsz, "no idmap for uid slot %d", slot);
         return -1;
     }
-    if (slot > LBSD_SLOT_NS_CACHED)
-        return slot_make_userns(slot, msg, msgsz); /* the caller's, to close */
+    if (slot > LBSD_SLOT_NS_CACHED) {
+        snprintf(msg, msgsz, "uid slot %d's idmap namespace is made by the zygote", slot);
+        return -1;
+    }
     pthread_mutex_lock(&g_mu);
     if (g_ns_fd[slot] < 0)
-        g_ns_fd[slot] = slot_make_userns(slot, msg, msgsz);
+        g_ns_fd[slot] = lbsd_userns_make(g_cfg->sandbox_uid_base, lbsd_slot_root(slot), msg, msgsz);
     int fd = g_ns_fd[slot];
     pthread_mutex_unlock(&g_mu);
     return fd;
-}
-
-void lbsd_slot_userns_done(int slot, int fd)
-{
-    if (fd >= 0 && slot > LBSD_SLOT_NS_CACHED)
-        close(fd);
 }
 
 /* One byte-range lock of SLOT_LOCK_FILE per slot, over its host ids (an

@@ -66,16 +66,20 @@ LB_MUST_CHECK int lbsd_slot_take(int *slot, char *msg, size_t msgsz);
 void lbsd_slot_release(int slot);
 /* Host uid (and gid) of the root of the sandbox in slot. */
 uint32_t lbsd_slot_root(int slot);
-/* Slots whose idmap namespace is made once and kept: one descriptor each
- * for the life of sandboxd. Above, each create makes its own (~1 ms) and
- * lets it go once init has its idmapped mount. */
+/* Slots whose idmap namespace sandboxd makes once and keeps: one
+ * descriptor each for the life of sandboxd. Above, the zygote makes one
+ * for each create (zygote.h: ~1 ms in a small process, where a fork of
+ * sandboxd with thousands of descriptors cost more) and init drops it once
+ * its idmapped mount is made. */
 #define LBSD_SLOT_NS_CACHED 1024
 
 /* A user namespace whose ids BASE.. map to slot's range: what the idmapped
- * mount of the image needs. -1 for slot 0, or on error with a sentence in
- * msg. Give it back with lbsd_slot_userns_done once init has it. */
+ * mount of the image needs. Slots 1..LBSD_SLOT_NS_CACHED only; the fd stays
+ * ours. -1 otherwise, or on error, with a sentence in msg. */
 int lbsd_slot_userns(int slot, char *msg, size_t msgsz);
-/* Closes fd if it was made for this create only (slot above the cache). */
-void lbsd_slot_userns_done(int slot, int fd);
+/* Makes a user namespace mapping base.. to root.. (LBSD_ID_COUNT ids) in a
+ * child parked on a pipe; returns its fd, or -1 with a sentence in msg.
+ * ~1 ms plus a fork of the caller. */
+int lbsd_userns_make(uint32_t base, uint32_t root, char *msg, size_t msgsz);
 
 #endif

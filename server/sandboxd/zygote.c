@@ -2,6 +2,7 @@
 #include "sandboxd/zygote.h"
 
 #include "sandboxd/fdpass.h"
+#include "sandboxd/uidslot.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -30,6 +31,8 @@ typedef struct zy_req {
     char lower[LB_CFG_PATH + 64];
     char tag[64];
     int32_t has_idmap;
+    int32_t make_idmap;           /* no idmap fd: make the namespace here (uidslot.h) */
+    uint32_t idmap_base;
     int32_t disk_mib;
     uint32_t uid_root;
     int32_t rlimit_mode;
@@ -171,6 +174,8 @@ pid_t lbsd_zygote_clone(const lbsd_init_cfg *ic, int ctl, char *msg, size_t msgs
         return -1;
     }
     rq.has_idmap = ic->idmap_fd >= 0;
+    rq.make_idmap = ic->idmap_make && ic->idmap_fd < 0;
+    rq.idmap_base = ic->idmap_base;
     rq.disk_mib = ic->disk_mib;
     rq.uid_root = ic->uid_root;
     rq.rlimit_mode = ic->rlimit_mode;
@@ -193,7 +198,8 @@ pid_t lbsd_zygote_clone(const lbsd_init_cfg *ic, int ctl, char *msg, size_t msgs
     if (r <= 0)
         return -1;
     if (rep.pid <= 0) {
-        snprintf(msg, msgsz, "clone with new namespaces failed: %s", strerror(rep.err));
+        snprintf(msg, msgsz, "the zygote could not start the sandbox's init (its namespaces or "
+                             "its idmap, logged): %s", strerror(rep.err));
         return -1;
     }
     return (pid_t)rep.pid;
@@ -252,6 +258,16 @@ int lbsd_zygote_main(void)
         if (r < 0) {
             zy_reply(-1, EINVAL);
             continue;
+        }
+        if (rq.make_idmap) {
+            char why[256];
+            fds[1] = lbsd_userns_make(rq.idmap_base, rq.uid_root, why, sizeof why);
+            if (fds[1] < 0) {
+                lb_warn("zygote: %s", why);
+                close(fds[0]);
+                zy_reply(-1, EAGAIN);
+                continue;
+            }
         }
         lbsd_init_cfg ic = {
             .scratch = rq.scratch, .lower = rq.lower, .tag = rq.tag,
