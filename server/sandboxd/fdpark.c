@@ -22,6 +22,12 @@
 #define PARK_ANSWER_MS 1000      /* init's "PARKED", if a request comes right after the park */
 
 static long long g_budget = -1;  /* descriptors sandboxes may hold; -1: never park */
+static unsigned g_changes;
+
+unsigned lbsd_park_changes(void)
+{
+    return g_changes;
+}
 
 void lbsd_park_init(int max_conns, int workers)
 {
@@ -68,6 +74,7 @@ static int park_one(lbsd_sandbox *sb)
         close(sb->root_fd);
     sb->root_fd = -1;
     sb->parked = 1;
+    g_changes++;
     return 0;
 }
 
@@ -212,6 +219,7 @@ int lbsd_unpark(lbsd_sandbox *sb, char *msg, size_t msgsz)
     sb->sh_err = got[2];
     got[0] = got[1] = got[2] = -1;
     sb->parked = 0;
+    g_changes++;
     /* init drops its copies; if this is lost, init keeps three stale fds
      * until the next park replaces them */
     if (send(sb->ctl_fd, "UNPARK", 6, MSG_NOSIGNAL | MSG_DONTWAIT) != 6)

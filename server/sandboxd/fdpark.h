@@ -57,6 +57,9 @@ LB_MUST_CHECK int lbsd_unpark(lbsd_sandbox *sb, char *msg, size_t msgsz);
 /* A control message from init: 1 if it was the answer to a park ("PARKED
  * a b c", taken into sb), else 0. */
 int lbsd_park_note(lbsd_sandbox *sb, const char *msg);
+/* Counts every park and unpark: the loop rebuilds what it caches of the
+ * unparked sandboxes when this moves. */
+unsigned lbsd_park_changes(void);
 /* Parked sandboxes now (for ping). */
 int lbsd_parked_count(const lbsd_sandbox *list);
 

@@ -138,12 +138,17 @@ static lbsd_sandbox *lbsd_find(lbsd_conn *c, const char *id)
     return NULL;
 }
 
+/* Bumped whenever a sandbox joins or leaves g_sandboxes: what the loop's
+ * caches of the list (lbsd_active_refresh, the lifecycle scans) check. */
+static unsigned g_set_gen;
+
 static void lbsd_unlink_sandbox(lbsd_sandbox *sb)
 {
     for (lbsd_sandbox **pp = &g_sandboxes; *pp; pp = &(*pp)->next) {
         if (*pp == sb) {
             *pp = sb->next;
             g_nsandboxes--;
+            g_set_gen++;
             return;
         }
     }
@@ -339,6 +344,7 @@ static void lbsd_create_finish(lbsd_conn *c, lbsd_sandbox *sb, int net, int ttl_
     sb->next = g_sandboxes;
     g_sandboxes = sb;
     g_nsandboxes++;
+    g_set_gen++;
     cJSON *r = cJSON_CreateObject();
     if (r) {
         cJSON_AddStringToObject(r, "id", sb->id);
@@ -898,9 +904,33 @@ static void lbsd_reap(void)
 
 /* The poll timeout, shortened for the next TTL expiry and the pool's next
  * refill (0 when it wants one now: the pass then only polls). */
+/* The lifecycle's walks of the whole list, cached: with 10,000 sandboxes
+ * one walk costs about a millisecond (a cache miss per sandbox), and the
+ * loop makes several passes per request. The next expiry is recomputed
+ * when the list changes and at least every LBSD_LIFE_SCAN_MS (a renew or
+ * an adopt only moves it later: the worst is an early wake-up). */
+#define LBSD_LIFE_SCAN_MS 50
+#define LBSD_PARK_SCAN_MS 250
+static int64_t g_expiry_at = -1;      /* lb_mono_ms() of the next TTL or lease end; -1: none */
+static int64_t g_expiry_scan_ms, g_park_scan_ms;
+static unsigned g_expiry_gen, g_park_seen_gen, g_park_seen_parks;
+
+static int lbsd_next_expiry_cached(int64_t now)
+{
+    if (g_expiry_gen != g_set_gen || now - g_expiry_scan_ms >= LBSD_LIFE_SCAN_MS) {
+        int t = lbsd_next_expiry(now);
+        g_expiry_at = t < 0 ? -1 : now + t;
+        g_expiry_gen = g_set_gen;
+        g_expiry_scan_ms = now;
+    }
+    if (g_expiry_at < 0)
+        return -1;
+    return g_expiry_at > now ? (int)(g_expiry_at - now) : 0;
+}
+
 static int lbsd_lifecycle_timeout(int64_t now, int timeout)
 {
-    int t = lbsd_next_expiry(now);
+    int t = lbsd_next_expiry_cached(now);
     int fw = lbsd_filewatch_due(now, g_nsandboxes);
     if (fw >= 0 && (t < 0 || fw < t))
         t = fw;
@@ -920,9 +950,19 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
  * it wants one (made by a worker: the loop does not wait for it). */
 static void lbsd_lifecycle_tick(int64_t now)
 {
-    lbsd_reap_expired(now);
+    if (lbsd_next_expiry_cached(now) == 0) {
+        lbsd_reap_expired(now);
+        g_expiry_gen = g_set_gen - 1; /* rescan: what it destroyed may have been the next */
+    }
     lbsd_filewatch_tick(g_sandboxes, now);
-    (void)lbsd_park_relieve(g_sandboxes, g_nsandboxes, now); /* a count; it logs what it did */
+    /* fdpark.h: when the list or the parks changed, and as sandboxes age */
+    if (g_park_seen_gen != g_set_gen || g_park_seen_parks != lbsd_park_changes() ||
+        now - g_park_scan_ms >= LBSD_PARK_SCAN_MS) {
+        (void)lbsd_park_relieve(g_sandboxes, g_nsandboxes, now); /* a count; it logs what it did */
+        g_park_seen_gen = g_set_gen;
+        g_park_seen_parks = lbsd_park_changes();
+        g_park_scan_ms = now;
+    }
     lbsd_refill_maybe(lb_mono_ms());
 }
 
@@ -934,6 +974,35 @@ typedef struct {
     lbsd_pk kind;
     void *obj;
 } lbsd_pref;
+
+/* The sandboxes the loop polls and ticks: the unparked ones (a parked
+ * sandbox runs no command and is not polled, fdpark.h). Rebuilt when the
+ * list or the parks change, so that a pass costs what the active
+ * sandboxes cost, not what all 10,000 do. */
+static lbsd_sandbox **g_active;
+static size_t g_active_n, g_active_cap;
+static unsigned g_active_gen = ~0u, g_active_parks = ~0u;
+
+static int lbsd_active_refresh(void)
+{
+    if (g_active_gen == g_set_gen && g_active_parks == lbsd_park_changes())
+        return 0;
+    if ((size_t)g_nsandboxes > g_active_cap) {
+        size_t nc = (size_t)g_nsandboxes * 2;
+        lbsd_sandbox **na = realloc(g_active, nc * sizeof *na);
+        if (!na)
+            return -1;
+        g_active = na;
+        g_active_cap = nc;
+    }
+    g_active_n = 0;
+    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+        if (!s->parked)
+            g_active[g_active_n++] = s;
+    g_active_gen = g_set_gen;
+    g_active_parks = lbsd_park_changes();
+    return 0;
+}
 
 int lbsd_serve(const lb_config *cfg, int lfd)
 {
@@ -1006,7 +1075,12 @@ int lbsd_serve(const lb_config *cfg, int lfd)
         }
         int timeout = -1;
         int64_t now = lb_mono_ms();
-        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next) {
+        if (lbsd_active_refresh() != 0) {
+            lb_error("out of memory in the event loop");
+            break;
+        }
+        for (size_t k = 0; k < g_active_n; k++) {
+            lbsd_sandbox *s = g_active[k];
             /* first: finishing a command may restart the shell (new fds) */
             int t = lbsd_exec_tick(s, now);
             if (t >= 0 && (timeout < 0 || t < timeout))
@@ -1029,6 +1103,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             }
         }
         timeout = lbsd_lifecycle_timeout(now, timeout);
+        unsigned polled_gen = g_set_gen;
         int r = poll(pfd, n, timeout);
         if (r < 0 && errno != EINTR) {
             lb_error("poll: %s", strerror(errno));
@@ -1073,9 +1148,12 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             case PK_SHIN:
             case PK_SHOUT:
             case PK_SHERR: {
-                lbsd_sandbox *s = ref[i].obj, *t = g_sandboxes;
-                while (t && t != s)
-                    t = t->next;
+                lbsd_sandbox *s = ref[i].obj, *t = s;
+                if (g_set_gen != polled_gen) { /* one left the list: is s still in it? */
+                    t = g_sandboxes;
+                    while (t && t != s)
+                        t = t->next;
+                }
                 if (!t || pfd[i].fd < 0)
                     break;
                 if (ref[i].kind == PK_CTL && pfd[i].fd == s->ctl_fd) {
@@ -1098,8 +1176,12 @@ int lbsd_serve(const lb_config *cfg, int lfd)
         }
         /* completions and deadlines, then connections that are done */
         now = lb_mono_ms();
-        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
-            lbsd_exec_tick(s, now);
+        if (lbsd_active_refresh() != 0) {
+            lb_error("out of memory in the event loop");
+            break;
+        }
+        for (size_t k = 0; k < g_active_n; k++)
+            lbsd_exec_tick(g_active[k], now);
         lbsd_lifecycle_tick(now);
         for (lbsd_conn *c = g_conns, *next; c; c = next) {
             next = c->next;
