@@ -6,6 +6,7 @@
 #include "sandboxd/sandboxd.h"
 
 #include "common/log.h"
+#include "common/util.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@ static uint64_t fw_low;      /* the lowest fs.file-nr seen: the host without san
 static int64_t fw_next_ms;
 static uint64_t fw_scan_nr;  /* fs.file-nr at the last count */
 static int64_t fw_scan_ms;   /* and when it was */
+static int64_t fw_cost_ms;   /* how long that count took (the loop waited for it) */
 
 uint64_t lbsd_filewatch_nr_files(void)
 {
@@ -112,18 +114,38 @@ static uint64_t fw_count_file_maps(long pid, uint64_t stop)
     return n;
 }
 
-static lbsd_sandbox *fw_owner(lbsd_sandbox *list, long pid)
+/* The walk's index: each live sandbox by its pid namespace, sorted, so
+ * that finding a process's sandbox costs a binary search, not a walk of
+ * the list (with 10,000 sandboxes and 20,000 processes the walk made the
+ * count quadratic: most of sandboxd's CPU, bench/RESULTS.md). */
+typedef struct {
+    uint64_t ino, dev;
+    lbsd_sandbox *sb;
+} fw_ns;
+
+typedef struct {
+    fw_ns *v;
+    size_t n;
+} fw_index;
+
+static int fw_ns_cmp(const void *a, const void *b)
+{
+    const fw_ns *x = a, *y = b;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->dev < y->dev ? -1 : x->dev > y->dev;
+}
+
+static lbsd_sandbox *fw_owner(const fw_index *ix, long pid)
 {
     char p[64];
     snprintf(p, sizeof p, "/proc/%ld/ns/pid", pid);
     struct stat st;
     if (stat(p, &st) != 0)
         return NULL;
-    for (lbsd_sandbox *s = list; s; s = s->next)
-        if (!s->broken && (uint64_t)st.st_ino == s->pidns_ino &&
-            (uint64_t)st.st_dev == s->pidns_dev)
-            return s;
-    return NULL;
+    fw_ns key = {.ino = (uint64_t)st.st_ino, .dev = (uint64_t)st.st_dev};
+    fw_ns *hit = bsearch(&key, ix->v, ix->n, sizeof *ix->v, fw_ns_cmp);
+    return hit ? hit->sb : NULL;
 }
 
 /* One process of the walk: its descriptors and file mappings count
@@ -182,9 +204,28 @@ void lbsd_filewatch_tick(lbsd_sandbox *list, int64_t now)
      * later (a slow attacker) */
     if (fw_scan_ms && nr < fw_scan_nr + smallest / 4 && now - fw_scan_ms < 1000)
         return;
+    /* The count walks every process of the host on the loop's thread: with
+     * 10,000 sandboxes (20,000 processes) one walk takes ~0.5 s, and a
+     * table that grows with every create asked for one each second, which
+     * left the loop little else. So never more than a tenth of its time. */
+    if (fw_scan_ms && now - fw_scan_ms < 10 * fw_cost_ms)
+        return;
     fw_scan_nr = nr;
     fw_scan_ms = now;
-    if (lbsd_proc_each(fw_count_pid, list) < 0)
+    size_t n = 0;
+    for (lbsd_sandbox *s = list; s; s = s->next)
+        n++;
+    fw_index ix = {.v = malloc((n ? n : 1) * sizeof *ix.v), .n = 0};
+    if (!ix.v)
+        return; /* the next tick tries again */
+    for (lbsd_sandbox *s = list; s; s = s->next)
+        if (!s->broken)
+            ix.v[ix.n++] = (fw_ns){.ino = s->pidns_ino, .dev = s->pidns_dev, .sb = s};
+    qsort(ix.v, ix.n, sizeof *ix.v, fw_ns_cmp);
+    int walked = lbsd_proc_each(fw_count_pid, &ix);
+    free(ix.v);
+    fw_cost_ms = lb_mono_ms() - now;
+    if (walked < 0)
         return;
     for (lbsd_sandbox *s = list; s; s = s->next)
         if (!s->broken && s->files_budget && s->files_held > s->files_budget)
