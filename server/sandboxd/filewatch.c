@@ -6,7 +6,6 @@
 #include "sandboxd/sandboxd.h"
 
 #include "common/log.h"
-#include "common/util.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -22,7 +21,6 @@ static uint64_t fw_low;      /* the lowest fs.file-nr seen: the host without san
 static int64_t fw_next_ms;
 static uint64_t fw_scan_nr;  /* fs.file-nr at the last count */
 static int64_t fw_scan_ms;   /* and when it was */
-static int64_t fw_cost_ms;   /* how long that count took (the loop waited for it) */
 
 uint64_t lbsd_filewatch_nr_files(void)
 {
@@ -204,12 +202,7 @@ void lbsd_filewatch_tick(lbsd_sandbox *list, int64_t now)
      * later (a slow attacker) */
     if (fw_scan_ms && nr < fw_scan_nr + smallest / 4 && now - fw_scan_ms < 1000)
         return;
-    /* The count walks every process of the host on the loop's thread: with
-     * 10,000 sandboxes (20,000 processes) one walk takes ~0.5 s, and a
-     * table that grows with every create asked for one each second, which
-     * left the loop little else. So never more than a tenth of its time. */
-    if (fw_scan_ms && now - fw_scan_ms < 10 * fw_cost_ms)
-        return;
+
     fw_scan_nr = nr;
     fw_scan_ms = now;
     size_t n = 0;
@@ -224,7 +217,6 @@ void lbsd_filewatch_tick(lbsd_sandbox *list, int64_t now)
     qsort(ix.v, ix.n, sizeof *ix.v, fw_ns_cmp);
     int walked = lbsd_proc_each(fw_count_pid, &ix);
     free(ix.v);
-    fw_cost_ms = lb_mono_ms() - now;
     if (walked < 0)
         return;
     for (lbsd_sandbox *s = list; s; s = s->next)
