@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #define PARK_FDS_UNPARKED 5      /* ctl, root, the shell's 3 pipes */
-#define PARK_ANSWER_MS 1000      /* init's "PARKED", if a request comes right after the park */
 
 static long long g_budget = -1;  /* descriptors sandboxes may hold; -1: never park */
 static unsigned g_changes;
@@ -49,7 +48,10 @@ static int park_idle(const lbsd_sandbox *sb, int64_t now, int64_t min_age)
            sb->sh_out >= 0 && sb->sh_err >= 0 && now - last >= min_age;
 }
 
-/* Hands sb's shell pipes to its init. 0 on success. */
+/* Hands copies of sb's shell pipes to its init; ours are closed when init
+ * says where it keeps them (lbsd_park_note), so that nothing ever waits
+ * for init: a sandbox wanted again before that simply takes its park back.
+ * 0 on success. */
 static int park_one(lbsd_sandbox *sb)
 {
     /* what is in the pipes now goes to the idle buffers, as it would */
@@ -60,21 +62,18 @@ static int park_one(lbsd_sandbox *sb)
     for (int i = 0; i < 3; i++)
         if (fstat(fds[i], &st[i]) != 0)
             return -1;
-    ssize_t w = lbsd_fds_send(sb->ctl_fd, "PARK", 4, fds, 3, MSG_DONTWAIT);
-    if (w != 4)
+    char word[32];
+    int len = snprintf(word, sizeof word, "PARK %u", sb->park_seq + 1);
+    ssize_t w = lbsd_fds_send(sb->ctl_fd, word, (size_t)len, fds, 3, MSG_DONTWAIT);
+    if (w != len)
         return -1; /* init's queue is full or it is gone: stays unparked */
+    sb->park_seq++;
     for (int i = 0; i < 3; i++) {
         sb->park_dev[i] = (uint64_t)st[i].st_dev;
         sb->park_ino[i] = (uint64_t)st[i].st_ino;
         sb->park_fd[i] = -1;
-        close(fds[i]);
     }
-    sb->sh_in = sb->sh_out = sb->sh_err = -1;
-    if (sb->root_fd >= 0)
-        close(sb->root_fd);
-    sb->root_fd = -1;
     sb->parked = 1;
-    g_changes++;
     return 0;
 }
 
@@ -86,8 +85,8 @@ int lbsd_park_relieve(lbsd_sandbox *list, int n, int64_t now)
         return 0; /* the cheap test: even all unparked would do */
     long long held = 0, unparked = 0;
     for (const lbsd_sandbox *s = list; s; s = s->next) {
-        held += s->parked ? 1 : PARK_FDS_UNPARKED;
-        unparked += !s->parked;
+        held += s->parked == 2 ? 1 : PARK_FDS_UNPARKED;
+        unparked += s->parked != 2;
     }
     if (held * 4 <= g_budget * 3 && unparked <= LBSD_PARK_UNPARKED_MAX)
         return 0;
@@ -132,36 +131,25 @@ int lbsd_park_relieve(lbsd_sandbox *list, int n, int64_t now)
 
 int lbsd_park_note(lbsd_sandbox *sb, const char *msg)
 {
+    unsigned seq;
     int a, b, c;
-    if (sscanf(msg, "PARKED %d %d %d", &a, &b, &c) != 3)
+    if (sscanf(msg, "PARKED %u %d %d %d", &seq, &a, &b, &c) != 4)
         return 0;
-    if (sb->parked == 1 && a > 2 && b > 2 && c > 2) {
-        sb->park_fd[0] = a;
-        sb->park_fd[1] = b;
-        sb->park_fd[2] = c;
-        sb->parked = 2;
+    /* an answer to an older park (taken back since) is no news */
+    if (sb->parked != 1 || seq != sb->park_seq || a <= 2 || b <= 2 || c <= 2)
+        return 1;
+    sb->park_fd[0] = a;
+    sb->park_fd[1] = b;
+    sb->park_fd[2] = c;
+    int *mine[4] = {&sb->sh_in, &sb->sh_out, &sb->sh_err, &sb->root_fd};
+    for (int i = 0; i < 4; i++) {
+        if (*mine[i] >= 0)
+            close(*mine[i]);
+        *mine[i] = -1;
     }
+    sb->parked = 2;
+    g_changes++;
     return 1;
-}
-
-/* Waits for init's "PARKED" (a request came right after the park). */
-static int unpark_wait(lbsd_sandbox *sb)
-{
-    int64_t end = lb_mono_ms() + PARK_ANSWER_MS;
-    while (sb->parked == 1 && sb->ctl_fd >= 0) {
-        int left = (int)(end - lb_mono_ms());
-        if (left <= 0)
-            return -1;
-        struct pollfd p = {.fd = sb->ctl_fd, .events = POLLIN};
-        int r = poll(&p, 1, left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        if (lbsd_ctl_handle(sb) < 0)
-            return -1;
-    }
-    return sb->parked == 2 ? 0 : -1;
 }
 
 int lbsd_unpark(lbsd_sandbox *sb, char *msg, size_t msgsz)
@@ -169,6 +157,15 @@ int lbsd_unpark(lbsd_sandbox *sb, char *msg, size_t msgsz)
     sb->used_ms = lb_mono_ms();
     if (!sb->parked)
         return LB_OK;
+    if (sb->parked == 1) {
+        /* init has not answered: ours are still open, it drops its copies
+         * when it reads this (after the park: the socket keeps the order) */
+        sb->parked = 0;
+        if (send(sb->ctl_fd, "UNPARK", 6, MSG_NOSIGNAL | MSG_DONTWAIT) != 6)
+            lb_warn("sandbox %s: cannot tell init to drop its parked copies: %s", sb->id,
+                    strerror(errno));
+        return LB_OK;
+    }
     if (sb->broken || sb->init_reaped) {
         snprintf(msg, msgsz, "its init died");
         return LB_E_SANDBOX;
@@ -182,10 +179,6 @@ int lbsd_unpark(lbsd_sandbox *sb, char *msg, size_t msgsz)
             snprintf(msg, msgsz, "its init is gone");
             return LB_E_SANDBOX;
         }
-    }
-    if (sb->parked == 1 && unpark_wait(sb) != 0) {
-        snprintf(msg, msgsz, "its init did not take its parked descriptors");
-        return LB_E_SANDBOX;
     }
     int rc = LB_E_SANDBOX;
     int got[3] = {-1, -1, -1};
@@ -239,6 +232,6 @@ int lbsd_parked_count(const lbsd_sandbox *list)
 {
     int n = 0;
     for (const lbsd_sandbox *s = list; s; s = s->next)
-        n += s->parked != 0;
+        n += s->parked == 2;
     return n;
 }

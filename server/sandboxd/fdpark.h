@@ -10,13 +10,15 @@
  * keeps only the control socket, one descriptor per parked sandbox. (Its
  * root directory is closed too, and reopened when it comes back.)
  *
- * The next request that names a parked sandbox takes them back before it
- * runs: sandboxd copies them out of init's table with pidfd_getfd (init
- * said where they landed: "PARKED a b c"), checks that they are the very
- * pipes it gave (device and inode), reopens the root through
- * /proc/<init>/root, and tells init to drop its copies ("UNPARK"). No
- * wait on init on the way back: a throttled or frozen sandbox unparks as
- * fast as any other.
+ * sandboxd closes its own only once init has said where it keeps them
+ * ("PARKED <seq> a b c"). The next request that names a parked sandbox
+ * takes them back before it runs: sandboxd copies them out of init's
+ * table with pidfd_getfd, checks that they are the very pipes it gave
+ * (device and inode), reopens the root through /proc/<init>/root, and
+ * tells init to drop its copies ("UNPARK"); if init had not answered yet,
+ * sandboxd still has its own and only sends the "UNPARK". Nothing waits
+ * on init either way: a throttled or frozen sandbox unparks as fast as
+ * any other.
  *
  * Parked sandboxes are not polled: their init's messages (a shell that
  * died) wait in the control socket and are read when they come back, and
@@ -54,8 +56,9 @@ int lbsd_park_relieve(lbsd_sandbox *list, int n, int64_t now);
  * marks it used. On failure (init gone, a descriptor that is not what was
  * parked) a sentence in msg; the caller then treats sb as broken. */
 LB_MUST_CHECK int lbsd_unpark(lbsd_sandbox *sb, char *msg, size_t msgsz);
-/* A control message from init: 1 if it was the answer to a park ("PARKED
- * a b c", taken into sb), else 0. */
+/* A control message from init: 1 if it was an answer to a park ("PARKED
+ * <seq> a b c": for the current park, sandboxd's copies are closed now),
+ * else 0. */
 int lbsd_park_note(lbsd_sandbox *sb, const char *msg);
 /* Counts every park and unpark: the loop rebuilds what it caches of the
  * unparked sandboxes when this moves. */

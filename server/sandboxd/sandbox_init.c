@@ -10,14 +10,14 @@
  *   sandboxd -> init   "GO"                      (after cgroup attach)
  *                      "MAPPED"                  (uid_map and gid_map written)
  *                      "SPAWN" + 3 fds (SCM_RIGHTS: stdin, stdout, stderr)
- *                      "PARK" + 3 fds (sandboxd's ends of the shell's pipes: keep
- *                                      them while it has no room, fdpark.h)
+ *                      "PARK <seq>" + 3 fds (sandboxd's ends of the shell's pipes:
+ *                                      keep them while it has no room, fdpark.h)
  *                      "UNPARK"                  (it took them back: drop ours)
  *   init -> sandboxd   "USERNS"                  (please write my id maps)
  *                      "READY" | "ERR <why>"
  *                      "PID <n>"                 (the new shell, pid inside)
  *                      "EXIT <n> <wait status>"  (the shell died)
- *                      "PARKED <a> <b> <c>"      (where the parked fds are in our table)
+ *                      "PARKED <seq> <a> <b> <c>" (where the parked fds are in our table)
  *
  * It reaps every orphan of the sandbox. When sandboxd goes away (socket
  * EOF, or PR_SET_PDEATHSIG), it exits and the kernel kills the rest of the
@@ -553,12 +553,13 @@ static void init_loop(void)
             int fds[3], nfds;
             if (init_recv(msg, sizeof msg, fds, &nfds) < 0)
                 _exit(0); /* sandboxd is gone: take the sandbox down with us */
-            if (!strcmp(msg, "PARK") && nfds == 3) {
+            unsigned seq;
+            if (sscanf(msg, "PARK %u", &seq) == 1 && nfds == 3) {
                 init_unpark(); /* stale copies, if an UNPARK was lost */
                 for (int i = 0; i < 3; i++)
                     g_parked[i] = fds[i];
                 nfds = 0; /* kept */
-                init_send("PARKED %d %d %d", g_parked[0], g_parked[1], g_parked[2]);
+                init_send("PARKED %u %d %d %d", seq, g_parked[0], g_parked[1], g_parked[2]);
             } else if (!strcmp(msg, "UNPARK")) {
                 init_unpark();
             } else if (!strcmp(msg, "SPAWN") && nfds == 3) {

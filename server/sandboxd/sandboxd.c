@@ -997,7 +997,7 @@ static int lbsd_active_refresh(void)
     }
     g_active_n = 0;
     for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
-        if (!s->parked)
+        if (s->parked != 2)
             g_active[g_active_n++] = s;
     g_active_gen = g_set_gen;
     g_active_parks = lbsd_park_changes();
@@ -1085,7 +1085,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             int t = lbsd_exec_tick(s, now);
             if (t >= 0 && (timeout < 0 || t < timeout))
                 timeout = t;
-            if (s->ctl_fd >= 0 && !s->parked) { /* fdpark.h: read when it comes back */
+            if (s->ctl_fd >= 0 && s->parked != 2) { /* fdpark.h: read when it comes back */
                 pfd[n] = (struct pollfd){.fd = s->ctl_fd, .events = POLLIN};
                 ref[n++] = (lbsd_pref){PK_CTL, s};
             }

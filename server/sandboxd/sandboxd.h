@@ -152,7 +152,9 @@ typedef struct lbsd_sandbox {
     char gone_why[256];            /* why it broke, for the owner ("" : init died) */
 
     /* fdpark.c: the shell's pipes parked with init while idle (fdpark.h) */
-    int parked;                    /* 0: ours; 1: sent to init; 2: init said where they are */
+    int parked;                    /* 0: ours; 1: sent to init, ours still open until it
+                                    * answers; 2: init has them, ours closed */
+    unsigned park_seq;             /* which park init's "PARKED" answers */
     int park_fd[3];                /* their numbers in init's table (parked == 2) */
     uint64_t park_dev[3], park_ino[3]; /* what they were, checked when they come back */
     int64_t used_ms;               /* lb_mono_ms() of the last request that named it */
