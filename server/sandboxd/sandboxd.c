@@ -341,6 +341,7 @@ static void lbsd_create_finish(lbsd_conn *c, lbsd_sandbox *sb, int net, int ttl_
         return;
     }
     sb->lease_expires_ms = lease_s ? lb_mono_ms() + (int64_t)lease_s * 1000 : 0;
+    sb->used_ms = lb_mono_ms(); /* handed out now: not one to park (a pool's may be old) */
     sb->next = g_sandboxes;
     g_sandboxes = sb;
     g_nsandboxes++;
