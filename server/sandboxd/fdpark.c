@@ -39,12 +39,14 @@ void lbsd_park_init(int max_conns, int workers)
     g_budget = b > 0 ? b : 0;
 }
 
-/* No command (running, or ended and not yet collected), a shell, and not
- * used for min_age ms. */
+/* No command (running, or ended and not yet collected), a shell, not used
+ * for min_age ms, and neither frozen (its init could not answer) nor being
+ * saved (a worker reads it through its root: issue 14, sandbox_save.c). */
 static int park_idle(const lbsd_sandbox *sb, int64_t now, int64_t min_age)
 {
     int64_t last = sb->used_ms > sb->created_ms ? sb->used_ms : sb->created_ms;
-    return !sb->parked && !sb->broken && !sb->exec && sb->ctl_fd >= 0 && sb->sh_in >= 0 &&
+    return !sb->parked && !sb->broken && !sb->exec && !sb->frozen && !sb->saving &&
+           sb->ctl_fd >= 0 && sb->sh_in >= 0 &&
            sb->sh_out >= 0 && sb->sh_err >= 0 && now - last >= min_age;
 }
 
