@@ -55,7 +55,7 @@ the sandbox issue sets one, the target and whether it is met. A benchmark,
 not a test: nothing here asserts a timing. Needs root, the default image
 (make image) and bwrap. `make bench` runs it through bench/run.sh.
 
-    python3 bench/sandbox.py [--n 200] [--exec-n 1000] [--secs 5] [--mem 100,1000]
+    python3 bench/sandbox.py [--n 200] [--exec-n 1000] [--secs 5] [--mem 100,1000] [--no-mem-peer]
                              [--pool-size 8] [--peer-n 50]
                              [--only cold,pool,exec,peers,rate,many,noisy,api,mem]
                              [--noisy-input-mib 1024]
@@ -85,7 +85,7 @@ ROOT = os.path.join(IMAGES, "default", "rootfs")
 BWRAP = ["bwrap", "--ro-bind", ROOT, "/", "--proc", "/proc", "--dev", "/dev",
          "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent"]
 MIB = 1 << 20
-PER_CONN = int(os.environ.get("LLMBOX_SANDBOX_MAX_PER_CONN") or 32)  # sandboxd's cap
+PER_CONN = int(os.environ.get("LLMBOX_SANDBOX_MAX_PER_CONN") or 256)  # given to the bench's sandboxd
 
 # ---- statistics and printing ---------------------------------------------------
 
@@ -552,33 +552,81 @@ def bwrap_loop(stop):
     return n
 
 
+def comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def zygotes(d):
+    """sandboxd's zygote (server/sandboxd/zygote.h): part of the daemon, not
+    of any sandbox."""
+    return [p for p in children_map().get(d.pid, []) if comm(p) == "llmbox-zygote"]
+
+
+def sandbox_procs(d):
+    zy = set(zygotes(d))
+    inits = [p for p in children_map().get(d.pid, []) if p not in zy]
+    return inits + descendants(inits)
+
+
+def nfds(pid):
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return 0
+
+
+MEM_FLOOR = 2 << 30  # stop creating when the host has less than this available
+
+
 def mem_llmbox(d, n):
-    """n idle sandboxes over ceil(n/32) connections."""
+    """n idle sandboxes over ceil(n/PER_CONN) connections."""
     base, noise = mem_available_settled()
     mi0 = meminfo()
-    # sandboxd's own PSS falls as each init (a fork of it) shares its pages:
-    # count sandboxd and its children together, before and after
-    pss0, anon0 = pss(d.pid), pss(d.pid, "Pss_Anon:")
+    # the daemon is sandboxd and its zygote: their PSS is counted before and
+    # after (it moves as the inits share pages), the rest is the sandboxes'
+    daemon = [d.pid] + zygotes(d)
+    pss0 = sum(pss(p) for p in daemon)
+    anon0 = sum(pss(p, "Pss_Anon:") for p in daemon)
+    fds0 = nfds(d.pid)
     conns, sids, lat, err = [], [], [], ""
+    marks = []  # (count, seconds since the start): the creation rate as the count grows
     t0 = time.perf_counter()
     try:
         while len(sids) < n:
             if len(sids) % PER_CONN == 0:
                 conns.append(Conn(d.sock))
+            if len(sids) % 1000 == 0 and len(sids):
+                marks.append((len(sids), time.perf_counter() - t0))
+                if mem_available() < MEM_FLOOR:
+                    err = "stopped: the host has less than %d MiB available" % (MEM_FLOOR // MIB)
+                    break
             t1 = time.perf_counter()
             sids.append(conns[-1].create())
             lat.append((time.perf_counter() - t1) * 1000)
     except Exception as e:
         err = str(e)
     secs = time.perf_counter() - t0
+    marks.append((len(sids), secs))
     time.sleep(3)  # settle: shells started, lazy allocations done
     after, noise2 = mem_available_settled()
     mi1 = meminfo()
-    procs = descendants([d.pid])
-    pss_sum = sum(pss(p) for p in procs + [d.pid]) - pss0
-    anon_sum = sum(pss(p, "Pss_Anon:") for p in procs + [d.pid]) - anon0
+    procs = sandbox_procs(d)
+    pss_sum = sum(pss(p) for p in procs + daemon) - pss0
+    anon_sum = sum(pss(p, "Pss_Anon:") for p in procs + daemon) - anon0
     cg = cgroup_usage(sids)
-    res = {"n": len(sids), "want": n, "secs": secs, "err": err,
+    ping = d.ping()
+    rates, prev = [], (0, 0.0)
+    for k, t in marks:
+        if k > prev[0] and t > prev[1]:
+            rates.append("%d-%d: %.0f/s" % (prev[0] + 1, k, (k - prev[0]) / (t - prev[1])))
+        prev = (k, t)
+    res = {"n": len(sids), "want": n, "secs": secs, "err": err, "rates": rates,
+           "fds": (nfds(d.pid) - fds0) / max(1, len(sids)), "parked": ping.get("parked", 0),
+           "zygote_kib": sum(pss(p, "Rss:") for p in zygotes(d)) // 1024,
            "avail": (base - after) / max(1, len(sids)), "noise": max(noise, noise2),
            "pss": pss_sum / max(1, len(sids)), "procs": len(procs),
            "anon": anon_sum / max(1, len(sids)),
@@ -596,7 +644,7 @@ def mem_llmbox(d, n):
     # the destroys run on sandboxd's workers after the ping says 0: wait for
     # the last init, so that the peer's baseline is not taken while memory
     # is still coming back
-    while time.time() < end and descendants([d.pid]):
+    while time.time() < end and sandbox_procs(d):
         time.sleep(0.2)
     res["teardown_secs"] = time.perf_counter() - t1
     return res
@@ -849,6 +897,8 @@ def main():
     ap.add_argument("--exec-n", type=int, default=1000, help="exec round trips (default 1000)")
     ap.add_argument("--secs", type=float, default=5, help="seconds per concurrency run (default 5)")
     ap.add_argument("--mem", default="100,1000", help="idle sandbox counts (default 100,1000)")
+    ap.add_argument("--no-mem-peer", dest="mem_peer", action="store_false",
+                    help="skip bwrap in the mem part (its idle shells double the time at 10,000)")
     ap.add_argument("--pool-size", type=int, default=int(os.environ.get("LLMBOX_POOL_SIZE") or 8),
                     help="LLMBOX_POOL_SIZE of the pool daemon (default 8)")
     ap.add_argument("--noisy-input-mib", type=int, default=1024,
@@ -873,8 +923,11 @@ def main():
     # pool off for everything but the pool part: a pool would turn "cold" into
     # hits and add its ready sandboxes to the idle memory
     mem_ns = [int(x) for x in a.mem.split(",") if x]
-    d = Daemon("cold", {"LLMBOX_POOL_SIZE": "0",
-                        "LLMBOX_SANDBOX_MAX": str(max([1024] + mem_ns))})
+    top = max([1024] + mem_ns)
+    # enough uid slots and sandboxes per connection for the largest count
+    d = Daemon("cold", {"LLMBOX_POOL_SIZE": "0", "LLMBOX_SANDBOX_MAX": str(top),
+                        "LLMBOX_SANDBOX_UID_SLOTS": str(max(4095, top + 8)),
+                        "LLMBOX_SANDBOX_MAX_PER_CONN": str(PER_CONN)})
     try:
         ping = d.ping()
         print("sandboxd %s, cgroup %s; peer: %s" % (
@@ -972,7 +1025,9 @@ def main():
         if "mem" in parts:
             for n in mem_ns:
                 lm = mem_llmbox(d, n)
-                bm = mem_bwrap(n)
+                bm = mem_bwrap(n) if a.mem_peer else {"n": n, "want": n, "secs": 0, "err": "", "avail": 0,
+                                                     "noise": 0, "pss": 0, "procs": 0, "anon": 0,
+                                                     "breakdown": "(not run: --no-mem-peer)"}
                 for m, who in ((lm, "llmbox"), (bm, "bwrap")):
                     if m["n"] < m["want"] or m["err"]:
                         print("    %s: only %d of %d started: %s" % (who, m["n"], m["want"], m["err"]))
@@ -980,7 +1035,7 @@ def main():
                 line("idle x%d: MemAvailable drop / sandbox" % n, "%.2f MiB" % (lm["avail"] / MIB),
                      "%.2fx bwrap (%.2f MiB)" % (lm["avail"] / bm["avail"] if bm["avail"] > 0 else 0,
                                                  bm["avail"] / MIB),
-                     ("< 5 MiB each at 1000: %s" % verdict(full and lm["avail"] < 5 * MIB))
+                     ("< 1.5 MiB each: %s" % verdict(full and lm["avail"] < 1.5 * MIB))
                      if n >= 1000 else "")
                 line("  PSS added by the processes / sandbox", "%.2f MiB (%d procs)" % (lm["pss"] / MIB, lm["procs"]),
                      "%.2fx bwrap (%.2f MiB, %d procs)" % (lm["pss"] / bm["pss"] if bm["pss"] else 0,
@@ -995,6 +1050,12 @@ def main():
                 line("  time to start all / tear down", "%.1f s / %.1f s" % (lm["secs"], lm["teardown_secs"]),
                      "bwrap start: %.1f s" % bm["secs"])
                 line("  create RPC p50, first 50 / last 50", "%s / %s" % (ms(lm["lat_first"]), ms(lm["lat_last"])))
+                line("  creates per second overall", "%.1f /s" % (lm["n"] / lm["secs"] if lm["secs"] else 0),
+                     "bwrap starts: %.1f /s" % (bm["n"] / bm["secs"] if bm["secs"] else 0))
+                if len(lm["rates"]) > 1:
+                    print("    creates per second as the count grows: %s" % ", ".join(lm["rates"]))
+                line("  sandboxd descriptors / sandbox", "%.2f (%d parked)" % (lm["fds"], lm["parked"]))
+                line("  the zygote (RSS, once)", "%d KiB" % lm["zygote_kib"])
                 print("    /proc/meminfo growth per sandbox, MiB: llmbox: %s" % lm["breakdown"])
                 print("    %-43s bwrap:  %s" % ("", bm["breakdown"]))
     finally:

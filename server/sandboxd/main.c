@@ -3,6 +3,7 @@
  *
  *   llmbox-sandboxd [--socket PATH]      serve the sandbox RPC (root)
  *   llmbox-sandboxd image build|list ...  build or list sandbox images
+ *   llmbox-sandboxd zygote               (internal: started by sandboxd, zygote.h)
  *
  * It is linked from server/sandboxd/, the frame and request code of
  * server/sandbox/ and the parts of server/common/ that need no HTTP,
@@ -14,12 +15,16 @@
 #include "common/status.h"
 #include "sandboxd/image_build.h"
 #include "sandboxd/sandboxd_main.h"
+#include "sandboxd/zygote.h"
 
 #include <stdio.h>
 #include <string.h>
 
 int main(int argc, char **argv)
 {
+    /* the zygote (zygote.h) needs no configuration, and has no environment */
+    if (argc == 2 && !strcmp(argv[1], "zygote"))
+        return lbsd_zygote_main();
     int rc = lb_config_load(lb_cfg_mut());
     if (rc != LB_OK) {
         /* as in llmbox: a daemon that starts with half its settings is

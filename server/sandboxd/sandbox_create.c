@@ -5,10 +5,13 @@
  */
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/proc_walk.h"
+#include "sandboxd/fdpark.h"
+#include "sandboxd/fdpass.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
 #include "sandboxd/mounts.h"
 #include "sandboxd/uidslot.h"
+#include "sandboxd/zygote.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -19,7 +22,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,7 +29,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -194,6 +195,8 @@ int lbsd_ctl_handle(lbsd_sandbox *sb)
     if (n <= 0)
         return -1;
     buf[n] = '\0';
+    if (lbsd_park_note(sb, buf))
+        return 0;
     int pid, st;
     if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2 && pid == sb->sh_nspid) {
         sb->sh_nspid = 0;
@@ -234,21 +237,7 @@ int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
         goto out;
     }
     int fds[3] = {in[0], out[1], err[1]};
-    char cbuf[CMSG_SPACE(sizeof fds)];
-    memset(cbuf, 0, sizeof cbuf);
-    char word[] = "SPAWN";
-    struct iovec iov = {.iov_base = word, .iov_len = 5};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(c), fds, sizeof fds);
-    ssize_t w;
-    do
-        w = sendmsg(sb->ctl_fd, &mh, MSG_NOSIGNAL);
-    while (w < 0 && errno == EINTR);
+    ssize_t w = lbsd_fds_send(sb->ctl_fd, "SPAWN", 5, fds, 3, 0);
     if (w != 5) {
         sb_msg(msg, msgsz, "cannot reach the sandbox init: %s", strerror(errno));
         goto out;
@@ -351,15 +340,6 @@ int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, 
     return rc;
 }
 
-/* clone() with the sandbox's namespaces, fork-like (no new stack: the child
- * runs on a copy of ours). sandboxd is single-threaded, so this is safe. */
-static pid_t sb_clone(void)
-{
-    unsigned long fl = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                       SIGCHLD;
-    return (pid_t)syscall(SYS_clone, fl, NULL, NULL, NULL, NULL);
-}
-
 /* Init's setup, from GO to READY: it asks once for its id maps (after its
  * mounts, before it drops privileges). */
 static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
@@ -393,14 +373,17 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     const lb_config *cfg = sb->cfg;
     char lower[LB_CFG_PATH + 64], p[128];
     snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
-    /* its own range: the image through an idmapped mount (the namespace
-     * for it is made once per slot and kept) */
-    int idmap_fd = -1;
-    if (sb->uid_slot > 0 && (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
+    /* its own range: the image through an idmapped mount (uidslot.h: the
+     * namespace for it is made once per slot and kept, up to a bound) */
+    int idmap_fd = -1, idmap_make = sb->uid_slot > LBSD_SLOT_NS_CACHED;
+    if (sb->uid_slot > 0 && !idmap_make &&
+        (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
         return LB_E_SANDBOX;
     lbsd_init_cfg ic = {
-        .scratch = sb->dir, .lower = lower,
+        .scratch = sb->dir, .lower = lower, .tag = lbsd_install_tag(),
         .idmap_fd = idmap_fd,
+        .idmap_make = idmap_make,
+        .idmap_base = cfg->sandbox_uid_base,
         .disk_mib = sb->disk_mib,
         .uid_root = sb->uid_root,
         .rlimit_mode = lbsd_cg_detect() == LBSD_CG_RLIMIT,
@@ -409,26 +392,17 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         .nofile = lbsd_nofile_for(sb->files_budget, sb->pids, lbsd_host_get()->nofile_hard),
         .ptys = cfg->sandbox_ptys,
     };
-    if (lbsd_seccomp_prepare() != LB_OK) {
-        sb_msg(msg, msgsz, "cannot compile the seccomp filter");
-        return LB_E_SANDBOX;
-    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         sb_msg(msg, msgsz, "socketpair: %s", strerror(errno));
         return LB_E_SANDBOX;
     }
-    fflush(NULL);
-    pid_t pid = sb_clone();
+    /* cloned by the zygote, as sandboxd's child (zygote.h) */
+    pid_t pid = lbsd_zygote_clone(&ic, sv[1], msg, msgsz);
     if (pid < 0) {
-        sb_msg(msg, msgsz, "clone with new namespaces failed: %s", strerror(errno));
         close(sv[0]);
         close(sv[1]);
         return LB_E_SANDBOX;
-    }
-    if (pid == 0) {
-        close(sv[0]);
-        lbsd_init_main(&ic, sv[1]);
     }
     close(sv[1]);
     sb->ctl_fd = sv[0];

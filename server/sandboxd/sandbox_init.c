@@ -1,6 +1,6 @@
 /*
- * The sandbox's pid 1. sandboxd clone()s this with new mount, pid, net,
- * ipc and uts namespaces; still host root, it builds the sandbox's
+ * The sandbox's pid 1. The zygote (zygote.h) clone()s this, as a child of
+ * sandboxd, with new mount, pid, net, ipc and uts namespaces; still host root, it builds the sandbox's
  * filesystem and network (so those namespaces stay owned by the host's user
  * namespace: nothing in the sandbox can ever remount, unmount or configure
  * them), then enters a new user namespace in which it is root while being
@@ -10,16 +10,21 @@
  *   sandboxd -> init   "GO"                      (after cgroup attach)
  *                      "MAPPED"                  (uid_map and gid_map written)
  *                      "SPAWN" + 3 fds (SCM_RIGHTS: stdin, stdout, stderr)
+ *                      "PARK <seq>" + 3 fds (sandboxd's ends of the shell's pipes:
+ *                                      keep them while it has no room, fdpark.h)
+ *                      "UNPARK"                  (it took them back: drop ours)
  *   init -> sandboxd   "USERNS"                  (please write my id maps)
  *                      "READY" | "ERR <why>"
  *                      "PID <n>"                 (the new shell, pid inside)
  *                      "EXIT <n> <wait status>"  (the shell died)
+ *                      "PARKED <seq> <a> <b> <c>" (where the parked fds are in our table)
  *
  * It reaps every orphan of the sandbox. When sandboxd goes away (socket
  * EOF, or PR_SET_PDEATHSIG), it exits and the kernel kills the rest of the
  * pid namespace and drops its mounts.
  */
 #include "sandboxd/sandboxd.h"
+#include "sandboxd/fdpass.h"
 #include "sandboxd/idmap.h"
 
 #include "common/status.h"
@@ -53,13 +58,13 @@
 
 static int g_idmap_fd = -1;
 
-/* Init is cloned from one of sandboxd's worker threads (workers.c): it is
- * then a copy of a multithreaded process that only glibc does not know to
- * be single now. So it changes its ids with the raw system calls: glibc's
- * setresuid, setresgid and setgroups would signal the "other threads" (of
- * sandboxd, not in this process) and wait for them for ever; and it forks
- * the shell with a raw clone, because fork() takes the malloc and stdio
- * locks, which another thread of sandboxd may have held at the clone. */
+/* Init is cloned by the zygote (zygote.h), a fresh single-threaded image,
+ * so glibc's own setresuid and fork would be safe here. It still changes
+ * its ids and forks the shell with the raw system calls: they were needed
+ * while init was a clone of multithreaded sandboxd (glibc would signal
+ * "other threads" that are not in this process and wait for ever, fork()
+ * would take locks another thread held), and they keep init independent of
+ * which process clones it. */
 static int init_setresuid(uid_t id)
 {
     return (int)syscall(SYS_setresuid, id, id, id);
@@ -143,12 +148,37 @@ static void init_mask(const char *p, char *null_ro, size_t null_rosz)
     }
 }
 
-static void init_proc(const char *root)
+/* Best effort: a per-network-namespace sysctl, written through the
+ * sandbox's own /proc (proc_dir) before it is made read-only. Not through
+ * the host's: there the dentries of /proc/sys/net of every network
+ * namespace that ever looked share one parent, and each lookup compares
+ * them all (proc_sys_compare: 6% of the host's CPU while creating the
+ * 3,000th sandbox, bench/RESULTS.md). */
+static void init_net_sysctl(const char *proc_dir, const char *name, const char *val)
+{
+    char p[1300];
+    snprintf(p, sizeof p, "%s/sys/net/ipv4/%s", proc_dir, name);
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, val, strlen(val));
+    (void)w;
+    close(fd);
+}
+
+static void init_proc(const char *root, uint32_t uid_root)
 {
     char p[1200], null_ro[1200] = "";
     snprintf(p, sizeof p, "%s/proc", root);
     mkdir(p, 0555);
     init_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    /* binding to ports below 1024 and ICMP echo sockets (ping) are checked
+     * against the network namespace's owner, the host: allow them for the
+     * sandbox's ids in its own network namespace */
+    init_net_sysctl(p, "ip_unprivileged_port_start", "0");
+    char range[64];
+    snprintf(range, sizeof range, "%u %u", uid_root, uid_root + LBSD_ID_COUNT - 1);
+    init_net_sysctl(p, "ping_group_range", range);
     /* The sandbox's root is not host root, so the kernel already refuses
      * it the host's sysctls and triggers; read-only and masked anyway, as
      * Docker does, in case a kernel bug forgets a check. Host-wide
@@ -247,20 +277,6 @@ static void init_loopback(void)
     close(s);
 }
 
-/* Best effort: a per-network-namespace sysctl, written through the host's
- * /proc (which shows the opener's network namespace) before the pivot. */
-static void init_net_sysctl(const char *name, const char *val)
-{
-    char p[128];
-    snprintf(p, sizeof p, "/proc/sys/net/ipv4/%s", name);
-    int fd = open(p, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t w = write(fd, val, strlen(val));
-    (void)w;
-    close(fd);
-}
-
 static void init_mkdir_owned(const char *p, mode_t mode, uint32_t base)
 {
     if (mkdir(p, mode) != 0 || chmod(p, mode) != 0)
@@ -325,11 +341,11 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
     init_lower(cfg);
     /* nodev, nosuid: a device node or setuid file that reaches the image or
      * the upper layer is inert. The source names this installation
-     * (lbsd_install_tag), which is how stale.c finds a sandbox's processes
-     * after a crash of sandboxd. */
+     * (lbsd_install_tag, handed in as cfg->tag), which is how stale.c
+     * finds a sandbox's processes after a crash of sandboxd. */
     /* redirect_dir=off (issue 14): a renamed image folder is copied, so
      * the upper layer alone says what the sandbox holds (a save reads it) */
-    init_mount(lbsd_install_tag(), "merged", "overlay", MS_NODEV | MS_NOSUID,
+    init_mount(cfg->tag, "merged", "overlay", MS_NODEV | MS_NOSUID,
                "lowerdir=lower,upperdir=upper,workdir=work,redirect_dir=off");
     /* issue 14: keep the upper dir (INIT_UPPER_FD) for saves */
     int up = open("upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -337,17 +353,11 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
         init_fail("keep the upper dir");
     if (up != INIT_UPPER_FD)
         close(up);
-    init_proc("merged");
+    init_proc("merged", root);
     init_dev("merged", root, cfg->ptys);
     mkdir("merged/tmp", 01777);
     /* a bind of the quota tmpfs keeps its nosuid,nodev */
     init_mount("tmp", "merged/tmp", NULL, MS_BIND, NULL);
-    /* binding to ports below 1024 and ICMP echo sockets (ping) are checked
-     * against the network namespace's owner, the host: allow them for the
-     * sandbox's ids in its own network namespace */
-    init_net_sysctl("ip_unprivileged_port_start", "0");
-    snprintf(opts, sizeof opts, "%u %u", root, root + LBSD_ID_COUNT - 1);
-    init_net_sysctl("ping_group_range", opts);
     /* the old root goes away entirely: pivot, then detach it */
     if (chdir("merged") != 0)
         init_fail("chdir to the new root");
@@ -446,33 +456,15 @@ static void init_userns(const lbsd_init_cfg *cfg)
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-/* Receives "SPAWN" + three fds. Returns 1 and the fds on success. */
+/* Receives one message from sandboxd and up to three fds. Returns 1 and
+ * the fds, or -1 when sandboxd is gone. */
 static int init_recv(char *msg, size_t msgsz, int fds[3], int *nfds)
 {
-    char cbuf[CMSG_SPACE(3 * sizeof(int))];
-    struct iovec iov = {.iov_base = msg, .iov_len = msgsz - 1};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                        .msg_controllen = sizeof cbuf};
-    *nfds = 0;
-    ssize_t n;
-    do
-        n = recvmsg(INIT_CTL_FD, &mh, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
+    int cut;
+    ssize_t n = lbsd_fds_recv(INIT_CTL_FD, msg, msgsz - 1, fds, 3, nfds, &cut);
     if (n <= 0)
         return -1;
     msg[n] = '\0';
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int *in = (int *)CMSG_DATA(c);
-        for (size_t i = 0; i < k; i++) {
-            if (*nfds < 3)
-                fds[(*nfds)++] = in[i];
-            else
-                close(in[i]);
-        }
-    }
     return 1;
 }
 
@@ -523,6 +515,18 @@ static pid_t init_spawn(pid_t old, int fds[3])
     return pid;
 }
 
+/* sandboxd's ends of the shell's pipes while parked (fdpark.h) */
+static int g_parked[3] = {-1, -1, -1};
+
+static void init_unpark(void)
+{
+    for (int i = 0; i < 3; i++) {
+        if (g_parked[i] >= 0)
+            close(g_parked[i]);
+        g_parked[i] = -1;
+    }
+}
+
 static void init_loop(void)
 {
     sigset_t chld;
@@ -558,7 +562,16 @@ static void init_loop(void)
             int fds[3], nfds;
             if (init_recv(msg, sizeof msg, fds, &nfds) < 0)
                 _exit(0); /* sandboxd is gone: take the sandbox down with us */
-            if (!strcmp(msg, "SPAWN") && nfds == 3) {
+            unsigned seq;
+            if (sscanf(msg, "PARK %u", &seq) == 1 && nfds == 3) {
+                init_unpark(); /* stale copies, if an UNPARK was lost */
+                for (int i = 0; i < 3; i++)
+                    g_parked[i] = fds[i];
+                nfds = 0; /* kept */
+                init_send("PARKED %u %d %d %d", seq, g_parked[0], g_parked[1], g_parked[2]);
+            } else if (!strcmp(msg, "UNPARK")) {
+                init_unpark();
+            } else if (!strcmp(msg, "SPAWN") && nfds == 3) {
                 pid_t p = init_spawn(shell, fds);
                 if (p > 0) {
                     shell = p;
@@ -573,9 +586,10 @@ static void init_loop(void)
     }
 }
 
-/* We are a copy of sandboxd: /proc/1/cmdline and /proc/1/environ inside
- * the sandbox would show sandboxd's command line and environment (which may
- * hold API keys of the operator's shell). Both live in our own copy of the
+/* We are a copy of the zygote, whose command line is sandboxd's binary
+ * ("llmbox-sandboxd zygote") and whose environment is empty; blanked all
+ * the same, so that /proc/1/cmdline and /proc/1/environ inside the sandbox
+ * show nothing of the host whoever clones init. Both live in our own copy of the
  * stack, where /proc/self/stat says (fields 48-51): blank them in place.
  * (PR_SET_MM would be neater but needs CAP_SYS_RESOURCE, which a root in a
  * container may not have.) */
@@ -616,9 +630,9 @@ static void init_hide_host_args(void)
 void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
 {
     /* Keep only the control socket and the idmap namespace: this is a copy
-     * of sandboxd, holding every client connection and every other
-     * sandbox's pipes. (The namespace first goes above both targets, so
-     * neither dup2 can clobber it.) */
+     * of the zygote, whose socket to sandboxd must not stay here. (The
+     * namespace first goes above both targets, so neither dup2 can clobber
+     * it.) */
     int ns = cfg->idmap_fd >= 0 ? fcntl(cfg->idmap_fd, F_DUPFD_CLOEXEC, INIT_IDMAP_FD + 1) : -1;
     if (cfg->idmap_fd >= 0 && ns < 0)
         _exit(1);
@@ -645,10 +659,9 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     /* out of sandboxd's session: no way back to its controlling terminal */
     setsid();
     init_hide_host_args();
-    /* Our memory is a copy of sandboxd's (config, other clients' buffers).
-     * Not dumpable: /proc/1/mem, environ and ptrace need CAP_SYS_PTRACE,
-     * which the sandbox never has. (The configuration holds no API key:
-     * models name the variable that has it.) */
+    /* Our memory is a copy of the zygote's (no configuration, no client's
+     * data: zygote.h). Not dumpable all the same: /proc/1/mem, environ and
+     * ptrace need CAP_SYS_PTRACE, which the sandbox never has. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     sigset_t none;
     sigemptyset(&none);

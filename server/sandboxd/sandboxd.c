@@ -10,6 +10,7 @@
  * result back.
  */
 #include "sandboxd/cgroup.h"
+#include "sandboxd/fdpark.h"
 #include "sandboxd/filewatch.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/sandbox_restore.h"
@@ -139,6 +140,9 @@ static lbsd_sandbox *lbsd_find(lbsd_conn *c, const char *id)
     return NULL;
 }
 
+/* Bumped whenever a sandbox joins or leaves g_sandboxes: what the loop's
+ * caches of the list (lbsd_active_refresh, the lifecycle scans) check. */
+static unsigned g_set_gen;
 lbsd_sandbox *lbsd_sandbox_by_id(const char *id)
 {
     for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
@@ -153,6 +157,7 @@ static void lbsd_unlink_sandbox(lbsd_sandbox *sb)
         if (*pp == sb) {
             *pp = sb->next;
             g_nsandboxes--;
+            g_set_gen++;
             return;
         }
     }
@@ -346,9 +351,11 @@ static void lbsd_create_finish(lbsd_conn *c, lbsd_sandbox *sb, int net, int ttl_
         return;
     }
     sb->lease_expires_ms = lease_s ? lb_mono_ms() + (int64_t)lease_s * 1000 : 0;
+    sb->used_ms = lb_mono_ms(); /* handed out now: not one to park (a pool's may be old) */
     sb->next = g_sandboxes;
     g_sandboxes = sb;
     g_nsandboxes++;
+    g_set_gen++;
     cJSON *r = cJSON_CreateObject();
     if (r) {
         cJSON_AddStringToObject(r, "id", sb->id);
@@ -610,6 +617,8 @@ static void lbsd_ping(lbsd_conn *c)
         /* ranges of host ids for sandboxes (0: all share uid_base's) */
         cJSON_AddNumberToObject(r, "uid_slots", lbsd_slot_count());
         cJSON_AddNumberToObject(r, "uid_slots_used", lbsd_slot_used());
+        /* sandboxes whose descriptors are parked with their inits (fdpark.h) */
+        cJSON_AddNumberToObject(r, "parked", lbsd_parked_count(g_sandboxes));
     }
     lbsd_reply(c, r, NULL, 0, 0);
 }
@@ -651,6 +660,11 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         return;
     }
     lbsd_sandbox *sb = lbsd_find(c, req->id);
+    /* fdpark.h: its descriptors back before any op (a destroy needs none) */
+    if (sb && req->op != LBSD_OP_DESTROY && !sb->broken && lbsd_unpark(sb, msg, sizeof msg) != LB_OK) {
+        snprintf(sb->gone_why, sizeof sb->gone_why, "%s", msg);
+        sb->broken = 1;
+    }
     if (req->op == LBSD_OP_DESTROY) {
         /* answered once the sandbox is gone (a worker tears it down; the
          * loop goes on meanwhile) */
@@ -934,9 +948,33 @@ static void lbsd_reap(void)
 
 /* The poll timeout, shortened for the next TTL expiry and the pool's next
  * refill (0 when it wants one now: the pass then only polls). */
+/* The lifecycle's walks of the whole list, cached: with 10,000 sandboxes
+ * one walk costs about a millisecond (a cache miss per sandbox), and the
+ * loop makes several passes per request. The next expiry is recomputed
+ * when the list changes and at least every LBSD_LIFE_SCAN_MS (a renew or
+ * an adopt only moves it later: the worst is an early wake-up). */
+#define LBSD_LIFE_SCAN_MS 50
+#define LBSD_PARK_SCAN_MS 250
+static int64_t g_expiry_at = -1;      /* lb_mono_ms() of the next TTL or lease end; -1: none */
+static int64_t g_expiry_scan_ms, g_park_scan_ms;
+static unsigned g_expiry_gen, g_park_seen_gen, g_park_seen_parks;
+
+static int lbsd_next_expiry_cached(int64_t now)
+{
+    if (g_expiry_gen != g_set_gen || now - g_expiry_scan_ms >= LBSD_LIFE_SCAN_MS) {
+        int t = lbsd_next_expiry(now);
+        g_expiry_at = t < 0 ? -1 : now + t;
+        g_expiry_gen = g_set_gen;
+        g_expiry_scan_ms = now;
+    }
+    if (g_expiry_at < 0)
+        return -1;
+    return g_expiry_at > now ? (int)(g_expiry_at - now) : 0;
+}
+
 static int lbsd_lifecycle_timeout(int64_t now, int timeout)
 {
-    int t = lbsd_next_expiry(now);
+    int t = lbsd_next_expiry_cached(now);
     int fw = lbsd_filewatch_due(now, g_nsandboxes);
     if (fw >= 0 && (t < 0 || fw < t))
         t = fw;
@@ -958,8 +996,19 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
  * it wants one (made by a worker: the loop does not wait for it). */
 static void lbsd_lifecycle_tick(int64_t now)
 {
-    lbsd_reap_expired(now);
+    if (lbsd_next_expiry_cached(now) == 0) {
+        lbsd_reap_expired(now);
+        g_expiry_gen = g_set_gen - 1; /* rescan: what it destroyed may have been the next */
+    }
     lbsd_filewatch_tick(g_sandboxes, now);
+    /* fdpark.h: when the list or the parks changed, and as sandboxes age */
+    if (g_park_seen_gen != g_set_gen || g_park_seen_parks != lbsd_park_changes() ||
+        now - g_park_scan_ms >= LBSD_PARK_SCAN_MS) {
+        (void)lbsd_park_relieve(g_sandboxes, g_nsandboxes, now); /* a count; it logs what it did */
+        g_park_seen_gen = g_set_gen;
+        g_park_seen_parks = lbsd_park_changes();
+        g_park_scan_ms = now;
+    }
     lbsd_state_sweep(g_cfg, now); /* issue 14: old saved states */
     lbsd_refill_maybe(lb_mono_ms());
 }
@@ -972,6 +1021,35 @@ typedef struct {
     lbsd_pk kind;
     void *obj;
 } lbsd_pref;
+
+/* The sandboxes the loop polls and ticks: the unparked ones (a parked
+ * sandbox runs no command and is not polled, fdpark.h). Rebuilt when the
+ * list or the parks change, so that a pass costs what the active
+ * sandboxes cost, not what all 10,000 do. */
+static lbsd_sandbox **g_active;
+static size_t g_active_n, g_active_cap;
+static unsigned g_active_gen = ~0u, g_active_parks = ~0u;
+
+static int lbsd_active_refresh(void)
+{
+    if (g_active_gen == g_set_gen && g_active_parks == lbsd_park_changes())
+        return 0;
+    if ((size_t)g_nsandboxes > g_active_cap) {
+        size_t nc = (size_t)g_nsandboxes * 2;
+        lbsd_sandbox **na = realloc(g_active, nc * sizeof *na);
+        if (!na)
+            return -1;
+        g_active = na;
+        g_active_cap = nc;
+    }
+    g_active_n = 0;
+    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+        if (s->parked != 2)
+            g_active[g_active_n++] = s;
+    g_active_gen = g_set_gen;
+    g_active_parks = lbsd_park_changes();
+    return 0;
+}
 
 int lbsd_serve(const lb_config *cfg, int lfd)
 {
@@ -996,7 +1074,8 @@ int lbsd_serve(const lb_config *cfg, int lfd)
         close(sfd);
         return 1;
     }
-    /* after the mask: the workers, and every init they clone, inherit it */
+    lbsd_park_init(cfg->sandboxd_max_conns, cfg->sandboxd_workers);
+    /* after the mask: the workers inherit it */
     if (lbsd_workers_start(cfg->sandboxd_workers) != LB_OK) {
         lb_error("cannot start the worker threads: %s", strerror(errno));
         close(sfd);
@@ -1043,12 +1122,17 @@ int lbsd_serve(const lb_config *cfg, int lfd)
         }
         int timeout = -1;
         int64_t now = lb_mono_ms();
-        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next) {
+        if (lbsd_active_refresh() != 0) {
+            lb_error("out of memory in the event loop");
+            break;
+        }
+        for (size_t k = 0; k < g_active_n; k++) {
+            lbsd_sandbox *s = g_active[k];
             /* first: finishing a command may restart the shell (new fds) */
             int t = lbsd_exec_tick(s, now);
             if (t >= 0 && (timeout < 0 || t < timeout))
                 timeout = t;
-            if (s->ctl_fd >= 0) {
+            if (s->ctl_fd >= 0 && s->parked != 2) { /* fdpark.h: read when it comes back */
                 pfd[n] = (struct pollfd){.fd = s->ctl_fd, .events = POLLIN};
                 ref[n++] = (lbsd_pref){PK_CTL, s};
             }
@@ -1066,6 +1150,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             }
         }
         timeout = lbsd_lifecycle_timeout(now, timeout);
+        unsigned polled_gen = g_set_gen;
         int r = poll(pfd, n, timeout);
         if (r < 0 && errno != EINTR) {
             lb_error("poll: %s", strerror(errno));
@@ -1110,9 +1195,12 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             case PK_SHIN:
             case PK_SHOUT:
             case PK_SHERR: {
-                lbsd_sandbox *s = ref[i].obj, *t = g_sandboxes;
-                while (t && t != s)
-                    t = t->next;
+                lbsd_sandbox *s = ref[i].obj, *t = s;
+                if (g_set_gen != polled_gen) { /* one left the list: is s still in it? */
+                    t = g_sandboxes;
+                    while (t && t != s)
+                        t = t->next;
+                }
                 if (!t || pfd[i].fd < 0)
                     break;
                 if (ref[i].kind == PK_CTL && pfd[i].fd == s->ctl_fd) {
@@ -1135,8 +1223,12 @@ int lbsd_serve(const lb_config *cfg, int lfd)
         }
         /* completions and deadlines, then connections that are done */
         now = lb_mono_ms();
-        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
-            lbsd_exec_tick(s, now);
+        if (lbsd_active_refresh() != 0) {
+            lb_error("out of memory in the event loop");
+            break;
+        }
+        for (size_t k = 0; k < g_active_n; k++)
+            lbsd_exec_tick(g_active[k], now);
         lbsd_lifecycle_tick(now);
         for (lbsd_conn *c = g_conns, *next; c; c = next) {
             next = c->next;

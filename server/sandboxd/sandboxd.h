@@ -27,8 +27,9 @@
 
 /* sandboxes at once and per connection: the configuration's sandbox_max and
  * sandbox_max_per_conn (LLMBOX_SANDBOX_MAX, LLMBOX_SANDBOX_MAX_PER_CONN) */
-#define LBSD_FDS_PER_SANDBOX 7          /* ctl, root, the shell's 3 pipes, its uid slot's
-                                         * host-wide lock and idmap namespace (uidslot.h) */
+#define LBSD_FDS_PER_SANDBOX 6          /* ctl, root, the shell's 3 pipes, its uid slot's
+                                         * idmap namespace (cached for the first slots only,
+                                         * uidslot.h); 1 (ctl) while parked (fdpark.h) */
 #define LBSD_DEFERRED_MAX (64u << 10)   /* replies queued behind a running exec */
 #define LBSD_OUT_HEAD (512u << 10)      /* kept from the start of each stream */
 #define LBSD_OUT_TAIL (512u << 10)      /* kept from the end of each stream */
@@ -150,6 +151,13 @@ typedef struct lbsd_sandbox {
     uint64_t files_held;           /* at the file watch's last count */
     char gone_why[256];            /* why it broke, for the owner ("" : init died) */
 
+    /* fdpark.c: the shell's pipes parked with init while idle (fdpark.h) */
+    int parked;                    /* 0: ours; 1: sent to init, ours still open until it
+                                    * answers; 2: init has them, ours closed */
+    unsigned park_seq;             /* which park init's "PARKED" answers */
+    int park_fd[3];                /* their numbers in init's table (parked == 2) */
+    uint64_t park_dev[3], park_ino[3]; /* what they were, checked when they come back */
+    int64_t used_ms;               /* lb_mono_ms() of the last request that named it */
     /* its state (issue 14: sandbox_freeze.c, sandbox_save.c) */
     int frozen;                    /* LBSD_FROZEN_* of sandbox_freeze.h; 0: running */
     int saving;                    /* a save of it is with a worker */
@@ -307,15 +315,20 @@ LB_MUST_CHECK int lbsd_lock_var(const char *var_dir, char *msg, size_t msgsz);
  * slirp4netns it started. Run at startup, before the scratch dirs go. */
 void lbsd_kill_stale_procs(void);
 
-/* --- sandbox_init.c (runs in the clone()d child as pid 1) -------------- */
+/* --- sandbox_init.c (runs as pid 1 in a clone of the zygote, zygote.h) --- */
 typedef struct lbsd_init_cfg {
     const char *scratch;           /* var/sandboxes/<id>: init mounts the quota tmpfs here
                                     * (in its own mount namespace) with upper/, work/,
                                     * merged/ and tmp/ inside */
     const char *lower;             /* the image's rootfs (owned by the images' ids) */
+    const char *tag;               /* lbsd_install_tag(): the overlay's source name (init
+                                    * is cloned by the zygote, which has no configuration) */
     int idmap_fd;                  /* user namespace mapping the images' ids to the
                                     * sandbox's range for an idmapped lower layer; -1:
                                     * the sandbox shares the images' range (uidslot.h) */
+    int idmap_make;                /* the zygote makes that namespace (idmap_fd -1) mapping
+                                    * idmap_base.. to uid_root.. (uidslot.h) */
+    uint32_t idmap_base;
     int disk_mib;                  /* size of that tmpfs: writable layer + /tmp */
     uint32_t uid_root;             /* host uid/gid of the sandbox's root (its slot's first) */
     int rlimit_mode;               /* no cgroups: limit memory and pids with rlimits */

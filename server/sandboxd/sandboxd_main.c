@@ -13,6 +13,7 @@
 #include "sandboxd/sandbox_save.h"
 #include "sandboxd/uidslot.h"
 #include "sandboxd/sandboxd.h"
+#include "sandboxd/zygote.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -110,13 +111,23 @@ static int sd_listen(const char *path, const char *web_user)
 /* Each sandbox holds LBSD_FDS_PER_SANDBOX fds here, each connection one,
  * and creating or destroying a sandbox opens a few more for a moment: with
  * the usual soft limit of 1024 sandboxd would fail near 200 sandboxes with
- * EMFILE, so it raises its own limit (the hard one too with
- * CAP_SYS_RESOURCE, up to fs.nr_open). Sandbox inits set their own limit. */
+ * EMFILE. So it takes as many as the kernel allows a process (fs.nr_open),
+ * the hard limit too where it has CAP_SYS_RESOURCE, and says what it got. */
 static void sd_raise_nofile(int sandbox_max, int max_conns)
 {
     unsigned long long need =
         (unsigned long long)sandbox_max * LBSD_FDS_PER_SANDBOX + (unsigned long long)max_conns + 256;
-    unsigned long long have = lb_raise_nofile(need);
+    unsigned long long nr_open = 0;
+    FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+    if (f) {
+        if (fscanf(f, "%llu", &nr_open) != 1)
+            nr_open = 0;
+        fclose(f);
+    }
+    unsigned long long want = nr_open > need ? nr_open : need;
+    unsigned long long have = lb_raise_nofile(want);
+    lb_info("open-file limit %llu (fs.nr_open %llu; LLMBOX_SANDBOX_MAX=%d needs %llu)", have,
+            nr_open, sandbox_max, need);
     if (have < need)
         lb_warn("open-file limit %llu is below the %llu that LLMBOX_SANDBOX_MAX=%d needs: "
                 "creates may fail with 'too many open files' before that many sandboxes",
@@ -196,10 +207,18 @@ int lbsd_serve_main(int argc, char **argv)
     lbsd_idmap_startup(cfg->image_store, cfg->sandbox_uid_base);
     /* one host uid range per sandbox, or the shared one (and why) */
     lbsd_slot_init(cfg);
+    /* before lbsd_serve starts the worker threads (zygote.h) */
+    if (lbsd_zygote_start(msg, sizeof msg) != LB_OK) {
+        fprintf(stderr, "llmbox sandboxd: %s\n", msg);
+        close(lfd);
+        unlink(cfg->sandboxd_socket);
+        return 1;
+    }
     lbsd_pool_init(cfg);
     lb_info("sandboxd %s listening on %s (images in %s, cgroup %s)", LLMBOX_VERSION,
             cfg->sandboxd_socket, cfg->image_store, lbsd_cg_mode_name(lbsd_cg_detect()));
     int rc = lbsd_serve(cfg, lfd);
+    lbsd_zygote_stop();
     close(lfd);
     unlink(cfg->sandboxd_socket);
     lb_info("sandboxd stopped");

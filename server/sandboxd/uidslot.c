@@ -24,13 +24,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SLOT_LOCK_DIR "/run/llmbox/uid-slots"
+#define SLOT_LOCK_DIR "/run/llmbox"
+#define SLOT_LOCK_FILE SLOT_LOCK_DIR "/uid-slots.lock"
 
-/* Per slot: held by one of our sandboxes, its host-wide lock, its cached
- * user namespace. Index 0 is the image's range and never held. */
+/* Per slot: held by one of our sandboxes, its cached user namespace.
+ * Index 0 is the image's range and never held. The host-wide locks are
+ * byte ranges of one file (slot_lock), so they cost one descriptor in all;
+ * the namespaces are cached for the first LBSD_SLOT_NS_CACHED slots only
+ * (lbsd_slot_userns), so that 10,000 sandboxes do not hold 10,000 more. */
 static unsigned char *g_held;
-static int *g_lock_fd, *g_ns_fd;
-static int g_count, g_used, g_locks_ok;
+static int *g_ns_fd;
+static int g_count, g_used;
+static int g_lock_fd = -1;     /* SLOT_LOCK_FILE; -1: slots are not locked host-wide */
 static const lb_config *g_cfg;   /* sandboxd's, from lbsd_slot_init: the base and the paths */
 /* Slots are taken and given back by the worker threads (workers.c) that
  * make and tear down sandboxes: the table and its counts under one lock.
@@ -86,7 +91,7 @@ static int slot_write(pid_t pid, const char *file, const char *line)
 /* A child in a new user namespace, parked on a pipe while we write its maps
  * and open its namespace; the namespace outlives it through that fd. ~1 ms
  * once per slot. */
-static int slot_make_userns(int slot, char *msg, size_t msgsz)
+int lbsd_userns_make(uint32_t base, uint32_t root, char *msg, size_t msgsz)
 {
     int pp[2];
     if (pipe2(pp, O_CLOEXEC) != 0) {
@@ -115,8 +120,7 @@ static int slot_make_userns(int slot, char *msg, size_t msgsz)
     close(pp[0]);
     char line[64];
     /* inside: the images' ids; outside: the slot's */
-    snprintf(line, sizeof line, "%u %u %u\n", g_cfg->sandbox_uid_base, lbsd_slot_root(slot),
-             LBSD_ID_COUNT);
+    snprintf(line, sizeof line, "%u %u %u\n", base, root, LBSD_ID_COUNT);
     int fd = -1;
     if (slot_write(pid, "uid_map", line) != 0 || slot_write(pid, "gid_map", line) != 0) {
         snprintf(msg, msgsz, "cannot write the id map of the image's idmap namespace: %s",
@@ -140,33 +144,41 @@ int lbsd_slot_userns(int slot, char *msg, size_t msgsz)
         snprintf(msg, msgsz, "no idmap for uid slot %d", slot);
         return -1;
     }
+    if (slot > LBSD_SLOT_NS_CACHED) {
+        snprintf(msg, msgsz, "uid slot %d's idmap namespace is made by the zygote", slot);
+        return -1;
+    }
     pthread_mutex_lock(&g_mu);
     if (g_ns_fd[slot] < 0)
-        g_ns_fd[slot] = slot_make_userns(slot, msg, msgsz);
+        g_ns_fd[slot] = lbsd_userns_make(g_cfg->sandbox_uid_base, lbsd_slot_root(slot), msg, msgsz);
     int fd = g_ns_fd[slot];
     pthread_mutex_unlock(&g_mu);
     return fd;
 }
 
+/* One byte-range lock of SLOT_LOCK_FILE per slot, over its host ids (an
+ * open-file-description lock: it belongs to our one descriptor, not to a
+ * thread, and goes with the process). Two sandboxds whose bases differ
+ * still meet where their ranges overlap. */
+static int slot_lock_op(int slot, short type)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET,
+                       .l_start = (off_t)lbsd_slot_root(slot), .l_len = LBSD_ID_COUNT};
+    return fcntl(g_lock_fd, F_OFD_SETLK, &fl);
+}
+
 /* The host-wide lock of slot (another sandboxd may hold it). 1: ours now,
- * 0: someone else's. Without a lock dir, every slot is ours. */
+ * 0: someone else's. Without the lock file, every slot is ours. */
 static int slot_lock(int slot)
 {
-    if (!g_locks_ok)
+    if (g_lock_fd < 0)
         return 1;
-    char p[96];
-    snprintf(p, sizeof p, SLOT_LOCK_DIR "/%u", lbsd_slot_root(slot));
-    int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        lb_warn("cannot open %s (%s): uid slot %d taken without a host-wide lock", p,
-                strerror(errno), slot);
+    if (slot_lock_op(slot, F_WRLCK) == 0)
         return 1;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        close(fd);
+    if (errno == EAGAIN || errno == EACCES)
         return 0;
-    }
-    g_lock_fd[slot] = fd;
+    lb_warn("cannot lock uid slot %d in %s (%s): taken without a host-wide lock", slot,
+            SLOT_LOCK_FILE, strerror(errno));
     return 1;
 }
 
@@ -211,10 +223,8 @@ void lbsd_slot_release(int slot)
     LB_ASSERT(g_used > 0);
     g_held[slot] = 0;
     g_used--;
-    if (g_lock_fd[slot] >= 0) {
-        close(g_lock_fd[slot]);
-        g_lock_fd[slot] = -1;
-    }
+    if (g_lock_fd >= 0 && slot_lock_op(slot, F_UNLCK) != 0)
+        lb_warn("cannot unlock uid slot %d in %s: %s", slot, SLOT_LOCK_FILE, strerror(errno));
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -314,10 +324,12 @@ void lbsd_slot_init(const lb_config *cfg)
             close(g_ns_fd[k]);
     }
     free(g_held);
-    free(g_lock_fd);
     free(g_ns_fd);
     g_held = NULL;
-    g_lock_fd = g_ns_fd = NULL;
+    g_ns_fd = NULL;
+    if (g_lock_fd >= 0)
+        close(g_lock_fd);
+    g_lock_fd = -1;
     g_count = g_used = 0;
     if (want == 0) {
         slot_warn_shared("LLMBOX_SANDBOX_UID_SLOTS=0");
@@ -332,14 +344,13 @@ void lbsd_slot_init(const lb_config *cfg)
         lb_info("LLMBOX_SANDBOX_UID_SLOTS=%d: only %d ranges fit below 2^32 - 65536 above base %u",
                 want, fit, cfg->sandbox_uid_base);
     g_held = calloc((size_t)n + 1, 1);
-    g_lock_fd = malloc(((size_t)n + 1) * sizeof(int));
     g_ns_fd = malloc(((size_t)n + 1) * sizeof(int));
-    if (!g_held || !g_lock_fd || !g_ns_fd) {
+    if (!g_held || !g_ns_fd) {
         slot_warn_shared("out of memory for the slot table");
         return;
     }
     for (int k = 0; k <= n; k++)
-        g_lock_fd[k] = g_ns_fd[k] = -1;
+        g_ns_fd[k] = -1;
     g_count = n; /* lbsd_slot_userns needs it */
     char msg[512] = "", why[512] = "";
     int ns = lbsd_slot_userns(1, msg, sizeof msg);
@@ -350,10 +361,11 @@ void lbsd_slot_init(const lb_config *cfg)
         slot_warn_shared(full);
         return;
     }
-    g_locks_ok = lb_mkdirs(SLOT_LOCK_DIR, 0700) == LB_OK;
-    if (!g_locks_ok)
-        lb_warn("cannot create %s (%s): uid slots are not locked host-wide; another sandboxd on "
-                "this host with an overlapping range would share them", SLOT_LOCK_DIR,
+    if (lb_mkdirs(SLOT_LOCK_DIR, 0755) == LB_OK)
+        g_lock_fd = open(SLOT_LOCK_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (g_lock_fd < 0)
+        lb_warn("cannot open %s (%s): uid slots are not locked host-wide; another sandboxd on "
+                "this host with an overlapping range would share them", SLOT_LOCK_FILE,
                 strerror(errno));
     lb_info("each sandbox gets its own host uid range: %d slots of %u ids, host ids %u..%u "
             "(slot 0, %u.., is the images')",

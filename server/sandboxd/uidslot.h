@@ -31,9 +31,10 @@
  * owns its system as before. The upper layer, /tmp and every file sandboxd
  * creates for it get the slot's ids.
  *
- * A slot is also locked host-wide (/run/llmbox/uid-slots/<first uid>, flock),
- * so two sandboxds on one host never hand out the same range; the lock goes
- * with the process that holds it.
+ * A slot is also locked host-wide (a byte-range lock over its host ids in
+ * /run/llmbox/uid-slots.lock, one descriptor for all slots), so two
+ * sandboxds on one host never hand out the same range; the lock goes with
+ * the process that holds it.
  *
  * Without idmapped mounts (kernel < 5.19, a filesystem without idmap
  * support) or with LLMBOX_SANDBOX_UID_SLOTS=0, every sandbox uses slot 0,
@@ -65,9 +66,20 @@ LB_MUST_CHECK int lbsd_slot_take(int *slot, char *msg, size_t msgsz);
 void lbsd_slot_release(int slot);
 /* Host uid (and gid) of the root of the sandbox in slot. */
 uint32_t lbsd_slot_root(int slot);
+/* Slots whose idmap namespace sandboxd makes once and keeps: one
+ * descriptor each for the life of sandboxd. Above, the zygote makes one
+ * for each create (zygote.h: ~1 ms in a small process, where a fork of
+ * sandboxd with thousands of descriptors cost more) and init drops it once
+ * its idmapped mount is made. */
+#define LBSD_SLOT_NS_CACHED 1024
+
 /* A user namespace whose ids BASE.. map to slot's range: what the idmapped
- * mount of the image needs. Made once per slot and kept (the fd stays ours;
- * do not close it). -1 for slot 0, or on error with a sentence in msg. */
+ * mount of the image needs. Slots 1..LBSD_SLOT_NS_CACHED only; the fd stays
+ * ours. -1 otherwise, or on error, with a sentence in msg. */
 int lbsd_slot_userns(int slot, char *msg, size_t msgsz);
+/* Makes a user namespace mapping base.. to root.. (LBSD_ID_COUNT ids) in a
+ * child parked on a pipe; returns its fd, or -1 with a sentence in msg.
+ * ~1 ms plus a fork of the caller. */
+int lbsd_userns_make(uint32_t base, uint32_t root, char *msg, size_t msgsz);
 
 #endif

@@ -8,11 +8,9 @@
  * line). Everything the loop owns (connections, the sandbox list, the
  * pool's lists) stays on the loop: a job's result is handed back.
  *
- * A sandbox's init is cloned from the worker's thread. The clone is
- * fork-like and only the cloning thread goes on in the child, so the child
- * must not take a lock another thread may hold: init (sandbox_init.c) never
- * allocates or uses stdio, it formats with snprintf into its own buffers
- * and speaks to sandboxd through its socket only.
+ * A sandbox's init is not cloned from the worker's thread: the worker asks
+ * the zygote (zygote.h), one request at a time under its lock, and the
+ * init it clones is sandboxd's child all the same.
  */
 #include "sandboxd/workers.h"
 

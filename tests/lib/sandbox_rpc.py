@@ -129,8 +129,9 @@ class Conn:
 class Daemon:
     """sandboxd in a temporary directory. env: extra environment variables."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, nofile=None):
         self.extra_env = env or {}
+        self.nofile = nofile  # RLIMIT_NOFILE (soft and hard) of sandboxd, or inherit ours
         self.proc = None
         self.tmp = None
 
@@ -152,8 +153,15 @@ class Daemon:
         self.log = open(self.log_path, "w")
         if not os.access(BIN, os.X_OK):
             raise RuntimeError("%s missing (make)" % BIN)
+        lim = self.nofile
+
+        def limit():
+            if lim:
+                import resource
+                resource.setrlimit(resource.RLIMIT_NOFILE, (lim, lim))
         self.proc = subprocess.Popen([BIN, "sandboxd", "--socket", self.sock], env=env,
-                                     stdout=self.log, stderr=self.log, cwd=REPO)
+                                     stdout=self.log, stderr=self.log, cwd=REPO,
+                                     preexec_fn=limit if lim else None)
         for _ in range(200):
             if os.path.exists(self.sock) or self.proc.poll() is not None:
                 break

@@ -1,0 +1,295 @@
+/* The zygote (see zygote.h): sandboxd's side, then the helper's. */
+#include "sandboxd/zygote.h"
+
+#include "sandboxd/fdpass.h"
+#include "sandboxd/uidslot.h"
+
+#include "common/log.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ZY_FD 3
+#define ZY_TIMEOUT_MS 10000
+
+/* One request: lbsd_init_cfg with its strings inline. Fixed size, so the
+ * zygote takes nothing but a message of exactly this length. */
+typedef struct zy_req {
+    char scratch[LB_CFG_PATH + 64];
+    char lower[LB_CFG_PATH + 64];
+    char tag[64];
+    int32_t has_idmap;
+    int32_t make_idmap;           /* no idmap fd: make the namespace here (uidslot.h) */
+    uint32_t idmap_base;
+    int32_t disk_mib;
+    uint32_t uid_root;
+    int32_t rlimit_mode;
+    uint64_t memory_bytes;
+    int32_t pids;
+    int32_t ptys;
+    uint64_t nofile;
+} zy_req;
+
+typedef struct zy_rep {
+    int32_t pid;   /* > 0: the new init */
+    int32_t err;   /* else the clone's errno */
+} zy_rep;
+
+static pthread_mutex_t zy_mu = PTHREAD_MUTEX_INITIALIZER;
+static int zy_fd = -1;
+static pid_t zy_pid;
+
+pid_t lbsd_zygote_pid(void)
+{
+    pthread_mutex_lock(&zy_mu);
+    pid_t p = zy_pid;
+    pthread_mutex_unlock(&zy_mu);
+    return p;
+}
+
+/* Forks and execs the zygote; zy_mu held (or no thread yet). */
+static int zy_spawn(char *msg, size_t msgsz)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        snprintf(msg, msgsz, "zygote socketpair: %s", strerror(errno));
+        return LB_E_SANDBOX;
+    }
+    /* raw clone: this may run on a worker thread (a restart), and the
+     * child only execs */
+    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+    if (pid < 0) {
+        snprintf(msg, msgsz, "cannot start the zygote: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return LB_E_SANDBOX;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int s = sv[1] == ZY_FD ? sv[1] : dup2(sv[1], ZY_FD);
+        if (s != ZY_FD)
+            _exit(127);
+        fcntl(ZY_FD, F_SETFD, 0);
+        close_range(ZY_FD + 1, ~0U, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        char *argv[] = {"llmbox-sandboxd", "zygote", NULL};
+        char *envp[] = {NULL};
+        execve("/proc/self/exe", argv, envp);
+        _exit(127);
+    }
+    close(sv[1]);
+    if (zy_fd >= 0)
+        close(zy_fd);
+    zy_fd = sv[0];
+    zy_pid = pid;
+    return LB_OK;
+}
+
+int lbsd_zygote_start(char *msg, size_t msgsz)
+{
+    pthread_mutex_lock(&zy_mu);
+    int rc = zy_spawn(msg, msgsz);
+    pthread_mutex_unlock(&zy_mu);
+    if (rc == LB_OK)
+        lb_info("zygote %d started: sandboxes are cloned from it", (int)zy_pid);
+    return rc;
+}
+
+void lbsd_zygote_stop(void)
+{
+    pthread_mutex_lock(&zy_mu);
+    if (zy_fd >= 0)
+        close(zy_fd);
+    zy_fd = -1;
+    zy_pid = 0;
+    pthread_mutex_unlock(&zy_mu);
+}
+
+static int zy_copy(char *dst, size_t dstsz, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= dstsz)
+        return -1;
+    memcpy(dst, src ? src : "", n + 1);
+    return 0;
+}
+
+/* One request and its answer; zy_mu held. 1: answered (rep filled), 0: the
+ * zygote is gone (restart it), -1: a local failure (msg says it). */
+static int zy_ask(const zy_req *rq, int ctl, int idmap, zy_rep *rep, char *msg, size_t msgsz)
+{
+    if (zy_fd < 0)
+        return 0;
+    int fds[2] = {ctl, idmap};
+    ssize_t w = lbsd_fds_send(zy_fd, rq, sizeof *rq, fds, idmap >= 0 ? 2 : 1, 0);
+    if (w < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN))
+        return 0;
+    if (w != (ssize_t)sizeof *rq) {
+        snprintf(msg, msgsz, "cannot reach the zygote: %s", strerror(errno));
+        return -1;
+    }
+    /* The zygote only clones: it answers within a millisecond unless the
+     * host is starved. A bound all the same, so that a stuck zygote fails
+     * creates with a sentence instead of holding a worker for ever. */
+    struct timeval tv = {.tv_sec = ZY_TIMEOUT_MS / 1000};
+    setsockopt(zy_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n;
+    do
+        n = recv(zy_fd, rep, sizeof *rep, 0);
+    while (n < 0 && errno == EINTR);
+    if (n == 0 || (n < 0 && errno == ECONNRESET))
+        return 0;
+    if (n != (ssize_t)sizeof *rep) {
+        snprintf(msg, msgsz, "the zygote did not answer: %s",
+                 n < 0 ? strerror(errno) : "a short answer");
+        /* its answer may still come and would be taken for the next one's */
+        close(zy_fd);
+        zy_fd = -1;
+        return -1;
+    }
+    return 1;
+}
+
+pid_t lbsd_zygote_clone(const lbsd_init_cfg *ic, int ctl, char *msg, size_t msgsz)
+{
+    zy_req rq;
+    memset(&rq, 0, sizeof rq);
+    if (zy_copy(rq.scratch, sizeof rq.scratch, ic->scratch) ||
+        zy_copy(rq.lower, sizeof rq.lower, ic->lower) || zy_copy(rq.tag, sizeof rq.tag, ic->tag)) {
+        snprintf(msg, msgsz, "a sandbox path is too long for the zygote");
+        return -1;
+    }
+    rq.has_idmap = ic->idmap_fd >= 0;
+    rq.make_idmap = ic->idmap_make && ic->idmap_fd < 0;
+    rq.idmap_base = ic->idmap_base;
+    rq.disk_mib = ic->disk_mib;
+    rq.uid_root = ic->uid_root;
+    rq.rlimit_mode = ic->rlimit_mode;
+    rq.memory_bytes = ic->memory_bytes;
+    rq.pids = ic->pids;
+    rq.ptys = ic->ptys;
+    rq.nofile = ic->nofile;
+    zy_rep rep = {0, 0};
+    pthread_mutex_lock(&zy_mu);
+    int r = zy_ask(&rq, ctl, ic->idmap_fd, &rep, msg, msgsz);
+    if (r == 0) {
+        /* it died (a bug, or someone killed it): one new one, logged */
+        lb_warn("the zygote (pid %d) is gone: starting a new one", (int)zy_pid);
+        if (zy_spawn(msg, msgsz) == LB_OK)
+            r = zy_ask(&rq, ctl, ic->idmap_fd, &rep, msg, msgsz);
+        if (r == 0)
+            snprintf(msg, msgsz, "the zygote died and a new one does not answer");
+    }
+    pthread_mutex_unlock(&zy_mu);
+    if (r <= 0)
+        return -1;
+    if (rep.pid <= 0) {
+        snprintf(msg, msgsz, "the zygote could not start the sandbox's init (its namespaces or "
+                             "its idmap, logged): %s", strerror(rep.err));
+        return -1;
+    }
+    return (pid_t)rep.pid;
+}
+
+/* ---- the zygote process ------------------------------------------------------ */
+
+static void zy_reply(pid_t pid, int err)
+{
+    zy_rep rep = {.pid = (int32_t)pid, .err = (int32_t)err};
+    while (send(ZY_FD, &rep, sizeof rep, MSG_NOSIGNAL) < 0 && errno == EINTR)
+        ;
+}
+
+/* Takes one request; returns 1 with it, 0 on EOF, -1 on a malformed one
+ * (its fds closed). fds[0]: ctl, fds[1]: idmap or -1. */
+static int zy_recv(zy_req *rq, int fds[2])
+{
+    int got[LBSD_FDPASS_MAX], ngot, cut;
+    fds[0] = fds[1] = -1;
+    ssize_t n = lbsd_fds_recv(ZY_FD, rq, sizeof *rq, got, LBSD_FDPASS_MAX, &ngot, &cut);
+    if (n <= 0)
+        return 0;
+    int want = 1 + (n == (ssize_t)sizeof *rq && rq->has_idmap);
+    if (n != (ssize_t)sizeof *rq || cut || ngot != want ||
+        !memchr(rq->scratch, 0, sizeof rq->scratch) || !memchr(rq->lower, 0, sizeof rq->lower) ||
+        !memchr(rq->tag, 0, sizeof rq->tag)) {
+        for (int i = 0; i < ngot; i++)
+            close(got[i]);
+        return -1;
+    }
+    fds[0] = got[0];
+    fds[1] = want == 2 ? got[1] : -1;
+    return 1;
+}
+
+int lbsd_zygote_main(void)
+{
+    lb_log_init("zygote");
+    prctl(PR_SET_NAME, "llmbox-zygote");
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1)
+        return 1; /* sandboxd died before we got here */
+    signal(SIGPIPE, SIG_IGN);
+    /* every init loads this program: compiled once, here */
+    if (lbsd_seccomp_prepare() != LB_OK) {
+        lb_error("zygote: cannot compile the seccomp filter");
+        return 1;
+    }
+    for (;;) {
+        zy_req rq;
+        int fds[2];
+        int r = zy_recv(&rq, fds);
+        if (r == 0)
+            return 0; /* sandboxd is gone */
+        if (r < 0) {
+            zy_reply(-1, EINVAL);
+            continue;
+        }
+        if (rq.make_idmap) {
+            char why[256];
+            fds[1] = lbsd_userns_make(rq.idmap_base, rq.uid_root, why, sizeof why);
+            if (fds[1] < 0) {
+                lb_warn("zygote: %s", why);
+                close(fds[0]);
+                zy_reply(-1, EAGAIN);
+                continue;
+            }
+        }
+        lbsd_init_cfg ic = {
+            .scratch = rq.scratch, .lower = rq.lower, .tag = rq.tag,
+            .idmap_fd = fds[1],
+            .disk_mib = rq.disk_mib,
+            .uid_root = rq.uid_root,
+            .rlimit_mode = rq.rlimit_mode,
+            .memory_bytes = rq.memory_bytes,
+            .pids = rq.pids,
+            .nofile = rq.nofile,
+            .ptys = rq.ptys,
+        };
+        /* CLONE_PARENT: init is sandboxd's child, not ours (zygote.h) */
+        unsigned long fl = CLONE_PARENT | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                           CLONE_NEWIPC | CLONE_NEWUTS;
+        pid_t pid = (pid_t)syscall(SYS_clone, fl, NULL, NULL, NULL, NULL);
+        if (pid == 0)
+            lbsd_init_main(&ic, fds[0]);
+        int e = errno;
+        close(fds[0]);
+        if (fds[1] >= 0)
+            close(fds[1]);
+        zy_reply(pid, pid < 0 ? e : 0);
+    }
+}
