@@ -484,7 +484,8 @@ int lb_s3_from_config(const lb_config *cfg, lb_s3 *s, char *why, size_t whysz)
         return LB_E_INVAL;
     }
     /* the region goes into libcurl's "aws:amz:REGION:s3", where ':' separates */
-    if (!cfg->s3_region[0] || strspn(cfg->s3_region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(cfg->s3_region)) {
+    const char *region_chars = "abcdefghijklmnopqrstuvwxyz0123456789-";
+    if (!cfg->s3_region[0] || strspn(cfg->s3_region, region_chars) != strlen(cfg->s3_region)) {
         snprintf(why, whysz, "s3_region must be of a-z 0-9 - (it is \"%s\")", cfg->s3_region);
         return LB_E_INVAL;
     }
