@@ -128,3 +128,43 @@ int lb_blob_task_fetch_outputs(const lb_config *cfg, const char *task_id, const 
     fetch_ctx f = {&b, cfg, why, whysz};
     return lb_blob_list(&b, prefix, cfg->max_output_files, fetch_listed, &f, why, whysz);
 }
+
+typedef struct del_ctx {
+    const lb_blobstore *b;
+    int failed;
+    char *why;
+    size_t whysz;
+} del_ctx;
+
+static int delete_listed(void *ctx, const char *key, uint64_t size)
+{
+    del_ctx *d = ctx;
+    char one[512];
+    /* every key is tried: one that fails does not keep the others */
+    if (lb_blob_delete(d->b, key, one, sizeof one) != LB_OK && d->failed++ == 0)
+        snprintf(d->why, d->whysz, "%s", one);
+    return LB_OK;
+}
+
+int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, size_t whysz)
+{
+    lb_blobstore b;
+    int rc = open_s3(cfg, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK;
+    if (rc != LB_OK)
+        return rc;
+    if (!lb_id_valid(task_id)) {
+        snprintf(why, whysz, "not a task id");
+        return LB_E_INVAL;
+    }
+    del_ctx d = {&b, 0, why, whysz};
+    rc = lb_blob_list(&b, task_id, 2 * cfg->max_output_files + 1000, delete_listed, &d, why, whysz);
+    if (rc == LB_OK && d.failed) {
+        char first[512];
+        snprintf(first, sizeof first, "%s", why);
+        snprintf(why, whysz, "%d objects not deleted, the first: %s", d.failed, first);
+        rc = LB_E_UNAVAILABLE;
+    }
+    return rc;
+}

@@ -157,6 +157,16 @@ class T:
         r = blob(env, "head", "x/y")
         assert r.returncode == 1 and "refused the credentials of access key nobody (403" in r.stderr, r.stderr
 
+    def test_6_delete_removes_the_objects(self):
+        if not self.tid:
+            raise Skip("no stored task (test_1 failed)")
+        assert listing(self.env, self.tid), "stored before"
+        st, _, body = self.s.request("DELETE", "/api/tasks/" + self.tid)
+        assert st == 200, (st, body)
+        assert listing(self.env, self.tid) == {}, "every object of the task goes with it"
+        st, _, _ = self.s.request("GET", "/api/tasks/%s/artifacts/copy.csv" % self.tid)
+        assert st == 404, st
+
 
 def main():
     rep = Reporter()
