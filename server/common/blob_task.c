@@ -91,16 +91,19 @@ int lb_blob_task_fetch_output(const lb_config *cfg, const char *task_id, const c
     return fetch_key(&b, cfg, key, UINT64_MAX, why, whysz);
 }
 
-typedef struct fetch_ctx {
+/* what a list callback of this file needs: the store, the limits, where
+ * to say why, and (delete) how many keys failed */
+typedef struct task_ctx {
     const lb_blobstore *b;
     const lb_config *cfg;
+    int failed;
     char *why;
     size_t whysz;
-} fetch_ctx;
+} task_ctx;
 
 static int fetch_listed(void *ctx, const char *key, uint64_t size)
 {
-    fetch_ctx *f = ctx;
+    task_ctx *f = ctx;
     char clean[LB_PATH_MAX + 1];
     /* a listed key is the store's word: clean, or refused */
     if (lb_path_clean_rel(key, strlen(key), clean, sizeof clean) != LB_OK || strcmp(clean, key)) {
@@ -125,20 +128,13 @@ int lb_blob_task_fetch_outputs(const lb_config *cfg, const char *task_id, const 
         snprintf(why, whysz, "no such artifact folder");
         return LB_E_INVAL;
     }
-    fetch_ctx f = {&b, cfg, why, whysz};
+    task_ctx f = {&b, cfg, 0, why, whysz};
     return lb_blob_list(&b, prefix, cfg->max_output_files, fetch_listed, &f, why, whysz);
 }
 
-typedef struct del_ctx {
-    const lb_blobstore *b;
-    int failed;
-    char *why;
-    size_t whysz;
-} del_ctx;
-
 static int delete_listed(void *ctx, const char *key, uint64_t size)
 {
-    del_ctx *d = ctx;
+    task_ctx *d = ctx;
     char one[512];
     /* every key is tried: one that fails does not keep the others */
     if (lb_blob_delete(d->b, key, one, sizeof one) != LB_OK && d->failed++ == 0)
@@ -158,7 +154,7 @@ int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, si
         snprintf(why, whysz, "not a task id");
         return LB_E_INVAL;
     }
-    del_ctx d = {&b, 0, why, whysz};
+    task_ctx d = {&b, cfg, 0, why, whysz};
     rc = lb_blob_list(&b, task_id, 2 * cfg->max_output_files + 1000, delete_listed, &d, why, whysz);
     if (rc == LB_OK && d.failed) {
         char first[512];

@@ -21,17 +21,12 @@ import tempfile
 import time
 import uuid
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stack import free_port  # noqa: E402
+
 NEEDS = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph", "ceph-authtool", "monmaptool")
 ACCESS_KEY = "llmboxtest"
 SECRET_KEY = "llmbox-test-secret-" + "0" * 20
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def missing():
