@@ -96,18 +96,29 @@ int lb_blob_task_fetch_output(const lb_config *cfg, const char *task_id, const c
 typedef struct task_ctx {
     const lb_blobstore *b;
     const lb_config *cfg;
+    const char *prefix; /* what was listed: every key must be under it */
     int failed;
     char *why;
     size_t whysz;
 } task_ctx;
 
+/* A listed key is the store's word: clean and under the prefix asked
+ * for, or refused (a store that lists another task's key must not make
+ * us write into that task's folder). */
+static int listed_ok(const task_ctx *t, const char *key)
+{
+    char clean[LB_PATH_MAX + 1];
+    size_t pl = strlen(t->prefix);
+    return !strncmp(key, t->prefix, pl) && key[pl] == '/' &&
+           lb_path_clean_rel(key, strlen(key), clean, sizeof clean) == LB_OK && !strcmp(clean, key);
+}
+
 static int fetch_listed(void *ctx, const char *key, uint64_t size)
 {
     task_ctx *f = ctx;
-    char clean[LB_PATH_MAX + 1];
-    /* a listed key is the store's word: clean, or refused */
-    if (lb_path_clean_rel(key, strlen(key), clean, sizeof clean) != LB_OK || strcmp(clean, key)) {
-        snprintf(f->why, f->whysz, "the store listed a key that is not a clean path: %.200s", key);
+    if (!listed_ok(f, key)) {
+        snprintf(f->why, f->whysz, "the store listed a key that is not a clean path under %s: %.200s", f->prefix,
+                 key);
         return LB_E_PROTO;
     }
     return fetch_key(f->b, f->cfg, key, size, f->why, f->whysz);
@@ -128,7 +139,7 @@ int lb_blob_task_fetch_outputs(const lb_config *cfg, const char *task_id, const 
         snprintf(why, whysz, "no such artifact folder");
         return LB_E_INVAL;
     }
-    task_ctx f = {&b, cfg, 0, why, whysz};
+    task_ctx f = {&b, cfg, prefix, 0, why, whysz};
     return lb_blob_list(&b, prefix, cfg->max_output_files, fetch_listed, &f, why, whysz);
 }
 
@@ -136,6 +147,8 @@ static int delete_listed(void *ctx, const char *key, uint64_t size)
 {
     task_ctx *d = ctx;
     char one[512];
+    if (!listed_ok(d, key))
+        return LB_OK; /* not the task's: never deleted on a store's word */
     /* every key is tried: one that fails does not keep the others */
     if (lb_blob_delete(d->b, key, one, sizeof one) != LB_OK && d->failed++ == 0)
         snprintf(d->why, d->whysz, "%s", one);
@@ -154,7 +167,7 @@ int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, si
         snprintf(why, whysz, "not a task id");
         return LB_E_INVAL;
     }
-    task_ctx d = {&b, cfg, 0, why, whysz};
+    task_ctx d = {&b, cfg, task_id, 0, why, whysz};
     rc = lb_blob_list(&b, task_id, 2 * cfg->max_output_files + 1000, delete_listed, &d, why, whysz);
     if (rc == LB_OK && d.failed) {
         char first[512];
