@@ -9,7 +9,8 @@ LDLIBS   := -linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lcrypto -l
 TEST_LDLIBS := $(LDLIBS) -lseccomp
 BUILD    := build
 
-SRC      := $(wildcard server/*.c server/*/*.c)
+# server/stateio/ is build/llmbox-stateio's alone (below)
+SRC      := $(filter-out server/stateio/%,$(wildcard server/*.c server/*/*.c))
 OBJ      := $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,$(OBJ))
 
@@ -37,7 +38,14 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind
-all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(PLUGINS)
+all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(PLUGINS)
+
+# build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
+# server/stateio/stateio.h): sandboxd starts it inside the sandbox's user
+# namespace, so libarchive never runs in the root daemon nor as host root.
+ST_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/stateio/*.c))
+$(BUILD)/llmbox-stateio: $(ST_OBJ)
+	$(CC) $(CFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed -o $@ $^ -larchive
 
 $(BUILD)/llmbox: $(MAIN_OBJ)
 	$(CC) $(CFLAGS) -pie -Wl,-z,relro,-z,now -o $@ $^ $(LDLIBS)
@@ -160,6 +168,9 @@ build-fuzz/obj/%.o: %.c
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $< $(FUZZ_LIBOBJ) $(TEST_LDLIBS)
+# the state helper's name check (issue 14) is not in LIBOBJ: its own object
+build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/stateio/stateio_path.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
 fuzz-build: $(FUZZ_BIN)
 # keep the instrumented objects (make would delete them as intermediates and
@@ -201,4 +212,4 @@ check-valgrind: deps
 clean:
 	rm -rf $(BUILD) build-fuzz build-asan plugins/*.so tests/plugins/*.so
 
--include $(OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(OBJ:.o=.d) $(ST_OBJ:.o=.d) $(UNIT_BIN:=.d)

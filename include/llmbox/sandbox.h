@@ -93,6 +93,47 @@
  *            (leased_unheld). What the web uses to keep API sandboxes
  *            across its own restart.
  *
+ *   -- a sandbox's state (issue 14) --
+ *   freeze   {id} -> {}   none of the sandbox's processes gets CPU (cgroup
+ *            freezer; where there is none, SIGSTOP to each process, logged);
+ *            its memory stays counted. While frozen, exec, read, write, list
+ *            and stat answer "busy" ("sandbox is frozen"); destroy, save,
+ *            renew and adopt work. A command left running (soft timeout)
+ *            freezes too, and its hard limit keeps counting.
+ *   thaw     {id} -> {}
+ *   save     {id, state, max_mib?} -> {state, bytes, files}
+ *            writes the sandbox's writable state into sandboxd's state store
+ *            as `state` ([a-z0-9_-]{1,64}, chosen by the caller, one name
+ *            space per uid; an existing one is replaced): the overlay's upper
+ *            layer (everything written under /, e.g. /testbed, /root,
+ *            /usr/local; deletions of image files as whiteouts) and the
+ *            persistent shell's cwd and exported variables as of the end of
+ *            its last command (the exec wrapper keeps them in
+ *            /run/.llmbox-shell, which is part of the layer). Not saved:
+ *            running processes, /tmp and /dev/shm (tmpfs of their own),
+ *            hard links (each link is saved as a file of its own), sockets,
+ *            fifos, and files named ".wh.*". Compressed; atomic (a temporary
+ *            file renamed: a crash keeps the old state or the new one, never
+ *            a part); capped by max_mib (0 or absent: the daemon's
+ *            sandbox_state_max_mib, which also caps max_mib): over it
+ *            "toobig", naming the cap, and nothing is kept. A running
+ *            sandbox is frozen for the time of the save and thawed after; a
+ *            frozen one is saved as it is and stays frozen.
+ *   create   ... restore: "<state>": the new sandbox starts with that state's
+ *            files, and its shell in the saved cwd with the saved exported
+ *            variables; input_dir, if given, is copied in after the state
+ *            (beside the saved /testbed/input). A state this uid does not have: "notfound"; a damaged
+ *            or hostile one: "invalid", "saved state is damaged: <why>"; one
+ *            whose files do not fit the new sandbox's disk_mib: "toobig"; one
+ *            saved from a sandbox of another image: "invalid", naming it.
+ *            Either way no sandbox is left. Entries are applied through the new
+ *            sandbox's own filesystem with its own root's rights: never
+ *            through a symlink, never outside its writable layer.
+ *   state_delete {state} -> {}   ("notfound" if there is none)
+ *   state_list   {} -> {states: [{state, bytes, mtime}]}   this uid's states
+ *            (mtime: Unix seconds). States older than
+ *            sandbox_state_max_age_s (default 7 days) are removed by a sweep.
+ *
  * Sandboxes without a lease belong to the connection that created them:
  * when it closes (the agent exits, is killed or cancelled), sandboxd
  * destroys them. That is how cancel and agent crashes leave nothing behind.
@@ -140,7 +181,16 @@ typedef struct lbsb_spec {
     const char *network;        /* NULL: "none"; "none" | "nat" (if the daemon allows it) */
     int ttl_s;                  /* 0: none (the daemon may impose a maximum) */
     int lease_s;                /* 0: dies with the connection; else outlives it (renew, adopt) */
+    const char *restore;        /* NULL: a fresh sandbox; else a saved state's name (lbsb_save):
+                                 * the sandbox starts with its files, cwd and environment */
 } lbsb_spec;
+
+/* One saved state of lbsb_state_list. */
+typedef struct lbsb_state {
+    char name[65];              /* [a-z0-9_-]{1,64} */
+    uint64_t bytes;             /* compressed, on sandboxd's disk */
+    int64_t mtime;              /* when it was saved, Unix seconds */
+} lbsb_state;
 
 typedef struct lbsb_exec_out {
     int state;                  /* llmbox_exec_state (LLMBOX_EXEC_RUNNING: see lbsb_exec_ex) */
@@ -222,6 +272,26 @@ LLMBOX_MUST_CHECK int lbsb_create_leased(lbsb_conn *c, const lbsb_spec *spec, ch
 LLMBOX_MUST_CHECK int lbsb_renew(lbsb_conn *c, const char *id, int lease_s, char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_adopt(lbsb_conn *c, const char *id, const char *key, int lease_s, char *errbuf,
                                  size_t errsz);
+
+/* A sandbox's state (issue 14). Freeze: none of its processes gets CPU
+ * (its memory stays); exec, read, write, list and stat fail with LB_E_BUSY
+ * until thaw. Freezing a frozen sandbox, or thawing a running one, is a
+ * no-op. */
+LLMBOX_MUST_CHECK int lbsb_freeze(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_thaw(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
+/* Saves the sandbox's writable layer, cwd and exported environment as the
+ * state `state` ([a-z0-9_-]{1,64}; replaces one of that name) of this
+ * uid. max_mib: cap of the compressed state (0: the daemon's
+ * sandbox_state_max_mib, which also caps it); over it LB_E_TOOBIG and
+ * nothing is kept. *bytes and *files (may be NULL) get its size and how
+ * many entries it holds. A running sandbox is frozen for the time of the
+ * save; a frozen one stays frozen. */
+LLMBOX_MUST_CHECK int lbsb_save(lbsb_conn *c, const char *id, const char *state, int max_mib, uint64_t *bytes,
+                                uint64_t *files, char *errbuf, size_t errsz);
+/* Deletes a saved state of this uid (LB_E_NOTFOUND if there is none). */
+LLMBOX_MUST_CHECK int lbsb_state_delete(lbsb_conn *c, const char *state, char *errbuf, size_t errsz);
+/* This uid's saved states: *out (caller frees with free()) and *n. */
+LLMBOX_MUST_CHECK int lbsb_state_list(lbsb_conn *c, lbsb_state **out, size_t *n, char *errbuf, size_t errsz);
 
 #ifdef __cplusplus
 }

@@ -274,6 +274,32 @@ typedef struct lb_loop_opts {
     volatile int *timed_out;    /* set with *cancel when the task timer fires */
     const struct lb_task_opts *run_opts; /* the task's options (common/task_opts.h);
                                  * NULL: the defaults */
+    /* Follow-up rounds (issue 14, agent/followup.h). Round 1 with keep_s 0
+     * runs a task as before. */
+    int round;                  /* this round's number; 0 is taken as 1 */
+    const cJSON *history;       /* round > 1: the conversation so far (the last trajectory.json's
+                                 * messages), or NULL (then it starts from the prompt alone) */
+    const cJSON *round_inputs;  /* round > 1: the files this round added, [{path}] under input_dir */
+    const char *kept_id;        /* round > 1: the last round's sandbox, or NULL */
+    const char *kept_key;       /* its lease key */
+    int fresh;                  /* round > 1: a fresh sandbox with the files only, not the kept one */
+    int keep_s;                 /* > 0: the sandbox is leased, its state saved at the end of the
+                                 * round, and it is kept this long after the round, frozen */
+    const char *restore_state;  /* round > 1: the state saved at the end of the last round, or NULL */
+    const char *round_trajectory_path; /* where this round's trajectory.json is kept too (a hard
+                                 * link: the next round replaces trajectory.json), for a fork from
+                                 * it; NULL: not kept */
+    /* The task's record of its sandbox (agent_main.c keeps it in the store);
+     * each may be NULL. made: the sandbox exists (how: "new", "kept",
+     * "fresh", "restored"; key "" when it is not leased); keep: it is to be kept keep_s after this round, LB_OK when
+     * it may (else, e.g. LB_E_BUSY over followup_max_kept, it is
+     * destroyed); gone: it was destroyed; state_saved: the round's state
+     * was saved under that name (lb_followup_state_name). */
+    void (*sandbox_made)(void *arg, const char *sb_id, const char *key, const char *how);
+    int (*sandbox_keep)(void *arg, int keep_s);
+    void (*sandbox_gone)(void *arg);
+    void (*state_saved)(void *arg, const char *state, uint64_t bytes);
+    void *sandbox_arg;
 } lb_loop_opts;
 
 struct lb_loop_result {

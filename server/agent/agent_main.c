@@ -3,6 +3,7 @@
  * client ends only its own task). `llmbox agent --list-tools`: the loaded
  * tools and the plugins that were refused, as JSON for /api/tools. */
 #include "agent/agent.h"
+#include "agent/followup.h"
 #include "agent/plugin_host.h"
 #include "agent/tool_host.h"
 #include "common/config.h"
@@ -12,6 +13,7 @@
 #include "common/task_opts.h"
 #include "common/util.h"
 #include "entry.h"
+#include "store/store_round.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +104,49 @@ static void end_task(lb_store *st, const char *id, const char *reason)
     int rc = lb_store_task_end(st, id, LB_TASK_FAILED, reason, NULL);
     if (rc != LB_OK && rc != LB_E_EXISTS)
         lb_error("task %s: cannot record its end (%s): %s", id, reason, lb_strerror(rc));
+}
+
+/* The task's record of its sandbox between rounds (lb_loop_opts's
+ * sandbox_* hooks): in the store, so that the next round's agent finds it,
+ * a delete destroys it, and followup_max_kept is counted machine-wide. */
+typedef struct keep_rec {
+    lb_store *st;
+    const char *id;
+    int max_kept;
+} keep_rec;
+
+static void sandbox_made(void *arg, const char *sb_id, const char *key, const char *how)
+{
+    keep_rec *k = arg;
+    int rc = *key ? lb_store_kept_set(k->st, k->id, sb_id, key) : LB_OK; /* "": not leased, nothing to keep */
+    if (rc != LB_OK)
+        lb_warn("task %s: cannot record its sandbox (a delete now leaves it until its lease ends): %s", k->id,
+                lb_strerror(rc));
+    rc = lb_store_round_set_sandbox(k->st, k->id, how);
+    if (rc != LB_OK)
+        lb_warn("task %s: cannot record how the round got its sandbox: %s", k->id, lb_strerror(rc));
+}
+
+static int sandbox_keep(void *arg, int keep_s)
+{
+    keep_rec *k = arg;
+    int64_t now = lb_now_ms();
+    return lb_store_kept_keep(k->st, k->id, now, now + (int64_t)keep_s * 1000, k->max_kept);
+}
+
+static void state_saved(void *arg, const char *state, uint64_t bytes)
+{
+    keep_rec *k = arg;
+    int rc = lb_store_round_set_state(k->st, k->id, state, (int64_t)bytes);
+    if (rc != LB_OK)
+        lb_warn("task %s: cannot record its saved state %s (the next round starts without it): %s", k->id, state,
+                lb_strerror(rc));
+}
+
+static void sandbox_gone(void *arg)
+{
+    keep_rec *k = arg;
+    LB_IGNORE(lb_store_kept_clear(k->st, k->id)); /* a stale record only makes the next round's adopt fail */
 }
 
 /* cfg is written here only to add the replay model of a "Replay" task,
@@ -200,6 +245,37 @@ static int run_task(lb_config *cfg, const char *id)
     if (rc != LB_OK)
         lb_warn("cannot mark task %s running: %s", id, lb_strerror(rc));
 
+    /* a later round of the conversation: its own prompt and files, the
+     * conversation so far, and the last round's sandbox */
+    lb_round round, prev;
+    memset(&round, 0, sizeof round);
+    memset(&prev, 0, sizeof prev);
+    cJSON *history = NULL, *round_inputs = NULL;
+    lb_kept kept;
+    memset(&kept, 0, sizeof kept);
+    int nround = task.round > 1 ? task.round : 1;
+    if (nround > 1) {
+        rc = lb_store_round_get(st, id, nround, &round);
+        if (rc != LB_OK) {
+            end_task(st, id, "the round's message could not be read from the store");
+            goto out;
+        }
+        round_inputs = cJSON_Parse(round.inputs_json ? round.inputs_json : "[]");
+        char hwhy[300];
+        if (lb_followup_history_load(traj, &history, hwhy, sizeof hwhy) != LB_OK)
+            lb_warn("task %s: round %d starts without the earlier conversation: %s", id, nround, hwhy);
+        if (lb_store_kept_get(st, id, &kept) != LB_OK)
+            kept.sandbox_id[0] = '\0';
+        /* the last round's saved state, for when its kept sandbox is gone */
+        if (lb_store_round_get(st, id, nround - 1, &prev) != LB_OK)
+            memset(&prev, 0, sizeof prev);
+    }
+    keep_rec krec = {.st = st, .id = id, .max_kept = cfg->followup_max_kept};
+    char round_traj[4300];
+    snprintf(round_traj, sizeof round_traj, "%s/rounds", task_dir);
+    LB_IGNORE(lb_mkdirs(round_traj, 0750)); /* without it the round's trajectory is not kept: logged then */
+    snprintf(round_traj, sizeof round_traj, "%s/rounds/%d.json", task_dir, nround);
+
     lb_sink sink;
     lb_sink_store_init(&sink, st, id);
     lb_loop_opts o = {
@@ -220,12 +296,47 @@ static int run_task(lb_config *cfg, const char *id)
         .sb_interrupt = &g_sb_interrupt,
         .timed_out = &g_timed_out,
         .run_opts = &opts,
+        .round = nround,
+        .history = history,
+        .round_inputs = round_inputs,
+        .kept_id = kept.sandbox_id[0] ? kept.sandbox_id : NULL,
+        .kept_key = kept.lease_key,
+        .fresh = round.fresh,
+        /* llm mode has no sandbox to keep; a task with run options is an
+         * evaluation's run or a rollout's sample, which nobody continues:
+         * keeping (and saving) its sandbox would only cost memory and time */
+        .keep_s = opts.mode == LB_RUN_LLM || (task.options_json && *task.options_json) ||
+                          (task.model && !strcmp(task.model, LB_MODEL_REPLAY_TASK)) /* refuses messages */
+                      ? 0
+                      : cfg->followup_keep_s,
+        .sandbox_made = sandbox_made,
+        .sandbox_keep = sandbox_keep,
+        .sandbox_gone = sandbox_gone,
+        .state_saved = state_saved,
+        .restore_state = prev.state,
+        .round_trajectory_path = round_traj,
+        .sandbox_arg = &krec,
     };
+    if (nround > 1)
+        o.prompt = round.prompt;
     lb_info("task %s: starting (model %s, %s mode, %d turns max)", id, model && *model ? model : "(default)",
             lb_run_mode_name(opts.mode), lim.max_turns);
     rc = lb_agent_run(&o, &sink, &res);
     lb_info("task %s: %s%s%s", id, res.status, res.reason[0] ? ": " : "", res.reason);
     ret = rc == LB_OK ? 0 : 1;
+    /* this round's files, kept for its downloads once later rounds change them */
+    lb_round done;
+    if (opts.mode != LB_RUN_LLM && lb_store_round_get(st, id, nround, &done) == LB_OK) {
+        size_t lost = lb_followup_keep_outputs(task_dir, nround, done.artifacts_json);
+        if (lost)
+            lb_warn("task %s: %zu output%s of round %d not kept for its downloads", id, lost, lost == 1 ? "" : "s",
+                    nround);
+        lb_round_free(&done);
+    }
+    cJSON_Delete(history);
+    cJSON_Delete(round_inputs);
+    lb_round_free(&round);
+    lb_round_free(&prev);
 out:
     lb_loop_result_free(&res);
     lb_task_free(&task);

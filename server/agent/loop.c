@@ -12,6 +12,7 @@
  * (events printed) through lb_sink. */
 #include "agent/agent.h"
 #include "agent/crash.h"
+#include "agent/followup.h"
 #include "agent/plugin_host.h"
 #include "agent/tokens.h"
 #include "agent/tool_names.h"
@@ -107,6 +108,11 @@ typedef struct run {
     lb_task_opts opts;
     int official;               /* tools offered under the official names */
     lb_tool_words words;        /* the tool names the model is told */
+    /* follow-ups: the sandbox is leased (kept after the round) with this key */
+    int leased;
+    char lease_key[40];
+    lb_followup_sandbox how;
+    int n_cut;                  /* earlier tool outputs cut to fit the conversation */
 } run;
 
 static void emit(run *r, const char *type, cJSON *data)
@@ -241,21 +247,164 @@ static int official_layout(run *r)
     return rc;
 }
 
+/* The lease of a sandbox while a round uses it: the round's own time
+ * limit and the way out after it (outputs, the recorded end), so that it
+ * never runs out under a running round; kept after it for keep_s. */
+static int round_lease_s(const run *r)
+{
+    int64_t s = (int64_t)r->timeout_s + r->o->cfg->task_deadline_grace_s + 60;
+    return s > 86400 ? 86400 : (int)s;
+}
+
+/* A later round's sandbox, adopted or restored: the round's new inputs
+ * beside the earlier ones, and the last round's answer.txt removed (this
+ * round's answer must be its own). */
+static int prepare_round(run *r, char *err, size_t errsz)
+{
+    size_t n = 0;
+    int rc = lb_followup_copy_inputs(r->conn, r->sb_id, r->o->input_dir, r->o->round_inputs,
+                                     lb_layout_input_dir(r->opts.layout), &n, err, errsz);
+    lbsb_exec_out out;
+    memset(&out, 0, sizeof out);
+    if (rc == LB_OK)
+        rc = lbsb_exec(r->conn, r->sb_id, "rm -f " SB_ANSWER, 30000, &out, err, errsz);
+    lbsb_exec_out_free(&out);
+    return rc;
+}
+
+/* Creates the round's sandbox from spec (with a lease when the task keeps
+ * its sandbox between rounds: r->lease_key gets its key). */
+static int create_sandbox(run *r, lbsb_spec *spec, char *err, size_t errsz)
+{
+    const lb_config *cfg = r->o->cfg;
+    const lb_loop_opts *o = r->o;
+    spec->image = o->image && *o->image ? o->image : cfg->default_image;
+    spec->network = o->network && *o->network ? o->network : NULL;
+    spec->memory_mib = cfg->sandbox_memory_mib;
+    spec->pids = cfg->sandbox_pids;
+    spec->lease_s = o->keep_s > 0 ? round_lease_s(r) : 0;
+    int rc = spec->lease_s ? lbsb_create_leased(r->conn, spec, r->sb_id, sizeof r->sb_id, r->lease_key,
+                                                sizeof r->lease_key, err, errsz)
+                           : lbsb_create(r->conn, spec, r->sb_id, sizeof r->sb_id, err, errsz);
+    if (rc != LB_OK)
+        r->sb_id[0] = '\0';
+    r->leased = rc == LB_OK && spec->lease_s > 0;
+    return rc;
+}
+
+/* A later round: adopts the last round's sandbox (kept: everything as it
+ * was), copying the round's new inputs in. LB_OK when adopted;
+ * LB_E_NOTFOUND when it is gone (its keep time passed, the machine
+ * restarted) or was not kept. A fresh=1 round destroys the old one. */
+static int adopt_kept(run *r, char *err, size_t errsz)
+{
+    const lb_loop_opts *o = r->o;
+    if (!o->kept_id || !*o->kept_id || !o->kept_key)
+        return LB_E_NOTFOUND;
+    int rc = lbsb_adopt(r->conn, o->kept_id, o->kept_key, round_lease_s(r), err, errsz);
+    if (rc != LB_OK)
+        return rc == LB_E_CANCELLED ? rc : LB_E_NOTFOUND;
+    snprintf(r->sb_id, sizeof r->sb_id, "%s", o->kept_id);
+    if (o->fresh) {
+        /* its memory is not held for a sandbox nobody will use again */
+        LB_IGNORE(lbsb_destroy(r->conn, r->sb_id, err, errsz)); /* the lease runs out otherwise */
+        r->sb_id[0] = '\0';
+        return LB_E_NOTFOUND;
+    }
+    r->leased = 1;
+    snprintf(r->lease_key, sizeof r->lease_key, "%s", o->kept_key);
+    r->how = LB_FOLLOWUP_KEPT;
+    /* kept frozen between rounds: no CPU while nobody talks to it */
+    rc = lbsb_thaw(r->conn, r->sb_id, err, errsz);
+    return rc == LB_OK ? prepare_round(r, err, errsz) : rc;
+}
+
+/* A later round whose kept sandbox is gone: a new one from the state
+ * saved at the end of the last round. LB_OK; LB_E_NOTFOUND (no such
+ * state: not saved, or removed by its age limit) or LB_E_INVAL (damaged),
+ * err saying why; else the sandbox's error. */
+static int restore_state(run *r, char *err, size_t errsz)
+{
+    lbsb_spec spec = {.restore = r->o->restore_state};
+    int rc = create_sandbox(r, &spec, err, errsz);
+    if (rc != LB_OK)
+        return rc;
+    r->how = LB_FOLLOWUP_RESTORED;
+    return prepare_round(r, err, errsz) == LB_OK ? LB_OK : LB_E_SANDBOX;
+}
+
+/* A fresh sandbox of a later round gets the last round's outputs. */
+static int fresh_outputs(run *r, char *err, size_t errsz)
+{
+    const lb_config *cfg = r->o->cfg;
+    size_t copied = 0, skipped = 0;
+    int rc = lb_followup_copy_tree(r->conn, r->sb_id, r->o->output_dir, SB_OUTPUT,
+                                   cfg->max_output_files > 0 ? (size_t)cfg->max_output_files : 10000,
+                                   cfg->max_output_bytes ? cfg->max_output_bytes : (1024ull << 20), &copied,
+                                   &skipped, err, errsz);
+    lbsb_exec_out out;
+    memset(&out, 0, sizeof out);
+    if (rc == LB_OK)
+        rc = lbsb_exec(r->conn, r->sb_id, "rm -f " SB_ANSWER, 30000, &out, err, errsz);
+    lbsb_exec_out_free(&out);
+    if (rc == LB_OK && skipped) {
+        char note[200];
+        snprintf(note, sizeof note, "%zu file%s of the last round's outputs were not copied into the fresh "
+                 "sandbox (symlinks, special files, or over the output caps).", skipped, skipped == 1 ? "" : "s");
+        emit_error(r, note);
+    }
+    return rc;
+}
+
 static int start_sandbox(run *r)
 {
     const lb_config *cfg = r->o->cfg;
+    const lb_loop_opts *o = r->o;
+    int round = o->round > 1 ? o->round : 1;
     char err[1024] = "";
     int64_t t0 = lb_mono_ms();
-    int rc = lbsb_connect(cfg->sandboxd_socket, r->o->sb_interrupt, &r->conn, err, sizeof err);
-    if (rc == LB_OK) {
-        lbsb_spec spec = {
-            .image = r->o->image && *r->o->image ? r->o->image : cfg->default_image,
-            .network = r->o->network && *r->o->network ? r->o->network : NULL,
-            .memory_mib = cfg->sandbox_memory_mib,
-            .pids = cfg->sandbox_pids,
-            .input_dir = r->o->input_dir,
-        };
-        rc = lbsb_create(r->conn, &spec, r->sb_id, sizeof r->sb_id, err, sizeof err);
+    int rc = lbsb_connect(cfg->sandboxd_socket, o->sb_interrupt, &r->conn, err, sizeof err);
+    int adopted = 0;
+    if (rc == LB_OK && round > 1) {
+        rc = adopt_kept(r, err, sizeof err);
+        if (rc == LB_E_NOTFOUND && !o->fresh && o->restore_state && *o->restore_state)
+            rc = restore_state(r, err, sizeof err);
+        if ((rc == LB_E_NOTFOUND || rc == LB_E_INVAL) && !o->fresh) {
+            /* the answer of the round says so, and what to do */
+            r->res->usage.sandbox_ms = lb_mono_ms() - t0;
+            int damaged = rc == LB_E_INVAL;
+            set_final(r, LB_TASK_FAILED, damaged ? "the saved state of the earlier rounds is damaged: %s"
+                                                 : "the sandbox of the earlier rounds is gone, and no saved state "
+                                                   "of it exists%s", damaged ? err : "");
+            free(r->res->answer);
+            char text[1400];
+            snprintf(text, sizeof text,
+                     "%s, so files, installed packages and the shell's state cannot be restored. Send your "
+                     "message again with fresh=1 (\"Continue in a fresh sandbox\") to go on in a fresh sandbox "
+                     "with the files only: the input files and the last round's outputs.",
+                     damaged ? "The saved state of the earlier rounds is damaged"
+                             : "The sandbox of the earlier rounds is gone (it is kept only a while after a round, "
+                               "followup_keep_s) and no saved state of it exists (it was not saved, was over its "
+                               "cap, or was removed by its age limit)");
+            r->res->answer = strdup(text);
+            return LB_E_NOTFOUND;
+        }
+        adopted = rc == LB_OK;
+        if (rc == LB_E_NOTFOUND)
+            rc = LB_OK;
+    }
+    if (rc == LB_OK && !adopted) {
+        lbsb_spec spec = {.input_dir = o->input_dir};
+        rc = create_sandbox(r, &spec, err, sizeof err);
+        r->how = round > 1 ? LB_FOLLOWUP_FRESH : LB_FOLLOWUP_NEW;
+        if (rc == LB_OK && o->sandbox_made)
+            o->sandbox_made(o->sandbox_arg, r->sb_id, r->leased ? r->lease_key : "",
+                            lb_followup_sandbox_name(r->how));
+        if (rc == LB_OK && round > 1)
+            rc = fresh_outputs(r, err, sizeof err);
+    } else if (adopted && o->sandbox_made) {
+        /* kept, or restored from the last round's state */
+        o->sandbox_made(o->sandbox_arg, r->sb_id, r->leased ? r->lease_key : "", lb_followup_sandbox_name(r->how));
     }
     r->res->usage.sandbox_ms = lb_mono_ms() - t0;
     if (rc != LB_OK) {
@@ -272,7 +421,39 @@ static int start_sandbox(run *r)
         set_final(r, LB_TASK_FAILED, "out of memory");
         return LB_E_NOMEM;
     }
-    return r->opts.layout == LB_LAYOUT_OFFICIAL ? official_layout(r) : LB_OK;
+    return r->opts.layout == LB_LAYOUT_OFFICIAL && r->how != LB_FOLLOWUP_KEPT ? official_layout(r) : LB_OK;
+}
+
+/* A later round's conversation: the earlier rounds' messages, made to fit
+ * (lb_followup_fit). 0 when there is none to continue (then the round
+ * starts from its own prompt, as a task does). */
+static int take_history(run *r)
+{
+    if (r->o->round <= 1 || !cJSON_GetArraySize(r->o->history))
+        return 0;
+    cJSON *h = cJSON_Duplicate(r->o->history, 1);
+    if (!h)
+        return 0;
+    r->n_cut = lb_followup_fit(h, r->budget);
+    cJSON_Delete(r->messages);
+    r->messages = h;
+    return 1;
+}
+
+/* The message that opens a later round, once its sandbox is known. */
+static int add_opening(run *r)
+{
+    char *text = lb_followup_opening(r->o->round, r->o->prompt, r->o->round_inputs, r->how, r->n_cut,
+                                     r->o->max_turns, r->words.finish);
+    char *clean = text ? lb_utf8_sanitize(text, strlen(text), NULL) : NULL;
+    free(text);
+    if (!clean) {
+        set_final(r, LB_TASK_FAILED, "out of memory while building the prompts");
+        return LB_E_NOMEM;
+    }
+    cJSON_AddItemToArray(r->messages, msg("user", clean));
+    free(clean);
+    return LB_OK;
 }
 
 /* ---- one turn ----------------------------------------------------------- */
@@ -472,7 +653,11 @@ static void loop(run *r)
         /* ids are how observations find their call: make them present and unique */
         for (size_t i = 0; i < rep.n_calls; i++) {
             char id[64];
-            snprintf(id, sizeof id, "call_%d_%zu", turn, i);
+            /* unique across the rounds of a conversation too */
+            if (r->o->round > 1)
+                snprintf(id, sizeof id, "call_r%d_%d_%zu", r->o->round, turn, i);
+            else
+                snprintf(id, sizeof id, "call_%d_%zu", turn, i);
             int dup = 0;
             for (size_t k = 0; k < i && rep.calls[i].id; k++)
                 dup |= rep.calls[k].id && !strcmp(rep.calls[k].id, rep.calls[i].id);
@@ -895,6 +1080,13 @@ static void finalize(run *r)
         cJSON_AddNumberToObject(t, "tools_ms", (double)r->res->usage.tools_ms);
         int trc = lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
                                 r->res->answer, &r->res->usage, t);
+        if (trc == LB_OK && r->o->round_trajectory_path) {
+            /* the conversation as at the end of this round, for a fork from it */
+            unlink(r->o->round_trajectory_path);
+            if (link(r->o->trajectory_path, r->o->round_trajectory_path) != 0)
+                lb_warn("task %s: this round's trajectory is not kept for a fork: %s", r->o->task_id,
+                        strerror(errno));
+        }
         if (trc == LB_OK && r->res->usage.tokens_capture) {
             /* the compact form of the same arrays, for trainers */
             int krc = lb_tokens_write_beside(r->o->trajectory_path, r->traj.turns);
@@ -912,8 +1104,55 @@ static void finalize(run *r)
     }
 }
 
+/* A leased sandbox that still works is kept keep_s for the next round
+ * (its lease renewed to that, and the task's record saying until when),
+ * within followup_max_kept; otherwise it is destroyed here, before the
+ * end is recorded, so the page never offers a sandbox that is gone. */
+static void keep_sandbox(run *r)
+{
+    const lb_loop_opts *o = r->o;
+    if (!r->conn || !r->sb_id[0] || !r->leased)
+        return;
+    char err[512] = "";
+    int alive = r->ctx && !lb_ctx_sandbox_lost(r->ctx, NULL);
+    if (alive && o->keep_s > 0) {
+        /* the state at the end of this round: what the next round restores
+         * once the kept sandbox is gone, and what a fork from this round
+         * starts from */
+        char state[80];
+        uint64_t bytes = 0, files = 0;
+        lb_followup_state_name(o->task_id, o->round > 1 ? o->round : 1, state, sizeof state);
+        int src = lbsb_save(r->conn, r->sb_id, state, 0, &bytes, &files, err, sizeof err);
+        if (src == LB_OK && o->state_saved)
+            o->state_saved(o->sandbox_arg, state, bytes);
+        else if (src != LB_OK) {
+            char note[800];
+            snprintf(note, sizeof note, "The sandbox's state was not saved (%s): a follow-up continues in this "
+                     "sandbox while it is kept (%d s), after that with the files only.", err, o->keep_s);
+            emit_error(r, note);
+        }
+        /* no CPU while it waits; its memory stays, counted in followup_max_kept */
+        if (lbsb_freeze(r->conn, r->sb_id, err, sizeof err) != LB_OK)
+            lb_warn("task %s: the kept sandbox could not be frozen (it waits running): %s", o->task_id, err);
+    }
+    int rc = alive && o->keep_s > 0 ? lbsb_renew(r->conn, r->sb_id, o->keep_s, err, sizeof err) : LB_E_SANDBOX;
+    if (rc == LB_OK && o->sandbox_keep)
+        rc = o->sandbox_keep(o->sandbox_arg, o->keep_s);
+    if (rc == LB_OK) {
+        r->sb_id[0] = '\0'; /* kept: closing the connection leaves it waiting for the next round */
+        return;
+    }
+    if (rc == LB_E_BUSY)
+        emit_error(r, "The sandbox is not kept for a follow-up: the service already keeps as many as it may "
+                      "(followup_max_kept). A next message continues in a fresh sandbox with the files only.");
+    LB_IGNORE(lbsb_destroy(r->conn, r->sb_id, err, sizeof err)); /* its lease runs out otherwise */
+    r->sb_id[0] = '\0';
+    if (o->sandbox_gone)
+        o->sandbox_gone(o->sandbox_arg);
+}
+
 /* The end of every run: final status, outputs, trajectory, the recorded
- * end, the sandbox destroyed. */
+ * end, the sandbox destroyed (or kept, keep_sandbox). */
 static int end_run(run *r)
 {
     char err[512];
@@ -923,6 +1162,7 @@ static int end_run(run *r)
     if (res_status(r) != LB_TASK_SUCCEEDED && res_status(r) != LB_TASK_CANCELLED && r->res->reason[0])
         lb_debug("task %s failed: %s", r->o->task_id, r->res->reason);
     finalize(r);
+    keep_sandbox(r);
     int rc = LB_OK;
     if (r->sink->finish)
         rc = r->sink->finish(r->sink->arg, r->res->status, r->res->reason[0] ? r->res->reason : NULL,
@@ -1053,9 +1293,14 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
                      conf) != LB_OK)
         lb_warn("task %s: out of memory: no trajectory is written", o->task_id);
     cJSON_Delete(conf);
-    if (build_prompts(&r) != LB_OK)
+    if (r.traj.root && o->round > 1)
+        cJSON_AddNumberToObject(r.traj.root, "round", o->round);
+    int resumed = take_history(&r);
+    if (!resumed && build_prompts(&r) != LB_OK)
         goto end;
     if (start_sandbox(&r) != LB_OK)
+        goto end;
+    if (resumed && add_opening(&r) != LB_OK)
         goto end;
     {
         /* the page shows "starting the sandbox" until this one */

@@ -74,6 +74,28 @@ static cJSON *normalize(const char *shown, int idx, const cJSON *m, const cJSON 
     return s;
 }
 
+/* Removes the finish calls ("finish", or "submit" under the official
+ * names) of every step but the last, and a step left with no call and
+ * no text. */
+static void drop_early_finishes(cJSON *steps)
+{
+    int n = cJSON_GetArraySize(steps);
+    for (int i = n - 2; i >= 0; i--) {
+        cJSON *st = cJSON_GetArrayItem(steps, i);
+        cJSON *calls = cJSON_GetObjectItemCaseSensitive(st, "tool_calls");
+        for (int k = cJSON_GetArraySize(calls) - 1; k >= 0; k--) {
+            const char *name = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(calls, k),
+                                                                                  "function"), "name"));
+            if (name && (!strcmp(name, "finish") || !strcmp(name, "submit")))
+                cJSON_DeleteItemFromArray(calls, k);
+        }
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "content"));
+        if (!cJSON_GetArraySize(calls) && (!text || !*text))
+            cJSON_DeleteItemFromArray(steps, i);
+    }
+}
+
 int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz)
 {
     *steps = NULL;
@@ -144,6 +166,11 @@ int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz)
         cJSON_AddItemToArray(out, s);
         n++;
     }
+    /* a conversation of several rounds (issue 14) plays back as one run:
+     * the finish calls that ended its earlier rounds would end it early */
+    const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(root, "round");
+    if (rc == LB_OK && cJSON_IsNumber(rounds) && rounds->valueint > 1)
+        drop_early_finishes(out);
     cJSON_Delete(root);
     if (rc == LB_OK && n == 0) {
         snprintf(err, errsz, "The replay file %s holds no assistant messages.", path);

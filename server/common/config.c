@@ -301,6 +301,11 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_pids", "LLMBOX_SANDBOX_PIDS", sandbox_pids, 512, 16, 1 << 22),
     KEY_STR("image", "LLMBOX_IMAGE", default_image, "default"),
     KEY_INT("bash_soft_timeout_s", "LLMBOX_BASH_SOFT_TIMEOUT_S", bash_soft_timeout_s, 10, 1, 86400),
+    /* follow-ups (issue 14): a task's sandbox kept between rounds, and how
+     * many may be kept across the machine at once (a count: each holds its
+     * sandbox_memory_mib at most) */
+    KEY_INT("followup_keep_s", "LLMBOX_FOLLOWUP_KEEP_S", followup_keep_s, 600, 0, 86400),
+    KEY_INT("followup_max_kept", "LLMBOX_FOLLOWUP_MAX_KEPT", followup_max_kept, 16, 0, 65536),
     /* each sandbox holds ~5 fds in sandboxd: it raises RLIMIT_NOFILE to fit */
     KEY_INT("sandbox_max", "LLMBOX_SANDBOX_MAX", sandbox_max, 1024, 1, 65536),
     KEY_INT("sandbox_max_per_conn", "LLMBOX_SANDBOX_MAX_PER_CONN", sandbox_max_per_conn, 32, 1, 65536),
@@ -332,6 +337,10 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("pool_images", "LLMBOX_POOL_IMAGES", pool_images, ""), /* "": the default image */
     KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
+    /* saved sandbox states (issue 14, sandboxd/sandbox_save.c) */
+    KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),
+    KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 604800, 60,
+            366 * 86400),
     KEY_SECRET("sandbox_api_token", "LLMBOX_SANDBOX_API_TOKEN", sandbox_api_token),
     KEY_INT("sandbox_api_max", "LLMBOX_SANDBOX_API_MAX", sandbox_api_max, 128, 1, 4096),
     KEY_INT("sandbox_api_ttl_s", "LLMBOX_SANDBOX_API_TTL_S", sandbox_api_ttl_s, 3600, 1, 7 * 86400),

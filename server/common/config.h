@@ -138,6 +138,11 @@ typedef struct lb_config {
     char default_image[64];          /* image | LLMBOX_IMAGE, default "default" */
     int bash_soft_timeout_s;         /* bash_soft_timeout_s | LLMBOX_BASH_SOFT_TIMEOUT_S, default 10: a bash
                                         call returns "still running" after this; the command goes on */
+    /* follow-ups (issue 14) */
+    int followup_keep_s;             /* followup_keep_s | LLMBOX_FOLLOWUP_KEEP_S, default 600: a task's sandbox
+                                        is kept this long after a round for the next message (0: never) */
+    int followup_max_kept;           /* followup_max_kept | LLMBOX_FOLLOWUP_MAX_KEPT, default 16: sandboxes kept
+                                        between rounds at once, machine-wide (a count; 0: no cap) */
     int sandbox_max;                 /* sandbox_max | LLMBOX_SANDBOX_MAX, default 1024: sandboxes at once in sandboxd */
     int sandbox_max_per_conn;        /* sandbox_max_per_conn | LLMBOX_SANDBOX_MAX_PER_CONN, default 32: per client connection */
     int sandbox_cpu_milli;           /* sandbox_cpu_milli | LLMBOX_SANDBOX_CPU_MILLI, default 0 (no CPU limit); 1000 = one core */
@@ -167,6 +172,11 @@ typedef struct lb_config {
     char pool_images[256];           /* pool_images | LLMBOX_POOL_IMAGES, default the default image: comma-separated */
     int sandbox_ttl_max_s;           /* sandbox_ttl_max_s | LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
     char network_allow[64];          /* network_allow | LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
+    /* saved sandbox states (issue 14): var/sandboxd/states/ */
+    int sandbox_state_max_mib;       /* sandbox_state_max_mib | LLMBOX_SANDBOX_STATE_MAX_MIB, default 1024: cap of one
+                                        saved state, compressed */
+    int sandbox_state_max_age_s;     /* sandbox_state_max_age_s | LLMBOX_SANDBOX_STATE_MAX_AGE_S, default 7 days:
+                                        older saved states are removed */
     /* The sandbox API for outside clients (/api/sandboxes). */
     char sandbox_api_token[256];     /* sandbox_api_token | LLMBOX_SANDBOX_API_TOKEN; "" = the API answers 403.
                                         Never logged; removed from the web's environment

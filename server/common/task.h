@@ -86,6 +86,7 @@ typedef struct lb_task {
     int pid;                    /* 0: none */
     int turns;
     int64_t prompt_tokens, completion_tokens;
+    int round;                  /* the current round of the conversation, 1 first (store_round.h) */
 } lb_task;
 
 /* What the stored task asked for, as lb_task_limits_of takes it. */

@@ -349,7 +349,8 @@ int lbsb_create_leased(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t
             (spec->disk_mib > 0 && !cJSON_AddNumberToObject(req, "disk_mib", spec->disk_mib)) ||
             (spec->network && !cJSON_AddStringToObject(req, "network", spec->network)) ||
             (spec->ttl_s > 0 && !cJSON_AddNumberToObject(req, "ttl_s", spec->ttl_s)) ||
-            (spec->lease_s > 0 && !cJSON_AddNumberToObject(req, "lease_s", spec->lease_s))) {
+            (spec->lease_s > 0 && !cJSON_AddNumberToObject(req, "lease_s", spec->lease_s)) ||
+            (spec->restore && !cJSON_AddStringToObject(req, "restore", spec->restore))) {
             cJSON_Delete(req);
             req = NULL;
         }
@@ -664,15 +665,21 @@ int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_
     return LB_OK;
 }
 
-int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+/* {id} -> {}: destroy, and issue 14's freeze and thaw */
+static int lbsb_simple(lbsb_conn *c, const char *op, const char *id, char *errbuf, size_t errsz)
 {
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc)
         return rc;
     cJSON *resp;
-    rc = lbsb_call(c, lbsb_req("destroy", id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    rc = lbsb_call(c, lbsb_req(op, id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
     cJSON_Delete(resp);
     return rc;
+}
+
+int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+{
+    return lbsb_simple(c, "destroy", id, errbuf, errsz);
 }
 
 int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz)
@@ -725,4 +732,107 @@ int lbsb_adopt(lbsb_conn *c, const char *id, const char *key, int lease_s, char 
         return LB_E_INVAL;
     }
     return lbsb_lease_call(c, "adopt", id, key, lease_s, errbuf, errsz);
+}
+
+/* ---- a sandbox's state (issue 14) ------------------------------------------ */
+
+int lbsb_freeze(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+{
+    return lbsb_simple(c, "freeze", id, errbuf, errsz);
+}
+
+int lbsb_thaw(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+{
+    return lbsb_simple(c, "thaw", id, errbuf, errsz);
+}
+
+static int lbsb_check_state(const char *state, char *errbuf, size_t errsz)
+{
+    if (lbsd_state_name_valid(state))
+        return LB_OK;
+    lbsb_err(errbuf, errsz, "a saved state's name must match [a-z0-9_-]{1,64}");
+    return LB_E_INVAL;
+}
+
+static uint64_t lbsb_u64(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 1.8e19 ? (uint64_t)v->valuedouble : 0;
+}
+
+int lbsb_save(lbsb_conn *c, const char *id, const char *state, int max_mib, uint64_t *bytes,
+              uint64_t *files, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc || (rc = lbsb_check_state(state, errbuf, errsz)))
+        return rc;
+    cJSON *req = lbsb_req("save", id);
+    if (req && (!cJSON_AddStringToObject(req, "state", state) ||
+                (max_mib > 0 && !cJSON_AddNumberToObject(req, "max_mib", max_mib)))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (bytes)
+        *bytes = lbsb_u64(resp, "bytes");
+    if (files)
+        *files = lbsb_u64(resp, "files");
+    cJSON_Delete(resp);
+    return LB_OK;
+}
+
+int lbsb_state_delete(lbsb_conn *c, const char *state, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_state(state, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *req = lbsb_req("state_delete", NULL);
+    if (req && !cJSON_AddStringToObject(req, "state", state)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lbsb_state_list(lbsb_conn *c, lbsb_state **out, size_t *n, char *errbuf, size_t errsz)
+{
+    *out = NULL;
+    *n = 0;
+    cJSON *resp;
+    int rc = lbsb_call(c, lbsb_req("state_list", NULL), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(resp, "states");
+    int cnt = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
+    lbsb_state *v = cnt > 0 ? calloc((size_t)cnt, sizeof *v) : NULL;
+    if (cnt > 0 && !v) {
+        cJSON_Delete(resp);
+        lbsb_err(errbuf, errsz, "out of memory");
+        return LB_E_NOMEM;
+    }
+    size_t k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "state");
+        if (k >= (size_t)cnt || !cJSON_IsString(name) || !lbsd_state_name_valid(name->valuestring))
+            continue; /* a daemon's answer we cannot use is left out, not trusted */
+        snprintf(v[k].name, sizeof v[k].name, "%s", name->valuestring);
+        v[k].bytes = lbsb_u64(e, "bytes");
+        v[k].mtime = (int64_t)lbsb_u64(e, "mtime");
+        k++;
+    }
+    cJSON_Delete(resp);
+    if (!k) {
+        free(v);
+        v = NULL;
+    }
+    *out = v;
+    *n = k;
+    return LB_OK;
 }

@@ -72,6 +72,14 @@ typedef enum lbsd_op {
      * adopt {id, key, lease_s?} -> {id, lease_s, ttl_s?}. */
     LBSD_OP_RENEW,
     LBSD_OP_ADOPT,
+    /* A sandbox's state (issue 14; include/llmbox/sandbox.h): freeze {id},
+     * thaw {id}, save {id, state, max_mib?}, state_delete {state},
+     * state_list {}; and create's "restore". */
+    LBSD_OP_FREEZE,
+    LBSD_OP_THAW,
+    LBSD_OP_SAVE,
+    LBSD_OP_STATE_DELETE,
+    LBSD_OP_STATE_LIST,
 } lbsd_op;
 
 /* network modes of a sandbox */
@@ -92,6 +100,8 @@ int lbsd_network_parse(const char *s); /* -1 if unknown */
 #define LBSD_READ_MAX (LLMBOX_RPC_MAX_FRAME - 1024)
 #define LBSD_LIST_MAX_DEPTH 32
 #define LBSD_LIST_MAX_ENTRIES 100000
+#define LBSD_STATE_NAME_MAX 64       /* saved state names: [a-z0-9_-]{1,64} (issue 14) */
+#define LBSD_STATE_MAX_MIB (1 << 20) /* a save's max_mib: the configuration caps it lower */
 
 /* A validated request. String fields point into `json`, which it owns. */
 typedef struct lbsd_req {
@@ -123,6 +133,10 @@ typedef struct lbsd_req {
     int max_depth;
     size_t max_entries;
     int has_data;                    /* a binary frame follows */
+    /* saved states (issue 14) */
+    const char *state;               /* save, state_delete: its name; create: "restore", the state
+                                        the new sandbox starts from (NULL: none) */
+    int max_mib;                     /* save: cap of the compressed state; 0: the daemon's */
 } lbsd_req;
 
 /* Parses and validates one request frame. On failure returns LB_E_INVAL (or
@@ -133,6 +147,8 @@ const char *lbsd_op_name(lbsd_op op);
 
 /* True for [a-z0-9_-]{1,32}. */
 int lbsd_image_name_valid(const char *s);
+/* True for [a-z0-9_-]{1,64}: a saved state's name (issue 14). */
+int lbsd_state_name_valid(const char *s);
 /* Turns an absolute sandbox path into a cleaned relative one ("" for "/"). */
 LB_MUST_CHECK int lbsd_sandbox_path(const char *abs, char *out, size_t outsz);
 

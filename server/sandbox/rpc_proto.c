@@ -16,6 +16,9 @@ static const char *const lbsd_op_names[] = {
     [LBSD_OP_WRITE] = "write",   [LBSD_OP_READ] = "read",     [LBSD_OP_LIST] = "list",
     [LBSD_OP_STAT] = "stat",     [LBSD_OP_DESTROY] = "destroy", [LBSD_OP_PING] = "ping",
     [LBSD_OP_INTERRUPT] = "interrupt", [LBSD_OP_RENEW] = "renew", [LBSD_OP_ADOPT] = "adopt",
+    /* a sandbox's state (issue 14) */
+    [LBSD_OP_FREEZE] = "freeze", [LBSD_OP_THAW] = "thaw", [LBSD_OP_SAVE] = "save",
+    [LBSD_OP_STATE_DELETE] = "state_delete", [LBSD_OP_STATE_LIST] = "state_list",
 };
 
 const char *lbsd_op_name(lbsd_op op)
@@ -25,19 +28,30 @@ const char *lbsd_op_name(lbsd_op op)
     return lbsd_op_names[op];
 }
 
-int lbsd_image_name_valid(const char *s)
+/* [a-z0-9_-]{1,max}: the names of images and of saved states */
+static int lbsd_name_valid(const char *s, size_t max)
 {
     if (!s)
         return 0;
     size_t i = 0;
     for (; s[i]; i++) {
         char c = s[i];
-        if (i >= LBSD_IMAGE_MAX)
+        if (i >= max)
             return 0;
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
             return 0;
     }
     return i > 0;
+}
+
+int lbsd_image_name_valid(const char *s)
+{
+    return lbsd_name_valid(s, LBSD_IMAGE_MAX);
+}
+
+int lbsd_state_name_valid(const char *s)
+{
+    return lbsd_name_valid(s, LBSD_STATE_NAME_MAX);
 }
 
 int lbsd_sandbox_path(const char *abs, char *out, size_t outsz)
@@ -159,7 +173,25 @@ static const struct {
     {"read", LBSD_OP_READ},     {"list", LBSD_OP_LIST}, {"stat", LBSD_OP_STAT},
     {"destroy", LBSD_OP_DESTROY}, {"ping", LBSD_OP_PING}, {"interrupt", LBSD_OP_INTERRUPT},
     {"renew", LBSD_OP_RENEW},   {"adopt", LBSD_OP_ADOPT},
+    /* a sandbox's state (issue 14) */
+    {"freeze", LBSD_OP_FREEZE}, {"thaw", LBSD_OP_THAW}, {"save", LBSD_OP_SAVE},
+    {"state_delete", LBSD_OP_STATE_DELETE}, {"state_list", LBSD_OP_STATE_LIST},
 };
+
+/* A saved state's name from member key into req->state (required when need). */
+static int lbsd_get_state(const cJSON *o, const char *key, int need, lbsd_req *req, char *msg, size_t msgsz)
+{
+    int rc = lbsd_get_str(o, key, LBSD_STATE_NAME_MAX, &req->state, msg, msgsz);
+    if (rc)
+        return rc;
+    if (!req->state && !need)
+        return LB_OK;
+    if (!req->state || !lbsd_state_name_valid(req->state)) {
+        lbsd_msg(msg, msgsz, "\"%s\" must be a saved state's name ([a-z0-9_-]{1,64})", key);
+        return LB_E_INVAL;
+    }
+    return LB_OK;
+}
 
 int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size_t msgsz)
 {
@@ -264,6 +296,8 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
             lbsd_msg(msg, msgsz, "\"network\" must be \"none\" or \"nat\"");
             return LB_E_INVAL;
         }
+        if ((rc = lbsd_get_state(o, "restore", 0, req, msg, msgsz)))
+            return rc;
         break;
     case LBSD_OP_EXEC:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
@@ -346,6 +380,24 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
             return rc;
         req->lease_s = (int)d;
         break;
+    /* a sandbox's state (issue 14) */
+    case LBSD_OP_FREEZE:
+    case LBSD_OP_THAW:
+        if ((rc = lbsd_need_id(o, req, msg, msgsz)))
+            return rc;
+        break;
+    case LBSD_OP_SAVE:
+        if ((rc = lbsd_need_id(o, req, msg, msgsz)) || (rc = lbsd_get_state(o, "state", 1, req, msg, msgsz)))
+            return rc;
+        if ((rc = lbsd_get_int(o, "max_mib", 0, LBSD_STATE_MAX_MIB, 0, &d, msg, msgsz)))
+            return rc;
+        req->max_mib = (int)d;
+        break;
+    case LBSD_OP_STATE_DELETE:
+        if ((rc = lbsd_get_state(o, "state", 1, req, msg, msgsz)))
+            return rc;
+        break;
+    case LBSD_OP_STATE_LIST:
     case LBSD_OP_PING:
     case LBSD_OP_NONE:
         break;

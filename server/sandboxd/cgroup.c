@@ -411,6 +411,24 @@ static LB_MUST_CHECK int cg_freeze_kill(const char *dir)
     return LB_OK;
 }
 
+/* issue 14: freeze and thaw (sandbox_freeze.c) */
+int lbsd_cg_freeze(const lbsd_cgroup *cg, int on)
+{
+    if (cg->v2[0])
+        return cg_write(cg->v2, "cgroup.freeze", on ? "1" : "0");
+    if (cg->frz[0])
+        return cg_write(cg->frz, "freezer.state", on ? "FROZEN" : "THAWED");
+    return LB_E_IO;
+}
+
+int lbsd_cg_is_frozen(const lbsd_cgroup *cg)
+{
+    char st[512];
+    if (cg->v2[0])
+        return cg_read(cg->v2, "cgroup.events", st, sizeof st) == LB_OK && strstr(st, "frozen 1") != NULL;
+    return cg->frz[0] && cg_read(cg->frz, "freezer.state", st, sizeof st) == LB_OK && !strncmp(st, "FROZEN", 6);
+}
+
 int lbsd_cg_kill(const lbsd_cgroup *cg)
 {
     if (cg->v2[0]) {

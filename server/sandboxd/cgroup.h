@@ -55,6 +55,12 @@ uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg);
  * meanwhile: v2 cgroup.kill, v1 freeze + kill + thaw. LB_E_IO when there is
  * no such mechanism (the caller falls back to a /proc scan). */
 LB_MUST_CHECK int lbsd_cg_kill(const lbsd_cgroup *cg);
+/* issue 14: freezes (on) or thaws the groups: v2 cgroup.freeze, v1
+ * freezer.state. LB_E_IO (errno set) without a freezer or when refused.
+ * The freezer is asynchronous: lbsd_cg_is_frozen says when it is done. */
+LB_MUST_CHECK int lbsd_cg_freeze(const lbsd_cgroup *cg, int on);
+/* True when the groups say they are frozen. */
+int lbsd_cg_is_frozen(const lbsd_cgroup *cg);
 /* Removes the groups (they must be empty; retried briefly). */
 LB_MUST_CHECK int lbsd_cg_remove(lbsd_cgroup *cg);
 /* Startup: kills what is left in llmbox/<anything> and removes the groups. */

@@ -49,6 +49,7 @@
 
 #define INIT_CTL_FD 3
 #define INIT_IDMAP_FD 4   /* the idmap user namespace (lbsd_init_cfg.idmap_fd), until mounted */
+#define INIT_UPPER_FD LBSD_INIT_UPPER_FD /* sandboxd.h (issue 14) */
 
 static int g_idmap_fd = -1;
 
@@ -326,8 +327,16 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
      * the upper layer is inert. The source names this installation
      * (lbsd_install_tag), which is how stale.c finds a sandbox's processes
      * after a crash of sandboxd. */
+    /* redirect_dir=off (issue 14): a renamed image folder is copied, so
+     * the upper layer alone says what the sandbox holds (a save reads it) */
     init_mount(lbsd_install_tag(), "merged", "overlay", MS_NODEV | MS_NOSUID,
-               "lowerdir=lower,upperdir=upper,workdir=work");
+               "lowerdir=lower,upperdir=upper,workdir=work,redirect_dir=off");
+    /* issue 14: keep the upper dir (INIT_UPPER_FD) for saves */
+    int up = open("upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (up < 0 || (up != INIT_UPPER_FD && dup3(up, INIT_UPPER_FD, O_CLOEXEC) < 0))
+        init_fail("keep the upper dir");
+    if (up != INIT_UPPER_FD)
+        close(up);
     init_proc("merged");
     init_dev("merged", root, cfg->ptys);
     mkdir("merged/tmp", 01777);

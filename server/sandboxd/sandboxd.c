@@ -12,6 +12,8 @@
 #include "sandboxd/cgroup.h"
 #include "sandboxd/filewatch.h"
 #include "sandboxd/hostlimits.h"
+#include "sandboxd/sandbox_restore.h"
+#include "sandboxd/sandbox_save.h"
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/uidslot.h"
 #include "sandboxd/workers.h"
@@ -137,6 +139,14 @@ static lbsd_sandbox *lbsd_find(lbsd_conn *c, const char *id)
     return NULL;
 }
 
+lbsd_sandbox *lbsd_sandbox_by_id(const char *id)
+{
+    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+        if (!strcmp(s->id, id))
+            return s;
+    return NULL;
+}
+
 static void lbsd_unlink_sandbox(lbsd_sandbox *sb)
 {
     for (lbsd_sandbox **pp = &g_sandboxes; *pp; pp = &(*pp)->next) {
@@ -191,7 +201,8 @@ static void lbsd_destroy(lbsd_sandbox *sb)
 /* Creates being made or filled by a worker: they count as sandboxes. */
 static int lbsd_creating(void)
 {
-    return lbsd_workers_inflight(LBSD_JOB_CREATE) + lbsd_workers_inflight(LBSD_JOB_INPUT);
+    return lbsd_workers_inflight(LBSD_JOB_CREATE) + lbsd_workers_inflight(LBSD_JOB_INPUT) +
+           lbsd_restores_inflight(); /* issue 14 */
 }
 
 /* ---- life cycle: TTL reaper, create from the pool, network ------------------ */
@@ -472,8 +483,19 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
                          lbsd_network_name(net), g_cfg->network_allow);
         return;
     }
+    /* issue 14: a state to restore must exist before a sandbox is made for it */
+    char msg[256];
+    if (req->state && lbsd_restore_check(g_cfg, c->uid, req->state, msg, sizeof msg) != LB_OK) {
+        lbsd_reply_error(c, LB_E_NOTFOUND, "%s", msg);
+        return;
+    }
+    /* issue 14: with a restore, the inputs are copied after it (the
+     * restore job does it), so that they land beside the saved files */
+    const char *restore_input = req->state ? req->input_dir : NULL;
+    if (restore_input)
+        req->input_dir = NULL;
     lbsd_sandbox *sb = lbsd_pool_take(req);
-    if (sb && !req->input_dir) {
+    if (sb && !req->input_dir && !req->state) {
         /* a pool hit with nothing to copy: ready for its first command now */
         lbsd_create_finish(c, sb, net, req->ttl_s, req->lease_s);
         return;
@@ -490,7 +512,12 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
     j->uid = c->uid;
     j->gid = c->gid;
     j->net = net;
+    j->state = (void *)restore_input; /* issue 14: into j->req.json, which the job owns */
     c->creating = 1;
+    if (sb && !j->req.input_dir) {
+        lbsd_restore_submit(j); /* issue 14: a pool hit goes straight to its restore */
+        return;
+    }
     lbsd_workers_submit(j);
 }
 
@@ -533,6 +560,11 @@ static void lbsd_jobs_collect(void)
             c = c->next;
         if (c)
             c->creating = 0;
+        /* issue 14: a save is answered here; a restore ends as the create it is */
+        if (j->kind == LBSD_JOB_STATE && !lbsd_state_job_done(j, c && !c->dead ? c : NULL)) {
+            lbsd_job_free(j);
+            continue;
+        }
         if (j->kind == LBSD_JOB_DESTROY) {
             if (c && !c->dead && j->answer == LBSD_ANSWER_OK) {
                 lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
@@ -547,6 +579,11 @@ static void lbsd_jobs_collect(void)
                 lbsd_sandbox_retire(j->sb);
         } else if (j->rc != LB_OK || !j->sb) {
             lbsd_reply_error(c, j->rc ? j->rc : LB_E_SANDBOX, "%s", j->msg);
+        } else if (j->kind != LBSD_JOB_STATE && j->req.state) {
+            /* issue 14: made (and filled): now its saved state */
+            c->creating = 1;
+            lbsd_restore_submit(j);
+            continue;
         } else {
             lbsd_create_finish(c, j->sb, j->net, j->req.ttl_s, j->req.lease_s);
         }
@@ -609,6 +646,10 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         lbsd_renew(c, req);
         return;
     }
+    if (req->op == LBSD_OP_STATE_DELETE || req->op == LBSD_OP_STATE_LIST) {
+        lbsd_state_store_request(g_cfg, c, req); /* issue 14 */
+        return;
+    }
     lbsd_sandbox *sb = lbsd_find(c, req->id);
     if (req->op == LBSD_OP_DESTROY) {
         /* answered once the sandbox is gone (a worker tears it down; the
@@ -630,6 +671,9 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         lbsd_reply_error(c, LB_E_SANDBOX, "sandbox %s is gone: %s", sb->id, sb->gone_why);
         return;
     }
+    /* issue 14: freeze, thaw, save; a frozen sandbox refuses the rest */
+    if (lbsd_state_sandbox_request(g_cfg, c, sb, req))
+        return;
     switch (req->op) {
     case LBSD_OP_EXEC: {
         /* starts a command, or waits for / interrupts the running one;
@@ -905,6 +949,8 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
         t = p;
     if (t >= 0 && (timeout < 0 || t < timeout))
         timeout = t;
+    if (timeout < 0 || timeout > 60000)
+        timeout = 60000; /* issue 14: the saved states' sweep runs once a minute */
     return timeout;
 }
 
@@ -914,6 +960,7 @@ static void lbsd_lifecycle_tick(int64_t now)
 {
     lbsd_reap_expired(now);
     lbsd_filewatch_tick(g_sandboxes, now);
+    lbsd_state_sweep(g_cfg, now); /* issue 14: old saved states */
     lbsd_refill_maybe(lb_mono_ms());
 }
 

@@ -149,6 +149,10 @@ typedef struct lbsd_sandbox {
     uint64_t files_budget;         /* files it may hold in all */
     uint64_t files_held;           /* at the file watch's last count */
     char gone_why[256];            /* why it broke, for the owner ("" : init died) */
+
+    /* its state (issue 14: sandbox_freeze.c, sandbox_save.c) */
+    int frozen;                    /* LBSD_FROZEN_* of sandbox_freeze.h; 0: running */
+    int saving;                    /* a save of it is with a worker */
 } lbsd_sandbox;
 
 #define LBSD_EXPIRED_KEEP 16          /* per connection: ids the reaper took, for clear notfounds */
@@ -189,6 +193,10 @@ void lbsd_reply_error(lbsd_conn *c, int status, const char *fmt, ...)
 /* Clears busy and moves the replies deferred behind an exec to the output.
  * Call right after queuing the exec's own reply. */
 void lbsd_conn_unbusy(lbsd_conn *c);
+
+/* The live sandbox of that id, whichever connection holds it, or NULL
+ * (issue 14: a save's end finds the sandbox it froze). */
+lbsd_sandbox *lbsd_sandbox_by_id(const char *id);
 
 /* Tears sb down off the loop (a worker's destroy job; at once when there
  * are no workers). The caller has unlinked it from every list and from its
@@ -317,6 +325,12 @@ typedef struct lbsd_init_cfg {
     int ptys;                      /* devpts max= */
 } lbsd_init_cfg;
 __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl);
+/* Init holds the overlay's upper dir at this fd for the sandbox's life, so
+ * that sandboxd can save it (issue 14, sandbox_save.c opens
+ * /proc/<init>/fd/5): once the old root is detached nothing else reaches
+ * it. The sandbox cannot: init is not dumpable, so its fds need
+ * CAP_SYS_PTRACE over the host. */
+#define LBSD_INIT_UPPER_FD 5
 
 /* --- seccomp.c ------------------------------------------------------------ */
 /* Drops capabilities outside the sandbox set (bounding, permitted,

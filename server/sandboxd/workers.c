@@ -33,7 +33,7 @@ static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t w_cv = PTHREAD_COND_INITIALIZER;
 static lbsd_job *w_head, *w_tail;      /* queued, oldest first */
 static lbsd_job *w_done_head, *w_done_tail;
-static int w_inflight[LBSD_JOB_DESTROY + 1];
+static int w_inflight[LBSD_JOB_STATE + 1];
 static int w_stopping;
 static int w_efd = -1;
 static pthread_t w_threads[LBSD_WORKERS_MAX];
@@ -59,6 +59,8 @@ void lbsd_job_free(lbsd_job *job)
     if (!job)
         return;
     lbsd_req_free(&job->req);
+    if (job->state_free)
+        job->state_free(job->state);
     free(job);
 }
 
@@ -86,6 +88,9 @@ static void job_run(lbsd_job *j)
     case LBSD_JOB_DESTROY:
         lbsd_sandbox_destroy(j->sb);
         j->sb = NULL;
+        break;
+    case LBSD_JOB_STATE: /* issue 14 */
+        j->run(j);
         break;
     }
 }

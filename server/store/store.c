@@ -72,6 +72,7 @@ enum {
     Q_METRIC_ADD,
     Q_METRICS_ALL,
     Q_TASK_COUNTS,
+    Q_ROUND_ARTS,
     Q__COUNT
 };
 
@@ -93,10 +94,14 @@ static const char *const lb_sql[Q__COUNT] = {
                       " finished_ms = ?5 WHERE id = ?1",
     [Q_TASK_USAGE] = "UPDATE tasks SET turns = ?2, prompt_tokens = ?3, completion_tokens = ?4,"
                      " usage = ?5 WHERE id = ?1",
+    /* turns and tokens: the whole conversation's, summed over its rounds */
     [Q_TASK_GET] = "SELECT id, status, reason, prompt, model, max_turns, created_ms, started_ms,"
-                   " finished_ms, turns, prompt_tokens, completion_tokens, answer, inputs,"
-                   " token_budget, timeout_s, usage, network, image, rerun_of, owner, COALESCE(pid, 0), options"
-                   " FROM tasks WHERE id = ?1",
+                   " finished_ms, COALESCE((SELECT SUM(r.turns) FROM rounds r WHERE r.task_id = tasks.id), turns),"
+                   " COALESCE((SELECT SUM(r.prompt_tokens) FROM rounds r WHERE r.task_id = tasks.id), prompt_tokens),"
+                   " COALESCE((SELECT SUM(r.completion_tokens) FROM rounds r WHERE r.task_id = tasks.id),"
+                   " completion_tokens), answer, inputs,"
+                   " token_budget, timeout_s, usage, network, image, rerun_of, owner, COALESCE(pid, 0), options,"
+                   " round FROM tasks WHERE id = ?1",
     [Q_TASK_LIST] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
                     " FROM tasks ORDER BY created_ms DESC, id DESC LIMIT ?1",
     [Q_TASK_LIST_BEFORE] = "SELECT id, status, substr(prompt, 1, 200), model, created_ms, finished_ms"
@@ -111,7 +116,11 @@ static const char *const lb_sql[Q__COUNT] = {
     [Q_TASKS_ACTIVE] = "SELECT id, COALESCE(pid, 0) FROM tasks"
                        " WHERE status IN ('queued', 'running') ORDER BY created_ms",
     [Q_EVENT_NEXT_SEQ] = "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task_id = ?1",
-    [Q_EVENT_INSERT] = "INSERT INTO events(task_id, seq, ts_ms, type, data) VALUES(?1, ?2, ?3, ?4, ?5)",
+    /* every event carries the round it belongs to (schema v9), in its
+     * row and in its data, so a client reading the stream needs no join */
+    [Q_EVENT_INSERT] = "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
+                       " SELECT ?1, ?2, ?3, ?4, CASE WHEN json_valid(?5) AND json_type(?5) = 'object'"
+                       "  THEN json_set(?5, '$.round', t.round) ELSE ?5 END, t.round FROM tasks t WHERE t.id = ?1",
     [Q_EVENTS_AFTER] = "SELECT seq, ts_ms, type, data FROM events"
                        " WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     /* ?1 a JSON array of task ids: one index search per id (the newest
@@ -149,6 +158,11 @@ static const char *const lb_sql[Q__COUNT] = {
                      " ON CONFLICT(name, labels, le) DO UPDATE SET value = value + excluded.value",
     [Q_METRICS_ALL] = "SELECT name, labels, le, value FROM metrics ORDER BY name, labels, le",
     [Q_TASK_COUNTS] = "SELECT status, COUNT(*) FROM tasks GROUP BY status",
+    /* the outputs at the end of the current round, kept with the round
+     * (schema v9) so the page can mark what changed from one to the next */
+    [Q_ROUND_ARTS] = "UPDATE rounds SET artifacts = (SELECT json_group_array(json_object('path', a.path,"
+                     " 'size', a.size, 'sha256', a.sha256)) FROM artifacts a WHERE a.task_id = ?1)"
+                     " WHERE task_id = ?1 AND n = (SELECT round FROM tasks WHERE id = ?1)"
 };
 
 struct lb_store {
@@ -403,7 +417,7 @@ static const char lb_schema_v6[] = "ALTER TABLE tasks ADD COLUMN options TEXT;";
  * Append only: a released migration is never edited. */
 static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3, lb_schema_v4,
                                             lb_schema_v5, lb_schema_v6, lb_schema_v7_evals,
-                                            lb_schema_v8_rollouts};
+                                            lb_schema_v8_rollouts, lb_schema_v9_rounds};
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
@@ -893,6 +907,7 @@ int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
         out->owner = lb_col_dup(st, 20, &bad);
         out->pid = sqlite3_column_int(st, 21);
         out->options_json = lb_col_dup(st, 22, &bad);
+        out->round = sqlite3_column_int(st, 23);
         if (bad)
             rc = LB_E_NOMEM;
     }
@@ -1204,6 +1219,14 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
         if (rc)
             goto out;
     }
+    st = lb_stmt(s, Q_ROUND_ARTS);
+    if (!st) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    lb_bind_text(st, 1, task_id);
+    rc = lb_step_done(s, st, "round artifacts");
+    lb_done(st);
 out:
     rc = lb_end_tx(s, rc);
     return rc;

@@ -31,7 +31,8 @@
 #include "common/status.h"
 #include "common/task.h"
 
-#define LB_STORE_SCHEMA_VERSION 8 /* v7: evaluations (store_eval.h); v8: rollout groups (store_rollout.h) */
+#define LB_STORE_SCHEMA_VERSION 9 /* v7: evaluations (store_eval.h); v8: rollout groups (store_rollout.h);
+                                   * v9: rounds, kept sandboxes, shares (store_round.h) */
 
 typedef struct lb_store lb_store;
 

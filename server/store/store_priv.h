@@ -25,5 +25,7 @@ LB_MUST_CHECK int lb_store_sql_err(lb_store *s, int src, const char *what);
 extern const char lb_schema_v7_evals[];
 /* Schema v8: the rollout groups' tables (store_rollout.c). */
 extern const char lb_schema_v8_rollouts[];
+/* Schema v9: rounds, kept sandboxes, shares (store_round.c). */
+extern const char lb_schema_v9_rounds[];
 
 #endif

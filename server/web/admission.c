@@ -56,22 +56,35 @@ static int lb_admit_take(const lb_config *cfg, lb_admission *a, int keep_free, c
     return LB_OK;
 }
 
+/* A person's request starts: a cleared admission and the user's start
+ * (their limits: answered when refused). */
+static int lb_admit_start(lb_req *r, lb_admission *a)
+{
+    memset(a, 0, sizeof *a);
+    a->ticket.user = -1;
+    return lb_limits_start(r, &a->ticket);
+}
+
+/* No task slot is free: 429, the body drained. */
+static void lb_admit_no_slot(lb_req *r)
+{
+    lb_http_drain(r);
+    lb_http_error(r, 429, NULL,
+                  "The service is already running as many tasks as it may at once (%d); "
+                  "try again when one has finished.",
+                  r->cfg->max_concurrent_tasks);
+}
+
 int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage)
 {
     const lb_config *cfg = r->cfg;
-    memset(a, 0, sizeof *a);
-    a->ticket.user = -1;
-    int rc = lb_limits_start(r, &a->ticket);
+    int rc = lb_admit_start(r, a);
     if (rc != LB_OK)
         return rc; /* the user's own limits: answered */
     char dir[sizeof a->task_dir + 64];
     rc = lb_admit_take(cfg, a, 0, stage, dir, sizeof dir);
     if (rc == LB_E_BUSY) {
-        lb_http_drain(r);
-        lb_http_error(r, 429, NULL,
-                      "The service is already running as many tasks as it may at once (%d); "
-                      "try again when one has finished.",
-                      cfg->max_concurrent_tasks);
+        lb_admit_no_slot(r);
     } else if (rc == LB_E_INTERNAL) {
         lb_http_drain(r);
         lb_http_error(r, 500, NULL, "Could not make a task id.");
@@ -97,6 +110,32 @@ int lb_admit_begin_internal(const lb_config *cfg, int keep_free, lb_admission *a
     return rc;
 }
 
+/* Spawns the agent of stored task id with a's slot; a failed spawn ends
+ * the task (its round) as failed. */
+static void lb_admit_spawn(lb_store *s, lb_admission *a, const char *id, int nice_value)
+{
+    a->committed = 1;
+    int pid = 0;
+    char err[512];
+    a->slot = 0; /* lb_spawn_agent takes the slot over, whatever happens */
+    int rc = lb_spawn_agent(id, &pid, err, sizeof err);
+    if (rc != LB_OK) {
+        lb_error("web: task %s: %s", id, err);
+        char reason[600];
+        snprintf(reason, sizeof reason, "could not start the agent: %s", err);
+        rc = lb_store_task_end(s, id, LB_TASK_FAILED, reason, NULL);
+        if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+            lb_error("web: task %s: cannot record that its agent did not start: %s", id, lb_strerror(rc));
+    } else {
+        if ((rc = lb_store_task_set_pid(s, id, pid)) != LB_OK)
+            lb_warn("web: task %s: cannot record the agent pid: %s", id, lb_strerror(rc));
+        /* background work yields the CPU to people's agents; raising the
+         * nice value of our own uid's process needs no privilege */
+        if (nice_value && setpriority(PRIO_PROCESS, (id_t)pid, nice_value) != 0)
+            lb_warn("web: task %s: cannot lower the agent's priority: %s", id, strerror(errno));
+    }
+}
+
 /* Stores t and spawns its agent with a's slot: LB_OK once stored (a
  * failed spawn ends the task as failed), else the store's status. */
 static int lb_admit_store_spawn(lb_store *s, lb_admission *a, const lb_task_new *t, int nice_value)
@@ -112,26 +151,7 @@ static int lb_admit_store_spawn(lb_store *s, lb_admission *a, const lb_task_new 
     rc = lb_store_task_insert(s, t);
     if (rc != LB_OK)
         return rc;
-    a->committed = 1;
-    int pid = 0;
-    char err[512];
-    a->slot = 0; /* lb_spawn_agent takes the slot over, whatever happens */
-    rc = lb_spawn_agent(t->id, &pid, err, sizeof err);
-    if (rc != LB_OK) {
-        lb_error("web: task %s: %s", t->id, err);
-        char reason[600];
-        snprintf(reason, sizeof reason, "could not start the agent: %s", err);
-        rc = lb_store_task_end(s, t->id, LB_TASK_FAILED, reason, NULL);
-        if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
-            lb_error("web: task %s: cannot record that its agent did not start: %s", t->id, lb_strerror(rc));
-    } else {
-        if ((rc = lb_store_task_set_pid(s, t->id, pid)) != LB_OK)
-            lb_warn("web: task %s: cannot record the agent pid: %s", t->id, lb_strerror(rc));
-        /* background work yields the CPU to people's agents; raising the
-         * nice value of our own uid's process needs no privilege */
-        if (nice_value && setpriority(PRIO_PROCESS, (id_t)pid, nice_value) != 0)
-            lb_warn("web: task %s: cannot lower the agent's priority: %s", t->id, strerror(errno));
-    }
+    lb_admit_spawn(s, a, t->id, nice_value);
     lb_info("web: task %s created%s%s: model %s, max_turns %d, token_budget %lld, timeout %d s, network %s, "
             "image %s", t->id, t->rerun_of ? " again from " : "", t->rerun_of ? t->rerun_of : "",
             t->model ? t->model : "(default)", t->max_turns, (long long)t->token_budget, t->timeout_s,
@@ -177,6 +197,30 @@ int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
     lb_http_json(r, 201, task, extra);
     cJSON_Delete(task);
     return LB_OK;
+}
+
+/* ---- follow-up rounds (issue 14) ---- */
+
+int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id)
+{
+    const lb_config *cfg = r->cfg;
+    int rc = lb_admit_start(r, a);
+    if (rc != LB_OK)
+        return rc; /* the user's own limits: answered */
+    if (lb_spawn_reserve_leaving(0) != LB_OK) {
+        lb_admit_no_slot(r);
+        return LB_E_BUSY;
+    }
+    a->slot = 1;
+    snprintf(a->id, sizeof a->id, "%s", task_id);
+    snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, task_id);
+    snprintf(a->input_dir, sizeof a->input_dir, "%s/input", a->task_dir);
+    return LB_OK;
+}
+
+void lb_admit_spawn_round(lb_store *s, lb_admission *a)
+{
+    lb_admit_spawn(s, a, a->id, 0);
 }
 
 void lb_admit_end(lb_admission *a)

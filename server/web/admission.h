@@ -63,6 +63,15 @@ LB_MUST_CHECK int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new 
 LB_MUST_CHECK int lb_admit_begin_internal(const lb_config *cfg, int keep_free, lb_admission *a, char *err,
                                           size_t errsz);
 LB_MUST_CHECK int lb_admit_commit_internal(lb_store *s, lb_admission *a, const lb_task_new *t);
+/* Follow-up rounds (issue 14, handlers_messages.c): the next round of
+ * an existing task comes in like a new task, without a new id or folder
+ * (a->id and the folders are the task's; dir_made stays 0, so nothing of
+ * the task is ever removed here). begin: the user's start and a task
+ * slot, LB_OK or answered (429). spawn: once lb_store_round_begin has
+ * stored the round, its agent with the held slot (a failed spawn ends
+ * the round as failed); the admission is committed. */
+LB_MUST_CHECK int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id);
+void lb_admit_spawn_round(lb_store *s, lb_admission *a);
 /* Gives back what an admission that made no task holds: the slot, the
  * user's start (a refused request does not count), the folder. Nothing
  * once committed. Safe to call twice, and after a refused begin. */

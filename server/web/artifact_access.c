@@ -136,10 +136,10 @@ int lb_artifact_open_dir(int dfd, const char *rel)
     return fd;
 }
 
-/* Whether base/rel (rel clean) is a regular file reached without crossing
- * any symlink, base included. (nginx checks the same with disable_symlinks;
- * this makes the answer a clear JSON 404 instead of nginx's page.) */
-static int lb_artifact_is_file(const char *base, const char *rel)
+/* lb_artifact_is_file (artifact_access.h): nginx checks the same with
+ * disable_symlinks; this makes the answer a clear JSON 404 instead of
+ * nginx's page. */
+int lb_artifact_is_file(const char *base, const char *rel)
 {
     char dir[LB_PATH_MAX + 1];
     const char *name = strrchr(rel, '/');

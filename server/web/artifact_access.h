@@ -43,6 +43,10 @@ const char *lb_artifact_disposition(const lb_req *r, const char *mime);
 /* Opens the folder rel (clean, "" for dfd itself) under dfd without
  * following any symlink; -1 when it is missing or not a plain folder. */
 int lb_artifact_open_dir(int dfd, const char *rel);
+/* Whether base/rel (rel clean) is a regular file reached without crossing
+ * any symlink, base included (1/0); also for a round's kept files
+ * (handlers_messages.c). */
+int lb_artifact_is_file(const char *base, const char *rel);
 /* Whether some artifact of task id lies under folder/ (clean): a folder
  * bundle is made only of a folder the index lists. LB_OK or the store's
  * error; *found gets the answer. */

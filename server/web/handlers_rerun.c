@@ -109,8 +109,8 @@ static int lb_link_or_copy(int sdir, const char *sbase, int ddir, const char *db
     return rc;
 }
 
-/* Links (or copies) input rel from src_root to dst_root. */
-static int lb_copy_input(int src_root, int dst_root, const char *rel)
+/* Links (or copies) input rel from src_root to dst_root (handlers_rerun.h). */
+int lb_copy_input(int src_root, int dst_root, const char *rel)
 {
     const char *sbase, *dbase;
     int sdir = lb_open_parent(src_root, rel, 0, &sbase);

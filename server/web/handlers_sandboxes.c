@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "llmbox/sandbox.h"
+#include "web/handlers_sandbox_pause.h"
 #include "web/sandbox_leases.h"
 #include "web/sandbox_registry.h"
 #include "web/sandbox_spec.h"
@@ -133,6 +134,7 @@ static void lb_sbx_rpc_error(lb_req *r, lb_sbx *s, int rc, const char *what, con
         lb_http_error(r, 413, NULL, "Cannot %s: %s.", what, err);
         break;
     case LB_E_EXISTS:
+    case LB_E_BUSY: /* issue 14: a paused sandbox, or one being snapshotted */
         lb_http_error(r, 409, NULL, "Cannot %s: %s.", what, err);
         break;
     case LB_E_UNAVAILABLE:
@@ -238,10 +240,20 @@ static int lb_sbx_build(lb_req *r, lb_sbx *s, const lb_sbx_spec *sp)
         /* outlives this web (a restart adopts it: sandbox_leases.h) */
         .lease_s = cfg->sandbox_api_lease_s,
     };
+    /* issue 14: started from a snapshot (handlers_sandbox_pause.c names them) */
+    char state[LB_SNAPSHOT_STATE_MAX];
+    if (sp->snapshot[0]) {
+        lb_snapshot_state_name(sp->snapshot, state, sizeof state);
+        spec.restore = state;
+    }
     char sid[LB_ID_HEX_LEN + 1];
     rc = lbsb_create_leased(s->conn, &spec, sid, sizeof sid, s->lease_key, sizeof s->lease_key, err, sizeof err);
     if (rc == LB_E_UNAVAILABLE && !err[0])
         snprintf(err, sizeof err, "%s", lb_strerror(rc));
+    if (sp->snapshot[0] && (rc == LB_E_NOTFOUND || rc == LB_E_INVAL || rc == LB_E_TOOBIG)) {
+        lb_snapshot_restore_error(r, sp->snapshot, rc, err); /* issue 14: 404, 413 or 422 */
+        return 0;
+    }
     if (rc == LB_E_INVAL || rc == LB_E_NOTFOUND) { /* notfound: no such image */
         lb_http_error(r, 400, NULL, "The sandbox daemon refused the spec: %s.", err);
         return 0;

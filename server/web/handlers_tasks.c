@@ -2,6 +2,8 @@
  * delete, and the artifact index. */
 #include "web/handlers_tasks.h"
 
+#include "web/handlers_messages.h"
+
 #include "web/artifact_access.h"
 #include "web/auth.h"
 #include "web/download_link.h"
@@ -44,22 +46,6 @@
 
 /* ---- POST /api/tasks ---- */
 
-typedef struct lb_upload {
-    const lb_config *cfg;
-    char id[33];
-    char task_dir[LB_CFG_PATH + 64];   /* artifacts/<id> */
-    char input_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/input */
-    char stage_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/.upload: temp files */
-    lb_buf prompt, model, max_turns, token_budget, timeout_s, network, image, unpack;
-    lb_buf *field;      /* the field being read, NULL for a file or an ignored part */
-    int fd;             /* the file being written, -1 if none */
-    char tmp[LB_CFG_PATH + 128];
-    char rel[LB_PATH_MAX + 1];
-    cJSON *inputs;      /* [{path,size}] */
-    size_t nfiles;
-    int http_status;    /* set with msg when a callback refuses */
-    char msg[600];
-} lb_upload;
 
 static int lb_up_fail(lb_upload *u, int status, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -108,6 +94,8 @@ static int lb_up_begin(void *arg, const lb_mp_part *p)
         u->field = &u->image;
     else if (!strcmp(p->name, "unpack"))
         u->field = &u->unpack;
+    else if (!strcmp(p->name, "fresh"))
+        u->field = &u->fresh;
     if (u->field) {
         if (u->field->len)
             return lb_up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
@@ -161,7 +149,13 @@ static int lb_up_end(void *arg, const lb_mp_part *p)
         return lb_up_fail(u, 400, LB_E_INVAL, "The file name \"%s\" is too long.", u->rel);
     snprintf(parent, sizeof parent, "%s", final);
     *strrchr(parent, '/') = '\0';
-    if (lb_mkdirs(parent, 0750) != LB_OK || rename(u->tmp, final) != 0) {
+    /* a follow-up's files land beside the earlier rounds' and never replace one */
+    if (lb_mkdirs(parent, 0750) != LB_OK ||
+        (u->no_replace ? renameat2(AT_FDCWD, u->tmp, AT_FDCWD, final, RENAME_NOREPLACE) : rename(u->tmp, final)) != 0) {
+        if (u->no_replace && errno == EEXIST)
+            return lb_up_fail(u, 409, LB_E_EXISTS,
+                              "An earlier round of this task already has an input file \"%s\"; send the new one "
+                              "under another name.", u->rel);
         if (errno == ENOTDIR || errno == EISDIR || errno == EEXIST)
             return lb_up_fail(u, 400, LB_E_INVAL,
                               "The uploaded file \"%s\" clashes with a folder or file of the same name.", u->rel);
@@ -252,12 +246,10 @@ static int lb_unpacked_file(void *arg, const char *rel, uint64_t size)
     return LB_OK;
 }
 
-/* Replaces every uploaded .zip / .tar.gz / .tgz / .tar in u->inputs by its
- * contents, unpacked next to it (data/x.zip -> data/...). Runs after the
- * whole body is stored, so the "unpack" field may come in any order and an
- * entry that clashes with any uploaded file is caught. *status gets the
- * HTTP status of a failure, msg its sentence. */
-static int lb_unpack_inputs(lb_upload *u, int *status, char *msg, size_t msgsz)
+/* lb_task_upload_unpack (handlers_tasks.h): runs after the whole body is
+ * stored, so the "unpack" field may come in any order and an entry that
+ * clashes with any uploaded file is caught. */
+int lb_task_upload_unpack(lb_upload *u, int *status, char *msg, size_t msgsz)
 {
     const lb_config *cfg = u->cfg;
     lb_unpack_limits lim = {.max_entries = LB_UNPACK_MAX_ENTRIES, .max_bytes = cfg->max_unpack_bytes,
@@ -423,7 +415,7 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
     }
     if (unpack) {
         int status = 0;
-        int rc = lb_unpack_inputs(u, &status, why, sizeof why);
+        int rc = lb_task_upload_unpack(u, &status, why, sizeof why);
         if (rc != LB_OK) {
             if (status == 500)
                 lb_error("web: task %s: unpacking: %s", u->id, why);
@@ -434,26 +426,109 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
     return LB_OK;
 }
 
+void lb_task_upload_init(lb_upload *u, const lb_config *cfg)
+{
+    memset(u, 0, sizeof *u);
+    u->cfg = cfg;
+    u->fd = -1;
+    lb_buf_init(&u->prompt, LB_WEB_PROMPT_MAX);
+    lb_buf_init(&u->model, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->max_turns, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->token_budget, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->timeout_s, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->network, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->image, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->unpack, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->fresh, LB_UPLOAD_SMALL_FIELD);
+}
+
+void lb_task_upload_free(lb_upload *u)
+{
+    if (u->fd >= 0) {
+        close(u->fd);
+        u->fd = -1;
+    }
+    cJSON_Delete(u->inputs);
+    u->inputs = NULL;
+    lb_buf_free(&u->prompt);
+    lb_buf_free(&u->model);
+    lb_buf_free(&u->max_turns);
+    lb_buf_free(&u->token_budget);
+    lb_buf_free(&u->timeout_s);
+    lb_buf_free(&u->network);
+    lb_buf_free(&u->image);
+    lb_buf_free(&u->unpack);
+    lb_buf_free(&u->fresh);
+}
+
+int lb_task_upload_stream(lb_req *r, lb_upload *u, uint64_t max_upload)
+{
+    lb_mp *mp = NULL;
+    char boundary[LB_MP_BOUNDARY_MAX + 1];
+    char *chunk = NULL;
+    int ret = LB_E_INVAL;
+    if (lb_mp_boundary(r->content_type, boundary, sizeof boundary) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 400, NULL, "The Content-Type has no valid multipart boundary.");
+        goto out;
+    }
+    u->inputs = cJSON_CreateArray();
+    chunk = malloc(LB_READ_CHUNK);
+    lb_mp_limits lim = {.max_parts = LB_UPLOAD_MAX_FILES + 16,
+                        .max_header_bytes = LB_UPLOAD_HEADER_MAX,
+                        .max_field_bytes = LB_WEB_PROMPT_MAX,
+                        .max_file_bytes = max_upload,
+                        .max_total_bytes = max_upload};
+    lb_mp_callbacks cb = {lb_up_begin, lb_up_data, lb_up_end};
+    if (!u->inputs || !chunk || lb_mp_new(boundary, &lim, &cb, u, &mp) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 500, NULL, "Out of memory.");
+        goto out;
+    }
+
+    /* Stream the body through the parser; caps are enforced as it comes,
+     * whatever Content-Length said. */
+    int rc = LB_OK;
+    for (;;) {
+        int n = FCGX_GetStr(chunk, LB_READ_CHUNK, r->fcgi->in);
+        if (n <= 0)
+            break;
+        rc = lb_mp_feed(mp, chunk, (size_t)n);
+        if (rc)
+            break;
+    }
+    if (rc == LB_OK)
+        rc = lb_mp_finish(mp);
+    if (rc != LB_OK) {
+        lb_http_drain(r);
+        if (u->http_status)
+            lb_http_error(r, u->http_status, NULL, "%s", u->msg);
+        else if (rc == LB_E_TOOBIG)
+            lb_http_error(r, 413, NULL, "%s", lb_mp_error(mp));
+        else
+            lb_http_error(r, 400, NULL, "%s", lb_mp_error(mp)[0] ? lb_mp_error(mp) : "The upload is malformed.");
+        goto out;
+    }
+    rmdir(u->stage_dir);
+    ret = LB_OK;
+out:
+    if (u->fd >= 0) {
+        close(u->fd);
+        u->fd = -1;
+    }
+    lb_mp_free(mp);
+    free(chunk);
+    return ret;
+}
+
 void lb_h_task_create(lb_req *r)
 {
     const lb_config *cfg = r->cfg;
     lb_upload u;
-    memset(&u, 0, sizeof u);
-    u.cfg = cfg;
-    u.fd = -1;
-    lb_buf_init(&u.prompt, LB_WEB_PROMPT_MAX);
-    lb_buf_init(&u.model, LB_UPLOAD_SMALL_FIELD);
-    lb_buf_init(&u.max_turns, LB_UPLOAD_SMALL_FIELD);
-    lb_buf_init(&u.token_budget, LB_UPLOAD_SMALL_FIELD);
-    lb_buf_init(&u.timeout_s, LB_UPLOAD_SMALL_FIELD);
-    lb_buf_init(&u.network, LB_UPLOAD_SMALL_FIELD);
-    lb_buf_init(&u.image, LB_UPLOAD_SMALL_FIELD);
-    lb_buf_init(&u.unpack, LB_UPLOAD_SMALL_FIELD);
-    lb_mp *mp = NULL;
+    lb_task_upload_init(&u, cfg);
     lb_admission adm = {.ticket = {.user = -1}};
     uint64_t max_upload = lb_limits_upload(r); /* the user's, at most max_upload_mb */
     char boundary[LB_MP_BOUNDARY_MAX + 1];
-    char *chunk = NULL;
 
     if (!lb_mp_is_form_data(r->content_type)) {
         lb_http_drain(r);
@@ -481,44 +556,8 @@ void lb_h_task_create(lb_req *r)
     snprintf(u.task_dir, sizeof u.task_dir, "%s", adm.task_dir);
     snprintf(u.input_dir, sizeof u.input_dir, "%s", adm.input_dir);
     snprintf(u.stage_dir, sizeof u.stage_dir, "%s/.upload", u.task_dir);
-    u.inputs = cJSON_CreateArray();
-    chunk = malloc(LB_READ_CHUNK);
-    lb_mp_limits lim = {.max_parts = LB_UPLOAD_MAX_FILES + 16,
-                        .max_header_bytes = LB_UPLOAD_HEADER_MAX,
-                        .max_field_bytes = LB_WEB_PROMPT_MAX,
-                        .max_file_bytes = max_upload,
-                        .max_total_bytes = max_upload};
-    lb_mp_callbacks cb = {lb_up_begin, lb_up_data, lb_up_end};
-    if (!u.inputs || !chunk || lb_mp_new(boundary, &lim, &cb, &u, &mp) != LB_OK) {
-        lb_http_drain(r);
-        lb_http_error(r, 500, NULL, "Out of memory.");
-        goto out;
-    }
-
-    /* Stream the body through the parser; caps are enforced as it comes,
-     * whatever Content-Length said. */
-    int rc = LB_OK;
-    for (;;) {
-        int n = FCGX_GetStr(chunk, LB_READ_CHUNK, r->fcgi->in);
-        if (n <= 0)
-            break;
-        rc = lb_mp_feed(mp, chunk, (size_t)n);
-        if (rc)
-            break;
-    }
-    if (rc == LB_OK)
-        rc = lb_mp_finish(mp);
-    if (rc != LB_OK) {
-        lb_http_drain(r);
-        if (u.http_status)
-            lb_http_error(r, u.http_status, NULL, "%s", u.msg);
-        else if (rc == LB_E_TOOBIG)
-            lb_http_error(r, 413, NULL, "%s", lb_mp_error(mp));
-        else
-            lb_http_error(r, 400, NULL, "%s", lb_mp_error(mp)[0] ? lb_mp_error(mp) : "The upload is malformed.");
-        goto out;
-    }
-    rmdir(u.stage_dir);
+    if (lb_task_upload_stream(r, &u, max_upload) != LB_OK)
+        goto out; /* answered */
 
     lb_create_fields f;
     if (lb_create_fields_check(r, &u, cfg, &f) != LB_OK)
@@ -549,17 +588,7 @@ out:
     if (adm.committed)
         LB_IGNORE(lb_rmtree(u.stage_dir)); /* the staging dir of a stored task: only disk */
     lb_admit_end(&adm);
-    lb_mp_free(mp);
-    free(chunk);
-    cJSON_Delete(u.inputs);
-    lb_buf_free(&u.prompt);
-    lb_buf_free(&u.model);
-    lb_buf_free(&u.max_turns);
-    lb_buf_free(&u.token_budget);
-    lb_buf_free(&u.timeout_s);
-    lb_buf_free(&u.network);
-    lb_buf_free(&u.image);
-    lb_buf_free(&u.unpack);
+    lb_task_upload_free(&u);
 }
 
 /* ---- GET /api/tasks ---- */
@@ -711,6 +740,7 @@ void lb_h_task_delete(lb_req *r)
         if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
             lb_warn("web: task %s: cannot record its end before deleting it: %s", r->id, lb_strerror(rc));
     }
+    lb_followup_release(cfg, r->store, r->id); /* follow-ups: the sandbox kept between rounds */
     rc = lb_store_task_delete(r->store, r->id);
     if (rc != LB_OK && rc != LB_E_NOTFOUND) {
         lb_http_store_error(r, rc, "delete the task");

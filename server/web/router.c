@@ -13,10 +13,14 @@
 #include "web/handlers_metrics.h"
 #include "web/handlers_rerun.h"
 #include "web/handlers_rollouts.h"
+#include "web/handlers_sandbox_pause.h"
 #include "web/handlers_sandbox_tools.h"
 #include "web/handlers_sandboxes.h"
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
+#include "web/handlers_messages.h"
+#include "web/handlers_share.h"
+#include "web/handlers_fork.h"
 #include "web/handlers_tokens.h"
 #include "web/http.h"
 #include "web/sse.h"
@@ -41,6 +45,12 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_get_file},
     {LB_M_PUT,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_put_file},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/tools/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_tool},
+    /* issue 14: pause, resume, snapshots ({sandbox} of /api/snapshots is the snapshot's id) */
+    {LB_M_POST,   "/api/sandboxes/{sandbox}/pause",         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_pause},
+    {LB_M_POST,   "/api/sandboxes/{sandbox}/resume",        LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_resume},
+    {LB_M_POST,   "/api/sandboxes/{sandbox}/snapshot",      LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_snapshot},
+    {LB_M_GET,    "/api/snapshots",                         LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshots_list},
+    {LB_M_DELETE, "/api/snapshots/{sandbox}",               LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshot_delete},
     {LB_M_ANY,    "/api/sandboxes/{sandbox}/*",             LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_no_route},
     {LB_M_GET,    "/api/health",                            LB_WHO_ANYONE,  "health",          lb_h_health},
     {LB_M_GET,    "/api/session",                           LB_WHO_ANYONE,  "session",         lb_h_session},
@@ -59,6 +69,14 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/tasks/{task}/tokens.jsonl",         LB_WHO_OWNER,   "task_tokens",     lb_h_tokens},
     {LB_M_POST,   "/api/tasks/{task}/cancel",               LB_WHO_OWNER,   "task_cancel",     lb_h_task_cancel},
     {LB_M_POST,   "/api/tasks/{task}/rerun",                LB_WHO_OWNER,   "task_rerun",      lb_h_task_rerun},
+    /* follow-ups (issue 14) */
+    {LB_M_POST,   "/api/tasks/{task}/messages",             LB_WHO_OWNER,   "task_messages",   lb_h_task_message},
+    {LB_M_GET,    "/api/tasks/{task}/rounds/{path}",        LB_WHO_OWNER,   "task_round_file", lb_h_round_artifact},
+    {LB_M_POST,   "/api/tasks/{task}/fork",                 LB_WHO_OWNER,   "task_fork",       lb_h_task_fork},
+    {LB_M_POST,   "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_create},
+    {LB_M_GET,    "/api/tasks/{task}/shares",               LB_WHO_OWNER,   "task_shares",     lb_h_share_list},
+    {LB_M_DELETE, "/api/tasks/{task}/shares/{path}",        LB_WHO_OWNER,   "task_share",      lb_h_share_delete},
+    {LB_M_GET,    "/api/shared/{path}",                     LB_WHO_ANYONE,  "shared",          lb_h_shared_get},
     {LB_M_GET,    "/api/tasks/{task}/artifacts",            LB_WHO_OWNER,   "task_artifacts",  lb_h_artifacts},
     {LB_M_GET,    "/api/tasks/{task}/artifacts/{path}",     LB_WHO_OWNER,   "task_artifact",   lb_h_artifact},
     {LB_M_GET,    "/api/tasks/{task}/bundle.zip",           LB_WHO_OWNER,   "task_bundle",     lb_h_bundle_zip},

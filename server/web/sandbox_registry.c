@@ -259,6 +259,14 @@ void lb_sbx_set_running(lb_sbx *s)
     pthread_mutex_unlock(&lb_reg_mu);
 }
 
+/* issue 14: pause and resume (handlers_sandbox_pause.c) */
+void lb_sbx_set_paused(lb_sbx *s, int paused)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    s->paused = paused;
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
 void lb_sbx_set_error(lb_sbx *s, const char *why)
 {
     pthread_mutex_lock(&lb_reg_mu);
@@ -344,6 +352,8 @@ static cJSON *lb_sbx_json_locked(lb_sbx *s, int with_spec)
              cJSON_AddNumberToObject(o, "ttl_s", s->ttl_s);
     if (ok && s->state == LB_SBX_ERROR)
         ok = cJSON_AddStringToObject(o, "error", s->error) != NULL;
+    if (ok) /* issue 14 */
+        ok = cJSON_AddBoolToObject(o, "paused", s->paused) != NULL;
     if (ok) {
         cJSON *m = s->metadata ? cJSON_Duplicate(s->metadata, 1) : cJSON_CreateObject();
         ok = m && cJSON_AddItemToObject(o, "metadata", m);

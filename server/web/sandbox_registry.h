@@ -61,6 +61,7 @@ typedef struct lb_sbx {
     int tool_busy;              /* a tool call runs (lb_sbx_tool_claim) */
     lb_sbx_state state;
     char error[300];            /* why state is ERROR */
+    int paused;                 /* issue 14: frozen by POST .../pause until .../resume */
     int64_t created_ms, expires_ms;  /* wall clock */
     int64_t deadline_mono;      /* expiry on the monotonic clock */
     int ttl_s;
@@ -110,6 +111,8 @@ void lb_sbx_tool_release(lb_sbx *s);
 /* State changes (registry lock taken inside). */
 void lb_sbx_set_running(lb_sbx *s);
 void lb_sbx_set_error(lb_sbx *s, const char *why);
+/* issue 14: whether the sandbox is paused, for its status object */
+void lb_sbx_set_paused(lb_sbx *s, int paused);
 /* Copies the state and error under the lock. */
 lb_sbx_state lb_sbx_state_of(lb_sbx *s, char *why, size_t whysz);
 

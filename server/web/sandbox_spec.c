@@ -3,6 +3,7 @@
 #include "web/sandbox_spec.h"
 
 #include "common/status.h"
+#include "common/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -392,7 +393,7 @@ static int lb_parse_files(const cJSON *files, lb_sbx_spec *sp, char *msg, size_t
 int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz)
 {
     static const char *const keys[] = {"image", "ttl_s", "workdir", "env", "files", "resources", "network",
-                                       "metadata", NULL};
+                                       "metadata", "snapshot", NULL};
     memset(sp, 0, sizeof *sp);
     if (!cJSON_IsObject(body))
         return lb_fail(msg, msgsz, LB_E_INVAL, "The body must be a JSON object (the sandbox spec).");
@@ -438,6 +439,13 @@ int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, 
         return lb_fail(msg, msgsz, LB_E_INVAL, "\"network\" must be \"none\" (loopback only) or \"nat\" (outbound "
                        "only, if the operator allows it).");
     snprintf(sp->network, sizeof sp->network, "%s", s ? s : "");
+
+    /* issue 14: a snapshot to start from (POST /api/sandboxes/{id}/snapshot) */
+    if ((rc = lb_get_str(body, "snapshot", 64, &s, msg, msgsz)))
+        return rc;
+    if (s && !lb_id_valid(s))
+        return lb_fail(msg, msgsz, LB_E_INVAL, "\"snapshot\" must be a snapshot_id (32 lowercase hex characters).");
+    snprintf(sp->snapshot, sizeof sp->snapshot, "%s", s ? s : "");
 
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(body, "metadata");
     if (!lb_is_null(meta)) {
@@ -504,6 +512,8 @@ cJSON *lb_sbx_spec_echo(const lb_sbx_spec *sp)
              cJSON_AddNumberToObject(res, "pids", sp->pids);
     if (ok)
         ok = cJSON_AddStringToObject(o, "network", sp->network[0] ? sp->network : "none") != NULL;
+    if (ok && sp->snapshot[0]) /* issue 14 */
+        ok = cJSON_AddStringToObject(o, "snapshot", sp->snapshot) != NULL;
     if (!ok) {
         cJSON_Delete(o);
         return NULL;

@@ -51,6 +51,7 @@ typedef struct lb_sbx_spec {
     cJSON *metadata;               /* owned object or NULL */
     lb_sbx_file *files;            /* owned */
     size_t nfiles;
+    char snapshot[33];             /* issue 14: "" or the snapshot (32 hex) it starts from */
 } lb_sbx_spec;
 
 /* Parses a create body. Defaults and limits come from cfg (ttl, memory,

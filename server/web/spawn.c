@@ -246,19 +246,10 @@ int lb_spawn_cancel(const char *id)
     return rc;
 }
 
-int lb_spawn_kill_wait(const char *id, int timeout_ms)
+/* Waits, holding lb_sp_mu, until no agent of task id is registered, up to
+ * timeout_ms: LB_OK or LB_E_TIMEOUT. */
+static int lb_wait_reaped_locked(const char *id, int timeout_ms)
 {
-    pthread_mutex_lock(&lb_sp_mu);
-    lb_child *c = lb_find(id);
-    if (!c) {
-        pthread_mutex_unlock(&lb_sp_mu);
-        return LB_E_NOTFOUND;
-    }
-    c->cancel = 1;
-    if (!c->killed) {
-        c->killed = 1;
-        lb_kill_group(c->pid);
-    }
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += timeout_ms / 1000;
@@ -274,6 +265,32 @@ int lb_spawn_kill_wait(const char *id, int timeout_ms)
             break;
         }
     }
+    return rc;
+}
+
+int lb_spawn_kill_wait(const char *id, int timeout_ms)
+{
+    pthread_mutex_lock(&lb_sp_mu);
+    lb_child *c = lb_find(id);
+    if (!c) {
+        pthread_mutex_unlock(&lb_sp_mu);
+        return LB_E_NOTFOUND;
+    }
+    c->cancel = 1;
+    if (!c->killed) {
+        c->killed = 1;
+        lb_kill_group(c->pid);
+    }
+    int rc = lb_wait_reaped_locked(id, timeout_ms);
+    pthread_mutex_unlock(&lb_sp_mu);
+    return rc;
+}
+
+/* follow-ups (issue 14): one agent per task at a time */
+int lb_spawn_wait_gone(const char *id, int timeout_ms)
+{
+    pthread_mutex_lock(&lb_sp_mu);
+    int rc = lb_wait_reaped_locked(id, timeout_ms);
     pthread_mutex_unlock(&lb_sp_mu);
     return rc;
 }

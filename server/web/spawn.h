@@ -38,6 +38,11 @@ LB_MUST_CHECK int lb_spawn_cancel(const char *id);
 /* SIGKILLs the agent of task id and waits (up to timeout_ms) until it is
  * reaped. LB_E_NOTFOUND when there is none. */
 LB_MUST_CHECK int lb_spawn_kill_wait(const char *id, int timeout_ms);
+/* Follow-ups (issue 14): waits (up to timeout_ms) until the agent of task
+ * id, if any, has been reaped, so that a task's next round never has two
+ * agents (the last round's, still exiting, and its own). LB_OK, or
+ * LB_E_TIMEOUT when one is still there. */
+LB_MUST_CHECK int lb_spawn_wait_gone(const char *id, int timeout_ms);
 /* Attributes every child of the web gets: its own session (setsid),
  * an empty signal mask, default actions for the signals the web blocks or
  * ignores. LB_OK, or LB_E_NOMEM / LB_E_INTERNAL (nothing to destroy). */

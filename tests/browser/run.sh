@@ -17,4 +17,6 @@ python3 test_page.py || rc=1
 python3 test_origin.py || rc=1
 # the Evaluations view: an eval from the form to its summary (about 20 s)
 python3 test_evals_page.py || rc=1
+# follow-ups: the message box, the thread of rounds and its marks (about 10 s)
+python3 test_followups_page.py || rc=1
 exit $rc

@@ -154,6 +154,10 @@ class Stack:
             "LLMBOX_WEB_USER": "llmbox",
             "LLMBOX_LLM_URL": llm_url,
             "LLMBOX_LLM_MODEL": "fake-model",
+            # follow-ups (issue 14) keep a task's sandbox after it ends; the
+            # suites that check nothing is left behind expect the old way:
+            # a test of follow-ups asks for a keep time in env
+            "LLMBOX_FOLLOWUP_KEEP_S": "0",
         })
         for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "LLMBOX_LLM_KEY"):
             self.env.pop(k, None)

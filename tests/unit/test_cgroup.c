@@ -459,6 +459,43 @@ TEST(v1_attach_oom_count_freeze_kill_and_remove)
     }
 }
 
+/* issue 14: freeze and thaw write the freezer; frozen is what the group says */
+TEST(freeze_and_thaw_write_the_freezer)
+{
+    fresh();
+    model_layout_v1("memory pids cpu freezer");
+    lbsd_cgroup cg;
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 0) == LB_OK);
+    CHECK(!lbsd_cg_is_frozen(&cg));
+    CHECK(lbsd_cg_freeze(&cg, 1) == LB_OK && lbsd_cg_is_frozen(&cg));
+    CHECK(lbsd_cg_freeze(&cg, 0) == LB_OK && !lbsd_cg_is_frozen(&cg));
+    CHECK(lbsd_cg_remove(&cg) == LB_OK);
+
+    fresh();
+    model_layout_v2("cpu memory pids");
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 0) == LB_OK);
+    model_log[0] = '\0';
+    CHECK(lbsd_cg_freeze(&cg, 1) == LB_OK);
+    char rel[256];
+    rel_of(rel, sizeof rel, ID1, "cgroup.freeze=1\n");
+    CHECK(logged(rel));
+    /* asynchronous: frozen only once cgroup.events says so */
+    CHECK(!lbsd_cg_is_frozen(&cg));
+    model_put(cg.v2, "cgroup.events", "populated 1\nfrozen 1\n");
+    CHECK(lbsd_cg_is_frozen(&cg));
+    CHECK(lbsd_cg_freeze(&cg, 0) == LB_OK);
+    rel_of(rel, sizeof rel, ID1, "cgroup.freeze=0\n");
+    CHECK(logged(rel));
+    CHECK(lbsd_cg_remove(&cg) == LB_OK);
+
+    /* no freezer at all: the caller stops the processes itself */
+    fresh();
+    model_layout_v1("memory pids cpu");
+    CAPTURE(CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 0) == LB_OK));
+    CHECK(lbsd_cg_freeze(&cg, 1) == LB_E_IO && !lbsd_cg_is_frozen(&cg));
+    CHECK(lbsd_cg_remove(&cg) == LB_OK);
+}
+
 TEST(v1_startup_cleanup_kills_and_removes_stale_groups)
 {
     fresh();
@@ -562,6 +599,7 @@ int main(void)
     RUN(v1_create_writes_the_limits);
     RUN(v1_relimit_keeps_memsw_above_the_limit);
     RUN(v1_attach_oom_count_freeze_kill_and_remove);
+    RUN(freeze_and_thaw_write_the_freezer);
     RUN(v1_startup_cleanup_kills_and_removes_stale_groups);
     RUN(v1_missing_controllers_are_logged);
     RUN(no_tree_means_rlimits_and_a_warning);

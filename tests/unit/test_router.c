@@ -104,6 +104,12 @@ TEST(allow_lists)
         {"/api/tasks/" ID "/tokens.jsonl", "GET, HEAD"},
         {"/api/tasks/" ID "/cancel", "POST"},
         {"/api/tasks/" ID "/rerun", "POST"},
+        {"/api/tasks/" ID "/messages", "POST"},
+        {"/api/tasks/" ID "/fork", "POST"},
+        {"/api/tasks/" ID "/rounds/1/a.txt", "GET, HEAD"},
+        {"/api/tasks/" ID "/shares", "GET, HEAD, POST"},
+        {"/api/tasks/" ID "/shares/" ID, "DELETE"},
+        {"/api/shared/" ID, "GET, HEAD"},
         {"/api/tasks/" ID "/artifacts", "GET, HEAD"},
         {"/api/tasks/" ID "/artifacts/a/b.txt", "GET, HEAD"},
         {"/api/tasks/" ID "/bundle.zip", "GET, HEAD"},
@@ -124,6 +130,12 @@ TEST(allow_lists)
         {"/api/sandboxes/" ID "/exec", "POST"},
         {"/api/sandboxes/" ID "/tools/bash", "POST"},
         {"/api/sandboxes/" ID "/files/tmp/x", "GET, HEAD, PUT"},
+        /* issue 14 */
+        {"/api/sandboxes/" ID "/pause", "POST"},
+        {"/api/sandboxes/" ID "/resume", "POST"},
+        {"/api/sandboxes/" ID "/snapshot", "POST"},
+        {"/api/snapshots", "GET, HEAD"},
+        {"/api/snapshots/" ID, "DELETE"},
         {"/dl/" ID "/a/b.txt", "GET, HEAD"}, /* issue 13 */
     };
     char allow[64];

@@ -213,6 +213,53 @@ TEST(req_refuses_garbage)
     lbsd_req_free(&r);
 }
 
+/* issue 14: freeze, thaw, save, state_delete, state_list and create's restore */
+TEST(req_state_ops)
+{
+    lbsd_req r;
+    char msg[256];
+    CHECK(parse("{\"op\":\"freeze\",\"id\":\"" ID "\"}", &r, msg) == LB_OK && r.op == LBSD_OP_FREEZE);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"thaw\",\"id\":\"" ID "\"}", &r, msg) == LB_OK && r.op == LBSD_OP_THAW);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"save\",\"id\":\"" ID "\",\"state\":\"t-1_a\",\"max_mib\":5}", &r, msg) == LB_OK);
+    CHECK(r.op == LBSD_OP_SAVE && r.max_mib == 5);
+    CHECK_STR(r.state, "t-1_a");
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"state_delete\",\"state\":\"x\"}", &r, msg) == LB_OK && r.op == LBSD_OP_STATE_DELETE);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"state_list\"}", &r, msg) == LB_OK && r.op == LBSD_OP_STATE_LIST && !r.state);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"create\",\"restore\":\"s1\"}", &r, msg) == LB_OK);
+    CHECK_STR(r.state, "s1");
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"create\"}", &r, msg) == LB_OK && !r.state);
+    lbsd_req_free(&r);
+    static const char *const bad[] = {
+        "{\"op\":\"freeze\"}",
+        "{\"op\":\"save\",\"id\":\"" ID "\"}",                           /* no state */
+        "{\"op\":\"save\",\"id\":\"" ID "\",\"state\":\"../x\"}",
+        "{\"op\":\"save\",\"id\":\"" ID "\",\"state\":\"A\"}",
+        "{\"op\":\"save\",\"id\":\"" ID "\",\"state\":\"\"}",
+        "{\"op\":\"save\",\"id\":\"" ID "\",\"state\":\"x\",\"max_mib\":-1}",
+        "{\"op\":\"save\",\"id\":\"" ID "\",\"state\":"
+        "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}", /* 65 */
+        "{\"op\":\"state_delete\"}",
+        "{\"op\":\"create\",\"restore\":\"a/b\"}",
+        "{\"op\":\"create\",\"restore\":7}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char m[256] = "";
+        int rc = parse(bad[i], &r, m);
+        if (rc != LB_E_INVAL || !m[0])
+            printf("  (case %zu: %s -> %d)\n", i, bad[i], rc);
+        CHECK(rc == LB_E_INVAL && m[0]);
+        lbsd_req_free(&r);
+    }
+    CHECK(lbsd_state_name_valid("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")); /* 64 */
+    CHECK(!lbsd_state_name_valid(NULL) && !lbsd_state_name_valid(".") && !lbsd_state_name_valid("a b"));
+}
+
 TEST(image_names)
 {
     CHECK(lbsd_image_name_valid("default"));
@@ -572,6 +619,57 @@ TEST(client_against_fake_daemon)
     unlink(path);
 }
 
+/* issue 14: the state calls put their fields on the wire and read the answers */
+TEST(client_state_calls)
+{
+    char path[108];
+    snprintf(path, sizeof path, "/tmp/llmbox-unit-st-%d.sock", (int)getpid());
+    static const char *const resp[] = {
+        "{\"ok\":true}",
+        "{\"ok\":false,\"error\":\"busy\",\"message\":\"sandbox is frozen\"}",
+        "{\"ok\":true}",
+        "{\"ok\":true,\"state\":\"s1\",\"bytes\":1234,\"files\":7}",
+        "{\"ok\":false,\"error\":\"toobig\",\"message\":\"over the cap of 1 MiB\"}",
+        "{\"ok\":true,\"states\":[{\"state\":\"s1\",\"bytes\":1234,\"mtime\":1700000000},"
+        "{\"state\":\"../bad\",\"bytes\":1},{\"state\":\"s2\",\"bytes\":5,\"mtime\":2}]}",
+        "{\"ok\":false,\"error\":\"notfound\",\"message\":\"no saved state x\"}",
+        "{\"ok\":true,\"id\":\"" ID "\"}",
+    };
+    pid_t pid = fake_daemon(path, resp, sizeof resp / sizeof resp[0]);
+    CHECK(pid > 0);
+    if (pid <= 0)
+        return;
+    lbsb_conn *c = NULL;
+    char err[256];
+    CHECK(lbsb_connect(path, NULL, &c, err, sizeof err) == LB_OK);
+    CHECK(lbsb_freeze(c, ID, err, sizeof err) == LB_OK);
+    CHECK(lbsb_freeze(c, ID, err, sizeof err) == LB_E_BUSY);
+    CHECK_STR(err, "sandbox is frozen");
+    CHECK(lbsb_thaw(c, ID, err, sizeof err) == LB_OK);
+    uint64_t bytes = 0, files = 0;
+    CHECK(lbsb_save(c, ID, "s1", 0, &bytes, &files, err, sizeof err) == LB_OK);
+    CHECK(bytes == 1234 && files == 7);
+    CHECK(lbsb_save(c, ID, "s1", 1, &bytes, &files, err, sizeof err) == LB_E_TOOBIG);
+    lbsb_state *st = NULL;
+    size_t n = 0;
+    CHECK(lbsb_state_list(c, &st, &n, err, sizeof err) == LB_OK);
+    CHECK(n == 2 && st && st[0].bytes == 1234 && st[0].mtime == 1700000000);
+    CHECK(n == 2 && !strcmp(st[1].name, "s2"));
+    free(st);
+    CHECK(lbsb_state_delete(c, "x", err, sizeof err) == LB_E_NOTFOUND);
+    char id[33];
+    lbsb_spec spec = {.restore = "s1"};
+    CHECK(lbsb_create(c, &spec, id, sizeof id, err, sizeof err) == LB_OK);
+    /* argument checks never reach the wire */
+    CHECK(lbsb_save(c, ID, "Bad/Name", 0, NULL, NULL, err, sizeof err) == LB_E_INVAL);
+    CHECK(lbsb_state_delete(c, "", err, sizeof err) == LB_E_INVAL);
+    CHECK(lbsb_freeze(c, "nope", err, sizeof err) == LB_E_INVAL);
+    lbsb_close(c);
+    int wst;
+    waitpid(pid, &wst, 0);
+    unlink(path);
+}
+
 /* exec_ex: the soft timeout goes on the wire, "running" and "busy" come back */
 TEST(client_exec_ex_running_and_busy)
 {
@@ -728,6 +826,7 @@ int main(void)
     RUN(decoder_zero_length_frame);
     RUN(req_valid_ops);
     RUN(req_refuses_garbage);
+    RUN(req_state_ops);
     RUN(image_names);
     RUN(error_codes_roundtrip);
     RUN(wrapper_escapes_everything_dangerous);
@@ -742,5 +841,6 @@ int main(void)
     RUN(client_exec_ex_running_and_busy);
     RUN(client_cancel_interrupts_and_recovers);
     RUN(client_reports_missing_daemon);
+    RUN(client_state_calls);
     return testlib_done();
 }

@@ -187,7 +187,7 @@ TEST(finish_appends_done_event_atomically)
     CHECK(lb_store_task_finish(s, id, "failed", "boom", NULL) == LB_OK);
     char last[64] = "";
     CHECK(lb_store_events_after(s, id, 1, 10, last_type_cb, last) == LB_OK);
-    CHECK_STR(last, "done {\"status\":\"failed\",\"reason\":\"boom\"}");
+    CHECK_STR(last, "done {\"status\":\"failed\",\"reason\":\"boom\",\"round\":1}"); /* tagged with its round (v9) */
     CHECK(lb_store_task_finish(s, id, "cancelled", NULL, NULL) == LB_E_EXISTS);
     lb_store_close(s);
 }

@@ -168,6 +168,10 @@ export const api = {
   cancel: (id) => postJSON(`${taskPath(id)}/cancel`),
   rerun: (id, replay = false) => postJSON(`${taskPath(id)}/rerun${replay ? '?replay=1' : ''}`),
   remove: (id) => deleteJSON(taskPath(id)),
+  fork: (id, round = 0) => postJSON(`${taskPath(id)}/fork${round ? `?round=${round}` : ''}`),
+  share: (id) => postJSON(`${taskPath(id)}/shares`),
+  /** POST /api/tasks/{id}/messages: form is a FormData (prompt, files, fresh). */
+  message: (id, form) => postJSON(`${taskPath(id)}/messages`, { body: form }),
   /** The event stream, resuming after event `after` (0: from the start). */
   eventsUrl: (id, after = 0) => `${taskPath(id)}/events${after > 0 ? `?last_event_id=${after}` : ''}`,
   bundleZip: (id, folder = '') => `${taskPath(id)}/bundle.zip${folderQuery(folder)}`,

@@ -14,8 +14,9 @@ import { clock, count, duration, dateTime, plural, sentence, bytes, modelLabel }
 import { statusLabel, isFinal } from './status.js';
 import { Timeline } from './timeline.js';
 import { renderGallery, renderTree, summarize } from './artifacts.js';
+import { renderThread } from './thread.js';
 
-const EVENT_TYPES = ['status', 'model', 'tool', 'answer', 'artifacts', 'error', 'done'];
+const EVENT_TYPES = ['status', 'model', 'tool', 'answer', 'artifacts', 'error', 'done', 'round'];
 const RECONNECT_MS = 3000;
 
 export class TaskView {
@@ -77,6 +78,9 @@ export class TaskView {
       title: 'Play this run\'s tool calls again in a fresh sandbox, without asking the model',
     }, 'Replay');
     this.deleteButton = h('button', { type: 'button', class: 'button button-quiet', hidden: true, onclick: () => this.askDelete() }, 'Delete');
+    // follow-ups: a read-only link for someone without an account
+    this.shareButton = h('button', { type: 'button', class: 'button button-quiet', hidden: true, onclick: () => this.share() }, 'Share');
+    this.shareBox = h('p', { class: 'share-box', role: 'status', hidden: true });
     this.confirmBox = h('div', { class: 'confirm', role: 'group', 'aria-label': 'Delete this task?', hidden: true });
     this.actionMessage = h('p', { class: 'form-error', role: 'alert', hidden: true });
     this.promptEl = h('div', { class: 'task-prompt' });
@@ -100,8 +104,10 @@ export class TaskView {
         h('div', { class: 'task-title-row' },
           h('h1', { id: 'task-title', class: 'view-title', tabindex: '-1' }, 'Task'),
           this.chip),
-        h('div', { class: 'task-actions' }, this.stopButton, this.rerunButton, this.replayButton, this.deleteButton)),
+        h('div', { class: 'task-actions' }, this.stopButton, this.rerunButton, this.replayButton, this.shareButton,
+          this.deleteButton)),
       this.confirmBox,
+      this.shareBox,
       this.statusLine,
       this.meter,
       this.actionMessage,
@@ -136,7 +142,9 @@ export class TaskView {
       this.timelineList);
 
     this.timeline = new Timeline(this.timelineList);
-    this.root.append(head, this.results, steps);
+    // follow-ups: the rounds of the conversation and the message box
+    this.threadEl = h('section', { class: 'thread', hidden: true });
+    this.root.append(head, this.results, this.threadEl, steps);
   }
 
   togglePrompt() {
@@ -357,7 +365,18 @@ export class TaskView {
       case 'error':
         this.timeline.addError(sentence(data.message || 'The task reported an error.'));
         break;
+      case 'round':
+        // a message started the next round (from this page or another)
+        this.timeline.addRound(data);
+        if (this.ended) { this.reopen(); return; }
+        break;
       case 'done':
+        if (Number(data.round || 1) < Number((this.task && this.task.round) || 1)) {
+          // an earlier round's end: the stream goes on with the next round
+          this.timeline.endRound(data);
+          this.reconnect(0);
+          break;
+        }
         this.streamDone = true;
         if (this.es) { this.es.close(); this.es = null; }
         this.timeline.finish();
@@ -385,6 +404,7 @@ export class TaskView {
     this.chip.textContent = statusLabel(status);
     show(this.stopButton, !isFinal(status));
     show(this.replayButton, isFinal(status));
+    show(this.shareButton, isFinal(status));
     this.onStatus(this.id, status);
     this.renderStatus();
   }
@@ -561,7 +581,55 @@ export class TaskView {
     if (this.id !== id) return;
     this.renderMeter();
     this.renderResults();
+    this.renderThread();
     this.onFinished(id);
+  }
+
+  /** The conversation's rounds and the message box (thread.js). */
+  renderThread() {
+    if (!this.task) return;
+    show(this.threadEl, true);
+    renderThread(this.threadEl, this.task, { onSent: () => this.reopen(), onFork: (n) => this.fork(n) });
+  }
+
+  /** A new task from the conversation as at the end of round n. */
+  async fork(n) {
+    const id = this.id;
+    this.showActionMessage('');
+    try {
+      const task = await api.fork(id, n);
+      if (this.id !== id) return;
+      this.onStarted(task.id);
+    } catch (e) {
+      if (this.id === id) this.showActionMessage(`The task could not be forked. ${e.message}`);
+    }
+  }
+
+  /** A share link: shown with its expiry, to copy. */
+  async share() {
+    const id = this.id;
+    this.shareButton.disabled = true;
+    try {
+      const s = await api.share(id);
+      if (this.id !== id) return;
+      const url = new URL(`/shared.html#${s.id}`, location.href).href;
+      clear(this.shareBox);
+      this.shareBox.append('Anyone with this link can read the task until ',
+        dateTime(s.expires_ms), ': ', h('a', { href: url, class: 'mono share-url', target: '_blank', rel: 'noopener' }, url),
+        '. Deleting the task ends it.');
+      show(this.shareBox, true);
+    } catch (e) {
+      if (this.id === id) this.showActionMessage(`No share link could be made. ${e.message}`);
+    } finally {
+      this.shareButton.disabled = false;
+    }
+  }
+
+  /** Shows the task again from its start: a new round has begun. */
+  reopen() {
+    const id = this.id;
+    this.close();
+    this.open(id);
   }
 
   async renderResults() {

@@ -7,6 +7,12 @@ import { count, duration } from './format.js';
 import { toolChipKind } from './status.js';
 
 const MAX_TEXT = 200000; // characters rendered per block; the rest is summarised
+const ROUND_KEY = 100000; // turn keys per round (no round has this many turns)
+
+/** A call's key: a model may use the same call ids in two rounds. */
+function callKey(id, round) {
+  return `${Number(round) > 1 ? Number(round) : 1}:${id}`;
+}
 
 export class Timeline {
   constructor(list) {
@@ -37,8 +43,12 @@ export class Timeline {
     }
   }
 
-  ensureTurn(turn) {
-    const key = Number.isFinite(Number(turn)) ? Number(turn) : this.turns.size + 1;
+  ensureTurn(turn, round = 1) {
+    // turns count from 1 in every round of a conversation: the key orders
+    // them by round, then turn
+    const r = Number(round) > 1 ? Number(round) : 1;
+    const n = Number.isFinite(Number(turn)) ? Number(turn) : this.turns.size + 1;
+    const key = (r - 1) * ROUND_KEY + n;
     let t = this.turns.get(key);
     if (t) return t;
     const meta = h('span', { class: 'turn-meta' });
@@ -46,7 +56,7 @@ export class Timeline {
     const calls = h('div', { class: 'calls' });
     const card = h('li', { class: 'turn card', dataset: { turn: key } },
       h('header', { class: 'turn-head' },
-        h('h3', { class: 'turn-title' }, `Turn ${key}`),
+        h('h3', { class: 'turn-title' }, r > 1 ? `Round ${r} · turn ${n}` : `Turn ${n}`),
         meta),
       body,
       calls);
@@ -62,8 +72,34 @@ export class Timeline {
     return t;
   }
 
+  /** A divider where a round begins: its number and its message. */
+  addRound(ev) {
+    const r = Number(ev.round) || 1;
+    const key = (r - 1) * ROUND_KEY;
+    if (this.list.querySelector(`[data-turn="${key}"]`)) return;
+    const el = h('li', { class: 'round-divider', dataset: { turn: key }, role: 'note' },
+      h('strong', null, `Round ${r}: `), String(ev.prompt || ''));
+    let before = null;
+    for (const other of this.list.children) {
+      const k = Number(other.dataset.turn);
+      if (Number.isFinite(k) && k > key) { before = other; break; }
+    }
+    this.list.insertBefore(el, before);
+  }
+
+  /** An earlier round ended: calls still waiting belong to it and are over. */
+  endRound() {
+    for (const call of this.calls.values()) {
+      if (!call.done) {
+        call.chip.className = 'chip chip-neutral';
+        call.chip.textContent = 'no result';
+        call.done = true;
+      }
+    }
+  }
+
   addModel(ev) {
-    const t = this.ensureTurn(ev.turn);
+    const t = this.ensureTurn(ev.turn, ev.round);
     const bits = [];
     if (ev.duration_ms !== undefined) bits.push(duration(ev.duration_ms));
     const u = ev.usage || {};
@@ -87,13 +123,13 @@ export class Timeline {
       t.body.appendChild(h('p', { class: 'muted' }, 'The model replied with no text and no tool call.'));
     }
     for (const c of calls) {
-      if (c && typeof c === 'object') this.ensureCall(t, c.id, c.name, c.arguments);
+      if (c && typeof c === 'object') this.ensureCall(t, c.id, c.name, c.arguments, ev.round);
     }
   }
 
   addTool(ev) {
-    let call = this.calls.get(ev.call_id);
-    if (!call) call = this.ensureCall(this.ensureTurn(ev.turn), ev.call_id, ev.name, ev.arguments);
+    let call = this.calls.get(callKey(ev.call_id, ev.round));
+    if (!call) call = this.ensureCall(this.ensureTurn(ev.turn, ev.round), ev.call_id, ev.name, ev.arguments, ev.round);
     setResult(call, ev);
   }
 
@@ -103,8 +139,8 @@ export class Timeline {
       String(message || 'Something went wrong.')));
   }
 
-  ensureCall(turn, id, name, rawArgs) {
-    const key = id ? String(id) : `anon-${this.calls.size}`;
+  ensureCall(turn, id, name, rawArgs, round = 1) {
+    const key = id ? callKey(id, round) : `anon-${this.calls.size}`;
     let call = this.calls.get(key);
     if (call) return call;
     const toolName = String(name || 'tool');

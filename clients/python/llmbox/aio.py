@@ -64,6 +64,12 @@ class AsyncClient:
     async def health(self) -> Dict[str, Any]:
         return await self._run(self.sync.health)
 
+    async def list_snapshots(self) -> List[Dict[str, Any]]:
+        return await self._run(self.sync.list_snapshots)
+
+    async def delete_snapshot(self, snapshot_id: str) -> Dict[str, Any]:
+        return await self._run(self.sync.delete_snapshot, snapshot_id)
+
     async def list_sandboxes(self) -> Dict[str, Any]:
         return await self._run(self.sync.list_sandboxes)
 
@@ -199,6 +205,15 @@ class AsyncSandbox:
 
     async def stop(self) -> None:
         await self._c._run(self.sync.stop)
+
+    async def pause(self) -> Dict[str, Any]:
+        return await self._c._run(self.sync.pause)
+
+    async def resume(self) -> Dict[str, Any]:
+        return await self._c._run(self.sync.resume)
+
+    async def snapshot(self) -> str:
+        return await self._c._run(self.sync.snapshot)
 
     async def __aenter__(self) -> "AsyncSandbox":
         if self.sync.id is None:

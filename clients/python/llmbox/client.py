@@ -165,6 +165,13 @@ class Client:
     def list_sandboxes(self) -> Dict[str, Any]:
         return self._t.json("GET", "/api/sandboxes", headers=self._sb_auth())
 
+    def list_snapshots(self) -> List[Dict[str, Any]]:
+        """The sandbox API's snapshots: [{snapshot_id, bytes, created_at}]."""
+        return list(self._t.json("GET", "/api/snapshots", headers=self._sb_auth())["snapshots"])
+
+    def delete_snapshot(self, snapshot_id: str) -> Dict[str, Any]:
+        return self._t.json("DELETE", "/api/snapshots/" + _q(snapshot_id), headers=self._sb_auth())
+
     # ---- tools ---------------------------------------------------------------------
     def list_tools(self) -> Any:
         """GET /api/tools: the tools' schemas, as offered to a model."""

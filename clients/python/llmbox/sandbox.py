@@ -39,6 +39,7 @@ class SandboxSpec:
     resources: Mapping[str, Any] = field(default_factory=dict)
     metadata: Dict[str, Any] = field(default_factory=dict)
     network: Optional[str] = None
+    snapshot: Optional[str] = None  # a snapshot_id (Sandbox.snapshot()) to start from
 
     def to_json(self) -> Dict[str, Any]:
         body: Dict[str, Any] = {}
@@ -74,6 +75,8 @@ class SandboxSpec:
             body["metadata"] = dict(self.metadata)
         if self.network is not None:
             body["network"] = self.network
+        if self.snapshot is not None:
+            body["snapshot"] = self.snapshot
         return body
 
 
@@ -192,6 +195,25 @@ class Sandbox:
             return
         self._client._t.json("DELETE", "/api/sandboxes/" + self.id, headers=self._client._sb_auth())
         self._stopped = True
+
+    # ---- pause, resume, snapshot (docs/API.md, "Pause, resume and snapshots") ----
+    def pause(self) -> Dict[str, Any]:
+        """Freezes the sandbox: no CPU, its memory kept; exec answers 409
+        until resume()."""
+        return self._client._t.json("POST", "/api/sandboxes/%s/pause" % self._need_id(),
+                                    headers=self._client._sb_auth())
+
+    def resume(self) -> Dict[str, Any]:
+        return self._client._t.json("POST", "/api/sandboxes/%s/resume" % self._need_id(),
+                                    headers=self._client._sb_auth())
+
+    def snapshot(self) -> str:
+        """Saves the sandbox's files (its writable layer) as a snapshot and
+        returns its snapshot_id: start a sandbox from it with
+        SandboxSpec(snapshot=...) or Client.start_sandbox(snapshot=...)."""
+        o = self._client._t.json("POST", "/api/sandboxes/%s/snapshot" % self._need_id(),
+                                 headers=self._client._sb_auth(), timeout=max(self._client._t.timeout, 900))
+        return str(o["snapshot_id"])
 
     def __enter__(self) -> "Sandbox":
         if self.id is None:
