@@ -7,10 +7,12 @@ PKGS="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libcjson-dev
 libarchive-dev libmagic-dev libsqlite3-dev libseccomp-dev libssl-dev
 nginx-light debootstrap python3 zip unzip curl ca-certificates procps
 iproute2 util-linux bubblewrap chromium slirp4netns libinih-dev
-wrk hyperfine clang valgrind python3-venv"
+wrk hyperfine clang valgrind python3-venv
+ceph-mon ceph-osd radosgw ceph-common"
 # (clang: the libFuzzer targets and make check-asan; valgrind: tests/leaks;
 # python3-venv: tests/integration/test_python_client.py installs the Python
-# client with pip into a fresh venv)
+# client with pip into a fresh venv; ceph-mon, ceph-osd, radosgw: the real
+# S3 server of tests/integration/test_blobstore_s3.py, tests/lib/s3_server.py)
 # the browser tests drive Debian's chromium from Node (playwright-core);
 # a Node.js that is already installed (e.g. from NodeSource) is kept
 command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

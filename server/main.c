@@ -1,4 +1,5 @@
 /* llmbox: one multi-call binary. Each subcommand lives in its own folder. */
+#include "common/blob_cli.h" /* issue 13: llmbox blob */
 #include "common/config.h"
 #include "common/status.h"
 #include "entry.h"
@@ -64,6 +65,8 @@ static void usage(FILE *f)
             "  user add NAME       a new API token and the llmbox.conf lines for it\n"
             "  user hash | list    the token_sha256 of a token on stdin; the users\n"
             "  score < REQUEST     score one answer (eval scorers; JSON in, one JSON line out)\n"
+            "  blob where|put|get|head|rm|ls|push|pull|mkbucket ...\n"
+            "                      the artifact store: local folder or S3 bucket (docs/OPERATIONS.md)\n"
             "  config check        loads the configuration and says what is wrong\n"
             "  config listen       the address nginx listens on\n"
             "  version             print the version\n"
@@ -115,6 +118,8 @@ int main(int argc, char **argv)
         return exec_sandboxd(lb_cfg(), "image", argc, argv);
     if (!strcmp(cmd, "config"))
         return lb_config_main(argc, argv);
+    if (!strcmp(cmd, "blob")) /* issue 13: object storage */
+        return lb_blob_main(argc, argv, lb_cfg());
     if (!strcmp(cmd, "score"))
         return lb_score_main(argc, argv, lb_cfg());
     fprintf(stderr, "llmbox: unknown command '%s'\n\n", cmd);

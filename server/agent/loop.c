@@ -17,6 +17,7 @@
 #include "agent/tokens.h"
 #include "agent/tool_names.h"
 #include "agent/watchdog.h"
+#include "common/blob_task.h" /* issue 13 */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -974,6 +975,19 @@ static void finalize(run *r)
          * saying so again would only be noise */
         if (notes[0] && res_status(r) != LB_TASK_CANCELLED)
             emit_error(r, notes);
+        /* issue 13: the collected outputs into the object store too (a
+         * no-op with local files). A task whose outputs are not stored did
+         * not succeed: no other node could serve them; the local copy stays. */
+        char blob_err[600];
+        if (!lost &&
+            lb_blob_task_put_outputs(cfg, r->o->task_id, r->o->output_dir, blob_err, sizeof blob_err) != LB_OK) {
+            emit_error(r, blob_err);
+            if (res_status(r) == LB_TASK_SUCCEEDED) {
+                snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
+                snprintf(r->res->reason, sizeof r->res->reason, "The task's outputs could not be stored: %s",
+                         blob_err);
+            }
+        }
         if (r->sink->artifacts)
             r->sink->artifacts(r->sink->arg, arts, n_arts);
         cJSON *d = cJSON_CreateObject();

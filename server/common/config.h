@@ -222,6 +222,18 @@ typedef struct lb_config {
                                         address, e.g. "llmbox.example.org"; stored lowercase, comma-separated.
                                         Any other Host header is refused (DNS rebinding), and an Origin naming
                                         one of them counts as this service's own (a proxy that rewrites Host) */
+    /* Object storage (issue 13, common/s3.c, common/blobstore.c): task inputs
+     * and outputs in an S3-compatible bucket when s3_bucket is set; local
+     * files under artifacts_dir otherwise (the default). */
+    char s3_endpoint[256];           /* s3_endpoint | LLMBOX_S3_ENDPOINT: http(s)://host[:port] */
+    char s3_bucket[64];              /* s3_bucket | LLMBOX_S3_BUCKET, default "": no object store */
+    char s3_region[64];              /* s3_region | LLMBOX_S3_REGION, default us-east-1 (signed into requests) */
+    char s3_access_key[128];         /* s3_access_key | LLMBOX_S3_ACCESS_KEY */
+    char s3_secret_key[256];         /* s3_secret_key | LLMBOX_S3_SECRET_KEY (a secret: never echoed) */
+    char s3_addressing[16];          /* s3_addressing | LLMBOX_S3_ADDRESSING: path (default) or virtual */
+    int s3_timeout_s;                /* s3_timeout_s | LLMBOX_S3_TIMEOUT_S, default 30: connect, and longest stall */
+    int s3_retries;                  /* s3_retries | LLMBOX_S3_RETRIES, default 3: extra tries on 5xx and
+                                        connection errors, with backoff */
 } lb_config;
 
 /* Fills cfg from the defaults, the config file and the environment;

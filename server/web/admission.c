@@ -1,6 +1,7 @@
 /* Admission of new tasks; the contract is admission.h. */
 #include "web/admission.h"
 
+#include "common/blob_task.h" /* issue 13 */
 #include "common/log.h"
 #include "common/status.h"
 #include "common/task.h"
@@ -36,6 +37,7 @@ static int lb_admit_take(const lb_config *cfg, lb_admission *a, int keep_free, c
     if (lb_spawn_reserve_leaving(keep_free) != LB_OK)
         return LB_E_BUSY;
     a->slot = 1;
+    a->cfg = cfg; /* issue 13: for the inputs' upload at commit */
     if (lb_random_hex(a->id, sizeof a->id, 16) != LB_OK)
         return LB_E_INTERNAL;
     snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, a->id);
@@ -138,7 +140,15 @@ static void lb_admit_spawn(lb_store *s, lb_admission *a, const char *id, int nic
  * failed spawn ends the task as failed), else the store's status. */
 static int lb_admit_store_spawn(lb_store *s, lb_admission *a, const lb_task_new *t, int nice_value)
 {
-    int rc = lb_store_task_insert(s, t);
+    /* issue 13: the inputs go to the object store once, before the task
+     * exists (no-op with local files); a store that cannot take them
+     * refuses the task rather than start one whose inputs are missing */
+    int rc = a->cfg ? lb_blob_task_put_inputs(a->cfg, a->id, a->input_dir, a->blob_err, sizeof a->blob_err) : LB_OK;
+    if (rc != LB_OK) {
+        lb_error("web: task %s: its inputs could not be stored: %s", a->id, a->blob_err);
+        return LB_E_UNAVAILABLE;
+    }
+    rc = lb_store_task_insert(s, t);
     if (rc != LB_OK)
         return rc;
     lb_admit_spawn(s, a, t->id, nice_value);
@@ -164,6 +174,11 @@ int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
                       "has finished (or stop one).",
                       t->owner_max_active);
         return LB_E_BUSY;
+    }
+    if (rc == LB_E_UNAVAILABLE && a->blob_err[0]) { /* issue 13 */
+        lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n",
+                          "The task's files could not be stored in the object store: %s", a->blob_err);
+        return rc;
     }
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "save the task");

@@ -30,6 +30,9 @@ typedef struct lb_admission {
     int slot;                           /* a task slot is held (lb_spawn_reserve) */
     int dir_made;                       /* task_dir exists and is ours to remove */
     int committed;                      /* the task is stored: all of it is the task's now */
+    /* issue 13: inputs into the object store at commit (common/blob_task.c) */
+    const lb_config *cfg;               /* set by begin */
+    char blob_err[512];                 /* why the inputs could not be stored */
 } lb_admission;
 
 /* Admits one new task for r: the user's limits (tasks queued or running,
@@ -42,8 +45,9 @@ LB_MUST_CHECK int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage);
 /* Stores t (queued; t->id must be a->id), spawns its agent with the held
  * slot, and answers 201 with the task. LB_OK when the task was stored (a
  * failed spawn ends it as failed, still LB_OK); when not, answered:
- * LB_E_BUSY (429: the user's limit was reached meanwhile) or the store's
- * error. */
+ * LB_E_BUSY (429: the user's limit was reached meanwhile), the object
+ * store's status (503: the inputs could not be stored there) or the
+ * store's error. */
 LB_MUST_CHECK int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t);
 /* The same two steps without an HTTP request, for the evaluations'
  * runner (web/eval_runner.c): no user start is taken (the runner bounds

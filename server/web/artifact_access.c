@@ -43,6 +43,7 @@
  *     files and names that are not clean, within the output caps.
  */
 #include "web/artifact_access.h"
+#include "web/blob_ready.h" /* issue 13 */
 
 #include "web/http.h"
 
@@ -187,6 +188,8 @@ int lb_artifact_find(lb_req *r, lb_artifact *a)
     }
     char outdir[LB_CFG_PATH + 64];
     snprintf(outdir, sizeof outdir, "%s/%s/output", r->cfg->artifacts_dir, r->id);
+    if (!lb_blob_ready(r, a->path, 0)) /* issue 13: from the object store when not here; answered */
+        return LB_E_UNAVAILABLE;
     if (!lb_artifact_is_file(outdir, a->path)) {
         lb_http_error(r, 404, "not_found", "The file of artifact \"%s\" is missing.", a->path);
         return LB_E_NOTFOUND;

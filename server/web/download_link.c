@@ -38,6 +38,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/crypto.h> /* CRYPTO_memcmp: issue 13 */
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,4 +151,16 @@ void lb_download_links_add(cJSON *artifacts, const char *task_id)
         cJSON_AddStringToObject(it, "download_url", url);
         cJSON_AddNumberToObject(it, "download_expires", (double)expires);
     }
+}
+
+/* issue 13: the same check nginx's secure_link made, made again by the
+ * backend before it fetches a file from the object store for a link */
+int lb_download_link_check(long long expires, const char *task_id, const char *path, const char *sig)
+{
+    char link[LB_PATH_MAX * 3 + 160];
+    if (!lb_dl_key[0] || expires < (long long)time(NULL) ||
+        lb_download_link_sign(lb_dl_key, expires, task_id, path, link, sizeof link) != LB_OK)
+        return 0;
+    const char *s = strstr(link, "&s=");
+    return s && strlen(sig) == strlen(s + 3) && CRYPTO_memcmp(sig, s + 3, strlen(sig)) == 0;
 }

@@ -19,6 +19,11 @@ void lb_download_links_init(const struct lb_config *cfg);
  * at `expires` (seconds since 1970), into out. */
 LB_MUST_CHECK int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,
                                         size_t outsz);
+/* issue 13: 1 when sig is the signature of task_id's path (clean) with
+ * expiry `expires`, under this process's key, and `expires` is not past;
+ * 0 otherwise (also when links are off). For the backend's fetch of a
+ * link whose file is only in the object store (handlers_dl_fetch.c). */
+int lb_download_link_check(long long expires, const char *task_id, const char *path, const char *sig);
 /* Adds "download_url" and "download_expires" to each artifact object of
  * the array (nothing when links are off). */
 void lb_download_links_add(cJSON *artifacts, const char *task_id);

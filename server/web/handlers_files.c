@@ -5,6 +5,7 @@
  * support, sendfile, and without following symlinks. */
 #include "web/handlers_files.h"
 
+#include "web/blob_ready.h" /* issue 13 */
 #include "web/bundle.h"
 #include "web/http.h"
 #include "common/path.h"
@@ -134,6 +135,8 @@ static void lb_h_bundle(lb_req *r, const char *format)
         lb_http_error(r, 500, NULL, "Could not name the bundle's file.");
         return;
     }
+    if (!lb_blob_ready(r, folder, 1)) /* issue 13: built from the store's files; answered */
+        return;
     if (folder[0]) {
         /* streamed, never kept: see bundle.c */
         lb_bundle_stream(r, format, folder, disp);

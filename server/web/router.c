@@ -8,6 +8,7 @@
 #include "web/auth.h"
 #include "web/e2b_api.h"
 #include "web/e2b_envd.h"
+#include "web/handlers_dl_fetch.h" /* issue 13 */
 #include "web/handlers_evals.h"
 #include "web/handlers_files.h"
 #include "web/handlers_info.h"
@@ -105,6 +106,9 @@ const lb_route_def lb_routes[] = {
     /* what no row above takes: a 404, after the credentials of its part */
     {LB_M_ANY,    "/api/tasks/{task}/*",                    LB_WHO_OWNER,   "unknown",         lb_route_not_found},
     {LB_M_ANY,    "/api/*",                                 LB_WHO_USER,    "unknown",         lb_route_not_found},
+    /* issue 13: a signed link's file fetched from the object store; only nginx's @dl_fetch sends a link here,
+     * and the handler checks the link's signature (the link is the permission, as in nginx) */
+    {LB_M_GET,    "/dl/*",                                  LB_WHO_NGINX,   "dl_fetch",        lb_h_dl_fetch},
     {LB_M_ANY,    "*",                                      LB_WHO_NGINX,   "unknown",         lb_route_not_found},
 };
 /* clang-format on */

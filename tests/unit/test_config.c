@@ -18,7 +18,8 @@ static const char *const vars[] = {
     "LLMBOX_LLM_PROVIDER", "LLMBOX_LLM_KEY", "OPENAI_API_KEY", "LLMBOX_TOOLS", "LLMBOX_TOKEN_BUDGET",
     "LLMBOX_DEFAULT_MODEL", "QWEN_TEST_KEY", "LLMBOX_LLM_EXTRA_BODY", "LLMBOX_REPLAY_FILE", "LLMBOX_POOL_IMAGES", "LLMBOX_IMAGE",
     "LLMBOX_SANDBOX_API_TOKEN", "LLMBOX_SANDBOX_API_TTL_S", "LLMBOX_SANDBOX_API_TTL_MAX_S",
-    "LLMBOX_SANDBOX_UID_BASE", "LLMBOX_ALLOWED_HOSTS", NULL,
+    "LLMBOX_SANDBOX_UID_BASE", "LLMBOX_ALLOWED_HOSTS",
+    "LLMBOX_S3_BUCKET", "LLMBOX_S3_SECRET_KEY", "LLMBOX_S3_RETRIES", NULL, /* issue 13 */
 };
 
 static void clean_env(void)
@@ -291,6 +292,26 @@ TEST(sandbox_keys)
     clean_env();
 }
 
+/* issue 13: the object store's keys, their defaults (no bucket: local
+ * files), the environment winning, the secret never repeated. */
+TEST(s3_keys)
+{
+    clean_env();
+    CHECK(load("") == LB_OK);
+    const lb_config *c = lb_cfg();
+    CHECK(c->s3_bucket[0] == '\0' && !strcmp(c->s3_region, "us-east-1") && !strcmp(c->s3_addressing, "path"));
+    CHECK(c->s3_timeout_s == 30 && c->s3_retries == 3);
+    setenv("LLMBOX_S3_BUCKET", "from-env", 1);
+    CHECK(load("s3_bucket = from-file\ns3_endpoint = http://127.0.0.1:7480\ns3_retries = 0\n") == LB_OK);
+    CHECK(!strcmp(lb_cfg()->s3_bucket, "from-env") && lb_cfg()->s3_retries == 0);
+    CHECK(!strcmp(lb_cfg()->s3_endpoint, "http://127.0.0.1:7480"));
+    CHECK(load("s3_retries = 11\n") == LB_E_INVAL);
+    setenv("LLMBOX_S3_SECRET_KEY", "hush\x01hush", 1);
+    CHECK(load("") == LB_E_INVAL);
+    CHECK(strstr(lb_config_error(), "hush") == NULL);
+    clean_env();
+}
+
 /* allowed_hosts: checked, lowercased, and what a Host header may name. */
 TEST(allowed_hosts)
 {
@@ -333,6 +354,7 @@ int main(void)
     RUN(too_many_models_and_big_file);
     RUN(environment_errors_name_the_variable);
     RUN(sandbox_keys);
+    RUN(s3_keys);
     RUN(allowed_hosts);
     unlink(conf);
     return testlib_done();

@@ -62,8 +62,10 @@ TEST(every_route_has_a_rule)
         /* E2B's routes: the key, or envd's per-sandbox token (e2b_api.c) */
         if (!strncmp(d->pattern, "/e2b/", 5))
             CHECK(d->who == LB_WHO_E2B);
+        /* "/dl/" + anything: only nginx's @dl_fetch sends a signed link there, and its
+         * handler checks the signature (issue 13, handlers_dl_fetch.c) */
         if (d->who == LB_WHO_NGINX)
-            CHECK(!strcmp(d->pattern, "/metrics") || !strcmp(d->pattern, "*"));
+            CHECK(!strcmp(d->pattern, "/metrics") || !strcmp(d->pattern, "*") || !strcmp(d->pattern, "/dl/*"));
     }
     CHECK_STR(lb_routes[lb_routes_n - 1].pattern, "*"); /* every path has a row */
 }
@@ -139,6 +141,7 @@ TEST(allow_lists)
         {"/api/sandboxes/" ID "/snapshot", "POST"},
         {"/api/snapshots", "GET, HEAD"},
         {"/api/snapshots/" ID, "DELETE"},
+        {"/dl/" ID "/a/b.txt", "GET, HEAD"}, /* issue 13 */
     };
     char allow[64];
     size_t seen = 0;

@@ -1,0 +1,179 @@
+/* The artifacts folder doubles as the store's cache: the keys and the
+ * local paths are the same, so a fetched file is served by nginx exactly
+ * like one written there (X-Accel-Redirect, ranges, sendfile). */
+#include "common/blob_task.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/blobstore.h"
+#include "common/config.h"
+#include "common/path.h"
+#include "common/util.h"
+
+static int open_s3(const lb_config *cfg, lb_blobstore *b, char *why, size_t whysz)
+{
+    int rc = lb_blob_open(cfg, b, why, whysz);
+    return rc != LB_OK ? rc : b->is_s3 ? LB_OK : LB_E_NOTFOUND;
+}
+
+static int same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static int put_tree(const lb_config *cfg, const char *task_id, const char *kind, const char *dir, char *why,
+                    size_t whysz)
+{
+    lb_blobstore b;
+    char prefix[64], mine[LB_CFG_PATH + 64];
+    int rc = open_s3(cfg, &b, why, whysz), n = 0;
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK; /* local only: the files are where they belong */
+    if (rc != LB_OK || !lb_id_valid(task_id))
+        return rc != LB_OK ? rc : LB_E_INVAL;
+    snprintf(prefix, sizeof prefix, "%s/%s", task_id, kind);
+    snprintf(mine, sizeof mine, "%s/%s", cfg->artifacts_dir, prefix);
+    if (!same_dir(dir, mine))
+        return LB_OK;
+    return lb_blob_put_tree(&b, prefix, dir, cfg->max_output_files, 0, &n, why, whysz);
+}
+
+int lb_blob_task_put_inputs(const lb_config *cfg, const char *task_id, const char *dir, char *why, size_t whysz)
+{
+    return put_tree(cfg, task_id, "input", dir, why, whysz);
+}
+
+int lb_blob_task_put_outputs(const lb_config *cfg, const char *task_id, const char *dir, char *why, size_t whysz)
+{
+    return put_tree(cfg, task_id, "output", dir, why, whysz);
+}
+
+static int fetch_key(const lb_blobstore *b, const lb_config *cfg, const char *key, uint64_t want_size, char *why,
+                     size_t whysz)
+{
+    char local[LB_CFG_PATH + LB_PATH_MAX + 2];
+    struct stat st;
+    if (lb_path_join(local, sizeof local, cfg->artifacts_dir, key) != LB_OK) {
+        snprintf(why, whysz, "the path of %.200s is too long", key);
+        return LB_E_TOOBIG;
+    }
+    if (lstat(local, &st) == 0 && S_ISREG(st.st_mode) &&
+        (want_size == UINT64_MAX || (uint64_t)st.st_size == want_size))
+        return LB_OK;
+    char dir[sizeof local];
+    snprintf(dir, sizeof dir, "%s", local);
+    *strrchr(dir, '/') = '\0';
+    if (lb_mkdirs(dir, 0750) != LB_OK) {
+        snprintf(why, whysz, "cannot create the folder %s: %s", dir, strerror(errno));
+        return LB_E_IO;
+    }
+    return lb_blob_get_file(b, key, local, 0, -1, cfg->max_output_bytes, why, whysz);
+}
+
+int lb_blob_task_fetch_output(const lb_config *cfg, const char *task_id, const char *path, char *why, size_t whysz)
+{
+    lb_blobstore b;
+    char key[LB_PATH_MAX + 64];
+    int rc = open_s3(cfg, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK;
+    if (rc != LB_OK)
+        return rc;
+    int n = snprintf(key, sizeof key, "%s/output/%s", task_id, path);
+    if (!lb_id_valid(task_id) || n < 0 || (size_t)n >= sizeof key) {
+        snprintf(why, whysz, "no such artifact key");
+        return LB_E_INVAL;
+    }
+    return fetch_key(&b, cfg, key, UINT64_MAX, why, whysz);
+}
+
+/* what a list callback of this file needs: the store, the limits, where
+ * to say why, and (delete) how many keys failed */
+typedef struct task_ctx {
+    const lb_blobstore *b;
+    const lb_config *cfg;
+    const char *prefix; /* what was listed: every key must be under it */
+    int failed;
+    char *why;
+    size_t whysz;
+} task_ctx;
+
+/* A listed key is the store's word: clean and under the prefix asked
+ * for, or refused (a store that lists another task's key must not make
+ * us write into that task's folder). */
+static int listed_ok(const task_ctx *t, const char *key)
+{
+    char clean[LB_PATH_MAX + 1];
+    size_t pl = strlen(t->prefix);
+    return !strncmp(key, t->prefix, pl) && key[pl] == '/' &&
+           lb_path_clean_rel(key, strlen(key), clean, sizeof clean) == LB_OK && !strcmp(clean, key);
+}
+
+static int fetch_listed(void *ctx, const char *key, uint64_t size)
+{
+    task_ctx *f = ctx;
+    if (!listed_ok(f, key)) {
+        snprintf(f->why, f->whysz, "the store listed a key that is not a clean path under %s: %.200s", f->prefix,
+                 key);
+        return LB_E_PROTO;
+    }
+    return fetch_key(f->b, f->cfg, key, size, f->why, f->whysz);
+}
+
+int lb_blob_task_fetch_outputs(const lb_config *cfg, const char *task_id, const char *folder, char *why,
+                               size_t whysz)
+{
+    lb_blobstore b;
+    char prefix[LB_PATH_MAX + 64];
+    int rc = open_s3(cfg, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK;
+    if (rc != LB_OK)
+        return rc;
+    int n = snprintf(prefix, sizeof prefix, "%s/output%s%s", task_id, folder[0] ? "/" : "", folder);
+    if (!lb_id_valid(task_id) || n < 0 || (size_t)n >= sizeof prefix) {
+        snprintf(why, whysz, "no such artifact folder");
+        return LB_E_INVAL;
+    }
+    task_ctx f = {&b, cfg, prefix, 0, why, whysz};
+    return lb_blob_list(&b, prefix, cfg->max_output_files, fetch_listed, &f, why, whysz);
+}
+
+static int delete_listed(void *ctx, const char *key, uint64_t size)
+{
+    task_ctx *d = ctx;
+    char one[512];
+    if (!listed_ok(d, key))
+        return LB_OK; /* not the task's: never deleted on a store's word */
+    /* every key is tried: one that fails does not keep the others */
+    if (lb_blob_delete(d->b, key, one, sizeof one) != LB_OK && d->failed++ == 0)
+        snprintf(d->why, d->whysz, "%s", one);
+    return LB_OK;
+}
+
+int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, size_t whysz)
+{
+    lb_blobstore b;
+    int rc = open_s3(cfg, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK;
+    if (rc != LB_OK)
+        return rc;
+    if (!lb_id_valid(task_id)) {
+        snprintf(why, whysz, "not a task id");
+        return LB_E_INVAL;
+    }
+    task_ctx d = {&b, cfg, task_id, 0, why, whysz};
+    rc = lb_blob_list(&b, task_id, 2 * cfg->max_output_files + 1000, delete_listed, &d, why, whysz);
+    if (rc == LB_OK && d.failed) {
+        char first[512];
+        snprintf(first, sizeof first, "%s", why);
+        snprintf(why, whysz, "%d objects not deleted, the first: %s", d.failed, first);
+        rc = LB_E_UNAVAILABLE;
+    }
+    return rc;
+}

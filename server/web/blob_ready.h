@@ -1,0 +1,14 @@
+/* issue 13: a task's output files made local from the object store before
+ * nginx serves them (blob_ready.c). */
+#ifndef LB_WEB_BLOB_READY_H
+#define LB_WEB_BLOB_READY_H
+
+#include "web/request.h"
+
+/* path: one artifact (tree 0) or a folder of the output ("" = all, tree
+ * 1). 1 when the files are local (always, with no s3_bucket); 0 when
+ * answered: 404 (listed but gone from the store) or a JSON 503 with
+ * Retry-After (the store cannot be read). */
+int lb_blob_ready(lb_req *r, const char *path, int tree);
+
+#endif
