@@ -99,6 +99,9 @@ static int setup(void)
     setenv("LLMBOX_DB", db, 1);
     setenv("LLMBOX_ARTIFACTS", arts, 1);
     setenv("LLMBOX_SANDBOXD_SOCKET", sock, 1);
+    /* one round, as before follow-ups: the fake daemon has no leases, saved
+     * states or freezer (tests/integration/test_followups.py covers them) */
+    setenv("LLMBOX_FOLLOWUP_KEEP_S", "0", 1);
     if (lb_config_load(lb_cfg_mut()))
         return -1;
 
