@@ -129,7 +129,7 @@ def main():
             assert s.sandboxd_ping().get("sandboxes") == 0
             evs = s.events(tid)
             check_sequence(evs, "killed agent's events")
-            assert evs[-1][2] == {"status": "failed", "reason": "the agent process died (SIGKILL)"}, evs[-1]
+            assert evs[-1][2] == {"status": "failed", "reason": "the agent process died (SIGKILL)", "round": 1}, evs[-1]
         rep.run("agent_kill9_task_failed_with_reason_sandbox_gone", agent_kill9)
 
         # ---- 2. sandboxd killed -9 with two tasks in flight ----------------
