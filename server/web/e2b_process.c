@@ -39,22 +39,30 @@
  * status too when it ends within 30 ms (most short commands: then no
  * stream has to poll for it), with "-" when it wrote nothing (then there
  * is nothing to read either). It keeps nothing of the shell's: its
- * stdout is that pipe, read only by the start command (a status written
- * after it stopped reading ends the supervisor by SIGPIPE, its work done),
- * its stderr /dev/null, SIGINT ignored (how the shell's own commands are
- * stopped). It records its own pid (closeStdin signals it), keeps the FIFO
- * open for writing so the command sees no EOF until closeStdin (USR1)
- * closes it, starts the command as a job of its own process group (set -m:
- * a signal goes to the whole group), waits (again after a USR1 interrupts
- * the wait) and records the status. Each file is one echo, one write(): a
- * reader finds it empty or whole, and takes an empty one as not there yet. */
-static const char lb_sup_head[] =
-    "exec 5< <(exec 2>/dev/null; trap '' INT; : >\"$D.out\"; : >\"$D.err\"; echo $BASHPID >\"$D.wpid\"\n";
-static const char lb_sup_stdin[] = "exec 3<>\"$D.in\"; trap 'exec 3>&-' USR1\n";
+ * stdout is that pipe, read only by the start command, its stderr
+ * /dev/null, SIGINT ignored (how the shell's own commands are stopped).
+ * It starts the command as a job of its own process group (set -m: a
+ * signal goes to the whole group), waits and records the status.
+ * What a short command does not need stays off its path (bench/RESULTS.md:
+ * each file made or loop turned cost the round trip a fraction of a ms):
+ * the status goes to the pipe first and to its file after (SIGPIPE
+ * ignored once the job is forked, so a start that stopped reading does not
+ * stop the file's write); the output files are made by the job's own
+ * redirections, and only a start that did not see the end makes sure they
+ * exist before a stream reads them. With stdin, it records its own pid
+ * (closeStdin signals it), keeps the FIFO open for writing so the command
+ * sees no EOF until closeStdin (USR1) closes it, and waits again after a
+ * USR1 interrupts the wait. Each file is one echo, one write(): a reader
+ * finds it empty or whole, and takes an empty one as not there yet. */
+static const char lb_sup_head[] = "exec 5< <(exec 2>/dev/null; trap '' INT\n";
+static const char lb_sup_stdin[] = "echo $BASHPID >\"$D.wpid\"; exec 3<>\"$D.in\"; trap 'exec 3>&-' USR1\n";
+static const char lb_sup_tail_stdin[] = "p=$!; trap '' PIPE; echo $p\n"
+                                        "while kill -0 $p 2>/dev/null; do wait $p; done; ";
+static const char lb_sup_tail_plain[] = "p=$!; trap '' PIPE; echo $p\n";
 static const char lb_sup_tail[] =
-    "p=$!; echo $p\n"
-    "while kill -0 $p 2>/dev/null; do wait $p; done; wait $p; s=$?; echo $s >\"$D.status\"; echo $s)\n"
-    "read -r p <&5; o=x; read -t 0.03 -r s <&5 && { o=-; [ -s \"$D.out\" ] || [ -s \"$D.err\" ] && o=x; }\n"
+    "wait $p; s=$?; echo $s; echo $s >\"$D.status\")\n"
+    "read -r p <&5; o=x; if read -t 0.03 -r s <&5; then o=-; [ -s \"$D.out\" ] || [ -s \"$D.err\" ] && o=x;"
+    " else : >>\"$D.out\"; : >>\"$D.err\"; fi\n"
     "exec 5<&-; echo \"$p $s $o\"\n";
 
 /* The processes this web started: what List shows and the other calls
@@ -277,8 +285,9 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, unsigned dir, const
             rc = lb_sh_quote(b, a->valuestring);
     }
     if (!rc)
-        rc = lb_buf_printf(b, " %s >>\"$D.out\" 2>>\"$D.err\"%s &\n%s", st->has_stdin ? "<\"$D.in\"" : "</dev/null",
-                           st->has_stdin ? " 3>&-" : "", lb_sup_tail);
+        rc = lb_buf_printf(b, " %s >>\"$D.out\" 2>>\"$D.err\"%s &\n%s%s", st->has_stdin ? "<\"$D.in\"" : "</dev/null",
+                           st->has_stdin ? " 3>&-" : "", st->has_stdin ? lb_sup_tail_stdin : lb_sup_tail_plain,
+                           lb_sup_tail);
     if (rc) {
         snprintf(msg, msgsz, "the command with its arguments is over %u bytes", (unsigned)LB_SBX_COMMAND_MAX);
         return -1;
