@@ -200,8 +200,10 @@ def t_never_reads(stack):
 def t_unsupported_said(stack):
     s = create(stack)
     try:
-        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/pause" % s["sandboxID"], {})
+        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/fork" % s["sandboxID"], {})
         assert st == 501 and "not supported" in json.loads(data)["message"], (st, data)
+        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/resume" % s["sandboxID"], {})
+        assert st == 404 and "/connect" in json.loads(data)["message"], (st, data)
         st, _, data = api(stack, "POST", "/e2b/v3/templates", {"name": "x"})
         assert st == 501 and "Dockerfile" in json.loads(data)["message"], (st, data)
         st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {"templateID": "no-such-image"})
@@ -254,6 +256,7 @@ def main():
         r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
+        r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
         r.run("readme_example_unchanged", t_readme_example, st)
         r.run("keys_and_tokens", t_keys, st)
         r.run("envelopes_malformed", t_envelopes, st)
