@@ -257,6 +257,7 @@ def main():
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
+        r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
         r.run("readme_example_unchanged", t_readme_example, st)
         r.run("keys_and_tokens", t_keys, st)
         r.run("envelopes_malformed", t_envelopes, st)
