@@ -245,6 +245,12 @@ static int set_cookie_secure(lb_config *c, const lb_cfg_key *k, const char *v, c
     return set_str(c, k, v, why, whysz);
 }
 
+/* issue 17: a lowercase DNS name, labels of [a-z0-9-] */
+static int set_e2b_domain(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    return lb_cfgi_e2b_domain_norm(v, field(c, k), k->size, why, whysz);
+}
+
 static int set_allowed_hosts(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
     return lb_cfgi_allowed_hosts_norm(v, field(c, k), k->size, why, whysz);
@@ -371,6 +377,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("session_ttl_s", "LLMBOX_SESSION_TTL_S", session_ttl_s, 604800, 60, 366 * 86400),
     {"cookie_secure", "LLMBOX_COOKIE_SECURE", NULL, set_cookie_secure, F(cookie_secure), 0, 0, "auto"},
     {"allowed_hosts", "LLMBOX_ALLOWED_HOSTS", NULL, set_allowed_hosts, F(allowed_hosts), 0, 0, ""},
+    {"e2b_domain", "LLMBOX_E2B_DOMAIN", NULL, set_e2b_domain, F(e2b_domain), 0, 0, ""}, /* issue 17 */
     {"tools", "LLMBOX_TOOLS", NULL, set_tools, F(tools), 0, 0, LB_CFG_DEFAULT_TOOLS},
     {"default_model", "LLMBOX_DEFAULT_MODEL", NULL, set_model_ref, F(default_model), 0, 0, ""},
 };

@@ -28,6 +28,7 @@
 #define LB_CFG_LISTEN 80              /* "ADDR:PORT" */
 #define LB_CFG_ALLOWED_HOSTS 512      /* allowed_hosts, normalized */
 #define LB_CFG_MAX_ALLOWED_HOSTS 16   /* names in allowed_hosts */
+#define LB_CFG_E2B_DOMAIN 254         /* e2b_domain (issue 17): a DNS name */
 
 typedef enum lb_cfg_tool_mode {
     LB_CFG_TOOLS_NATIVE = 0,
@@ -217,6 +218,9 @@ typedef struct lb_config {
     int session_ttl_s;               /* session_ttl_s | LLMBOX_SESSION_TTL_S, default 604800 (7 days) from login */
     char cookie_secure[8];           /* cookie_secure | LLMBOX_COOKIE_SECURE: "auto" (Secure when the request came
                                         over TLS) or "on" (always) */
+    /* issue 17: E2B_DOMAIN host names <port>-<sandbox id>.<e2b_domain> are
+     * this service's, and each names that sandbox's envd (docs/E2B.md) */
+    char e2b_domain[LB_CFG_E2B_DOMAIN]; /* e2b_domain | LLMBOX_E2B_DOMAIN, default "": none */
     char allowed_hosts[LB_CFG_ALLOWED_HOSTS]; /* allowed_hosts | LLMBOX_ALLOWED_HOSTS, default "": the names (with an
                                         optional :port) this service is reached by beyond loopback and its listen
                                         address, e.g. "llmbox.example.org"; stored lowercase, comma-separated.
@@ -316,6 +320,9 @@ int lb_cfg_host_split(const char *v, size_t n, char *host, size_t hostsz, int *p
 /* Whether host (lowercase, no brackets) and port (0: none) are named by
  * allowed_hosts: an entry without a port names the host on any port. */
 int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port);
+/* issue 17: whether host (no port) is "<digits>-<32 hex>.<e2b_domain>",
+ * an E2B sandbox host name; never when e2b_domain is "". */
+int lb_cfg_e2b_host(const lb_config *cfg, const char *host);
 
 /* "log/" next to the database: where agent logs and crash notes go. */
 void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz);

@@ -16,9 +16,11 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 typedef int (*lb_user_setter)(lb_user_cfg *u, const char *v, char *why, size_t whysz);
 
@@ -365,4 +367,49 @@ int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port)
         p += *p == ',';
     }
     return 0;
+}
+
+/* ---- e2b_domain (issue 17) ------------------------------------------------ */
+
+int lb_cfgi_e2b_domain_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz)
+{
+    size_t n = strlen(v), label = 0;
+    if (n >= outsz) {
+        snprintf(why, whysz, "is longer than %zu characters", outsz - 1);
+        return LB_E_TOOBIG;
+    }
+    for (size_t i = 0; i <= n; i++) {
+        char c = (char)tolower((unsigned char)v[i]);
+        if (c == '.' || c == '\0') {
+            if (n && (!label || label > 63 || v[i - 1] == '-' || v[i - label] == '-')) {
+                snprintf(why, whysz, "is not a DNS name (labels of 1-63 letters, digits and inner hyphens, "
+                         "between dots), e.g. e2b.example.org");
+                return LB_E_INVAL;
+            }
+            label = 0;
+        } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') {
+            label++;
+        } else {
+            snprintf(why, whysz, "is not a DNS name (only letters, digits, hyphens and dots), e.g. e2b.example.org");
+            return LB_E_INVAL;
+        }
+        out[i] = c;
+    }
+    return LB_OK;
+}
+
+int lb_cfg_e2b_host(const lb_config *cfg, const char *host)
+{
+    size_t d = strlen(cfg->e2b_domain), n = strlen(host), i = 0;
+    if (!d || n <= d + 1 || host[n - d - 1] != '.' || strcasecmp(host + n - d, cfg->e2b_domain))
+        return 0;
+    while (i < 5 && host[i] >= '0' && host[i] <= '9')
+        i++;
+    if (!i || host[i] != '-')
+        return 0;
+    i++;
+    for (size_t k = 0; k < 32; k++, i++)
+        if (!((host[i] >= '0' && host[i] <= '9') || (host[i] >= 'a' && host[i] <= 'f')))
+            return 0;
+    return i == n - d - 1;
 }

@@ -3,6 +3,7 @@
 
 #include "web/e2b_connect.h"
 #include "web/e2b_envd.h"
+#include "web/handlers_sandbox_pause.h"
 #include "web/handlers_sandboxes.h"
 #include "web/http.h"
 #include "web/req_body.h"
@@ -98,7 +99,8 @@ static cJSON *lb_e2b_info(const cJSON *st)
              cJSON_AddItemToObject(o, "metadata", md ? cJSON_Duplicate(md, 1) : cJSON_CreateObject()) &&
              cJSON_AddStringToObject(o, "startedAt", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "created_at"))) &&
              cJSON_AddStringToObject(o, "endAt", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "expires_at"))) &&
-             cJSON_AddStringToObject(o, "state", "running") &&
+             cJSON_AddStringToObject(o, "state", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "paused")) ? "paused"
+                                                                                                              : "running") &&
              cJSON_AddNumberToObject(o, "cpuCount", cJSON_IsNumber(cpu) && cpu->valuedouble >= 1 ? cpu->valuedouble : 1) &&
              cJSON_AddNumberToObject(o, "memoryMB", cJSON_IsNumber(mem) ? mem->valuedouble : 0) &&
              cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION);
@@ -273,11 +275,12 @@ static void lb_e2b_list(lb_req *r)
     }
     long long seen = 0, next = -1;
     const cJSON *it;
-    /* llmbox has no paused sandboxes: a filter without "running" finds none */
-    int want_running = strstr(state, "running") != NULL;
+    int want_running = strstr(state, "running") != NULL, want_paused = strstr(state, "paused") != NULL;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(all, "sandboxes"))
     {
-        if (!want_running || strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "status")), "running"))
+        int paused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "paused"));
+        if (!(paused ? want_paused : want_running) ||
+            strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "status")), "running"))
             continue;
         const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
         char msg[400];
@@ -310,9 +313,8 @@ static void lb_e2b_list(lb_req *r)
 static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
 {
     const char *m = r->method;
-    if (!strcmp(rest, "/pause") || !strcmp(rest, "/resume")) {
-        lb_e2b_error(r, 501, "Pausing and resuming sandboxes is not supported by llmbox yet (docs/E2B.md); the "
-                             "sandbox %.40s keeps running.", id);
+    if (!strcmp(rest, "/resume")) { /* the SDK resumes by connect; no route of E2B's API any more */
+        lb_e2b_error(r, 404, "Resume a paused sandbox with POST /v2/sandboxes/%.40s/connect (Sandbox.connect).", id);
         return;
     }
     if (!strcmp(rest, "/metrics") || !strcmp(rest, "/snapshots") || !strcmp(rest, "/fork") ||
@@ -340,9 +342,33 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
             lb_http_json(r, 200, o, NULL);
         else
             lb_e2b_error(r, 500, "Out of memory.");
+    } else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
+        /* issue 14's pause (its "memory" is always kept: a frozen cgroup) */
+        char err[512] = "";
+        int same = 0, rc;
+        if (!(body = lb_req_json(r, 65536, "pause")))
+            goto out;
+        rc = lb_sbx_pause_set(s, 1, &same, err, sizeof err);
+        if (rc == LB_E_NOTFOUND)
+            lb_e2b_error(r, 404, "%s", err);
+        else if (rc)
+            lb_e2b_error(r, rc == LB_E_BUSY ? 409 : 500, "Cannot pause %s: %s.", id, err);
+        else if (same)
+            lb_e2b_error(r, 409, "The sandbox %s is paused already.", id);
+        else
+            lb_http_head(r, 204, NULL, NULL);
     } else if ((!strcmp(rest, "/timeout") || !strcmp(rest, "/connect")) && !strcmp(m, "POST")) {
         if (!(body = lb_req_json(r, 65536, "timeout")))
             goto out;
+        if (!strcmp(rest, "/connect")) {
+            /* a paused sandbox is resumed by a connect (SDK's Sandbox.connect) */
+            char err[512] = "";
+            int same = 0, rc = lb_sbx_pause_set(s, 0, &same, err, sizeof err);
+            if (rc) {
+                lb_e2b_error(r, rc == LB_E_NOTFOUND ? 404 : 500, "Cannot resume %s: %s", id, err);
+                goto out;
+            }
+        }
         /* never past sandboxd's own TTL, set at create to the API's maximum */
         int left = r->cfg->sandbox_api_ttl_max_s - (int)((lb_now_ms() - s->created_ms) / 1000);
         int t = lb_e2b_timeout(r, body, 0, left > 1 ? left : 1);

@@ -7,12 +7,14 @@
 #include "web/e2b_process.h"
 #include "web/http.h"
 #include "web/sandbox_registry.h"
+#include "web/sandbox_spec.h"
 
 #include "common/token.h"
 #include "common/util.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LB_E2B_ENVD_PORT "49983"   /* the port the SDK puts in E2b-Sandbox-Port and host names */
@@ -65,6 +67,35 @@ static int lb_e2b_token_ok(lb_req *r, const char *id)
     return lb_ct_equal(got, want, LB_E2B_TOKEN_HEX);
 }
 
+/* The user a call names (Authorization: Basic base64("<user>:"), or the
+ * files routes' ?username=): llmbox runs every command and file as the
+ * sandbox's root, so "root" and E2B's default "user" (what the SDK sends
+ * when none is given) are both that, and any other name is refused rather
+ * than silently run as root. 1 when it is one of those or none. */
+static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
+{
+    char q[64] = "";
+    const char *a = lb_http_param(r, "HTTP_AUTHORIZATION");
+    name[0] = '\0';
+    if (a && !strncmp(a, "Basic ", 6)) {
+        char *dec = NULL;
+        size_t n = 0;
+        if (lb_base64_decode(a + 6, strlen(a + 6), 256, &dec, &n) != LB_OK) {
+            snprintf(name, namesz, "(undecodable)");
+            return 0;
+        }
+        size_t u = dec ? strcspn(dec, ":") : 0;
+        snprintf(name, namesz, "%.*s", (int)(u < n ? u : n), dec ? dec : "");
+        free(dec);
+    } else if (r->query && lb_query_get(r->query, "username", q, sizeof q) == LB_OK) {
+        snprintf(name, namesz, "%s", q);
+    } else if (r->query && lb_query_get(r->query, "username", q, sizeof q) == LB_E_TOOBIG) {
+        snprintf(name, namesz, "(too long)");
+        return 0;
+    }
+    return !name[0] || !strcmp(name, "root") || !strcmp(name, "user");
+}
+
 void lb_h_e2b_envd(lb_req *r)
 {
     const char *sub = r->path + strlen("/e2b/sandbox");
@@ -96,6 +127,20 @@ void lb_h_e2b_envd(lb_req *r)
         lb_e2b_unary_error(r, "unauthenticated",
                            "The X-Access-Token header is missing or is not this sandbox's envdAccessToken (the one "
                            "its create or connect answered).");
+        goto out;
+    }
+    char user[80];
+    if (!lb_e2b_user_ok(r, user, sizeof user)) {
+        const char *ct = lb_http_param(r, "CONTENT_TYPE");
+        char why[300];
+        snprintf(why, sizeof why, "llmbox runs every command and file of a sandbox as its root: the user may be "
+                 "\"root\" or \"user\" (both mean that), not \"%.64s\" (docs/E2B.md).", user);
+        lb_http_drain(r);
+        /* a streaming call (Start, Connect) reads its error as the stream's end */
+        if (ct && !strncmp(ct, "application/connect+", 20))
+            lb_e2b_stream_end(r, "invalid_argument", "%s", why);
+        else
+            lb_e2b_unary_error(r, "invalid_argument", "%s", why);
         goto out;
     }
     if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {

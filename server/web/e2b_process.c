@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LB_E2B_PROCS_MAX 4096      /* processes the web follows, all sandboxes */
 #define LB_E2B_PROCS_PER_SBX 1024  /* of one sandbox (its pids limit bounds it too) */
@@ -30,7 +31,13 @@
 #define LB_E2B_ARGS_MAX 4096       /* arguments of one process */
 #define LB_E2B_TAG_MAX 256
 #define LB_E2B_CTL_MS 30000        /* the shell's short commands: start, signal, stdin */
-#define LB_E2B_DIR "/var/tmp/.llmbox-e2b"
+/* A process's files are LB_E2B_DIR<run>.<n>.out, .err, .status ...: in
+ * /var/tmp itself, which every image has, so a fresh sandbox's first
+ * start runs no mkdir (an exec of its own, 1 ms); <run> names this web's
+ * run (its start time and pid), so a restarted web, counting n from 1
+ * again, never appends to or reads a file an earlier run left. */
+#define LB_E2B_DIR "/var/tmp/.llmbox-e2b-"
+static char lb_run[48];
 
 /* The supervisor is a subshell the sandbox's shell forks for the start
  * command (a fork costs a fraction of a millisecond, a new bash several):
@@ -39,22 +46,30 @@
  * status too when it ends within 30 ms (most short commands: then no
  * stream has to poll for it), with "-" when it wrote nothing (then there
  * is nothing to read either). It keeps nothing of the shell's: its
- * stdout is that pipe, read only by the start command (a status written
- * after it stopped reading ends the supervisor by SIGPIPE, its work done),
- * its stderr /dev/null, SIGINT ignored (how the shell's own commands are
- * stopped). It records its own pid (closeStdin signals it), keeps the FIFO
- * open for writing so the command sees no EOF until closeStdin (USR1)
- * closes it, starts the command as a job of its own process group (set -m:
- * a signal goes to the whole group), waits (again after a USR1 interrupts
- * the wait) and records the status. Each file is one echo, one write(): a
- * reader finds it empty or whole, and takes an empty one as not there yet. */
-static const char lb_sup_head[] =
-    "exec 5< <(exec 2>/dev/null; trap '' INT; : >\"$D.out\"; : >\"$D.err\"; echo $BASHPID >\"$D.wpid\"\n";
-static const char lb_sup_stdin[] = "exec 3<>\"$D.in\"; trap 'exec 3>&-' USR1\n";
+ * stdout is that pipe, read only by the start command, its stderr
+ * /dev/null, SIGINT ignored (how the shell's own commands are stopped).
+ * It starts the command as a job of its own process group (set -m: a
+ * signal goes to the whole group), waits and records the status.
+ * What a short command does not need stays off its path (bench/RESULTS.md:
+ * each file made or loop turned cost the round trip a fraction of a ms):
+ * the status goes to the pipe first and to its file after (SIGPIPE
+ * ignored once the job is forked, so a start that stopped reading does not
+ * stop the file's write); the output files are made by the job's own
+ * redirections, and only a start that did not see the end makes sure they
+ * exist before a stream reads them. With stdin, it records its own pid
+ * (closeStdin signals it), keeps the FIFO open for writing so the command
+ * sees no EOF until closeStdin (USR1) closes it, and waits again after a
+ * USR1 interrupts the wait. Each file is one echo, one write(): a reader
+ * finds it empty or whole, and takes an empty one as not there yet. */
+static const char lb_sup_head[] = "exec 5< <(exec 2>/dev/null; trap '' INT\n";
+static const char lb_sup_stdin[] = "echo $BASHPID >\"$D.wpid\"; exec 3<>\"$D.in\"; trap 'exec 3>&-' USR1\n";
+static const char lb_sup_tail_stdin[] = "p=$!; trap '' PIPE; echo $p\n"
+                                        "while kill -0 $p 2>/dev/null; do wait $p; done; ";
+static const char lb_sup_tail_plain[] = "p=$!; trap '' PIPE; echo $p\n";
 static const char lb_sup_tail[] =
-    "p=$!; echo $p\n"
-    "while kill -0 $p 2>/dev/null; do wait $p; done; wait $p; s=$?; echo $s >\"$D.status\"; echo $s)\n"
-    "read -r p <&5; o=x; read -t 0.03 -r s <&5 && { o=-; [ -s \"$D.out\" ] || [ -s \"$D.err\" ] && o=x; }\n"
+    "wait $p; s=$?; echo $s; echo $s >\"$D.status\")\n"
+    "read -r p <&5; o=x; if read -t 0.03 -r s <&5; then o=-; [ -s \"$D.out\" ] || [ -s \"$D.err\" ] && o=x;"
+    " else : >>\"$D.out\"; : >>\"$D.err\"; fi\n"
     "exec 5<&-; echo \"$p $s $o\"\n";
 
 /* The processes this web started: what List shows and the other calls
@@ -63,7 +78,7 @@ typedef struct lb_e2b_proc {
     int used;
     char sbx[33];
     uint32_t pid;                  /* in the sandbox */
-    unsigned dir;                  /* LB_E2B_DIR/<dir> */
+    unsigned dir;                  /* LB_E2B_DIR<run>.<dir> */
     char tag[LB_E2B_TAG_MAX + 1];
     cJSON *config;                 /* {cmd, args, envs, cwd} as the client sent it */
     int has_stdin;
@@ -114,6 +129,8 @@ static int lb_proc_reserve(const char *sbx, unsigned *dir)
         p->used = 1;
         p->streams = 1; /* the Start that reserves it */
         memcpy(p->sbx, sbx, sizeof p->sbx);
+        if (!lb_run[0])
+            snprintf(lb_run, sizeof lb_run, "%lld-%ld", (long long)time(NULL), (long)getpid());
         p->dir = *dir = lb_next_dir++;
     } else {
         at = -1;
@@ -255,11 +272,10 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, unsigned dir, const
     } else {
         snprintf(st->er.cwd, sizeof st->er.cwd, "%s", s->workdir);
     }
-    /* the folder once; D=<folder>/<n>, its files D.out, D.err, D.pid ...;
+    /* D=<prefix><run>.<n>, its files D.out, D.err, D.wpid ...;
      * its FIFO; the supervisor, detached */
     lb_buf *b = &st->script;
-    int rc = lb_buf_printf(b, "%s[ -d %s ] || mkdir -p -m 700 %s || exit 1\nD=%s/%u\n%s%s%sset -m\n", prefix,
-                           LB_E2B_DIR, LB_E2B_DIR, LB_E2B_DIR, dir,
+    int rc = lb_buf_printf(b, "%sD=%s%s.%u\n%s%s%sset -m\n", prefix, LB_E2B_DIR, lb_run, dir,
                            st->has_stdin ? "mkfifo -m 600 \"$D.in\" || exit 1\n" : "", lb_sup_head,
                            st->has_stdin ? lb_sup_stdin : "");
     if (!rc)
@@ -277,8 +293,9 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, unsigned dir, const
             rc = lb_sh_quote(b, a->valuestring);
     }
     if (!rc)
-        rc = lb_buf_printf(b, " %s >>\"$D.out\" 2>>\"$D.err\"%s &\n%s", st->has_stdin ? "<\"$D.in\"" : "</dev/null",
-                           st->has_stdin ? " 3>&-" : "", lb_sup_tail);
+        rc = lb_buf_printf(b, " %s >>\"$D.out\" 2>>\"$D.err\"%s &\n%s%s", st->has_stdin ? "<\"$D.in\"" : "</dev/null",
+                           st->has_stdin ? " 3>&-" : "", st->has_stdin ? lb_sup_tail_stdin : lb_sup_tail_plain,
+                           lb_sup_tail);
     if (rc) {
         snprintf(msg, msgsz, "the command with its arguments is over %u bytes", (unsigned)LB_SBX_COMMAND_MAX);
         return -1;
@@ -385,7 +402,7 @@ static int lb_send_end(lb_req *r, int status)
 /* ---- following a process ---- */
 
 typedef struct lb_follow {
-    char out[96], err[96], status[96];
+    char out[160], err[160], status[160];
     uint64_t off_out, off_err;
 } lb_follow;
 
@@ -408,9 +425,9 @@ static void lb_follow_run(lb_req *r, lb_sbx *s, int slot, uint32_t pid, unsigned
 {
     lb_follow f;
     char err[512] = "", msg[1400];
-    snprintf(f.out, sizeof f.out, "%s/%u.out", LB_E2B_DIR, dir);
-    snprintf(f.err, sizeof f.err, "%s/%u.err", LB_E2B_DIR, dir);
-    snprintf(f.status, sizeof f.status, "%s/%u.status", LB_E2B_DIR, dir);
+    snprintf(f.out, sizeof f.out, "%s%s.%u.out", LB_E2B_DIR, lb_run, dir);
+    snprintf(f.err, sizeof f.err, "%s%s.%u.err", LB_E2B_DIR, lb_run, dir);
+    snprintf(f.status, sizeof f.status, "%s%s.%u.status", LB_E2B_DIR, lb_run, dir);
     f.off_out = f.off_err = 0;
     int64_t t0 = lb_mono_ms(), last_sent = t0;
     /* the status is known (the output may still hold a tail) */
@@ -534,7 +551,7 @@ static void lb_reap_line_locked(const char *sbx, lb_buf *b)
             i++;
             continue;
         }
-        if (lb_buf_printf(b, "%s %s/%u.*", taken ? "" : "rm -f --", LB_E2B_DIR, lb_reap[i].dir) != LB_OK)
+        if (lb_buf_printf(b, "%s %s%s.%u.*", taken ? "" : "rm -f --", LB_E2B_DIR, lb_run, lb_reap[i].dir) != LB_OK)
             break;
         taken++;
         lb_reap[i] = lb_reap[--lb_reap_n];
@@ -563,9 +580,9 @@ static void lb_follow_done(lb_sbx *s, int slot)
     }
     pthread_mutex_unlock(&lb_procs_mu);
     if (last && !queued) {
-        char line[96], msg[400];
+        char line[160], msg[400];
         const char *code;
-        snprintf(line, sizeof line, "rm -f -- %s/%u.*", LB_E2B_DIR, dir);
+        snprintf(line, sizeof line, "rm -f -- %s%s.%u.*", LB_E2B_DIR, lb_run, dir);
         LB_IGNORE(lb_shell(s, line, NULL, &code, msg, sizeof msg)); /* a folder left in /var/tmp is harmless */
     }
 }
@@ -708,10 +725,10 @@ static void lb_procs_refresh(lb_sbx *s)
     }
     pthread_mutex_unlock(&lb_procs_mu);
     for (int k = 0; k < n; k++) {
-        char path[96], err[256], msg[400];
+        char path[160], err[256], msg[400];
         int type = 0;
         uint64_t size = 0;
-        snprintf(path, sizeof path, "%s/%u.status", LB_E2B_DIR, dirs[k]);
+        snprintf(path, sizeof path, "%s%s.%u.status", LB_E2B_DIR, lb_run, dirs[k]);
         if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK)
             return;
         int rc = lbsb_stat(s->conn, s->sbx_id, path, &type, &size, err, sizeof err);
@@ -812,10 +829,10 @@ static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
         lb_e2b_unary_error(r, "failed_precondition", "The process was started without stdin (stdin: false).");
         goto out;
     }
-    char line[256];
+    char line[512];
     const char *code = "internal";
     if (close_it) {
-        snprintf(line, sizeof line, "read -r w <%s/%u.wpid && kill -USR1 \"$w\"", LB_E2B_DIR, dir);
+        snprintf(line, sizeof line, "read -r w <%s%s.%u.wpid && kill -USR1 \"$w\"", LB_E2B_DIR, lb_run, dir);
         int rc = lb_shell(s, line, NULL, &code, msg, sizeof msg);
         lb_answer_empty(r, rc, code, msg);
         goto out;
@@ -826,9 +843,9 @@ static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
                            (unsigned)LB_E2B_CHUNK);
         goto out;
     }
-    char path[96];
+    char path[160];
     unsigned k = (unsigned)lb_mono_ms() ^ (unsigned)(uintptr_t)r;
-    snprintf(path, sizeof path, "%s/%u.stdin.%u", LB_E2B_DIR, dir, k);
+    snprintf(path, sizeof path, "%s%s.%u.stdin.%u", LB_E2B_DIR, lb_run, dir, k);
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         goto out;
@@ -840,7 +857,8 @@ static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
         lb_e2b_unary_error(r, st == 503 ? "unavailable" : "internal", "%s", msg);
         goto out;
     }
-    snprintf(line, sizeof line, "timeout 10 cat %s >%s/%u.in; r=$?; rm -f %s; exit $r", path, LB_E2B_DIR, dir, path);
+    snprintf(line, sizeof line, "timeout 10 cat %s >%s%s.%u.in; r=$?; rm -f %s; exit $r", path, LB_E2B_DIR, lb_run, dir,
+             path);
     rc = lb_shell(s, line, NULL, &code, msg, sizeof msg);
     if (rc)
         snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (the process did not take its stdin within 10 s)");

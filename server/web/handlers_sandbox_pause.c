@@ -68,6 +68,28 @@ static void lb_pause_rpc_error(lb_req *r, lb_sbx *s, int rc, const char *what, c
     }
 }
 
+int lb_sbx_pause_set(lb_sbx *s, int pause, int *same, char *err, size_t errsz)
+{
+    if (lb_sbx_lock(s, err, errsz) != LB_OK)
+        return LB_E_NOTFOUND;
+    int rc = LB_OK;
+    /* paused changes only under the op lock: read here, it is current */
+    if (same && (*same = s->paused == pause)) {
+        lb_sbx_unlock(s);
+        return LB_OK;
+    }
+    rc = pause ? lbsb_freeze(s->conn, s->sbx_id, err, errsz) : lbsb_thaw(s->conn, s->sbx_id, err, errsz);
+    if (!rc)
+        lb_sbx_set_paused(s, pause);
+    lb_sbx_unlock(s);
+    if (rc == LB_E_NOTFOUND || rc == LB_E_CANCELLED) {
+        snprintf(err, errsz, "The sandbox %s was deleted or expired while trying to %s it.", s->id,
+                 pause ? "pause" : "resume");
+        rc = LB_E_NOTFOUND;
+    }
+    return rc;
+}
+
 /* pause and resume: {id, paused} */
 static void lb_pause_set(lb_req *r, int pause)
 {
@@ -75,17 +97,11 @@ static void lb_pause_set(lb_req *r, int pause)
     lb_sbx *s = lb_sbx_usable(r, r->sandbox);
     if (!s)
         return;
-    char err[512] = "", gone[400];
-    if (lb_sbx_lock(s, gone, sizeof gone) != LB_OK) {
-        lb_http_error(r, 404, "not_found", "%s", gone);
-        lb_sbx_put(s);
-        return;
-    }
-    int rc = pause ? lbsb_freeze(s->conn, s->sbx_id, err, sizeof err) : lbsb_thaw(s->conn, s->sbx_id, err, sizeof err);
-    if (!rc)
-        lb_sbx_set_paused(s, pause);
-    lb_sbx_unlock(s);
-    if (rc) {
+    char err[512] = "";
+    int rc = lb_sbx_pause_set(s, pause, NULL, err, sizeof err);
+    if (rc == LB_E_NOTFOUND) {
+        lb_http_error(r, 404, "not_found", "%s", err);
+    } else if (rc) {
         lb_pause_rpc_error(r, s, rc, pause ? "pause" : "resume", err);
     } else {
         cJSON *o = cJSON_CreateObject();

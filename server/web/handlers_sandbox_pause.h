@@ -18,6 +18,7 @@
 
 #include "common/status.h"
 #include "web/request.h"
+#include "web/sandbox_registry.h"
 
 #define LB_SNAPSHOT_STATE_MAX 40 /* "api-" + 32 hex + NUL */
 
@@ -29,6 +30,13 @@ void lb_snapshot_state_name(const char *id, char *out, size_t outsz);
  * for), LB_E_INVAL 422 (a damaged snapshot) or 400 (of another image: err
  * says which), with err. */
 LB_MUST_CHECK int lb_snapshot_restore_error(const char *id, int rc, const char *err, char *msg, size_t msgsz);
+
+/* Freezes (pause 1) or thaws sandbox s under its op lock and records it:
+ * LB_OK, or sandboxd's status with a sentence in err (LB_E_NOTFOUND: the
+ * sandbox went). same (may be NULL): set when it already was so, and then
+ * nothing is asked of sandboxd (E2B's pause of a paused one, a connect of
+ * a running one). */
+LB_MUST_CHECK int lb_sbx_pause_set(lb_sbx *s, int pause, int *same, char *err, size_t errsz);
 
 void lb_h_sbx_pause(lb_req *r);
 void lb_h_sbx_resume(lb_req *r);

@@ -295,6 +295,16 @@ void lb_route(lb_req *r)
         r->route = "refused";
         return;
     }
+    /* issue 17: on an E2B sandbox host name (<port>-<id>.<e2b_domain>) every
+     * path is that sandbox's envd: /health is /e2b/sandbox/health */
+    char host[256];
+    int port;
+    const char *hv = lb_http_param(r, "HTTP_HOST");
+    if (hv && strncmp(r->path, "/e2b/", 5) && lb_cfg_host_split(hv, strlen(hv), host, sizeof host, &port) &&
+        lb_cfg_e2b_host(r->cfg, host) && strlen(r->path) + 12 < sizeof r->path) {
+        memmove(r->path + 12, r->path, strlen(r->path) + 1);
+        memcpy(r->path, "/e2b/sandbox", 12);
+    }
     const lb_route_def *g, *d = lb_route_find(r->path, r->method, &g);
     r->route = (d ? d : g)->route;
     /* matched already (lb_route_find); this takes the ids and the tail */

@@ -6,6 +6,7 @@ the SDK never is: missing keys, another sandbox's access token, broken
 Connect envelopes, a client that never reads its stream. Needs root
 (sandboxd), the built image and node; Python stdlib only.
 """
+import base64
 import http.client
 import json
 import os
@@ -197,11 +198,49 @@ def t_never_reads(stack):
             api(stack, "DELETE", "/e2b/sandboxes/" + x["sandboxID"])
 
 
+def t_e2b_domain_host_names(stack):
+    """E2B_DOMAIN host names (nginx's rewrite, allowed_hosts, the router):
+    49983-<id>.<e2b_domain> is that sandbox's envd on every path."""
+    s = create(stack)
+    sid = s["sandboxID"]
+    host = "49983-%s.e2b.test" % sid
+    tok = {"X-Access-Token": s["envdAccessToken"]}
+    try:
+        st, _, data = stack.request("GET", "/health", None, {"Host": host})
+        assert st == 204, (st, data)
+        h = dict(tok, Host=host + ":%d" % stack.port)
+        h["Content-Type"] = "application/json"
+        st, _, data = stack.request("POST", "/filesystem.Filesystem/Stat", json.dumps({"path": "/tmp"}).encode(), h)
+        assert st == 200 and json.loads(data)["entry"]["type"] == "FILE_TYPE_DIRECTORY", (st, data)
+        raw = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", "echo via-host"]}}).encode()
+        h["Content-Type"] = "application/connect+json"
+        st, _, data = stack.request("POST", "/process.Process/Start", struct.pack(">BI", 0, len(raw)) + raw, h)
+        assert st == 200, (st, data)
+        outs = [base64.b64decode(m["event"]["data"]["stdout"]) for _, m in envelopes(data)
+                if "data" in m.get("event", {})]
+        assert b"".join(outs) == b"via-host\n", data
+        h["Content-Type"] = "application/json"
+        h["X-Access-Token"] = "0" * 64
+        st, _, data = stack.request("POST", "/filesystem.Filesystem/Stat", b'{"path": "/tmp"}', h)
+        assert st == 401 and b"unauthenticated" in data, ("another token opens nothing", st, data)
+        for bad in ("49983-%s.other.test" % sid, "e2b.test", "49983-%s.x.e2b.test.evil" % sid,
+                    "49983-%s.e2b.test" % sid.upper()[:31]):
+            for path in ("/health", "/e2b/sandbox/health"):
+                st, _, data = stack.request("GET", path, None, {"Host": bad})
+                # nginx serves a path it does not rewrite itself (a 404 page); the backend refuses the Host
+                assert (st == 403 and b"host_not_allowed" in data) or (path == "/health" and st == 404), \
+                    (bad, path, st, data)
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + sid)
+
+
 def t_unsupported_said(stack):
     s = create(stack)
     try:
-        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/pause" % s["sandboxID"], {})
+        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/fork" % s["sandboxID"], {})
         assert st == 501 and "not supported" in json.loads(data)["message"], (st, data)
+        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/resume" % s["sandboxID"], {})
+        assert st == 404 and "/connect" in json.loads(data)["message"], (st, data)
         st, _, data = api(stack, "POST", "/e2b/v3/templates", {"name": "x"})
         assert st == 501 and "Dockerfile" in json.loads(data)["message"], (st, data)
         st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {"templateID": "no-such-image"})
@@ -249,13 +288,16 @@ def main():
     if not os.path.isdir(os.path.join(E2B_DIR, "node_modules", "e2b")):
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=E2B_DIR, check=True,
                        stdout=sys.stderr)
-    env = {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_SANDBOX_API_MAX": "16"}
+    env = {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_SANDBOX_API_MAX": "16", "LLMBOX_E2B_DOMAIN": "E2B.test"}
     with Stack(model=False, web_env=env) as st:
         r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
+        r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
+        r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
         r.run("readme_example_unchanged", t_readme_example, st)
         r.run("keys_and_tokens", t_keys, st)
+        r.run("e2b_domain_host_names", t_e2b_domain_host_names, st)
         r.run("envelopes_malformed", t_envelopes, st)
         r.run("client_never_reads", t_never_reads, st)
         r.run("unsupported_said", t_unsupported_said, st)

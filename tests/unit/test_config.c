@@ -344,6 +344,33 @@ TEST(allowed_hosts)
     CHECK(!lb_cfg_host_split("[]", 2, h, sizeof h, &port) && !lb_cfg_host_split("[::1]x", 6, h, sizeof h, &port));
 }
 
+/* e2b_domain (issue 17): a DNS name, lowercased; which hosts are its sandboxes' */
+TEST(e2b_domain)
+{
+    clean_env();
+    const char *id = "0123456789abcdef0123456789abcdef";
+    char h[128];
+    CHECK(load("\n") == LB_OK && !lb_cfg()->e2b_domain[0]);
+    snprintf(h, sizeof h, "49983-%s.e2b.example", id);
+    CHECK(!lb_cfg_e2b_host(lb_cfg(), h));
+    CHECK(load("e2b_domain = E2B.Example\n") == LB_OK && !strcmp(lb_cfg()->e2b_domain, "e2b.example"));
+    const lb_config *c = lb_cfg();
+    CHECK(lb_cfg_e2b_host(c, h));
+    snprintf(h, sizeof h, "8080-%s.E2B.example", id);
+    CHECK(lb_cfg_e2b_host(c, h));
+    snprintf(h, sizeof h, "49983-%s.x.e2b.example", id);
+    CHECK(!lb_cfg_e2b_host(c, h));
+    snprintf(h, sizeof h, "49983-%.31s.e2b.example", id);
+    CHECK(!lb_cfg_e2b_host(c, h));
+    snprintf(h, sizeof h, "-%s.e2b.example", id);
+    CHECK(!lb_cfg_e2b_host(c, h));
+    snprintf(h, sizeof h, "49983-%s.e2b.example.evil", id);
+    CHECK(!lb_cfg_e2b_host(c, h) && !lb_cfg_e2b_host(c, "e2b.example") && !lb_cfg_e2b_host(c, ".e2b.example"));
+    CHECK(load("e2b_domain = bad/name\n") != LB_OK && error_is(1, "DNS name"));
+    CHECK(load("e2b_domain = a..b\n") != LB_OK && load("e2b_domain = -a.b\n") != LB_OK);
+    CHECK(load("e2b_domain = a-.b\n") != LB_OK && load("e2b_domain = a.b.\n") != LB_OK);
+}
+
 int main(void)
 {
     snprintf(conf, sizeof conf, "/tmp/lb-conf-%d.conf", (int)getpid());
@@ -356,6 +383,7 @@ int main(void)
     RUN(sandbox_keys);
     RUN(s3_keys);
     RUN(allowed_hosts);
+    RUN(e2b_domain);
     unlink(conf);
     return testlib_done();
 }
