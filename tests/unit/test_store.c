@@ -1,4 +1,5 @@
 /* Unit tests for the SQLite task store (server/store/store.h). */
+#include "store_v1.h"
 #include "testlib.h"
 
 #include "common/status.h"
@@ -67,17 +68,7 @@ TEST(migrates_v1_database)
     sqlite3 *db;
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
-                       "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
-                       "INSERT INTO meta VALUES('schema_version','1');"
-                       "CREATE TABLE tasks(id TEXT PRIMARY KEY NOT NULL, status TEXT NOT NULL, reason TEXT,"
-                       " prompt TEXT NOT NULL, model TEXT, max_turns INTEGER NOT NULL DEFAULT 0,"
-                       " created_ms INTEGER NOT NULL, started_ms INTEGER, finished_ms INTEGER, pid INTEGER,"
-                       " turns INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,"
-                       " completion_tokens INTEGER NOT NULL DEFAULT 0, answer TEXT, inputs TEXT NOT NULL DEFAULT '[]');"
-                       "CREATE TABLE events(task_id TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL,"
-                       " type TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(task_id, seq)) WITHOUT ROWID;"
-                       "CREATE TABLE artifacts(task_id TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,"
-                       " mime TEXT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY(task_id, path)) WITHOUT ROWID;"
+                       LB_TEST_STORE_V1_TABLES
                        "INSERT INTO tasks(id,status,prompt,model,max_turns,created_ms,prompt_tokens)"
                        " VALUES('0123456789abcdef0123456789abcdef','succeeded','old','m',5,1,40);",
                        0, 0, 0) == SQLITE_OK);

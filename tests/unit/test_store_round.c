@@ -1,5 +1,6 @@
 /* Unit tests for the rounds, kept sandboxes and shares of the task store
  * (server/store/store_round.h, schema v9). */
+#include "store_v1.h"
 #include "testlib.h"
 
 #include "common/status.h"
@@ -281,17 +282,7 @@ TEST(v8_database_migrates_to_rounds)
     sqlite3 *db;
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
-                       "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
-                       "INSERT INTO meta VALUES('schema_version','1');"
-                       "CREATE TABLE tasks(id TEXT PRIMARY KEY NOT NULL, status TEXT NOT NULL, reason TEXT,"
-                       " prompt TEXT NOT NULL, model TEXT, max_turns INTEGER NOT NULL DEFAULT 0,"
-                       " created_ms INTEGER NOT NULL, started_ms INTEGER, finished_ms INTEGER, pid INTEGER,"
-                       " turns INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,"
-                       " completion_tokens INTEGER NOT NULL DEFAULT 0, answer TEXT, inputs TEXT NOT NULL DEFAULT '[]');"
-                       "CREATE TABLE events(task_id TEXT NOT NULL, seq INTEGER NOT NULL, ts_ms INTEGER NOT NULL,"
-                       " type TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(task_id, seq)) WITHOUT ROWID;"
-                       "CREATE TABLE artifacts(task_id TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,"
-                       " mime TEXT NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY(task_id, path)) WITHOUT ROWID;",
+                       LB_TEST_STORE_V1_TABLES,
                        0, 0, 0) == SQLITE_OK);
     sqlite3_close(db);
     /* up to v8 through the released migrations, then the rows a v8
