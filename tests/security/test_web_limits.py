@@ -326,13 +326,20 @@ def wait_status(st, tid, want, timeout):
 
 
 def du(path):
+    """Bytes of the files under path, each inode once: a finished round's
+    outputs are hard links (rounds/N/output), made just after the task's
+    end is recorded, and take no more disk."""
     total = 0
+    seen = set()
     for root, _, files in os.walk(path):
         for n in files:
             try:
-                total += os.lstat(os.path.join(root, n)).st_size
+                st = os.lstat(os.path.join(root, n))
             except OSError:
-                pass
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
     return total
 
 
