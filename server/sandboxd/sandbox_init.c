@@ -26,6 +26,7 @@
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/fdpass.h"
 #include "sandboxd/idmap.h"
+#include "sandboxd/sandbox_proc.h"
 
 #include "common/status.h"
 
@@ -538,8 +539,11 @@ static void init_loop(void)
         init_fail("signalfd");
     pid_t shell = 0;
     for (;;) {
-        struct pollfd pf[2] = {{.fd = INIT_CTL_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0) {
+        /* issue 17: the channel of sandboxd's own processes (sandbox_proc_init.c), once it came */
+        struct pollfd pf[3] = {{.fd = INIT_CTL_FD, .events = POLLIN},
+                               {.fd = sfd, .events = POLLIN},
+                               {.fd = lbsd_initproc_sock(), .events = POLLIN}};
+        if (poll(pf, pf[2].fd >= 0 ? 3 : 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(1);
@@ -554,9 +558,13 @@ static void init_loop(void)
                 if (p == shell) {
                     init_send("EXIT %d %d", (int)p, st);
                     shell = 0;
+                } else {
+                    lbsd_initproc_reaped(p, st); /* issue 17 */
                 }
             }
         }
+        if (pf[2].fd >= 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) && lbsd_initproc_handle() < 0)
+            lbsd_initproc_set_sock(-1); /* sandboxd dropped the channel; the ctl socket says the rest */
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             char msg[64];
             int fds[3], nfds;
@@ -569,6 +577,9 @@ static void init_loop(void)
                     g_parked[i] = fds[i];
                 nfds = 0; /* kept */
                 init_send("PARKED %u %d %d %d", seq, g_parked[0], g_parked[1], g_parked[2]);
+            } else if (!strcmp(msg, "PROCSOCK") && nfds == 1) {
+                lbsd_initproc_set_sock(fds[0]); /* issue 17: sandbox_proc.h */
+                nfds = 0;
             } else if (!strcmp(msg, "UNPARK")) {
                 init_unpark();
             } else if (!strcmp(msg, "SPAWN") && nfds == 3) {

@@ -1,0 +1,84 @@
+/*
+ * Processes of sandboxd's own (issue 17): commands started beside the
+ * sandbox's shell, each with its own pipes, whose output and exit are
+ * pushed as frames to the connections attached to them.
+ *
+ * The sandbox's init forks them, as it forks the shell (sandbox_proc_init.c),
+ * so they run with everything the shell runs with: the sandbox's
+ * namespaces, cgroup, user, rlimits, capabilities, no_new_privs and seccomp
+ * filter. sandboxd talks to init about them over a channel of their own (a
+ * SOCK_SEQPACKET pair handed to init on the first start), so nothing of
+ * the shell's control traffic (sandbox_create.c, fdpark.c) sees them:
+ *
+ *   sandboxd -> init   "START" \0 seq \0 stdin(0|1) \0 oom_score_adj \0 cwd \0
+ *                      argc \0 argv... \0 env... \0     + 2 or 3 fds
+ *                      (stdout, stderr[, stdin]: sandboxd keeps the other ends)
+ *                      "KILL <pid> <signal>"      (the process's group, then it)
+ *   init -> sandboxd   "STARTED <seq> <pid>"      (pid inside the sandbox)
+ *                      "FAILED <seq> <errno>"     (chdir or exec failed; nothing runs)
+ *                      "PEXIT <pid> <wait status>"
+ *
+ * Output: read from the loop, at most LBSD_PROC_READ bytes per read, and
+ * queued on each attached connection as an event. Backpressure, not
+ * dropping: while any attached connection has more than LBSD_PROC_BACKLOG
+ * bytes unsent, the process's pipes are not read, so it blocks in write()
+ * as it would on a terminal nobody reads, and sandboxd's memory stays
+ * bounded. With nobody attached the output is read and dropped (counted
+ * in proc_list's "dropped"), so a process whose client left runs on.
+ */
+#ifndef LBSD_SANDBOX_PROC_H
+#define LBSD_SANDBOX_PROC_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sandboxd/sandboxd.h"
+
+#define LBSD_PROC_MAX 1024            /* live processes per sandbox (the pids cgroup bounds the rest) */
+#define LBSD_PROC_WATCHERS 8          /* connections attached to one process */
+#define LBSD_PROC_READ (64u << 10)    /* one read of a pipe: one out event */
+#define LBSD_PROC_BACKLOG (256u << 10) /* unsent bytes of a watcher before its process waits */
+#define LBSD_PROC_INPUT_MAX (1u << 20) /* stdin bytes queued and not yet taken by the process */
+#define LBSD_PROC_SPEC_MAX (120u << 10) /* argv + env + cwd of one start, bytes */
+#define LBSD_PROC_ARGS_MAX 4096       /* argv entries */
+#define LBSD_PROC_ENV_MAX 1024        /* env entries */
+#define LBSD_PROC_TAG_MAX 256
+#define LBSD_PROC_META_MAX (16u << 10) /* the client's opaque note, returned by proc_list */
+#define LBSD_PROC_DRAIN_MAX (1u << 20) /* read per stream at the exit, after which the end is sent */
+
+/* Handles proc_start, proc_attach, proc_input, proc_signal and proc_list
+ * (include/llmbox/sandbox.h). Any connection of the uid that created the
+ * sandbox may use them (the web streams each process on a connection of
+ * its own). data: proc_input's data frame. */
+void lbsd_proc_request(lbsd_conn *c, const lbsd_req *req, const char *data, size_t dlen);
+
+/* The sandbox is going (destroy, TTL, lease, shutdown) or its init died:
+ * every attached or starting connection gets a "gone" event with why, and
+ * the processes are forgotten (they die with the sandbox's pid namespace). */
+void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why);
+
+/* The connection is closing: it is no longer attached to anything. */
+void lbsd_proc_conn_closed(lbsd_conn *c);
+
+/* Descriptors the loop polls for processes, at most this many. */
+size_t lbsd_proc_fd_count(void);
+/* Calls add for every descriptor to poll now (the channels to init, the
+ * pipes of processes whose watchers are not over their backlog, stdin
+ * pipes with bytes waiting). */
+void lbsd_proc_poll(void (*add)(void *arg, int fd, short events, lbsd_sandbox *sb), void *arg);
+/* fd of sb is ready (revents). */
+void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents);
+
+/* --- sandbox_proc_init.c: init's side (runs in the sandbox's init) --- */
+/* The channel arrived ("PROCSOCK" on the control socket): init polls it. */
+void lbsd_initproc_set_sock(int fd);
+/* The channel's fd, or -1 before the first start. */
+int lbsd_initproc_sock(void);
+/* The channel is readable: one message (START or KILL). Returns -1 when
+ * sandboxd closed it. */
+int lbsd_initproc_handle(void);
+/* Init reaped pid with status: reports it if it was one of ours. */
+void lbsd_initproc_reaped(int pid, int status);
+
+#endif
