@@ -157,9 +157,10 @@ def t_envelopes(stack):
 
 def t_never_reads(stack):
     """A client that starts a command with endless output and never reads:
-    the web goes on serving others (the same sandbox too: the output waits
-    in the sandbox's own files, not in the web), and once the client has
-    left the process runs on, listed, until it is killed."""
+    the web goes on serving others (the same sandbox too: the process
+    waits on its full pipe, sandboxd reads no more than the stream takes),
+    and once the client has left the process runs on, listed, until it is
+    killed."""
     s, other = create(stack), create(stack)
     try:
         body = json.dumps({"process": {"cmd": "/bin/bash",
@@ -251,16 +252,50 @@ def t_unsupported_said(stack):
         api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
 
 
+def start_detached(stack, sbx, body):
+    """Starts a process and leaves once its start event came: it runs on."""
+    raw = json.dumps(body).encode()
+    raw = struct.pack(">BI", 0, len(raw)) + raw
+    c = socket.create_connection(("127.0.0.1", stack.port))
+    c.settimeout(10)
+    c.sendall(("POST /e2b/sandbox/process.Process/Start HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+               "E2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nContent-Type: application/connect+json\r\n"
+               "Content-Length: %d\r\n\r\n" % (stack.port, sbx["sandboxID"], sbx["envdAccessToken"], len(raw))
+               ).encode() + raw)
+    got = b""
+    while b'"start"' not in got:
+        b = c.recv(4096)
+        assert b, ("the start event came", got)
+        got += b
+    c.close()
+
+
 def t_web_restart(stack):
     """The sandbox outlives a restart of the web (its lease), and its access
-    token still opens it: the token is derived from the id, not stored."""
+    token still opens it: the token is derived from the id, not stored. A
+    process started before is listed after (sandboxd keeps it and its
+    config), and can be killed."""
     s = create(stack, metadata={"keep": "yes"})
     try:
         st, _, env = envd(stack, s, "process.Process/Start",
                           {"process": {"cmd": "/bin/bash", "args": ["-c", "echo before >/tmp/mark"]}}, streaming=True)
         assert st == 200 and env[-1] == (2, {}), env
+        start_detached(stack, s, {"process": {"cmd": "/bin/sleep", "args": ["300"], "envs": {"K": "v"}},
+                                  "tag": "keeper"})
         stack.kill("web")
         stack.restart("web")
+        st, _, data = envd(stack, s, "process.Process/List", {})
+        procs = json.loads(data)["processes"]
+        assert st == 200 and len(procs) == 1 and procs[0]["tag"] == "keeper", data
+        assert procs[0]["config"]["cmd"] == "/bin/sleep" and procs[0]["config"]["args"] == ["300"], procs
+        assert procs[0]["config"]["envs"] == {"K": "v"}, procs
+        st, _, data = envd(stack, s, "process.Process/SendSignal",
+                           {"process": {"tag": "keeper"}, "signal": "SIGNAL_SIGKILL"})
+        assert st == 200, data
+        deadline = time.time() + 10
+        while json.loads(envd(stack, s, "process.Process/List", {})[2])["processes"]:
+            assert time.time() < deadline, "killed after the restart, it leaves the list"
+            time.sleep(0.1)
         st, _, env = envd(stack, s, "process.Process/Start",
                           {"process": {"cmd": "/bin/cat", "args": ["/tmp/mark"]}}, streaming=True)
         data = [e[1]["event"]["data"] for e in env if "data" in e[1].get("event", {})]
