@@ -10,10 +10,13 @@ import base64
 import http.client
 import json
 import os
+import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -307,6 +310,70 @@ def t_web_restart(stack):
         api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
 
 
+# ---- E2B_DOMAIN through the SDK, over TLS ----
+
+def make_tls(d, domain):
+    """A throwaway CA and a wildcard certificate for *.<domain> it signed,
+    made with openssl in d; returns (ca.pem, cert, key)."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ca, ca_key = os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+    crt, key, csr, ext = (os.path.join(d, n) for n in ("srv.pem", "srv.key", "srv.csr", "ext.cnf"))
+    run = lambda *a: subprocess.run(["openssl"] + list(a), check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=llmbox test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=*.%s" % domain)
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:*.%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n" % domain)
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", crt, "-days", "1",
+        "-extfile", ext)
+    return ca, crt, key
+
+
+def free_loopback_443():
+    """An address of 127/8 whose port 443 is free (nginx's TLS listen: the
+    SDK's https:// names carry no port)."""
+    for _ in range(50):
+        addr = "127.%d.%d.%d" % tuple(os.urandom(3)[i] % 250 + 2 for i in range(3))
+        s = socket.socket()
+        try:
+            s.bind((addr, 443))
+            return addr
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise AssertionError("no free 127/8 address with port 443")
+
+
+def t_e2b_domain_sdk(stack, tls):
+    """The SDK with only E2B_DOMAIN set reaches https://49983-<id>.<domain>:
+    nginx's TLS block with the wildcard certificate, *.e2b.test resolved to
+    its address for the SDK's process only (a --import preload). Without
+    the test CA it refuses the certificate: TLS is really checked."""
+    env = dict(os.environ)
+    env.pop("E2B_SANDBOX_URL", None)
+    env.update({"E2B_API_URL": "http://127.0.0.1:%d/e2b" % stack.port, "E2B_API_KEY": TOKEN,
+                "E2B_DOMAIN": "e2b.test", "NODE_EXTRA_CA_CERTS": tls["ca"],
+                "LLMBOX_TEST_RESOLVE": "e2b.test=" + tls["addr"]})
+    argv = ["node", "--import", "./resolve_test_domain.mjs", "sdk_domain.mjs"]
+    p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "PASS sdk_reaches_envd_by_host_name_over_tls" in p.stdout, (p.stdout, p.stderr[-2000:])
+    del env["NODE_EXTRA_CA_CERTS"]
+    p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "fetch failed" in p.stdout, ("without the CA the SDK fails", p.stdout, p.stderr[-2000:])
+    # and why: the certificate, checked with and without the test CA
+    name = "49983-%s.e2b.test" % ("0" * 32)
+    for cafile, ok in ((tls["ca"], True), (None, False)):
+        ctx = ssl.create_default_context(cafile=cafile)
+        try:
+            with socket.create_connection((tls["addr"], 443), timeout=10) as raw:
+                with ctx.wrap_socket(raw, server_hostname=name):
+                    verified = True
+        except ssl.SSLCertVerificationError:
+            verified = False
+        assert verified == ok, ("the wildcard certificate verifies only with the test CA", cafile)
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -324,7 +391,11 @@ def main():
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=E2B_DIR, check=True,
                        stdout=sys.stderr)
     env = {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_SANDBOX_API_MAX": "16", "LLMBOX_E2B_DOMAIN": "E2B.test"}
-    with Stack(model=False, web_env=env) as st:
+    tmp = tempfile.mkdtemp(prefix="llmbox-e2b-tls-")
+    ca, crt, key = make_tls(tmp, "e2b.test")
+    tls = {"ca": ca, "addr": free_loopback_443()}
+    stack_tls = {"listen": tls["addr"] + ":443", "cert": crt, "key": key, "names": "*.e2b.test"}
+    with Stack(model=False, web_env=env, tls=stack_tls) as st:
         r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
@@ -337,6 +408,8 @@ def main():
         r.run("client_never_reads", t_never_reads, st)
         r.run("unsupported_said", t_unsupported_said, st)
         r.run("web_restart_keeps_sandbox_and_token", t_web_restart, st)
+        r.run("e2b_domain_sdk_over_tls", t_e2b_domain_sdk, st, tls)
+    shutil.rmtree(tmp, ignore_errors=True)
     r.done()
 
 
