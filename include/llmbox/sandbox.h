@@ -178,6 +178,13 @@
  *   rest; a leased sandbox's processes run on while nobody holds it and are
  *   listed to whoever adopts it. Nothing survives a restart of sandboxd.
  *
+ *   port_connect {id, port: 1..65535} -> {port, fd: true}, the answer's
+ *            first byte carrying (SCM_RIGHTS) a TCP socket connected to
+ *            127.0.0.1:port in the sandbox's network namespace (issue 17,
+ *            E2B's getHost). The sandbox gets no new network access; a
+ *            connection of the creator's uid only; "notfound" when nothing
+ *            listens; send it on a connection with no answer owed ("busy").
+ *
  * Sandboxes without a lease belong to the connection that created them:
  * when it closes (the agent exits, is killed or cancelled), sandboxd
  * destroys them. That is how cancel and agent crashes leave nothing behind.
@@ -380,6 +387,11 @@ LLMBOX_MUST_CHECK int lbsb_proc_signal(lbsb_conn *c, const char *id, uint32_t pi
                                        size_t errsz);
 /* *json: the array of proc_list's answer as JSON text (caller frees). */
 LLMBOX_MUST_CHECK int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size_t errsz);
+/* issue 17: *fd_out gets a TCP socket connected to 127.0.0.1:port inside
+ * the sandbox (the caller closes it). LB_E_NOTFOUND: nothing listens
+ * there. c must be idle (no answer owed). */
+LLMBOX_MUST_CHECK int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char *errbuf,
+                                        size_t errsz);
 
 #ifdef __cplusplus
 }

@@ -1067,3 +1067,98 @@ int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size
     }
     return LB_OK;
 }
+
+/* issue 17: port_connect. The answer's first byte carries the connected
+ * socket (SCM_RIGHTS), so it is read with recvmsg; a descriptor that comes
+ * with anything else is closed. */
+static ssize_t lbsb_recv_fd(int sock, void *buf, size_t len, int *fd)
+{
+    union {
+        char b[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int got[4];
+        memcpy(got, CMSG_DATA(h), (k > 4 ? 4 : k) * sizeof(int));
+        for (size_t i = 0; i < k && i < 4; i++) {
+            if (*fd < 0)
+                *fd = got[i];
+            else
+                close(got[i]);
+        }
+    }
+    return n;
+}
+
+int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char *errbuf, size_t errsz)
+{
+    *fd_out = -1;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (port < 1 || port > 65535) {
+        lbsb_err(errbuf, errsz, "a TCP port is 1 to 65535");
+        return LB_E_INVAL;
+    }
+    if (!c || c->broken || c->discard) {
+        lbsb_err(errbuf, errsz, "port_connect needs an idle, unbroken sandboxd connection");
+        return LB_E_UNAVAILABLE;
+    }
+    char req[128];
+    int n = snprintf(req, sizeof req, "{\"op\":\"port_connect\",\"id\":\"%s\",\"port\":%d}", id, port);
+    rc = lbsd_frame_send(c->fd, req, (size_t)n, NULL);
+    if (rc == LB_OK)
+        rc = lbsd_frame_wait(c->fd, c->cancel);
+    int fd = -1;
+    unsigned char hdr[LBSD_FRAME_HDR];
+    size_t got = 0;
+    while (rc == LB_OK && got < sizeof hdr) {
+        ssize_t r = lbsb_recv_fd(c->fd, hdr + got, sizeof hdr - got, &fd);
+        if (r <= 0)
+            rc = LB_E_UNAVAILABLE;
+        else
+            got += (size_t)r;
+    }
+    uint32_t len = rc ? 0 : (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+    char body[2048];
+    if (rc == LB_OK && (len == 0 || len >= sizeof body))
+        rc = LB_E_PROTO;
+    for (got = 0; rc == LB_OK && got < len;) {
+        ssize_t r = read(c->fd, body + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            rc = LB_E_UNAVAILABLE;
+        else
+            got += (size_t)r;
+    }
+    if (rc) {
+        c->broken = 1;
+        if (fd >= 0)
+            close(fd);
+        lbsb_err(errbuf, errsz, rc == LB_E_CANCELLED ? "cancelled" : "lost the connection to sandboxd");
+        return rc;
+    }
+    cJSON *r = cJSON_ParseWithLength(body, len);
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(r, "error");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "message");
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")) && fd >= 0) {
+        *fd_out = fd;
+    } else {
+        if (fd >= 0)
+            close(fd);
+        rc = cJSON_IsString(code) ? lbsd_code_status(code->valuestring) : LB_E_PROTO;
+        lbsb_err(errbuf, errsz, "%s", cJSON_IsString(m) ? m->valuestring : "sandboxd sent no connection");
+    }
+    cJSON_Delete(r);
+    return rc;
+}

@@ -88,6 +88,9 @@ typedef enum lbsd_op {
     LBSD_OP_PROC_INPUT,
     LBSD_OP_PROC_SIGNAL,
     LBSD_OP_PROC_LIST,
+    /* issue 17: port_connect {id, port} -> {port} with a connected socket
+     * (SCM_RIGHTS) to 127.0.0.1:port in the sandbox (sandboxd/sandbox_port.c) */
+    LBSD_OP_PORT_CONNECT,
 } lbsd_op;
 
 /* network modes of a sandbox */

@@ -22,7 +22,7 @@ static const char *const lbsd_op_names[] = {
     /* processes of sandboxd's own (issue 17) */
     [LBSD_OP_PROC_START] = "proc_start", [LBSD_OP_PROC_ATTACH] = "proc_attach",
     [LBSD_OP_PROC_INPUT] = "proc_input", [LBSD_OP_PROC_SIGNAL] = "proc_signal",
-    [LBSD_OP_PROC_LIST] = "proc_list",
+    [LBSD_OP_PROC_LIST] = "proc_list", [LBSD_OP_PORT_CONNECT] = "port_connect",
 };
 
 const char *lbsd_op_name(lbsd_op op)
@@ -183,7 +183,7 @@ static const struct {
     /* processes of sandboxd's own (issue 17) */
     {"proc_start", LBSD_OP_PROC_START}, {"proc_attach", LBSD_OP_PROC_ATTACH},
     {"proc_input", LBSD_OP_PROC_INPUT}, {"proc_signal", LBSD_OP_PROC_SIGNAL},
-    {"proc_list", LBSD_OP_PROC_LIST},
+    {"proc_list", LBSD_OP_PROC_LIST}, {"port_connect", LBSD_OP_PORT_CONNECT},
 };
 
 /* A saved state's name from member key into req->state (required when need). */
@@ -412,6 +412,7 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
     case LBSD_OP_PROC_INPUT:
     case LBSD_OP_PROC_SIGNAL:
     case LBSD_OP_PROC_LIST:
+    case LBSD_OP_PORT_CONNECT:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
             return rc;
         break;

@@ -321,9 +321,7 @@ static int lp_from_init(lbsd_procs *set)
 
 /* ---- requests ----------------------------------------------------------- */
 
-/* The sandbox of req->id for c: its owner, or a connection of the uid
- * that created it (the 128-bit id is what it must know). */
-static lbsd_sandbox *lp_sandbox(lbsd_conn *c, const lbsd_req *req)
+lbsd_sandbox *lbsd_proc_sandbox(lbsd_conn *c, const lbsd_req *req)
 {
     lbsd_sandbox *sb = lbsd_sandbox_by_id(req->id);
     if (!sb || (sb->owner != c && sb->creator_uid != c->uid)) {
@@ -571,7 +569,7 @@ static void lp_list(lbsd_conn *c, lbsd_sandbox *sb)
 
 void lbsd_proc_request(lbsd_conn *c, const lbsd_req *req, const char *data, size_t dlen)
 {
-    lbsd_sandbox *sb = lp_sandbox(c, req);
+    lbsd_sandbox *sb = lbsd_proc_sandbox(c, req);
     if (!sb)
         return;
     if (req->op == LBSD_OP_PROC_START) {

@@ -53,6 +53,15 @@
  * its own). data: proc_input's data frame. */
 void lbsd_proc_request(lbsd_conn *c, const lbsd_req *req, const char *data, size_t dlen);
 
+/* The sandbox of req->id for c: its owner, or a connection of the uid
+ * that created it (the 128-bit id is what it must know); NULL after
+ * answering notfound, or "sandbox" when its init died. */
+lbsd_sandbox *lbsd_proc_sandbox(lbsd_conn *c, const lbsd_req *req);
+
+/* port_connect (sandbox_port.c): a TCP connection to 127.0.0.1:port in
+ * the sandbox's network namespace, handed to c with the answer. */
+void lbsd_port_request(lbsd_conn *c, const lbsd_req *req);
+
 /* The sandbox is going (destroy, TTL, lease, shutdown) or its init died:
  * every attached or starting connection gets a "gone" event with why, and
  * the processes are forgotten (they die with the sandbox's pid namespace). */

@@ -661,6 +661,10 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         lbsd_renew(c, req);
         return;
     }
+    if (req->op == LBSD_OP_PORT_CONNECT) {
+        lbsd_port_request(c, req); /* issue 17: sandbox_port.c */
+        return;
+    }
     if (req->op >= LBSD_OP_PROC_START && req->op <= LBSD_OP_PROC_LIST) {
         lbsd_proc_request(c, req, data, dlen); /* issue 17: sandbox_proc.c */
         return;

@@ -28,4 +28,60 @@ check('sdk_reaches_envd_by_host_name_over_tls', async () => {
   }
 })
 
+// sbx.getHost(port): a server the sandbox's code started, through its host
+// name, behind the sandbox's traffic token
+check('get_host_reaches_a_server_in_the_sandbox', async () => {
+  const sbx = await Sandbox.create()
+  try {
+    await sbx.files.write('/tmp/www/hello.txt', 'hello from the sandbox\n')
+    await sbx.commands.run('python3 -m http.server 8000 --bind 127.0.0.1 --directory /tmp/www', { background: true })
+    const host = sbx.getHost(8000)
+    eq(host, `8000-${sbx.sandboxId}.${domain}`)
+    assert(sbx.trafficAccessToken, 'create answers a traffic token')
+    const h = { 'e2b-traffic-access-token': sbx.trafficAccessToken }
+    let res
+    for (let i = 0; i < 50; i++) { // until the server listens
+      res = await fetch(`https://${host}/hello.txt`, { headers: h })
+      if (res.status !== 502) break
+      await new Promise(resolve => setTimeout(resolve, 100))
+    }
+    eq(res.status, 200)
+    eq(await res.text(), 'hello from the sandbox\n')
+    eq((await fetch(`https://${host}/nope`, { headers: h })).status, 404, 'the server\'s own answers pass')
+    // a server that echoes what reached it: method, path and query, a header, the body
+    await sbx.files.write('/tmp/echo.py', [
+      'import http.server',
+      'class H(http.server.BaseHTTPRequestHandler):',
+      '    def do_POST(self):',
+      '        body = self.rfile.read(int(self.headers["Content-Length"]))',
+      '        out = ("%s %s %s %d %s" % (self.command, self.path, self.headers["X-Test"], len(body),',
+      '               self.headers.get("X-Access-Token"))).encode()',
+      '        self.send_response(201)',
+      '        self.send_header("X-Echo", "yes")',
+      '        self.send_header("Content-Length", str(len(out)))',
+      '        self.end_headers()',
+      '        self.wfile.write(out)',
+      'http.server.HTTPServer(("127.0.0.1", 8002), H).serve_forever()', ''].join('\n'))
+    await sbx.commands.run('python3 /tmp/echo.py', { background: true })
+    let post
+    for (let i = 0; i < 50; i++) {
+      post = await fetch(`https://${sbx.getHost(8002)}/p/a?q=1&r=%20`,
+        { method: 'POST', headers: { ...h, 'X-Test': 'v', 'X-Access-Token': 'x' }, body: 'x'.repeat(100000) })
+      if (post.status !== 502) break
+      await new Promise(resolve => setTimeout(resolve, 100))
+    }
+    eq(post.status, 201, 'the server\'s status')
+    eq(post.headers.get('x-echo'), 'yes', 'its headers')
+    eq(await post.text(), 'POST /p/a?q=1&r=%20 v 100000 None', 'method, path, query, headers and body relayed; the token not')
+    eq((await fetch(`https://${host}/hello.txt`)).status, 403, 'no token, no way in')
+    eq((await fetch(`https://${host}/hello.txt`, { headers: { 'e2b-traffic-access-token': 'f'.repeat(64) } })).status,
+      403, 'another token, no way in')
+    const closed = await fetch(`https://${sbx.getHost(8001)}/`, { headers: h })
+    eq(closed.status, 502, 'nothing listens there')
+    assert(/port is not open/.test(await closed.text()), 'and it says so')
+  } finally {
+    await sbx.kill()
+  }
+})
+
 await runChecks()

@@ -349,7 +349,10 @@ def t_e2b_domain_sdk(stack, tls):
     """The SDK with only E2B_DOMAIN set reaches https://49983-<id>.<domain>:
     nginx's TLS block with the wildcard certificate, *.e2b.test resolved to
     its address for the SDK's process only (a --import preload). Without
-    the test CA it refuses the certificate: TLS is really checked."""
+    the test CA it refuses the certificate: TLS is really checked. And
+    sbx.getHost(8000): a python http.server the SDK started in the sandbox,
+    fetched through its host name with the traffic token (refused
+    without), a closed port's 502 (port forwarding, sandbox_port.c)."""
     env = dict(os.environ)
     env.pop("E2B_SANDBOX_URL", None)
     env.update({"E2B_API_URL": "http://127.0.0.1:%d/e2b" % stack.port, "E2B_API_KEY": TOKEN,
@@ -358,6 +361,8 @@ def t_e2b_domain_sdk(stack, tls):
     argv = ["node", "--import", "./resolve_test_domain.mjs", "sdk_domain.mjs"]
     p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "PASS sdk_reaches_envd_by_host_name_over_tls" in p.stdout, (p.stdout, p.stderr[-2000:])
+    assert "PASS get_host_reaches_a_server_in_the_sandbox" in p.stdout, (p.stdout, p.stderr[-2000:])
+    print("   " + p.stdout.strip().replace("\n", "\n   "), file=sys.stderr)
     del env["NODE_EXTRA_CA_CERTS"]
     p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "fetch failed" in p.stdout, ("without the CA the SDK fails", p.stdout, p.stderr[-2000:])

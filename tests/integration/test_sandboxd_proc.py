@@ -14,13 +14,17 @@ level against a real sandboxd (python3 stdlib only, run as root):
   - 1,000 starts one after another, and 200 at once;
   - the pids limit refuses a start with a sentence;
   - the sandbox destroyed, or expired, while a process streams: "gone";
-  - sandboxd's end: the stream sees EOF and nothing survives on the host.
+  - sandboxd's end: the stream sees EOF and nothing survives on the host;
+  - port_connect: a socket into the sandbox's loopback, over SCM_RIGHTS.
 
     python3 tests/integration/test_sandboxd_proc.py   (from the repo root)
 """
+import array
 import glob
+import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -272,6 +276,45 @@ def check_sandboxd_end(tmp):
         time.sleep(0.1)
 
 
+def check_port_connect(d):
+    """port_connect: a socket connected to 127.0.0.1:port inside the
+    sandbox, over SCM_RIGHTS; refusals with a sentence."""
+    c = d.connect()
+    sid = c.create()
+    start(c, sid, ["python3", "-c", "import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 7777))\n"
+                   "s.listen()\nwhile True:\n    a, _ = s.accept()\n    a.sendall(b'inside ' + a.recv(100))\n"
+                   "    a.close()"])
+    w = d.connect()
+    end = time.time() + 10
+    while True:
+        w.send({"op": "port_connect", "id": sid, "port": 7777})
+        msg, anc, _, _ = w.s.recvmsg(4096, socket.CMSG_SPACE(4 * 4))
+        (n,) = struct.unpack(">I", msg[:4])
+        r = json.loads(msg[4:4 + n])
+        if r.get("ok") or time.time() > end:
+            break
+        assert r["error"] == "notfound" and "nothing listens" in r["message"], r
+        time.sleep(0.1)
+    assert r.get("ok") and len(anc) == 1, (r, anc)
+    fds = array.array("i")
+    fds.frombytes(anc[0][2][:4])
+    s = socket.socket(fileno=fds[0])
+    s.sendall(b"hello")
+    assert s.recv(100) == b"inside hello"
+    s.close()
+    # the sandbox's server stays in its namespace: the host's 127.0.0.1:7777 is not it
+    try:
+        with socket.create_connection(("127.0.0.1", 7777), timeout=2) as h:
+            h.sendall(b"hello")
+            assert not h.recv(100).startswith(b"inside"), "the sandbox's port reached from the host"
+    except (ConnectionRefusedError, socket.timeout):
+        pass
+    for req, code in [({"port": 0}, "invalid"), ({"port": 70000}, "invalid"), ({"port": "80"}, "invalid"),
+                      ({"port": 7778}, "notfound"), ({"port": 7777, "id": "0" * 32}, "notfound")]:
+        r = w.call(dict({"op": "port_connect", "id": sid}, **req))
+        assert r.get("error") == code and r.get("message"), (req, r)
+
+
 def open_read(p):
     try:
         with open(p, "rb") as f:
@@ -292,7 +335,8 @@ def main():
                          ("list_attach_and_refusals", check_list_attach_refusals),
                          ("flood_to_a_client_that_never_reads", check_flood_never_read),
                          ("thousand_starts", check_thousand), ("pids_limit_refuses_a_start", check_pids_limit),
-                         ("sandbox_gone_while_streaming", check_gone_while_streaming)]:
+                         ("sandbox_gone_while_streaming", check_gone_while_streaming),
+                         ("port_connect_hands_over_a_socket", check_port_connect)]:
             p.run(name, fn, d)
     p.run("sandboxd_end_leaves_nothing", check_sandboxd_end, None)
     return p.exit_code()
