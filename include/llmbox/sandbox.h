@@ -135,8 +135,9 @@
  *            sandbox_state_max_age_s (default 7 days) are removed by a sweep.
  *
  *   -- processes of sandboxd's own (issue 17; sandboxd/sandbox_proc.h) --
- *   Commands beside the shell, forked by the sandbox's init as the shell
- *   is (same namespaces, cgroup, user, rlimits, no_new_privs, seccomp),
+ *   Commands beside the shell, forked by a spawner the sandbox's init
+ *   forks as it forks the shell (same namespaces, cgroup, user, rlimits,
+ *   no_new_privs, seccomp, OOM score),
  *   each with its own pipes held by sandboxd; no shell state is shared
  *   (the environment is the shell's initial one plus env). Any connection
  *   of the uid that created the sandbox may use these ops (not only its
@@ -159,7 +160,9 @@
  *            {"event":"out","pid","fd":1|2,"data":true} + a data frame (<= 64 KiB)
  *            {"event":"exit","pid","exit_code"} or {..., "signal"}
  *            {"event":"gone","pid","message"}  the sandbox was destroyed,
- *            expired or its init died (the process died with it).
+ *            expired or its init died (the process died with it), or the
+ *            spawner was killed from inside the sandbox (the process is
+ *            no longer followed).
  *            Backpressure: while an attached connection has more than
  *            256 KiB unsent, the process's pipes are not read (it blocks
  *            writing). With nobody attached its output is read and dropped

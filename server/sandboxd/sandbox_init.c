@@ -539,11 +539,8 @@ static void init_loop(void)
         init_fail("signalfd");
     pid_t shell = 0;
     for (;;) {
-        /* issue 17: the channel of sandboxd's own processes (sandbox_proc_init.c), once it came */
-        struct pollfd pf[3] = {{.fd = INIT_CTL_FD, .events = POLLIN},
-                               {.fd = sfd, .events = POLLIN},
-                               {.fd = lbsd_initproc_sock(), .events = POLLIN}};
-        if (poll(pf, pf[2].fd >= 0 ? 3 : 2, -1) < 0) {
+        struct pollfd pf[2] = {{.fd = INIT_CTL_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(1);
@@ -558,13 +555,9 @@ static void init_loop(void)
                 if (p == shell) {
                     init_send("EXIT %d %d", (int)p, st);
                     shell = 0;
-                } else {
-                    lbsd_initproc_reaped(p, st); /* issue 17 */
                 }
             }
         }
-        if (pf[2].fd >= 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) && lbsd_initproc_handle() < 0)
-            lbsd_initproc_set_sock(-1); /* sandboxd dropped the channel; the ctl socket says the rest */
         if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             char msg[64];
             int fds[3], nfds;
@@ -578,7 +571,7 @@ static void init_loop(void)
                 nfds = 0; /* kept */
                 init_send("PARKED %u %d %d %d", seq, g_parked[0], g_parked[1], g_parked[2]);
             } else if (!strcmp(msg, "PROCSOCK") && nfds == 1) {
-                lbsd_initproc_set_sock(fds[0]); /* issue 17: sandbox_proc.h */
+                lbsd_initproc_spawn(fds[0]); /* issue 17: sandbox_proc.h */
                 nfds = 0;
             } else if (!strcmp(msg, "UNPARK")) {
                 init_unpark();

@@ -47,7 +47,8 @@ typedef struct lbsd_proc {
 typedef struct lbsd_procs {
     struct lbsd_procs *next;       /* g_sets */
     lbsd_sandbox *sb;
-    int sock;                      /* our end of the channel to init */
+    int sock;                      /* our end of the channel to the spawner */
+    int ready;                     /* its HELLO came and its oom score is set */
     lbsd_proc *list;
     int n;
     uint32_t seq;
@@ -174,7 +175,7 @@ static void lp_exited(lbsd_procs *set, lbsd_proc *p, int status)
 
 static void lp_flush(lbsd_procs *set)
 {
-    while (set->q) {
+    while (set->ready && set->q) {
         lbsd_pmsg *m = set->q;
         ssize_t w = m->nfds ? lbsd_fds_send(set->sock, m->buf, m->len, m->fds, m->nfds, MSG_DONTWAIT)
                             : send(set->sock, m->buf, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -229,8 +230,14 @@ static lbsd_procs *lp_open(lbsd_sandbox *sb, char *msg, size_t msgsz)
         return NULL;
     }
     /* big enough for one START (the spec is capped below it) */
-    int sz = (int)(LBSD_PROC_SPEC_MAX + 8192);
+    int sz = (int)(LBSD_PROC_SPEC_MAX + 8192), one = 1;
     (void)setsockopt(sp[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz); /* the default holds it too */
+    if (setsockopt(sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one) != 0) { /* the spawner's host pid */
+        snprintf(msg, msgsz, "cannot make a channel to the sandbox's init: SO_PASSCRED: %s", strerror(errno));
+        close(sp[0]);
+        close(sp[1]);
+        return NULL;
+    }
     if (lbsd_fds_send(sb->ctl_fd, "PROCSOCK", 8, &sp[1], 1, 0) != 8) {
         snprintf(msg, msgsz, "cannot reach the sandbox's init: %s", strerror(errno));
         close(sp[0]);
@@ -274,19 +281,56 @@ static void lp_starter_done(lbsd_proc *p)
     p->starter = NULL;
 }
 
-/* One message from init; -1 when the channel is gone. */
+/* HELLO: the spawner's host pid (from the credentials the kernel put on
+ * the message) gets the shell's oom_score_adj, written from the host so
+ * that neither it nor what it forks can set a lower one. */
+static int lp_hello(lbsd_procs *set, const struct ucred *cr)
+{
+    if (!cr || cr->pid <= 1 || !lbsd_pid_in_sandbox(set->sb, cr->pid)) {
+        lb_warn("sandbox %s: a HELLO on the process channel not from the sandbox", set->sb->id);
+        return -1;
+    }
+    char p[64];
+    const char *v = lbsd_host_get()->oom_shield ? "0" : "1000";
+    snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)cr->pid);
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    ssize_t w = fd >= 0 ? write(fd, v, strlen(v)) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (w != (ssize_t)strlen(v)) {
+        lb_warn("sandbox %s: cannot set the process spawner's oom_score_adj: %s", set->sb->id, strerror(errno));
+        return -1;
+    }
+    set->ready = 1;
+    lp_flush(set);
+    return 1;
+}
+
+/* One message from the spawner; -1 when the channel is gone. */
 static int lp_from_init(lbsd_procs *set)
 {
     char m[128];
-    ssize_t n = recv(set->sock, m, sizeof m - 1, MSG_DONTWAIT);
+    union {
+        char b[CMSG_SPACE(sizeof(struct ucred))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = m, .iov_len = sizeof m - 1};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+    ssize_t n = recvmsg(set->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return 0;
     if (n <= 0)
         return -1;
     m[n] = '\0';
+    const struct ucred *cr = NULL;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
+        if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
+            cr = (const struct ucred *)CMSG_DATA(h);
     unsigned seq;
     int pid, st;
-    if (sscanf(m, "STARTED %u %d", &seq, &pid) == 2) {
+    if (!strcmp(m, "HELLO")) {
+        return set->ready ? -1 : lp_hello(set, cr);
+    } else if (sscanf(m, "STARTED %u %d", &seq, &pid) == 2) {
         lbsd_proc *p = lp_by_seq(set, seq);
         if (!p)
             return 1;
@@ -400,9 +444,8 @@ static int lp_spec(const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, 
         snprintf(msg, msgsz, "\"cwd\" must be an absolute path of at most 4096 bytes");
         return LB_E_INVAL;
     }
-    int oom = lbsd_host_get()->oom_shield ? 0 : 1000;
-    int rc = lb_buf_printf(b, "START%c%u%c%d%c%d%c%s%c%d%c", 0, seq, 0, has_stdin, 0, oom, 0,
-                           cwd ? cwd->valuestring : "", 0, argc, 0);
+    int rc = lb_buf_printf(b, "START%c%u%c%d%c%s%c%d%c", 0, seq, 0, has_stdin, 0, cwd ? cwd->valuestring : "", 0,
+                           argc, 0);
     const cJSON *a;
     cJSON_ArrayForEach(a, argv)
     {
@@ -687,7 +730,7 @@ void lbsd_proc_poll(void (*add)(void *arg, int fd, short events, lbsd_sandbox *s
             lbsd_proc_sandbox_gone(sb, sb->gone_why);
             continue;
         }
-        add(arg, set->sock, (short)(POLLIN | (set->q ? POLLOUT : 0)), sb);
+        add(arg, set->sock, (short)(POLLIN | (set->ready && set->q ? POLLOUT : 0)), sb);
         for (lbsd_proc *p = set->list; p; p = p->next) {
             if (!p->pid)
                 continue;
@@ -737,7 +780,10 @@ void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents)
         for (int k = 0; k < 64; k++) {
             int r = lp_from_init(set);
             if (r < 0) {
-                lbsd_proc_sandbox_gone(sb, "its init closed the channel of processes (it died)");
+                /* the spawner is gone (killed from inside the sandbox, or
+                 * the sandbox is ending): the next start makes a new one */
+                lbsd_proc_sandbox_gone(sb, "the sandbox's process spawner ended (killed from inside the sandbox, or "
+                                           "the sandbox is ending): its processes are no longer followed");
                 return;
             }
             if (r == 0)

@@ -3,20 +3,29 @@
  * sandbox's shell, each with its own pipes, whose output and exit are
  * pushed as frames to the connections attached to them.
  *
- * The sandbox's init forks them, as it forks the shell (sandbox_proc_init.c),
- * so they run with everything the shell runs with: the sandbox's
- * namespaces, cgroup, user, rlimits, capabilities, no_new_privs and seccomp
- * filter. sandboxd talks to init about them over a channel of their own (a
- * SOCK_SEQPACKET pair handed to init on the first start), so nothing of
- * the shell's control traffic (sandbox_create.c, fdpark.c) sees them:
+ * A spawner forked by the sandbox's init (as init forks the shell) forks
+ * them (sandbox_proc_init.c), so they run with everything the shell runs
+ * with: the sandbox's namespaces, cgroup, user, rlimits, capabilities,
+ * no_new_privs, seccomp filter, and an oom_score_adj sandboxd set from the
+ * host. sandboxd talks to the spawner over a channel of their own (a
+ * SOCK_SEQPACKET pair handed to init on the first start, "PROCSOCK"), so
+ * nothing of the shell's control traffic (sandbox_create.c, fdpark.c)
+ * sees them:
  *
- *   sandboxd -> init   "START" \0 seq \0 stdin(0|1) \0 oom_score_adj \0 cwd \0
+ *   spawner -> sandboxd "HELLO"                   (first; its host pid comes
+ *                                                  with the credentials)
+ *   sandboxd -> spawner "START" \0 seq \0 stdin(0|1) \0 cwd \0
  *                      argc \0 argv... \0 env... \0     + 2 or 3 fds
  *                      (stdout, stderr[, stdin]: sandboxd keeps the other ends)
  *                      "KILL <pid> <signal>"      (the process's group, then it)
- *   init -> sandboxd   "STARTED <seq> <pid>"      (pid inside the sandbox)
+ *   spawner -> sandboxd "STARTED <seq> <pid>"     (pid inside the sandbox)
  *                      "FAILED <seq> <errno>"     (chdir or exec failed; nothing runs)
  *                      "PEXIT <pid> <wait status>"
+ *
+ * The sandbox's own code can kill the spawner (it is root of the same
+ * user namespace, as for the shell): the channel's end then says so to
+ * every stream ("gone"), the processes run on unlisted, and the next start
+ * makes a new spawner.
  *
  * Output: read from the loop, at most LBSD_PROC_READ bytes per read, and
  * queued on each attached connection as an event. Backpressure, not
@@ -79,15 +88,9 @@ void lbsd_proc_poll(void (*add)(void *arg, int fd, short events, lbsd_sandbox *s
 /* fd of sb is ready (revents). */
 void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents);
 
-/* --- sandbox_proc_init.c: init's side (runs in the sandbox's init) --- */
-/* The channel arrived ("PROCSOCK" on the control socket): init polls it. */
-void lbsd_initproc_set_sock(int fd);
-/* The channel's fd, or -1 before the first start. */
-int lbsd_initproc_sock(void);
-/* The channel is readable: one message (START or KILL). Returns -1 when
- * sandboxd closed it. */
-int lbsd_initproc_handle(void);
-/* Init reaped pid with status: reports it if it was one of ours. */
-void lbsd_initproc_reaped(int pid, int status);
+/* --- sandbox_proc_init.c (runs in the sandbox's init) --- */
+/* The channel arrived ("PROCSOCK" on the control socket): forks the
+ * spawner, which takes it (and sock is closed here). */
+void lbsd_initproc_spawn(int sock);
 
 #endif

@@ -1,12 +1,16 @@
 /*
- * The sandbox init's side of sandboxd's own processes (sandbox_proc.h):
- * forks each one as it forks the shell, so it inherits everything init
- * set up (namespaces, cgroup, user, rlimits, capabilities, no_new_privs,
- * seccomp), reports its pid and its exit, and signals it on request.
+ * The sandbox's side of sandboxd's own processes (sandbox_proc.h): the
+ * spawner. When the channel arrives, init forks it (as it forks the shell,
+ * so it has everything init set up: namespaces, cgroup, user, rlimits,
+ * capabilities, no_new_privs, seccomp) and goes back to its own work. The
+ * spawner says HELLO first: sandboxd takes its host pid from the message's
+ * credentials and sets its oom_score_adj from the host, as for the shell
+ * (init's copy is shielded, and a score set by a privileged writer is
+ * also the lowest its children may set themselves). Then it forks each
+ * process, reports its pid and its exit, and signals it on request.
  *
- * Runs in init, a single-threaded clone of the zygote: raw clone() as
- * init's own fork, static buffers only (no allocation in a process that
- * must never fail for want of memory it could have reserved).
+ * A clone of init, single-threaded: raw clone() as init's own fork, static
+ * buffers only.
  */
 #include "sandboxd/sandbox_proc.h"
 
@@ -14,14 +18,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int g_sock = -1;
@@ -33,17 +40,6 @@ static char *g_argv[LBSD_PROC_ARGS_MAX + 1];
 static char *g_envp[LBSD_PROC_ENV_MAX + 1];
 static char g_path[4096 + 256];
 
-void lbsd_initproc_set_sock(int fd)
-{
-    if (g_sock >= 0)
-        close(g_sock);
-    g_sock = fd;
-}
-
-int lbsd_initproc_sock(void)
-{
-    return g_sock;
-}
 
 static void ip_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void ip_send(const char *fmt, ...)
@@ -110,11 +106,10 @@ static void ip_exec(void)
     errno = seen_eacces ? EACCES : ENOENT;
 }
 
-/* In the child: its pipes as 0-2 (stdin stays init's /dev/null unless
- * one came), its own session, default signals, the oom score sandboxd
- * chose (init's copy is shielded), then the program. Failures go back
- * through errfd as an errno. */
-__attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int errfd, const char *cwd, int oom)
+/* In the child: its pipes as 0-2 (stdin stays /dev/null unless one
+ * came), its own session, default signals, then the program. Failures go
+ * back through errfd as an errno. */
+__attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int errfd, const char *cwd)
 {
     setsid();
     if (dup2(fds[0], 1) < 0 || dup2(fds[1], 2) < 0 || (nfds == 3 && dup2(fds[2], 0) < 0) || dup2(errfd, 3) < 0)
@@ -130,18 +125,6 @@ __attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int err
     if (cwd[0] ? chdir(cwd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
         err = errno;
     if (!err) {
-        /* dumpable again, so that /proc/self is ours to write (exec would
-         * make it so anyway); raising the score needs no privilege */
-        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-        char v[16];
-        int n = snprintf(v, sizeof v, "%d", oom);
-        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || write(fd, v, (size_t)n) != n)
-            err = fd < 0 ? errno : EIO;
-        if (fd >= 0)
-            close(fd);
-    }
-    if (!err) {
         ip_exec();
         err = errno;
     }
@@ -154,13 +137,13 @@ static void ip_start(size_t len, int *fds, int nfds)
 {
     size_t at = 0;
     char *f[5];
-    for (int i = 0; i < 5; i++)
-        f[i] = ip_field(g_msg, len, &at); /* START, seq, stdin, oom, cwd */
+    for (int i = 0; i < 4; i++)
+        f[i] = ip_field(g_msg, len, &at); /* START, seq, stdin, cwd */
     char *argc_s = ip_field(g_msg, len, &at);
-    if (!f[4] || !argc_s)
+    if (!f[3] || !argc_s)
         return; /* sandboxd never sends that */
     unsigned seq = (unsigned)strtoul(f[1], NULL, 10);
-    int want_stdin = f[2][0] == '1', oom = (int)strtol(f[3], NULL, 10); /* sandboxd's "0" or "1000" */
+    int want_stdin = f[2][0] == '1';
     long argc = strtol(argc_s, NULL, 10);
     if (argc < 1 || argc > LBSD_PROC_ARGS_MAX || nfds != (want_stdin ? 3 : 2)) {
         ip_send("FAILED %u %d", seq, EINVAL);
@@ -188,7 +171,7 @@ static void ip_start(size_t len, int *fds, int nfds)
     }
     pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
     if (pid == 0)
-        ip_child(fds, nfds, ep[1], f[4], oom);
+        ip_child(fds, nfds, ep[1], f[3]);
     close(ep[1]);
     if (pid < 0) {
         int e2 = errno;
@@ -211,7 +194,8 @@ static void ip_start(size_t len, int *fds, int nfds)
     ip_send("STARTED %u %d", seq, (int)pid);
 }
 
-int lbsd_initproc_handle(void)
+/* One message from sandboxd; -1 when it closed the channel. */
+static int ip_handle(void)
 {
     int fds[LBSD_FDPASS_MAX], nfds = 0, cut = 0;
     ssize_t n = lbsd_fds_recv(g_sock, g_msg, sizeof g_msg - 1, fds, 3, &nfds, &cut);
@@ -234,11 +218,58 @@ int lbsd_initproc_handle(void)
     return 0;
 }
 
-void lbsd_initproc_reaped(int pid, int status)
+static void ip_reap(void)
 {
-    int i = ip_find(pid);
-    if (i < 0)
-        return;
-    g_pids[i] = g_pids[--g_npids];
-    ip_send("PEXIT %d %d", pid, status);
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        int i = ip_find(pid);
+        if (i < 0)
+            continue;
+        g_pids[i] = g_pids[--g_npids];
+        ip_send("PEXIT %d %d", (int)pid, st);
+    }
+}
+
+/* The spawner's life: HELLO, then starts, signals and exits until
+ * sandboxd closes the channel (or the sandbox ends). */
+__attribute__((noreturn)) static void ip_spawner(int sock)
+{
+    if (dup2(sock, 3) < 0)
+        _exit(1);
+    close_range(4, ~0U, 0);
+    g_sock = 3;
+    prctl(PR_SET_NAME, "llmbox-spawner");
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL); /* init's mask already; said again */
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        _exit(1);
+    ip_send("HELLO");
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = g_sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(1);
+        }
+        if (pf[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) > 0)
+                ;
+            ip_reap();
+        }
+        if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) && ip_handle() < 0)
+            _exit(0); /* sandboxd let go: what runs goes on, init reaps it */
+    }
+}
+
+void lbsd_initproc_spawn(int sock)
+{
+    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+    if (pid == 0)
+        ip_spawner(sock);
+    close(sock); /* the spawner's now; a failed fork shows as the channel's EOF */
 }

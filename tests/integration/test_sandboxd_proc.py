@@ -3,7 +3,8 @@
 proc_input, proc_signal, proc_list; include/llmbox/sandbox.h), at the RPC
 level against a real sandboxd (python3 stdlib only, run as root):
 
-  - output of stdout and stderr apart, exit codes, a signal's end;
+  - output of stdout and stderr apart, exit codes, a signal's end; the
+    confinement and the OOM score are the shell's;
   - stdin, and its eof;
   - a signal reaches the process's whole group;
   - list with tag and meta; attach by tag from a second connection of the
@@ -14,6 +15,7 @@ level against a real sandboxd (python3 stdlib only, run as root):
   - 1,000 starts one after another, and 200 at once;
   - the pids limit refuses a start with a sentence;
   - the sandbox destroyed, or expired, while a process streams: "gone";
+  - the spawner killed from inside the sandbox: "gone", then a new one;
   - sandboxd's end: the stream sees EOF and nothing survives on the host;
   - port_connect: a socket into the sandbox's loopback, over SCM_RIGHTS.
 
@@ -77,6 +79,11 @@ def check_streams_and_exits(d):
     assert "NoNewPrivs:\t1" in got and "Seccomp:\t2" in got and "\n0\n" in got, got
     ex = c.exec(sid, "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; id -u; cat /proc/1/comm")
     assert ex["stdout"] == got, (ex["stdout"], got)
+    # the OOM score is the shell's, set from the host: neither may lower it
+    line = "cat /proc/self/oom_score_adj; (echo -1000 >/proc/self/oom_score_adj) 2>/dev/null && echo lowered || echo refused"
+    start(c, sid, ["/bin/sh", "-c", line], attach=True)
+    got = joined(events(c), 1).decode()
+    assert got == c.exec(sid, line)["stdout"] and got.endswith("refused\n"), (got, c.exec(sid, line)["stdout"])
 
 
 def check_stdin(d):
@@ -276,6 +283,22 @@ def check_sandboxd_end(tmp):
         time.sleep(0.1)
 
 
+def check_spawner_killed(d):
+    """The sandbox's code kills the spawner: the streams hear why, the next
+    start makes a new one."""
+    c = d.connect()
+    sid = c.create()
+    w = d.connect()
+    start(w, sid, ["sleep", "300"], attach=True)
+    r = c.exec(sid, "for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = llmbox-spawner ] && "
+                    "kill -9 ${p#/proc/} && echo killed; done")
+    assert r["stdout"] == "killed\n", r
+    e = events(w)[-1]
+    assert e["event"] == "gone" and "spawner" in e["message"], e
+    start(c, sid, ["/bin/echo", "again"], attach=True)
+    assert joined(events(c), 1) == b"again\n"
+
+
 def check_port_connect(d):
     """port_connect: a socket connected to 127.0.0.1:port inside the
     sandbox, over SCM_RIGHTS; refusals with a sentence."""
@@ -336,6 +359,7 @@ def main():
                          ("flood_to_a_client_that_never_reads", check_flood_never_read),
                          ("thousand_starts", check_thousand), ("pids_limit_refuses_a_start", check_pids_limit),
                          ("sandbox_gone_while_streaming", check_gone_while_streaming),
+                         ("spawner_killed_from_inside", check_spawner_killed),
                          ("port_connect_hands_over_a_socket", check_port_connect)]:
             p.run(name, fn, d)
     p.run("sandboxd_end_leaves_nothing", check_sandboxd_end, None)
