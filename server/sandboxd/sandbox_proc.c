@@ -100,9 +100,12 @@ static void lp_out(lbsd_proc *p, int fd_no, const char *data, size_t n)
     }
 }
 
+/* Whether c has taken enough for now: over the backlog, or waiting for
+ * an exec of its own (its events would queue behind that answer, in a
+ * buffer of 64 KiB). */
 static int lp_unsent(const lbsd_conn *c)
 {
-    return c->out.len - c->out_off + c->deferred.len > LBSD_PROC_BACKLOG;
+    return c->busy || c->out.len - c->out_off + c->deferred.len > LBSD_PROC_BACKLOG;
 }
 
 /* ---- life of a process -------------------------------------------------- */
