@@ -402,6 +402,9 @@ static uint32_t lb_selected(lb_req *r, lb_sbx *s, const cJSON *req, int streamin
     const char *code = "not_found";
     uint32_t found = 0;
     char *json = NULL;
+    /* a pid goes as it is: sandboxd answers notfound for one that is not running */
+    if (cJSON_IsNumber(pid) && pid->valuedouble >= 1 && pid->valuedouble < 4294967296.0)
+        return (uint32_t)pid->valuedouble;
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         code = "unavailable";
     } else {
