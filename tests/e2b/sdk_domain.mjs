@@ -76,6 +76,33 @@ check('get_host_reaches_a_server_in_the_sandbox', async () => {
     eq((await fetch(`https://${host}/hello.txt`)).status, 403, 'no token, no way in')
     eq((await fetch(`https://${host}/hello.txt`, { headers: { 'e2b-traffic-access-token': 'f'.repeat(64) } })).status,
       403, 'another token, no way in')
+    // hostile servers: no HTTP head, a head without end, a close at once
+    await sbx.files.write('/tmp/bad.py', [
+      'import socket, threading',
+      'def serve(port, answer):',
+      '    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
+      '    s.bind(("127.0.0.1", port)); s.listen()',
+      '    while True:',
+      '        c, _ = s.accept(); c.recv(65536)',
+      '        try: c.sendall(answer)',
+      '        except OSError: pass',
+      '        c.close()',
+      'for port, answer in ((8003, b"garbage\\r\\n\\r\\n"), (8004, b"HTTP/1.0 200 OK\\r\\nX: " + b"y" * 200000),',
+      '                     (8005, b""), (8006, b"HTTP/1.0 99 Odd\\r\\n\\r\\n")):',
+      '    threading.Thread(target=serve, args=(port, answer)).start()', ''].join('\n'))
+    await sbx.commands.run('python3 /tmp/bad.py', { background: true })
+    for (const port of [8003, 8004, 8005, 8006]) {
+      let text = ''
+      let status = 0
+      for (let i = 0; i < 50 && (!status || /port is not open/.test(text)); i++) {
+        if (i) await new Promise(resolve => setTimeout(resolve, 100))
+        const bad = await fetch(`https://${sbx.getHost(port)}/`, { headers: h })
+        status = bad.status
+        text = await bad.text()
+      }
+      eq(status, 502, `port ${port}: a 502`)
+      assert(/server in the sandbox/.test(text), `port ${port} says why: ${text}`)
+    }
     const closed = await fetch(`https://${sbx.getHost(8001)}/`, { headers: h })
     eq(closed.status, 502, 'nothing listens there')
     assert(/port is not open/.test(await closed.text()), 'and it says so')
