@@ -34,12 +34,16 @@
 #define LB_E2B_PORT_BODY_MAX (64ll << 20) /* a request body relayed */
 #define LB_E2B_PORT_IDLE_S 60             /* each read and write of the sandbox's side */
 
-/* Hop-by-hop, or ours: never passed on (either way). */
+/* Hop-by-hop, or ours: never passed on (either way). X-Accel-* above all:
+ * nginx obeys them in a FastCGI answer (X-Accel-Redirect would serve any
+ * internal location, other tasks' files among them). */
 static int lb_port_skip(const char *name, size_t n)
 {
     static const char *const skip[] = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
                                        "transfer-encoding", "upgrade", "x-access-token", "e2b-traffic-access-token",
                                        "proxy-authorization", "status"};
+    if (n >= 8 && !strncasecmp(name, "x-accel-", 8))
+        return 1;
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (strlen(skip[i]) == n && !strncasecmp(name, skip[i], n))
             return 1;
@@ -139,28 +143,63 @@ static int lb_port_read_head(int fd, lb_buf *b, size_t *head_len)
     }
 }
 
-/* Writes the answer's head as FastCGI's: "Status:" from its status line,
- * its headers but the hop-by-hop ones. */
-static int lb_port_answer_head(lb_req *r, char *head)
+int lb_e2b_port_head(const char *head, size_t n, lb_buf *out, int *status)
 {
-    char *save = NULL;
-    char *line = strtok_r(head, "\r\n", &save);
-    int status = 0;
-    char reason[64] = "";
-    if (!line || sscanf(line, "HTTP/1.%*[01] %3d %63[^\r\n]", &status, reason) < 1 || status < 100 || status > 599)
+    *status = 0;
+    if (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4))
         return LB_E_PROTO;
-    lb_buf out;
-    lb_buf_init(&out, LB_E2B_PORT_HEAD_MAX + 256);
-    int rc = lb_buf_printf(&out, "Status: %d %s\r\n", status, reason[0] ? reason : lb_http_reason(status));
-    while (!rc && (line = strtok_r(NULL, "\r\n", &save))) {
-        char *colon = strchr(line, ':');
-        if (!colon || colon == line || strcspn(line, " \t") < (size_t)(colon - line))
+    /* every line ends with CRLF; no other control character but a tab */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)head[i];
+        if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n') || c == 0x7f)
+            return LB_E_PROTO;
+        if ((c == '\r' && (i + 1 >= n || head[i + 1] != '\n')) || (c == '\n' && (i == 0 || head[i - 1] != '\r')))
+            return LB_E_PROTO;
+    }
+    const char *p = head, *end = head + n - 2; /* the last CRLF closes the head */
+    const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+    int code = 0, skip = 0;
+    char reason[64] = "";
+    char line[128];
+    size_t ll = (size_t)(eol - p);
+    if (ll >= sizeof line)
+        return LB_E_PROTO;
+    memcpy(line, p, ll);
+    line[ll] = '\0';
+    /* "HTTP/1.x NNN[ reason]", exactly */
+    if (ll < 12 || memcmp(line, "HTTP/1.", 7) || (line[7] != '0' && line[7] != '1') || line[8] != ' ' ||
+        strspn(line + 9, "0123456789") < 3 || (line[12] && line[12] != ' '))
+        return LB_E_PROTO;
+    code = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+    skip = 12;
+    if (code < 100 || code > 599)
+        return LB_E_PROTO;
+    snprintf(reason, sizeof reason, "%.63s", line[skip] ? line + skip + 1 : ""); /* a long reason is cut */
+    int rc = lb_buf_printf(out, "Status: %d %s\r\n", code, reason[0] ? reason : lb_http_reason(code));
+    for (p = eol + 2; !rc && p < end; p = eol + 2) {
+        eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        size_t nl = colon ? (size_t)(colon - p) : 0;
+        if (!nl || memchr(p, ' ', nl) || memchr(p, '\t', nl))
             continue; /* not a header (or a folded line): left out */
-        if (!lb_port_skip(line, (size_t)(colon - line)))
-            rc = lb_buf_printf(&out, "%s\r\n", line);
+        if (!lb_port_skip(p, nl))
+            rc = lb_buf_printf(out, "%.*s\r\n", (int)(eol - p), p);
     }
     if (!rc)
-        rc = lb_buf_appends(&out, "\r\n");
+        rc = lb_buf_appends(out, "\r\n");
+    if (rc)
+        return LB_E_PROTO;
+    *status = code;
+    return LB_OK;
+}
+
+/* Writes the answer's head as FastCGI's (lb_e2b_port_head). */
+static int lb_port_answer_head(lb_req *r, const char *head, size_t n)
+{
+    lb_buf out;
+    lb_buf_init(&out, LB_E2B_PORT_HEAD_MAX + 256);
+    int status;
+    int rc = lb_e2b_port_head(head, n, &out, &status);
     if (!rc) {
         r->responded = 1;
         r->status = status;
@@ -219,10 +258,7 @@ void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
                                               : "The server in the sandbox closed the connection or did not answer in time.");
         goto out;
     }
-    char *h = strndup(head.data, hl);
-    rc = h ? lb_port_answer_head(r, h) : LB_E_NOMEM;
-    free(h);
-    if (rc) {
+    if (lb_port_answer_head(r, head.data, hl) != LB_OK) {
         lb_port_fail(r, 502, "The server in the sandbox sent an answer that is not HTTP/1.0 or 1.1.");
         goto out;
     }
