@@ -89,7 +89,9 @@ check('get_host_reaches_a_server_in_the_sandbox', async () => {
       '        c.close()',
       'for port, answer in ((8003, b"garbage\\r\\n\\r\\n"), (8004, b"HTTP/1.0 200 OK\\r\\nX: " + b"y" * 200000),',
       '                     (8005, b""), (8006, b"HTTP/1.0 99 Odd\\r\\n\\r\\n")):',
-      '    threading.Thread(target=serve, args=(port, answer)).start()', ''].join('\n'))
+      '    threading.Thread(target=serve, args=(port, answer)).start()',
+      'serve(8007, b"HTTP/1.0 200 OK\\r\\nX-Accel-Redirect: /_errors/bad_request\\r\\nContent-Length: 2\\r\\n\\r\\nok")',
+      ''].join('\n'))
     await sbx.commands.run('python3 /tmp/bad.py', { background: true })
     for (const port of [8003, 8004, 8005, 8006]) {
       let text = ''
@@ -103,6 +105,17 @@ check('get_host_reaches_a_server_in_the_sandbox', async () => {
       eq(status, 502, `port ${port}: a 502`)
       assert(/server in the sandbox/.test(text), `port ${port} says why: ${text}`)
     }
+    // X-Accel-Redirect from the sandbox's server: nginx must not follow it
+    let accel
+    for (let i = 0; i < 50; i++) {
+      accel = await fetch(`https://${sbx.getHost(8007)}/`, { headers: h })
+      if (accel.status !== 502) break
+      await accel.text()
+      await new Promise(resolve => setTimeout(resolve, 100))
+    }
+    eq(accel.status, 200, 'the server\'s own answer')
+    eq(await accel.text(), 'ok', 'not the internal location it named')
+    eq(accel.headers.get('x-accel-redirect'), null)
     const closed = await fetch(`https://${sbx.getHost(8001)}/`, { headers: h })
     eq(closed.status, 502, 'nothing listens there')
     assert(/port is not open/.test(await closed.text()), 'and it says so')
