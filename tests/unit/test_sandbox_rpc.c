@@ -904,6 +904,62 @@ TEST(client_proc_calls)
     close(sv[1]);
 }
 
+/* A frame with a descriptor on its first byte, as sandboxd's port_connect sends it. */
+static void send_frame_fd(int sock, const char *json, int fd)
+{
+    char buf[256];
+    size_t n = strlen(json);
+    lbsd_frame_header((unsigned char *)buf, (uint32_t)n);
+    memcpy(buf + 4, json, n);
+    union {
+        char b[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {.iov_base = buf, .iov_len = n + 4};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    CHECK(sendmsg(sock, &m, 0) == (ssize_t)(n + 4));
+}
+
+/* issue 17: port_connect takes the descriptor that comes with the answer;
+ * one that comes with a refusal is closed, the refusal reported */
+TEST(client_port_connect_takes_the_descriptor)
+{
+    int sv[2], p[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && pipe(p) == 0);
+    send_frame_fd(sv[1], "{\"ok\":true,\"port\":8000,\"fd\":true}", p[1]);
+    send_frame_fd(sv[1], "{\"ok\":false,\"error\":\"notfound\",\"message\":\"nothing listens on port 8001\"}", p[1]);
+    close(p[1]);
+    lbsb_conn *c = NULL;
+    CHECK(lbsb_conn_from_fd(sv[0], NULL, &c) == LB_OK);
+    char err[256];
+    int fd = -1;
+    CHECK(lbsb_port_connect(c, ID, 8000, &fd, err, sizeof err) == LB_OK && fd >= 0);
+    CHECK(write(fd, "via", 3) == 3);
+    char got[8] = "";
+    close(fd);
+    CHECK(read(p[0], got, sizeof got) == 3 && !memcmp(got, "via", 3));
+    fd = -1;
+    CHECK(lbsb_port_connect(c, ID, 8001, &fd, err, sizeof err) == LB_E_NOTFOUND && fd == -1);
+    CHECK_STR(err, "nothing listens on port 8001");
+    /* the refusal's descriptor was closed: the pipe has no writer left */
+    CHECK(read(p[0], got, sizeof got) == 0);
+    char *req;
+    size_t len;
+    CHECK(lbsd_frame_recv(sv[1], 1 << 20, &req, &len, NULL) == LB_OK && strstr(req, "\"port\":8000"));
+    free(req);
+    CHECK(lbsb_port_connect(c, ID, 0, &fd, err, sizeof err) == LB_E_INVAL);
+    CHECK(lbsb_port_connect(c, "nope", 80, &fd, err, sizeof err) == LB_E_INVAL);
+    lbsb_close(c);
+    close(sv[1]);
+    close(p[0]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -932,5 +988,6 @@ int main(void)
     RUN(client_state_calls);
     RUN(req_proc_ops);
     RUN(client_proc_calls);
+    RUN(client_port_connect_takes_the_descriptor);
     return testlib_done();
 }
