@@ -513,8 +513,8 @@ static void lbsd_idle_add(lbsd_sandbox *sb, int is_err, const char *p, size_t n)
 static int lbsd_flooding(lbsd_sandbox *sb, int is_err, int64_t now)
 {
     lbsd_exec *ex = sb->exec;
-    if (!ex || ex->done)
-        return sb->idle_dropped;
+    if (!ex || ex->done) /* between commands: once the idle cap is full */
+        return (is_err ? sb->idle_err.len : sb->idle_out.len) >= LBSD_IDLE_MAX;
     const lbsd_capture *cap = is_err ? &ex->err : &ex->out;
     if (cap->total <= (uint64_t)LBSD_OUT_HEAD + LBSD_OUT_TAIL)
         return 0;
