@@ -1171,11 +1171,11 @@ int lbsd_serve(const lb_config *cfg, int lfd)
                 pfd[n] = (struct pollfd){.fd = s->sh_in, .events = POLLOUT};
                 ref[n++] = (lbsd_pref){PK_SHIN, s};
             }
-            if (s->sh_out >= 0) {
+            if (s->sh_out >= 0 && lbsd_exec_out_ready(s, 0, now, &timeout)) {
                 pfd[n] = (struct pollfd){.fd = s->sh_out, .events = POLLIN};
                 ref[n++] = (lbsd_pref){PK_SHOUT, s};
             }
-            if (s->sh_err >= 0) {
+            if (s->sh_err >= 0 && lbsd_exec_out_ready(s, 1, now, &timeout)) {
                 pfd[n] = (struct pollfd){.fd = s->sh_err, .events = POLLIN};
                 ref[n++] = (lbsd_pref){PK_SHERR, s};
             }
