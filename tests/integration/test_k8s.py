@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""deploy/k8s (docs/OPERATIONS.md, "Kubernetes"): the example overlay and
+the base render with `kubectl kustomize` and pass tests/k8s/check.mjs
+(Kubernetes' schemas, unknown fields, llmbox's rules); broken copies fail
+it, each for the reason it was broken, so the check cannot pass vacuously;
+the overlay's llmbox.conf passes `llmbox config check`; deploy/k8s/prepare.sh
+gives nginx a configuration `nginx -t` accepts.
+
+Needs kubectl (scripts/deps.sh installs Debian's kubernetes-client when
+none is there) and node; installs tests/k8s's pinned npm packages with
+`npm ci` on first use. About 10 s."""
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+K8S = os.path.join(ROOT, "deploy", "k8s")
+CHECK_DIR = os.path.join(ROOT, "tests", "k8s")
+LLMBOX = os.path.join(ROOT, os.environ.get("BUILD", "build"), "llmbox")
+
+failures = 0
+
+
+def ok(name):
+    print(f"PASS {name}", flush=True)
+
+
+def fail(name, why):
+    global failures
+    failures += 1
+    print(f"FAIL {name}: {why}", flush=True)
+
+
+def kubectl():
+    exe = shutil.which("kubectl")
+    if not exe:
+        return None, "kubectl is missing (scripts/deps.sh installs Debian's kubernetes-client)"
+    r = subprocess.run([exe, "kustomize", "--help"], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return None, f"{exe} has no `kustomize` subcommand (kubectl 1.14 or later needed)"
+    return exe, ""
+
+
+def npm_ci():
+    if os.path.isdir(os.path.join(CHECK_DIR, "node_modules", "kubernetes-models")):
+        return ""
+    r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=CHECK_DIR,
+                       capture_output=True, text=True, timeout=600)
+    return "" if r.returncode == 0 else f"npm ci in tests/k8s failed: {r.stderr.strip()[-500:]}"
+
+
+def copy_tree(tmp):
+    """A copy of deploy/k8s with the overlay's secret files made from their
+    examples, with random values (returned, to look for them later)."""
+    dst = os.path.join(tmp, "k8s")
+    shutil.copytree(K8S, dst)
+    ov = os.path.join(dst, "overlays", "example")
+    values = {}
+    for name in ("secrets.env", "model-keys.env"):
+        lines = []
+        with open(os.path.join(ov, name + ".example")) as f:
+            for line in f:
+                m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=", line)
+                if m:
+                    v = secrets.token_hex(32)
+                    values[m.group(1)] = v
+                    line = f"{m.group(1)}={v}\n"
+                lines.append(line)
+        with open(os.path.join(ov, name), "w") as f:
+            f.writelines(lines)
+    return dst, values
+
+
+def render(exe, d):
+    r = subprocess.run([exe, "kustomize", d], capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def edit(path, old, new, regex=False):
+    with open(path) as f:
+        s = f.read()
+    n = len(re.findall(old, s, flags=re.S)) if regex else s.count(old)
+    if n != 1:
+        # the broken copy must be broken exactly as meant: a manifest that
+        # changed under the test fails it rather than testing nothing
+        raise AssertionError(f"{os.path.basename(path)}: {old!r} found {n} times, expected once")
+    s = re.sub(old, new, s, flags=re.S) if regex else s.replace(old, new)
+    with open(path, "w") as f:
+        f.write(s)
+
+
+# (name, file under the copy, old, new, regex?, a text every problem list must have)
+MUTATIONS = [
+    ("misspelt_field_fails", "base/web.yaml",
+     "          readinessProbe:\n            httpGet: {path: /api/health, port: http}",
+     "          readinesProbe:\n            httpGet: {path: /api/health, port: http}", False,
+     ["readinesProbe", "no container has a readinessProbe"]),
+    ("missing_required_field_fails", "base/web-service.yaml", "      port: 80\n", "", False,
+     ["must have required property port", "Property '\"port\"' is missing"]),
+    ("value_outside_enum_fails", "base/web.yaml", "    type: RollingUpdate\n", "    type: Rolling\n", False,
+     ["strategy/type must be equal to one of the allowed values"]),
+    ("secret_in_configmap_fails", "overlays/example/llmbox.conf", "s3_addressing = path\n",
+     "s3_addressing = path\ns3_secret_key = {s3_secret_key}\n", False,
+     ["sets s3_secret_key", "holds the value of a Secret"]),
+    ("secret_as_literal_env_fails", "base/web.yaml",
+     "            - name: LLMBOX_DB_URL\n              valueFrom: {secretKeyRef: {name: llmbox-secrets, key: db_url}}\n"
+     "            - name: LLMBOX_S3_ACCESS_KEY",
+     "            - name: LLMBOX_DB_URL\n              value: postgresql://u:p@h/db\n"
+     "            - name: LLMBOX_S3_ACCESS_KEY", False,
+     ["sets LLMBOX_DB_URL as a literal"]),
+    ("missing_probe_fails", "base/node.yaml",
+     r"          readinessProbe:\n            httpGet: \{path: /healthz, port: healthz\}\n"
+     r"            periodSeconds: 5\n            failureThreshold: 2\n", "", True,
+     ["no readiness and liveness probes on /healthz"]),
+    ("pdb_selecting_nothing_fails", "base/web-pdb.yaml",
+     "      app.kubernetes.io/component: web\n", "      app.kubernetes.io/component: webs\n", False,
+     ["no PodDisruptionBudget selects the web pods"]),
+    ("web_as_root_fails", "base/web.yaml",
+     r"(- name: web\n.*?)runAsUser: 101\n(\s*)runAsGroup: 101\n(\s*)runAsNonRoot: true",
+     r"\1runAsUser: 0\n\2runAsGroup: 0\n\3runAsNonRoot: false", True,
+     ["container web: runAsNonRoot is not true", "container web: runAsUser is not a non-zero uid"]),
+    ("extra_capability_fails", "base/node.yaml",
+     '"SETUID", "SYS_ADMIN", "SYS_PTRACE", "SYS_RESOURCE"]',
+     '"SETUID", "SYS_ADMIN", "SYS_MODULE", "SYS_PTRACE", "SYS_RESOURCE"]', False,
+     ["sandboxd adds capabilities"]),
+    ("privileged_sandboxd_fails", "base/node.yaml", "            privileged: false\n",
+     "            privileged: true\n", False, ["sandboxd is privileged"]),
+    ("no_escalation_with_sys_admin_fails", "base/node.yaml", "            privileged: false\n",
+     "            privileged: false\n            allowPrivilegeEscalation: false\n", False,
+     ["refused by the API server"]),
+]
+
+
+def main():
+    exe, why = kubectl()
+    if not exe:
+        fail("k8s_tools", why)
+        return
+    why = npm_ci()
+    if why:
+        fail("k8s_tools", why)
+        return
+    tmp = tempfile.mkdtemp(prefix="llmbox-k8s-")
+    try:
+        run(exe, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(exe, tmp):
+    rendered = {}      # name -> the file check.mjs reads
+    expect = {}        # name -> texts its problems must have (None: clean)
+    for name, rel, old, new, regex, must in [("overlay_renders_and_passes", None, None, None, False, None),
+                                            ("base_renders_and_passes", None, None, None, False, None)] + MUTATIONS:
+        d, values = copy_tree(os.path.join(tmp, name))
+        if rel:
+            try:
+                edit(os.path.join(d, rel), old, new.replace("{s3_secret_key}", values["s3_secret_key"]), regex)
+            except AssertionError as e:
+                fail(name, str(e))
+                continue
+        target = os.path.join(d, "base" if name.startswith("base_") else "overlays/example")
+        rc, out, err = render(exe, target)
+        if rc != 0:
+            fail(name, f"kubectl kustomize failed: {err.strip()[-400:]}")
+            continue
+        f = os.path.join(tmp, name + ".yaml")
+        with open(f, "w") as fh:
+            fh.write(out)
+        rendered[name] = f
+        expect[name] = must
+    r = subprocess.run(["node", os.path.join(CHECK_DIR, "check.mjs"), "--json"] + list(rendered.values()),
+                       capture_output=True, text=True, timeout=300)
+    try:
+        problems = json.loads(r.stdout.splitlines()[0])
+    except (ValueError, IndexError):
+        fail("k8s_check", f"check.mjs printed no JSON (exit {r.returncode}): {r.stderr.strip()[-600:]}")
+        return
+    for name, f in rendered.items():
+        got = problems.get(f)
+        if got is None:
+            fail(name, "check.mjs did not report on this file")
+        elif expect[name] is None:
+            if got:
+                fail(name, "; ".join(got[:5]))
+            else:
+                ok(name)
+        elif not got:
+            fail(name, "the broken manifest passed the check")
+        else:
+            missing = [m for m in expect[name] if not any(m in p for p in got)]
+            if missing:
+                fail(name, f"no problem mentions {missing}; got: {'; '.join(got[:4])}")
+            else:
+                ok(name)
+    if r.returncode != 1:
+        fail("k8s_check_exit", f"check.mjs exited {r.returncode} with broken files among its inputs (want 1)")
+
+    # the exit status alone: a clean file gives 0
+    r = subprocess.run(["node", os.path.join(CHECK_DIR, "check.mjs"), rendered.get("overlay_renders_and_passes", "")],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode == 0 and "ok, " in r.stdout:
+        ok("check_exits_0_on_a_clean_render")
+    else:
+        fail("check_exits_0_on_a_clean_render", f"exit {r.returncode}: {r.stdout.strip()[-300:]}")
+
+    conf_check()
+    prepare_check(tmp)
+
+
+def conf_check():
+    name = "overlay_conf_passes_config_check"
+    if not os.access(LLMBOX, os.X_OK):
+        fail(name, f"{LLMBOX} is missing (make all)")
+        return
+    for conf in ("overlays/example/llmbox.conf", "base/llmbox.conf"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LLMBOX_")}
+        env["LLMBOX_CONF"] = os.path.join(K8S, conf)
+        env["LLMBOX_HOME"] = ROOT
+        r = subprocess.run([LLMBOX, "config", "check"], capture_output=True, text=True, env=env, timeout=60)
+        if r.returncode != 0:
+            fail(name, f"{conf}: {(r.stdout + r.stderr).strip()[-300:]}")
+            return
+    ok(name)
+
+
+def prepare_check(tmp):
+    """prepare.sh in a copy of the parts of the home it reads; nginx -t."""
+    name = "prepare_gives_nginx_a_valid_config"
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.access(nginx, os.X_OK):
+        fail(name, "nginx is missing (scripts/deps.sh installs nginx-light)")
+        return
+    home = os.path.join(tmp, "home")
+    os.makedirs(os.path.join(home, "scripts"))
+    os.makedirs(os.path.join(home, "deploy", "k8s"))
+    shutil.copy(os.path.join(ROOT, "nginx.conf"), home)
+    shutil.copy(os.path.join(ROOT, "scripts", "nginx-local.sh"), os.path.join(home, "scripts"))
+    shutil.copy(os.path.join(K8S, "prepare.sh"), os.path.join(home, "deploy", "k8s"))
+    os.symlink(os.path.join(ROOT, "web"), os.path.join(home, "web"))
+    key = os.path.join(tmp, "download_key")
+    env = dict(os.environ, LLMBOX_DOWNLOAD_KEY_FILE=key)
+    # a key that is not one is refused, with a sentence, and nothing made
+    with open(key, "w") as f:
+        f.write("not-a-key\n")
+    r = subprocess.run(["sh", "deploy/k8s/prepare.sh"], cwd=home, env=env, capture_output=True, text=True)
+    if r.returncode == 0 or "not 64 lowercase hex digits" not in r.stderr or \
+            os.path.exists(os.path.join(home, "var", "run", "nginx.conf")):
+        fail(name, f"a bad key was taken: exit {r.returncode}, {r.stderr.strip()}")
+        return
+    k = secrets.token_hex(32)
+    with open(key, "w") as f:
+        f.write(k + "\n")
+    r = subprocess.run(["sh", "deploy/k8s/prepare.sh"], cwd=home, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(name, f"prepare.sh: {r.stderr.strip()[-300:]}")
+        return
+    with open(os.path.join(home, "var", "run", "nginx.conf")) as f:
+        conf = f.read()
+    with open(os.path.join(home, "var", "run", "nginx-local.conf")) as f:
+        local = f.read()
+    if not re.search(r"^\s*listen 8080;", conf, re.M) or re.search(r"^user ", conf, re.M) or k not in local:
+        fail(name, "var/run/nginx.conf does not listen on 8080, still names a user, or the key is not the Secret's")
+        return
+    r = subprocess.run([nginx, "-t", "-q", "-e", "stderr", "-p", home + "/", "-c",
+                        os.path.join(home, "var", "run", "nginx.conf")], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(name, f"nginx -t: {r.stderr.strip()[-300:]}")
+        return
+    ok(name)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(1 if failures else 0)
