@@ -8,7 +8,7 @@ gives nginx a configuration `nginx -t` accepts.
 
 Needs kubectl (scripts/deps.sh installs Debian's kubernetes-client when
 none is there) and node; installs tests/k8s's pinned npm packages with
-`npm ci` on first use. About 10 s."""
+`npm ci` on first use. About 20 s."""
 import json
 import os
 import re
@@ -209,8 +209,30 @@ def run(exe, tmp):
     else:
         fail("check_exits_0_on_a_clean_render", f"exit {r.returncode}: {r.stdout.strip()[-300:]}")
 
+    docs_check(rendered.get("overlay_renders_and_passes"), tmp)
     conf_check()
     prepare_check(tmp)
+
+
+def docs_check(clean, tmp):
+    """The capability list is the one docs/OPERATIONS.md shows: with a row
+    of its table gone, the same clean render fails."""
+    name = "capabilities_follow_the_documented_table"
+    with open(os.path.join(ROOT, "docs", "OPERATIONS.md")) as f:
+        doc = f.read()
+    row = re.search(r"^\| `CAP_NET_ADMIN` \|.*\n", doc, re.M)
+    if not clean or not row:
+        fail(name, "no clean render, or no CAP_NET_ADMIN row in docs/OPERATIONS.md's table")
+        return
+    copy = os.path.join(tmp, "OPERATIONS.md")
+    with open(copy, "w") as f:
+        f.write(doc.replace(row.group(0), ""))
+    r = subprocess.run(["node", os.path.join(CHECK_DIR, "check.mjs"), clean], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, LLMBOX_K8S_OPERATIONS_MD=copy))
+    if r.returncode == 1 and "sandboxd adds capabilities" in r.stdout and "NET_ADMIN" in r.stdout:
+        ok(name)
+    else:
+        fail(name, f"exit {r.returncode}: {r.stdout.strip()[-300:]}")
 
 
 def conf_check():
