@@ -17,6 +17,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sandbox_rpc import IMAGES, Conn, skip_reason  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 K8S = os.path.join(ROOT, "deploy", "k8s")
@@ -125,8 +129,8 @@ MUTATIONS = [
      r"\1runAsUser: 0\n\2runAsGroup: 0\n\3runAsNonRoot: false", True,
      ["container web: runAsNonRoot is not true", "container web: runAsUser is not a non-zero uid"]),
     ("extra_capability_fails", "base/node.yaml",
-     '"SETUID", "SYS_ADMIN", "SYS_PTRACE", "SYS_RESOURCE"]',
-     '"SETUID", "SYS_ADMIN", "SYS_MODULE", "SYS_PTRACE", "SYS_RESOURCE"]', False,
+     '"SETUID",\n                    "SYS_ADMIN", "SYS_PTRACE", "SYS_RESOURCE"]',
+     '"SETUID",\n                    "SYS_ADMIN", "SYS_MODULE", "SYS_PTRACE", "SYS_RESOURCE"]', False,
      ["sandboxd adds capabilities"]),
     ("privileged_sandboxd_fails", "base/node.yaml", "            privileged: false\n",
      "            privileged: true\n", False, ["sandboxd is privileged"]),
@@ -212,6 +216,120 @@ def run(exe, tmp):
     docs_check(rendered.get("overlay_renders_and_passes"), tmp)
     conf_check()
     prepare_check(tmp)
+    caps_check()
+
+
+def documented_caps():
+    """The rows of docs/OPERATIONS.md's "sandboxd's privileges" table, as
+    check.mjs reads them."""
+    with open(os.path.join(ROOT, "docs", "OPERATIONS.md")) as f:
+        doc = f.read()
+    start = doc.index("### sandboxd's privileges")
+    rest = doc[start + 10:]
+    m = re.search(r"\n#{2,3} ", rest)
+    return re.findall(r"^\| `CAP_([A-Z_]+)` \|", rest[:m.start()] if m else rest, re.M)
+
+
+def sandboxd_with(caps):
+    """Starts build/llmbox-sandboxd as root with only `caps` in its bounding
+    set (setpriv, as the container runtime does with capabilities.add), runs
+    what the node pod needs of it, and stops it. Returns "ok" or the step
+    that failed, with sandboxd's answer."""
+    sd = os.path.join(ROOT, os.environ.get("BUILD", "build"), "llmbox-sandboxd")
+    tmp = tempfile.mkdtemp(prefix="llmbox-k8scaps-")
+    sock = os.path.join(tmp, "sd.sock")
+    env = dict(os.environ, LLMBOX_VAR=os.path.join(tmp, "var"), LLMBOX_IMAGE_STORE=IMAGES, LLMBOX_HOME=ROOT)
+    env.pop("LLMBOX_SANDBOXD_SOCKET", None)
+    bset = "-all" + "".join(",+" + c.lower() for c in caps)
+    log = open(os.path.join(tmp, "log"), "w")
+    p = subprocess.Popen(["setpriv", "--bounding-set", bset, "--inh-caps", "-all", sd, "--socket", sock],
+                         env=env, stdout=log, stderr=log, cwd=ROOT)
+    step = "start"
+    try:
+        for _ in range(400):
+            if os.path.exists(sock) or p.poll() is not None:
+                break
+            time.sleep(0.025)
+        if not os.path.exists(sock):
+            return f"start: no socket (exit {p.poll()})"
+        with Conn(sock, 30) as c:
+            step = "create"
+            r = c.call({"op": "create"})
+            if not r.get("ok"):
+                return f"{step}: {r.get('message')}"
+            sid = r["id"]
+            for step, req, data in [("exec", {"op": "exec", "id": sid, "command": "echo hi", "timeout_ms": 20000}, None),
+                                    ("write", {"op": "write", "id": sid, "path": "/testbed/output/a.txt"}, b"data"),
+                                    ("read", {"op": "read", "id": sid, "path": "/testbed/output/a.txt"}, None),
+                                    ("freeze", {"op": "freeze", "id": sid}, None),
+                                    ("thaw", {"op": "thaw", "id": sid}, None),
+                                    ("timeout", {"op": "exec", "id": sid, "command": "sleep 30", "timeout_ms": 500}, None),
+                                    ("save", {"op": "save", "id": sid, "state": "k8s"}, None)]:
+                r = c.call(req, data)
+                good = r.get("state") in ("exited", "timeout") if step in ("exec", "timeout") else r.get("ok")
+                if not good:
+                    return f"{step}: {r.get('message') or r}"
+            step = "restore"
+            r = c.call({"op": "create", "restore": "k8s"})
+            if not r.get("ok"):
+                return f"{step}: {r.get('message')}"
+            s2 = r["id"]
+            r = c.call({"op": "exec", "id": s2, "command": "cat /testbed/output/a.txt", "timeout_ms": 20000})
+            if r.get("stdout") != "data":
+                return f"restore: the restored sandbox has {r!r}"
+            for x in (sid, s2):
+                step = "destroy"
+                r = c.call({"op": "destroy", "id": x})
+                if not r.get("ok"):
+                    return f"{step}: {r.get('message')}"
+        return "ok"
+    except (OSError, ValueError, KeyError) as e:
+        return f"{step}: {e}"
+    finally:
+        p.terminate()
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# the capabilities whose loss only degrades sandboxd (docs/OPERATIONS.md):
+# without KILL a command past its timeout is never stopped (and shutdown
+# hangs), without SYS_RESOURCE init is not shielded from the OOM killer
+DEGRADE_ONLY = ("KILL", "SYS_RESOURCE")
+
+
+def caps_check():
+    """sandboxd does all the node pod asks of it with exactly the documented
+    capabilities, and each one but DEGRADE_ONLY's is needed: without it a
+    step fails. (On this host: no container runtime, so no seccomp or
+    AppArmor profile and the host's cgroup tree, as node.yaml sets them.)"""
+    name = "sandboxd_runs_with_exactly_the_documented_capabilities"
+    why = skip_reason()
+    if why or not shutil.which("setpriv"):
+        print(f"SKIP {name}: {why or 'setpriv is missing (util-linux)'}")
+        return
+    caps = documented_caps()
+    r = sandboxd_with(caps)
+    if r != "ok":
+        fail(name, f"with {caps}: {r}")
+        return
+    ok(name)
+    name = "each_documented_capability_is_needed"
+    unneeded = []
+    for cap in caps:
+        if cap in DEGRADE_ONLY:
+            continue
+        r = sandboxd_with([c for c in caps if c != cap])
+        if r == "ok":
+            unneeded.append(cap)
+    if unneeded:
+        fail(name, f"sandboxd did everything without {unneeded}: drop them from the table and node.yaml")
+    else:
+        ok(name)
 
 
 def docs_check(clean, tmp):

@@ -31,7 +31,7 @@ const ROOT = path.resolve(HERE, "..", "..");
 // The capabilities sandboxd gets: the table in docs/OPERATIONS.md's
 // "sandboxd's privileges" (rows "| `CAP_X` | why |"). The rendered
 // DaemonSet must add exactly these to the sandboxd container, and these
-// plus SYS_CHROOT to the image-building init container.
+// plus FSETID and SYS_CHROOT to the image-building init container.
 // LLMBOX_K8S_OPERATIONS_MD names another copy (the test's, with a row gone).
 function documentedCaps() {
     const doc = fs.readFileSync(process.env.LLMBOX_K8S_OPERATIONS_MD || path.join(ROOT, "docs", "OPERATIONS.md"), "utf8");
@@ -267,8 +267,8 @@ function ruleProblems(objs) {
             if (!sd.startupProbe || !sd.livenessProbe)
                 out.push(`${label(node)}: rules: sandboxd has no startupProbe or livenessProbe`);
         }
-        if (img && !same(got(img), [...caps, "SYS_CHROOT"].sort()))
-            out.push(`${label(node)}: rules: the image builder adds [${got(img)}], documented: [${caps}] + SYS_CHROOT`);
+        if (img && !same(got(img), [...caps, "FSETID", "SYS_CHROOT"].sort()))
+            out.push(`${label(node)}: rules: the image builder adds [${got(img)}], documented: [${caps}] + FSETID, SYS_CHROOT`);
         for (const c of allContainers(ps)) {
             if (c.name !== "sandboxd" && c.name !== "image") nonRoot(node, ps, c);
         }
