@@ -4,11 +4,14 @@ the base render with `kubectl kustomize` and pass tests/k8s/check.mjs
 (Kubernetes' schemas, unknown fields, llmbox's rules); broken copies fail
 it, each for the reason it was broken, so the check cannot pass vacuously;
 the overlay's llmbox.conf passes `llmbox config check`; deploy/k8s/prepare.sh
-gives nginx a configuration `nginx -t` accepts.
+gives nginx a configuration `nginx -t` accepts; llmbox-sandboxd does what a
+node asks of it with exactly the capabilities docs/OPERATIONS.md lists for
+the DaemonSet, and fails without any one of them but the two that only
+degrade it (as root with the sandbox image; SKIP otherwise).
 
 Needs kubectl (scripts/deps.sh installs Debian's kubernetes-client when
-none is there) and node; installs tests/k8s's pinned npm packages with
-`npm ci` on first use. About 20 s."""
+none is there), node and setpriv (util-linux); installs tests/k8s's pinned
+npm packages with `npm ci` on first use. About 15 s."""
 import json
 import os
 import re
