@@ -16,6 +16,10 @@ ceph-mon ceph-osd radosgw ceph-common"
 # the browser tests drive Debian's chromium from Node (playwright-core);
 # a Node.js that is already installed (e.g. from NodeSource) is kept
 command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+# Kubernetes (deploy/k8s): tests/integration/test_k8s.py renders the
+# manifests with `kubectl kustomize`; Debian's kubectl (1.20) is installed
+# only when there is none, since another kubectl package may own the path
+command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 
 missing=""
 for p in $PKGS; do
