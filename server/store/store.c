@@ -166,7 +166,7 @@ static const char *const lb_sql[Q__COUNT] = {
 };
 
 /* The statements PostgreSQL writes differently (NULL: lb_sql's text is
- * the same in both): JSON through jsonb (lb_json_obj, store_schema_pg.c),
+ * the same in both): JSON through functions of the schema (store_schema_pg.c),
  * casts where a parameter's type cannot be inferred, and row locks where
  * SQLite's BEGIN IMMEDIATE already serialized the writers. */
 static const char *const lb_sql_pg[Q__COUNT] = {
@@ -181,15 +181,15 @@ static const char *const lb_sql_pg[Q__COUNT] = {
      * write lock did */
     [Q_TASK_STATUS] = "SELECT status, pid FROM tasks WHERE id = ?1 FOR UPDATE",
     [Q_EVENT_INSERT] = "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
-                       " SELECT ?1, ?2, ?3, ?4, CASE WHEN lb_json_obj(?5::text) IS NOT NULL"
-                       "  THEN jsonb_set(lb_json_obj(?5::text), '{round}', to_jsonb(t.round))::text"
-                       "  ELSE ?5::text END, t.round FROM tasks t WHERE t.id = ?1",
+                       " SELECT ?1, ?2, ?3, ?4, lb_json_with_round(?5::text, t.round), t.round"
+                       " FROM tasks t WHERE t.id = ?1",
     [Q_EVENTS_NEWEST] = "SELECT j.idx - 1, (SELECT MAX(seq) FROM events WHERE task_id = j.v)"
                         " FROM jsonb_array_elements_text(?1::jsonb) WITH ORDINALITY AS j(v, idx)",
-    /* any commit moves the WAL's position: a change indicator like
-     * SQLite's data_version (it also moves for other databases' writes,
-     * which only wakes the watcher for nothing) */
-    [Q_DATA_VERSION] = "SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint",
+    /* any commit moves the WAL's insert position at once (the write
+     * position waits for the WAL writer): a change indicator like SQLite's
+     * data_version. It also moves for other databases' writes and for
+     * maintenance, which only wakes the watcher for nothing. */
+    [Q_DATA_VERSION] = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint",
     [Q_METRIC_ADD] = "INSERT INTO metrics(name, labels, le, value) VALUES(?1, ?2, ?3, ?4)"
                      " ON CONFLICT(name, labels, le) DO UPDATE SET value = metrics.value + excluded.value",
     [Q_ROUND_ARTS] = "UPDATE rounds SET artifacts = (SELECT COALESCE(json_agg(json_build_object('path', a.path,"

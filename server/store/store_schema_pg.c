@@ -20,9 +20,17 @@ const char lb_schema_pg_v9[] =
     "CREATE FUNCTION lb_json_obj(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN"
     "  RETURN CASE WHEN jsonb_typeof(t::jsonb) = 'object' THEN t::jsonb END;"
     "  EXCEPTION WHEN others THEN RETURN NULL; END $$;"
-    "CREATE FUNCTION lb_json_ok(t text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN"
-    "  PERFORM t::jsonb; RETURN true;"
-    "  EXCEPTION WHEN others THEN RETURN false; END $$;"
+    /* an event's data with its round, as SQLite's json_set(t, '$.round', r)
+     * gives it: the text kept as it is (keys in their order, no spaces),
+     * "round" added at the end; text that is not an object unchanged */
+    "CREATE FUNCTION lb_json_with_round(t text, r bigint) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$"
+    " DECLARE j jsonb; BEGIN"
+    "  j := lb_json_obj(t);"
+    "  IF j IS NULL THEN RETURN t; END IF;"
+    "  IF j ? 'round' THEN RETURN jsonb_set(j, '{round}', to_jsonb(r))::text; END IF;"
+    "  IF j = '{}'::jsonb THEN RETURN '{\"round\":' || r || '}'; END IF;"
+    "  RETURN regexp_replace(t, '}\\s*$', '') || ',\"round\":' || r || '}';"
+    " END $$;"
     "CREATE TABLE tasks("
     "  id TEXT PRIMARY KEY NOT NULL,"
     "  status TEXT NOT NULL CHECK(status IN ('queued','running','succeeded','failed','cancelled')),"
