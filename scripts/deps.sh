@@ -16,6 +16,10 @@ ceph-mon ceph-osd radosgw ceph-common"
 # the browser tests drive Debian's chromium from Node (playwright-core);
 # a Node.js that is already installed (e.g. from NodeSource) is kept
 command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+# issue 13, PostgreSQL as the store: libpq-dev to build (the client), and
+# postgresql for the real server of tests/lib/pg_server.py
+# (tests/integration/test_store_pg.py, make bench-store)
+PKGS="$PKGS libpq-dev postgresql"
 
 missing=""
 for p in $PKGS; do

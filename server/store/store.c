@@ -541,6 +541,11 @@ out:
     return LB_OK;
 }
 
+void lb_store_where_shown(const char *where, char *out, size_t outsz)
+{
+    lb_db_where_redact(where, out, outsz);
+}
+
 void lb_store_close(lb_store *s)
 {
     if (!s)

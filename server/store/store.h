@@ -92,8 +92,12 @@ typedef struct lb_artifact {
     char sha256[65];
 } lb_artifact;
 
-/* Opens (creating and migrating) the database at path. */
+/* Opens (creating and migrating) the database at path: a SQLite file, or
+ * a PostgreSQL database when path is a postgresql:// URL (issue 13). */
 LB_MUST_CHECK int lb_store_open(const char *path, lb_store **out);
+/* where (a file or a postgresql:// URL, issue 13) as it may be shown in a
+ * message: any password replaced by "***". */
+void lb_store_where_shown(const char *where, char *out, size_t outsz);
 void lb_store_close(lb_store *s);
 
 /* Status queued. LB_E_BUSY when t->owner_max_active is reached (checked

@@ -77,7 +77,7 @@ def multipart(fields, files):
 
 class Stack:
     def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None,
-                 nginx_subst=(), model_args=(), model_log=True, prepare=None):
+                 nginx_subst=(), model_args=(), model_log=True, prepare=None, db_url=None):
         """env: extra environment for every process; web_env: for `llmbox web`
         only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see).
         conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
@@ -87,14 +87,18 @@ class Stack:
         ["--delay-ms", "200"]); model_log=False: no request bodies in
         model-log/ (thousands of them cost the load tests time).
         prepare: called with the prefix once its folders exist and before
-        any llmbox process starts (e.g. to mount a small disk on them)."""
+        any llmbox process starts (e.g. to mount a small disk on them).
+        db_url: the store in that PostgreSQL database (LLMBOX_DB_URL, issue
+        13; tests/lib/pg_server.py) instead of SQLite in the prefix."""
         self.scenario = scenario
         self.model_args = list(model_args)
         self.model_log_on = model_log
         self.conf = conf
         self.prepare = prepare
         self.named = {}  # "sandboxd", "web", "nginx" -> (Popen, argv, log name, env)
-        self.extra_env = env or {}
+        self.extra_env = dict(env or {})
+        if db_url:
+            self.extra_env["LLMBOX_DB_URL"] = db_url
         self.web_env = web_env or {}
         self.want_model = model
         self.nginx_body_mb = nginx_body_mb
