@@ -20,6 +20,7 @@
 #include "common/status.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,22 @@ static int pg_map(lb_db *db, const PGresult *res)
  * safe (nothing was sent) unless a transaction was open on it. */
 static int pg_ready(lb_db *db)
 {
-    if (PQstatus(db->conn) == CONNECTION_OK)
+    /* An idle connection has nothing to read (llmbox uses no LISTEN).
+     * When it has, the server spoke first: it is closing the connection (a
+     * restart, an administrator) and said so. Noticing that now, before
+     * anything is sent, turns an unknown outcome later into a safe
+     * reconnect now. One poll(2) per statement. */
+    struct pollfd p = {.fd = PQsocket(db->conn), .events = POLLIN};
+    if (PQstatus(db->conn) == CONNECTION_OK && p.fd >= 0 && poll(&p, 1, 0) > 0) {
+        LB_IGNORE(!PQconsumeInput(db->conn)); /* what it said does not matter: the connection is done */
+        if (!db->in_tx) {
+            lb_warn("store: PostgreSQL closed an idle connection; connecting again");
+            return pg_connect(db);
+        }
+        PQfinish(db->conn);
+        db->conn = NULL;
+    }
+    if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
         return LB_OK;
     if (db->in_tx) {
         db->in_tx = 0;

@@ -2,7 +2,7 @@
 file (tests/lib/pg_server.py: initdb + postgres as an unprivileged user on
 a unix socket in a temporary folder).
 
-1. The store's unit tests (build/tests/test_store*, test_sse_watch) run
+1. The store's unit tests (build/tests/test_db, test_store*, test_sse_watch) run
    again with LLMBOX_TEST_DB_URL set: the same assertions on PostgreSQL
    (tests/unit/store_where.h). Their lines come out prefixed "pg/".
 2. The real stack (nginx, web, agents, sandboxd, the fake model in its
@@ -26,7 +26,7 @@ from stack import LLMBOX, REPO, Reporter, Stack, image_ready, multipart  # noqa:
 import pg_server  # noqa: E402
 
 BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
-UNIT = ["test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch"]
+UNIT = ["test_db", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch"]
 
 
 def run_unit(pg, name):
