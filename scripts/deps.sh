@@ -18,7 +18,7 @@ ceph-mon ceph-osd radosgw ceph-common"
 command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 # issue 13, PostgreSQL as the store: libpq-dev to build (the client), and
 # postgresql for the real server of tests/lib/pg_server.py
-# (tests/integration/test_store_pg.py, make bench-store)
+# (tests/integration/test_store_pg.py, bench/store.py)
 PKGS="$PKGS libpq-dev postgresql"
 
 missing=""

@@ -130,6 +130,7 @@ int lb_db_prepare(lb_db *db, const char *sql, int keep, lb_db_stmt **out)
             lb_db_set_err(db, "a statement over the caps (%d bytes, %d parameters)", LB_DB_SQL_MAX,
                           LB_DB_PARAMS_MAX);
         st->is_read = sql_is_read(sql);
+        st->keep = keep;
         st->row = -1;
     } else {
         int src = sqlite3_prepare_v3(db->lite, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, &st->lite, NULL);

@@ -1,10 +1,11 @@
 /* The PostgreSQL engine of the store's database layer (libpq); the
  * contract is db.h.
  *
- * Statements run with PQexecParams (parsed per run, no named statements
- * on the server), so a connection made again after the server restarted
- * needs nothing prepared again. Values go as text with their type (text,
- * int8, float8; NULL as unknown), results come back as text.
+ * The store's kept statements (store.c's table) are prepared on the
+ * server once per connection and run with PQexecPrepared; a connection
+ * made again prepares them again at their next use (db->gen). Others run
+ * with PQexecParams. Values go as text with their type (text, int8,
+ * float8; NULL as unknown), results come back as text.
  *
  * A dropped connection: when nothing was sent (the connection was already
  * bad), the next statement reconnects first. When a statement fails
@@ -62,6 +63,7 @@ static int pg_connect(lb_db *db)
     }
     PQsetNoticeProcessor(db->conn, pg_quiet, NULL);
     db->in_tx = 0;
+    db->gen++;
     return LB_OK;
 }
 
@@ -211,11 +213,35 @@ int lb_dbp_exec(lb_db *db, const char *sql, int retry_safe)
     return rc;
 }
 
+/* A kept statement is prepared on the server once per connection, with
+ * the types of its values as bound then, and prepared again (a new name)
+ * when a later use binds a value of another type (NULLs fit any type). */
+static int pg_needs_prepare(const lb_db_stmt *st)
+{
+    if (st->prepared_gen != st->db->gen)
+        return 1;
+    for (int i = 0; i < st->nparams; i++)
+        if (st->vals[i] && st->types[i] != st->prepared_types[i])
+            return 1;
+    return 0;
+}
+
 static PGresult *pg_send_stmt(void *p)
 {
     lb_db_stmt *st = p;
-    return PQexecParams(st->db->conn, st->sql, st->nparams, st->types, (const char *const *)st->vals,
-                        NULL, NULL, 0);
+    PGconn *c = st->db->conn;
+    if (!st->keep)
+        return PQexecParams(c, st->sql, st->nparams, st->types, (const char *const *)st->vals, NULL, NULL, 0);
+    if (pg_needs_prepare(st)) {
+        snprintf(st->name, sizeof st->name, "lb%u", ++st->db->next_name);
+        PGresult *r = PQprepare(c, st->name, st->sql, st->nparams, st->types);
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+            return r;
+        PQclear(r);
+        st->prepared_gen = st->db->gen;
+        memcpy(st->prepared_types, st->types, sizeof st->types);
+    }
+    return PQexecPrepared(c, st->name, st->nparams, (const char *const *)st->vals, NULL, NULL, 0);
 }
 
 int lb_dbp_step(lb_db_stmt *st)

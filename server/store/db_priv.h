@@ -20,6 +20,8 @@ struct lb_db {
     PGconn *conn;
     char *url;     /* kept to reconnect (never logged as is) */
     int in_tx;
+    unsigned gen;       /* PostgreSQL: +1 per connection made (statements prepared on an older one are gone) */
+    unsigned next_name; /* PostgreSQL: the next prepared statement's number */
     int64_t changes;
     char errmsg[512];
 };
@@ -31,6 +33,10 @@ struct lb_db_stmt {
      * of the last run read row by row */
     char *sql;
     int is_read;   /* a SELECT: safe to run again after a reconnect */
+    int keep;      /* prepared on the server once per connection (lb_db_prepare's keep) */
+    unsigned prepared_gen; /* the connection it was prepared on (0: none) */
+    char name[24];
+    Oid prepared_types[LB_DB_PARAMS_MAX];
     int nparams;
     char *vals[LB_DB_PARAMS_MAX];
     Oid types[LB_DB_PARAMS_MAX];
