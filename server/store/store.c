@@ -558,14 +558,8 @@ void lb_store_close(lb_store *s)
 
 /* ---- tasks ------------------------------------------------------------ */
 
-int lb_store_task_insert(lb_store *s, const lb_task_new *t)
+static void lb_task_insert_bind(lb_db_stmt *st, const lb_task_new *t)
 {
-    if (!s || !t || !lb_id_valid(t->id) || !t->prompt || strlen(t->prompt) > LB_STORE_TEXT_MAX ||
-        (t->options_json && strlen(t->options_json) > LB_STORE_OPTIONS_MAX))
-        return LB_E_INVAL;
-    lb_db_stmt *st = lb_stmt(s, Q_TASK_INSERT);
-    if (!st)
-        return LB_E_INTERNAL;
     lb_bind_text(st, 1, t->id);
     lb_bind_text(st, 2, t->prompt);
     lb_bind_text(st, 3, t->model);
@@ -583,8 +577,46 @@ int lb_store_task_insert(lb_store *s, const lb_task_new *t)
     lb_bind_text(st, 12, t->owner);
     lb_db_bind_int(st, 13, t->owner ? t->owner_max_active : 0);
     lb_bind_text(st, 14, t->options_json);
-    /* a single statement is its own transaction */
-    return lb_step_write(s, st, "insert task", LB_E_BUSY); /* the owner's limit was reached */
+}
+
+int lb_store_task_insert(lb_store *s, const lb_task_new *t)
+{
+    if (!s || !t || !lb_id_valid(t->id) || !t->prompt || strlen(t->prompt) > LB_STORE_TEXT_MAX ||
+        (t->options_json && strlen(t->options_json) > LB_STORE_OPTIONS_MAX))
+        return LB_E_INVAL;
+    /* PostgreSQL: a statement sees the rows committed when it began, so
+     * the owner's count and the insert are one step only under the owner's
+     * lock; SQLite: a single statement is its own transaction, under the
+     * one write lock */
+    int locked = lb_db_is_pg(s->db) && t->owner && t->owner_max_active > 0;
+    int rc = locked ? lb_begin(s) : LB_OK;
+    if (rc)
+        return rc;
+    if (locked && (rc = lb_store_owner_lock(s, t->owner)))
+        goto out;
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_INSERT);
+    if (!st) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    lb_task_insert_bind(st, t);
+    rc = lb_step_write(s, st, "insert task", LB_E_BUSY); /* the owner's limit was reached */
+out:
+    return locked ? lb_end_tx(s, rc) : rc;
+}
+
+int lb_store_owner_lock(lb_store *s, const char *owner)
+{
+    if (!lb_db_is_pg(s->db) || !owner)
+        return LB_OK; /* SQLite: BEGIN IMMEDIATE already holds the one write lock */
+    lb_db_stmt *st = NULL;
+    int rc = lb_db_prepare(s->db, "SELECT pg_advisory_xact_lock(7261002, hashtext(?1))", 0, &st);
+    if (rc == LB_OK) {
+        lb_db_bind_text(st, 1, owner);
+        rc = lb_db_step(st);
+    }
+    lb_db_finalize(st);
+    return lb_store_err(s, rc, "lock the owner's tasks");
 }
 
 /* Reads status (and pid) of a task inside the caller's transaction. */

@@ -16,6 +16,11 @@ lb_db *lb_store_db(lb_store *s);
  * returns the outcome (store.c). */
 LB_MUST_CHECK int lb_store_tx_begin(lb_store *s);
 LB_MUST_CHECK int lb_store_tx_end(lb_store *s, int rc);
+/* Inside a write transaction: on PostgreSQL, waits for (and holds until
+ * the end) the lock of owner's tasks, so that counting them and adding one
+ * are a single step as under SQLite's write lock; nothing on SQLite or
+ * for a NULL owner (store.c). */
+LB_MUST_CHECK int lb_store_owner_lock(lb_store *s, const char *owner);
 /* The database layer's answer src (db.h) as an lb_status (LB_OK for a row
  * or done), logged with what when it is an error (store.c). */
 LB_MUST_CHECK int lb_store_sql_err(lb_store *s, int src, const char *what);

@@ -184,6 +184,8 @@ int lb_store_round_begin(lb_store *s, const lb_round_new *m, int *round_out)
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
+    if (m->owner_max_active > 0 && (rc = lb_store_owner_lock(s, m->owner)))
+        goto out;
     if ((rc = lb_round_check(s, m, &next)))
         goto out;
     if ((rc = lb_sql_prep(s, lb_round_insert_sql, &st)))

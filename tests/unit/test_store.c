@@ -306,6 +306,48 @@ TEST(concurrent_writers_lose_nothing)
     lb_store_close(s);
 }
 
+/* ---- the owner's limit with writers at once ---- */
+
+#define OWNER_RACERS 8
+#define OWNER_MAX 3
+
+static void *owner_racer(void *arg)
+{
+    int *rc = arg;
+    lb_store *s = NULL;
+    *rc = -1;
+    if (lb_store_open(db_path, &s) != LB_OK)
+        return NULL;
+    char id[33];
+    new_id(id);
+    lb_task_new t = {.id = id, .prompt = "p", .model = "m", .max_turns = 1, .owner = "ann",
+                     .owner_max_active = OWNER_MAX};
+    *rc = lb_store_task_insert(s, &t);
+    lb_store_close(s);
+    return NULL;
+}
+
+/* Eight inserts at once for an owner allowed three: exactly three get in
+ * (SQLite's write lock; PostgreSQL's lock of the owner's tasks) */
+TEST(owner_limit_holds_under_concurrent_inserts)
+{
+    lb_store *s = open_fresh("owner-race");
+    CHECK(s != NULL);
+    pthread_t th[OWNER_RACERS];
+    int rc[OWNER_RACERS];
+    for (int i = 0; i < OWNER_RACERS; i++)
+        pthread_create(&th[i], NULL, owner_racer, &rc[i]);
+    int ok = 0, busy = 0;
+    for (int i = 0; i < OWNER_RACERS; i++) {
+        pthread_join(th[i], NULL);
+        ok += rc[i] == LB_OK;
+        busy += rc[i] == LB_E_BUSY;
+    }
+    CHECK(ok == OWNER_MAX);
+    CHECK(busy == OWNER_RACERS - OWNER_MAX);
+    lb_store_close(s);
+}
+
 /* Five tasks with one created_ms: paging by (created_ms, id) walks all of
  * them, two at a time, none twice. */
 TEST(page_cursor_keeps_same_millisecond_tasks)
@@ -602,6 +644,7 @@ int main(void)
     RUN(invalid_arguments);
     RUN(events_after_pages);
     RUN(concurrent_writers_lose_nothing);
+    RUN(owner_limit_holds_under_concurrent_inserts);
     RUN(list_newest_first_and_delete_cascades);
     RUN(page_cursor_keeps_same_millisecond_tasks);
     RUN(task_options_round_trip);
