@@ -116,6 +116,14 @@ static int sql_is_read(const char *sql)
     return !strncasecmp(sql, "SELECT", 6);
 }
 
+/* PostgreSQL: the type of parameter i+1 while it is NULL: inferred from
+ * the text (0), or text for a number the text skips (SQLite allows gaps,
+ * PostgreSQL must type every one) */
+static Oid pg_unbound_type(const lb_db_stmt *st, int i)
+{
+    return st->used & ((uint64_t)1 << i) ? 0 : LB_OID_TEXT;
+}
+
 int lb_db_prepare(lb_db *db, const char *sql, int keep, lb_db_stmt **out)
 {
     *out = NULL;
@@ -125,13 +133,15 @@ int lb_db_prepare(lb_db *db, const char *sql, int keep, lb_db_stmt **out)
     st->db = db;
     int rc = LB_OK;
     if (db->pg) {
-        rc = lb_db_sql_to_pg(sql, &st->sql, &st->nparams);
+        rc = lb_db_sql_to_pg(sql, &st->sql, &st->nparams, &st->used);
         if (rc)
             lb_db_set_err(db, "a statement over the caps (%d bytes, %d parameters)", LB_DB_SQL_MAX,
                           LB_DB_PARAMS_MAX);
         st->is_read = sql_is_read(sql);
         st->keep = keep;
         st->row = -1;
+        for (int i = 0; i < st->nparams; i++)
+            st->types[i] = pg_unbound_type(st, i);
     } else {
         int src = sqlite3_prepare_v3(db->lite, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, &st->lite, NULL);
         rc = lb_dbl_map(db, src);
@@ -177,7 +187,7 @@ void lb_db_clear_bindings(lb_db_stmt *st)
     for (int i = 0; i < st->nparams; i++) {
         free(st->vals[i]);
         st->vals[i] = NULL;
-        st->types[i] = 0;
+        st->types[i] = pg_unbound_type(st, i);
     }
 }
 

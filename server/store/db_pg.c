@@ -274,7 +274,8 @@ int lb_dbp_bind(lb_db_stmt *st, int i, const char *text, Oid type)
         return LB_E_INVAL;
     free(st->vals[i - 1]);
     st->vals[i - 1] = NULL;
-    st->types[i - 1] = 0;
+    /* a number the text skips (SQLite allows it) still needs a type */
+    st->types[i - 1] = st->used & ((uint64_t)1 << (i - 1)) ? 0 : LB_OID_TEXT;
     if (text) {
         st->vals[i - 1] = strdup(text);
         if (!st->vals[i - 1])

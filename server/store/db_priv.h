@@ -5,6 +5,7 @@
 #define LB_STORE_DB_PRIV_H
 
 #include <libpq-fe.h>
+#include <stdint.h>
 #include <sqlite3.h>
 
 #include "store/db.h"
@@ -38,6 +39,7 @@ struct lb_db_stmt {
     char name[24];
     Oid prepared_types[LB_DB_PARAMS_MAX];
     int nparams;
+    uint64_t used; /* the $n the text holds (bit n-1) */
     char *vals[LB_DB_PARAMS_MAX];
     Oid types[LB_DB_PARAMS_MAX];
     PGresult *res;
@@ -61,7 +63,9 @@ int lb_dbp_bind(lb_db_stmt *st, int i, const char *text, Oid type);
 
 /* db_sql.c: SQLite's ?N and ? as PostgreSQL's $n, outside quotes; at most
  * LB_DB_SQL_MAX bytes and LB_DB_PARAMS_MAX parameters. *nparams: the
- * highest number used. LB_E_TOOBIG over a cap, LB_E_INVAL for ?0. */
-LB_MUST_CHECK int lb_db_sql_to_pg(const char *sql, char **out, int *nparams);
+ * highest number used; *used: bit n-1 set for each $n the text holds
+ * (SQLite lets a statement skip numbers, PostgreSQL needs their types).
+ * LB_E_TOOBIG over a cap, LB_E_INVAL for ?0. */
+LB_MUST_CHECK int lb_db_sql_to_pg(const char *sql, char **out, int *nparams, uint64_t *used);
 
 #endif

@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int lb_db_sql_to_pg(const char *sql, char **out, int *nparams)
+int lb_db_sql_to_pg(const char *sql, char **out, int *nparams, uint64_t *used)
 {
     *out = NULL;
     *nparams = 0;
+    *used = 0;
     size_t n = strlen(sql);
     if (n > LB_DB_SQL_MAX)
         return LB_E_TOOBIG;
@@ -58,6 +59,7 @@ int lb_db_sql_to_pg(const char *sql, char **out, int *nparams)
         }
         next = num > next ? num : next;
         max = num > max ? num : max;
+        *used |= (uint64_t)1 << (num - 1);
         k += (size_t)snprintf(o + k, 4, "$%d", num);
     }
     o[k] = '\0';

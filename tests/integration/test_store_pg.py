@@ -2,7 +2,7 @@
 file (tests/lib/pg_server.py: initdb + postgres as an unprivileged user on
 a unix socket in a temporary folder).
 
-1. The store's unit tests (build/tests/test_db, test_store*, test_sse_watch) run
+1. The store's unit tests (build/tests/test_db, test_access, test_store*, test_sse_watch) run
    again with LLMBOX_TEST_DB_URL set: the same assertions on PostgreSQL
    (tests/unit/store_where.h). Their lines come out prefixed "pg/".
 2. The real stack (nginx, web, agents, sandboxd, the fake model in its
@@ -26,7 +26,7 @@ from stack import LLMBOX, REPO, Reporter, Stack, image_ready, multipart  # noqa:
 import pg_server  # noqa: E402
 
 BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
-UNIT = ["test_db", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch"]
+UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch"]
 
 
 def run_unit(pg, name):
@@ -98,6 +98,11 @@ class T:
         more = s.events(t["id"], last_event_id=evs[-1][0])
         assert more and more[0][1] == "round" and more[-1][1] == "done" and more[-1][2]["round"] == 2, more
         seqs_once(evs + more)
+        # the counters kept by the schema's triggers, read by GET /metrics
+        st, _, m = s.request("GET", "/metrics")
+        assert st == 200 and b"llmbox_tasks_created_total" in m, (st, m[:500])
+        created = [ln for ln in m.decode().splitlines() if ln.startswith("llmbox_tasks_created_total")]
+        assert created and float(created[0].split()[-1]) >= 1, created
         rounds = self.pg.sql("SELECT n, status FROM rounds WHERE task_id = '%s' ORDER BY n" % t["id"], db=self.db).split()
         assert rounds == ["1|succeeded", "2|succeeded"], rounds
 
