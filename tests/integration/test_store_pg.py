@@ -29,10 +29,10 @@ BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
 UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch"]
 
 
-def run_unit(pg, name):
+def run_unit(url, name):
     exe = os.path.join(BUILD, "tests", name)
     assert os.path.exists(exe), "%s is not built (make unit)" % exe
-    r = subprocess.run([exe], env=dict(os.environ, LLMBOX_TEST_DB_URL=pg.url), cwd="/",
+    r = subprocess.run([exe], env=dict(os.environ, LLMBOX_TEST_DB_URL=url), cwd="/",
                        capture_output=True, text=True, timeout=600)
     passed = failed = 0
     for line in r.stdout.splitlines():
@@ -219,9 +219,15 @@ def main():
         return
     with pg_server.PgServer() as pg:
         print("# PostgreSQL answered in %.1f s" % pg.started_s, file=sys.stderr)
+        # llmbox connects as an ordinary role that owns its database, as
+        # docs/OPERATIONS.md has it made (createuser; createdb -O)
+        pg.sql("CREATE ROLE app LOGIN")
+        for db in ("unit", "stack", "restart"):
+            pg.sql('CREATE DATABASE "%s" OWNER app' % db)
+        app = lambda db: pg.url.replace("//%s@/%s?" % (pg.role, pg.db), "//app@/%s?" % db)  # noqa: E731
         for name in UNIT:
             try:
-                run_unit(pg, name)
+                run_unit(app("unit"), name)
             except AssertionError as e:
                 rep.failed += 1
                 print("FAIL pg/%s: %s" % (name, e), flush=True)
@@ -232,9 +238,7 @@ def main():
             print("SKIP store_pg stack: needs root (sandboxd)")
         else:
             for cls, db, kw in ((T, "stack", dict(scenario={"eval": True})), (R, "restart", dict(scenario=SLOW))):
-                pg.sql('CREATE DATABASE "%s"' % db)
-                url = pg.url.replace("/llmbox?", "/%s?" % db)
-                with Stack(db_url=url, web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN}, **kw) as s:
+                with Stack(db_url=app(db), web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN}, **kw) as s:
                     t = cls(pg, s, db)
                     for name in sorted(n for n in dir(cls) if n.startswith("test_")):
                         rep.run(name, getattr(t, name))
