@@ -589,7 +589,8 @@ static void *lb_reaper_main(void *arg)
             lb_orphan_scan(&s);
         }
         lb_deadlines_read(&s);
-        if (now - last_reserve >= LB_RESERVE_CHECK_MS) {
+        /* the reserve is SQLite's (store.h); PostgreSQL's disk is its server's (issue 13) */
+        if (now - last_reserve >= LB_RESERVE_CHECK_MS && !lb_sp_cfg->db_url[0]) {
             last_reserve = now;
             LB_IGNORE(lb_store_reserve_keep(lb_sp_cfg->db_path)); /* no room yet: tried again at the next check */
         }
