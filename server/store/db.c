@@ -227,6 +227,22 @@ int lb_db_bind_null(lb_db_stmt *st, int i)
     return lb_dbp_bind(st, i, NULL, 0);
 }
 
+int lb_db_listen(lb_db *db, const char *channel)
+{
+    size_t n = strlen(channel);
+    if (!db->pg || !n || n >= sizeof db->listen || strspn(channel, "abcdefghijklmnopqrstuvwxyz_") != n)
+        return LB_E_INVAL;
+    return lb_dbp_listen(db, channel);
+}
+
+int lb_db_wait_notify(lb_db *db, int timeout_ms, int *woke)
+{
+    *woke = 0;
+    if (!db->pg || !db->listen[0])
+        return LB_E_INVAL;
+    return lb_dbp_wait_notify(db, timeout_ms, woke);
+}
+
 int lb_db_param_count(lb_db_stmt *st)
 {
     return st->lite ? sqlite3_bind_parameter_count(st->lite) : st->nparams;

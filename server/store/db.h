@@ -76,6 +76,14 @@ int lb_db_bind_int64(lb_db_stmt *st, int i, int64_t v);
 int lb_db_bind_int(lb_db_stmt *st, int i, int v);
 int lb_db_bind_double(lb_db_stmt *st, int i, double v);
 int lb_db_bind_null(lb_db_stmt *st, int i);
+/* PostgreSQL's LISTEN on this connection (channel: [a-z_], at most 63),
+ * made again with every reconnect; LB_E_INVAL on SQLite, which has no
+ * notifications. */
+LB_MUST_CHECK int lb_db_listen(lb_db *db, const char *channel);
+/* Waits up to timeout_ms for a notification of the channel listened to;
+ * *woke 1 when one came (or the connection was made again: what was
+ * missed meanwhile is unknown), else 0. An lb_status. */
+LB_MUST_CHECK int lb_db_wait_notify(lb_db *db, int timeout_ms, int *woke);
 /* The highest parameter number of st's text. */
 int lb_db_param_count(lb_db_stmt *st);
 /* Runs the statement (the first call) and moves to its next row:

@@ -64,6 +64,18 @@ static int pg_connect(lb_db *db)
     PQsetNoticeProcessor(db->conn, pg_quiet, NULL);
     db->in_tx = 0;
     db->gen++;
+    if (db->listen[0]) {
+        /* the channel is checked (lb_db_listen): no quoting needed */
+        char sql[96];
+        snprintf(sql, sizeof sql, "LISTEN %s", db->listen);
+        PGresult *r = PQexec(db->conn, sql);
+        int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (!ok) {
+            lb_db_set_err(db, "LISTEN failed: %s", PQerrorMessage(db->conn));
+            return LB_E_UNAVAILABLE;
+        }
+    }
     return LB_OK;
 }
 
@@ -139,7 +151,10 @@ static int pg_ready(lb_db *db)
      * reconnect now. One poll(2) per statement. */
     struct pollfd p = {.fd = PQsocket(db->conn), .events = POLLIN};
     if (PQstatus(db->conn) == CONNECTION_OK && p.fd >= 0 && poll(&p, 1, 0) > 0) {
-        LB_IGNORE(!PQconsumeInput(db->conn)); /* what it said does not matter: the connection is done */
+        /* a listening connection is sent notifications while idle: they
+         * wait in libpq (lb_db_wait_notify) and the connection goes on */
+        if (PQconsumeInput(db->conn) && db->listen[0] && PQstatus(db->conn) == CONNECTION_OK)
+            return LB_OK;
         if (!db->in_tx) {
             lb_warn("store: PostgreSQL closed an idle connection; connecting again");
             return pg_connect(db);
@@ -281,6 +296,60 @@ int lb_dbp_bind(lb_db_stmt *st, int i, const char *text, Oid type)
         if (!st->vals[i - 1])
             return LB_E_NOMEM;
         st->types[i - 1] = type;
+    }
+    return LB_OK;
+}
+
+int lb_dbp_listen(lb_db *db, const char *channel)
+{
+    snprintf(db->listen, sizeof db->listen, "%s", channel);
+    char sql[96];
+    snprintf(sql, sizeof sql, "LISTEN %s", channel);
+    int rc = lb_dbp_exec(db, sql, 1);
+    if (rc)
+        db->listen[0] = '\0';
+    return rc;
+}
+
+/* Takes every notification libpq holds; 1 when there was one. */
+static int pg_drain_notifies(lb_db *db)
+{
+    int any = 0;
+    PGnotify *n;
+    while ((n = PQnotifies(db->conn))) {
+        PQfreemem(n);
+        any = 1;
+    }
+    return any;
+}
+
+int lb_dbp_wait_notify(lb_db *db, int timeout_ms, int *woke)
+{
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        /* down: made again (it listens again); what came meanwhile is unknown */
+        int rc = pg_connect(db);
+        *woke = rc == LB_OK;
+        return rc;
+    }
+    if (pg_drain_notifies(db)) { /* read during an earlier statement */
+        *woke = 1;
+        return LB_OK;
+    }
+    /* the second look (no wait) finds the end of a connection whose
+     * server said goodbye in the first read: libpq takes that sentence
+     * as a notice and only the next read sees the connection closed */
+    for (int i = 0; i < 2; i++) {
+        struct pollfd p = {.fd = PQsocket(db->conn), .events = POLLIN};
+        if (p.fd < 0 || poll(&p, 1, i ? 0 : timeout_ms) <= 0)
+            return LB_OK;
+        if (!PQconsumeInput(db->conn) || PQstatus(db->conn) != CONNECTION_OK) {
+            lb_warn("store: the listening connection to PostgreSQL was lost; connecting again");
+            int rc = pg_connect(db);
+            *woke = rc == LB_OK;
+            return rc;
+        }
+        if ((*woke = pg_drain_notifies(db)))
+            return LB_OK;
     }
     return LB_OK;
 }

@@ -21,6 +21,7 @@ struct lb_db {
     PGconn *conn;
     char *url;     /* kept to reconnect (never logged as is) */
     int in_tx;
+    char listen[64];    /* PostgreSQL: the channel listened to ("" none) */
     unsigned gen;       /* PostgreSQL: +1 per connection made (statements prepared on an older one are gone) */
     unsigned next_name; /* PostgreSQL: the next prepared statement's number */
     int64_t changes;
@@ -60,6 +61,8 @@ LB_MUST_CHECK int lb_dbp_open(lb_db *db, const char *url);
 LB_MUST_CHECK int lb_dbp_exec(lb_db *db, const char *sql, int retry_safe);
 int lb_dbp_step(lb_db_stmt *st);
 int lb_dbp_bind(lb_db_stmt *st, int i, const char *text, Oid type);
+LB_MUST_CHECK int lb_dbp_listen(lb_db *db, const char *channel);
+LB_MUST_CHECK int lb_dbp_wait_notify(lb_db *db, int timeout_ms, int *woke);
 
 /* db_sql.c: SQLite's ?N and ? as PostgreSQL's $n, outside quotes; at most
  * LB_DB_SQL_MAX bytes and LB_DB_PARAMS_MAX parameters. *nparams: the

@@ -1254,6 +1254,21 @@ int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_
     return rc;
 }
 
+int lb_store_listen_events(lb_store *s)
+{
+    if (!s || !lb_db_is_pg(s->db))
+        return LB_E_INVAL;
+    return lb_store_err(s, lb_db_listen(s->db, "llmbox_events"), "listen for events");
+}
+
+int lb_store_wait_events(lb_store *s, int timeout_ms, int *woke)
+{
+    *woke = 0;
+    if (!s)
+        return LB_E_INVAL;
+    return lb_store_err(s, lb_db_wait_notify(s->db, timeout_ms, woke), "wait for events");
+}
+
 int lb_store_data_version(lb_store *s, int64_t *out)
 {
     if (!s || !out)

@@ -69,6 +69,11 @@ const char lb_schema_pg_v9[] =
     "  data TEXT NOT NULL,"
     "  round BIGINT NOT NULL DEFAULT 1,"
     "  PRIMARY KEY(task_id, seq));"
+    /* one NOTIFY per statement that adds events: the web's event watcher
+     * listens (lb_store_wait_events) instead of asking every 100 ms */
+    "CREATE FUNCTION lb_events_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    "  PERFORM pg_notify('llmbox_events', ''); RETURN NULL; END $$;"
+    "CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION lb_events_notify();"
     "CREATE TABLE artifacts("
     "  task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
     "  path TEXT NOT NULL,"

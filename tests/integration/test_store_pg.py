@@ -8,7 +8,7 @@ a unix socket in a temporary folder).
 2. The real stack (nginx, web, agents, sandboxd, the fake model in its
    eval behaviour) with LLMBOX_DB_URL: a task, a follow-up round, an
    evaluation and a rollout group complete on PostgreSQL, their events
-   in order and once.
+   in order and once, the streams woken by NOTIFY.
 3. PostgreSQL restarted while a task runs: meanwhile the web answers 503
    with Retry-After; afterwards it answers again without a restart, and
    the task ends with every event stored once, in order.
@@ -98,6 +98,9 @@ class T:
         more = s.events(t["id"], last_event_id=evs[-1][0])
         assert more and more[0][1] == "round" and more[-1][1] == "done" and more[-1][2]["round"] == 2, more
         seqs_once(evs + more)
+        # the event streams were woken by NOTIFY (sse_watch.c), not the timer
+        weblog = open(os.path.join(s.prefix, "var", "log", "web.log")).read()
+        assert "woken by PostgreSQL's notifications" in weblog, weblog[-2000:]
         # the counters kept by the schema's triggers, read by GET /metrics
         st, _, m = s.request("GET", "/metrics")
         assert st == 200 and b"llmbox_tasks_created_total" in m, (st, m[:500])

@@ -186,6 +186,16 @@ TEST(a_bad_location_says_why)
     CHECK(lb_db_open("", &db) == LB_E_INVAL);
 }
 
+TEST(sqlite_has_no_notifications)
+{
+    lb_db *db = fresh("nolisten");
+    CHECK(db != NULL);
+    int woke = -1;
+    CHECK(db && lb_db_listen(db, "llmbox_test") == LB_E_INVAL);
+    CHECK(db && lb_db_wait_notify(db, 10, &woke) == LB_E_INVAL && woke == 0);
+    lb_db_close(db);
+}
+
 /* PostgreSQL only: another connection ends this one's server process, as
  * a restart does to every connection */
 static int kill_backend(lb_db *db)
@@ -239,6 +249,37 @@ TEST(a_dropped_connection_is_made_again)
     lb_db_close(db);
 }
 
+/* PostgreSQL only: LISTEN, a NOTIFY from another connection wakes the
+ * wait at once, none lets it time out; a listener whose connection was
+ * ended is made again, listens again and says it woke (what came
+ * meanwhile is unknown) */
+TEST(a_notification_wakes_a_listener)
+{
+    lb_db *db = fresh("listen");
+    CHECK(db != NULL);
+    if (!db)
+        return;
+    int woke = -1;
+    CHECK(lb_db_listen(db, "Bad-Name") == LB_E_INVAL);
+    CHECK(lb_db_wait_notify(db, 10, &woke) == LB_E_INVAL && woke == 0);
+    CHECK(lb_db_listen(db, "llmbox_test") == LB_OK);
+    CHECK(lb_db_wait_notify(db, 50, &woke) == LB_OK && woke == 0);
+    CHECK(tw_exec(where, "NOTIFY llmbox_test") == LB_OK);
+    CHECK(lb_db_wait_notify(db, 5000, &woke) == LB_OK && woke == 1);
+    CHECK(lb_db_wait_notify(db, 50, &woke) == LB_OK && woke == 0);
+    /* a notification that came during a statement is not lost */
+    CHECK(tw_exec(where, "NOTIFY llmbox_test") == LB_OK);
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    CHECK(count(db, "SELECT 1") == 1);
+    CHECK(lb_db_wait_notify(db, 0, &woke) == LB_OK && woke == 1);
+    CHECK(kill_backend(db) == LB_OK);
+    CHECK(lb_db_wait_notify(db, 2000, &woke) == LB_OK && woke == 1);
+    CHECK(tw_exec(where, "NOTIFY llmbox_test") == LB_OK);
+    CHECK(lb_db_wait_notify(db, 5000, &woke) == LB_OK && woke == 1);
+    lb_db_close(db);
+}
+
 int main(void)
 {
     if (tw_init())
@@ -248,8 +289,12 @@ int main(void)
     RUN(the_password_is_never_shown);
     RUN(errors_map_to_the_stable_codes);
     RUN(a_bad_location_says_why);
-    if (tw_pg())
+    if (tw_pg()) {
         RUN(a_dropped_connection_is_made_again);
+        RUN(a_notification_wakes_a_listener);
+    } else {
+        RUN(sqlite_has_no_notifications);
+    }
     if (tw_done())
         return 1;
     return testlib_done();
