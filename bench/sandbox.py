@@ -35,7 +35,8 @@ include/llmbox/sandbox.h, and measures the same things for the peer,
                                  with the warm pool: POST /api/sandboxes then the first
                                  exec's answer (p50, pool hits), and the exec round trip
                                  through nginx; peer: the exec round trip at the RPC of
-                                 the same sandboxd, measured right after
+                                 the same sandboxd, measured right after, of `true` and of
+                                 the subshell line the web sends for it (docs/API.md)
   idle memory per sandbox        N idle sandboxes (shell waiting); peer: N idle
                                  `bwrap ... bash` reading a pipe. Measures, each / N:
                                  - MemAvailable drop (/proc/meminfo): the whole
@@ -826,6 +827,11 @@ def noisy(d, input_mib):
     return out
 
 
+# What the web sends sandboxd for POST /api/sandboxes/{id}/exec {"command":
+# "true"} (sandbox_spec.c, lb_sbx_exec_line; the default workdir)
+API_TRUE_LINE = "( cd -- '/testbed' && eval 'true' ) < /dev/null"
+
+
 def bench_api(n, exec_n, pool_size):
     """(create->first exec ms, create ms, http exec ms, rpc exec ms) through a whole stack."""
     sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
@@ -875,15 +881,25 @@ def bench_api(n, exec_n, pool_size):
         hc.close()
         c = Conn(os.path.join(st.prefix, "var", "run", "sandboxd.sock"))
         rsid = c.create()
-        rx = []
+        rx, rl = [], []
+        # the RPC twice, alternating: `true` as such, and the line the web
+        # sends for {"command": "true"} (docs/API.md: a subshell with the
+        # exec's cwd and env, so nothing carries over to the next exec):
+        # the web path's own cost is the HTTP exec against the second
         for i in range(exec_n + 20):
             t0 = time.perf_counter()
             c.exec_true(rsid)
+            t1 = time.perf_counter()
+            r = c.call({"op": "exec", "id": rsid, "command": API_TRUE_LINE, "timeout_ms": 20000})
+            t2 = time.perf_counter()
+            if not r.get("ok") or r.get("exit_code") != 0:
+                raise RuntimeError("the web's exec line failed: %s" % r)
             if i >= 20:
-                rx.append((time.perf_counter() - t0) * 1000)
+                rx.append((t1 - t0) * 1000)
+                rl.append((t2 - t1) * 1000)
         c.destroy(rsid)
         c.close()
-    return first, create, hx, rx
+    return first, create, hx, rx, rl
 
 
 def stats(xs):
@@ -1015,13 +1031,15 @@ def main():
                      stats(xs) + "  max %s" % ms(max(xs)), "%.1fx its p99 alone" % (pct(xs, 99) / base),
                      "p99 < 5 ms: %s" % verdict(pct(xs, 99) < 5.0))
         if "api" in parts:
-            first, create, hx, rx = bench_api(a.n, a.exec_n, a.pool_size)
+            first, create, hx, rx, rl = bench_api(a.n, a.exec_n, a.pool_size)
             line("API: POST /api/sandboxes -> first exec", stats(first), "",
                  "p50 <= 3 ms: %s" % verdict(statistics.median(first) <= 3.0))
             line("  of which the create (pool hit)", stats(create))
             r = statistics.median(hx) / statistics.median(rx)
             line("API: exec `true` through nginx", stats(hx), "%.2fx the RPC's p50 (%s)" % (r, ms(statistics.median(rx))),
                  "<= 2x the RPC: %s" % verdict(r <= 2.0))
+            line("  the RPC, the same subshell line as the web", stats(rl),
+                 "HTTP = %.2fx it" % (statistics.median(hx) / statistics.median(rl)))
         if "mem" in parts:
             for n in mem_ns:
                 lm = mem_llmbox(d, n)

@@ -134,6 +134,60 @@
  *            (mtime: Unix seconds). States older than
  *            sandbox_state_max_age_s (default 7 days) are removed by a sweep.
  *
+ *   -- processes of sandboxd's own (issue 17; sandboxd/sandbox_proc.h) --
+ *   Commands beside the shell, forked by a spawner the sandbox's init
+ *   forks as it forks the shell (same namespaces, cgroup, user, rlimits,
+ *   no_new_privs, seccomp, OOM score),
+ *   each with its own pipes held by sandboxd; no shell state is shared
+ *   (the environment is the shell's initial one plus env). Any connection
+ *   of the uid that created the sandbox may use these ops (not only its
+ *   owner): a client streams each process on a connection of its own.
+ *   proc_start {id, argv:[...], env?:{NAME:value}, cwd?, stdin?, tag?, meta?, attach?}
+ *            -> {pid}  (pid inside the sandbox). argv[0] without '/' is
+ *            looked up in env's PATH. cwd: absolute (absent: /testbed,
+ *            else /). stdin: a pipe for proc_input, else /dev/null. tag
+ *            (<= 256 bytes) selects it like pid; meta (<= 16 KiB) is the
+ *            client's note, returned by proc_list. argv+env+cwd <= 120 KiB
+ *            ("toobig"). A program that cannot be run: "notfound"/"invalid"
+ *            with the reason, nothing runs. At most 1024 live processes per
+ *            sandbox ("busy"); a frozen sandbox: "busy". attach: this
+ *            connection gets the process's events from its first byte on.
+ *   proc_attach {id, pid | tag} -> {pid}  this connection gets its events
+ *            from now on (at most 8 connections per process: "busy").
+ *   Events, pushed after the answer on an attached connection, until the
+ *   process's end (then the connection is an ordinary one again; send
+ *   nothing else on it meanwhile, or its answers come between events):
+ *            {"event":"out","pid","fd":1|2,"data":true} + a data frame (<= 64 KiB)
+ *            {"event":"exit","pid","exit_code"} or {..., "signal"}
+ *            {"event":"gone","pid","message"}  the sandbox was destroyed,
+ *            expired or its init died (the process died with it), or the
+ *            spawner was killed from inside the sandbox (the process is
+ *            no longer followed).
+ *            Backpressure: while an attached connection has more than
+ *            256 KiB unsent, the process's pipes are not read (it blocks
+ *            writing). With nobody attached its output is read and dropped
+ *            (proc_list's "dropped"). At the exit, what is still in the
+ *            pipes (<= 1 MiB each) is sent before "exit"; later output of
+ *            children it left behind is not.
+ *   proc_input  {id, pid | tag, eof?} + data frame? -> {}  queued for its
+ *            stdin (at most 1 MiB not yet taken: "busy"); eof closes stdin
+ *            once the queue is written.
+ *   proc_signal {id, pid | tag, signal: 1..64} -> {}  to its process group
+ *            (it leads one) and to it; delivered by init, so to a frozen
+ *            sandbox's process at the thaw.
+ *   proc_list   {id} -> {procs: [{pid, tag?, meta?, stdin, attached, dropped, age_ms}]}
+ *   Processes die with the sandbox (destroy, TTL, lease, its connection's
+ *   close when not leased, sandboxd's end); a freeze stops them with the
+ *   rest; a leased sandbox's processes run on while nobody holds it and are
+ *   listed to whoever adopts it. Nothing survives a restart of sandboxd.
+ *
+ *   port_connect {id, port: 1..65535} -> {port, fd: true}, the answer's
+ *            first byte carrying (SCM_RIGHTS) a TCP socket connected to
+ *            127.0.0.1:port in the sandbox's network namespace (issue 17,
+ *            E2B's getHost). The sandbox gets no new network access; a
+ *            connection of the creator's uid only; "notfound" when nothing
+ *            listens; send it on a connection with no answer owed ("busy").
+ *
  * Sandboxes without a lease belong to the connection that created them:
  * when it closes (the agent exits, is killed or cancelled), sandboxd
  * destroys them. That is how cancel and agent crashes leave nothing behind.
@@ -292,6 +346,55 @@ LLMBOX_MUST_CHECK int lbsb_save(lbsb_conn *c, const char *id, const char *state,
 LLMBOX_MUST_CHECK int lbsb_state_delete(lbsb_conn *c, const char *state, char *errbuf, size_t errsz);
 /* This uid's saved states: *out (caller frees with free()) and *n. */
 LLMBOX_MUST_CHECK int lbsb_state_list(lbsb_conn *c, lbsb_state **out, size_t *n, char *errbuf, size_t errsz);
+
+/* Processes of sandboxd's own (issue 17; the ops above). */
+typedef struct lbsb_proc_spec {
+    const char *const *argv;    /* argc strings; argv[0] without '/' is looked up in PATH */
+    int argc;
+    const char *const *env;     /* envc "NAME=value" over the shell's initial environment */
+    int envc;
+    const char *cwd;            /* absolute; NULL: /testbed (else /) */
+    int with_stdin;             /* a pipe for lbsb_proc_input; else /dev/null */
+    const char *tag;            /* NULL: none; else selects it like its pid */
+    const char *meta;           /* NULL: none; the caller's note, returned by lbsb_proc_list */
+} lbsb_proc_spec;
+
+enum { LBSB_PROC_OUT = 1, LBSB_PROC_EXIT = 2, LBSB_PROC_GONE = 3 };
+
+typedef struct lbsb_proc_event {
+    int kind;                   /* LBSB_PROC_OUT, _EXIT or _GONE */
+    uint32_t pid;
+    int fd;                     /* OUT: 1 stdout, 2 stderr */
+    char *data; size_t len;     /* OUT: the bytes (lbsb_proc_event_free) */
+    int exit_code;              /* EXIT: its status, -1 when a signal ended it */
+    int signal;                 /* EXIT: that signal, else 0 */
+    char message[256];          /* GONE: why */
+} lbsb_proc_event;
+
+/* Starts a process; *pid gets its pid in the sandbox. attach: c gets its
+ * events from the first byte on (read them with lbsb_proc_next). */
+LLMBOX_MUST_CHECK int lbsb_proc_start(lbsb_conn *c, const char *id, const lbsb_proc_spec *spec, int attach,
+                                      uint32_t *pid, char *errbuf, size_t errsz);
+/* Attaches c to the process of pid (tag NULL) or of tag; its events from now on. */
+LLMBOX_MUST_CHECK int lbsb_proc_attach(lbsb_conn *c, const char *id, uint32_t pid, const char *tag,
+                                       uint32_t *pid_out, char *errbuf, size_t errsz);
+/* The next event of an attached connection, waiting up to timeout_ms:
+ * LB_E_TIMEOUT when none came. Free ev with lbsb_proc_event_free. */
+LLMBOX_MUST_CHECK int lbsb_proc_next(lbsb_conn *c, int timeout_ms, lbsb_proc_event *ev, char *errbuf,
+                                     size_t errsz);
+void lbsb_proc_event_free(lbsb_proc_event *ev);
+/* len bytes for its stdin; eof: close it after them. */
+LLMBOX_MUST_CHECK int lbsb_proc_input(lbsb_conn *c, const char *id, uint32_t pid, const void *data, size_t len,
+                                      int eof, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_proc_signal(lbsb_conn *c, const char *id, uint32_t pid, int sig, char *errbuf,
+                                       size_t errsz);
+/* *json: the array of proc_list's answer as JSON text (caller frees). */
+LLMBOX_MUST_CHECK int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size_t errsz);
+/* issue 17: *fd_out gets a TCP socket connected to 127.0.0.1:port inside
+ * the sandbox (the caller closes it). LB_E_NOTFOUND: nothing listens
+ * there. c must be idle (no answer owed). */
+LLMBOX_MUST_CHECK int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char *errbuf,
+                                        size_t errsz);
 
 #ifdef __cplusplus
 }

@@ -111,7 +111,7 @@ int lb_read_full(int fd, void *p, size_t n)
     return LB_OK;
 }
 
-int lb_write_file_atomic(const char *path, const void *data, size_t len, int mode)
+static int lb_write_replace(const char *path, const void *data, size_t len, int mode, int sync)
 {
     char tmp[4096], rnd[17];
     if (lb_random_hex(rnd, sizeof rnd, 8))
@@ -122,7 +122,7 @@ int lb_write_file_atomic(const char *path, const void *data, size_t len, int mod
     if (fd < 0)
         return LB_E_IO;
     int rc = lb_write_all(fd, data, len);
-    if (rc == LB_OK && fsync(fd) != 0)
+    if (rc == LB_OK && sync && fsync(fd) != 0)
         rc = LB_E_IO;
     if (close(fd) != 0 && rc == LB_OK)
         rc = LB_E_IO;
@@ -134,6 +134,16 @@ int lb_write_file_atomic(const char *path, const void *data, size_t len, int mod
         errno = e;
     }
     return rc;
+}
+
+int lb_write_file_atomic(const char *path, const void *data, size_t len, int mode)
+{
+    return lb_write_replace(path, data, len, mode, 1);
+}
+
+int lb_write_file_replace(const char *path, const void *data, size_t len, int mode)
+{
+    return lb_write_replace(path, data, len, mode, 0);
 }
 
 int lb_read_file(const char *path, size_t max, char **data, size_t *len)

@@ -22,6 +22,11 @@ int64_t lb_mono_ms(void);         /* CLOCK_MONOTONIC, milliseconds */
 
 /* Writes data to path atomically: path.tmp.<rand> then fsync + rename. */
 LB_MUST_CHECK int lb_write_file_atomic(const char *path, const void *data, size_t len, int mode);
+/* The same without the fsync: readers never see a partial file, but a
+ * crash of the host may leave the old content, none, or an empty file.
+ * Only for files whose meaning does not outlive the host (a sandbox's
+ * record: sandbox_leases.c). */
+LB_MUST_CHECK int lb_write_file_replace(const char *path, const void *data, size_t len, int mode);
 /* Reads at most max bytes; LB_E_TOOBIG if the file is larger. *data is
  * NUL-terminated, caller frees. */
 LB_MUST_CHECK int lb_read_file(const char *path, size_t max, char **data, size_t *len);

@@ -836,3 +836,329 @@ int lbsb_state_list(lbsb_conn *c, lbsb_state **out, size_t *n, char *errbuf, siz
     *n = k;
     return LB_OK;
 }
+
+/* ---- processes of sandboxd's own (issue 17) ------------------------------- */
+
+static cJSON *lbsb_proc_req(const char *op, const char *id, uint32_t pid, const char *tag)
+{
+    cJSON *o = lbsb_req(op, id);
+    if (o && ((tag && !cJSON_AddStringToObject(o, "tag", tag)) || (!tag && !cJSON_AddNumberToObject(o, "pid", pid)))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static uint32_t lbsb_pid_of(const cJSON *resp)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(resp, "pid");
+    return cJSON_IsNumber(p) && p->valuedouble > 0 && p->valuedouble < 4294967296.0 ? (uint32_t)p->valuedouble : 0;
+}
+
+int lbsb_proc_start(lbsb_conn *c, const char *id, const lbsb_proc_spec *spec, int attach, uint32_t *pid,
+                    char *errbuf, size_t errsz)
+{
+    *pid = 0;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (!spec || !spec->argv || spec->argc < 1) {
+        lbsb_err(errbuf, errsz, "a process needs argv[0]");
+        return LB_E_INVAL;
+    }
+    cJSON *o = lbsb_req("proc_start", id);
+    cJSON *argv = o ? cJSON_AddArrayToObject(o, "argv") : NULL;
+    cJSON *env = o && spec->envc ? cJSON_AddObjectToObject(o, "env") : NULL;
+    int ok = argv && (!spec->envc || env);
+    for (int i = 0; ok && i < spec->argc; i++)
+        ok = cJSON_AddItemToArray(argv, cJSON_CreateString(spec->argv[i] ? spec->argv[i] : ""));
+    for (int i = 0; ok && i < spec->envc; i++) {
+        const char *kv = spec->env[i], *eq = kv ? strchr(kv, '=') : NULL;
+        if (!eq || eq == kv || eq - kv > 128) {
+            cJSON_Delete(o);
+            lbsb_err(errbuf, errsz, "env entries must be NAME=value");
+            return LB_E_INVAL;
+        }
+        char name[129];
+        memcpy(name, kv, (size_t)(eq - kv));
+        name[eq - kv] = '\0';
+        cJSON_DeleteItemFromObjectCaseSensitive(env, name); /* the last one wins */
+        ok = cJSON_AddStringToObject(env, name, eq + 1) != NULL;
+    }
+    if (ok && spec->cwd)
+        ok = cJSON_AddStringToObject(o, "cwd", spec->cwd) != NULL;
+    if (ok && spec->tag)
+        ok = cJSON_AddStringToObject(o, "tag", spec->tag) != NULL;
+    if (ok && spec->meta)
+        ok = cJSON_AddStringToObject(o, "meta", spec->meta) != NULL;
+    if (ok && spec->with_stdin)
+        ok = cJSON_AddTrueToObject(o, "stdin") != NULL;
+    if (ok && attach)
+        ok = cJSON_AddTrueToObject(o, "attach") != NULL;
+    if (!ok) {
+        cJSON_Delete(o);
+        lbsb_err(errbuf, errsz, "out of memory");
+        return LB_E_NOMEM;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, o, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    *pid = lbsb_pid_of(resp);
+    cJSON_Delete(resp);
+    if (!*pid) {
+        c->broken = 1;
+        lbsb_err(errbuf, errsz, "sandboxd answered a start without a pid");
+        return LB_E_PROTO;
+    }
+    return LB_OK;
+}
+
+int lbsb_proc_attach(lbsb_conn *c, const char *id, uint32_t pid, const char *tag, uint32_t *pid_out, char *errbuf,
+                     size_t errsz)
+{
+    if (pid_out)
+        *pid_out = 0;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *resp;
+    rc = lbsb_call(c, lbsb_proc_req("proc_attach", id, pid, tag), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (pid_out)
+        *pid_out = lbsb_pid_of(resp);
+    cJSON_Delete(resp);
+    return LB_OK;
+}
+
+void lbsb_proc_event_free(lbsb_proc_event *ev)
+{
+    free(ev->data);
+    ev->data = NULL;
+    ev->len = 0;
+}
+
+int lbsb_proc_next(lbsb_conn *c, int timeout_ms, lbsb_proc_event *ev, char *errbuf, size_t errsz)
+{
+    memset(ev, 0, sizeof *ev);
+    if (!c || c->broken) {
+        lbsb_err(errbuf, errsz, "sandboxd connection is broken by an earlier failure");
+        return LB_E_UNAVAILABLE;
+    }
+    /* wait in short ticks, so a set cancel flag is seen */
+    int64_t end = lb_mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+    for (;;) {
+        if (c->cancel && *c->cancel) {
+            lbsb_err(errbuf, errsz, "cancelled");
+            return LB_E_CANCELLED;
+        }
+        int64_t left = end - lb_mono_ms();
+        int tick = left > 200 ? 200 : left < 0 ? 0 : (int)left;
+        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+        int pr = poll(&pf, 1, tick);
+        if (pr < 0 && errno != EINTR) {
+            c->broken = 1;
+            lbsb_err(errbuf, errsz, "lost the connection to sandboxd");
+            return LB_E_UNAVAILABLE;
+        }
+        if (pr > 0)
+            break;
+        if (left <= 0) {
+            lbsb_err(errbuf, errsz, "no event within %d ms", timeout_ms);
+            return LB_E_TIMEOUT;
+        }
+    }
+    char *frame = NULL;
+    size_t flen = 0;
+    int rc = lbsd_frame_recv(c->fd, LBSB_RESP_MAX, &frame, &flen, NULL);
+    cJSON *r = rc ? NULL : cJSON_ParseWithLength(frame, flen);
+    free(frame);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(r, "event");
+    if (rc || !cJSON_IsString(kind)) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "message");
+        c->broken = 1;
+        lbsb_err(errbuf, errsz, "%s", rc ? "lost the connection to sandboxd"
+                                  : cJSON_IsString(m) ? m->valuestring
+                                                      : "sandboxd sent something that is not a process event");
+        cJSON_Delete(r);
+        return rc ? rc : LB_E_PROTO;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "data"))) {
+        rc = lbsd_frame_recv(c->fd, LLMBOX_RPC_MAX_FRAME, &ev->data, &ev->len, NULL);
+        if (rc) {
+            c->broken = 1;
+            cJSON_Delete(r);
+            lbsb_err(errbuf, errsz, "lost the connection to sandboxd");
+            return rc;
+        }
+    }
+    const cJSON *fd = cJSON_GetObjectItemCaseSensitive(r, "fd");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(r, "exit_code");
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(r, "signal");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "message");
+    ev->pid = lbsb_pid_of(r);
+    if (!strcmp(kind->valuestring, "out")) {
+        ev->kind = LBSB_PROC_OUT;
+        ev->fd = cJSON_IsNumber(fd) && fd->valuedouble == 2 ? 2 : 1;
+    } else if (!strcmp(kind->valuestring, "exit")) {
+        ev->kind = LBSB_PROC_EXIT;
+        ev->signal = cJSON_IsNumber(sig) && sig->valuedouble > 0 && sig->valuedouble < 128 ? (int)sig->valuedouble : 0;
+        ev->exit_code = ev->signal ? -1 : cJSON_IsNumber(code) && code->valuedouble >= 0 && code->valuedouble < 256
+                                              ? (int)code->valuedouble
+                                              : -1;
+    } else {
+        ev->kind = LBSB_PROC_GONE;
+        snprintf(ev->message, sizeof ev->message, "%s", cJSON_IsString(m) ? m->valuestring : "the sandbox is gone");
+    }
+    cJSON_Delete(r);
+    return LB_OK;
+}
+
+int lbsb_proc_input(lbsb_conn *c, const char *id, uint32_t pid, const void *data, size_t len, int eof, char *errbuf,
+                    size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *o = lbsb_proc_req("proc_input", id, pid, NULL);
+    if (o && eof && !cJSON_AddTrueToObject(o, "eof")) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, o, len ? (data ? data : "") : NULL, len, &resp, NULL, NULL, 0, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lbsb_proc_signal(lbsb_conn *c, const char *id, uint32_t pid, int sig, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *o = lbsb_proc_req("proc_signal", id, pid, NULL);
+    if (o && !cJSON_AddNumberToObject(o, "signal", sig)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, o, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size_t errsz)
+{
+    *json = NULL;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *resp;
+    rc = lbsb_call(c, lbsb_req("proc_list", id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(resp, "procs");
+    *json = cJSON_IsArray(arr) ? cJSON_PrintUnformatted(arr) : NULL;
+    cJSON_Delete(resp);
+    if (!*json) {
+        lbsb_err(errbuf, errsz, "sandboxd's process list could not be read");
+        return LB_E_PROTO;
+    }
+    return LB_OK;
+}
+
+/* issue 17: port_connect. The answer's first byte carries the connected
+ * socket (SCM_RIGHTS), so it is read with recvmsg; a descriptor that comes
+ * with anything else is closed. */
+static ssize_t lbsb_recv_fd(int sock, void *buf, size_t len, int *fd)
+{
+    union {
+        char b[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int got[4];
+        memcpy(got, CMSG_DATA(h), (k > 4 ? 4 : k) * sizeof(int));
+        for (size_t i = 0; i < k && i < 4; i++) {
+            if (*fd < 0)
+                *fd = got[i];
+            else
+                close(got[i]);
+        }
+    }
+    return n;
+}
+
+int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char *errbuf, size_t errsz)
+{
+    *fd_out = -1;
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    if (port < 1 || port > 65535) {
+        lbsb_err(errbuf, errsz, "a TCP port is 1 to 65535");
+        return LB_E_INVAL;
+    }
+    if (!c || c->broken || c->discard) {
+        lbsb_err(errbuf, errsz, "port_connect needs an idle, unbroken sandboxd connection");
+        return LB_E_UNAVAILABLE;
+    }
+    char req[128];
+    int n = snprintf(req, sizeof req, "{\"op\":\"port_connect\",\"id\":\"%s\",\"port\":%d}", id, port);
+    rc = lbsd_frame_send(c->fd, req, (size_t)n, NULL);
+    if (rc == LB_OK)
+        rc = lbsd_frame_wait(c->fd, c->cancel);
+    int fd = -1;
+    unsigned char hdr[LBSD_FRAME_HDR];
+    size_t got = 0;
+    while (rc == LB_OK && got < sizeof hdr) {
+        ssize_t r = lbsb_recv_fd(c->fd, hdr + got, sizeof hdr - got, &fd);
+        if (r <= 0)
+            rc = LB_E_UNAVAILABLE;
+        else
+            got += (size_t)r;
+    }
+    uint32_t len = rc ? 0 : (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+    char body[2048];
+    if (rc == LB_OK && (len == 0 || len >= sizeof body))
+        rc = LB_E_PROTO;
+    for (got = 0; rc == LB_OK && got < len;) {
+        ssize_t r = read(c->fd, body + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            rc = LB_E_UNAVAILABLE;
+        else
+            got += (size_t)r;
+    }
+    if (rc) {
+        c->broken = 1;
+        if (fd >= 0)
+            close(fd);
+        lbsb_err(errbuf, errsz, rc == LB_E_CANCELLED ? "cancelled" : "lost the connection to sandboxd");
+        return rc;
+    }
+    cJSON *r = cJSON_ParseWithLength(body, len);
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(r, "error");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "message");
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")) && fd >= 0) {
+        *fd_out = fd;
+    } else {
+        if (fd >= 0)
+            close(fd);
+        rc = cJSON_IsString(code) ? lbsd_code_status(code->valuestring) : LB_E_PROTO;
+        lbsb_err(errbuf, errsz, "%s", cJSON_IsString(m) ? m->valuestring : "sandboxd sent no connection");
+    }
+    cJSON_Delete(r);
+    return rc;
+}

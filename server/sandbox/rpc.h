@@ -80,6 +80,17 @@ typedef enum lbsd_op {
     LBSD_OP_SAVE,
     LBSD_OP_STATE_DELETE,
     LBSD_OP_STATE_LIST,
+    /* Processes of sandboxd's own (issue 17; include/llmbox/sandbox.h,
+     * sandboxd/sandbox_proc.h): proc_start, proc_attach, proc_input (may
+     * carry a data frame), proc_signal, proc_list. */
+    LBSD_OP_PROC_START,
+    LBSD_OP_PROC_ATTACH,
+    LBSD_OP_PROC_INPUT,
+    LBSD_OP_PROC_SIGNAL,
+    LBSD_OP_PROC_LIST,
+    /* issue 17: port_connect {id, port} -> {port} with a connected socket
+     * (SCM_RIGHTS) to 127.0.0.1:port in the sandbox (sandboxd/sandbox_port.c) */
+    LBSD_OP_PORT_CONNECT,
 } lbsd_op;
 
 /* network modes of a sandbox */

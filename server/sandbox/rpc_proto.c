@@ -19,6 +19,10 @@ static const char *const lbsd_op_names[] = {
     /* a sandbox's state (issue 14) */
     [LBSD_OP_FREEZE] = "freeze", [LBSD_OP_THAW] = "thaw", [LBSD_OP_SAVE] = "save",
     [LBSD_OP_STATE_DELETE] = "state_delete", [LBSD_OP_STATE_LIST] = "state_list",
+    /* processes of sandboxd's own (issue 17) */
+    [LBSD_OP_PROC_START] = "proc_start", [LBSD_OP_PROC_ATTACH] = "proc_attach",
+    [LBSD_OP_PROC_INPUT] = "proc_input", [LBSD_OP_PROC_SIGNAL] = "proc_signal",
+    [LBSD_OP_PROC_LIST] = "proc_list", [LBSD_OP_PORT_CONNECT] = "port_connect",
 };
 
 const char *lbsd_op_name(lbsd_op op)
@@ -176,6 +180,10 @@ static const struct {
     /* a sandbox's state (issue 14) */
     {"freeze", LBSD_OP_FREEZE}, {"thaw", LBSD_OP_THAW}, {"save", LBSD_OP_SAVE},
     {"state_delete", LBSD_OP_STATE_DELETE}, {"state_list", LBSD_OP_STATE_LIST},
+    /* processes of sandboxd's own (issue 17) */
+    {"proc_start", LBSD_OP_PROC_START}, {"proc_attach", LBSD_OP_PROC_ATTACH},
+    {"proc_input", LBSD_OP_PROC_INPUT}, {"proc_signal", LBSD_OP_PROC_SIGNAL},
+    {"proc_list", LBSD_OP_PROC_LIST}, {"port_connect", LBSD_OP_PORT_CONNECT},
 };
 
 /* A saved state's name from member key into req->state (required when need). */
@@ -233,8 +241,8 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
     }
     if ((rc = lbsd_get_bool(o, "data", &req->has_data, msg, msgsz)))
         return rc;
-    if (req->has_data && req->op != LBSD_OP_WRITE) {
-        lbsd_msg(msg, msgsz, "only write carries a data frame");
+    if (req->has_data && req->op != LBSD_OP_WRITE && req->op != LBSD_OP_PROC_INPUT) {
+        lbsd_msg(msg, msgsz, "only write and proc_input carry a data frame");
         return LB_E_INVAL;
     }
 
@@ -395,6 +403,17 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
         break;
     case LBSD_OP_STATE_DELETE:
         if ((rc = lbsd_get_state(o, "state", 1, req, msg, msgsz)))
+            return rc;
+        break;
+    /* processes of sandboxd's own (issue 17): the id here, the rest where
+     * the op is served (sandboxd/sandbox_proc.c), each field capped there */
+    case LBSD_OP_PROC_START:
+    case LBSD_OP_PROC_ATTACH:
+    case LBSD_OP_PROC_INPUT:
+    case LBSD_OP_PROC_SIGNAL:
+    case LBSD_OP_PROC_LIST:
+    case LBSD_OP_PORT_CONNECT:
+        if ((rc = lbsd_need_id(o, req, msg, msgsz)))
             return rc;
         break;
     case LBSD_OP_STATE_LIST:

@@ -26,6 +26,7 @@
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/fdpass.h"
 #include "sandboxd/idmap.h"
+#include "sandboxd/sandbox_proc.h"
 
 #include "common/status.h"
 
@@ -569,6 +570,9 @@ static void init_loop(void)
                     g_parked[i] = fds[i];
                 nfds = 0; /* kept */
                 init_send("PARKED %u %d %d %d", seq, g_parked[0], g_parked[1], g_parked[2]);
+            } else if (!strcmp(msg, "PROCSOCK") && nfds == 1) {
+                lbsd_initproc_spawn(fds[0]); /* issue 17: sandbox_proc.h */
+                nfds = 0;
             } else if (!strcmp(msg, "UNPARK")) {
                 init_unpark();
             } else if (!strcmp(msg, "SPAWN") && nfds == 3) {

@@ -14,6 +14,7 @@
 #include "sandboxd/filewatch.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/sandbox_restore.h"
+#include "sandboxd/sandbox_proc.h"
 #include "sandboxd/sandbox_save.h"
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/uidslot.h"
@@ -170,6 +171,8 @@ static void lbsd_retire_answer(lbsd_sandbox *sb, lbsd_conn *c, int answer, const
     /* on the loop: what touches its connection or sandboxd's children
      * other than init (the slirp4netns helper is waited for here) */
     lbsd_exec_abandon(sb);
+    /* issue 17: its processes' watchers learn why (sandbox_proc.h) */
+    lbsd_proc_sandbox_gone(sb, answer == LBSD_ANSWER_EXPIRED && msg ? msg : "the sandbox was destroyed");
     lbsd_net_detach(sb);
     lbsd_job *j = lbsd_job_new(LBSD_JOB_DESTROY, g_cfg, NULL);
     if (j && c) {
@@ -270,6 +273,9 @@ static void lbsd_reap_expired(int64_t now)
         int lease_out = s->lease_expires_ms && s->lease_expires_ms <= now;
         if (!ttl_out && !lease_out)
             continue;
+        /* issue 17: its processes' watchers learn why (sandbox_proc.h) */
+        lbsd_proc_sandbox_gone(s, ttl_out ? "its time to live (ttl_s) ran out and it was destroyed"
+                                          : "its lease was not renewed and it was destroyed");
         lbsd_conn *c = s->owner;
         if (!ttl_out) {
             /* a lease nobody renewed: its holder is gone or stuck */
@@ -655,6 +661,14 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         lbsd_renew(c, req);
         return;
     }
+    if (req->op == LBSD_OP_PORT_CONNECT) {
+        lbsd_port_request(c, req); /* issue 17: sandbox_port.c */
+        return;
+    }
+    if (req->op >= LBSD_OP_PROC_START && req->op <= LBSD_OP_PROC_LIST) {
+        lbsd_proc_request(c, req, data, dlen); /* issue 17: sandbox_proc.c */
+        return;
+    }
     if (req->op == LBSD_OP_STATE_DELETE || req->op == LBSD_OP_STATE_LIST) {
         lbsd_state_store_request(g_cfg, c, req); /* issue 14 */
         return;
@@ -764,6 +778,7 @@ static void lbsd_conn_close(lbsd_conn *c)
         }
     }
     g_nconns--;
+    lbsd_proc_conn_closed(c); /* issue 17: attached to nothing any more */
     /* a connection's sandboxes die with it: that is how an agent that
      * crashed or was cancelled leaves nothing behind */
     int n = 0, kept = 0;
@@ -1015,12 +1030,28 @@ static void lbsd_lifecycle_tick(int64_t now)
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-typedef enum { PK_LISTEN, PK_SIG, PK_JOBS, PK_CONN, PK_CTL, PK_SHIN, PK_SHOUT, PK_SHERR } lbsd_pk;
+typedef enum { PK_LISTEN, PK_SIG, PK_JOBS, PK_CONN, PK_CTL, PK_SHIN, PK_SHOUT, PK_SHERR, PK_PROC } lbsd_pk;
 
 typedef struct {
     lbsd_pk kind;
     void *obj;
 } lbsd_pref;
+
+/* issue 17: the descriptors of sandboxd's own processes (sandbox_proc.h) */
+typedef struct {
+    struct pollfd *pfd;
+    lbsd_pref *ref;
+    size_t n, cap;
+} lbsd_pollset;
+
+static void lbsd_poll_add_proc(void *arg, int fd, short events, lbsd_sandbox *sb)
+{
+    lbsd_pollset *ps = arg;
+    if (ps->n >= ps->cap)
+        return; /* sized from lbsd_proc_fd_count: cannot happen */
+    ps->pfd[ps->n] = (struct pollfd){.fd = fd, .events = events};
+    ps->ref[ps->n++] = (lbsd_pref){PK_PROC, sb};
+}
 
 /* The sandboxes the loop polls and ticks: the unparked ones (a parked
  * sandbox runs no command and is not polled, fdpark.h). Rebuilt when the
@@ -1086,7 +1117,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
     lbsd_pref *ref = NULL;
     int quit = 0;
     while (!quit) {
-        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)g_nsandboxes;
+        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)g_nsandboxes + lbsd_proc_fd_count(); /* issue 17 */
         if (want > cap) {
             size_t nc = want * 2;
             struct pollfd *np = realloc(pfd, nc * sizeof *np);
@@ -1140,14 +1171,19 @@ int lbsd_serve(const lb_config *cfg, int lfd)
                 pfd[n] = (struct pollfd){.fd = s->sh_in, .events = POLLOUT};
                 ref[n++] = (lbsd_pref){PK_SHIN, s};
             }
-            if (s->sh_out >= 0) {
+            if (s->sh_out >= 0 && lbsd_exec_out_ready(s, 0, now, &timeout)) {
                 pfd[n] = (struct pollfd){.fd = s->sh_out, .events = POLLIN};
                 ref[n++] = (lbsd_pref){PK_SHOUT, s};
             }
-            if (s->sh_err >= 0) {
+            if (s->sh_err >= 0 && lbsd_exec_out_ready(s, 1, now, &timeout)) {
                 pfd[n] = (struct pollfd){.fd = s->sh_err, .events = POLLIN};
                 ref[n++] = (lbsd_pref){PK_SHERR, s};
             }
+        }
+        {
+            lbsd_pollset ps = {pfd, ref, n, cap}; /* issue 17 */
+            lbsd_proc_poll(lbsd_poll_add_proc, &ps);
+            n = ps.n;
         }
         timeout = lbsd_lifecycle_timeout(now, timeout);
         unsigned polled_gen = g_set_gen;
@@ -1194,7 +1230,8 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             case PK_CTL:
             case PK_SHIN:
             case PK_SHOUT:
-            case PK_SHERR: {
+            case PK_SHERR:
+            case PK_PROC: {
                 lbsd_sandbox *s = ref[i].obj, *t = s;
                 if (g_set_gen != polled_gen) { /* one left the list: is s still in it? */
                     t = g_sandboxes;
@@ -1203,7 +1240,9 @@ int lbsd_serve(const lb_config *cfg, int lfd)
                 }
                 if (!t || pfd[i].fd < 0)
                     break;
-                if (ref[i].kind == PK_CTL && pfd[i].fd == s->ctl_fd) {
+                if (ref[i].kind == PK_PROC) {
+                    lbsd_proc_on_ready(s, pfd[i].fd, re); /* issue 17 */
+                } else if (ref[i].kind == PK_CTL && pfd[i].fd == s->ctl_fd) {
                     if (lbsd_ctl_handle(s) < 0) {
                         close(s->ctl_fd);
                         s->ctl_fd = -1;

@@ -91,6 +91,8 @@ typedef struct lbsd_exec {
     int waiting;             /* the owner connection waits for a reply (it is busy) */
     int done;                /* over; end_state / end_code wait to be collected */
     int end_state, end_code;
+    int64_t flood_ms[2];     /* sandbox_exec.c: when stdout [0] / stderr [1] went past
+                              * what an answer keeps; 0: not yet */
 } lbsd_exec;
 
 struct lbsd_conn;
@@ -131,6 +133,8 @@ typedef struct lbsd_sandbox {
     pid_t sh_hostpid;              /* the same process seen from the host, 0 if unknown */
     lb_buf idle_out, idle_err;     /* output that arrived while no command ran */
     int idle_dropped;
+    int64_t out_rest_ms[2];        /* sandbox_exec.c: a flooding stdout [0] / stderr [1]
+                                    * is not read again before this lb_mono_ms() */
 
     lbsd_exec *exec;               /* the running command, or NULL */
     int64_t created_ms;
@@ -369,6 +373,10 @@ LB_MUST_CHECK int lbsd_exec_request(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_r
 LB_MUST_CHECK int lbsd_exec_start(lbsd_sandbox *sb, const lbsd_req *req, char *msg, size_t msgsz);
 /* Reads available shell output (fd is sh_out or sh_err). */
 void lbsd_exec_on_output(lbsd_sandbox *sb, int fd);
+/* Whether the loop polls the shell's stdout (is_err 0) or stderr now: 1,
+ * or 0 while that stream rests (a flood: sandbox_exec.c, LBSD_FLOOD_GRACE_MS), with
+ * *timeout lowered to when it may be read again. */
+int lbsd_exec_out_ready(const lbsd_sandbox *sb, int is_err, int64_t now, int *timeout);
 /* Writes pending wrapper bytes to the shell. */
 void lbsd_exec_on_writable(lbsd_sandbox *sb);
 /* Deadlines and completion; returns ms until it wants to be called again

@@ -66,7 +66,9 @@ int lb_e2b_auth_ok(lb_req *r)
 
 /* ---- shapes ---- */
 
-/* {sandboxID, templateID, clientID, envdVersion, envdAccessToken} of create and connect */
+/* {sandboxID, templateID, clientID, envdVersion, envdAccessToken,
+ * trafficAccessToken} of create and connect; the traffic token (what
+ * reaches the sandbox's ports, e2b_port.h) is the same one */
 static cJSON *lb_e2b_created(lb_req *r, lb_sbx *s, const char *template_id)
 {
     char tok[LB_SHA256_HEX];
@@ -76,7 +78,8 @@ static cJSON *lb_e2b_created(lb_req *r, lb_sbx *s, const char *template_id)
     if (o && (!cJSON_AddStringToObject(o, "sandboxID", s->id) || !cJSON_AddStringToObject(o, "templateID", template_id) ||
               !cJSON_AddStringToObject(o, "clientID", "llmbox") ||
               !cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION) ||
-              !cJSON_AddStringToObject(o, "envdAccessToken", tok))) {
+              !cJSON_AddStringToObject(o, "envdAccessToken", tok) ||
+              !cJSON_AddStringToObject(o, "trafficAccessToken", tok))) {
         cJSON_Delete(o);
         o = NULL;
     }

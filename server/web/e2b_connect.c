@@ -132,6 +132,13 @@ int lb_e2b_stream_queue(lb_req *r, const cJSON *msg)
     return lb_e2b_stream_put(r, 0, msg, 0);
 }
 
+int lb_e2b_stream_flush(lb_req *r)
+{
+    if (!r->responded)
+        lb_e2b_stream_begin(r);
+    return FCGX_FFlush(r->fcgi->out) < 0 ? LB_E_IO : LB_OK;
+}
+
 void lb_e2b_stream_end(lb_req *r, const char *code, const char *fmt, ...)
 {
     if (!r->responded)

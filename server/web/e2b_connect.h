@@ -32,6 +32,8 @@ LB_MUST_CHECK int lb_e2b_stream_send(lb_req *r, const cJSON *msg);
 /* The same without the flush, for a message the end of the stream follows
  * at once (one write through nginx instead of several). */
 LB_MUST_CHECK int lb_e2b_stream_queue(lb_req *r, const cJSON *msg);
+/* Sends what was queued. LB_E_IO when the client is gone. */
+LB_MUST_CHECK int lb_e2b_stream_flush(lb_req *r);
 /* The end-of-stream message: {} (code NULL) or {"error":{code, message}};
  * starts the stream first if nothing was sent yet. */
 void lb_e2b_stream_end(lb_req *r, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -4,6 +4,7 @@
 
 #include "web/e2b_connect.h"
 #include "web/e2b_fs.h"
+#include "web/e2b_port.h"
 #include "web/e2b_process.h"
 #include "web/http.h"
 #include "web/sandbox_registry.h"
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #define LB_E2B_ENVD_PORT "49983"   /* the port the SDK puts in E2b-Sandbox-Port and host names */
+#define LB_E2B_ENVD_PORT_N 49983
 
 int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t outsz)
 {
@@ -28,11 +30,14 @@ int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t 
     return lb_hmac_sha256_hex(cfg->sandbox_api_token, strlen(cfg->sandbox_api_token), data, (size_t)n, out);
 }
 
-/* The sandbox id the request names: the E2b-Sandbox-Id header, else the
- * first label of the Host "49983-<id>.<domain>". "" when neither. */
-static void lb_e2b_target(lb_req *r, char id[33])
+/* The sandbox id the request names: the E2b-Sandbox-Id header (envd),
+ * else the first label of the Host "<port>-<id>.<domain>", *port its port
+ * (49983 is envd; any other is a server of the sandbox's: e2b_port.h).
+ * "" when neither. */
+static void lb_e2b_target(lb_req *r, char id[33], int *port)
 {
     id[0] = '\0';
+    *port = LB_E2B_ENVD_PORT_N;
     const char *h = lb_http_param(r, "HTTP_E2B_SANDBOX_ID");
     if (h) {
         if (strlen(h) == LB_ID_HEX_LEN)
@@ -40,12 +45,19 @@ static void lb_e2b_target(lb_req *r, char id[33])
         return;
     }
     const char *host = lb_http_param(r, "HTTP_HOST");
-    size_t plen = strlen(LB_E2B_ENVD_PORT);
-    if (host && !strncmp(host, LB_E2B_ENVD_PORT "-", plen + 1) && strlen(host) > plen + 1 + LB_ID_HEX_LEN &&
-        host[plen + 1 + LB_ID_HEX_LEN] == '.') {
-        memcpy(id, host + plen + 1, LB_ID_HEX_LEN);
-        id[LB_ID_HEX_LEN] = '\0';
-    }
+    size_t plen = host ? strspn(host, "0123456789") : 0;
+    long long p = 0;
+    char digits[8];
+    if (plen < 1 || plen > 5 || host[plen] != '-' || strlen(host) <= plen + 1 + LB_ID_HEX_LEN ||
+        host[plen + 1 + LB_ID_HEX_LEN] != '.')
+        return;
+    memcpy(digits, host, plen);
+    digits[plen] = '\0';
+    if (lb_parse_ll(digits, 1, 65535, &p) != LB_OK)
+        return;
+    memcpy(id, host + plen + 1, LB_ID_HEX_LEN);
+    id[LB_ID_HEX_LEN] = '\0';
+    *port = (int)p;
 }
 
 /* What E2B's edge answers for a sandbox that is not running: 502, which
@@ -58,10 +70,9 @@ static void lb_e2b_gone(lb_req *r, const char *msg)
 }
 
 /* The X-Access-Token of the request against the sandbox's, in constant time. */
-static int lb_e2b_token_ok(lb_req *r, const char *id)
+static int lb_e2b_token_ok(lb_req *r, const char *id, const char *got)
 {
     char want[LB_SHA256_HEX];
-    const char *got = lb_http_param(r, "HTTP_X_ACCESS_TOKEN");
     if (!got || strlen(got) != LB_E2B_TOKEN_HEX || lb_e2b_access_token(r->cfg, id, want, sizeof want) != LB_OK)
         return 0;
     return lb_ct_equal(got, want, LB_E2B_TOKEN_HEX);
@@ -105,7 +116,8 @@ void lb_h_e2b_envd(lb_req *r)
         lb_e2b_unary_error(r, "permission_denied", "The sandbox API is turned off: set LLMBOX_SANDBOX_API_TOKEN.");
         return;
     }
-    lb_e2b_target(r, id);
+    int port;
+    lb_e2b_target(r, id, &port);
     if (!lb_id_valid(id)) {
         lb_e2b_gone(r, "No sandbox named: send E2b-Sandbox-Id (set E2B_SANDBOX_URL) or use the host name "
                        "49983-<sandbox id>.<E2B_DOMAIN>; sandbox ids are 32 lowercase hexadecimal characters.");
@@ -116,13 +128,27 @@ void lb_h_e2b_envd(lb_req *r)
         lb_e2b_gone(r, msg);
         return;
     }
+    if (port != LB_E2B_ENVD_PORT_N) {
+        /* issue 17: a server of the sandbox's (e2b_port.h), behind its token */
+        const char *t = lb_http_param(r, "HTTP_E2B_TRAFFIC_ACCESS_TOKEN");
+        if (!lb_e2b_token_ok(r, id, t ? t : lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
+            lb_http_drain(r);
+            lb_e2b_error_json(r, 403, NULL, "A sandbox's ports need its envdAccessToken in X-Access-Token or "
+                                            "E2b-Traffic-Access-Token (docs/E2B.md).");
+        } else if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {
+            lb_e2b_gone(r, "The sandbox is not running (still starting, or failed).");
+        } else {
+            lb_e2b_port(r, s, port);
+        }
+        goto out;
+    }
     if (!strcmp(sub, "/health")) {
         /* envd answers 204; nothing secret in whether a sandbox runs */
         lb_http_drain(r);
         lb_http_head(r, 204, NULL, NULL);
         goto out;
     }
-    if (!lb_e2b_token_ok(r, id)) {
+    if (!lb_e2b_token_ok(r, id, lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
         lb_http_drain(r);
         lb_e2b_unary_error(r, "unauthenticated",
                            "The X-Access-Token header is missing or is not this sandbox's envdAccessToken (the one "

@@ -1,15 +1,15 @@
 /* envd's process service (process.Process/...) for E2B's SDK: commands.run
  * (foreground and background), connect, list, kill, sendStdin, closeStdin.
  *
- * Processes run beside the persistent shell, several at once: a short exec
- * in the shell starts each one detached under a small supervisor subshell
- * (its own process group, stdout and stderr appended to the files
- * /var/tmp/.llmbox-e2b/<n>.out and .err in the sandbox, stdin from a FIFO
- * when asked for, its exit status written when it ends), and the streams
- * that watch it read those files with the sandbox RPC's ranged reads. So the output is
- * bounded by the sandbox's own disk quota, never by the web's memory; a
- * process outlives a client that goes away (E2B's behaviour: connect to it
- * again), and nothing holds the shell while processes run. */
+ * Each process is one of sandboxd's own (proc_start, include/llmbox/sandbox.h):
+ * forked by the sandbox's init beside the persistent shell, its output
+ * pushed by sandboxd on a connection of the stream's own as it comes (no
+ * files, no polling). Start and Connect each open such a connection and
+ * close it when the client leaves, which detaches: the process runs on
+ * (E2B's behaviour: connect to it again), its output dropped meanwhile.
+ * List, signals and stdin go over the sandbox's own connection; what List
+ * shows (the config as started, the tag) is kept by sandboxd with the
+ * process, so a restarted web lists what runs too. */
 #ifndef LB_E2B_PROCESS_H
 #define LB_E2B_PROCESS_H
 

@@ -189,9 +189,18 @@ static void *lb_worker(void *arg)
     }
     lb_store *s = NULL;
     for (;;) {
-        pthread_mutex_lock(&lb_accept_mu);
+        /* A connection nginx keeps (fastcgi_keep_conn, nginx.conf) stays
+         * with this thread: its next request is read without the accept
+         * lock, which would otherwise hold every other thread back while
+         * this one waits on an idle connection. (When nginx closes it,
+         * libfcgi accepts a new one unlocked: concurrent accept() on one
+         * socket is safe on Linux; the lock only spreads the waiters.) */
+        int kept = req.ipcFd >= 0;
+        if (!kept)
+            pthread_mutex_lock(&lb_accept_mu);
         int rc = FCGX_Accept_r(&req);
-        pthread_mutex_unlock(&lb_accept_mu);
+        if (!kept)
+            pthread_mutex_unlock(&lb_accept_mu);
         if (rc < 0) {
             lb_warn("web: accept failed (%d); retrying", rc);
             struct timespec ts = {0, 100 * 1000000L};

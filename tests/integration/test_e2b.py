@@ -10,10 +10,13 @@ import base64
 import http.client
 import json
 import os
+import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -157,9 +160,10 @@ def t_envelopes(stack):
 
 def t_never_reads(stack):
     """A client that starts a command with endless output and never reads:
-    the web goes on serving others (the same sandbox too: the output waits
-    in the sandbox's own files, not in the web), and once the client has
-    left the process runs on, listed, until it is killed."""
+    the web goes on serving others (the same sandbox too: the process
+    waits on its full pipe, sandboxd reads no more than the stream takes),
+    and once the client has left the process runs on, listed, until it is
+    killed."""
     s, other = create(stack), create(stack)
     try:
         body = json.dumps({"process": {"cmd": "/bin/bash",
@@ -251,16 +255,50 @@ def t_unsupported_said(stack):
         api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
 
 
+def start_detached(stack, sbx, body):
+    """Starts a process and leaves once its start event came: it runs on."""
+    raw = json.dumps(body).encode()
+    raw = struct.pack(">BI", 0, len(raw)) + raw
+    c = socket.create_connection(("127.0.0.1", stack.port))
+    c.settimeout(10)
+    c.sendall(("POST /e2b/sandbox/process.Process/Start HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+               "E2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nContent-Type: application/connect+json\r\n"
+               "Content-Length: %d\r\n\r\n" % (stack.port, sbx["sandboxID"], sbx["envdAccessToken"], len(raw))
+               ).encode() + raw)
+    got = b""
+    while b'"start"' not in got:
+        b = c.recv(4096)
+        assert b, ("the start event came", got)
+        got += b
+    c.close()
+
+
 def t_web_restart(stack):
     """The sandbox outlives a restart of the web (its lease), and its access
-    token still opens it: the token is derived from the id, not stored."""
+    token still opens it: the token is derived from the id, not stored. A
+    process started before is listed after (sandboxd keeps it and its
+    config), and can be killed."""
     s = create(stack, metadata={"keep": "yes"})
     try:
         st, _, env = envd(stack, s, "process.Process/Start",
                           {"process": {"cmd": "/bin/bash", "args": ["-c", "echo before >/tmp/mark"]}}, streaming=True)
         assert st == 200 and env[-1] == (2, {}), env
+        start_detached(stack, s, {"process": {"cmd": "/bin/sleep", "args": ["300"], "envs": {"K": "v"}},
+                                  "tag": "keeper"})
         stack.kill("web")
         stack.restart("web")
+        st, _, data = envd(stack, s, "process.Process/List", {})
+        procs = json.loads(data)["processes"]
+        assert st == 200 and len(procs) == 1 and procs[0]["tag"] == "keeper", data
+        assert procs[0]["config"]["cmd"] == "/bin/sleep" and procs[0]["config"]["args"] == ["300"], procs
+        assert procs[0]["config"]["envs"] == {"K": "v"}, procs
+        st, _, data = envd(stack, s, "process.Process/SendSignal",
+                           {"process": {"tag": "keeper"}, "signal": "SIGNAL_SIGKILL"})
+        assert st == 200, data
+        deadline = time.time() + 10
+        while json.loads(envd(stack, s, "process.Process/List", {})[2])["processes"]:
+            assert time.time() < deadline, "killed after the restart, it leaves the list"
+            time.sleep(0.1)
         st, _, env = envd(stack, s, "process.Process/Start",
                           {"process": {"cmd": "/bin/cat", "args": ["/tmp/mark"]}}, streaming=True)
         data = [e[1]["event"]["data"] for e in env if "data" in e[1].get("event", {})]
@@ -270,6 +308,75 @@ def t_web_restart(stack):
         assert st == 200 and json.loads(data)["metadata"] == {"keep": "yes"}, (st, data)
     finally:
         api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
+# ---- E2B_DOMAIN through the SDK, over TLS ----
+
+def make_tls(d, domain):
+    """A throwaway CA and a wildcard certificate for *.<domain> it signed,
+    made with openssl in d; returns (ca.pem, cert, key)."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ca, ca_key = os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+    crt, key, csr, ext = (os.path.join(d, n) for n in ("srv.pem", "srv.key", "srv.csr", "ext.cnf"))
+    run = lambda *a: subprocess.run(["openssl"] + list(a), check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=llmbox test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=*.%s" % domain)
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:*.%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n" % domain)
+    run("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", crt, "-days", "1",
+        "-extfile", ext)
+    return ca, crt, key
+
+
+def free_loopback_443():
+    """An address of 127/8 whose port 443 is free (nginx's TLS listen: the
+    SDK's https:// names carry no port)."""
+    for _ in range(50):
+        addr = "127.%d.%d.%d" % tuple(os.urandom(3)[i] % 250 + 2 for i in range(3))
+        s = socket.socket()
+        try:
+            s.bind((addr, 443))
+            return addr
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise AssertionError("no free 127/8 address with port 443")
+
+
+def t_e2b_domain_sdk(stack, tls):
+    """The SDK with only E2B_DOMAIN set reaches https://49983-<id>.<domain>:
+    nginx's TLS block with the wildcard certificate, *.e2b.test resolved to
+    its address for the SDK's process only (a --import preload). Without
+    the test CA it refuses the certificate: TLS is really checked. And
+    sbx.getHost(8000): a python http.server the SDK started in the sandbox,
+    fetched through its host name with the traffic token (refused
+    without), a closed port's 502 (port forwarding, sandbox_port.c)."""
+    env = dict(os.environ)
+    env.pop("E2B_SANDBOX_URL", None)
+    env.update({"E2B_API_URL": "http://127.0.0.1:%d/e2b" % stack.port, "E2B_API_KEY": TOKEN,
+                "E2B_DOMAIN": "e2b.test", "NODE_EXTRA_CA_CERTS": tls["ca"],
+                "LLMBOX_TEST_RESOLVE": "e2b.test=" + tls["addr"]})
+    argv = ["node", "--import", "./resolve_test_domain.mjs", "sdk_domain.mjs"]
+    p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "PASS sdk_reaches_envd_by_host_name_over_tls" in p.stdout, (p.stdout, p.stderr[-2000:])
+    assert "PASS get_host_reaches_a_server_in_the_sandbox" in p.stdout, (p.stdout, p.stderr[-2000:])
+    print("   " + p.stdout.strip().replace("\n", "\n   "), file=sys.stderr)
+    del env["NODE_EXTRA_CA_CERTS"]
+    p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "fetch failed" in p.stdout, ("without the CA the SDK fails", p.stdout, p.stderr[-2000:])
+    # and why: the certificate, checked with and without the test CA
+    name = "49983-%s.e2b.test" % ("0" * 32)
+    for cafile, ok in ((tls["ca"], True), (None, False)):
+        ctx = ssl.create_default_context(cafile=cafile)
+        try:
+            with socket.create_connection((tls["addr"], 443), timeout=10) as raw:
+                with ctx.wrap_socket(raw, server_hostname=name):
+                    verified = True
+        except ssl.SSLCertVerificationError:
+            verified = False
+        assert verified == ok, ("the wildcard certificate verifies only with the test CA", cafile)
 
 
 def main():
@@ -289,7 +396,11 @@ def main():
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=E2B_DIR, check=True,
                        stdout=sys.stderr)
     env = {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_SANDBOX_API_MAX": "16", "LLMBOX_E2B_DOMAIN": "E2B.test"}
-    with Stack(model=False, web_env=env) as st:
+    tmp = tempfile.mkdtemp(prefix="llmbox-e2b-tls-")
+    ca, crt, key = make_tls(tmp, "e2b.test")
+    tls = {"ca": ca, "addr": free_loopback_443()}
+    stack_tls = {"listen": tls["addr"] + ":443", "cert": crt, "key": key, "names": "*.e2b.test"}
+    with Stack(model=False, web_env=env, tls=stack_tls) as st:
         r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
@@ -302,6 +413,8 @@ def main():
         r.run("client_never_reads", t_never_reads, st)
         r.run("unsupported_said", t_unsupported_said, st)
         r.run("web_restart_keeps_sandbox_and_token", t_web_restart, st)
+        r.run("e2b_domain_sdk_over_tls", t_e2b_domain_sdk, st, tls)
+    shutil.rmtree(tmp, ignore_errors=True)
     r.done()
 
 

@@ -93,7 +93,7 @@ def pg_fresh_db(url):
 
 class Stack:
     def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None,
-                 nginx_subst=(), model_args=(), model_log=True, prepare=None, db_url=None):
+                 nginx_subst=(), model_args=(), model_log=True, prepare=None, tls=None, db_url=None):
         """env: extra environment for every process; web_env: for `llmbox web`
         only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see).
         conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
@@ -104,6 +104,10 @@ class Stack:
         model-log/ (thousands of them cost the load tests time).
         prepare: called with the prefix once its folders exist and before
         any llmbox process starts (e.g. to mount a small disk on them).
+        tls (issue 17, E2B_DOMAIN host names): {"listen": "ADDR:PORT",
+        "cert": path, "key": path, "names": "*.e2b.test"}: the server block
+        also listens there with TLS and takes those names, as docs/E2B.md
+        tells an operator to do.
         db_url: the store in that PostgreSQL database (LLMBOX_DB_URL, issue
         13; tests/lib/pg_server.py) instead of SQLite in the prefix."""
         self.scenario = scenario
@@ -121,6 +125,7 @@ class Stack:
         self.want_model = model
         self.nginx_body_mb = nginx_body_mb
         self.nginx_subst = nginx_subst
+        self.tls = tls
         self.procs = []
         self.prefix = None
 
@@ -137,6 +142,13 @@ class Stack:
         for old, new in self.nginx_subst:
             assert old in conf, "nginx.conf has no %r" % old
             conf = conf.replace(old, new)
+        if self.tls:  # issue 17: docs/E2B.md's TLS lines, in the one server block
+            listen = "listen 127.0.0.1:%d;" % self.port
+            assert listen in conf and "server_name localhost;" in conf
+            conf = conf.replace(listen, "%s\n        listen %s ssl;\n        ssl_certificate %s;\n"
+                                "        ssl_certificate_key %s;" % (listen, self.tls["listen"], self.tls["cert"],
+                                                                    self.tls["key"]), 1)
+            conf = conf.replace("server_name localhost;", "server_name localhost %s;" % self.tls["names"], 1)
         subprocess.check_call([os.path.join(REPO, "scripts", "prepare-dirs.sh"), "llmbox"], cwd=p)
         # next to the nginx-local.conf it includes, as scripts/nginx-conf.sh does
         self.nginx_conf = os.path.join(p, "var", "run", "nginx.conf")

@@ -5,9 +5,11 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,6 +131,37 @@ TEST(atomic_write_roundtrip)
     unlink(path);
 }
 
+/* the unsynced replace (sandbox records): replaces whole, leaves no temp
+ * file behind, and fails cleanly when the folder is not there */
+TEST(replace_write_roundtrip)
+{
+    char dir[] = "/tmp/lbtest.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[64], missing[80];
+    snprintf(path, sizeof path, "%s/rec.json", dir);
+    snprintf(missing, sizeof missing, "%s/nodir/rec.json", dir);
+    CHECK(lb_write_file_replace(path, "first", 5, 0600) == LB_OK);
+    CHECK(lb_write_file_replace(path, "second", 6, 0600) == LB_OK);
+    char *d = NULL;
+    size_t n = 0;
+    CHECK(lb_read_file(path, 64, &d, &n) == LB_OK);
+    CHECK(n == 6 && d && !strcmp(d, "second"));
+    free(d);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CHECK(lb_write_file_replace(missing, "x", 1, 0600) == LB_E_IO);
+    DIR *dh = opendir(dir);
+    CHECK(dh != NULL);
+    int entries = 0;
+    for (struct dirent *e; dh && (e = readdir(dh));)
+        entries += e->d_name[0] != '.';
+    if (dh)
+        closedir(dh);
+    CHECK(entries == 1); /* rec.json only: no .tmp. left */
+    unlink(path);
+    rmdir(dir);
+}
+
 TEST(parse_ll_takes_whole_numbers_only)
 {
     long long v = 7;
@@ -171,6 +204,7 @@ int main(void)
     RUN(buf_respects_cap);
     RUN(ids_are_random_hex);
     RUN(atomic_write_roundtrip);
+    RUN(replace_write_roundtrip);
     RUN(parse_ll_takes_whole_numbers_only);
     RUN(assert_aborts_unless_ndebug);
     return testlib_done();

@@ -816,6 +816,150 @@ TEST(client_reports_missing_daemon)
     CHECK(c == NULL && strstr(err, "sandboxd") != NULL);
 }
 
+
+/* issue 17: the process ops need an id; only proc_input may carry data */
+TEST(req_proc_ops)
+{
+    static const char *const ops[] = {"proc_start", "proc_attach", "proc_input", "proc_signal", "proc_list"};
+    static const lbsd_op want[] = {LBSD_OP_PROC_START, LBSD_OP_PROC_ATTACH, LBSD_OP_PROC_INPUT, LBSD_OP_PROC_SIGNAL,
+                                   LBSD_OP_PROC_LIST};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        lbsd_req r;
+        char msg[256] = "", f[160];
+        snprintf(f, sizeof f, "{\"op\":\"%s\",\"id\":\"" ID "\"}", ops[i]);
+        CHECK(parse(f, &r, msg) == LB_OK && r.op == want[i] && !strcmp(lbsd_op_name(r.op), ops[i]));
+        lbsd_req_free(&r);
+        snprintf(f, sizeof f, "{\"op\":\"%s\"}", ops[i]);
+        CHECK(parse(f, &r, msg) == LB_E_INVAL && msg[0]);
+        lbsd_req_free(&r);
+        snprintf(f, sizeof f, "{\"op\":\"%s\",\"id\":\"" ID "\",\"data\":true}", ops[i]);
+        CHECK(parse(f, &r, msg) == (want[i] == LBSD_OP_PROC_INPUT ? LB_OK : LB_E_INVAL));
+        lbsd_req_free(&r);
+    }
+}
+
+static void send_frames(int fd, const char *const *frames, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        LB_IGNORE(lbsd_frame_send(fd, frames[i], strlen(frames[i]), NULL)); /* into a socketpair's empty buffer */
+}
+
+/* issue 17: a start with attach, then its events; list and the refusals */
+TEST(client_proc_calls)
+{
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    static const char *const frames[] = {
+        "{\"ok\":true,\"pid\":7}",
+        "{\"ok\":true,\"event\":\"out\",\"pid\":7,\"fd\":2,\"data\":true}", "err bytes",
+        "{\"ok\":true,\"event\":\"exit\",\"pid\":7,\"signal\":9}",
+        "{\"ok\":true,\"event\":\"gone\",\"pid\":7,\"message\":\"it expired\"}",
+        "{\"ok\":false,\"error\":\"busy\",\"message\":\"too many\"}",
+        "{\"ok\":true,\"procs\":[{\"pid\":7,\"tag\":\"t\"}]}",
+        "{\"ok\":true}",
+    };
+    send_frames(sv[1], frames, sizeof frames / sizeof frames[0]);
+    lbsb_conn *c = NULL;
+    CHECK(lbsb_conn_from_fd(sv[0], NULL, &c) == LB_OK);
+    char err[256];
+    const char *argv[] = {"/bin/echo", "hi"}, *env[] = {"A=1", "A=2"};
+    lbsb_proc_spec sp = {.argv = argv, .argc = 2, .env = env, .envc = 2, .cwd = "/tmp", .tag = "t", .with_stdin = 1};
+    uint32_t pid = 0;
+    CHECK(lbsb_proc_start(c, ID, &sp, 1, &pid, err, sizeof err) == LB_OK && pid == 7);
+    lbsb_proc_event ev;
+    CHECK(lbsb_proc_next(c, 1000, &ev, err, sizeof err) == LB_OK && ev.kind == LBSB_PROC_OUT && ev.fd == 2);
+    CHECK(ev.len == 9 && !memcmp(ev.data, "err bytes", 9));
+    lbsb_proc_event_free(&ev);
+    CHECK(lbsb_proc_next(c, 1000, &ev, err, sizeof err) == LB_OK && ev.kind == LBSB_PROC_EXIT);
+    CHECK(ev.signal == 9 && ev.exit_code == -1);
+    CHECK(lbsb_proc_next(c, 1000, &ev, err, sizeof err) == LB_OK && ev.kind == LBSB_PROC_GONE);
+    CHECK_STR(ev.message, "it expired");
+    CHECK(lbsb_proc_signal(c, ID, 7, 15, err, sizeof err) == LB_E_BUSY);
+    CHECK_STR(err, "too many");
+    char *json = NULL;
+    CHECK(lbsb_proc_list(c, ID, &json, err, sizeof err) == LB_OK && json && strstr(json, "\"tag\":\"t\""));
+    free(json);
+    CHECK(lbsb_proc_input(c, ID, 7, "x", 1, 1, err, sizeof err) == LB_OK);
+    /* nothing more comes: a timeout, not a hang */
+    CHECK(lbsb_proc_next(c, 50, &ev, err, sizeof err) == LB_E_TIMEOUT);
+    /* what went on the wire: the start's fields, the last of a repeated name */
+    char *req;
+    size_t len;
+    CHECK(lbsd_frame_recv(sv[1], 1 << 20, &req, &len, NULL) == LB_OK);
+    CHECK(strstr(req, "\"argv\":[\"/bin/echo\",\"hi\"]") && strstr(req, "\"env\":{\"A\":\"2\"}"));
+    CHECK(strstr(req, "\"attach\":true") && strstr(req, "\"stdin\":true") && strstr(req, "\"cwd\":\"/tmp\""));
+    free(req);
+    /* argument checks never reach the wire */
+    lbsb_proc_spec none = {0};
+    CHECK(lbsb_proc_start(c, ID, &none, 0, &pid, err, sizeof err) == LB_E_INVAL);
+    const char *badenv[] = {"NOEQUALS"};
+    lbsb_proc_spec be = {.argv = argv, .argc = 1, .env = badenv, .envc = 1};
+    CHECK(lbsb_proc_start(c, ID, &be, 0, &pid, err, sizeof err) == LB_E_INVAL);
+    CHECK(lbsb_proc_signal(c, "nope", 7, 9, err, sizeof err) == LB_E_INVAL);
+    /* a frame that is not an event breaks the stream */
+    send_frames(sv[1], (const char *const[]){"{\"ok\":false,\"error\":\"invalid\",\"message\":\"no\"}"}, 1);
+    CHECK(lbsb_proc_next(c, 1000, &ev, err, sizeof err) == LB_E_PROTO);
+    CHECK_STR(err, "no");
+    lbsb_close(c);
+    close(sv[1]);
+}
+
+/* A frame with a descriptor on its first byte, as sandboxd's port_connect sends it. */
+static void send_frame_fd(int sock, const char *json, int fd)
+{
+    char buf[256];
+    size_t n = strlen(json);
+    lbsd_frame_header((unsigned char *)buf, (uint32_t)n);
+    memcpy(buf + 4, json, n);
+    union {
+        char b[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {.iov_base = buf, .iov_len = n + 4};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    CHECK(sendmsg(sock, &m, 0) == (ssize_t)(n + 4));
+}
+
+/* issue 17: port_connect takes the descriptor that comes with the answer;
+ * one that comes with a refusal is closed, the refusal reported */
+TEST(client_port_connect_takes_the_descriptor)
+{
+    int sv[2], p[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && pipe(p) == 0);
+    send_frame_fd(sv[1], "{\"ok\":true,\"port\":8000,\"fd\":true}", p[1]);
+    send_frame_fd(sv[1], "{\"ok\":false,\"error\":\"notfound\",\"message\":\"nothing listens on port 8001\"}", p[1]);
+    close(p[1]);
+    lbsb_conn *c = NULL;
+    CHECK(lbsb_conn_from_fd(sv[0], NULL, &c) == LB_OK);
+    char err[256];
+    int fd = -1;
+    CHECK(lbsb_port_connect(c, ID, 8000, &fd, err, sizeof err) == LB_OK && fd >= 0);
+    CHECK(write(fd, "via", 3) == 3);
+    char got[8] = "";
+    close(fd);
+    CHECK(read(p[0], got, sizeof got) == 3 && !memcmp(got, "via", 3));
+    fd = -1;
+    CHECK(lbsb_port_connect(c, ID, 8001, &fd, err, sizeof err) == LB_E_NOTFOUND && fd == -1);
+    CHECK_STR(err, "nothing listens on port 8001");
+    /* the refusal's descriptor was closed: the pipe has no writer left */
+    CHECK(read(p[0], got, sizeof got) == 0);
+    char *req;
+    size_t len;
+    CHECK(lbsd_frame_recv(sv[1], 1 << 20, &req, &len, NULL) == LB_OK && strstr(req, "\"port\":8000"));
+    free(req);
+    CHECK(lbsb_port_connect(c, ID, 0, &fd, err, sizeof err) == LB_E_INVAL);
+    CHECK(lbsb_port_connect(c, "nope", 80, &fd, err, sizeof err) == LB_E_INVAL);
+    lbsb_close(c);
+    close(sv[1]);
+    close(p[0]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -842,5 +986,8 @@ int main(void)
     RUN(client_cancel_interrupts_and_recovers);
     RUN(client_reports_missing_daemon);
     RUN(client_state_calls);
+    RUN(req_proc_ops);
+    RUN(client_proc_calls);
+    RUN(client_port_connect_takes_the_descriptor);
     return testlib_done();
 }
