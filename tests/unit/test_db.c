@@ -280,6 +280,23 @@ TEST(a_notification_wakes_a_listener)
     lb_db_close(db);
 }
 
+/* PostgreSQL only: a statement past statement_timeout (30 s by default,
+ * 50 ms here) is cancelled and reads as busy (the web's 503), and the
+ * connection goes on */
+TEST(a_statement_over_its_time_is_busy)
+{
+    lb_db *db = fresh("timeout");
+    CHECK(db != NULL);
+    if (!db)
+        return;
+    CHECK(count(db, "SELECT COUNT(*) FROM pg_settings WHERE name = 'statement_timeout' AND setting = '30000'") == 1);
+    CHECK(lb_db_exec(db, "SET statement_timeout = 50") == LB_OK);
+    CHECK(lb_db_exec(db, "SELECT pg_sleep(2)") == LB_E_TIMEOUT);
+    CHECK(strstr(lb_db_errmsg(db), "statement timeout") != NULL);
+    CHECK(count(db, "SELECT 7") == 7);
+    lb_db_close(db);
+}
+
 int main(void)
 {
     if (tw_init())
@@ -292,6 +309,7 @@ int main(void)
     if (tw_pg()) {
         RUN(a_dropped_connection_is_made_again);
         RUN(a_notification_wakes_a_listener);
+        RUN(a_statement_over_its_time_is_busy);
     } else {
         RUN(sqlite_has_no_notifications);
     }
