@@ -144,8 +144,8 @@ static int pg_map(lb_db *db, const PGresult *res)
  * safe (nothing was sent) unless a transaction was open on it. */
 static int pg_ready(lb_db *db)
 {
-    /* An idle connection has nothing to read (llmbox uses no LISTEN).
-     * When it has, the server spoke first: it is closing the connection (a
+    /* An idle connection that does not LISTEN has nothing to read. When
+     * it has, the server spoke first: it is closing the connection (a
      * restart, an administrator) and said so. Noticing that now, before
      * anything is sent, turns an unknown outcome later into a safe
      * reconnect now. One poll(2) per statement. */
