@@ -161,9 +161,11 @@ static int run_task(lb_config *cfg, const char *id)
     memset(&res, 0, sizeof res);
 
     lb_agent_signals_install(&g_cancel, &g_sb_interrupt, &g_timed_out);
-    int rc = lb_store_open(cfg->db_path, &st);
+    int rc = lb_store_open(lb_cfg_store_where(cfg), &st);
     if (rc != LB_OK) {
-        lb_error("cannot open the task store %s: %s", cfg->db_path, lb_strerror(rc));
+        char shown[LB_CFG_PATH];
+        lb_store_where_shown(lb_cfg_store_where(cfg), shown, sizeof shown);
+        lb_error("cannot open the task store %s: %s", shown, lb_strerror(rc));
         goto out;
     }
     rc = lb_store_task_load(st, id, &task);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct store_sink {
     lb_store *st;
@@ -68,6 +69,23 @@ static void log_event(const store_sink *s, const char *type, const cJSON *data, 
  * shell) must not cost the task its events or its end: the sink waits
  * again, up to this many times. */
 #define LB_SINK_BUSY_TRIES 12
+/* A database server out of reach (PostgreSQL restarting, issue 13): the
+ * store answers at once, so the sink waits a second between tries, for up
+ * to this many seconds, before the event is reported lost. */
+#define LB_SINK_DOWN_TRIES 60
+
+/* 1 when a store call that answered rc is worth another try (the try
+ * number i); waits first when the server is out of reach. */
+static int store_retry(int rc, int i)
+{
+    if (rc == LB_E_TIMEOUT)
+        return i < LB_SINK_BUSY_TRIES;
+    if (rc != LB_E_UNAVAILABLE || i >= LB_SINK_DOWN_TRIES)
+        return 0;
+    struct timespec ts = {1, 0};
+    nanosleep(&ts, NULL);
+    return 1;
+}
 
 static void ev(void *arg, const char *type, const cJSON *data)
 {
@@ -78,11 +96,14 @@ static void ev(void *arg, const char *type, const cJSON *data)
         return;
     }
     int64_t seq = 0;
-    int rc = LB_E_TIMEOUT;
-    for (int i = 0; i < LB_SINK_BUSY_TRIES && rc == LB_E_TIMEOUT; i++) {
+    int rc;
+    for (int i = 0;; i++) {
         rc = lb_store_event_append(s->st, s->task_id, type, text, &seq);
-        if (rc == LB_E_TIMEOUT)
-            lb_warn("the task database stayed locked; still waiting to store a %s event", type);
+        if (rc == LB_E_TIMEOUT || (rc == LB_E_UNAVAILABLE && i == 0))
+            lb_warn("the task database %s; still waiting to store a %s event",
+                    rc == LB_E_TIMEOUT ? "stayed locked" : "cannot be reached", type);
+        if (!store_retry(rc, i + 1))
+            break;
     }
     if (rc != LB_OK)
         lb_error("cannot store a %s event: %s", type, lb_strerror(rc));
@@ -96,7 +117,12 @@ static void ev(void *arg, const char *type, const cJSON *data)
 static void arts(void *arg, const lb_artifact *a, size_t n)
 {
     store_sink *s = arg;
-    int rc = lb_store_artifacts_set(s->st, s->task_id, a, n);
+    int rc;
+    for (int i = 0;; i++) {
+        rc = lb_store_artifacts_set(s->st, s->task_id, a, n);
+        if (!store_retry(rc, i + 1))
+            break;
+    }
     if (rc != LB_OK)
         lb_error("cannot store the artifact index: %s", lb_strerror(rc));
 }
@@ -104,7 +130,12 @@ static void arts(void *arg, const lb_artifact *a, size_t n)
 static void usage(void *arg, const lb_task_usage *u)
 {
     store_sink *s = arg;
-    int rc = lb_store_task_set_usage(s->st, s->task_id, u);
+    int rc;
+    for (int i = 0;; i++) {
+        rc = lb_store_task_set_usage(s->st, s->task_id, u);
+        if (!store_retry(rc, i + 1))
+            break;
+    }
     if (rc != LB_OK)
         lb_warn("cannot store usage: %s", lb_strerror(rc));
 }
@@ -113,11 +144,14 @@ static int fin(void *arg, const char *status, const char *reason, const char *an
 {
     store_sink *s = arg;
     flush_metrics(s); /* before the end is recorded: a scrape that sees the task done sees its turns */
-    int rc = LB_E_TIMEOUT;
-    for (int i = 0; i < LB_SINK_BUSY_TRIES && rc == LB_E_TIMEOUT; i++) {
+    int rc;
+    for (int i = 0;; i++) {
         rc = lb_store_task_end(s->st, s->task_id, lb_task_status_parse(status), reason, answer);
-        if (rc == LB_E_TIMEOUT)
-            lb_warn("the task database stayed locked; still waiting to record the end of task %s", s->task_id);
+        if (rc == LB_E_TIMEOUT || (rc == LB_E_UNAVAILABLE && i == 0))
+            lb_warn("the task database %s; still waiting to record the end of task %s",
+                    rc == LB_E_TIMEOUT ? "stayed locked" : "cannot be reached", s->task_id);
+        if (!store_retry(rc, i + 1))
+            break;
     }
     if (rc == LB_E_EXISTS) {
         /* the web backend already ended it (e.g. marked it cancelled) */

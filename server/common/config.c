@@ -251,6 +251,22 @@ static int set_e2b_domain(lb_config *c, const lb_cfg_key *k, const char *v, char
     return lb_cfgi_e2b_domain_norm(v, field(c, k), k->size, why, whysz);
 }
 
+/* issue 13: "" or a PostgreSQL URL. The value is never repeated in the
+ * sentence: it may hold a password. */
+static int set_db_url(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    if (*v && strncmp(v, "postgresql://", 13) != 0 && strncmp(v, "postgres://", 11) != 0) {
+        snprintf(why, whysz, "must be a postgresql:// URL (e.g. postgresql://llmbox@/llmbox?host=/run/postgresql)"
+                             " or empty for SQLite at db_path");
+        return LB_E_INVAL;
+    }
+    if (!lb_cfgi_printable(v) || strchr(v, ' ')) {
+        snprintf(why, whysz, "must be a URL without spaces or control characters");
+        return LB_E_INVAL;
+    }
+    return set_secret(c, k, v, why, whysz);
+}
+
 static int set_allowed_hosts(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
     return lb_cfgi_allowed_hosts_norm(v, field(c, k), k->size, why, whysz);
@@ -273,6 +289,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_PATH("images_dir", "LLMBOX_IMAGES", images_dir, 0, "images"),
     KEY_PATH("image_store", "LLMBOX_IMAGE_STORE", image_store, 1, "images"),
     KEY_PATH("db_path", "LLMBOX_DB", db_path, 1, "web/llmbox.db"),
+    {"db_url", "LLMBOX_DB_URL", NULL, set_db_url, F(db_url), 0, 0, ""}, /* issue 13 */
     KEY_PATH("web_socket", "LLMBOX_WEB_SOCKET", web_socket, 1, "web/web.sock"),
     KEY_PATH("sandboxd_socket", "LLMBOX_SANDBOXD_SOCKET", sandboxd_socket, 1, "run/sandboxd.sock"),
     KEY_STR("web_user", "LLMBOX_WEB_USER", web_user, ""),
@@ -433,12 +450,12 @@ static int apply_globals(lb_config *c, const lb_conf *cf)
         if (ev) {
             if ((rc = key->set(c, key, ev, why, sizeof why)) != LB_OK)
                 return lb_cfgi_fail(rc, "%s=%.200s: %s", getenv(key->env) && *getenv(key->env) ? key->env : key->env_alt,
-                            key->set == set_secret ? "(value hidden)" : ev, why);
+                            (key->set == set_secret || key->set == set_db_url) ? "(value hidden)" : ev, why);
         } else if (from_file[k]) {
             const lb_entry *e = from_file[k];
             if ((rc = key->set(c, key, e->value, why, sizeof why)) != LB_OK)
                 return lb_cfgi_fail(rc, "%s:%d: %s = %.200s: %s", cf->path, e->line, key->name,
-                                    key->set == set_secret ? "(value hidden)" : e->value, why);
+                                    (key->set == set_secret || key->set == set_db_url) ? "(value hidden)" : e->value, why);
         } else if (key->set == set_path) {
             if (set_path_default(c, key) != LB_OK)
                 return lb_cfgi_fail(LB_E_TOOBIG, "the default %s is longer than %d characters", key->name, LB_CFG_PATH - 1);
@@ -548,6 +565,11 @@ int lb_cfg_network_allowed(const lb_config *cfg, const char *mode)
         p += w;
     }
     return 0;
+}
+
+const char *lb_cfg_store_where(const lb_config *cfg)
+{
+    return cfg->db_url[0] ? cfg->db_url : cfg->db_path;
 }
 
 void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz)

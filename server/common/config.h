@@ -81,6 +81,11 @@ typedef struct lb_config {
     char images_dir[LB_CFG_PATH];    /* images_dir | LLMBOX_IMAGES: recipes, default $home/images */
     char image_store[LB_CFG_PATH];   /* image_store | LLMBOX_IMAGE_STORE: built roots, default $var/images */
     char db_path[LB_CFG_PATH];       /* db_path | LLMBOX_DB, default $var/web/llmbox.db */
+    /* issue 13: db_url | LLMBOX_DB_URL, default "": the store in SQLite at
+     * db_path. A postgresql:// URL: the store in that PostgreSQL database
+     * (a secret: it may hold a password, never echoed nor logged). db_path's
+     * folder still holds the logs, evaluations and leases. */
+    char db_url[1024];
     char web_socket[LB_CFG_PATH];    /* web_socket | LLMBOX_WEB_SOCKET, default $var/web/web.sock */
     char sandboxd_socket[LB_CFG_PATH]; /* sandboxd_socket | LLMBOX_SANDBOXD_SOCKET, default $var/run/sandboxd.sock */
     char self_exe[LB_CFG_PATH];      /* /proc/self/exe, for spawning agents */
@@ -323,6 +328,10 @@ int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port);
 /* issue 17: whether host (no port) is "<digits>-<32 hex>.<e2b_domain>",
  * an E2B sandbox host name; never when e2b_domain is "". */
 int lb_cfg_e2b_host(const lb_config *cfg, const char *host);
+
+/* Where the store is: db_url when set (a PostgreSQL URL), else db_path
+ * (issue 13). What lb_store_open takes. */
+const char *lb_cfg_store_where(const lb_config *cfg);
 
 /* "log/" next to the database: where agent logs and crash notes go. */
 void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz);

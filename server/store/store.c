@@ -12,6 +12,7 @@
  */
 #include "store/store.h"
 
+#include "store/db.h"
 #include "store/store_priv.h"
 
 #include "common/log.h"
@@ -22,7 +23,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -73,6 +73,7 @@ enum {
     Q_METRICS_ALL,
     Q_TASK_COUNTS,
     Q_ROUND_ARTS,
+    Q_EVENT_APPEND_PG,
     Q__COUNT
 };
 
@@ -143,16 +144,16 @@ static const char *const lb_sql[Q__COUNT] = {
                              " FROM tasks WHERE owner = ?4 AND (created_ms, id) < (?2, ?3)"
                              " ORDER BY created_ms DESC, id DESC LIMIT ?1",
     [Q_OWN_ACTIVE] = "SELECT COUNT(*) FROM tasks WHERE owner = ?1 AND status IN ('queued', 'running')",
-    [Q_SESSION_INSERT] = "INSERT INTO sessions(id_sha256, user, token_sha256, created_ms, expires_ms)"
+    [Q_SESSION_INSERT] = "INSERT INTO sessions(id_sha256, \"user\", token_sha256, created_ms, expires_ms)"
                          " VALUES(?1, ?2, ?3, ?4, ?5)",
-    [Q_SESSION_GET] = "SELECT user, token_sha256, created_ms, expires_ms FROM sessions"
+    [Q_SESSION_GET] = "SELECT \"user\", token_sha256, created_ms, expires_ms FROM sessions"
                       " WHERE id_sha256 = ?1 AND expires_ms > ?2",
     [Q_SESSION_DELETE] = "DELETE FROM sessions WHERE id_sha256 = ?1",
     [Q_SESSION_EXPIRE] = "DELETE FROM sessions WHERE expires_ms <= ?1",
     /* a user keeps their ?2 newest sessions: logging in again and again
      * (a script that never logs out) cannot fill the table */
-    [Q_SESSION_TRIM] = "DELETE FROM sessions WHERE user = ?1 AND id_sha256 NOT IN"
-                       " (SELECT id_sha256 FROM sessions WHERE user = ?1"
+    [Q_SESSION_TRIM] = "DELETE FROM sessions WHERE \"user\" = ?1 AND id_sha256 NOT IN"
+                       " (SELECT id_sha256 FROM sessions WHERE \"user\" = ?1"
                        " ORDER BY created_ms DESC, id_sha256 LIMIT ?2)",
     [Q_METRIC_ADD] = "INSERT INTO metrics(name, labels, le, value) VALUES(?1, ?2, ?3, ?4)"
                      " ON CONFLICT(name, labels, le) DO UPDATE SET value = value + excluded.value",
@@ -162,148 +163,149 @@ static const char *const lb_sql[Q__COUNT] = {
      * (schema v9) so the page can mark what changed from one to the next */
     [Q_ROUND_ARTS] = "UPDATE rounds SET artifacts = (SELECT json_group_array(json_object('path', a.path,"
                      " 'size', a.size, 'sha256', a.sha256)) FROM artifacts a WHERE a.task_id = ?1)"
-                     " WHERE task_id = ?1 AND n = (SELECT round FROM tasks WHERE id = ?1)"
+                     " WHERE task_id = ?1 AND n = (SELECT round FROM tasks WHERE id = ?1)",
+    /* PostgreSQL's alone (lb_event_append_pg); SQLite never prepares it */
+    [Q_EVENT_APPEND_PG] = "SELECT NULL",
+};
+
+/* The statements PostgreSQL writes differently (NULL: lb_sql's text is
+ * the same in both): JSON through functions of the schema (store_schema_pg.c),
+ * casts where a parameter's type cannot be inferred, and row locks where
+ * SQLite's BEGIN IMMEDIATE already serialized the writers. */
+static const char *const lb_sql_pg[Q__COUNT] = {
+    [Q_TASK_INSERT] = "INSERT INTO tasks(id, status, prompt, model, max_turns, created_ms, inputs,"
+                      " token_budget, timeout_s, network, image, rerun_of, owner, options)"
+                      " SELECT ?1::text, 'queued', ?2::text, ?3::text, ?4::bigint, ?5::bigint, ?6::text,"
+                      " ?7::bigint, ?8::bigint, ?9::text, ?10::text, ?11::text, ?12::text, ?14::text"
+                      " WHERE ?13::bigint <= 0 OR (SELECT COUNT(*) FROM tasks WHERE owner = ?12"
+                      " AND status IN ('queued', 'running')) < ?13::bigint",
+    /* read in the transaction that then changes the task: the row lock
+     * makes two writers of one task wait for each other, as SQLite's
+     * write lock did */
+    [Q_TASK_STATUS] = "SELECT status, pid FROM tasks WHERE id = ?1 FOR UPDATE",
+    [Q_EVENT_INSERT] = "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
+                       " SELECT ?1, ?2, ?3, ?4, lb_json_with_round(?5::text, t.round), t.round"
+                       " FROM tasks t WHERE t.id = ?1",
+    [Q_EVENTS_NEWEST] = "SELECT j.idx - 1, (SELECT MAX(seq) FROM events WHERE task_id = j.v)"
+                        " FROM jsonb_array_elements_text(?1::jsonb) WITH ORDINALITY AS j(v, idx)",
+    /* any commit moves the WAL's insert position at once (the write
+     * position waits for the WAL writer): a change indicator like SQLite's
+     * data_version. It also moves for other databases' writes and for
+     * maintenance, which only wakes the watcher for nothing. */
+    [Q_DATA_VERSION] = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint",
+    [Q_METRIC_ADD] = "INSERT INTO metrics(name, labels, le, value) VALUES(?1, ?2, ?3, ?4)"
+                     " ON CONFLICT(name, labels, le) DO UPDATE SET value = metrics.value + excluded.value",
+    [Q_ROUND_ARTS] = "UPDATE rounds SET artifacts = (SELECT COALESCE(json_agg(json_build_object('path', a.path,"
+                     " 'size', a.size, 'sha256', a.sha256) ORDER BY a.path)::text, '[]') FROM artifacts a"
+                     " WHERE a.task_id = ?1) WHERE task_id = ?1 AND n = (SELECT round FROM tasks WHERE id = ?1)",
+    [Q_EVENT_APPEND_PG] =
+        "WITH t AS (SELECT id, round FROM tasks WHERE id = ?1 AND status IN ('queued', 'running') FOR UPDATE)"
+        " INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
+        " SELECT t.id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task_id = ?1), ?2::bigint, ?3::text,"
+        "  lb_json_with_round(?4::text, t.round), t.round FROM t RETURNING seq",
 };
 
 struct lb_store {
-    sqlite3 *db;
-    sqlite3_stmt *st[Q__COUNT];
+    lb_db *db;
+    lb_db_stmt *st[Q__COUNT];
 };
 
 /* ---- small helpers ---------------------------------------------------- */
 
+/* The database layer's answer rc (LB_DB_ROW, LB_DB_DONE or an lb_status)
+ * as an lb_status, logged with what when it is an error: busy and
+ * unavailable as warnings (the caller answers 503 and is tried again),
+ * the rest as errors. */
 static int lb_store_err(lb_store *s, int rc, const char *what)
 {
-    int ext = sqlite3_extended_errcode(s->db);
-    switch (rc & 0xff) {
-    case SQLITE_OK:
-    case SQLITE_DONE:
-    case SQLITE_ROW:
+    if (rc == LB_OK || rc == LB_DB_ROW || rc == LB_DB_DONE)
         return LB_OK;
-    case SQLITE_NOMEM:
-        return LB_E_NOMEM;
-    case SQLITE_TOOBIG:
-        return LB_E_TOOBIG;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        lb_warn("store: %s: database busy for %d ms", what, LB_STORE_BUSY_MS);
-        return LB_E_TIMEOUT;
-    case SQLITE_CONSTRAINT:
-        if (ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE)
-            return LB_E_EXISTS;
-        if (ext == SQLITE_CONSTRAINT_FOREIGNKEY)
-            return LB_E_NOTFOUND;
-        return LB_E_INVAL;
-    case SQLITE_FULL:
-        lb_error("store: %s: %s", what, sqlite3_errmsg(s->db));
-        return LB_E_NOSPACE;
-    case SQLITE_IOERR:
-        if (sqlite3_system_errno(s->db) == ENOSPC || sqlite3_system_errno(s->db) == EDQUOT) {
-            lb_error("store: %s: %s (the disk is full)", what, sqlite3_errmsg(s->db));
-            return LB_E_NOSPACE;
-        }
-        /* fall through */
-    case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
-        lb_error("store: %s: %s", what, sqlite3_errmsg(s->db));
-        return LB_E_IO;
-    default:
-        lb_error("store: %s: %s", what, sqlite3_errmsg(s->db));
-        return LB_E_INTERNAL;
-    }
+    if (rc == LB_E_TIMEOUT || rc == LB_E_UNAVAILABLE)
+        lb_warn("store: %s: %s", what, lb_db_errmsg(s->db));
+    else if (rc != LB_E_EXISTS && rc != LB_E_NOTFOUND && rc != LB_E_INVAL)
+        lb_error("store: %s: %s", what, lb_db_errmsg(s->db));
+    return rc;
 }
 
 static int lb_exec(lb_store *s, const char *sql)
 {
-    char *msg = NULL;
-    int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK) {
-        lb_error("store: '%.60s': %s", sql, msg ? msg : sqlite3_errstr(rc));
-        sqlite3_free(msg);
+    int rc = lb_db_exec(s->db, sql);
+    if (rc)
         return lb_store_err(s, rc, "exec");
-    }
     return LB_OK;
 }
 
 /* Write transactions: lb_begin, the work with each failure going to one
  * label, and there lb_end_tx(s, rc), which keeps the work only when all
  * of it succeeded. */
-static int lb_begin(lb_store *s) { return lb_exec(s, "BEGIN IMMEDIATE"); }
-static void lb_rollback(lb_store *s)
-{
-    /* harmless when SQLite already rolled back on its own */
-    if (!sqlite3_get_autocommit(s->db))
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-}
+static int lb_begin(lb_store *s) { return lb_store_err(s, lb_db_begin(s->db), "begin"); }
+static void lb_rollback(lb_store *s) { lb_db_rollback(s->db); }
 /* Ends the caller's write transaction: COMMIT when rc is LB_OK (its error
  * when it fails), else ROLLBACK; returns the outcome. */
 static int lb_end_tx(lb_store *s, int rc)
 {
     if (rc == LB_OK)
-        rc = lb_exec(s, "COMMIT");
+        rc = lb_store_err(s, lb_db_commit(s->db), "commit");
     if (rc != LB_OK)
         lb_rollback(s);
     return rc;
 }
 
+/* The statement q in the back end's dialect */
+static const char *lb_sql_of(lb_store *s, int q)
+{
+    return lb_db_is_pg(s->db) && lb_sql_pg[q] ? lb_sql_pg[q] : lb_sql[q];
+}
+
 /* The cached statement q, reset and with no bindings. NULL on failure. */
-static sqlite3_stmt *lb_stmt(lb_store *s, int q)
+static lb_db_stmt *lb_stmt(lb_store *s, int q)
 {
     if (!s->st[q]) {
-        int rc = sqlite3_prepare_v3(s->db, lb_sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL);
-        if (rc != SQLITE_OK) {
-            lb_error("store: prepare: %s", sqlite3_errmsg(s->db));
+        int rc = lb_db_prepare(s->db, lb_sql_of(s, q), 1, &s->st[q]);
+        if (rc != LB_OK) {
+            lb_error("store: prepare: %s", lb_db_errmsg(s->db));
             s->st[q] = NULL;
             return NULL;
         }
     }
-    sqlite3_reset(s->st[q]);
-    sqlite3_clear_bindings(s->st[q]);
+    lb_db_reset(s->st[q]);
+    lb_db_clear_bindings(s->st[q]);
     return s->st[q];
 }
 
-static void lb_done(sqlite3_stmt *st)
+static void lb_done(lb_db_stmt *st)
 {
     if (st) {
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
+        lb_db_reset(st);
+        lb_db_clear_bindings(st);
     }
 }
 
-static int lb_bind_text(sqlite3_stmt *st, int i, const char *v)
+static int lb_bind_text(lb_db_stmt *st, int i, const char *v)
 {
-    if (!v)
-        return sqlite3_bind_null(st, i);
-    return sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    return lb_db_bind_text(st, i, v);
 }
 
 /* Steps a statement that returns no rows; LB_OK when done. */
-static int lb_step_done(lb_store *s, sqlite3_stmt *st, const char *what)
+static int lb_step_done(lb_store *s, lb_db_stmt *st, const char *what)
 {
-    int rc = sqlite3_step(st);
-    int r = rc == SQLITE_DONE ? LB_OK : lb_store_err(s, rc, what);
-    if (rc == SQLITE_ROW)
-        r = LB_OK;
-    return r;
+    int rc = lb_db_step(st);
+    return lb_store_err(s, rc, what);
 }
 
 /* Steps a statement that writes one row and resets it: LB_OK, none_rc
  * when it changed no row (no such task, a condition not met), or the
  * error. A single statement is its own transaction. */
-static int lb_step_write(lb_store *s, sqlite3_stmt *st, const char *what, int none_rc)
+static int lb_step_write(lb_store *s, lb_db_stmt *st, const char *what, int none_rc)
 {
     int rc = lb_step_done(s, st, what);
-    if (rc == LB_OK && sqlite3_changes(s->db) == 0)
+    if (rc == LB_OK && lb_db_changes(s->db) == 0)
         rc = none_rc;
     lb_done(st);
     return rc;
 }
 
-static const char *lb_col_text(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? (const char *)t : "";
-}
+static const char *lb_col_text(lb_db_stmt *st, int i) { return lb_db_col_text(st, i); }
 
 /* ---- open and migrate ------------------------------------------------- */
 
@@ -421,22 +423,44 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
-/* The schema version as stored (0: a new database), read without the
- * write lock; -1 on error. */
-static int lb_schema_version(lb_store *s)
+/* PostgreSQL's migrations: NULL below version 9, where its schema starts
+ * whole (store_schema_pg.c); a version added later appends to both lists. */
+static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                               lb_schema_pg_v9};
+_Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
+               "one PostgreSQL migration per schema version");
+
+/* Reads the stored schema version into *v (0: a new database). */
+static int lb_schema_read(lb_store *s, int *v)
 {
-    sqlite3_stmt *st = NULL;
-    int v = -1;
-    int src = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL);
-    if (src != SQLITE_OK) {
-        /* no meta table yet: a new database */
-        v = (src & 0xff) == SQLITE_ERROR ? 0 : -1;
-    } else {
-        src = sqlite3_step(st);
-        v = src == SQLITE_ROW ? (int)strtol(lb_col_text(st, 0), NULL, 10) : src == SQLITE_DONE ? 0 : -1;
+    *v = 0;
+    lb_db_stmt *st = NULL;
+    int rc;
+    if (lb_db_is_pg(s->db)) {
+        /* PostgreSQL refuses a statement naming a missing table: ask first */
+        rc = lb_db_prepare(s->db, "SELECT to_regclass('meta') IS NOT NULL", 0, &st);
+        if (rc == LB_OK && (rc = lb_db_step(st)) == LB_DB_ROW) {
+            int has = lb_db_col_int(st, 0);
+            rc = LB_OK;
+            lb_db_finalize(st);
+            st = NULL;
+            if (!has)
+                return LB_OK;
+        } else {
+            lb_db_finalize(st);
+            return lb_store_err(s, rc == LB_DB_DONE ? LB_E_INTERNAL : rc, "read schema version");
+        }
     }
-    sqlite3_finalize(st);
-    return v;
+    rc = lb_db_prepare(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", 0, &st);
+    if (rc != LB_OK) {
+        /* SQLite: no meta table yet is a new database */
+        return lb_db_is_pg(s->db) ? lb_store_err(s, rc, "read schema version") : LB_OK;
+    }
+    rc = lb_db_step(st);
+    if (rc == LB_DB_ROW)
+        *v = (int)strtol(lb_col_text(st, 0), NULL, 10);
+    lb_db_finalize(st);
+    return lb_store_err(s, rc, "read schema version");
 }
 
 static int lb_store_migrate(lb_store *s)
@@ -444,27 +468,24 @@ static int lb_store_migrate(lb_store *s)
     /* Every agent opens the store: when the schema is current, opening
      * takes no write lock, so it neither waits behind a long writer nor
      * needs a byte of disk. */
-    if (lb_schema_version(s) == LB_STORE_SCHEMA_VERSION)
+    int version = 0;
+    int rc = lb_schema_read(s, &version);
+    if (rc == LB_OK && version == LB_STORE_SCHEMA_VERSION)
         return LB_OK;
-    int rc = lb_begin(s);
+    if (rc && rc != LB_E_INTERNAL)
+        return rc;
+    int pg = lb_db_is_pg(s->db);
+    rc = lb_begin(s);
     if (rc)
         return rc;
+    /* PostgreSQL: two processes migrating at once wait for each other
+     * here (SQLite's BEGIN IMMEDIATE already did) */
+    if (pg && (rc = lb_exec(s, "SELECT pg_advisory_xact_lock(7261001)")))
+        goto out;
     rc = lb_exec(s, "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)");
     if (rc)
         goto out;
-    int version = 0;
-    sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL);
-    if (src != SQLITE_OK) {
-        rc = lb_store_err(s, src, "read schema version");
-        goto out;
-    }
-    src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
-        version = (int)strtol(lb_col_text(st, 0), NULL, 10);
-    else if (src != SQLITE_DONE)
-        rc = lb_store_err(s, src, "read schema version");
-    sqlite3_finalize(st);
+    rc = lb_schema_read(s, &version);
     if (rc)
         goto out;
     if (version > LB_STORE_SCHEMA_VERSION) {
@@ -475,15 +496,28 @@ static int lb_store_migrate(lb_store *s)
         goto out;
     }
     for (int v = version; v < LB_STORE_SCHEMA_VERSION; v++) {
-        rc = lb_exec(s, lb_migrations[v]);
+        const char *m = pg ? lb_migrations_pg[v] : lb_migrations[v];
+        if (pg && !m) {
+            /* the first PostgreSQL schema is a whole one: skip to it from empty */
+            if (v != 0) {
+                lb_error("store: the PostgreSQL database has schema version %d, which no llmbox made", v);
+                rc = LB_E_INVAL;
+                goto out;
+            }
+            while (!lb_migrations_pg[v])
+                v++;
+            m = lb_migrations_pg[v];
+        }
+        rc = lb_exec(s, m);
         if (rc)
             goto out;
         lb_info("store: migrated the database schema to version %d", v + 1);
     }
     if (version != LB_STORE_SCHEMA_VERSION) {
-        char sql[128];
+        char sql[160];
         snprintf(sql, sizeof sql,
-                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '%d')",
+                 "INSERT INTO meta(key, value) VALUES('schema_version', '%d')"
+                 " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                  LB_STORE_SCHEMA_VERSION);
         rc = lb_exec(s, sql);
         if (rc)
@@ -502,24 +536,8 @@ int lb_store_open(const char *path, lb_store **out)
     lb_store *s = calloc(1, sizeof *s);
     if (!s)
         return LB_E_NOMEM;
-    int rc = LB_OK;
-    int src = sqlite3_open_v2(path, &s->db,
-                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL);
-    if (src != SQLITE_OK) {
-        lb_error("store: cannot open the database %s: %s", path,
-                 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
-        rc = LB_E_IO;
-        goto out;
-    }
-    sqlite3_extended_result_codes(s->db, 1);
-    /* set before anything that may need a lock, including journal_mode */
-    sqlite3_busy_timeout(s->db, LB_STORE_BUSY_MS);
-    /* WAL: readers (SSE streams) never block writers (agents).
-     * synchronous=NORMAL is crash-safe in WAL mode; only the last commits
-     * before a power loss may be lost, never consistency. */
-    if ((rc = lb_exec(s, "PRAGMA journal_mode = WAL")) ||
-        (rc = lb_exec(s, "PRAGMA synchronous = NORMAL")) ||
-        (rc = lb_exec(s, "PRAGMA foreign_keys = ON")))
+    int rc = lb_db_open(path, &s->db);
+    if (rc)
         goto out;
     rc = lb_store_migrate(s);
 out:
@@ -531,62 +549,99 @@ out:
     return LB_OK;
 }
 
+void lb_store_where_shown(const char *where, char *out, size_t outsz)
+{
+    lb_db_where_redact(where, out, outsz);
+}
+
 void lb_store_close(lb_store *s)
 {
     if (!s)
         return;
     for (int i = 0; i < Q__COUNT; i++)
-        sqlite3_finalize(s->st[i]);
-    sqlite3_close_v2(s->db);
+        lb_db_finalize(s->st[i]);
+    lb_db_close(s->db);
     free(s);
 }
 
 /* ---- tasks ------------------------------------------------------------ */
+
+static void lb_task_insert_bind(lb_db_stmt *st, const lb_task_new *t)
+{
+    lb_bind_text(st, 1, t->id);
+    lb_bind_text(st, 2, t->prompt);
+    lb_bind_text(st, 3, t->model);
+    lb_db_bind_int(st, 4, t->max_turns);
+    lb_db_bind_int64(st, 5, lb_now_ms());
+    lb_bind_text(st, 6, t->inputs_json ? t->inputs_json : "[]");
+    lb_db_bind_int64(st, 7, t->token_budget);
+    if (t->timeout_s > 0)
+        lb_db_bind_int(st, 8, t->timeout_s);
+    else
+        lb_db_bind_null(st, 8);
+    lb_bind_text(st, 9, t->network);
+    lb_bind_text(st, 10, t->image);
+    lb_bind_text(st, 11, t->rerun_of);
+    lb_bind_text(st, 12, t->owner);
+    lb_db_bind_int(st, 13, t->owner ? t->owner_max_active : 0);
+    lb_bind_text(st, 14, t->options_json);
+}
 
 int lb_store_task_insert(lb_store *s, const lb_task_new *t)
 {
     if (!s || !t || !lb_id_valid(t->id) || !t->prompt || strlen(t->prompt) > LB_STORE_TEXT_MAX ||
         (t->options_json && strlen(t->options_json) > LB_STORE_OPTIONS_MAX))
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_INSERT);
-    if (!st)
-        return LB_E_INTERNAL;
-    lb_bind_text(st, 1, t->id);
-    lb_bind_text(st, 2, t->prompt);
-    lb_bind_text(st, 3, t->model);
-    sqlite3_bind_int(st, 4, t->max_turns);
-    sqlite3_bind_int64(st, 5, lb_now_ms());
-    lb_bind_text(st, 6, t->inputs_json ? t->inputs_json : "[]");
-    sqlite3_bind_int64(st, 7, t->token_budget);
-    if (t->timeout_s > 0)
-        sqlite3_bind_int(st, 8, t->timeout_s);
-    else
-        sqlite3_bind_null(st, 8);
-    lb_bind_text(st, 9, t->network);
-    lb_bind_text(st, 10, t->image);
-    lb_bind_text(st, 11, t->rerun_of);
-    lb_bind_text(st, 12, t->owner);
-    sqlite3_bind_int(st, 13, t->owner ? t->owner_max_active : 0);
-    lb_bind_text(st, 14, t->options_json);
-    /* a single statement is its own transaction */
-    return lb_step_write(s, st, "insert task", LB_E_BUSY); /* the owner's limit was reached */
+    /* PostgreSQL: a statement sees the rows committed when it began, so
+     * the owner's count and the insert are one step only under the owner's
+     * lock; SQLite: a single statement is its own transaction, under the
+     * one write lock */
+    int locked = lb_db_is_pg(s->db) && t->owner && t->owner_max_active > 0;
+    int rc = locked ? lb_begin(s) : LB_OK;
+    if (rc)
+        return rc;
+    if (locked && (rc = lb_store_owner_lock(s, t->owner)))
+        goto out;
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_INSERT);
+    if (!st) {
+        rc = LB_E_INTERNAL;
+        goto out;
+    }
+    lb_task_insert_bind(st, t);
+    rc = lb_step_write(s, st, "insert task", LB_E_BUSY); /* the owner's limit was reached */
+out:
+    return locked ? lb_end_tx(s, rc) : rc;
+}
+
+int lb_store_owner_lock(lb_store *s, const char *owner)
+{
+    if (!lb_db_is_pg(s->db) || !owner)
+        return LB_OK; /* SQLite: BEGIN IMMEDIATE already holds the one write lock */
+    lb_db_stmt *st = NULL;
+    int rc = lb_db_prepare(s->db, "SELECT pg_advisory_xact_lock(7261002, hashtext(?1))", 0, &st);
+    if (rc == LB_OK) {
+        lb_db_bind_text(st, 1, owner);
+        rc = lb_db_step(st);
+    }
+    lb_db_finalize(st);
+    return lb_store_err(s, rc, "lock the owner's tasks");
 }
 
 /* Reads status (and pid) of a task inside the caller's transaction. */
 static int lb_task_status_read(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
 {
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_STATUS);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_STATUS);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
-    int src = sqlite3_step(st);
+    int src = lb_db_step(st);
     int rc;
-    if (src == SQLITE_ROW) {
+    if (src == LB_DB_ROW) {
         snprintf(status, statussz, "%s", lb_col_text(st, 0));
         if (pid)
-            *pid = sqlite3_column_int(st, 1);
+            *pid = lb_db_col_int(st, 1);
         rc = LB_OK;
-    } else if (src == SQLITE_DONE) {
+    } else if (src == LB_DB_DONE) {
         rc = LB_E_NOTFOUND;
     } else {
         rc = lb_store_err(s, src, "task status");
@@ -619,14 +674,14 @@ int lb_store_task_set_running(lb_store *s, const char *id, int pid)
     int rc = lb_begin_live(s, id);
     if (rc)
         return rc;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_SET_RUNNING);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_SET_RUNNING);
     if (!st) {
         rc = LB_E_INTERNAL;
         goto out;
     }
     lb_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, pid);
-    sqlite3_bind_int64(st, 3, lb_now_ms());
+    lb_db_bind_int(st, 2, pid);
+    lb_db_bind_int64(st, 3, lb_now_ms());
     rc = lb_step_done(s, st, "set running");
     lb_done(st);
     if (rc)
@@ -640,11 +695,11 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid)
 {
     if (!s || !lb_id_valid(id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_SET_PID);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_SET_PID);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, pid);
+    lb_db_bind_int(st, 2, pid);
     return lb_step_write(s, st, "set pid", LB_E_NOTFOUND);
 }
 
@@ -652,25 +707,25 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid)
 static int lb_event_insert(lb_store *s, const char *task_id, const char *type, const char *data,
                            int64_t *seq_out)
 {
-    sqlite3_stmt *st = lb_stmt(s, Q_EVENT_NEXT_SEQ);
+    lb_db_stmt *st = lb_stmt(s, Q_EVENT_NEXT_SEQ);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
-    int src = sqlite3_step(st);
-    if (src != SQLITE_ROW) {
+    int src = lb_db_step(st);
+    if (src != LB_DB_ROW) {
         int rc = lb_store_err(s, src, "next event seq");
         lb_done(st);
         return rc ? rc : LB_E_INTERNAL;
     }
-    int64_t seq = sqlite3_column_int64(st, 0);
+    int64_t seq = lb_db_col_int64(st, 0);
     lb_done(st);
 
     st = lb_stmt(s, Q_EVENT_INSERT);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
-    sqlite3_bind_int64(st, 2, seq);
-    sqlite3_bind_int64(st, 3, lb_now_ms());
+    lb_db_bind_int64(st, 2, seq);
+    lb_db_bind_int64(st, 3, lb_now_ms());
     lb_bind_text(st, 4, type);
     lb_bind_text(st, 5, data);
     int rc = lb_step_done(s, st, "insert event");
@@ -694,7 +749,7 @@ static void lb_reserve_path(const char *db_path, char *out, size_t outsz)
 
 static int lb_reserve_release(lb_store *s)
 {
-    const char *db = sqlite3_db_filename(s->db, "main");
+    const char *db = lb_db_file(s->db);
     char p[4200];
     if (!db || !*db)
         return 0;
@@ -772,7 +827,7 @@ static int lb_task_finish_once(lb_store *s, const char *id, const char *status, 
     int rc = lb_begin_live(s, id); /* the first finisher wins */
     if (rc)
         return rc;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_FINISH);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_FINISH);
     if (!st) {
         rc = LB_E_INTERNAL;
         goto out;
@@ -781,7 +836,7 @@ static int lb_task_finish_once(lb_store *s, const char *id, const char *status, 
     lb_bind_text(st, 2, status);
     lb_bind_text(st, 3, reason);
     lb_bind_text(st, 4, answer);
-    sqlite3_bind_int64(st, 5, lb_now_ms());
+    lb_db_bind_int64(st, 5, lb_now_ms());
     rc = lb_step_done(s, st, "finish task");
     lb_done(st);
     if (rc)
@@ -828,13 +883,13 @@ int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u)
              (long long)u->context_tokens, (long long)u->model_ms, (long long)u->tools_ms,
              (long long)u->sandbox_ms, src_ok ? ",\"answer_source\":\"" : "", src_ok ? src : "",
              src_ok ? "\"" : "", tok);
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_USAGE);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_USAGE);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, u->turns);
-    sqlite3_bind_int64(st, 3, u->prompt_tokens);
-    sqlite3_bind_int64(st, 4, u->completion_tokens);
+    lb_db_bind_int(st, 2, u->turns);
+    lb_db_bind_int64(st, 3, u->prompt_tokens);
+    lb_db_bind_int64(st, 4, u->completion_tokens);
     lb_bind_text(st, 5, json);
     return lb_step_write(s, st, "set usage", LB_E_NOTFOUND);
 }
@@ -851,9 +906,9 @@ int lb_store_task_state(lb_store *s, const char *id, char *status, size_t status
 
 /* A column as a malloc'd string, NULL when the column is NULL. *bad is
  * set when a copy could not be made. */
-static char *lb_col_dup(sqlite3_stmt *st, int i, int *bad)
+static char *lb_col_dup(lb_db_stmt *st, int i, int *bad)
 {
-    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+    if (lb_db_col_is_null(st, i))
         return NULL;
     char *v = strdup(lb_col_text(st, i));
     if (!v)
@@ -862,9 +917,9 @@ static char *lb_col_dup(sqlite3_stmt *st, int i, int *bad)
 }
 
 /* A column as a number, -1 when the column is NULL. */
-static int64_t lb_col_int_or_none(sqlite3_stmt *st, int i)
+static int64_t lb_col_int_or_none(lb_db_stmt *st, int i)
 {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+    return lb_db_col_is_null(st, i) ? -1 : lb_db_col_int64(st, i);
 }
 
 int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
@@ -872,15 +927,15 @@ int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
     memset(out, 0, sizeof *out);
     if (!s || !lb_id_valid(id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_GET);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_GET);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
-    int src = sqlite3_step(st);
+    int src = lb_db_step(st);
     int rc = LB_OK, bad = 0;
-    if (src == SQLITE_DONE) {
+    if (src == LB_DB_DONE) {
         rc = LB_E_NOTFOUND;
-    } else if (src != SQLITE_ROW) {
+    } else if (src != LB_DB_ROW) {
         rc = lb_store_err(s, src, "get task");
     } else {
         snprintf(out->id, sizeof out->id, "%s", lb_col_text(st, 0));
@@ -889,13 +944,13 @@ int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
         out->prompt = strdup(lb_col_text(st, 3));
         bad |= !out->prompt;
         out->model = lb_col_dup(st, 4, &bad);
-        out->max_turns = sqlite3_column_int(st, 5);
+        out->max_turns = lb_db_col_int(st, 5);
         out->created_ms = lb_col_int_or_none(st, 6);
         out->started_ms = lb_col_int_or_none(st, 7);
         out->finished_ms = lb_col_int_or_none(st, 8);
-        out->turns = sqlite3_column_int(st, 9);
-        out->prompt_tokens = sqlite3_column_int64(st, 10);
-        out->completion_tokens = sqlite3_column_int64(st, 11);
+        out->turns = lb_db_col_int(st, 9);
+        out->prompt_tokens = lb_db_col_int64(st, 10);
+        out->completion_tokens = lb_db_col_int64(st, 11);
         out->answer = lb_col_dup(st, 12, &bad);
         out->inputs_json = lb_col_dup(st, 13, &bad);
         out->token_budget = lb_col_int_or_none(st, 14);
@@ -905,9 +960,9 @@ int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
         out->image = lb_col_dup(st, 18, &bad);
         out->rerun_of = lb_col_dup(st, 19, &bad);
         out->owner = lb_col_dup(st, 20, &bad);
-        out->pid = sqlite3_column_int(st, 21);
+        out->pid = lb_db_col_int(st, 21);
         out->options_json = lb_col_dup(st, 22, &bad);
-        out->round = sqlite3_column_int(st, 23);
+        out->round = lb_db_col_int(st, 23);
         if (bad)
             rc = LB_E_NOMEM;
     }
@@ -933,21 +988,21 @@ int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before
     lb_task *v = calloc((size_t)limit, sizeof *v);
     if (!v)
         return LB_E_NOMEM;
-    sqlite3_stmt *st = lb_stmt(s, q);
+    lb_db_stmt *st = lb_stmt(s, q);
     if (!st) {
         free(v);
         return LB_E_INTERNAL;
     }
-    sqlite3_bind_int(st, 1, limit);
+    lb_db_bind_int(st, 1, limit);
     if (before_ms > 0)
-        sqlite3_bind_int64(st, 2, before_ms);
+        lb_db_bind_int64(st, 2, before_ms);
     if (after_row)
         lb_bind_text(st, 3, before_id);
     if (owner)
         lb_bind_text(st, 4, owner);
-    int rc = LB_OK, src = SQLITE_DONE, bad = 0;
+    int rc = LB_OK, src = LB_DB_DONE, bad = 0;
     size_t cnt = 0;
-    while (cnt < (size_t)limit && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    while (cnt < (size_t)limit && (src = lb_db_step(st)) == LB_DB_ROW) {
         lb_task *t = &v[cnt++];
         snprintf(t->id, sizeof t->id, "%s", lb_col_text(st, 0));
         t->status = lb_task_status_parse(lb_col_text(st, 1));
@@ -962,7 +1017,7 @@ int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before
             break;
         }
     }
-    if (rc == LB_OK && cnt < (size_t)limit && src != SQLITE_DONE)
+    if (rc == LB_OK && cnt < (size_t)limit && src != LB_DB_DONE)
         rc = lb_store_err(s, src, "list tasks");
     lb_done(st);
     if (rc) {
@@ -978,7 +1033,7 @@ int lb_store_task_delete(lb_store *s, const char *id)
 {
     if (!s || !lb_id_valid(id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_DELETE);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_DELETE);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
@@ -993,14 +1048,14 @@ int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n)
     *n = 0;
     if (!s)
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASKS_ACTIVE);
+    lb_db_stmt *st = lb_stmt(s, Q_TASKS_ACTIVE);
     if (!st)
         return LB_E_INTERNAL;
     char **iv = NULL;
     int *pv = NULL;
     size_t cnt = 0, cap = 0;
     int rc = LB_OK, src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         if (cnt == cap) {
             size_t ncap = cap ? cap * 2 : 16;
             char **ni = realloc(iv, ncap * sizeof *ni);
@@ -1022,10 +1077,10 @@ int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n)
             rc = LB_E_NOMEM;
             goto out;
         }
-        pv[cnt] = sqlite3_column_int(st, 1);
+        pv[cnt] = lb_db_col_int(st, 1);
         cnt++;
     }
-    if (src != SQLITE_DONE)
+    if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "active tasks");
 out:
     lb_done(st);
@@ -1053,6 +1108,45 @@ static int lb_type_valid(const char *t)
     return n > 0 && n <= 32;
 }
 
+/* PostgreSQL: an event in one statement, one round trip instead of five
+ * (BEGIN, the task's row, the next seq, the insert, COMMIT; bench/RESULTS.md).
+ * The task's row is locked (FOR UPDATE) and re-read once the lock is had,
+ * so nothing is appended to a task that became final meanwhile. The next
+ * seq, though, is read in the statement's snapshot, taken before that
+ * wait: when another writer of the same task committed in between, the
+ * insert meets its seq (a unique key). Then this answers LB_E_BUSY and the
+ * caller takes the transaction's way, which reads the seq under the lock
+ * (a retry here could lose to a busy writer again and again). */
+static int lb_event_append_pg(lb_store *s, const char *task_id, const char *type, const char *data_json,
+                              int64_t *seq_out)
+{
+    lb_db_stmt *st = lb_stmt(s, Q_EVENT_APPEND_PG);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, task_id);
+    lb_db_bind_int64(st, 2, lb_now_ms());
+    lb_bind_text(st, 3, type);
+    lb_bind_text(st, 4, data_json);
+    int rc, src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
+        if (seq_out)
+            *seq_out = lb_db_col_int64(st, 0);
+        rc = LB_OK;
+    } else if (src == LB_DB_DONE) {
+        rc = LB_E_NOTFOUND; /* no such task, or it is final: told apart below */
+    } else {
+        rc = src == LB_E_EXISTS ? LB_E_BUSY : lb_store_err(s, src, "insert event");
+    }
+    lb_done(st);
+    if (rc == LB_E_NOTFOUND) {
+        char status[16];
+        rc = lb_task_status_read(s, task_id, status, sizeof status, NULL);
+        if (rc == LB_OK)
+            rc = LB_E_EXISTS; /* final: nothing is appended after "done" */
+    }
+    return rc;
+}
+
 int lb_store_event_append(lb_store *s, const char *task_id, const char *type, const char *data_json,
                           int64_t *seq_out)
 {
@@ -1064,6 +1158,11 @@ int lb_store_event_append(lb_store *s, const char *task_id, const char *type, co
         data_json = "{}";
     if (strlen(data_json) > LB_STORE_EVENT_MAX)
         return LB_E_TOOBIG;
+    if (lb_db_is_pg(s->db)) {
+        int frc = lb_event_append_pg(s, task_id, type, data_json, seq_out);
+        if (frc != LB_E_BUSY)
+            return frc;
+    }
     /* "done" is always the last event of a task: nothing is appended once
      * the task is final (the next seq is computed under the write lock, so
      * two writers can never take the same seq either). */
@@ -1092,20 +1191,20 @@ int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq, i
         return LB_E_INVAL;
     if (limit <= 0)
         limit = 1000;
-    sqlite3_stmt *st = lb_stmt(s, Q_EVENTS_AFTER);
+    lb_db_stmt *st = lb_stmt(s, Q_EVENTS_AFTER);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
-    sqlite3_bind_int64(st, 2, after_seq < 0 ? 0 : after_seq);
-    sqlite3_bind_int(st, 3, limit);
+    lb_db_bind_int64(st, 2, after_seq < 0 ? 0 : after_seq);
+    lb_db_bind_int(st, 3, limit);
     int rc = LB_OK, src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        rc = cb(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), lb_col_text(st, 2),
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
+        rc = cb(arg, lb_db_col_int64(st, 0), lb_db_col_int64(st, 1), lb_col_text(st, 2),
                 lb_col_text(st, 3));
         if (rc)
             goto out;
     }
-    if (src != SQLITE_DONE)
+    if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read events");
 out:
     lb_done(st);
@@ -1136,36 +1235,51 @@ int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_
     }
     json[len++] = ']';
     json[len] = '\0';
-    sqlite3_stmt *st = lb_stmt(s, Q_EVENTS_NEWEST);
+    lb_db_stmt *st = lb_stmt(s, Q_EVENTS_NEWEST);
     if (!st) {
         free(json);
         return LB_E_INTERNAL;
     }
-    sqlite3_bind_text(st, 1, json, (int)len, SQLITE_STATIC);
+    lb_db_bind_text(st, 1, json);
     int rc = LB_OK, src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t k = sqlite3_column_int64(st, 0);
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
+        int64_t k = lb_db_col_int64(st, 0);
         if (k >= 0 && (size_t)k < n)
-            newest[k] = sqlite3_column_int64(st, 1); /* NULL (no events) reads 0 */
+            newest[k] = lb_db_col_int64(st, 1); /* NULL (no events) reads 0 */
     }
-    if (src != SQLITE_DONE)
+    if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read the newest events");
     lb_done(st);
     free(json);
     return rc;
 }
 
+int lb_store_listen_events(lb_store *s)
+{
+    if (!s || !lb_db_is_pg(s->db))
+        return LB_E_INVAL;
+    return lb_store_err(s, lb_db_listen(s->db, "llmbox_events"), "listen for events");
+}
+
+int lb_store_wait_events(lb_store *s, int timeout_ms, int *woke)
+{
+    *woke = 0;
+    if (!s)
+        return LB_E_INVAL;
+    return lb_store_err(s, lb_db_wait_notify(s->db, timeout_ms, woke), "wait for events");
+}
+
 int lb_store_data_version(lb_store *s, int64_t *out)
 {
     if (!s || !out)
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_DATA_VERSION);
+    lb_db_stmt *st = lb_stmt(s, Q_DATA_VERSION);
     if (!st)
         return LB_E_INTERNAL;
-    int src = sqlite3_step(st);
-    int rc = src == SQLITE_ROW ? LB_OK : lb_store_err(s, src, "read the data version");
-    if (src == SQLITE_ROW)
-        *out = sqlite3_column_int64(st, 0);
+    int src = lb_db_step(st);
+    int rc = src == LB_DB_ROW ? LB_OK : lb_store_err(s, src, "read the data version");
+    if (src == LB_DB_ROW)
+        *out = lb_db_col_int64(st, 0);
     lb_done(st);
     return rc;
 }
@@ -1192,7 +1306,7 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
     rc = lb_task_status_read(s, task_id, status, sizeof status, NULL);
     if (rc)
         goto out;
-    sqlite3_stmt *st = lb_stmt(s, Q_ART_DELETE);
+    lb_db_stmt *st = lb_stmt(s, Q_ART_DELETE);
     if (!st) {
         rc = LB_E_INTERNAL;
         goto out;
@@ -1210,10 +1324,12 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
         }
         lb_bind_text(st, 1, task_id);
         lb_bind_text(st, 2, a[i].path);
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)a[i].size);
-        sqlite3_bind_text(st, 4, a[i].mime, (int)strnlen(a[i].mime, sizeof a[i].mime), SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 5, a[i].sha256, (int)strnlen(a[i].sha256, sizeof a[i].sha256),
-                          SQLITE_TRANSIENT);
+        lb_db_bind_int64(st, 3, (int64_t)a[i].size);
+        char mime[sizeof a[i].mime + 1], sha[sizeof a[i].sha256 + 1];
+        snprintf(mime, sizeof mime, "%.*s", (int)strnlen(a[i].mime, sizeof a[i].mime), a[i].mime);
+        snprintf(sha, sizeof sha, "%.*s", (int)strnlen(a[i].sha256, sizeof a[i].sha256), a[i].sha256);
+        lb_db_bind_text(st, 4, mime);
+        lb_db_bind_text(st, 5, sha);
         rc = lb_step_done(s, st, "insert artifact");
         lb_done(st);
         if (rc)
@@ -1238,14 +1354,14 @@ int lb_store_artifacts_rows(lb_store *s, const char *task_id, lb_artifact **rows
     *n = 0;
     if (!s || !lb_id_valid(task_id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_ART_GET);
+    lb_db_stmt *st = lb_stmt(s, Q_ART_GET);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
     int rc = LB_OK, src;
     lb_artifact *a = NULL;
     size_t cnt = 0, cap = 0;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         if (cnt == cap) {
             size_t ncap = cap ? cap * 2 : 16;
             lb_artifact *na = realloc(a, ncap * sizeof *a);
@@ -1261,11 +1377,11 @@ int lb_store_artifacts_rows(lb_store *s, const char *task_id, lb_artifact **rows
         /* the index holds only what lb_store_artifacts_set let in, which
          * fits these fields */
         snprintf(e->path, sizeof e->path, "%s", lb_col_text(st, 0));
-        e->size = (uint64_t)sqlite3_column_int64(st, 1);
+        e->size = (uint64_t)lb_db_col_int64(st, 1);
         snprintf(e->mime, sizeof e->mime, "%s", lb_col_text(st, 2));
         snprintf(e->sha256, sizeof e->sha256, "%s", lb_col_text(st, 3));
     }
-    if (src != SQLITE_DONE)
+    if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read artifacts");
 out:
     lb_done(st);
@@ -1283,19 +1399,19 @@ int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, l
     if (!s || !lb_id_valid(task_id) || !path || !out)
         return LB_E_INVAL;
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = lb_stmt(s, Q_ART_FIND);
+    lb_db_stmt *st = lb_stmt(s, Q_ART_FIND);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
     lb_bind_text(st, 2, path);
-    int rc, src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    int rc, src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
         snprintf(out->path, sizeof out->path, "%s", lb_col_text(st, 0));
-        out->size = (uint64_t)sqlite3_column_int64(st, 1);
+        out->size = (uint64_t)lb_db_col_int64(st, 1);
         snprintf(out->mime, sizeof out->mime, "%s", lb_col_text(st, 2));
         snprintf(out->sha256, sizeof out->sha256, "%s", lb_col_text(st, 3));
         rc = LB_OK;
-    } else if (src == SQLITE_DONE) {
+    } else if (src == LB_DB_DONE) {
         rc = LB_E_NOTFOUND;
     } else {
         rc = lb_store_err(s, src, "find artifact");
@@ -1311,17 +1427,17 @@ int lb_store_task_owner(lb_store *s, const char *id, char *owner, size_t ownersz
     if (!s || !lb_id_valid(id) || !owner || !ownersz)
         return LB_E_INVAL;
     owner[0] = '\0';
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_OWNER);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_OWNER);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
-    int rc, src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    int rc, src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
         const char *o = lb_col_text(st, 0);
         rc = strlen(o) < ownersz ? LB_OK : LB_E_TOOBIG;
         if (rc == LB_OK)
             memcpy(owner, o, strlen(o) + 1);
-    } else if (src == SQLITE_DONE) {
+    } else if (src == LB_DB_DONE) {
         rc = LB_E_NOTFOUND;
     } else {
         rc = lb_store_err(s, src, "task owner");
@@ -1335,13 +1451,13 @@ int lb_store_tasks_active_of(lb_store *s, const char *owner, int *n)
     *n = 0;
     if (!s || !owner)
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_OWN_ACTIVE);
+    lb_db_stmt *st = lb_stmt(s, Q_OWN_ACTIVE);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, owner);
-    int rc = LB_OK, src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
-        *n = sqlite3_column_int(st, 0);
+    int rc = LB_OK, src = lb_db_step(st);
+    if (src == LB_DB_ROW)
+        *n = lb_db_col_int(st, 0);
     else
         rc = lb_store_err(s, src, "count active tasks");
     lb_done(st);
@@ -1367,12 +1483,12 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
     int rc = lb_begin(s);
     if (rc)
         return rc;
-    sqlite3_stmt *st = lb_stmt(s, Q_SESSION_EXPIRE);
+    lb_db_stmt *st = lb_stmt(s, Q_SESSION_EXPIRE);
     if (!st) {
         rc = LB_E_INTERNAL;
         goto out;
     }
-    sqlite3_bind_int64(st, 1, lb_now_ms());
+    lb_db_bind_int64(st, 1, lb_now_ms());
     rc = lb_step_done(s, st, "expire sessions");
     lb_done(st);
     if (rc)
@@ -1384,8 +1500,8 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
     lb_bind_text(st, 1, se->id_sha256);
     lb_bind_text(st, 2, se->user);
     lb_bind_text(st, 3, se->token_sha256);
-    sqlite3_bind_int64(st, 4, se->created_ms);
-    sqlite3_bind_int64(st, 5, se->expires_ms);
+    lb_db_bind_int64(st, 4, se->created_ms);
+    lb_db_bind_int64(st, 5, se->expires_ms);
     rc = lb_step_done(s, st, "insert session");
     lb_done(st);
     if (rc)
@@ -1396,7 +1512,7 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
             goto out;
         }
         lb_bind_text(st, 1, se->user);
-        sqlite3_bind_int(st, 2, keep_per_user);
+        lb_db_bind_int(st, 2, keep_per_user);
         rc = lb_step_done(s, st, "trim sessions");
         lb_done(st);
         if (rc)
@@ -1412,20 +1528,20 @@ int lb_store_session_get(lb_store *s, const char *id_sha256, int64_t now_ms, lb_
     if (!s || !lb_hash_ok(id_sha256) || !out)
         return LB_E_INVAL;
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = lb_stmt(s, Q_SESSION_GET);
+    lb_db_stmt *st = lb_stmt(s, Q_SESSION_GET);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id_sha256);
-    sqlite3_bind_int64(st, 2, now_ms);
-    int rc, src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    lb_db_bind_int64(st, 2, now_ms);
+    int rc, src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
         snprintf(out->id_sha256, sizeof out->id_sha256, "%s", id_sha256);
         snprintf(out->user, sizeof out->user, "%s", lb_col_text(st, 0));
         snprintf(out->token_sha256, sizeof out->token_sha256, "%s", lb_col_text(st, 1));
-        out->created_ms = sqlite3_column_int64(st, 2);
-        out->expires_ms = sqlite3_column_int64(st, 3);
+        out->created_ms = lb_db_col_int64(st, 2);
+        out->expires_ms = lb_db_col_int64(st, 3);
         rc = LB_OK;
-    } else if (src == SQLITE_DONE) {
+    } else if (src == LB_DB_DONE) {
         rc = LB_E_NOTFOUND;
     } else {
         rc = lb_store_err(s, src, "read session");
@@ -1438,7 +1554,7 @@ int lb_store_session_delete(lb_store *s, const char *id_sha256)
 {
     if (!s || !lb_hash_ok(id_sha256))
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_SESSION_DELETE);
+    lb_db_stmt *st = lb_stmt(s, Q_SESSION_DELETE);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id_sha256);
@@ -1465,7 +1581,7 @@ int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
     if (rc)
         return rc;
     for (size_t i = 0; i < n && !rc; i++) {
-        sqlite3_stmt *st = lb_stmt(s, Q_METRIC_ADD);
+        lb_db_stmt *st = lb_stmt(s, Q_METRIC_ADD);
         if (!st) {
             rc = LB_E_INTERNAL;
             break;
@@ -1473,7 +1589,7 @@ int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
         lb_bind_text(st, 1, rows[i].name);
         lb_bind_text(st, 2, rows[i].labels);
         lb_bind_text(st, 3, rows[i].le);
-        sqlite3_bind_double(st, 4, rows[i].value);
+        lb_db_bind_double(st, 4, rows[i].value);
         rc = lb_step_done(s, st, "add metrics");
         lb_done(st);
     }
@@ -1486,13 +1602,13 @@ int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n)
     *n = 0;
     if (!s)
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_METRICS_ALL);
+    lb_db_stmt *st = lb_stmt(s, Q_METRICS_ALL);
     if (!st)
         return LB_E_INTERNAL;
     lb_metric_row *out = NULL;
     size_t cnt = 0, cap = 0;
     int rc = LB_OK, src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         if (cnt == cap) {
             size_t nc = cap ? cap * 2 : 64;
             lb_metric_row *nr = nc <= 4 * LB_METRICS_MAX_SERIES ? realloc(out, nc * sizeof *nr) : NULL;
@@ -1505,17 +1621,17 @@ int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n)
         }
         lb_metric_row *r = &out[cnt];
         /* a row that does not fit the fixed fields was not written by us */
-        if ((size_t)sqlite3_column_bytes(st, 0) >= sizeof r->name ||
-            (size_t)sqlite3_column_bytes(st, 1) >= sizeof r->labels ||
-            (size_t)sqlite3_column_bytes(st, 2) >= sizeof r->le)
+        if ((size_t)lb_db_col_bytes(st, 0) >= sizeof r->name ||
+            (size_t)lb_db_col_bytes(st, 1) >= sizeof r->labels ||
+            (size_t)lb_db_col_bytes(st, 2) >= sizeof r->le)
             continue;
         snprintf(r->name, sizeof r->name, "%s", lb_col_text(st, 0));
         snprintf(r->labels, sizeof r->labels, "%s", lb_col_text(st, 1));
         snprintf(r->le, sizeof r->le, "%s", lb_col_text(st, 2));
-        r->value = sqlite3_column_double(st, 3);
+        r->value = lb_db_col_double(st, 3);
         cnt++;
     }
-    if (!rc && src != SQLITE_DONE)
+    if (!rc && src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read metrics");
     lb_done(st);
     if (rc) {
@@ -1532,17 +1648,17 @@ int lb_store_task_counts(lb_store *s, int64_t counts[LB_STORE_N_STATUS])
     memset(counts, 0, sizeof(int64_t) * LB_STORE_N_STATUS);
     if (!s)
         return LB_E_INVAL;
-    sqlite3_stmt *st = lb_stmt(s, Q_TASK_COUNTS);
+    lb_db_stmt *st = lb_stmt(s, Q_TASK_COUNTS);
     if (!st)
         return LB_E_INTERNAL;
     int rc = LB_OK, src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         const char *status = lb_col_text(st, 0);
         for (int i = 0; i < LB_STORE_N_STATUS; i++)
             if (!strcmp(status, lb_store_status_names[i]))
-                counts[i] = sqlite3_column_int64(st, 1);
+                counts[i] = lb_db_col_int64(st, 1);
     }
-    if (src != SQLITE_DONE)
+    if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "count tasks");
     lb_done(st);
     return rc;
@@ -1550,7 +1666,7 @@ int lb_store_task_counts(lb_store *s, int64_t counts[LB_STORE_N_STATUS])
 
 /* ---- for the store's other files (store_priv.h) ---- */
 
-sqlite3 *lb_store_db(lb_store *s) { return s->db; }
+lb_db *lb_store_db(lb_store *s) { return s->db; }
 int lb_store_tx_begin(lb_store *s) { return lb_begin(s); }
 int lb_store_tx_end(lb_store *s, int rc) { return lb_end_tx(s, rc); }
 int lb_store_sql_err(lb_store *s, int src, const char *what) { return lb_store_err(s, src, what); }

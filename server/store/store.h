@@ -92,8 +92,12 @@ typedef struct lb_artifact {
     char sha256[65];
 } lb_artifact;
 
-/* Opens (creating and migrating) the database at path. */
+/* Opens (creating and migrating) the database at path: a SQLite file, or
+ * a PostgreSQL database when path is a postgresql:// URL (issue 13). */
 LB_MUST_CHECK int lb_store_open(const char *path, lb_store **out);
+/* where (a file or a postgresql:// URL, issue 13) as it may be shown in a
+ * message: any password replaced by "***". */
+void lb_store_where_shown(const char *where, char *out, size_t outsz);
 void lb_store_close(lb_store *s);
 
 /* Status queued. LB_E_BUSY when t->owner_max_active is reached (checked
@@ -155,6 +159,14 @@ LB_MUST_CHECK int lb_store_task_delete(lb_store *s, const char *id);
  * the array and each string. */
 LB_MUST_CHECK int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n);
 
+/* PostgreSQL (issue 13): the connection s listens for new events (any
+ * task's); LB_E_INVAL on SQLite (no notifications: ask
+ * lb_store_data_version instead). */
+LB_MUST_CHECK int lb_store_listen_events(lb_store *s);
+/* After lb_store_listen_events: waits up to timeout_ms for new events;
+ * *woke 1 when some were stored (or may have been, after a reconnect). */
+LB_MUST_CHECK int lb_store_wait_events(lb_store *s, int timeout_ms, int *woke);
+
 /* Appends one event with the next seq for that task (1, 2, 3, ...). */
 LB_MUST_CHECK int lb_store_event_append(lb_store *s, const char *task_id, const char *type,
                                         const char *data_json, int64_t *seq_out);
@@ -173,7 +185,8 @@ LB_MUST_CHECK int lb_store_events_newest(lb_store *s, const char *const *ids, si
 /* SQLite's data_version of this connection: it changes whenever another
  * connection (another thread, an agent process) has committed since the
  * last call, and costs no table read. A connection that only watches can
- * ask it every tick and skip its real query while nothing was written. */
+ * ask it every tick and skip its real query while nothing was written.
+ * On PostgreSQL: the WAL's insert position (it moves with any write). */
 LB_MUST_CHECK int lb_store_data_version(lb_store *s, int64_t *out);
 
 /* Replaces the task's artifact index. */

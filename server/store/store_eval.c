@@ -11,7 +11,6 @@
 #include "store/store_priv.h"
 #include "store/store_sql.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +87,7 @@ void lb_eval_runs_free(lb_eval_run *v, size_t n)
 
 int lb_store_eval_insert(lb_store *s, const lb_eval_rec *e, const lb_eval_run_new *runs, size_t n)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
@@ -104,7 +103,7 @@ int lb_store_eval_insert(lb_store *s, const lb_eval_rec *e, const lb_eval_run_ne
     lb_sql_bind_text(st, 4, e->status[0] ? e->status : "queued");
     lb_sql_bind_text(st, 5, e->options_json ? e->options_json : "{}");
     lb_sql_bind_text(st, 6, e->dataset ? e->dataset : "");
-    sqlite3_bind_int64(st, 7, e->created_ms);
+    lb_db_bind_int64(st, 7, e->created_ms);
     rc = lb_sql_run_write(s, st, "insert an eval", LB_E_INTERNAL);
     st = NULL;
     if (rc)
@@ -118,25 +117,25 @@ int lb_store_eval_insert(lb_store *s, const lb_eval_rec *e, const lb_eval_run_ne
     int64_t now = lb_now_ms();
     for (size_t i = 0; i < n; i++) {
         const lb_eval_run_new *r = &runs[i];
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
+        lb_db_reset(st);
+        lb_db_clear_bindings(st);
         lb_sql_bind_text(st, 1, e->id);
-        sqlite3_bind_int64(st, 2, r->row_idx);
+        lb_db_bind_int64(st, 2, r->row_idx);
         lb_sql_bind_text(st, 3, r->row_id);
         lb_sql_bind_text(st, 4, r->mode);
-        sqlite3_bind_int(st, 5, r->repeat);
+        lb_db_bind_int(st, 5, r->repeat);
         lb_sql_bind_text(st, 6, r->status ? r->status : "pending");
         lb_sql_bind_text(st, 7, r->result_json);
         if (r->result_json)
-            sqlite3_bind_int64(st, 8, now);
-        int src = sqlite3_step(st);
-        if (src != SQLITE_DONE) {
+            lb_db_bind_int64(st, 8, now);
+        int src = lb_db_step(st);
+        if (src != LB_DB_DONE) {
             rc = lb_store_sql_err(s, src, "insert an eval run");
             goto out;
         }
     }
 out:
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return lb_store_tx_end(s, rc);
 }
 
@@ -144,7 +143,7 @@ out:
     "id, owner, name, status, options, dataset, created_ms, started_ms, finished_ms, error, wall_ms_llm,"    \
     " wall_ms_sandbox"
 
-static void eval_from_row(sqlite3_stmt *st, lb_eval_rec *e)
+static void eval_from_row(lb_db_stmt *st, lb_eval_rec *e)
 {
     lb_sql_col_copy(st, 0, e->id, sizeof e->id);
     e->owner = lb_sql_col_dup(st, 1);
@@ -156,28 +155,28 @@ static void eval_from_row(sqlite3_stmt *st, lb_eval_rec *e)
     e->started_ms = lb_sql_col_ms(st, 7);
     e->finished_ms = lb_sql_col_ms(st, 8);
     e->error = lb_sql_col_dup(st, 9);
-    e->wall_ms_llm = sqlite3_column_int64(st, 10);
-    e->wall_ms_sandbox = sqlite3_column_int64(st, 11);
+    e->wall_ms_llm = lb_db_col_int64(st, 10);
+    e->wall_ms_sandbox = lb_db_col_int64(st, 11);
 }
 
 int lb_store_eval_load(lb_store *s, const char *id, lb_eval_rec *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT " EVAL_COLS ", summary FROM evals WHERE id = ?1", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
         eval_from_row(st, out);
         out->summary_json = lb_sql_col_dup(st, 12);
         if (!out->options_json || !out->name || !out->dataset)
             rc = LB_E_NOMEM;
     } else {
-        rc = src == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read an eval");
+        rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read an eval");
     }
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc)
         lb_eval_rec_free(out);
     return rc;
@@ -189,7 +188,7 @@ int lb_store_eval_list(lb_store *s, const char *owner, int limit, lb_eval_rec **
     *n = 0;
     if (limit < 1 || limit > LB_EVAL_LIST_MAX)
         limit = LB_EVAL_LIST_MAX;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                   owner ? "SELECT " EVAL_COLS " FROM evals WHERE owner = ?2 ORDER BY created_ms DESC, id DESC"
                           " LIMIT ?1"
@@ -197,19 +196,19 @@ int lb_store_eval_list(lb_store *s, const char *owner, int limit, lb_eval_rec **
                   &st);
     if (rc)
         return rc;
-    sqlite3_bind_int(st, 1, limit);
+    lb_db_bind_int(st, 1, limit);
     if (owner)
         lb_sql_bind_text(st, 2, owner);
     lb_eval_rec *v = calloc((size_t)limit, sizeof *v);
     size_t k = 0;
-    int src = SQLITE_DONE;
+    int src = LB_DB_DONE;
     if (!v)
         rc = LB_E_NOMEM;
-    while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW)
+    while (!rc && (src = lb_db_step(st)) == LB_DB_ROW)
         eval_from_row(st, &v[k++]);
-    if (!rc && src != SQLITE_DONE)
+    if (!rc && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "list evals");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc) {
         lb_eval_recs_free(v, k);
         return rc;
@@ -223,7 +222,7 @@ int lb_store_evals_active(lb_store *s, char ***ids, size_t *n)
 {
     *ids = NULL;
     *n = 0;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     /* an eval that ended (cancelled) with runs still going stays the
      * runner's until they are scored */
     int rc = lb_sql_prep(s,
@@ -236,7 +235,7 @@ int lb_store_evals_active(lb_store *s, char ***ids, size_t *n)
     char **v = NULL;
     size_t k = 0, cap = 0;
     int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         if (k == cap) {
             size_t nc = cap ? cap * 2 : 16;
             char **nv = realloc(v, nc * sizeof *nv);
@@ -253,9 +252,9 @@ int lb_store_evals_active(lb_store *s, char ***ids, size_t *n)
         }
         k++;
     }
-    if (!rc && src != SQLITE_DONE)
+    if (!rc && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "list active evals");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc) {
         for (size_t i = 0; i < k; i++)
             free(v[i]);
@@ -269,12 +268,12 @@ int lb_store_evals_active(lb_store *s, char ***ids, size_t *n)
 
 int lb_store_eval_set_running(lb_store *s, const char *id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "UPDATE evals SET status = 'running', started_ms = ?2 WHERE id = ?1 AND status = 'queued'", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int64(st, 2, lb_now_ms());
+    lb_db_bind_int64(st, 2, lb_now_ms());
     return lb_sql_run_write(s, st, "start an eval", LB_E_EXISTS);
 }
 
@@ -283,7 +282,7 @@ int lb_store_eval_finish(lb_store *s, const char *id, const char *status, const 
 {
     if (strcmp(status, "succeeded") && strcmp(status, "failed"))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
@@ -291,15 +290,15 @@ int lb_store_eval_finish(lb_store *s, const char *id, const char *status, const 
     if (rc)
         goto out;
     lb_sql_bind_text(st, 1, id);
-    int src = sqlite3_step(st);
-    if (src != SQLITE_ROW) {
-        rc = src == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read an eval's status");
+    int src = lb_db_step(st);
+    if (src != LB_DB_ROW) {
+        rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read an eval's status");
     } else {
-        const unsigned char *cur = sqlite3_column_text(st, 0);
-        if (cur && strcmp((const char *)cur, "queued") && strcmp((const char *)cur, "running"))
+        const char *cur = lb_db_col_text(st, 0);
+        if (strcmp(cur, "queued") && strcmp(cur, "running"))
             rc = LB_E_EXISTS;
     }
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     st = NULL;
     if (rc)
         goto out;
@@ -313,9 +312,9 @@ int lb_store_eval_finish(lb_store *s, const char *id, const char *status, const 
     lb_sql_bind_text(st, 2, status);
     lb_sql_bind_text(st, 3, error);
     lb_sql_bind_text(st, 4, summary_json);
-    sqlite3_bind_int64(st, 5, wall_ms_llm);
-    sqlite3_bind_int64(st, 6, wall_ms_sandbox);
-    sqlite3_bind_int64(st, 7, lb_now_ms());
+    lb_db_bind_int64(st, 5, wall_ms_llm);
+    lb_db_bind_int64(st, 6, wall_ms_sandbox);
+    lb_db_bind_int64(st, 7, lb_now_ms());
     rc = lb_sql_run_write(s, st, "end an eval", LB_E_NOTFOUND);
 out:
     return lb_store_tx_end(s, rc);
@@ -323,7 +322,7 @@ out:
 
 int lb_store_eval_cancel(lb_store *s, const char *id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
@@ -334,7 +333,7 @@ int lb_store_eval_cancel(lb_store *s, const char *id)
     if (rc)
         goto out;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int64(st, 2, lb_now_ms());
+    lb_db_bind_int64(st, 2, lb_now_ms());
     rc = lb_sql_run_write(s, st, "cancel an eval", LB_E_EXISTS);
     if (rc)
         goto out;
@@ -349,7 +348,7 @@ out:
 
 int lb_store_eval_delete(lb_store *s, const char *id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "DELETE FROM evals WHERE id = ?1", &st);
     if (rc)
         return rc;
@@ -360,19 +359,21 @@ int lb_store_eval_delete(lb_store *s, const char *id)
 int lb_store_eval_counts(lb_store *s, const char *id, lb_eval_counts *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = NULL;
-    int rc = lb_sql_prep(s, "SELECT status, COUNT(*),"
+    lb_db_stmt *st = NULL;
+    int rc = lb_sql_prep(s, lb_sql_pick(s, "SELECT status, COUNT(*),"
                      " SUM(CASE WHEN json_valid(result) AND json_extract(result, '$.status') = 'failed'"
-                     " THEN 1 ELSE 0 END) FROM eval_runs WHERE eval_id = ?1 GROUP BY status", &st);
+                     " THEN 1 ELSE 0 END) FROM eval_runs WHERE eval_id = ?1 GROUP BY status",
+                     "SELECT status, COUNT(*), SUM(CASE WHEN lb_json_obj(result) ->> 'status' = 'failed'"
+                     " THEN 1 ELSE 0 END) FROM eval_runs WHERE eval_id = ?1 GROUP BY status"), &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
     int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        int64_t c = sqlite3_column_int64(st, 1);
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
+        const char *k = (const char *)lb_db_col_text(st, 0);
+        int64_t c = lb_db_col_int64(st, 1);
         out->total += c;
-        out->failed += sqlite3_column_int64(st, 2);
+        out->failed += lb_db_col_int64(st, 2);
         if (!k)
             continue;
         if (!strcmp(k, "pending"))
@@ -388,9 +389,9 @@ int lb_store_eval_counts(lb_store *s, const char *id, lb_eval_counts *out)
         else if (!strcmp(k, "skipped"))
             out->skipped = c;
     }
-    if (src != SQLITE_DONE)
+    if (src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "count an eval's runs");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return rc;
 }
 
@@ -408,17 +409,17 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
              which == LB_RUNS_PENDING  ? " AND status = 'pending' ORDER BY mode, row_idx, rep"
              : which == LB_RUNS_ACTIVE ? " AND status IN ('running', 'scoring') ORDER BY rid"
                                        : " ORDER BY row_idx, mode, rep");
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, sql, &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, limit);
-    sqlite3_bind_int64(st, 3, offset);
+    lb_db_bind_int(st, 2, limit);
+    lb_db_bind_int64(st, 3, offset);
     lb_eval_run *v = NULL;
     size_t k = 0, cap = 0;
     int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         if (k == cap) {
             size_t nc = cap ? cap * 2 : 64;
             lb_eval_run *nv = realloc(v, nc * sizeof *nv);
@@ -431,11 +432,11 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
         }
         lb_eval_run *r = &v[k];
         memset(r, 0, sizeof *r);
-        r->rid = sqlite3_column_int64(st, 0);
-        r->row_idx = sqlite3_column_int64(st, 1);
+        r->rid = lb_db_col_int64(st, 0);
+        r->row_idx = lb_db_col_int64(st, 1);
         r->row_id = lb_sql_col_dup(st, 2);
         lb_sql_col_copy(st, 3, r->mode, sizeof r->mode);
-        r->repeat = sqlite3_column_int(st, 4);
+        r->repeat = lb_db_col_int(st, 4);
         lb_sql_col_copy(st, 5, r->status, sizeof r->status);
         lb_sql_col_copy(st, 6, r->task_id, sizeof r->task_id);
         r->result_json = lb_sql_col_dup(st, 7);
@@ -447,9 +448,9 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
             break;
         }
     }
-    if (!rc && src != SQLITE_DONE)
+    if (!rc && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "read an eval's runs");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc) {
         lb_eval_runs_free(v, k);
         return rc;
@@ -461,22 +462,22 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
 
 int lb_store_eval_run_start(lb_store *s, int64_t rid, const char *task_id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                   "UPDATE eval_runs SET status = 'running', task_id = ?2, started_ms = ?3"
                   " WHERE rid = ?1 AND status = 'pending'",
                   &st);
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, rid);
+    lb_db_bind_int64(st, 1, rid);
     lb_sql_bind_text(st, 2, task_id);
-    sqlite3_bind_int64(st, 3, lb_now_ms());
+    lb_db_bind_int64(st, 3, lb_now_ms());
     return lb_sql_run_write(s, st, "start an eval run", LB_E_EXISTS);
 }
 
 int lb_store_eval_run_move(lb_store *s, int64_t rid, const char *from, const char *to, const char *result_json)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                   "UPDATE eval_runs SET status = ?3, result = COALESCE(?4, result),"
                   " finished_ms = CASE WHEN ?3 IN ('done', 'error') THEN ?5 ELSE finished_ms END"
@@ -484,10 +485,10 @@ int lb_store_eval_run_move(lb_store *s, int64_t rid, const char *from, const cha
                   &st);
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, rid);
+    lb_db_bind_int64(st, 1, rid);
     lb_sql_bind_text(st, 2, from);
     lb_sql_bind_text(st, 3, to);
     lb_sql_bind_text(st, 4, result_json);
-    sqlite3_bind_int64(st, 5, lb_now_ms());
+    lb_db_bind_int64(st, 5, lb_now_ms());
     return lb_sql_run_write(s, st, "move an eval run", LB_E_EXISTS);
 }

@@ -6,19 +6,23 @@
 #ifndef LB_STORE_PRIV_H
 #define LB_STORE_PRIV_H
 
-#include <sqlite3.h>
-
+#include "store/db.h"
 #include "store/store.h"
 
 /* The connection of s (store.c). */
-sqlite3 *lb_store_db(lb_store *s);
+lb_db *lb_store_db(lb_store *s);
 /* BEGIN IMMEDIATE; then the work, each failure going to one label, and
  * there lb_store_tx_end(s, rc): COMMIT when rc is LB_OK, else ROLLBACK;
  * returns the outcome (store.c). */
 LB_MUST_CHECK int lb_store_tx_begin(lb_store *s);
 LB_MUST_CHECK int lb_store_tx_end(lb_store *s, int rc);
-/* SQLite's result src as an lb_status (LB_OK for OK, ROW, DONE), logged
- * with what when it is an error (store.c). */
+/* Inside a write transaction: on PostgreSQL, waits for (and holds until
+ * the end) the lock of owner's tasks, so that counting them and adding one
+ * are a single step as under SQLite's write lock; nothing on SQLite or
+ * for a NULL owner (store.c). */
+LB_MUST_CHECK int lb_store_owner_lock(lb_store *s, const char *owner);
+/* The database layer's answer src (db.h) as an lb_status (LB_OK for a row
+ * or done), logged with what when it is an error (store.c). */
 LB_MUST_CHECK int lb_store_sql_err(lb_store *s, int src, const char *what);
 
 /* Schema v7: the evaluations' tables (store_eval.c). */
@@ -27,5 +31,7 @@ extern const char lb_schema_v7_evals[];
 extern const char lb_schema_v8_rollouts[];
 /* Schema v9: rounds, kept sandboxes, shares (store_round.c). */
 extern const char lb_schema_v9_rounds[];
+/* PostgreSQL's schema, starting at version 9 (store_schema_pg.c). */
+extern const char lb_schema_pg_v9[];
 
 #endif

@@ -10,7 +10,6 @@
 #include "store/store_priv.h"
 #include "store/store_sql.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +60,7 @@ int lb_store_rollout_insert(lb_store *s, const lb_rollout_rec *g)
 {
     if (g->n < 1 || g->n > LB_ROLLOUT_N_MAX)
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
@@ -73,9 +72,9 @@ int lb_store_rollout_insert(lb_store *s, const lb_rollout_rec *g)
         goto out;
     lb_sql_bind_text(st, 1, g->id);
     lb_sql_bind_text(st, 2, g->owner);
-    sqlite3_bind_int(st, 3, g->n);
+    lb_db_bind_int(st, 3, g->n);
     lb_sql_bind_text(st, 4, g->request_json ? g->request_json : "{}");
-    sqlite3_bind_int64(st, 5, g->created_ms);
+    lb_db_bind_int64(st, 5, g->created_ms);
     rc = lb_sql_run_write(s, st, "insert a rollout group", LB_E_INTERNAL);
     st = NULL;
     if (rc)
@@ -84,24 +83,24 @@ int lb_store_rollout_insert(lb_store *s, const lb_rollout_rec *g)
     if (rc)
         goto out;
     for (int i = 0; i < g->n; i++) {
-        sqlite3_reset(st);
+        lb_db_reset(st);
         lb_sql_bind_text(st, 1, g->id);
-        sqlite3_bind_int(st, 2, i);
-        int src = sqlite3_step(st);
-        if (src != SQLITE_DONE) {
+        lb_db_bind_int(st, 2, i);
+        int src = lb_db_step(st);
+        if (src != LB_DB_DONE) {
             rc = lb_store_sql_err(s, src, "insert a rollout sample");
             goto out;
         }
     }
 out:
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return lb_store_tx_end(s, rc);
 }
 
 int lb_store_rollout_load(lb_store *s, const char *id, int with_request, lb_rollout_rec *out)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                          with_request ? "SELECT id, owner, status, n, created_ms, finished_ms, request FROM rollouts"
                                         " WHERE id = ?1"
@@ -111,20 +110,20 @@ int lb_store_rollout_load(lb_store *s, const char *id, int with_request, lb_roll
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
         lb_sql_col_copy(st, 0, out->id, sizeof out->id);
         out->owner = lb_sql_col_dup(st, 1);
         lb_sql_col_copy(st, 2, out->status, sizeof out->status);
-        out->n = sqlite3_column_int(st, 3);
+        out->n = lb_db_col_int(st, 3);
         out->created_ms = lb_sql_col_ms(st, 4);
         out->finished_ms = lb_sql_col_ms(st, 5);
         if (with_request && !(out->request_json = lb_sql_col_dup(st, 6)))
             rc = LB_E_NOMEM;
     } else {
-        rc = src == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a rollout group");
+        rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a rollout group");
     }
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc)
         lb_rollout_rec_free(out);
     return rc;
@@ -134,7 +133,7 @@ int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **ou
 {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                          "SELECT idx, status, task_id, outcome, reward, result, started_ms, finished_ms"
                          " FROM rollout_samples WHERE rollout_id = ?1 ORDER BY idx LIMIT ?2",
@@ -142,27 +141,27 @@ int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **ou
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, LB_ROLLOUT_N_MAX);
+    lb_db_bind_int(st, 2, LB_ROLLOUT_N_MAX);
     lb_rollout_sample *v = calloc(LB_ROLLOUT_N_MAX, sizeof *v);
     size_t k = 0;
-    int src = SQLITE_DONE;
+    int src = LB_DB_DONE;
     if (!v)
         rc = LB_E_NOMEM;
-    while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!rc && (src = lb_db_step(st)) == LB_DB_ROW) {
         lb_rollout_sample *x = &v[k++];
-        x->idx = sqlite3_column_int(st, 0);
+        x->idx = lb_db_col_int(st, 0);
         lb_sql_col_copy(st, 1, x->status, sizeof x->status);
         lb_sql_col_copy(st, 2, x->task_id, sizeof x->task_id);
         lb_sql_col_copy(st, 3, x->outcome, sizeof x->outcome);
-        x->has_reward = sqlite3_column_type(st, 4) != SQLITE_NULL;
-        x->reward = x->has_reward ? sqlite3_column_double(st, 4) : 0;
+        x->has_reward = !lb_db_col_is_null(st, 4);
+        x->reward = x->has_reward ? lb_db_col_double(st, 4) : 0;
         x->result_json = lb_sql_col_dup(st, 5);
         x->started_ms = lb_sql_col_ms(st, 6);
         x->finished_ms = lb_sql_col_ms(st, 7);
     }
-    if (!rc && src != SQLITE_DONE && src != SQLITE_ROW)
+    if (!rc && src != LB_DB_DONE && src != LB_DB_ROW)
         rc = lb_store_sql_err(s, src, "list rollout samples");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc) {
         lb_rollout_samples_free(v, k);
         return rc;
@@ -176,7 +175,7 @@ int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n)
 {
     *ids = NULL;
     *n = 0;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                          "SELECT id FROM rollouts WHERE status = 'running' OR id IN (SELECT rollout_id FROM"
                          " rollout_samples WHERE status IN ('running','scoring')) ORDER BY created_ms, id",
@@ -185,7 +184,7 @@ int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n)
         return rc;
     size_t cap = 0;
     int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             char **nv = realloc(*ids, nc * sizeof *nv);
@@ -202,9 +201,9 @@ int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n)
         }
         (*n)++;
     }
-    if (!rc && src != SQLITE_DONE)
+    if (!rc && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "list active rollout groups");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc) {
         for (size_t i = 0; i < *n; i++)
             free((*ids)[i]);
@@ -218,22 +217,22 @@ int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n)
 int lb_store_rollout_running(lb_store *s, int64_t *n)
 {
     *n = 0;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT COUNT(*) FROM rollout_samples WHERE status = 'running'", &st);
     if (rc)
         return rc;
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
-        *n = sqlite3_column_int64(st, 0);
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW)
+        *n = lb_db_col_int64(st, 0);
     else
         rc = lb_store_sql_err(s, src, "count running rollout samples");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return rc;
 }
 
 int lb_store_rollout_sample_start(lb_store *s, const char *id, int idx, const char *task_id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                          "UPDATE rollout_samples SET status = 'running', task_id = ?3, started_ms = ?4"
                          " WHERE rollout_id = ?1 AND idx = ?2 AND status = 'queued'",
@@ -241,9 +240,9 @@ int lb_store_rollout_sample_start(lb_store *s, const char *id, int idx, const ch
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, idx);
+    lb_db_bind_int(st, 2, idx);
     lb_sql_bind_text(st, 3, task_id);
-    sqlite3_bind_int64(st, 4, lb_now_ms());
+    lb_db_bind_int64(st, 4, lb_now_ms());
     return lb_sql_run_write(s, st, "start a rollout sample", LB_E_EXISTS);
 }
 
@@ -251,7 +250,7 @@ int lb_store_rollout_sample_move(lb_store *s, const char *id, int idx, const cha
                                  const char *outcome, int has_reward, double reward, const char *result_json)
 {
     int done = !strcmp(to, "done");
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                          done ? "UPDATE rollout_samples SET status = ?4, outcome = ?5, reward = ?6, result = ?7,"
                                 " finished_ms = ?8 WHERE rollout_id = ?1 AND idx = ?2 AND status = ?3"
@@ -261,24 +260,24 @@ int lb_store_rollout_sample_move(lb_store *s, const char *id, int idx, const cha
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int(st, 2, idx);
+    lb_db_bind_int(st, 2, idx);
     lb_sql_bind_text(st, 3, from);
     lb_sql_bind_text(st, 4, to);
     if (done) {
         lb_sql_bind_text(st, 5, outcome);
         if (has_reward)
-            sqlite3_bind_double(st, 6, reward);
+            lb_db_bind_double(st, 6, reward);
         else
-            sqlite3_bind_null(st, 6);
+            lb_db_bind_null(st, 6);
         lb_sql_bind_text(st, 7, result_json);
-        sqlite3_bind_int64(st, 8, lb_now_ms());
+        lb_db_bind_int64(st, 8, lb_now_ms());
     }
     return lb_sql_run_write(s, st, "move a rollout sample", LB_E_EXISTS);
 }
 
 int lb_store_rollout_finish(lb_store *s, const char *id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
                          "UPDATE rollouts SET status = 'done', finished_ms = ?2 WHERE id = ?1 AND status = 'running'"
                          " AND NOT EXISTS (SELECT 1 FROM rollout_samples WHERE rollout_id = ?1 AND status != 'done')",
@@ -286,13 +285,13 @@ int lb_store_rollout_finish(lb_store *s, const char *id)
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int64(st, 2, lb_now_ms());
+    lb_db_bind_int64(st, 2, lb_now_ms());
     return lb_sql_run_write(s, st, "finish a rollout group", LB_E_EXISTS);
 }
 
 int lb_store_rollout_cancel(lb_store *s, const char *id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
@@ -303,7 +302,7 @@ int lb_store_rollout_cancel(lb_store *s, const char *id)
     if (rc)
         goto out;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int64(st, 2, now);
+    lb_db_bind_int64(st, 2, now);
     rc = lb_sql_run_write(s, st, "cancel a rollout group", LB_E_EXISTS);
     st = NULL;
     if (rc)
@@ -315,17 +314,17 @@ int lb_store_rollout_cancel(lb_store *s, const char *id)
     if (rc)
         goto out;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int64(st, 2, now);
+    lb_db_bind_int64(st, 2, now);
     rc = lb_sql_run_write(s, st, "cancel rollout samples", LB_OK);
     st = NULL;
 out:
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return lb_store_tx_end(s, rc);
 }
 
 int lb_store_rollout_delete(lb_store *s, const char *id)
 {
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
@@ -346,6 +345,6 @@ int lb_store_rollout_delete(lb_store *s, const char *id)
     rc = lb_sql_run_write(s, st, "delete a rollout group", LB_E_NOTFOUND);
     st = NULL;
 out:
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return lb_store_tx_end(s, rc);
 }

@@ -12,7 +12,6 @@
 #include "store/store_priv.h"
 #include "store/store_sql.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +110,10 @@ void lb_rounds_free(lb_round *v, size_t n)
 static const char lb_round_check_sql[] =
     "SELECT status, round, (SELECT COUNT(*) FROM tasks WHERE owner = ?2 AND status IN ('queued', 'running'))"
     " FROM tasks WHERE id = ?1";
+/* PostgreSQL: the task's row locked for the round's transaction */
+static const char lb_round_check_sql_pg[] =
+    "SELECT status, round, (SELECT COUNT(*) FROM tasks WHERE owner = ?2 AND status IN ('queued', 'running'))"
+    " FROM tasks WHERE id = ?1 FOR UPDATE";
 static const char lb_round_insert_sql[] =
     "INSERT INTO rounds(task_id, n, prompt, inputs, status, fresh, created_ms) VALUES(?1, ?2, ?3, ?4, 'queued', ?5, ?6)";
 /* the task becomes the new round: queued, its answer and times cleared,
@@ -121,6 +124,18 @@ static const char lb_round_task_sql[] =
     " inputs = (SELECT json_group_array(json(value)) FROM (SELECT value FROM json_each(tasks.inputs)"
     "  UNION ALL SELECT value FROM json_each(?3)))"
     " WHERE id = ?1";
+static const char lb_round_task_sql_pg[] =
+    "UPDATE tasks SET round = ?2, status = 'queued', reason = NULL, answer = NULL, started_ms = NULL,"
+    " finished_ms = NULL, pid = NULL, turns = 0, prompt_tokens = 0, completion_tokens = 0, usage = NULL,"
+    " inputs = (SELECT COALESCE(jsonb_agg(x.v ORDER BY x.src, x.o)::text, '[]') FROM"
+    "  (SELECT a.v, 1 AS src, a.o FROM jsonb_array_elements(tasks.inputs::jsonb) WITH ORDINALITY AS a(v, o)"
+    "   UNION ALL SELECT b.v, 2, b.o FROM jsonb_array_elements(?3::jsonb) WITH ORDINALITY AS b(v, o)) x)"
+    " WHERE id = ?1";
+static const char lb_round_event_sql_pg[] =
+    "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
+    " SELECT ?1::text, COALESCE(MAX(seq), 0) + 1, ?3::bigint, 'round', json_build_object('round', ?2::bigint,"
+    "  'prompt', ?4::text, 'inputs', ?5::json, 'fresh', ?6::bigint <> 0)::text, ?2::bigint"
+    " FROM events WHERE task_id = ?1";
 static const char lb_round_event_sql[] =
     "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
     " SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?3, 'round', json_object('round', ?2, 'prompt', ?4,"
@@ -131,21 +146,21 @@ static const char lb_round_event_sql[] =
  * limit and LB_ROUNDS_MAX. */
 static int lb_round_check(lb_store *s, const lb_round_new *m, int *next)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = lb_sql_prep(s, lb_round_check_sql, &st);
+    lb_db_stmt *st = NULL;
+    int rc = lb_sql_prep(s, lb_sql_pick(s, lb_round_check_sql, lb_round_check_sql_pg), &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, m->task_id);
     lb_sql_bind_text(st, 2, m->owner);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_DONE) {
+    int src = lb_db_step(st);
+    if (src == LB_DB_DONE) {
         rc = LB_E_NOTFOUND;
-    } else if (src != SQLITE_ROW) {
+    } else if (src != LB_DB_ROW) {
         rc = lb_store_sql_err(s, src, "read the task for a round");
     } else {
-        const char *status = (const char *)sqlite3_column_text(st, 0);
-        int cur = sqlite3_column_int(st, 1);
-        int active = sqlite3_column_int(st, 2);
+        const char *status = (const char *)lb_db_col_text(st, 0);
+        int cur = lb_db_col_int(st, 1);
+        int active = lb_db_col_int(st, 2);
         if (!lb_task_status_is_final(lb_task_status_parse(status)))
             rc = LB_E_EXISTS;
         else if (cur >= LB_ROUNDS_MAX)
@@ -154,7 +169,7 @@ static int lb_round_check(lb_store *s, const lb_round_new *m, int *next)
             rc = LB_E_BUSY;
         *next = cur + 1;
     }
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return rc;
 }
 
@@ -165,37 +180,39 @@ int lb_store_round_begin(lb_store *s, const lb_round_new *m, int *round_out)
     const char *inputs = m->inputs_json ? m->inputs_json : "[]";
     int next = 0;
     int64_t now = lb_now_ms();
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
+    if (m->owner_max_active > 0 && (rc = lb_store_owner_lock(s, m->owner)))
+        goto out;
     if ((rc = lb_round_check(s, m, &next)))
         goto out;
     if ((rc = lb_sql_prep(s, lb_round_insert_sql, &st)))
         goto out;
     lb_sql_bind_text(st, 1, m->task_id);
-    sqlite3_bind_int(st, 2, next);
+    lb_db_bind_int(st, 2, next);
     lb_sql_bind_text(st, 3, m->prompt);
     lb_sql_bind_text(st, 4, inputs);
-    sqlite3_bind_int(st, 5, m->fresh ? 1 : 0);
-    sqlite3_bind_int64(st, 6, now);
+    lb_db_bind_int(st, 5, m->fresh ? 1 : 0);
+    lb_db_bind_int64(st, 6, now);
     if ((rc = lb_sql_run_write(s, st, "insert round", LB_E_INTERNAL)))
         goto out;
-    if ((rc = lb_sql_prep(s, lb_round_task_sql, &st)))
+    if ((rc = lb_sql_prep(s, lb_sql_pick(s, lb_round_task_sql, lb_round_task_sql_pg), &st)))
         goto out;
     lb_sql_bind_text(st, 1, m->task_id);
-    sqlite3_bind_int(st, 2, next);
+    lb_db_bind_int(st, 2, next);
     lb_sql_bind_text(st, 3, inputs);
     if ((rc = lb_sql_run_write(s, st, "reopen task", LB_E_NOTFOUND)))
         goto out;
-    if ((rc = lb_sql_prep(s, lb_round_event_sql, &st)))
+    if ((rc = lb_sql_prep(s, lb_sql_pick(s, lb_round_event_sql, lb_round_event_sql_pg), &st)))
         goto out;
     lb_sql_bind_text(st, 1, m->task_id);
-    sqlite3_bind_int(st, 2, next);
-    sqlite3_bind_int64(st, 3, now);
+    lb_db_bind_int(st, 2, next);
+    lb_db_bind_int64(st, 3, now);
     lb_sql_bind_text(st, 4, m->prompt);
     lb_sql_bind_text(st, 5, inputs);
-    sqlite3_bind_int(st, 6, m->fresh ? 1 : 0);
+    lb_db_bind_int(st, 6, m->fresh ? 1 : 0);
     rc = lb_sql_run_write(s, st, "round event", LB_E_INTERNAL);
 out:
     rc = lb_store_tx_end(s, rc);
@@ -219,6 +236,18 @@ static const char lb_fork_task_sql[] =
     "  r.completion_tokens, r.usage"
     " FROM tasks t JOIN rounds r ON r.task_id = t.id AND r.n = ?3"
     " WHERE t.id = ?2 AND r.status IN ('succeeded', 'failed', 'cancelled')";
+static const char lb_fork_task_sql_pg[] =
+    "INSERT INTO tasks(id, status, reason, prompt, model, max_turns, created_ms, started_ms, finished_ms, answer,"
+    " inputs, token_budget, timeout_s, network, image, owner, options, round, fork_of, fork_round, turns,"
+    " prompt_tokens, completion_tokens, usage)"
+    " SELECT ?1::text, r.status, r.reason, t.prompt, t.model, t.max_turns, ?5::bigint, r.started_ms,"
+    "  r.finished_ms, r.answer,"
+    "  (SELECT COALESCE(jsonb_agg(j.v ORDER BY q.n, j.o)::text, '[]') FROM rounds q,"
+    "   jsonb_array_elements(q.inputs::jsonb) WITH ORDINALITY AS j(v, o) WHERE q.task_id = ?2 AND q.n <= ?3),"
+    "  t.token_budget, t.timeout_s, t.network, t.image, ?4::text, t.options, ?3::bigint, ?2::text, ?3::bigint,"
+    "  r.turns, r.prompt_tokens, r.completion_tokens, r.usage"
+    " FROM tasks t JOIN rounds r ON r.task_id = t.id AND r.n = ?3"
+    " WHERE t.id = ?2 AND r.status IN ('succeeded', 'failed', 'cancelled')";
 /* its rounds and events are the source's up to round ?3 (the insert's
  * trigger made a round ?3 of the task's first prompt: replaced) */
 static const char lb_fork_rounds_sql[] =
@@ -237,20 +266,20 @@ static const char lb_fork_rounds_sql[] =
     " AND ?3 = (SELECT round FROM tasks WHERE id = ?2);";
 
 /* Runs one statement of a fork's script with its parameters. */
-static int lb_fork_step(lb_store *s, sqlite3_stmt *st, const lb_fork *f, int64_t now, const char *what,
+static int lb_fork_step(lb_store *s, lb_db_stmt *st, const lb_fork *f, int64_t now, const char *what,
                         int none_rc)
 {
-    int n = sqlite3_bind_parameter_count(st);
+    int n = lb_db_param_count(st);
     if (n >= 1)
         lb_sql_bind_text(st, 1, f->new_id);
     if (n >= 2)
         lb_sql_bind_text(st, 2, f->src_id);
     if (n >= 3)
-        sqlite3_bind_int(st, 3, f->round);
+        lb_db_bind_int(st, 3, f->round);
     if (n >= 4)
         lb_sql_bind_text(st, 4, f->owner);
     if (n >= 5)
-        sqlite3_bind_int64(st, 5, now);
+        lb_db_bind_int64(st, 5, now);
     return lb_sql_run_write(s, st, what, none_rc);
 }
 
@@ -259,27 +288,28 @@ int lb_store_task_fork(lb_store *s, const lb_fork *f)
     if (!s || !f || !lb_id_valid(f->src_id) || !lb_id_valid(f->new_id) || f->round < 1)
         return LB_E_INVAL;
     int64_t now = lb_now_ms();
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
-    if ((rc = lb_sql_prep(s, lb_fork_task_sql, &st)))
+    if ((rc = lb_sql_prep(s, lb_sql_pick(s, lb_fork_task_sql, lb_fork_task_sql_pg), &st)))
         goto out;
     /* no row: no such task, no such round, or that round has not ended */
     if ((rc = lb_fork_step(s, st, f, now, "fork task", LB_E_NOTFOUND)))
         goto out;
     const char *sql = lb_fork_rounds_sql;
+    /* one statement at a time (no ';' inside the script's strings) */
     while (rc == LB_OK && *sql) {
-        const char *tail = NULL;
+        char one[1024];
+        size_t len = strcspn(sql, ";");
+        LB_ASSERT(len < sizeof one);
+        snprintf(one, sizeof one, "%.*s", (int)len, sql);
+        sql += len + (sql[len] == ';');
         st = NULL;
-        int src = sqlite3_prepare_v2(lb_store_db(s), sql, -1, &st, &tail);
-        if (src != SQLITE_OK) {
-            rc = lb_store_sql_err(s, src, "prepare a fork step");
+        if ((rc = lb_sql_prep(s, one, &st)))
             break;
-        }
-        if (st) /* a step with nothing to copy is fine */
-            rc = lb_fork_step(s, st, f, now, "fork rounds", LB_OK);
-        sql = tail;
+        /* a step with nothing to copy is fine */
+        rc = lb_fork_step(s, st, f, now, "fork rounds", LB_OK);
     }
 out:
     return lb_store_tx_end(s, rc);
@@ -291,19 +321,19 @@ int lb_store_task_fork_of(lb_store *s, const char *id, char *src, size_t srcsz, 
     *round = 0;
     if (!s || !lb_id_valid(id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT COALESCE(fork_of, ''), COALESCE(fork_round, 0) FROM tasks WHERE id = ?1", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
+    int r = lb_db_step(st);
+    if (r == LB_DB_ROW) {
         lb_sql_col_copy(st, 0, src, srcsz);
-        *round = sqlite3_column_int(st, 1);
+        *round = lb_db_col_int(st, 1);
     } else {
-        rc = r == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, r, "read a fork");
+        rc = r == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, r, "read a fork");
     }
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return rc;
 }
 
@@ -314,10 +344,10 @@ int lb_store_task_fork_of(lb_store *s, const char *id, char *src, size_t srcsz, 
     " prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms, state_bytes"
 
 /* The row of st (LB_ROUND_COLS) into r; LB_E_NOMEM when a copy failed. */
-static int lb_round_read(sqlite3_stmt *st, lb_round *r)
+static int lb_round_read(lb_db_stmt *st, lb_round *r)
 {
     memset(r, 0, sizeof *r);
-    r->n = sqlite3_column_int(st, 0);
+    r->n = lb_db_col_int(st, 0);
     r->prompt = lb_sql_col_dup(st, 1);
     r->inputs_json = lb_sql_col_dup(st, 2);
     lb_sql_col_copy(st, 3, r->status, sizeof r->status);
@@ -327,19 +357,19 @@ static int lb_round_read(sqlite3_stmt *st, lb_round *r)
     r->usage_json = lb_sql_col_dup(st, 7);
     lb_sql_col_copy(st, 8, r->sandbox, sizeof r->sandbox);
     r->state = lb_sql_col_dup(st, 9);
-    r->fresh = sqlite3_column_int(st, 10);
-    r->turns = sqlite3_column_int(st, 11);
-    r->prompt_tokens = sqlite3_column_int64(st, 12);
-    r->completion_tokens = sqlite3_column_int64(st, 13);
+    r->fresh = lb_db_col_int(st, 10);
+    r->turns = lb_db_col_int(st, 11);
+    r->prompt_tokens = lb_db_col_int64(st, 12);
+    r->completion_tokens = lb_db_col_int64(st, 13);
     r->created_ms = lb_sql_col_ms(st, 14);
     r->started_ms = lb_sql_col_ms(st, 15);
     r->finished_ms = lb_sql_col_ms(st, 16);
     r->state_bytes = lb_sql_col_ms(st, 17);
-    int bad = !r->prompt || !r->inputs_json || (sqlite3_column_type(st, 4) != SQLITE_NULL && !r->reason) ||
-              (sqlite3_column_type(st, 5) != SQLITE_NULL && !r->answer) ||
-              (sqlite3_column_type(st, 6) != SQLITE_NULL && !r->artifacts_json) ||
-              (sqlite3_column_type(st, 7) != SQLITE_NULL && !r->usage_json) ||
-              (sqlite3_column_type(st, 9) != SQLITE_NULL && !r->state);
+    int bad = !r->prompt || !r->inputs_json || (!lb_db_col_is_null(st, 4) && !r->reason) ||
+              (!lb_db_col_is_null(st, 5) && !r->answer) ||
+              (!lb_db_col_is_null(st, 6) && !r->artifacts_json) ||
+              (!lb_db_col_is_null(st, 7) && !r->usage_json) ||
+              (!lb_db_col_is_null(st, 9) && !r->state);
     return bad ? LB_E_NOMEM : LB_OK;
 }
 
@@ -349,7 +379,7 @@ int lb_store_rounds(lb_store *s, const char *task_id, lb_round **v, size_t *n)
     *n = 0;
     if (!s || !lb_id_valid(task_id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT " LB_ROUND_COLS " FROM rounds WHERE task_id = ?1 ORDER BY n", &st);
     if (rc)
         return rc;
@@ -357,7 +387,7 @@ int lb_store_rounds(lb_store *s, const char *task_id, lb_round **v, size_t *n)
     lb_round *arr = NULL;
     size_t cnt = 0;
     int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW && cnt < LB_ROUNDS_MAX) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW && cnt < LB_ROUNDS_MAX) {
         lb_round *na = realloc(arr, (cnt + 1) * sizeof *na);
         if (!na) {
             rc = LB_E_NOMEM;
@@ -368,9 +398,9 @@ int lb_store_rounds(lb_store *s, const char *task_id, lb_round **v, size_t *n)
         if (rc)
             break;
     }
-    if (rc == LB_OK && src != SQLITE_ROW && src != SQLITE_DONE)
+    if (rc == LB_OK && src != LB_DB_ROW && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "read rounds");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc) {
         lb_rounds_free(arr, cnt);
         return rc;
@@ -385,21 +415,21 @@ int lb_store_round_get(lb_store *s, const char *task_id, int n, lb_round *out)
     memset(out, 0, sizeof *out);
     if (!s || !lb_id_valid(task_id) || n < 1)
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT " LB_ROUND_COLS " FROM rounds WHERE task_id = ?1 AND n = ?2", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, task_id);
-    sqlite3_bind_int(st, 2, n);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    lb_db_bind_int(st, 2, n);
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
         rc = lb_round_read(st, out);
         if (rc)
             lb_round_clear(out);
     } else {
-        rc = src == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a round");
+        rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a round");
     }
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return rc;
 }
 
@@ -407,7 +437,7 @@ int lb_store_round_set_sandbox(lb_store *s, const char *task_id, const char *how
 {
     if (!s || !lb_id_valid(task_id) || !how)
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "UPDATE rounds SET sandbox = ?2 WHERE task_id = ?1"
                             " AND n = (SELECT round FROM tasks WHERE id = ?1)", &st);
     if (rc)
@@ -421,14 +451,14 @@ int lb_store_round_set_state(lb_store *s, const char *task_id, const char *state
 {
     if (!s || !lb_id_valid(task_id) || !state || !*state || strlen(state) > 64)
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "UPDATE rounds SET state = ?2, state_bytes = ?3 WHERE task_id = ?1"
                             " AND n = (SELECT round FROM tasks WHERE id = ?1)", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, task_id);
     lb_sql_bind_text(st, 2, state);
-    sqlite3_bind_int64(st, 3, bytes);
+    lb_db_bind_int64(st, 3, bytes);
     return lb_sql_run_write(s, st, "round state", LB_E_NOTFOUND);
 }
 
@@ -439,9 +469,11 @@ int lb_store_kept_set(lb_store *s, const char *task_id, const char *sandbox_id, 
     if (!s || !lb_id_valid(task_id) || !sandbox_id || !*sandbox_id || strlen(sandbox_id) >= 64 || !lease_key ||
         strlen(lease_key) >= 40)
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
-    int rc = lb_sql_prep(s, "INSERT OR REPLACE INTO task_sandboxes(task_id, sandbox_id, lease_key, kept_until_ms)"
-                            " VALUES(?1, ?2, ?3, NULL)", &st);
+    lb_db_stmt *st = NULL;
+    int rc = lb_sql_prep(s, "INSERT INTO task_sandboxes(task_id, sandbox_id, lease_key, kept_until_ms)"
+                            " VALUES(?1, ?2, ?3, NULL) ON CONFLICT(task_id) DO UPDATE SET"
+                            " sandbox_id = excluded.sandbox_id, lease_key = excluded.lease_key,"
+                            " kept_until_ms = NULL", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, task_id);
@@ -454,7 +486,7 @@ int lb_store_kept_keep(lb_store *s, const char *task_id, int64_t now_ms, int64_t
 {
     if (!s || !lb_id_valid(task_id) || max_kept < 0)
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_store_tx_begin(s);
     if (rc)
         return rc;
@@ -466,9 +498,9 @@ int lb_store_kept_keep(lb_store *s, const char *task_id, int64_t now_ms, int64_t
     if (rc)
         goto out;
     lb_sql_bind_text(st, 1, task_id);
-    sqlite3_bind_int64(st, 2, now_ms);
-    sqlite3_bind_int64(st, 3, until_ms);
-    sqlite3_bind_int(st, 4, max_kept);
+    lb_db_bind_int64(st, 2, now_ms);
+    lb_db_bind_int64(st, 3, until_ms);
+    lb_db_bind_int(st, 4, max_kept);
     rc = lb_sql_run_write(s, st, "keep the sandbox", LB_E_BUSY);
     if (rc == LB_E_BUSY) {
         /* the cap, or no record at all: say which */
@@ -487,21 +519,21 @@ int lb_store_kept_get(lb_store *s, const char *task_id, lb_kept *out)
     memset(out, 0, sizeof *out);
     if (!s || !lb_id_valid(task_id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT sandbox_id, lease_key, kept_until_ms FROM task_sandboxes WHERE task_id = ?1",
                          &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, task_id);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
         lb_sql_col_copy(st, 0, out->sandbox_id, sizeof out->sandbox_id);
         lb_sql_col_copy(st, 1, out->lease_key, sizeof out->lease_key);
         out->kept_until_ms = lb_sql_col_ms(st, 2);
     } else {
-        rc = src == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read the kept sandbox");
+        rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read the kept sandbox");
     }
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return rc;
 }
 
@@ -509,7 +541,7 @@ int lb_store_kept_clear(lb_store *s, const char *task_id)
 {
     if (!s || !lb_id_valid(task_id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "DELETE FROM task_sandboxes WHERE task_id = ?1", &st);
     if (rc)
         return rc;
@@ -524,18 +556,18 @@ int lb_store_share_add(lb_store *s, const lb_share *sh)
 {
     if (!s || !sh || !lb_id_valid(sh->id) || !lb_id_valid(sh->task_id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "INSERT INTO shares(id, task_id, created_ms, expires_ms) VALUES(?1, ?2, ?3, ?4)", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, sh->id);
     lb_sql_bind_text(st, 2, sh->task_id);
-    sqlite3_bind_int64(st, 3, sh->created_ms);
-    sqlite3_bind_int64(st, 4, sh->expires_ms);
+    lb_db_bind_int64(st, 3, sh->created_ms);
+    lb_db_bind_int64(st, 4, sh->expires_ms);
     return lb_sql_run_write(s, st, "add share", LB_E_INTERNAL);
 }
 
-static void lb_share_read(sqlite3_stmt *st, lb_share *out)
+static void lb_share_read(lb_db_stmt *st, lb_share *out)
 {
     lb_sql_col_copy(st, 0, out->id, sizeof out->id);
     lb_sql_col_copy(st, 1, out->task_id, sizeof out->task_id);
@@ -548,19 +580,19 @@ int lb_store_share_get(lb_store *s, const char *id, int64_t now_ms, lb_share *ou
     memset(out, 0, sizeof *out);
     if (!s || !lb_id_valid(id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT id, task_id, created_ms, expires_ms FROM shares WHERE id = ?1 AND expires_ms > ?2",
                          &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
-    sqlite3_bind_int64(st, 2, now_ms);
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
+    lb_db_bind_int64(st, 2, now_ms);
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW)
         lb_share_read(st, out);
     else
-        rc = src == SQLITE_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a share");
-    sqlite3_finalize(st);
+        rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a share");
+    lb_db_finalize(st);
     return rc;
 }
 
@@ -568,7 +600,7 @@ int lb_store_share_delete(lb_store *s, const char *task_id, const char *id)
 {
     if (!s || !lb_id_valid(task_id) || !lb_id_valid(id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "DELETE FROM shares WHERE id = ?2 AND task_id = ?1", &st);
     if (rc)
         return rc;
@@ -583,17 +615,17 @@ int lb_store_shares_of(lb_store *s, const char *task_id, int64_t now_ms, lb_shar
     *n = 0;
     if (!s || !lb_id_valid(task_id))
         return LB_E_INVAL;
-    sqlite3_stmt *st = NULL;
+    lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s, "SELECT id, task_id, created_ms, expires_ms FROM shares WHERE task_id = ?1"
                             " AND expires_ms > ?2 ORDER BY created_ms DESC LIMIT 100", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, task_id);
-    sqlite3_bind_int64(st, 2, now_ms);
+    lb_db_bind_int64(st, 2, now_ms);
     lb_share *arr = NULL;
     size_t cnt = 0;
     int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((src = lb_db_step(st)) == LB_DB_ROW) {
         lb_share *na = realloc(arr, (cnt + 1) * sizeof *na);
         if (!na) {
             rc = LB_E_NOMEM;
@@ -602,9 +634,9 @@ int lb_store_shares_of(lb_store *s, const char *task_id, int64_t now_ms, lb_shar
         arr = na;
         lb_share_read(st, &arr[cnt++]);
     }
-    if (rc == LB_OK && src != SQLITE_DONE)
+    if (rc == LB_OK && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "read shares");
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     if (rc) {
         free(arr);
         return rc;

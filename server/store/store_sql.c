@@ -8,47 +8,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-int lb_sql_prep(lb_store *s, const char *sql, sqlite3_stmt **st)
+const char *lb_sql_pick(lb_store *s, const char *lite, const char *pg)
 {
-    int src = sqlite3_prepare_v2(lb_store_db(s), sql, -1, st, NULL);
-    if (src != SQLITE_OK) {
+    return lb_db_is_pg(lb_store_db(s)) ? pg : lite;
+}
+
+int lb_sql_prep(lb_store *s, const char *sql, lb_db_stmt **st)
+{
+    int rc = lb_db_prepare(lb_store_db(s), sql, 0, st);
+    if (rc != LB_OK) {
         *st = NULL;
-        return lb_store_sql_err(s, src, "prepare a statement");
+        return lb_store_sql_err(s, rc, "prepare a statement");
     }
     return LB_OK;
 }
 
-int lb_sql_bind_text(sqlite3_stmt *st, int i, const char *v)
+int lb_sql_bind_text(lb_db_stmt *st, int i, const char *v)
 {
-    return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
+    return lb_db_bind_text(st, i, v);
 }
 
 /* Runs st (no rows), finalizes it; none_rc when it changed nothing. */
-int lb_sql_run_write(lb_store *s, sqlite3_stmt *st, const char *what, int none_rc)
+int lb_sql_run_write(lb_store *s, lb_db_stmt *st, const char *what, int none_rc)
 {
-    int src = sqlite3_step(st);
-    int rc = src == SQLITE_DONE ? LB_OK : lb_store_sql_err(s, src, what);
-    if (rc == LB_OK && sqlite3_changes(lb_store_db(s)) == 0)
+    int src = lb_db_step(st);
+    int rc = src == LB_DB_DONE ? LB_OK : lb_store_sql_err(s, src == LB_DB_ROW ? LB_E_INTERNAL : src, what);
+    if (rc == LB_OK && lb_db_changes(lb_store_db(s)) == 0)
         rc = none_rc;
-    sqlite3_finalize(st);
+    lb_db_finalize(st);
     return rc;
 }
 
-char *lb_sql_col_dup(sqlite3_stmt *st, int i)
+char *lb_sql_col_dup(lb_db_stmt *st, int i)
 {
-    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+    if (lb_db_col_is_null(st, i))
         return NULL;
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return strdup(t ? (const char *)t : "");
+    return strdup(lb_db_col_text(st, i));
 }
 
-int64_t lb_sql_col_ms(sqlite3_stmt *st, int i)
+int64_t lb_sql_col_ms(lb_db_stmt *st, int i)
 {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+    return lb_db_col_is_null(st, i) ? -1 : lb_db_col_int64(st, i);
 }
 
-void lb_sql_col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz)
+void lb_sql_col_copy(lb_db_stmt *st, int i, char *out, size_t outsz)
 {
-    const unsigned char *t = sqlite3_column_text(st, i);
-    snprintf(out, outsz, "%s", t ? (const char *)t : "");
+    snprintf(out, outsz, "%s", lb_db_col_text(st, i));
 }

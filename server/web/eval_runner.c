@@ -770,7 +770,7 @@ static void *runner_main(void *arg)
         lb_er_woken = 0;
         int n = lb_er_nsources;
         pthread_mutex_unlock(&lb_er_mu);
-        if (!s && lb_store_open(lb_er_cfg->db_path, &s) != LB_OK)
+        if (!s && lb_store_open(lb_cfg_store_where(lb_er_cfg), &s) != LB_OK)
             continue;
         int no_slot = 0;
         for (int i = 0; i < n; i++)

@@ -165,6 +165,8 @@ void lb_http_store_error(lb_req *r, int rc, const char *what)
         lb_http_error(r, 404, "not_found", "There is no task with id \"%s\".", r->id);
     else if (rc == LB_E_TIMEOUT)
         lb_http_error_hdr(r, 503, NULL, "Retry-After: 1\r\n", "The task database is busy; try again in a moment.");
+    else if (rc == LB_E_UNAVAILABLE) /* issue 13: a database server restarting or out of reach */
+        lb_http_error_hdr(r, 503, NULL, "Retry-After: 2\r\n", "The task database cannot be reached; try again in a moment.");
     else if (rc == LB_E_NOSPACE)
         lb_http_disk_full(r, what);
     else

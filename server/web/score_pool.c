@@ -96,7 +96,7 @@ static void *scorer_main(void *unused)
         if (!lb_sp_head)
             lb_sp_tail = NULL;
         pthread_mutex_unlock(&lb_sp_mu);
-        if (!s && lb_store_open(lb_sp_cfg->db_path, &s) != LB_OK)
+        if (!s && lb_store_open(lb_cfg_store_where(lb_sp_cfg), &s) != LB_OK)
             lb_error("scorer: cannot open the database; the run is scored again later");
         else
             j->fn(s, j->arg);

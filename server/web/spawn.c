@@ -321,7 +321,7 @@ static int lb_npending; /* reaper thread only */
 /* Records the end; 1 when done (or nothing left to do), 0 to retry later. */
 static int lb_record_end(lb_store **sp, const char *id, lb_task_status status, const char *reason)
 {
-    if (!*sp && lb_store_open(lb_sp_cfg->db_path, sp) != LB_OK)
+    if (!*sp && lb_store_open(lb_cfg_store_where(lb_sp_cfg), sp) != LB_OK)
         return 0;
     int rc = lb_store_task_end(*sp, id, status, reason, NULL);
     if (rc == LB_OK) {
@@ -504,7 +504,7 @@ static void lb_deadlines_read(lb_store **sp)
             n++;
         }
     pthread_mutex_unlock(&lb_sp_mu);
-    if (!n || (!*sp && lb_store_open(lb_sp_cfg->db_path, sp) != LB_OK))
+    if (!n || (!*sp && lb_store_open(lb_cfg_store_where(lb_sp_cfg), sp) != LB_OK))
         return;
     for (int k = 0; k < n; k++) {
         int timeout_s = 0;
@@ -530,7 +530,7 @@ static void lb_deadlines_read(lb_store **sp)
  * one is either being spawned right now or was never started by a web. */
 static void lb_orphan_scan(lb_store **sp)
 {
-    if (!*sp && lb_store_open(lb_sp_cfg->db_path, sp) != LB_OK)
+    if (!*sp && lb_store_open(lb_cfg_store_where(lb_sp_cfg), sp) != LB_OK)
         return;
     char **ids = NULL;
     int *pids = NULL;
@@ -589,7 +589,8 @@ static void *lb_reaper_main(void *arg)
             lb_orphan_scan(&s);
         }
         lb_deadlines_read(&s);
-        if (now - last_reserve >= LB_RESERVE_CHECK_MS) {
+        /* the reserve is SQLite's (store.h); PostgreSQL's disk is its server's (issue 13) */
+        if (now - last_reserve >= LB_RESERVE_CHECK_MS && !lb_sp_cfg->db_url[0]) {
             last_reserve = now;
             LB_IGNORE(lb_store_reserve_keep(lb_sp_cfg->db_path)); /* no room yet: tried again at the next check */
         }

@@ -22,6 +22,12 @@
  * stream empties its eventfd before it reads, and reads by seq from the
  * store: a late or needless wake repeats and loses nothing.
  *
+ * On PostgreSQL (issue 13) the thread LISTENs instead (every statement
+ * that adds events NOTIFYs, store_schema_pg.c): it looks when told, at
+ * once, and besides every LB_SSE_WATCH_BACKSTOP_MS in case a notification
+ * was lost with a connection. The same look, so the same argument: a
+ * commit after a stream's read notifies after that read.
+ *
  * Bounded: at most LB_SSE_WATCH_MAX tasks (one slot per task, shared by
  * its streams, which link themselves in from their own frames); a stream
  * of a task beyond that, or with no watcher, polls the store itself as
@@ -134,15 +140,46 @@ static void lb_watch_tick(int64_t *seen, int *failing)
     pthread_mutex_unlock(&W.mu);
 }
 
+/* PostgreSQL's way: one wait of at most a tick for a notification (so a
+ * stop or a new stream is seen as soon as with the timer), then a look
+ * when one came, the connection was made again, or the backstop is due.
+ * Called and returns with W.mu held. */
+static void lb_watch_listen_step(int64_t *seen, int *failing, int64_t *backstop)
+{
+    pthread_mutex_unlock(&W.mu);
+    int woke = 0;
+    int rc = lb_store_wait_events(W.store, LB_SSE_WATCH_TICK_MS, &woke);
+    if (rc != LB_OK) {
+        /* the server is away: the look below says so (streams poll) */
+        struct timespec ts = {0, LB_SSE_WATCH_TICK_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        woke = 1;
+    }
+    int64_t now = lb_mono_ms();
+    if (woke || now >= *backstop) {
+        *backstop = now + LB_SSE_WATCH_BACKSTOP_MS;
+        lb_watch_tick(seen, failing);
+    }
+    pthread_mutex_lock(&W.mu);
+}
+
 static void *lb_watch_main(void *arg)
 {
     (void)arg;
-    int64_t seen = -1, next = 0;
+    int64_t seen = -1, next = 0, backstop = 0;
     int failing = 0;
+    int listening = lb_store_listen_events(W.store) == LB_OK; /* SQLite: LB_E_INVAL, the timer */
+    if (listening)
+        lb_info("web: event-stream watcher: woken by PostgreSQL's notifications, and a look every %d ms",
+                LB_SSE_WATCH_BACKSTOP_MS);
     pthread_mutex_lock(&W.mu);
     while (!W.stop) {
         if (!W.used) {
             pthread_cond_wait(&W.cv, &W.mu); /* no stream open: no tick */
+            continue;
+        }
+        if (listening) {
+            lb_watch_listen_step(&seen, &failing, &backstop);
             continue;
         }
         int64_t now = lb_mono_ms();

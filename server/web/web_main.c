@@ -159,7 +159,9 @@ static void lb_handle(const lb_config *cfg, FCGX_Request *fr, lb_store *s)
         lb_http_error(&r, 404, "not_found", "The request URI is too long.");
     } else if (!s) {
         lb_http_drain(&r);
-        lb_http_error(&r, 503, NULL, "The task database cannot be opened; see the web log.");
+        /* issue 13: a database server that is restarting comes back; this
+         * thread connects again at its next request */
+        lb_http_error_hdr(&r, 503, NULL, "Retry-After: 2\r\n", "The task database cannot be opened; see the web log.");
     } else {
         memcpy(r.path, uri, plen);
         r.path[plen] = '\0';
@@ -205,7 +207,7 @@ static void *lb_worker(void *arg)
             nanosleep(&ts, NULL);
             continue;
         }
-        if (!s && lb_store_open(cfg->db_path, &s) != LB_OK)
+        if (!s && lb_store_open(lb_cfg_store_where(cfg), &s) != LB_OK)
             s = NULL;
         lb_handle(cfg, &req, s);
         FCGX_Finish_r(&req);
@@ -415,9 +417,11 @@ int lb_web_main(int argc, char **argv)
     }
 
     lb_store *s = NULL;
-    int rc = lb_store_open(cfg->db_path, &s);
+    int rc = lb_store_open(lb_cfg_store_where(cfg), &s);
     if (rc != LB_OK) {
-        fprintf(stderr, "llmbox web: cannot open the task database %s: %s\n", cfg->db_path, lb_strerror(rc));
+        char shown[LB_CFG_PATH];
+        lb_store_where_shown(lb_cfg_store_where(cfg), shown, sizeof shown);
+        fprintf(stderr, "llmbox web: cannot open the task database %s: %s\n", shown, lb_strerror(rc));
         return 1;
     }
     lb_web_recover(s);
@@ -461,7 +465,7 @@ int lb_web_main(int argc, char **argv)
         lb_warn("web: sandbox API: sandboxes will not survive a restart of the web (see above)");
     /* one slot per task with an open stream; a stream holds a thread, so
      * web_threads is the most there can be */
-    rc = lb_sse_watch_start(cfg->db_path, cfg->web_threads);
+    rc = lb_sse_watch_start(lb_cfg_store_where(cfg), cfg->web_threads);
     if (rc != LB_OK)
         lb_warn("web: cannot start the event-stream watcher (%s): each event stream polls the database itself",
                 lb_strerror(rc));
@@ -494,8 +498,10 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start worker threads\n");
         return 1;
     }
+    char shown_db[LB_CFG_PATH];
+    lb_store_where_shown(lb_cfg_store_where(cfg), shown_db, sizeof shown_db);
     lb_info("web: llmbox %s listening on %s with %d threads (uid %d), database %s", LLMBOX_VERSION,
-            cfg->web_socket, started, (int)getuid(), cfg->db_path);
+            cfg->web_socket, started, (int)getuid(), shown_db);
     /* every running agent and every API sandbox holds one connection to
      * sandboxd: past its cap, creates fail (sandbox_error) rather than wait */
     if (cfg->max_concurrent_tasks + cfg->sandbox_api_max + 8 > cfg->sandboxd_max_conns)

@@ -30,7 +30,7 @@ SD_BIN = os.path.join(os.path.dirname(BIN), "llmbox-sandboxd")
 # what the root daemon may load; a sanitizer build adds its runtimes
 ALLOWED = ("linux-vdso", "ld-linux", "libc.so", "libseccomp.so", "libcjson.so", "libinih.so",
            "libasan.so", "libubsan.so", "libm.so", "libgcc_s.so", "libstdc++.so", "libclang_rt")
-FORBIDDEN = ("libcurl", "libarchive", "libmagic", "libfcgi", "libsqlite3", "libcrypto", "libssl")
+FORBIDDEN = ("libcurl", "libarchive", "libmagic", "libfcgi", "libsqlite3", "libpq", "libcrypto", "libssl")
 
 
 def lib_names(text):

@@ -75,9 +75,25 @@ def multipart(fields, files):
     return "multipart/form-data; boundary=" + boundary, bytes(out)
 
 
+def pg_fresh_db(url):
+    """A new, empty database on the PostgreSQL server of url (a
+    postgresql:// URL, e.g. tests/lib/pg_server.py's); its URL. With
+    LLMBOX_TEST_PG_URL set, every Stack gets one: any suite then runs on
+    PostgreSQL (issue 13), e.g.
+        LLMBOX_TEST_PG_URL=postgresql://llmbox@/llmbox?host=/tmp/llmbox-pg-x/sock \\
+            python3 tests/integration/test_rollouts.py
+    (a suite that reads var/web/llmbox.db itself fails there)."""
+    from urllib.parse import urlsplit, urlunsplit
+    name = "t" + uuid.uuid4().hex[:16]
+    subprocess.run(["psql", "-v", "ON_ERROR_STOP=1", "-Atc", 'CREATE DATABASE "%s"' % name, url],
+                   check=True, capture_output=True)
+    u = urlsplit(url)
+    return urlunsplit((u.scheme, u.netloc, "/" + name, u.query, u.fragment))
+
+
 class Stack:
     def __init__(self, scenario=None, env=None, model=True, nginx_body_mb=100, web_env=None, conf=None,
-                 nginx_subst=(), model_args=(), model_log=True, prepare=None, tls=None):
+                 nginx_subst=(), model_args=(), model_log=True, prepare=None, tls=None, db_url=None):
         """env: extra environment for every process; web_env: for `llmbox web`
         only (e.g. LLMBOX_SANDBOX_API_TOKEN, which nothing else should see).
         conf: the text of an llmbox.conf, written to the prefix (LLMBOX_HOME)
@@ -91,14 +107,20 @@ class Stack:
         tls (issue 17, E2B_DOMAIN host names): {"listen": "ADDR:PORT",
         "cert": path, "key": path, "names": "*.e2b.test"}: the server block
         also listens there with TLS and takes those names, as docs/E2B.md
-        tells an operator to do."""
+        tells an operator to do.
+        db_url: the store in that PostgreSQL database (LLMBOX_DB_URL, issue
+        13; tests/lib/pg_server.py) instead of SQLite in the prefix."""
         self.scenario = scenario
         self.model_args = list(model_args)
         self.model_log_on = model_log
         self.conf = conf
         self.prepare = prepare
         self.named = {}  # "sandboxd", "web", "nginx" -> (Popen, argv, log name, env)
-        self.extra_env = env or {}
+        self.extra_env = dict(env or {})
+        if not db_url and os.environ.get("LLMBOX_TEST_PG_URL"):
+            db_url = pg_fresh_db(os.environ["LLMBOX_TEST_PG_URL"])
+        if db_url:
+            self.extra_env["LLMBOX_DB_URL"] = db_url
         self.web_env = web_env or {}
         self.want_model = model
         self.nginx_body_mb = nginx_body_mb

@@ -1,6 +1,7 @@
 /* Access: token hashing and constant-time comparison (common/token.h),
  * users and listen in llmbox.conf (config_user.c), and the store's
  * sessions and task owners (schema v4). */
+#include "store_where.h"
 #include "testlib.h"
 
 #include "common/config.h"
@@ -196,8 +197,12 @@ TEST(loopback_addresses)
 
 static lb_store *open_db(const char *name)
 {
-    char path[400];
-    snprintf(path, sizeof path, "%s/%s.db", dir, name);
+    char path[4096];
+    /* on PostgreSQL under tests/integration/test_store_pg.py (store_where.h) */
+    if (tw_pg())
+        tw_fresh(name, path, sizeof path);
+    else
+        snprintf(path, sizeof path, "%s/%s.db", dir, name);
     lb_store *s = NULL;
     return lb_store_open(path, &s) == LB_OK ? s : NULL;
 }

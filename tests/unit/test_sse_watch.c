@@ -1,5 +1,6 @@
 /* Unit tests for the event-stream watcher (server/web/sse_watch.h) and the
  * two store reads it uses (lb_store_events_newest, lb_store_data_version). */
+#include "store_where.h"
 #include "testlib.h"
 
 #include "common/status.h"
@@ -14,12 +15,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-static char db_dir[] = "/tmp/llmbox-test-ssewatch-XXXXXX";
-static char db_path[256];
+static char db_path[4096];
 
 static lb_store *open_fresh(const char *name)
 {
-    snprintf(db_path, sizeof db_path, "%s/%s.db", db_dir, name);
+    tw_fresh(name, db_path, sizeof db_path);
     lb_store *s = NULL;
     return lb_store_open(db_path, &s) == LB_OK ? s : NULL;
 }
@@ -259,17 +259,13 @@ TEST(no_lost_wakes_under_writers)
 
 int main(void)
 {
-    if (!mkdtemp(db_dir)) {
-        perror("mkdtemp");
+    if (tw_init())
         return 1;
-    }
     RUN(newest_and_data_version);
     RUN(wakes_only_streams_with_new_events);
     RUN(capped_number_of_tasks);
     RUN(no_lost_wakes_under_writers);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
-    if (system(cmd) != 0)
+    if (tw_done())
         return 1;
     return testlib_done();
 }

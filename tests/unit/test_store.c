@@ -1,5 +1,7 @@
-/* Unit tests for the SQLite task store (server/store/store.h). */
+/* Unit tests for the task store (server/store/store.h), on SQLite or, under
+ * tests/integration/test_store_pg.py, on PostgreSQL (store_where.h). */
 #include "store_v1.h"
+#include "store_where.h"
 #include "testlib.h"
 
 #include "common/status.h"
@@ -12,14 +14,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static char db_dir[] = "/tmp/llmbox-test-store-XXXXXX";
-static char db_path[256];
+static char db_path[4096];
 
 static void new_id(char id[33]) { CHECK(lb_random_hex(id, 33, 16) == LB_OK); }
 
 static lb_store *open_fresh(const char *name)
 {
-    snprintf(db_path, sizeof db_path, "%s/%s.db", db_dir, name);
+    tw_fresh(name, db_path, sizeof db_path);
     lb_store *s = NULL;
     if (lb_store_open(db_path, &s) != LB_OK)
         return NULL;
@@ -43,18 +44,21 @@ TEST(open_creates_schema_and_reopens)
     /* reopening an existing database must not re-run the migration */
     lb_store *s2 = NULL;
     CHECK(lb_store_open(db_path, &s2) == LB_OK);
-    sqlite3 *db;
-    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
-    sqlite3_stmt *st;
-    CHECK(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1, &st, NULL) == SQLITE_OK);
-    CHECK(sqlite3_step(st) == SQLITE_ROW);
-    CHECK(sqlite3_column_int(st, 0) == LB_STORE_SCHEMA_VERSION);
-    sqlite3_finalize(st);
-    CHECK(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK);
-    CHECK(sqlite3_step(st) == SQLITE_ROW);
-    CHECK_STR((const char *)sqlite3_column_text(st, 0), "wal");
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    lb_db *db = NULL;
+    CHECK(lb_db_open(db_path, &db) == LB_OK);
+    lb_db_stmt *st = NULL;
+    CHECK(db && lb_db_prepare(db, "SELECT value FROM meta WHERE key='schema_version'", 0, &st) == LB_OK);
+    CHECK(st && lb_db_step(st) == LB_DB_ROW);
+    CHECK(st && lb_db_col_int(st, 0) == LB_STORE_SCHEMA_VERSION);
+    lb_db_finalize(st);
+    st = NULL;
+    if (!tw_pg()) {
+        CHECK(lb_db_prepare(db, "PRAGMA journal_mode", 0, &st) == LB_OK);
+        CHECK(st && lb_db_step(st) == LB_DB_ROW);
+        CHECK_STR(lb_db_col_text(st, 0), "wal");
+        lb_db_finalize(st);
+    }
+    lb_db_close(db);
     lb_store_close(s2);
 }
 
@@ -89,10 +93,7 @@ TEST(refuses_newer_schema)
     lb_store *s = open_fresh("newer");
     CHECK(s != NULL);
     lb_store_close(s);
-    sqlite3 *db;
-    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "UPDATE meta SET value='999' WHERE key='schema_version'", 0, 0, 0) == SQLITE_OK);
-    sqlite3_close(db);
+    CHECK(tw_exec(db_path, "UPDATE meta SET value='999' WHERE key='schema_version'") == LB_OK);
     s = NULL;
     CHECK(lb_store_open(db_path, &s) != LB_OK);
     CHECK(s == NULL);
@@ -305,6 +306,48 @@ TEST(concurrent_writers_lose_nothing)
     lb_store_close(s);
 }
 
+/* ---- the owner's limit with writers at once ---- */
+
+#define OWNER_RACERS 8
+#define OWNER_MAX 3
+
+static void *owner_racer(void *arg)
+{
+    int *rc = arg;
+    lb_store *s = NULL;
+    *rc = -1;
+    if (lb_store_open(db_path, &s) != LB_OK)
+        return NULL;
+    char id[33];
+    new_id(id);
+    lb_task_new t = {.id = id, .prompt = "p", .model = "m", .max_turns = 1, .owner = "ann",
+                     .owner_max_active = OWNER_MAX};
+    *rc = lb_store_task_insert(s, &t);
+    lb_store_close(s);
+    return NULL;
+}
+
+/* Eight inserts at once for an owner allowed three: exactly three get in
+ * (SQLite's write lock; PostgreSQL's lock of the owner's tasks) */
+TEST(owner_limit_holds_under_concurrent_inserts)
+{
+    lb_store *s = open_fresh("owner-race");
+    CHECK(s != NULL);
+    pthread_t th[OWNER_RACERS];
+    int rc[OWNER_RACERS];
+    for (int i = 0; i < OWNER_RACERS; i++)
+        pthread_create(&th[i], NULL, owner_racer, &rc[i]);
+    int ok = 0, busy = 0;
+    for (int i = 0; i < OWNER_RACERS; i++) {
+        pthread_join(th[i], NULL);
+        ok += rc[i] == LB_OK;
+        busy += rc[i] == LB_E_BUSY;
+    }
+    CHECK(ok == OWNER_MAX);
+    CHECK(busy == OWNER_RACERS - OWNER_MAX);
+    lb_store_close(s);
+}
+
 /* Five tasks with one created_ms: paging by (created_ms, id) walks all of
  * them, two at a time, none twice. */
 TEST(page_cursor_keeps_same_millisecond_tasks)
@@ -313,10 +356,7 @@ TEST(page_cursor_keeps_same_millisecond_tasks)
     char ids[5][33];
     for (int i = 0; i < 5; i++)
         CHECK(insert_task(s, ids[i]) == LB_OK);
-    sqlite3 *db;
-    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "UPDATE tasks SET created_ms = 1700000000000", NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_close(db);
+    CHECK(tw_exec(db_path, "UPDATE tasks SET created_ms = 1700000000000") == LB_OK);
     int seen = 0, pages = 0;
     int64_t before = 0;
     char before_id[33] = "";
@@ -415,7 +455,7 @@ TEST(task_run_options_round_trip)
  * new columns and keeps its tasks. */
 TEST(v1_database_migrates_to_v3)
 {
-    snprintf(db_path, sizeof db_path, "%s/v1-h.db", db_dir);
+    snprintf(db_path, sizeof db_path, "%s/v1-h.db", tw_dir);
     sqlite3 *db;
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     const char *v1 =
@@ -592,29 +632,29 @@ TEST(metrics_label_escapes_and_caps)
 
 int main(void)
 {
-    if (!mkdtemp(db_dir)) {
-        perror("mkdtemp");
+    if (tw_init())
         return 1;
-    }
     RUN(open_creates_schema_and_reopens);
-    RUN(migrates_v1_database);
+    /* SQLite's older schemas: PostgreSQL starts at version 9 */
+    if (!tw_pg())
+        RUN(migrates_v1_database);
     RUN(refuses_newer_schema);
     RUN(task_lifecycle);
     RUN(finish_appends_done_event_atomically);
     RUN(invalid_arguments);
     RUN(events_after_pages);
     RUN(concurrent_writers_lose_nothing);
+    RUN(owner_limit_holds_under_concurrent_inserts);
     RUN(list_newest_first_and_delete_cascades);
     RUN(page_cursor_keeps_same_millisecond_tasks);
     RUN(task_options_round_trip);
     RUN(task_run_options_round_trip);
-    RUN(v1_database_migrates_to_v3);
+    if (!tw_pg())
+        RUN(v1_database_migrates_to_v3);
     RUN(metrics_task_counters_survive_delete);
     RUN(metrics_add_accumulates);
     RUN(metrics_label_escapes_and_caps);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
-    if (system(cmd) != 0)
+    if (tw_done())
         return 1;
     return testlib_done();
 }

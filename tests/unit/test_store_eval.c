@@ -2,6 +2,7 @@
  * one transaction per eval and its runs, the run's life
  * (pending -> running -> scoring -> done), cancel skipping what was
  * pending, the order results are read in, and delete taking the runs. */
+#include "store_where.h"
 #include "testlib.h"
 
 #include "common/status.h"
@@ -14,12 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static char db_dir[] = "/tmp/llmbox-test-store-eval-XXXXXX";
 
 static lb_store *open_fresh(const char *name)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s.db", db_dir, name);
+    char path[4096];
+    tw_fresh(name, path, sizeof path);
     lb_store *s = NULL;
     return lb_store_open(path, &s) == LB_OK ? s : NULL;
 }
@@ -172,17 +172,13 @@ TEST(finish_keeps_the_summary_and_delete_takes_the_runs)
 
 int main(void)
 {
-    if (!mkdtemp(db_dir)) {
-        perror("mkdtemp");
+    if (tw_init())
         return 1;
-    }
     RUN(insert_stores_the_eval_and_its_runs_at_once);
     RUN(runs_move_through_their_states_once);
     RUN(cancel_skips_pending_runs_and_ends_once);
     RUN(finish_keeps_the_summary_and_delete_takes_the_runs);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
-    if (system(cmd) != 0)
+    if (tw_done())
         return 1;
     return testlib_done();
 }

@@ -5,6 +5,7 @@
  * cancelled and leaving the running ones, the running count, the active
  * list, delete; and the runner's classification of a failed sample
  * (web/rollout_runner.h). */
+#include "store_where.h"
 #include "testlib.h"
 
 #include "common/status.h"
@@ -18,12 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static char db_dir[] = "/tmp/llmbox-test-store-rollout-XXXXXX";
 
 static lb_store *open_fresh(const char *name)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s.db", db_dir, name);
+    char path[4096];
+    tw_fresh(name, path, sizeof path);
     lb_store *s = NULL;
     return lb_store_open(path, &s) == LB_OK ? s : NULL;
 }
@@ -166,17 +166,13 @@ TEST(failed_samples_are_classified)
 
 int main(void)
 {
-    if (!mkdtemp(db_dir)) {
-        perror("mkdtemp");
+    if (tw_init())
         return 1;
-    }
     RUN(insert_stores_the_group_and_its_queued_samples);
     RUN(samples_move_once_and_the_group_ends_when_all_are_done);
     RUN(cancel_ends_queued_samples_and_leaves_running_ones);
     RUN(failed_samples_are_classified);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
-    if (system(cmd) != 0)
+    if (tw_done())
         return 1;
     return testlib_done();
 }

@@ -1,6 +1,7 @@
 /* Unit tests for the rounds, kept sandboxes and shares of the task store
  * (server/store/store_round.h, schema v9). */
 #include "store_v1.h"
+#include "store_where.h"
 #include "testlib.h"
 
 #include "common/status.h"
@@ -14,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static char db_dir[] = "/tmp/llmbox-test-round-XXXXXX";
-static char db_path[256];
+static char db_path[4096];
 
 static lb_store *open_fresh(const char *name)
 {
-    snprintf(db_path, sizeof db_path, "%s/%s.db", db_dir, name);
-    unlink(db_path);
+    tw_fresh(name, db_path, sizeof db_path);
+    if (!tw_pg())
+        unlink(db_path);
     lb_store *s = NULL;
     if (lb_store_open(db_path, &s) != LB_OK)
         return NULL;
@@ -324,19 +325,17 @@ TEST(v8_database_migrates_to_rounds)
 
 int main(void)
 {
-    if (!mkdtemp(db_dir)) {
-        perror("mkdtemp");
+    if (tw_init())
         return 1;
-    }
     RUN(a_round_begins_only_after_the_task_ended);
     RUN(a_round_counts_in_the_owners_limit);
     RUN(kept_sandboxes_are_capped_across_tasks);
     RUN(shares_expire_and_go_with_their_task);
     RUN(a_fork_copies_the_conversation_up_to_its_round);
-    RUN(v8_database_migrates_to_rounds);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
-    if (system(cmd) != 0)
+    /* SQLite's older schemas: PostgreSQL starts at version 9 */
+    if (!tw_pg())
+        RUN(v8_database_migrates_to_rounds);
+    if (tw_done())
         return 1;
     return testlib_done();
 }
