@@ -223,51 +223,42 @@ static int sb_write_file(const char *path, const char *val)
     return w == (ssize_t)strlen(val) ? 0 : -1;
 }
 
-int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
+/* The shell's three pipes: sandboxd keeps in[1], out[0] and err[0]; init
+ * gets the other ends (stdin, stdout, stderr of the shell it forks). */
+typedef struct sb_pipes {
+    int in[2], out[2], err[2];
+} sb_pipes;
+
+static void sb_pipes_close(sb_pipes *pp)
 {
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    int rc = LB_E_SANDBOX;
-    sb_shell_close(sb);
-    if (sb->broken) {
-        sb_msg(msg, msgsz, "the sandbox is gone (its init died)");
+    for (int i = 0; i < 2; i++) {
+        sb_close(&pp->in[i]);
+        sb_close(&pp->out[i]);
+        sb_close(&pp->err[i]);
+    }
+}
+
+static int sb_pipes_open(sb_pipes *pp, char *msg, size_t msgsz)
+{
+    for (int i = 0; i < 2; i++)
+        pp->in[i] = pp->out[i] = pp->err[i] = -1;
+    if (pipe2(pp->in, O_CLOEXEC) || pipe2(pp->out, O_CLOEXEC) || pipe2(pp->err, O_CLOEXEC)) {
+        sb_msg(msg, msgsz, "pipe: %s", strerror(errno));
+        sb_pipes_close(pp);
         return LB_E_SANDBOX;
     }
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-        sb_msg(msg, msgsz, "pipe: %s", strerror(errno));
-        goto out;
-    }
-    int fds[3] = {in[0], out[1], err[1]};
-    ssize_t w = lbsd_fds_send(sb->ctl_fd, "SPAWN", 5, fds, 3, 0);
-    if (w != 5) {
-        sb_msg(msg, msgsz, "cannot reach the sandbox init: %s", strerror(errno));
-        goto out;
-    }
-    /* until "PID n" arrives, an "EXIT" of the previous shell may come first */
-    int64_t end = lb_mono_ms() + LBSD_CTL_TIMEOUT_MS;
-    for (;;) {
-        char buf[256];
-        int left = (int)(end - lb_mono_ms());
-        ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
-        if (n <= 0) {
-            sb_msg(msg, msgsz, "the sandbox init did not start a shell");
-            goto out;
-        }
-        int pid, st;
-        if (sscanf(buf, "PID %d", &pid) == 1 && pid > 1) {
-            sb->sh_nspid = pid;
-            break;
-        }
-        if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2)
-            continue; /* the old shell, already replaced */
-        if (!strncmp(buf, "ERR ", 4)) {
-            sb_msg(msg, msgsz, "sandbox init: %s", buf + 4);
-            goto out;
-        }
-    }
-    sb->sh_in = in[1];
-    sb->sh_out = out[0];
-    sb->sh_err = err[0];
-    in[1] = out[0] = err[0] = -1;
+    return LB_OK;
+}
+
+/* Takes our ends of pp for the shell init started as nspid (inside). */
+static void sb_shell_adopt(lbsd_sandbox *sb, sb_pipes *pp, int nspid)
+{
+    sb->sh_nspid = nspid;
+    sb->sh_in = pp->in[1];
+    sb->sh_out = pp->out[0];
+    sb->sh_err = pp->err[0];
+    pp->in[1] = pp->out[0] = pp->err[0] = -1;
+    sb_pipes_close(pp); /* init has its copies of the others */
     fcntl(sb->sh_in, F_SETFL, O_NONBLOCK);
     fcntl(sb->sh_out, F_SETFL, O_NONBLOCK);
     fcntl(sb->sh_err, F_SETFL, O_NONBLOCK);
@@ -290,13 +281,52 @@ int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
         lb_warn("sandbox %s: cannot prime the new shell", sb->id);
     lb_buf_reset(&sb->idle_out);
     lb_buf_reset(&sb->idle_err);
-    rc = LB_OK;
-out:
-    for (int i = 0; i < 2; i++) {
-        sb_close(&in[i]);
-        sb_close(&out[i]);
-        sb_close(&err[i]);
+}
+
+/* A new shell for a sandbox that is up (the first one comes with GO, see
+ * sb_start_init): SPAWN with the shell's ends, then init's "PID n". */
+int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
+{
+    sb_pipes pp;
+    int rc = LB_E_SANDBOX;
+    sb_shell_close(sb);
+    if (sb->broken) {
+        sb_msg(msg, msgsz, "the sandbox is gone (its init died)");
+        return LB_E_SANDBOX;
     }
+    if (sb_pipes_open(&pp, msg, msgsz) != LB_OK)
+        return LB_E_SANDBOX;
+    int fds[3] = {pp.in[0], pp.out[1], pp.err[1]};
+    ssize_t w = lbsd_fds_send(sb->ctl_fd, "SPAWN", 5, fds, 3, 0);
+    if (w != 5) {
+        sb_msg(msg, msgsz, "cannot reach the sandbox init: %s", strerror(errno));
+        goto out;
+    }
+    /* until "PID n" arrives, an "EXIT" of the previous shell may come first */
+    int64_t end = lb_mono_ms() + LBSD_CTL_TIMEOUT_MS;
+    for (;;) {
+        char buf[256];
+        int left = (int)(end - lb_mono_ms());
+        ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
+        if (n <= 0) {
+            sb_msg(msg, msgsz, "the sandbox init did not start a shell");
+            goto out;
+        }
+        int pid, st;
+        if (sscanf(buf, "PID %d", &pid) == 1 && pid > 1) {
+            sb_shell_adopt(sb, &pp, pid);
+            rc = LB_OK;
+            goto out;
+        }
+        if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2)
+            continue; /* the old shell, already replaced */
+        if (!strncmp(buf, "ERR ", 4)) {
+            sb_msg(msg, msgsz, "sandbox init: %s", buf + 4);
+            goto out;
+        }
+    }
+out:
+    sb_pipes_close(&pp);
     return rc;
 }
 
@@ -340,16 +370,16 @@ int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, 
     return rc;
 }
 
-/* Init's setup, from GO to READY: it asks once for its id maps (after its
- * mounts, before it drops privileges). */
-static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
+/* Init's setup, from GO to "READY <shell's pid inside>": it asks once for
+ * its id maps (after its mounts, before it drops privileges). */
+static int sb_wait_ready(lbsd_sandbox *sb, int *nspid, char *msg, size_t msgsz)
 {
     int64_t end = lb_mono_ms() + LBSD_INIT_TIMEOUT_MS;
     for (;;) {
         char buf[512];
         int left = (int)(end - lb_mono_ms());
         ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
-        if (n > 0 && !strcmp(buf, "READY"))
+        if (n > 0 && sscanf(buf, "READY %d", nspid) == 1 && *nspid > 1)
             return LB_OK;
         if (n > 0 && !strcmp(buf, "USERNS")) {
             if (lbsd_idmap_write_maps(sb->init_pid, sb->uid_root, msg, msgsz) != LB_OK)
@@ -421,16 +451,30 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
             lb_warn("sandbox %s: cannot shield init from the OOM killer: %s", sb->id,
                     strerror(errno));
     }
-    if (send(sb->ctl_fd, "GO", 2, MSG_NOSIGNAL) != 2) {
+    /* GO carries the first shell's ends of its pipes: init forks the shell
+     * as soon as it has dropped its privileges, so bash starts while we
+     * finish here and answer, and no SPAWN round trip follows READY */
+    sb_pipes pp;
+    if (sb_pipes_open(&pp, msg, msgsz) != LB_OK)
+        return LB_E_SANDBOX;
+    int fds[3] = {pp.in[0], pp.out[1], pp.err[1]}, nspid = 0;
+    if (lbsd_fds_send(sb->ctl_fd, "GO", 2, fds, 3, 0) != 2) {
         sb_msg(msg, msgsz, "the sandbox init died at start");
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
     }
-    if (sb_wait_ready(sb, msg, msgsz) != LB_OK)
+    sb_close(&pp.in[0]); /* init's now: the shell must see EOF when we close ours */
+    sb_close(&pp.out[1]);
+    sb_close(&pp.err[1]);
+    if (sb_wait_ready(sb, &nspid, msg, msgsz) != LB_OK) {
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
+    }
     snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
     struct stat st;
     if (stat(p, &st) != 0) {
         sb_msg(msg, msgsz, "cannot identify the sandbox pid namespace");
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
     }
     sb->pidns_dev = (uint64_t)st.st_dev;
@@ -441,8 +485,10 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     sb->root_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sb->root_fd < 0) {
         sb_msg(msg, msgsz, "cannot open the sandbox root: %s", strerror(errno));
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
     }
+    sb_shell_adopt(sb, &pp, nspid); /* needs pidns_* (sb_host_pid's fallback) */
     return LB_OK;
 }
 
@@ -513,8 +559,6 @@ int lbsd_sandbox_make(const lb_config *cfg, const lbsd_req *req, lbsd_sandbox **
         goto fail;
     rc = LB_E_SANDBOX;
     if (sb_start_init(sb, msg, msgsz) != LB_OK)
-        goto fail;
-    if (lbsd_shell_spawn(sb, msg, msgsz) != LB_OK)
         goto fail;
     lb_info("sandbox %s created (image %s, %d MiB, %d pids, %d milli-cpu, %d MiB disk, uid slot "
             "%d, %lld ms)",
@@ -599,7 +643,13 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
         sb->slot_held = 0;
     }
     lbsd_net_detach(sb); /* its slirp4netns, before the cgroups it sits in */
-    if (sb->cg.made && lbsd_cg_remove(&sb->cg) != LB_OK)
+    /* with init reaped nothing of the sandbox is left in its groups: they
+     * may serve the next create (cgroup.h, lbsd_cg_retire) */
+    int cg_rc = !sb->cg.made ? LB_OK
+                : sb->init_pid > 0 && sb->init_reaped
+                    ? lbsd_cg_retire(&sb->cg, (uint64_t)sb->memory_mib << 20)
+                    : lbsd_cg_remove(&sb->cg);
+    if (cg_rc != LB_OK)
         lb_warn("sandbox %s: cannot remove its cgroups (the next start removes them): %s",
                 sb->id, strerror(errno));
     if (sb->dir[0] && lbsd_rmtree_force(sb->dir) != LB_OK)
