@@ -337,6 +337,14 @@ out:
  * writable layer there, owned by the sandbox's root. */
 static int sb_prepare_dirs(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
+    /* var/sandboxes exists but for the first create (a walk of mkdirs of
+     * every component each time showed up in perf) */
+    if (mkdir(sb->dir, 0700) == 0)
+        return LB_OK;
+    if (errno != ENOENT) {
+        sb_msg(msg, msgsz, "cannot create %s: %s", sb->dir, strerror(errno));
+        return LB_E_SANDBOX;
+    }
     char p[LB_CFG_PATH + 128];
     snprintf(p, sizeof p, "%s/sandboxes", sb->cfg->var_dir);
     if (lb_mkdirs(p, 0700) != LB_OK) {
