@@ -689,7 +689,12 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
     if (cg_rc != LB_OK)
         lb_warn("sandbox %s: cannot remove its cgroups (the next start removes them): %s",
                 sb->id, strerror(errno));
-    if (sb->dir[0] && lbsd_rmtree_force(sb->dir) != LB_OK)
+    /* The dir is only a mount point on the host (init mounts on it in its
+     * own namespace), so it is empty but for the nat helper's log: one
+     * rmdir, and the full removal (which first reads the host's whole
+     * mountinfo for mounts under it) only when that is refused. */
+    if (sb->dir[0] && rmdir(sb->dir) != 0 && errno != ENOENT &&
+        lbsd_rmtree_force(sb->dir) != LB_OK)
         lb_warn("sandbox %s: cannot remove %s: %s", sb->id, sb->dir, strerror(errno));
     if (sb->init_pid > 0)
         lb_info("sandbox %s destroyed", sb->id);
