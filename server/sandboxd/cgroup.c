@@ -234,6 +234,7 @@ int lbsd_cg_set_root(const char *root)
     cg_v2_cpu = cg_cpu_warned = 0;
     cg_v2_base[0] = '\0';
     cg_nspares = 0; /* a test's new tree: the old one's spares are not in it */
+    cg_spare_seq = 0;
     return LB_OK;
 }
 
@@ -348,8 +349,13 @@ int lbsd_cg_retire(lbsd_cgroup *cg, uint64_t mem_bytes)
             return lbsd_cg_remove(cg);
         cg->cpu[0] = '\0';
     }
-    char st[32] = "";
-    int ok = (!cg->v2[0] || cg_empty(cg->v2)) && (!cg->mem[0] || cg_empty(cg->mem)) &&
+    char st[32] = "", fz[8] = "";
+    /* v2: not frozen (a file a kernel without the v2 freezer lacks: then
+     * nothing can have frozen it) */
+    int v2_frozen = cg->v2[0] && cg_read(cg->v2, "cgroup.freeze", fz, sizeof fz) == LB_OK &&
+                    fz[0] == '1';
+    int ok = (!cg->v2[0] || (cg_empty(cg->v2) && !v2_frozen)) &&
+             (!cg->mem[0] || cg_empty(cg->mem)) &&
              (!cg->pids[0] || cg_empty(cg->pids)) &&
              (!cg->frz[0] || (cg_empty(cg->frz) &&
                               cg_read(cg->frz, "freezer.state", st, sizeof st) == LB_OK &&

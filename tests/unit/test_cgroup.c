@@ -573,7 +573,15 @@ TEST(v1_spare_groups_are_reused_with_their_own_limits)
     }
 }
 
-/* v2: a spare's cpu.max is written either way (a limit, or none) */
+static int exists_spare_v2(int n)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/spare-%d", tag, n);
+    return exists(rel);
+}
+
+/* v2: a spare's cpu.max is written either way (a limit, or none); a
+ * frozen group is never kept */
 TEST(v2_spare_group_gets_its_cpu_limit_written)
 {
     fresh();
@@ -581,7 +589,15 @@ TEST(v2_spare_group_gets_its_cpu_limit_written)
     lbsd_cgroup cg;
     char rel[256];
     CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 500) == LB_OK);
+    /* a group left frozen is not kept */
+    CHECK(lbsd_cg_freeze(&cg, 1) == LB_OK);
     CHECK(lbsd_cg_retire(&cg, 256ull << 20) == LB_OK);
+    CHECK(!exists_spare_v2(0));
+    rel_of(rel, sizeof rel, ID1, NULL);
+    CHECK(!exists(rel));
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 500) == LB_OK);
+    CHECK(lbsd_cg_retire(&cg, 256ull << 20) == LB_OK);
+    CHECK(exists_spare_v2(0));
     CHECK(lbsd_cg_create(&cg, ID2, 512ull << 20, 64, 0) == LB_OK);
     rel_of(rel, sizeof rel, ID2, "cpu.max");
     CHECK(file_is(rel, "max 100000"));
