@@ -657,6 +657,15 @@ int lbsd_cg_kill(const lbsd_cgroup *cg)
     return LB_E_IO;
 }
 
+int lbsd_cg_kill_members(const lbsd_cgroup *cg)
+{
+    const char *dirs[] = {cg->v2, cg->pids, cg->mem, cg->frz};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (dirs[i][0])
+            return cg_kill_procs(dirs[i]);
+    return 0;
+}
+
 static int cg_rmdir_retry(const char *dir)
 {
     /* a group whose last task just died can stay busy for a moment */

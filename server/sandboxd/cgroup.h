@@ -57,6 +57,10 @@ uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg);
  * meanwhile: v2 cgroup.kill, v1 freeze + kill + thaw. LB_E_IO when there is
  * no such mechanism (the caller falls back to a /proc scan). */
 LB_MUST_CHECK int lbsd_cg_kill(const lbsd_cgroup *cg);
+/* SIGKILLs whatever one of the groups lists, once, without freezing it
+ * (no wait): for a process in the groups that is not in the sandbox's pid
+ * namespace, should there ever be one. Returns how many. */
+int lbsd_cg_kill_members(const lbsd_cgroup *cg);
 /* issue 14: freezes (on) or thaws the groups: v2 cgroup.freeze, v1
  * freezer.state. LB_E_IO (errno set) without a freezer or when refused.
  * The freezer is asynchronous: lbsd_cg_is_frozen says when it is done. */

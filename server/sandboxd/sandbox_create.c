@@ -656,12 +656,17 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
          * SIGKILLs every member (zap_pid_ns_processes). v2's cgroup.kill
          * does the same at once and costs nothing to wait for, so it stays;
          * v1's freeze + kill + thaw waited for the freezer (1 ms steps) for
-         * no more than that, and is gone from this path (issue 12, part 4).
+         * no more than that, and is gone from this path (issue 12, part 4):
+         * v1 kills what its groups list once instead, without a wait.
          * A cgroup-frozen sandbox is thawed after the kill: its members die
          * as they thaw. */
         if (sb->cg.v2[0])
             LB_IGNORE(lbsd_cg_kill(&sb->cg)); /* init's SIGKILL below is what counts */
         kill(sb->init_pid, SIGKILL);
+        /* v1: and whatever the groups list besides, should anything of the
+         * sandbox ever live outside its pid namespace (one read, no wait) */
+        if (!sb->cg.v2[0])
+            lbsd_cg_kill_members(&sb->cg);
         if (sb->frozen == LBSD_FROZEN_CGROUP)
             LB_IGNORE(lbsd_cg_freeze(&sb->cg, 0)); /* a refusal leaves init unreaped: logged below */
         if (!sb_reap_init(sb, 10000))

@@ -580,6 +580,23 @@ static int exists_spare_v2(int n)
     return exists(rel);
 }
 
+/* v1 destroy: whatever the groups list is killed, without the freezer */
+TEST(v1_kill_members_kills_what_the_groups_list)
+{
+    fresh();
+    model_layout_v1("memory pids freezer");
+    lbsd_cgroup cg;
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 0) == LB_OK);
+    pid_t a = sleeper(), b = sleeper();
+    CHECK(lbsd_cg_attach(&cg, a) == LB_OK && lbsd_cg_attach(&cg, b) == LB_OK);
+    model_log[0] = '\0';
+    CHECK(lbsd_cg_kill_members(&cg) == 2);
+    CHECK(!strstr(model_log, "freezer.state")); /* no freeze, no wait */
+    CHECK(reaped_by(a) == SIGKILL && reaped_by(b) == SIGKILL);
+    CHECK(lbsd_cg_kill_members(&cg) == 0);
+    CHECK(lbsd_cg_remove(&cg) == LB_OK);
+}
+
 /* v2: a spare's cpu.max is written either way (a limit, or none); a
  * frozen group is never kept */
 TEST(v2_spare_group_gets_its_cpu_limit_written)
@@ -714,6 +731,7 @@ int main(void)
     RUN(freeze_and_thaw_write_the_freezer);
     RUN(v1_spare_groups_are_reused_with_their_own_limits);
     RUN(v2_spare_group_gets_its_cpu_limit_written);
+    RUN(v1_kill_members_kills_what_the_groups_list);
     RUN(v1_startup_cleanup_kills_and_removes_stale_groups);
     RUN(v1_missing_controllers_are_logged);
     RUN(no_tree_means_rlimits_and_a_warning);
