@@ -15,7 +15,10 @@ include/llmbox/sandbox.h, and measures the same things for the peer,
   exec round trip                `true` in the persistent shell; peer: a fresh
                                  `bwrap ... /bin/true` each time
   creates per second             2 and 16 clients, each its own connection,
-                                 create+destroy loops; peer: bwrap /bin/true loops
+                                 create+destroy loops; peer: bwrap /bin/true loops;
+                                 and the CPU time of each cycle: sandboxd, its zygote
+                                 and what it reaped (inits, shells) against bwrap's
+                                 and its sandbox's (this script's reaped children)
   64 clients x 64 sandboxes     each client its own connection and sandbox, looping
                                  exec `echo`: execs per second, p50/p99; peer: bwrap
                                  /bin/true runs per second from 16 clients
@@ -531,6 +534,28 @@ def run_clients(k, secs, body):
     return sum(counts) / (time.perf_counter() - start), errors
 
 
+def proc_ticks(pid, fields):
+    """Sum of /proc/<pid>/stat fields (1-based numbers), in seconds."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(v[i - 3]) for i in fields) / os.sysconf("SC_CLK_TCK")
+
+
+def daemon_cpu(d):
+    """CPU seconds of sandboxd, of what it has reaped (each init, and through
+    it each shell: utime, stime, cutime, cstime) and of its zygote."""
+    return proc_ticks(d.pid, (14, 15, 16, 17)) + sum(proc_ticks(z, (14, 15)) for z in zygotes(d))
+
+
+def children_cpu():
+    """CPU seconds of this script's reaped children (bwrap and its sandbox)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def llmbox_loop(d):
     def body(stop):
         c = Conn(d.sock)
@@ -1003,10 +1028,20 @@ def main():
             bench_peers(d, a.peer_n, bw)
         if "rate" in parts:
             for k in (2, 16):
+                c0, t0 = daemon_cpu(d), time.perf_counter()
                 lr, lerr = run_clients(k, a.secs, llmbox_loop(d))
+                c1, t1 = daemon_cpu(d), time.perf_counter()
+                b0 = children_cpu()
                 br, berr = run_clients(k, a.secs, bwrap_loop)
+                b1, t2 = children_cpu(), time.perf_counter()
                 line("creates/s, %d clients (create+destroy)" % k, "%.1f /s" % lr,
                      "%.2fx bwrap runs/s (%.1f /s)" % (lr / br if br else 0, br))
+                # CPU per cycle: what the machine's load does not change much,
+                # unlike the rates (the peer's excludes this script's spawning)
+                lc = (c1 - c0) / max(1.0, lr * (t1 - t0)) * 1000
+                bc = (b1 - b0) / max(1.0, br * (t2 - t1)) * 1000
+                line("  CPU per create+destroy / per bwrap run", "%.2f ms" % lc,
+                     "%.2fx bwrap's %.2f ms" % (lc / bc if bc else 0, bc))
                 for e in (lerr + berr)[:3]:
                     print("    error: %s" % e)
         if "many" in parts:

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,19 @@ static int cg_mode = -1;
 static int cg_v1_mem, cg_v1_pids, cg_v1_cpu, cg_v1_frz; /* which v1 controllers we could use */
 static int cg_v2_cpu;                                   /* v2: the cpu controller is there */
 static int cg_cpu_warned;
+
+/* spare groups (lbsd_cg_retire, below) */
+#define CG_SPARES_MAX 64
+typedef struct cg_spare {
+    unsigned n;          /* its name: spare-<n> in each hierarchy it has */
+    uint64_t mem_bytes;  /* its memory limit now */
+    int has_v2, has_mem, has_pids, has_frz;
+} cg_spare;
+
+static pthread_mutex_t cg_spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static cg_spare cg_spares[CG_SPARES_MAX];
+static int cg_nspares;
+static unsigned cg_spare_seq;
 
 const char *lbsd_cg_mode_name(lbsd_cg_mode m)
 {
@@ -219,6 +233,8 @@ int lbsd_cg_set_root(const char *root)
     cg_v1_mem = cg_v1_pids = cg_v1_cpu = cg_v1_frz = 0;
     cg_v2_cpu = cg_cpu_warned = 0;
     cg_v2_base[0] = '\0';
+    cg_nspares = 0; /* a test's new tree: the old one's spares are not in it */
+    cg_spare_seq = 0;
     return LB_OK;
 }
 
@@ -266,6 +282,196 @@ int lbsd_cg_set_pids(const lbsd_cgroup *cg, int pids)
     return LB_OK;
 }
 
+/* ---- spare groups --------------------------------------------------------
+ *
+ * Making a memory cgroup and removing it is most of what a create and a
+ * destroy cost sandboxd's threads (perf, bench/RESULTS.md part 4: mkdir
+ * with the memcg's shrinker state, and the kernel's workers that take the
+ * removed group offline later, both under cgroup_mutex). So the groups of
+ * a destroyed sandbox are kept, renamed "spare-<n>", and the next create
+ * renames them to its own id instead of making new ones.
+ *
+ * Only groups with nothing left in them are kept: the sandbox's init was
+ * reaped (so its pid namespace is empty), every kept group's cgroup.procs
+ * reads empty, and the freezer is thawed. What a kept group carries over
+ * is none of the next tenant's business and none it could use: the
+ * limits are written again at reuse, the OOM-kill count is read at reuse
+ * and subtracted (lbsd_cgroup.oom_base), a cpu group is never kept (a
+ * v2 group's cpu.max is written either way), and page cache charged to
+ * it by the last tenant (files of the shared image) is reclaimable and
+ * counts against the new limit the way the tenant's own cache would. The
+ * sandbox cannot read any of its group's files (no cgroupfs inside). */
+static int cg_rmdir_retry(const char *dir);
+static uint64_t cg_oom_total(const lbsd_cgroup *cg);
+
+
+static void cg_spare_path(char *out, size_t outsz, const char *base, unsigned n)
+{
+    snprintf(out, outsz, "%s/spare-%u", base, n);
+}
+
+/* Renames dir (a group of this sandbox, under base) to spare-<n>, or back. */
+static int cg_rename(const char *from, const char *to)
+{
+    return rename(from, to) == 0 ? LB_OK : LB_E_IO;
+}
+
+/* Whether the group dir holds no process (unreadable counts as not empty). */
+static int cg_empty(const char *dir)
+{
+    char buf[64];
+    return cg_read(dir, "cgroup.procs", buf, sizeof buf) == LB_OK && buf[0] == '\0';
+}
+
+/* Removes a spare's groups (at shutdown, or when it cannot be reused). */
+static void cg_spare_drop(const cg_spare *sp)
+{
+    char p[LBSD_CG_PATH];
+    const struct { int has; const char *base; } h[] = {
+        {sp->has_v2, CG_V2_BASE}, {sp->has_mem, CG_V1_MEM}, {sp->has_pids, CG_V1_PIDS},
+        {sp->has_frz, CG_V1_FRZ}};
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
+        if (!h[i].has)
+            continue;
+        cg_spare_path(p, sizeof p, h[i].base, sp->n);
+        LB_IGNORE(cg_rmdir_retry(p)); /* says why itself; the next start removes it */
+    }
+}
+
+int lbsd_cg_retire(lbsd_cgroup *cg, uint64_t mem_bytes)
+{
+    if (!cg->made)
+        return LB_OK;
+    /* a cpu group is made only with a CPU limit: never kept */
+    if (cg->cpu[0]) {
+        struct stat st;
+        if (stat(cg->cpu, &st) == 0 && cg_rmdir_retry(cg->cpu) != LB_OK)
+            return lbsd_cg_remove(cg);
+        cg->cpu[0] = '\0';
+    }
+    char st[32] = "", fz[8] = "";
+    /* v2: not frozen (a file a kernel without the v2 freezer lacks: then
+     * nothing can have frozen it) */
+    int v2_frozen = cg->v2[0] && cg_read(cg->v2, "cgroup.freeze", fz, sizeof fz) == LB_OK &&
+                    fz[0] == '1';
+    int ok = (!cg->v2[0] || (cg_empty(cg->v2) && !v2_frozen)) &&
+             (!cg->mem[0] || cg_empty(cg->mem)) &&
+             (!cg->pids[0] || cg_empty(cg->pids)) &&
+             (!cg->frz[0] || (cg_empty(cg->frz) &&
+                              cg_read(cg->frz, "freezer.state", st, sizeof st) == LB_OK &&
+                              !strncmp(st, "THAWED", 6)));
+    pthread_mutex_lock(&cg_spare_mu);
+    if (!ok || cg_nspares >= CG_SPARES_MAX) {
+        pthread_mutex_unlock(&cg_spare_mu);
+        return lbsd_cg_remove(cg);
+    }
+    cg_spare sp = {.n = cg_spare_seq++, .mem_bytes = mem_bytes, .has_v2 = cg->v2[0] != 0,
+                   .has_mem = cg->mem[0] != 0, .has_pids = cg->pids[0] != 0,
+                   .has_frz = cg->frz[0] != 0};
+    pthread_mutex_unlock(&cg_spare_mu);
+    char to[LBSD_CG_PATH];
+    char *dirs[] = {cg->v2, cg->mem, cg->pids, cg->frz};
+    const char *bases[] = {CG_V2_BASE, CG_V1_MEM, CG_V1_PIDS, CG_V1_FRZ};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        if (!dirs[i][0])
+            continue;
+        cg_spare_path(to, sizeof to, bases[i], sp.n);
+        if (cg_rename(dirs[i], to) != LB_OK) {
+            /* the ones renamed already: back, then all removed as usual */
+            for (size_t k = 0; k < i; k++) {
+                if (!dirs[k][0])
+                    continue;
+                cg_spare_path(to, sizeof to, bases[k], sp.n);
+                LB_IGNORE(cg_rename(to, dirs[k])); /* the removal below says what is left */
+            }
+            return lbsd_cg_remove(cg);
+        }
+    }
+    pthread_mutex_lock(&cg_spare_mu);
+    if (cg_nspares < CG_SPARES_MAX) {
+        cg_spares[cg_nspares++] = sp;
+        sp.n = 0;
+        sp.has_v2 = sp.has_mem = sp.has_pids = sp.has_frz = 0;
+    }
+    pthread_mutex_unlock(&cg_spare_mu);
+    cg_spare_drop(&sp); /* only if the list filled up meanwhile */
+    cg->made = 0;
+    return LB_OK;
+}
+
+/* Takes a spare for id: its groups renamed to id's, limits written. 1: cg
+ * is set up; 0: no usable spare (cg untouched, made fresh by the caller). */
+static int cg_spare_take(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids,
+                         int want_cpu, long long quota)
+{
+    for (;;) {
+        pthread_mutex_lock(&cg_spare_mu);
+        if (!cg_nspares) {
+            pthread_mutex_unlock(&cg_spare_mu);
+            return 0;
+        }
+        cg_spare sp = cg_spares[--cg_nspares];
+        pthread_mutex_unlock(&cg_spare_mu);
+        /* the hierarchies in use now are the ones it was made in (the
+         * mode is probed once) */
+        struct {
+            int has;
+            const char *base;
+            char *dir;
+        } h[] = {{sp.has_v2, CG_V2_BASE, cg->v2}, {sp.has_mem, CG_V1_MEM, cg->mem},
+                 {sp.has_pids, CG_V1_PIDS, cg->pids}, {sp.has_frz, CG_V1_FRZ, cg->frz}};
+        int ok = 1;
+        char from[LBSD_CG_PATH];
+        for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
+            if (!h[i].has)
+                continue;
+            cg_spare_path(from, sizeof from, h[i].base, sp.n);
+            snprintf(h[i].dir, LBSD_CG_PATH, "%s/%s", h[i].base, id);
+            if (ok && cg_rename(from, h[i].dir) == LB_OK) {
+                cg->made = 1;
+                continue;
+            }
+            ok = 0;
+            LB_IGNORE(cg_rmdir_retry(from)); /* logged; the next start removes it */
+            h[i].dir[0] = '\0';
+        }
+        /* v1: memsw >= limit at every step, so the old limit decides the order */
+        if (ok && lbsd_cg_set_memory(cg, sp.mem_bytes, mem_bytes) != LB_OK)
+            ok = 0;
+        if (ok && lbsd_cg_set_pids(cg, pids) != LB_OK)
+            ok = 0;
+        if (ok && cg->v2[0] && cg_v2_cpu) {
+            char val[48];
+            if (want_cpu)
+                snprintf(val, sizeof val, "%lld %d", quota, CG_CPU_PERIOD_US);
+            else
+                snprintf(val, sizeof val, "max %d", CG_CPU_PERIOD_US);
+            if (cg_write(cg->v2, "cpu.max", val) != LB_OK)
+                ok = 0;
+        }
+        if (ok) {
+            cg->oom_base = cg_oom_total(cg);
+            return 1;
+        }
+        lb_warn("a spare cgroup could not be reused (%s): making a new one", strerror(errno));
+        LB_IGNORE(lbsd_cg_remove(cg)); /* logged by cg_rmdir_retry */
+        memset(cg, 0, sizeof *cg);
+    }
+}
+
+/* v1: the cpu group of id with its quota per 100 ms period. */
+static int cg_v1_cpu_make(lbsd_cgroup *cg, const char *id, long long quota)
+{
+    char val[48];
+    if (cg_v1_make(cg->cpu, sizeof cg->cpu, CG_V1_CPU, id, cg) != LB_OK)
+        return LB_E_IO;
+    snprintf(val, sizeof val, "%d", CG_CPU_PERIOD_US);
+    if (cg_write(cg->cpu, "cpu.cfs_period_us", val) != LB_OK)
+        return LB_E_IO;
+    snprintf(val, sizeof val, "%lld", quota);
+    return cg_write(cg->cpu, "cpu.cfs_quota_us", val);
+}
+
 int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids, int cpu_milli)
 {
     memset(cg, 0, sizeof *cg);
@@ -282,6 +488,14 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
      * kernel's minimum quota, 1 ms, is 10 milli: the config and the RPC
      * refuse less) */
     long long quota = (long long)cpu_milli * (CG_CPU_PERIOD_US / 1000);
+    if (cg_spare_take(cg, id, mem_bytes, pids, want_cpu && cg_v2_cpu, quota)) {
+        if (m == LBSD_CG_V2 || !want_cpu || !cg_v1_cpu)
+            return LB_OK;
+        /* v1: the cpu group is never a spare's */
+        if (cg_v1_cpu_make(cg, id, quota) != LB_OK)
+            goto fail;
+        return LB_OK;
+    }
     if (m == LBSD_CG_V2) {
         snprintf(cg->v2, sizeof cg->v2, "%s/%s", CG_V2_BASE, id);
         if (mkdir(cg->v2, 0755) != 0) {
@@ -319,16 +533,8 @@ int lbsd_cg_create(lbsd_cgroup *cg, const char *id, uint64_t mem_bytes, int pids
             goto fail;
     }
     /* no group at all without a limit: each v1 group costs a mkdir and an rmdir */
-    if (want_cpu && cg_v1_cpu) {
-        if (cg_v1_make(cg->cpu, sizeof cg->cpu, CG_V1_CPU, id, cg) != LB_OK)
-            goto fail;
-        snprintf(val, sizeof val, "%d", CG_CPU_PERIOD_US);
-        if (cg_write(cg->cpu, "cpu.cfs_period_us", val) != LB_OK)
-            goto fail;
-        snprintf(val, sizeof val, "%lld", quota);
-        if (cg_write(cg->cpu, "cpu.cfs_quota_us", val) != LB_OK)
-            goto fail;
-    }
+    if (want_cpu && cg_v1_cpu && cg_v1_cpu_make(cg, id, quota) != LB_OK)
+        goto fail;
     if (cg_v1_frz && cg_v1_make(cg->frz, sizeof cg->frz, CG_V1_FRZ, id, cg) != LB_OK)
         goto fail;
     return LB_OK;
@@ -356,7 +562,8 @@ int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid)
     return LB_OK;
 }
 
-uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg)
+/* The group's own count, since it was made (a spare's earlier ones too). */
+static uint64_t cg_oom_total(const lbsd_cgroup *cg)
 {
     if (cg->v2[0])
         return cg_keyed(cg->v2, "memory.events", "oom_kill");
@@ -366,6 +573,12 @@ uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg)
         return cg_keyed(cg->mem, "memory.oom_control", "oom_kill");
     }
     return 0;
+}
+
+uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg)
+{
+    uint64_t n = cg_oom_total(cg);
+    return n > cg->oom_base ? n - cg->oom_base : 0;
 }
 
 /* SIGKILLs whatever is listed in a group. Returns how many. */
@@ -444,6 +657,15 @@ int lbsd_cg_kill(const lbsd_cgroup *cg)
     return LB_E_IO;
 }
 
+int lbsd_cg_kill_members(const lbsd_cgroup *cg)
+{
+    const char *dirs[] = {cg->v2, cg->pids, cg->mem, cg->frz};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (dirs[i][0])
+            return cg_kill_procs(dirs[i]);
+    return 0;
+}
+
 static int cg_rmdir_retry(const char *dir)
 {
     /* a group whose last task just died can stay busy for a moment */
@@ -484,7 +706,8 @@ static void cg_cleanup_base(const char *base, int freezer)
     struct dirent *de;
     int n = 0;
     while ((de = readdir(d))) {
-        if (!lb_id_valid(de->d_name))
+        /* a sandbox's group, or a spare (lbsd_cg_retire) */
+        if (!lb_id_valid(de->d_name) && strncmp(de->d_name, "spare-", 6) != 0)
             continue;
         char p[LBSD_CG_PATH];
         snprintf(p, sizeof p, "%s/%s", base, de->d_name);
@@ -506,6 +729,10 @@ static void cg_cleanup_base(const char *base, int freezer)
 void lbsd_cg_cleanup_stale(void)
 {
     lbsd_cg_mode m = lbsd_cg_detect();
+    /* the spares go with the rest (they are empty: nothing to kill) */
+    pthread_mutex_lock(&cg_spare_mu);
+    cg_nspares = 0;
+    pthread_mutex_unlock(&cg_spare_mu);
     if (m == LBSD_CG_V2) {
         cg_cleanup_base(CG_V2_BASE, 0);
     } else if (m == LBSD_CG_V1) {
@@ -527,6 +754,10 @@ void lbsd_cg_shutdown(void)
      * stack's temporary var dir would otherwise leave one empty group each */
     if (!cg_v2_base[0])
         return;
+    pthread_mutex_lock(&cg_spare_mu);
+    while (cg_nspares > 0)
+        cg_spare_drop(&cg_spares[--cg_nspares]);
+    pthread_mutex_unlock(&cg_spare_mu);
     rmdir(CG_V2_BASE);
     rmdir(CG_V1_MEM);
     rmdir(CG_V1_PIDS);

@@ -8,7 +8,8 @@
  * /sys/fs/cgroup/{memory,pids,cpu,freezer}; if neither can be written,
  * sandboxes fall back to rlimits (RLIMIT_AS, RLIMIT_NPROC) and a single
  * warning is logged. Groups are named llmbox-<hash of var dir>/<sandbox id>
- * in each hierarchy.
+ * in each hierarchy; a destroyed sandbox's empty groups wait as
+ * llmbox-<hash>/spare-<n> for the next create (lbsd_cg_retire).
  */
 #ifndef LBSD_CGROUP_H
 #define LBSD_CGROUP_H
@@ -29,6 +30,7 @@ typedef struct lbsd_cgroup {
     char cpu[LBSD_CG_PATH];    /* v1: cpu group dir ("" if none or no CPU limit) */
     char frz[LBSD_CG_PATH];    /* v1: freezer group dir ("" if none) */
     int made;
+    uint64_t oom_base;         /* OOM kills the groups had when this sandbox took them */
 } lbsd_cgroup;
 
 /* Probes once at startup; later calls return the cached answer. */
@@ -49,12 +51,16 @@ LB_MUST_CHECK int lbsd_cg_set_memory(const lbsd_cgroup *cg, uint64_t old_bytes, 
 LB_MUST_CHECK int lbsd_cg_set_pids(const lbsd_cgroup *cg, int pids);
 /* Moves pid into the groups. */
 LB_MUST_CHECK int lbsd_cg_attach(const lbsd_cgroup *cg, pid_t pid);
-/* OOM kills so far in the group (0 when unknown). */
+/* OOM kills in the groups since this sandbox has them (0 when unknown). */
 uint64_t lbsd_cg_oom_kills(const lbsd_cgroup *cg);
 /* SIGKILLs every process in the groups at once, so that none can fork away
  * meanwhile: v2 cgroup.kill, v1 freeze + kill + thaw. LB_E_IO when there is
  * no such mechanism (the caller falls back to a /proc scan). */
 LB_MUST_CHECK int lbsd_cg_kill(const lbsd_cgroup *cg);
+/* SIGKILLs whatever one of the groups lists, once, without freezing it
+ * (no wait): for a process in the groups that is not in the sandbox's pid
+ * namespace, should there ever be one. Returns how many. */
+int lbsd_cg_kill_members(const lbsd_cgroup *cg);
 /* issue 14: freezes (on) or thaws the groups: v2 cgroup.freeze, v1
  * freezer.state. LB_E_IO (errno set) without a freezer or when refused.
  * The freezer is asynchronous: lbsd_cg_is_frozen says when it is done. */
@@ -63,9 +69,15 @@ LB_MUST_CHECK int lbsd_cg_freeze(const lbsd_cgroup *cg, int on);
 int lbsd_cg_is_frozen(const lbsd_cgroup *cg);
 /* Removes the groups (they must be empty; retried briefly). */
 LB_MUST_CHECK int lbsd_cg_remove(lbsd_cgroup *cg);
+/* Like lbsd_cg_remove, for a sandbox whose processes are all gone (its init
+ * reaped): keeps the empty groups as spares (renamed "spare-<n>", at most
+ * 64) that the next lbsd_cg_create renames and reuses, else removes them.
+ * mem_bytes: the memory limit they have now. cgroup.c says what a spare
+ * may carry over and why none of it reaches the next sandbox. */
+LB_MUST_CHECK int lbsd_cg_retire(lbsd_cgroup *cg, uint64_t mem_bytes);
 /* Startup: kills what is left in llmbox/<anything> and removes the groups. */
 void lbsd_cg_cleanup_stale(void);
-/* Clean exit: removes this installation's (empty) base groups. */
+/* Clean exit: removes the spares and this installation's (empty) base groups. */
 void lbsd_cg_shutdown(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
 #include "sandboxd/mounts.h"
+#include "sandboxd/sandbox_freeze.h"
 #include "sandboxd/uidslot.h"
 #include "sandboxd/zygote.h"
 
@@ -29,6 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -223,51 +225,42 @@ static int sb_write_file(const char *path, const char *val)
     return w == (ssize_t)strlen(val) ? 0 : -1;
 }
 
-int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
+/* The shell's three pipes: sandboxd keeps in[1], out[0] and err[0]; init
+ * gets the other ends (stdin, stdout, stderr of the shell it forks). */
+typedef struct sb_pipes {
+    int in[2], out[2], err[2];
+} sb_pipes;
+
+static void sb_pipes_close(sb_pipes *pp)
 {
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    int rc = LB_E_SANDBOX;
-    sb_shell_close(sb);
-    if (sb->broken) {
-        sb_msg(msg, msgsz, "the sandbox is gone (its init died)");
+    for (int i = 0; i < 2; i++) {
+        sb_close(&pp->in[i]);
+        sb_close(&pp->out[i]);
+        sb_close(&pp->err[i]);
+    }
+}
+
+static int sb_pipes_open(sb_pipes *pp, char *msg, size_t msgsz)
+{
+    for (int i = 0; i < 2; i++)
+        pp->in[i] = pp->out[i] = pp->err[i] = -1;
+    if (pipe2(pp->in, O_CLOEXEC) || pipe2(pp->out, O_CLOEXEC) || pipe2(pp->err, O_CLOEXEC)) {
+        sb_msg(msg, msgsz, "pipe: %s", strerror(errno));
+        sb_pipes_close(pp);
         return LB_E_SANDBOX;
     }
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-        sb_msg(msg, msgsz, "pipe: %s", strerror(errno));
-        goto out;
-    }
-    int fds[3] = {in[0], out[1], err[1]};
-    ssize_t w = lbsd_fds_send(sb->ctl_fd, "SPAWN", 5, fds, 3, 0);
-    if (w != 5) {
-        sb_msg(msg, msgsz, "cannot reach the sandbox init: %s", strerror(errno));
-        goto out;
-    }
-    /* until "PID n" arrives, an "EXIT" of the previous shell may come first */
-    int64_t end = lb_mono_ms() + LBSD_CTL_TIMEOUT_MS;
-    for (;;) {
-        char buf[256];
-        int left = (int)(end - lb_mono_ms());
-        ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
-        if (n <= 0) {
-            sb_msg(msg, msgsz, "the sandbox init did not start a shell");
-            goto out;
-        }
-        int pid, st;
-        if (sscanf(buf, "PID %d", &pid) == 1 && pid > 1) {
-            sb->sh_nspid = pid;
-            break;
-        }
-        if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2)
-            continue; /* the old shell, already replaced */
-        if (!strncmp(buf, "ERR ", 4)) {
-            sb_msg(msg, msgsz, "sandbox init: %s", buf + 4);
-            goto out;
-        }
-    }
-    sb->sh_in = in[1];
-    sb->sh_out = out[0];
-    sb->sh_err = err[0];
-    in[1] = out[0] = err[0] = -1;
+    return LB_OK;
+}
+
+/* Takes our ends of pp for the shell init started as nspid (inside). */
+static void sb_shell_adopt(lbsd_sandbox *sb, sb_pipes *pp, int nspid)
+{
+    sb->sh_nspid = nspid;
+    sb->sh_in = pp->in[1];
+    sb->sh_out = pp->out[0];
+    sb->sh_err = pp->err[0];
+    pp->in[1] = pp->out[0] = pp->err[0] = -1;
+    sb_pipes_close(pp); /* init has its copies of the others */
     fcntl(sb->sh_in, F_SETFL, O_NONBLOCK);
     fcntl(sb->sh_out, F_SETFL, O_NONBLOCK);
     fcntl(sb->sh_err, F_SETFL, O_NONBLOCK);
@@ -290,13 +283,52 @@ int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
         lb_warn("sandbox %s: cannot prime the new shell", sb->id);
     lb_buf_reset(&sb->idle_out);
     lb_buf_reset(&sb->idle_err);
-    rc = LB_OK;
-out:
-    for (int i = 0; i < 2; i++) {
-        sb_close(&in[i]);
-        sb_close(&out[i]);
-        sb_close(&err[i]);
+}
+
+/* A new shell for a sandbox that is up (the first one comes with GO, see
+ * sb_start_init): SPAWN with the shell's ends, then init's "PID n". */
+int lbsd_shell_spawn(lbsd_sandbox *sb, char *msg, size_t msgsz)
+{
+    sb_pipes pp;
+    int rc = LB_E_SANDBOX;
+    sb_shell_close(sb);
+    if (sb->broken) {
+        sb_msg(msg, msgsz, "the sandbox is gone (its init died)");
+        return LB_E_SANDBOX;
     }
+    if (sb_pipes_open(&pp, msg, msgsz) != LB_OK)
+        return LB_E_SANDBOX;
+    int fds[3] = {pp.in[0], pp.out[1], pp.err[1]};
+    ssize_t w = lbsd_fds_send(sb->ctl_fd, "SPAWN", 5, fds, 3, 0);
+    if (w != 5) {
+        sb_msg(msg, msgsz, "cannot reach the sandbox init: %s", strerror(errno));
+        goto out;
+    }
+    /* until "PID n" arrives, an "EXIT" of the previous shell may come first */
+    int64_t end = lb_mono_ms() + LBSD_CTL_TIMEOUT_MS;
+    for (;;) {
+        char buf[256];
+        int left = (int)(end - lb_mono_ms());
+        ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
+        if (n <= 0) {
+            sb_msg(msg, msgsz, "the sandbox init did not start a shell");
+            goto out;
+        }
+        int pid, st;
+        if (sscanf(buf, "PID %d", &pid) == 1 && pid > 1) {
+            sb_shell_adopt(sb, &pp, pid);
+            rc = LB_OK;
+            goto out;
+        }
+        if (sscanf(buf, "EXIT %d %d", &pid, &st) == 2)
+            continue; /* the old shell, already replaced */
+        if (!strncmp(buf, "ERR ", 4)) {
+            sb_msg(msg, msgsz, "sandbox init: %s", buf + 4);
+            goto out;
+        }
+    }
+out:
+    sb_pipes_close(&pp);
     return rc;
 }
 
@@ -305,6 +337,14 @@ out:
  * writable layer there, owned by the sandbox's root. */
 static int sb_prepare_dirs(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
+    /* var/sandboxes exists but for the first create (a walk of mkdirs of
+     * every component each time showed up in perf) */
+    if (mkdir(sb->dir, 0700) == 0)
+        return LB_OK;
+    if (errno != ENOENT) {
+        sb_msg(msg, msgsz, "cannot create %s: %s", sb->dir, strerror(errno));
+        return LB_E_SANDBOX;
+    }
     char p[LB_CFG_PATH + 128];
     snprintf(p, sizeof p, "%s/sandboxes", sb->cfg->var_dir);
     if (lb_mkdirs(p, 0700) != LB_OK) {
@@ -340,16 +380,16 @@ int lbsd_sandbox_load_input(lbsd_sandbox *sb, const char *input_dir, uid_t uid, 
     return rc;
 }
 
-/* Init's setup, from GO to READY: it asks once for its id maps (after its
- * mounts, before it drops privileges). */
-static int sb_wait_ready(lbsd_sandbox *sb, char *msg, size_t msgsz)
+/* Init's setup, from GO to "READY <shell's pid inside>": it asks once for
+ * its id maps (after its mounts, before it drops privileges). */
+static int sb_wait_ready(lbsd_sandbox *sb, int *nspid, char *msg, size_t msgsz)
 {
     int64_t end = lb_mono_ms() + LBSD_INIT_TIMEOUT_MS;
     for (;;) {
         char buf[512];
         int left = (int)(end - lb_mono_ms());
         ssize_t n = left > 0 ? sb_ctl_recv(sb, buf, sizeof buf, left) : 0;
-        if (n > 0 && !strcmp(buf, "READY"))
+        if (n > 0 && sscanf(buf, "READY %d", nspid) == 1 && *nspid > 1)
             return LB_OK;
         if (n > 0 && !strcmp(buf, "USERNS")) {
             if (lbsd_idmap_write_maps(sb->init_pid, sb->uid_root, msg, msgsz) != LB_OK)
@@ -421,16 +461,30 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
             lb_warn("sandbox %s: cannot shield init from the OOM killer: %s", sb->id,
                     strerror(errno));
     }
-    if (send(sb->ctl_fd, "GO", 2, MSG_NOSIGNAL) != 2) {
+    /* GO carries the first shell's ends of its pipes: init forks the shell
+     * as soon as it has dropped its privileges, so bash starts while we
+     * finish here and answer, and no SPAWN round trip follows READY */
+    sb_pipes pp;
+    if (sb_pipes_open(&pp, msg, msgsz) != LB_OK)
+        return LB_E_SANDBOX;
+    int fds[3] = {pp.in[0], pp.out[1], pp.err[1]}, nspid = 0;
+    if (lbsd_fds_send(sb->ctl_fd, "GO", 2, fds, 3, 0) != 2) {
         sb_msg(msg, msgsz, "the sandbox init died at start");
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
     }
-    if (sb_wait_ready(sb, msg, msgsz) != LB_OK)
+    sb_close(&pp.in[0]); /* init's now: the shell must see EOF when we close ours */
+    sb_close(&pp.out[1]);
+    sb_close(&pp.err[1]);
+    if (sb_wait_ready(sb, &nspid, msg, msgsz) != LB_OK) {
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
+    }
     snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
     struct stat st;
     if (stat(p, &st) != 0) {
         sb_msg(msg, msgsz, "cannot identify the sandbox pid namespace");
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
     }
     sb->pidns_dev = (uint64_t)st.st_dev;
@@ -441,8 +495,10 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
     sb->root_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sb->root_fd < 0) {
         sb_msg(msg, msgsz, "cannot open the sandbox root: %s", strerror(errno));
+        sb_pipes_close(&pp);
         return LB_E_SANDBOX;
     }
+    sb_shell_adopt(sb, &pp, nspid); /* needs pidns_* (sb_host_pid's fallback) */
     return LB_OK;
 }
 
@@ -514,8 +570,6 @@ int lbsd_sandbox_make(const lb_config *cfg, const lbsd_req *req, lbsd_sandbox **
     rc = LB_E_SANDBOX;
     if (sb_start_init(sb, msg, msgsz) != LB_OK)
         goto fail;
-    if (lbsd_shell_spawn(sb, msg, msgsz) != LB_OK)
-        goto fail;
     lb_info("sandbox %s created (image %s, %d MiB, %d pids, %d milli-cpu, %d MiB disk, uid slot "
             "%d, %lld ms)",
             sb->id, sb->image, sb->memory_mib, sb->pids, sb->cpu_milli, sb->disk_mib, sb->uid_slot,
@@ -548,24 +602,42 @@ int lbsd_sandbox_create(const lb_config *cfg, const lbsd_req *req, lbsd_conn *ow
 
 /* Reaps init, waiting up to timeout_ms. The kernel only lets pid 1 of a
  * namespace finish dying once every other process in it is gone, so a
- * reaped init means an empty sandbox. */
+ * reaped init means an empty sandbox. Waits on a pidfd (readable when init
+ * has exited) instead of sleeping in 1 ms steps: init usually goes within
+ * a millisecond of its SIGKILL, and the steps were most of the wait. */
 static int sb_reap_init(lbsd_sandbox *sb, int timeout_ms)
 {
     if (sb->init_pid <= 0 || sb->init_reaped)
         return 1;
+    /* ESRCH: the loop has reaped it already (lbsd_reap) */
+    int pfd = (int)syscall(SYS_pidfd_open, sb->init_pid, 0);
+    if (pfd < 0 && errno == ESRCH) {
+        sb->init_reaped = 1;
+        return 1;
+    }
     int64_t end = lb_mono_ms() + timeout_ms;
     for (;;) {
         int st;
         pid_t r = waitpid(sb->init_pid, &st, WNOHANG);
         if (r == sb->init_pid || (r < 0 && errno == ECHILD)) {
             sb->init_reaped = 1;
-            return 1;
+            break;
         }
-        if (lb_mono_ms() >= end)
-            return 0;
-        struct timespec ts = {0, 1000 * 1000};
-        nanosleep(&ts, NULL);
+        int64_t left = end - lb_mono_ms();
+        if (left <= 0)
+            break;
+        if (pfd >= 0) {
+            struct pollfd p = {.fd = pfd, .events = POLLIN};
+            if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+                sb_close(&pfd); /* the sleeps below, then */
+        } else {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
     }
+    if (pfd >= 0)
+        close(pfd);
+    return sb->init_reaped;
 }
 
 void lbsd_sandbox_destroy(lbsd_sandbox *sb)
@@ -576,13 +648,27 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
     sb_shell_close(sb);
     sb_close(&sb->root_fd); /* holds the overlay mount alive otherwise */
     if (sb->init_pid > 0 && !sb->init_reaped) {
-        /* Everything at once through the cgroup, so that nothing (a
-         * double-forked daemon, a fork bomb) can slip away while we kill;
-         * without a cgroup to do it, a /proc scan. Killing init then takes
-         * down whatever is left in its pid namespace. */
-        if (lbsd_cg_kill(&sb->cg) != LB_OK)
-            lbsd_kill_all(sb, 0);
+        /* Killing init takes the whole sandbox down: every process of the
+         * sandbox is in init's pid namespace (nothing enters it from
+         * outside, and a nested one is inside it), and when its pid 1 dies
+         * the kernel first stops all pid allocation in it (a fork there
+         * fails from then on, so a fork bomb cannot outrun it) and then
+         * SIGKILLs every member (zap_pid_ns_processes). v2's cgroup.kill
+         * does the same at once and costs nothing to wait for, so it stays;
+         * v1's freeze + kill + thaw waited for the freezer (1 ms steps) for
+         * no more than that, and is gone from this path (issue 12, part 4):
+         * v1 kills what its groups list once instead, without a wait.
+         * A cgroup-frozen sandbox is thawed after the kill: its members die
+         * as they thaw. */
+        if (sb->cg.v2[0])
+            LB_IGNORE(lbsd_cg_kill(&sb->cg)); /* init's SIGKILL below is what counts */
         kill(sb->init_pid, SIGKILL);
+        /* v1: and whatever the groups list besides, should anything of the
+         * sandbox ever live outside its pid namespace (one read, no wait) */
+        if (!sb->cg.v2[0])
+            lbsd_cg_kill_members(&sb->cg);
+        if (sb->frozen == LBSD_FROZEN_CGROUP)
+            LB_IGNORE(lbsd_cg_freeze(&sb->cg, 0)); /* a refusal leaves init unreaped: logged below */
         if (!sb_reap_init(sb, 10000))
             lb_error("sandbox %s: init %d did not die within 10 s", sb->id, (int)sb->init_pid);
     }
@@ -599,10 +685,21 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
         sb->slot_held = 0;
     }
     lbsd_net_detach(sb); /* its slirp4netns, before the cgroups it sits in */
-    if (sb->cg.made && lbsd_cg_remove(&sb->cg) != LB_OK)
+    /* with init reaped nothing of the sandbox is left in its groups: they
+     * may serve the next create (cgroup.h, lbsd_cg_retire) */
+    int cg_rc = !sb->cg.made ? LB_OK
+                : sb->init_pid > 0 && sb->init_reaped
+                    ? lbsd_cg_retire(&sb->cg, (uint64_t)sb->memory_mib << 20)
+                    : lbsd_cg_remove(&sb->cg);
+    if (cg_rc != LB_OK)
         lb_warn("sandbox %s: cannot remove its cgroups (the next start removes them): %s",
                 sb->id, strerror(errno));
-    if (sb->dir[0] && lbsd_rmtree_force(sb->dir) != LB_OK)
+    /* The dir is only a mount point on the host (init mounts on it in its
+     * own namespace), so it is empty but for the nat helper's log: one
+     * rmdir, and the full removal (which first reads the host's whole
+     * mountinfo for mounts under it) only when that is refused. */
+    if (sb->dir[0] && rmdir(sb->dir) != 0 && errno != ENOENT &&
+        lbsd_rmtree_force(sb->dir) != LB_OK)
         lb_warn("sandbox %s: cannot remove %s: %s", sb->id, sb->dir, strerror(errno));
     if (sb->init_pid > 0)
         lb_info("sandbox %s destroyed", sb->id);

@@ -7,14 +7,15 @@
  * the first host uid of the sandbox's own range (uidslot.h), drops
  * privileges, and serves sandboxd on the control socket:
  *
- *   sandboxd -> init   "GO"                      (after cgroup attach)
+ *   sandboxd -> init   "GO" + 3 fds              (after cgroup attach; the first
+ *                                                shell's stdin, stdout, stderr)
  *                      "MAPPED"                  (uid_map and gid_map written)
  *                      "SPAWN" + 3 fds (SCM_RIGHTS: stdin, stdout, stderr)
  *                      "PARK <seq>" + 3 fds (sandboxd's ends of the shell's pipes:
  *                                      keep them while it has no room, fdpark.h)
  *                      "UNPARK"                  (it took them back: drop ours)
  *   init -> sandboxd   "USERNS"                  (please write my id maps)
- *                      "READY" | "ERR <why>"
+ *                      "READY <n>" | "ERR <why>" (set up; the first shell is pid n)
  *                      "PID <n>"                 (the new shell, pid inside)
  *                      "EXIT <n> <wait status>"  (the shell died)
  *                      "PARKED <seq> <a> <b> <c>" (where the parked fds are in our table)
@@ -81,10 +82,6 @@ static int init_setgroups_none(void)
     return (int)syscall(SYS_setgroups, 0, NULL);
 }
 
-static pid_t init_fork(void)
-{
-    return (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
-}
 
 static void init_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void init_send(const char *fmt, ...)
@@ -510,7 +507,10 @@ static pid_t init_spawn(pid_t old, int fds[3])
         kill(-old, SIGKILL);
         kill(old, SIGKILL);
     }
-    pid_t pid = init_fork();
+    /* not vfork: that would hold init until bash has exec'd, and the
+     * first shell's exec is meant to overlap sandboxd's answer to the
+     * create (READY goes out right after this fork) */
+    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
     if (pid == 0)
         init_exec_shell(fds);
     return pid;
@@ -528,7 +528,9 @@ static void init_unpark(void)
     }
 }
 
-static void init_loop(void)
+/* shell: the first shell, started before READY (its SIGCHLD, if it died
+ * already, is pending: blocked since before the fork) */
+static void init_loop(pid_t shell)
 {
     sigset_t chld;
     sigemptyset(&chld);
@@ -537,7 +539,6 @@ static void init_loop(void)
     int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0)
         init_fail("signalfd");
-    pid_t shell = 0;
     for (;;) {
         struct pollfd pf[2] = {{.fd = INIT_CTL_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
         if (poll(pf, 2, -1) < 0) {
@@ -674,14 +675,20 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
         signal(s, SIG_DFL);
     umask(022);
 
-    /* wait until sandboxd has put us into our cgroups */
+    /* wait until sandboxd has put us into our cgroups; GO brings the first
+     * shell's pipes, kept above every fixed number used below */
     char go[16];
-    ssize_t n;
-    do
-        n = recv(INIT_CTL_FD, go, sizeof go - 1, 0);
-    while (n < 0 && errno == EINTR);
-    if (n != 2 || memcmp(go, "GO", 2) != 0)
+    int sh[3], nsh = 0, cut;
+    ssize_t n = lbsd_fds_recv(INIT_CTL_FD, go, sizeof go - 1, sh, 3, &nsh, &cut);
+    if (n != 2 || memcmp(go, "GO", 2) != 0 || nsh != 3 || cut)
         _exit(1);
+    for (int i = 0; i < 3; i++) {
+        int hi = fcntl(sh[i], F_DUPFD_CLOEXEC, INIT_UPPER_FD + 1);
+        if (hi < 0)
+            _exit(1);
+        close(sh[i]);
+        sh[i] = hi;
+    }
     /* our cgroup becomes the root of what the sandbox can see; made before
      * the user namespace, so the sandbox does not own it */
     if (unshare(CLONE_NEWCGROUP) != 0)
@@ -697,7 +704,18 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
         init_fail("drop capabilities");
     if (lbsd_seccomp_apply() != LB_OK)
         init_fail("seccomp");
-    init_send("READY");
-    init_loop();
+    /* the first shell now, with exactly the privileges any later one gets;
+     * SIGCHLD blocked first, so that its death is never lost (init_loop) */
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    pid_t shell = init_spawn(0, sh);
+    if (shell <= 0)
+        init_fail("fork the shell");
+    for (int i = 0; i < 3; i++)
+        close(sh[i]);
+    init_send("READY %d", (int)shell);
+    init_loop(shell);
     _exit(0);
 }

@@ -20,7 +20,9 @@
  * of its control socket and the slot's idmap user namespace. The zygote
  * clones with CLONE_PARENT and the sandbox's namespaces, so init is a child
  * of sandboxd (which waits for it, gets its SIGCHLD and its PDEATHSIG as
- * before) and answers the new pid. Nothing crosses back but that pid. */
+ * before) and answers the new pid. Nothing crosses back but that pid. The
+ * network namespace is one the zygote made ahead while idle, when it has
+ * one (zygote.c says why that is the same isolation). */
 #ifndef LBSD_ZYGOTE_H
 #define LBSD_ZYGOTE_H
 

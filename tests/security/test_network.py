@@ -163,9 +163,46 @@ def _slirp_helpers(d, init):
     return sorted(found)
 
 
+def net_namespace_each_its_own(d):
+    """Every sandbox has a network namespace of its own, also those whose
+    namespace the zygote made ahead (a stock of 4): six alive at once each
+    show another namespace than the host's and than each other's, each
+    has lo up, and each binds 127.0.0.1:7777 while the others hold it."""
+    p = Problems()
+    host = os.readlink("/proc/self/ns/net")
+    hold = ("nohup python3 -c \"import socket,time; s=socket.socket(); "
+            "s.bind(('127.0.0.1',7777)); s.listen(); open('/tmp/bound','w').write('bound'); "
+            "time.sleep(60)\" >/dev/null 2>&1 &")
+    with d.connect() as c:
+        sids = [c.create(memory_mib=128) for _ in range(6)]
+        try:
+            for sid in sids:
+                c.exec(sid, hold)
+            seen = {}
+            for sid in sids:
+                r = c.exec(sid, "for i in $(seq 50); do [ -s /tmp/bound ] && break; sleep 0.1; done; "
+                                "cat /tmp/bound; echo; readlink /proc/self/ns/net; "
+                                "cat /sys/class/net/lo/operstate 2>/dev/null || "
+                                "python3 -c \"import fcntl,socket,struct; "
+                                "print('up' if struct.unpack('16sH',fcntl.ioctl(socket.socket(),0x8913,"
+                                "struct.pack('16sH',b'lo',0)))[1] & 1 else 'down')\"")
+                out = r.get("stdout", "").split()
+                p.expect(len(out) >= 2 and out[0] == "bound", "%s could not hold 127.0.0.1:7777: %r" % (sid, r))
+                ns = out[1] if len(out) > 1 else ""
+                p.expect(ns.startswith("net:[") and ns != host, "%s: namespace %r (host %s)" % (sid, ns, host))
+                p.expect(ns not in seen, "%s shares %s with %s" % (sid, ns, seen.get(ns)))
+                seen[ns] = sid
+                p.expect(len(out) > 2 and out[2] in ("up", "unknown"), "%s: lo is %r" % (sid, out[2:]))
+        finally:
+            for sid in sids:
+                c.destroy(sid)
+    p.raise_if()
+
+
 CHECKS = [
     ("net_none_host_loopback", net_none),
     ("net_nat_host_loopback", net_nat),
+    ("net_namespace_each_its_own", net_namespace_each_its_own),
 ]
 
 if __name__ == "__main__":

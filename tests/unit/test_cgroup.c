@@ -496,6 +496,135 @@ TEST(freeze_and_thaw_write_the_freezer)
     CHECK(lbsd_cg_remove(&cg) == LB_OK);
 }
 
+/* A destroyed sandbox's empty groups are kept as spares (renamed) and the
+ * next create takes them: new limits written, the old OOM kills not its
+ * own, no cpu group carried over; a group that still holds a process is
+ * never kept; startup cleanup and shutdown remove spares. */
+TEST(v1_spare_groups_are_reused_with_their_own_limits)
+{
+    fresh();
+    model_layout_v1("memory pids cpu freezer");
+    lbsd_cgroup cg;
+    char rel[256];
+    const char *kept[] = {"memory", "pids", "freezer"};
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 100) == LB_OK);
+    pid_t p = sleeper();
+    CHECK(lbsd_cg_attach(&cg, p) == LB_OK);
+    model_put(cg.mem, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+    CHECK(lbsd_cg_oom_kills(&cg) == 2);
+    CHECK(lbsd_cg_kill(&cg) == LB_OK);
+    CHECK(reaped_by(p) == SIGKILL);
+    CHECK(lbsd_cg_retire(&cg, 256ull << 20) == LB_OK && !cg.made);
+    for (int i = 0; i < 3; i++) {
+        snprintf(rel, sizeof rel, "%s/%s/%s", kept[i], tag, ID1);
+        CHECK(!exists(rel));
+        snprintf(rel, sizeof rel, "%s/%s/spare-0", kept[i], tag);
+        CHECK(exists(rel));
+    }
+    snprintf(rel, sizeof rel, "cpu/%s/%s", tag, ID1);
+    CHECK(!exists(rel));
+    snprintf(rel, sizeof rel, "cpu/%s/spare-0", tag);
+    CHECK(!exists(rel));
+
+    /* the next create: the spare, renamed, with this sandbox's limits */
+    CHECK(lbsd_cg_create(&cg, ID2, 128ull << 20, 16, 0) == LB_OK && cg.made);
+    for (int i = 0; i < 3; i++) {
+        snprintf(rel, sizeof rel, "%s/%s/spare-0", kept[i], tag);
+        CHECK(!exists(rel));
+        snprintf(rel, sizeof rel, "%s/%s/%s", kept[i], tag, ID2);
+        CHECK(exists(rel));
+    }
+    CHECK(!cg.cpu[0]);
+    snprintf(rel, sizeof rel, "memory/%s/%s/memory.limit_in_bytes", tag, ID2);
+    CHECK(file_is(rel, "134217728"));
+    snprintf(rel, sizeof rel, "pids/%s/%s/pids.max", tag, ID2);
+    CHECK(file_is(rel, "16"));
+    CHECK(lbsd_cg_oom_kills(&cg) == 0); /* the last tenant's two */
+    model_put(cg.mem, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+    CHECK(lbsd_cg_oom_kills(&cg) == 1);
+
+    /* a group that still holds a process is removed, never kept */
+    pid_t q = sleeper();
+    CHECK(lbsd_cg_attach(&cg, q) == LB_OK);
+    CAPTURE(CHECK(lbsd_cg_retire(&cg, 128ull << 20) == LB_E_IO));
+    snprintf(rel, sizeof rel, "memory/%s/spare-1", tag);
+    CHECK(!exists(rel));
+    CHECK(lbsd_cg_kill(&cg) == LB_OK);
+    CHECK(reaped_by(q) == SIGKILL);
+    CHECK(lbsd_cg_remove(&cg) == LB_OK);
+
+    /* a spare left by a crash goes at the next start; shutdown removes the rest */
+    CHECK(lbsd_cg_create(&cg, ID1, 64ull << 20, 8, 0) == LB_OK);
+    CHECK(lbsd_cg_retire(&cg, 64ull << 20) == LB_OK);
+    snprintf(rel, sizeof rel, "memory/%s/spare-1", tag);
+    CHECK(exists(rel));
+    lbsd_cg_cleanup_stale();
+    CHECK(!exists(rel));
+    /* no spare now: a new group, without a word about spares */
+    CAPTURE(CHECK(lbsd_cg_create(&cg, ID1, 64ull << 20, 8, 0) == LB_OK));
+    CHECK(!strstr(warned, "spare"));
+    snprintf(rel, sizeof rel, "memory/%s/%s/memory.limit_in_bytes", tag, ID1);
+    CHECK(file_is(rel, "67108864"));
+    CHECK(lbsd_cg_retire(&cg, 64ull << 20) == LB_OK);
+    lbsd_cg_shutdown();
+    for (int i = 0; i < 3; i++) {
+        snprintf(rel, sizeof rel, "%s/%s", kept[i], tag);
+        CHECK(!exists(rel));
+    }
+}
+
+static int exists_spare_v2(int n)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/spare-%d", tag, n);
+    return exists(rel);
+}
+
+/* v1 destroy: whatever the groups list is killed, without the freezer */
+TEST(v1_kill_members_kills_what_the_groups_list)
+{
+    fresh();
+    model_layout_v1("memory pids freezer");
+    lbsd_cgroup cg;
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 0) == LB_OK);
+    pid_t a = sleeper(), b = sleeper();
+    CHECK(lbsd_cg_attach(&cg, a) == LB_OK && lbsd_cg_attach(&cg, b) == LB_OK);
+    model_log[0] = '\0';
+    CHECK(lbsd_cg_kill_members(&cg) == 2);
+    CHECK(!strstr(model_log, "freezer.state")); /* no freeze, no wait */
+    CHECK(reaped_by(a) == SIGKILL && reaped_by(b) == SIGKILL);
+    CHECK(lbsd_cg_kill_members(&cg) == 0);
+    CHECK(lbsd_cg_remove(&cg) == LB_OK);
+}
+
+/* v2: a spare's cpu.max is written either way (a limit, or none); a
+ * frozen group is never kept */
+TEST(v2_spare_group_gets_its_cpu_limit_written)
+{
+    fresh();
+    model_layout_v2("cpu memory pids");
+    lbsd_cgroup cg;
+    char rel[256];
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 500) == LB_OK);
+    /* a group left frozen is not kept */
+    CHECK(lbsd_cg_freeze(&cg, 1) == LB_OK);
+    CHECK(lbsd_cg_retire(&cg, 256ull << 20) == LB_OK);
+    CHECK(!exists_spare_v2(0));
+    rel_of(rel, sizeof rel, ID1, NULL);
+    CHECK(!exists(rel));
+    CHECK(lbsd_cg_create(&cg, ID1, 256ull << 20, 32, 500) == LB_OK);
+    CHECK(lbsd_cg_retire(&cg, 256ull << 20) == LB_OK);
+    CHECK(exists_spare_v2(0));
+    CHECK(lbsd_cg_create(&cg, ID2, 512ull << 20, 64, 0) == LB_OK);
+    rel_of(rel, sizeof rel, ID2, "cpu.max");
+    CHECK(file_is(rel, "max 100000"));
+    rel_of(rel, sizeof rel, ID2, "memory.max");
+    CHECK(file_is(rel, "536870912"));
+    rel_of(rel, sizeof rel, ID1, NULL);
+    CHECK(!exists(rel));
+    CHECK(lbsd_cg_remove(&cg) == LB_OK);
+}
+
 TEST(v1_startup_cleanup_kills_and_removes_stale_groups)
 {
     fresh();
@@ -600,6 +729,9 @@ int main(void)
     RUN(v1_relimit_keeps_memsw_above_the_limit);
     RUN(v1_attach_oom_count_freeze_kill_and_remove);
     RUN(freeze_and_thaw_write_the_freezer);
+    RUN(v1_spare_groups_are_reused_with_their_own_limits);
+    RUN(v2_spare_group_gets_its_cpu_limit_written);
+    RUN(v1_kill_members_kills_what_the_groups_list);
     RUN(v1_startup_cleanup_kills_and_removes_stale_groups);
     RUN(v1_missing_controllers_are_logged);
     RUN(no_tree_means_rlimits_and_a_warning);
