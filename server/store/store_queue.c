@@ -58,7 +58,7 @@ const char lb_schema_pg_v10_queue[] =
      * slow poll is only the backstop of a lost connection) */
     "CREATE FUNCTION lb_queue_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
     "  PERFORM pg_notify('llmbox_queue', ''); RETURN NULL; END $$;"
-    "CREATE TRIGGER tasks_queue_notify AFTER UPDATE OF claimable ON tasks FOR EACH ROW"
+    "CREATE TRIGGER tasks_queue_notify AFTER INSERT OR UPDATE OF claimable ON tasks FOR EACH ROW"
     "  WHEN (NEW.claimable = 1) EXECUTE FUNCTION lb_queue_notify();";
 
 int lb_node_name_valid(const char *name)
@@ -351,4 +351,19 @@ int lb_store_node_remove(lb_store *s, const char *node)
         return rc;
     lb_sql_bind_text(st, 1, node);
     return lb_sql_run_write(s, st, "remove the node", LB_E_NOTFOUND);
+}
+
+int lb_store_queue_listen(lb_store *s)
+{
+    if (!s || !lb_db_is_pg(lb_store_db(s)))
+        return LB_E_INVAL;
+    return lb_store_sql_err(s, lb_db_listen(lb_store_db(s), "llmbox_queue"), "listen for the queue");
+}
+
+int lb_store_queue_wait(lb_store *s, int timeout_ms, int *woke)
+{
+    *woke = 0;
+    if (!s)
+        return LB_E_INVAL;
+    return lb_store_sql_err(s, lb_db_wait_notify(lb_store_db(s), timeout_ms, woke), "wait for the queue");
 }

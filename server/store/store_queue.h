@@ -72,6 +72,12 @@ LB_MUST_CHECK int lb_store_node_renew(lb_store *s, const char *node, int64_t sta
  * (LB_NODE_NAME_MAX + 1 bytes): the node swept ("" when none); *ended: how
  * many tasks were ended. */
 LB_MUST_CHECK int lb_store_node_sweep(lb_store *s, const char *self, char *swept_node, size_t *ended);
+/* PostgreSQL: LISTEN for tasks becoming claimable on s's connection (kept
+ * across reconnects); LB_E_INVAL on SQLite, whose claimers poll. */
+LB_MUST_CHECK int lb_store_queue_listen(lb_store *s);
+/* Waits up to timeout_ms for such a notification (*woke 1) after
+ * lb_store_queue_listen. */
+LB_MUST_CHECK int lb_store_queue_wait(lb_store *s, int timeout_ms, int *woke);
 /* Removes node's row (a node that stopped with no task left). */
 LB_MUST_CHECK int lb_store_node_remove(lb_store *s, const char *node);
 
