@@ -950,15 +950,20 @@ int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u)
              (long long)u->context_tokens, (long long)u->model_ms, (long long)u->tools_ms,
              (long long)u->sandbox_ms, src_ok ? ",\"answer_source\":\"" : "", src_ok ? src : "",
              src_ok ? "\"" : "", tok);
+    /* issue 13: a fenced agent's usage goes through the fence too */
+    int fenced = s->fence_node[0] != '\0', rc;
+    if (fenced && (rc = lb_begin_live(s, id)))
+        return rc;
     lb_db_stmt *st = lb_stmt(s, Q_TASK_USAGE);
     if (!st)
-        return LB_E_INTERNAL;
+        return fenced ? lb_end_tx(s, LB_E_INTERNAL) : LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     lb_db_bind_int(st, 2, u->turns);
     lb_db_bind_int64(st, 3, u->prompt_tokens);
     lb_db_bind_int64(st, 4, u->completion_tokens);
     lb_bind_text(st, 5, json);
-    return lb_step_write(s, st, "set usage", LB_E_NOTFOUND);
+    rc = lb_step_write(s, st, "set usage", LB_E_NOTFOUND);
+    return fenced ? lb_end_tx(s, rc) : rc;
 }
 
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
@@ -1366,7 +1371,8 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
             strcmp(clean, a[i].path) != 0)
             return LB_E_INVAL;
     }
-    int rc = lb_begin(s);
+    /* issue 13: a fenced agent's outputs go through the fence too */
+    int rc = s->fence_node[0] ? lb_begin_live(s, task_id) : lb_begin(s);
     if (rc)
         return rc;
     char status[16];

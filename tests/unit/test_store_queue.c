@@ -155,6 +155,9 @@ TEST(the_fence_refuses_a_stale_attempt_or_an_expired_lease)
     CHECK(lb_store_task_set_running(agent, id, 42) == LB_OK);
     int64_t seq = 0;
     CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":1}", &seq) == LB_OK && seq > 0);
+    lb_task_usage u0;
+    memset(&u0, 0, sizeof u0);
+    CHECK(lb_store_task_set_usage(agent, id, &u0) == LB_OK);
     /* the task was claimed again meanwhile (attempt 2): refused */
     CHECK(tw_exec(db_path, "UPDATE tasks SET attempt = attempt + 1") == LB_OK);
     CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":2}", &seq) == LB_E_DENIED && seq == 0);
@@ -168,6 +171,13 @@ TEST(the_fence_refuses_a_stale_attempt_or_an_expired_lease)
     expire("a");
     CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":3}", &seq) == LB_E_DENIED && seq == 0);
     CHECK(lb_store_task_end(agent, id, LB_TASK_SUCCEEDED, NULL, "42") == LB_E_DENIED);
+    lb_task_usage u;
+    memset(&u, 0, sizeof u);
+    u.turns = 3;
+    CHECK(lb_store_task_set_usage(agent, id, &u) == LB_E_DENIED);
+    lb_artifact art = {.path = "out.txt", .size = 1, .mime = "text/plain", .sha256 = "ab"};
+    CHECK(lb_store_artifacts_set(agent, id, &art, 1) == LB_E_DENIED);
+    CHECK(lb_store_task_set_running(agent, id, 43) == LB_E_DENIED);
     /* the node renews after its lapse: its tasks end failed first, and
      * the agent's writes meet a final task */
     CHECK(renew(s, "a", 1) == LB_OK);
