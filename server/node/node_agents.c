@@ -2,6 +2,7 @@
 #include "node/node_agents.h"
 
 #include "common/agent_spawn.h"
+#include "common/blob_task.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/task.h"
@@ -84,6 +85,13 @@ int lb_node_agent_start(const lb_config *cfg, lb_store *s, const char *node, con
     if (lb_na_n >= LB_NODE_AGENTS_MAX) {
         snprintf(err, sizeof err, "the node runs %d agents already", lb_na_n);
         rc = LB_E_TOOBIG;
+        goto out;
+    }
+    /* the inputs, from the object store when the web that admitted the
+     * task is on another host (no-op without s3_bucket) */
+    char why[1024];
+    if ((rc = lb_blob_task_fetch_inputs(cfg, c->id, why, sizeof why)) != LB_OK) {
+        snprintf(err, sizeof err, "could not fetch its inputs from the object store: %s", why);
         goto out;
     }
     if ((logfd = lb_agent_log_open(cfg, c->id, err, sizeof err)) < 0) {

@@ -23,7 +23,9 @@ sandbox (root and the image needed).
    nothing (queued after 1.5 s); a node started on the same home (shared
    filesystem: the inputs by path) runs it in a sandbox to its answer.
 6. sigterm: a node told to stop lets its running task finish, claims no
-   more, removes its row and exits 0."""
+   more, removes its row and exits 0.
+7. inputs_unreachable: a node whose object store does not answer fails the
+   task with a sentence rather than run it without its inputs."""
 import json
 import os
 import shutil
@@ -365,6 +367,23 @@ def test_sigterm(pg):
         c.close()
 
 
+def test_inputs_unreachable(pg):
+    """A node whose object store does not answer fails the task, saying so,
+    instead of running it without its inputs."""
+    c = Cluster(pg, "inputs")
+    try:
+        m = c.model("fast")
+        c.node("i1", m, env={"LLMBOX_S3_BUCKET": "llmbox-test", "LLMBOX_S3_ENDPOINT": "http://127.0.0.1:%d" % free_port(),
+                             "LLMBOX_S3_ACCESS_KEY": "k", "LLMBOX_S3_SECRET_KEY": "s", "LLMBOX_S3_RETRIES": "0",
+                             "LLMBOX_S3_TIMEOUT_S": "2"})
+        (tid,) = c.insert(1)
+        v = c.wait([tid], timeout=30)[tid]
+        assert v["status"] == "failed", v
+        assert "node i1 could not start the agent: could not fetch its inputs from the object store" in v["reason"], v
+    finally:
+        c.close()
+
+
 ANSWER = " Write the answer to /testbed/output/answer.txt."
 
 
@@ -406,7 +425,8 @@ def main():
     with pg_server.PgServer() as pg:
         for name, fn in (("claims_once", test_claims_once), ("kill9", test_kill9),
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
-                         ("sigterm", test_sigterm), ("web_queue", test_web_queue)):
+                         ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
+                         ("web_queue", test_web_queue)):
             if not only or name in only:
                 rep.run(name, fn, pg)
     rep.done()
