@@ -12,7 +12,6 @@ run it).
     python3 bench/queue.py [--tasks 2000] [--claimers 1,3,8] [--batch 1,8]
 """
 import argparse
-import glob
 import json
 import os
 import statistics
@@ -26,20 +25,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import pg_server  # noqa: E402
 
-BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
-
-
-def build_driver():
-    objs = [o for o in glob.glob(os.path.join(BUILD, "server", "**", "*.o"), recursive=True)
-            if not o.endswith(("/server/main.o", "/sandboxd/main.o")) and "/stateio/" not in o]
-    out = os.path.join(BUILD, "bench", "queue_bench")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    cmd = ["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-I" + os.path.join(REPO, "include"),
-           "-I" + os.path.join(REPO, "server"), "-I/usr/include/postgresql", "-o", out,
-           os.path.join(HERE, "queue_bench.c")] + objs + \
-        "-linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lpq -lcrypto -ldl -lpthread -lseccomp".split()
-    subprocess.run(cmd, check=True)
-    return out
+sys.path.insert(0, HERE)
+from store import build_driver  # noqa: E402  (bench/store.py: the same build)
 
 
 def one(drv, where, reset, tasks, claimers, batch):
@@ -62,7 +49,7 @@ def main():
     ap.add_argument("--claimers", default="1,3,8")
     ap.add_argument("--batch", default="1,8")
     a = ap.parse_args()
-    drv = build_driver()
+    drv = build_driver("queue_bench")
     tmp = tempfile.mkdtemp(prefix="llmbox-queue-bench-")
     with pg_server.PgServer() as pg:
         lite = os.path.join(tmp, "q.db")

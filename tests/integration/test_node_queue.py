@@ -24,6 +24,8 @@ sandbox (root and the image needed).
    filesystem: the inputs by path) runs it in a sandbox to its answer.
 6. sigterm: a node told to stop lets its running task finish, claims no
    more, removes its row and exits 0.
+8. cancel_elsewhere: a task ended in the store from another host has its
+   agent stopped by the node.
 7. inputs_unreachable: a node whose object store does not answer fails the
    task with a sentence rather than run it without its inputs."""
 import json
@@ -143,6 +145,16 @@ class Cluster:
                                      (len(left), len(ids), timeout, list(left.items())[:3]))
             time.sleep(0.2)
 
+    def wait_running(self, tid, timeout=20):
+        """Until task tid runs with its agent's pid recorded; the task."""
+        deadline = time.time() + timeout
+        while True:
+            v = self.tasks([tid])[tid]
+            if v["status"] == "running" and v["pid"]:
+                return v
+            assert time.time() < deadline, v
+            time.sleep(0.05)
+
     def stop_node(self, name):
         p = self.nodes[name][0]
         if p.poll() is None:
@@ -255,13 +267,7 @@ def test_fenced_agent(pg):
         slow = c.model("slow", "--delay-ms", "2000")
         node = c.node("f1", slow, capacity=2)
         (tid,) = c.insert(1)
-        deadline = time.time() + 20
-        while True:
-            v = c.tasks([tid])[tid]
-            if v["status"] == "running" and v["pid"]:
-                break
-            assert time.time() < deadline, v
-            time.sleep(0.05)
+        v = c.wait_running(tid)
         agent = v["pid"]
         os.kill(node.pid, signal.SIGSTOP)
         os.kill(agent, signal.SIGSTOP)
@@ -312,13 +318,7 @@ def test_db_stopped(pg):
         fast = c.model("fast")
         c.node("d1", slow, capacity=2)
         (tid,) = c.insert(1)
-        deadline = time.time() + 20
-        while True:
-            v = c.tasks([tid])[tid]
-            if v["status"] == "running" and v["pid"]:
-                break
-            assert time.time() < deadline, v
-            time.sleep(0.05)
+        v = c.wait_running(tid)
         agent = v["pid"]
         pids = pg_pids(pg)
         for p in pids:
@@ -363,6 +363,29 @@ def test_sigterm(pg):
         v2 = c.tasks([t2])[t2]
         assert v2["status"] == "queued" and v2["node"] == "", v2  # not claimed by a stopping node
         assert c.sql("SELECT COUNT(*) FROM nodes WHERE name = 's1'") == [["0"]]
+    finally:
+        c.close()
+
+
+def test_cancel_elsewhere(pg):
+    """A task ended in the store by another host (a web's cancel) has its
+    agent stopped by the node within a few seconds."""
+    c = Cluster(pg, "cancel")
+    try:
+        slow = c.model("slow", "--delay-ms", "20000")
+        c.node("c1", slow, capacity=1)
+        (tid,) = c.insert(1)
+        v = c.wait_running(tid)
+        c.sql("UPDATE tasks SET status = 'cancelled', reason = 'cancelled by the user' WHERE id = '%s'" % tid)
+        deadline = time.time() + 5
+        while alive(v["pid"]):
+            assert time.time() < deadline, "the node did not stop the agent of a cancelled task"
+            time.sleep(0.1)
+        assert "is cancelled: stopping its agent" in c.log("c1"), c.log("c1")[-2000:]
+        deadline = time.time() + 3
+        while c.health("c1")[1]["tasks"] != 0:  # reaped at the node's next turn
+            assert time.time() < deadline, c.health("c1")
+            time.sleep(0.1)
     finally:
         c.close()
 
@@ -426,6 +449,7 @@ def main():
         for name, fn in (("claims_once", test_claims_once), ("kill9", test_kill9),
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
                          ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
+                         ("cancel_elsewhere", test_cancel_elsewhere),
                          ("web_queue", test_web_queue)):
             if not only or name in only:
                 rep.run(name, fn, pg)
