@@ -24,6 +24,8 @@ sandbox (root and the image needed).
    filesystem: the inputs by path) runs it in a sandbox to its answer.
 6. sigterm: a node told to stop lets its running task finish, claims no
    more, removes its row and exits 0.
+9. bad_start: node_listen taken, an invalid node name, a store not there,
+   and an agent with a malformed or foreign fence each stop with a sentence.
 8. cancel_elsewhere: a task ended in the store from another host has its
    agent stopped by the node.
 7. inputs_unreachable: a node whose object store does not answer fails the
@@ -390,6 +392,43 @@ def test_cancel_elsewhere(pg):
         c.close()
 
 
+def test_bad_start(pg):
+    """What stops a node or an agent at start says why: node_listen taken,
+    a host name that is no node name, a malformed fence, a store not there."""
+    c = Cluster(pg, "badstart")
+    try:
+        m = c.model("fast")
+        c.node("b1", m)
+        _, port, home = c.nodes["b1"]
+        env = dict(os.environ, LLMBOX_HOME=home, LLMBOX_DB_URL=c.url, LLMBOX_NODE_NAME="b2",
+                   LLMBOX_NODE_LISTEN="127.0.0.1:%d" % port)
+        r = subprocess.run([LLMBOX, "node"], env=env, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "cannot listen on 127.0.0.1:%d" % port in r.stderr, (r.returncode, r.stderr)
+        env["LLMBOX_NODE_NAME"] = "B_2"
+        r = subprocess.run([LLMBOX, "node"], env=env, capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "LLMBOX_NODE_NAME=B_2: must be 1 to 63" in r.stderr, (r.returncode, r.stderr)
+        env.update(LLMBOX_NODE_NAME="b3", LLMBOX_NODE_LISTEN="127.0.0.1:%d" % free_port(),
+                   LLMBOX_DB_URL=c.url.replace("/badstart?", "/nosuchdb?"))
+        r = subprocess.run([LLMBOX, "node"], env=env, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "cannot open the task store" in r.stderr, (r.returncode, r.stderr)
+        c.stop_node("b1")
+        (tid,) = c.insert(1)  # queued, claimed by no node: the agents below hold no claim on it
+        r = subprocess.run([LLMBOX, "agent", "--task", tid], env=dict(env, LLMBOX_DB_URL=c.url,
+                                                                     LLMBOX_NODE_FENCE="b1"),
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "LLMBOX_NODE_FENCE must be <node>:<attempt>" in r.stdout + r.stderr, r
+        r = subprocess.run([LLMBOX, "agent", "--task", tid], env=dict(env, LLMBOX_DB_URL=c.url,
+                                                                     LLMBOX_NODE_FENCE="zz:1"),
+                           capture_output=True, text=True, timeout=30)
+        assert "write refused: attempt 1 on node zz" in r.stdout + r.stderr, r  # not its claim
+        assert "claim on the task is gone; stopping" in r.stdout + r.stderr, r
+        v = c.tasks([tid])[tid]
+        assert v["status"] == "queued" and not v["answer"] and not v["pid"], v  # it wrote nothing
+        assert c.sql("SELECT COUNT(*) FROM events WHERE task_id = '%s'" % tid) == [["0"]]
+    finally:
+        c.close()
+
+
 def test_inputs_unreachable(pg):
     """A node whose object store does not answer fails the task, saying so,
     instead of running it without its inputs."""
@@ -449,7 +488,7 @@ def main():
         for name, fn in (("claims_once", test_claims_once), ("kill9", test_kill9),
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
                          ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
-                         ("cancel_elsewhere", test_cancel_elsewhere),
+                         ("cancel_elsewhere", test_cancel_elsewhere), ("bad_start", test_bad_start),
                          ("web_queue", test_web_queue)):
             if not only or name in only:
                 rep.run(name, fn, pg)
