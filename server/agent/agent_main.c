@@ -351,7 +351,7 @@ static int run_task(lb_config *cfg, const char *id)
             lb_run_mode_name(opts.mode), lim.max_turns);
     rc = lb_agent_run(&o, &sink, &res);
     lb_info("task %s: %s%s%s", id, res.status, res.reason[0] ? ": " : "", res.reason);
-    ret = rc == LB_OK ? 0 : 1;
+    ret = rc == LB_OK && !lb_sink_store_fenced_out() ? 0 : 1;
     /* this round's files, kept for its downloads once later rounds change them */
     lb_round done;
     if (opts.mode != LB_RUN_LLM && lb_store_round_get(st, id, nround, &done) == LB_OK) {

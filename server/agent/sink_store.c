@@ -19,6 +19,9 @@ typedef struct store_sink {
 } store_sink;
 
 static store_sink the_store_sink; /* one task per agent process */
+static int lb_fenced_out; /* issue 13: the store refused this agent's claim */
+
+int lb_sink_store_fenced_out(void) { return lb_fenced_out; }
 
 /* Moves what this process recorded (loop.c, model_http.c) into the store,
  * where the web's /metrics reads it. Called once per turn and at the end,
@@ -114,6 +117,7 @@ static void ev(void *arg, const char *type, const cJSON *data)
          * (sandbox destroyed, nothing more written). */
         lb_error("task %s: the store refused a %s event: this agent's claim on the task is gone; stopping",
                  s->task_id, type);
+        lb_fenced_out = 1;
         kill(getpid(), SIGTERM);
     } else if (rc != LB_OK) {
         lb_error("cannot store a %s event: %s", type, lb_strerror(rc));

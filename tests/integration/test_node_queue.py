@@ -420,7 +420,7 @@ def test_bad_start(pg):
         r = subprocess.run([LLMBOX, "agent", "--task", tid], env=dict(env, LLMBOX_DB_URL=c.url,
                                                                      LLMBOX_NODE_FENCE="zz:1"),
                            capture_output=True, text=True, timeout=30)
-        assert "write refused: attempt 1 on node zz" in r.stdout + r.stderr, r  # not its claim
+        assert r.returncode == 1 and "write refused: attempt 1 on node zz" in r.stdout + r.stderr, r  # not its claim
         assert "claim on the task is gone; stopping" in r.stdout + r.stderr, r
         v = c.tasks([tid])[tid]
         assert v["status"] == "queued" and not v["answer"] and not v["pid"], v  # it wrote nothing
