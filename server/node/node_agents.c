@@ -29,6 +29,7 @@ typedef struct lb_node_agent {
 static pthread_mutex_t lb_na_mu = PTHREAD_MUTEX_INITIALIZER;
 static lb_node_agent lb_na[LB_NODE_AGENTS_MAX];
 static int lb_na_n;
+static char lb_na_node[64]; /* the node's name, from the first start */
 
 void lb_node_agents_kill_now(void)
 {
@@ -67,11 +68,11 @@ static char **lb_env_with(const char *fence, char **out, size_t cap)
     return out;
 }
 
-/* Ends task id failed with why (the node's own write: unfenced, but only
- * for a task whose agent is gone or never started) */
-static void lb_end_failed(lb_store *s, const char *id, const char *why)
+/* Ends task id failed with why while it is still the claim (node,
+ * attempt): its agent is gone or never started */
+static void lb_end_failed(lb_store *s, const char *id, const char *node, int attempt, const char *why)
 {
-    int rc = lb_store_task_end(s, id, LB_TASK_FAILED, why, NULL);
+    int rc = lb_store_queue_end_attempt(s, id, node, attempt, why);
     if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
         lb_error("node: task %s: cannot record its end (%s): %s", id, why, lb_strerror(rc));
 }
@@ -125,6 +126,7 @@ int lb_node_agent_start(const lb_config *cfg, lb_store *s, const char *node, con
         rc = LB_E_IO;
         goto out;
     }
+    snprintf(lb_na_node, sizeof lb_na_node, "%s", node);
     pthread_mutex_lock(&lb_na_mu);
     lb_node_agent *a = &lb_na[lb_na_n++];
     memset(a, 0, sizeof *a);
@@ -146,7 +148,7 @@ out:
         lb_error("node: task %s: %s", c->id, err);
         char reason[1500];
         snprintf(reason, sizeof reason, "node %s could not start the agent: %s", node, err);
-        lb_end_failed(s, c->id, reason);
+        lb_end_failed(s, c->id, node, c->attempt, reason);
     }
     return rc;
 }
@@ -177,7 +179,8 @@ int lb_node_agents_reap(lb_store *s)
                      WTERMSIG(st));
         else
             snprintf(why, sizeof why, "the agent process ended without finishing the task");
-        lb_end_failed(s, lb_na[i].id, why); /* LB_E_EXISTS, the usual case: the agent ended it */
+        /* LB_E_EXISTS, the usual case: the agent ended it (or a later round is on) */
+        lb_end_failed(s, lb_na[i].id, lb_na_node, lb_na[i].attempt, why);
         lb_na_drop(i);
         n++;
     }

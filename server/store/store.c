@@ -92,8 +92,10 @@ static const char *const lb_sql[Q__COUNT] = {
                            " started_ms = COALESCE(started_ms, ?3)"
                            " WHERE id = ?1 AND status IN ('queued', 'running')",
     [Q_TASK_SET_PID] = "UPDATE tasks SET pid = ?2 WHERE id = ?1",
+    /* claimable = 0: a task ended while queued (cancelled) leaves the
+     * queue's index (schema v10) */
     [Q_TASK_FINISH] = "UPDATE tasks SET status = ?2, reason = ?3, answer = COALESCE(?4, answer),"
-                      " finished_ms = ?5 WHERE id = ?1",
+                      " finished_ms = ?5, claimable = 0 WHERE id = ?1",
     [Q_TASK_USAGE] = "UPDATE tasks SET turns = ?2, prompt_tokens = ?3, completion_tokens = ?4,"
                      " usage = ?5 WHERE id = ?1",
     /* turns and tokens: the whole conversation's, summed over its rounds */

@@ -367,3 +367,31 @@ int lb_store_queue_wait(lb_store *s, int timeout_ms, int *woke)
         return LB_E_INVAL;
     return lb_store_sql_err(s, lb_db_wait_notify(lb_store_db(s), timeout_ms, woke), "wait for the queue");
 }
+
+/* the task is still this claim's, its row locked (PostgreSQL) for the
+ * transaction that ends it */
+static const char lb_attempt_sql[] = "SELECT 1 FROM tasks WHERE id = ?1 AND node = ?2 AND attempt = ?3";
+static const char lb_attempt_sql_pg[] =
+    "SELECT 1 FROM tasks WHERE id = ?1 AND node = ?2 AND attempt = ?3::bigint FOR UPDATE";
+
+int lb_store_queue_end_attempt(lb_store *s, const char *id, const char *node, int attempt, const char *reason)
+{
+    if (!s || !lb_id_valid(id) || !lb_node_name_valid(node) || attempt < 1)
+        return LB_E_INVAL;
+    lb_db_stmt *st = NULL;
+    int rc = lb_store_tx_begin(s);
+    if (rc)
+        return rc;
+    if ((rc = lb_sql_prep(s, lb_sql_pick(s, lb_attempt_sql, lb_attempt_sql_pg), &st)))
+        goto out;
+    lb_sql_bind_text(st, 1, id);
+    lb_sql_bind_text(st, 2, node);
+    lb_db_bind_int(st, 3, attempt);
+    int src = lb_db_step(st);
+    rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_EXISTS : lb_store_sql_err(s, src, "read the claim");
+    lb_db_finalize(st);
+    if (rc == LB_OK)
+        rc = lb_store_task_end_in_tx(s, id, LB_TASK_FAILED, reason);
+out:
+    return lb_store_tx_end(s, rc);
+}

@@ -72,6 +72,13 @@ LB_MUST_CHECK int lb_store_node_renew(lb_store *s, const char *node, int64_t sta
  * (LB_NODE_NAME_MAX + 1 bytes): the node swept ("" when none); *ended: how
  * many tasks were ended. */
 LB_MUST_CHECK int lb_store_node_sweep(lb_store *s, const char *self, char *swept_node, size_t *ended);
+/* Ends task id failed with reason only while it is still the claim
+ * (node, attempt): the node's word on an agent that exited without ending
+ * its task must not end the next round, which may have begun (and been
+ * claimed again) meanwhile. LB_E_EXISTS when the claim is no longer that
+ * one or the task is final. */
+LB_MUST_CHECK int lb_store_queue_end_attempt(lb_store *s, const char *id, const char *node, int attempt,
+                                             const char *reason);
 /* PostgreSQL: LISTEN for tasks becoming claimable on s's connection (kept
  * across reconnects); LB_E_INVAL on SQLite, whose claimers poll. */
 LB_MUST_CHECK int lb_store_queue_listen(lb_store *s);

@@ -21,7 +21,8 @@ sandbox (root and the image needed).
    PostgreSQL continued: the task ends failed, a new one succeeds.
 5. web_queue: a web with task_runner = queue stores the task and spawns
    nothing (queued after 1.5 s); a node started on the same home (shared
-   filesystem: the inputs by path) runs it in a sandbox to its answer.
+   filesystem: the inputs by path) runs it in a sandbox to its answer; a
+   follow-up round is queued and claimed again (attempt 2).
 6. sigterm: a node told to stop lets its running task finish, claims no
    more, removes its row and exits 0.
 9. bad_start: node_listen taken, an invalid node name, a store not there,
@@ -41,7 +42,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from stack import LLMBOX, REPO, Reporter, Stack, Skip, free_port, image_ready  # noqa: E402
+from stack import LLMBOX, REPO, Reporter, Stack, Skip, free_port, image_ready, multipart  # noqa: E402
 import pg_server  # noqa: E402
 
 LOAD_N = int(os.environ.get("LLMBOX_NODE_LOAD_N", "300"))
@@ -470,6 +471,20 @@ def test_web_queue(pg):
             done = s.wait_task(t["id"], timeout=120)
             assert done["status"] == "succeeded" and done["answer"].strip() == "seven", done
             assert c.tasks([t["id"]])[t["id"]]["node"] == "w1"
+            # a follow-up round is queued the same way and claimed again (attempt 2)
+            ctype, body = multipart({"prompt": "SANDBOX-ANSWER[eight] FINISH-ANSWER[8]" + ANSWER, "fresh": "1"}, [])
+            st, _, raw = s.request("POST", "/api/tasks/%s/messages" % t["id"], body, {"Content-Type": ctype})
+            assert st in (200, 201, 202), (st, raw)
+            deadline = time.time() + 120
+            while True:
+                st, r2 = s.get_json("/api/tasks/" + t["id"])
+                if r2["round"] == 2 and r2["status"] in ("succeeded", "failed", "cancelled"):
+                    break
+                assert time.time() < deadline, r2
+                time.sleep(0.2)
+            assert r2["status"] == "succeeded" and r2["answer"] == "8", r2
+            v = c.tasks([t["id"]])[t["id"]]
+            assert v["node"] == "w1" and v["attempt"] == 2, v
         finally:
             for p in c.procs:
                 if p.poll() is None:

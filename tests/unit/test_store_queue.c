@@ -49,6 +49,19 @@ static int insert_task(lb_store *s, char id[33], int64_t created_ms)
     return rc;
 }
 
+/* the one number sql answers, -1 on error */
+static int64_t count_of(const char *sql)
+{
+    lb_db *db = NULL;
+    lb_db_stmt *st = NULL;
+    int64_t v = -1;
+    if (lb_db_open(db_path, &db) == LB_OK && lb_db_prepare(db, sql, 0, &st) == LB_OK && lb_db_step(st) == LB_DB_ROW)
+        v = lb_db_col_int64(st, 0);
+    lb_db_finalize(st);
+    lb_db_close(db);
+    return v;
+}
+
 static int renew(lb_store *s, const char *node, int64_t run)
 {
     lb_node_lease l;
@@ -109,6 +122,12 @@ TEST(claims_take_each_pushed_task_once_oldest_first)
     /* a claimed task is not pushed again; a final one neither */
     CHECK(lb_store_task_end(s, ids[9], LB_TASK_CANCELLED, NULL, NULL) == LB_OK);
     CHECK(lb_store_queue_push(s, ids[9]) == LB_E_NOTFOUND);
+    /* a pushed task cancelled before any claim leaves the queue */
+    char extra[33];
+    CHECK(insert_task(s, extra, 2000) == LB_OK && lb_store_queue_push(s, extra) == LB_OK);
+    CHECK(lb_store_task_end(s, extra, LB_TASK_CANCELLED, "cancelled by the user", NULL) == LB_OK);
+    CHECK(lb_store_queue_claim(s, "a", 16, d, &m) == LB_OK && m == 0);
+    CHECK(count_of("SELECT COUNT(*) FROM tasks WHERE claimable = 1") == 0);
     CHECK(lb_store_queue_push(s, "0123456789abcdef0123456789abcdef") == LB_E_NOTFOUND);
     lb_store_close(s);
 }
@@ -256,6 +275,21 @@ TEST(a_restarted_node_ends_what_its_last_run_left)
     CHECK(lb_store_node_renew(s, "a", 200, 15000, 4, &l) == LB_OK && l.lapsed && l.nleft == 1);
     free(l.left);
     CHECK(lb_store_node_remove(s, "a") == LB_OK && lb_store_node_remove(s, "a") == LB_E_NOTFOUND);
+    /* the node's word on an exited agent ends only that claim's task */
+    char t3[33];
+    CHECK(insert_task(s, t3, 50) == LB_OK && lb_store_queue_push(s, t3) == LB_OK);
+    CHECK(lb_store_node_renew(s, "a", 300, 15000, 4, &l) == LB_OK);
+    free(l.left);
+    CHECK(lb_store_queue_claim(s, "a", 1, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, t3));
+    CHECK(lb_store_queue_end_attempt(s, t3, "a", c[0].attempt + 1, "gone") == LB_E_EXISTS);
+    CHECK(lb_store_queue_end_attempt(s, t3, "b", c[0].attempt, "gone") == LB_E_EXISTS);
+    task_status(s, t3, st, sizeof st, reason, sizeof reason);
+    CHECK_STR(st, "queued");
+    CHECK(lb_store_queue_end_attempt(s, t3, "a", c[0].attempt, "the agent process ended") == LB_OK);
+    task_status(s, t3, st, sizeof st, reason, sizeof reason);
+    CHECK_STR(st, "failed");
+    CHECK_STR(reason, "the agent process ended");
+    CHECK(lb_store_queue_end_attempt(s, t3, "a", c[0].attempt, "again") == LB_E_EXISTS);
     lb_store_close(s);
 }
 
