@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -51,6 +52,13 @@ def main():
     a = ap.parse_args()
     drv = build_driver("queue_bench")
     tmp = tempfile.mkdtemp(prefix="llmbox-queue-bench-")
+    try:
+        run(a, drv, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(a, drv, tmp):
     with pg_server.PgServer() as pg:
         lite = os.path.join(tmp, "q.db")
 
