@@ -401,6 +401,13 @@ def test_bad_start(pg):
         m = c.model("fast")
         c.node("b1", m)
         _, port, home = c.nodes["b1"]
+        st, h = c.health("b1")
+        assert st == 200 and h["name"] == "b1" and h["capacity"] == 4 and h["lease_expires"] > time.time() * 1000, h
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%d/other" % port, timeout=3)
+            raise AssertionError("a path other than /healthz answered")
+        except urllib.error.HTTPError as e:
+            assert e.code == 404 and b"answers GET /healthz only" in e.read()
         env = dict(os.environ, LLMBOX_HOME=home, LLMBOX_DB_URL=c.url, LLMBOX_NODE_NAME="b2",
                    LLMBOX_NODE_LISTEN="127.0.0.1:%d" % port)
         r = subprocess.run([LLMBOX, "node"], env=env, capture_output=True, text=True, timeout=30)
