@@ -37,7 +37,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind
+.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load
 all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(PLUGINS)
 
 # build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
@@ -150,6 +150,13 @@ bench: deps
 load: deps
 	@$(MAKE) --no-print-directory all image
 	@tests/load/run.sh
+
+# issue 13: the queue at full size: 2,000 llm-mode tasks over three `llmbox
+# node` processes on a real PostgreSQL, each claimed once (make test runs
+# 300 of them in tests/integration/test_node_queue.py)
+cluster-load: deps
+	@$(MAKE) --no-print-directory all
+	@LLMBOX_NODE_LOAD_N=2000 python3 tests/integration/test_node_queue.py claims_once
 
 # ---- fuzzing (libFuzzer, clang) and sanitizer builds ----------------------
 # `make fuzz` runs every tests/fuzz/fuzz_*.c target for FUZZ_SECONDS each on

@@ -37,14 +37,15 @@ import pg_server  # noqa: E402
 BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
 
 
-def build_driver():
+def build_driver(name="store_bench"):
+    """bench/<name>.c built against build/'s objects (bench/queue.py's too)."""
     objs = [o for o in glob.glob(os.path.join(BUILD, "server", "**", "*.o"), recursive=True)
             if not o.endswith(("/server/main.o", "/sandboxd/main.o")) and "/stateio/" not in o]
-    out = os.path.join(BUILD, "bench", "store_bench")
+    out = os.path.join(BUILD, "bench", name)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     cmd = ["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-I" + os.path.join(REPO, "include"),
            "-I" + os.path.join(REPO, "server"), "-I/usr/include/postgresql", "-o", out,
-           os.path.join(HERE, "store_bench.c")] + objs + \
+           os.path.join(HERE, name + ".c")] + objs + \
         "-linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lpq -lcrypto -ldl -lpthread -lseccomp".split()
     subprocess.run(cmd, check=True)
     return out

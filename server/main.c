@@ -65,6 +65,7 @@ static void usage(FILE *f)
             "  user add NAME       a new API token and the llmbox.conf lines for it\n"
             "  user hash | list    the token_sha256 of a token on stdin; the users\n"
             "  score < REQUEST     score one answer (eval scorers; JSON in, one JSON line out)\n"
+            "  node                claim and run queued tasks on this host (task_runner = queue)\n"
             "  blob where|put|get|head|rm|ls|push|pull|mkbucket ...\n"
             "                      the artifact store: local folder or S3 bucket (docs/OPERATIONS.md)\n"
             "  config check        loads the configuration and says what is wrong\n"
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
         return exec_sandboxd(lb_cfg(), "image", argc, argv);
     if (!strcmp(cmd, "config"))
         return lb_config_main(argc, argv);
+    if (!strcmp(cmd, "node")) /* issue 13: the queue's runner */
+        return lb_node_main(argc, argv, lb_cfg());
     if (!strcmp(cmd, "blob")) /* issue 13: object storage */
         return lb_blob_main(argc, argv, lb_cfg());
     if (!strcmp(cmd, "score"))

@@ -242,6 +242,10 @@ typedef struct lb_sink {
 
 /* sink_store.c: events into the task store. */
 void lb_sink_store_init(lb_sink *s, lb_store *st, const char *task_id);
+/* issue 13: 1 once the store refused an event of this agent's (its node's
+ * claim on the task is gone): the agent then exits 1, having written
+ * nothing more. */
+int lb_sink_store_fenced_out(void);
 /* sink_term.c: readable lines on a terminal (colour when f is a tty). */
 void lb_sink_term_init(lb_sink *s, void *file);
 

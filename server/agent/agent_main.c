@@ -13,6 +13,7 @@
 #include "common/task_opts.h"
 #include "common/util.h"
 #include "entry.h"
+#include "store/store_queue.h" /* issue 13: the fence */
 #include "store/store_round.h"
 
 #include <errno.h>
@@ -149,6 +150,29 @@ static void sandbox_gone(void *arg)
     LB_IGNORE(lb_store_kept_clear(k->st, k->id)); /* a stale record only makes the next round's adopt fail */
 }
 
+/* issue 13: an agent that `llmbox node` started gets its claim in
+ * LLMBOX_NODE_FENCE ("<node>:<attempt>"); every write it makes is fenced
+ * with it (store_queue.h). Unset: the web's agent, unfenced. */
+static int agent_fence(lb_store *st, const char *id)
+{
+    const char *f = getenv("LLMBOX_NODE_FENCE");
+    if (!f || !*f)
+        return LB_OK;
+    const char *colon = strrchr(f, ':');
+    char node[64];
+    char *end = NULL;
+    long attempt = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || (size_t)(colon - f) >= sizeof node || !end || *end || attempt < 1 || attempt > 1000000) {
+        lb_error("task %s: LLMBOX_NODE_FENCE must be <node>:<attempt>", id);
+        return LB_E_INVAL;
+    }
+    snprintf(node, sizeof node, "%.*s", (int)(colon - f), f);
+    int rc = lb_store_set_fence(st, node, (int)attempt);
+    if (rc != LB_OK)
+        lb_error("task %s: LLMBOX_NODE_FENCE names no valid node", id);
+    return rc;
+}
+
 /* cfg is written here only to add the replay model of a "Replay" task,
  * before the loop (and its watchdog thread) starts. */
 static int run_task(lb_config *cfg, const char *id)
@@ -168,6 +192,8 @@ static int run_task(lb_config *cfg, const char *id)
         lb_error("cannot open the task store %s: %s", shown, lb_strerror(rc));
         goto out;
     }
+    if (agent_fence(st, id) != LB_OK)
+        goto out;
     rc = lb_store_task_load(st, id, &task);
     if (rc != LB_OK) {
         lb_error("task %s: %s", id, lb_strerror(rc));
@@ -325,7 +351,7 @@ static int run_task(lb_config *cfg, const char *id)
             lb_run_mode_name(opts.mode), lim.max_turns);
     rc = lb_agent_run(&o, &sink, &res);
     lb_info("task %s: %s%s%s", id, res.status, res.reason[0] ? ": " : "", res.reason);
-    ret = rc == LB_OK ? 0 : 1;
+    ret = rc == LB_OK && !lb_sink_store_fenced_out() ? 0 : 1;
     /* this round's files, kept for its downloads once later rounds change them */
     lb_round done;
     if (opts.mode != LB_RUN_LLM && lb_store_round_get(st, id, nround, &done) == LB_OK) {

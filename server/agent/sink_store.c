@@ -6,10 +6,12 @@
 #include "common/status.h"
 #include "common/task.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct store_sink {
     lb_store *st;
@@ -17,6 +19,9 @@ typedef struct store_sink {
 } store_sink;
 
 static store_sink the_store_sink; /* one task per agent process */
+static int lb_fenced_out; /* issue 13: the store refused this agent's claim */
+
+int lb_sink_store_fenced_out(void) { return lb_fenced_out; }
 
 /* Moves what this process recorded (loop.c, model_http.c) into the store,
  * where the web's /metrics reads it. Called once per turn and at the end,
@@ -105,10 +110,20 @@ static void ev(void *arg, const char *type, const cJSON *data)
         if (!store_retry(rc, i + 1))
             break;
     }
-    if (rc != LB_OK)
+    if (rc == LB_E_DENIED) {
+        /* issue 13: the store refused this agent's fence (its node lost
+         * the lease, or the task was claimed again): the task is no longer
+         * this process's to run. SIGTERM takes the agent's own way out
+         * (sandbox destroyed, nothing more written). */
+        lb_error("task %s: the store refused a %s event: this agent's claim on the task is gone; stopping",
+                 s->task_id, type);
+        lb_fenced_out = 1;
+        kill(getpid(), SIGTERM);
+    } else if (rc != LB_OK) {
         lb_error("cannot store a %s event: %s", type, lb_strerror(rc));
-    else
+    } else {
         log_event(s, type, data, seq);
+    }
     free(text);
     if (!strcmp(type, "model"))
         flush_metrics(s);

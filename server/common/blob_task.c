@@ -177,3 +177,25 @@ int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, si
     }
     return rc;
 }
+
+/* issue 13: inputs, at most this many objects (an upload's files are
+ * capped by the web, well below) */
+#define LB_BLOB_INPUTS_MAX 100000
+
+int lb_blob_task_fetch_inputs(const lb_config *cfg, const char *task_id, char *why, size_t whysz)
+{
+    lb_blobstore b;
+    char prefix[64];
+    int rc = open_s3(cfg, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK;
+    if (rc != LB_OK)
+        return rc;
+    if (!lb_id_valid(task_id)) {
+        snprintf(why, whysz, "not a task id");
+        return LB_E_INVAL;
+    }
+    snprintf(prefix, sizeof prefix, "%s/input", task_id);
+    task_ctx f = {&b, cfg, prefix, 0, why, whysz};
+    return lb_blob_list(&b, prefix, LB_BLOB_INPUTS_MAX, fetch_listed, &f, why, whysz);
+}

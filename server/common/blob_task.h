@@ -28,6 +28,13 @@ LB_MUST_CHECK int lb_blob_task_fetch_output(const struct lb_config *cfg, const c
  * local copy is missing or of another size: before a bundle is built. */
 LB_MUST_CHECK int lb_blob_task_fetch_outputs(const struct lb_config *cfg, const char *task_id, const char *folder,
                                              char *why, size_t whysz);
+/* issue 13: makes the task's inputs (<id>/input/...) present under
+ * artifacts/<id>/input, fetched from the store when missing or of another
+ * size: the node that claimed a task another host admitted does this
+ * before it starts the agent. No-op without a bucket (web and node then
+ * share the folder). */
+LB_MUST_CHECK int lb_blob_task_fetch_inputs(const struct lb_config *cfg, const char *task_id, char *why,
+                                            size_t whysz);
 /* Deletes every object of the task (<id>/...) from the store: when the
  * task is deleted. An object left by a failure is unreachable (no task
  * row names it) but takes space: why says which. */

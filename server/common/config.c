@@ -267,6 +267,32 @@ static int set_db_url(lb_config *c, const lb_cfg_key *k, const char *v, char *wh
     return set_secret(c, k, v, why, whysz);
 }
 
+/* issue 13: who runs a task's agent: the web itself, or a node that
+ * claims it from the queue in the store */
+static int set_task_runner(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    if (strcmp(v, "local") && strcmp(v, "queue")) {
+        snprintf(why, whysz, "must be local (the web spawns agents) or queue (llmbox node runs them)");
+        return LB_E_INVAL;
+    }
+    return set_str(c, k, v, why, whysz);
+}
+
+/* issue 13: a node's name prefixes its sandbox ids and is its row in the
+ * nodes table: [a-z0-9-], at most 63, "" for the host name */
+static int set_node_name(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    size_t n = strlen(v);
+    int ok = n <= 63 && v[0] != '-';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '-';
+    if (!ok) {
+        snprintf(why, whysz, "must be 1 to 63 of a-z, 0-9 and '-', not starting with '-' (or empty: the host name)");
+        return LB_E_INVAL;
+    }
+    return set_str(c, k, v, why, whysz);
+}
+
 static int set_allowed_hosts(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
     return lb_cfgi_allowed_hosts_norm(v, field(c, k), k->size, why, whysz);
@@ -391,6 +417,12 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("s3_addressing", "LLMBOX_S3_ADDRESSING", s3_addressing, "path"),
     KEY_INT("s3_timeout_s", "LLMBOX_S3_TIMEOUT_S", s3_timeout_s, 30, 1, 3600),
     KEY_INT("s3_retries", "LLMBOX_S3_RETRIES", s3_retries, 3, 0, 10),
+    /* issue 13: the queue and the nodes (server/node/, store/store_queue.h) */
+    {"task_runner", "LLMBOX_TASK_RUNNER", NULL, set_task_runner, F(task_runner), 0, 0, "local"},
+    {"node_name", "LLMBOX_NODE_NAME", NULL, set_node_name, F(node_name), 0, 0, ""},
+    KEY_INT("node_capacity", "LLMBOX_NODE_CAPACITY", node_capacity, 4, 1, 256),
+    KEY_INT("node_lease_s", "LLMBOX_NODE_LEASE_S", node_lease_s, 15, 2, 3600),
+    {"node_listen", "LLMBOX_NODE_LISTEN", NULL, set_listen, F(node_listen), 0, 0, "127.0.0.1:8090"},
     KEY_INT("session_ttl_s", "LLMBOX_SESSION_TTL_S", session_ttl_s, 604800, 60, 366 * 86400),
     {"cookie_secure", "LLMBOX_COOKIE_SECURE", NULL, set_cookie_secure, F(cookie_secure), 0, 0, "auto"},
     {"allowed_hosts", "LLMBOX_ALLOWED_HOSTS", NULL, set_allowed_hosts, F(allowed_hosts), 0, 0, ""},

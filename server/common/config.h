@@ -243,6 +243,14 @@ typedef struct lb_config {
     int s3_timeout_s;                /* s3_timeout_s | LLMBOX_S3_TIMEOUT_S, default 30: connect, and longest stall */
     int s3_retries;                  /* s3_retries | LLMBOX_S3_RETRIES, default 3: extra tries on 5xx and
                                         connection errors, with backoff */
+    /* The queue and the nodes (issue 13, server/node/, store/store_queue.h) */
+    char task_runner[8];             /* task_runner | LLMBOX_TASK_RUNNER: local (default: the web spawns agents)
+                                        or queue (the web only queues; `llmbox node` runs them) */
+    char node_name[64];              /* node_name | LLMBOX_NODE_NAME, default "": the host name's first label */
+    int node_capacity;               /* node_capacity | LLMBOX_NODE_CAPACITY, default 4: tasks a node runs at once */
+    int node_lease_s;                /* node_lease_s | LLMBOX_NODE_LEASE_S, default 15: a node's lease, renewed
+                                        every third of it */
+    char node_listen[LB_CFG_LISTEN]; /* node_listen | LLMBOX_NODE_LISTEN, default 127.0.0.1:8090: GET /healthz */
 } lb_config;
 
 /* Fills cfg from the defaults, the config file and the environment;

@@ -14,6 +14,7 @@
 
 #include "store/db.h"
 #include "store/store_priv.h"
+#include "store/store_queue.h" /* issue 13: schema v10, the fence */
 
 #include "common/log.h"
 #include "common/path.h"
@@ -91,8 +92,10 @@ static const char *const lb_sql[Q__COUNT] = {
                            " started_ms = COALESCE(started_ms, ?3)"
                            " WHERE id = ?1 AND status IN ('queued', 'running')",
     [Q_TASK_SET_PID] = "UPDATE tasks SET pid = ?2 WHERE id = ?1",
+    /* claimable = 0: a task ended while queued (cancelled) leaves the
+     * queue's index (schema v10) */
     [Q_TASK_FINISH] = "UPDATE tasks SET status = ?2, reason = ?3, answer = COALESCE(?4, answer),"
-                      " finished_ms = ?5 WHERE id = ?1",
+                      " finished_ms = ?5, claimable = 0 WHERE id = ?1",
     [Q_TASK_USAGE] = "UPDATE tasks SET turns = ?2, prompt_tokens = ?3, completion_tokens = ?4,"
                      " usage = ?5 WHERE id = ?1",
     /* turns and tokens: the whole conversation's, summed over its rounds */
@@ -114,8 +117,10 @@ static const char *const lb_sql[Q__COUNT] = {
                               " FROM tasks WHERE (created_ms, id) < (?2, ?3)"
                               " ORDER BY created_ms DESC, id DESC LIMIT ?1",
     [Q_TASK_DELETE] = "DELETE FROM tasks WHERE id = ?1",
+    /* the web's own tasks only: not those in the queue or a node's
+     * (schema v10), whose agents the nodes watch (store_queue.h) */
     [Q_TASKS_ACTIVE] = "SELECT id, COALESCE(pid, 0) FROM tasks"
-                       " WHERE status IN ('queued', 'running') ORDER BY created_ms",
+                       " WHERE status IN ('queued', 'running') AND claimable = 0 AND node IS NULL ORDER BY created_ms",
     [Q_EVENT_NEXT_SEQ] = "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE task_id = ?1",
     /* every event carries the round it belongs to (schema v9), in its
      * row and in its data, so a client reading the stream needs no join */
@@ -208,6 +213,10 @@ static const char *const lb_sql_pg[Q__COUNT] = {
 struct lb_store {
     lb_db *db;
     lb_db_stmt *st[Q__COUNT];
+    /* issue 13: an agent a node started writes with the (node, attempt)
+     * of its claim (lb_store_set_fence); "" when not fenced */
+    char fence_node[64];
+    int fence_attempt;
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -419,14 +428,15 @@ static const char lb_schema_v6[] = "ALTER TABLE tasks ADD COLUMN options TEXT;";
  * Append only: a released migration is never edited. */
 static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3, lb_schema_v4,
                                             lb_schema_v5, lb_schema_v6, lb_schema_v7_evals,
-                                            lb_schema_v8_rollouts, lb_schema_v9_rounds};
+                                            lb_schema_v8_rollouts, lb_schema_v9_rounds,
+                                            lb_schema_v10_queue};
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
 /* PostgreSQL's migrations: NULL below version 9, where its schema starts
  * whole (store_schema_pg.c); a version added later appends to both lists. */
 static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                               lb_schema_pg_v9};
+                                               lb_schema_pg_v9, lb_schema_pg_v10_queue};
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");
 
@@ -650,6 +660,47 @@ static int lb_task_status_read(lb_store *s, const char *id, char *status, size_t
     return rc;
 }
 
+/* issue 13: the fence of an agent a node started. Read under the task's
+ * row lock that lb_task_status_read just took (PostgreSQL: FOR UPDATE;
+ * SQLite: the write lock), which every writer of the task takes first, so
+ * the answer holds until this transaction ends: the claim is still this
+ * agent's (node, attempt) and its node's lease has not expired by the
+ * database's clock. LB_E_DENIED otherwise. */
+static const char lb_fence_sql[] =
+    "SELECT 1 FROM tasks t JOIN nodes n ON n.name = t.node WHERE t.id = ?1 AND t.node = ?2 AND t.attempt = ?3"
+    " AND n.lease_expires_ms > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+static const char lb_fence_sql_pg[] =
+    "SELECT 1 FROM tasks t JOIN nodes n ON n.name = t.node WHERE t.id = ?1 AND t.node = ?2"
+    " AND t.attempt = ?3::bigint AND n.lease_expires_ms > (extract(epoch from clock_timestamp()) * 1000)::bigint"
+    " FOR SHARE OF n";
+
+static int lb_fence_check(lb_store *s, const char *id)
+{
+    lb_db_stmt *st = NULL;
+    int rc = lb_db_prepare(s->db, lb_db_is_pg(s->db) ? lb_fence_sql_pg : lb_fence_sql, 0, &st);
+    if (rc != LB_OK)
+        return lb_store_err(s, rc, "prepare the fence");
+    lb_bind_text(st, 1, id);
+    lb_bind_text(st, 2, s->fence_node);
+    lb_db_bind_int(st, 3, s->fence_attempt);
+    int src = lb_db_step(st);
+    rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_DENIED : lb_store_err(s, src, "check the fence");
+    lb_db_finalize(st);
+    if (rc == LB_E_DENIED)
+        lb_warn("store: task %s: write refused: attempt %d on node %s is no longer the task's, or the node's"
+                " lease expired", id, s->fence_attempt, s->fence_node);
+    return rc;
+}
+
+int lb_store_set_fence(lb_store *s, const char *node, int attempt)
+{
+    if (!s || !lb_node_name_valid(node) || attempt < 1)
+        return LB_E_INVAL;
+    snprintf(s->fence_node, sizeof s->fence_node, "%s", node);
+    s->fence_attempt = attempt;
+    return LB_OK;
+}
+
 /* Starts a write transaction on a task that exists and is not final yet:
  * LB_E_NOTFOUND or LB_E_EXISTS (rolled back) otherwise. Every change to a
  * running task goes through here, so a final task never changes again. */
@@ -662,6 +713,8 @@ static int lb_begin_live(lb_store *s, const char *id)
     rc = lb_task_status_read(s, id, status, sizeof status, NULL);
     if (rc == LB_OK && lb_task_status_is_final(lb_task_status_parse(status)))
         rc = LB_E_EXISTS;
+    if (rc == LB_OK && s->fence_node[0])
+        rc = lb_fence_check(s, id);
     if (rc)
         lb_rollback(s);
     return rc;
@@ -819,29 +872,25 @@ int lb_store_task_finish(lb_store *s, const char *id, const char *status, const 
     return lb_store_task_end(s, id, lb_task_status_parse(status), reason, answer);
 }
 
-static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,
+/* The end itself, in the caller's transaction on a live task: the final
+ * status and the "done" event. */
+static int lb_task_finish_body(lb_store *s, const char *id, const char *status, const char *reason,
                                const char *answer)
 {
     char *data = NULL;
     cJSON *ev = NULL;
-    int rc = lb_begin_live(s, id); /* the first finisher wins */
-    if (rc)
-        return rc;
     lb_db_stmt *st = lb_stmt(s, Q_TASK_FINISH);
-    if (!st) {
-        rc = LB_E_INTERNAL;
-        goto out;
-    }
+    if (!st)
+        return LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     lb_bind_text(st, 2, status);
     lb_bind_text(st, 3, reason);
     lb_bind_text(st, 4, answer);
     lb_db_bind_int64(st, 5, lb_now_ms());
-    rc = lb_step_done(s, st, "finish task");
+    int rc = lb_step_done(s, st, "finish task");
     lb_done(st);
     if (rc)
-        goto out;
-
+        return rc;
     ev = cJSON_CreateObject();
     if (!ev || !cJSON_AddStringToObject(ev, "status", status) ||
         (reason && !cJSON_AddStringToObject(ev, "reason", reason))) {
@@ -854,12 +903,32 @@ static int lb_task_finish_once(lb_store *s, const char *id, const char *status, 
         goto out;
     }
     rc = lb_event_insert(s, id, "done", data, NULL);
-    if (rc)
-        goto out;
 out:
-    rc = lb_end_tx(s, rc);
     cJSON_Delete(ev);
     free(data);
+    return rc;
+}
+
+static int lb_task_finish_once(lb_store *s, const char *id, const char *status, const char *reason,
+                               const char *answer)
+{
+    int rc = lb_begin_live(s, id); /* the first finisher wins */
+    if (rc)
+        return rc;
+    rc = lb_task_finish_body(s, id, status, reason, answer);
+    return lb_end_tx(s, rc);
+}
+
+int lb_store_task_end_in_tx(lb_store *s, const char *id, lb_task_status status, const char *reason)
+{
+    if (!s || !lb_id_valid(id) || !lb_task_status_is_final(status) || !lb_db_in_tx(s->db))
+        return LB_E_INVAL;
+    char cur[16];
+    int rc = lb_task_status_read(s, id, cur, sizeof cur, NULL); /* locks the row (PostgreSQL) */
+    if (rc == LB_OK && lb_task_status_is_final(lb_task_status_parse(cur)))
+        rc = LB_E_EXISTS;
+    if (rc == LB_OK)
+        rc = lb_task_finish_body(s, id, lb_task_status_name(status), reason, NULL);
     return rc;
 }
 
@@ -883,15 +952,20 @@ int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u)
              (long long)u->context_tokens, (long long)u->model_ms, (long long)u->tools_ms,
              (long long)u->sandbox_ms, src_ok ? ",\"answer_source\":\"" : "", src_ok ? src : "",
              src_ok ? "\"" : "", tok);
+    /* issue 13: a fenced agent's usage goes through the fence too */
+    int fenced = s->fence_node[0] != '\0', rc;
+    if (fenced && (rc = lb_begin_live(s, id)))
+        return rc;
     lb_db_stmt *st = lb_stmt(s, Q_TASK_USAGE);
     if (!st)
-        return LB_E_INTERNAL;
+        return fenced ? lb_end_tx(s, LB_E_INTERNAL) : LB_E_INTERNAL;
     lb_bind_text(st, 1, id);
     lb_db_bind_int(st, 2, u->turns);
     lb_db_bind_int64(st, 3, u->prompt_tokens);
     lb_db_bind_int64(st, 4, u->completion_tokens);
     lb_bind_text(st, 5, json);
-    return lb_step_write(s, st, "set usage", LB_E_NOTFOUND);
+    rc = lb_step_write(s, st, "set usage", LB_E_NOTFOUND);
+    return fenced ? lb_end_tx(s, rc) : rc;
 }
 
 int lb_store_task_state(lb_store *s, const char *id, char *status, size_t statussz, int *pid)
@@ -1158,7 +1232,7 @@ int lb_store_event_append(lb_store *s, const char *task_id, const char *type, co
         data_json = "{}";
     if (strlen(data_json) > LB_STORE_EVENT_MAX)
         return LB_E_TOOBIG;
-    if (lb_db_is_pg(s->db)) {
+    if (lb_db_is_pg(s->db) && !s->fence_node[0]) { /* a fenced writer takes the transaction's way */
         int frc = lb_event_append_pg(s, task_id, type, data_json, seq_out);
         if (frc != LB_E_BUSY)
             return frc;
@@ -1299,7 +1373,8 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
             strcmp(clean, a[i].path) != 0)
             return LB_E_INVAL;
     }
-    int rc = lb_begin(s);
+    /* issue 13: a fenced agent's outputs go through the fence too */
+    int rc = s->fence_node[0] ? lb_begin_live(s, task_id) : lb_begin(s);
     if (rc)
         return rc;
     char status[16];

@@ -121,12 +121,14 @@ static const char lb_round_insert_sql[] =
 static const char lb_round_task_sql[] =
     "UPDATE tasks SET round = ?2, status = 'queued', reason = NULL, answer = NULL, started_ms = NULL,"
     " finished_ms = NULL, pid = NULL, turns = 0, prompt_tokens = 0, completion_tokens = 0, usage = NULL,"
+    " node = NULL," /* issue 13: the last round's claim is over (attempt keeps counting) */
     " inputs = (SELECT json_group_array(json(value)) FROM (SELECT value FROM json_each(tasks.inputs)"
     "  UNION ALL SELECT value FROM json_each(?3)))"
     " WHERE id = ?1";
 static const char lb_round_task_sql_pg[] =
     "UPDATE tasks SET round = ?2, status = 'queued', reason = NULL, answer = NULL, started_ms = NULL,"
     " finished_ms = NULL, pid = NULL, turns = 0, prompt_tokens = 0, completion_tokens = 0, usage = NULL,"
+    " node = NULL,"
     " inputs = (SELECT COALESCE(jsonb_agg(x.v ORDER BY x.src, x.o)::text, '[]') FROM"
     "  (SELECT a.v, 1 AS src, a.o FROM jsonb_array_elements(tasks.inputs::jsonb) WITH ORDINALITY AS a(v, o)"
     "   UNION ALL SELECT b.v, 2, b.o FROM jsonb_array_elements(?3::jsonb) WITH ORDINALITY AS b(v, o)) x)"

@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "common/task.h"
 #include "common/util.h"
+#include "store/store_queue.h" /* issue 13 */
 #include "web/artifact_access.h"
 #include "web/http.h"
 #include "web/spawn.h"
@@ -112,8 +113,29 @@ int lb_admit_begin_internal(const lb_config *cfg, int keep_free, lb_admission *a
 
 /* Spawns the agent of stored task id with a's slot; a failed spawn ends
  * the task (its round) as failed. */
+/* issue 13: task_runner = queue: the stored task waits for a node
+ * (store_queue.h) instead; the web's slot is given back at once. A task
+ * that cannot be queued ends failed, as a failed spawn does. */
+static void lb_admit_queue(lb_store *s, lb_admission *a, const char *id)
+{
+    a->committed = 1;
+    a->slot = 0;
+    lb_spawn_unreserve();
+    int rc = lb_store_queue_push(s, id);
+    if (rc != LB_OK) {
+        lb_error("web: task %s: cannot queue it: %s", id, lb_strerror(rc));
+        rc = lb_store_task_end(s, id, LB_TASK_FAILED, "could not queue the task for a node", NULL);
+        if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+            lb_error("web: task %s: cannot record that it was not queued: %s", id, lb_strerror(rc));
+    }
+}
+
 static void lb_admit_spawn(lb_store *s, lb_admission *a, const char *id, int nice_value)
 {
+    if (a->cfg && !strcmp(a->cfg->task_runner, "queue")) {
+        lb_admit_queue(s, a, id);
+        return;
+    }
     a->committed = 1;
     int pid = 0;
     char err[512];
@@ -212,6 +234,7 @@ int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id)
         return LB_E_BUSY;
     }
     a->slot = 1;
+    a->cfg = cfg; /* issue 13: the task runner */
     snprintf(a->id, sizeof a->id, "%s", task_id);
     snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, task_id);
     snprintf(a->input_dir, sizeof a->input_dir, "%s/input", a->task_dir);

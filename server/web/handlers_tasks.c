@@ -12,7 +12,7 @@
 #include "web/task_json.h"
 #include "web/task_options.h"
 #include "web/user_limits.h"
-#include "web/web_main.h"
+#include "common/agent_spawn.h" /* lb_agent_alive */
 #include "common/path.h"
 #include "store/store.h"
 #include "common/buf.h"

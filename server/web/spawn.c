@@ -24,7 +24,6 @@
  */
 #include "web/spawn.h"
 
-#include "web/web_main.h"
 #include "store/store.h"
 
 #include "common/buf.h"
@@ -80,27 +79,6 @@ static const lb_config *lb_sp_cfg;
 
 /* ---- spawning ---- */
 
-/* Attributes every child gets: own session (optional), empty signal mask,
- * default actions for the signals we block or ignore in the web. */
-int lb_spawn_attr(posix_spawnattr_t *at, int setsid)
-{
-    sigset_t none, defs;
-    sigemptyset(&none);
-    sigemptyset(&defs);
-    int sigs[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaddset(&defs, sigs[i]);
-    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (setsid ? POSIX_SPAWN_SETSID : 0);
-    if (posix_spawnattr_init(at) != 0)
-        return LB_E_NOMEM;
-    if (posix_spawnattr_setflags(at, flags) || posix_spawnattr_setsigmask(at, &none) ||
-        posix_spawnattr_setsigdefault(at, &defs)) {
-        posix_spawnattr_destroy(at);
-        return LB_E_INTERNAL;
-    }
-    return LB_OK;
-}
-
 int lb_spawn_reserve(void)
 {
     return lb_spawn_reserve_leaving(0);
@@ -141,21 +119,11 @@ int lb_spawn_running(void)
 int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
 {
     const lb_config *cfg = lb_sp_cfg;
-    char logdir[LB_CFG_PATH + 16], logpath[LB_CFG_PATH + 64];
     int rc = LB_OK, logfd = -1, fa_ok = 0, at_ok = 0, consumed = 0;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     *pid_out = 0;
-    lb_cfg_logdir(lb_sp_cfg, logdir, sizeof logdir);
-    snprintf(logpath, sizeof logpath, "%s/agent-%s.log", logdir, id);
-    if (lb_mkdirs(logdir, 0750) != LB_OK) {
-        snprintf(err, errsz, "cannot create the log folder %s: %s", logdir, strerror(errno));
-        rc = LB_E_IO;
-        goto out;
-    }
-    logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-    if (logfd < 0) {
-        snprintf(err, errsz, "cannot open the agent log %s: %s", logpath, strerror(errno));
+    if ((logfd = lb_agent_log_open(cfg, id, err, errsz)) < 0) {
         rc = LB_E_IO;
         goto out;
     }
@@ -164,12 +132,8 @@ int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
         goto out;
     }
     fa_ok = 1;
-    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
-        posix_spawn_file_actions_adddup2(&fa, logfd, 1) || posix_spawn_file_actions_adddup2(&fa, logfd, 2) ||
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3)) {
-        rc = LB_E_NOMEM;
+    if ((rc = lb_agent_spawn_files(&fa, logfd)) != LB_OK)
         goto out;
-    }
     if ((rc = lb_spawn_attr(&at, 1)) != LB_OK)
         goto out;
     at_ok = 1;

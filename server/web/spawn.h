@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <stddef.h>
 
+#include "common/agent_spawn.h"
 #include "common/status.h"
 
 struct lb_config; /* common/config.h */
@@ -43,10 +44,8 @@ LB_MUST_CHECK int lb_spawn_kill_wait(const char *id, int timeout_ms);
  * agents (the last round's, still exiting, and its own). LB_OK, or
  * LB_E_TIMEOUT when one is still there. */
 LB_MUST_CHECK int lb_spawn_wait_gone(const char *id, int timeout_ms);
-/* Attributes every child of the web gets: its own session (setsid),
- * an empty signal mask, default actions for the signals the web blocks or
- * ignores. LB_OK, or LB_E_NOMEM / LB_E_INTERNAL (nothing to destroy). */
-LB_MUST_CHECK int lb_spawn_attr(posix_spawnattr_t *at, int setsid);
+/* lb_spawn_attr, the agent's log and file actions: common/agent_spawn.h
+ * (shared with `llmbox node`, issue 13) */
 /* Runs argv (argv[0] a path) with stdin /dev/null, captures up to max bytes
  * of stdout, kills it after timeout_ms. The caller frees *out. */
 LB_MUST_CHECK int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out, size_t *outlen,

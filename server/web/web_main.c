@@ -25,7 +25,6 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
-#include "common/task.h"
 #include "common/util.h"
 #include "entry.h"
 #include "web/req_body.h"
@@ -57,41 +56,6 @@ static pthread_mutex_t lb_accept_mu = PTHREAD_MUTEX_INITIALIZER;
 static int lb_listen_fd = -1;
 
 /* ---- crash recovery ---- */
-
-/* True when pid is an `llmbox agent` running task id: after a restart a
- * recorded pid may belong to any process, so the command line decides. */
-int lb_agent_alive(int pid, const char *id)
-{
-    if (pid <= 0)
-        return 0;
-    char path[64], cmd[4096];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-    /* /proc files report size 0, so read until EOF rather than by size */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, cmd + len, sizeof cmd - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        if (len == sizeof cmd - 1)
-            break;
-    }
-    close(fd);
-    cmd[len] = '\0';
-    int agent = 0, task = 0;
-    for (size_t i = 0; i < len; i += strlen(cmd + i) + 1) {
-        if (!strcmp(cmd + i, "agent"))
-            agent = 1;
-        if (!strcmp(cmd + i, id))
-            task = 1;
-    }
-    return agent && task;
-}
 
 void lb_web_recover(lb_store *s)
 {

@@ -9,8 +9,5 @@
 
 /* Crash recovery: finishes active tasks whose agent is gone. */
 void lb_web_recover(lb_store *s);
-/* True when pid is an `llmbox agent` process running task id (checked by
- * its command line, since a recorded pid may have been reused). */
-int lb_agent_alive(int pid, const char *id);
 
 #endif

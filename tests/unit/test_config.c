@@ -19,7 +19,8 @@ static const char *const vars[] = {
     "LLMBOX_DEFAULT_MODEL", "QWEN_TEST_KEY", "LLMBOX_LLM_EXTRA_BODY", "LLMBOX_REPLAY_FILE", "LLMBOX_POOL_IMAGES", "LLMBOX_IMAGE",
     "LLMBOX_SANDBOX_API_TOKEN", "LLMBOX_SANDBOX_API_TTL_S", "LLMBOX_SANDBOX_API_TTL_MAX_S",
     "LLMBOX_SANDBOX_UID_BASE", "LLMBOX_ALLOWED_HOSTS",
-    "LLMBOX_S3_BUCKET", "LLMBOX_S3_SECRET_KEY", "LLMBOX_S3_RETRIES", NULL, /* issue 13 */
+    "LLMBOX_S3_BUCKET", "LLMBOX_S3_SECRET_KEY", "LLMBOX_S3_RETRIES", /* issue 13 */
+    "LLMBOX_TASK_RUNNER", "LLMBOX_NODE_NAME", "LLMBOX_NODE_LEASE_S", NULL, /* issue 13: nodes */
 };
 
 static void clean_env(void)
@@ -312,6 +313,31 @@ TEST(s3_keys)
     clean_env();
 }
 
+/* issue 13: the queue's and the nodes' keys: defaults, checks, the
+ * environment winning. */
+TEST(node_keys)
+{
+    clean_env();
+    CHECK(load("") == LB_OK);
+    const lb_config *c = lb_cfg();
+    CHECK(!strcmp(c->task_runner, "local") && c->node_name[0] == '\0' && c->node_capacity == 4);
+    CHECK(c->node_lease_s == 15 && !strcmp(c->node_listen, "127.0.0.1:8090"));
+    CHECK(load("task_runner = queue\nnode_name = n1\nnode_capacity = 8\nnode_listen = 0.0.0.0:9000\n") == LB_OK);
+    CHECK(!strcmp(lb_cfg()->task_runner, "queue") && !strcmp(lb_cfg()->node_name, "n1"));
+    CHECK(lb_cfg()->node_capacity == 8 && !strcmp(lb_cfg()->node_listen, "0.0.0.0:9000"));
+    CHECK(load("task_runner = remote\n") == LB_E_INVAL);
+    CHECK(strstr(lb_config_error(), "local") != NULL);
+    CHECK(load("node_name = N1\n") == LB_E_INVAL);
+    CHECK(load("node_name = -n\n") == LB_E_INVAL);
+    CHECK(load("node_name = n1.x\n") == LB_E_INVAL);
+    CHECK(load("node_lease_s = 1\n") == LB_E_INVAL);
+    setenv("LLMBOX_NODE_NAME", "from-env", 1);
+    setenv("LLMBOX_NODE_LEASE_S", "4", 1);
+    CHECK(load("node_name = from-file\n") == LB_OK);
+    CHECK(!strcmp(lb_cfg()->node_name, "from-env") && lb_cfg()->node_lease_s == 4);
+    clean_env();
+}
+
 /* allowed_hosts: checked, lowercased, and what a Host header may name. */
 TEST(allowed_hosts)
 {
@@ -382,6 +408,7 @@ int main(void)
     RUN(environment_errors_name_the_variable);
     RUN(sandbox_keys);
     RUN(s3_keys);
+    RUN(node_keys);
     RUN(allowed_hosts);
     RUN(e2b_domain);
     unlink(conf);

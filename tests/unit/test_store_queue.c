@@ -1,0 +1,339 @@
+/* Unit tests for the task queue, the nodes' leases, the sweep and the
+ * fence of the task store (server/store/store_queue.h, schema v10). Run on
+ * SQLite here and on PostgreSQL by tests/integration/test_store_pg.py. */
+#include "store_where.h"
+#include "testlib.h"
+
+#include "common/status.h"
+#include "common/util.h"
+#include "store/store.h"
+#include "store/store_queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char db_path[4096];
+
+static lb_store *open_fresh(const char *name)
+{
+    tw_fresh(name, db_path, sizeof db_path);
+    if (!tw_pg())
+        unlink(db_path);
+    lb_store *s = NULL;
+    if (lb_store_open(db_path, &s) != LB_OK)
+        return NULL;
+    return s;
+}
+
+static lb_store *open_again(void)
+{
+    lb_store *s = NULL;
+    return lb_store_open(db_path, &s) == LB_OK ? s : NULL;
+}
+
+/* a new queued task, created_ms apart so the queue's order is known */
+static int insert_task(lb_store *s, char id[33], int64_t created_ms)
+{
+    if (lb_random_hex(id, 33, 16) != LB_OK)
+        return LB_E_INTERNAL;
+    lb_task_new t = {.id = id, .prompt = "count the rows", .model = "m", .max_turns = 3};
+    (void)created_ms;
+    int rc = lb_store_task_insert(s, &t);
+    if (rc == LB_OK) {
+        char sql[200];
+        snprintf(sql, sizeof sql, "UPDATE tasks SET created_ms = %lld WHERE id = '%s'", (long long)created_ms, id);
+        rc = tw_exec(db_path, sql);
+    }
+    return rc;
+}
+
+/* the one number sql answers, -1 on error */
+static int64_t count_of(const char *sql)
+{
+    lb_db *db = NULL;
+    lb_db_stmt *st = NULL;
+    int64_t v = -1;
+    if (lb_db_open(db_path, &db) == LB_OK && lb_db_prepare(db, sql, 0, &st) == LB_OK && lb_db_step(st) == LB_DB_ROW)
+        v = lb_db_col_int64(st, 0);
+    lb_db_finalize(st);
+    lb_db_close(db);
+    return v;
+}
+
+static int renew(lb_store *s, const char *node, int64_t run)
+{
+    lb_node_lease l;
+    int rc = lb_store_node_renew(s, node, run, 15000, 4, &l);
+    free(l.left);
+    return rc;
+}
+
+static void expire(const char *node)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "UPDATE nodes SET lease_expires_ms = 1000, seen_ms = 1000 WHERE name = '%s'", node);
+    CHECK(tw_exec(db_path, sql) == LB_OK);
+}
+
+static int has_id(const lb_claim *c, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(c[i].id, id))
+            return 1;
+    return 0;
+}
+
+/* the task's status and reason */
+static void task_status(lb_store *s, const char *id, char *status, size_t sz, char *reason, size_t rsz)
+{
+    lb_task t;
+    status[0] = reason[0] = '\0';
+    if (lb_store_task_load(s, id, &t) == LB_OK) {
+        snprintf(status, sz, "%s", lb_task_status_name(t.status));
+        snprintf(reason, rsz, "%s", t.reason ? t.reason : "");
+        lb_task_free(&t);
+    }
+}
+
+TEST(claims_take_each_pushed_task_once_oldest_first)
+{
+    lb_store *s = open_fresh("claim");
+    CHECK(s != NULL);
+    char ids[10][33];
+    for (int i = 0; i < 10; i++)
+        CHECK(insert_task(s, ids[i], 1000 + i) == LB_OK);
+    /* 8 pushed; the last two are a local web's (never claimable) */
+    for (int i = 0; i < 8; i++)
+        CHECK(lb_store_queue_push(s, ids[i]) == LB_OK);
+    CHECK(renew(s, "a", 1) == LB_OK && renew(s, "b", 1) == LB_OK);
+    lb_claim c[16];
+    size_t n = 0;
+    CHECK(lb_store_queue_claim(s, "a", 3, c, &n) == LB_OK && n == 3);
+    CHECK(n == 3 && has_id(c, n, ids[0]) && has_id(c, n, ids[1]) && has_id(c, n, ids[2]));
+    CHECK(n == 3 && c[0].attempt == 1 && c[1].attempt == 1 && c[2].attempt == 1);
+    lb_claim d[16];
+    size_t m = 0;
+    CHECK(lb_store_queue_claim(s, "b", 16, d, &m) == LB_OK && m == 5);
+    for (size_t i = 0; i < m; i++)
+        CHECK(!has_id(c, n, d[i].id) && strcmp(d[i].id, ids[8]) && strcmp(d[i].id, ids[9]));
+    CHECK(lb_store_queue_claim(s, "a", 16, d, &m) == LB_OK && m == 0);
+    /* a claimed task is not pushed again; a final one neither */
+    CHECK(lb_store_task_end(s, ids[9], LB_TASK_CANCELLED, NULL, NULL) == LB_OK);
+    CHECK(lb_store_queue_push(s, ids[9]) == LB_E_NOTFOUND);
+    /* a pushed task cancelled before any claim leaves the queue */
+    char extra[33];
+    CHECK(insert_task(s, extra, 2000) == LB_OK && lb_store_queue_push(s, extra) == LB_OK);
+    CHECK(lb_store_task_end(s, extra, LB_TASK_CANCELLED, "cancelled by the user", NULL) == LB_OK);
+    CHECK(lb_store_queue_claim(s, "a", 16, d, &m) == LB_OK && m == 0);
+    CHECK(count_of("SELECT COUNT(*) FROM tasks WHERE claimable = 1") == 0);
+    CHECK(lb_store_queue_push(s, "0123456789abcdef0123456789abcdef") == LB_E_NOTFOUND);
+    lb_store_close(s);
+}
+
+TEST(no_claim_without_a_live_lease)
+{
+    lb_store *s = open_fresh("lease");
+    CHECK(s != NULL);
+    char id[33];
+    CHECK(insert_task(s, id, 5) == LB_OK && lb_store_queue_push(s, id) == LB_OK);
+    lb_claim c[4];
+    size_t n = 9;
+    CHECK(lb_store_queue_claim(s, "ghost", 4, c, &n) == LB_OK && n == 0); /* never registered */
+    CHECK(renew(s, "a", 1) == LB_OK);
+    expire("a");
+    CHECK(lb_store_queue_claim(s, "a", 4, c, &n) == LB_OK && n == 0);
+    CHECK(renew(s, "a", 1) == LB_OK);
+    CHECK(lb_store_queue_claim(s, "a", 4, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, id));
+    /* the arguments are checked */
+    CHECK(lb_store_queue_claim(s, "A", 4, c, &n) == LB_E_INVAL);
+    CHECK(lb_store_queue_claim(s, "a.b", 4, c, &n) == LB_E_INVAL);
+    CHECK(lb_store_queue_claim(s, "a", 0, c, &n) == LB_E_INVAL);
+    CHECK(lb_store_queue_claim(s, "a", LB_QUEUE_CLAIM_MAX + 1, c, &n) == LB_E_INVAL);
+    lb_node_lease l;
+    CHECK(lb_store_node_renew(s, "a", 1, 999, 4, &l) == LB_E_INVAL);
+    CHECK(lb_store_node_renew(s, "-a", 1, 15000, 4, &l) == LB_E_INVAL);
+    CHECK(lb_node_name_valid("n1") && lb_node_name_valid("node-7") && !lb_node_name_valid(""));
+    lb_store_close(s);
+}
+
+TEST(the_fence_refuses_a_stale_attempt_or_an_expired_lease)
+{
+    lb_store *s = open_fresh("fence");
+    CHECK(s != NULL);
+    char id[33];
+    CHECK(insert_task(s, id, 5) == LB_OK && lb_store_queue_push(s, id) == LB_OK);
+    CHECK(renew(s, "a", 1) == LB_OK);
+    lb_claim c[1];
+    size_t n = 0;
+    CHECK(lb_store_queue_claim(s, "a", 1, c, &n) == LB_OK && n == 1);
+    lb_store *agent = open_again();
+    CHECK(agent && lb_store_set_fence(agent, "a", c[0].attempt) == LB_OK);
+    CHECK(lb_store_set_fence(agent, "a", 0) == LB_E_INVAL);
+    CHECK(lb_store_task_set_running(agent, id, 42) == LB_OK);
+    int64_t seq = 0;
+    CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":1}", &seq) == LB_OK && seq > 0);
+    lb_task_usage u0;
+    memset(&u0, 0, sizeof u0);
+    CHECK(lb_store_task_set_usage(agent, id, &u0) == LB_OK);
+    /* the task was claimed again meanwhile (attempt 2): refused */
+    CHECK(tw_exec(db_path, "UPDATE tasks SET attempt = attempt + 1") == LB_OK);
+    CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":2}", &seq) == LB_E_DENIED && seq == 0);
+    CHECK(tw_exec(db_path, "UPDATE tasks SET attempt = attempt - 1") == LB_OK);
+    CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":2}", &seq) == LB_OK);
+    /* another node's name is refused just the same */
+    lb_store *other = open_again();
+    CHECK(other && lb_store_set_fence(other, "b", c[0].attempt) == LB_OK);
+    CHECK(lb_store_event_append(other, id, "model", "{}", &seq) == LB_E_DENIED);
+    /* the node's lease expires: nothing more is written, not even the end */
+    expire("a");
+    CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":3}", &seq) == LB_E_DENIED && seq == 0);
+    CHECK(lb_store_task_end(agent, id, LB_TASK_SUCCEEDED, NULL, "42") == LB_E_DENIED);
+    lb_task_usage u;
+    memset(&u, 0, sizeof u);
+    u.turns = 3;
+    CHECK(lb_store_task_set_usage(agent, id, &u) == LB_E_DENIED);
+    lb_artifact art = {.path = "out.txt", .size = 1, .mime = "text/plain", .sha256 = "ab"};
+    CHECK(lb_store_artifacts_set(agent, id, &art, 1) == LB_E_DENIED);
+    CHECK(lb_store_task_set_running(agent, id, 43) == LB_E_DENIED);
+    /* the node renews after its lapse: its tasks end failed first, and
+     * the agent's writes meet a final task */
+    CHECK(renew(s, "a", 1) == LB_OK);
+    CHECK(lb_store_event_append(agent, id, "model", "{\"turn\":3}", &seq) == LB_E_EXISTS);
+    CHECK(lb_store_task_end(s, id, LB_TASK_CANCELLED, "stopped", NULL) == LB_E_EXISTS);
+    lb_store_close(other);
+    lb_store_close(agent);
+    lb_store_close(s);
+}
+
+TEST(the_sweep_ends_a_lapsed_nodes_tasks_once)
+{
+    lb_store *s = open_fresh("sweep");
+    CHECK(s != NULL);
+    char ids[3][33];
+    for (int i = 0; i < 3; i++)
+        CHECK(insert_task(s, ids[i], 10 + i) == LB_OK && lb_store_queue_push(s, ids[i]) == LB_OK);
+    CHECK(renew(s, "a", 1) == LB_OK && renew(s, "b", 1) == LB_OK);
+    lb_claim c[3];
+    size_t n = 0;
+    CHECK(lb_store_queue_claim(s, "a", 2, c, &n) == LB_OK && n == 2);
+    CHECK(lb_store_task_set_running(s, ids[0], 7) == LB_OK);
+    char swept[LB_NODE_NAME_MAX + 1];
+    size_t ended = 9;
+    CHECK(lb_store_node_sweep(s, "b", swept, &ended) == LB_OK && !swept[0] && ended == 0); /* a is alive */
+    expire("a");
+    CHECK(lb_store_node_sweep(s, "a", swept, &ended) == LB_OK && !swept[0]); /* never itself */
+    lb_store *s2 = open_again();
+    CHECK(s2 && lb_store_node_sweep(s2, "b", swept, &ended) == LB_OK);
+    CHECK_STR(swept, "a");
+    CHECK(ended == 2);
+    CHECK(lb_store_node_sweep(s, "c", swept, &ended) == LB_OK && !swept[0] && ended == 0); /* once */
+    char st[16], reason[300];
+    for (int i = 0; i < 2; i++) {
+        task_status(s, ids[i], st, sizeof st, reason, sizeof reason);
+        CHECK_STR(st, "failed");
+        CHECK(strstr(reason, "node a stopped renewing its lease (last seen at 1970-01-01 00:00:01 UTC)") != NULL);
+        CHECK(strstr(reason, "not run again") != NULL);
+    }
+    task_status(s, ids[2], st, sizeof st, reason, sizeof reason);
+    CHECK_STR(st, "queued"); /* unclaimed: still waits for a node */
+    /* a renewal makes the node live again; it is swept again only after
+     * its next lapse */
+    CHECK(renew(s, "a", 1) == LB_OK);
+    CHECK(lb_store_node_sweep(s, "b", swept, &ended) == LB_OK && !swept[0]);
+    lb_store_close(s2);
+    lb_store_close(s);
+}
+
+TEST(a_restarted_node_ends_what_its_last_run_left)
+{
+    lb_store *s = open_fresh("restart");
+    CHECK(s != NULL);
+    char ids[2][33];
+    for (int i = 0; i < 2; i++)
+        CHECK(insert_task(s, ids[i], 10 + i) == LB_OK && lb_store_queue_push(s, ids[i]) == LB_OK);
+    lb_node_lease l;
+    CHECK(lb_store_node_renew(s, "a", 100, 15000, 4, &l) == LB_OK && !l.lapsed && l.expires_ms > lb_now_ms());
+    free(l.left);
+    lb_claim c[2];
+    size_t n = 0;
+    CHECK(lb_store_queue_claim(s, "a", 1, c, &n) == LB_OK && n == 1);
+    CHECK(lb_store_task_set_pid(s, c[0].id, 4242) == LB_OK);
+    CHECK(lb_store_node_renew(s, "a", 100, 15000, 4, &l) == LB_OK && !l.lapsed && l.nleft == 0); /* same run */
+    free(l.left);
+    CHECK(lb_store_node_renew(s, "a", 200, 15000, 4, &l) == LB_OK && l.lapsed); /* a new run */
+    CHECK(l.nleft == 1 && !strcmp(l.left[0].id, c[0].id) && l.left[0].pid == 4242);
+    free(l.left);
+    char st[16], reason[300];
+    task_status(s, c[0].id, st, sizeof st, reason, sizeof reason);
+    CHECK_STR(st, "failed");
+    CHECK(strstr(reason, "node a stopped renewing its lease") != NULL);
+    /* its own lapse, seen at its next renewal, ends them too */
+    CHECK(lb_store_queue_claim(s, "a", 1, c, &n) == LB_OK && n == 1);
+    expire("a");
+    CHECK(lb_store_node_renew(s, "a", 200, 15000, 4, &l) == LB_OK && l.lapsed && l.nleft == 1);
+    free(l.left);
+    CHECK(lb_store_node_remove(s, "a") == LB_OK && lb_store_node_remove(s, "a") == LB_E_NOTFOUND);
+    /* the node's word on an exited agent ends only that claim's task */
+    char t3[33];
+    CHECK(insert_task(s, t3, 50) == LB_OK && lb_store_queue_push(s, t3) == LB_OK);
+    CHECK(lb_store_node_renew(s, "a", 300, 15000, 4, &l) == LB_OK);
+    free(l.left);
+    CHECK(lb_store_queue_claim(s, "a", 1, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, t3));
+    CHECK(lb_store_queue_end_attempt(s, t3, "a", c[0].attempt + 1, "gone") == LB_E_EXISTS);
+    CHECK(lb_store_queue_end_attempt(s, t3, "b", c[0].attempt, "gone") == LB_E_EXISTS);
+    task_status(s, t3, st, sizeof st, reason, sizeof reason);
+    CHECK_STR(st, "queued");
+    CHECK(lb_store_queue_end_attempt(s, t3, "a", c[0].attempt, "the agent process ended") == LB_OK);
+    task_status(s, t3, st, sizeof st, reason, sizeof reason);
+    CHECK_STR(st, "failed");
+    CHECK_STR(reason, "the agent process ended");
+    CHECK(lb_store_queue_end_attempt(s, t3, "a", c[0].attempt, "again") == LB_E_EXISTS);
+    lb_store_close(s);
+}
+
+/* A v9 database (either engine) migrates to v10: its tasks keep their
+ * rows, are not claimable, and the queue works. */
+TEST(v9_database_migrates_to_the_queue)
+{
+    lb_store *s = open_fresh("v9");
+    CHECK(s != NULL);
+    char id[33];
+    CHECK(insert_task(s, id, 5) == LB_OK);
+    lb_store_close(s);
+    const char *down = tw_pg() ? "DROP TRIGGER tasks_queue_notify ON tasks; DROP FUNCTION lb_queue_notify();"
+                                 "DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
+                                 "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"
+                                 "ALTER TABLE tasks DROP COLUMN attempt; ALTER TABLE tasks DROP COLUMN claimed_ms;"
+                                 "UPDATE meta SET value = '9' WHERE key = 'schema_version'"
+                               : "DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
+                                 "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"
+                                 "ALTER TABLE tasks DROP COLUMN attempt; ALTER TABLE tasks DROP COLUMN claimed_ms;"
+                                 "UPDATE meta SET value = '9' WHERE key = 'schema_version'";
+    CHECK(tw_exec(db_path, down) == LB_OK);
+    s = open_again();
+    CHECK(s != NULL);
+    CHECK(renew(s, "a", 1) == LB_OK);
+    lb_claim c[2];
+    size_t n = 9;
+    CHECK(lb_store_queue_claim(s, "a", 2, c, &n) == LB_OK && n == 0); /* the old task is not claimable */
+    CHECK(lb_store_queue_push(s, id) == LB_OK);
+    CHECK(lb_store_queue_claim(s, "a", 2, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, id) && c[0].attempt == 1);
+    lb_store_close(s);
+}
+
+int main(void)
+{
+    if (tw_init())
+        return 1;
+    RUN(claims_take_each_pushed_task_once_oldest_first);
+    RUN(no_claim_without_a_live_lease);
+    RUN(the_fence_refuses_a_stale_attempt_or_an_expired_lease);
+    RUN(the_sweep_ends_a_lapsed_nodes_tasks_once);
+    RUN(a_restarted_node_ends_what_its_last_run_left);
+    RUN(v9_database_migrates_to_the_queue);
+    if (tw_done())
+        return 1;
+    return testlib_done();
+}
