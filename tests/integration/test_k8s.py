@@ -218,6 +218,7 @@ def run(exe, tmp):
 
     docs_check(rendered.get("overlay_renders_and_passes"), tmp)
     conf_check()
+    node_name_check()
     prepare_check(tmp)
     caps_check()
 
@@ -369,6 +370,45 @@ def conf_check():
         if r.returncode != 0:
             fail(name, f"{conf}: {(r.stdout + r.stderr).strip()[-300:]}")
             return
+    ok(name)
+
+
+def node_name_check():
+    """node-name.sh maps Kubernetes node names to names llmbox accepts,
+    the same way every time, and keeps long names apart."""
+    name = "node_name_mapping_is_valid_and_stable"
+    script = os.path.join(K8S, "node-name.sh")
+    long_a = "node-" + "a" * 70 + ".example.internal"
+    long_b = "node-" + "a" * 70 + ".example.external"
+    want = {"ip-10-0-1-2.ec2.internal": "ip-10-0-1-2-ec2-internal", "Worker_1": "worker-1", "n1": "n1"}
+    got = {}
+    for raw in list(want) + [long_a, long_b]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LLMBOX_")}
+        env.update(K8S_NODE_NAME=raw, LLMBOX_CONF=os.path.join(K8S, "base/llmbox.conf"), LLMBOX_HOME=ROOT)
+        r = subprocess.run(["sh", script, "sh", "-c", 'printf %s "$LLMBOX_NODE_NAME"'],
+                           capture_output=True, text=True, env=env, timeout=30)
+        if r.returncode != 0:
+            fail(name, f"{raw}: exit {r.returncode} {r.stderr.strip()}")
+            return
+        got[raw] = r.stdout
+        # llmbox itself takes the name (its config check runs the same rules)
+        r = subprocess.run(["sh", script, LLMBOX, "config", "check"], capture_output=True, text=True,
+                           env=env, timeout=60)
+        if r.returncode != 0:
+            fail(name, f"{raw} -> {got[raw]!r} refused: {(r.stdout + r.stderr).strip()[-300:]}")
+            return
+    for raw, w in want.items():
+        if got[raw] != w:
+            fail(name, f"{raw} -> {got[raw]!r}, want {w!r}")
+            return
+    if got[long_a] == got[long_b] or max(len(got[long_a]), len(got[long_b])) > 63:
+        fail(name, f"long names: {got[long_a]!r} and {got[long_b]!r}")
+        return
+    r = subprocess.run(["sh", script, "true"], capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if k != "K8S_NODE_NAME"}, timeout=30)
+    if r.returncode == 0 or "K8S_NODE_NAME is empty" not in r.stderr:
+        fail(name, f"no K8S_NODE_NAME was taken: exit {r.returncode} {r.stderr.strip()}")
+        return
     ok(name)
 
 
