@@ -190,13 +190,16 @@ def t_deleted_task_link_gone(E):
 
 
 def t_no_links_without_key_or_ttl(_unused):
-    """download_link_ttl_s = 0, or no key file: no links, a line in the log
-    saying why, and downloads through the API as before."""
+    """download_link_ttl_s = 0: no links, a line in the log saying why, and
+    downloads through the API as before. Issue 13: no key file, or a bad
+    one, no longer turns links off: the key is the store's (made by the
+    first web), the web writes it to the file, and a link nginx (started
+    with the old file) cannot check goes through the backend's check."""
     cases = [("ttl 0", {"LLMBOX_DOWNLOAD_LINK_TTL_S": "0"}, None, "download links are off (download_link_ttl_s = 0)"),
              ("no key", {}, lambda p: os.unlink(os.path.join(p, "var", "web", "download.key")),
-              "download links are off: cannot open"),
+              "now holds the download key shared through the store (it held none)"),
              ("bad key", {}, lambda p: open(os.path.join(p, "var", "web", "download.key"), "w").write("short\n"),
-              "does not hold one line of 64 hex digits")]
+              "now holds the download key shared through the store (it held none)")]
     for label, env, hook, needle in cases:
         E2 = Env()
         E2.extra_env = env
@@ -205,11 +208,18 @@ def t_no_links_without_key_or_ttl(_unused):
             E2.start()
             tid, _ = finished_task_with_outputs(E2, {"a.txt": b"via-api"})
             from_task, from_list = listed(E2, tid)
-            assert "download_url" not in from_task["a.txt"] and "download_url" not in from_list["a.txt"], label
-            st, _, body = E2.req("GET", "/api/tasks/%s/artifacts/a.txt" % tid)
-            assert st == 200 and body == b"via-api", (label, st)
             log = open(os.path.join(E2.prefix, "var", "log", "web.out"), errors="replace").read()
             assert needle in log, (label, log[-2000:])
+            st, _, body = E2.req("GET", "/api/tasks/%s/artifacts/a.txt" % tid)
+            assert st == 200 and body == b"via-api", (label, st)
+            if label == "ttl 0":
+                assert "download_url" not in from_task["a.txt"] and "download_url" not in from_list["a.txt"], label
+                continue
+            key = open(os.path.join(E2.prefix, "var", "web", "download.key")).read()
+            assert len(key) == 65 and key.endswith("\n") and all(c in "0123456789abcdef" for c in key[:64]), label
+            assert key[:64] not in log, "the key is in the log"
+            st, _, body = E2.req("GET", from_list["a.txt"]["download_url"])
+            assert st == 200 and body == b"via-api", (label, st, body[:200])
         finally:
             E2.stop()
 

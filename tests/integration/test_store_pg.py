@@ -26,7 +26,8 @@ from stack import LLMBOX, REPO, Reporter, Stack, image_ready, multipart  # noqa:
 import pg_server  # noqa: E402
 
 BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
-UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch"]
+UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch",
+        "test_store_shared"]  # test_store_shared: issue 13, stateless webs
 
 
 def run_unit(url, name):
