@@ -151,6 +151,13 @@ load: deps
 	@$(MAKE) --no-print-directory all image
 	@tests/load/run.sh
 
+# issue 13, stateless webs: tests/integration/test_stateless_webs.py at full
+# size (200 event streams over two webs, and through HAProxy with one web
+# killed under them); `make test` runs it with 12.
+webs-full: deps
+	@$(MAKE) --no-print-directory all image
+	@LLMBOX_TEST_STREAMS=200 python3 tests/integration/test_stateless_webs.py
+
 # ---- fuzzing (libFuzzer, clang) and sanitizer builds ----------------------
 # `make fuzz` runs every tests/fuzz/fuzz_*.c target for FUZZ_SECONDS each on
 # its seed corpus (new inputs go to build-fuzz/corpus/, not into the repo);

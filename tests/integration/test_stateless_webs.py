@@ -24,21 +24,33 @@ prefix, as two hosts would have), with users. Asserted:
    w2 while they run (every event once, in order, ending with done), and a
    stream cut on w2 resumes on w1 with Last-Event-ID: the rest, nothing
    twice (STREAMS of them at once; LLMBOX_TEST_STREAMS for the full 200).
+6. HAProxy (deploy/haproxy/llmbox.cfg, a real one) in front of both:
+   health checks up, task reads and downloads answered by both webs
+   (X-Llmbox-Web), bytes identical.
+7. Sandbox calls routed by the id's node prefix (nodes.map): n1.… to the
+   web of node n1, n2.… to n2's, by path, E2b-Sandbox-Id header and E2B
+   host name; an id without a prefix is balanced.
+8. A web killed (SIGKILL) while it holds event streams through HAProxy:
+   every client reconnects through HAProxy with Last-Event-ID, lands on
+   the other web, and gets every event exactly once, ending with done.
 """
 import http.client
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from stack import LLMBOX, Reporter, Stack, image_ready, multipart  # noqa: E402
+from stack import LLMBOX, REPO, Reporter, Stack, image_ready, multipart  # noqa: E402
 import pg_server  # noqa: E402
 import s3_server  # noqa: E402
 
 STREAMS = int(os.environ.get("LLMBOX_TEST_STREAMS", "12"))
+TASKS = 6  # the streams follow this many tasks (several streams a task, as several tabs would)
 
 SCEN = {"scenarios": [
     {"match": "[file]", "steps": [
@@ -125,6 +137,69 @@ class Web:
         return evs
 
 
+class LB(Web):
+    """HAProxy's frontend, as one user: req/get/stream as Web, plus which
+    web answered."""
+
+    def __init__(self, port, token):
+        self.port, self.tok = port, token
+        self.s = self
+
+    def request(self, method, path, body=None, headers=None, timeout=30):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
+
+    def follow(self, tid, first_events, killed, timeout=120):
+        """The task's whole stream as a browser reads it: on a cut
+        connection, again with Last-Event-ID. [(id, event)], the webs
+        that served it, and how many connections it took."""
+        evs, webs, conns, last = [], [], 0, None
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            h = {"Accept": "text/event-stream", "Authorization": "Bearer " + self.tok}
+            if last is not None:
+                h["Last-Event-ID"] = str(last)
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            conns += 1
+            try:
+                c.request("GET", "/api/tasks/%s/events" % tid, headers=h)
+                r = c.getresponse()
+                if r.status != 200:
+                    r.read()
+                    time.sleep(0.2)
+                    continue
+                webs.append(r.getheader("X-Llmbox-Web"))
+                cur = {}
+                while True:
+                    line = r.readline()
+                    if not line:
+                        break
+                    line = line.decode().rstrip("\r\n")
+                    if line == "":
+                        if "event" in cur or "data" in cur:
+                            evs.append((int(cur.get("id", "0")), cur.get("event", "message")))
+                            last = evs[-1][0]
+                            if cur.get("event") == "done":
+                                return evs, webs, conns
+                            if len(evs) == 2:
+                                first_events.release()
+                        cur = {}
+                    elif not line.startswith(":"):
+                        k, _, v = line.partition(":")
+                        cur[k] = v[1:] if v.startswith(" ") else v
+            except (OSError, http.client.HTTPException):
+                pass
+            finally:
+                c.close()
+            killed.wait(30)  # a cut before the kill is a failure below: no retry storm
+        raise AssertionError("%s: no done within %ds: %s" % (tid, timeout, evs[-3:]))
+
+
 def once_in_order(evs, what):
     ids = [i for i, _ in evs]
     assert ids == sorted(set(ids)), "%s: ids not once and in order: %s" % (what, ids)
@@ -159,7 +234,7 @@ class T:
             st, h, body = w.req("GET", url, auth=False)
             assert st == 200 and body == want, (w.s.port, st, body[:200])
             st, h, body = w.req("GET", url, headers={"Range": "bytes=6-9"}, auth=False)
-            assert st == 206 and body == b"from", (st, body[:200])
+            assert st == 206 and body == b"from", (w.s.port, self.w1.s.port, st, h, body[:100])
             # one character of the signature changed: a JSON 403, never the file
             bad = url[:-1] + ("A" if url[-1] != "A" else "B")
             st, h, body = w.req("GET", bad, auth=False)
@@ -244,11 +319,12 @@ class T:
         assert r.returncode == 2 and "usage" in r.stderr, (r.returncode, r.stderr)
 
     def test_5_streams_across_webs(self):
-        tids = []
-        for i in range(STREAMS):
+        tasks = []
+        for i in range(min(STREAMS, TASKS)):
             st, _, t = self.w1.create("[stream] %d" % i)
             assert st in (200, 201, 202), (st, t)
-            tids.append(t["id"])
+            tasks.append(t["id"])
+        tids = [tasks[i % len(tasks)] for i in range(STREAMS)]  # STREAMS streams over the tasks
         results, errors = {}, []
 
         def follow(i, tid):
@@ -256,11 +332,11 @@ class T:
                 # half read whole on w2; half cut on w2 after 3 events and
                 # resumed on w1 from the last id seen
                 if i % 2 == 0:
-                    results[tid] = self.w2.stream(tid)
+                    results[i] = self.w2.stream(tid)
                 else:
                     head = self.w2.stream(tid, stop_after=3)
                     tail = self.w1.stream(tid, last_id=head[-1][0])
-                    results[tid] = head + tail
+                    results[i] = head + tail
             except Exception as e:  # noqa: BLE001
                 errors.append("%s: %r" % (tid, e))
 
@@ -270,10 +346,126 @@ class T:
         for t in th:
             t.join(180)
         assert not errors, errors[:3]
-        for tid in tids:
-            once_in_order(results[tid], tid)
-            n = int(self.pg.sql("SELECT COUNT(*) FROM events WHERE task_id = '%s'" % tid, db=self.db))
-            assert len(results[tid]) == n, (tid, len(results[tid]), n)
+        counts = {tid: int(self.pg.sql("SELECT COUNT(*) FROM events WHERE task_id = '%s'" % tid, db=self.db))
+                  for tid in tasks}
+        for i, tid in enumerate(tids):
+            once_in_order(results[i], tid)
+            assert len(results[i]) == counts[tid], (tid, len(results[i]), counts[tid])
+
+
+class H:
+    """Through HAProxy."""
+
+    def __init__(self, t, lb, s1, s2):
+        self.t, self.lb, self.s1, self.s2 = t, lb, s1, s2
+
+    def test_6_haproxy_balances_reads_and_downloads(self):
+        tid = self.t.task()
+        seen = set()
+        want = b"hello from the stateless test\n" * 200
+        for _ in range(12):
+            st, h, task = self.lb.get("/api/tasks/" + tid)
+            assert st == 200 and task["id"] == tid, (st, task)
+            seen.add(h.get("x-llmbox-web"))
+            url = [a for a in task["artifacts"] if a["path"] == "hello.txt"][0]["download_url"]
+            st, h, body = self.lb.req("GET", url, auth=False)
+            assert st == 200 and body == want, (st, body[:200])
+            seen.add(h.get("x-llmbox-web"))
+        assert seen == {"w1", "w2"}, seen
+
+    def test_7_sandbox_calls_routed_by_node_prefix(self):
+        hexid = "0123456789abcdef" * 2
+        cases = [("GET", "/api/sandboxes/n1.%s" % hexid, {}, "n1"),
+                 ("GET", "/api/sandboxes/n2.%s/files/a.txt" % hexid, {}, "n2"),
+                 ("DELETE", "/api/snapshots/n2.%s" % hexid, {}, "n2"),
+                 ("POST", "/e2b/sandboxes/n1.%s/timeout" % hexid, {}, "n1"),
+                 ("GET", "/e2b/sandbox/files", {"E2b-Sandbox-Id": "n2." + hexid}, "n2"),
+                 ("GET", "/health", {"Host": "49983-n1.%s.e2b.test" % hexid}, "n1")]
+        for method, path, hdr, want in cases:
+            st, h, body = self.lb.req(method, path, headers=hdr)
+            assert h.get("x-llmbox-web") == want, (method, path, st, h.get("x-llmbox-web"), body[:200])
+        # no prefix (as ids are today: see docs) and an unknown node: balanced
+        for path in ("/api/sandboxes/" + hexid, "/api/sandboxes/n9.%s" % hexid):
+            st, h, _ = self.lb.req("GET", path)
+            assert h.get("x-llmbox-web") in ("w1", "w2"), (path, st, h)
+
+    def test_8_web_killed_mid_stream(self):
+        n = max(4, STREAMS)
+        tasks = []
+        for i in range(min(n, TASKS)):
+            st, _, t = self.lb.create("[stream] lb %d" % i)
+            assert st in (200, 201, 202), (st, t)
+            tasks.append(t["id"])
+        tids = [tasks[i % len(tasks)] for i in range(n)]
+        first = threading.Semaphore(0)
+        killed = threading.Event()
+        out, errors = {}, []
+
+        def run(i, tid):
+            try:
+                out[i] = self.lb.follow(tid, first, killed)
+            except Exception as e:  # noqa: BLE001
+                errors.append("%s: %r" % (tid, e))
+                first.release()
+
+        th = [threading.Thread(target=run, args=(i, tid)) for i, tid in enumerate(tids)]
+        for x in th:
+            x.start()
+        for _ in tids:  # every stream has its first events
+            assert first.acquire(timeout=120), "streams did not start"
+        self.s1.kill("web")
+        killed.set()
+        try:
+            for x in th:
+                x.join(180)
+            assert not errors, errors[:3]
+            moved = 0
+            counts = {tid: int(self.t.pg.sql("SELECT COUNT(*) FROM events WHERE task_id = '%s'" % tid, db=self.t.db))
+                      for tid in tasks}
+            for i, tid in enumerate(tids):
+                evs, webs, conns = out[i]
+                once_in_order(evs, tid)
+                assert len(evs) == counts[tid], (tid, len(evs), counts[tid])
+                if webs[0] == "w1":
+                    assert conns >= 2 and "w2" in webs[1:], (tid, webs, conns)
+                    moved += 1
+            assert moved >= 1, "no stream was on the killed web: %s" % [out[i][1] for i in range(n)]
+            print("# %d streams through HAProxy, %d moved from the killed web, every event once" % (n, moved),
+                  file=sys.stderr)
+        finally:
+            self.s1.restart("web")
+
+
+def haproxy_start(s1, s2):
+    d = __import__("tempfile").mkdtemp(prefix="llmbox-lb-")
+    port = __import__("stack").free_port()
+    env = dict(os.environ, LLMBOX_LB_BIND="127.0.0.1:%d" % port, LLMBOX_WEB1="127.0.0.1:%d" % s1.port,
+               LLMBOX_WEB2="127.0.0.1:%d" % s2.port, LLMBOX_LB_STATE=d,
+               LLMBOX_NODES_MAP=os.path.join(REPO, "deploy", "haproxy", "nodes.map"))
+    cfg = os.path.join(REPO, "deploy", "haproxy", "llmbox.cfg")
+    p = subprocess.Popen(["haproxy", "-db", "-f", cfg], env=env, stdout=open(os.path.join(d, "haproxy.log"), "w"),
+                         stderr=subprocess.STDOUT, cwd=d)
+    deadline = time.time() + 20
+    while time.time() < deadline:  # both webs up by their health checks
+        try:
+            import socket
+            c = socket.create_connection(("127.0.0.1", port), timeout=1)
+            c.close()
+            seen = set()
+            for _ in range(6):
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.request("GET", "/api/health")
+                r = c.getresponse()
+                r.read()
+                seen.add(r.getheader("X-Llmbox-Web"))
+                c.close()
+            if seen == {"w1", "w2"}:
+                return p, port, d
+        except OSError:
+            pass
+        time.sleep(0.3)
+    p.kill()
+    raise AssertionError("HAProxy did not see both webs up: %s" % open(os.path.join(d, "haproxy.log")).read()[-2000:])
 
 
 def main():
@@ -299,13 +491,27 @@ def main():
         r = subprocess.run([LLMBOX, "blob", "mkbucket"], env=dict(os.environ, LLMBOX_HOME="/", **env),
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
-        # every stream of the test is one user's: past the default 8 per web
+        # every stream of the test is one user's: past the default 8 per web;
+        # and each open stream holds one of a web's threads
         env["LLMBOX_SSE_MAX_PER_CLIENT"] = str(max(8, STREAMS))
+        env["LLMBOX_WEB_THREADS"] = str(max(32, STREAMS + 24))
         kw = dict(scenario=SCEN, db_url=url, conf=conf, env=env)
         with Stack(**kw) as s1, Stack(**kw) as s2:
             t = T(Web(s1, ann[0]), Web(s2, ann[0]), Web(s1, bob[0]), Web(s2, bob[0]), pg, db)
             for name in sorted(n for n in dir(T) if n.startswith("test_")):
                 rep.run(name, getattr(t, name))
+            if not shutil.which("haproxy"):
+                print("SKIP haproxy: not installed (make deps)")
+                return rep.done()
+            lbp, lbport, lbdir = haproxy_start(s1, s2)
+            try:
+                h = H(t, LB(lbport, ann[0]), s1, s2)
+                for name in sorted(n for n in dir(H) if n.startswith("test_")):
+                    rep.run(name, getattr(h, name))
+            finally:
+                lbp.send_signal(signal.SIGTERM)
+                lbp.wait(10)
+                shutil.rmtree(lbdir, ignore_errors=True)
     return rep.done()
 
 
