@@ -67,6 +67,12 @@ static int lb_secrets_read(lb_store *s, const char *const cand[LB_SECRET_N])
             continue;
         int gen = 0;
         int rc = lb_store_secret_get(s, lb_secret_names[i], cand ? cand[i] : NULL, cur[i], prev[i], &gen);
+        if (rc == LB_E_INVAL) {
+            lb_error("web: the store's %s secret is not 32 to 127 lowercase hex digits (changed by hand?): "
+                     "delete it (DELETE FROM web_secrets WHERE name = '%s') and every web makes a new one",
+                     lb_secret_names[i], lb_secret_names[i]);
+            return -rc;
+        }
         if (rc != LB_OK) {
             lb_warn("web: cannot read the shared %s secret from the store: %s", lb_secret_names[i],
                     lb_strerror(rc));

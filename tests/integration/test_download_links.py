@@ -14,6 +14,7 @@ import base64
 import json
 import hashlib
 import os
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -224,6 +225,34 @@ def t_no_links_without_key_or_ttl(_unused):
             E2.stop()
 
 
+def t_bad_stored_secret_stops_web(_unused):
+    """Issue 13: a secret in the store that is not hex (written by hand)
+    is never used: `llmbox web` stops at start with a sentence saying
+    which and how to mend it, and no part of the value in it."""
+    import shutil
+    import sqlite3
+    import tempfile
+    home = tempfile.mkdtemp(prefix="llmbox-secret-")
+    try:
+        db = os.path.join(home, "t.db")
+        c = sqlite3.connect(db)
+        c.execute("CREATE TABLE web_secrets(name TEXT NOT NULL, gen INTEGER NOT NULL, value TEXT NOT NULL,"
+                  " created_ms BIGINT NOT NULL, PRIMARY KEY(name, gen))")
+        c.execute("INSERT INTO web_secrets VALUES('preview', 1, 'NOT-A-KEY-9f8e7d', 0)")
+        c.commit()
+        c.close()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LLMBOX_HOME": home, "LLMBOX_DB": db,
+               "LLMBOX_WEB_USER": "", "LLMBOX_WEB_SOCKET": os.path.join(home, "web.sock")}
+        r = subprocess.run([test_web.BIN, "web"], env=env, capture_output=True, text=True, timeout=60, cwd="/")
+        out = r.stdout + r.stderr
+        assert r.returncode == 1, (r.returncode, out[-2000:])
+        assert "cannot read or make the shared secrets" in out and "is not 32 to 127 lowercase hex" in out \
+            and "DELETE FROM web_secrets WHERE name = 'preview'" in out, out[-2000:]
+        assert "NOT-A-KEY" not in out, "the stored value is in a message"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main():
     if not os.access(test_web.BIN, os.X_OK):
         print("FAIL setup: %s is not built" % test_web.BIN)
@@ -231,7 +260,8 @@ def main():
     E = Env()
     return test_web.run_on_env(E, [(t_links_serve_the_files, E), (t_tampered_links_refused, E),
                                    (t_only_the_task_output, E), (t_odd_requests_json, E),
-                                   (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None)])
+                                   (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None),
+                                   (t_bad_stored_secret_stops_web, None)])
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -240,7 +240,7 @@ class T:
             st, h, body = w.req("GET", bad, auth=False)
             assert st == 403 and json.loads(body)["error"]["code"] == "forbidden", (st, body[:300])
             st, h, body = w.req("GET", t1["preview_base"] + "hello.txt", auth=False)
-            assert st == 200 and body == want, (st, body[:200])
+            assert st == 200 and body == want, (w.s.port, self.w1.s.port, st, h, len(body), body[-100:])
         # a preview key of the right shape but not the task's is a 404 on both
         forged = t1["preview_base"].rstrip("/").rsplit("/", 1)[0] + "/" + "0" * 32 + "/hello.txt"
         for w in (self.w1, self.w2):
@@ -483,7 +483,8 @@ def main():
     conf = ("user_tasks_per_minute = 0\nuser_max_tasks = 0\n"
             '[user "ann"]\ntoken_sha256 = %s\n[user "bob"]\ntoken_sha256 = %s\ntasks_per_minute = 2\n'
             % (ann[1], bob[1]))
-    with pg_server.PgServer() as pg, s3_server.S3Server() as s3:
+    # every open stream holds a web thread and that thread's connection
+    with pg_server.PgServer(max_connections=max(200, 3 * STREAMS + 100)) as pg, s3_server.S3Server() as s3:
         db = "webs"
         pg.sql('CREATE DATABASE "%s"' % db)
         url = pg.url.replace("/%s?" % pg.db, "/%s?" % db)
