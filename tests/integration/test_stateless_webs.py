@@ -474,7 +474,10 @@ def haproxy_start(s1, s2):
             pass
         time.sleep(0.3)
     p.kill()
-    raise AssertionError("HAProxy did not see both webs up: %s" % open(os.path.join(d, "haproxy.log")).read()[-2000:])
+    p.wait(10)
+    log = open(os.path.join(d, "haproxy.log")).read()[-2000:]
+    shutil.rmtree(d, ignore_errors=True)
+    raise AssertionError("HAProxy did not see both webs up: %s" % log)
 
 
 def main():
