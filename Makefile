@@ -37,7 +37,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load
+.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full
 all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(PLUGINS)
 
 # build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
@@ -157,6 +157,12 @@ load: deps
 cluster-load: deps
 	@$(MAKE) --no-print-directory all
 	@LLMBOX_NODE_LOAD_N=2000 python3 tests/integration/test_node_queue.py claims_once
+# issue 13, stateless webs: tests/integration/test_stateless_webs.py at full
+# size (200 event streams over two webs, and through HAProxy with one web
+# killed under them); `make test` runs it with 12.
+webs-full: deps
+	@$(MAKE) --no-print-directory all image
+	@LLMBOX_TEST_STREAMS=200 python3 tests/integration/test_stateless_webs.py
 
 # ---- fuzzing (libFuzzer, clang) and sanitizer builds ----------------------
 # `make fuzz` runs every tests/fuzz/fuzz_*.c target for FUZZ_SECONDS each on

@@ -24,6 +24,9 @@ command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 # postgresql for the real server of tests/lib/pg_server.py
 # (tests/integration/test_store_pg.py, bench/store.py)
 PKGS="$PKGS libpq-dev postgresql"
+# issue 13, stateless webs: HAProxy in front of several webs
+# (deploy/haproxy/llmbox.cfg, tests/integration/test_haproxy.py)
+PKGS="$PKGS haproxy"
 
 missing=""
 for p in $PKGS; do

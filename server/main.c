@@ -1,5 +1,6 @@
 /* llmbox: one multi-call binary. Each subcommand lives in its own folder. */
 #include "common/blob_cli.h" /* issue 13: llmbox blob */
+#include "web/shared_secrets.h" /* issue 13: llmbox secrets */
 #include "common/config.h"
 #include "common/status.h"
 #include "entry.h"
@@ -68,6 +69,8 @@ static void usage(FILE *f)
             "  node                claim and run queued tasks on this host (task_runner = queue)\n"
             "  blob where|put|get|head|rm|ls|push|pull|mkbucket ...\n"
             "                      the artifact store: local folder or S3 bucket (docs/OPERATIONS.md)\n"
+            "  secrets rotate download|preview\n"
+            "                      a new generation of a secret every web shares (docs/OPERATIONS.md)\n"
             "  config check        loads the configuration and says what is wrong\n"
             "  config listen       the address nginx listens on\n"
             "  version             print the version\n"
@@ -123,6 +126,8 @@ int main(int argc, char **argv)
         return lb_node_main(argc, argv, lb_cfg());
     if (!strcmp(cmd, "blob")) /* issue 13: object storage */
         return lb_blob_main(argc, argv, lb_cfg());
+    if (!strcmp(cmd, "secrets")) /* issue 13: shared signing secrets */
+        return lb_secrets_cmd(argc, argv, lb_cfg());
     if (!strcmp(cmd, "score"))
         return lb_score_main(argc, argv, lb_cfg());
     fprintf(stderr, "llmbox: unknown command '%s'\n\n", cmd);

@@ -18,7 +18,7 @@
 #define NOW_LITE "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 #define NOW_PG "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
-/* v10. claimable = 1: a queued task that waits for a node (only a web
+/* v10 (with the tables of store_shared.c at its end). claimable = 1: a queued task that waits for a node (only a web
  * with task_runner = queue sets it, so a local web's queued tasks, which
  * it spawns itself, are never claimed); the partial index holds only
  * those rows, so a claim reads a handful of entries however many tasks
@@ -38,7 +38,19 @@ const char lb_schema_v10_queue[] =
     "  seen_ms INTEGER NOT NULL,"
     "  lease_expires_ms INTEGER NOT NULL,"
     "  capacity INTEGER NOT NULL DEFAULT 0,"
-    "  swept_ms INTEGER) WITHOUT ROWID;";
+    "  swept_ms INTEGER) WITHOUT ROWID;"
+    /* the secrets and start windows webs share (store_shared.c) */
+    "CREATE TABLE web_secrets("
+    "  name TEXT NOT NULL,"
+    "  gen INTEGER NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY(name, gen));"
+    "CREATE TABLE rate_slots("
+    "  owner TEXT NOT NULL,"
+    "  slot INTEGER NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY(owner, slot));";
 
 const char lb_schema_pg_v10_queue[] =
     "ALTER TABLE tasks ADD COLUMN claimable BIGINT NOT NULL DEFAULT 0;"
@@ -59,7 +71,19 @@ const char lb_schema_pg_v10_queue[] =
     "CREATE FUNCTION lb_queue_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
     "  PERFORM pg_notify('llmbox_queue', ''); RETURN NULL; END $$;"
     "CREATE TRIGGER tasks_queue_notify AFTER INSERT OR UPDATE OF claimable ON tasks FOR EACH ROW"
-    "  WHEN (NEW.claimable = 1) EXECUTE FUNCTION lb_queue_notify();";
+    "  WHEN (NEW.claimable = 1) EXECUTE FUNCTION lb_queue_notify();"
+    /* the secrets and start windows webs share (store_shared.c) */
+    "CREATE TABLE web_secrets("
+    "  name TEXT NOT NULL,"
+    "  gen INTEGER NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  created_ms BIGINT NOT NULL,"
+    "  PRIMARY KEY(name, gen));"
+    "CREATE TABLE rate_slots("
+    "  owner TEXT NOT NULL,"
+    "  slot INTEGER NOT NULL,"
+    "  at_ms BIGINT NOT NULL,"
+    "  PRIMARY KEY(owner, slot));";
 
 int lb_node_name_valid(const char *name)
 {

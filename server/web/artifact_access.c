@@ -21,10 +21,12 @@
  *      without a login. Generated html runs in a sandboxed iframe (an
  *      opaque origin) whose requests carry no SameSite cookie, so a page's
  *      own images and scripts would all be 401 otherwise. The key is an
- *      HMAC of the task id under a secret made at start (128 bits, as hard
- *      to guess as a task id), shown only to the owner in the task object
- *      ("preview_base"), changed by a restart, and kept out of every log
- *      (access.c). Relative links inside a previewed page keep the key.
+ *      HMAC of the task id under a secret (128 bits, as hard to guess as a
+ *      task id), shown only to the owner in the task object
+ *      ("preview_base"), and kept out of every log (access.c). Issue 13:
+ *      the secret is the store's, made once and shared by every web, so
+ *      a preview link works on any web and survives restarts; rotated
+ *      with `llmbox secrets rotate preview` (shared_secrets.c). Relative links inside a previewed page keep the key.
  *
  * Whichever way, what is served is the same:
  *   - a file the artifact index lists, named by a clean relative path
@@ -44,6 +46,7 @@
  */
 #include "web/artifact_access.h"
 #include "web/blob_ready.h" /* issue 13 */
+#include "web/shared_secrets.h" /* issue 13 */
 
 #include "web/http.h"
 
@@ -51,7 +54,6 @@
 #include "common/path.h"
 #include "common/status.h"
 #include "common/token.h"
-#include "common/util.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -60,20 +62,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char lb_preview_secret[65];
-
-int lb_artifact_access_init(void)
-{
-    return lb_random_hex(lb_preview_secret, sizeof lb_preview_secret, 32);
-}
-
 /* ---- preview links ---- */
 
-void lb_artifact_preview_key(const char *id, char out[33])
+/* The preview key of id under secret into out[33] ("" on failure). */
+static void lb_preview_key_with(const char *secret, const char *id, char out[33])
 {
     char mac[LB_SHA256_HEX], msg[64];
     int n = snprintf(msg, sizeof msg, "preview:%s", id);
-    if (lb_hmac_sha256_hex(lb_preview_secret, strlen(lb_preview_secret), msg, (size_t)n, mac) != LB_OK) {
+    if (!secret[0] || lb_hmac_sha256_hex(secret, strlen(secret), msg, (size_t)n, mac) != LB_OK) {
         out[0] = '\0';
         return;
     }
@@ -81,12 +77,36 @@ void lb_artifact_preview_key(const char *id, char out[33])
     out[32] = '\0';
 }
 
+void lb_artifact_preview_key(const char *id, char out[33])
+{
+    char cur[LB_SECRET_MAX], prev[LB_SECRET_MAX];
+    lb_secrets_get(LB_SECRET_PREVIEW, cur, prev);
+    lb_preview_key_with(cur, id, out);
+}
+
+/* 1 when key (32 characters) is id's under the store's preview secret or
+ * the one before it; read again once when neither matches (issue 13). */
+static int lb_preview_key_valid(lb_store *s, const char *id, const char *key)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        char cur[LB_SECRET_MAX], prev[LB_SECRET_MAX], want[33];
+        lb_secrets_get(LB_SECRET_PREVIEW, cur, prev);
+        lb_preview_key_with(cur, id, want);
+        if (want[0] && lb_ct_equal(want, key, 32))
+            return 1;
+        lb_preview_key_with(prev, id, want);
+        if (want[0] && lb_ct_equal(want, key, 32))
+            return 1;
+        if (pass == 0 && !lb_secrets_reload(s))
+            return 0;
+    }
+    return 0;
+}
+
 int lb_artifact_preview_ok(lb_req *r)
 {
     const char *key = r->rest, *kend = strchr(key, '/');
-    char want[33];
-    lb_artifact_preview_key(r->id, want);
-    if (!kend || !kend[1] || !want[0] || kend - key != 32 || !lb_ct_equal(want, key, 32)) {
+    if (!kend || !kend[1] || kend - key != 32 || !lb_preview_key_valid(r->store, r->id, key)) {
         lb_http_error(r, 404, "not_found", "There is no task with id \"%s\".", r->id);
         return 0;
     }

@@ -12,8 +12,6 @@
 #include "store/store.h"
 #include "web/request.h"
 
-/* Once, before the worker threads: the secret of preview keys. */
-LB_MUST_CHECK int lb_artifact_access_init(void);
 
 /* ---- preview links ---- */
 /* The preview key of task id (32 hex) into out[33] ("" on failure). */

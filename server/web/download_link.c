@@ -15,7 +15,9 @@
  *
  * The key: 32 random bytes in var/web/download.key, made by
  * scripts/nginx-local.sh (run by prepare-dirs.sh), which also hands it to
- * nginx. MD5 is the only digest stock nginx checks; with the secret at the
+ * nginx. Issue 13: the store holds the key every web signs with (the
+ * first web's file key; shared_secrets.c), and a web writes it to its
+ * file when they differ. MD5 is the only digest stock nginx checks; with the secret at the
  * end of the message a forger would need a preimage or a collision of
  * two valid artifact paths of different tasks, and paths are UTF-8 without
  * controls (docs/ARCHITECTURE.md "Signed download links"), which
@@ -28,6 +30,7 @@
 #include "web/http.h"
 
 #include "web/artifact_access.h"
+#include "web/shared_secrets.h" /* issue 13 */
 
 #include "common/config.h"
 #include "common/log.h"
@@ -45,53 +48,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LB_DL_KEY_HEX 64
-
-static char lb_dl_key[LB_DL_KEY_HEX + 1]; /* "" when links are off */
-static int lb_dl_ttl_s;                    /* download_link_ttl_s, set with the key */
-
-/* Reads the key file: one line of 64 lowercase hex digits. */
-static int lb_dl_read_key(const char *file, char out[LB_DL_KEY_HEX + 1], char *why, size_t whysz)
-{
-    int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, whysz, "cannot open %s: %s", file, strerror(errno));
-        return LB_E_IO;
-    }
-    char buf[LB_DL_KEY_HEX + 8];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n < 0) {
-        snprintf(why, whysz, "cannot read %s: %s", file, strerror(errno));
-        return LB_E_IO;
-    }
-    buf[n] = '\0';
-    size_t len = strspn(buf, "0123456789abcdef");
-    if (len != LB_DL_KEY_HEX || (buf[len] && strcmp(buf + len, "\n"))) {
-        snprintf(why, whysz, "%s does not hold one line of %d hex digits", file, LB_DL_KEY_HEX);
-        return LB_E_INVAL;
-    }
-    memcpy(out, buf, LB_DL_KEY_HEX);
-    out[LB_DL_KEY_HEX] = '\0';
-    return LB_OK;
-}
+static int lb_dl_on;     /* links are handed out */
+static int lb_dl_ttl_s;  /* download_link_ttl_s */
 
 void lb_download_links_init(const lb_config *cfg)
 {
-    lb_dl_key[0] = '\0';
     lb_dl_ttl_s = cfg->download_link_ttl_s;
-    if (cfg->download_link_ttl_s == 0) {
+    char cur[LB_SECRET_MAX], prev[LB_SECRET_MAX];
+    lb_secrets_get(LB_SECRET_DOWNLOAD, cur, prev);
+    lb_dl_on = cfg->download_link_ttl_s != 0 && cur[0];
+    if (cfg->download_link_ttl_s == 0)
         lb_info("web: download links are off (download_link_ttl_s = 0): downloads go through the backend");
-        return;
-    }
-    char file[LB_CFG_PATH + 32], why[LB_CFG_PATH + 128];
-    snprintf(file, sizeof file, "%s/web/download.key", cfg->var_dir);
-    if (lb_dl_read_key(file, lb_dl_key, why, sizeof why) != LB_OK) {
-        /* not fatal: every download still works, only slower */
-        lb_dl_key[0] = '\0';
-        lb_warn("web: download links are off: %s (scripts/nginx-local.sh makes it); downloads go through the "
-                "backend", why);
-    }
+    else if (!cur[0])
+        lb_warn("web: download links are off: no download key from the store; downloads go through the backend");
 }
 
 int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,
@@ -138,7 +107,9 @@ static long long lb_download_expires(void)
 
 void lb_download_links_add(cJSON *artifacts, const char *task_id)
 {
-    if (!lb_dl_key[0] || !cJSON_IsArray(artifacts))
+    char key[LB_SECRET_MAX], prev[LB_SECRET_MAX];
+    lb_secrets_get(LB_SECRET_DOWNLOAD, key, prev);
+    if (!lb_dl_on || !key[0] || !cJSON_IsArray(artifacts))
         return;
     long long expires = lb_download_expires();
     char url[LB_PATH_MAX * 3 + 160];
@@ -146,21 +117,38 @@ void lb_download_links_add(cJSON *artifacts, const char *task_id)
     cJSON_ArrayForEach(it, artifacts)
     {
         const char *path = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
-        if (!path || lb_download_link_sign(lb_dl_key, expires, task_id, path, url, sizeof url) != LB_OK)
+        if (!path || lb_download_link_sign(key, expires, task_id, path, url, sizeof url) != LB_OK)
             continue; /* the page falls back to /api/tasks/{id}/artifacts/{path} */
         cJSON_AddStringToObject(it, "download_url", url);
         cJSON_AddNumberToObject(it, "download_expires", (double)expires);
     }
 }
 
-/* issue 13: the same check nginx's secure_link made, made again by the
- * backend before it fetches a file from the object store for a link */
-int lb_download_link_check(long long expires, const char *task_id, const char *path, const char *sig)
+/* One key's verdict on a link. */
+static int lb_dl_check_key(const char *key, long long expires, const char *task_id, const char *path, const char *sig)
 {
     char link[LB_PATH_MAX * 3 + 160];
-    if (!lb_dl_key[0] || expires < (long long)time(NULL) ||
-        lb_download_link_sign(lb_dl_key, expires, task_id, path, link, sizeof link) != LB_OK)
+    if (!key[0] || lb_download_link_sign(key, expires, task_id, path, link, sizeof link) != LB_OK)
         return 0;
     const char *s = strstr(link, "&s=");
     return s && strlen(sig) == strlen(s + 3) && CRYPTO_memcmp(sig, s + 3, strlen(sig)) == 0;
+}
+
+/* issue 13: the same check nginx's secure_link made, made again by the
+ * backend before it serves a link nginx handed over: with the store's
+ * key and the one before it (a rotation's overlap), read again once when
+ * both fail (another web may have seen a rotation first). */
+int lb_download_link_check(lb_store *s, long long expires, const char *task_id, const char *path, const char *sig)
+{
+    if (!lb_dl_on || expires < (long long)time(NULL))
+        return 0;
+    for (int pass = 0; pass < 2; pass++) {
+        char cur[LB_SECRET_MAX], prev[LB_SECRET_MAX];
+        lb_secrets_get(LB_SECRET_DOWNLOAD, cur, prev);
+        if (lb_dl_check_key(cur, expires, task_id, path, sig) || lb_dl_check_key(prev, expires, task_id, path, sig))
+            return 1;
+        if (pass == 0 && !lb_secrets_reload(s))
+            return 0;
+    }
+    return 0;
 }

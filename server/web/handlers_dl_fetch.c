@@ -1,8 +1,10 @@
 /* nginx serves a signed link (/dl/) from artifacts/ without the backend;
  * when the file is not there it hands the request here (@dl_fetch in
- * nginx.conf). No client reaches this route otherwise: every /dl/ URI is
- * served by nginx's own locations. Still the signature is checked again
- * (the same key as nginx's), then the artifact index, then the file is
+ * nginx.conf), and issue 13: a link nginx's key does not verify (signed
+ * with the store's key before this host's nginx read it, or after a
+ * rotation). No client reaches this route otherwise: every /dl/ URI is
+ * served by nginx's own locations. The signature is checked here with the
+ * store's keys (download_link.c), then the artifact index, then the file is
  * fetched from the object store into artifacts/ and handed back to
  * nginx's internal /_artifacts/ as a download. With no object store, or
  * no such file in it, the answer is the link's usual JSON 404. */
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static void gone(lb_req *r)
 {
@@ -31,7 +34,7 @@ void lb_h_dl_fetch(lb_req *r)
 {
     char decoded[LB_PATH_MAX * 3 + 1], path[LB_PATH_MAX + 1], e[24], sig[64];
     size_t dlen;
-    long long expires;
+    long long expires = 0;
     /* rest: {task}/{path}, as nginx's link location matched it */
     const char *slash = strchr(r->rest, '/');
     if (!slash || slash - r->rest != 32) {
@@ -44,8 +47,14 @@ void lb_h_dl_fetch(lb_req *r)
     if (!lb_id_valid(r->id) || lb_url_decode(rest, strlen(rest), decoded, sizeof decoded, &dlen, 0) != LB_OK ||
         lb_path_clean_rel(decoded, dlen, path, sizeof path) != LB_OK || lb_query_get(r->query, "e", e, sizeof e) ||
         lb_query_get(r->query, "s", sig, sizeof sig) || lb_parse_ll(e, 0, (long long)1 << 40, &expires) ||
-        !lb_download_link_check(expires, r->id, path, sig)) {
-        lb_http_error(r, 403, "forbidden", "This download link is not valid (changed or cut?).");
+        !lb_download_link_check(r->store, expires, r->id, path, sig)) {
+        /* the words of nginx's own answers (nginx.conf /_errors/link_*) */
+        if (expires && expires < (long long)time(NULL))
+            lb_http_error_hdr(r, 410, "link_expired", "Cache-Control: no-store\r\n",
+                              "This download link has expired. Open the task again for a fresh link.");
+        else
+            lb_http_error(r, 403, "forbidden", "This download link is not valid: it was changed or cut short. "
+                          "Open the task again for a fresh link.");
         return;
     }
     lb_artifact a;

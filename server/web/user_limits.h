@@ -7,14 +7,14 @@
 #include "common/status.h"
 #include "web/request.h"
 
+struct lb_store;
 typedef struct lb_start_ticket {
     int user;                  /* index in the configuration's users, -1: none taken */
     int slot;
-    int64_t old, at;           /* the slot's time before and after the take */
+    int64_t old, at;           /* the slot's time before and after the take (wall clock, ms) */
+    const char *name;          /* the user's name (the configuration's) */
+    struct lb_store *store;    /* the request's connection, for the refund */
 } lb_start_ticket;
-/* Once, before the worker threads: a start window for each of cfg's users
- * with a tasks_per_minute. */
-LB_MUST_CHECK int lb_limits_init(const struct lb_config *cfg);
 /* Before a task is made for r (create, rerun): its user's tasks queued or
  * running and its starts in the last minute. Answers 429 and returns
  * LB_E_BUSY when over a limit (the store's status, answered, when it

@@ -20,7 +20,7 @@
 #include "web/spawn.h"
 #include "web/user_limits.h"
 #include "store/store.h"
-#include "web/artifact_access.h"
+#include "web/shared_secrets.h" /* issue 13 */
 
 #include "common/config.h"
 #include "common/log.h"
@@ -389,7 +389,15 @@ int lb_web_main(int argc, char **argv)
         return 1;
     }
     lb_web_recover(s);
+    /* issue 13: the signing secrets and start windows every web on this
+     * store shares (shared_secrets.c) */
+    rc = lb_secrets_start(cfg, s);
     lb_store_close(s);
+    if (rc != LB_OK) {
+        fprintf(stderr, "llmbox web: cannot read or make the shared secrets in the task database: %s\n",
+                lb_strerror(rc));
+        return 1;
+    }
 
     /* Signals that stop the service are taken by the main thread only
      * (sigwait); every other thread, and so every child, starts with them
@@ -413,10 +421,6 @@ int lb_web_main(int argc, char **argv)
     }
     if (lb_eval_runner_start(cfg) != LB_OK) {
         fprintf(stderr, "llmbox web: cannot start the evaluations' runner\n");
-        return 1;
-    }
-    if (lb_artifact_access_init() != LB_OK || lb_limits_init(cfg) != LB_OK) {
-        fprintf(stderr, "llmbox web: cannot set up logins (no randomness or no memory)\n");
         return 1;
     }
     lb_download_links_init(cfg);

@@ -14,6 +14,7 @@ import base64
 import json
 import hashlib
 import os
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -190,13 +191,16 @@ def t_deleted_task_link_gone(E):
 
 
 def t_no_links_without_key_or_ttl(_unused):
-    """download_link_ttl_s = 0, or no key file: no links, a line in the log
-    saying why, and downloads through the API as before."""
+    """download_link_ttl_s = 0: no links, a line in the log saying why, and
+    downloads through the API as before. Issue 13: no key file, or a bad
+    one, no longer turns links off: the key is the store's (made by the
+    first web), the web writes it to the file, and a link nginx (started
+    with the old file) cannot check goes through the backend's check."""
     cases = [("ttl 0", {"LLMBOX_DOWNLOAD_LINK_TTL_S": "0"}, None, "download links are off (download_link_ttl_s = 0)"),
              ("no key", {}, lambda p: os.unlink(os.path.join(p, "var", "web", "download.key")),
-              "download links are off: cannot open"),
+              "now holds the download key shared through the store (it held none)"),
              ("bad key", {}, lambda p: open(os.path.join(p, "var", "web", "download.key"), "w").write("short\n"),
-              "does not hold one line of 64 hex digits")]
+              "now holds the download key shared through the store (it held none)")]
     for label, env, hook, needle in cases:
         E2 = Env()
         E2.extra_env = env
@@ -205,13 +209,48 @@ def t_no_links_without_key_or_ttl(_unused):
             E2.start()
             tid, _ = finished_task_with_outputs(E2, {"a.txt": b"via-api"})
             from_task, from_list = listed(E2, tid)
-            assert "download_url" not in from_task["a.txt"] and "download_url" not in from_list["a.txt"], label
-            st, _, body = E2.req("GET", "/api/tasks/%s/artifacts/a.txt" % tid)
-            assert st == 200 and body == b"via-api", (label, st)
             log = open(os.path.join(E2.prefix, "var", "log", "web.out"), errors="replace").read()
             assert needle in log, (label, log[-2000:])
+            st, _, body = E2.req("GET", "/api/tasks/%s/artifacts/a.txt" % tid)
+            assert st == 200 and body == b"via-api", (label, st)
+            if label == "ttl 0":
+                assert "download_url" not in from_task["a.txt"] and "download_url" not in from_list["a.txt"], label
+                continue
+            key = open(os.path.join(E2.prefix, "var", "web", "download.key")).read()
+            assert len(key) == 65 and key.endswith("\n") and all(c in "0123456789abcdef" for c in key[:64]), label
+            assert key[:64] not in log, "the key is in the log"
+            st, _, body = E2.req("GET", from_list["a.txt"]["download_url"])
+            assert st == 200 and body == b"via-api", (label, st, body[:200])
         finally:
             E2.stop()
+
+
+def t_bad_stored_secret_stops_web(_unused):
+    """Issue 13: a secret in the store that is not hex (written by hand)
+    is never used: `llmbox web` stops at start with a sentence saying
+    which and how to mend it, and no part of the value in it."""
+    import shutil
+    import sqlite3
+    import tempfile
+    home = tempfile.mkdtemp(prefix="llmbox-secret-")
+    try:
+        db = os.path.join(home, "t.db")
+        c = sqlite3.connect(db)
+        c.execute("CREATE TABLE web_secrets(name TEXT NOT NULL, gen INTEGER NOT NULL, value TEXT NOT NULL,"
+                  " created_ms BIGINT NOT NULL, PRIMARY KEY(name, gen))")
+        c.execute("INSERT INTO web_secrets VALUES('preview', 1, 'NOT-A-KEY-9f8e7d', 0)")
+        c.commit()
+        c.close()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LLMBOX_HOME": home, "LLMBOX_DB": db,
+               "LLMBOX_WEB_USER": "", "LLMBOX_WEB_SOCKET": os.path.join(home, "web.sock")}
+        r = subprocess.run([test_web.BIN, "web"], env=env, capture_output=True, text=True, timeout=60, cwd="/")
+        out = r.stdout + r.stderr
+        assert r.returncode == 1, (r.returncode, out[-2000:])
+        assert "cannot read or make the shared secrets" in out and "is not 32 to 127 lowercase hex" in out \
+            and "DELETE FROM web_secrets WHERE name = 'preview'" in out, out[-2000:]
+        assert "NOT-A-KEY" not in out, "the stored value is in a message"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def main():
@@ -221,7 +260,8 @@ def main():
     E = Env()
     return test_web.run_on_env(E, [(t_links_serve_the_files, E), (t_tampered_links_refused, E),
                                    (t_only_the_task_output, E), (t_odd_requests_json, E),
-                                   (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None)])
+                                   (t_deleted_task_link_gone, E), (t_no_links_without_key_or_ttl, None),
+                                   (t_bad_stored_secret_stops_web, None)])
 
 if __name__ == "__main__":
     sys.exit(main())

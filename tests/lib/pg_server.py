@@ -38,7 +38,10 @@ def missing():
 
 
 class PgServer:
-    def __init__(self, db="llmbox", role="llmbox"):
+    def __init__(self, db="llmbox", role="llmbox", max_connections=200):
+        # max_connections: issue 13 stateless webs at full size (every open
+        # event stream holds a web thread and its connection)
+        self.max_connections = max_connections
         self.dir = None
         self.db = db
         self.role = role
@@ -82,7 +85,7 @@ class PgServer:
             with open(os.path.join(self.dir, "data", "postgresql.conf"), "a") as f:
                 f.write("listen_addresses = ''\nunix_socket_directories = '%s'\n"
                         "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
-                        "max_connections = 200\nshared_buffers = 32MB\n" % self.sockdir)
+                        "max_connections = %d\nshared_buffers = 32MB\n" % (self.sockdir, self.max_connections))
             created = True
         else:
             created = False
