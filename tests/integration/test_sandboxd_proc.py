@@ -346,6 +346,34 @@ def open_read(p):
         return b""
 
 
+def check_stat_list_metadata(d):
+    """issue 17: stat and list carry kind, mode, uid/gid as the sandbox sees
+    them, mtime and a symlink's target (read, never followed); old fields
+    as they were."""
+    c = d.connect()
+    sid = c.create()
+    ex = c.exec(sid, "mkdir -p /tmp/m && cd /tmp/m && printf abcd > f && chown 1000:2000 f && chmod 2640 f && "
+                "touch -d @1600000000.25 f && ln -s ../../etc/shadow l && mkdir d && echo ok")
+    assert ex.get("stdout") == "ok\n", ex
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m/f"})
+    assert (r["type"], r["size"], r["kind"], r["mode"], r["uid"], r["gid"], r["mtime"], r["mtime_ns"]) == \
+        ("file", 4, "file", 0o2640, 1000, 2000, 1600000000, 250000000), r
+    assert "target" not in r, r
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m/l"})
+    assert (r["type"], r["kind"], r["target"], r["uid"]) == ("other", "symlink", "../../etc/shadow", 0), r
+    r = c.call({"op": "stat", "id": sid, "path": "/"})
+    assert (r["type"], r["kind"], r["uid"]) == ("dir", "dir", 0), r
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m/none"})
+    assert r["type"] == "missing" and "kind" not in r, r
+    r = c.call({"op": "list", "id": sid, "path": "/tmp/m", "max_depth": 1, "max_entries": 10})
+    by = {e["path"]: e for e in r["entries"]}
+    assert sorted(by) == ["d", "f", "l"], r
+    assert (by["d"]["kind"], by["d"]["mode"], by["f"]["gid"]) == ("dir", 0o755, 2000), by
+    assert by["l"]["target"] == "../../etc/shadow" and by["l"]["type"] == "other", by
+    c.destroy(sid)
+    c.close()
+
+
 def main():
     p = Reporter("sandboxd_proc/")
     why = skip_reason()
@@ -360,7 +388,8 @@ def main():
                          ("thousand_starts", check_thousand), ("pids_limit_refuses_a_start", check_pids_limit),
                          ("sandbox_gone_while_streaming", check_gone_while_streaming),
                          ("spawner_killed_from_inside", check_spawner_killed),
-                         ("port_connect_hands_over_a_socket", check_port_connect)]:
+                         ("port_connect_hands_over_a_socket", check_port_connect),
+                         ("stat_list_metadata", check_stat_list_metadata)]:
             p.run(name, fn, d)
     p.run("sandboxd_end_leaves_nothing", check_sandboxd_end, None)
     return p.exit_code()
