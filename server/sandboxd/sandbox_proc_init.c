@@ -15,6 +15,7 @@
 #include "sandboxd/sandbox_proc.h"
 
 #include "sandboxd/fdpass.h"
+#include "sandboxd/sandbox_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,6 +125,10 @@ __attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int err
     int err = 0;
     if (cwd[0] ? chdir(cwd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
         err = errno;
+    if (!err && !strcmp(g_argv[0], LBSD_WATCH_ARGV0)) {
+        close(3); /* started: the spawner reads the end of errfd */
+        lbsd_watch_main(g_argv);
+    }
     if (!err) {
         ip_exec();
         err = errno;

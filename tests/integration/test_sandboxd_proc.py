@@ -374,6 +374,62 @@ def check_stat_list_metadata(d):
     c.close()
 
 
+def watch_lines(c, until):
+    """Lines of a watcher attached on c until one in until (or its exit)."""
+    buf, lines = b"", []
+    while True:
+        e = c.recv()
+        assert "event" in e, e
+        if e["event"] in ("exit", "gone"):
+            lines.append(e)
+            return lines
+        if e["event"] == "out" and e["fd"] == 1:
+            buf += e.get("_data", b"")
+            while b"\n" in buf:
+                ln, buf = buf.split(b"\n", 1)
+                lines.append(ln.decode())
+                if ln.decode() in until:
+                    return lines
+
+
+def check_watcher(d):
+    """issue 17: the watcher of E2B's watchDir (sandbox_watch.h) runs in the
+    sandbox as one of sandboxd's processes: armed, then create, write,
+    rename, chmod, remove in order, recursive into a new directory, a
+    newline in a name escaped; it ends when the watched dir goes, refuses
+    a missing dir, and ends with the sandbox."""
+    c = d.connect()
+    sid = c.create()
+    assert c.exec(sid, "mkdir -p /tmp/w/sub")["exit_code"] == 0
+    w = d.connect()
+    start(w, sid, ["llmbox:watch", "/tmp/w", "1"], attach=True)
+    assert watch_lines(w, ("R",)) == ["R"]
+    ex = c.exec(sid, "cd /tmp/w && echo a > f && mv f g && chmod 600 g && rm g && mkdir -p n && sleep 0.2 && "
+                     "echo x > n/y && touch sub/z && touch \"$(printf 'q\\nr')\" && echo ok")
+    assert ex["stdout"] == "ok\n", ex
+    got = watch_lines(w, ("C q\\nr",))
+    want = ["C f", "W f", "N f", "C g", "M g", "D g", "C n", "C n/y", "W n/y", "C sub/z", "M sub/z", "C q\\nr"]
+    seen = [x for x in got if x in want]
+    assert seen == want, got
+    # the watched dir removed: "X" and a clean exit
+    assert c.exec(sid, "cd / && rm -rf /tmp/w")["exit_code"] == 0  # no cwd holds it
+    got = watch_lines(w, ("X",))
+    assert got[-1] == "X", got
+    assert watch_lines(w, ())[-1]["event"] == "exit"
+    # a missing dir: exit 2, the reason on stderr
+    start(w, sid, ["llmbox:watch", "/tmp/none", "0"], attach=True)
+    evs = events(w)
+    assert evs[-1]["exit_code"] == 2 and b"cannot watch /tmp/none" in joined(evs, 2), evs
+    # the sandbox destroyed: the watcher's stream ends "gone"
+    assert c.exec(sid, "mkdir -p /tmp/w2")["exit_code"] == 0
+    start(w, sid, ["llmbox:watch", "/tmp/w2", "0"], attach=True)
+    assert watch_lines(w, ("R",)) == ["R"]
+    c.destroy(sid)
+    assert watch_lines(w, ())[-1]["event"] == "gone"
+    w.close()
+    c.close()
+
+
 def main():
     p = Reporter("sandboxd_proc/")
     why = skip_reason()
@@ -389,7 +445,8 @@ def main():
                          ("sandbox_gone_while_streaming", check_gone_while_streaming),
                          ("spawner_killed_from_inside", check_spawner_killed),
                          ("port_connect_hands_over_a_socket", check_port_connect),
-                         ("stat_list_metadata", check_stat_list_metadata)]:
+                         ("stat_list_metadata", check_stat_list_metadata),
+                         ("watcher_in_the_sandbox", check_watcher)]:
             p.run(name, fn, d)
     p.run("sandboxd_end_leaves_nothing", check_sandboxd_end, None)
     return p.exit_code()
