@@ -267,6 +267,12 @@ typedef struct lbsb_exec_opts {
     int soft_timeout_ms;        /* answer LLMBOX_EXEC_RUNNING after this long; 0: never */
 } lbsb_exec_opts;
 
+/* issue 17: watchDir's watcher, one of sandboxd's processes run inside the
+ * sandbox for argv {LBSB_WATCH_ARGV0, dir, "0"|"1" recursive}; what it
+ * writes: server/sandboxd/sandbox_watch.h */
+#define LBSB_WATCH_ARGV0 "llmbox:watch"  /* no '/', so never a program the PATH finds */
+#define LBSB_WATCH_DIRS 4096              /* directories one recursive watcher watches */
+
 /* issue 17: what a file is beyond file/dir/other (lbsb_entry.kind) */
 #define LBSB_TARGET_MAX 4096    /* bytes of a symlink's target stat and list answer (PATH_MAX) */
 enum lbsb_kind {

@@ -125,7 +125,7 @@ __attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int err
     int err = 0;
     if (cwd[0] ? chdir(cwd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
         err = errno;
-    if (!err && !strcmp(g_argv[0], LBSD_WATCH_ARGV0)) {
+    if (!err && !strcmp(g_argv[0], LBSB_WATCH_ARGV0)) {
         close(3); /* started: the spawner reads the end of errfd */
         lbsd_watch_main(g_argv);
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define W_MASK (IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB | IN_DELETE_SELF | \
@@ -19,7 +20,7 @@ typedef struct w_dir {
     char *rel;          /* relative to the watched dir, "" for itself */
 } w_dir;
 
-static w_dir g_dirs[LBSD_WATCH_DIRS];
+static w_dir g_dirs[LBSB_WATCH_DIRS];
 static int g_ndirs, g_ifd, g_recursive;
 static const char *g_root;
 static char g_out[8192];
@@ -97,7 +98,7 @@ static void w_add(const char *rel)
         return;
     }
     if (!w_find(wd)) {
-        if (g_ndirs >= LBSD_WATCH_DIRS) {
+        if (g_ndirs >= LBSB_WATCH_DIRS) {
             inotify_rm_watch(g_ifd, wd);
             w_end('L');
         }
@@ -173,9 +174,10 @@ static void w_event(const struct inotify_event *ev)
 void lbsd_watch_main(char *const *argv)
 {
     if (!argv[1] || !argv[2] || argv[1][0] != '/') {
-        fprintf(stderr, "usage: %s /dir 0|1\n", LBSD_WATCH_ARGV0);
+        fprintf(stderr, "usage: %s /dir 0|1\n", LBSB_WATCH_ARGV0);
         _exit(2);
     }
+    prctl(PR_SET_NAME, "llmbox-watch"); /* what ps in the sandbox shows */
     g_root = argv[1];
     g_recursive = argv[2][0] == '1';
     g_ifd = inotify_init1(IN_CLOEXEC);

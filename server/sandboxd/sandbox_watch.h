@@ -15,7 +15,7 @@
  * ends with the sandbox. What it writes is hostile input to the web (the
  * sandbox's code can replace it), parsed with caps (web/e2b_watch.c).
  *
- * The spawner runs it instead of an exec for argv {LBSD_WATCH_ARGV0, dir,
+ * The spawner runs it instead of an exec for argv {LBSB_WATCH_ARGV0, dir,
  * "0"|"1" (recursive)}. It writes lines on stdout:
  *   "R"            armed: every watch is in place
  *   "<t> <name>"   an event: t is C create, W write, D remove, N rename,
@@ -23,7 +23,7 @@
  *                  envd does); name relative to dir, '\\' and newline
  *                  escaped as "\\\\" and "\\n"
  *   "O"            the kernel's queue overflowed: events were lost
- *   "L"            a recursive watch reached LBSD_WATCH_DIRS directories
+ *   "L"            a recursive watch reached LBSB_WATCH_DIRS directories
  *   "X"            the watched directory itself was removed or moved away
  * and ends (exit 0) after O, L or X; it exits 2 with a sentence on stderr
  * if dir cannot be watched.
@@ -31,8 +31,7 @@
 #ifndef LBSD_SANDBOX_WATCH_H
 #define LBSD_SANDBOX_WATCH_H
 
-#define LBSD_WATCH_ARGV0 "llmbox:watch"   /* no '/', so never a program the PATH finds */
-#define LBSD_WATCH_DIRS 4096               /* directories one recursive watcher watches */
+#include "llmbox/sandbox.h"   /* LBSB_WATCH_ARGV0, LBSB_WATCH_DIRS */
 
 /* In the spawner's child, instead of the exec. Never returns. */
 __attribute__((noreturn)) void lbsd_watch_main(char *const *argv);

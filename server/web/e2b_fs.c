@@ -3,6 +3,7 @@
 
 #include "web/e2b_connect.h"
 #include "web/e2b_entry.h"
+#include "web/e2b_watch.h"
 #include "web/handlers_sandboxes.h"
 #include "web/http.h"
 #include "web/multipart.h"
@@ -261,8 +262,13 @@ void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method)
         return;
     }
     if (!strcmp(method, "WatchDir")) {
+        lb_e2b_watchdir(r, s);
+        return;
+    }
+    if (!strcmp(method, "CreateWatcher") || !strcmp(method, "GetWatcherEvents") || !strcmp(method, "RemoveWatcher")) {
         lb_http_drain(r);
-        lb_e2b_stream_end(r, "unimplemented", "Watching a directory is not supported by llmbox yet (docs/E2B.md).");
+        lb_e2b_unary_error(r, "unimplemented", "The polling watchers are not supported by llmbox: use the "
+                           "filesystem.Filesystem/WatchDir stream (the JS SDK's files.watchDir), docs/E2B.md.");
         return;
     }
     int known = !strcmp(method, "Stat") || !strcmp(method, "ListDir") || !strcmp(method, "MakeDir") ||

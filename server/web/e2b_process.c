@@ -491,6 +491,9 @@ static void lb_e2b_list(lb_req *r, lb_sbx *s)
             cJSON_Delete(conf);
             conf = cJSON_CreateObject(); /* started by someone else than E2B: no config */
         }
+        /* watchDir's watchers (e2b_watch.c) are not the user's commands */
+        if (cJSON_IsString(tag) && !strcmp(tag->valuestring, LBSB_WATCH_ARGV0))
+            continue;
         cJSON *it = ok && cJSON_IsNumber(pid) ? cJSON_CreateObject() : NULL;
         if (!it) {
             cJSON_Delete(conf);

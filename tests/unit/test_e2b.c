@@ -6,6 +6,7 @@
 #include "web/e2b_entry.h"
 #include "web/e2b_envelope.h"
 #include "web/e2b_port.h"
+#include "web/e2b_watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,29 @@ TEST(entry_carries_metadata_and_symlink_target)
     cJSON_Delete(o);
 }
 
+/* issue 17: the watcher's lines are hostile (the sandbox's code can replace it) */
+TEST(watch_line_parses_events_and_refuses_the_rest)
+{
+    char k, name[64];
+    CHECK(lb_e2b_watch_line("R", 1, &k, name, sizeof name) == 0 && k == 'R' && !name[0]);
+    CHECK(lb_e2b_watch_line("C a/b", 5, &k, name, sizeof name) == 0 && k == 'C');
+    CHECK_STR(name, "a/b");
+    CHECK(lb_e2b_watch_line("N q\\nr\\\\", 8, &k, name, sizeof name) == 0 && k == 'N');
+    CHECK_STR(name, "q\nr\\");
+    CHECK_STR(lb_e2b_watch_type('M'), "EVENT_TYPE_CHMOD");
+    CHECK(lb_e2b_watch_type('Z') == NULL);
+    static const char *const bad[] = {"", "Z", "Z x", "C", "C ", "Cx", "C a\\", "C a\\t", "R x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(lb_e2b_watch_line(bad[i], strlen(bad[i]), &k, name, sizeof name) == -1);
+    const char nul[] = {'C', ' ', 'a', '\0', 'b'};
+    CHECK(lb_e2b_watch_line(nul, sizeof nul, &k, name, sizeof name) == -1);
+    char longl[100];
+    memset(longl, 'x', sizeof longl);
+    longl[0] = 'C';
+    longl[1] = ' ';
+    CHECK(lb_e2b_watch_line(longl, sizeof longl, &k, name, sizeof name) == -1); /* over namesz */
+}
+
 int main(void)
 {
     RUN(envelope_one_takes_exactly_one_message);
@@ -168,5 +192,6 @@ int main(void)
     RUN(entry_permissions_follow_go_file_mode_string);
     RUN(entry_time_is_rfc3339_utc_within_protobuf_range);
     RUN(entry_carries_metadata_and_symlink_target);
+    RUN(watch_line_parses_events_and_refuses_the_rest);
     return testlib_done();
 }
