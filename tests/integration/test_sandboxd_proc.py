@@ -420,6 +420,19 @@ def check_watcher(d):
     start(w, sid, ["llmbox:watch", "/tmp/none", "0"], attach=True)
     evs = events(w)
     assert evs[-1]["exit_code"] == 2 and b"cannot watch /tmp/none" in joined(evs, 2), evs
+    # a client that does not read: the watcher blocks on its pipe, the
+    # kernel's queue overflows, and the client then sees "O", never silence
+    assert c.exec(sid, "mkdir -p /tmp/o")["exit_code"] == 0
+    start(w, sid, ["llmbox:watch", "/tmp/o", "0"], attach=True)
+    assert watch_lines(w, ("R",)) == ["R"]
+    q = int(open("/proc/sys/fs/inotify/max_queued_events").read())
+    n = q + 10000  # past the queue, the pipe, sandboxd's 256 KiB backlog and the socket (200-byte names)
+    ex = c.exec(sid, "cd /tmp/o && for ((i = 0; i < %d; i++)); do : > $(printf %%0200d $i); done; echo ok" % n,
+                timeout_ms=120000)
+    assert ex["stdout"] == "ok\n", ex
+    got = watch_lines(w, ("O",))
+    assert got[-1] == "O" and len(got) < n, (len(got), got[-3:])
+    assert watch_lines(w, ())[-1]["event"] == "exit"
     # the sandbox destroyed: the watcher's stream ends "gone"
     assert c.exec(sid, "mkdir -p /tmp/w2")["exit_code"] == 0
     start(w, sid, ["llmbox:watch", "/tmp/w2", "0"], attach=True)
