@@ -273,6 +273,15 @@ typedef struct lbsb_exec_opts {
 #define LBSB_WATCH_ARGV0 "llmbox:watch"  /* no '/', so never a program the PATH finds */
 #define LBSB_WATCH_DIRS 4096              /* directories one recursive watcher watches */
 
+/* issue 17: E2B's pty. argv {LBSB_PTY_ARGV0, cols, rows, program, args...}
+ * with stdin: the spawner runs program on a pty of the sandbox's own devpts
+ * (server/sandboxd/sandbox_pty.h); its stdout is the terminal's output.
+ * Its stdin carries frames, never raw bytes: 'd' + 4-byte big-endian length
+ * + that many input bytes; 'r' + 4-byte length 4 + cols and rows (2 bytes
+ * each, big-endian): a resize. */
+#define LBSB_PTY_ARGV0 "llmbox:pty"
+#define LBSB_PTY_FRAME_MAX (1u << 20)   /* payload of one 'd' frame */
+
 /* issue 17: what a file is beyond file/dir/other (lbsb_entry.kind) */
 #define LBSB_TARGET_MAX 4096    /* bytes of a symlink's target stat and list answer (PATH_MAX) */
 enum lbsb_kind {

@@ -443,6 +443,66 @@ def check_watcher(d):
     c.close()
 
 
+def pty_out_until(c, needle, limit=2000):
+    """The terminal's output on c until needle shows (or the end)."""
+    out = b""
+    for _ in range(limit):
+        e = c.recv()
+        assert "event" in e, e
+        if e["event"] in ("exit", "gone"):
+            return out, e
+        out += e.get("_data", b"") if e["event"] == "out" else b""
+        if needle in out:
+            return out, None
+    raise AssertionError("no %r in %r" % (needle, out[-300:]))
+
+
+def check_pty(d):
+    """issue 17: E2B's pty, a relay in the sandbox (sandbox_pty.h): the
+    program runs on a terminal of the sandbox's own devpts with the size
+    asked, input and resizes come as frames on stdin, it exits as the
+    program did, a malformed frame ends it, a kill ends the program."""
+    c = d.connect()
+    sid = c.create()
+    w = d.connect()
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/bash", "--norc", "-i"], attach=True, stdin=True,
+                env={"PS1": "$ ", "TERM": "xterm"})
+
+    def send(b, kind=b"d"):
+        frame = kind + struct.pack(">I", len(b)) + b
+        assert c.call({"op": "proc_input", "id": sid, "pid": pid}, data=frame)["ok"]
+
+    send(b"stty size; tty\n")
+    out, end = pty_out_until(w, b"/dev/pts/")
+    assert b"24 80" in out and end is None, out
+    send(struct.pack(">HH", 132, 50), b"r")
+    send(b"stty size\n")
+    out, end = pty_out_until(w, b"50 132")
+    send(b"echo h\"\"i; exit 3\n")  # the echo of the input is not the output
+    out, end = pty_out_until(w, b"never")
+    assert b"hi" in out and end == {"ok": True, "event": "exit", "pid": pid, "exit_code": 3}, (out, end)
+    # a malformed frame: the relay ends and takes the program with it
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/sleep", "60"], attach=True, stdin=True)
+    assert c.call({"op": "proc_input", "id": sid, "pid": pid}, data=b"x\0\0\0\1y")["ok"]
+    out, end = pty_out_until(w, b"never")
+    assert end["event"] == "exit" and end["exit_code"] == 1, end
+    # killed: the program goes too (nothing sleeps on in the sandbox)
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/sleep", "61"], attach=True, stdin=True)
+    time.sleep(0.3)
+    assert c.call({"op": "proc_signal", "id": sid, "pid": pid, "signal": 9})["ok"]
+    out, end = pty_out_until(w, b"never")
+    assert end["event"] == "exit" and end["signal"] == 9, end
+    time.sleep(0.3)
+    assert "sleep 61" not in c.exec(sid, "ps -eo args")["stdout"]
+    # bad sizes are refused
+    start(w, sid, ["llmbox:pty", "0", "24", "/bin/true"], attach=True, stdin=True)
+    evs = events(w)
+    assert evs[-1]["exit_code"] == 2 and b"cols and rows" in joined(evs, 2), evs
+    c.destroy(sid)
+    w.close()
+    c.close()
+
+
 def main():
     p = Reporter("sandboxd_proc/")
     why = skip_reason()
@@ -459,7 +519,7 @@ def main():
                          ("spawner_killed_from_inside", check_spawner_killed),
                          ("port_connect_hands_over_a_socket", check_port_connect),
                          ("stat_list_metadata", check_stat_list_metadata),
-                         ("watcher_in_the_sandbox", check_watcher)]:
+                         ("watcher_in_the_sandbox", check_watcher), ("pty_relay", check_pty)]:
             p.run(name, fn, d)
     p.run("sandboxd_end_leaves_nothing", check_sandboxd_end, None)
     return p.exit_code()
