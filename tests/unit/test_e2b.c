@@ -6,6 +6,7 @@
 #include "web/e2b_entry.h"
 #include "web/e2b_envelope.h"
 #include "web/e2b_port.h"
+#include "web/e2b_pty.h"
 #include "web/e2b_watch.h"
 
 #include <stdio.h>
@@ -181,6 +182,30 @@ TEST(watch_line_parses_events_and_refuses_the_rest)
     CHECK(lb_e2b_watch_line(longl, sizeof longl, &k, name, sizeof name) == -1); /* over namesz */
 }
 
+/* issue 17: the pty's size and the frames its relay reads */
+TEST(pty_size_and_frames)
+{
+    int cols = 0, rows = 0;
+    cJSON *ok = cJSON_Parse("{\"size\":{\"cols\":132,\"rows\":50}}");
+    CHECK(lb_e2b_pty_size(ok, &cols, &rows) == 0 && cols == 132 && rows == 50);
+    static const char *const bad[] = {"{}", "{\"size\":{\"cols\":0,\"rows\":5}}",
+                                      "{\"size\":{\"cols\":5,\"rows\":10001}}", "{\"size\":{\"cols\":\"5\",\"rows\":5}}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *b = cJSON_Parse(bad[i]);
+        CHECK(lb_e2b_pty_size(b, &cols, &rows) == -1);
+        cJSON_Delete(b);
+    }
+    cJSON_Delete(ok);
+    char *f = NULL;
+    size_t n = 0;
+    CHECK(lb_e2b_pty_frame('d', "hi\n", 3, 0, 0, &f, &n) == 0 && n == 8 && !memcmp(f, "d\0\0\0\3hi\n", 8));
+    free(f);
+    CHECK(lb_e2b_pty_frame('r', NULL, 0, 0x102, 50, &f, &n) == 0 && n == 9 && !memcmp(f, "r\0\0\0\4\1\2\0\62", 9));
+    free(f);
+    CHECK(lb_e2b_pty_frame('d', "x", LBSB_PTY_FRAME_MAX + 1, 0, 0, &f, &n) == -1 && !f);
+    CHECK(lb_e2b_pty_frame('q', "x", 1, 0, 0, &f, &n) == -1);
+}
+
 int main(void)
 {
     RUN(envelope_one_takes_exactly_one_message);
@@ -193,5 +218,6 @@ int main(void)
     RUN(entry_time_is_rfc3339_utc_within_protobuf_range);
     RUN(entry_carries_metadata_and_symlink_target);
     RUN(watch_line_parses_events_and_refuses_the_rest);
+    RUN(pty_size_and_frames);
     return testlib_done();
 }
