@@ -21,30 +21,35 @@
 
 int lb_e2b_watch_line(const char *line, size_t n, char *kind, char *name, size_t namesz)
 {
-    if (n == 0 || !namesz)
+    if (!namesz)
+        return -1;
+    name[0] = '\0';
+    if (n == 0)
         return -1;
     *kind = line[0];
-    name[0] = '\0';
     if (n == 1)
-        return strchr("ROLX", line[0]) ? 0 : -1;
+        return line[0] && strchr("ROLX", line[0]) ? 0 : -1;
     if (!lb_e2b_watch_type(line[0]) || line[1] != ' ' || n == 2)
         return -1;
     size_t o = 0;
     for (size_t i = 2; i < n; i++) {
         char ch = line[i];
         if (ch == '\0' || ch == '\n')
-            return -1;
+            goto bad;
         if (ch == '\\') {
             if (++i >= n || (line[i] != 'n' && line[i] != '\\'))
-                return -1;
+                goto bad;
             ch = line[i] == 'n' ? '\n' : '\\';
         }
         if (o + 1 >= namesz)
-            return -1;
+            goto bad;
         name[o++] = ch;
     }
     name[o] = '\0';
     return 0;
+bad:
+    name[0] = '\0'; /* never half a name */
+    return -1;
 }
 
 const char *lb_e2b_watch_type(char kind)

@@ -173,6 +173,7 @@ TEST(watch_line_parses_events_and_refuses_the_rest)
     static const char *const bad[] = {"", "Z", "Z x", "C", "C ", "Cx", "C a\\", "C a\\t", "R x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(lb_e2b_watch_line(bad[i], strlen(bad[i]), &k, name, sizeof name) == -1);
+    CHECK(lb_e2b_watch_line("", 1, &k, name, sizeof name) == -1); /* a NUL alone is no letter */
     const char nul[] = {'C', ' ', 'a', '\0', 'b'};
     CHECK(lb_e2b_watch_line(nul, sizeof nul, &k, name, sizeof name) == -1);
     char longl[100];
