@@ -38,6 +38,18 @@ check('pty_size_input_resize_kill', async () => {
   eq((await sbx.commands.list()).filter(p => p.pid === h.pid).length, 0, 'gone after the kill')
 })
 
+check('pty_connect_from_another_handle', async () => {
+  const h = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {}, timeoutMs: 0 })
+  await h.disconnect()
+  let out = ''
+  const dec = new TextDecoder()
+  const h2 = await sbx.pty.connect(h.pid, { onData: d => { out += dec.decode(d, { stream: true }) } })
+  await sbx.pty.sendInput(h.pid, enc('echo con""nected\n'))
+  await until(() => /connected\r?\n/.test(out), 'output on the second handle: ' + JSON.stringify(out))
+  eq(await sbx.pty.kill(h.pid), true)
+  await raises(() => h2.wait())
+})
+
 check('pty_exit_code_and_input_to_a_plain_command', async () => {
   const h = await sbx.pty.create({ cols: 40, rows: 10, onData: () => {} })
   await sbx.pty.sendInput(h.pid, enc('exit 3\n'))
