@@ -272,6 +272,7 @@ typedef struct lbsb_exec_opts {
  * writes: server/sandboxd/sandbox_watch.h */
 #define LBSB_WATCH_ARGV0 "llmbox:watch"  /* no '/', so never a program the PATH finds */
 #define LBSB_WATCH_DIRS 4096              /* directories one recursive watcher watches */
+#define LBSB_WATCH_LEVELS 128             /* levels below the watched dir one recursive watcher goes */
 
 /* issue 17: E2B's pty. argv {LBSB_PTY_ARGV0, cols, rows, program, args...}
  * with stdin: the spawner runs program on a pty of the sandbox's own devpts

@@ -41,6 +41,35 @@ static int pty_dim(const char *s)
     return v >= 1 && v <= 10000 ? (int)v : 0;
 }
 
+/* Input for the terminal. The master is non-blocking: while the program
+ * does not read its input, its output is still copied (else a program
+ * that writes while it is being typed at would wait on us forever). */
+static int pty_to_master(int master, const char *d, size_t n)
+{
+    static char out[16 * 1024];
+    while (n) {
+        ssize_t w = write(master, d, n);
+        if (w > 0) {
+            d += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EINTR)
+            return -1;
+        struct pollfd pf = {.fd = master, .events = POLLIN | POLLOUT};
+        if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+            return -1;
+        if (pf.revents & POLLIN) {
+            ssize_t r = read(master, out, sizeof out);
+            if (r > 0 && pty_write_all(1, out, (size_t)r) != 0)
+                return -1;
+        }
+        if ((pf.revents & (POLLHUP | POLLERR)) && !(pf.revents & POLLOUT))
+            return -1;
+    }
+    return 0;
+}
+
 /* The frames of stdin: a header, then a payload passed on (d) or kept (r). */
 typedef struct pty_in {
     unsigned char head[5];
@@ -50,7 +79,8 @@ typedef struct pty_in {
     size_t sizelen;
 } pty_in;
 
-/* 0, or -1 on a malformed frame or a dead terminal. */
+/* 0, -1 on a malformed frame, -2 when the terminal is gone (its program
+ * ended: the rest of the input has nowhere to go). */
 static int pty_feed(pty_in *in, int master, const unsigned char *d, size_t n)
 {
     while (n) {
@@ -71,8 +101,8 @@ static int pty_feed(pty_in *in, int master, const unsigned char *d, size_t n)
         }
         size_t k = n < in->left ? n : in->left;
         if (in->head[0] == 'd') {
-            if (pty_write_all(master, (const char *)d, k) != 0)
-                return -1;
+            if (pty_to_master(master, (const char *)d, k) != 0)
+                return -2;
         } else {
             memcpy(in->size + in->sizelen, d, k);
             in->sizelen += k;
@@ -144,6 +174,7 @@ void lbsd_pty_main(char **argv, void (*exec_program)(char **prog_argv))
         _exit(127);
     }
     close(slave);
+    fcntl(master, F_SETFL, O_NONBLOCK);
     pty_in in;
     memset(&in, 0, sizeof in);
     int in_open = 1;
@@ -157,7 +188,6 @@ void lbsd_pty_main(char **argv, void (*exec_program)(char **prog_argv))
         if (pr <= 0) {
             if (waitpid(child, &status, WNOHANG) == child) {
                 /* what the terminal still holds, then the program's end */
-                fcntl(master, F_SETFL, O_NONBLOCK);
                 ssize_t n;
                 while ((n = read(master, buf, sizeof buf)) > 0)
                     if (pty_write_all(1, (const char *)buf, (size_t)n) != 0)
@@ -180,9 +210,10 @@ void lbsd_pty_main(char **argv, void (*exec_program)(char **prog_argv))
         }
         if (in_open && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
             ssize_t n = read(0, buf, sizeof buf);
-            if (n == 0)
-                in_open = 0; /* no more input; the program goes on */
-            else if (n > 0 && pty_feed(&in, master, buf, (size_t)n) != 0) {
+            int fr = n > 0 ? pty_feed(&in, master, buf, (size_t)n) : 0;
+            if (n == 0 || fr == -2)
+                in_open = 0; /* no more input (or nowhere for it); the program's end decides */
+            else if (fr == -1) {
                 fprintf(stderr, "%s: malformed input frame\n", LBSB_PTY_ARGV0);
                 break;
             }

@@ -80,9 +80,12 @@ static __attribute__((noreturn)) void w_end(char t)
 }
 
 /* Watches dir root/rel and, recursive, what is under it. A directory that
- * went away meanwhile is skipped; past the cap the watcher ends with "L". */
-static void w_add(const char *rel)
+ * went away meanwhile is skipped; past a cap (directories, or levels: each
+ * holds two paths on the stack) the watcher ends with "L". */
+static void w_add(const char *rel, int level)
 {
+    if (level > LBSB_WATCH_LEVELS)
+        w_end('L');
     char path[PATH_MAX];
     int n = snprintf(path, sizeof path, "%s%s%s", g_root, rel[0] ? "/" : "", rel);
     if (n < 0 || (size_t)n >= sizeof path)
@@ -122,9 +125,18 @@ static void w_add(const char *rel)
         char sub[PATH_MAX];
         n = snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
         if (n > 0 && (size_t)n < sizeof sub)
-            w_add(sub);
+            w_add(sub, level + 1);
     }
     closedir(d);
+}
+
+/* Levels of rel below the watched dir, less one: its slashes. */
+static int w_depth(const char *rel)
+{
+    int n = 0;
+    for (const char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/'))
+        n++;
+    return n;
 }
 
 static void w_forget(int wd)
@@ -168,7 +180,7 @@ static void w_event(const struct inotify_event *ev)
         return;
     w_line(t, name);
     if (g_recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
-        w_add(name);
+        w_add(name, w_depth(name) + 1);
 }
 
 void lbsd_watch_main(char *const *argv)
@@ -185,7 +197,7 @@ void lbsd_watch_main(char *const *argv)
         fprintf(stderr, "inotify: %s\n", strerror(errno));
         _exit(2);
     }
-    w_add("");
+    w_add("", 0);
     w_line('R', NULL);
     w_flush();
     /* aligned as the kernel writes struct inotify_event */

@@ -23,7 +23,8 @@
  *                  envd does); name relative to dir, '\\' and newline
  *                  escaped as "\\\\" and "\\n"
  *   "O"            the kernel's queue overflowed: events were lost
- *   "L"            a recursive watch reached LBSB_WATCH_DIRS directories
+ *   "L"            a recursive watch reached LBSB_WATCH_DIRS directories or
+ *                  LBSB_WATCH_LEVELS levels
  *   "X"            the watched directory itself was removed or moved away
  * and ends (exit 0) after O, L or X; it exits 2 with a sentence on stderr
  * if dir cannot be watched.

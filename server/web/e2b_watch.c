@@ -111,7 +111,7 @@ static int lb_watch_on_line(lb_watch *w)
         w->armed = 1;
         return lb_watch_send(w->r, "start", NULL, NULL, 0) != LB_OK;
     }
-    if (!w->armed) {
+    if (!w->armed && lb_e2b_watch_type(kind)) {
         lb_e2b_stream_end(w->r, "internal", "The directory's watcher sent events before it was armed.");
         return 1;
     }
@@ -121,8 +121,8 @@ static int lb_watch_on_line(lb_watch *w)
                           "holds (fs.inotify.max_queued_events) while they waited to be read.");
         return 1;
     case 'L':
-        lb_e2b_stream_end(w->r, "resource_exhausted", "The recursive watch reached its cap of %d directories (or the "
-                          "sandbox's fs.inotify.max_user_watches).", LBSB_WATCH_DIRS);
+        lb_e2b_stream_end(w->r, "resource_exhausted", "The recursive watch reached its cap of %d directories or %d "
+                          "levels (or the sandbox's fs.inotify.max_user_watches).", LBSB_WATCH_DIRS, LBSB_WATCH_LEVELS);
         return 1;
     case 'X':
         lb_e2b_stream_end(w->r, "not_found", "The watched directory was removed or moved away.");

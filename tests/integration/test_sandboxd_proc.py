@@ -433,6 +433,12 @@ def check_watcher(d):
     got = watch_lines(w, ("O",))
     assert got[-1] == "O" and len(got) < n, (len(got), got[-3:])
     assert watch_lines(w, ())[-1]["event"] == "exit"
+    # deeper than the levels' cap: "L" (before it is armed), and the end
+    assert c.exec(sid, "mkdir -p /tmp/deep/$(printf 'd/%.0s' $(seq 130))")["exit_code"] == 0
+    start(w, sid, ["llmbox:watch", "/tmp/deep", "1"], attach=True)
+    got = watch_lines(w, ("L",))
+    assert got[-1] == "L", got
+    assert watch_lines(w, ())[-1]["event"] == "exit"
     # the sandbox destroyed: the watcher's stream ends "gone"
     assert c.exec(sid, "mkdir -p /tmp/w2")["exit_code"] == 0
     start(w, sid, ["llmbox:watch", "/tmp/w2", "0"], attach=True)
@@ -494,6 +500,14 @@ def check_pty(d):
     assert end["event"] == "exit" and end["signal"] == 9, end
     time.sleep(0.3)
     assert "sleep 61" not in c.exec(sid, "ps -eo args")["stdout"]
+    # a program that prints while input waits for it: the output still flows
+    # (the relay never blocks on the terminal's input), and it ends as the program did
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/bash", "--norc", "-c",
+                         "sleep 1; head -c 300000 /dev/zero | tr '\\0' x; echo; echo E""ND; exit 4"],
+                attach=True, stdin=True)
+    send(b"y" * 200000)
+    out, end = pty_out_until(w, b"never", limit=100000)
+    assert b"END" in out and out.count(b"x") >= 300000 and end["exit_code"] == 4, (len(out), end)
     # bad sizes are refused
     start(w, sid, ["llmbox:pty", "0", "24", "/bin/true"], attach=True, stdin=True)
     evs = events(w)
