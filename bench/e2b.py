@@ -13,7 +13,10 @@ native figure is also taken with that same line, the like-for-like peer.
 Prints p50/p90/max of each and the differences. A benchmark: nothing is
 asserted. Needs root, make all and the default image.
 
-    python3 bench/e2b.py [--n 100] [--rt 200]
+With --fin it runs bench/e2b_fin.mjs instead (issue 17's file metadata,
+watchDir and pty, RT rounds each, each beside its peer: see that file).
+
+    python3 bench/e2b.py [--n 100] [--rt 200] [--fin]
 """
 import argparse
 import json
@@ -30,6 +33,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--rt", type=int, default=200)
+    ap.add_argument("--fin", action="store_true", help="file metadata, watchDir and pty (bench/e2b_fin.mjs)")
     a = ap.parse_args()
     e2b_dir = os.path.join(REPO, "tests", "e2b")
     if not os.path.isdir(os.path.join(e2b_dir, "node_modules", "e2b")):
@@ -43,7 +47,7 @@ def main():
                    LLMBOX_URL="http://127.0.0.1:%d" % st.port, BENCH_N=str(a.n), BENCH_RT=str(a.rt),
                    NODE_PATH=os.path.join(e2b_dir, "node_modules"))
         # run from tests/e2b so that `import 'e2b'` finds the pinned package
-        script = os.path.join(REPO, "bench", "e2b.mjs")
+        script = os.path.join(REPO, "bench", "e2b_fin.mjs" if a.fin else "e2b.mjs")
         tmp = os.path.join(e2b_dir, "_bench_e2b.mjs")
         with open(script) as f, open(tmp, "w") as g:
             g.write(f.read())
@@ -57,6 +61,15 @@ def main():
     print("machine: %s, %d cores; load at start %s, at end %s" % (
         open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip(),
         os.cpu_count(), " ".join(load0), " ".join(load1)))
+    if a.fin:
+        for what, mine, peer, label in (("stat", "e2b", "native", "files.getInfo vs native stat"),
+                                        ("watch", "event", "write", "write -> create event vs the write alone"),
+                                        ("pty", "echo", "command", "pty echo vs commands.run")):
+            m, q = r[what][mine], r[what][peer]
+            print("%s (n=%d): %s p50 %.2f ms (p90 %.2f, max %.2f), peer p50 %.2f ms (p90 %.2f, max %.2f): "
+                  "ratio %.2f, %+.2f ms" % (label, m["n"], mine, m["p50"], m["p90"], m["max"], q["p50"], q["p90"],
+                                            q["max"], m["p50"] / q["p50"], m["p50"] - q["p50"]))
+        return
     for what in ("create_first_output", "round_trip"):
         e = r[what]["e2b"]
         print("%s (n=%d): e2b p50 %.2f ms, p90 %.2f, max %.2f" % (what, e["n"], e["p50"], e["p90"], e["max"]))

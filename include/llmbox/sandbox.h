@@ -54,6 +54,11 @@
  *   list     {id, path, max_depth, max_entries}         -> {entries:[{path,type:"file"|"dir"|"other",size}], truncated?}
  *            symlinks and special files are reported with type "other" and never followed.
  *   stat     {id, path}                                 -> {type:"missing"|"file"|"dir"|"other", size}
+ *            list's entries and stat (but "missing") also carry (issue 17, appended):
+ *            kind "file"|"dir"|"symlink"|"fifo"|"socket"|"chardev"|"blockdev"|"other",
+ *            mode (the 07777 bits), uid, gid (as the sandbox sees them; 65534 for
+ *            an id outside its range), mtime (s), mtime_ns, target (a symlink's,
+ *            read without following it; absent if longer than 4096 bytes).
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
  *            may be sent while an exec on the same connection is waiting:
@@ -262,10 +267,42 @@ typedef struct lbsb_exec_opts {
     int soft_timeout_ms;        /* answer LLMBOX_EXEC_RUNNING after this long; 0: never */
 } lbsb_exec_opts;
 
+/* issue 17: watchDir's watcher, one of sandboxd's processes run inside the
+ * sandbox for argv {LBSB_WATCH_ARGV0, dir, "0"|"1" recursive}; what it
+ * writes: server/sandboxd/sandbox_watch.h */
+#define LBSB_WATCH_ARGV0 "llmbox:watch"  /* no '/', so never a program the PATH finds */
+#define LBSB_WATCH_DIRS 4096              /* directories one recursive watcher watches */
+#define LBSB_WATCH_LEVELS 128             /* levels below the watched dir one recursive watcher goes */
+
+/* issue 17: E2B's pty. argv {LBSB_PTY_ARGV0, cols, rows, program, args...}
+ * with stdin: the spawner runs program on a pty of the sandbox's own devpts
+ * (server/sandboxd/sandbox_pty.h); its stdout is the terminal's output.
+ * Its stdin carries frames, never raw bytes: 'd' + 4-byte big-endian length
+ * + that many input bytes; 'r' + 4-byte length 4 + cols and rows (2 bytes
+ * each, big-endian): a resize. */
+#define LBSB_PTY_ARGV0 "llmbox:pty"
+#define LBSB_PTY_FRAME_MAX (1u << 20)   /* payload of one 'd' frame */
+
+/* issue 17: what a file is beyond file/dir/other (lbsb_entry.kind) */
+#define LBSB_TARGET_MAX 4096    /* bytes of a symlink's target stat and list answer (PATH_MAX) */
+enum lbsb_kind {
+    LBSB_KIND_UNKNOWN = 0,      /* an older sandboxd did not say */
+    LBSB_KIND_FILE, LBSB_KIND_DIR, LBSB_KIND_SYMLINK, LBSB_KIND_FIFO, LBSB_KIND_SOCKET,
+    LBSB_KIND_CHARDEV, LBSB_KIND_BLOCKDEV, LBSB_KIND_OTHER
+};
+
 typedef struct lbsb_entry {
-    char *path;                 /* relative to the listed dir; owned */
+    char *path;                 /* relative to the listed dir; owned (NULL from lbsb_stat_entry) */
     int type;                   /* 1 file, 2 dir, 3 other */
     uint64_t size;
+    /* issue 17: metadata; has_meta 0 when sandboxd sent none */
+    int has_meta;
+    int kind;                   /* enum lbsb_kind */
+    uint32_t mode;              /* permission bits with setuid, setgid, sticky (07777) */
+    uint32_t uid, gid;          /* as the sandbox sees them (0..65535) */
+    int64_t mtime_s;            /* modification time, s since the epoch */
+    uint32_t mtime_ns;          /* and ns (0..999999999) */
+    char *target;               /* a symlink's target, owned; NULL if none or unknown */
 } lbsb_entry;
 
 /* All functions return an lb_status code (server/common/status.h numbering:
@@ -313,6 +350,11 @@ void lbsb_entries_free(lbsb_entry *ents, size_t n);
 /* *type: 0 missing, 1 file, 2 dir, 3 other */
 LLMBOX_MUST_CHECK int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_t *size,
                                 char *errbuf, size_t errsz);
+/* issue 17: the same with the metadata in *out (out->type 0: missing);
+ * lbsb_entry_clear frees what it holds. */
+LLMBOX_MUST_CHECK int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out,
+                                      char *errbuf, size_t errsz);
+void lbsb_entry_clear(lbsb_entry *e);
 LLMBOX_MUST_CHECK int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* *info_json: the ping response, caller frees. */
 LLMBOX_MUST_CHECK int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);

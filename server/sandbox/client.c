@@ -562,6 +562,55 @@ static int lbsb_type_code(const char *t)
     return 3;
 }
 
+/* ---- issue 17: file metadata (stat and list) ---- */
+static int lbsb_kind_code(const char *k)
+{
+    static const char *const names[] = {"file", "dir", "symlink", "fifo", "socket", "chardev", "blockdev"};
+    for (size_t i = 0; k && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(k, names[i]))
+            return (int)i + LBSB_KIND_FILE;
+    return LBSB_KIND_OTHER;
+}
+
+/* A number of o in [lo, hi], or -1 (sandboxd reads a hostile tree: its
+ * answer is checked like any other input). */
+static double lbsb_num_in(const cJSON *o, const char *key, double lo, double hi)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi ? v->valuedouble : -1;
+}
+
+/* Fills e's metadata from one stat or list answer: LB_OK or LB_E_NOMEM. */
+static int lbsb_meta_parse(const cJSON *o, lbsb_entry *e)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
+    if (!cJSON_IsString(k))
+        return LB_OK;
+    double mode = lbsb_num_in(o, "mode", 0, 07777), uid = lbsb_num_in(o, "uid", 0, 65535);
+    double gid = lbsb_num_in(o, "gid", 0, 65535), ns = lbsb_num_in(o, "mtime_ns", 0, 999999999);
+    double mt = lbsb_num_in(o, "mtime", -9e15, 9e15);
+    e->has_meta = 1;
+    e->kind = lbsb_kind_code(k->valuestring);
+    e->mode = mode < 0 ? 0 : (uint32_t)mode;
+    e->uid = uid < 0 ? 65534 : (uint32_t)uid;
+    e->gid = gid < 0 ? 65534 : (uint32_t)gid;
+    e->mtime_s = mt == -1 ? 0 : (int64_t)mt;
+    e->mtime_ns = ns < 0 ? 0 : (uint32_t)ns;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "target");
+    if (e->kind == LBSB_KIND_SYMLINK && cJSON_IsString(t) && strlen(t->valuestring) <= LBSB_TARGET_MAX &&
+        !(e->target = strdup(t->valuestring)))
+        return LB_E_NOMEM;
+    return LB_OK;
+}
+
+void lbsb_entry_clear(lbsb_entry *e)
+{
+    free(e->path);
+    free(e->target);
+    memset(e, 0, sizeof *e);
+}
+/* ---- end issue 17 ---- */
+
 int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
               size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
 {
@@ -619,6 +668,11 @@ int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
             e[k].type = 3;
         e[k].size = cJSON_IsNumber(s) && s->valuedouble > 0 ? (uint64_t)s->valuedouble : 0;
         k++;
+        if (lbsb_meta_parse(it, &e[k - 1]) != LB_OK) {
+            lbsb_entries_free(e, k);
+            rc = LB_E_NOMEM;
+            goto out;
+        }
     }
     *ents = e;
     *n = k;
@@ -634,16 +688,25 @@ void lbsb_entries_free(lbsb_entry *ents, size_t n)
     if (!ents)
         return;
     for (size_t i = 0; i < n; i++)
-        free(ents[i].path);
+        lbsb_entry_clear(&ents[i]);
     free(ents);
 }
 
 int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_t *size,
               char *errbuf, size_t errsz)
 {
-    *type = 0;
+    lbsb_entry e;
+    int rc = lbsb_stat_entry(c, id, path, &e, errbuf, errsz);
+    *type = e.type;
     if (size)
-        *size = 0;
+        *size = e.size;
+    lbsb_entry_clear(&e);
+    return rc;
+}
+
+int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out, char *errbuf, size_t errsz)
+{
+    memset(out, 0, sizeof *out);
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
         return rc;
@@ -658,11 +721,14 @@ int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_
         return rc;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(resp, "type");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(resp, "size");
-    *type = lbsb_type_code(cJSON_IsString(t) ? t->valuestring : NULL);
-    if (size)
-        *size = cJSON_IsNumber(s) && s->valuedouble > 0 ? (uint64_t)s->valuedouble : 0;
+    out->type = lbsb_type_code(cJSON_IsString(t) ? t->valuestring : NULL);
+    out->size = cJSON_IsNumber(s) && s->valuedouble > 0 ? (uint64_t)s->valuedouble : 0;
+    if (out->type && lbsb_meta_parse(resp, out) != LB_OK) {
+        lbsb_err(errbuf, errsz, "out of memory");
+        rc = LB_E_NOMEM;
+    }
     cJSON_Delete(resp);
-    return LB_OK;
+    return rc;
 }
 
 /* {id} -> {}: destroy, and issue 14's freeze and thaw */

@@ -169,14 +169,54 @@ static const char *fs_type_name(mode_t m)
     return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : "other";
 }
 
+/* ---- issue 17: file metadata (stat and list answer it for E2B's EntryInfo) ----
+ * Appended fields, so older clients read type and size as before:
+ * kind (what "other" is), mode (07777), uid and gid as the sandbox sees
+ * them (its user namespace maps 0..65535 to uid_root..; anything else is
+ * shown as 65534, the kernel's overflow id), mtime (s) and mtime_ns, and a
+ * symlink's target, read with readlinkat, which never follows it. */
+static const char *fs_kind_name(mode_t m)
+{
+    return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink" : S_ISFIFO(m) ? "fifo"
+         : S_ISSOCK(m) ? "socket" : S_ISCHR(m) ? "chardev" : S_ISBLK(m) ? "blockdev" : "other";
+}
+
+static double fs_inner_id(const lbsd_sandbox *sb, uint32_t host)
+{
+    return host >= sb->uid_root && host - sb->uid_root < 65536u ? (double)(host - sb->uid_root) : 65534.0;
+}
+
+static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *leaf, const struct stat *s)
+{
+    cJSON_AddStringToObject(o, "kind", fs_kind_name(s->st_mode));
+    cJSON_AddNumberToObject(o, "mode", (double)(s->st_mode & 07777));
+    cJSON_AddNumberToObject(o, "uid", fs_inner_id(sb, (uint32_t)s->st_uid));
+    cJSON_AddNumberToObject(o, "gid", fs_inner_id(sb, (uint32_t)s->st_gid));
+    cJSON_AddNumberToObject(o, "mtime", (double)s->st_mtim.tv_sec);
+    cJSON_AddNumberToObject(o, "mtime_ns", (double)s->st_mtim.tv_nsec);
+    if (S_ISLNK(s->st_mode)) {
+        char t[LBSB_TARGET_MAX + 1];
+        ssize_t n = readlinkat(dfd, leaf, t, sizeof t);
+        /* a target as long as the buffer may be cut: none rather than a wrong one */
+        if (n > 0 && (size_t)n < sizeof t && !memchr(t, '\0', (size_t)n)) {
+            t[n] = '\0';
+            cJSON_AddStringToObject(o, "target", t);
+        }
+    }
+}
+/* ---- end issue 17 ---- */
+
 void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char leaf[LB_NAME_MAX + 1], msg[512];
     int st;
     cJSON *r = cJSON_CreateObject();
     if (!req->path[0]) {
+        struct stat rs;
         cJSON_AddStringToObject(r, "type", "dir");
         cJSON_AddNumberToObject(r, "size", 0);
+        if (fstat(sb->root_fd, &rs) == 0 && S_ISDIR(rs.st_mode))
+            fs_add_meta(r, sb, sb->root_fd, "", &rs);
         lbsd_reply(c, r, NULL, 0, 0);
         return;
     }
@@ -196,6 +236,7 @@ void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     } else {
         cJSON_AddStringToObject(r, "type", fs_type_name(s.st_mode));
         cJSON_AddNumberToObject(r, "size", S_ISREG(s.st_mode) ? (double)s.st_size : 0);
+        fs_add_meta(r, sb, dfd, leaf, &s);
     }
     close(dfd);
     lbsd_reply(c, r, NULL, 0, 0);
@@ -359,6 +400,7 @@ out:
 /* ---- list ------------------------------------------------------------------ */
 
 typedef struct fs_list {
+    const lbsd_sandbox *sb;     /* its uid_root: the owners' ids as the sandbox sees them */
     cJSON *arr;
     size_t n, max;
     int max_depth;
@@ -429,6 +471,7 @@ static void fs_list_dir(fs_list *L, int dirfd, const char *prefix, int depth)
         cJSON_AddStringToObject(e, "path", path);
         cJSON_AddStringToObject(e, "type", fs_type_name(s.st_mode));
         cJSON_AddNumberToObject(e, "size", S_ISREG(s.st_mode) ? (double)s.st_size : 0);
+        fs_add_meta(e, L->sb, dirfd, names[i], &s);
         cJSON_AddItemToArray(L->arr, e);
         L->n++;
         if (S_ISDIR(s.st_mode) && depth < L->max_depth) {
@@ -455,7 +498,7 @@ void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         return;
     }
     cJSON *r = cJSON_CreateObject();
-    fs_list L = {.arr = cJSON_CreateArray(), .max = req->max_entries, .max_depth = req->max_depth};
+    fs_list L = {.sb = sb, .arr = cJSON_CreateArray(), .max = req->max_entries, .max_depth = req->max_depth};
     if (!r || !L.arr) {
         cJSON_Delete(r);
         cJSON_Delete(L.arr);

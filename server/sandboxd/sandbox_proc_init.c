@@ -15,6 +15,8 @@
 #include "sandboxd/sandbox_proc.h"
 
 #include "sandboxd/fdpass.h"
+#include "sandboxd/sandbox_pty.h"
+#include "sandboxd/sandbox_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +108,16 @@ static void ip_exec(void)
     errno = seen_eacces ? EACCES : ENOENT;
 }
 
+/* ip_exec of another argv (the pty's program, argv + 3 of its relay). */
+static void ip_exec_argv(char **argv)
+{
+    size_t i = 0;
+    for (; argv[i]; i++)
+        g_argv[i] = argv[i];
+    g_argv[i] = NULL;
+    ip_exec();
+}
+
 /* In the child: its pipes as 0-2 (stdin stays /dev/null unless one
  * came), its own session, default signals, then the program. Failures go
  * back through errfd as an errno. */
@@ -124,6 +136,14 @@ __attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int err
     int err = 0;
     if (cwd[0] ? chdir(cwd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
         err = errno;
+    if (!err && !strcmp(g_argv[0], LBSB_PTY_ARGV0)) {
+        close(3); /* started; the program's exec failure shows on the terminal */
+        lbsd_pty_main(g_argv, ip_exec_argv);
+    }
+    if (!err && !strcmp(g_argv[0], LBSB_WATCH_ARGV0)) {
+        close(3); /* started: the spawner reads the end of errfd */
+        lbsd_watch_main(g_argv);
+    }
     if (!err) {
         ip_exec();
         err = errno;

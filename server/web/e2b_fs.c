@@ -2,6 +2,8 @@
 #include "web/e2b_fs.h"
 
 #include "web/e2b_connect.h"
+#include "web/e2b_entry.h"
+#include "web/e2b_watch.h"
 #include "web/handlers_sandboxes.h"
 #include "web/http.h"
 #include "web/multipart.h"
@@ -26,27 +28,6 @@
 static int lb_e2b_path(const lb_sbx *s, const char *in, char *out, size_t outsz)
 {
     return lb_sbx_path(in, strlen(in), s->workdir, 1, out, outsz);
-}
-
-/* The EntryInfo of path (absolute) with the RPC's type (1 file, 2 dir, 3 other). */
-static cJSON *lb_entry(const char *path, int type, uint64_t size)
-{
-    cJSON *e = cJSON_CreateObject();
-    if (!e)
-        return NULL;
-    const char *slash = strrchr(path, '/');
-    char sz[24];
-    snprintf(sz, sizeof sz, "%llu", (unsigned long long)size);
-    /* symlinks and special files are "other" in the RPC (never followed) */
-    const char *t = type == 1 ? "FILE_TYPE_FILE" : type == 2 ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_UNSPECIFIED";
-    if (!cJSON_AddStringToObject(e, "name", slash && slash[1] ? slash + 1 : path) ||
-        !cJSON_AddStringToObject(e, "type", t) || !cJSON_AddStringToObject(e, "path", path) ||
-        !cJSON_AddStringToObject(e, "size", sz) || !cJSON_AddStringToObject(e, "owner", "root") ||
-        !cJSON_AddStringToObject(e, "group", "root")) {
-        cJSON_Delete(e);
-        return NULL;
-    }
-    return e;
 }
 
 /* The Connect code of a failed sandboxd call, with the sentence in msg. */
@@ -106,15 +87,17 @@ static int lb_e2b_fs_run(lb_req *r, lb_sbx *s, const char *what, lb_buf *line)
     return bad ? -1 : 0;
 }
 
-/* stat of an absolute path under the lock: LB_OK with *type (0 missing). */
-static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, int *type, uint64_t *size)
+/* stat of an absolute path under the lock: LB_OK with e->type (0 missing)
+ * and its metadata; lbsb_entry_clear(e) after. */
+static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
 {
     char err[512] = "", msg[1400];
+    memset(e, 0, sizeof *e);
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return -1;
     }
-    int rc = lbsb_stat(s->conn, s->sbx_id, path, type, size, err, sizeof err);
+    int rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
         lb_e2b_fs_fail(r, s, rc, "stat", path, err);
@@ -136,10 +119,10 @@ static int lb_e2b_req_path(lb_req *r, const lb_sbx *s, const cJSON *req, const c
     return 0;
 }
 
-static void lb_answer_entry(lb_req *r, const char *path, int type, uint64_t size)
+static void lb_answer_entry(lb_req *r, const char *path, const lbsb_entry *ent)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON *e = lb_entry(path, type, size);
+    cJSON *e = lb_e2b_entry(path, ent);
     if (!o || !e || !cJSON_AddItemToObject(o, "entry", e)) {
         cJSON_Delete(e);
         cJSON_Delete(o);
@@ -153,15 +136,14 @@ static void lb_answer_entry(lb_req *r, const char *path, int type, uint64_t size
 static void lb_fs_stat(lb_req *r, lb_sbx *s, const cJSON *req)
 {
     char path[LB_SBX_SPATH_MAX];
-    int type = 0;
-    uint64_t size = 0;
-    if (lb_e2b_req_path(r, s, req, "path", path, sizeof path) || lb_e2b_stat(r, s, path, &type, &size))
+    lbsb_entry e;
+    if (lb_e2b_req_path(r, s, req, "path", path, sizeof path) || lb_e2b_stat(r, s, path, &e))
         return;
-    if (!type) {
+    if (!e.type)
         lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
-        return;
-    }
-    lb_answer_entry(r, path, type, size);
+    else
+        lb_answer_entry(r, path, &e);
+    lbsb_entry_clear(&e);
 }
 
 static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
@@ -193,7 +175,7 @@ static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
     for (size_t i = 0; ok && i < n; i++) {
         char full[2 * LB_SBX_SPATH_MAX];
         snprintf(full, sizeof full, "%s%s%s", path, strcmp(path, "/") ? "/" : "", ents[i].path);
-        cJSON *e = lb_entry(full, ents[i].type, ents[i].size);
+        cJSON *e = lb_e2b_entry(full, &ents[i]);
         ok = e && cJSON_AddItemToArray(arr, e);
         if (!ok)
             cJSON_Delete(e);
@@ -223,8 +205,7 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
 {
     char path[LB_SBX_SPATH_MAX], dest[LB_SBX_SPATH_MAX], what[2 * LB_SBX_SPATH_MAX + 32];
     int mv = !strcmp(method, "Move"), rm = !strcmp(method, "Remove");
-    int type = 0;
-    uint64_t size = 0;
+    lbsb_entry ent;
     if (lb_e2b_req_path(r, s, req, mv ? "source" : "path", path, sizeof path))
         return;
     if (mv && lb_e2b_req_path(r, s, req, "destination", dest, sizeof dest))
@@ -233,8 +214,10 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
         lb_e2b_unary_error(r, "invalid_argument", "not on the sandbox's root directory");
         return;
     }
-    if (lb_e2b_stat(r, s, path, &type, &size))
+    if (lb_e2b_stat(r, s, path, &ent))
         return;
+    int type = ent.type;
+    lbsb_entry_clear(&ent);
     if (!mv && !rm && type) {
         if (type == 2)
             lb_e2b_unary_error(r, "already_exists", "The directory %s exists.", path);
@@ -259,8 +242,13 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
             cJSON *o = cJSON_CreateObject();
             lb_e2b_unary(r, o);
             cJSON_Delete(o);
-        } else {
-            lb_answer_entry(r, mv ? dest : path, mv ? type : 2, mv ? size : 0);
+        } else if (lb_e2b_stat(r, s, mv ? dest : path, &ent) == 0) {
+            /* the entry as it is now (its metadata, after the move) */
+            if (!ent.type)
+                lb_e2b_unary_error(r, "not_found", "%s was removed meanwhile.", mv ? dest : path);
+            else
+                lb_answer_entry(r, mv ? dest : path, &ent);
+            lbsb_entry_clear(&ent);
         }
     }
     lb_buf_free(&line);
@@ -274,8 +262,13 @@ void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method)
         return;
     }
     if (!strcmp(method, "WatchDir")) {
+        lb_e2b_watchdir(r, s);
+        return;
+    }
+    if (!strcmp(method, "CreateWatcher") || !strcmp(method, "GetWatcherEvents") || !strcmp(method, "RemoveWatcher")) {
         lb_http_drain(r);
-        lb_e2b_stream_end(r, "unimplemented", "Watching a directory is not supported by llmbox yet (docs/E2B.md).");
+        lb_e2b_unary_error(r, "unimplemented", "The polling watchers are not supported by llmbox: use the "
+                           "filesystem.Filesystem/WatchDir stream (the JS SDK's files.watchDir), docs/E2B.md.");
         return;
     }
     int known = !strcmp(method, "Stat") || !strcmp(method, "ListDir") || !strcmp(method, "MakeDir") ||

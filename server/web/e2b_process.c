@@ -2,6 +2,7 @@
 #include "web/e2b_process.h"
 
 #include "web/e2b_connect.h"
+#include "web/e2b_pty.h"
 #include "web/http.h"
 #include "web/sandbox_spec.h"
 
@@ -36,6 +37,8 @@ typedef struct lb_e2b_start {
     const char *tag;
     int has_stdin;
     char *meta;                    /* {cmd, args, envs, cwd} for List */
+    int pty;                       /* on a terminal: argv starts with the relay's (e2b_pty.h) */
+    char dims[2][8];               /* its cols and rows as the relay's arguments */
 } lb_e2b_start;
 
 static void lb_start_free(lb_e2b_start *st)
@@ -80,9 +83,16 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, lb_e2b_start *st, c
         snprintf(msg, msgsz, "process.cmd must be a non-empty string");
         return -1;
     }
-    if (cJSON_GetObjectItemCaseSensitive(req, "pty")) {
-        snprintf(msg, msgsz, "a pty is not supported by llmbox's sandboxes (docs/E2B.md); run the command without one");
-        return -1;
+    const cJSON *pty = cJSON_GetObjectItemCaseSensitive(req, "pty");
+    if (pty && !cJSON_IsNull(pty)) {
+        int cols, rows;
+        if (lb_e2b_pty_size(pty, &cols, &rows) != 0) {
+            snprintf(msg, msgsz, "pty.size needs cols and rows, each 1 to %d", LB_E2B_PTY_DIM_MAX);
+            return -1;
+        }
+        st->pty = 1;
+        snprintf(st->dims[0], sizeof st->dims[0], "%d", cols);
+        snprintf(st->dims[1], sizeof st->dims[1], "%d", rows);
     }
     if (args && (!cJSON_IsArray(args) || cJSON_GetArraySize(args) > LB_E2B_ARGS_MAX - 1)) {
         snprintf(msg, msgsz, "process.args must be an array of at most %d strings", LB_E2B_ARGS_MAX - 1);
@@ -94,6 +104,11 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, lb_e2b_start *st, c
     }
     st->tag = tag && tag->valuestring[0] ? tag->valuestring : NULL;
     st->has_stdin = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "stdin"));
+    if (st->pty) {
+        /* the tag says it is on a terminal (lb_e2b_is_pty); its input is the relay's frames */
+        st->tag = LBSB_PTY_ARGV0;
+        st->has_stdin = 1;
+    }
     if (envs && cJSON_IsNull(envs))
         envs = NULL;
     if (envs) {
@@ -123,12 +138,17 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, lb_e2b_start *st, c
         snprintf(st->cwd, sizeof st->cwd, "%s", s->workdir);
     }
     int na = cJSON_GetArraySize(args);
-    st->argv = calloc((size_t)na + 1, sizeof *st->argv);
+    st->argv = calloc((size_t)na + 4, sizeof *st->argv);
     st->env = calloc(LB_E2B_ENV_MAX, sizeof *st->env);
     st->env_own = calloc(LB_E2B_ENV_MAX, sizeof *st->env_own);
     if (!st->argv || !st->env || !st->env_own) {
         snprintf(msg, msgsz, "out of memory");
         return -1;
+    }
+    if (st->pty) {
+        st->argv[st->argc++] = LBSB_PTY_ARGV0;
+        st->argv[st->argc++] = st->dims[0];
+        st->argv[st->argc++] = st->dims[1];
     }
     st->argv[st->argc++] = cmd->valuestring;
     const cJSON *a;
@@ -291,7 +311,7 @@ static int lb_proc_kill(lb_sbx *s, uint32_t pid, int sig, char *msg, size_t msgs
  * deadline passes (it is killed: deadline_exceeded), its sandbox goes
  * (unavailable) or the client leaves (it runs on: closing c detaches).
  * The start event went out already. Ends the stream. */
-static void lb_follow(lb_req *r, lb_sbx *s, lbsb_conn *c, uint32_t pid, int64_t deadline)
+static void lb_follow(lb_req *r, lb_sbx *s, lbsb_conn *c, uint32_t pid, int64_t deadline, int pty)
 {
     char err[512] = "";
     int64_t last_sent = lb_mono_ms();
@@ -332,7 +352,9 @@ static void lb_follow(lb_req *r, lb_sbx *s, lbsb_conn *c, uint32_t pid, int64_t 
             return;
         }
         if (ev.kind == LBSB_PROC_OUT) {
-            int gone = lb_send_data(r, ev.fd == 2 ? "stderr" : "stdout", ev.data, ev.len, 1) != LB_OK;
+            /* a terminal's output is the relay's stdout (its stderr: its own failures) */
+            const char *name = ev.fd == 2 ? "stderr" : pty ? "pty" : "stdout";
+            int gone = lb_send_data(r, name, ev.data, ev.len, 1) != LB_OK;
             lbsb_proc_event_free(&ev);
             if (gone)
                 return; /* the client left; the process runs on (connect to it again) */
@@ -382,7 +404,7 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     if (rc)
         lb_e2b_stream_end(r, lb_rpc_code(rc), "The process did not start: %s", msg);
     else if (lb_send_start(r, pid, 0) == LB_OK)
-        lb_follow(r, s, c, pid, lb_connect_deadline(r));
+        lb_follow(r, s, c, pid, lb_connect_deadline(r), st.pty);
     lbsb_close(c);
 done:
     lb_start_free(&st);
@@ -448,14 +470,15 @@ static void lb_e2b_connect(lb_req *r, lb_sbx *s)
     if (!req)
         return;
     uint32_t pid = lb_selected(r, s, req, 1);
+    char msg[600] = "";
+    int pty = pid ? lb_e2b_is_pty(s, pid, msg, sizeof msg) : 0;
     lbsb_conn *c = pid ? lb_stream_conn(r, s) : NULL;
     if (c) {
-        char msg[600];
         int rc = lbsb_proc_attach(c, s->sbx_id, pid, NULL, NULL, msg, sizeof msg);
         if (rc)
             lb_e2b_stream_end(r, lb_rpc_code(rc), "%s", msg); /* it ended meanwhile */
         else if (lb_send_start(r, pid, 0) == LB_OK)
-            lb_follow(r, s, c, pid, lb_connect_deadline(r));
+            lb_follow(r, s, c, pid, lb_connect_deadline(r), pty > 0);
         lbsb_close(c);
     }
     cJSON_Delete(req);
@@ -491,14 +514,19 @@ static void lb_e2b_list(lb_req *r, lb_sbx *s)
             cJSON_Delete(conf);
             conf = cJSON_CreateObject(); /* started by someone else than E2B: no config */
         }
+        /* watchDir's watchers (e2b_watch.c) are not the user's commands */
+        if (cJSON_IsString(tag) && !strcmp(tag->valuestring, LBSB_WATCH_ARGV0))
+            continue;
         cJSON *it = ok && cJSON_IsNumber(pid) ? cJSON_CreateObject() : NULL;
         if (!it) {
             cJSON_Delete(conf);
             continue;
         }
+        /* a terminal's tag is llmbox's mark (e2b_pty.h), not the client's */
+        int own_tag = cJSON_IsString(tag) && strcmp(tag->valuestring, LBSB_PTY_ARGV0);
         ok = cJSON_AddItemToArray(out, it) && cJSON_AddItemToObject(it, "config", conf) &&
              cJSON_AddNumberToObject(it, "pid", pid->valuedouble) &&
-             (!cJSON_IsString(tag) || cJSON_AddStringToObject(it, "tag", tag->valuestring));
+             (!own_tag || cJSON_AddStringToObject(it, "tag", tag->valuestring));
     }
     cJSON_Delete(arr);
     if (ok)
@@ -540,12 +568,28 @@ static void lb_e2b_signal(lb_req *r, lb_sbx *s)
     cJSON_Delete(req);
 }
 
+/* Queues len bytes (and eof) for pid's stdin and answers how it went. */
+static void lb_input_send(lb_req *r, lb_sbx *s, uint32_t pid, const char *data, size_t len, int eof)
+{
+    char msg[1400] = "", err[512] = "";
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_unary_error(r, "unavailable", "%s", msg);
+        return;
+    }
+    int rc = lbsb_proc_input(s->conn, s->sbx_id, pid, data, len, eof, err, sizeof err);
+    lb_sbx_unlock(s);
+    if (rc == LB_E_INVAL) /* started without stdin, or it is closed */
+        lb_e2b_unary_error(r, "failed_precondition", "%s", err);
+    else
+        lb_answer_rc(r, rc, err);
+}
+
 /* SendInput and CloseStdin: sandboxd queues the bytes for the process's
  * stdin pipe (a process that does not read makes it refuse more, never
  * hang). */
 static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
 {
-    char msg[1400] = "", err[512] = "";
+    char msg[1400] = "";
     char *data = NULL;
     size_t len = 0;
     cJSON *req = lb_e2b_request(r, 0);
@@ -555,25 +599,71 @@ static void lb_e2b_input(lb_req *r, lb_sbx *s, int close_it)
     if (!pid)
         goto out;
     if (!close_it) {
-        const cJSON *in = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(req, "input"), "stdin");
+        const cJSON *input = cJSON_GetObjectItemCaseSensitive(req, "input");
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(input, "stdin");
+        const cJSON *tin = cJSON_GetObjectItemCaseSensitive(input, "pty");
+        if (!in)
+            in = tin;
         if (!cJSON_IsString(in) || lb_base64_decode(in->valuestring, strlen(in->valuestring), LB_E2B_CHUNK, &data, &len)) {
-            lb_e2b_unary_error(r, "invalid_argument", "input.stdin must be base64 bytes, at most %u of them",
-                               (unsigned)LB_E2B_CHUNK);
+            lb_e2b_unary_error(r, "invalid_argument", "input.stdin or input.pty must be base64 bytes, at most %u of "
+                               "them", (unsigned)LB_E2B_CHUNK);
             goto out;
         }
+        /* a terminal's relay reads frames: input goes in one */
+        int pty = lb_e2b_is_pty(s, pid, msg, sizeof msg);
+        if (pty < 0) {
+            lb_e2b_unary_error(r, "unavailable", "%s", msg);
+            goto out;
+        }
+        if (!pty && in == tin) {
+            lb_e2b_unary_error(r, "invalid_argument", "process %u is not on a pty: send input.stdin", pid);
+            goto out;
+        }
+        char *frame = NULL;
+        if (pty && lb_e2b_pty_frame('d', data, len, 0, 0, &frame, &len) != 0) {
+            lb_e2b_unary_error(r, "internal", "Out of memory.");
+            goto out;
+        }
+        if (pty) {
+            free(data);
+            data = frame;
+        }
     }
-    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
-        lb_e2b_unary_error(r, "unavailable", "%s", msg);
-        goto out;
-    }
-    int rc = lbsb_proc_input(s->conn, s->sbx_id, pid, data, len, close_it, err, sizeof err);
-    lb_sbx_unlock(s);
-    if (rc == LB_E_INVAL) /* started without stdin, or it is closed */
-        lb_e2b_unary_error(r, "failed_precondition", "%s", err);
-    else
-        lb_answer_rc(r, rc, err);
+    lb_input_send(r, s, pid, data, len, close_it);
 out:
     free(data);
+    cJSON_Delete(req);
+}
+
+/* Update: a pty's new size, as a frame for its relay (e2b_pty.h). */
+static void lb_e2b_update(lb_req *r, lb_sbx *s)
+{
+    char msg[1400] = "";
+    char *frame = NULL;
+    size_t len = 0;
+    int cols, rows;
+    cJSON *req = lb_e2b_request(r, 0);
+    if (!req)
+        return;
+    uint32_t pid = lb_selected(r, s, req, 0);
+    if (!pid)
+        goto out;
+    if (lb_e2b_pty_size(cJSON_GetObjectItemCaseSensitive(req, "pty"), &cols, &rows) != 0) {
+        lb_e2b_unary_error(r, "invalid_argument", "pty.size needs cols and rows, each 1 to %d", LB_E2B_PTY_DIM_MAX);
+        goto out;
+    }
+    int pty = lb_e2b_is_pty(s, pid, msg, sizeof msg);
+    if (pty <= 0) {
+        lb_e2b_unary_error(r, pty < 0 ? "unavailable" : "invalid_argument", "%s",
+                           pty < 0 ? msg : "the process is not on a pty");
+        goto out;
+    }
+    if (lb_e2b_pty_frame('r', NULL, 0, cols, rows, &frame, &len) != 0)
+        lb_e2b_unary_error(r, "internal", "Out of memory.");
+    else
+        lb_input_send(r, s, pid, frame, len, 0);
+out:
+    free(frame);
     cJSON_Delete(req);
 }
 
@@ -596,10 +686,12 @@ void lb_e2b_process(lb_req *r, lb_sbx *s, const char *method)
         lb_e2b_input(r, s, 0);
     } else if (!strcmp(method, "CloseStdin")) {
         lb_e2b_input(r, s, 1);
-    } else if (!strcmp(method, "StreamInput") || !strcmp(method, "Update")) {
+    } else if (!strcmp(method, "Update")) {
+        lb_e2b_update(r, s);
+    } else if (!strcmp(method, "StreamInput")) {
         lb_http_drain(r);
-        lb_e2b_unary_error(r, "unimplemented",
-                           "process.Process/%s is not supported by llmbox: there is no pty (docs/E2B.md).", method);
+        lb_e2b_unary_error(r, "unimplemented", "process.Process/StreamInput (client streaming) is not supported by "
+                           "llmbox: send input with SendInput (docs/E2B.md).");
     } else {
         lb_http_drain(r);
         lb_e2b_unary_error(r, "unimplemented", "process.Process has no method %.64s.", method);

@@ -18,6 +18,7 @@
 #include "web/handlers_sandbox_pause.h"
 #include "web/handlers_sandbox_tools.h"
 #include "web/handlers_sandboxes.h"
+#include "web/handlers_sandbox_fsmeta.h"
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
 #include "web/handlers_messages.h"
@@ -47,6 +48,9 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_get_file},
     {LB_M_PUT,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_put_file},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/tools/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_tool},
+    /* issue 17: file metadata (handlers_sandbox_fsmeta.c) */
+    {LB_M_GET,    "/api/sandboxes/{sandbox}/stat/{path}",   LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_stat},
+    {LB_M_GET,    "/api/sandboxes/{sandbox}/list/{path}",   LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_list_dir},
     /* issue 14: pause, resume, snapshots ({sandbox} of /api/snapshots is the snapshot's id) */
     {LB_M_POST,   "/api/sandboxes/{sandbox}/pause",         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_pause},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/resume",        LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_resume},

@@ -59,6 +59,38 @@ check('files_missing_raises_not_found', async () => {
   assert(e2 instanceof NotFoundError, 'FileNotFoundError on stat: ' + e2)
 })
 
+check('files_metadata_getinfo_and_list', async () => {
+  // what envd answers: mode (rwx bits), Go's permissions string, owner and
+  // group as the sandbox names them, the modification time, a symlink's target
+  await sbx.commands.run('mkdir -p /tmp/meta && cd /tmp/meta && printf abc > f && chown 1000:1000 f && ' +
+    'chmod 4750 f && touch -d "2021-02-03 04:05:06.5 UTC" f && ln -s /etc/shadow l && ' +
+    'mkdir d && chmod 1777 d')
+  const f = await sbx.files.getInfo('/tmp/meta/f')
+  eq([f.type, f.size, f.mode, f.permissions, f.owner, f.group],
+    [FileType.FILE, 3, 0o750, 'urwxr-x---', '1000', '1000'])
+  eq(f.modifiedTime.toISOString(), '2021-02-03T04:05:06.500Z')
+  eq(f.symlinkTarget, undefined)
+  const l = await sbx.files.getInfo('/tmp/meta/l')
+  eq([l.type, l.permissions, l.symlinkTarget, l.owner], [FileType.SYMLINK, 'Lrwxrwxrwx', '/etc/shadow', 'root'])
+  const list = await sbx.files.list('/tmp/meta')
+  const by = Object.fromEntries(list.map(e => [e.name, e]))
+  eq(Object.keys(by).sort(), ['d', 'f', 'l'])
+  eq([by.d.type, by.d.permissions, by.d.mode], [FileType.DIR, 'dtrwxrwxrwx', 0o777])
+  eq([by.l.type, by.l.symlinkTarget], [FileType.SYMLINK, '/etc/shadow'])
+  eq(by.f.modifiedTime.getTime(), f.modifiedTime.getTime())
+  // the time is the file's, not the answer's
+  const before = Date.now()
+  await sbx.files.write('/tmp/meta/new.txt', 'n')
+  const n = await sbx.files.getInfo('/tmp/meta/new.txt')
+  assert(Math.abs(n.modifiedTime.getTime() - before) < 60000, 'fresh mtime: ' + n.modifiedTime)
+  const made = await sbx.files.makeDir('/tmp/meta/made')
+  eq(made, true)
+  const m = await sbx.files.getInfo('/tmp/meta/made')
+  eq([m.type, m.permissions, m.owner], [FileType.DIR, 'drwxr-xr-x', 'root'])
+  const moved = await sbx.files.rename('/tmp/meta/f', '/tmp/meta/g')
+  eq([moved.path, moved.permissions, moved.size], ['/tmp/meta/g', 'urwxr-x---', 3])
+})
+
 check('files_symlink_out_is_not_followed', async () => {
   // a link the sandbox made to a host-looking path: read never follows it
   await sbx.commands.run('ln -s /etc/shadow /tmp/link; mkdir -p /tmp/ld; ln -s / /tmp/ld/root')

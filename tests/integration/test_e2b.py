@@ -249,8 +249,12 @@ def t_unsupported_said(stack):
         assert st == 501 and "Dockerfile" in json.loads(data)["message"], (st, data)
         st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {"templateID": "no-such-image"})
         assert st == 400 and "llmbox image" in json.loads(data)["message"], (st, data)
-        st, _, data = envd(stack, s, "filesystem.Filesystem/WatchDir", {"path": "/tmp"}, streaming=True)
-        assert st == 200 and data[-1][1]["error"]["code"] == "unimplemented", data
+        # a client-streaming call (the SDK's pty uses SendInput): said
+        st, _, data = envd(stack, s, "process.Process/StreamInput", {})
+        assert json.loads(data)["code"] == "unimplemented" and "SendInput" in json.loads(data)["message"], (st, data)
+        # the polling watchers (the Python SDK's; the JS SDK streams WatchDir): said, not silent
+        st, _, data = envd(stack, s, "filesystem.Filesystem/CreateWatcher", {"path": "/tmp"})
+        assert json.loads(data)["code"] == "unimplemented" and "WatchDir" in json.loads(data)["message"], (st, data)
     finally:
         api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
 
@@ -403,6 +407,8 @@ def main():
     with Stack(model=False, web_env=env, tls=stack_tls) as st:
         r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
+        r.run("sdk_watch", t_sdk, st, "sdk_watch.mjs")
+        r.run("sdk_pty", t_sdk, st, "sdk_pty.mjs")
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")

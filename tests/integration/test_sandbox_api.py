@@ -316,6 +316,42 @@ def t_files(stack):
         api.delete(sid)
 
 
+def t_stat_list(stack):
+    """issue 17: GET .../stat/{path} and .../list/{path}: sandboxd's metadata
+    (type, size, mode, uid, gid, mtime, a symlink's target, never followed)."""
+    api = Api(stack)
+    sid = api.create({"ttl_s": 300})["id"]
+    try:
+        r = api.exec(sid, "mkdir -p /tmp/st/d && cd /tmp/st && printf abcde > f && chown 7:8 f && chmod 640 f && "
+                          "touch -d @1600000000 f && ln -s /etc/shadow l && echo x > d/in")
+        assert r["return_code"] == 0, r
+        st, o = api.json("GET", "/api/sandboxes/%s/stat/tmp/st/f" % sid)
+        assert st == 200 and o == {"path": "/tmp/st/f", "type": "file", "size": 5, "mode": 0o640, "uid": 7, "gid": 8,
+                                   "mtime": "2020-09-13T12:26:40Z"}, (st, o)
+        st, o = api.json("GET", "/api/sandboxes/%s/stat/tmp/st/l" % sid)
+        assert st == 200 and (o["type"], o["target"]) == ("symlink", "/etc/shadow"), (st, o)
+        st, o = api.json("GET", "/api/sandboxes/%s/stat/tmp/st/none" % sid)
+        assert st == 404 and o["error"]["code"] == "not_found", (st, o)
+        st, o = api.json("GET", "/api/sandboxes/%s/stat/tmp/st/l/x" % sid)   # through the symlink: not followed
+        assert st == 400 and "not followed" in o["error"]["message"], (st, o)
+        st, o = api.json("GET", "/api/sandboxes/%s/list/tmp/st?depth=2" % sid)
+        assert st == 200 and o["path"] == "/tmp/st" and o["truncated"] is False, (st, o)
+        by = {e["path"]: e for e in o["entries"]}
+        assert sorted(by) == ["d", "d/in", "f", "l"], by
+        assert (by["d"]["type"], by["d"]["mode"], by["d/in"]["size"], by["l"]["target"]) == \
+            ("dir", 0o755, 2, "/etc/shadow"), by
+        st, o = api.json("GET", "/api/sandboxes/%s/list/tmp/st?depth=99" % sid)
+        assert st == 400 and "depth" in o["error"]["message"], (st, o)
+        st, o = api.json("GET", "/api/sandboxes/%s/list/tmp/st/f" % sid)
+        assert st == 400, (st, o)   # not a directory
+        st, o = api.json("GET", "/api/sandboxes/%s/list/tmp/nope" % sid)
+        assert st == 404, (st, o)
+        st, o = api.json("GET", "/api/sandboxes/%s/stat/tmp/st/f" % sid, token="wrong")
+        assert st == 401, (st, o)
+    finally:
+        api.delete(sid)
+
+
 def raw_request(stack, method, raw_path, body=None):
     """Sends the path byte for byte (http.client would keep it too, but be explicit)."""
     c = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=30)
@@ -523,6 +559,7 @@ def main():
     with Stack(model=False, web_env=env) as st:
         for name, fn in [("auth_401", t_auth_401), ("create_spec", t_create_spec), ("exec", t_exec),
                          ("parallel_execs", t_parallel_execs), ("files_roundtrip", t_files),
+                         ("stat_list_metadata", t_stat_list),
                          ("traversal_refused", t_traversal), ("status_list", t_status_list),
                          ("destroy_idempotent", t_destroy), ("delete_during_exec", t_delete_during_exec),
                          ("ttl_expiry", t_ttl), ("spec_errors", t_spec_errors), ("cap_429", t_cap),

@@ -346,6 +346,177 @@ def open_read(p):
         return b""
 
 
+def check_stat_list_metadata(d):
+    """issue 17: stat and list carry kind, mode, uid/gid as the sandbox sees
+    them, mtime and a symlink's target (read, never followed); old fields
+    as they were."""
+    c = d.connect()
+    sid = c.create()
+    ex = c.exec(sid, "mkdir -p /tmp/m && cd /tmp/m && printf abcd > f && chown 1000:2000 f && chmod 2640 f && "
+                "touch -d @1600000000.25 f && ln -s ../../etc/shadow l && mkdir d && echo ok")
+    assert ex.get("stdout") == "ok\n", ex
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m/f"})
+    assert (r["type"], r["size"], r["kind"], r["mode"], r["uid"], r["gid"], r["mtime"], r["mtime_ns"]) == \
+        ("file", 4, "file", 0o2640, 1000, 2000, 1600000000, 250000000), r
+    assert "target" not in r, r
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m/l"})
+    assert (r["type"], r["kind"], r["target"], r["uid"]) == ("other", "symlink", "../../etc/shadow", 0), r
+    r = c.call({"op": "stat", "id": sid, "path": "/"})
+    assert (r["type"], r["kind"], r["uid"]) == ("dir", "dir", 0), r
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m/none"})
+    assert r["type"] == "missing" and "kind" not in r, r
+    r = c.call({"op": "list", "id": sid, "path": "/tmp/m", "max_depth": 1, "max_entries": 10})
+    by = {e["path"]: e for e in r["entries"]}
+    assert sorted(by) == ["d", "f", "l"], r
+    assert (by["d"]["kind"], by["d"]["mode"], by["f"]["gid"]) == ("dir", 0o755, 2000), by
+    assert by["l"]["target"] == "../../etc/shadow" and by["l"]["type"] == "other", by
+    c.destroy(sid)
+    c.close()
+
+
+def watch_lines(c, until):
+    """Lines of a watcher attached on c until one in until (or its exit)."""
+    buf, lines = b"", []
+    while True:
+        e = c.recv()
+        assert "event" in e, e
+        if e["event"] in ("exit", "gone"):
+            lines.append(e)
+            return lines
+        if e["event"] == "out" and e["fd"] == 1:
+            buf += e.get("_data", b"")
+            while b"\n" in buf:
+                ln, buf = buf.split(b"\n", 1)
+                lines.append(ln.decode())
+                if ln.decode() in until:
+                    return lines
+
+
+def check_watcher(d):
+    """issue 17: the watcher of E2B's watchDir (sandbox_watch.h) runs in the
+    sandbox as one of sandboxd's processes: armed, then create, write,
+    rename, chmod, remove in order, recursive into a new directory, a
+    newline in a name escaped; it ends when the watched dir goes, refuses
+    a missing dir, and ends with the sandbox."""
+    c = d.connect()
+    sid = c.create()
+    assert c.exec(sid, "mkdir -p /tmp/w/sub")["exit_code"] == 0
+    w = d.connect()
+    start(w, sid, ["llmbox:watch", "/tmp/w", "1"], attach=True)
+    assert watch_lines(w, ("R",)) == ["R"]
+    ex = c.exec(sid, "cd /tmp/w && echo a > f && mv f g && chmod 600 g && rm g && mkdir -p n && sleep 0.2 && "
+                     "echo x > n/y && touch sub/z && touch \"$(printf 'q\\nr')\" && echo ok")
+    assert ex["stdout"] == "ok\n", ex
+    got = watch_lines(w, ("C q\\nr",))
+    want = ["C f", "W f", "N f", "C g", "M g", "D g", "C n", "C n/y", "W n/y", "C sub/z", "M sub/z", "C q\\nr"]
+    seen = [x for x in got if x in want]
+    assert seen == want, got
+    # the watched dir removed: "X" and a clean exit
+    assert c.exec(sid, "cd / && rm -rf /tmp/w")["exit_code"] == 0  # no cwd holds it
+    got = watch_lines(w, ("X",))
+    assert got[-1] == "X", got
+    assert watch_lines(w, ())[-1]["event"] == "exit"
+    # a missing dir: exit 2, the reason on stderr
+    start(w, sid, ["llmbox:watch", "/tmp/none", "0"], attach=True)
+    evs = events(w)
+    assert evs[-1]["exit_code"] == 2 and b"cannot watch /tmp/none" in joined(evs, 2), evs
+    # a client that does not read: the watcher blocks on its pipe, the
+    # kernel's queue overflows, and the client then sees "O", never silence
+    assert c.exec(sid, "mkdir -p /tmp/o")["exit_code"] == 0
+    start(w, sid, ["llmbox:watch", "/tmp/o", "0"], attach=True)
+    assert watch_lines(w, ("R",)) == ["R"]
+    q = int(open("/proc/sys/fs/inotify/max_queued_events").read())
+    n = q + 10000  # past the queue, the pipe, sandboxd's 256 KiB backlog and the socket (200-byte names)
+    ex = c.exec(sid, "cd /tmp/o && for ((i = 0; i < %d; i++)); do : > $(printf %%0200d $i); done; echo ok" % n,
+                timeout_ms=120000)
+    assert ex["stdout"] == "ok\n", ex
+    got = watch_lines(w, ("O",))
+    assert got[-1] == "O" and len(got) < n, (len(got), got[-3:])
+    assert watch_lines(w, ())[-1]["event"] == "exit"
+    # deeper than the levels' cap: "L" (before it is armed), and the end
+    assert c.exec(sid, "mkdir -p /tmp/deep/$(printf 'd/%.0s' $(seq 130))")["exit_code"] == 0
+    start(w, sid, ["llmbox:watch", "/tmp/deep", "1"], attach=True)
+    got = watch_lines(w, ("L",))
+    assert got[-1] == "L", got
+    assert watch_lines(w, ())[-1]["event"] == "exit"
+    # the sandbox destroyed: the watcher's stream ends "gone"
+    assert c.exec(sid, "mkdir -p /tmp/w2")["exit_code"] == 0
+    start(w, sid, ["llmbox:watch", "/tmp/w2", "0"], attach=True)
+    assert watch_lines(w, ("R",)) == ["R"]
+    c.destroy(sid)
+    assert watch_lines(w, ())[-1]["event"] == "gone"
+    w.close()
+    c.close()
+
+
+def pty_out_until(c, needle, limit=2000):
+    """The terminal's output on c until needle shows (or the end)."""
+    out = b""
+    for _ in range(limit):
+        e = c.recv()
+        assert "event" in e, e
+        if e["event"] in ("exit", "gone"):
+            return out, e
+        out += e.get("_data", b"") if e["event"] == "out" else b""
+        if needle in out:
+            return out, None
+    raise AssertionError("no %r in %r" % (needle, out[-300:]))
+
+
+def check_pty(d):
+    """issue 17: E2B's pty, a relay in the sandbox (sandbox_pty.h): the
+    program runs on a terminal of the sandbox's own devpts with the size
+    asked, input and resizes come as frames on stdin, it exits as the
+    program did, a malformed frame ends it, a kill ends the program."""
+    c = d.connect()
+    sid = c.create()
+    w = d.connect()
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/bash", "--norc", "-i"], attach=True, stdin=True,
+                env={"PS1": "$ ", "TERM": "xterm"})
+
+    def send(b, kind=b"d"):
+        frame = kind + struct.pack(">I", len(b)) + b
+        assert c.call({"op": "proc_input", "id": sid, "pid": pid}, data=frame)["ok"]
+
+    send(b"stty size; tty\n")
+    out, end = pty_out_until(w, b"/dev/pts/")
+    assert b"24 80" in out and end is None, out
+    send(struct.pack(">HH", 132, 50), b"r")
+    send(b"stty size\n")
+    out, end = pty_out_until(w, b"50 132")
+    send(b"echo h\"\"i; exit 3\n")  # the echo of the input is not the output
+    out, end = pty_out_until(w, b"never")
+    assert b"hi" in out and end == {"ok": True, "event": "exit", "pid": pid, "exit_code": 3}, (out, end)
+    # a malformed frame: the relay ends and takes the program with it
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/sleep", "60"], attach=True, stdin=True)
+    assert c.call({"op": "proc_input", "id": sid, "pid": pid}, data=b"x\0\0\0\1y")["ok"]
+    out, end = pty_out_until(w, b"never")
+    assert end["event"] == "exit" and end["exit_code"] == 1, end
+    # killed: the program goes too (nothing sleeps on in the sandbox)
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/sleep", "61"], attach=True, stdin=True)
+    time.sleep(0.3)
+    assert c.call({"op": "proc_signal", "id": sid, "pid": pid, "signal": 9})["ok"]
+    out, end = pty_out_until(w, b"never")
+    assert end["event"] == "exit" and end["signal"] == 9, end
+    time.sleep(0.3)
+    assert "sleep 61" not in c.exec(sid, "ps -eo args")["stdout"]
+    # a program that prints while input waits for it: the output still flows
+    # (the relay never blocks on the terminal's input), and it ends as the program did
+    pid = start(w, sid, ["llmbox:pty", "80", "24", "/bin/bash", "--norc", "-c",
+                         "sleep 1; head -c 300000 /dev/zero | tr '\\0' x; echo; echo E""ND; exit 4"],
+                attach=True, stdin=True)
+    send(b"y" * 200000)
+    out, end = pty_out_until(w, b"never", limit=100000)
+    assert b"END" in out and out.count(b"x") >= 300000 and end["exit_code"] == 4, (len(out), end)
+    # bad sizes are refused
+    start(w, sid, ["llmbox:pty", "0", "24", "/bin/true"], attach=True, stdin=True)
+    evs = events(w)
+    assert evs[-1]["exit_code"] == 2 and b"cols and rows" in joined(evs, 2), evs
+    c.destroy(sid)
+    w.close()
+    c.close()
+
+
 def main():
     p = Reporter("sandboxd_proc/")
     why = skip_reason()
@@ -360,7 +531,9 @@ def main():
                          ("thousand_starts", check_thousand), ("pids_limit_refuses_a_start", check_pids_limit),
                          ("sandbox_gone_while_streaming", check_gone_while_streaming),
                          ("spawner_killed_from_inside", check_spawner_killed),
-                         ("port_connect_hands_over_a_socket", check_port_connect)]:
+                         ("port_connect_hands_over_a_socket", check_port_connect),
+                         ("stat_list_metadata", check_stat_list_metadata),
+                         ("watcher_in_the_sandbox", check_watcher), ("pty_relay", check_pty)]:
             p.run(name, fn, d)
     p.run("sandboxd_end_leaves_nothing", check_sandboxd_end, None)
     return p.exit_code()

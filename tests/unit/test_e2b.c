@@ -3,10 +3,14 @@
 #include "testlib.h"
 
 #include "common/status.h"
+#include "web/e2b_entry.h"
 #include "web/e2b_envelope.h"
 #include "web/e2b_port.h"
+#include "web/e2b_pty.h"
+#include "web/e2b_watch.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 TEST(envelope_one_takes_exactly_one_message)
@@ -104,6 +108,105 @@ TEST(port_head_refuses_what_is_not_an_http_head)
     }
 }
 
+/* issue 17: EntryInfo as envd answers it (Go's FileMode.String, protobuf's Timestamp) */
+TEST(entry_permissions_follow_go_file_mode_string)
+{
+    static const struct { int kind; uint32_t mode; const char *want; } cases[] = {
+        {LBSB_KIND_DIR, 0755, "drwxr-xr-x"},     {LBSB_KIND_FILE, 0644, "-rw-r--r--"},
+        {LBSB_KIND_SYMLINK, 0777, "Lrwxrwxrwx"}, {LBSB_KIND_DIR, 01777, "dtrwxrwxrwx"},
+        {LBSB_KIND_FILE, 04755, "urwxr-xr-x"},   {LBSB_KIND_CHARDEV, 0666, "Dcrw-rw-rw-"},
+        {LBSB_KIND_FIFO, 0600, "prw-------"},    {LBSB_KIND_FILE, 02640, "grw-r-----"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char p[32];
+        lb_e2b_perm_string(cases[i].kind, cases[i].mode, p, sizeof p);
+        CHECK_STR(p, cases[i].want);
+    }
+}
+
+TEST(entry_time_is_rfc3339_utc_within_protobuf_range)
+{
+    char t[48];
+    CHECK(lb_e2b_rfc3339(1700000000, 0, t, sizeof t) == 0);
+    CHECK_STR(t, "2023-11-14T22:13:20Z");
+    CHECK(lb_e2b_rfc3339(0, 5, t, sizeof t) == 0);
+    CHECK_STR(t, "1970-01-01T00:00:00.000000005Z");
+    CHECK(lb_e2b_rfc3339(253402300800LL, 0, t, sizeof t) == -1);   /* year 10000 */
+    CHECK(lb_e2b_rfc3339(0, 1000000000u, t, sizeof t) == -1);
+}
+
+TEST(entry_carries_metadata_and_symlink_target)
+{
+    lbsb_entry e = {.type = 3, .size = 0, .has_meta = 1, .kind = LBSB_KIND_SYMLINK, .mode = 0777, .uid = 0,
+                    .gid = 1000, .mtime_s = 1700000000, .target = (char *)"/etc/hosts"};
+    cJSON *o = lb_e2b_entry("/testbed/l", &e);
+    CHECK(o != NULL);
+    char *js = o ? cJSON_PrintUnformatted(o) : NULL;
+    CHECK(js && strstr(js, "\"name\":\"l\"") && strstr(js, "\"type\":\"FILE_TYPE_SYMLINK\"") &&
+          strstr(js, "\"mode\":511") && strstr(js, "\"permissions\":\"Lrwxrwxrwx\"") &&
+          strstr(js, "\"owner\":\"root\"") && strstr(js, "\"group\":\"1000\"") &&
+          strstr(js, "\"modifiedTime\":\"2023-11-14T22:13:20Z\"") &&
+          strstr(js, "\"symlinkTarget\":\"/etc/hosts\""));
+    free(js);
+    cJSON_Delete(o);
+    /* an older sandboxd's answer: no mode, time or target, never made up */
+    lbsb_entry old = {.type = 1, .size = 7};
+    o = lb_e2b_entry("/a", &old);
+    js = o ? cJSON_PrintUnformatted(o) : NULL;
+    CHECK(js && strstr(js, "FILE_TYPE_FILE") && strstr(js, "\"size\":\"7\"") && !strstr(js, "modifiedTime") &&
+          !strstr(js, "permissions"));
+    free(js);
+    cJSON_Delete(o);
+}
+
+/* issue 17: the watcher's lines are hostile (the sandbox's code can replace it) */
+TEST(watch_line_parses_events_and_refuses_the_rest)
+{
+    char k, name[64];
+    CHECK(lb_e2b_watch_line("R", 1, &k, name, sizeof name) == 0 && k == 'R' && !name[0]);
+    CHECK(lb_e2b_watch_line("C a/b", 5, &k, name, sizeof name) == 0 && k == 'C');
+    CHECK_STR(name, "a/b");
+    CHECK(lb_e2b_watch_line("N q\\nr\\\\", 8, &k, name, sizeof name) == 0 && k == 'N');
+    CHECK_STR(name, "q\nr\\");
+    CHECK_STR(lb_e2b_watch_type('M'), "EVENT_TYPE_CHMOD");
+    CHECK(lb_e2b_watch_type('Z') == NULL);
+    static const char *const bad[] = {"", "Z", "Z x", "C", "C ", "Cx", "C a\\", "C a\\t", "R x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(lb_e2b_watch_line(bad[i], strlen(bad[i]), &k, name, sizeof name) == -1);
+    CHECK(lb_e2b_watch_line("", 1, &k, name, sizeof name) == -1); /* a NUL alone is no letter */
+    const char nul[] = {'C', ' ', 'a', '\0', 'b'};
+    CHECK(lb_e2b_watch_line(nul, sizeof nul, &k, name, sizeof name) == -1);
+    char longl[100];
+    memset(longl, 'x', sizeof longl);
+    longl[0] = 'C';
+    longl[1] = ' ';
+    CHECK(lb_e2b_watch_line(longl, sizeof longl, &k, name, sizeof name) == -1); /* over namesz */
+}
+
+/* issue 17: the pty's size and the frames its relay reads */
+TEST(pty_size_and_frames)
+{
+    int cols = 0, rows = 0;
+    cJSON *ok = cJSON_Parse("{\"size\":{\"cols\":132,\"rows\":50}}");
+    CHECK(lb_e2b_pty_size(ok, &cols, &rows) == 0 && cols == 132 && rows == 50);
+    static const char *const bad[] = {"{}", "{\"size\":{\"cols\":0,\"rows\":5}}",
+                                      "{\"size\":{\"cols\":5,\"rows\":10001}}", "{\"size\":{\"cols\":\"5\",\"rows\":5}}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *b = cJSON_Parse(bad[i]);
+        CHECK(lb_e2b_pty_size(b, &cols, &rows) == -1);
+        cJSON_Delete(b);
+    }
+    cJSON_Delete(ok);
+    char *f = NULL;
+    size_t n = 0;
+    CHECK(lb_e2b_pty_frame('d', "hi\n", 3, 0, 0, &f, &n) == 0 && n == 8 && !memcmp(f, "d\0\0\0\3hi\n", 8));
+    free(f);
+    CHECK(lb_e2b_pty_frame('r', NULL, 0, 0x102, 50, &f, &n) == 0 && n == 9 && !memcmp(f, "r\0\0\0\4\1\2\0\62", 9));
+    free(f);
+    CHECK(lb_e2b_pty_frame('d', "x", LBSB_PTY_FRAME_MAX + 1, 0, 0, &f, &n) == -1 && !f);
+    CHECK(lb_e2b_pty_frame('q', "x", 1, 0, 0, &f, &n) == -1);
+}
+
 int main(void)
 {
     RUN(envelope_one_takes_exactly_one_message);
@@ -112,5 +215,10 @@ int main(void)
     RUN(code_http_follows_the_connect_table);
     RUN(port_head_passes_the_answer_and_drops_what_nginx_would_obey);
     RUN(port_head_refuses_what_is_not_an_http_head);
+    RUN(entry_permissions_follow_go_file_mode_string);
+    RUN(entry_time_is_rfc3339_utc_within_protobuf_range);
+    RUN(entry_carries_metadata_and_symlink_target);
+    RUN(watch_line_parses_events_and_refuses_the_rest);
+    RUN(pty_size_and_frames);
     return testlib_done();
 }

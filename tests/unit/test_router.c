@@ -135,6 +135,8 @@ TEST(allow_lists)
         {"/api/sandboxes/" ID "/exec", "POST"},
         {"/api/sandboxes/" ID "/tools/bash", "POST"},
         {"/api/sandboxes/" ID "/files/tmp/x", "GET, HEAD, PUT"},
+        {"/api/sandboxes/" ID "/stat/tmp/x", "GET, HEAD"},   /* issue 17 */
+        {"/api/sandboxes/" ID "/list/tmp", "GET, HEAD"},
         /* issue 14 */
         {"/api/sandboxes/" ID "/pause", "POST"},
         {"/api/sandboxes/" ID "/resume", "POST"},

@@ -670,6 +670,54 @@ TEST(client_state_calls)
     unlink(path);
 }
 
+/* issue 17: stat and list carry the file metadata; out-of-range values from
+ * sandboxd (which reads a hostile tree) are not passed on as they came */
+TEST(client_stat_and_list_metadata)
+{
+    char path[108];
+    snprintf(path, sizeof path, "/tmp/llmbox-unit-meta-%d.sock", (int)getpid());
+    static const char *const resp[] = {
+        "{\"ok\":true,\"type\":\"other\",\"size\":0,\"kind\":\"symlink\",\"mode\":511,\"uid\":0,"
+        "\"gid\":5,\"mtime\":1700000000,\"mtime_ns\":123,\"target\":\"/etc/passwd\"}",
+        "{\"ok\":true,\"entries\":[{\"path\":\"a\",\"type\":\"file\",\"size\":5,\"kind\":\"file\","
+        "\"mode\":99999,\"uid\":70000,\"gid\":-1,\"mtime\":\"x\",\"mtime_ns\":2e9,\"target\":\"t\"},"
+        "{\"path\":\"old\",\"type\":\"dir\"},{\"path\":\"p\",\"type\":\"other\",\"kind\":\"fifo\",\"mode\":420}]}",
+        "{\"ok\":true,\"type\":\"missing\",\"size\":0}",
+    };
+    pid_t pid = fake_daemon(path, resp, sizeof resp / sizeof resp[0]);
+    CHECK(pid > 0);
+    if (pid <= 0)
+        return;
+    lbsb_conn *c = NULL;
+    char err[256];
+    CHECK(lbsb_connect(path, NULL, &c, err, sizeof err) == LB_OK);
+    lbsb_entry e;
+    CHECK(lbsb_stat_entry(c, ID, "/l", &e, err, sizeof err) == LB_OK);
+    CHECK(e.type == 3 && e.has_meta && e.kind == LBSB_KIND_SYMLINK && e.mode == 0777 && e.uid == 0 &&
+          e.gid == 5 && e.mtime_s == 1700000000 && e.mtime_ns == 123 && !e.path);
+    CHECK(e.target && !strcmp(e.target, "/etc/passwd"));
+    lbsb_entry_clear(&e);
+    CHECK(!e.target && !e.has_meta);
+    lbsb_entry *l = NULL;
+    size_t n = 0;
+    CHECK(lbsb_list(c, ID, "/", 1, 10, &l, &n, err, sizeof err) == LB_OK);
+    CHECK(n == 3);
+    if (n == 3) {
+        /* out of range: no mode, the overflow ids, no time; a target only on a symlink */
+        CHECK(l[0].has_meta && l[0].kind == LBSB_KIND_FILE && l[0].mode == 0 && l[0].uid == 65534 &&
+              l[0].gid == 65534 && l[0].mtime_s == 0 && l[0].mtime_ns == 0 && !l[0].target);
+        CHECK(!l[1].has_meta && l[1].type == 2);      /* an older sandboxd's entry */
+        CHECK(l[2].has_meta && l[2].kind == LBSB_KIND_FIFO && l[2].mode == 0644);
+    }
+    lbsb_entries_free(l, n);
+    CHECK(lbsb_stat_entry(c, ID, "/gone", &e, err, sizeof err) == LB_OK && e.type == 0 && !e.has_meta);
+    CHECK(lbsb_stat_entry(c, ID, "rel", &e, err, sizeof err) == LB_E_INVAL);
+    lbsb_close(c);
+    int wst;
+    waitpid(pid, &wst, 0);
+    unlink(path);
+}
+
 /* exec_ex: the soft timeout goes on the wire, "running" and "busy" come back */
 TEST(client_exec_ex_running_and_busy)
 {
@@ -982,6 +1030,7 @@ int main(void)
     RUN(capture_keeps_head_and_tail);
     RUN(capture_sanitizes_utf8);
     RUN(client_against_fake_daemon);
+    RUN(client_stat_and_list_metadata);
     RUN(client_exec_ex_running_and_busy);
     RUN(client_cancel_interrupts_and_recovers);
     RUN(client_reports_missing_daemon);
