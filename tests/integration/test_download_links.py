@@ -235,14 +235,18 @@ def t_bad_stored_secret_stops_web(_unused):
     home = tempfile.mkdtemp(prefix="llmbox-secret-")
     try:
         db = os.path.join(home, "t.db")
-        c = sqlite3.connect(db)
-        c.execute("CREATE TABLE web_secrets(name TEXT NOT NULL, gen INTEGER NOT NULL, value TEXT NOT NULL,"
-                  " created_ms BIGINT NOT NULL, PRIMARY KEY(name, gen))")
-        c.execute("INSERT INTO web_secrets VALUES('preview', 1, 'NOT-A-KEY-9f8e7d', 0)")
-        c.commit()
-        c.close()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LLMBOX_HOME": home, "LLMBOX_DB": db,
                "LLMBOX_WEB_USER": "", "LLMBOX_WEB_SOCKET": os.path.join(home, "web.sock")}
+        # the store made as a web would find it (every migration, a preview
+        # secret), then its value spoiled by hand
+        r = subprocess.run([test_web.BIN, "secrets", "rotate", "preview"], env=env, capture_output=True,
+                           text=True, timeout=60, cwd="/")
+        assert r.returncode == 0, (r.returncode, (r.stdout + r.stderr)[-2000:])
+        c = sqlite3.connect(db)
+        n = c.execute("UPDATE web_secrets SET value = 'NOT-A-KEY-9f8e7d' WHERE name = 'preview'").rowcount
+        c.commit()
+        c.close()
+        assert n == 1, "no preview secret after a rotation: %d rows" % n
         r = subprocess.run([test_web.BIN, "web"], env=env, capture_output=True, text=True, timeout=60, cwd="/")
         out = r.stdout + r.stderr
         assert r.returncode == 1, (r.returncode, out[-2000:])
