@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "entry.h"
 #include "node/node_agents.h"
+#include "node/node_cleanup.h"
 #include "node/node_health.h"
 #include "store/store.h"
 #include "store/store_queue.h"
@@ -130,6 +131,8 @@ static void lb_node_renew(lb_node *n)
                     n->name, l.nleft);
         lb_node_agents_kill_all("the node's lease had lapsed; their tasks were ended");
         lb_node_agents_kill_left(&l);
+        /* issue 13: and the sandboxes they kept (leased, so not gone with them) */
+        LB_IGNORE(lb_node_cleanup_left(n->cfg, n->s, n->name, &l));
     }
     free(l.left);
     if (!n->held)

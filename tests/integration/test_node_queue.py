@@ -30,7 +30,10 @@ sandbox (root and the image needed).
 8. cancel_elsewhere: a task ended in the store from another host has its
    agent stopped by the node.
 7. inputs_unreachable: a node whose object store does not answer fails the
-   task with a sentence rather than run it without its inputs."""
+   task with a sentence rather than run it without its inputs.
+10. left_sandboxes: a node and its agent killed -9 while the agent holds a
+   leased (kept) sandbox: the node restarted under the same name destroys
+   it in sandboxd and forgets its record."""
 import json
 import os
 import shutil
@@ -500,6 +503,59 @@ def test_web_queue(pg):
             shutil.rmtree(c.dir, ignore_errors=True)
 
 
+def test_left_sandboxes(pg):
+    """Issue 13: a node killed -9 while its agent holds a leased (kept)
+    sandbox; the agent killed too, the sandbox stays in sandboxd (its
+    lease); the node restarted under the same name destroys it."""
+    if not image_ready():
+        raise Skip("the sandbox image is not built (make image)")
+    if os.geteuid() != 0:
+        raise Skip("needs root (sandboxd)")
+    pg.sql('CREATE DATABASE "left"')
+    url = pg.url.replace("/%s?" % pg.db, "/left?")
+    with Stack(scenario={"eval": True}, db_url=url, env={"LLMBOX_TASK_RUNNER": "queue"},
+               model_args=["--delay-ms", "60000"]) as s:
+        c = Cluster.__new__(Cluster)
+        c.pg, c.url, c.dir, c.procs, c.nodes, c.models = pg, url, tempfile.mkdtemp(), [], {}, {}
+        env = {k: v for k, v in s.env.items() if k.startswith("LLMBOX_") and k not in ("LLMBOX_NODE_NAME",
+                                                                                         "LLMBOX_NODE_LISTEN")}
+        env["LLMBOX_FOLLOWUP_KEEP_S"] = "600"  # the agent keeps (leases) its sandbox for follow-ups
+        try:
+            st, t = s.create_task("SANDBOX-ANSWER[seven] FINISH-ANSWER[7]" + ANSWER)
+            assert st in (200, 201), (st, t)
+            c.node("c1", s.model_url, home=s.prefix, env=env)
+            deadline = time.time() + 60
+            while s.sandboxd_ping().get("sandboxes", 0) < 1:  # the agent made its sandbox, waits for the model
+                assert time.time() < deadline, (c.tasks([t["id"]]), c.log("c1")[-2000:])
+                time.sleep(0.2)
+            while True:  # recorded just after it was made
+                kept = c.sql("SELECT sandbox_id FROM task_sandboxes WHERE task_id = '%s'" % t["id"])
+                if kept and kept[0][0]:
+                    break
+                assert time.time() < deadline, ("the agent recorded its leased sandbox", kept)
+                time.sleep(0.2)
+            pid = int(c.sql("SELECT pid FROM tasks WHERE id = '%s'" % t["id"])[0][0])
+            c.stop_node("c1")  # SIGKILL
+            kill_agent(pid)
+            time.sleep(1.5)
+            assert s.sandboxd_ping().get("sandboxes", 0) == 1, "the leased sandbox outlives its agent"
+            c.node("c1", s.model_url, home=s.prefix, env=env)
+            deadline = time.time() + 15
+            while s.sandboxd_ping().get("sandboxes", 0) != 0:
+                assert time.time() < deadline, ("the restarted node did not destroy it", c.log("c1")[-2000:])
+                time.sleep(0.2)
+            assert "destroyed its sandbox %s, left by an earlier run" % kept[0][0] in c.log("c1"), c.log("c1")[-2000:]
+            v = c.tasks([t["id"]])[t["id"]]
+            assert v["status"] == "failed", v
+            assert not c.sql("SELECT sandbox_id FROM task_sandboxes WHERE task_id = '%s'" % t["id"]), "forgotten"
+        finally:
+            for p in c.procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            shutil.rmtree(c.dir, ignore_errors=True)
+
+
 def main():
     rep = Reporter()
     if pg_server.missing():
@@ -511,7 +567,7 @@ def main():
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
                          ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
                          ("cancel_elsewhere", test_cancel_elsewhere), ("bad_start", test_bad_start),
-                         ("web_queue", test_web_queue)):
+                         ("web_queue", test_web_queue), ("left_sandboxes", test_left_sandboxes)):
             if not only or name in only:
                 rep.run(name, fn, pg)
     rep.done()
