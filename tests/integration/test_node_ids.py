@@ -18,12 +18,13 @@ set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
    record (the file n1.<hex>.json) and still answers through HAProxy.
 5. The E2B SDK (tests/e2b/sdk_cluster.mjs) through the balancer:
    create, commands.run, files write/read, kill, on prefixed ids.
-6. Nothing is left: no sandbox listed by either web, none in either
+6. The Python client (clients/python) through the balancer: two
+   sandboxes, one on each node, exec, write and read a file, attach.
+9. Nothing is left: no sandbox listed by either web, none in either
    sandboxd.
 """
 import json
 import os
-import signal
 import shutil
 import subprocess
 import sys
@@ -32,7 +33,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
 from stack import Reporter, Stack, image_ready  # noqa: E402
-from test_stateless_webs import LB, haproxy_start  # noqa: E402
+from test_stateless_webs import LB, behind_haproxy, run_tests  # noqa: E402
 
 TOKEN = "node-ids-test-token-0123456789abcdef"
 SPREAD = int(os.environ.get("LLMBOX_TEST_SPREAD", "40"))
@@ -175,7 +176,24 @@ class T:
         sys.stderr.write(p.stdout)
         assert p.returncode == 0 and "FAIL" not in p.stdout, (p.stdout[-3000:], p.stderr[-2000:])
 
-    def test_6_nothing_left(self):
+    def test_6_python_client_through_the_balancer(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+        from llmbox import Client  # noqa: E402
+        c = Client("http://127.0.0.1:%d" % self.lb.port, sandbox_token=TOKEN)
+        seen = set()
+        for _ in range(2):
+            with c.sandbox() as sb:
+                node = sb.id.split(".")[0]
+                assert node in ("n1", "n2") and len(sb.id) == len(node) + 33, sb.id
+                seen.add(node)
+                r = sb.exec("echo hi-%s" % node)
+                assert r.stdout == "hi-%s\n" % node and r.return_code == 0, r
+                sb.write_file("/tmp/p.txt", "via the client")
+                assert sb.read_file("/tmp/p.txt") == b"via the client"
+                assert c.attach_sandbox(sb.id).status() == "running"
+        assert seen == {"n1", "n2"}, seen
+
+    def test_9_nothing_left(self):
         for s in (self.s1, self.s2):
             st, _, o = call(s, "GET", "/api/sandboxes")
             assert st == 200 and not o["sandboxes"], (st, o)
@@ -194,18 +212,11 @@ def main():
     if os.geteuid() != 0 or not shutil.which("haproxy"):
         print("SKIP node_ids: needs root (sandboxd) and haproxy (make deps)")
         return rep.done()
+
     def web_env(n):
         return {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_NODE_NAME": n, "LLMBOX_SANDBOX_API_MAX": "16"}
     with Stack(model=False, web_env=web_env("n1")) as s1, Stack(model=False, web_env=web_env("n2")) as s2:
-        lbp, lbport, lbdir = haproxy_start(s1, s2)
-        try:
-            t = T(LB(lbport, TOKEN), s1, s2)
-            for name in sorted(n for n in dir(T) if n.startswith("test_")):
-                rep.run(name, getattr(t, name))
-        finally:
-            lbp.send_signal(signal.SIGTERM)
-            lbp.wait(10)
-            shutil.rmtree(lbdir, ignore_errors=True)
+        behind_haproxy(s1, s2, lambda port: run_tests(rep, T(LB(port, TOKEN), s1, s2)))
     return rep.done()
 
 

@@ -460,21 +460,40 @@ def test_inputs_unreachable(pg):
 ANSWER = " Write the answer to /testbed/output/answer.txt."
 
 
-def test_web_queue(pg):
+def sandbox_db(pg, db):
+    """The URL of a new database db, for a test that needs root and the image."""
     if not image_ready():
         raise Skip("the sandbox image is not built (make image)")
     if os.geteuid() != 0:
         raise Skip("needs root (sandboxd)")
-    pg.sql('CREATE DATABASE "web"')
-    url = pg.url.replace("/%s?" % pg.db, "/web?")
+    pg.sql('CREATE DATABASE "%s"' % db)
+    return pg.url.replace("/%s?" % pg.db, "/%s?" % db)
+
+
+def nodes_on(pg, url):
+    """A Cluster for nodes started on a Stack's home (c.node(..., home=))."""
+    c = Cluster.__new__(Cluster)
+    c.pg, c.url, c.dir, c.procs, c.nodes, c.models = pg, url, tempfile.mkdtemp(), [], {}, {}
+    return c
+
+
+def nodes_end(c):
+    for p in c.procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    shutil.rmtree(c.dir, ignore_errors=True)
+
+
+def test_web_queue(pg):
+    url = sandbox_db(pg, "web")
     with Stack(scenario={"eval": True}, db_url=url, env={"LLMBOX_TASK_RUNNER": "queue"}) as s:
         st, t = s.create_task("SANDBOX-ANSWER[seven] FINISH-ANSWER[7]" + ANSWER)
         assert st in (200, 201), (st, t)
         time.sleep(1.5)
         st, v = s.get_json("/api/tasks/" + t["id"])
         assert v["status"] == "queued", v  # the web spawned nothing
-        c = Cluster.__new__(Cluster)
-        c.pg, c.url, c.dir, c.procs, c.nodes, c.models = pg, url, tempfile.mkdtemp(), [], {}, {}
+        c = nodes_on(pg, url)
         try:
             c.node("w1", s.model_url, home=s.prefix, env={k: v for k, v in s.env.items() if k.startswith("LLMBOX_")
                                                          and k not in ("LLMBOX_NODE_NAME", "LLMBOX_NODE_LISTEN")})
@@ -496,27 +515,17 @@ def test_web_queue(pg):
             v = c.tasks([t["id"]])[t["id"]]
             assert v["node"] == "w1" and v["attempt"] == 2, v
         finally:
-            for p in c.procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            shutil.rmtree(c.dir, ignore_errors=True)
+            nodes_end(c)
 
 
 def test_left_sandboxes(pg):
     """Issue 13: a node killed -9 while its agent holds a leased (kept)
     sandbox; the agent killed too, the sandbox stays in sandboxd (its
     lease); the node restarted under the same name destroys it."""
-    if not image_ready():
-        raise Skip("the sandbox image is not built (make image)")
-    if os.geteuid() != 0:
-        raise Skip("needs root (sandboxd)")
-    pg.sql('CREATE DATABASE "left"')
-    url = pg.url.replace("/%s?" % pg.db, "/left?")
+    url = sandbox_db(pg, "left")
     with Stack(scenario={"eval": True}, db_url=url, env={"LLMBOX_TASK_RUNNER": "queue"},
                model_args=["--delay-ms", "60000"]) as s:
-        c = Cluster.__new__(Cluster)
-        c.pg, c.url, c.dir, c.procs, c.nodes, c.models = pg, url, tempfile.mkdtemp(), [], {}, {}
+        c = nodes_on(pg, url)
         env = {k: v for k, v in s.env.items() if k.startswith("LLMBOX_") and k not in ("LLMBOX_NODE_NAME",
                                                                                          "LLMBOX_NODE_LISTEN")}
         env["LLMBOX_FOLLOWUP_KEEP_S"] = "600"  # the agent keeps (leases) its sandbox for follow-ups
@@ -549,11 +558,7 @@ def test_left_sandboxes(pg):
             assert v["status"] == "failed", v
             assert not c.sql("SELECT sandbox_id FROM task_sandboxes WHERE task_id = '%s'" % t["id"]), "forgotten"
         finally:
-            for p in c.procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            shutil.rmtree(c.dir, ignore_errors=True)
+            nodes_end(c)
 
 
 def main():
