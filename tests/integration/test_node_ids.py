@@ -9,8 +9,9 @@ set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
    n1.<32 hex> and n2.<32 hex>, each made by the web of its node), within
    15 % of an even split over SPREAD creates (LLMBOX_TEST_SPREAD, 40 by
    default; 200 for the full count); every one destroyed.
-2. Create, exec, upload, download, list and destroy of a sandbox on each
-   node reach its holder (X-Llmbox-Web names the node's server).
+2. Create, exec, upload, download, status and destroy of a sandbox on each
+   node reach its holder (X-Llmbox-Web names the node's server), and so
+   does its E2B host name 49983-<node>.<hex>.e2b.test (envd's /health).
 3. An id of n1 sent to n2's web directly: 421 JSON naming n1 (and
    X-Llmbox-Node), for the sandbox API, the E2B control plane and envd
    (E2b-Sandbox-Id); an id that is neither form: 404.
@@ -107,6 +108,9 @@ class T:
                 assert st == 200 and back == data and h.get("x-llmbox-web") == node, (st, h, back[:100])
                 st, h, o = call(self.lb, "GET", "/api/sandboxes/" + sid)
                 assert st == 200 and o["id"] == sid and h.get("x-llmbox-web") == node, (st, h, o)
+                # the E2B host name, one label longer: HAProxy's rule, nginx's rewrite, the backend's parser
+                st, h, o = self.lb.request("GET", "/health", None, {"Host": "49983-%s.e2b.test" % sid})
+                assert st == 204 and h.get("x-llmbox-web") == node, ("host name", sid, st, h, o)
         finally:
             for node, sid in made.items():
                 self.destroy(sid, node)
@@ -214,7 +218,8 @@ def main():
         return rep.done()
 
     def web_env(n):
-        return {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_NODE_NAME": n, "LLMBOX_SANDBOX_API_MAX": "16"}
+        return {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_NODE_NAME": n, "LLMBOX_SANDBOX_API_MAX": "16",
+                "LLMBOX_E2B_DOMAIN": "e2b.test"}
     with Stack(model=False, web_env=web_env("n1")) as s1, Stack(model=False, web_env=web_env("n2")) as s2:
         behind_haproxy(s1, s2, lambda port: run_tests(rep, T(LB(port, TOKEN), s1, s2)))
     return rep.done()
