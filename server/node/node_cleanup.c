@@ -7,6 +7,7 @@
 #include "store/store_round.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -63,5 +64,19 @@ int lb_node_cleanup_left(const lb_config *cfg, lb_store *s, const char *node, co
         LB_IGNORE(lb_store_kept_clear(s, l->left[i].id)); /* destroyed or gone: nothing to adopt any more */
     }
     lbsb_close(c);
+    return done;
+}
+
+int lb_node_cleanup_orphans(const lb_config *cfg, lb_store *s, const char *node)
+{
+    lb_node_lease l;
+    int rc = lb_store_node_orphans(s, node, &l);
+    if (rc != LB_OK) {
+        lb_warn("node %s: cannot list the sandboxes its earlier runs left (their leases end them): %s", node,
+                lb_strerror(rc));
+        return 0;
+    }
+    int done = l.nleft ? lb_node_cleanup_left(cfg, s, node, &l) : 0;
+    free(l.left);
     return done;
 }

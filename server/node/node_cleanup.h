@@ -21,4 +21,9 @@
  * ends with its lease. */
 int lb_node_cleanup_left(const lb_config *cfg, lb_store *s, const char *node, const lb_node_lease *l);
 
+/* At the node's start: the same for every ended task of node whose round
+ * still held its kept sandbox, which includes tasks another node swept
+ * while this one was dead (they are no longer in lb_node_lease.left). */
+int lb_node_cleanup_orphans(const lb_config *cfg, lb_store *s, const char *node);
+
 #endif

@@ -99,6 +99,7 @@ typedef struct lb_node {
     int held;                 /* the lease is ours (renewed, not run out) */
     int64_t held_until_mono;  /* monotonic: the renewal's start + the lease */
     int64_t lease_expires_ms; /* the database's clock, for /healthz */
+    int orphans_done;         /* issue 13: the earlier runs' kept sandboxes were destroyed (node_cleanup.h) */
 } lb_node;
 
 static void lb_node_publish(const lb_node *n)
@@ -135,6 +136,12 @@ static void lb_node_renew(lb_node *n)
         LB_IGNORE(lb_node_cleanup_left(n->cfg, n->s, n->name, &l));
     }
     free(l.left);
+    /* issue 13: once, before this run starts any agent (a task of this run
+     * may end a moment before its agent records the sandbox as kept) */
+    if (!n->orphans_done) {
+        LB_IGNORE(lb_node_cleanup_orphans(n->cfg, n->s, n->name)); /* each is logged; never fails the node */
+        n->orphans_done = 1;
+    }
     if (!n->held)
         lb_info("node %s: holds its lease (%d s), capacity %d", n->name, n->lease_ms / 1000, n->capacity);
     n->held = 1;

@@ -33,7 +33,8 @@ sandbox (root and the image needed).
    task with a sentence rather than run it without its inputs.
 10. left_sandboxes: a node and its agent killed -9 while the agent holds a
    leased (kept) sandbox: the node restarted under the same name destroys
-   it in sandboxd and forgets its record."""
+   it in sandboxd and forgets its record; also when another node swept
+   the task meanwhile (left_sandboxes_swept)."""
 import json
 import os
 import shutil
@@ -522,7 +523,17 @@ def test_left_sandboxes(pg):
     """Issue 13: a node killed -9 while its agent holds a leased (kept)
     sandbox; the agent killed too, the sandbox stays in sandboxd (its
     lease); the node restarted under the same name destroys it."""
-    url = sandbox_db(pg, "left")
+    left_sandboxes(pg, "left", swept=False)
+
+
+def test_left_sandboxes_swept(pg):
+    """The same, but another node swept the dead node's task before it
+    came back: the task is no longer its to end, its sandbox still goes."""
+    left_sandboxes(pg, "leftswept", swept=True)
+
+
+def left_sandboxes(pg, db, swept):
+    url = sandbox_db(pg, db)
     with Stack(scenario={"eval": True}, db_url=url, env={"LLMBOX_TASK_RUNNER": "queue"},
                model_args=["--delay-ms", "60000"]) as s:
         c = nodes_on(pg, url)
@@ -548,6 +559,12 @@ def test_left_sandboxes(pg):
             kill_agent(pid)
             time.sleep(1.5)
             assert s.sandboxd_ping().get("sandboxes", 0) == 1, "the leased sandbox outlives its agent"
+            if swept:
+                c.node("c2", s.model_url, home=s.prefix, env=env)
+                v = c.wait([t["id"]], timeout=LEASE * 3 + 10)[t["id"]]
+                assert v["status"] == "failed" and "node c1 stopped renewing" in v["reason"], v
+                c.stop_node("c2")
+                assert s.sandboxd_ping().get("sandboxes", 0) == 1, "the sweeper cannot reach c1's sandboxd"
             c.node("c1", s.model_url, home=s.prefix, env=env)
             deadline = time.time() + 15
             while s.sandboxd_ping().get("sandboxes", 0) != 0:
@@ -572,7 +589,8 @@ def main():
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
                          ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
                          ("cancel_elsewhere", test_cancel_elsewhere), ("bad_start", test_bad_start),
-                         ("web_queue", test_web_queue), ("left_sandboxes", test_left_sandboxes)):
+                         ("web_queue", test_web_queue), ("left_sandboxes", test_left_sandboxes),
+                         ("left_sandboxes_swept", test_left_sandboxes_swept)):
             if not only or name in only:
                 rep.run(name, fn, pg)
     rep.done()
