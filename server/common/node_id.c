@@ -59,14 +59,6 @@ int lb_node_id_new(const char *node, char *out, size_t outsz)
     return LB_OK;
 }
 
-size_t lb_node_id_span(const char *s)
-{
-    size_t n = 0;
-    while (n <= LB_NODE_ID_MAX && s[n] &&
-           ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '-' || s[n] == '.'))
-        n++;
-    return n;
-}
 
 /* The id of s[0..n) into id when it is one (and fits). */
 static int lb_take_id(const char *s, size_t n, char *id, size_t idsz)

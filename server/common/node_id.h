@@ -30,11 +30,6 @@ int lb_node_id_node(const char *id, char *node, size_t nodesz);
  * node unless node is "" or NULL. */
 LB_MUST_CHECK int lb_node_id_new(const char *node, char *out, size_t outsz);
 
-/* Where an id (of any length) ends in s: the length of the longest prefix
- * of s made of id characters ([a-z0-9.-]), capped at LB_NODE_ID_MAX + 1 so
- * an over-long one is seen to be invalid. */
-size_t lb_node_id_span(const char *s);
-
 /* The sandbox of an E2B host name "<port>-<id>.<domain>" (the SDK builds
  * `${port}-${sandboxId}.${domain}`, so a prefixed id is two DNS labels):
  * the id into id (at least LB_NODE_ID_MAX + 1), the port (1..65535) into

@@ -66,17 +66,6 @@ TEST(new_ids)
     CHECK(lb_node_id_new("n1", a, 36) == LB_OK);
 }
 
-TEST(span)
-{
-    CHECK(lb_node_id_span("n1." HEX "/exec") == 35);
-    CHECK(lb_node_id_span(HEX "?x") == 32);
-    CHECK(lb_node_id_span("") == 0 && lb_node_id_span("/x") == 0);
-    char lng[300];
-    memset(lng, 'a', sizeof lng - 1);
-    lng[sizeof lng - 1] = '\0';
-    CHECK(lb_node_id_span(lng) == LB_NODE_ID_MAX + 1);
-}
-
 TEST(e2b_host_names)
 {
     char id[LB_NODE_ID_MAX + 1];
@@ -135,7 +124,6 @@ int main(void)
     RUN(invalid_ids);
     RUN(node_of_an_id);
     RUN(new_ids);
-    RUN(span);
     RUN(e2b_host_names);
     RUN(which_node_holds_it);
     return testlib_done();
