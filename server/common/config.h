@@ -333,7 +333,8 @@ int lb_cfg_host_split(const char *v, size_t n, char *host, size_t hostsz, int *p
 /* Whether host (lowercase, no brackets) and port (0: none) are named by
  * allowed_hosts: an entry without a port names the host on any port. */
 int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port);
-/* issue 17: whether host (no port) is "<digits>-<32 hex>.<e2b_domain>",
+/* issue 17: whether host (no port) is "<digits>-<id>.<e2b_domain>" (id:
+ * common/node_id.h, "[<node>.]<32 hex>"),
  * an E2B sandbox host name; never when e2b_domain is "". */
 int lb_cfg_e2b_host(const lb_config *cfg, const char *host);
 

@@ -11,6 +11,7 @@
  *
  * `llmbox user add NAME` prints a fresh token and these lines. */
 #include "config_priv.h"
+#include "node_id.h"
 #include "status.h"
 #include "token.h"
 #include "util.h"
@@ -400,16 +401,8 @@ int lb_cfgi_e2b_domain_norm(const char *v, char *out, size_t outsz, char *why, s
 
 int lb_cfg_e2b_host(const lb_config *cfg, const char *host)
 {
-    size_t d = strlen(cfg->e2b_domain), n = strlen(host), i = 0;
-    if (!d || n <= d + 1 || host[n - d - 1] != '.' || strcasecmp(host + n - d, cfg->e2b_domain))
-        return 0;
-    while (i < 5 && host[i] >= '0' && host[i] <= '9')
-        i++;
-    if (!i || host[i] != '-')
-        return 0;
-    i++;
-    for (size_t k = 0; k < 32; k++, i++)
-        if (!((host[i] >= '0' && host[i] <= '9') || (host[i] >= 'a' && host[i] <= 'f')))
-            return 0;
-    return i == n - d - 1;
+    /* issue 13: the id may be "<node>.<32 hex>", one label more */
+    char id[LB_NODE_ID_MAX + 1];
+    int port;
+    return cfg->e2b_domain[0] && lb_node_id_host(host, strlen(host), cfg->e2b_domain, id, sizeof id, &port);
 }

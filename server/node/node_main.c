@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "entry.h"
 #include "node/node_agents.h"
+#include "node/node_cleanup.h"
 #include "node/node_health.h"
 #include "store/store.h"
 #include "store/store_queue.h"
@@ -98,6 +99,7 @@ typedef struct lb_node {
     int held;                 /* the lease is ours (renewed, not run out) */
     int64_t held_until_mono;  /* monotonic: the renewal's start + the lease */
     int64_t lease_expires_ms; /* the database's clock, for /healthz */
+    int orphans_done;         /* issue 13: the earlier runs' kept sandboxes were destroyed (node_cleanup.h) */
 } lb_node;
 
 static void lb_node_publish(const lb_node *n)
@@ -130,8 +132,16 @@ static void lb_node_renew(lb_node *n)
                     n->name, l.nleft);
         lb_node_agents_kill_all("the node's lease had lapsed; their tasks were ended");
         lb_node_agents_kill_left(&l);
+        /* issue 13: and the sandboxes they kept (leased, so not gone with them) */
+        LB_IGNORE(lb_node_cleanup_left(n->cfg, n->s, n->name, &l));
     }
     free(l.left);
+    /* issue 13: once, before this run starts any agent (a task of this run
+     * may end a moment before its agent records the sandbox as kept) */
+    if (!n->orphans_done) {
+        LB_IGNORE(lb_node_cleanup_orphans(n->cfg, n->s, n->name)); /* each is logged; never fails the node */
+        n->orphans_done = 1;
+    }
     if (!n->held)
         lb_info("node %s: holds its lease (%d s), capacity %d", n->name, n->lease_ms / 1000, n->capacity);
     n->held = 1;

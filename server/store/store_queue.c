@@ -178,12 +178,12 @@ static const char lb_left_sql[] =
     " AND claimable = 0 ORDER BY id";
 #define LB_LEFT_MAX 4096
 
-static int lb_node_left(lb_store *s, const char *node, struct lb_node_left **v, size_t *n)
+static int lb_node_left(lb_store *s, const char *sql, const char *node, struct lb_node_left **v, size_t *n)
 {
     *v = NULL;
     *n = 0;
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s, lb_left_sql, &st);
+    int rc = lb_sql_prep(s, sql, &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, node);
@@ -218,7 +218,7 @@ static int lb_node_left(lb_store *s, const char *node, struct lb_node_left **v, 
 /* Ends every unfinished task of node (in the caller's transaction) */
 static int lb_node_end_left(lb_store *s, const char *node, int64_t seen_ms, struct lb_node_left **v, size_t *n)
 {
-    int rc = lb_node_left(s, node, v, n);
+    int rc = lb_node_left(s, lb_left_sql, node, v, n);
     if (rc)
         return rc;
     char reason[256];
@@ -363,6 +363,21 @@ out:
         *ended = 0;
     }
     return rc;
+}
+
+/* issue 13: the tasks of node that ended while a round of theirs held a
+ * kept sandbox (kept_until_ms NULL: the agent died in the round), e.g. swept
+ * by another node while this one was dead */
+static const char lb_orphans_sql[] =
+    "SELECT k.task_id, 0 FROM task_sandboxes k JOIN tasks t ON t.id = k.task_id"
+    " WHERE t.node = ?1 AND k.kept_until_ms IS NULL AND t.status IN ('succeeded', 'failed', 'cancelled')";
+
+int lb_store_node_orphans(lb_store *s, const char *node, lb_node_lease *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!s || !lb_node_name_valid(node))
+        return LB_E_INVAL;
+    return lb_node_left(s, lb_orphans_sql, node, &out->left, &out->nleft);
 }
 
 int lb_store_node_remove(lb_store *s, const char *node)

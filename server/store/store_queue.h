@@ -85,6 +85,10 @@ LB_MUST_CHECK int lb_store_queue_listen(lb_store *s);
 /* Waits up to timeout_ms for such a notification (*woke 1) after
  * lb_store_queue_listen. */
 LB_MUST_CHECK int lb_store_queue_wait(lb_store *s, int timeout_ms, int *woke);
+/* issue 13: node's ended tasks whose round still held a kept sandbox (its
+ * agent died in the round), in out->left (pids 0), for node_cleanup.c to
+ * destroy at the node's start. free(out->left). */
+LB_MUST_CHECK int lb_store_node_orphans(lb_store *s, const char *node, lb_node_lease *out);
 /* Removes node's row (a node that stopped with no task left). */
 LB_MUST_CHECK int lb_store_node_remove(lb_store *s, const char *node);
 

@@ -8,11 +8,13 @@
 #include "web/http.h"
 #include "web/req_body.h"
 #include "web/sandbox_leases.h"
+#include "web/sandbox_node.h" /* issue 13 */
 #include "web/sandbox_registry.h"
 #include "web/sandbox_spec.h"
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/node_id.h" /* issue 13 */
 #include "common/token.h"
 #include "common/util.h"
 
@@ -116,7 +118,7 @@ static cJSON *lb_e2b_info(const cJSON *st)
 
 /* The id of /e2b/sandboxes/<id>[/...] or /e2b/v2/sandboxes/<id>[/...]
  * into id, the rest ("" or "/timeout") into *rest; 0 if not that shape. */
-static int lb_e2b_sbx_path(const char *path, char id[33], const char **rest)
+static int lb_e2b_sbx_path(const char *path, char id[LB_NODE_ID_MAX + 1], const char **rest)
 {
     const char *p = !strncmp(path, "/e2b/v2/sandboxes/", 18) ? path + 18
                   : !strncmp(path, "/e2b/sandboxes/", 15)    ? path + 15
@@ -124,7 +126,7 @@ static int lb_e2b_sbx_path(const char *path, char id[33], const char **rest)
     if (!p)
         return 0;
     size_t n = strcspn(p, "/");
-    if (n != LB_ID_HEX_LEN)
+    if (n > LB_NODE_ID_MAX) /* issue 13: "[<node>.]<32 hex>", checked by lb_e2b_get */
         n = 0;
     memcpy(id, p, n);
     id[n] = '\0';
@@ -135,8 +137,15 @@ static int lb_e2b_sbx_path(const char *path, char id[33], const char **rest)
 /* The sandbox of id, or answers E2B's 404 and returns NULL. */
 static lb_sbx *lb_e2b_get(lb_req *r, const char *id)
 {
-    char msg[400] = "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters.";
-    lb_sbx *s = lb_id_valid(id) ? lb_sbx_get(id, msg, sizeof msg) : NULL;
+    char msg[512] = "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters, "
+                    "prefixed with the node's name and a dot in a cluster.";
+    char node[LB_NODE_ID_NAME_MAX + 1];
+    if (lb_node_id_valid(id) && !lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node)) {
+        lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg); /* issue 13: sandbox_node.h */
+        lb_e2b_error(r, 421, "%s", msg);
+        return NULL;
+    }
+    lb_sbx *s = lb_node_id_valid(id) ? lb_sbx_get(id, msg, sizeof msg) : NULL;
     if (!s)
         lb_e2b_error(r, 404, "%s", msg);
     return s;
@@ -405,7 +414,7 @@ out:
 void lb_h_e2b_api(lb_req *r)
 {
     const char *p = r->path, *m = r->method, *rest = NULL;
-    char id[33];
+    char id[LB_NODE_ID_MAX + 1];
     if (!strcmp(p, "/e2b/v2/sandboxes") || !strcmp(p, "/e2b/sandboxes")) {
         if (!strcmp(m, "POST"))
             lb_e2b_create(r);

@@ -7,11 +7,12 @@
 #include "web/e2b_port.h"
 #include "web/e2b_process.h"
 #include "web/http.h"
+#include "web/sandbox_node.h" /* issue 13 */
 #include "web/sandbox_registry.h"
 #include "web/sandbox_spec.h"
 
+#include "common/node_id.h" /* issue 13 */
 #include "common/token.h"
-#include "common/util.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -25,8 +26,8 @@ int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t 
 {
     if (outsz < LB_SHA256_HEX || !cfg->sandbox_api_token[0])
         return LB_E_INVAL;
-    char data[64];
-    int n = snprintf(data, sizeof data, "e2b-envd-access:%s", id);
+    char data[128]; /* issue 13: the id may be "<node>.<32 hex>" */
+    int n = snprintf(data, sizeof data, "e2b-envd-access:%.96s", id);
     return lb_hmac_sha256_hex(cfg->sandbox_api_token, strlen(cfg->sandbox_api_token), data, (size_t)n, out);
 }
 
@@ -34,30 +35,21 @@ int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t 
  * else the first label of the Host "<port>-<id>.<domain>", *port its port
  * (49983 is envd; any other is a server of the sandbox's: e2b_port.h).
  * "" when neither. */
-static void lb_e2b_target(lb_req *r, char id[33], int *port)
+static void lb_e2b_target(lb_req *r, char id[LB_NODE_ID_MAX + 1], int *port)
 {
     id[0] = '\0';
     *port = LB_E2B_ENVD_PORT_N;
     const char *h = lb_http_param(r, "HTTP_E2B_SANDBOX_ID");
     if (h) {
-        if (strlen(h) == LB_ID_HEX_LEN)
-            memcpy(id, h, LB_ID_HEX_LEN + 1);
+        if (lb_node_id_valid(h))
+            snprintf(id, LB_NODE_ID_MAX + 1, "%s", h);
         return;
     }
+    /* issue 13: "<port>-<node>.<32 hex>.<domain>" too (common/node_id.h) */
     const char *host = lb_http_param(r, "HTTP_HOST");
-    size_t plen = host ? strspn(host, "0123456789") : 0;
-    long long p = 0;
-    char digits[8];
-    if (plen < 1 || plen > 5 || host[plen] != '-' || strlen(host) <= plen + 1 + LB_ID_HEX_LEN ||
-        host[plen + 1 + LB_ID_HEX_LEN] != '.')
-        return;
-    memcpy(digits, host, plen);
-    digits[plen] = '\0';
-    if (lb_parse_ll(digits, 1, 65535, &p) != LB_OK)
-        return;
-    memcpy(id, host + plen + 1, LB_ID_HEX_LEN);
-    id[LB_ID_HEX_LEN] = '\0';
-    *port = (int)p;
+    int p;
+    if (host && lb_node_id_host(host, strnlen(host, 512), r->cfg->e2b_domain, id, LB_NODE_ID_MAX + 1, &p))
+        *port = p;
 }
 
 /* What E2B's edge answers for a sandbox that is not running: 502, which
@@ -110,7 +102,7 @@ static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
 void lb_h_e2b_envd(lb_req *r)
 {
     const char *sub = r->path + strlen("/e2b/sandbox");
-    char id[33], msg[400];
+    char id[LB_NODE_ID_MAX + 1], msg[512];
     if (!r->cfg->sandbox_api_token[0]) {
         lb_http_drain(r);
         lb_e2b_unary_error(r, "permission_denied", "The sandbox API is turned off: set LLMBOX_SANDBOX_API_TOKEN.");
@@ -118,9 +110,17 @@ void lb_h_e2b_envd(lb_req *r)
     }
     int port;
     lb_e2b_target(r, id, &port);
-    if (!lb_id_valid(id)) {
+    if (!lb_node_id_valid(id)) {
         lb_e2b_gone(r, "No sandbox named: send E2b-Sandbox-Id (set E2B_SANDBOX_URL) or use the host name "
-                       "49983-<sandbox id>.<E2B_DOMAIN>; sandbox ids are 32 lowercase hexadecimal characters.");
+                       "49983-<sandbox id>.<E2B_DOMAIN>; sandbox ids are 32 lowercase hexadecimal characters, "
+                       "prefixed with the node's name and a dot in a cluster.");
+        return;
+    }
+    char node[LB_NODE_ID_NAME_MAX + 1];
+    if (!lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node)) { /* issue 13: sandbox_node.h */
+        lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg);
+        lb_http_drain(r);
+        lb_e2b_error_json(r, 421, "misdirected", msg);
         return;
     }
     lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);

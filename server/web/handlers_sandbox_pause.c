@@ -25,7 +25,7 @@
 
 void lb_snapshot_state_name(const char *id, char *out, size_t outsz)
 {
-    snprintf(out, outsz, LB_SNAPSHOT_PREFIX "%s", id);
+    snprintf(out, outsz, LB_SNAPSHOT_PREFIX "%.32s", id); /* the router let only 32 hex through */
 }
 
 int lb_snapshot_restore_error(const char *id, int rc, const char *err, char *msg, size_t msgsz)

@@ -318,7 +318,7 @@ int lb_sbx_open(const lb_config *cfg, lb_sbx_spec *sp, int rpc_ttl_s, lb_sbx **o
         snprintf(msg, msgsz, "Out of memory.");
         return 500;
     }
-    int rc = lb_sbx_reserve(sp->ttl_s, spec_echo, sp->metadata, sp->env, sp->workdir, &s);
+    int rc = lb_sbx_reserve(cfg->node_name, sp->ttl_s, spec_echo, sp->metadata, sp->env, sp->workdir, &s);
     if (rc == LB_E_TOOBIG) {
         cJSON_Delete(spec_echo);
         snprintf(msg, msgsz,
@@ -393,7 +393,7 @@ void lb_h_sbx_create(lb_req *r)
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
-    char loc[96];
+    char loc[160];
     snprintf(loc, sizeof loc, "Location: /api/sandboxes/%s\r\n", s->id);
     lb_http_json(r, 201, out, loc);
 out:

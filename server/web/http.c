@@ -32,6 +32,7 @@ const char *lb_http_reason(int status)
     case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
+    case 421: return "Misdirected Request"; /* issue 13: a sandbox id of another node */
     case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -97,6 +98,7 @@ static const char *lb_error_code_for(int status)
     case 409: return "conflict";
     case 413: return "too_large";
     case 415: return "unsupported_media_type";
+    case 421: return "misdirected";
     case 429: return "too_many_tasks";
     case 503: return "unavailable";
     case 507: return "disk_full";

@@ -26,9 +26,11 @@
 #include "web/handlers_fork.h"
 #include "web/handlers_tokens.h"
 #include "web/http.h"
+#include "web/sandbox_node.h" /* issue 13 */
 #include "web/sse.h"
 
 #include "common/config.h" /* checksrc: allow unused-include (r->cfg->n_users needs lb_config whole) */
+#include "common/node_id.h" /* issue 13 */
 #include "common/util.h"
 
 #include <stdio.h>
@@ -131,12 +133,12 @@ static int lb_method_bit(const char *m)
     return 0;
 }
 
-/* One {task} or {sandbox} segment into out[33]: "" when longer than an id. */
-static void lb_take_segment(const char *seg, size_t n, char *out)
+/* One {task} or {sandbox} segment into out[max + 1]: "" when longer than an id. */
+static void lb_take_segment(const char *seg, size_t n, char *out, size_t max)
 {
     if (!out)
         return;
-    if (n > LB_ID_HEX_LEN)
+    if (n > max)
         n = 0;
     memcpy(out, seg, n);
     out[n] = '\0';
@@ -156,9 +158,9 @@ int lb_route_match(const char *pattern, const char *path, const char **rest, cha
         if (*p == '{') {
             size_t n = strcspn(s, "/");
             if (!strncmp(p, "{task}", 6) || !strncmp(p, "{eval}", 6) || !strncmp(p, "{rollout}", 9))
-                lb_take_segment(s, n, task);
+                lb_take_segment(s, n, task, LB_ID_HEX_LEN);
             else if (!strncmp(p, "{sandbox}", 9))
-                lb_take_segment(s, n, sandbox);
+                lb_take_segment(s, n, sandbox, LB_NODE_ID_MAX);
             else
                 return 0;
             p = strchr(p, '}') + 1;
@@ -251,12 +253,24 @@ static int lb_route_ids_ok(lb_req *r, const char *pattern)
                       "There is no rollout group with that id: ids are 32 lowercase hexadecimal characters.");
         return 0;
     }
-    if (strstr(pattern, "{sandbox}") && !lb_id_valid(r->sandbox)) {
+    if (strstr(pattern, "{sandbox}") && !lb_node_id_valid(r->sandbox)) {
         lb_http_drain(r);
         lb_http_error(r, 404, "not_found",
-                      "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters.");
+                      "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters, "
+                      "prefixed with the name of the node that holds them and a dot in a cluster (n1.<32 hex>).");
         return 0;
     }
+    /* issue 13: snapshot ids stay 32 hex (no node prefix yet) */
+    if (strstr(pattern, "/api/snapshots/{sandbox}") && !lb_id_valid(r->sandbox)) {
+        lb_http_drain(r);
+        lb_http_error(r, 404, "not_found", "There is no snapshot with that id: snapshot ids are 32 lowercase "
+                      "hexadecimal characters.");
+        return 0;
+    }
+    /* issue 13: an id of another node reached this web (a balancer's map
+     * that is out of date, or a client that bypassed it) */
+    if (strstr(pattern, "/api/sandboxes/{sandbox}") && !lb_sbx_id_here(r, r->sandbox))
+        return 0;
     return 1;
 }
 

@@ -3,6 +3,7 @@
 #include "web/sandbox_leases.h"
 
 #include "common/log.h"
+#include "common/node_id.h"
 #include "common/util.h"
 #include "llmbox/sandbox.h"
 
@@ -22,7 +23,7 @@ static char lb_ls_dir[LB_CFG_PATH + 16]; /* "" until lb_sbx_leases_start: record
 
 static int lb_record_path(const char *id, char *out, size_t outsz)
 {
-    if (!lb_ls_dir[0] || !lb_id_valid(id))
+    if (!lb_ls_dir[0] || !lb_node_id_valid(id))
         return 0;
     return (size_t)snprintf(out, outsz, "%s/%s.json", lb_ls_dir, id) < outsz;
 }
@@ -99,7 +100,7 @@ static void lb_adopt_record(const char *path)
     const cJSON *cr = cJSON_GetObjectItemCaseSensitive(o, "created_ms");
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(o, "expires_ms");
     const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(o, "ttl_s");
-    if (!lb_id_valid(id) || !lb_id_valid(sid) || !lb_id_valid(key) || !cJSON_IsNumber(cr) || !cJSON_IsNumber(ex) || !cJSON_IsNumber(ttl)) {
+    if (!lb_node_id_valid(id) || !lb_id_valid(sid) || !lb_id_valid(key) || !cJSON_IsNumber(cr) || !cJSON_IsNumber(ex) || !cJSON_IsNumber(ttl)) {
         lb_warn("web: sandbox API: the record %s is not one of ours; removed", path);
         goto out;
     }
@@ -204,12 +205,13 @@ int lb_sbx_leases_start(const lb_config *cfg)
         struct dirent *de;
         while ((de = readdir(dd))) {
             size_t len = strlen(de->d_name);
-            char id[33];
-            if (len != 37 || strcmp(de->d_name + 32, ".json") != 0)
+            char id[LB_NODE_ID_MAX + 1];
+            /* issue 13: "[<node>.]<32 hex>.json" */
+            if (len < 5 || len - 5 > LB_NODE_ID_MAX || strcmp(de->d_name + len - 5, ".json") != 0)
                 continue;
-            memcpy(id, de->d_name, 32);
-            id[32] = '\0';
-            if (!lb_id_valid(id))
+            memcpy(id, de->d_name, len - 5);
+            id[len - 5] = '\0';
+            if (!lb_node_id_valid(id))
                 continue;
             char p[LB_CFG_PATH + 64];
             snprintf(p, sizeof p, "%s/%s", d, de->d_name);

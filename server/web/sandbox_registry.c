@@ -22,7 +22,7 @@ static lb_sbx **lb_tab;            /* registry lock; holds one reference per ent
 static int lb_tab_n, lb_tab_cap;
 
 typedef struct lb_tomb {
-    char id[33];
+    char id[LB_NODE_ID_MAX + 1];
     int why;                       /* lb_sbx_gone */
     int64_t at_ms;
 } lb_tomb;
@@ -97,7 +97,7 @@ static void lb_sbx_free(lb_sbx *s)
 static void *lb_reaper(void *arg)
 {
     (void)arg;
-    char (*ids)[33] = calloc((size_t)lb_tab_cap, sizeof *ids);
+    char (*ids)[LB_NODE_ID_MAX + 1] = calloc((size_t)lb_tab_cap, sizeof *ids);
     if (!ids) {
         lb_error("web: sandbox API: no memory for the TTL reaper; expired sandboxes stay until deleted");
         return NULL;
@@ -111,7 +111,7 @@ static void *lb_reaper(void *arg)
         for (int i = 0; i < lb_tab_n && n < lb_tab_cap; i++) {
             /* a sandbox still being created is reaped once it runs */
             if (lb_tab[i]->state != LB_SBX_STARTING && now >= lb_tab[i]->deadline_mono)
-                memcpy(ids[n++], lb_tab[i]->id, 33);
+                memcpy(ids[n++], lb_tab[i]->id, sizeof ids[0]);
         }
         pthread_mutex_unlock(&lb_reg_mu);
         for (int i = 0; i < n; i++)
@@ -139,10 +139,11 @@ int lb_sbx_registry_init(int max)
 
 /* ---- entries ---- */
 
-int lb_sbx_reserve(int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir, lb_sbx **out)
+int lb_sbx_reserve(const char *node, int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
+                   lb_sbx **out)
 {
-    char id[33];
-    if (lb_random_hex(id, sizeof id, 16) != LB_OK)
+    char id[LB_NODE_ID_MAX + 1];
+    if (lb_node_id_new(node, id, sizeof id) != LB_OK)
         return LB_E_INTERNAL;
     int64_t now = lb_now_ms();
     return lb_sbx_reserve_as(id, now, now + (int64_t)ttl_s * 1000, ttl_s, spec, metadata, env, workdir, out);

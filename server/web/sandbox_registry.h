@@ -27,6 +27,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/node_id.h"
 #include "common/path.h"
 #include "common/status.h"
 #include "llmbox/sandbox.h"
@@ -46,7 +47,7 @@ typedef enum lb_sbx_gone {
 } lb_sbx_gone;
 
 typedef struct lb_sbx {
-    char id[33];                /* the API id (random, 32 hex), immutable */
+    char id[LB_NODE_ID_MAX + 1]; /* the API id ([<node_name>.]<32 random hex>: issue 13), immutable */
     /* guarded by op_mu */
     pthread_mutex_t op_mu;      /* one sandboxd call at a time on conn */
     lbsb_conn *conn;            /* NULL before connect and after teardown */
@@ -76,10 +77,11 @@ typedef struct lb_sbx {
  * reaper thread. Call once, with the stop signals already blocked. */
 LB_MUST_CHECK int lb_sbx_registry_init(int max);
 
-/* Makes a STARTING entry with a fresh id, ttl_s counted from now, and one
+/* Makes a STARTING entry with a fresh id (prefixed with node and a dot
+ * unless node is "": issue 13), ttl_s counted from now, and one
  * reference for the caller. Takes ownership of spec, metadata and env
  * (each may be NULL) on success only. LB_E_TOOBIG when the table is full. */
-LB_MUST_CHECK int lb_sbx_reserve(int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
+LB_MUST_CHECK int lb_sbx_reserve(const char *node, int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
                                  lb_sbx **out);
 
 /* lb_sbx_reserve for a sandbox of an earlier web (sandbox_leases.c): its

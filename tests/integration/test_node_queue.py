@@ -30,7 +30,11 @@ sandbox (root and the image needed).
 8. cancel_elsewhere: a task ended in the store from another host has its
    agent stopped by the node.
 7. inputs_unreachable: a node whose object store does not answer fails the
-   task with a sentence rather than run it without its inputs."""
+   task with a sentence rather than run it without its inputs.
+10. left_sandboxes: a node and its agent killed -9 while the agent holds a
+   leased (kept) sandbox: the node restarted under the same name destroys
+   it in sandboxd and forgets its record; also when another node swept
+   the task meanwhile (left_sandboxes_swept)."""
 import json
 import os
 import shutil
@@ -314,6 +318,16 @@ def pg_pids(pg):
     return out
 
 
+def signal_all(pids, sig):
+    """sig to each of pids; one that exited since they were listed (a
+    backend of an earlier test closing) is skipped."""
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+
+
 def test_db_stopped(pg):
     c = Cluster(pg, "dbstop")
     try:
@@ -324,8 +338,7 @@ def test_db_stopped(pg):
         v = c.wait_running(tid)
         agent = v["pid"]
         pids = pg_pids(pg)
-        for p in pids:
-            os.kill(p, signal.SIGSTOP)
+        signal_all(pids, signal.SIGSTOP)
         try:
             deadline = time.time() + LEASE + 5
             while alive(agent):
@@ -333,8 +346,7 @@ def test_db_stopped(pg):
                 time.sleep(0.1)
             gone_after = LEASE + 5 - (deadline - time.time())
         finally:
-            for p in pids:
-                os.kill(p, signal.SIGCONT)
+            signal_all(pids, signal.SIGCONT)
         assert "killing its agents" in c.log("d1"), c.log("d1")[-2000:]
         v = c.wait([tid], timeout=LEASE * 2 + 10)[tid]
         assert v["status"] == "failed" and "node d1" in v["reason"], v
@@ -457,21 +469,40 @@ def test_inputs_unreachable(pg):
 ANSWER = " Write the answer to /testbed/output/answer.txt."
 
 
-def test_web_queue(pg):
+def sandbox_db(pg, db):
+    """The URL of a new database db, for a test that needs root and the image."""
     if not image_ready():
         raise Skip("the sandbox image is not built (make image)")
     if os.geteuid() != 0:
         raise Skip("needs root (sandboxd)")
-    pg.sql('CREATE DATABASE "web"')
-    url = pg.url.replace("/%s?" % pg.db, "/web?")
+    pg.sql('CREATE DATABASE "%s"' % db)
+    return pg.url.replace("/%s?" % pg.db, "/%s?" % db)
+
+
+def nodes_on(pg, url):
+    """A Cluster for nodes started on a Stack's home (c.node(..., home=))."""
+    c = Cluster.__new__(Cluster)
+    c.pg, c.url, c.dir, c.procs, c.nodes, c.models = pg, url, tempfile.mkdtemp(), [], {}, {}
+    return c
+
+
+def nodes_end(c):
+    for p in c.procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    shutil.rmtree(c.dir, ignore_errors=True)
+
+
+def test_web_queue(pg):
+    url = sandbox_db(pg, "web")
     with Stack(scenario={"eval": True}, db_url=url, env={"LLMBOX_TASK_RUNNER": "queue"}) as s:
         st, t = s.create_task("SANDBOX-ANSWER[seven] FINISH-ANSWER[7]" + ANSWER)
         assert st in (200, 201), (st, t)
         time.sleep(1.5)
         st, v = s.get_json("/api/tasks/" + t["id"])
         assert v["status"] == "queued", v  # the web spawned nothing
-        c = Cluster.__new__(Cluster)
-        c.pg, c.url, c.dir, c.procs, c.nodes, c.models = pg, url, tempfile.mkdtemp(), [], {}, {}
+        c = nodes_on(pg, url)
         try:
             c.node("w1", s.model_url, home=s.prefix, env={k: v for k, v in s.env.items() if k.startswith("LLMBOX_")
                                                          and k not in ("LLMBOX_NODE_NAME", "LLMBOX_NODE_LISTEN")})
@@ -493,11 +524,66 @@ def test_web_queue(pg):
             v = c.tasks([t["id"]])[t["id"]]
             assert v["node"] == "w1" and v["attempt"] == 2, v
         finally:
-            for p in c.procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            shutil.rmtree(c.dir, ignore_errors=True)
+            nodes_end(c)
+
+
+def test_left_sandboxes(pg):
+    """Issue 13: a node killed -9 while its agent holds a leased (kept)
+    sandbox; the agent killed too, the sandbox stays in sandboxd (its
+    lease); the node restarted under the same name destroys it."""
+    left_sandboxes(pg, "left", swept=False)
+
+
+def test_left_sandboxes_swept(pg):
+    """The same, but another node swept the dead node's task before it
+    came back: the task is no longer its to end, its sandbox still goes."""
+    left_sandboxes(pg, "leftswept", swept=True)
+
+
+def left_sandboxes(pg, db, swept):
+    url = sandbox_db(pg, db)
+    with Stack(scenario={"eval": True}, db_url=url, env={"LLMBOX_TASK_RUNNER": "queue"},
+               model_args=["--delay-ms", "60000"]) as s:
+        c = nodes_on(pg, url)
+        env = {k: v for k, v in s.env.items() if k.startswith("LLMBOX_") and k not in ("LLMBOX_NODE_NAME",
+                                                                                         "LLMBOX_NODE_LISTEN")}
+        env["LLMBOX_FOLLOWUP_KEEP_S"] = "600"  # the agent keeps (leases) its sandbox for follow-ups
+        try:
+            st, t = s.create_task("SANDBOX-ANSWER[seven] FINISH-ANSWER[7]" + ANSWER)
+            assert st in (200, 201), (st, t)
+            c.node("c1", s.model_url, home=s.prefix, env=env)
+            deadline = time.time() + 60
+            while s.sandboxd_ping().get("sandboxes", 0) < 1:  # the agent made its sandbox, waits for the model
+                assert time.time() < deadline, (c.tasks([t["id"]]), c.log("c1")[-2000:])
+                time.sleep(0.2)
+            while True:  # recorded just after it was made
+                kept = c.sql("SELECT sandbox_id FROM task_sandboxes WHERE task_id = '%s'" % t["id"])
+                if kept and kept[0][0]:
+                    break
+                assert time.time() < deadline, ("the agent recorded its leased sandbox", kept)
+                time.sleep(0.2)
+            pid = int(c.sql("SELECT pid FROM tasks WHERE id = '%s'" % t["id"])[0][0])
+            c.stop_node("c1")  # SIGKILL
+            kill_agent(pid)
+            time.sleep(1.5)
+            assert s.sandboxd_ping().get("sandboxes", 0) == 1, "the leased sandbox outlives its agent"
+            if swept:
+                c.node("c2", s.model_url, home=s.prefix, env=env)
+                v = c.wait([t["id"]], timeout=LEASE * 3 + 10)[t["id"]]
+                assert v["status"] == "failed" and "node c1 stopped renewing" in v["reason"], v
+                c.stop_node("c2")
+                assert s.sandboxd_ping().get("sandboxes", 0) == 1, "the sweeper cannot reach c1's sandboxd"
+            c.node("c1", s.model_url, home=s.prefix, env=env)
+            deadline = time.time() + 15
+            while s.sandboxd_ping().get("sandboxes", 0) != 0:
+                assert time.time() < deadline, ("the restarted node did not destroy it", c.log("c1")[-2000:])
+                time.sleep(0.2)
+            assert "destroyed its sandbox %s, left by an earlier run" % kept[0][0] in c.log("c1"), c.log("c1")[-2000:]
+            v = c.tasks([t["id"]])[t["id"]]
+            assert v["status"] == "failed", v
+            assert not c.sql("SELECT sandbox_id FROM task_sandboxes WHERE task_id = '%s'" % t["id"]), "forgotten"
+        finally:
+            nodes_end(c)
 
 
 def main():
@@ -511,7 +597,8 @@ def main():
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
                          ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
                          ("cancel_elsewhere", test_cancel_elsewhere), ("bad_start", test_bad_start),
-                         ("web_queue", test_web_queue)):
+                         ("web_queue", test_web_queue), ("left_sandboxes", test_left_sandboxes),
+                         ("left_sandboxes_swept", test_left_sandboxes_swept)):
             if not only or name in only:
                 rep.run(name, fn, pg)
     rep.done()

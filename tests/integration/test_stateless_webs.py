@@ -480,6 +480,24 @@ def haproxy_start(s1, s2):
     raise AssertionError("HAProxy did not see both webs up: %s" % log)
 
 
+def behind_haproxy(s1, s2, fn):
+    """fn(port) with a real HAProxy (haproxy_start) in front of s1 and s2;
+    HAProxy is stopped and its folder removed afterwards."""
+    lbp, lbport, lbdir = haproxy_start(s1, s2)
+    try:
+        return fn(lbport)
+    finally:
+        lbp.send_signal(signal.SIGTERM)
+        lbp.wait(10)
+        shutil.rmtree(lbdir, ignore_errors=True)
+
+
+def run_tests(rep, obj):
+    """Runs obj's test_* methods in name order."""
+    for name in sorted(n for n in dir(obj) if n.startswith("test_")):
+        rep.run(name, getattr(obj, name))
+
+
 def main():
     rep = Reporter()
     if pg_server.missing():
@@ -511,20 +529,11 @@ def main():
         kw = dict(scenario=SCEN, db_url=url, conf=conf, env=env)
         with Stack(**kw) as s1, Stack(**kw) as s2:
             t = T(Web(s1, ann[0]), Web(s2, ann[0]), Web(s1, bob[0]), Web(s2, bob[0]), pg, db)
-            for name in sorted(n for n in dir(T) if n.startswith("test_")):
-                rep.run(name, getattr(t, name))
+            run_tests(rep, t)
             if not shutil.which("haproxy"):
                 print("SKIP haproxy: not installed (make deps)")
                 return rep.done()
-            lbp, lbport, lbdir = haproxy_start(s1, s2)
-            try:
-                h = H(t, LB(lbport, ann[0]), s1, s2)
-                for name in sorted(n for n in dir(H) if n.startswith("test_")):
-                    rep.run(name, getattr(h, name))
-            finally:
-                lbp.send_signal(signal.SIGTERM)
-                lbp.wait(10)
-                shutil.rmtree(lbdir, ignore_errors=True)
+            behind_haproxy(s1, s2, lambda port: run_tests(rep, H(t, LB(port, ann[0]), s1, s2)))
     return rep.done()
 
 

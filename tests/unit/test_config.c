@@ -392,6 +392,13 @@ TEST(e2b_domain)
     CHECK(!lb_cfg_e2b_host(c, h));
     snprintf(h, sizeof h, "49983-%s.e2b.example.evil", id);
     CHECK(!lb_cfg_e2b_host(c, h) && !lb_cfg_e2b_host(c, "e2b.example") && !lb_cfg_e2b_host(c, ".e2b.example"));
+    /* issue 13: a node's sandbox, "<port>-<node>.<32 hex>.<domain>" */
+    snprintf(h, sizeof h, "49983-n1.%s.e2b.example", id);
+    CHECK(lb_cfg_e2b_host(c, h));
+    snprintf(h, sizeof h, "49983-n1.n2.%s.e2b.example", id);
+    CHECK(!lb_cfg_e2b_host(c, h));
+    snprintf(h, sizeof h, "49983-N_1.%s.e2b.example", id);
+    CHECK(!lb_cfg_e2b_host(c, h));
     CHECK(load("e2b_domain = bad/name\n") != LB_OK && error_is(1, "DNS name"));
     CHECK(load("e2b_domain = a..b\n") != LB_OK && load("e2b_domain = -a.b\n") != LB_OK);
     CHECK(load("e2b_domain = a-.b\n") != LB_OK && load("e2b_domain = a.b.\n") != LB_OK);

@@ -8,6 +8,7 @@
 #include "web/e2b_envd.h"
 #include "web/handlers_tasks.h"
 #include "web/router.h"
+#include "common/node_id.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -229,6 +230,25 @@ TEST(match_takes_ids_and_rest)
     CHECK(lb_route_match("*", "/anything/at/all", &rest, NULL, NULL) && !strcmp(rest, "/anything/at/all"));
 }
 
+/* issue 13: {sandbox} takes "<node>.<32 hex>" (up to LB_NODE_ID_MAX), {task} only 32 */
+TEST(match_takes_node_ids)
+{
+    char task[33] = "x", sbx[LB_NODE_ID_MAX + 1] = "x", name63[64], path[300];
+    const char *rest = NULL;
+    CHECK(lb_route_match("/api/sandboxes/{sandbox}/*", "/api/sandboxes/n1." ID "/exec", &rest, task, sbx));
+    CHECK_STR(sbx, "n1." ID);
+    CHECK_STR(rest, "exec");
+    CHECK(lb_route_match("/api/tasks/{task}", "/api/tasks/n1." ID, NULL, task, NULL));
+    CHECK_STR(task, "");
+    memset(name63, 'a', 63);
+    name63[63] = '\0';
+    snprintf(path, sizeof path, "/api/sandboxes/%s.%s", name63, ID);
+    CHECK(lb_route_match("/api/sandboxes/{sandbox}", path, NULL, NULL, sbx) && strlen(sbx) == LB_NODE_ID_MAX);
+    snprintf(path, sizeof path, "/api/sandboxes/%sb.%s", name63, ID);
+    CHECK(lb_route_match("/api/sandboxes/{sandbox}", path, NULL, NULL, sbx));
+    CHECK_STR(sbx, ""); /* longer than any id */
+}
+
 int main(void)
 {
     RUN(every_route_has_a_rule);
@@ -236,5 +256,6 @@ int main(void)
     RUN(allow_lists);
     RUN(methods_and_unknown_paths);
     RUN(match_takes_ids_and_rest);
+    RUN(match_takes_node_ids);
     return testlib_done();
 }

@@ -8,6 +8,7 @@
 #include "common/util.h"
 #include "store/store.h"
 #include "store/store_queue.h"
+#include "store/store_round.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +294,42 @@ TEST(a_restarted_node_ends_what_its_last_run_left)
     lb_store_close(s);
 }
 
+/* issue 13: the ended tasks of a node whose round still held its kept
+ * sandbox (the agent died in it), for the node's start-up cleanup */
+TEST(orphans_are_a_nodes_ended_tasks_with_a_sandbox_in_use)
+{
+    lb_store *s = open_fresh("orphans");
+    CHECK(s != NULL);
+    char ids[4][33];
+    for (int i = 0; i < 4; i++)
+        CHECK(insert_task(s, ids[i], 10 + i) == LB_OK && lb_store_queue_push(s, ids[i]) == LB_OK);
+    CHECK(renew(s, "a", 100) == LB_OK && renew(s, "b", 100) == LB_OK);
+    lb_claim c[4];
+    size_t n = 0;
+    CHECK(lb_store_queue_claim(s, "a", 3, c, &n) == LB_OK && n == 3);
+    CHECK(lb_store_queue_claim(s, "b", 1, c + 3, &n) == LB_OK && n == 1);
+    for (int i = 0; i < 4; i++)
+        CHECK(lb_store_kept_set(s, c[i].id, "0123456789abcdef0123456789abcdef", "k") == LB_OK);
+    lb_node_lease l;
+    CHECK(lb_store_node_orphans(s, "a", &l) == LB_OK && l.nleft == 0); /* all still running */
+    free(l.left);
+    /* c0 ended in its round (dead agent); c1 ended after keeping it; c2 runs; c3 is b's */
+    CHECK(lb_store_queue_end_attempt(s, c[0].id, "a", c[0].attempt, "gone") == LB_OK);
+    CHECK(lb_store_kept_keep(s, c[1].id, lb_now_ms(), lb_now_ms() + 60000, 0) == LB_OK);
+    CHECK(lb_store_queue_end_attempt(s, c[1].id, "a", c[1].attempt, "gone") == LB_OK);
+    CHECK(lb_store_queue_end_attempt(s, c[3].id, "b", c[3].attempt, "gone") == LB_OK);
+    CHECK(lb_store_node_orphans(s, "a", &l) == LB_OK && l.nleft == 1 && !strcmp(l.left[0].id, c[0].id) &&
+          l.left[0].pid == 0);
+    free(l.left);
+    CHECK(lb_store_node_orphans(s, "b", &l) == LB_OK && l.nleft == 1 && !strcmp(l.left[0].id, c[3].id));
+    free(l.left);
+    CHECK(lb_store_kept_clear(s, c[0].id) == LB_OK);
+    CHECK(lb_store_node_orphans(s, "a", &l) == LB_OK && l.nleft == 0); /* destroyed and forgotten */
+    free(l.left);
+    CHECK(lb_store_node_orphans(s, "-a", &l) == LB_E_INVAL && lb_store_node_orphans(NULL, "a", &l) == LB_E_INVAL);
+    lb_store_close(s);
+}
+
 /* A v9 database (either engine) migrates to v10: its tasks keep their
  * rows, are not claimable, and the queue works. */
 TEST(v9_database_migrates_to_the_queue)
@@ -332,6 +369,7 @@ int main(void)
     RUN(the_fence_refuses_a_stale_attempt_or_an_expired_lease);
     RUN(the_sweep_ends_a_lapsed_nodes_tasks_once);
     RUN(a_restarted_node_ends_what_its_last_run_left);
+    RUN(orphans_are_a_nodes_ended_tasks_with_a_sandbox_in_use);
     RUN(v9_database_migrates_to_the_queue);
     if (tw_done())
         return 1;

@@ -1,0 +1,40 @@
+// Issue 13: the real e2b SDK through HAProxy in front of two nodes' webs
+// (tests/integration/test_node_ids.py): sandboxes with prefixed ids
+// (n1.<32 hex>, n2.<32 hex>) are created, run commands, write and read
+// files and are killed, every call routed to the node that holds them.
+import { Sandbox } from 'e2b'
+import { check, assert, eq, runChecks } from './lib.mjs'
+
+const made = []
+
+check('create_on_prefixed_ids', async () => {
+  for (let i = 0; i < 4; i++) made.push(await Sandbox.create({ metadata: { suite: 'cluster-' + process.pid } }))
+  for (const s of made) assert(/^n[12]\.[0-9a-f]{32}$/.test(s.sandboxId), s.sandboxId)
+  console.log('# ids: ' + made.map(s => s.sandboxId.split('.')[0]).join(' '))
+})
+
+check('commands_run_on_each', async () => {
+  for (const s of made) {
+    const r = await s.commands.run(`echo "${s.sandboxId}" > /tmp/me; cat /tmp/me`)
+    eq(r.stdout, s.sandboxId + '\n', 'the command ran in its own sandbox')
+  }
+})
+
+check('files_write_read_on_each', async () => {
+  for (const s of made) {
+    await s.files.write('/tmp/f.txt', 'file of ' + s.sandboxId + '\n')
+  }
+  for (const s of made) eq(await s.files.read('/tmp/f.txt'), 'file of ' + s.sandboxId + '\n', s.sandboxId)
+})
+
+check('connect_by_id', async () => {
+  const again = await Sandbox.connect(made[0].sandboxId)
+  eq((await again.commands.run('cat /tmp/me')).stdout, made[0].sandboxId + '\n')
+})
+
+check('kill_each', async () => {
+  for (const s of made) await s.kill()
+  for (const s of made) eq(await s.isRunning(), false, s.sandboxId + ' is gone')
+})
+
+await runChecks()

@@ -1,0 +1,229 @@
+"""API sandbox ids that name their node, through a real HAProxy (issue 13).
+
+Two stacks on this machine, as two sandbox hosts would be (each its own
+nginx, `llmbox web` and sandboxd), with node_name n1 and n2, behind HAProxy
+with deploy/haproxy/llmbox.cfg and nodes.map (the webs and the balancer
+set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
+
+1. Sandboxes created through the balancer spread over both nodes (ids
+   n1.<32 hex> and n2.<32 hex>, each made by the web of its node), within
+   15 % of an even split over SPREAD creates (LLMBOX_TEST_SPREAD, 40 by
+   default; 200 for the full count); every one destroyed.
+2. Create, exec, upload, download, status and destroy of a sandbox on each
+   node reach its holder (X-Llmbox-Web names the node's server), and so
+   does its E2B host name 49983-<node>.<hex>.e2b.test (envd's /health).
+3. An id of n1 sent to n2's web directly: 421 JSON naming n1 (and
+   X-Llmbox-Node), for the sandbox API, the E2B control plane and envd
+   (E2b-Sandbox-Id); an id that is neither form: 404.
+4. n1's web restarted: its prefixed sandbox is adopted from its lease
+   record (the file n1.<hex>.json) and still answers through HAProxy.
+5. The E2B SDK (tests/e2b/sdk_cluster.mjs) through the balancer:
+   create, commands.run, files write/read, kill, on prefixed ids.
+6. The Python client (clients/python) through the balancer: two
+   sandboxes, one on each node, exec, write and read a file, attach.
+9. Nothing is left: no sandbox listed by either web, none in either
+   sandboxd.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
+from stack import Reporter, Stack, image_ready  # noqa: E402
+from test_stateless_webs import LB, behind_haproxy, run_tests  # noqa: E402
+
+TOKEN = "node-ids-test-token-0123456789abcdef"
+SPREAD = int(os.environ.get("LLMBOX_TEST_SPREAD", "40"))
+HEX = "0123456789abcdef" * 2
+E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
+AUTH = {"Authorization": "Bearer " + TOKEN}
+
+
+def call(target, method, path, body=None, headers=None, timeout=60):
+    h = dict(AUTH)
+    h.update(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+        h.setdefault("Content-Type", "application/json")
+    st, hd, data = target.request(method, path, body, h, timeout=timeout)
+    hd = {k.lower(): v for k, v in (hd.items() if isinstance(hd, dict) else hd)}
+    try:
+        return st, hd, json.loads(data) if data else None
+    except ValueError:
+        return st, hd, data
+
+
+class T:
+    def __init__(self, lb, s1, s2):
+        self.lb, self.s1, self.s2 = lb, s1, s2
+
+    def create(self):
+        st, h, o = call(self.lb, "POST", "/api/sandboxes", {})
+        assert st == 201, (st, o)
+        node = o["id"].split(".")[0]
+        assert o["id"] == "%s.%s" % (node, o["id"].split(".")[1]) and node in ("n1", "n2"), o["id"]
+        # the web that made it is the one of its node: w1 is n1's web, w2 n2's
+        assert h.get("x-llmbox-web") == {"n1": "w1", "n2": "w2"}[node], (o["id"], h.get("x-llmbox-web"))
+        assert h.get("location") == "/api/sandboxes/" + o["id"], h
+        return o["id"], node
+
+    def destroy(self, sid, node):
+        st, h, o = call(self.lb, "DELETE", "/api/sandboxes/" + sid)
+        assert st in (200, 204) and h.get("x-llmbox-web") == node, (sid, st, h.get("x-llmbox-web"), o)
+
+    def test_1_creates_spread_over_both_nodes(self):
+        count = {"n1": 0, "n2": 0}
+        t0 = time.time()
+        for _ in range(SPREAD):
+            sid, node = self.create()
+            count[node] += 1
+            self.destroy(sid, node)
+        half = SPREAD / 2
+        assert all(abs(c - half) <= 0.15 * SPREAD for c in count.values()), count
+        print("# %d creates through HAProxy: %s, %.1f s (create + destroy %.0f ms each)"
+              % (SPREAD, count, time.time() - t0, (time.time() - t0) * 1000 / SPREAD), file=sys.stderr)
+
+    def test_2_each_call_reaches_the_holder(self):
+        made = {}
+        while len(made) < 2:
+            sid, node = self.create()
+            if node in made:
+                self.destroy(sid, node)
+            else:
+                made[node] = sid
+        try:
+            for node, sid in sorted(made.items()):
+                st, h, o = call(self.lb, "POST", "/api/sandboxes/%s/exec" % sid,
+                                {"command": "echo on-$(hostname) > /tmp/x.txt; echo ran"})
+                assert st == 200 and o["stdout"] == "ran\n" and h.get("x-llmbox-web") == node, (st, h, o)
+                data = ("bytes for %s\n" % sid).encode() * 1000
+                st, h, o = call(self.lb, "PUT", "/api/sandboxes/%s/files/tmp/up.bin" % sid, data,
+                                {"Content-Type": "application/octet-stream"})
+                assert st in (200, 201, 204) and h.get("x-llmbox-web") == node, (st, h, o)
+                st, h, back = self.lb.request("GET", "/api/sandboxes/%s/files/tmp/up.bin" % sid, None, AUTH)
+                assert st == 200 and back == data and h.get("x-llmbox-web") == node, (st, h, back[:100])
+                st, h, o = call(self.lb, "GET", "/api/sandboxes/" + sid)
+                assert st == 200 and o["id"] == sid and h.get("x-llmbox-web") == node, (st, h, o)
+                # the E2B host name, one label longer: HAProxy's rule, nginx's rewrite, the backend's parser
+                st, h, o = self.lb.request("GET", "/health", None, {"Host": "49983-%s.e2b.test" % sid})
+                assert st == 204 and h.get("x-llmbox-web") == node, ("host name", sid, st, h, o)
+        finally:
+            for node, sid in made.items():
+                self.destroy(sid, node)
+        for node, sid in made.items():
+            st, h, o = call(self.lb, "GET", "/api/sandboxes/" + sid)
+            assert st == 404 and h.get("x-llmbox-web") == node, ("destroyed", st, h, o)
+
+    def test_3_misdirected_ids_421(self):
+        sid, node = self.create()
+        other = self.s2 if node == "n1" else self.s1
+        try:
+            st, h, o = call(other, "GET", "/api/sandboxes/" + sid)
+            assert st == 421 and o["error"]["code"] == "misdirected" and o["error"]["node"] == node, (st, o)
+            assert h.get("x-llmbox-node") == node and ("held by node %s" % node) in o["error"]["message"], (h, o)
+            st, _, o = call(other, "POST", "/api/sandboxes/%s/exec" % sid, {"command": "true"})
+            assert st == 421 and o["error"]["node"] == node, (st, o)
+            st, _, o = call(other, "GET", "/e2b/sandboxes/" + sid, headers={"X-API-KEY": TOKEN})
+            assert st == 421 and ("held by node %s" % node) in o["message"], (st, o)
+            st, _, o = call(other, "POST", "/e2b/sandbox/filesystem.Filesystem/Stat", {"path": "/tmp"},
+                            {"E2b-Sandbox-Id": sid})
+            assert st == 421 and ("held by node %s" % node) in json.dumps(o), (st, o)
+            # neither form: 404 saying what an id looks like
+            for bad in ("N1." + HEX, "n1..%s" % HEX, "a.b." + HEX, "-n1." + HEX, ("a" * 64) + "." + HEX):
+                st, _, o = call(self.lb, "GET", "/api/sandboxes/" + bad)
+                assert st == 404 and "prefixed with the name of the node" in o["error"]["message"], (bad, st, o)
+            # the holder itself answers directly too
+            mine = self.s1 if node == "n1" else self.s2
+            st, _, o = call(mine, "GET", "/api/sandboxes/" + sid)
+            assert st == 200 and o["id"] == sid, (st, o)
+        finally:
+            self.destroy(sid, node)
+
+    def test_4_restarted_web_adopts_prefixed_ids(self):
+        made = None
+        while not made:
+            sid, node = self.create()
+            if node == "n1":
+                made = sid
+            else:
+                self.destroy(sid, node)
+        try:
+            recs = [os.path.join(d, f) for d, _, fs in os.walk(self.s1.prefix) for f in fs if f == made + ".json"]
+            assert len(recs) == 1 and json.load(open(recs[0]))["id"] == made, ("its lease record", recs)
+            rec = recs[0]
+            st, _, o = call(self.lb, "POST", "/api/sandboxes/%s/exec" % made, {"command": "echo kept > /tmp/k"})
+            assert st == 200, (st, o)
+            self.s1.kill("web")  # SIGKILL: a crash; the lease outlives it
+            self.s1.restart("web")
+            deadline = time.time() + 30
+            while True:
+                st, h, o = call(self.lb, "POST", "/api/sandboxes/%s/exec" % made, {"command": "cat /tmp/k"})
+                if st == 200 or time.time() > deadline:
+                    break
+                time.sleep(0.3)
+            assert st == 200 and o["stdout"] == "kept\n" and h.get("x-llmbox-web") == "n1", (st, h, o, rec)
+        finally:
+            self.destroy(made, "n1")
+
+    def test_5_e2b_sdk_through_the_balancer(self):
+        if not os.path.isdir(os.path.join(E2B_DIR, "node_modules", "e2b")):
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=E2B_DIR, check=True,
+                           timeout=600)
+        env = dict(os.environ, E2B_API_URL="http://127.0.0.1:%d/e2b" % self.lb.port,
+                   E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % self.lb.port, E2B_API_KEY=TOKEN)
+        p = subprocess.run(["node", "sdk_cluster.mjs"], cwd=E2B_DIR, env=env, capture_output=True, text=True,
+                           timeout=300)
+        sys.stderr.write(p.stdout)
+        assert p.returncode == 0 and "FAIL" not in p.stdout, (p.stdout[-3000:], p.stderr[-2000:])
+
+    def test_6_python_client_through_the_balancer(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+        from llmbox import Client  # noqa: E402
+        c = Client("http://127.0.0.1:%d" % self.lb.port, sandbox_token=TOKEN)
+        seen = set()
+        for _ in range(2):
+            with c.sandbox() as sb:
+                node = sb.id.split(".")[0]
+                assert node in ("n1", "n2") and len(sb.id) == len(node) + 33, sb.id
+                seen.add(node)
+                r = sb.exec("echo hi-%s" % node)
+                assert r.stdout == "hi-%s\n" % node and r.return_code == 0, r
+                sb.write_file("/tmp/p.txt", "via the client")
+                assert sb.read_file("/tmp/p.txt") == b"via the client"
+                assert c.attach_sandbox(sb.id).status() == "running"
+        assert seen == {"n1", "n2"}, seen
+
+    def test_9_nothing_left(self):
+        for s in (self.s1, self.s2):
+            st, _, o = call(s, "GET", "/api/sandboxes")
+            assert st == 200 and not o["sandboxes"], (st, o)
+        for s in (self.s1, self.s2):
+            deadline = time.time() + 15
+            while s.sandbox_leftovers() and time.time() < deadline:
+                time.sleep(0.3)
+            assert not s.sandbox_leftovers(), s.sandbox_leftovers()
+
+
+def main():
+    rep = Reporter()
+    if not image_ready():
+        print("SKIP node_ids: the sandbox image is not built (make image)")
+        return rep.done()
+    if os.geteuid() != 0 or not shutil.which("haproxy"):
+        print("SKIP node_ids: needs root (sandboxd) and haproxy (make deps)")
+        return rep.done()
+
+    def web_env(n):
+        return {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_NODE_NAME": n, "LLMBOX_SANDBOX_API_MAX": "16",
+                "LLMBOX_E2B_DOMAIN": "e2b.test"}
+    with Stack(model=False, web_env=web_env("n1")) as s1, Stack(model=False, web_env=web_env("n2")) as s2:
+        behind_haproxy(s1, s2, lambda port: run_tests(rep, T(LB(port, TOKEN), s1, s2)))
+    return rep.done()
+
+
+if __name__ == "__main__":
+    main()
