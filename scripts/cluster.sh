@@ -56,6 +56,16 @@ start_in() {
     echo $! > "$DIR/pids/$m.$what"
 }
 
+# the pids in member $1's network namespace (by the namespace's inode: an
+# agent or nginx worker of a killed node has no pid file)
+netns_pids() {
+    local want p
+    want=$(stat -L -c %i "/run/netns/$(ns "$1")" 2>/dev/null) || return 0
+    for p in /proc/[0-9]*; do
+        [ "$(stat -L -c %i "$p/ns/net" 2>/dev/null)" = "$want" ] && echo "${p#/proc/}"
+    done
+}
+
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # ---- up ---------------------------------------------------------------------
@@ -255,53 +265,72 @@ up() {
 }
 
 # ---- down -------------------------------------------------------------------
-# TERM, then KILL after 10 s, the process in pid file $1
-stop_pid() {
-    local f="$1" p i
-    [ -f "$f" ] || return 0
-    p=$(cat "$f")
-    if kill -0 "$p" 2>/dev/null; then
-        say "stopping $(basename "$f") (pid $p)"
-        kill -TERM "$p" 2>/dev/null
-        for i in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$p" 2>/dev/null
-    fi
-    rm -f "$f"
+# TERM to the processes in the pid files given, then KILL what is left
+# after 10 s (all at once: each takes a second or two to stop)
+stop_pids() {
+    local f p live=() i
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        p=$(cat "$f")
+        if kill -0 "$p" 2>/dev/null; then
+            say "stopping $(basename "$f") (pid $p)"
+            kill -TERM "$p" 2>/dev/null && live+=("$p")
+        fi
+        rm -f "$f"
+    done
+    for i in $(seq 100); do
+        for p in "${live[@]}"; do
+            kill -0 "$p" 2>/dev/null && break
+            p=""
+        done
+        [ -z "${p:-}" ] && return 0
+        sleep 0.1
+    done
+    for p in "${live[@]}"; do
+        kill -0 "$p" 2>/dev/null && say "pid $p did not stop in 10 s: killed" && kill -KILL "$p" 2>/dev/null
+    done
+    return 0
 }
 
-member_down() {
-    local m="$1" e pids
-    for w in nginx web node; do stop_pid "$DIR/pids/$m.$w"; done
-    if [ -f "$DIR/pids/$m.sandboxd" ] && ! alive "$DIR/pids/$m.sandboxd" && [ -e "$DIR/$m/var" ]; then
-        # a killed sandboxd leaves its sandboxes; a new one removes them at
-        # its start (stale cgroups, mounts, dirs), then stops cleanly
-        say "$m: sandboxd was killed; starting it once to remove its sandboxes"
-        mapfile -t e < <(member_env "$m")
-        start_in "$m" sandboxd env -C "$DIR/$m" "${e[@]}" "$REPO/build/llmbox-sandboxd"
-        for i in $(seq 100); do [ -S "$DIR/$m/var/run/sandboxd.sock" ] && break; sleep 0.1; done
-        sleep 0.5
+# a sandboxd that was killed leaves its sandboxes; a new one removes them
+# at its start (stale cgroups, mounts, dirs), then stops cleanly
+sandboxd_again() {
+    local m="$1" e i
+    [ -f "$DIR/pids/$m.sandboxd" ] && ! alive "$DIR/pids/$m.sandboxd" && [ -e "$DIR/$m/var" ] || return 0
+    ip netns list 2>/dev/null | grep -qw "$(ns "$m")" || return 0
+    say "$m: sandboxd was killed; starting it once to remove its sandboxes"
+    rm -f "$DIR/$m/var/run/sandboxd.sock"
+    mapfile -t e < <(member_env "$m")
+    start_in "$m" sandboxd env -C "$DIR/$m" "${e[@]}" "$REPO/build/llmbox-sandboxd"
+    for i in $(seq 100); do [ -S "$DIR/$m/var/run/sandboxd.sock" ] && break; sleep 0.1; done
+}
+
+# whatever is left in member $1's namespace (agents of a killed node,
+# nginx workers), then the namespace
+member_gone() {
+    local m="$1" pids
+    ip netns list 2>/dev/null | grep -qw "$(ns "$m")" || return 0
+    pids=$(netns_pids "$m")
+    if [ -n "$pids" ]; then
+        say "$m: killing what is left in $(ns "$m"): $(echo $pids)"
+        kill -KILL $pids 2>/dev/null
+        sleep 0.2
     fi
-    stop_pid "$DIR/pids/$m.sandboxd"
-    # whatever is left in its namespace (agents of a killed node, nginx workers)
-    if ip netns list 2>/dev/null | grep -qw "$(ns "$m")"; then
-        pids=$(ip netns pids "$(ns "$m")" 2>/dev/null)
-        if [ -n "$pids" ]; then
-            say "$m: killing what is left in $(ns "$m"): $(echo $pids)"
-            kill -KILL $pids 2>/dev/null
-            sleep 0.2
-        fi
-        ip netns del "$(ns "$m")" && say "$m: namespace $(ns "$m") removed"
-    fi
+    ip netns del "$(ns "$m")" && say "$m: namespace $(ns "$m") removed"
 }
 
 down() {
     need_root
     local m left=0
     say "down (state in $DIR)"
-    stop_pid "$DIR/pids/infra.haproxy"
-    for m in $WEBS $NODES; do member_down "$m"; done
-    stop_pid "$DIR/pids/infra.pg"
-    stop_pid "$DIR/pids/infra.s3"
+    stop_pids "$DIR/pids/infra.haproxy"
+    # front to back, as scripts/run.sh: nginx, web, node, then sandboxd,
+    # which destroys the sandboxes left
+    stop_pids "$DIR"/pids/*.nginx "$DIR"/pids/*.web "$DIR"/pids/*.node
+    for m in $NODES; do sandboxd_again "$m"; done
+    stop_pids "$DIR"/pids/*.sandboxd
+    for m in $WEBS $NODES; do member_gone "$m"; done
+    stop_pids "$DIR/pids/infra.pg" "$DIR/pids/infra.s3"
     for m in $WEBS $NODES; do
         ip link del "lbxc-$m" 2>/dev/null
     done
@@ -338,7 +367,7 @@ status() {
         echo "lb  down  http://127.0.0.1:$PORT/"
     fi
     for m in $WEBS $NODES; do
-        if j=$(curl -fsS -m 2 "http://$(addr "$m"):8080/api/health" 2>/dev/null); then
+        if j=$(curl -fsS -m 2 -H "Authorization: Bearer $(cat "$DIR/token" 2>/dev/null)" "http://$(addr "$m"):8080/api/health" 2>/dev/null); then
             echo "$m  web up    $(addr "$m"):8080 $(echo "$j" | python3 -c 'import json,sys
 h=json.load(sys.stdin); t=h.get("tasks") or {}; a=h.get("sandbox_api") or {}
 print("tasks %s/%s sandboxes %s" % (t.get("running"), t.get("max"), a.get("sandboxes")))')"
@@ -368,7 +397,7 @@ kill_member() {
         fail "$m: not up"
         return 1
     fi
-    pids=$(ip netns pids "$(ns "$m")")
+    pids=$(netns_pids "$m")
     if [ -z "$pids" ]; then
         say "$m: nothing runs"
         return 0
