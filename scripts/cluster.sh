@@ -5,6 +5,7 @@
 # namespace on a private bridge, with its own LLMBOX_HOME.
 #
 #   scripts/cluster.sh up | down | status | kill-node NAME | kill-web NAME
+#   scripts/cluster.sh run     (make cluster: up, wait, Ctrl-C = down)
 #
 # Runs as root (sandboxd, namespaces). Environment:
 #   LLMBOX_CLUSTER_DIR   state folder (default /tmp/llmbox-cluster)
@@ -152,6 +153,8 @@ user_up() {
     out=$(LLMBOX_CONF=/dev/null build/llmbox user add admin) || { fail "llmbox user add admin"; return 1; }
     (umask 077; echo "$out" | grep -o 'lbx_[0-9a-f]*' | head -n1 > "$DIR/token")
     echo "$out" | sed -n '/^\[user "admin"\]/,/^token_sha256/p' > "$DIR/users.conf"
+    # the only user: its limits are the cluster's, not a shared service's
+    printf "max_tasks = 64\ntasks_per_minute = 600\n" >> "$DIR/users.conf"
     grep -q '^token_sha256 = ' "$DIR/users.conf" && [ -s "$DIR/token" ] || { fail "no token in: $out"; return 1; }
 }
 
@@ -406,8 +409,17 @@ kill_member() {
     kill -KILL $pids
 }
 
+# `make cluster`: up, then wait; Ctrl-C (or TERM) brings it down
+run() {
+    up || exit 1
+    trap 'echo; down; exit 0' INT TERM
+    say "Ctrl-C stops the cluster"
+    while :; do sleep 3600 & wait $!; done
+}
+
 case "${1:-}" in
     up) up ;;
+    run) run ;;
     down) down ;;
     status) status ;;
     kill-node) [ $# = 2 ] || { fail "usage: cluster.sh kill-node NAME"; exit 2; }; kill_member "$2" node ;;
