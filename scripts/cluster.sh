@@ -41,8 +41,8 @@ need_root() {
 }
 
 # Starts "$@" in member $1's network namespace, in a session of its own,
-# with the other members' homes hidden (a tmpfs over each, in the mount
-# namespace `ip netns exec` makes for this command alone). Its pid is kept
+# with the other members' homes hidden (a tmpfs over each, in a mount
+# namespace of its own whose mounts do not reach the host). Its pid is kept
 # in pids/$1.$2; its output goes to $DIR/$1/var/log/$2.out.
 start_in() {
     local m="$1" what="$2"
@@ -51,7 +51,9 @@ start_in() {
     for o in $WEBS $NODES; do
         [ "$o" = "$m" ] || hide="$hide $DIR/$o"
     done
-    HIDE="$hide" setsid ip netns exec "$(ns "$m")" sh -c '
+    # nsenter, not `ip netns exec`: that one mounts a new /sys, without the
+    # cgroup hierarchies under it, and sandboxd would fall back to rlimits
+    HIDE="$hide" setsid nsenter --net="/run/netns/$(ns "$m")" unshare --mount --propagation slave sh -c '
         for d in $HIDE; do mount -t tmpfs -o size=4k,mode=0 none "$d" || exit 1; done
         exec "$@"' sh "$@" </dev/null >>"$DIR/$m/var/log/$what.out" 2>&1 &
     echo $! > "$DIR/pids/$m.$what"
@@ -405,8 +407,12 @@ kill_member() {
         say "$m: nothing runs"
         return 0
     fi
+    # stopped first, all of them: as when a host dies, none of them sees
+    # another go (an agent would report its sandboxd's end as its own)
     say "$m: kill -9 $(echo $pids)"
-    kill -KILL $pids
+    kill -STOP $pids 2>/dev/null
+    kill -KILL $pids 2>/dev/null
+    return 0
 }
 
 # `make cluster`: up, then wait; Ctrl-C (or TERM) brings it down

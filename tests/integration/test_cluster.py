@@ -13,7 +13,9 @@ model (tests/fake_model.py) on the bridge's host address and a short lease.
    every task runs, `kill-node n2`: n2's tasks end failed naming n2 within
    lease + sweep (+2 s), the others succeed, every stream ends with
    `done`; `status` shows n2 down and the others running.
-4. down: exit 0; nothing left: no process in the state folder, no
+4. kill-web w1: status shows it down, the balancer answers through w2;
+   kill-node of an unknown name is an error naming the nodes.
+5. down: exit 0; nothing left: no process in the state folder, no
    namespace, bridge, veth, mount, sandboxd cgroup, and no state folder.
 """
 import glob
@@ -230,6 +232,9 @@ def main():
             on = {r[0]: r[2] for r in rows}
             per = {n: sum(1 for v in on.values() if v == n) for n in ("n1", "n2", "n3")}
             assert all(per.values()) and sum(per.values()) == TASKS, per
+            # the cgroups the down check looks for are the nodes' sandboxds' (made
+            # with their first sandbox)
+            assert all(glob.glob("/sys/fs/cgroup/%s" % t) + glob.glob("/sys/fs/cgroup/*/%s" % t) for t in tags), tags
             rc, out, err = c.run("kill-node", "n2")
             assert rc == 0 and "n2: kill -9" in out, (rc, out, err)
             t0 = time.time()
@@ -265,6 +270,20 @@ def main():
             print("# %d tasks: per node %s; n2 killed: its %d failed after %.1f s (lease %d s)"
                   % (TASKS, per, len(mine), took, LEASE), file=sys.stderr)
         rep.run("node_loss", node_loss)
+
+        def kill_web():
+            rc, out, err = c.run("kill-node", "n9")
+            assert rc == 1 and "no node named 'n9' (the nodes: n1 n2 n3)" in err, (rc, out, err)
+            rc, out, err = c.run("kill-web", "w1")
+            assert rc == 0 and "w1: kill -9" in out, (rc, out, err)
+            rc, out, err = c.run("status")
+            assert "w1  web down  %s.11:8080" % NET in out.splitlines(), out
+            # the balancer takes w1 out (health checks every 2 s, fall 2)
+            # and answers through w2, with a retry on a refused connection
+            for _ in range(5):
+                st, b = c.req("127.0.0.1", c.port, "GET", "/api/health")
+                assert st == 200, (st, b[:300])
+        rep.run("kill_web", kill_web)
 
         def down():
             t0 = time.time()
