@@ -252,6 +252,11 @@ up() {
     for b in nginx haproxy ip curl build/llmbox build/llmbox-sandboxd; do
         command -v "$b" >/dev/null || { fail "$b is not there (make deps all)"; return 1; }
     done
+    # down removes the whole folder: never one that holds anything else
+    if [ -e "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ]; then
+        fail "$DIR is not empty (LLMBOX_CLUSTER_DIR: a folder of its own, made by up)"
+        return 1
+    fi
     mkdir -p "$DIR/pids" && chmod 0755 "$DIR"
     for m in $WEBS $NODES; do mkdir -p "$DIR/$m" && chmod 0755 "$DIR/$m"; done
     net_up || { fail "the network (bridge $BR, namespaces)"; down; return 1; }
@@ -328,6 +333,16 @@ down() {
     need_root
     local m left=0
     say "down (state in $DIR)"
+    if [ ! -e "$DIR/pids" ]; then
+        # the namespaces and bridge have fixed names: those of a cluster with
+        # another state folder are not this one's to remove
+        if ip link show "$BR" >/dev/null 2>&1; then
+            say "nothing of $DIR runs; $BR and the lbxc-* namespaces are another state folder's (LLMBOX_CLUSTER_DIR)"
+        fi
+        rmdir "$DIR" 2>/dev/null   # never a folder that up did not make
+        say "down"
+        return 0
+    fi
     stop_pids "$DIR/pids/infra.haproxy"
     # front to back, as scripts/run.sh: nginx, web, node, then sandboxd,
     # which destroys the sandboxes left

@@ -3,7 +3,8 @@
 webs and three sandbox nodes in their network namespaces, with the fake
 model (tests/fake_model.py) on the bridge's host address and a short lease.
 
-1. down when nothing runs: exit 0, says down.
+1. down when nothing runs: exit 0, says down; up refuses a state folder
+   that holds anything, and down leaves such a folder alone.
 2. up: its last line is the balancer's URL, which answers /api/health; up
    again says it is already up; a node cannot see another's home (its
    mount namespace shows an empty folder there) and its namespace has no
@@ -186,6 +187,17 @@ def main():
             assert "cluster: down" in out, out
             assert not os.path.exists(c.dir)
         rep.run("down_when_nothing_runs", down_idle)
+
+        def not_empty():
+            os.makedirs(c.dir)
+            keep = os.path.join(c.dir, "keep")
+            open(keep, "w").close()
+            rc, out, err = c.run("up")
+            assert rc == 1 and "%s is not empty" % c.dir in err, (rc, out, err)
+            rc, out, err = c.run("down")
+            assert rc == 0 and os.path.exists(keep), (rc, out, err)
+            shutil.rmtree(c.dir)
+        rep.run("up_refuses_a_folder_not_its_own", not_empty)
 
         def up():
             t0 = time.time()
