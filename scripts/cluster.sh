@@ -229,10 +229,14 @@ wait_up() {
         [ $ok = 1 ] && return 0
         for f in "$DIR"/pids/*; do
             if ! alive "$f"; then
-                fail "$(basename "$f") exited during start; its log:"
-                tail -n 8 "$DIR/${f##*/pids/}" 2>/dev/null >&2
-                m=$(basename "$f"); tail -n 8 "$DIR/${m%%.*}/var/log/${m#*.}.out" >&2 2>/dev/null
-                tail -n 8 "$DIR/infra/${m#*.}.out" >&2 2>/dev/null
+                m=$(basename "$f")
+                fail "$m exited during start; the end of its log:"
+                case "$m" in
+                    infra.haproxy) tail -n 8 "$DIR/infra/haproxy/haproxy.log" >&2 ;;
+                    infra.*) tail -n 8 "$DIR/infra/${m#*.}.out" >&2 ;;
+                    *) tail -n 8 "$DIR/${m%%.*}/var/log/${m#*.}.out" >&2
+                       [ "${m#*.}" = nginx ] && tail -n 8 "$DIR/${m%%.*}/var/log/nginx-error.log" >&2 ;;
+                esac
                 return 1
             fi
         done
@@ -433,7 +437,7 @@ kill_member() {
 # `make cluster`: up, then wait; Ctrl-C (or TERM) brings it down
 run() {
     up || exit 1
-    trap 'echo; down; exit 0' INT TERM
+    trap 'kill $! 2>/dev/null; echo; down; exit 0' INT TERM
     say "Ctrl-C stops the cluster"
     while :; do sleep 3600 & wait $!; done
 }
