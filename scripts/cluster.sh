@@ -361,9 +361,13 @@ down() {
     if ip link show "$BR" >/dev/null 2>&1; then
         ip link del "$BR" && say "bridge $BR removed"
     fi
-    # anything still running from the state folder is a fault: named and killed
+    # anything still running from the state folder (its working folder or
+    # its command line: a Ceph daemon of a start cut short) is a fault:
+    # named and killed
     for p in /proc/[0-9]*; do
+        [ "${p#/proc/}" = $$ ] && continue
         c=$(readlink "$p/cwd" 2>/dev/null) || continue
+        tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF "$DIR/" && c="$DIR"
         case "$c" in
             "$DIR"|"$DIR"/*) fail "still running in $c: pid ${p#/proc/} ($(cat "$p/comm" 2>/dev/null)); killed"
                 kill -KILL "${p#/proc/}" 2>/dev/null; left=1 ;;
