@@ -660,6 +660,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", required=True)
     ap.add_argument("--port", type=int, default=0)
+    # the cluster (scripts/cluster.sh): its bridge address, which the nodes'
+    # network namespaces reach; loopback otherwise
+    ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--log-dir")
     ap.add_argument("--delay-ms", type=int, default=0)
     ap.add_argument("--timing-log")
@@ -670,7 +673,7 @@ def main():
         sys.exit("fake_model: the scenario must be a list of steps or an object")
     if a.log_dir:
         os.makedirs(a.log_dir, exist_ok=True)
-    srv = Server(("127.0.0.1", a.port), make_handler(State(sc, a.log_dir, a.delay_ms, a.timing_log)))
+    srv = Server((a.host, a.port), make_handler(State(sc, a.log_dir, a.delay_ms, a.timing_log)))
     print("PORT %d" % srv.server_address[1], flush=True)
     try:
         srv.serve_forever()

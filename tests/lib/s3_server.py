@@ -35,7 +35,11 @@ def missing():
 
 
 class S3Server:
-    def __init__(self, memstore_mb=512):
+    def __init__(self, memstore_mb=512, host="127.0.0.1"):
+        # host: where radosgw listens (scripts/cluster.sh: its bridge
+        # address, for the nodes' network namespaces); the monitor stays
+        # on loopback
+        self.host = host
         self.dir = None
         self.memstore_mb = memstore_mb
         self.mon_port = None
@@ -45,7 +49,7 @@ class S3Server:
 
     @property
     def endpoint(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "http://%s:%d" % (self.host, self.port)
 
     def env(self, bucket="llmbox-test", secret=SECRET_KEY):
         return {"LLMBOX_S3_ENDPOINT": self.endpoint, "LLMBOX_S3_BUCKET": bucket,
@@ -75,7 +79,7 @@ osd crush chooseleaf type = 0
 mon allow pool size one = true
 mon warn on pool no redundancy = false
 [client.rgw]
-rgw frontends = beast endpoint=127.0.0.1:{self.port}
+rgw frontends = beast endpoint={self.host}:{self.port}
 rgw data = {d}/rgw
 """
 
@@ -132,7 +136,7 @@ rgw data = {d}/rgw
         self._daemon("client.rgw", "radosgw", *c, "-n", "client.rgw")
         while True:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((self.host, self.port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() - t0 > timeout:
@@ -172,7 +176,7 @@ rgw data = {d}/rgw
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((self.host, self.port), timeout=1).close()
                 return
             except OSError:
                 time.sleep(0.1)
@@ -203,7 +207,8 @@ def _alive(pid):
 
 
 if __name__ == "__main__":
-    s3 = S3Server()
+    # an optional argument: the address radosgw listens on (scripts/cluster.sh)
+    s3 = S3Server(host=sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1")
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     try:
         s3.start()
