@@ -19,6 +19,18 @@ static int open_s3(const lb_config *cfg, lb_blobstore *b, char *why, size_t whys
     return rc != LB_OK ? rc : b->is_s3 ? LB_OK : LB_E_NOTFOUND;
 }
 
+/* open_s3 for one task's objects: LB_E_INVAL with a sentence when task_id
+ * is not a task id (it becomes part of every key) */
+static int open_s3_task(const lb_config *cfg, const char *task_id, lb_blobstore *b, char *why, size_t whysz)
+{
+    int rc = open_s3(cfg, b, why, whysz);
+    if (rc == LB_OK && !lb_id_valid(task_id)) {
+        snprintf(why, whysz, "not a task id");
+        return LB_E_INVAL;
+    }
+    return rc;
+}
+
 static int same_dir(const char *a, const char *b)
 {
     struct stat sa, sb;
@@ -158,15 +170,11 @@ static int delete_listed(void *ctx, const char *key, uint64_t size)
 int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, size_t whysz)
 {
     lb_blobstore b;
-    int rc = open_s3(cfg, &b, why, whysz);
+    int rc = open_s3_task(cfg, task_id, &b, why, whysz);
     if (rc == LB_E_NOTFOUND)
         return LB_OK;
     if (rc != LB_OK)
         return rc;
-    if (!lb_id_valid(task_id)) {
-        snprintf(why, whysz, "not a task id");
-        return LB_E_INVAL;
-    }
     task_ctx d = {&b, cfg, task_id, 0, why, whysz};
     rc = lb_blob_list(&b, task_id, 2 * cfg->max_output_files + 1000, delete_listed, &d, why, whysz);
     if (rc == LB_OK && d.failed) {
@@ -186,15 +194,11 @@ int lb_blob_task_fetch_inputs(const lb_config *cfg, const char *task_id, char *w
 {
     lb_blobstore b;
     char prefix[64];
-    int rc = open_s3(cfg, &b, why, whysz);
+    int rc = open_s3_task(cfg, task_id, &b, why, whysz);
     if (rc == LB_E_NOTFOUND)
         return LB_OK;
     if (rc != LB_OK)
         return rc;
-    if (!lb_id_valid(task_id)) {
-        snprintf(why, whysz, "not a task id");
-        return LB_E_INVAL;
-    }
     snprintf(prefix, sizeof prefix, "%s/input", task_id);
     task_ctx f = {&b, cfg, prefix, 0, why, whysz};
     return lb_blob_list(&b, prefix, LB_BLOB_INPUTS_MAX, fetch_listed, &f, why, whysz);
