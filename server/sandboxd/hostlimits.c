@@ -49,6 +49,24 @@ uint64_t lbsd_files_worst(int pids, uint64_t nofile)
     return (uint64_t)(pids > 0 ? pids : 0) * nofile;
 }
 
+int lbsd_shm_mib(int memory_mib)
+{
+    if (memory_mib <= 0)
+        return LBSD_SHM_MAX_MIB;
+    int left = (memory_mib - LBSD_HEADROOM_MIB(memory_mib)) / 4;
+    return left < 1 ? 1 : left > LBSD_SHM_MAX_MIB ? LBSD_SHM_MAX_MIB : left;
+}
+
+int lbsd_disk_fit(int memory_mib, int disk_mib)
+{
+    if (memory_mib <= 0)
+        return disk_mib;
+    int fit = memory_mib - LBSD_HEADROOM_MIB(memory_mib) - lbsd_shm_mib(memory_mib);
+    if (fit < 1)
+        fit = 1;
+    return disk_mib < fit ? disk_mib : fit;
+}
+
 const lbsd_host *lbsd_host_get(void)
 {
     return &g_host;

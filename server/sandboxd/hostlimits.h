@@ -56,6 +56,22 @@ uint64_t lbsd_nofile_for(uint64_t budget, int pids, uint64_t hard);
  * (budget / 2, or more where LBSD_NOFILE_MIN rounds up). */
 uint64_t lbsd_files_worst(int pids, uint64_t nofile);
 
+/* A sandbox's tmpfs pages (its disk: the writable layer and /tmp; and
+ * /dev/shm) are RAM charged to its memory cgroup and cannot be reclaimed
+ * (no swap). Were they allowed to fill memory_mib, every new process would
+ * be OOM-killed at once: the sandbox could not even start the `rm` that
+ * frees them. So they together stay LBSD_HEADROOM_MIB(memory) below it:
+ * a full disk answers ENOSPC and the sandbox stays usable. */
+#define LBSD_HEADROOM_MIB(mem) ((mem) / 8 > 16 ? (mem) / 8 : 16)
+#define LBSD_SHM_MAX_MIB 64
+/* /dev/shm's size: a quarter of what the headroom leaves, at most
+ * LBSD_SHM_MAX_MIB, at least 1. */
+int lbsd_shm_mib(int memory_mib);
+/* The disk a sandbox gets: disk_mib, lowered so that disk + /dev/shm +
+ * the headroom fit in memory_mib (at least 1). memory_mib <= 0: no memory
+ * limit, disk_mib as asked. */
+int lbsd_disk_fit(int memory_mib, int disk_mib);
+
 /* Reads the host's values, derives the budgets, probes the OOM shield
  * and logs one line per pool saying what is assumed and the worst case
  * per sandbox and for LLMBOX_SANDBOX_MAX sandboxes, from cfg's sandbox

@@ -528,6 +528,10 @@ int lbsd_sandbox_make(const lb_config *cfg, const lbsd_req *req, lbsd_sandbox **
     sb->pids = req->pids ? req->pids : cfg->sandbox_pids;
     sb->cpu_milli = req->cpu_milli ? req->cpu_milli : cfg->sandbox_cpu_milli;
     sb->disk_mib = req->disk_mib ? req->disk_mib : cfg->sandbox_disk_mib;
+    /* the disk is RAM of the sandbox's own: leave room to run the `rm`
+     * that empties it (hostlimits.h); said in the created line */
+    int disk_asked = sb->disk_mib;
+    sb->disk_mib = lbsd_disk_fit(sb->memory_mib, sb->disk_mib);
     sb->files_budget = lbsd_host_get()->files_budget;
 
     char p[LB_CFG_PATH + 96];
@@ -570,10 +574,15 @@ int lbsd_sandbox_make(const lb_config *cfg, const lbsd_req *req, lbsd_sandbox **
     rc = LB_E_SANDBOX;
     if (sb_start_init(sb, msg, msgsz) != LB_OK)
         goto fail;
-    lb_info("sandbox %s created (image %s, %d MiB, %d pids, %d milli-cpu, %d MiB disk, uid slot "
+    char lowered[160] = "";
+    if (sb->disk_mib < disk_asked)
+        snprintf(lowered, sizeof lowered, " (of %d asked: its tmpfs pages leave %d MiB of the memory "
+                 "free, so a full disk answers ENOSPC, not an OOM kill)",
+                 disk_asked, LBSD_HEADROOM_MIB(sb->memory_mib));
+    lb_info("sandbox %s created (image %s, %d MiB, %d pids, %d milli-cpu, %d MiB disk%s, uid slot "
             "%d, %lld ms)",
-            sb->id, sb->image, sb->memory_mib, sb->pids, sb->cpu_milli, sb->disk_mib, sb->uid_slot,
-            (long long)(lb_mono_ms() - sb->created_ms));
+            sb->id, sb->image, sb->memory_mib, sb->pids, sb->cpu_milli, sb->disk_mib, lowered,
+            sb->uid_slot, (long long)(lb_mono_ms() - sb->created_ms));
     *out = sb;
     return LB_OK;
 fail:

@@ -24,6 +24,7 @@
  * EOF, or PR_SET_PDEATHSIG), it exits and the kernel kills the rest of the
  * pid namespace and drops its mounts.
  */
+#include "sandboxd/hostlimits.h"
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/fdpass.h"
 #include "sandboxd/idmap.h"
@@ -210,7 +211,7 @@ static void init_chown(const char *p, uint32_t base)
         init_fail(p);
 }
 
-static void init_dev(const char *root, uint32_t base, int ptys)
+static void init_dev(const char *root, uint32_t base, int ptys, int shm_mib)
 {
     char p[1200], q[1200], opts[128];
     snprintf(p, sizeof p, "%s/dev", root);
@@ -243,7 +244,9 @@ static void init_dev(const char *root, uint32_t base, int ptys)
     init_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, opts);
     snprintf(p, sizeof p, "%s/dev/shm", root);
     mkdir(p, 01777);
-    snprintf(opts, sizeof opts, "mode=1777,size=65536k,uid=%u,gid=%u", base, base);
+    /* sized with the disk to leave the sandbox room to run (hostlimits.h) */
+    snprintf(opts, sizeof opts, "mode=1777,size=%dm,uid=%u,gid=%u",
+             shm_mib, base, base);
     init_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts);
     static const char *const links[][2] = {{"pts/ptmx", "ptmx"},      {"/proc/self/fd", "fd"},
                                            {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
@@ -352,7 +355,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
     if (up != INIT_UPPER_FD)
         close(up);
     init_proc("merged", root);
-    init_dev("merged", root, cfg->ptys);
+    init_dev("merged", root, cfg->ptys, lbsd_shm_mib((int)(cfg->memory_bytes >> 20)));
     mkdir("merged/tmp", 01777);
     /* a bind of the quota tmpfs keeps its nosuid,nodev */
     init_mount("tmp", "merged/tmp", NULL, MS_BIND, NULL);

@@ -195,15 +195,20 @@ out({"n": len(fds), "err": err})
 def oom_init(d):
     """Sandbox init survives the OOM killer, whichever mode this host
     allows: shielded (init at oom_score_adj -1000) or ranked (everything but
-    init at 1000, said at start). Attack: fill the sandbox's tmpfs to its
-    memory limit, where no process's own memory is to blame; sandboxd says
-    which mode at start."""
+    init at 1000, said at start). Attack: fill the sandbox's tmpfs disk and
+    /dev/shm (RAM charged to the sandbox that no kill frees), then ask for
+    more memory. The tmpfs pages stop short of the limit (ENOSPC), so the
+    process that asks is the one killed and the sandbox stays usable: the
+    `rm` that frees the disk can still run (once, before the tmpfs were
+    capped, a fresh shell was OOM-killed at once, forever)."""
     p = Problems()
     log = read_text(d.log_path)
     mode = re.search(r"OOM: (sandbox init is shielded|sandbox init cannot be shielded)", log)
     p.expect(mode, "sandboxd did not say at start how sandbox init meets the OOM killer")
     with d.connect() as c:
         sid = c.create(memory_mib=96, disk_mib=512)
+        p.expect(re.search(r"sandbox %s created \(.*, \d+ MiB disk \(of 512 asked" % sid,
+                           read_text(d.log_path)), "the lowered disk was not logged")
         ns = pidns_of(c, sid)
         init = init_hostpid(ns)
         init_adj = read_text("/proc/%d/oom_score_adj" % init).strip()
@@ -211,16 +216,22 @@ def oom_init(d):
         p.expect(init_adj == "-1000" or shell_adj == "1000",
                  "init %s and shell %s: init is neither shielded nor ranked last"
                  % (init_adj, shell_adj))
-        # the tmpfs fill: dd's own memory is small, the page cache it writes
-        # is charged to the sandbox and cannot be reclaimed
-        r = c.exec(sid, "for i in 1 2 3; do dd if=/dev/zero of=/tmp/fill$i bs=1M count=64 "
-                        "2>/dev/null; done; echo done", timeout_ms=20000)
+        # the tmpfs fill: dd's own memory is small, the pages it writes are
+        # charged to the sandbox and cannot be reclaimed
+        r = c.exec(sid, "for f in /tmp/fill /dev/shm/fill; do "
+                        "dd if=/dev/zero of=$f bs=1M count=128 2>&1 | grep -c 'No space'; done",
+                   timeout_ms=20000)
+        p.expect(r.get("state") == "exited" and r.get("stdout", "").split() == ["1", "1"],
+                 "the fill did not end in ENOSPC on both: %r" % r)
+        # then a process asks for memory: tail keeps all its input
+        r = c.exec(sid, "head -c 200000000 /dev/zero | tail -c 100000000 | wc -c",
+                   timeout_ms=20000)
         p.expect(r.get("state") == "oom" or "OOM" in r.get("message", ""),
-                 "the fill did not reach the memory limit: %r" % r)
+                 "the allocation did not reach the memory limit: %r" % r)
         alive = init_hostpid(ns) == init
         p.expect(alive, "the sandbox init died (exec answered %r)" % {k: r.get(k) for k in
                                                                     ("state", "message", "stderr")})
-        r = c.exec(sid, "rm -f /tmp/fill*; echo alive")
+        r = c.exec(sid, "rm -f /tmp/fill* /dev/shm/fill; echo alive")
         p.expect(r.get("stdout") == "alive\n", "sandbox after the fill: %r" % r)
     p.raise_if()
 

@@ -97,8 +97,30 @@ TEST(config_resolves_caps_and_lowers_defaults)
     unsetenv("LLMBOX_SANDBOX_PTYS");
 }
 
+TEST(tmpfs_leaves_headroom)
+{
+    /* the defaults: 1 GiB disk in 2 GiB memory is kept as asked */
+    CHECK(lbsd_disk_fit(2048, 1024) == 1024);
+    CHECK(lbsd_shm_mib(2048) == 64);
+    /* a 96 MiB sandbox asking for 512 MiB of disk: 16 MiB kept free */
+    CHECK(lbsd_shm_mib(96) == 20);
+    CHECK(lbsd_disk_fit(96, 512) == 60);
+    CHECK(lbsd_disk_fit(96, 512) + lbsd_shm_mib(96) + LBSD_HEADROOM_MIB(96) == 96);
+    /* the smallest sandbox (32 MiB) still gets a disk */
+    CHECK(lbsd_disk_fit(32, 1024) == 12);
+    CHECK(lbsd_shm_mib(32) == 4);
+    /* for every size, the tmpfs pages and the headroom fit in memory */
+    for (int m = 32; m <= 65536; m += 37) {
+        CHECK(lbsd_disk_fit(m, 1 << 22) + lbsd_shm_mib(m) + LBSD_HEADROOM_MIB(m) <= m);
+        CHECK(lbsd_disk_fit(m, 5) == 5 || lbsd_disk_fit(m, 5) < 5);
+    }
+    /* no memory limit: the disk as asked */
+    CHECK(lbsd_disk_fit(0, 777) == 777);
+}
+
 int main(void)
 {
+    RUN(tmpfs_leaves_headroom);
     RUN(files_budget_configured_wins);
     RUN(files_budget_derived);
     RUN(nofile_follows_pids);
