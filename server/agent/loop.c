@@ -882,6 +882,27 @@ static char *read_head(const char *path, size_t max, size_t *len)
     return buf;
 }
 
+/* issue 13: the record (trajectory.json, tokens.jsonl, rounds/<n>.json)
+ * into the object store too, so any web serves it and the node that runs
+ * the next round goes on with the conversation (a no-op with local files).
+ * The task's status stays: the trajectory already says it, and the local
+ * copy is kept; the failure is said as an event and in the log. */
+static void put_record(run *r)
+{
+    char dir[LB_CFG_PATH + 64], why[600];
+    const char *slash = strrchr(r->o->trajectory_path, '/');
+    if (!slash || (size_t)(slash - r->o->trajectory_path) >= sizeof dir)
+        return;
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - r->o->trajectory_path), r->o->trajectory_path);
+    if (lb_blob_task_put_record(r->o->cfg, r->o->task_id, dir, r->o->round, why, sizeof why) != LB_OK) {
+        lb_warn("task %s: its record (trajectory.json) is not in the object store: %s", r->o->task_id, why);
+        char msg[700];
+        snprintf(msg, sizeof msg, "The task's record (trajectory.json) could not be stored in the object store; "
+                 "only this node has it: %s", why);
+        emit_error(r, msg);
+    }
+}
+
 /* answer_file: the first 64 KiB of the layout's answer file in the
  * sandbox, as valid UTF-8 without trailing whitespace; NULL when it is
  * missing, not a file, empty once trimmed, or unreadable. */
@@ -1094,6 +1115,8 @@ static void finalize(run *r)
                 lb_warn("task %s: tokens.jsonl is not written (%s); trajectory.json has the same tokens",
                         r->o->task_id, lb_strerror(krc));
         }
+        if (trc == LB_OK)
+            put_record(r);
         if (trc == LB_E_NOSPACE && res_status(r) == LB_TASK_SUCCEEDED) {
             /* the record of the run is part of its results (and of its bundle) */
             snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -62,6 +63,106 @@ int lb_blob_task_put_inputs(const lb_config *cfg, const char *task_id, const cha
 int lb_blob_task_put_outputs(const lb_config *cfg, const char *task_id, const char *dir, char *why, size_t whysz)
 {
     return put_tree(cfg, task_id, "output", dir, why, whysz);
+}
+
+static int fetch_key(const lb_blobstore *b, const lb_config *cfg, const char *key, uint64_t want_size, char *why,
+                     size_t whysz);
+
+/* issue 13: inputs, at most this many objects (an upload's files are
+ * capped by the web, well below) */
+#define LB_BLOB_INPUTS_MAX 100000
+
+int lb_blob_task_put_new_inputs(const lb_config *cfg, const char *task_id, const char *dir, char *why,
+                                size_t whysz)
+{
+    lb_blobstore b;
+    char prefix[64];
+    int rc = open_s3_task(cfg, task_id, &b, why, whysz), n = 0;
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK; /* local only: the web moves them beside the others */
+    if (rc != LB_OK)
+        return rc;
+    snprintf(prefix, sizeof prefix, "%s/input", task_id);
+    return lb_blob_put_tree(&b, prefix, dir, LB_BLOB_INPUTS_MAX, 0, &n, why, whysz);
+}
+
+int lb_blob_record_name_ok(const char *name)
+{
+    if (!name)
+        return 0;
+    if (!strcmp(name, "trajectory.json") || !strcmp(name, "tokens.jsonl"))
+        return 1;
+    if (strncmp(name, "rounds/", 7))
+        return 0;
+    const char *p = name + 7;
+    size_t digits = 0;
+    while (p[digits] >= '0' && p[digits] <= '9')
+        digits++;
+    return digits >= 1 && digits <= 5 && p[0] != '0' && !strcmp(p + digits, ".json");
+}
+
+int lb_blob_task_put_record(const lb_config *cfg, const char *task_id, const char *task_dir, int round, char *why,
+                            size_t whysz)
+{
+    lb_blobstore b;
+    char mine[LB_CFG_PATH + 64];
+    int rc = open_s3_task(cfg, task_id, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK; /* local only: the record is where it belongs */
+    if (rc != LB_OK)
+        return rc;
+    snprintf(mine, sizeof mine, "%s/%s", cfg->artifacts_dir, task_id);
+    if (!same_dir(task_dir, mine))
+        return LB_OK;
+    char names[3][32];
+    snprintf(names[0], sizeof names[0], "trajectory.json");
+    snprintf(names[1], sizeof names[1], "tokens.jsonl");
+    snprintf(names[2], sizeof names[2], "rounds/%d.json", round > 0 ? round : 1);
+    for (int i = 0; i < 3; i++) {
+        char key[160], local[sizeof mine + 100];
+        struct stat st;
+        snprintf(key, sizeof key, "%s/%s", task_id, names[i]);
+        snprintf(local, sizeof local, "%s/%s", mine, names[i]);
+        if (lstat(local, &st) != 0 || !S_ISREG(st.st_mode))
+            continue; /* not written by this run (tokens off, an old agent) */
+        /* a record is not an output: its cap is the trajectory's own,
+         * bounded by the run's token budget, so the output cap bounds it */
+        if ((rc = lb_blob_put_file(&b, key, local, cfg->max_output_bytes, why, whysz)) != LB_OK)
+            return rc;
+    }
+    return LB_OK;
+}
+
+int lb_blob_task_fetch_record(const lb_config *cfg, const char *task_id, const char *name, char *why,
+                              size_t whysz)
+{
+    lb_blobstore b;
+    char local[LB_CFG_PATH + 128];
+    struct stat st;
+    if (!lb_id_valid(task_id) || !lb_blob_record_name_ok(name)) {
+        snprintf(why, whysz, "not a task's record");
+        return LB_E_INVAL;
+    }
+    snprintf(local, sizeof local, "%s/%s/%s", cfg->artifacts_dir, task_id, name);
+    int here = lstat(local, &st) == 0 && S_ISREG(st.st_mode);
+    int rc = open_s3(cfg, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND) {
+        if (!here)
+            snprintf(why, whysz, "%s: no such file", local);
+        return here ? LB_OK : LB_E_NOTFOUND;
+    }
+    if (rc != LB_OK)
+        return rc;
+    char key[128];
+    uint64_t size = 0;
+    snprintf(key, sizeof key, "%s/%s", task_id, name);
+    rc = lb_blob_head(&b, key, &size, why, whysz);
+    if (rc != LB_OK)
+        return here ? LB_OK : rc; /* none stored, or the store away: a copy here is the best there is */
+    if (here && (uint64_t)st.st_size == size)
+        return LB_OK;
+    rc = fetch_key(&b, cfg, key, size, why, whysz);
+    return rc != LB_OK && here ? LB_OK : rc;
 }
 
 static int fetch_key(const lb_blobstore *b, const lb_config *cfg, const char *key, uint64_t want_size, char *why,
@@ -185,10 +286,6 @@ int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, si
     }
     return rc;
 }
-
-/* issue 13: inputs, at most this many objects (an upload's files are
- * capped by the web, well below) */
-#define LB_BLOB_INPUTS_MAX 100000
 
 int lb_blob_task_fetch_inputs(const lb_config *cfg, const char *task_id, char *why, size_t whysz)
 {

@@ -35,6 +35,31 @@ LB_MUST_CHECK int lb_blob_task_fetch_outputs(const struct lb_config *cfg, const 
  * share the folder). */
 LB_MUST_CHECK int lb_blob_task_fetch_inputs(const struct lb_config *cfg, const char *task_id, char *why,
                                             size_t whysz);
+/* issue 13: a follow-up message's new inputs (dir: the message's own
+ * folder, before they join artifacts/<id>/input) as <id>/input/<path>,
+ * before the round is queued, so the node that claims it finds them. */
+LB_MUST_CHECK int lb_blob_task_put_new_inputs(const struct lb_config *cfg, const char *task_id, const char *dir,
+                                              char *why, size_t whysz);
+/* issue 13: the task's record, what a round's agent writes beside the
+ * outputs: trajectory.json, tokens.jsonl (a run that captured tokens) and
+ * rounds/<round>.json, stored as <id>/<name> when the round ends, so any
+ * web serves them and any node goes on with the conversation. Only for
+ * the service's artifacts/<id> (task_dir), not `llmbox run -o DIR`;
+ * records missing locally are skipped. */
+LB_MUST_CHECK int lb_blob_task_put_record(const struct lb_config *cfg, const char *task_id, const char *task_dir,
+                                          int round, char *why, size_t whysz);
+/* 1 when name is a record's name: "trajectory.json", "tokens.jsonl" or
+ * "rounds/<1..99999>.json". */
+int lb_blob_record_name_ok(const char *name);
+/* Makes artifacts/<id>/<name> (a record) current here: fetched when it is
+ * missing or of another size than the store's copy (a record is rewritten
+ * by each round, on whichever node ran it). LB_OK also when the store has
+ * none or cannot be reached but a local copy exists (it is served); else
+ * LB_E_NOTFOUND (in neither) or the store's error. No-op without a
+ * bucket. */
+LB_MUST_CHECK int lb_blob_task_fetch_record(const struct lb_config *cfg, const char *task_id, const char *name,
+                                            char *why, size_t whysz);
+
 /* Deletes every object of the task (<id>/...) from the store: when the
  * task is deleted. An object left by a failure is unreachable (no task
  * row names it) but takes space: why says which. */

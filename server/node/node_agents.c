@@ -95,6 +95,17 @@ int lb_node_agent_start(const lb_config *cfg, lb_store *s, const char *node, con
         snprintf(err, sizeof err, "could not fetch its inputs from the object store: %s", why);
         goto out;
     }
+    /* a follow-up round another node ran the last of: the conversation so
+     * far (trajectory.json) and the last outputs, which the round goes on
+     * from (none stored: a first round) */
+    int frc = lb_blob_task_fetch_record(cfg, c->id, "trajectory.json", why, sizeof why);
+    if (frc == LB_OK)
+        frc = lb_blob_task_fetch_outputs(cfg, c->id, "", why, sizeof why);
+    if (frc != LB_OK && frc != LB_E_NOTFOUND) {
+        snprintf(err, sizeof err, "could not fetch the task's last round from the object store: %s", why);
+        rc = frc;
+        goto out;
+    }
     if ((logfd = lb_agent_log_open(cfg, c->id, err, sizeof err)) < 0) {
         rc = LB_E_IO;
         goto out;

@@ -26,11 +26,14 @@
 #include "store/store_queue.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -224,6 +227,42 @@ static int lb_node_run(lb_node *n)
     return 0;
 }
 
+/* Started as root with web_user set (LLMBOX_WEB_USER), the node runs as
+ * that user, as the web does: only sandboxd needs root, and the task
+ * folders a node's agents make must be the web's to write (a web on the
+ * same host fetches a record into them). The folders the agents write
+ * are made and given to the user first. 0, or 1 with a sentence. */
+static int node_drop_root(const lb_config *cfg)
+{
+    if (geteuid() != 0)
+        return 0;
+    if (!cfg->web_user[0]) {
+        lb_warn("node: running as root; set LLMBOX_WEB_USER to run it and its agents as an unprivileged user");
+        return 0;
+    }
+    struct passwd *pw = NULL, pwbuf;
+    char pwstore[1024], logdir[LB_CFG_PATH];
+    if (getpwnam_r(cfg->web_user, &pwbuf, pwstore, sizeof pwstore, &pw) != 0 || !pw) {
+        fprintf(stderr, "llmbox node: the user \"%s\" (LLMBOX_WEB_USER) does not exist; run `make deps`\n",
+                cfg->web_user);
+        return 1;
+    }
+    lb_cfg_logdir(cfg, logdir, sizeof logdir);
+    const char *dirs[] = {cfg->artifacts_dir, logdir};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        if (lb_mkdirs(dirs[i], 0750) != LB_OK || lchown(dirs[i], pw->pw_uid, pw->pw_gid) != 0) {
+            fprintf(stderr, "llmbox node: cannot make %s %s's: %s\n", dirs[i], pw->pw_name, strerror(errno));
+            return 1;
+        }
+    }
+    int rc = lb_drop_privileges(cfg->web_user);
+    if (rc != LB_OK) {
+        fprintf(stderr, "llmbox node: cannot switch to the user %s: %s\n", cfg->web_user, lb_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
 int lb_node_main(int argc, char **argv, const lb_config *cfg)
 {
     (void)argv;
@@ -249,6 +288,9 @@ int lb_node_main(int argc, char **argv, const lb_config *cfg)
         fprintf(stderr, "llmbox node: %s\n", err);
         return 1;
     }
+    umask(027); /* what its agents write, as the web's agents do */
+    if (node_drop_root(cfg) != 0)
+        return 1;
     int rc = lb_store_open(lb_cfg_store_where(cfg), &n.s);
     if (rc != LB_OK) {
         char shown[LB_CFG_PATH];

@@ -23,3 +23,14 @@ int lb_blob_ready(lb_req *r, const char *path, int tree)
         lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n", "The object store cannot be read right now: %s", why);
     return 0;
 }
+
+int lb_blob_record_ready(lb_req *r, const char *name)
+{
+    char why[1024] = "";
+    int rc = lb_blob_task_fetch_record(r->cfg, r->id, name, why, sizeof why);
+    if (rc == LB_OK || rc == LB_E_NOTFOUND)
+        return 1;
+    lb_error("web: task %s: fetching its %s from the object store: %s", r->id, name, why);
+    lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n", "The object store cannot be read right now: %s", why);
+    return 0;
+}

@@ -11,4 +11,11 @@
  * Retry-After (the store cannot be read). */
 int lb_blob_ready(lb_req *r, const char *path, int tree);
 
+/* A task's record (name: "trajectory.json", "tokens.jsonl",
+ * "rounds/<n>.json") made current here from the object store (a round
+ * another node ran). 1: go on and serve the local file if there is one
+ * (none anywhere: the caller's own 404); 0 when answered: a JSON 503 with
+ * Retry-After (the store cannot be read and there is no copy here). */
+int lb_blob_record_ready(lb_req *r, const char *name);
+
 #endif

@@ -20,6 +20,7 @@
  * takes every free slot first tick after tick. */
 #include "web/eval_runner.h"
 
+#include "common/blob_task.h" /* issue 13 */
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -245,7 +246,10 @@ static void job_free(lb_er_job *j)
 static int count_capabilities(const char *task_id, lb_capability_counts *c)
 {
     memset(c, 0, sizeof *c);
-    char path[LB_CFG_PATH + 80];
+    char path[LB_CFG_PATH + 80], why[600];
+    /* issue 13: a run another host ran (none anywhere: no capabilities) */
+    if (lb_blob_task_fetch_record(lb_er_cfg, task_id, "trajectory.json", why, sizeof why) != LB_OK)
+        return 0;
     snprintf(path, sizeof path, "%s/%s/trajectory.json", lb_er_cfg->artifacts_dir, task_id);
     char *text = NULL;
     size_t len = 0;

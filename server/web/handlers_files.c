@@ -69,6 +69,8 @@ void lb_h_trajectory(lb_req *r)
     char status[16];
     if (!lb_task_exists(r, status, sizeof status))
         return;
+    if (!lb_blob_record_ready(r, "trajectory.json")) /* issue 13: another node's round; answered */
+        return;
     char file[LB_CFG_PATH + 128];
     snprintf(file, sizeof file, "%s/%s/trajectory.json", cfg->artifacts_dir, r->id);
     if (!lb_is_regular(file)) {
@@ -136,6 +138,8 @@ static void lb_h_bundle(lb_req *r, const char *format)
         return;
     }
     if (!lb_blob_ready(r, folder, 1)) /* issue 13: built from the store's files; answered */
+        return;
+    if (!folder[0] && !lb_blob_record_ready(r, "trajectory.json")) /* the whole task's has it; answered */
         return;
     if (folder[0]) {
         /* streamed, never kept: see bundle.c */

@@ -12,6 +12,7 @@
  * offers fresh=1, as for any task. */
 #include "web/handlers_fork.h"
 
+#include "common/blob_task.h" /* issue 13 */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -72,8 +73,23 @@ static int lb_fork_link_list(const char *src, const char *dst, const char *sub, 
 /* The conversation at the end of each round 1..n: src's rounds/<k>.json
  * (or, for its last round, its trajectory.json) linked as dst's, the
  * round n's as dst's trajectory.json. */
-static int lb_fork_link_history(const char *src, const char *dst, int n, int src_last)
+static int lb_fork_link_history(const lb_config *cfg, const char *src_id, const char *src, const char *dst, int n,
+                                int src_last)
 {
+    /* issue 13: the rounds another node ran, from the object store (none
+     * there or no bucket: what is here) */
+    char why[600];
+    for (int k = 1; k <= n; k++) {
+        char rel[40];
+        snprintf(rel, sizeof rel, "rounds/%d.json", k);
+        int frc = lb_blob_task_fetch_record(cfg, src_id, rel, why, sizeof why);
+        if (frc != LB_OK && frc != LB_E_NOTFOUND) {
+            lb_warn("web: fork of %s: its round %d could not be fetched: %s", src_id, k, why);
+            return LB_E_UNAVAILABLE;
+        }
+    }
+    if (n == src_last && lb_blob_task_fetch_record(cfg, src_id, "trajectory.json", why, sizeof why) == LB_E_UNAVAILABLE)
+        return LB_E_UNAVAILABLE;
     char d[LB_CFG_PATH + 96];
     snprintf(d, sizeof d, "%s/rounds", dst);
     if (lb_mkdirs(d, 0750) != LB_OK)
@@ -103,6 +119,12 @@ static int lb_fork_link_history(const char *src, const char *dst, int n, int src
     if (dfd >= 0)
         close(dfd);
     return rc;
+}
+
+static int fork_has_dir(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 void lb_h_task_fork(lb_req *r)
@@ -187,13 +209,37 @@ void lb_h_task_fork(lb_req *r)
     lb_rounds_free(rv, nr);
     char *inputs_json = inputs ? cJSON_PrintUnformatted(inputs) : NULL;
     cJSON_Delete(inputs);
-    rc = !inputs_json ? LB_E_NOMEM : lb_fork_link_list(src_dir, dst_dir, "input", inputs_json);
+    /* issue 13: the source's files here (another node may have run it),
+     * and the fork's in the object store before it exists, for the node
+     * that runs its next round (all no-ops without a bucket) */
+    char blob_err[1024] = "";
+    int brc = lb_blob_task_fetch_inputs(cfg, r->id, blob_err, sizeof blob_err);
+    if (brc == LB_OK && last)
+        brc = lb_blob_task_fetch_outputs(cfg, r->id, "", blob_err, sizeof blob_err);
+    rc = brc != LB_OK ? brc : !inputs_json ? LB_E_NOMEM : lb_fork_link_list(src_dir, dst_dir, "input", inputs_json);
     if (rc == LB_OK && last)
         rc = lb_fork_link_list(src_dir, dst_dir, "output", art_json);
     if (rc == LB_OK)
-        rc = lb_fork_link_history(src_dir, dst_dir, (int)n, src.round);
+        rc = lb_fork_link_history(cfg, r->id, src_dir, dst_dir, (int)n, src.round);
+    if (rc == LB_OK) {
+        char sub[LB_CFG_PATH + 80];
+        snprintf(sub, sizeof sub, "%s/input", dst_dir);
+        brc = fork_has_dir(sub) ? lb_blob_task_put_inputs(cfg, id, sub, blob_err, sizeof blob_err) : LB_OK;
+        snprintf(sub, sizeof sub, "%s/output", dst_dir);
+        if (brc == LB_OK && fork_has_dir(sub))
+            brc = lb_blob_task_put_outputs(cfg, id, sub, blob_err, sizeof blob_err);
+        if (brc == LB_OK)
+            brc = lb_blob_task_put_record(cfg, id, dst_dir, (int)n, blob_err, sizeof blob_err);
+        rc = brc;
+    }
     free(art_json);
     free(inputs_json);
+    if (rc == LB_E_UNAVAILABLE || (rc != LB_OK && blob_err[0])) {
+        lb_error("web: fork of %s: the object store: %s", r->id, blob_err[0] ? blob_err : lb_strerror(rc));
+        lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n", "The object store cannot be used right now: %s",
+                          blob_err[0] ? blob_err : "a round of the task could not be fetched");
+        goto out;
+    }
     if (rc != LB_OK) {
         int e = errno;
         lb_error("web: fork of %s: %s", r->id, strerror(e));

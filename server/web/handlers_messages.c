@@ -13,6 +13,7 @@
  * it follows. */
 #include "web/handlers_messages.h"
 
+#include "common/blob_task.h" /* issue 13 */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -304,6 +305,16 @@ void lb_h_task_message(lb_req *r)
     inputs_json = cJSON_PrintUnformatted(u.inputs);
     if (!inputs_json) {
         lb_http_error(r, 500, NULL, "Out of memory.");
+        goto out;
+    }
+    /* issue 13: in the object store before the round is queued, so the
+     * node that claims it (maybe on another host) finds them; the same
+     * answer as a new task's when the store is away */
+    char blob_err[1024];
+    if (lb_blob_task_put_new_inputs(cfg, r->id, u.input_dir, blob_err, sizeof blob_err) != LB_OK) {
+        lb_error("web: task %s: the message's inputs could not be stored: %s", r->id, blob_err);
+        lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n",
+                          "The message's files could not be stored in the object store: %s", blob_err);
         goto out;
     }
     lb_round_new m = {.task_id = r->id, .prompt = u.prompt.data, .inputs_json = inputs_json, .fresh = fresh,
