@@ -267,6 +267,24 @@ static void lb_bundle_sweep(const char *final)
     closedir(d);
 }
 
+/* The kept whole-task bundle at final is of the task's last round: not
+ * older than its trajectory.json, which every round rewrites (on another
+ * host, a web's copy is refreshed from the object store before a bundle:
+ * then newer than a bundle this web built of an earlier round; the web
+ * that took a message removes its own). */
+static int lb_bundle_current(const char *dir, const char *final)
+{
+    struct stat b, t;
+    char traj[LB_CFG_PATH + 96];
+    if (lstat(final, &b) != 0 || !S_ISREG(b.st_mode))
+        return 0;
+    snprintf(traj, sizeof traj, "%s/trajectory.json", dir);
+    if (lstat(traj, &t) != 0)
+        return 1; /* no record (an agent that died first): the bundle as built */
+    return b.st_mtim.tv_sec > t.st_mtim.tv_sec ||
+           (b.st_mtim.tv_sec == t.st_mtim.tv_sec && b.st_mtim.tv_nsec >= t.st_mtim.tv_nsec);
+}
+
 int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const char *format, char *err,
                     size_t errsz)
 {
@@ -284,9 +302,8 @@ int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const cha
     }
     snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, id);
     snprintf(final, sizeof final, "%s/%s", dir, name);
-    struct stat st;
-    if (lstat(final, &st) == 0 && S_ISREG(st.st_mode))
-        return LB_OK; /* a finished task never changes: build once */
+    if (lb_bundle_current(dir, final))
+        return LB_OK; /* a round's end never changes: build once per round */
 
     /* one builder at a time per task; the others wait, then find it built */
     snprintf(lockpath, sizeof lockpath, "%s/.bundle.lock", dir);
@@ -302,11 +319,11 @@ int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const cha
         }
         goto out;
     }
-    if (lstat(final, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (lb_bundle_current(dir, final)) {
         rc = LB_OK;
         goto out;
     }
-    lb_bundle_sweep(final);
+    lb_bundle_sweep(final); /* a last round's bundle is replaced by the rename below */
 
     if ((rc = lb_store_task_get(s, id, &task)) != LB_OK) {
         snprintf(err, errsz, "cannot read the task: %s", lb_strerror(rc));

@@ -15,8 +15,9 @@ task_runner = queue and `llmbox node`s claim the work.
      conversation (the fake model's steps count the assistant messages it
      is sent, so a round without it would replay round 1) and the round
      reads the last round's outputs;
-  4. record_refreshed: host 2's web, which holds round 2's trajectory.json,
-     serves round 3's (a record is rewritten by each round);
+  4. record_refreshed: host 2's web, which holds round 2's trajectory.json
+     and whole-task bundle, serves round 3's (a record is rewritten by each
+     round) and builds the bundle again;
   5. fork_across_hosts: a fork of round 3 made through host 1's web has its
      files in the bucket: host 2's web serves its output.
 
@@ -24,12 +25,14 @@ task_runner = queue and `llmbox node`s claim the work.
     and Ceph from make deps)
 """
 import hashlib
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -97,6 +100,11 @@ def get(s, path):
     return st, body
 
 
+def zip_names(body):
+    with zipfile.ZipFile(io.BytesIO(body)) as z:
+        return [n.rsplit("/", 1)[-1] for n in z.namelist()]
+
+
 def local(s, tid, name):
     with open(os.path.join(s.prefix, "artifacts", tid, name), "rb") as f:
         return f.read()
@@ -152,6 +160,8 @@ def main():
 
                 def round_on_another_node():
                     tid = st_["tid"]
+                    st, body = get(s2, "/api/tasks/%s/bundle.zip" % tid)  # kept by host 2's web
+                    assert st == 200 and "r2.txt" in zip_names(body), (st, body[:200])
                     c.stop_node("h2")  # SIGTERM: it drains (nothing runs) and leaves
                     c.node("h1", s1.model_url, home=s1.prefix, env=node_env(s1))
                     send(s1, tid, "And a third [rec]", fresh="1")
@@ -170,6 +180,14 @@ def main():
                     traj = json.loads(body)
                     said = [m for m in traj["messages"] if m.get("role") == "assistant"]
                     assert traj["answer"] == "three" and len(said) == 6, (traj["answer"], len(said))
+                    # host 2's kept bundle was of round 2: built again
+                    st, body = get(s2, "/api/tasks/%s/bundle.zip" % tid)
+                    assert st == 200, st
+                    names = zip_names(body)
+                    assert "r3.txt" in names, names
+                    with zipfile.ZipFile(io.BytesIO(body)) as z:
+                        traj_name = [n for n in z.namelist() if n.endswith("trajectory.json")][0]
+                        assert json.loads(z.read(traj_name))["answer"] == "three"
 
                 def fork_across_hosts():
                     tid = st_["tid"]
