@@ -329,6 +329,8 @@ static int run_task(lb_config *cfg, const char *id)
         if (round_moved(st, id, moved, sizeof moved)) {
             lb_warn("task %s: %s", id, moved);
             kept.sandbox_id[0] = '\0';
+            /* a record of a sandbox nobody here can reach would read as kept */
+            LB_IGNORE(lb_store_kept_clear(st, id)); /* this round's sandbox replaces it when kept */
             free(prev.state);
             prev.state = NULL;
             round.fresh = 1;
