@@ -662,8 +662,21 @@ def test_followups_across_nodes(pg):
                     assert time.time() < deadline, ("round %d did not end" % n, v)
                     time.sleep(0.2)
 
+            def fresh_lease(name):
+                """Until name has just renewed (over lease - 1 s left), so that
+                a 2 s stop stays well inside its lease on a loaded machine."""
+                deadline = time.time() + lease + 5
+                while True:
+                    left = c.sql("SELECT lease_expires_ms - (extract(epoch from clock_timestamp()) * 1000)::bigint"
+                                 " FROM nodes WHERE name = '%s'" % name)
+                    if left and int(left[0][0]) > (lease - 1) * 1000:
+                        return
+                    assert time.time() < deadline, ("node %s did not renew" % name, left)
+                    time.sleep(0.05)
+
             for rnd, answer in ((2, "two"), (3, "three")):
                 hp = c.nodes[holder][0]
+                fresh_lease(holder)
                 os.kill(hp.pid, signal.SIGSTOP)
                 try:
                     send("[fu-x] check round %d" % rnd)
