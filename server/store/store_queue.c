@@ -485,7 +485,9 @@ int lb_store_queue_home(lb_store *s, const char *id, char *node, size_t nodesz)
     int src = lb_db_step(st);
     if (src == LB_DB_ROW)
         lb_sql_col_copy(st, 0, node, nodesz);
-    rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read the sandbox's node");
+    rc = src == LB_DB_ROW    ? LB_OK
+         : src == LB_DB_DONE ? LB_E_NOTFOUND
+                             : lb_store_sql_err(s, src, "read the sandbox's node");
     lb_db_finalize(st);
     return rc;
 }

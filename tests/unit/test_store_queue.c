@@ -340,12 +340,14 @@ TEST(v9_database_migrates_to_the_queue)
     char id[33];
     CHECK(insert_task(s, id, 5) == LB_OK);
     lb_store_close(s);
-    const char *down = tw_pg() ? "ALTER TABLE tasks DROP COLUMN sandbox_node; DROP TRIGGER tasks_queue_notify ON tasks; DROP FUNCTION lb_queue_notify();"
+    /* v11's column first, then v10 */
+    CHECK(tw_exec(db_path, "ALTER TABLE tasks DROP COLUMN sandbox_node") == LB_OK);
+    const char *down = tw_pg() ? "DROP TRIGGER tasks_queue_notify ON tasks; DROP FUNCTION lb_queue_notify();"
                                  "DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
                                  "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"
                                  "ALTER TABLE tasks DROP COLUMN attempt; ALTER TABLE tasks DROP COLUMN claimed_ms;"
                                  "UPDATE meta SET value = '9' WHERE key = 'schema_version'"
-                               : "ALTER TABLE tasks DROP COLUMN sandbox_node; DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
+                               : "DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
                                  "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"
                                  "ALTER TABLE tasks DROP COLUMN attempt; ALTER TABLE tasks DROP COLUMN claimed_ms;"
                                  "UPDATE meta SET value = '9' WHERE key = 'schema_version'";
