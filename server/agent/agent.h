@@ -290,6 +290,9 @@ typedef struct lb_loop_opts {
     int keep_s;                 /* > 0: the sandbox is leased, its state saved at the end of the
                                  * round, and it is kept this long after the round, frozen */
     const char *restore_state;  /* round > 1: the state saved at the end of the last round, or NULL */
+    const char *moved_note;     /* issue 13: round > 1 runs fresh on another node than the one that held
+                                 * the sandbox (gone): this sentence says so in an error event and in the
+                                 * round's opening message; NULL otherwise */
     const char *round_trajectory_path; /* where this round's trajectory.json is kept too (a hard
                                  * link: the next round replaces trajectory.json), for a fork from
                                  * it; NULL: not kept */

@@ -126,6 +126,33 @@ static void sandbox_made(void *arg, const char *sb_id, const char *key, const ch
     rc = lb_store_round_set_sandbox(k->st, k->id, how);
     if (rc != LB_OK)
         lb_warn("task %s: cannot record how the round got its sandbox: %s", k->id, lb_strerror(rc));
+    /* issue 13: this node's sandboxd holds it (and the states saved from
+     * it), so the next round comes back here while this node lives */
+    rc = lb_store_queue_set_home(k->st, k->id);
+    if (rc != LB_OK)
+        lb_warn("task %s: cannot record the node of its sandbox (the next round may run elsewhere, in a fresh "
+                "sandbox): %s", k->id, lb_strerror(rc));
+}
+
+/* issue 13: a later round claimed by a node other than the one that holds
+ * the task's sandbox and saved states (that node is gone: the claim leaves
+ * a round to its node while the node is live). Fills note (the sentence
+ * for the user's events and the model) and returns 1; 0 when the round is
+ * where its sandbox is, or the agent is the web's own. */
+static int round_moved(lb_store *st, const char *id, char *note, size_t notesz)
+{
+    const char *self = lb_store_fence_node(st);
+    char home[LB_NODE_NAME_MAX + 1], why[200] = "";
+    if (!self[0] || lb_store_queue_home(st, id, home, sizeof home) != LB_OK || !home[0] || !strcmp(home, self))
+        return 0;
+    if (lb_store_node_gone_why(st, home, why, sizeof why) != LB_OK || !why[0])
+        snprintf(why, sizeof why, "it cannot be reached");
+    snprintf(note, notesz,
+             "The computer of the earlier rounds (their sandbox and its saved state) was on node %s, which is gone "
+             "(%s). Running processes, files outside /testbed/output, installed packages and the shell's state did "
+             "not survive: this round runs on node %s in a fresh sandbox with the input files and the last round's "
+             "outputs only.", home, why, self);
+    return 1;
 }
 
 static int sandbox_keep(void *arg, int keep_s)
@@ -281,6 +308,7 @@ static int run_task(lb_config *cfg, const char *id)
     cJSON *history = NULL, *round_inputs = NULL;
     lb_kept kept;
     memset(&kept, 0, sizeof kept);
+    char moved[900] = "";
     int nround = task.round > 1 ? task.round : 1;
     if (nround > 1) {
         rc = lb_store_round_get(st, id, nround, &round);
@@ -297,6 +325,16 @@ static int run_task(lb_config *cfg, const char *id)
         /* the last round's saved state, for when its kept sandbox is gone */
         if (lb_store_round_get(st, id, nround - 1, &prev) != LB_OK)
             memset(&prev, 0, sizeof prev);
+        /* issue 13: both live on another node, which is gone: fresh here */
+        if (round_moved(st, id, moved, sizeof moved)) {
+            lb_warn("task %s: %s", id, moved);
+            kept.sandbox_id[0] = '\0';
+            /* a record of a sandbox nobody here can reach would read as kept */
+            LB_IGNORE(lb_store_kept_clear(st, id)); /* this round's sandbox replaces it when kept */
+            free(prev.state);
+            prev.state = NULL;
+            round.fresh = 1;
+        }
     }
     keep_rec krec = {.st = st, .id = id, .max_kept = cfg->followup_max_kept};
     char round_traj[4300];
@@ -342,6 +380,7 @@ static int run_task(lb_config *cfg, const char *id)
         .sandbox_gone = sandbox_gone,
         .state_saved = state_saved,
         .restore_state = prev.state,
+        .moved_note = moved[0] ? moved : NULL,
         .round_trajectory_path = round_traj,
         .sandbox_arg = &krec,
     };

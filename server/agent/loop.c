@@ -365,6 +365,8 @@ static int start_sandbox(run *r)
     int64_t t0 = lb_mono_ms();
     int rc = lbsb_connect(cfg->sandboxd_socket, o->sb_interrupt, &r->conn, err, sizeof err);
     int adopted = 0;
+    if (rc == LB_OK && round > 1 && o->moved_note)
+        emit_error(r, o->moved_note); /* issue 13: where the earlier computer was, and that it is lost */
     if (rc == LB_OK && round > 1) {
         rc = adopt_kept(r, err, sizeof err);
         if (rc == LB_E_NOTFOUND && !o->fresh && o->restore_state && *o->restore_state)
@@ -445,6 +447,18 @@ static int add_opening(run *r)
 {
     char *text = lb_followup_opening(r->o->round, r->o->prompt, r->o->round_inputs, r->how, r->n_cut,
                                      r->o->max_turns, r->words.finish);
+    if (text && r->o->moved_note) {
+        /* issue 13: the model is told too, before what the fresh sandbox holds */
+        size_t a = strlen(text), b = strlen(r->o->moved_note);
+        char *both = malloc(a + b + 2);
+        if (both) {
+            memcpy(both, text, a);
+            both[a] = '\n';
+            memcpy(both + a + 1, r->o->moved_note, b + 1);
+        }
+        free(text);
+        text = both;
+    }
     char *clean = text ? lb_utf8_sanitize(text, strlen(text), NULL) : NULL;
     free(text);
     if (!clean) {

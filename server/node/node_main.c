@@ -124,7 +124,9 @@ static void lb_node_renew(lb_node *n)
 {
     int64_t start = lb_mono_ms();
     lb_node_lease l;
-    int rc = lb_store_node_renew(n->s, n->name, n->run_ms, n->lease_ms, n->capacity, &l);
+    /* a draining node takes no work: capacity 0 tells the claimers that the
+     * rounds whose sandboxes it holds will not come back to it */
+    int rc = lb_store_node_renew(n->s, n->name, n->run_ms, n->lease_ms, lb_node_stop ? 0 : n->capacity, &l);
     if (rc != LB_OK) {
         lb_warn("node %s: cannot renew its lease: %s", n->name, lb_strerror(rc));
         return;
@@ -182,8 +184,13 @@ static int lb_node_run(lb_node *n)
     int listening = lb_store_queue_listen(n->s) == LB_OK; /* SQLite: polls */
     int64_t next_renew = 0, next_sweep = 0, next_cancel = 0;
     int every = n->lease_ms / 3;
+    int told_stop = 0;
     for (;;) {
         int64_t now = lb_mono_ms();
+        if (lb_node_stop && !told_stop) {
+            next_renew = now; /* at once: its rounds go elsewhere now (capacity 0), not at the drain's end */
+            told_stop = 1;
+        }
         if (now >= next_renew) {
             lb_node_renew(n);
             next_renew = now + every;

@@ -85,6 +85,16 @@ const char lb_schema_pg_v10_queue[] =
     "  at_ms BIGINT NOT NULL,"
     "  PRIMARY KEY(owner, slot));";
 
+/* v11: the node whose sandboxd holds a task's kept sandbox and saved
+ * states (its last round's sandbox was made there); NULL for a task a
+ * local web ran. Existing final tasks: the node of their last claim. */
+const char lb_schema_v11_home[] =
+    "ALTER TABLE tasks ADD COLUMN sandbox_node TEXT;"
+    "UPDATE tasks SET sandbox_node = node WHERE node IS NOT NULL;";
+const char lb_schema_pg_v11_home[] =
+    "ALTER TABLE tasks ADD COLUMN sandbox_node TEXT;"
+    "UPDATE tasks SET sandbox_node = node WHERE node IS NOT NULL;";
+
 int lb_node_name_valid(const char *name)
 {
     size_t n = 0;
@@ -116,17 +126,24 @@ int lb_store_queue_push(lb_store *s, const char *id)
 
 /* One statement: the oldest claimable rows, taken only while the node's
  * lease holds. PostgreSQL locks the rows it picks and skips those another
- * claimer holds; SQLite runs the statement under its write lock. */
+ * claimer holds; SQLite runs the statement under its write lock. A round
+ * whose sandbox (kept, or its saved states) is on another node is left to
+ * that node while it is live: its lease holds, it was not swept, and it
+ * takes work (capacity > 0: a draining node renews with 0). */
+#define LB_CLAIM_HOME(now)                                                                                   \
+    " AND (q.sandbox_node IS NULL OR q.sandbox_node = ?1 OR NOT EXISTS (SELECT 1 FROM nodes h"              \
+    "  WHERE h.name = q.sandbox_node AND h.lease_expires_ms > " now " AND h.swept_ms IS NULL"               \
+    "  AND h.capacity > 0))"
 static const char lb_claim_sql[] =
     "UPDATE tasks SET claimable = 0, node = ?1, attempt = attempt + 1, claimed_ms = " NOW_LITE
-    " WHERE id IN (SELECT id FROM tasks WHERE claimable = 1 AND status = 'queued'"
-    "  ORDER BY created_ms, id LIMIT ?2)"
+    " WHERE id IN (SELECT q.id FROM tasks q WHERE q.claimable = 1 AND q.status = 'queued'" LB_CLAIM_HOME(NOW_LITE)
+    "  ORDER BY q.created_ms, q.id LIMIT ?2)"
     " AND EXISTS (SELECT 1 FROM nodes WHERE name = ?1 AND lease_expires_ms > " NOW_LITE ")"
     " RETURNING id, attempt";
 static const char lb_claim_sql_pg[] =
     "UPDATE tasks SET claimable = 0, node = ?1, attempt = attempt + 1, claimed_ms = " NOW_PG
-    " WHERE id IN (SELECT id FROM tasks WHERE claimable = 1 AND status = 'queued'"
-    "  ORDER BY created_ms, id FOR UPDATE SKIP LOCKED LIMIT ?2::bigint)"
+    " WHERE id IN (SELECT q.id FROM tasks q WHERE q.claimable = 1 AND q.status = 'queued'" LB_CLAIM_HOME(NOW_PG)
+    "  ORDER BY q.created_ms, q.id FOR UPDATE OF q SKIP LOCKED LIMIT ?2::bigint)"
     " AND EXISTS (SELECT 1 FROM nodes WHERE name = ?1 AND lease_expires_ms > " NOW_PG ")"
     " RETURNING id, attempt";
 
@@ -433,4 +450,86 @@ int lb_store_queue_end_attempt(lb_store *s, const char *id, const char *node, in
         rc = lb_store_task_end_in_tx(s, id, LB_TASK_FAILED, reason);
 out:
     return lb_store_tx_end(s, rc);
+}
+
+/* ---- where a task's sandbox lives (v11) ---- */
+
+int lb_store_queue_set_home(lb_store *s, const char *id)
+{
+    if (!s || !lb_id_valid(id))
+        return LB_E_INVAL;
+    const char *node = lb_store_fence_node(s);
+    if (!node[0])
+        return LB_OK; /* the web's own agent: its sandboxd is the web host's */
+    lb_db_stmt *st = NULL;
+    /* only while the claim is this node's: a fenced-out agent moves nothing */
+    int rc = lb_sql_prep(s, "UPDATE tasks SET sandbox_node = ?2 WHERE id = ?1 AND node = ?2", &st);
+    if (rc)
+        return rc;
+    lb_sql_bind_text(st, 1, id);
+    lb_sql_bind_text(st, 2, node);
+    return lb_sql_run_write(s, st, "record the sandbox's node", LB_E_DENIED);
+}
+
+int lb_store_queue_home(lb_store *s, const char *id, char *node, size_t nodesz)
+{
+    if (nodesz)
+        node[0] = '\0';
+    if (!s || !lb_id_valid(id) || nodesz < LB_NODE_NAME_MAX + 1)
+        return LB_E_INVAL;
+    lb_db_stmt *st = NULL;
+    int rc = lb_sql_prep(s, "SELECT COALESCE(sandbox_node, '') FROM tasks WHERE id = ?1", &st);
+    if (rc)
+        return rc;
+    lb_sql_bind_text(st, 1, id);
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW)
+        lb_sql_col_copy(st, 0, node, nodesz);
+    rc = src == LB_DB_ROW    ? LB_OK
+         : src == LB_DB_DONE ? LB_E_NOTFOUND
+                             : lb_store_sql_err(s, src, "read the sandbox's node");
+    lb_db_finalize(st);
+    return rc;
+}
+
+static const char lb_node_state_sql[] =
+    "SELECT seen_ms, lease_expires_ms > " NOW_LITE ", swept_ms IS NOT NULL, capacity FROM nodes WHERE name = ?1";
+static const char lb_node_state_sql_pg[] =
+    "SELECT seen_ms, lease_expires_ms > " NOW_PG ", swept_ms IS NOT NULL, capacity FROM nodes WHERE name = ?1";
+
+int lb_store_node_gone_why(lb_store *s, const char *node, char *out, size_t outsz)
+{
+    if (outsz)
+        out[0] = '\0';
+    if (!s || !lb_node_name_valid(node) || outsz < 2)
+        return LB_E_INVAL;
+    lb_db_stmt *st = NULL;
+    int rc = lb_sql_prep(s, lb_sql_pick(s, lb_node_state_sql, lb_node_state_sql_pg), &st);
+    if (rc)
+        return rc;
+    lb_sql_bind_text(st, 1, node);
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
+        int64_t seen = lb_db_col_int64(st, 0);
+        int live = lb_db_col_int(st, 1), swept = lb_db_col_int(st, 2);
+        int64_t capacity = lb_db_col_int64(st, 3);
+        if (!live || swept) {
+            time_t t = (time_t)(seen / 1000);
+            struct tm tm;
+            char when[32] = "an unknown time";
+            if (gmtime_r(&t, &tm))
+                strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+            snprintf(out, outsz, "it stopped renewing its lease; last seen at %s", when);
+        } else if (capacity <= 0) {
+            snprintf(out, outsz, "it is shutting down and takes no more work");
+        } else {
+            /* live again: it came back after the round was claimed here */
+            snprintf(out, outsz, "its lease had lapsed when this round was claimed");
+        }
+    } else if (src == LB_DB_DONE) {
+        snprintf(out, outsz, "it has stopped and left the cluster");
+    }
+    rc = src == LB_DB_ROW || src == LB_DB_DONE ? LB_OK : lb_store_sql_err(s, src, "read a node's lease");
+    lb_db_finalize(st);
+    return rc;
 }

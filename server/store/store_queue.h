@@ -44,7 +44,8 @@ typedef struct lb_claim {
  * for node in one statement (PostgreSQL: FOR UPDATE SKIP LOCKED, so
  * claimers never wait for each other nor take a task twice), setting
  * (node, attempt + 1, claimed_ms). Nothing while node's lease has
- * expired. *n: how many were taken, written to out[0..n). */
+ * expired. A task whose sandbox_node is another node that is live (lease
+ * held, not swept, capacity > 0) is skipped: it waits for that node. *n: how many were taken, written to out[0..n). */
 LB_MUST_CHECK int lb_store_queue_claim(lb_store *s, const char *node, int max, lb_claim *out, size_t *n);
 
 /* What lb_store_node_renew found. */
@@ -98,8 +99,31 @@ LB_MUST_CHECK int lb_store_node_remove(lb_store *s, const char *node);
  * (node, attempt) or node's lease has expired (store.c). */
 LB_MUST_CHECK int lb_store_set_fence(lb_store *s, const char *node, int attempt);
 
+/* issue 13, v11: the node whose sandboxd holds a task's kept sandbox and
+ * saved states. Its next round is claimed by that node alone while the
+ * node is live (lb_store_queue_claim); once it is not, by any node, whose
+ * agent runs the round in a fresh sandbox and says where the old one was.
+ *
+ * Records the calling agent's node (its fence) as task id's: the agent
+ * made the round's sandbox in that node's sandboxd. LB_OK without a fence
+ * (the web's agent: nothing recorded); LB_E_DENIED when the claim is no
+ * longer this node's. */
+LB_MUST_CHECK int lb_store_queue_set_home(lb_store *s, const char *id);
+/* Task id's sandbox node into node (nodesz >= LB_NODE_NAME_MAX + 1; ""
+ * when none is recorded). */
+LB_MUST_CHECK int lb_store_queue_home(lb_store *s, const char *id, char *node, size_t nodesz);
+/* Why node can no longer serve its tasks' sandboxes, as a clause for a
+ * sentence ("it stopped renewing its lease; last seen at T UTC", "it has
+ * stopped and left the cluster", ...). */
+LB_MUST_CHECK int lb_store_node_gone_why(lb_store *s, const char *node, char *out, size_t outsz);
+/* The node of the fence set on s ("" when none). */
+const char *lb_store_fence_node(const lb_store *s);
+
 /* Schema v10 in both dialects (store.c's migration lists). */
 extern const char lb_schema_v10_queue[];
 extern const char lb_schema_pg_v10_queue[];
+/* Schema v11 in both dialects: tasks.sandbox_node. */
+extern const char lb_schema_v11_home[];
+extern const char lb_schema_pg_v11_home[];
 
 #endif

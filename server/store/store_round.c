@@ -230,24 +230,24 @@ out:
 static const char lb_fork_task_sql[] =
     "INSERT INTO tasks(id, status, reason, prompt, model, max_turns, created_ms, started_ms, finished_ms, answer,"
     " inputs, token_budget, timeout_s, network, image, owner, options, round, fork_of, fork_round, turns,"
-    " prompt_tokens, completion_tokens, usage)"
+    " prompt_tokens, completion_tokens, usage, sandbox_node)"
     " SELECT ?1, r.status, r.reason, t.prompt, t.model, t.max_turns, ?5, r.started_ms, r.finished_ms, r.answer,"
     "  (SELECT json_group_array(json(j.value)) FROM rounds q, json_each(q.inputs) j"
     "   WHERE q.task_id = ?2 AND q.n <= ?3),"
     "  t.token_budget, t.timeout_s, t.network, t.image, ?4, t.options, ?3, ?2, ?3, r.turns, r.prompt_tokens,"
-    "  r.completion_tokens, r.usage"
+    "  r.completion_tokens, r.usage, t.sandbox_node" /* issue 13: the states it restores are on that node */
     " FROM tasks t JOIN rounds r ON r.task_id = t.id AND r.n = ?3"
     " WHERE t.id = ?2 AND r.status IN ('succeeded', 'failed', 'cancelled')";
 static const char lb_fork_task_sql_pg[] =
     "INSERT INTO tasks(id, status, reason, prompt, model, max_turns, created_ms, started_ms, finished_ms, answer,"
     " inputs, token_budget, timeout_s, network, image, owner, options, round, fork_of, fork_round, turns,"
-    " prompt_tokens, completion_tokens, usage)"
+    " prompt_tokens, completion_tokens, usage, sandbox_node)"
     " SELECT ?1::text, r.status, r.reason, t.prompt, t.model, t.max_turns, ?5::bigint, r.started_ms,"
     "  r.finished_ms, r.answer,"
     "  (SELECT COALESCE(jsonb_agg(j.v ORDER BY q.n, j.o)::text, '[]') FROM rounds q,"
     "   jsonb_array_elements(q.inputs::jsonb) WITH ORDINALITY AS j(v, o) WHERE q.task_id = ?2 AND q.n <= ?3),"
     "  t.token_budget, t.timeout_s, t.network, t.image, ?4::text, t.options, ?3::bigint, ?2::text, ?3::bigint,"
-    "  r.turns, r.prompt_tokens, r.completion_tokens, r.usage"
+    "  r.turns, r.prompt_tokens, r.completion_tokens, r.usage, t.sandbox_node"
     " FROM tasks t JOIN rounds r ON r.task_id = t.id AND r.n = ?3"
     " WHERE t.id = ?2 AND r.status IN ('succeeded', 'failed', 'cancelled')";
 /* its rounds and events are the source's up to round ?3 (the insert's

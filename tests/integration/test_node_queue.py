@@ -23,8 +23,9 @@ sandbox (root and the image needed).
    nothing (queued after 1.5 s); a node started on the same home (shared
    filesystem: the inputs by path) runs it in a sandbox to its answer; a
    follow-up round is queued and claimed again (attempt 2).
-6. sigterm: a node told to stop lets its running task finish, claims no
-   more, removes its row and exits 0.
+6. sigterm: a node told to stop renews at once with capacity 0 (the
+   rounds whose sandboxes it holds go elsewhere), lets its running task
+   finish, claims no more, removes its row and exits 0.
 9. bad_start: node_listen taken, an invalid node name, a store not there,
    and an agent with a malformed or foreign fence each stop with a sentence.
 8. cancel_elsewhere: a task ended in the store from another host has its
@@ -34,7 +35,17 @@ sandbox (root and the image needed).
 10. left_sandboxes: a node and its agent killed -9 while the agent holds a
    leased (kept) sandbox: the node restarted under the same name destroys
    it in sandboxd and forgets its record; also when another node swept
-   the task meanwhile (left_sandboxes_swept)."""
+   the task meanwhile (left_sandboxes_swept).
+11. followups_across_nodes: two nodes, a conversation through a queue web.
+   Rounds 2 and 3 are claimed by the node that ran round 1 (the holder of
+   the kept sandbox) although the other node is idle (the holder is
+   stopped for 2 s after each message: the round stays queued meanwhile),
+   and find round 1's exported variable and file. Then the holder is
+   killed -9: round 4 is claimed by the other node within the lease (+ a
+   poll), runs in a fresh sandbox (the variable and file are gone), and an
+   error event and the model's opening message say that the computer was
+   on the holder, which is gone. Every round ran once (attempt = round,
+   one done each)."""
 import json
 import os
 import shutil
@@ -372,6 +383,14 @@ def test_sigterm(pg):
             assert time.time() < deadline
             time.sleep(0.05)
         node.send_signal(signal.SIGTERM)
+        # at once, while its task still runs: capacity 0 in its row, so the
+        # rounds whose sandboxes it holds go to other nodes (issue 13)
+        deadline, cap = time.time() + 10, None
+        while cap != [["0"]]:
+            cap = c.sql("SELECT capacity FROM nodes WHERE name = 's1'")
+            assert cap and time.time() < deadline, ("the draining node did not renew with capacity 0", cap)
+            time.sleep(0.05)
+        assert c.tasks([tid])[tid]["status"] == "running"
         (t2,) = c.insert(1)
         assert node.wait(timeout=30) == 0
         assert c.tasks([tid])[tid]["status"] == "succeeded"
@@ -586,6 +605,133 @@ def left_sandboxes(pg, db, swept):
             nodes_end(c)
 
 
+def fu_bash(cmd):
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]}
+
+
+def fu_finish(answer):
+    return {"tool_calls": [{"name": "finish", "arguments": {"answer": answer}}]}
+
+
+FU_CHECK = "echo \"var=[$FUVAR] file=[$(cat /testbed/r1.txt 2>/dev/null)]\""
+# the step is the number of assistant messages so far: round n starts at step 2(n-1)
+FU_SCENARIO = {"scenarios": [{"match": "[fu-x]", "steps": [
+    fu_bash("export FUVAR=kept-1 && echo r1 > /testbed/r1.txt"), fu_finish("one"),
+    fu_bash(FU_CHECK), fu_finish("two"),
+    fu_bash(FU_CHECK), fu_finish("three"),
+    fu_bash(FU_CHECK), fu_finish("four"),
+]}]}
+
+
+def test_followups_across_nodes(pg):
+    url = sandbox_db(pg, "followx")
+    lease = 6  # the holder is stopped 2 s at a time: well inside its lease
+    with Stack(scenario=FU_SCENARIO, db_url=url, env={"LLMBOX_TASK_RUNNER": "queue"}) as s:
+        c = nodes_on(pg, url)
+        env = {k: v for k, v in s.env.items() if k.startswith("LLMBOX_") and k not in ("LLMBOX_NODE_NAME",
+                                                                                         "LLMBOX_NODE_LISTEN")}
+        env["LLMBOX_FOLLOWUP_KEEP_S"] = "600"
+        try:
+            for n in ("x1", "x2"):
+                c.node(n, s.model_url, home=s.prefix, env=env, lease=lease)
+            st, t = s.create_task("[fu-x] set things up")
+            assert st in (200, 201), (st, t)
+            tid = t["id"]
+            done = s.wait_task(tid, timeout=120)
+            assert done["status"] == "succeeded" and done["answer"] == "one", done
+            holder = c.tasks([tid])[tid]["node"]
+            other = {"x1": "x2", "x2": "x1"}[holder]
+            assert c.sql("SELECT sandbox_node FROM tasks WHERE id = '%s'" % tid) == [[holder]]
+
+            def tool_out(rnd):
+                rows = c.sql("SELECT data FROM events WHERE task_id = '%s' AND type = 'tool' AND round = %d"
+                             % (tid, rnd))
+                return " ".join(json.loads(r[0]).get("stdout", "") for r in rows)
+
+            def send(prompt):
+                ctype, body = multipart({"prompt": prompt}, [])
+                code, _, raw = s.request("POST", "/api/tasks/%s/messages" % tid, body, {"Content-Type": ctype})
+                assert code == 201, (code, raw)
+
+            def wait_round(n, timeout=120):
+                deadline = time.time() + timeout
+                while True:
+                    code, v = s.get_json("/api/tasks/" + tid)
+                    if code == 200 and v["round"] == n and v["status"] in ("succeeded", "failed", "cancelled"):
+                        return v
+                    assert time.time() < deadline, ("round %d did not end" % n, v)
+                    time.sleep(0.2)
+
+            def fresh_lease(name):
+                """Until name has just renewed (over lease - 1 s left), so that
+                a 2 s stop stays well inside its lease on a loaded machine."""
+                deadline = time.time() + lease + 5
+                while True:
+                    left = c.sql("SELECT lease_expires_ms - (extract(epoch from clock_timestamp()) * 1000)::bigint"
+                                 " FROM nodes WHERE name = '%s'" % name)
+                    if left and int(left[0][0]) > (lease - 1) * 1000:
+                        return
+                    assert time.time() < deadline, ("node %s did not renew" % name, left)
+                    time.sleep(0.05)
+
+            for rnd, answer in ((2, "two"), (3, "three")):
+                hp = c.nodes[holder][0]
+                fresh_lease(holder)
+                os.kill(hp.pid, signal.SIGSTOP)
+                try:
+                    send("[fu-x] check round %d" % rnd)
+                    time.sleep(2)
+                    v = c.tasks([tid])[tid]
+                    assert v["status"] == "queued" and v["node"] == "", \
+                        ("the idle node %s took a round whose sandbox %s holds" % (other, holder), v)
+                finally:
+                    os.kill(hp.pid, signal.SIGCONT)
+                r = wait_round(rnd)
+                assert r["status"] == "succeeded" and r["answer"] == answer, r
+                v = c.tasks([tid])[tid]
+                assert v["node"] == holder and v["attempt"] == rnd, v
+                assert r["rounds"][-1]["sandbox"] == "kept", r["rounds"][-1]
+                assert "var=[kept-1] file=[r1]" in tool_out(rnd), tool_out(rnd)
+
+            c.stop_node(holder)  # SIGKILL, with round 3's sandbox kept in its sandboxd
+            killed = time.time()
+            send("[fu-x] check after the holder died")
+            deadline = killed + lease + 30
+            while c.tasks([tid])[tid]["node"] != other:
+                assert time.time() < deadline, ("round 4 was not claimed by %s" % other, c.tasks([tid]))
+                time.sleep(0.1)
+            took = time.time() - killed
+            assert took <= lease + lease / 3.0 + 2, "claimed %.1f s after the holder died (lease %d s)" % (took, lease)
+            r = wait_round(4)
+            assert r["status"] == "succeeded" and r["answer"] == "four", r
+            assert r["rounds"][-1]["sandbox"] == "fresh", r["rounds"][-1]
+            out = tool_out(4)
+            assert "var=[] file=[]" in out, out  # nothing of the dead node's sandbox came along
+            note = "The computer of the earlier rounds (their sandbox and its saved state) was on node %s, " \
+                   "which is gone (it stopped renewing its lease; last seen at " % holder
+            errs = [json.loads(d[0])["message"] for d in
+                    c.sql("SELECT data FROM events WHERE task_id = '%s' AND type = 'error' AND round = 4" % tid)]
+            assert any(note in e and "this round runs on node %s in a fresh sandbox" % other in e for e in errs), errs
+            last = sorted(f for f in os.listdir(s.model_log) if f.startswith("request-"))[-1]
+            with open(os.path.join(s.model_log, last)) as f:
+                req = json.load(f)
+            texts = [m["content"] if isinstance(m.get("content"), str) else
+                     " ".join(p.get("text", "") for p in m.get("content") or [] if isinstance(p, dict))
+                     for m in req["messages"] if m.get("role") == "user"]
+            opening = [x for x in texts if x.startswith("Follow-up message (round 4")]
+            assert opening and note in opening[0], "the model was not told: %s" % texts[-1][-3000:]
+            v = c.tasks([tid])[tid]
+            assert v["node"] == other and v["attempt"] == 4, v  # each round claimed once
+            assert c.sql("SELECT sandbox_node FROM tasks WHERE id = '%s'" % tid) == [[other]]
+            done = c.sql("SELECT round, COUNT(*) FROM events WHERE task_id = '%s' AND type = 'done' GROUP BY round"
+                         " ORDER BY round" % tid)
+            assert done == [["1", "1"], ["2", "1"], ["3", "1"], ["4", "1"]], done
+            print("# rounds 2-3 on %s with %s idle; %s killed: round 4 claimed by %s after %.1f s (lease %d s)"
+                  % (holder, other, holder, other, took, lease), file=sys.stderr)
+        finally:
+            nodes_end(c)
+
+
 def main():
     rep = Reporter()
     if pg_server.missing():
@@ -598,7 +744,8 @@ def main():
                          ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
                          ("cancel_elsewhere", test_cancel_elsewhere), ("bad_start", test_bad_start),
                          ("web_queue", test_web_queue), ("left_sandboxes", test_left_sandboxes),
-                         ("left_sandboxes_swept", test_left_sandboxes_swept)):
+                         ("left_sandboxes_swept", test_left_sandboxes_swept),
+                         ("followups_across_nodes", test_followups_across_nodes)):
             if not only or name in only:
                 rep.run(name, fn, pg)
     rep.done()

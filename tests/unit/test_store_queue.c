@@ -1,5 +1,6 @@
 /* Unit tests for the task queue, the nodes' leases, the sweep and the
- * fence of the task store (server/store/store_queue.h, schema v10). Run on
+ * fence of the task store (server/store/store_queue.h, schemas v10 and v11:
+ * a round goes back to the node that holds its sandbox). Run on
  * SQLite here and on PostgreSQL by tests/integration/test_store_pg.py. */
 #include "store_where.h"
 #include "testlib.h"
@@ -339,6 +340,8 @@ TEST(v9_database_migrates_to_the_queue)
     char id[33];
     CHECK(insert_task(s, id, 5) == LB_OK);
     lb_store_close(s);
+    /* v11's column first, then v10 */
+    CHECK(tw_exec(db_path, "ALTER TABLE tasks DROP COLUMN sandbox_node") == LB_OK);
     const char *down = tw_pg() ? "DROP TRIGGER tasks_queue_notify ON tasks; DROP FUNCTION lb_queue_notify();"
                                  "DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
                                  "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"
@@ -360,6 +363,143 @@ TEST(v9_database_migrates_to_the_queue)
     lb_store_close(s);
 }
 
+/* Ends task id (claimed by node as attempt) with the agent of that claim
+ * having made its sandbox there, then begins its next round and queues it:
+ * the round a web's message makes in queue mode. */
+static void next_round(lb_store *s, const char *id, const char *node, int attempt)
+{
+    lb_store *agent = open_again();
+    CHECK(agent && lb_store_set_fence(agent, node, attempt) == LB_OK);
+    CHECK(lb_store_queue_set_home(agent, id) == LB_OK);
+    CHECK(lb_store_task_end(agent, id, LB_TASK_SUCCEEDED, NULL, "done") == LB_OK);
+    lb_store_close(agent);
+    lb_round_new m = {.task_id = id, .prompt = "and now the columns"};
+    int r = 0;
+    CHECK(lb_store_round_begin(s, &m, &r) == LB_OK && r > 1);
+    CHECK(lb_store_queue_push(s, id) == LB_OK);
+}
+
+/* issue 13 (v11): a round is claimed by the node that holds its sandbox
+ * while that node is live, even with another node idle; tasks behind it
+ * are not held up; once the node is not live (lease lapsed, swept,
+ * draining with capacity 0, gone) any node takes it, and the sentence
+ * for the user says which way the node went. */
+TEST(a_round_goes_back_to_the_node_of_its_sandbox)
+{
+    lb_store *s = open_fresh("home");
+    CHECK(s != NULL);
+    char id[33], other[33];
+    CHECK(insert_task(s, id, 10) == LB_OK && lb_store_queue_push(s, id) == LB_OK);
+    CHECK(renew(s, "a", 1) == LB_OK && renew(s, "b", 1) == LB_OK);
+    lb_claim c[4];
+    size_t n = 0;
+    CHECK(lb_store_queue_claim(s, "a", 4, c, &n) == LB_OK && n == 1 && c[0].attempt == 1);
+    char home[LB_NODE_NAME_MAX + 1];
+    CHECK(lb_store_queue_home(s, id, home, sizeof home) == LB_OK && home[0] == '\0'); /* no sandbox yet */
+    /* round 2: b asks first and gets only the task queued after it */
+    next_round(s, id, "a", 1);
+    CHECK(lb_store_queue_home(s, id, home, sizeof home) == LB_OK);
+    CHECK_STR(home, "a");
+    CHECK(insert_task(s, other, 20) == LB_OK && lb_store_queue_push(s, other) == LB_OK);
+    CHECK(lb_store_queue_claim(s, "b", 4, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, other));
+    CHECK(lb_store_queue_claim(s, "b", 4, c, &n) == LB_OK && n == 0);
+    CHECK(lb_store_queue_claim(s, "a", 4, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, id) && c[0].attempt == 2);
+    /* a stale agent (b's fence on a's claim) moves nothing; an unfenced one records nothing */
+    lb_store *stale = open_again();
+    CHECK(stale && lb_store_set_fence(stale, "b", 2) == LB_OK);
+    CHECK(lb_store_queue_set_home(stale, id) == LB_E_DENIED);
+    lb_store_close(stale);
+    CHECK(lb_store_queue_set_home(s, id) == LB_OK);
+    CHECK(lb_store_queue_home(s, id, home, sizeof home) == LB_OK);
+    CHECK_STR(home, "a");
+    /* round 3: a's lease lapsed (not swept yet): b takes it */
+    next_round(s, id, "a", 2);
+    expire("a");
+    CHECK(lb_store_queue_claim(s, "b", 4, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, id) && c[0].attempt == 3);
+    char why[200];
+    CHECK(lb_store_node_gone_why(s, "a", why, sizeof why) == LB_OK);
+    CHECK_STR(why, "it stopped renewing its lease; last seen at 1970-01-01 00:00:01 UTC");
+    /* its agent made the sandbox on b: round 4 is b's; b drains (capacity
+     * 0, lease held): a, back, takes it */
+    next_round(s, id, "b", 3);
+    CHECK(renew(s, "a", 2) == LB_OK);
+    CHECK(lb_store_queue_claim(s, "a", 4, c, &n) == LB_OK && n == 0);
+    lb_node_lease l;
+    CHECK(lb_store_node_renew(s, "b", 1, 15000, 0, &l) == LB_OK);
+    free(l.left);
+    CHECK(lb_store_node_gone_why(s, "b", why, sizeof why) == LB_OK);
+    CHECK_STR(why, "it is shutting down and takes no more work");
+    CHECK(lb_store_queue_claim(s, "a", 4, c, &n) == LB_OK && n == 1 && c[0].attempt == 4);
+    /* round 5, a's again: a swept, then gone from the table */
+    next_round(s, id, "a", 4);
+    CHECK(renew(s, "b", 1) == LB_OK);
+    expire("a");
+    char swept[LB_NODE_NAME_MAX + 1];
+    size_t ended = 0;
+    CHECK(lb_store_node_sweep(s, "b", swept, &ended) == LB_OK && !strcmp(swept, "a") && ended == 0);
+    CHECK(tw_exec(db_path, "UPDATE nodes SET lease_expires_ms = lease_expires_ms + 999999999999 WHERE name = 'a'") ==
+          LB_OK); /* swept but its lease looks held: still not live */
+    CHECK(lb_store_node_gone_why(s, "a", why, sizeof why) == LB_OK);
+    CHECK(strstr(why, "it stopped renewing its lease") == why);
+    CHECK(lb_store_queue_claim(s, "b", 4, c, &n) == LB_OK && n == 1 && !strcmp(c[0].id, id) && c[0].attempt == 5);
+    CHECK(lb_store_node_remove(s, "a") == LB_OK);
+    CHECK(lb_store_node_gone_why(s, "a", why, sizeof why) == LB_OK);
+    CHECK_STR(why, "it has stopped and left the cluster");
+    /* the arguments are checked */
+    CHECK(lb_store_queue_home(s, "nope", home, sizeof home) == LB_E_INVAL);
+    CHECK(lb_store_queue_home(s, id, home, 8) == LB_E_INVAL);
+    CHECK(lb_store_queue_home(s, "0123456789abcdef0123456789abcdef", home, sizeof home) == LB_E_NOTFOUND);
+    CHECK(lb_store_node_gone_why(s, "-a", why, sizeof why) == LB_E_INVAL);
+    CHECK(lb_store_queue_set_home(s, "nope") == LB_E_INVAL);
+    lb_store_close(s);
+}
+
+/* A fork restores the source's saved states: it goes to the same node. */
+TEST(a_fork_keeps_the_node_of_its_states)
+{
+    lb_store *s = open_fresh("forkhome");
+    CHECK(s != NULL);
+    char id[33], fork[33];
+    CHECK(insert_task(s, id, 10) == LB_OK && lb_store_queue_push(s, id) == LB_OK);
+    CHECK(renew(s, "a", 1) == LB_OK);
+    lb_claim c[1];
+    size_t n = 0;
+    CHECK(lb_store_queue_claim(s, "a", 1, c, &n) == LB_OK && n == 1);
+    next_round(s, id, "a", 1);
+    CHECK(lb_store_task_end(s, id, LB_TASK_CANCELLED, "stopped", NULL) == LB_OK);
+    CHECK(lb_random_hex(fork, sizeof fork, 16) == LB_OK);
+    lb_fork f = {.src_id = id, .new_id = fork, .round = 1};
+    CHECK(lb_store_task_fork(s, &f) == LB_OK);
+    char home[LB_NODE_NAME_MAX + 1];
+    CHECK(lb_store_queue_home(s, fork, home, sizeof home) == LB_OK);
+    CHECK_STR(home, "a");
+    lb_store_close(s);
+}
+
+/* A v10 database (either engine) migrates to v11: a task's last claim
+ * becomes the node of its sandbox; a task no node ran has none. */
+TEST(v10_database_migrates_to_sandbox_nodes)
+{
+    lb_store *s = open_fresh("v10");
+    CHECK(s != NULL);
+    char ran[33], local[33];
+    CHECK(insert_task(s, ran, 5) == LB_OK && insert_task(s, local, 6) == LB_OK);
+    lb_store_close(s);
+    CHECK(tw_exec(db_path, "ALTER TABLE tasks DROP COLUMN sandbox_node;"
+                           "UPDATE meta SET value = '10' WHERE key = 'schema_version'") == LB_OK);
+    char sql[200];
+    snprintf(sql, sizeof sql, "UPDATE tasks SET node = 'n7', status = 'succeeded' WHERE id = '%s'", ran);
+    CHECK(tw_exec(db_path, sql) == LB_OK);
+    s = open_again();
+    CHECK(s != NULL);
+    CHECK(count_of("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'") == LB_STORE_SCHEMA_VERSION);
+    char home[LB_NODE_NAME_MAX + 1];
+    CHECK(lb_store_queue_home(s, ran, home, sizeof home) == LB_OK);
+    CHECK_STR(home, "n7");
+    CHECK(lb_store_queue_home(s, local, home, sizeof home) == LB_OK && home[0] == '\0');
+    lb_store_close(s);
+}
+
 int main(void)
 {
     if (tw_init())
@@ -371,6 +511,9 @@ int main(void)
     RUN(a_restarted_node_ends_what_its_last_run_left);
     RUN(orphans_are_a_nodes_ended_tasks_with_a_sandbox_in_use);
     RUN(v9_database_migrates_to_the_queue);
+    RUN(a_round_goes_back_to_the_node_of_its_sandbox);
+    RUN(a_fork_keeps_the_node_of_its_states);
+    RUN(v10_database_migrates_to_sandbox_nodes);
     if (tw_done())
         return 1;
     return testlib_done();
