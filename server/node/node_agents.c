@@ -6,10 +6,12 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/task.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -22,7 +24,12 @@ typedef struct lb_node_agent {
     char id[33];
     int attempt;
     int term_sent;
+    int timeout_s;       /* the task's limit, as its agent runs it (0: not read) */
+    int64_t deadline_ms; /* monotonic: timeout_s + grace after the start; 0: none */
+    int overdue;         /* killed at its deadline */
 } lb_node_agent;
+
+static int lb_na_grace_s; /* task_deadline_grace_s, from the first start */
 
 /* The main thread changes the table; the lease watchdog (node_main.c)
  * only reads the pids to kill them, under the lock. */
@@ -75,6 +82,23 @@ static void lb_end_failed(lb_store *s, const char *id, const char *node, int att
     int rc = lb_store_queue_end_attempt(s, id, node, attempt, why);
     if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
         lb_error("node: task %s: cannot record its end (%s): %s", id, why, lb_strerror(rc));
+}
+
+/* The task's wall-clock limit as its agent runs it (the same limits, with
+ * no user: agent_main.c); 0 when the task cannot be read now (the agent's
+ * own watchdog is then the only one). */
+static int lb_na_timeout(const lb_config *cfg, lb_store *s, const char *id)
+{
+    lb_task t;
+    memset(&t, 0, sizeof t);
+    if (lb_store_task_load(s, id, &t) != LB_OK)
+        return 0;
+    lb_task_request req;
+    lb_task_limits lim;
+    lb_task_request_of(&t, &req);
+    lb_task_limits_of(&req, NULL, cfg, &lim);
+    lb_task_free(&t);
+    return lim.timeout_s;
 }
 
 int lb_node_agent_start(const lb_config *cfg, lb_store *s, const char *node, const lb_claim *c)
@@ -138,11 +162,15 @@ int lb_node_agent_start(const lb_config *cfg, lb_store *s, const char *node, con
         goto out;
     }
     snprintf(lb_na_node, sizeof lb_na_node, "%s", node);
+    lb_na_grace_s = cfg->task_deadline_grace_s;
+    int timeout_s = lb_na_timeout(cfg, s, c->id);
     pthread_mutex_lock(&lb_na_mu);
     lb_node_agent *a = &lb_na[lb_na_n++];
     memset(a, 0, sizeof *a);
     a->pid = pid;
     a->attempt = c->attempt;
+    a->timeout_s = timeout_s;
+    a->deadline_ms = timeout_s > 0 ? lb_mono_ms() + ((int64_t)timeout_s + cfg->task_deadline_grace_s) * 1000 : 0;
     snprintf(a->id, sizeof a->id, "%s", c->id);
     pthread_mutex_unlock(&lb_na_mu);
     if (lb_store_task_set_pid(s, c->id, (int)pid) != LB_OK)
@@ -184,8 +212,13 @@ int lb_node_agents_reap(lb_store *s)
         }
         /* exited (or not ours any more: ECHILD). Its helpers go with it */
         kill(-lb_na[i].pid, SIGKILL);
-        char why[200];
-        if (r > 0 && WIFSIGNALED(st))
+        char why[300];
+        if (lb_na[i].overdue)
+            snprintf(why, sizeof why,
+                     "the task ran past its time limit (%d s) and its agent had not ended it %d s later; "
+                     "node %s stopped the agent and its sandbox",
+                     lb_na[i].timeout_s, lb_na_grace_s, lb_na_node);
+        else if (r > 0 && WIFSIGNALED(st))
             snprintf(why, sizeof why, "the agent process was killed by signal %d without finishing the task",
                      WTERMSIG(st));
         else
@@ -210,6 +243,23 @@ void lb_node_agents_check_cancel(lb_store *s)
             kill(lb_na[i].pid, SIGTERM); /* the agent's own way out: its sandbox is destroyed */
             lb_na[i].term_sent = 1;
         }
+    }
+}
+
+void lb_node_agents_check_deadlines(void)
+{
+    int64_t now = lb_mono_ms();
+    for (int i = 0; i < lb_na_n; i++) {
+        lb_node_agent *a = &lb_na[i];
+        if (!a->deadline_ms || a->overdue || now < a->deadline_ms)
+            continue;
+        lb_warn("node: task %s: agent pid %d is past the task's time limit (%d s) and %d s of grace; killing it",
+                a->id, (int)a->pid, a->timeout_s, lb_na_grace_s);
+        /* its group: the agent and its helpers; its sandbox goes with its
+         * connection to sandboxd (a kept one with its lease) */
+        kill(-a->pid, SIGKILL);
+        kill(a->pid, SIGKILL);
+        a->overdue = 1; /* the reap records the end, fenced by the claim */
     }
 }
 

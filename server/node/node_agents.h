@@ -24,6 +24,12 @@ int lb_node_agents_reap(lb_store *s);
 /* SIGTERMs the agents whose task became final meanwhile (a cancel from a
  * web on another host: it cannot signal them itself). */
 void lb_node_agents_check_cancel(lb_store *s);
+/* SIGKILLs the agents past their task's time limit plus
+ * task_deadline_grace_s (counted from the start on this node), as the
+ * web's reaper does for its own agents: an agent stuck where its own
+ * watchdog cannot act would hold a slot and a sandbox forever. The reap
+ * then ends the task failed with the deadline's sentence. */
+void lb_node_agents_check_deadlines(void);
 /* SIGKILLs every agent's process group and reaps them: the lease is lost,
  * and their writes would be refused anyway. */
 void lb_node_agents_kill_all(const char *why);

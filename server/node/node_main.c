@@ -204,6 +204,7 @@ static int lb_node_run(lb_node *n)
             __atomic_store_n(&lb_node_held_until, 0, __ATOMIC_RELEASE);
             lb_node_agents_kill_all("the node's lease expired");
         }
+        lb_node_agents_check_deadlines();
         LB_IGNORE(lb_node_agents_reap(n->s)); /* how many exited: only the table matters here */
         if (n->held && now >= next_cancel) {
             lb_node_agents_check_cancel(n->s);

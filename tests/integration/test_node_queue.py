@@ -23,6 +23,8 @@ sandbox (root and the image needed).
    nothing (queued after 1.5 s); a node started on the same home (shared
    filesystem: the inputs by path) runs it in a sandbox to its answer; a
    follow-up round is queued and claimed again (attempt 2).
+6b. deadline: an agent SIGSTOPped (its own watchdog cannot act) is killed
+   by its node at the time limit plus the grace; the task says so.
 6. sigterm: a node told to stop renews at once with capacity 0 (the
    rounds whose sandboxes it holds go elsewhere), lets its running task
    finish, claims no more, removes its row and exits 0.
@@ -368,6 +370,30 @@ def test_db_stopped(pg):
         assert v2["status"] == "succeeded" and v2["node"] == "d1", v2
         print("# store stopped: the agent was killed after %.1f s (lease %d s)" % (gone_after, LEASE),
               file=sys.stderr)
+    finally:
+        c.close()
+
+
+def test_deadline(pg):
+    """An agent its own watchdog cannot stop (SIGSTOPped: the watchdog is
+    one of its threads) is killed by its node at the task's time limit
+    plus task_deadline_grace_s, and the task ends failed saying so; the
+    node then runs the next task."""
+    c = Cluster(pg, "deadline")
+    try:
+        slow = c.model("slow", "--delay-ms", "30000")
+        c.node("d1", slow, capacity=1, env={"LLMBOX_TASK_TIMEOUT_S": "2", "LLMBOX_TASK_DEADLINE_GRACE_S": "1"})
+        (tid,) = c.insert(1)
+        c.wait_running(tid)
+        pid = int(c.sql("SELECT pid FROM tasks WHERE id = '%s'" % tid)[0][0])
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.time()
+        v = c.wait([tid], timeout=20)[tid]
+        took = time.time() - stopped
+        assert v["status"] == "failed", v
+        assert "ran past its time limit (2 s)" in v["reason"] and "node d1 stopped the agent" in v["reason"], v
+        assert took <= 2 + 1 + 3, "ended %.1f s after the stop" % took
+        assert not alive(pid), "the agent %d is still alive" % pid
     finally:
         c.close()
 
@@ -741,7 +767,7 @@ def main():
     with pg_server.PgServer() as pg:
         for name, fn in (("claims_once", test_claims_once), ("kill9", test_kill9),
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
-                         ("sigterm", test_sigterm), ("inputs_unreachable", test_inputs_unreachable),
+                         ("sigterm", test_sigterm), ("deadline", test_deadline), ("inputs_unreachable", test_inputs_unreachable),
                          ("cancel_elsewhere", test_cancel_elsewhere), ("bad_start", test_bad_start),
                          ("web_queue", test_web_queue), ("left_sandboxes", test_left_sandboxes),
                          ("left_sandboxes_swept", test_left_sandboxes_swept),
