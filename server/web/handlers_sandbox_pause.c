@@ -11,6 +11,7 @@
 
 #include "common/config.h" /* checksrc: allow unused-include (r->cfg->sandbox_state_max_age_s needs lb_config whole) */
 #include "common/log.h"
+#include "common/node_id.h"
 #include "common/status.h"
 #include "common/util.h"
 #include "llmbox/sandbox.h"
@@ -25,7 +26,10 @@
 
 void lb_snapshot_state_name(const char *id, char *out, size_t outsz)
 {
-    snprintf(out, outsz, LB_SNAPSHOT_PREFIX "%.32s", id); /* the router let only 32 hex through */
+    /* issue 13: "<node>.<hex>" names its node, whose sandboxd keeps it as
+     * api-<hex>; the router and the spec let only valid ids through */
+    const char *dot = strchr(id, '.');
+    snprintf(out, outsz, LB_SNAPSHOT_PREFIX "%.32s", dot ? dot + 1 : id);
 }
 
 int lb_snapshot_restore_error(const char *id, int rc, const char *err, char *msg, size_t msgsz)
@@ -132,8 +136,8 @@ void lb_h_sbx_snapshot(lb_req *r)
     lb_sbx *s = lb_sbx_usable(r, r->sandbox);
     if (!s)
         return;
-    char id[LB_ID_HEX_LEN + 1], state[LB_SNAPSHOT_STATE_MAX], err[512] = "", gone[400];
-    if (lb_random_hex(id, sizeof id, LB_ID_HEX_LEN / 2) != LB_OK) {
+    char id[LB_NODE_ID_MAX + 1], state[LB_SNAPSHOT_STATE_MAX], err[512] = "", gone[400];
+    if (lb_node_id_new(r->cfg->node_name, id, sizeof id) != LB_OK) { /* issue 13: named by its node */
         lb_http_error(r, 500, NULL, "No randomness for a snapshot id.");
         lb_sbx_put(s);
         return;
@@ -160,7 +164,7 @@ void lb_h_sbx_snapshot(lb_req *r)
         cJSON_AddNumberToObject(o, "files", (double)files);
     }
     lb_info("web: sandbox API: snapshot %s of %s (%llu bytes)", id, s->id, (unsigned long long)bytes);
-    char loc[64];
+    char loc[160];
     snprintf(loc, sizeof loc, "Location: /api/snapshots/%s\r\n", id);
     lb_http_json(r, 201, o, loc);
     cJSON_Delete(o);
@@ -209,7 +213,9 @@ void lb_h_snapshots_list(lb_req *r)
         struct tm tm;
         if (gmtime_r(&t, &tm))
             strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        cJSON_AddStringToObject(e, "snapshot_id", st[i].name + pl);
+        char sid[LB_NODE_ID_MAX + 1]; /* issue 13: named by this node, as when it was made */
+        snprintf(sid, sizeof sid, "%s%s%s", r->cfg->node_name, r->cfg->node_name[0] ? "." : "", st[i].name + pl);
+        cJSON_AddStringToObject(e, "snapshot_id", sid);
         cJSON_AddNumberToObject(e, "bytes", (double)st[i].bytes);
         cJSON_AddStringToObject(e, "created_at", when);
         cJSON_AddItemToArray(arr, e);

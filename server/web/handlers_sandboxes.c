@@ -21,6 +21,7 @@
 #include "llmbox/sandbox.h"
 #include "web/handlers_sandbox_pause.h"
 #include "web/sandbox_leases.h"
+#include "web/sandbox_node.h"
 #include "web/sandbox_registry.h"
 #include "web/sandbox_spec.h"
 #include "web/req_body.h"
@@ -377,6 +378,8 @@ void lb_h_sbx_create(lb_req *r)
         lb_http_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_NOMEM ? 500 : 400, NULL, "%s", msg);
         goto out;
     }
+    if (sp.snapshot[0] && !lb_snapshot_id_here(r, sp.snapshot))
+        goto out; /* issue 13: another node's snapshot: 421 naming it */
     int st = lb_sbx_open(r->cfg, &sp, 0, &s, msg, sizeof msg);
     if (st) {
         lb_http_error(r, st,

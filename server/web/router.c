@@ -260,13 +260,9 @@ static int lb_route_ids_ok(lb_req *r, const char *pattern)
                       "prefixed with the name of the node that holds them and a dot in a cluster (n1.<32 hex>).");
         return 0;
     }
-    /* issue 13: snapshot ids stay 32 hex (no node prefix yet) */
-    if (strstr(pattern, "/api/snapshots/{sandbox}") && !lb_id_valid(r->sandbox)) {
-        lb_http_drain(r);
-        lb_http_error(r, 404, "not_found", "There is no snapshot with that id: snapshot ids are 32 lowercase "
-                      "hexadecimal characters.");
+    /* issue 13: snapshot ids name their node as sandbox ids do */
+    if (strstr(pattern, "/api/snapshots/{sandbox}") && !lb_snapshot_id_here(r, r->sandbox))
         return 0;
-    }
     /* issue 13: an id of another node reached this web (a balancer's map
      * that is out of date, or a client that bypassed it) */
     if (strstr(pattern, "/api/sandboxes/{sandbox}") && !lb_sbx_id_here(r, r->sandbox))

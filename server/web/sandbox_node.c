@@ -35,12 +35,10 @@ void lb_sbx_id_elsewhere_msg(const char *own, const char *id, const char *node, 
                  id, node);
 }
 
-int lb_sbx_id_here(lb_req *r, const char *id)
+/* The 421 JSON answer naming the holder (sandbox_node.h) */
+static void lb_misdirected(lb_req *r, const char *node, const char *msg)
 {
-    char node[LB_NODE_ID_NAME_MAX + 1], msg[512], hdr[96];
-    if (lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node))
-        return 1;
-    lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg);
+    char hdr[96];
     snprintf(hdr, sizeof hdr, "X-Llmbox-Node: %s\r\n", node);
     cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
     if (e) {
@@ -54,5 +52,29 @@ int lb_sbx_id_here(lb_req *r, const char *id)
     else
         lb_http_error_hdr(r, 421, "misdirected", hdr, "%s", msg);
     cJSON_Delete(o);
+}
+
+int lb_sbx_id_here(lb_req *r, const char *id)
+{
+    char node[LB_NODE_ID_NAME_MAX + 1], msg[512];
+    if (lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node))
+        return 1;
+    lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg);
+    lb_misdirected(r, node, msg);
+    return 0;
+}
+
+int lb_snapshot_id_here(lb_req *r, const char *id)
+{
+    char node[LB_NODE_ID_NAME_MAX + 1], msg[600];
+    if (lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node))
+        return 1;
+    snprintf(msg, sizeof msg,
+             "The snapshot %s is kept by node %s, not by this web%s%s%s: send the call through the balancer "
+             "(it routes /api/snapshots/{id} by the id's node prefix, and a create by the X-Llmbox-Node: %s "
+             "header), or to node %s's web.",
+             id, node, r->cfg->node_name[0] ? " (node " : "", r->cfg->node_name,
+             r->cfg->node_name[0] ? ")" : "", node, node);
+    lb_misdirected(r, node, msg);
     return 0;
 }

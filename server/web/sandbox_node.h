@@ -28,4 +28,8 @@ void lb_sbx_id_elsewhere_msg(const char *own, const char *id, const char *node, 
  * X-Llmbox-Node header, and returns 0. */
 int lb_sbx_id_here(lb_req *r, const char *id);
 
+/* The same for a snapshot id (POST /api/sandboxes/{id}/snapshot names them
+ * like sandboxes: a snapshot lives in its node's sandboxd). */
+int lb_snapshot_id_here(lb_req *r, const char *id);
+
 #endif

@@ -3,7 +3,7 @@
 #include "web/sandbox_spec.h"
 
 #include "common/status.h"
-#include "common/util.h"
+#include "common/node_id.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -443,8 +443,9 @@ int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, 
     /* issue 14: a snapshot to start from (POST /api/sandboxes/{id}/snapshot) */
     if ((rc = lb_get_str(body, "snapshot", 64, &s, msg, msgsz)))
         return rc;
-    if (s && !lb_id_valid(s))
-        return lb_fail(msg, msgsz, LB_E_INVAL, "\"snapshot\" must be a snapshot_id (32 lowercase hex characters).");
+    if (s && !lb_node_id_valid(s))
+        return lb_fail(msg, msgsz, LB_E_INVAL, "\"snapshot\" must be a snapshot_id (32 lowercase hex characters, "
+                       "after its node's name and a dot in a cluster: n1.<32 hex>).");
     snprintf(sp->snapshot, sizeof sp->snapshot, "%s", s ? s : "");
 
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(body, "metadata");

@@ -16,6 +16,7 @@
 
 #include "common/buf.h"
 #include "common/config.h"
+#include "common/node_id.h"
 #include "common/path.h"
 #include "common/status.h"
 
@@ -51,7 +52,7 @@ typedef struct lb_sbx_spec {
     cJSON *metadata;               /* owned object or NULL */
     lb_sbx_file *files;            /* owned */
     size_t nfiles;
-    char snapshot[33];             /* issue 14: "" or the snapshot (32 hex) it starts from */
+    char snapshot[LB_NODE_ID_MAX + 1]; /* issue 14: "" or the snapshot it starts from ([node.]32 hex) */
 } lb_sbx_spec;
 
 /* Parses a create body. Defaults and limits come from cfg (ttl, memory,

@@ -21,6 +21,10 @@ set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
    create, commands.run, files write/read, kill, on prefixed ids.
 6. The Python client (clients/python) through the balancer: two
    sandboxes, one on each node, exec, write and read a file, attach.
+7. Snapshots name their node too (n1.<32 hex>): made through the
+   balancer; another node's web answers 421 naming the holder for a create
+   from it and a delete; its own web starts a sandbox from it; the
+   balancer routes its delete by the prefix.
 9. Nothing is left: no sandbox listed by either web, none in either
    sandboxd.
 """
@@ -196,6 +200,43 @@ class T:
                 assert sb.read_file("/tmp/p.txt") == b"via the client"
                 assert c.attach_sandbox(sb.id).status() == "running"
         assert seen == {"n1", "n2"}, seen
+
+    def test_7_snapshots_name_their_node(self):
+        st, h, o = call(self.lb, "POST", "/api/sandboxes", {})
+        assert st == 201, (st, o)
+        sid = o["id"]
+        node = sid.split(".")[0]
+        own, other = (self.s1, self.s2) if node == "n1" else (self.s2, self.s1)
+        made = [sid]
+        try:
+            st, h, o = call(self.lb, "POST", "/api/sandboxes/%s/exec" % sid, {"command": "echo snap > /testbed/s.txt"})
+            assert st == 200, (st, o)
+            st, h, o = call(self.lb, "POST", "/api/sandboxes/%s/snapshot" % sid)
+            assert st == 201 and o["snapshot_id"].startswith(node + ".") and h.get("x-llmbox-web") == node, (st, h, o)
+            snap = o["snapshot_id"]
+            assert h.get("location") == "/api/snapshots/" + snap, h
+            st, _, o = call(own, "GET", "/api/snapshots")
+            assert st == 200 and snap in [x["snapshot_id"] for x in o["snapshots"]], (st, o)
+            # the other node's web: 421 naming the holder, for a create and a delete
+            st, h, o = call(other, "POST", "/api/sandboxes", {"snapshot": snap})
+            assert st == 421 and h.get("x-llmbox-node") == node, (st, h, o)
+            assert ("kept by node %s" % node) in o["error"]["message"] and o["error"]["node"] == node, o
+            st, h, o = call(other, "DELETE", "/api/snapshots/" + snap)
+            assert st == 421 and h.get("x-llmbox-node") == node, (st, h, o)
+            # its own web starts a sandbox from it
+            st, h, o = call(own, "POST", "/api/sandboxes", {"snapshot": snap})
+            assert st == 201 and o["id"].startswith(node + "."), (st, o)
+            made.append(o["id"])
+            st, h, o = call(self.lb, "POST", "/api/sandboxes/%s/exec" % o["id"], {"command": "cat /testbed/s.txt"})
+            assert st == 200 and o["stdout"] == "snap\n", (st, o)
+            # the balancer routes the snapshot's own calls by its prefix
+            st, h, o = call(self.lb, "DELETE", "/api/snapshots/" + snap)
+            assert st == 200 and o["deleted"] and h.get("x-llmbox-web") == node, (st, h, o)
+            st, h, o = call(self.lb, "DELETE", "/api/snapshots/" + snap)
+            assert st == 404 and h.get("x-llmbox-web") == node, (st, h, o)
+        finally:
+            for x in made:
+                call(self.lb, "DELETE", "/api/sandboxes/" + x)
 
     def test_9_nothing_left(self):
         for s in (self.s1, self.s2):
