@@ -5,6 +5,7 @@
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/task.h"
+#include "common/util.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -100,10 +101,11 @@ static void ev(void *arg, const char *type, const cJSON *data)
         lb_error("cannot serialize a %s event", type);
         return;
     }
-    int64_t seq = 0;
-    int rc;
+    int64_t seq = 0, ts = lb_now_ms();
+    int rc = LB_OK;
     for (int i = 0;; i++) {
-        rc = lb_store_event_append(s->st, s->task_id, type, text, &seq);
+        /* again after an unanswered try: it may have been stored */
+        rc = lb_store_event_append_at(s->st, s->task_id, ts, type, text, i > 0 && rc == LB_E_UNAVAILABLE, &seq);
         if (rc == LB_E_TIMEOUT || (rc == LB_E_UNAVAILABLE && i == 0))
             lb_warn("the task database %s; still waiting to store a %s event",
                     rc == LB_E_TIMEOUT ? "stayed locked" : "cannot be reached", type);

@@ -75,6 +75,7 @@ enum {
     Q_TASK_COUNTS,
     Q_ROUND_ARTS,
     Q_EVENT_APPEND_PG,
+    Q_EVENT_SAME,
     Q__COUNT
 };
 
@@ -127,6 +128,11 @@ static const char *const lb_sql[Q__COUNT] = {
     [Q_EVENT_INSERT] = "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
                        " SELECT ?1, ?2, ?3, ?4, CASE WHEN json_valid(?5) AND json_type(?5) = 'object'"
                        "  THEN json_set(?5, '$.round', t.round) ELSE ?5 END, t.round FROM tasks t WHERE t.id = ?1",
+    /* the event a writer may have stored already: one its commit was not
+     * answered for (lb_store_event_append_at) */
+    [Q_EVENT_SAME] = "SELECT e.seq FROM events e, tasks t WHERE t.id = ?1 AND e.task_id = ?1 AND e.ts_ms = ?2"
+                     " AND e.type = ?3 AND e.data = CASE WHEN json_valid(?4) AND json_type(?4) = 'object'"
+                     "  THEN json_set(?4, '$.round', t.round) ELSE ?4 END ORDER BY e.seq DESC LIMIT 1",
     [Q_EVENTS_AFTER] = "SELECT seq, ts_ms, type, data FROM events"
                        " WHERE task_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     /* ?1 a JSON array of task ids: one index search per id (the newest
@@ -203,6 +209,9 @@ static const char *const lb_sql_pg[Q__COUNT] = {
     [Q_ROUND_ARTS] = "UPDATE rounds SET artifacts = (SELECT COALESCE(json_agg(json_build_object('path', a.path,"
                      " 'size', a.size, 'sha256', a.sha256) ORDER BY a.path)::text, '[]') FROM artifacts a"
                      " WHERE a.task_id = ?1) WHERE task_id = ?1 AND n = (SELECT round FROM tasks WHERE id = ?1)",
+    [Q_EVENT_SAME] = "SELECT e.seq FROM events e JOIN tasks t ON t.id = e.task_id WHERE e.task_id = ?1"
+                     " AND e.ts_ms = ?2::bigint AND e.type = ?3 AND e.data = lb_json_with_round(?4::text, t.round)"
+                     " ORDER BY e.seq DESC LIMIT 1",
     [Q_EVENT_APPEND_PG] =
         "WITH t AS (SELECT id, round FROM tasks WHERE id = ?1 AND status IN ('queued', 'running') FOR UPDATE)"
         " INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
@@ -763,7 +772,7 @@ int lb_store_task_set_pid(lb_store *s, const char *id, int pid)
 }
 
 /* Appends an event inside the caller's transaction. */
-static int lb_event_insert(lb_store *s, const char *task_id, const char *type, const char *data,
+static int lb_event_insert(lb_store *s, const char *task_id, int64_t ts_ms, const char *type, const char *data,
                            int64_t *seq_out)
 {
     lb_db_stmt *st = lb_stmt(s, Q_EVENT_NEXT_SEQ);
@@ -784,7 +793,7 @@ static int lb_event_insert(lb_store *s, const char *task_id, const char *type, c
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
     lb_db_bind_int64(st, 2, seq);
-    lb_db_bind_int64(st, 3, lb_now_ms());
+    lb_db_bind_int64(st, 3, ts_ms);
     lb_bind_text(st, 4, type);
     lb_bind_text(st, 5, data);
     int rc = lb_step_done(s, st, "insert event");
@@ -908,7 +917,7 @@ static int lb_task_finish_body(lb_store *s, const char *id, const char *status, 
         rc = LB_E_NOMEM;
         goto out;
     }
-    rc = lb_event_insert(s, id, "done", data, NULL);
+    rc = lb_event_insert(s, id, lb_now_ms(), "done", data, NULL);
 out:
     cJSON_Delete(ev);
     free(data);
@@ -1197,14 +1206,14 @@ static int lb_type_valid(const char *t)
  * insert meets its seq (a unique key). Then this answers LB_E_BUSY and the
  * caller takes the transaction's way, which reads the seq under the lock
  * (a retry here could lose to a busy writer again and again). */
-static int lb_event_append_pg(lb_store *s, const char *task_id, const char *type, const char *data_json,
-                              int64_t *seq_out)
+static int lb_event_append_pg(lb_store *s, const char *task_id, int64_t ts_ms, const char *type,
+                              const char *data_json, int64_t *seq_out)
 {
     lb_db_stmt *st = lb_stmt(s, Q_EVENT_APPEND_PG);
     if (!st)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, task_id);
-    lb_db_bind_int64(st, 2, lb_now_ms());
+    lb_db_bind_int64(st, 2, ts_ms);
     lb_bind_text(st, 3, type);
     lb_bind_text(st, 4, data_json);
     int rc, src = lb_db_step(st);
@@ -1227,19 +1236,56 @@ static int lb_event_append_pg(lb_store *s, const char *task_id, const char *type
     return rc;
 }
 
+/* The seq of the event (task_id, ts_ms, type, data) when it is stored:
+ * LB_OK, LB_E_NOTFOUND, or the store's error. */
+static int lb_event_same(lb_store *s, const char *task_id, int64_t ts_ms, const char *type, const char *data,
+                         int64_t *seq_out)
+{
+    lb_db_stmt *st = lb_stmt(s, Q_EVENT_SAME);
+    if (!st)
+        return LB_E_INTERNAL;
+    lb_bind_text(st, 1, task_id);
+    lb_db_bind_int64(st, 2, ts_ms);
+    lb_bind_text(st, 3, type);
+    lb_bind_text(st, 4, data);
+    int src = lb_db_step(st), rc;
+    if (src == LB_DB_ROW) {
+        if (seq_out)
+            *seq_out = lb_db_col_int64(st, 0);
+        rc = LB_OK;
+    } else {
+        rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_err(s, src, "look for an event");
+    }
+    lb_done(st);
+    return rc;
+}
+
 int lb_store_event_append(lb_store *s, const char *task_id, const char *type, const char *data_json,
                           int64_t *seq_out)
 {
+    return lb_store_event_append_at(s, task_id, lb_now_ms(), type, data_json, 0, seq_out);
+}
+
+int lb_store_event_append_at(lb_store *s, const char *task_id, int64_t ts_ms, const char *type,
+                             const char *data_json, int again, int64_t *seq_out)
+{
     if (seq_out)
         *seq_out = 0;
-    if (!s || !lb_id_valid(task_id) || !type || !lb_type_valid(type))
+    if (!s || !lb_id_valid(task_id) || !type || !lb_type_valid(type) || ts_ms < 0)
         return LB_E_INVAL;
     if (!data_json)
         data_json = "{}";
     if (strlen(data_json) > LB_STORE_EVENT_MAX)
         return LB_E_TOOBIG;
+    if (again) {
+        /* the last try's commit may have happened unanswered (the server
+         * went away between the two): not stored twice */
+        int src = lb_event_same(s, task_id, ts_ms, type, data_json, seq_out);
+        if (src != LB_E_NOTFOUND)
+            return src;
+    }
     if (lb_db_is_pg(s->db) && !s->fence_node[0]) { /* a fenced writer takes the transaction's way */
-        int frc = lb_event_append_pg(s, task_id, type, data_json, seq_out);
+        int frc = lb_event_append_pg(s, task_id, ts_ms, type, data_json, seq_out);
         if (frc != LB_E_BUSY)
             return frc;
     }
@@ -1252,7 +1298,7 @@ int lb_store_event_append(lb_store *s, const char *task_id, const char *type, co
             *seq_out = 0;
         return rc;
     }
-    rc = lb_event_insert(s, task_id, type, data_json, seq_out);
+    rc = lb_event_insert(s, task_id, ts_ms, type, data_json, seq_out);
     if (rc)
         goto out;
 out:

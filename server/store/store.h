@@ -172,6 +172,13 @@ LB_MUST_CHECK int lb_store_wait_events(lb_store *s, int timeout_ms, int *woke);
 /* Appends one event with the next seq for that task (1, 2, 3, ...). */
 LB_MUST_CHECK int lb_store_event_append(lb_store *s, const char *task_id, const char *type,
                                         const char *data_json, int64_t *seq_out);
+/* The same at ts_ms, by a writer that tries again (again = 1) after a try
+ * whose outcome it does not know (LB_E_UNAVAILABLE: the database server
+ * went away, maybe after it committed): an event of the task with the same
+ * ts_ms, type and data is the one that try stored, and its seq is answered
+ * instead of a second copy (issue 13: every event stored once). */
+LB_MUST_CHECK int lb_store_event_append_at(lb_store *s, const char *task_id, int64_t ts_ms, const char *type,
+                                           const char *data_json, int again, int64_t *seq_out);
 typedef int (*lb_event_cb)(void *arg, int64_t seq, int64_t ts_ms, const char *type,
                            const char *data_json);
 /* Calls cb for events with seq > after_seq, in order, at most limit. A

@@ -184,6 +184,45 @@ TEST(finish_appends_done_event_atomically)
     lb_store_close(s);
 }
 
+static int again_count_cb(void *arg, int64_t seq, int64_t ts, const char *type, const char *data)
+{
+    (void)seq;
+    (void)ts;
+    (void)type;
+    (void)data;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* issue 13: a writer that tries again after an unanswered try (the
+ * server went away, maybe after its commit) does not store the event twice */
+TEST(event_again_is_stored_once)
+{
+    lb_store *s = open_fresh("again");
+    char id[33];
+    CHECK(insert_task(s, id) == LB_OK);
+    int64_t seq = 0, seq2 = 0;
+    CHECK(lb_store_event_append_at(s, id, 1000, "tool", "{\"n\":1}", 0, &seq) == LB_OK);
+    CHECK(seq == 1);
+    /* the same event again: the one stored */
+    CHECK(lb_store_event_append_at(s, id, 1000, "tool", "{\"n\":1}", 1, &seq2) == LB_OK);
+    CHECK(seq2 == 1);
+    /* not the same (time, type, data): a new one, also when told "again" */
+    CHECK(lb_store_event_append_at(s, id, 1001, "tool", "{\"n\":1}", 1, &seq2) == LB_OK && seq2 == 2);
+    CHECK(lb_store_event_append_at(s, id, 1001, "model", "{\"n\":1}", 1, &seq2) == LB_OK && seq2 == 3);
+    CHECK(lb_store_event_append_at(s, id, 1001, "model", "{\"n\":2}", 1, &seq2) == LB_OK && seq2 == 4);
+    /* a first try of an equal event is stored: two equal events may be real */
+    CHECK(lb_store_event_append_at(s, id, 1000, "tool", "{\"n\":1}", 0, &seq2) == LB_OK && seq2 == 5);
+    /* a text that is not an object is compared as it is stored too */
+    CHECK(lb_store_event_append_at(s, id, 1002, "note", "[1]", 0, &seq2) == LB_OK && seq2 == 6);
+    CHECK(lb_store_event_append_at(s, id, 1002, "note", "[1]", 1, &seq2) == LB_OK && seq2 == 6);
+    int n = 0;
+    CHECK(lb_store_events_after(s, id, 0, 100, again_count_cb, &n) == LB_OK);
+    CHECK(n == 6);
+    CHECK(lb_store_event_append_at(s, id, -1, "tool", "{}", 1, &seq2) == LB_E_INVAL);
+    lb_store_close(s);
+}
+
 TEST(invalid_arguments)
 {
     lb_store *s = open_fresh("inval");
@@ -641,6 +680,7 @@ int main(void)
     RUN(refuses_newer_schema);
     RUN(task_lifecycle);
     RUN(finish_appends_done_event_atomically);
+    RUN(event_again_is_stored_once);
     RUN(invalid_arguments);
     RUN(events_after_pages);
     RUN(concurrent_writers_lose_nothing);
