@@ -65,11 +65,10 @@ start_in() {
 # the pids in member $1's network namespace (by the namespace's inode: an
 # agent or nginx worker of a killed node has no pid file)
 netns_pids() {
-    local want p
-    want=$(stat -L -c %i "/run/netns/$(ns "$1")" 2>/dev/null) || return 0
-    for p in /proc/[0-9]*; do
-        [ "$(stat -L -c %i "$p/ns/net" 2>/dev/null)" = "$want" ] && echo "${p#/proc/}"
-    done
+    # iproute2 compares each process's namespace with it: one process, not
+    # a stat per pid (seconds on a loaded machine, which delays a kill)
+    [ -e "/run/netns/$(ns "$1")" ] || return 0
+    ip netns pids "$(ns "$1")" 2>/dev/null
 }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -213,7 +212,7 @@ lb_up() {
         # the shipped file up to its example sandbox nodes, then ours: the
         # creates over every node's web, and one backend per node
         sed '/^# ---- the sandbox nodes ----/,$d' deploy/haproxy/llmbox.cfg
-        printf '# ---- the sandbox nodes (scripts/cluster.sh) ----\nbackend sandbox_nodes\n    balance leastconn\n'
+        printf '# ---- the sandbox nodes (scripts/cluster.sh) ----\nbackend sandbox_nodes\n    balance roundrobin\n'
         printf '    option httpchk GET /api/health\n    http-check expect status 200\n'
         printf '    default-server inter 2s fall 2 rise 2 check\n'
         for m in $NODES; do printf '    server %s %s:8080\n' "$m" "$(addr "$m")"; done
