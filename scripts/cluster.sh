@@ -129,6 +129,10 @@ infra_up() {
     {
         echo "LLMBOX_DB_URL=$db"
         echo "LLMBOX_SANDBOX_API_TOKEN=$sbx"
+        # issue 13's 1,000 API sandboxes at once are ~340 a node: room for
+        # them (each holds a sandboxd connection of its web)
+        echo "LLMBOX_SANDBOX_API_MAX=1024"
+        echo "LLMBOX_SANDBOXD_MAX_CONNS=1536"
         grep '^LLMBOX_S3_' "$DIR/infra/s3.out" | grep -v '^LLMBOX_S3_BUCKET='
         echo "LLMBOX_S3_BUCKET=llmbox-cluster"
         echo "LLMBOX_TASK_RUNNER=queue"
