@@ -503,7 +503,9 @@ partition() {
     member_link "$m" down || return 1
     # healed even when interrupted: a forgotten cut outlives the command
     trap 'member_link "$m" up; exit 130' INT TERM
-    sleep "$secs"
+    # in the background and waited for: a trap runs at once, not after sleep
+    sleep "$secs" &
+    wait $!
     trap - INT TERM
     member_link "$m" up
 }
