@@ -334,7 +334,14 @@ sandboxd_again() {
     rm -f "$DIR/$m/var/run/sandboxd.sock"
     mapfile -t e < <(member_env "$m")
     start_in "$m" sandboxd env -C "$DIR/$m" "${e[@]}" "$REPO/build/llmbox-sandboxd"
-    for i in $(seq 100); do [ -S "$DIR/$m/var/run/sandboxd.sock" ] && break; sleep 0.1; done
+    # it listens once the stale sandboxes are gone; stopped before that, it
+    # leaves them (a loaded machine: up to 30 s)
+    for i in $(seq 300); do
+        [ -S "$DIR/$m/var/run/sandboxd.sock" ] && return 0
+        alive "$DIR/pids/$m.sandboxd" || break
+        sleep 0.1
+    done
+    fail "$m: the sandboxd started to remove its sandboxes did not listen: $(tail -n 3 "$DIR/$m/var/log/sandboxd.out")"
 }
 
 # whatever is left in member $1's namespace (agents of a killed node,
