@@ -333,11 +333,14 @@ sandboxd_again() {
     say "$m: sandboxd was killed; starting it once to remove its sandboxes"
     rm -f "$DIR/$m/var/run/sandboxd.sock"
     mapfile -t e < <(member_env "$m")
+    local log="$DIR/$m/var/log/sandboxd.out" before
+    before=$(grep -c '"sandboxd [^ ]* listening on' "$log" 2>/dev/null)
     start_in "$m" sandboxd env -C "$DIR/$m" "${e[@]}" "$REPO/build/llmbox-sandboxd"
-    # it listens once the stale sandboxes are gone; stopped before that, it
-    # leaves them (a loaded machine: up to 30 s)
+    # its "listening" line comes after it removed the stale sandboxes (its
+    # socket, before: a TERM then would cut the removal short); a loaded
+    # machine: up to 30 s
     for i in $(seq 300); do
-        [ -S "$DIR/$m/var/run/sandboxd.sock" ] && return 0
+        [ "$(grep -c '"sandboxd [^ ]* listening on' "$log" 2>/dev/null)" -gt "${before:-0}" ] && return 0
         alive "$DIR/pids/$m.sandboxd" || break
         sleep 0.1
     done
