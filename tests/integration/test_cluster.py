@@ -30,7 +30,8 @@ bridge's host address and a short lease.
    its lease again, its tasks stay failed, no event of any task is stored
    twice, and n3 claims new tasks, which succeed. `status` shows n2 down.
 6. kill-web w1: status shows it down, the balancer answers through w2;
-   kill-node of an unknown name is an error naming the nodes.
+   kill-node and cut of an unknown name are errors naming the members;
+   `partition n1 1` cuts n1 for a second and heals it.
 7. down: exit 0; nothing left: no process in the state folder, no
    namespace, bridge, veth, mount, sandboxd cgroup, and no state folder.
 """
@@ -658,6 +659,16 @@ def main():
         def kill_web():
             rc, out, err = c.run("kill-node", "n9")
             assert rc == 1 and "no node named 'n9' (the nodes: n1 n2 n3)" in err, (rc, out, err)
+            rc, out, err = c.run("cut", "n9")
+            assert rc == 1 and "no member named 'n9' (the webs: w1 w2; the nodes: n1 n2 n3)" in err, (rc, out, err)
+            rc, out, err = c.run("partition", "n1", "soon")
+            assert rc == 2 and "SECONDS must be a whole number, not 'soon'" in err, (rc, out, err)
+            # a short partition: cut, a second, healed (shorter than the lease: nothing else happens)
+            t0 = time.time()
+            rc, out, err = c.run("partition", "n1", "1")
+            assert rc == 0 and "n1: cut" in out and "n1: healed" in out and time.time() - t0 >= 1, (rc, out, err)
+            link = subprocess.run(["ip", "-o", "link", "show", "lbxc-n1"], capture_output=True, text=True).stdout
+            assert ",UP," in link or ",UP>" in link, link
             rc, out, err = c.run("kill-web", "w1")
             assert rc == 0 and "w1: kill -9" in out, (rc, out, err)
             rc, out, err = c.run("status")
