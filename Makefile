@@ -37,7 +37,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster
+.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster cluster-sandboxes
 all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(PLUGINS)
 
 # build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
@@ -170,6 +170,14 @@ cluster: deps
 	@$(MAKE) --no-print-directory all PLUGINS_KEEP_GOING=1
 	@$(MAKE) --no-print-directory image
 	@scripts/cluster.sh run
+
+# issue 13's acceptance for API sandboxes: 1,000 through the balancer of
+# scripts/cluster.sh (create, upload, exec, download, destroy), spread over
+# the three nodes within 15 %, nothing left: tests/integration/test_cluster.py
+# at full size (`make test` runs it with 60)
+cluster-sandboxes: deps
+	@$(MAKE) --no-print-directory all image
+	@LLMBOX_CLUSTER_SANDBOXES=1000 python3 tests/integration/test_cluster.py
 
 # ---- fuzzing (libFuzzer, clang) and sanitizer builds ----------------------
 # `make fuzz` runs every tests/fuzz/fuzz_*.c target for FUZZ_SECONDS each on

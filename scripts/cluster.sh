@@ -2,9 +2,12 @@
 # A cluster on one machine (issue 13; docs/OPERATIONS.md "A cluster on one
 # machine"): PostgreSQL, Ceph's radosgw, HAProxy, two webs (w1, w2) and
 # three sandbox nodes (n1, n2, n3), each web and node in its own network
-# namespace on a private bridge, with its own LLMBOX_HOME.
+# namespace on a private bridge, with its own LLMBOX_HOME. Every member
+# reaches PostgreSQL and radosgw over TCP on the bridge, so cutting its
+# link cuts it off.
 #
 #   scripts/cluster.sh up | down | status | kill-node NAME | kill-web NAME
+#   scripts/cluster.sh cut NAME | heal NAME | partition NAME SECONDS
 #   scripts/cluster.sh run     (make cluster: up, wait, Ctrl-C = down)
 #
 # Runs as root (sandboxd, namespaces). Environment:
@@ -62,11 +65,10 @@ start_in() {
 # the pids in member $1's network namespace (by the namespace's inode: an
 # agent or nginx worker of a killed node has no pid file)
 netns_pids() {
-    local want p
-    want=$(stat -L -c %i "/run/netns/$(ns "$1")" 2>/dev/null) || return 0
-    for p in /proc/[0-9]*; do
-        [ "$(stat -L -c %i "$p/ns/net" 2>/dev/null)" = "$want" ] && echo "${p#/proc/}"
-    done
+    # iproute2 compares each process's namespace with it: one process, not
+    # a stat per pid (seconds on a loaded machine, which delays a kill)
+    [ -e "/run/netns/$(ns "$1")" ] || return 0
+    ip netns pids "$(ns "$1")" 2>/dev/null
 }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -104,8 +106,8 @@ wait_line() {
 
 infra_up() {
     mkdir -p "$DIR/infra/tmp" && chmod 0755 "$DIR/infra" "$DIR/infra/tmp"
-    say "PostgreSQL (tests/lib/pg_server.py: initdb, a unix socket under $DIR/infra)"
-    TMPDIR="$DIR/infra/tmp" setsid python3 tests/lib/pg_server.py >"$DIR/infra/pg.out" 2>&1 </dev/null &
+    say "PostgreSQL (tests/lib/pg_server.py: initdb) on $HOST_IP over TCP, with a password"
+    TMPDIR="$DIR/infra/tmp" setsid python3 tests/lib/pg_server.py "$HOST_IP" >"$DIR/infra/pg.out" 2>&1 </dev/null &
     echo $! > "$DIR/pids/infra.pg"
     say "Ceph radosgw (tests/lib/s3_server.py) on $HOST_IP"
     TMPDIR="$DIR/infra/tmp" setsid python3 tests/lib/s3_server.py "$HOST_IP" >"$DIR/infra/s3.out" 2>&1 </dev/null &
@@ -119,8 +121,18 @@ infra_up() {
         fail "radosgw did not start: $(tail -n 5 "$DIR/infra/s3.out")"
         return 1
     fi
+    # the sandbox API on every web, one token (0600 in $DIR/sandbox_token)
+    local sbx
+    sbx=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    [ ${#sbx} = 64 ] || { fail "no random sandbox API token from /dev/urandom"; return 1; }
+    (umask 077; echo "$sbx" > "$DIR/sandbox_token")
     {
         echo "LLMBOX_DB_URL=$db"
+        echo "LLMBOX_SANDBOX_API_TOKEN=$sbx"
+        # issue 13's 1,000 API sandboxes at once are ~340 a node: room for
+        # them (each holds a sandboxd connection of its web)
+        echo "LLMBOX_SANDBOX_API_MAX=1024"
+        echo "LLMBOX_SANDBOXD_MAX_CONNS=1536"
         grep '^LLMBOX_S3_' "$DIR/infra/s3.out" | grep -v '^LLMBOX_S3_BUCKET='
         echo "LLMBOX_S3_BUCKET=llmbox-cluster"
         echo "LLMBOX_TASK_RUNNER=queue"
@@ -199,10 +211,15 @@ member_up() {
 lb_up() {
     local d="$DIR/infra/haproxy" m
     mkdir -p "$d"
-    say "HAProxy on 127.0.0.1:$PORT (deploy/haproxy/llmbox.cfg, a backend per node)"
+    say "HAProxy on 127.0.0.1:$PORT (deploy/haproxy/llmbox.cfg: creates over the nodes' webs, a backend per node)"
     {
-        # the shipped file up to its example node backends, then ours
-        sed '/^# One backend per sandbox node/,$d' deploy/haproxy/llmbox.cfg
+        # the shipped file up to its example sandbox nodes, then ours: the
+        # creates over every node's web, and one backend per node
+        sed '/^# ---- the sandbox nodes ----/,$d' deploy/haproxy/llmbox.cfg
+        printf '# ---- the sandbox nodes (scripts/cluster.sh) ----\nbackend sandbox_nodes\n    balance roundrobin\n'
+        printf '    option httpchk GET /api/health\n    http-check expect status 200\n'
+        printf '    default-server inter 2s fall 2 rise 2 check\n'
+        for m in $NODES; do printf '    server %s %s:8080\n' "$m" "$(addr "$m")"; done
         for m in $NODES; do
             printf '\nbackend node_%s\n    option httpchk GET /api/health\n' "$m"
             printf '    http-check expect status 200\n    server %s %s:8080 check inter 2s\n' "$m" "$(addr "$m")"
@@ -275,6 +292,7 @@ up() {
     echo "http://127.0.0.1:$PORT/" > "$DIR/url"
     say "up; the model at ${LLMBOX_LLM_URL:-$(grep '^LLMBOX_LLM_URL=' "$DIR/cluster.env" | cut -d= -f2-)}"
     say "log in with the token in $DIR/token (Authorization: Bearer ...)"
+    say "the sandbox API (and E2B's API key): the token in $DIR/sandbox_token"
     echo "http://127.0.0.1:$PORT/"
 }
 
@@ -315,8 +333,18 @@ sandboxd_again() {
     say "$m: sandboxd was killed; starting it once to remove its sandboxes"
     rm -f "$DIR/$m/var/run/sandboxd.sock"
     mapfile -t e < <(member_env "$m")
+    local log="$DIR/$m/var/log/sandboxd.out" before
+    before=$(grep -c '"sandboxd [^ ]* listening on' "$log" 2>/dev/null)
     start_in "$m" sandboxd env -C "$DIR/$m" "${e[@]}" "$REPO/build/llmbox-sandboxd"
-    for i in $(seq 100); do [ -S "$DIR/$m/var/run/sandboxd.sock" ] && break; sleep 0.1; done
+    # its "listening" line comes after it removed the stale sandboxes (its
+    # socket, before: a TERM then would cut the removal short); a loaded
+    # machine: up to 30 s
+    for i in $(seq 300); do
+        [ "$(grep -c '"sandboxd [^ ]* listening on' "$log" 2>/dev/null)" -gt "${before:-0}" ] && return 0
+        alive "$DIR/pids/$m.sandboxd" || break
+        sleep 0.1
+    done
+    fail "$m: the sandboxd started to remove its sandboxes did not listen: $(tail -n 3 "$DIR/$m/var/log/sandboxd.out")"
 }
 
 # whatever is left in member $1's namespace (agents of a killed node,
@@ -348,6 +376,14 @@ down() {
         return 0
     fi
     stop_pids "$DIR/pids/infra.haproxy"
+    # a cut member's links up again first: its processes then stop as the
+    # others do instead of hanging on a store that does not answer
+    for m in $WEBS $NODES; do
+        if member_cut "$m"; then
+            say "$m: its link was cut: healed to stop it"
+            ip link set "lbxc-$m" up
+        fi
+    done
     # front to back, as scripts/run.sh: nginx, web, node, then sandboxd,
     # which destroys the sandboxes left
     stop_pids "$DIR"/pids/*.nginx "$DIR"/pids/*.web "$DIR"/pids/*.node
@@ -395,6 +431,9 @@ status() {
         echo "lb  down  http://127.0.0.1:$PORT/"
     fi
     for m in $WEBS $NODES; do
+        member_cut "$m" && echo "$m  cut   (link lbxc-$m down: cluster.sh heal $m)"
+    done
+    for m in $WEBS $NODES; do
         if j=$(curl -fsS -m 2 -H "Authorization: Bearer $(cat "$DIR/token" 2>/dev/null)" "http://$(addr "$m"):8080/api/health" 2>/dev/null); then
             echo "$m  web up    $(addr "$m"):8080 $(echo "$j" | python3 -c 'import json,sys
 h=json.load(sys.stdin); t=h.get("tasks") or {}; a=h.get("sandbox_api") or {}
@@ -438,6 +477,49 @@ kill_member() {
     return 0
 }
 
+# A partition: member $1's veth, on the bridge's side, down (cut) or up
+# (heal). Everything it reaches goes over that link (PostgreSQL, radosgw,
+# the model, the balancer's connections to it), so a cut member is cut off
+# from all of them while its processes run on: a node keeps its agents
+# until its lease runs out unrenewed, then its watchdog kills them.
+member_link() {
+    need_root
+    local m="$1" how="$2"
+    case " $WEBS $NODES " in
+        *" $m "*) ;;
+        *) fail "no member named '$m' (the webs: $WEBS; the nodes: $NODES)"; return 1 ;;
+    esac
+    if ! ip link show "lbxc-$m" >/dev/null 2>&1; then
+        fail "$m: not up (no link lbxc-$m)"
+        return 1
+    fi
+    ip link set "lbxc-$m" "$how" || { fail "$m: ip link set lbxc-$m $how"; return 1; }
+    if [ "$how" = down ]; then
+        say "$m: cut (link lbxc-$m down): it reaches nothing and nothing reaches it"
+    else
+        say "$m: healed (link lbxc-$m up)"
+    fi
+}
+
+# a link that is down (cut), for status
+member_cut() { ip -o link show "lbxc-$1" 2>/dev/null | grep -q '[<,]UP[,>]' && return 1; ip link show "lbxc-$1" >/dev/null 2>&1; }
+
+partition() {
+    local m="$1" secs="$2"
+    case "$secs" in
+        ''|*[!0-9]*) fail "partition: SECONDS must be a whole number, not '$secs'"; return 2 ;;
+    esac
+    [ "$secs" -le 86400 ] || { fail "partition: at most 86400 seconds"; return 2; }
+    member_link "$m" down || return 1
+    # healed even when interrupted: a forgotten cut outlives the command
+    trap 'member_link "$m" up; exit 130' INT TERM
+    # in the background and waited for: a trap runs at once, not after sleep
+    sleep "$secs" &
+    wait $!
+    trap - INT TERM
+    member_link "$m" up
+}
+
 # `make cluster`: up, then wait; Ctrl-C (or TERM) brings it down
 run() {
     up || exit 1
@@ -453,5 +535,9 @@ case "${1:-}" in
     status) status ;;
     kill-node) [ $# = 2 ] || { fail "usage: cluster.sh kill-node NAME"; exit 2; }; kill_member "$2" node ;;
     kill-web) [ $# = 2 ] || { fail "usage: cluster.sh kill-web NAME"; exit 2; }; kill_member "$2" web ;;
-    *) echo "usage: scripts/cluster.sh up|down|status|kill-node NAME|kill-web NAME" >&2; exit 2 ;;
+    cut) [ $# = 2 ] || { fail "usage: cluster.sh cut NAME"; exit 2; }; member_link "$2" down ;;
+    heal) [ $# = 2 ] || { fail "usage: cluster.sh heal NAME"; exit 2; }; member_link "$2" up ;;
+    partition) [ $# = 3 ] || { fail "usage: cluster.sh partition NAME SECONDS"; exit 2; }; partition "$2" "$3" ;;
+    *) echo "usage: scripts/cluster.sh up|down|status|kill-node NAME|kill-web NAME|cut NAME|heal NAME|partition NAME SECONDS" >&2
+       exit 2 ;;
 esac

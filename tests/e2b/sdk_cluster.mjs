@@ -1,15 +1,20 @@
 // Issue 13: the real e2b SDK through HAProxy in front of two nodes' webs
-// (tests/integration/test_node_ids.py): sandboxes with prefixed ids
+// (tests/integration/test_node_ids.py), or scripts/cluster.sh's three
+// (tests/integration/test_cluster.py): sandboxes with prefixed ids
 // (n1.<32 hex>, n2.<32 hex>) are created, run commands, write and read
 // files and are killed, every call routed to the node that holds them.
 import { Sandbox } from 'e2b'
 import { check, assert, eq, runChecks } from './lib.mjs'
 
 const made = []
+// the nodes a sandbox may land on: n1 n2 (test_node_ids.py), or
+// LLMBOX_E2B_NODES="n1 n2 n3" (scripts/cluster.sh, test_cluster.py)
+const nodes = (process.env.LLMBOX_E2B_NODES || 'n1 n2').split(/\s+/).filter(Boolean)
+const idRe = new RegExp('^(' + nodes.map(n => n.replace(/[^a-z0-9_-]/g, '')).join('|') + ')\\.[0-9a-f]{32}$')
 
 check('create_on_prefixed_ids', async () => {
   for (let i = 0; i < 4; i++) made.push(await Sandbox.create({ metadata: { suite: 'cluster-' + process.pid } }))
-  for (const s of made) assert(/^n[12]\.[0-9a-f]{32}$/.test(s.sandboxId), s.sandboxId)
+  for (const s of made) assert(idRe.test(s.sandboxId), s.sandboxId)
   console.log('# ids: ' + made.map(s => s.sandboxId.split('.')[0]).join(' '))
 })
 

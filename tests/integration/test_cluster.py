@@ -1,29 +1,49 @@
 """scripts/cluster.sh (issue 13, a cluster on one machine), scaled to fit
-`make test`: the real script brings up PostgreSQL, radosgw, HAProxy, two
-webs and three sandbox nodes in their network namespaces, with the fake
-model (tests/fake_model.py) on the bridge's host address and a short lease.
+`make test`: the real script brings up PostgreSQL (over TCP on the
+bridge), radosgw, HAProxy, two webs and three sandbox nodes in their
+network namespaces, with the fake model (tests/fake_model.py) on the
+bridge's host address and a short lease.
 
 1. down when nothing runs: exit 0, says down; up refuses a state folder
    that holds anything, and down leaves such a folder alone.
 2. up: its last line is the balancer's URL, which answers /api/health; up
    again says it is already up; a node cannot see another's home (its
-   mount namespace shows an empty folder there) and its namespace has no
-   route beyond the bridge.
-3. node loss: 12 tasks through the balancer (bash `sleep`, then finish)
-   spread over n1, n2, n3; streams of some on w1 and some on w2; once
-   every task runs, `kill-node n2`: n2's tasks end failed naming n2 within
-   lease + sweep (+2 s), the others succeed, every stream ends with
-   `done`; `status` shows n2 down and the others running.
-4. kill-web w1: status shows it down, the balancer answers through w2;
-   kill-node of an unknown name is an error naming the nodes.
-5. down: exit 0; nothing left: no process in the state folder, no
+   mount namespace shows an empty folder there), its namespace has no
+   route beyond the bridge, and the store's URL is TCP on the bridge.
+3. API sandboxes through the balancer (LLMBOX_CLUSTER_SANDBOXES, 60 here;
+   `make cluster-sandboxes`: 1,000), all alive at once: each created (by
+   the web of the node its id names), then a file uploaded to each, a
+   command run on it, its output downloaded and compared, then each
+   destroyed; the count per node (the nodes' own, /api/health) within
+   15 % of an even third; afterwards no sandbox on any node's sandboxd.
+4. The Python client (clients/python) and the E2B SDK (tests/e2b,
+   sdk_cluster.mjs) create, run commands and read files through the
+   balancer, on ids of the three nodes.
+5. node loss and a partition: 12 tasks through the balancer (bash
+   `sleep`, then finish) spread over n1, n2, n3; streams of some on w1
+   and some on w2; once every task runs, `kill-node n2` and `cut n3`:
+   n3's agents are killed by its own lease watchdog (gone from its
+   namespace within lease + 2 s, its log says why); n2's and n3's tasks
+   end failed naming their node (swept by n1, within lease + sweep
+   + 2 s); new sandboxes all go to n1 (the balancer took n2 and n3 out);
+   n1's tasks succeed, every stream ends with `done`. `heal n3`: n3 holds
+   its lease again, its tasks stay failed, no event of any task is stored
+   twice, and n3 claims new tasks, which succeed. `status` shows n2 down.
+6. kill-web w1: status shows it down, the balancer answers through w2;
+   kill-node and cut of an unknown name are errors naming the members;
+   `partition n1 1` cuts n1 for a second and heals it.
+7. down: exit 0; nothing left: no process in the state folder, no
    namespace, bridge, veth, mount, sandboxd cgroup, and no state folder.
 """
+import calendar
+import concurrent.futures
 import glob
+import hashlib
 import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +51,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from stack import REPO, Reporter, free_port, image_ready  # noqa: E402
+from stack import REPO, Reporter, Stack, free_port, image_ready  # noqa: E402
 import pg_server  # noqa: E402
 import s3_server  # noqa: E402
 from test_sandbox_lifecycle import install_tag  # noqa: E402
@@ -41,10 +61,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 LEASE = 4
 NET = "10.213.0"
 TASKS = 12
+NODES = ("n1", "n2", "n3")
+# API sandboxes through the balancer: 60 in make test, 1,000 for issue
+# 13's acceptance (make cluster-sandboxes); WORKERS at a time
+SANDBOXES = int(os.environ.get("LLMBOX_CLUSTER_SANDBOXES", "60"))
+WORKERS = int(os.environ.get("LLMBOX_CLUSTER_SANDBOX_WORKERS", "6"))
 SCRIPT = os.path.join(REPO, "scripts", "cluster.sh")
+E2B_DIR = os.path.join(REPO, "tests", "e2b")
 SCEN = {"scenarios": [{"match": "[cluster]", "steps": [
     {"content": "", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 8; echo slept"}}]},
     {"content": "", "tool_calls": [{"name": "finish", "arguments": {"answer": "clustered"}}]},
+]}, {"match": "[rejoin]", "steps": [
+    {"content": "", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3; echo back"}}]},
+    {"content": "", "tool_calls": [{"name": "finish", "arguments": {"answer": "rejoined"}}]},
 ]}]}
 
 
@@ -81,6 +110,50 @@ class Cluster:
     def token(self):
         with open(os.path.join(self.dir, "token")) as f:
             return f.read().strip()
+
+    @property
+    def sbx_token(self):
+        with open(os.path.join(self.dir, "sandbox_token")) as f:
+            return f.read().strip()
+
+    def sbx(self, method, path, body=None, headers=None, timeout=60):
+        """A sandbox API call through the balancer: (status, headers, body)."""
+        h = dict(headers or {}, Authorization="Bearer " + self.sbx_token)
+        if isinstance(body, dict):
+            body = json.dumps(body).encode()
+            h.setdefault("Content-Type", "application/json")
+        cn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            cn.request(method, path, body=body, headers=h)
+            r = cn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            cn.close()
+
+    def lb_servers(self):
+        """HAProxy's view of the backend sandbox_nodes: {server: UP/DOWN...}."""
+        sk = socket.socket(socket.AF_UNIX)
+        sk.settimeout(5)
+        try:
+            sk.connect(os.path.join(self.dir, "infra", "haproxy", "haproxy.sock"))
+            sk.sendall(b"show stat\n")
+            out = b""
+            while True:
+                b = sk.recv(65536)
+                if not b:
+                    break
+                out += b
+        finally:
+            sk.close()
+        rows = [ln.split(",") for ln in out.decode().splitlines() if ln.startswith("sandbox_nodes,")]
+        return {r[1]: r[17] for r in rows if r[1] not in ("FRONTEND", "BACKEND")}
+
+    def node_log(self, m, what="node"):
+        try:
+            with open(os.path.join(self.dir, m, "var", "log", what + ".out"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
 
     def req(self, host, port, method, path, body=None, headers=None, timeout=30):
         c = http.client.HTTPConnection(host, port, timeout=timeout)
@@ -137,6 +210,143 @@ def stream(c, host, tid, out):
     except OSError as e:
         names.append("error: %s" % e)
     out[tid] = names
+
+
+def sbx_create(c):
+    """A new API sandbox through the balancer, made by the web of the node
+    its id names: (id, node)."""
+    st, h, b = c.sbx("POST", "/api/sandboxes", {})
+    assert st == 201, ("create", st, b[:300])
+    sid = json.loads(b)["id"]
+    node = sid.split(".")[0]
+    assert node in NODES and len(sid) == len(node) + 33, sid
+    assert h.get("x-llmbox-web") == node, ("made by", sid, h.get("x-llmbox-web"))
+    return sid, node
+
+
+def sbx_use(c, sid, node, i):
+    """Upload a file, run a command on it, download its output, each call
+    answered by the sandbox's node."""
+    data = (("%s %d\n" % (sid, i)) * 200).encode()
+    st, h, b = c.sbx("PUT", "/api/sandboxes/%s/files/tmp/in.txt" % sid, data,
+                     {"Content-Type": "application/octet-stream"})
+    assert st in (200, 201, 204) and h.get("x-llmbox-web") == node, ("upload", sid, st, h, b[:300])
+    st, h, b = c.sbx("POST", "/api/sandboxes/%s/exec" % sid,
+                     {"command": "sha256sum < /tmp/in.txt | cut -c1-64 > /tmp/out.txt; cat /tmp/out.txt"})
+    want = hashlib.sha256(data).hexdigest() + "\n"
+    assert st == 200 and h.get("x-llmbox-web") == node, ("exec", sid, st, h, b[:300])
+    o = json.loads(b)
+    assert o["return_code"] == 0 and o["stdout"] == want, ("exec", sid, o)
+    st, h, b = c.sbx("GET", "/api/sandboxes/%s/files/tmp/out.txt" % sid)
+    assert st == 200 and b.decode() == want and h.get("x-llmbox-web") == node, ("download", sid, st, b[:300])
+
+
+def sbx_destroy(c, sid, node):
+    st, h, b = c.sbx("DELETE", "/api/sandboxes/" + sid)
+    assert st in (200, 204) and h.get("x-llmbox-web") == node, ("destroy", sid, st, h, b[:300])
+
+
+def sandbox_round(c, i):
+    """One API sandbox through the balancer, start to end: its node."""
+    sid, node = sbx_create(c)
+    try:
+        sbx_use(c, sid, node, i)
+    finally:
+        sbx_destroy(c, sid, node)
+    return node
+
+
+def node_sandboxes(c, m):
+    """The API sandboxes node m's web holds, by its own count (/api/health)."""
+    st, b = c.req("%s.%d" % (NET, 20 + int(m[1:])), 8080, "GET", "/api/health")
+    assert st == 200, (m, st, b[:300])
+    return json.loads(b)["sandbox_api"]["sandboxes"]
+
+
+class NodeHome:
+    """A node's home, for stack.Stack's look into its sandboxd (the socket
+    is a file under the home: no network namespace in the way)."""
+    sandboxd_ping = Stack.sandboxd_ping
+    sandbox_leftovers = Stack.sandbox_leftovers
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+
+
+def sandboxes_left(c, nodes=NODES):
+    """{node: what its web and its sandboxd still hold} for those that hold any."""
+    left = {}
+    for m in nodes:
+        cn = http.client.HTTPConnection("%s.%d" % (NET, 20 + int(m[1:])), 8080, timeout=10)
+        try:
+            cn.request("GET", "/api/sandboxes", headers={"Authorization": "Bearer " + c.sbx_token})
+            r = cn.getresponse()
+            st, b = r.status, r.read()
+        finally:
+            cn.close()
+        what = [] if st == 200 and not json.loads(b)["sandboxes"] else ["web: %s %s" % (st, b[:200])]
+        what += NodeHome(os.path.join(c.dir, m)).sandbox_leftovers()
+        if what:
+            left[m] = what
+    return left
+
+
+def netns_agents(m):
+    """{pid: task id} of the agents running in member m's network namespace."""
+    want = os.stat("/run/netns/lbxc-" + m).st_ino
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if os.stat("/proc/%s/ns/net" % d).st_ino != want:
+                continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        # not the web's spare agent (--spare, no task yet)
+        if b"agent" in argv and b"--task" in argv and b"--spare" not in argv:
+            out[int(d)] = argv[argv.index(b"--task") + 1].decode()
+    return out
+
+
+def log_ts(text, what):
+    """The time (epoch s) of the first JSON log line of text whose msg holds
+    what, or None."""
+    for ln in text.splitlines():
+        if what in ln:
+            try:
+                ts = json.loads(ln)["ts"]
+            except (ValueError, KeyError):
+                continue
+            return calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + ts[19:].rstrip("Z"))
+    return None
+
+
+def alive(pid):
+    """pid runs (a zombie does not: it is dead, not yet reaped; a node whose
+    main loop is held by a store call that does not answer reaps later)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def keep_logs(c):
+    """LLMBOX_CLUSTER_TEST_LOGS=DIR: every member's logs copied there
+    before down (to read after a failure)."""
+    to = os.environ.get("LLMBOX_CLUSTER_TEST_LOGS")
+    if not to:
+        return
+    for f in glob.glob(os.path.join(c.dir, "*", "var", "log", "*")) + glob.glob(os.path.join(c.dir, "infra", "*.out")):
+        d = os.path.join(to, os.path.relpath(os.path.dirname(f), c.dir))
+        try:
+            os.makedirs(d, exist_ok=True)
+            shutil.copy(f, d)
+        except OSError:  # removed by down meanwhile
+            pass
 
 
 def nothing_left(c, tags):
@@ -224,7 +434,81 @@ def main():
             assert routes.strip() == "%s.0/24 dev eth0 proto kernel scope link src %s.21" % (NET, NET), routes
         rep.run("up", up)
 
-        def node_loss():
+        def sandboxes():
+            url = [ln for ln in open(os.path.join(c.dir, "cluster.env")) if ln.startswith("LLMBOX_DB_URL=")][0]
+            assert url.startswith("LLMBOX_DB_URL=postgresql://llmbox:") and ("@%s.1:" % NET) in url, \
+                "the store is not reached over TCP on the bridge"
+            # all of them at once (each node holds its share), then each used,
+            # then each destroyed
+            ex = concurrent.futures.ThreadPoolExecutor(WORKERS)
+            made = []
+            try:
+                t0 = time.time()
+                futs = [ex.submit(sbx_create, c) for _ in range(SANDBOXES)]
+                errs = []
+                for f in futs:  # every one made is destroyed below, even when another failed
+                    try:
+                        made.append(f.result())
+                    except Exception as e:  # noqa: BLE001 (raised below, the first)
+                        errs.append(e)
+                if errs:
+                    raise errs[0]
+                t1 = time.time()
+                per = {n: sum(1 for _, m in made if m == n) for n in NODES}
+                held = {n: node_sandboxes(c, n) for n in NODES}
+                assert held == per, ("the nodes' own counts", held, "the ids'", per)
+                list(ex.map(lambda a: sbx_use(c, a[1][0], a[1][1], a[0]), enumerate(made)))
+                t2 = time.time()
+            finally:
+                for f in [ex.submit(sbx_destroy, c, sid, node) for sid, node in made]:
+                    f.result()
+                ex.shutdown()
+            t3 = time.time()
+            even = SANDBOXES / len(NODES)
+            print("# %d API sandboxes through the balancer, all at once (%d calls at a time): per node %s (the"
+                  " nodes' own count); created in %.1f s, upload + exec + download of each in %.1f s, destroyed"
+                  " in %.1f s: %.1f s in all" % (SANDBOXES, WORKERS, per, t1 - t0, t2 - t1, t3 - t2, t3 - t0),
+                  file=sys.stderr)
+            assert all(abs(n - even) <= 0.15 * even for n in per.values()), ("not within 15 %% of %.1f each" % even,
+                                                                            per)
+            deadline = time.time() + 20
+            while sandboxes_left(c) and time.time() < deadline:
+                time.sleep(0.3)
+            assert not sandboxes_left(c), sandboxes_left(c)
+        rep.run("sandboxes_spread_over_the_nodes", sandboxes)
+
+        def clients():
+            sys.path.insert(0, os.path.join(REPO, "clients", "python"))
+            from llmbox import Client  # noqa: E402
+            cl = Client("http://127.0.0.1:%d" % c.port, sandbox_token=c.sbx_token)
+            seen = []
+            for _ in range(3):
+                with cl.sandbox() as sb:
+                    node = sb.id.split(".")[0]
+                    assert node in NODES and len(sb.id) == len(node) + 33, sb.id
+                    seen.append(node)
+                    r = sb.exec("echo hi-%s" % node)
+                    assert r.stdout == "hi-%s\n" % node and r.return_code == 0, r
+                    sb.write_file("/tmp/p.txt", "via the client")
+                    assert sb.read_file("/tmp/p.txt") == b"via the client"
+            if not os.path.isdir(os.path.join(E2B_DIR, "node_modules", "e2b")):
+                subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=E2B_DIR, check=True,
+                               timeout=600)
+            env = dict(os.environ, E2B_API_URL="http://127.0.0.1:%d/e2b" % c.port,
+                       E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % c.port, E2B_API_KEY=c.sbx_token,
+                       LLMBOX_E2B_NODES=" ".join(NODES))
+            p = subprocess.run(["node", "sdk_cluster.mjs"], cwd=E2B_DIR, env=env, capture_output=True, text=True,
+                               timeout=120)
+            assert p.returncode == 0 and "FAIL" not in p.stdout, (p.stdout[-3000:], p.stderr[-2000:])
+            ids = [ln for ln in p.stdout.splitlines() if ln.startswith("# ids: ")]
+            print("# the Python client's sandboxes on %s; the E2B SDK's %s" % (" ".join(seen), ids), file=sys.stderr)
+            deadline = time.time() + 20
+            while sandboxes_left(c) and time.time() < deadline:
+                time.sleep(0.3)
+            assert not sandboxes_left(c), sandboxes_left(c)
+        rep.run("python_client_and_e2b_sdk", clients)
+
+        def loss_and_partition():
             ids = [create(c, "task %d [cluster]" % i) for i in range(TASKS)]
             streams = {}
             threads = [threading.Thread(target=stream, args=(c, "%s.%d" % (NET, 11 + i % 2), tid, streams))
@@ -242,50 +526,149 @@ def main():
                 assert time.time() < deadline, rows
                 time.sleep(0.2)
             on = {r[0]: r[2] for r in rows}
-            per = {n: sum(1 for v in on.values() if v == n) for n in ("n1", "n2", "n3")}
+            per = {n: sum(1 for v in on.values() if v == n) for n in NODES}
             assert all(per.values()) and sum(per.values()) == TASKS, per
             # the cgroups the down check looks for are the nodes' sandboxds' (made
             # with their first sandbox)
             assert all(glob.glob("/sys/fs/cgroup/%s" % t) + glob.glob("/sys/fs/cgroup/*/%s" % t) for t in tags), tags
+            lost, cut = [i for i in ids if on[i] == "n2"], [i for i in ids if on[i] == "n3"]
+            deadline = time.time() + 20
+            while sorted(netns_agents("n3").values()) != sorted(cut):  # an agent starts a moment after its claim
+                assert time.time() < deadline, (netns_agents("n3"), cut)
+                time.sleep(0.2)
+            agents = netns_agents("n3")
+            # the times below are the nodes' own (their log lines), from the
+            # end of each command (its last step is the kill, the cut): a
+            # loaded machine slows the test's polling, not what it measures
             rc, out, err = c.run("kill-node", "n2")
+            tkill = time.time()
             assert rc == 0 and "n2: kill -9" in out, (rc, out, err)
-            t0 = time.time()
-            mine = [i for i in ids if on[i] == "n2"]
+            rc, out, err = c.run("cut", "n3")
+            tcut = time.time()
+            assert rc == 0 and "n3: cut" in out, (rc, out, err)
+            # n3's own watchdog kills its agents once its lease runs out
+            # unrenewed (no one can reach n3 to do it): gone from its namespace
+            while any(alive(p) for p in agents):
+                assert time.time() - tcut < LEASE + 10, ("n3's agents still run %.1f s after the cut (lease %d s)"
+                                                         % (time.time() - tcut, LEASE), agents)
+                time.sleep(0.1)
+            # n3 itself did it: its watchdog thread (its main loop is stuck in
+            # the renewal the cut holds) or, had the renewal failed at once,
+            # its main loop; within its lease of the cut
+            why = [(log_ts(c.node_log("n3"), w), w) for w in ("its lease expired unrenewed",
+                                                              "could not renew its lease before it expired")]
+            why = sorted(w for w in why if w[0])
+            assert why and why[0][0] >= tcut - 0.5, (why, tcut, c.node_log("n3")[-2000:])
+            killed = why[0][0] - tcut
+            assert killed <= LEASE + 1, "n3 killed its agents %.1f s after the cut (lease %d s)" % (killed, LEASE)
+            # swept by the one node left, n1
+            deadline = time.time() + LEASE + LEASE / 3 + 20
             while True:
                 rows = {r[0]: r for r in c.sql(q)}
-                if all(rows[i][1] != "running" for i in mine):
-                    took = time.time() - t0
+                if all(rows[i][1] != "running" for i in lost + cut):
                     break
-                assert time.time() - t0 < LEASE + LEASE / 3 + 10, rows
+                assert time.time() < deadline, rows
                 time.sleep(0.2)
-            for i in mine:
+            for i in lost:
                 assert rows[i][1] == "failed" and "node n2" in rows[i][3], rows[i]
-            assert took <= LEASE + LEASE / 3.0 + 2, "swept after %.1f s (lease %d s)" % (took, LEASE)
+            for i in cut:
+                assert rows[i][1] == "failed" and "node n3" in rows[i][3], rows[i]
+            log1 = c.node_log("n1")
+            s2, s3 = log_ts(log1, "swept node n2"), log_ts(log1, "swept node n3")
+            assert s2 and s3, log1[-2000:]
+            swept = max(s2 - tkill, s3 - tcut)
+            assert swept <= LEASE + LEASE / 3.0 + 2, "swept after %.1f s (lease %d s)" % (swept, LEASE)
+            rc, out, err = c.run("status")
+            assert "n3  cut   (link lbxc-n3 down: cluster.sh heal n3)" in out.splitlines(), out
+            # the balancer took n2 and n3 out of sandbox_nodes: a new sandbox is n1's
+            deadline = time.time() + 15
+            while c.lb_servers() != {"n1": "UP", "n2": "DOWN", "n3": "DOWN"}:
+                assert time.time() < deadline, c.lb_servers()
+                time.sleep(0.3)
+            for i in range(3):
+                node = sandbox_round(c, i)
+                assert node == "n1", node
             deadline = time.time() + 90
             while any(r[1] in ("queued", "running") for r in c.sql(q)):
                 assert time.time() < deadline, c.sql(q)
                 time.sleep(0.5)
             for i, r in {r[0]: r for r in c.sql(q)}.items():
-                if on[i] != "n2":
+                if on[i] == "n1":
                     assert r[1] == "succeeded", r
             for t in threads:
                 t.join(60)
             assert len(streams) == 6, streams
             for tid, names in streams.items():
                 assert names and names[-1] == "done", (tid, names)
+            print("# %d tasks: per node %s; n2 killed and n3 cut: n3's agents killed by its watchdog %.1f s after"
+                  " the cut (%s), n2's and n3's %d tasks failed after %.1f s at most (lease %d s)"
+                  % (TASKS, per, killed, why[0][1], len(lost + cut), swept, LEASE), file=sys.stderr)
+
+            rc, out, err = c.run("heal", "n3")
+            assert rc == 0 and "n3: healed" in out, (rc, out, err)
+            t1 = time.time()
+            # n3 holds its lease again (its store connection comes back
+            # with TCP's next retransmission, or a new one)
+            while True:
+                try:
+                    cn = http.client.HTTPConnection("%s.23" % NET, 8090, timeout=2)
+                    cn.request("GET", "/healthz")
+                    h = json.loads(cn.getresponse().read())
+                    cn.close()
+                except (OSError, ValueError):
+                    h = {}
+                if h.get("state") == "running":
+                    break
+                assert time.time() - t1 < 45, ("n3 did not hold its lease again", h, c.node_log("n3")[-2000:])
+                time.sleep(0.3)
+            rejoined = time.time() - t1
+            assert not netns_agents("n3"), netns_agents("n3")
+            rows = {r[0]: r for r in c.sql(q)}
+            for i in cut:
+                assert rows[i][1] == "failed" and "node n3" in rows[i][3], ("after the heal", rows[i])
+            # every event once: no (task, type, data) twice, one end per task
+            dup = c.sql("SELECT task_id, type, left(data, 200), count(*) FROM events WHERE task_id IN (%s)"
+                        " GROUP BY task_id, type, data HAVING count(*) > 1" % ",".join("'%s'" % i for i in ids))
+            assert not dup, dup
+            ends = c.sql("SELECT task_id, count(*) FROM events WHERE task_id IN (%s) AND type = 'done'"
+                         " GROUP BY task_id" % ",".join("'%s'" % i for i in ids))
+            assert sorted(ids) == sorted(r[0] for r in ends) and all(r[1] == "1" for r in ends), ends
+            # n3 takes new work: 8 tasks at once, n1 has room for 4
+            more = [create(c, "again %d [rejoin]" % i) for i in range(8)]
+            q2 = "SELECT id, status, COALESCE(node, ''), COALESCE(reason, '') FROM tasks WHERE id IN (%s)" % \
+                ",".join("'%s'" % i for i in more)
+            deadline = time.time() + 60
+            while any(r[1] in ("queued", "running") for r in c.sql(q2)):
+                assert time.time() < deadline, c.sql(q2)
+                time.sleep(0.3)
+            rows = c.sql(q2)
+            assert all(r[1] == "succeeded" for r in rows), rows
+            per2 = {n: sum(1 for r in rows if r[2] == n) for n in NODES}
+            assert per2["n3"] > 0 and per2["n2"] == 0, per2
             rc, out, err = c.run("status")
             lines = out.splitlines()
             assert any(ln.startswith("n2  node down") for ln in lines), out
             assert sum(1 for ln in lines if ln.startswith(("n1  node running", "n3  node running"))) == 2, out
+            assert not any(" cut " in ln for ln in lines), out
             # the node's own web (its sandbox calls) went with it
             assert sum(1 for ln in lines if " web up " in ln) == 4 and "n2  web down  %s.22:8080" % NET in lines, out
-            print("# %d tasks: per node %s; n2 killed: its %d failed after %.1f s (lease %d s)"
-                  % (TASKS, per, len(mine), took, LEASE), file=sys.stderr)
-        rep.run("node_loss", node_loss)
+            print("# n3 healed: held its lease again after %.1f s, then ran %d of 8 new tasks (%s); no event twice"
+                  % (rejoined, per2["n3"], per2), file=sys.stderr)
+        rep.run("node_loss_and_partition", loss_and_partition)
 
         def kill_web():
             rc, out, err = c.run("kill-node", "n9")
             assert rc == 1 and "no node named 'n9' (the nodes: n1 n2 n3)" in err, (rc, out, err)
+            rc, out, err = c.run("cut", "n9")
+            assert rc == 1 and "no member named 'n9' (the webs: w1 w2; the nodes: n1 n2 n3)" in err, (rc, out, err)
+            rc, out, err = c.run("partition", "n1", "soon")
+            assert rc == 2 and "SECONDS must be a whole number, not 'soon'" in err, (rc, out, err)
+            # a short partition: cut, a second, healed (shorter than the lease: nothing else happens)
+            t0 = time.time()
+            rc, out, err = c.run("partition", "n1", "1")
+            assert rc == 0 and "n1: cut" in out and "n1: healed" in out and time.time() - t0 >= 1, (rc, out, err)
+            link = subprocess.run(["ip", "-o", "link", "show", "lbxc-n1"], capture_output=True, text=True).stdout
+            assert ",UP," in link or ",UP>" in link, link
             rc, out, err = c.run("kill-web", "w1")
             assert rc == 0 and "w1: kill -9" in out, (rc, out, err)
             rc, out, err = c.run("status")
@@ -298,8 +681,14 @@ def main():
         rep.run("kill_web", kill_web)
 
         def down():
+            keep_logs(c)
+            stop = threading.Event()
+            if os.environ.get("LLMBOX_CLUSTER_TEST_LOGS"):  # and what down adds to them, until it removes them
+                threading.Thread(target=lambda: [keep_logs(c) or time.sleep(0.1) for _ in iter(stop.is_set, True)],
+                                 daemon=True).start()
             t0 = time.time()
             rc, out, err = c.run("down")
+            stop.set()
             assert rc == 0, (rc, out[-2000:], err[-2000:])
             assert "n2: sandboxd was killed" in out, out
             left = nothing_left(c, tags)
