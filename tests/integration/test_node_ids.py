@@ -23,8 +23,9 @@ set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
    sandboxes, one on each node, exec, write and read a file, attach.
 7. Snapshots name their node too (n1.<32 hex>): made through the
    balancer; another node's web answers 421 naming the holder for a create
-   from it and a delete; its own web starts a sandbox from it; the
-   balancer routes its delete by the prefix.
+   from it and a delete; its own web starts a sandbox from it, and so
+   does the balancer given X-Llmbox-Node; the balancer routes its delete
+   by the prefix.
 9. Nothing is left: no sandbox listed by either web, none in either
    sandboxd.
 """
@@ -224,7 +225,11 @@ class T:
             assert ("kept by node %s" % node) in o["error"]["message"] and o["error"]["node"] == node, o
             st, h, o = call(other, "DELETE", "/api/snapshots/" + snap)
             assert st == 421 and h.get("x-llmbox-node") == node, (st, h, o)
-            # its own web starts a sandbox from it
+            # through the balancer, naming the node: its web starts a sandbox from it
+            st, h, o = call(self.lb, "POST", "/api/sandboxes", {"snapshot": snap}, {"X-Llmbox-Node": node})
+            assert st == 201 and o["id"].startswith(node + ".") and h.get("x-llmbox-web") == node, (st, h, o)
+            made.append(o["id"])
+            # and its own web directly
             st, h, o = call(own, "POST", "/api/sandboxes", {"snapshot": snap})
             assert st == 201 and o["id"].startswith(node + "."), (st, o)
             made.append(o["id"])
