@@ -73,7 +73,7 @@ import load  # noqa: E402
 import pg_server  # noqa: E402
 from stack import Stack, image_ready, multipart, pg_fresh_db  # noqa: E402
 from test_node_queue import nodes_end, nodes_on  # noqa: E402  (starts `llmbox node` on a stack's home)
-from sandbox import pss  # noqa: E402  (bench/sandbox.py)
+from sandbox import descendants, pss  # noqa: E402  (bench/sandbox.py)
 
 # a cluster's web stands for many client addresses; wrk is one
 START_LIMIT = ("rate=30r/m", "rate=100000r/s")
@@ -136,7 +136,7 @@ def stop_node(c, p):
 
 def pg_pids(pg):
     """The PostgreSQL server's processes: the postmaster and its backends."""
-    return [pg.pid] + load.descendants(pg.pid) if pg and pg.pid else []
+    return [pg.pid] + descendants([pg.pid]) if pg and pg.pid else []
 
 
 def create_body(prompt):
@@ -278,6 +278,37 @@ def fmt_run(r):
         r["rps"], r["p50_ms"], r["p99_ms"], r["errors"], r["err_pct"], cpu)
 
 
+def access_log(s):
+    return os.path.join(s.prefix, "var", "log", "nginx-access.log")
+
+
+def refusals(s, off):
+    """The answers of 400 or more in s's nginx access log past offset off,
+    by kind of request and status: ({(kind, status): n}, the new offset)."""
+    out = {}
+    with open(access_log(s), errors="replace") as f:
+        f.seek(off)
+        for ln in f:
+            try:
+                e = json.loads(ln)
+            except ValueError:
+                continue
+            if e.get("status", 0) < 400 or e["status"] == 499:  # 499: wrk closed it at the end of its run
+                continue
+            path = e.get("path", "")
+            kind = "dl" if path.startswith("/dl/") else "sse" if path.endswith("/events") else \
+                "create" if e.get("method") == "POST" else "get"
+            out[(kind, e["status"])] = out.get((kind, e["status"]), 0) + 1
+        return out, f.tell()
+
+
+def say_refusals(stacks, offs):
+    for i, (name, s) in enumerate(stacks):
+        got, offs[i] = refusals(s, offs[i])
+        say("  %s answered %s", name, ", ".join("%s %d: %d" % (k, st, n) for (k, st), n in sorted(got.items()))
+            if got else "no error (nothing of 400 or more in its nginx access log)")
+
+
 def web_steps(a, targets, cycle):
     """Every step, the targets in turn, --rounds times; {target: {c: [runs]}}."""
     res = {t.name: {} for t in targets}
@@ -356,11 +387,15 @@ def web_part(a, pg):
         say("  answers: task %d B, event stream %d B, download %d B, create %d B; web_threads %d; wrk %d s a run",
             len(ans["get"]), len(ans["sse"]), len(ans["dl"]), len(ans["create"]), a.web_threads, a.secs)
         targets = [t_pg, t_lite, t_static]
+        named = [(t_pg.name, s_pg), (t_lite.name, s_lite)]
+        offs = [os.path.getsize(access_log(x)) for _, x in named]
         if "web" in a.only:
             res = web_steps(a, targets, weighted(a.mix))
+            say_refusals(named, offs)
             web_summary(a, res, [t.name for t in targets])
             if not a.quick:
                 web_kinds(a, targets)
+                say_refusals(named, offs)
         part_end("web", t0)
         if "streams" in a.only:
             streams_part(a, s_pg, pg, queued)
@@ -417,9 +452,14 @@ def streams_part(a, s, pg, queued):
     load.raise_nofile(4 * a.streams + 1024)
     # the web again with threads for every stream (sse_reserve_threads stay for the rest)
     pr, argv, logname, env = s.named["web"]
+    t1 = time.time()
     s.kill("web", signal.SIGTERM)
+    t2 = time.time()
     s.named["web"] = (pr, argv, logname, dict(env, LLMBOX_WEB_THREADS=str(a.streams + SSE_RESERVE)))
     s.restart("web")
+    say("  the web restarted with web_threads %d (stopped in %.1f s, started in %.1f s)",
+        a.streams + SSE_RESERVE, t2 - t1, time.time() - t2)
+    log0 = os.path.getsize(os.path.join(s.prefix, "var", "log", "web.log"))
     st, t = s.get_json("/api/tasks/" + queued)
     assert st == 200 and t["status"] == "queued", (st, t)
     for rnd in range(a.rounds):
@@ -459,10 +499,11 @@ def streams_part(a, s, pg, queued):
                 m0["web RSS"] // 1024, m1["web RSS"] // 1024, m0["PostgreSQL PSS"] // 1024,
                 m1["PostgreSQL PSS"] // 1024, len(pg_pids(pg)) - 1)
         finally:
+            t3 = time.time()
             stop.set()
-            th.join(30)
+            th.join(60)
         # until the web has let every stream go (its threads free again)
-        deadline = time.time() + 30
+        deadline = time.time() + 60
         while time.time() < deadline:
             try:
                 st2, _, _ = s.request("GET", "/api/health", timeout=5)
@@ -471,6 +512,20 @@ def streams_part(a, s, pg, queued):
             except OSError:
                 pass
             time.sleep(0.2)
+        say("    closed and the web answering again in %.1f s", time.time() - t3)
+    with open(os.path.join(s.prefix, "var", "log", "web.log"), errors="replace") as f:
+        f.seek(log0)
+        msgs = {}
+        for ln in f:
+            if '"level":"error"' in ln or '"level":"warn"' in ln:
+                try:
+                    m = json.loads(ln).get("msg", ln)
+                except ValueError:
+                    m = ln.strip()
+                m = m[:160]
+                msgs[m] = msgs.get(m, 0) + 1
+    for m, n in sorted(msgs.items(), key=lambda kv: -kv[1])[:5]:
+        say("  the web logged %d x: %s", n, m)
     part_end("streams", t0)
 
 
@@ -558,7 +613,7 @@ def submit(s, n, tag, deadline):
         return list(ex.map(one, range(n)))
 
 
-def run_tasks(side, n, tag):
+def run_tasks(side, n, tag, capacity):
     c0 = side.cpu()
     ids = submit(side.s, n, tag, time.time() + 300)
     side.wait(ids, 300)
@@ -566,25 +621,27 @@ def run_tasks(side, n, tag):
     ts = load.api_tasks(side.s, ids)
     bad = {i: t["status"] for i, t in ts.items() if t["status"] != "succeeded"}
     span = (max(t["finished_ms"] for t in ts.values()) - min(t["created_ms"] for t in ts.values())) / 1000.0
-    walls = [t["finished_ms"] - t["created_ms"] for t in ts.values()]
+    runs = [t["finished_ms"] - t["started_ms"] for t in ts.values() if t.get("started_ms")]
     cpu = {k: (c1[k] - c0[k]) * 1000.0 / n for k in c1}
-    return {"tps": n / span, "span": span, "bad": len(bad), "wall_p50": pct(walls, 50), "cpu_ms": cpu}
+    # how full the slots were: the tasks' running time over capacity x the span
+    busy = sum(runs) / 1000.0 / (capacity * span)
+    return {"tps": n / span, "span": span, "bad": len(bad), "run_p50": pct(runs, 50), "busy": busy, "cpu_ms": cpu}
 
 
 def node_part(a, pg, sides):
     t0 = part_start("node: one sandbox node, %d tasks of %d bash turn(s) + finish, capacity %d"
                     % (a.tasks, a.turns, a.capacity))
     for side in sides:  # one task each first: pools, connections, the node's first claim
-        run_tasks(side, 1, "warm")
+        run_tasks(side, 1, "warm", a.capacity)
     got = {side.name: [] for side in sides}
     for rnd in range(a.rounds):
         for side in sides:
-            r = run_tasks(side, a.tasks, "r%d" % rnd)
+            r = run_tasks(side, a.tasks, "r%d" % rnd, a.capacity)
             got[side.name].append(r)
             host = sum(v for k, v in r["cpu_ms"].items() if k in ("node+agents", "web+agents", "sandboxd+sandboxes"))
-            say("  %-18s round %d: %5.1f tasks/s (%d in %.1f s, %d not succeeded), created->finished p50 %.0f ms;"
-                " CPU ms/task: %s; the host's (agents, sandboxes, sandboxd, node or web) %.0f",
-                side.name, rnd + 1, r["tps"], a.tasks, r["span"], r["bad"], r["wall_p50"],
+            say("  %-18s round %d: %5.1f tasks/s (%d in %.1f s, %d not succeeded), started->finished p50 %.0f ms,"
+                " slots busy %.0f %%; CPU ms/task: %s; the host's (agents, sandboxes, sandboxd, node or web) %.0f",
+                side.name, rnd + 1, r["tps"], a.tasks, r["span"], r["bad"], r["run_p50"], 100 * r["busy"],
                 ", ".join("%s %.1f" % kv for kv in r["cpu_ms"].items()), host)
     n0, n1 = [side.name for side in sides]
     tps = [x["tps"] / y["tps"] for x, y in zip(got[n0], got[n1])]
