@@ -60,7 +60,6 @@ import json  # noqa: E402
 import math  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
@@ -447,6 +446,26 @@ def hold_streams(port, task_id, n):
     return results, stop, th
 
 
+def threads_for(streams):
+    """The fewest web_threads whose share for streams (web_threads less
+    sse_reserve_threads, a quarter of them at most: sse_admit.c) is streams."""
+    w = streams
+    while w - min(SSE_RESERVE, w // 4) < streams:
+        w += 1
+    return w
+
+
+def status_of(port, path, headers, timeout=10):
+    """The status of a GET, its body left unread (a stream admitted would
+    never end)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path, headers=headers)
+        return c.getresponse().status
+    finally:
+        c.close()
+
+
 def streams_part(a, s, pg, queued):
     t0 = part_start("streams: open event streams one PostgreSQL web holds")
     load.raise_nofile(4 * a.streams + 1024)
@@ -455,10 +474,11 @@ def streams_part(a, s, pg, queued):
     t1 = time.time()
     s.kill("web", signal.SIGTERM)
     t2 = time.time()
-    s.named["web"] = (pr, argv, logname, dict(env, LLMBOX_WEB_THREADS=str(a.streams + SSE_RESERVE)))
+    threads = threads_for(a.streams)
+    s.named["web"] = (pr, argv, logname, dict(env, LLMBOX_WEB_THREADS=str(threads)))
     s.restart("web")
-    say("  the web restarted with web_threads %d (stopped in %.1f s, started in %.1f s)",
-        a.streams + SSE_RESERVE, t2 - t1, time.time() - t2)
+    say("  the web restarted with web_threads %d, %d of them for streams (stopped in %.1f s, started in %.1f s)",
+        threads, a.streams, t2 - t1, time.time() - t2)
     log0 = os.path.getsize(os.path.join(s.prefix, "var", "log", "web.log"))
     st, t = s.get_json("/api/tasks/" + queued)
     assert st == 200 and t["status"] == "queued", (st, t)
@@ -478,8 +498,7 @@ def streams_part(a, s, pg, queued):
             m1 = mem_now(s, pg)
             # one more must be refused: every thread the streams may take is taken
             try:
-                st_extra, _, _ = s.request("GET", "/api/tasks/%s/events" % queued,
-                                           headers={"Accept": "text/event-stream"}, timeout=10)
+                st_extra = status_of(s.port, "/api/tasks/%s/events" % queued, {"Accept": "text/event-stream"})
             except OSError as e:
                 st_extra = "no answer (%s)" % e
             c1 = load.cpu_seconds(load.stack_pids(s, "web"))
@@ -649,9 +668,9 @@ def node_part(a, pg, sides):
     part_end("node", t0)
 
 
-def api_round(s, tok, k, secs):
+def api_round(s, tok, k, secs, pids):
     """k sandboxes through s's web, one client each running exec `true` for
-    secs; (execs, errors, latencies ms, wall s)."""
+    secs; (execs, errors, latencies ms, wall s, CPU s of pids meanwhile)."""
     hdr = {"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
 
     def call(hc, method, path, body=None):
@@ -684,13 +703,15 @@ def api_round(s, tok, k, secs):
         ths = [threading.Thread(target=worker, args=(i,)) for i in range(k)]
         for th in ths:
             th.start()
+        c0 = load.cpu_seconds(pids)
         start.wait()
         t0 = time.time()
         for th in ths:
             th.join()
         wall = time.time() - t0
+        cpu = load.cpu_seconds(pids) - c0
         lat = [x for o in out for x in o[0]]
-        return len(lat), sum(o[1] for o in out), lat, wall
+        return len(lat), sum(o[1] for o in out), lat, wall, cpu
     finally:
         for hc, sid in zip(conns, sids):
             try:
@@ -709,9 +730,8 @@ def api_part(a, sides, tok):
             for side in sides:
                 pids = load.stack_pids(side.s, "web") + load.stack_pids(side.s, "nginx") + \
                     load.stack_pids(side.s, "sandboxd")
-                c0 = load.cpu_seconds(pids)
-                n, errs, lat, wall = api_round(side.s, tok, k, a.secs)
-                cpu = (load.cpu_seconds(pids) - c0) * 1e6 / max(1, n)
+                n, errs, lat, wall, cpu = api_round(side.s, tok, k, a.secs, pids)
+                cpu = cpu * 1e6 / max(1, n)
                 rates.setdefault(side.name, []).append(n / wall)
                 say("  k=%-4d %-18s round %d: %7.0f execs/s (%5.1f per sandbox per s)  p50 %6.2f ms  p99 %7.2f ms"
                     "  errors %d  CPU/exec (web, nginx, sandboxd) %.0f us",
@@ -789,6 +809,8 @@ def main():
     a.tasks = a.tasks or (8 if q else 64)
     a.api_steps = a.api_steps or ([4] if q else [1, 8, 32])
     a.only = a.only.split(",")
+    if a.streams < 8:
+        ap.error("--streams: at least 8 (the web keeps a quarter of its threads from streams: fewer leave none)")
     if os.geteuid() != 0 or not image_ready():
         say("capacity benchmark: needs root and the sandbox image (make image); skipped")
         return 0
