@@ -767,7 +767,7 @@ def parse_mix(text):
     for part in text.split(","):
         k, _, v = part.partition("=")
         if k not in KINDS or not v.isdigit() or int(v) <= 0:
-            raise argparse.ArgumentTypeError("--mix: KIND=WEIGHT,... with KIND one of %s and WEIGHT > 0 (got %r)"
+            raise argparse.ArgumentTypeError("KIND=WEIGHT,... with KIND one of %s and WEIGHT > 0 (got %r)"
                                              % (", ".join(KINDS), part))
         out[k] = int(v)
     return out
@@ -809,6 +809,9 @@ def main():
     a.tasks = a.tasks or (8 if q else 64)
     a.api_steps = a.api_steps or ([4] if q else [1, 8, 32])
     a.only = a.only.split(",")
+    bad = [x for x in a.only if x not in ("web", "streams", "node", "api")]
+    if bad:
+        ap.error("--only: parts among web, streams, node, api (got %s)" % ", ".join(map(repr, bad)))
     if a.streams < 8:
         ap.error("--streams: at least 8 (the web keeps a quarter of its threads from streams: fewer leave none)")
     if os.geteuid() != 0 or not image_ready():
