@@ -37,7 +37,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster cluster-sandboxes
+.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster cluster-sandboxes capacity
 all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(PLUGINS)
 
 # build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
@@ -163,6 +163,13 @@ cluster-load: deps
 webs-full: deps
 	@$(MAKE) --no-print-directory all image
 	@LLMBOX_TEST_STREAMS=200 python3 tests/integration/test_stateless_webs.py
+
+# issue 13: what one web node and one sandbox node sustain, each beside a
+# peer in the same run (bench/capacity.py; figures in bench/RESULTS.md).
+# `make bench` runs it too; CAPACITY_ARGS=--quick for a minute's version.
+capacity: deps
+	@$(MAKE) --no-print-directory all image
+	@python3 bench/capacity.py $(CAPACITY_ARGS)
 
 # issue 13: a cluster on one machine (scripts/cluster.sh; docs/OPERATIONS.md
 # "A cluster on one machine"): up, prints the balancer's URL, Ctrl-C = down

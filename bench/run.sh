@@ -4,7 +4,7 @@
 # bench/RESULTS.md. Not part of `make test`: timings are reported, never
 # asserted.
 #
-#   bench/run.sh                      all of them (sandbox, web, overhead, bundle, sse_idle, exhaustion, eval, rollout, e2b)
+#   bench/run.sh                      all of them (sandbox, web, overhead, bundle, sse_idle, exhaustion, eval, rollout, e2b, capacity)
 #   bench/run.sh web overhead         some of them
 #   bench/run.sh --n 100 ...          options starting with '-': bench/sandbox.py alone
 set -eu
@@ -12,11 +12,11 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
 -*) exec python3 bench/sandbox.py "$@" ;;
 esac
-names="${*:-sandbox web overhead bundle sse_idle exhaustion eval rollout e2b}"
+names="${*:-sandbox web overhead bundle sse_idle exhaustion eval rollout e2b capacity}"
 for n in $names; do
     case "$n" in
-    sandbox | web | overhead | bundle | sse_idle | exhaustion | eval | rollout | e2b) ;;
-    *) echo "bench/run.sh: no benchmark \"$n\" (sandbox, web, overhead, bundle, sse_idle, exhaustion, eval, rollout, e2b)" >&2; exit 2 ;;
+    sandbox | web | overhead | bundle | sse_idle | exhaustion | eval | rollout | e2b | capacity) ;;
+    *) echo "bench/run.sh: no benchmark \"$n\" (sandbox, web, overhead, bundle, sse_idle, exhaustion, eval, rollout, e2b, capacity)" >&2; exit 2 ;;
     esac
 done
 for n in $names; do

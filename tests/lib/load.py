@@ -608,13 +608,15 @@ end
 """
 
 
-def wrk(url, seconds=5, connections=32, threads=2, timeout_s=10):
+def wrk(url, seconds=5, connections=32, threads=2, timeout_s=10, lua=""):
     """Runs wrk on url; returns a dict: requests, rps, MiB/s, errors
-    (connect, read, write, non-2xx/3xx, timeout), latency p50/p90/p99 (ms)."""
+    (connect, read, write, non-2xx/3xx, timeout), latency p50/p90/p99 (ms).
+    lua: more of wrk's script before the summary (e.g. init and request
+    functions for a mix of requests: bench/capacity.py)."""
     if not shutil.which("wrk"):
         raise FileNotFoundError("wrk is not installed (make deps installs it)")
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(WRK_LUA)
+        f.write(lua + WRK_LUA)
         lua = f.name
     try:
         out = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % connections, "-d%ds" % seconds,
