@@ -14,6 +14,7 @@
 
 #include "store/db.h"
 #include "store/store_priv.h"
+#include "store/store_claim.h" /* issue 13: schema v11, the runners' claims */
 #include "store/store_queue.h" /* issue 13: schema v10, the fence */
 
 #include "common/log.h"
@@ -429,14 +430,14 @@ static const char lb_schema_v6[] = "ALTER TABLE tasks ADD COLUMN options TEXT;";
 static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schema_v3, lb_schema_v4,
                                             lb_schema_v5, lb_schema_v6, lb_schema_v7_evals,
                                             lb_schema_v8_rollouts, lb_schema_v9_rounds,
-                                            lb_schema_v10_queue};
+                                            lb_schema_v10_queue, lb_schema_v11_claims};
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
 /* PostgreSQL's migrations: NULL below version 9, where its schema starts
  * whole (store_schema_pg.c); a version added later appends to both lists. */
 static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                               lb_schema_pg_v9, lb_schema_pg_v10_queue};
+                                               lb_schema_pg_v9, lb_schema_pg_v10_queue, lb_schema_pg_v11_claims};
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");
 
