@@ -6,6 +6,7 @@
  * one's go through; renewal lists what is still held; a web's first claim
  * takes over its earlier process's items. Run on SQLite here and on
  * PostgreSQL by tests/integration/test_store_pg.py. */
+#include "store_down_claims.h"
 #include "store_where.h"
 #include "testlib.h"
 
@@ -296,12 +297,7 @@ TEST(v10_database_migrates_to_the_claims)
     char e[33], g[33];
     CHECK(insert_eval(s, e, 1000) == LB_OK && insert_group(s, g, 1, 1000) == LB_OK);
     lb_store_close(s);
-    const char *down = "ALTER TABLE evals DROP COLUMN runner; ALTER TABLE evals DROP COLUMN runner_gen;"
-                       "ALTER TABLE evals DROP COLUMN runner_expires_ms; ALTER TABLE eval_runs DROP COLUMN start_task;"
-                       "ALTER TABLE rollouts DROP COLUMN runner; ALTER TABLE rollouts DROP COLUMN runner_gen;"
-                       "ALTER TABLE rollouts DROP COLUMN runner_expires_ms;"
-                       "ALTER TABLE rollout_samples DROP COLUMN start_task;"
-                       "UPDATE meta SET value = '10' WHERE key = 'schema_version'";
+    const char *down = LB_DOWN_V11_CLAIMS "UPDATE meta SET value = '10' WHERE key = 'schema_version'";
     CHECK(tw_exec(db_path, down) == LB_OK);
     s = open_again();
     CHECK(s != NULL);

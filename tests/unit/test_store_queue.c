@@ -1,6 +1,7 @@
 /* Unit tests for the task queue, the nodes' leases, the sweep and the
  * fence of the task store (server/store/store_queue.h, schema v10). Run on
  * SQLite here and on PostgreSQL by tests/integration/test_store_pg.py. */
+#include "store_down_claims.h"
 #include "store_where.h"
 #include "testlib.h"
 
@@ -339,12 +340,13 @@ TEST(v9_database_migrates_to_the_queue)
     char id[33];
     CHECK(insert_task(s, id, 5) == LB_OK);
     lb_store_close(s);
-    const char *down = tw_pg() ? "DROP TRIGGER tasks_queue_notify ON tasks; DROP FUNCTION lb_queue_notify();"
+    /* v11's claims first (store_down_claims.h) */
+    const char *down = tw_pg() ? LB_DOWN_V11_CLAIMS "DROP TRIGGER tasks_queue_notify ON tasks; DROP FUNCTION lb_queue_notify();"
                                  "DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
                                  "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"
                                  "ALTER TABLE tasks DROP COLUMN attempt; ALTER TABLE tasks DROP COLUMN claimed_ms;"
                                  "UPDATE meta SET value = '9' WHERE key = 'schema_version'"
-                               : "DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
+                               : LB_DOWN_V11_CLAIMS "DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
                                  "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"
                                  "ALTER TABLE tasks DROP COLUMN attempt; ALTER TABLE tasks DROP COLUMN claimed_ms;"
                                  "UPDATE meta SET value = '9' WHERE key = 'schema_version'";

@@ -1,0 +1,196 @@
+"""An evaluation with two webs on one PostgreSQL (issue 13: the runners
+claim their work in the store, store/store_claim.h).
+
+Two full stacks w1 and w2 (each its own nginx, web, sandboxd and prefix)
+on one PostgreSQL store, task_runner = queue, one `llmbox node` running
+the tasks (llm mode: no sandbox), the fake model in its eval behaviour
+with a delay, runner_lease_s = 3. The evaluations' folder is shared (a
+symlink: the dataset must be readable by whichever web drives the eval,
+as docs/OPERATIONS.md says).
+
+1. While both webs run, exactly one of them holds the eval's claim (the
+   same claim, generation 1, at every look) and only it starts runs: the
+   other web's log starts none.
+2. The holder's web is killed (SIGKILL): within the lease and a look, the
+   other web claims the eval (generation 2) and finishes it.
+3. Every run was started exactly once and scored exactly once: one task
+   per run in the store (no task made twice, none extra), each task claimed
+   by the node once; across both webs' logs one "started as task" and one
+   "scored" line per run; every run done with score 1, the eval succeeded.
+"""
+import json
+import os
+import pwd
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
+from stack import Reporter, Stack, multipart  # noqa: E402
+import pg_server  # noqa: E402
+from test_node_queue import nodes_end, nodes_on  # noqa: E402
+
+ROWS, REPEATS, CONCURRENCY = 10, 2, 2
+LEASE = 3
+FINAL = ("succeeded", "failed", "cancelled")
+
+
+def jsonl(rows):
+    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+
+
+def post_eval(s, data, **fields):
+    ctype, body = multipart(fields, [("dataset", "set.jsonl", data)])
+    st, _, resp = s.request("POST", "/api/evals", body, {"Content-Type": ctype})
+    return st, json.loads(resp) if resp else None
+
+
+def sql(pg, url, q):
+    import subprocess
+    r = subprocess.run([pg_server._bin("psql"), "-qAt", "-F", "\x1f", "-R", "\x1e", url, "-c", q],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [rec.split("\x1f") for rec in r.stdout.rstrip("\n").split("\x1e") if rec]
+
+
+def log_lines(s, pattern):
+    """The (rid) of every line of s's web log whose msg matches pattern."""
+    out = []
+    with open(os.path.join(s.prefix, "var", "log", "web.log"), errors="replace") as f:
+        for line in f:
+            try:
+                msg = json.loads(line).get("msg", "")
+            except ValueError:
+                continue
+            m = re.search(pattern, msg)
+            if m:
+                out.append(int(m.group(1)))
+    return out
+
+
+def test_two_webs_one_eval(pg, s1, s2, url, node_env):
+    c = nodes_on(pg, url)
+    try:
+        c.node("n1", s1.model_url, capacity=4, home=s1.prefix, env=node_env)
+        rows = [{"id": "r%d" % i, "domain": "math", "ground_truth": "4", "scorer": "numeric",
+                 "problem_statement": "Compute it. LLM-ANSWER[4]"} for i in range(ROWS)]
+        st, e = post_eval(s2, jsonl(rows), mode="llm", repeats=str(REPEATS), concurrency=str(CONCURRENCY))
+        assert st == 201, (st, e)
+        eid, nruns = e["id"], ROWS * REPEATS
+        webs = {"w1": s1, "w2": s2}
+
+        def claim():
+            r = sql(pg, url, "SELECT COALESCE(runner, ''), runner_gen, status FROM evals WHERE id = '%s'" % eid)
+            return r[0][0], int(r[0][1]), r[0][2]
+
+        def done_runs():
+            return int(sql(pg, url, "SELECT COUNT(*) FROM eval_runs WHERE eval_id = '%s' AND status = 'done'"
+                           % eid)[0][0])
+
+        # 1. both webs up: one holder, the same claim at every look, until a few runs are done
+        deadline, holder = time.time() + 60, None
+        while True:
+            runner, gen, status = claim()
+            if runner:
+                assert gen == 1, (runner, gen)
+                assert holder in (None, runner), "the claim moved between live webs: %s -> %s" % (holder, runner)
+                holder = runner
+            if done_runs() >= 4:
+                break
+            assert status not in FINAL, "the eval ended before the kill: %s" % status
+            assert time.time() < deadline, "4 runs not done in 60 s: %s" % (claim(),)
+            time.sleep(0.1)
+        hname = holder.split("/")[0]
+        assert hname in webs, holder
+        oname = "w2" if hname == "w1" else "w1"
+        hold, other = webs[hname], webs[oname]
+        assert log_lines(other, r"^eval %s: run (\d+) started as task" % eid) == [], \
+            "the web without the claim started runs"
+        assert done_runs() < nruns, "the eval finished before the kill (slow it: more rows)"
+        # 2. the holder dies; the other web takes over after the lease
+        killed_at = time.time()
+        hold.kill("web")
+        deadline = killed_at + LEASE + 15
+        while True:
+            runner, gen, status = claim()
+            if runner.startswith(oname + "/"):
+                break
+            assert time.time() < deadline, "no takeover %.0f s after the kill: %s" % (time.time() - killed_at,
+                                                                                   (runner, gen, status))
+            time.sleep(0.1)
+        took = time.time() - killed_at
+        assert gen == 2, (runner, gen)
+        deadline = time.time() + 90
+        while True:
+            st, ev = other.get_json("/api/evals/%s?limit=1000" % eid)
+            assert st == 200, (st, ev)
+            if ev["status"] in FINAL:
+                break
+            assert time.time() < deadline, "the eval did not end after the takeover: %s" % ev["progress"]
+            time.sleep(0.2)
+        # 3. each run once
+        assert ev["status"] == "succeeded", ev["status"]
+        runs = ev["runs"]
+        assert len(runs) == nruns, len(runs)
+        for r in runs:
+            assert r["status"] == "done" and r["score"] == 1, r
+        tids = [r["task_id"] for r in runs]
+        assert len(set(tids)) == nruns, "a task serves two runs: %s" % tids
+        tasks = sql(pg, url, "SELECT id, status, attempt FROM tasks")
+        assert sorted(t[0] for t in tasks) == sorted(tids), \
+            "%d tasks for %d runs: a run was started twice, or a task is extra" % (len(tasks), nruns)
+        assert all(t[1] == "succeeded" and t[2] == "1" for t in tasks), [t for t in tasks if t[1] != "succeeded"]
+        rids = sorted(int(r[0]) for r in sql(pg, url, "SELECT rid FROM eval_runs WHERE eval_id = '%s'" % eid))
+        started = log_lines(s1, r"^eval %s: run (\d+) started as task" % eid) + \
+            log_lines(s2, r"^eval %s: run (\d+) started as task" % eid)
+        scored = log_lines(s1, r"^eval %s: run (\d+) scored" % eid) + log_lines(s2, r"^eval %s: run (\d+) scored" % eid)
+        assert sorted(started) == rids, "starts per run: %s" % {r: started.count(r) for r in rids
+                                                                if started.count(r) != 1}
+        assert sorted(scored) == rids, "scores per run: %s" % {r: scored.count(r) for r in rids
+                                                               if scored.count(r) != 1}
+        print("# takeover %.1f s after the kill (lease %d s); %d runs, %d started by the survivor" %
+              (took, LEASE, nruns, len(log_lines(other, r"^eval %s: run (\d+) started as task" % eid))),
+              file=sys.stderr)
+    finally:
+        nodes_end(c)
+
+
+def main():
+    rep = Reporter()
+    if pg_server.missing():
+        print("SKIP eval_two_webs: needs %s (make deps)" % " ".join(pg_server.missing()))
+        return rep.done()
+    if os.geteuid() != 0:
+        print("SKIP eval_two_webs: needs root (sandboxd)")
+        return rep.done()
+    with pg_server.PgServer() as pg:
+        pg.sql('CREATE DATABASE "evalwebs"')
+        url = pg.url.replace("/%s?" % pg.db, "/evalwebs?")
+        common = {"LLMBOX_TASK_RUNNER": "queue", "LLMBOX_RUNNER_LEASE_S": str(LEASE)}
+        shared = {}
+
+        def share_evals(prefix):
+            # the evaluations' folder of w2 is w1's (a shared filesystem between web hosts)
+            d = os.path.join(shared["w1"], "var", "web", "evals")
+            os.makedirs(d, exist_ok=True)
+            u = pwd.getpwnam("llmbox")
+            os.chown(d, u.pw_uid, u.pw_gid)
+            mine = os.path.join(prefix, "var", "web", "evals")
+            if os.path.isdir(mine) and not os.path.islink(mine):
+                os.rmdir(mine)
+            os.symlink(d, mine)
+
+        with Stack(scenario={"eval": True}, db_url=url, model_args=["--delay-ms", "400"],
+                   env=dict(common, LLMBOX_NODE_NAME="w1")) as s1:
+            shared["w1"] = s1.prefix
+            with Stack(scenario={"eval": True}, db_url=url, env=dict(common, LLMBOX_NODE_NAME="w2"),
+                       prepare=share_evals) as s2:
+                node_env = {k: v for k, v in s1.env.items() if k.startswith("LLMBOX_")
+                            and k not in ("LLMBOX_NODE_NAME", "LLMBOX_NODE_LISTEN")}
+                rep.run("two_webs_one_eval", test_two_webs_one_eval, pg, s1, s2, url, node_env)
+    return rep.done()
+
+
+if __name__ == "__main__":
+    main()
