@@ -31,7 +31,7 @@ from stack import Reporter, Stack, multipart  # noqa: E402
 import pg_server  # noqa: E402
 from test_node_queue import nodes_end, nodes_on  # noqa: E402
 
-ROWS, REPEATS, CONCURRENCY = 10, 2, 2
+ROWS, REPEATS, CONCURRENCY = 12, 2, 3
 LEASE = 3
 FINAL = ("succeeded", "failed", "cancelled")
 
