@@ -798,8 +798,9 @@ static void eval_tick(lb_store *s, const char *id, int *no_slot)
     if (want > 0 && !*no_slot && (rc = start_pending(s, &f, &e, c, want, no_slot)) == LB_E_DENIED)
         goto out;
     lb_eval_counts k;
-    if (lb_store_eval_counts(s, e.id, &k) == LB_OK && !k.pending && !k.running && !k.scoring)
-        rc = eval_end(s, &f, "succeeded", NULL);
+    if (lb_store_eval_counts(s, e.id, &k) == LB_OK && !k.pending && !k.running && !k.scoring &&
+        (rc = eval_end(s, &f, "succeeded", NULL)) == LB_OK)
+        lb_runner_held_drop(&lb_er_held, id); /* ended: nothing more to drive */
 out:
     if (rc == LB_E_DENIED) {
         /* issue 13: another web drives it now (this one stalled past its lease) */

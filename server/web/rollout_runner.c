@@ -451,8 +451,9 @@ out:
 
 /* One look at group id under this web's claim: *running counts the
  * samples running in every group (rollout_max_samples). LB_E_DENIED when
- * the claim was lost. */
-static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int64_t *running, int *no_slot)
+ * the claim was lost; *ended when the group was finished by this look. */
+static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int64_t *running, int *no_slot,
+                      int *ended)
 {
     lb_rollout_rec g;
     int rc = lb_store_rollout_load(s, id, 0, &g);
@@ -522,6 +523,7 @@ static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int
         rc = lb_store_rollout_finish(s, f, id);
         if (rc == LB_OK)
             lb_info("rollout %s: done", id);
+        *ended = rc == LB_OK;
     }
 out:
     lb_rollout_samples_free(v, n);
@@ -534,7 +536,10 @@ static void group_tick(lb_store *s, const char *id, int64_t *running, int *no_sl
     lb_runner_fence f;
     if (!lb_runner_held_fence(&lb_rr_held, id, &f))
         return; /* issue 13: no fresh lease: nothing is written until it is renewed */
-    int rc = group_look(s, &f, id, running, no_slot);
+    int ended = 0;
+    int rc = group_look(s, &f, id, running, no_slot, &ended);
+    if (ended)
+        lb_runner_held_drop(&lb_rr_held, id); /* done: nothing more to drive */
     if (rc == LB_E_DENIED)
         lb_info("rollout %s: another web drives it now; this web lets go", id);
     if (rc == LB_E_DENIED || rc == LB_E_NOTFOUND)
