@@ -88,8 +88,9 @@ LB_MUST_CHECK int lb_store_eval_load(lb_store *s, const char *id, lb_eval_rec *o
  * summary_json is not loaded. *out: free with lb_eval_recs_free. */
 LB_MUST_CHECK int lb_store_eval_list(lb_store *s, const char *owner, int limit, lb_eval_rec **out, size_t *n);
 /* Ids of evals queued or running, and of evals that ended with runs
- * still running or scoring (a cancel), oldest first (the runner's work).
- * Caller frees the array and each string. */
+ * still running or scoring (a cancel), oldest first: the work runners
+ * claim (store_claim.h, the same rule). Caller frees the array and each
+ * string. */
 LB_MUST_CHECK int lb_store_evals_active(lb_store *s, char ***ids, size_t *n);
 /* queued -> running, with started_ms. LB_E_EXISTS when it is not queued. */
 LB_MUST_CHECK int lb_store_eval_set_running(lb_store *s, const lb_runner_fence *f, const char *id);

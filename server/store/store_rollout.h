@@ -61,7 +61,8 @@ LB_MUST_CHECK int lb_store_rollout_load(lb_store *s, const char *id, int with_re
 /* The group's samples in index order (*out: lb_rollout_samples_free). */
 LB_MUST_CHECK int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **out, size_t *n);
 /* Ids of groups running, or with samples running or scoring (a cancel),
- * oldest first: the runner's work. Caller frees the array and each id. */
+ * oldest first: the work runners claim (store_claim.h, the same rule).
+ * Caller frees the array and each id. */
 LB_MUST_CHECK int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n);
 /* Samples running in every group (the rollout_max_samples bound). */
 LB_MUST_CHECK int lb_store_rollout_running(lb_store *s, int64_t *n);
