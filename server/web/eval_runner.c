@@ -59,6 +59,8 @@ static pthread_cond_t lb_er_wake = PTHREAD_COND_INITIALIZER;
 static int lb_er_woken;
 /* issue 13: the evals this web drives (runner thread only) */
 static lb_runner_held lb_er_held = {.kind = LB_RUNNER_EVALS};
+/* issue 13: a stop asked (lb_eval_runner_stop), and done: under lb_er_mu */
+static int lb_er_stop, lb_er_stopped;
 
 /* ---- options ---- */
 
@@ -831,9 +833,60 @@ static void evals_tick(lb_store *s, int *no_slot)
             i++;
 }
 
+static void evals_release(lb_store *s, size_t *released)
+{
+    lb_runner_held_release(s, &lb_er_held, released);
+}
+
 #define LB_RUNNER_SOURCES_MAX 4
 static lb_runner_tick_fn lb_er_sources[LB_RUNNER_SOURCES_MAX] = {evals_tick};
 static int lb_er_nsources = 1;
+static lb_runner_release_fn lb_er_releases[LB_RUNNER_SOURCES_MAX] = {evals_release};
+static int lb_er_nreleases = 1;
+
+int lb_runner_add_release(lb_runner_release_fn release)
+{
+    pthread_mutex_lock(&lb_er_mu);
+    int rc = lb_er_nreleases < LB_RUNNER_SOURCES_MAX ? LB_OK : LB_E_TOOBIG;
+    if (rc == LB_OK)
+        lb_er_releases[lb_er_nreleases++] = release;
+    pthread_mutex_unlock(&lb_er_mu);
+    return rc;
+}
+
+/* The runner thread's last act when the web stops: every claim back */
+static void runner_release_all(lb_store *s)
+{
+    size_t released = 0;
+    for (int i = 0; s && i < lb_er_nreleases; i++)
+        lb_er_releases[i](s, &released);
+    if (released)
+        lb_info("web: stopping: gave back %zu claim%s on evaluations and rollout groups; another web takes them "
+                "over at its next look", released, released == 1 ? "" : "s");
+    pthread_mutex_lock(&lb_er_mu);
+    lb_er_stopped = 1;
+    pthread_cond_broadcast(&lb_er_wake);
+    pthread_mutex_unlock(&lb_er_mu);
+}
+
+void lb_eval_runner_stop(int timeout_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&lb_er_mu);
+    lb_er_stop = 1;
+    pthread_cond_broadcast(&lb_er_wake);
+    while (lb_er_cfg && !lb_er_stopped)
+        if (pthread_cond_timedwait(&lb_er_wake, &lb_er_mu, &ts) != 0)
+            break; /* the runner is stuck in a store call: the leases lapse instead */
+    pthread_mutex_unlock(&lb_er_mu);
+}
 
 int lb_runner_add_source(lb_runner_tick_fn tick)
 {
@@ -863,10 +916,14 @@ static void *runner_main(void *arg)
             pthread_cond_timedwait(&lb_er_wake, &lb_er_mu, &ts);
         }
         lb_er_woken = 0;
-        int n = lb_er_nsources;
+        int n = lb_er_nsources, stop = lb_er_stop;
         pthread_mutex_unlock(&lb_er_mu);
-        if (!s && lb_store_open(lb_cfg_store_where(lb_er_cfg), &s) != LB_OK)
+        if (!s && lb_store_open(lb_cfg_store_where(lb_er_cfg), &s) != LB_OK && !stop)
             continue;
+        if (stop) {
+            runner_release_all(s);
+            return NULL; /* the process exits */
+        }
         int no_slot = 0;
         for (int i = 0; i < n; i++)
             lb_er_sources[(first + (unsigned)i) % (unsigned)n](s, &no_slot);

@@ -572,11 +572,17 @@ static void rollouts_tick(lb_store *s, int *no_slot)
         }
 }
 
+static void rollouts_release(lb_store *s, size_t *released)
+{
+    lb_runner_held_release(s, &lb_rr_held, released);
+}
+
 int lb_rollout_runner_init(const lb_config *cfg)
 {
     lb_rr_cfg = cfg;
     lb_info(
         "web: rollouts: at most %d samples running at once (rollout_max_samples), each in a task slot of max_tasks %d",
         cfg->rollout_max_samples, cfg->max_concurrent_tasks);
-    return lb_runner_add_source(rollouts_tick);
+    int rc = lb_runner_add_source(rollouts_tick);
+    return rc == LB_OK ? lb_runner_add_release(rollouts_release) : rc;
 }

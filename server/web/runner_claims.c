@@ -114,6 +114,19 @@ int lb_runner_held_fence(const lb_runner_held *h, const char *id, lb_runner_fenc
     return 1;
 }
 
+void lb_runner_held_release(lb_store *s, lb_runner_held *h, size_t *released)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        lb_runner_fence f;
+        snprintf(f.id, sizeof f.id, "%s", h->v[i].id);
+        snprintf(f.owner, sizeof f.owner, "%s", lb_rc_owner);
+        f.gen = h->v[i].gen;
+        if (lb_store_runner_release(s, h->kind, &f) == LB_OK)
+            (*released)++; /* else lapsed or taken meanwhile: nothing of ours to give */
+    }
+    h->n = 0;
+}
+
 void lb_runner_held_drop(lb_runner_held *h, const char *id)
 {
     int at = held_at(h, id);

@@ -46,5 +46,9 @@ int lb_runner_held_fence(const lb_runner_held *h, const char *id, lb_runner_fenc
 /* Forgets id (it ended, or a fenced write was refused: another web holds
  * it now). */
 void lb_runner_held_drop(lb_runner_held *h, const char *id);
+/* Gives every claim of h back in the store (a web that stops: another web
+ * takes the work at its next look instead of after the lease) and
+ * forgets them; *released: how many. */
+void lb_runner_held_release(lb_store *s, lb_runner_held *h, size_t *released);
 
 #endif

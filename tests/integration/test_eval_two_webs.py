@@ -20,15 +20,18 @@ as docs/OPERATIONS.md says).
 4. A rollout group the same way (samples in sandboxes, two at a time;
    the artifacts folder shared too, as web and nodes share it without a
    bucket): the killed web restarted, both up, one of them drives the
-   group (the other starts no sample), it is killed once a sample is
-   done, the other takes over and finishes it: each sample started and
-   scored once, one task per sample, every reward right.
+   group (the other starts no sample); it is stopped with SIGTERM once a
+   sample is done: it gives its claim back, so the other web takes over
+   well within the lease (not after it), and finishes the group: each
+   sample started and scored once, one task per sample, every reward
+   right.
 """
 import json
 import os
 import pwd
 import re
 import shutil
+import signal
 import sys
 import time
 
@@ -211,9 +214,11 @@ def rollout_phase(pg, s1, s2, url):
     assert log_lines(other, started_re) == [], "the web without the group's claim started samples"
     assert done_samples() < SAMPLES, "the group finished before the kill"
     killed_at = time.time()
-    hold.kill("web")
-    deadline = time.time() + 120
+    hold.kill("web", sig=signal.SIGTERM)  # a clean stop: the claim is given back
+    deadline, took = time.time() + 120, None
     while True:
+        if took is None and claim()[0].startswith(oname + "/"):
+            took = time.time() - killed_at
         st, _, raw = other.request("GET", "/api/rollouts/" + gid, None, auth)
         assert st == 200, (st, raw[:300])
         g = json.loads(raw)
@@ -223,6 +228,8 @@ def rollout_phase(pg, s1, s2, url):
         time.sleep(0.2)
     runner, gen, _ = claim()
     assert g["status"] == "done" and runner.startswith(oname + "/") and gen == 2, (g["status"], runner, gen)
+    assert took is not None and took < LEASE - 0.5, \
+        "the other web took the group %s s after a clean stop: not given back (lease %d s)" % (took, LEASE)
     xs = g["samples"]
     assert len(xs) == SAMPLES and all(x["outcome"] == "ok" and x["reward"] == 1 for x in xs), xs
     tids = [x["task_id"] for x in xs]
@@ -233,8 +240,9 @@ def rollout_phase(pg, s1, s2, url):
     scored = log_lines(s1, scored_re) + log_lines(s2, scored_re)
     assert sorted(started) == list(range(SAMPLES)), "starts per sample: %s" % sorted(started)
     assert sorted(scored) == list(range(SAMPLES)), "scores per sample: %s" % sorted(scored)
-    print("# group taken over and done %.1f s after the kill; %d of %d samples started by the survivor" %
-          (time.time() - killed_at, len(log_lines(other, started_re)), SAMPLES), file=sys.stderr)
+    print("# group taken over %.1f s after SIGTERM (lease %d s), done %.1f s after; %d of %d samples started by "
+          "the survivor" % (took, LEASE, time.time() - killed_at, len(log_lines(other, started_re)), SAMPLES),
+          file=sys.stderr)
 
 
 def main():
