@@ -70,7 +70,8 @@ void lb_runner_held_refresh(lb_store *s, lb_runner_held *h, size_t room)
                 for (size_t k = 0; k < n && !still; k++)
                     still = !strcmp(got[k].id, h->v[i].id) && got[k].gen == h->v[i].gen;
                 if (!still)
-                    lb_info("web: %s %s: no longer this web's to drive", kind_name(h->kind), h->v[i].id);
+                    lb_info("web: %s %s: no longer driven by this web (it ended, or another web holds it)",
+                            kind_name(h->kind), h->v[i].id);
             }
             memcpy(h->v, got, n * sizeof got[0]);
             h->n = n;
