@@ -423,6 +423,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("node_capacity", "LLMBOX_NODE_CAPACITY", node_capacity, 4, 1, 256),
     KEY_INT("node_lease_s", "LLMBOX_NODE_LEASE_S", node_lease_s, 15, 2, 3600),
     {"node_listen", "LLMBOX_NODE_LISTEN", NULL, set_listen, F(node_listen), 0, 0, "127.0.0.1:8090"},
+    KEY_INT("runner_lease_s", "LLMBOX_RUNNER_LEASE_S", runner_lease_s, 15, 2, 3600), /* issue 13: store_claim.h */
     KEY_INT("session_ttl_s", "LLMBOX_SESSION_TTL_S", session_ttl_s, 604800, 60, 366 * 86400),
     {"cookie_secure", "LLMBOX_COOKIE_SECURE", NULL, set_cookie_secure, F(cookie_secure), 0, 0, "auto"},
     {"allowed_hosts", "LLMBOX_ALLOWED_HOSTS", NULL, set_allowed_hosts, F(allowed_hosts), 0, 0, ""},

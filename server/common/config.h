@@ -251,6 +251,8 @@ typedef struct lb_config {
     int node_lease_s;                /* node_lease_s | LLMBOX_NODE_LEASE_S, default 15: a node's lease, renewed
                                         every third of it */
     char node_listen[LB_CFG_LISTEN]; /* node_listen | LLMBOX_NODE_LISTEN, default 127.0.0.1:8090: GET /healthz */
+    int runner_lease_s;              /* runner_lease_s | LLMBOX_RUNNER_LEASE_S, default 15: a web's claim on an
+                                        evaluation or rollout group (store/store_claim.h), renewed every third */
 } lb_config;
 
 /* Fills cfg from the defaults, the config file and the environment;

@@ -14,6 +14,7 @@
 
 #include "store/db.h"
 #include "store/store_priv.h"
+#include "store/store_claim.h" /* issue 13: schema v11, the runners' claims */
 #include "store/store_queue.h" /* issue 13: schema v10, the fence */
 
 #include "common/log.h"
@@ -440,6 +441,7 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
                                             lb_schema_v8_rollouts, lb_schema_v9_rounds,
                                             lb_schema_v10_queue,
                                             lb_schema_v11_home, /* issue 13: tasks.sandbox_node */
+                                            lb_schema_v12_claims, /* issue 13: the runners' claims */
 };
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -449,6 +451,7 @@ _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA
 static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                                lb_schema_pg_v9, lb_schema_pg_v10_queue,
                                                lb_schema_pg_v11_home, /* issue 13: tasks.sandbox_node */
+                                               lb_schema_pg_v12_claims, /* issue 13: the runners' claims */
 };
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");

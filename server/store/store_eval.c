@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "store/store.h"
+#include "store/store_claim.h"
 #include "store/store_priv.h"
 #include "store/store_sql.h"
 
@@ -266,24 +267,37 @@ int lb_store_evals_active(lb_store *s, char ***ids, size_t *n)
     return LB_OK;
 }
 
-int lb_store_eval_set_running(lb_store *s, const char *id)
+/* issue 13: a write transaction under fence f (NULL: none); LB_E_DENIED
+ * (nothing begun) when f's claim is no longer held */
+static int fence_begin(lb_store *s, const lb_runner_fence *f)
 {
-    lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s, "UPDATE evals SET status = 'running', started_ms = ?2 WHERE id = ?1 AND status = 'queued'", &st);
-    if (rc)
-        return rc;
-    lb_sql_bind_text(st, 1, id);
-    lb_db_bind_int64(st, 2, lb_now_ms());
-    return lb_sql_run_write(s, st, "start an eval", LB_E_EXISTS);
+    int rc = lb_store_tx_begin(s);
+    if (rc == LB_OK && f && (rc = lb_store_runner_fence_check(s, LB_RUNNER_EVALS, f)) != LB_OK)
+        rc = lb_store_tx_end(s, rc);
+    return rc;
 }
 
-int lb_store_eval_finish(lb_store *s, const char *id, const char *status, const char *error,
+int lb_store_eval_set_running(lb_store *s, const lb_runner_fence *f, const char *id)
+{
+    lb_db_stmt *st = NULL;
+    int rc = fence_begin(s, f);
+    if (rc)
+        return rc;
+    rc = lb_sql_prep(s, "UPDATE evals SET status = 'running', started_ms = ?2 WHERE id = ?1 AND status = 'queued'", &st);
+    if (rc)
+        return lb_store_tx_end(s, rc);
+    lb_sql_bind_text(st, 1, id);
+    lb_db_bind_int64(st, 2, lb_now_ms());
+    return lb_store_tx_end(s, lb_sql_run_write(s, st, "start an eval", LB_E_EXISTS));
+}
+
+int lb_store_eval_finish(lb_store *s, const lb_runner_fence *f, const char *id, const char *status, const char *error,
                          const char *summary_json, int64_t wall_ms_llm, int64_t wall_ms_sandbox)
 {
     if (strcmp(status, "succeeded") && strcmp(status, "failed"))
         return LB_E_INVAL;
     lb_db_stmt *st = NULL;
-    int rc = lb_store_tx_begin(s);
+    int rc = fence_begin(s, f);
     if (rc)
         return rc;
     rc = lb_sql_prep(s, "SELECT status FROM evals WHERE id = ?1", &st);
@@ -403,7 +417,7 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
     if (limit < 1 || limit > LB_EVAL_RUNS_PAGE_MAX || offset < 0)
         return LB_E_INVAL;
     static const char cols[] = "SELECT rid, row_idx, row_id, mode, rep, status, task_id, result, started_ms,"
-                               " finished_ms FROM eval_runs WHERE eval_id = ?1";
+                               " finished_ms, start_task FROM eval_runs WHERE eval_id = ?1";
     char sql[512];
     snprintf(sql, sizeof sql, "%s%s LIMIT ?2 OFFSET ?3", cols,
              which == LB_RUNS_PENDING  ? " AND status = 'pending' ORDER BY mode, row_idx, rep"
@@ -442,6 +456,7 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
         r->result_json = lb_sql_col_dup(st, 7);
         r->started_ms = lb_sql_col_ms(st, 8);
         r->finished_ms = lb_sql_col_ms(st, 9);
+        lb_sql_col_copy(st, 10, r->start_task, sizeof r->start_task);
         k++;
         if (!r->row_id) {
             rc = LB_E_NOMEM;
@@ -460,35 +475,79 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
     return LB_OK;
 }
 
-int lb_store_eval_run_start(lb_store *s, int64_t rid, const char *task_id)
+/* issue 13: one fenced write of eval_runs: sql with ?1 rid, ?2 task_id
+ * and, when with_now, ?3 now */
+static int run_write(lb_store *s, const lb_runner_fence *f, const char *sql, int64_t rid, const char *task_id,
+                     int with_now, const char *what)
 {
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s,
-                  "UPDATE eval_runs SET status = 'running', task_id = ?2, started_ms = ?3"
-                  " WHERE rid = ?1 AND status = 'pending'",
-                  &st);
+    int rc = fence_begin(s, f);
     if (rc)
         return rc;
+    if ((rc = lb_sql_prep(s, sql, &st)))
+        return lb_store_tx_end(s, rc);
     lb_db_bind_int64(st, 1, rid);
     lb_sql_bind_text(st, 2, task_id);
-    lb_db_bind_int64(st, 3, lb_now_ms());
-    return lb_sql_run_write(s, st, "start an eval run", LB_E_EXISTS);
+    if (with_now)
+        lb_db_bind_int64(st, 3, lb_now_ms());
+    return lb_store_tx_end(s, lb_sql_run_write(s, st, what, LB_E_EXISTS));
 }
 
-int lb_store_eval_run_move(lb_store *s, int64_t rid, const char *from, const char *to, const char *result_json)
+int lb_store_eval_run_reserve(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *task_id)
 {
+    if (!lb_id_valid(task_id))
+        return LB_E_INVAL;
+    return run_write(s, f, "UPDATE eval_runs SET start_task = ?2 WHERE rid = ?1 AND status = 'pending'", rid, task_id,
+                     0, "reserve an eval run's task");
+}
+
+int lb_store_eval_run_start(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *task_id)
+{
+    if (!lb_id_valid(task_id))
+        return LB_E_INVAL;
+    return run_write(s, f,
+                     "UPDATE eval_runs SET status = 'running', task_id = ?2, started_ms = ?3, start_task = NULL"
+                     " WHERE rid = ?1 AND status = 'pending' AND (start_task IS NULL OR start_task = ?2)",
+                     rid, task_id, 1, "start an eval run");
+}
+
+int lb_store_eval_run_move(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *from, const char *to,
+                           const char *result_json)
+{
+    /* ?2 to, ?4 from, ?5 the result (NULL: kept) */
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s,
-                  "UPDATE eval_runs SET status = ?3, result = COALESCE(?4, result),"
-                  " finished_ms = CASE WHEN ?3 IN ('done', 'error') THEN ?5 ELSE finished_ms END"
-                  " WHERE rid = ?1 AND status = ?2",
-                  &st);
+    int rc = fence_begin(s, f);
+    if (rc)
+        return rc;
+    rc = lb_sql_prep(s,
+                     "UPDATE eval_runs SET status = ?2, result = COALESCE(?5, result),"
+                     " finished_ms = CASE WHEN ?2 IN ('done', 'error') THEN ?3 ELSE finished_ms END"
+                     " WHERE rid = ?1 AND status = ?4",
+                     &st);
+    if (rc)
+        return lb_store_tx_end(s, rc);
+    lb_db_bind_int64(st, 1, rid);
+    lb_sql_bind_text(st, 2, to);
+    lb_db_bind_int64(st, 3, lb_now_ms());
+    lb_sql_bind_text(st, 4, from);
+    lb_sql_bind_text(st, 5, result_json);
+    return lb_store_tx_end(s, lb_sql_run_write(s, st, "move an eval run", LB_E_EXISTS));
+}
+
+int lb_store_eval_run_task(lb_store *s, int64_t rid, char *task_id, char *start_task)
+{
+    task_id[0] = start_task[0] = '\0';
+    lb_db_stmt *st = NULL;
+    int rc = lb_sql_prep(s, "SELECT task_id, start_task FROM eval_runs WHERE rid = ?1", &st);
     if (rc)
         return rc;
     lb_db_bind_int64(st, 1, rid);
-    lb_sql_bind_text(st, 2, from);
-    lb_sql_bind_text(st, 3, to);
-    lb_sql_bind_text(st, 4, result_json);
-    lb_db_bind_int64(st, 5, lb_now_ms());
-    return lb_sql_run_write(s, st, "move an eval run", LB_E_EXISTS);
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
+        lb_sql_col_copy(st, 0, task_id, 33);
+        lb_sql_col_copy(st, 1, start_task, 33);
+    }
+    rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read an eval run");
+    lb_db_finalize(st);
+    return rc;
 }

@@ -10,7 +10,15 @@
  * result lines in row order, never kept as a file. Eval statuses are the
  * task statuses' names (queued, running, succeeded, failed, cancelled);
  * the last three are final. Deleting an eval deletes its runs (the tasks
- * it made stay: they are ordinary tasks of its owner). */
+ * it made stay: they are ordinary tasks of its owner).
+ *
+ * issue 13: the writes of the runner take the fence of its claim on the
+ * eval (store_claim.h; NULL: unfenced, for tests and tools) and are
+ * refused with LB_E_DENIED, changing nothing, once another web holds the
+ * eval or the claim's lease has expired. A run is started in two fenced
+ * steps around the making of its task: reserve (the task's id written as
+ * start_task), then start; a pending run with a start_task whose task
+ * exists was made by a runner that stopped in between, and is adopted. */
 #ifndef LB_STORE_EVAL_H
 #define LB_STORE_EVAL_H
 
@@ -19,6 +27,7 @@
 
 #include "common/status.h"
 #include "store/store.h"
+#include "store/store_claim.h" /* issue 13: the runner's fence */
 
 /* One eval as stored. Strings malloc'd (NULL where the column is NULL);
  * times -1 when not yet. Free with lb_eval_rec_free. */
@@ -56,6 +65,7 @@ typedef struct lb_eval_run {
     char task_id[33];           /* "" while it has none */
     char *result_json;          /* NULL until done or error */
     int64_t started_ms, finished_ms; /* -1: not yet */
+    char start_task[33];        /* issue 13: a pending run's task being made ("" : none) */
 } lb_eval_run;
 
 /* Runs per status of one eval; failed: the done ones whose result's
@@ -78,15 +88,17 @@ LB_MUST_CHECK int lb_store_eval_load(lb_store *s, const char *id, lb_eval_rec *o
  * summary_json is not loaded. *out: free with lb_eval_recs_free. */
 LB_MUST_CHECK int lb_store_eval_list(lb_store *s, const char *owner, int limit, lb_eval_rec **out, size_t *n);
 /* Ids of evals queued or running, and of evals that ended with runs
- * still running or scoring (a cancel), oldest first (the runner's work).
- * Caller frees the array and each string. */
+ * still running or scoring (a cancel), oldest first: the work runners
+ * claim (store_claim.h, the same rule). Caller frees the array and each
+ * string. */
 LB_MUST_CHECK int lb_store_evals_active(lb_store *s, char ***ids, size_t *n);
 /* queued -> running, with started_ms. LB_E_EXISTS when it is not queued. */
-LB_MUST_CHECK int lb_store_eval_set_running(lb_store *s, const char *id);
+LB_MUST_CHECK int lb_store_eval_set_running(lb_store *s, const lb_runner_fence *f, const char *id);
 /* Ends an eval that is not final yet: status (succeeded, failed), error
  * (may be NULL), its summary and wall times. LB_E_EXISTS when it was final
  * already (cancelled meanwhile), LB_E_NOTFOUND. */
-LB_MUST_CHECK int lb_store_eval_finish(lb_store *s, const char *id, const char *status, const char *error,
+LB_MUST_CHECK int lb_store_eval_finish(lb_store *s, const lb_runner_fence *f, const char *id, const char *status,
+                                       const char *error,
                                        const char *summary_json, int64_t wall_ms_llm, int64_t wall_ms_sandbox);
 /* Cancels an eval that is not final: status cancelled and every pending
  * run skipped, in one transaction (the runner then takes none of them).
@@ -108,12 +120,19 @@ typedef enum lb_eval_runs_of {
  * *out: free with lb_eval_runs_free. */
 LB_MUST_CHECK int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64_t offset, int limit,
                                      lb_eval_run **out, size_t *n);
-/* pending -> running with its task and started_ms. LB_E_EXISTS when the
- * run was not pending (the eval was cancelled meanwhile). */
-LB_MUST_CHECK int lb_store_eval_run_start(lb_store *s, int64_t rid, const char *task_id);
+/* issue 13: a pending run's task is about to be made with id task_id
+ * (start_task). LB_E_EXISTS when the run is not pending. */
+LB_MUST_CHECK int lb_store_eval_run_reserve(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *task_id);
+/* pending -> running with its task and started_ms (start_task cleared).
+ * LB_E_EXISTS when the run was not pending (the eval was cancelled
+ * meanwhile) or is being started with another task. */
+LB_MUST_CHECK int lb_store_eval_run_start(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *task_id);
 /* from -> to (result_json kept when not NULL; finished_ms set when to is
  * done or error). LB_E_EXISTS when the run was not in from. */
-LB_MUST_CHECK int lb_store_eval_run_move(lb_store *s, int64_t rid, const char *from, const char *to,
-                                         const char *result_json);
+LB_MUST_CHECK int lb_store_eval_run_move(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *from,
+                                         const char *to, const char *result_json);
+/* issue 13: run rid's task_id and start_task (33 bytes each; "" : none).
+ * LB_E_NOTFOUND. */
+LB_MUST_CHECK int lb_store_eval_run_task(lb_store *s, int64_t rid, char *task_id, char *start_task);
 
 #endif

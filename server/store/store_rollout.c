@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "store/store.h"
+#include "store/store_claim.h"
 #include "store/store_priv.h"
 #include "store/store_sql.h"
 
@@ -135,7 +136,7 @@ int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **ou
     *n = 0;
     lb_db_stmt *st = NULL;
     int rc = lb_sql_prep(s,
-                         "SELECT idx, status, task_id, outcome, reward, result, started_ms, finished_ms"
+                         "SELECT idx, status, task_id, outcome, reward, result, started_ms, finished_ms, start_task"
                          " FROM rollout_samples WHERE rollout_id = ?1 ORDER BY idx LIMIT ?2",
                          &st);
     if (rc)
@@ -158,6 +159,7 @@ int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **ou
         x->result_json = lb_sql_col_dup(st, 5);
         x->started_ms = lb_sql_col_ms(st, 6);
         x->finished_ms = lb_sql_col_ms(st, 7);
+        lb_sql_col_copy(st, 8, x->start_task, sizeof x->start_task);
     }
     if (!rc && src != LB_DB_DONE && src != LB_DB_ROW)
         rc = lb_store_sql_err(s, src, "list rollout samples");
@@ -230,35 +232,92 @@ int lb_store_rollout_running(lb_store *s, int64_t *n)
     return rc;
 }
 
-int lb_store_rollout_sample_start(lb_store *s, const char *id, int idx, const char *task_id)
+/* issue 13: a write transaction under fence f (NULL: none); LB_E_DENIED
+ * (nothing begun) when f's claim is no longer held */
+static int fence_begin(lb_store *s, const lb_runner_fence *f)
 {
+    int rc = lb_store_tx_begin(s);
+    if (rc == LB_OK && f && (rc = lb_store_runner_fence_check(s, LB_RUNNER_ROLLOUTS, f)) != LB_OK)
+        rc = lb_store_tx_end(s, rc);
+    return rc;
+}
+
+/* One fenced write of a sample: sql with ?1 group, ?2 idx, ?3 task id,
+ * and when with_now ?4 now */
+static int sample_write(lb_store *s, const lb_runner_fence *f, const char *sql, const char *id, int idx,
+                        const char *task_id, int with_now, const char *what)
+{
+    if (!lb_id_valid(task_id))
+        return LB_E_INVAL;
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s,
-                         "UPDATE rollout_samples SET status = 'running', task_id = ?3, started_ms = ?4"
-                         " WHERE rollout_id = ?1 AND idx = ?2 AND status = 'queued'",
-                         &st);
+    int rc = fence_begin(s, f);
+    if (rc)
+        return rc;
+    if ((rc = lb_sql_prep(s, sql, &st)))
+        return lb_store_tx_end(s, rc);
+    lb_sql_bind_text(st, 1, id);
+    lb_db_bind_int(st, 2, idx);
+    lb_sql_bind_text(st, 3, task_id);
+    if (with_now)
+        lb_db_bind_int64(st, 4, lb_now_ms());
+    return lb_store_tx_end(s, lb_sql_run_write(s, st, what, LB_E_EXISTS));
+}
+
+int lb_store_rollout_sample_reserve(lb_store *s, const lb_runner_fence *f, const char *id, int idx,
+                                    const char *task_id)
+{
+    return sample_write(s, f,
+                        "UPDATE rollout_samples SET start_task = ?3 WHERE rollout_id = ?1 AND idx = ?2"
+                        " AND status = 'queued'",
+                        id, idx, task_id, 0, "reserve a rollout sample's task");
+}
+
+int lb_store_rollout_sample_start(lb_store *s, const lb_runner_fence *f, const char *id, int idx, const char *task_id)
+{
+    return sample_write(s, f,
+                        "UPDATE rollout_samples SET status = 'running', task_id = ?3, started_ms = ?4, start_task = NULL"
+                        " WHERE rollout_id = ?1 AND idx = ?2 AND status = 'queued'"
+                        " AND (start_task IS NULL OR start_task = ?3)",
+                        id, idx, task_id, 1, "start a rollout sample");
+}
+
+int lb_store_rollout_sample_task(lb_store *s, const char *id, int idx, char *task_id, char *start_task)
+{
+    task_id[0] = start_task[0] = '\0';
+    lb_db_stmt *st = NULL;
+    int rc = lb_sql_prep(s, "SELECT task_id, start_task FROM rollout_samples WHERE rollout_id = ?1 AND idx = ?2", &st);
     if (rc)
         return rc;
     lb_sql_bind_text(st, 1, id);
     lb_db_bind_int(st, 2, idx);
-    lb_sql_bind_text(st, 3, task_id);
-    lb_db_bind_int64(st, 4, lb_now_ms());
-    return lb_sql_run_write(s, st, "start a rollout sample", LB_E_EXISTS);
+    int src = lb_db_step(st);
+    if (src == LB_DB_ROW) {
+        lb_sql_col_copy(st, 0, task_id, 33);
+        lb_sql_col_copy(st, 1, start_task, 33);
+    }
+    rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_NOTFOUND
+                                                      : lb_store_sql_err(s, src, "read a rollout sample");
+    lb_db_finalize(st);
+    return rc;
 }
 
-int lb_store_rollout_sample_move(lb_store *s, const char *id, int idx, const char *from, const char *to,
-                                 const char *outcome, int has_reward, double reward, const char *result_json)
+int lb_store_rollout_sample_move(lb_store *s, const lb_runner_fence *f, const char *id, int idx, const char *from,
+                                 const char *to, const char *outcome, int has_reward, double reward,
+                                 const char *result_json)
 {
     int done = !strcmp(to, "done");
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s,
-                         done ? "UPDATE rollout_samples SET status = ?4, outcome = ?5, reward = ?6, result = ?7,"
-                                " finished_ms = ?8 WHERE rollout_id = ?1 AND idx = ?2 AND status = ?3"
-                              : "UPDATE rollout_samples SET status = ?4 WHERE rollout_id = ?1 AND idx = ?2 AND"
-                                " status = ?3",
-                         &st);
+    int rc = fence_begin(s, f);
     if (rc)
         return rc;
+    rc = lb_sql_prep(s,
+                     done ? "UPDATE rollout_samples SET status = ?4, outcome = ?5, reward = ?6, result = ?7,"
+                            " finished_ms = ?8 WHERE rollout_id = ?1 AND idx = ?2 AND status = ?3"
+                          : "UPDATE rollout_samples SET status = ?4 WHERE rollout_id = ?1 AND idx = ?2 AND"
+                            " status = ?3",
+                     &st);
+    if (rc)
+        return lb_store_tx_end(s, rc);
     lb_sql_bind_text(st, 1, id);
     lb_db_bind_int(st, 2, idx);
     lb_sql_bind_text(st, 3, from);
@@ -272,21 +331,24 @@ int lb_store_rollout_sample_move(lb_store *s, const char *id, int idx, const cha
         lb_sql_bind_text(st, 7, result_json);
         lb_db_bind_int64(st, 8, lb_now_ms());
     }
-    return lb_sql_run_write(s, st, "move a rollout sample", LB_E_EXISTS);
+    return lb_store_tx_end(s, lb_sql_run_write(s, st, "move a rollout sample", LB_E_EXISTS));
 }
 
-int lb_store_rollout_finish(lb_store *s, const char *id)
+int lb_store_rollout_finish(lb_store *s, const lb_runner_fence *f, const char *id)
 {
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s,
-                         "UPDATE rollouts SET status = 'done', finished_ms = ?2 WHERE id = ?1 AND status = 'running'"
-                         " AND NOT EXISTS (SELECT 1 FROM rollout_samples WHERE rollout_id = ?1 AND status != 'done')",
-                         &st);
+    int rc = fence_begin(s, f);
     if (rc)
         return rc;
+    rc = lb_sql_prep(s,
+                     "UPDATE rollouts SET status = 'done', finished_ms = ?2 WHERE id = ?1 AND status = 'running'"
+                     " AND NOT EXISTS (SELECT 1 FROM rollout_samples WHERE rollout_id = ?1 AND status != 'done')",
+                     &st);
+    if (rc)
+        return lb_store_tx_end(s, rc);
     lb_sql_bind_text(st, 1, id);
     lb_db_bind_int64(st, 2, lb_now_ms());
-    return lb_sql_run_write(s, st, "finish a rollout group", LB_E_EXISTS);
+    return lb_store_tx_end(s, lb_sql_run_write(s, st, "finish a rollout group", LB_E_EXISTS));
 }
 
 int lb_store_rollout_cancel(lb_store *s, const char *id)

@@ -7,7 +7,13 @@
  *   queued -> done (outcome cancelled: the group was cancelled)
  * and the table is the truth. A group is running until every sample is
  * done, then done; or cancelled. Deleting a group deletes its samples'
- * rows (their tasks stay: ordinary tasks of the owner). */
+ * rows (their tasks stay: ordinary tasks of the owner).
+ *
+ * issue 13: the runner's writes take the fence of its claim on the group
+ * (store_claim.h; NULL: unfenced, for tests and tools): LB_E_DENIED,
+ * nothing changed, once another web holds it or the lease has expired. A
+ * sample is started in two fenced steps around the making of its task,
+ * reserve (start_task) and start, as an eval's run (store_eval.h). */
 #ifndef LB_STORE_ROLLOUT_H
 #define LB_STORE_ROLLOUT_H
 
@@ -16,6 +22,7 @@
 
 #include "common/status.h"
 #include "store/store.h"
+#include "store/store_claim.h" /* issue 13: the runner's fence */
 
 #define LB_ROLLOUT_N_MAX 64 /* samples of one group (the contract's 1..64) */
 
@@ -40,6 +47,7 @@ typedef struct lb_rollout_sample {
     double reward;
     char *result_json;          /* the scored sample's fields (rollout_runner.c), or NULL */
     int64_t started_ms, finished_ms;
+    char start_task[33];        /* issue 13: a queued sample's task being made ("" : none) */
 } lb_rollout_sample;
 
 void lb_rollout_rec_free(lb_rollout_rec *g);
@@ -53,21 +61,31 @@ LB_MUST_CHECK int lb_store_rollout_load(lb_store *s, const char *id, int with_re
 /* The group's samples in index order (*out: lb_rollout_samples_free). */
 LB_MUST_CHECK int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **out, size_t *n);
 /* Ids of groups running, or with samples running or scoring (a cancel),
- * oldest first: the runner's work. Caller frees the array and each id. */
+ * oldest first: the work runners claim (store_claim.h, the same rule).
+ * Caller frees the array and each id. */
 LB_MUST_CHECK int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n);
 /* Samples running in every group (the rollout_max_samples bound). */
 LB_MUST_CHECK int lb_store_rollout_running(lb_store *s, int64_t *n);
-/* queued -> running with its task. LB_E_EXISTS when it was not queued. */
-LB_MUST_CHECK int lb_store_rollout_sample_start(lb_store *s, const char *id, int idx, const char *task_id);
+/* issue 13: a queued sample's task is about to be made with id task_id
+ * (start_task). LB_E_EXISTS when it is not queued. */
+LB_MUST_CHECK int lb_store_rollout_sample_reserve(lb_store *s, const lb_runner_fence *f, const char *id, int idx,
+                                                  const char *task_id);
+/* queued -> running with its task (start_task cleared). LB_E_EXISTS when
+ * it was not queued or is being started with another task. */
+LB_MUST_CHECK int lb_store_rollout_sample_start(lb_store *s, const lb_runner_fence *f, const char *id, int idx,
+                                                const char *task_id);
+/* issue 13: sample idx's task_id and start_task (33 bytes each; "" :
+ * none). LB_E_NOTFOUND. */
+LB_MUST_CHECK int lb_store_rollout_sample_task(lb_store *s, const char *id, int idx, char *task_id, char *start_task);
 /* from -> to; when to is done: outcome, the reward (has_reward 0: null)
  * and result_json are kept and finished_ms set. LB_E_EXISTS when the
  * sample was not in from. */
-LB_MUST_CHECK int lb_store_rollout_sample_move(lb_store *s, const char *id, int idx, const char *from, const char *to,
-                                               const char *outcome, int has_reward, double reward,
-                                               const char *result_json);
+LB_MUST_CHECK int lb_store_rollout_sample_move(lb_store *s, const lb_runner_fence *f, const char *id, int idx,
+                                               const char *from, const char *to, const char *outcome, int has_reward,
+                                               double reward, const char *result_json);
 /* running -> done once no sample is left that is not done. LB_E_EXISTS:
  * not running or samples left. */
-LB_MUST_CHECK int lb_store_rollout_finish(lb_store *s, const char *id);
+LB_MUST_CHECK int lb_store_rollout_finish(lb_store *s, const lb_runner_fence *f, const char *id);
 /* Cancels a running group: status cancelled, its queued samples done
  * with outcome cancelled, in one transaction. Samples running or scoring
  * are left to the caller (their tasks are cancelled; they end as

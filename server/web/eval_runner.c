@@ -35,6 +35,7 @@
 #include "store/store_eval.h"
 #include "web/admission.h"
 #include "web/eval_prompt.h"
+#include "web/runner_claims.h"
 #include "web/score_pool.h"
 #include "web/spawn.h"
 
@@ -57,6 +58,10 @@ static const lb_config *lb_er_cfg;
 static pthread_mutex_t lb_er_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lb_er_wake = PTHREAD_COND_INITIALIZER;
 static int lb_er_woken;
+/* issue 13: the evals this web drives (runner thread only) */
+static lb_runner_held lb_er_held = {.kind = LB_RUNNER_EVALS};
+/* issue 13: a stop asked (lb_eval_runner_stop), and done: under lb_er_mu */
+static int lb_er_stop, lb_er_stopped;
 
 /* ---- options ---- */
 
@@ -225,6 +230,7 @@ typedef struct lb_er_job {
     char *row_id, *domain, *scorer, *gt_json, *row_json, *script;
     char judge_model[LB_CFG_MODEL_NAME];
     int judge_votes;
+    lb_runner_fence fence;      /* issue 13: the claim the run was queued under */
 } lb_er_job;
 
 static void job_free(lb_er_job *j)
@@ -368,8 +374,14 @@ static void score_one(lb_store *s, lb_er_job *j)
     if (!line) {
         lb_error("eval %s: run %lld: out of memory making its result", j->eval_id, (long long)j->rid);
     } else {
-        rc = lb_store_eval_run_move(s, j->rid, "scoring", !strcmp(res.status, "error") ? "error" : "done", line);
-        if (rc != LB_OK && rc != LB_E_EXISTS)
+        rc = lb_store_eval_run_move(s, &j->fence, j->rid, "scoring", !strcmp(res.status, "error") ? "error" : "done",
+                                    line);
+        if (rc == LB_OK)
+            lb_info("eval %s: run %lld scored (%s)", j->eval_id, (long long)j->rid, res.status);
+        else if (rc == LB_E_DENIED)
+            lb_info("eval %s: run %lld: its score is not kept: another web drives the eval now", j->eval_id,
+                    (long long)j->rid);
+        else if (rc != LB_E_EXISTS)
             lb_error("eval %s: run %lld: cannot store its result (%s); scored again later", j->eval_id,
                      (long long)j->rid, lb_strerror(rc));
     }
@@ -389,8 +401,8 @@ static void score_job_done(void *arg)
     lb_eval_runner_wake(); /* the eval may be complete now */
 }
 
-/* Queues run r of eval c for scoring, once. */
-static void queue_score(const lb_er_ds *c, const lb_eval_run *r)
+/* Queues run r of eval c for scoring under fence f, once. */
+static void queue_score(const lb_er_ds *c, const lb_eval_run *r, const lb_runner_fence *f)
 {
     char key[LB_SCORE_KEY_MAX];
     snprintf(key, sizeof key, "eval:%lld", (long long)r->rid);
@@ -401,6 +413,7 @@ static void queue_score(const lb_er_ds *c, const lb_eval_run *r)
     if (!j)
         return; /* next tick */
     j->rid = r->rid;
+    j->fence = *f;
     snprintf(j->eval_id, sizeof j->eval_id, "%s", c->id);
     snprintf(j->task_id, sizeof j->task_id, "%s", r->task_id);
     snprintf(j->mode, sizeof j->mode, "%s", r->mode);
@@ -479,11 +492,39 @@ static char *task_options(const lb_eval_opts *o, const char *mode)
     return s;
 }
 
-/* Makes run r's task. LB_OK (started), LB_E_BUSY (no slot of the
- * service now: try later), LB_E_DENIED (the owner has max_tasks tasks
- * going: this eval tries later), or another error (the run cannot be
- * made). */
-static int start_run(lb_store *s, const lb_eval_rec *e, lb_er_ds *c, const lb_eval_run *r)
+/* Stops task id, made for a run that will not have it: its agent if this
+ * web runs it, else in the store (a queued task, or another host's). */
+static void stop_task(lb_store *s, const char *id, const char *reason)
+{
+    if (lb_spawn_cancel(id) == LB_OK)
+        return;
+    int rc = lb_store_task_end(s, id, LB_TASK_CANCELLED, reason, NULL);
+    if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+        lb_warn("web: cannot cancel task %s: %s", id, lb_strerror(rc));
+}
+
+/* issue 13: a pending run whose start_task names a task that exists was
+ * started by a runner that stopped between making the task and recording
+ * it: the run takes that task instead of a second one. LB_E_NOTFOUND when
+ * there is no such task (start it anew), else as lb_store_eval_run_start. */
+static int adopt_run(lb_store *s, const lb_runner_fence *f, const lb_eval_run *r)
+{
+    char st[16];
+    int rc = lb_store_task_state(s, r->start_task, st, sizeof st, NULL);
+    if (rc != LB_OK)
+        return rc;
+    rc = lb_store_eval_run_start(s, f, r->rid, r->start_task);
+    if (rc == LB_OK)
+        lb_info("eval %s: run %lld started as task %s (made before, adopted)", f->id, (long long)r->rid, r->start_task);
+    return rc;
+}
+
+/* Makes run r's task under fence f. LB_OK (started, or not pending any
+ * more), LB_E_BUSY (no slot of the service now: try later), LB_E_TOOBIG
+ * (the owner has max_tasks tasks going: this eval tries later),
+ * LB_E_DENIED (issue 13: the claim is lost, another web drives the eval),
+ * or another error (the run cannot be made). */
+static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e, lb_er_ds *c, const lb_eval_run *r)
 {
     const lb_config *cfg = lb_er_cfg;
     if (r->row_idx < 0 || (size_t)r->row_idx >= c->d.n || strcmp(c->d.rows[r->row_idx].id, r->row_id)) {
@@ -524,25 +565,43 @@ static int start_run(lb_store *s, const lb_eval_rec *e, lb_er_ds *c, const lb_ev
                      .owner = e->owner, .options_json = opts,
                      /* the owner's limit holds for an eval's tasks as for the owner's own */
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};
-    rc = lb_admit_commit_internal(s, &a, &t);
-    if (rc == LB_E_BUSY) {
-        rc = LB_E_DENIED; /* the owner's own limit, reached by their tasks: this eval waits, others go on */
+    /* issue 13: the task's id goes on the run first, under the claim: a
+     * web that dies between making the task and recording it leaves a name
+     * the next holder adopts (adopt_run) rather than a second task */
+    rc = lb_store_eval_run_reserve(s, f, r->rid, a.id);
+    if (rc == LB_E_EXISTS) {
+        rc = LB_OK; /* not pending any more (cancelled): nothing to make */
         goto out;
     }
     if (rc != LB_OK)
         goto out;
-    rc = lb_store_eval_run_start(s, r->rid, a.id);
-    if (rc == LB_E_EXISTS) {
+    rc = lb_admit_commit_internal(s, &a, &t);
+    if (rc == LB_E_BUSY) {
+        rc = LB_E_TOOBIG; /* the owner's own limit, reached by their tasks: this eval waits, others go on */
+        goto out;
+    }
+    if (rc != LB_OK)
+        goto out;
+    rc = lb_store_eval_run_start(s, f, r->rid, a.id);
+    if (rc == LB_OK) {
+        lb_info("eval %s: run %lld started as task %s", e->id, (long long)r->rid, a.id);
+    } else if (rc == LB_E_EXISTS) {
         /* cancelled while the task was made: stop it, it counts for nothing */
-        LB_IGNORE(lb_spawn_cancel(a.id)); /* already gone: nothing to stop */
+        stop_task(s, a.id, "cancelled with its evaluation");
         rc = LB_OK;
-    } else if (rc != LB_OK) {
-        lb_error("eval %s: run %lld: task %s made but not recorded (%s); stopping it", e->id, (long long)r->rid, a.id,
-                 lb_strerror(rc));
-        LB_IGNORE(lb_spawn_cancel(a.id)); /* already gone: nothing to stop */
+    } else if (rc == LB_E_DENIED) {
+        /* another web holds the eval now: it adopts the task while the run
+         * still names it; a run it started otherwise makes this one extra */
+        char tid[33], start[33];
+        if (lb_store_eval_run_task(s, r->rid, tid, start) == LB_OK && strcmp(start, a.id) && strcmp(tid, a.id))
+            stop_task(s, a.id, "its evaluation run was started by another web");
+    } else {
+        lb_error("eval %s: run %lld: task %s made but not recorded (%s); the next look adopts it", e->id,
+                 (long long)r->rid, a.id, lb_strerror(rc));
+        rc = LB_OK;
     }
 out:
-    if (rc != LB_OK && rc != LB_E_BUSY && rc != LB_E_DENIED && err[0])
+    if (rc != LB_OK && rc != LB_E_BUSY && rc != LB_E_TOOBIG && rc != LB_E_DENIED && err[0])
         lb_error("eval %s: run %lld (row %s, %s): %s", e->id, (long long)r->rid, r->row_id, r->mode, err);
     lb_admit_end(&a);
     cJSON_Delete(inputs);
@@ -612,43 +671,106 @@ out:
     return rc;
 }
 
-static void eval_end(lb_store *s, const char *id, const char *status, const char *error)
+/* Ends eval f->id under its claim: LB_OK, LB_E_EXISTS (final already),
+ * LB_E_DENIED (another web holds it) or the store's error. */
+static int eval_end(lb_store *s, const lb_runner_fence *f, const char *status, const char *error)
 {
+    const char *id = f->id;
     char *summary = NULL;
     int64_t wl = 0, ws = 0;
     int rc = lb_eval_summarize(s, id, &summary, &wl, &ws);
     if (rc != LB_OK)
         lb_warn("eval %s: no summary (%s)", id, lb_strerror(rc));
-    rc = lb_store_eval_finish(s, id, status, error, summary, wl, ws);
+    rc = lb_store_eval_finish(s, f, id, status, error, summary, wl, ws);
     if (rc == LB_OK)
         lb_info("eval %s: %s%s%s", id, status, error ? ": " : "", error ? error : "");
-    else if (rc != LB_E_EXISTS)
+    else if (rc != LB_E_EXISTS && rc != LB_E_DENIED)
         lb_error("eval %s: cannot record its end (%s); tried again", id, lb_strerror(rc));
     free(summary);
+    return rc;
+}
+
+/* The error line of a run whose task cannot be made */
+static int run_error(lb_store *s, const lb_runner_fence *f, lb_eval_run *r)
+{
+    lb_eval_result res;
+    memset(&res, 0, sizeof res);
+    res.id = r->row_id;
+    res.mode = r->mode;
+    res.repeat = r->repeat;
+    res.score = -1;
+    res.status = "error";
+    res.error = "the run's task could not be made (see the web log)";
+    res.error_class = "run_error";
+    char *line = lb_eval_result_to_json(&res);
+    if (!line)
+        return LB_E_NOMEM; /* retried next tick */
+    int rc = lb_store_eval_run_move(s, f, r->rid, "pending", "error", line);
+    free(line);
+    return rc;
 }
 
 /* ---- the runner's tick ---- */
 
-/* One look at eval id: score the runs whose task ended, start pending
- * ones up to its concurrency (while slots are left: *slots_out is set
- * when the service had none), end it when nothing is left. */
+/* Starts up to want pending runs of eval e (while slots are left:
+ * *no_slot is set when the service had none). LB_E_DENIED when the claim
+ * was lost. */
+static int start_pending(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e, lb_er_ds *c, int want,
+                         int *no_slot)
+{
+    lb_eval_run *runs = NULL;
+    size_t n = 0;
+    int lost = 0;
+    if (lb_store_eval_runs(s, e->id, LB_RUNS_PENDING, 0, want, &runs, &n) != LB_OK)
+        return LB_OK;
+    for (size_t i = 0; i < n && !lost; i++) {
+        int rc = LB_E_NOTFOUND;
+        if (runs[i].start_task[0] && (rc = adopt_run(s, f, &runs[i])) != LB_E_NOTFOUND) {
+            lost = rc == LB_E_DENIED; /* adopted, or tried next tick */
+            continue;
+        }
+        rc = start_run(s, f, e, c, &runs[i]);
+        if (rc == LB_E_BUSY) {
+            *no_slot = 1;
+            break;
+        }
+        if (rc == LB_E_TOOBIG)
+            break;
+        lost = rc == LB_E_DENIED;
+        /* a run that cannot be made: an error line, and the others go on */
+        if (rc != LB_OK && !lost)
+            lost = run_error(s, f, &runs[i]) == LB_E_DENIED;
+    }
+    lb_eval_runs_free(runs, n);
+    return lost ? LB_E_DENIED : LB_OK;
+}
+
+/* One look at eval id under this web's claim: score the runs whose task
+ * ended, start pending ones up to its concurrency, end it when nothing is
+ * left. */
 static void eval_tick(lb_store *s, const char *id, int *no_slot)
 {
+    lb_runner_fence f;
+    if (!lb_runner_held_fence(&lb_er_held, id, &f))
+        return; /* issue 13: no fresh lease: nothing is written until it is renewed */
     lb_eval_rec e;
-    if (lb_store_eval_load(s, id, &e) != LB_OK)
+    int rc = lb_store_eval_load(s, id, &e);
+    if (rc != LB_OK) {
+        if (rc == LB_E_NOTFOUND)
+            lb_runner_held_drop(&lb_er_held, id); /* deleted */
         return;
+    }
     int active = !strcmp(e.status, "queued") || !strcmp(e.status, "running");
     char err[600];
     lb_er_ds *c = ds_get(&e, err, sizeof err);
     if (!c) {
         if (err[0] && active)
-            eval_end(s, e.id, "failed", err);
-        lb_eval_rec_free(&e);
-        return;
+            rc = eval_end(s, &f, "failed", err);
+        goto out;
     }
     c->seen = 1;
     if (!strcmp(e.status, "queued")) {
-        int rc = lb_store_eval_set_running(s, e.id);
+        rc = lb_store_eval_set_running(s, &f, e.id);
         if (rc != LB_OK && rc != LB_E_EXISTS)
             goto out;
     }
@@ -656,83 +778,58 @@ static void eval_tick(lb_store *s, const char *id, int *no_slot)
     lb_eval_run *runs = NULL;
     size_t n = 0;
     int running = 0;
+    rc = LB_OK;
     if (lb_store_eval_runs(s, e.id, LB_RUNS_ACTIVE, 0, 10000, &runs, &n) != LB_OK)
         goto out;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && rc != LB_E_DENIED; i++) {
         lb_eval_run *r = &runs[i];
         if (!strcmp(r->status, "running")) {
             char st[16];
-            int rc = lb_store_task_state(s, r->task_id, st, sizeof st, NULL);
-            if (rc == LB_OK && !lb_task_status_is_final(lb_task_status_parse(st))) {
+            int trc = lb_store_task_state(s, r->task_id, st, sizeof st, NULL);
+            if (trc == LB_OK && !lb_task_status_is_final(lb_task_status_parse(st))) {
                 running++;
                 continue;
             }
-            if (rc != LB_OK && rc != LB_E_NOTFOUND)
+            if (trc != LB_OK && trc != LB_E_NOTFOUND)
                 continue;
-            if (lb_store_eval_run_move(s, r->rid, "running", "scoring", NULL) != LB_OK)
+            if ((rc = lb_store_eval_run_move(s, &f, r->rid, "running", "scoring", NULL)) != LB_OK)
                 continue;
         }
-        queue_score(c, r);
+        queue_score(c, r, &f);
     }
     lb_eval_runs_free(runs, n);
-    if (!active)
+    if (rc == LB_E_DENIED || !active)
         goto out; /* cancelled or ended: its running runs are scored, nothing new starts */
     int want = c->o.concurrency - running;
-    if (want > 0 && !*no_slot) {
-        runs = NULL;
-        n = 0;
-        if (lb_store_eval_runs(s, e.id, LB_RUNS_PENDING, 0, want, &runs, &n) == LB_OK) {
-            for (size_t i = 0; i < n; i++) {
-                int rc = start_run(s, &e, c, &runs[i]);
-                if (rc == LB_E_BUSY) {
-                    *no_slot = 1;
-                    break;
-                }
-                if (rc == LB_E_DENIED)
-                    break;
-                if (rc != LB_OK) {
-                    /* this run cannot be made: an error line, and the others go on */
-                    lb_eval_result res;
-                    memset(&res, 0, sizeof res);
-                    res.id = runs[i].row_id;
-                    res.mode = runs[i].mode;
-                    res.repeat = runs[i].repeat;
-                    res.score = -1;
-                    res.status = "error";
-                    res.error = "the run's task could not be made (see the web log)";
-                    res.error_class = "run_error";
-                    char *line = lb_eval_result_to_json(&res);
-                    if (line) {
-                        LB_IGNORE(lb_store_eval_run_move(s, runs[i].rid, "pending", "error", line)); /* retried next tick */
-                        free(line);
-                    }
-                }
-            }
-            lb_eval_runs_free(runs, n);
-        }
-    }
+    if (want > 0 && !*no_slot && (rc = start_pending(s, &f, &e, c, want, no_slot)) == LB_E_DENIED)
+        goto out;
     lb_eval_counts k;
-    if (lb_store_eval_counts(s, e.id, &k) == LB_OK && !k.pending && !k.running && !k.scoring)
-        eval_end(s, e.id, "succeeded", NULL);
+    if (lb_store_eval_counts(s, e.id, &k) == LB_OK && !k.pending && !k.running && !k.scoring &&
+        (rc = eval_end(s, &f, "succeeded", NULL)) == LB_OK)
+        lb_runner_held_drop(&lb_er_held, id); /* ended: nothing more to drive */
 out:
+    if (rc == LB_E_DENIED) {
+        /* issue 13: another web drives it now (this one stalled past its lease) */
+        lb_info("eval %s: another web drives it now; this web lets go", e.id);
+        lb_runner_held_drop(&lb_er_held, id);
+    }
     lb_eval_rec_free(&e);
 }
 
-/* One look at every active eval (the evals' job source). */
+/* One look at every eval this web holds (the evals' job source), after
+ * renewing its claims and claiming what it has room for (issue 13). */
 static void evals_tick(lb_store *s, int *no_slot)
 {
-    char **ids = NULL;
-    size_t n = 0;
-    if (lb_store_evals_active(s, &ids, &n) != LB_OK)
-        return;
+    static lb_runner_claim ids[LB_RUNNER_CLAIM_MAX]; /* runner thread only */
+    lb_runner_held_refresh(s, &lb_er_held, lb_er_held.n < LB_EVAL_CACHE ? LB_EVAL_CACHE - lb_er_held.n : 0);
+    /* a copy: a look may let go of the eval it looks at */
+    size_t n = lb_er_held.n;
+    memcpy(ids, lb_er_held.v, n * sizeof ids[0]);
     for (int i = 0; i < lb_er_ncache; i++)
         lb_er_cache[i].seen = 0;
-    for (size_t i = 0; i < n; i++) {
-        eval_tick(s, ids[i], no_slot);
-        free(ids[i]);
-    }
-    free(ids);
-    /* evals no longer active give their dataset's memory back */
+    for (size_t i = 0; i < n; i++)
+        eval_tick(s, ids[i].id, no_slot);
+    /* evals no longer active here give their dataset's memory back */
     for (int i = 0; i < lb_er_ncache;)
         if (!lb_er_cache[i].seen)
             ds_drop(i);
@@ -740,9 +837,60 @@ static void evals_tick(lb_store *s, int *no_slot)
             i++;
 }
 
+static void evals_release(lb_store *s, size_t *released)
+{
+    lb_runner_held_release(s, &lb_er_held, released);
+}
+
 #define LB_RUNNER_SOURCES_MAX 4
 static lb_runner_tick_fn lb_er_sources[LB_RUNNER_SOURCES_MAX] = {evals_tick};
 static int lb_er_nsources = 1;
+static lb_runner_release_fn lb_er_releases[LB_RUNNER_SOURCES_MAX] = {evals_release};
+static int lb_er_nreleases = 1;
+
+int lb_runner_add_release(lb_runner_release_fn release)
+{
+    pthread_mutex_lock(&lb_er_mu);
+    int rc = lb_er_nreleases < LB_RUNNER_SOURCES_MAX ? LB_OK : LB_E_TOOBIG;
+    if (rc == LB_OK)
+        lb_er_releases[lb_er_nreleases++] = release;
+    pthread_mutex_unlock(&lb_er_mu);
+    return rc;
+}
+
+/* The runner thread's last act when the web stops: every claim back */
+static void runner_release_all(lb_store *s)
+{
+    size_t released = 0;
+    for (int i = 0; s && i < lb_er_nreleases; i++)
+        lb_er_releases[i](s, &released);
+    if (released)
+        lb_info("web: stopping: gave back %zu claim%s on evaluations and rollout groups; another web takes them "
+                "over at its next look", released, released == 1 ? "" : "s");
+    pthread_mutex_lock(&lb_er_mu);
+    lb_er_stopped = 1;
+    pthread_cond_broadcast(&lb_er_wake);
+    pthread_mutex_unlock(&lb_er_mu);
+}
+
+void lb_eval_runner_stop(int timeout_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&lb_er_mu);
+    lb_er_stop = 1;
+    pthread_cond_broadcast(&lb_er_wake);
+    while (lb_er_cfg && !lb_er_stopped)
+        if (pthread_cond_timedwait(&lb_er_wake, &lb_er_mu, &ts) != 0)
+            break; /* the runner is stuck in a store call: the leases lapse instead */
+    pthread_mutex_unlock(&lb_er_mu);
+}
 
 int lb_runner_add_source(lb_runner_tick_fn tick)
 {
@@ -772,10 +920,14 @@ static void *runner_main(void *arg)
             pthread_cond_timedwait(&lb_er_wake, &lb_er_mu, &ts);
         }
         lb_er_woken = 0;
-        int n = lb_er_nsources;
+        int n = lb_er_nsources, stop = lb_er_stop;
         pthread_mutex_unlock(&lb_er_mu);
-        if (!s && lb_store_open(lb_cfg_store_where(lb_er_cfg), &s) != LB_OK)
+        if (!s && lb_store_open(lb_cfg_store_where(lb_er_cfg), &s) != LB_OK && !stop)
             continue;
+        if (stop) {
+            runner_release_all(s);
+            return NULL; /* the process exits */
+        }
         int no_slot = 0;
         for (int i = 0; i < n; i++)
             lb_er_sources[(first + (unsigned)i) % (unsigned)n](s, &no_slot);
@@ -802,6 +954,7 @@ static void load_capabilities(const lb_config *cfg)
 int lb_eval_runner_start(const lb_config *cfg)
 {
     lb_er_cfg = cfg;
+    lb_runner_identity_init(cfg); /* issue 13: the claims' owner id and lease */
     load_capabilities(cfg);
     lb_spawn_set_exit_hook(lb_eval_runner_wake);
     pthread_t t;

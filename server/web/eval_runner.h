@@ -80,4 +80,15 @@ LB_MUST_CHECK int lb_eval_runner_start(const lb_config *cfg);
  * poll. Safe from any thread, and before the start (does nothing). */
 void lb_eval_runner_wake(void);
 
+/* Another job source's claims, given back when the web stops (issue 13,
+ * web/runner_claims.h): called on the runner thread. Before
+ * lb_eval_runner_start; LB_E_TOOBIG past a few. */
+typedef void (*lb_runner_release_fn)(struct lb_store *s, size_t *released);
+LB_MUST_CHECK int lb_runner_add_release(lb_runner_release_fn release);
+/* A web that stops (SIGTERM): the runner starts nothing more and gives
+ * its claims back in the store, so another web takes its evaluations and
+ * rollout groups over at once rather than after the lease; waits for that
+ * at most timeout_ms. */
+void lb_eval_runner_stop(int timeout_ms);
+
 #endif

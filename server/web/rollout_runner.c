@@ -15,6 +15,7 @@
 #include "store/store_rollout.h"
 #include "web/admission.h"
 #include "web/eval_runner.h"
+#include "web/runner_claims.h"
 #include "web/sandbox_spec.h"
 #include "web/score_pool.h"
 #include "web/spawn.h"
@@ -31,6 +32,8 @@
 #define LB_RR_FILE_MAX (64u << 20) /* one decoded file (the body's cap bounds them anyway) */
 
 static const lb_config *lb_rr_cfg;
+/* issue 13: the groups this web drives (runner thread only) */
+static lb_runner_held lb_rr_held = {.kind = LB_RUNNER_ROLLOUTS};
 
 /* ---- parsed requests of active groups (runner thread only) ---- */
 
@@ -62,7 +65,7 @@ static const cJSON *req_get(lb_store *s, const char *id)
         return NULL;
     }
     lb_rr_req *c = &lb_rr_cache[lb_rr_ncache++];
-    snprintf(c->id, sizeof c->id, "%s", id);
+    snprintf(c->id, sizeof c->id, "%.32s", id);
     c->req = req;
     c->seen = 1;
     return req;
@@ -101,6 +104,7 @@ typedef struct lb_rr_job {
     int idx;
     char *scorer, *gt_json, *script, *model;
     int timeout_s;
+    lb_runner_fence fence;      /* issue 13: the claim it was queued under */
 } lb_rr_job;
 
 static void job_free(lb_rr_job *j)
@@ -202,8 +206,13 @@ store:
     if (!line) {
         lb_error("rollout %s: sample %d: out of memory making its result; scored again later", j->id, j->idx);
     } else {
-        rc = lb_store_rollout_sample_move(s, j->id, j->idx, "scoring", "done", outcome, has_reward, reward, line);
-        if (rc != LB_OK && rc != LB_E_EXISTS)
+        rc = lb_store_rollout_sample_move(s, &j->fence, j->id, j->idx, "scoring", "done", outcome, has_reward, reward,
+                                          line);
+        if (rc == LB_OK)
+            lb_info("rollout %s: sample %d scored (%s)", j->id, j->idx, outcome);
+        else if (rc == LB_E_DENIED)
+            lb_info("rollout %s: sample %d: its outcome is not kept: another web drives the group now", j->id, j->idx);
+        else if (rc != LB_E_EXISTS)
             lb_error("rollout %s: sample %d: cannot store its outcome (%s); scored again later", j->id, j->idx,
                      lb_strerror(rc));
     }
@@ -213,8 +222,9 @@ store:
     lb_task_free(&t);
 }
 
-static void queue_score(const char *id, const cJSON *req, const lb_rollout_sample *x)
+static void queue_score(const lb_runner_fence *f, const cJSON *req, const lb_rollout_sample *x)
 {
+    const char *id = f->id;
     char key[LB_SCORE_KEY_MAX];
     snprintf(key, sizeof key, "rollout:%s:%d", id, x->idx);
     if (lb_score_pool_has(key))
@@ -223,6 +233,7 @@ static void queue_score(const char *id, const cJSON *req, const lb_rollout_sampl
     if (!j)
         return; /* next look */
     snprintf(j->id, sizeof j->id, "%s", id);
+    j->fence = *f;
     snprintf(j->task_id, sizeof j->task_id, "%s", x->task_id);
     j->idx = x->idx;
     const cJSON *rw = cJSON_GetObjectItemCaseSensitive(req, "reward");
@@ -321,10 +332,39 @@ char *lb_rollout_task_options(const cJSON *req)
     return s;
 }
 
-/* Makes sample idx's task. LB_OK, LB_E_BUSY (no slot now), LB_E_DENIED
- * (the owner's own limit: this group waits), or another error (the
- * sample cannot be made: it ends as sandbox_error). */
-static int start_sample(lb_store *s, const lb_rollout_rec *g, const cJSON *req, int idx, char *err, size_t errsz)
+/* Stops task id, made for a sample that will not have it: its agent if
+ * this web runs it, else in the store (a queued task, another host's). */
+static void stop_task(lb_store *s, const char *id, const char *reason)
+{
+    if (lb_spawn_cancel(id) == LB_OK)
+        return;
+    int rc = lb_store_task_end(s, id, LB_TASK_CANCELLED, reason, NULL);
+    if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+        lb_warn("web: cannot cancel task %s: %s", id, lb_strerror(rc));
+}
+
+/* issue 13: a queued sample whose start_task names a task that exists was
+ * started by a runner that stopped between making the task and recording
+ * it: it takes that task. LB_E_NOTFOUND when there is no such task (start
+ * it anew), else as lb_store_rollout_sample_start. */
+static int adopt_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_sample *x)
+{
+    char st[16];
+    int rc = lb_store_task_state(s, x->start_task, st, sizeof st, NULL);
+    if (rc != LB_OK)
+        return rc;
+    rc = lb_store_rollout_sample_start(s, f, f->id, x->idx, x->start_task);
+    if (rc == LB_OK)
+        lb_info("rollout %s: sample %d started as task %s (made before, adopted)", f->id, x->idx, x->start_task);
+    return rc;
+}
+
+/* Makes sample idx's task under fence f. LB_OK (started, or not queued
+ * any more), LB_E_BUSY (no slot now), LB_E_TOOBIG (the owner's own limit:
+ * this group waits), LB_E_DENIED (issue 13: the claim is lost), or another
+ * error (the sample cannot be made: it ends as sandbox_error). */
+static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_rec *g, const cJSON *req, int idx,
+                        char *err, size_t errsz)
 {
     const lb_config *cfg = lb_rr_cfg;
     lb_admission a;
@@ -363,22 +403,41 @@ static int start_sample(lb_store *s, const lb_rollout_rec *g, const cJSON *req, 
                      .owner = g->owner,
                      .options_json = opts,
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};
-    rc = lb_admit_commit_internal(s, &a, &t);
-    if (rc == LB_E_BUSY) {
-        rc = LB_E_DENIED;
+    /* issue 13: the task's id goes on the sample first, under the claim:
+     * a web that dies before recording the task leaves a name the next
+     * holder adopts (adopt_sample) rather than a second task */
+    rc = lb_store_rollout_sample_reserve(s, f, g->id, idx, a.id);
+    if (rc == LB_E_EXISTS) {
+        rc = LB_OK; /* not queued any more (cancelled): nothing to make */
         goto out;
     }
     if (rc != LB_OK)
         goto out;
-    rc = lb_store_rollout_sample_start(s, g->id, idx, a.id);
-    if (rc == LB_E_EXISTS) {
+    rc = lb_admit_commit_internal(s, &a, &t);
+    if (rc == LB_E_BUSY) {
+        rc = LB_E_TOOBIG;
+        goto out;
+    }
+    if (rc != LB_OK)
+        goto out;
+    rc = lb_store_rollout_sample_start(s, f, g->id, idx, a.id);
+    if (rc == LB_OK) {
+        lb_info("rollout %s: sample %d started as task %s", g->id, idx, a.id);
+    } else if (rc == LB_E_EXISTS) {
         /* cancelled while the task was made: stop it, it counts for nothing */
-        LB_IGNORE(lb_spawn_cancel(a.id)); /* already gone: nothing to stop */
+        stop_task(s, a.id, "cancelled with its rollout group");
         rc = LB_OK;
-    } else if (rc != LB_OK) {
-        lb_error("rollout %s: sample %d: task %s made but not recorded (%s); stopping it", g->id, idx, a.id,
-                 lb_strerror(rc));
-        LB_IGNORE(lb_spawn_cancel(a.id)); /* already gone: nothing to stop */
+    } else if (rc == LB_E_DENIED) {
+        /* another web holds the group: it adopts the task while the sample
+         * still names it; one it started otherwise makes this one extra */
+        char tid[33], start[33];
+        if (lb_store_rollout_sample_task(s, g->id, idx, tid, start) == LB_OK && strcmp(start, a.id) &&
+            strcmp(tid, a.id))
+            stop_task(s, a.id, "its rollout sample was started by another web");
+    } else {
+        lb_error("rollout %s: sample %d: task %s made but not recorded (%s); the next look adopts it", g->id, idx,
+                 a.id, lb_strerror(rc));
+        rc = LB_OK;
     }
 out:
     lb_admit_end(&a);
@@ -390,28 +449,34 @@ out:
 
 /* ---- the runner's look ---- */
 
-static void group_tick(lb_store *s, const char *id, int64_t *running, int *no_slot)
+/* One look at group id under this web's claim: *running counts the
+ * samples running in every group (rollout_max_samples). LB_E_DENIED when
+ * the claim was lost; *ended when the group was finished by this look. */
+static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int64_t *running, int *no_slot,
+                      int *ended)
 {
     lb_rollout_rec g;
-    if (lb_store_rollout_load(s, id, 0, &g) != LB_OK)
-        return;
+    int rc = lb_store_rollout_load(s, id, 0, &g);
+    if (rc != LB_OK)
+        return rc;
     const cJSON *req = req_get(s, id);
     lb_rollout_sample *v = NULL;
     size_t n = 0;
-    if (!req || lb_store_rollout_samples(s, id, &v, &n) != LB_OK)
+    if (!req || (rc = lb_store_rollout_samples(s, id, &v, &n)) != LB_OK)
         goto out;
     int active = !strcmp(g.status, "running"), left = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && rc != LB_E_DENIED; i++) {
         lb_rollout_sample *x = &v[i];
+        rc = LB_OK;
         if (!strcmp(x->status, "running")) {
             char st[16];
-            int rc = lb_store_task_state(s, x->task_id, st, sizeof st, NULL);
-            if (rc == LB_OK && !lb_task_status_is_final(lb_task_status_parse(st))) {
+            int trc = lb_store_task_state(s, x->task_id, st, sizeof st, NULL);
+            if (trc == LB_OK && !lb_task_status_is_final(lb_task_status_parse(st))) {
                 left++;
                 continue;
             }
-            if ((rc != LB_OK && rc != LB_E_NOTFOUND) ||
-                lb_store_rollout_sample_move(s, id, x->idx, "running", "scoring", NULL, 0, 0, NULL) != LB_OK) {
+            if ((trc != LB_OK && trc != LB_E_NOTFOUND) ||
+                (rc = lb_store_rollout_sample_move(s, f, id, x->idx, "running", "scoring", NULL, 0, 0, NULL)) != LB_OK) {
                 left++;
                 continue;
             }
@@ -419,19 +484,24 @@ static void group_tick(lb_store *s, const char *id, int64_t *running, int *no_sl
             snprintf(x->status, sizeof x->status, "scoring");
         }
         if (!strcmp(x->status, "scoring")) {
-            queue_score(id, req, x);
+            queue_score(f, req, x);
             left++;
         } else if (!strcmp(x->status, "queued")) {
             left++;
             if (!active || *no_slot || *running >= lb_rr_cfg->rollout_max_samples)
                 continue;
+            if (x->start_task[0] && (rc = adopt_sample(s, f, x)) != LB_E_NOTFOUND) {
+                if (rc == LB_OK)
+                    (*running)++;
+                continue; /* adopted, or tried next look */
+            }
             char err[512] = "";
-            int rc = start_sample(s, &g, req, x->idx, err, sizeof err);
+            rc = start_sample(s, f, &g, req, x->idx, err, sizeof err);
             if (rc == LB_OK) {
                 (*running)++;
             } else if (rc == LB_E_BUSY) {
                 *no_slot = 1;
-            } else if (rc != LB_E_DENIED) {
+            } else if (rc != LB_E_TOOBIG && rc != LB_E_DENIED) {
                 /* this sample cannot be made: classified, the others go on */
                 lb_error("rollout %s: sample %d: %s", id, x->idx, err[0] ? err : lb_strerror(rc));
                 cJSON *res = cJSON_CreateObject();
@@ -439,39 +509,60 @@ static void group_tick(lb_store *s, const char *id, int64_t *running, int *no_sl
                 if (res && cJSON_AddStringToObject(res, "error", err[0] ? err : "the sample's task could not be made"))
                     line = cJSON_PrintUnformatted(res);
                 /* not stored: tried again next look */
-                if (line)
-                    LB_IGNORE(
-                        lb_store_rollout_sample_move(s, id, x->idx, "queued", "done", "sandbox_error", 0, 0, line));
+                rc = line ? lb_store_rollout_sample_move(s, f, id, x->idx, "queued", "done", "sandbox_error", 0, 0, line)
+                          : LB_OK;
                 free(line);
                 cJSON_Delete(res);
             }
         }
     }
+    if (rc == LB_E_DENIED)
+        goto out;
+    rc = LB_OK;
     if (active && !left) {
-        int rc = lb_store_rollout_finish(s, id);
+        rc = lb_store_rollout_finish(s, f, id);
         if (rc == LB_OK)
             lb_info("rollout %s: done", id);
+        *ended = rc == LB_OK;
     }
 out:
     lb_rollout_samples_free(v, n);
     lb_rollout_rec_free(&g);
+    return rc;
 }
 
+static void group_tick(lb_store *s, const char *id, int64_t *running, int *no_slot)
+{
+    lb_runner_fence f;
+    if (!lb_runner_held_fence(&lb_rr_held, id, &f))
+        return; /* issue 13: no fresh lease: nothing is written until it is renewed */
+    int ended = 0;
+    int rc = group_look(s, &f, id, running, no_slot, &ended);
+    if (ended)
+        lb_runner_held_drop(&lb_rr_held, id); /* done: nothing more to drive */
+    if (rc == LB_E_DENIED)
+        lb_info("rollout %s: another web drives it now; this web lets go", id);
+    if (rc == LB_E_DENIED || rc == LB_E_NOTFOUND)
+        lb_runner_held_drop(&lb_rr_held, id); /* another web's now, or deleted */
+}
+
+/* One look at every group this web holds (the rollouts' job source), after
+ * renewing its claims and claiming what it has room for (issue 13). */
 static void rollouts_tick(lb_store *s, int *no_slot)
 {
-    char **ids = NULL;
-    size_t n = 0;
+    static lb_runner_claim ids[LB_RUNNER_CLAIM_MAX]; /* runner thread only */
     int64_t running = 0;
-    if (lb_store_rollout_running(s, &running) != LB_OK || lb_store_rollouts_active(s, &ids, &n) != LB_OK)
+    lb_runner_held_refresh(s, &lb_rr_held, lb_rr_held.n < LB_RR_CACHE ? LB_RR_CACHE - lb_rr_held.n : 0);
+    if (lb_store_rollout_running(s, &running) != LB_OK)
         return;
+    /* a copy: a look may let go of the group it looks at */
+    size_t n = lb_rr_held.n;
+    memcpy(ids, lb_rr_held.v, n * sizeof ids[0]);
     for (int i = 0; i < lb_rr_ncache; i++)
         lb_rr_cache[i].seen = 0;
-    for (size_t i = 0; i < n; i++) {
-        group_tick(s, ids[i], &running, no_slot);
-        free(ids[i]);
-    }
-    free(ids);
-    /* groups no longer active give their request's memory back */
+    for (size_t i = 0; i < n; i++)
+        group_tick(s, ids[i].id, &running, no_slot);
+    /* groups no longer active here give their request's memory back */
     for (int i = 0; i < lb_rr_ncache;)
         if (!lb_rr_cache[i].seen) {
             cJSON_Delete(lb_rr_cache[i].req);
@@ -481,11 +572,17 @@ static void rollouts_tick(lb_store *s, int *no_slot)
         }
 }
 
+static void rollouts_release(lb_store *s, size_t *released)
+{
+    lb_runner_held_release(s, &lb_rr_held, released);
+}
+
 int lb_rollout_runner_init(const lb_config *cfg)
 {
     lb_rr_cfg = cfg;
     lb_info(
         "web: rollouts: at most %d samples running at once (rollout_max_samples), each in a task slot of max_tasks %d",
         cfg->rollout_max_samples, cfg->max_concurrent_tasks);
-    return lb_runner_add_source(rollouts_tick);
+    int rc = lb_runner_add_source(rollouts_tick);
+    return rc == LB_OK ? lb_runner_add_release(rollouts_release) : rc;
 }

@@ -495,6 +495,7 @@ int lb_web_main(int argc, char **argv)
     sigwait(&stop, &sig);
     lb_info("web: signal %d: stopping; running agents go on and finish their tasks", sig);
     unlink(cfg->web_socket);
+    lb_eval_runner_stop(2000); /* issue 13: its claims back, so another web goes on at once */
     lb_sse_watch_stop(); /* its connection closed; open streams poll until the exit */
     /* Worker threads may be inside a request; the database is WAL, so
      * leaving without closing it loses nothing that was committed. */

@@ -20,7 +20,8 @@ static const char *const vars[] = {
     "LLMBOX_SANDBOX_API_TOKEN", "LLMBOX_SANDBOX_API_TTL_S", "LLMBOX_SANDBOX_API_TTL_MAX_S",
     "LLMBOX_SANDBOX_UID_BASE", "LLMBOX_ALLOWED_HOSTS",
     "LLMBOX_S3_BUCKET", "LLMBOX_S3_SECRET_KEY", "LLMBOX_S3_RETRIES", /* issue 13 */
-    "LLMBOX_TASK_RUNNER", "LLMBOX_NODE_NAME", "LLMBOX_NODE_LEASE_S", NULL, /* issue 13: nodes */
+    "LLMBOX_TASK_RUNNER", "LLMBOX_NODE_NAME", "LLMBOX_NODE_LEASE_S", /* issue 13: nodes */
+    "LLMBOX_RUNNER_LEASE_S", NULL, /* issue 13: the runners' claims */
 };
 
 static void clean_env(void)
@@ -335,6 +336,13 @@ TEST(node_keys)
     setenv("LLMBOX_NODE_LEASE_S", "4", 1);
     CHECK(load("node_name = from-file\n") == LB_OK);
     CHECK(!strcmp(lb_cfg()->node_name, "from-env") && lb_cfg()->node_lease_s == 4);
+    clean_env();
+    /* the webs' claims on evaluations and rollout groups (store/store_claim.h) */
+    CHECK(load("") == LB_OK && lb_cfg()->runner_lease_s == 15);
+    CHECK(load("runner_lease_s = 1\n") == LB_E_INVAL);
+    CHECK(load("runner_lease_s = 3601\n") == LB_E_INVAL);
+    setenv("LLMBOX_RUNNER_LEASE_S", "3", 1);
+    CHECK(load("runner_lease_s = 30\n") == LB_OK && lb_cfg()->runner_lease_s == 3);
     clean_env();
 }
 

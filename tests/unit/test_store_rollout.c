@@ -80,17 +80,17 @@ TEST(samples_move_once_and_the_group_ends_when_all_are_done)
     CHECK(s != NULL);
     char id[33];
     CHECK(insert_group(s, id, 2, NULL) == LB_OK);
-    CHECK(lb_store_rollout_sample_start(s, id, 0, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") == LB_OK);
-    CHECK(lb_store_rollout_sample_start(s, id, 0, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") == LB_E_EXISTS);
+    CHECK(lb_store_rollout_sample_start(s, NULL, id, 0, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") == LB_OK);
+    CHECK(lb_store_rollout_sample_start(s, NULL, id, 0, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") == LB_E_EXISTS);
     int64_t running = -1;
     CHECK(lb_store_rollout_running(s, &running) == LB_OK && running == 1);
-    CHECK(lb_store_rollout_finish(s, id) == LB_E_EXISTS); /* samples left */
-    CHECK(lb_store_rollout_sample_move(s, id, 0, "running", "scoring", NULL, 0, 0, NULL) == LB_OK);
-    CHECK(lb_store_rollout_sample_move(s, id, 0, "running", "scoring", NULL, 0, 0, NULL) == LB_E_EXISTS);
-    CHECK(lb_store_rollout_sample_move(s, id, 0, "scoring", "done", "ok", 1, 0.5, "{\"turns\":2}") == LB_OK);
-    CHECK(lb_store_rollout_sample_start(s, id, 1, "cccccccccccccccccccccccccccccccc") == LB_OK);
-    CHECK(lb_store_rollout_sample_move(s, id, 1, "running", "scoring", NULL, 0, 0, NULL) == LB_OK);
-    CHECK(lb_store_rollout_sample_move(s, id, 1, "scoring", "done", "scorer_error", 0, 0, "{}") == LB_OK);
+    CHECK(lb_store_rollout_finish(s, NULL, id) == LB_E_EXISTS); /* samples left */
+    CHECK(lb_store_rollout_sample_move(s, NULL, id, 0, "running", "scoring", NULL, 0, 0, NULL) == LB_OK);
+    CHECK(lb_store_rollout_sample_move(s, NULL, id, 0, "running", "scoring", NULL, 0, 0, NULL) == LB_E_EXISTS);
+    CHECK(lb_store_rollout_sample_move(s, NULL, id, 0, "scoring", "done", "ok", 1, 0.5, "{\"turns\":2}") == LB_OK);
+    CHECK(lb_store_rollout_sample_start(s, NULL, id, 1, "cccccccccccccccccccccccccccccccc") == LB_OK);
+    CHECK(lb_store_rollout_sample_move(s, NULL, id, 1, "running", "scoring", NULL, 0, 0, NULL) == LB_OK);
+    CHECK(lb_store_rollout_sample_move(s, NULL, id, 1, "scoring", "done", "scorer_error", 0, 0, "{}") == LB_OK);
     CHECK(lb_store_rollout_running(s, &running) == LB_OK && running == 0);
     lb_rollout_sample *v = NULL;
     size_t n = 0;
@@ -109,8 +109,8 @@ TEST(samples_move_once_and_the_group_ends_when_all_are_done)
     CHECK_STR(ids[0], id);
     free(ids[0]);
     free(ids);
-    CHECK(lb_store_rollout_finish(s, id) == LB_OK);
-    CHECK(lb_store_rollout_finish(s, id) == LB_E_EXISTS);
+    CHECK(lb_store_rollout_finish(s, NULL, id) == LB_OK);
+    CHECK(lb_store_rollout_finish(s, NULL, id) == LB_E_EXISTS);
     CHECK(lb_store_rollouts_active(s, &ids, &na) == LB_OK && na == 0);
     free(ids);
     lb_rollout_rec g;
@@ -127,7 +127,7 @@ TEST(cancel_ends_queued_samples_and_leaves_running_ones)
     CHECK(s != NULL);
     char id[33];
     CHECK(insert_group(s, id, 3, NULL) == LB_OK);
-    CHECK(lb_store_rollout_sample_start(s, id, 1, "dddddddddddddddddddddddddddddddd") == LB_OK);
+    CHECK(lb_store_rollout_sample_start(s, NULL, id, 1, "dddddddddddddddddddddddddddddddd") == LB_OK);
     CHECK(lb_store_rollout_cancel(s, id) == LB_OK);
     CHECK(lb_store_rollout_cancel(s, id) == LB_E_EXISTS);
     lb_rollout_sample *v = NULL;
@@ -144,7 +144,7 @@ TEST(cancel_ends_queued_samples_and_leaves_running_ones)
     CHECK(lb_store_rollouts_active(s, &ids, &na) == LB_OK && na == 1);
     free(ids[0]);
     free(ids);
-    CHECK(lb_store_rollout_sample_start(s, id, 2, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee") == LB_E_EXISTS);
+    CHECK(lb_store_rollout_sample_start(s, NULL, id, 2, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee") == LB_E_EXISTS);
     CHECK(lb_store_rollout_delete(s, id) == LB_OK);
     CHECK(lb_store_rollout_delete(s, id) == LB_E_NOTFOUND);
     CHECK(lb_store_rollout_samples(s, id, &v, &n) == LB_OK && n == 0);

@@ -1,0 +1,54 @@
+/* The claims a job source of the runner thread holds (issue 13,
+ * runner_claims.c): the evaluations' and the rollout groups' runners
+ * drive only the work they have claimed in the store (store/store_claim.h),
+ * so of several webs on one store exactly one drives each evaluation or
+ * group, and another takes it over once the holder's lease lapses.
+ *
+ * Each look (every LB_EVAL_POLL_MS) a source calls lb_runner_held_refresh:
+ * every third of the lease it renews what it holds (one statement: what
+ * is not renewed is no longer its own), then claims unclaimed or lapsed
+ * work while it has room. Its first claim also takes the work an earlier
+ * process of this same web held (same identity, node_name or the host
+ * name), so a restarted web goes on at once as it always did rather than
+ * after its old lease; with SQLite, one web, it therefore always holds
+ * every claim. The writes it makes carry the claim's fence, and a write
+ * refused (LB_E_DENIED) drops the item (lb_runner_held_drop). */
+#ifndef LB_WEB_RUNNER_CLAIMS_H
+#define LB_WEB_RUNNER_CLAIMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "store/store.h"
+#include "store/store_claim.h"
+
+/* What one source holds (runner thread only). */
+typedef struct lb_runner_held {
+    lb_runner_kind kind;
+    lb_runner_claim v[LB_RUNNER_CLAIM_MAX];
+    size_t n;
+    int64_t renewed_ms;         /* monotonic: when the last renewal that answered was asked */
+    int claimed_once;           /* the first claim (with the takeover) was made */
+} lb_runner_held;
+
+/* This process's owner id, "<node_name or host name>/<pid>-<start ms>",
+ * and the runners' lease (runner_lease_s), from cfg. Once, before the
+ * runner thread starts. */
+void lb_runner_identity_init(const lb_config *cfg);
+/* The owner id (after lb_runner_identity_init). */
+const char *lb_runner_owner(void);
+/* Renews h when due, then claims up to room (0: none) more items. */
+void lb_runner_held_refresh(lb_store *s, lb_runner_held *h, size_t room);
+/* 1 with *f set when id is held and the last renewal is recent enough to
+ * start work under it (two thirds of the lease); else 0. */
+int lb_runner_held_fence(const lb_runner_held *h, const char *id, lb_runner_fence *f);
+/* Forgets id (it ended, or a fenced write was refused: another web holds
+ * it now). */
+void lb_runner_held_drop(lb_runner_held *h, const char *id);
+/* Gives every claim of h back in the store (a web that stops: another web
+ * takes the work at its next look instead of after the lease) and
+ * forgets them; *released: how many. */
+void lb_runner_held_release(lb_store *s, lb_runner_held *h, size_t *released);
+
+#endif
