@@ -32,6 +32,7 @@
 #include "web/sandbox_registry.h"
 #include "web/sse_admit.h"
 #include "web/sse_watch.h"
+#include "web/tombstones.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -431,6 +432,10 @@ int lb_web_main(int argc, char **argv)
     /* the API sandboxes of the web before this one, and their leases */
     if (lb_sbx_leases_start(cfg) != LB_OK)
         lb_warn("web: sandbox API: sandboxes will not survive a restart of the web (see above)");
+    /* issue 13: copies here of tasks deleted through another web */
+    if (lb_tombstones_start(cfg) != LB_OK)
+        lb_warn("web: cannot start the thread that removes the copies of tasks deleted through other webs: their "
+                "links go on working here until download_link_ttl_s");
     /* one slot per task with an open stream; a stream holds a thread, so
      * web_threads is the most there can be */
     rc = lb_sse_watch_start(lb_cfg_store_where(cfg), cfg->web_threads);

@@ -254,6 +254,54 @@ class T:
             st, _, _ = w.req("GET", forged, auth=False)
             assert st == 404, st
 
+    def test_1b_deleted_task_links_stop_everywhere(self):
+        """A task deleted through one web: its signed link stops working on
+        the other too, whose nginx serves it from its own copy with no word
+        from its backend, within about a second (the webs' look for
+        tombstones every 250 ms, and nginx's open-file cache of 1 s)."""
+        # each nginx started again with the store's key (as after a
+        # restart of the host): links are served by nginx alone
+        stored = self.pg.sql("SELECT value FROM web_secrets WHERE name = 'download'", db=self.db).strip()
+        for w in (self.w1, self.w2):
+            key = open(os.path.join(w.s.prefix, "var", "web", "download.key")).read().strip()
+            assert key == stored, "web %d: its key file is not the store's key" % w.s.port
+            subprocess.check_call([os.path.join(REPO, "scripts", "nginx-local.sh"), "llmbox"], cwd=w.s.prefix)
+            w.s.kill("nginx", sig=signal.SIGHUP, wait=False)  # nginx -s reload
+        time.sleep(1)  # the new workers take over
+        st, _, t = self.w1.create("[file] to delete")
+        assert st in (200, 201, 202), (st, t)
+        tid = t["id"]
+        assert self.w1.wait(tid)["status"] == "succeeded"
+        st, _, arts = self.w2.get("/api/tasks/%s/artifacts" % tid)
+        url = [x for x in (arts if isinstance(arts, list) else arts.get("artifacts", []))
+               if x["path"] == "hello.txt"][0]["download_url"]
+
+        def fetches(w):
+            with open(os.path.join(w.s.prefix, "var", "log", "web.log")) as f:
+                return sum(1 for line in f if '"dl_fetch"' in line and tid in line)
+        for w in (self.w1, self.w2):
+            st, _, body = w.req("GET", url, auth=False)  # w2: fetched from the bucket into its copy
+            assert st == 200 and body.startswith(b"hello from"), (st, body[:100])
+            before = fetches(w)
+            st, _, body = w.req("GET", url, auth=False)
+            assert st == 200 and fetches(w) == before, "web %d: the link did not come from nginx alone" % w.s.port
+        copies = [os.path.join(w.s.prefix, "artifacts", tid, "output", "hello.txt") for w in (self.w1, self.w2)]
+        assert all(os.path.exists(c) for c in copies), copies
+        st, _, _ = self.w1.req("DELETE", "/api/tasks/" + tid)
+        assert st in (200, 204), st
+        deleted = time.time()
+        for w in (self.w1, self.w2):
+            while True:
+                st, _, body = w.req("GET", url, auth=False)
+                if st == 404:
+                    break
+                assert time.time() - deleted < 1.5, ("web %d still serves a deleted task's link (%d) %.1f s later"
+                                                     % (w.s.port, st, time.time() - deleted))
+                time.sleep(0.05)
+        assert not any(os.path.exists(c) for c in copies), "a copy of the deleted task is left: %s" % copies
+        print("# a deleted task's link stopped on both webs %.2f s after the delete" % (time.time() - deleted),
+              file=sys.stderr)
+
     def test_2_start_window_counts_both_webs(self):
         answers = []
         for w in (self.b1, self.b2, self.b1, self.b2):

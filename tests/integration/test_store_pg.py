@@ -29,7 +29,8 @@ BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
 UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch",
         "test_store_queue",  # issue 13: the queue, leases, sweep, fence
         "test_store_claim",  # issue 13: the runners' claims on evals and rollout groups
-        "test_store_shared"]  # test_store_shared: issue 13, stateless webs
+        "test_store_shared",  # test_store_shared: issue 13, stateless webs
+        "test_store_tombstone"]  # issue 13: deleted tasks' tombstones
 
 
 def run_unit(url, name):
