@@ -32,12 +32,19 @@ static void lb_admit_dir_failed(lb_req *r, const char *dir)
  * a new task: what both ways in share. LB_OK; LB_E_BUSY (no slot),
  * LB_E_INTERNAL (no id) or LB_E_IO (the folder, errno set, *dir_failed
  * naming it). */
-static int lb_admit_take(const lb_config *cfg, lb_admission *a, int keep_free, const char *stage, char *dir_failed,
-                         size_t dsz)
+static int lb_admit_take(const lb_config *cfg, lb_admission *a, int person, int keep_free, const char *stage,
+                         char *dir_failed, size_t dsz)
 {
-    if (lb_spawn_reserve_leaving(keep_free) != LB_OK)
-        return LB_E_BUSY;
-    a->slot = 1;
+    /* issue 13: a queue web runs no agent, so a person's task takes no
+     * slot of its (max_tasks bounds this host's agents; the nodes' capacity
+     * and the user's own max_tasks bound the queue). The runs of an
+     * evaluation or a rollout group still take one: it is how they are
+     * paced and leave room for people (keep_free). */
+    if (!person || strcmp(cfg->task_runner, "queue")) {
+        if (lb_spawn_reserve_leaving(keep_free) != LB_OK)
+            return LB_E_BUSY;
+        a->slot = 1;
+    }
     a->cfg = cfg; /* issue 13: for the inputs' upload at commit */
     if (lb_random_hex(a->id, sizeof a->id, 16) != LB_OK)
         return LB_E_INTERNAL;
@@ -83,7 +90,7 @@ int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage)
     if (rc != LB_OK)
         return rc; /* the user's own limits: answered */
     char dir[sizeof a->task_dir + 64];
-    rc = lb_admit_take(cfg, a, 0, stage, dir, sizeof dir);
+    rc = lb_admit_take(cfg, a, 1, 0, stage, dir, sizeof dir);
     if (rc == LB_E_BUSY) {
         lb_admit_no_slot(r);
     } else if (rc == LB_E_INTERNAL) {
@@ -100,7 +107,7 @@ int lb_admit_begin_internal(const lb_config *cfg, int keep_free, lb_admission *a
     memset(a, 0, sizeof *a);
     a->ticket.user = -1; /* no user start: the caller bounds its own starts */
     char dir[sizeof a->task_dir + 64];
-    int rc = lb_admit_take(cfg, a, keep_free, NULL, dir, sizeof dir);
+    int rc = lb_admit_take(cfg, a, 0, keep_free, NULL, dir, sizeof dir);
     if (rc == LB_E_BUSY)
         snprintf(err, errsz, "no free task slot (max_tasks %d, %d kept for people's tasks)",
                  cfg->max_concurrent_tasks, keep_free);
@@ -119,8 +126,9 @@ int lb_admit_begin_internal(const lb_config *cfg, int keep_free, lb_admission *a
 static void lb_admit_queue(lb_store *s, lb_admission *a, const char *id)
 {
     a->committed = 1;
+    if (a->slot)
+        lb_spawn_unreserve();
     a->slot = 0;
-    lb_spawn_unreserve();
     int rc = lb_store_queue_push(s, id);
     if (rc != LB_OK) {
         lb_error("web: task %s: cannot queue it: %s", id, lb_strerror(rc));
@@ -229,11 +237,13 @@ int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id)
     int rc = lb_admit_start(r, a);
     if (rc != LB_OK)
         return rc; /* the user's own limits: answered */
-    if (lb_spawn_reserve_leaving(0) != LB_OK) {
-        lb_admit_no_slot(r);
-        return LB_E_BUSY;
+    if (strcmp(cfg->task_runner, "queue")) { /* a queue web runs no agent: no slot (lb_admit_take) */
+        if (lb_spawn_reserve_leaving(0) != LB_OK) {
+            lb_admit_no_slot(r);
+            return LB_E_BUSY;
+        }
+        a->slot = 1;
     }
-    a->slot = 1;
     a->cfg = cfg; /* issue 13: the task runner */
     snprintf(a->id, sizeof a->id, "%s", task_id);
     snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, task_id);

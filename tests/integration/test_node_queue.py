@@ -32,6 +32,8 @@ sandbox (root and the image needed).
    and an agent with a malformed or foreign fence each stop with a sentence.
 8. cancel_elsewhere: a task ended in the store from another host has its
    agent stopped by the node.
+5b. queue_web_takes_no_slot: a queue web with max_tasks 1 stores 20
+   creates sent by 4 clients at once (no task slot is taken).
 7. inputs_unreachable: a node whose object store does not answer fails the
    task with a sentence rather than run it without its inputs.
 10. left_sandboxes: a node and its agent killed -9 while the agent holds a
@@ -52,9 +54,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -572,6 +576,35 @@ def test_web_queue(pg):
             nodes_end(c)
 
 
+def test_queue_web_takes_no_slot(pg):
+    """A queue web runs no agent, so a task being created takes none of its
+    task slots (max_tasks): with max_tasks 1, 20 creates from 4 clients at
+    once (nginx's burst of task starts per address) are all stored and
+    queued, none refused with 429 "already running as many tasks as it
+    may" (before, every create held a slot while it was stored)."""
+    url = sandbox_db(pg, "noslot")
+    env = {"LLMBOX_TASK_RUNNER": "queue", "LLMBOX_MAX_TASKS": "1", "LLMBOX_USER_MAX_TASKS": "0",
+           "LLMBOX_USER_TASKS_PER_MINUTE": "0"}
+    with Stack(scenario={"eval": True}, db_url=url, env=env) as s:
+        answers = []
+
+        def client():
+            for _ in range(5):
+                st, t = s.create_task("What is six times seven? LLM-ANSWER[42]", files=[("a.txt", b"x" * 2048)])
+                answers.append((st, t))
+        threads = [threading.Thread(target=client) for _ in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        refused = [a for a in answers if a[0] not in (200, 201)]
+        assert len(answers) == 20 and not refused, "%d of %d refused, the first: %s" % (len(refused), len(answers),
+                                                                                        refused[:1])
+        n = int(pg.sql("SELECT COUNT(*) FROM tasks WHERE status = 'queued' AND claimable = 1",
+                       db="noslot").strip())
+        assert n == 20, "%d tasks queued" % n
+
+
 def test_left_sandboxes(pg):
     """Issue 13: a node killed -9 while its agent holds a leased (kept)
     sandbox; the agent killed too, the sandbox stays in sandboxd (its
@@ -769,7 +802,7 @@ def main():
                          ("fenced_agent", test_fenced_agent), ("db_stopped", test_db_stopped),
                          ("sigterm", test_sigterm), ("deadline", test_deadline), ("inputs_unreachable", test_inputs_unreachable),
                          ("cancel_elsewhere", test_cancel_elsewhere), ("bad_start", test_bad_start),
-                         ("web_queue", test_web_queue), ("left_sandboxes", test_left_sandboxes),
+                         ("web_queue", test_web_queue), ("queue_web_takes_no_slot", test_queue_web_takes_no_slot), ("left_sandboxes", test_left_sandboxes),
                          ("left_sandboxes_swept", test_left_sandboxes_swept),
                          ("followups_across_nodes", test_followups_across_nodes)):
             if not only or name in only:
