@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/blobstore.h"
 #include "common/config.h"
 #include "common/path.h"
@@ -266,6 +268,83 @@ static int delete_listed(void *ctx, const char *key, uint64_t size)
     if (lb_blob_delete(d->b, key, one, sizeof one) != LB_OK && d->failed++ == 0)
         snprintf(d->why, d->whysz, "%s", one);
     return LB_OK;
+}
+
+int lb_blob_task_keep_round(const lb_config *cfg, const char *task_id, int round, const char *artifacts_json,
+                            char *why, size_t whysz)
+{
+    lb_blobstore b;
+    int rc = open_s3_task(cfg, task_id, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK;
+    if (rc != LB_OK)
+        return rc;
+    if (round < 1 || round > 99999) {
+        snprintf(why, whysz, "no such round");
+        return LB_E_INVAL;
+    }
+    cJSON *list = cJSON_Parse(artifacts_json ? artifacts_json : "[]");
+    if (!cJSON_IsArray(list)) {
+        cJSON_Delete(list);
+        snprintf(why, whysz, "the round's list of files does not read");
+        return LB_E_PROTO;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+    {
+        const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "path"));
+        char clean[LB_PATH_MAX + 1], src[LB_PATH_MAX + 64], dst[LB_PATH_MAX + 96];
+        /* the store's word, once written by an agent: a clean path or nothing */
+        if (!p || lb_path_clean_rel(p, strlen(p), clean, sizeof clean) != LB_OK)
+            continue;
+        int n1 = snprintf(src, sizeof src, "%s/output/%s", task_id, clean);
+        int n2 = snprintf(dst, sizeof dst, "%s/rounds/%d/output/%s", task_id, round, clean);
+        if (n1 < 0 || (size_t)n1 >= sizeof src || n2 < 0 || (size_t)n2 >= sizeof dst)
+            continue;
+        /* a file the store lacks (its round's agent could not store it)
+         * stays unkept; the others are */
+        if ((rc = lb_blob_copy(&b, src, dst, why, whysz)) == LB_E_NOTFOUND)
+            rc = LB_OK;
+        else if (rc != LB_OK)
+            break;
+    }
+    cJSON_Delete(list);
+    return rc;
+}
+
+int lb_blob_task_fetch_round_file(const lb_config *cfg, const char *task_id, int round, int last, const char *path,
+                                  uint64_t size, char *why, size_t whysz)
+{
+    lb_blobstore b;
+    char key[LB_PATH_MAX + 96];
+    int rc = open_s3_task(cfg, task_id, &b, why, whysz);
+    if (rc == LB_E_NOTFOUND)
+        return LB_OK;
+    if (rc != LB_OK)
+        return rc;
+    int n = snprintf(key, sizeof key, "%s/rounds/%d/output/%s", task_id, round, path);
+    if (round < 1 || n < 0 || (size_t)n >= sizeof key) {
+        snprintf(why, whysz, "no such file of a round");
+        return LB_E_INVAL;
+    }
+    rc = fetch_key(&b, cfg, key, size, why, whysz);
+    if (rc != LB_E_NOTFOUND || !last)
+        return rc;
+    /* the last round's files are the task's outputs */
+    char src[LB_PATH_MAX + 64], local[LB_CFG_PATH + LB_PATH_MAX + 2];
+    n = snprintf(src, sizeof src, "%s/output/%s", task_id, path);
+    if (n < 0 || (size_t)n >= sizeof src || lb_path_join(local, sizeof local, cfg->artifacts_dir, key) != LB_OK) {
+        snprintf(why, whysz, "the path of %.200s is too long", key);
+        return LB_E_TOOBIG;
+    }
+    char dir[sizeof local];
+    snprintf(dir, sizeof dir, "%s", local);
+    *strrchr(dir, '/') = '\0';
+    if (lb_mkdirs(dir, 0750) != LB_OK) {
+        snprintf(why, whysz, "cannot create the folder %s: %s", dir, strerror(errno));
+        return LB_E_IO;
+    }
+    return lb_blob_get_file(&b, src, local, 0, -1, cfg->max_output_bytes, why, whysz);
 }
 
 int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, size_t whysz)

@@ -5,6 +5,7 @@
 #define LB_COMMON_BLOB_TASK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/status.h"
 
@@ -59,6 +60,21 @@ int lb_blob_record_name_ok(const char *name);
  * bucket. */
 LB_MUST_CHECK int lb_blob_task_fetch_record(const struct lb_config *cfg, const char *task_id, const char *name,
                                             char *why, size_t whysz);
+
+/* issue 13: round's files as they are now the task's last outputs
+ * (<id>/output/<path> of every path in artifacts_json, the round's list
+ * [{"path":..}, ...]) copied to <id>/rounds/<round>/output/<path>, when a
+ * message starts the next round: the page's links to an earlier round's
+ * files then work from any web. The store copies; no-op without a bucket
+ * (the agent keeps the round's copies in the folder). */
+LB_MUST_CHECK int lb_blob_task_keep_round(const struct lb_config *cfg, const char *task_id, int round,
+                                          const char *artifacts_json, char *why, size_t whysz);
+/* Makes artifacts/<id>/rounds/<round>/output/<path> present here, fetched
+ * from the store (size: what the round's list says) when it is not; for
+ * the task's last round (last 1: no message has kept its copy yet) from
+ * its outputs, <id>/output/<path>. */
+LB_MUST_CHECK int lb_blob_task_fetch_round_file(const struct lb_config *cfg, const char *task_id, int round,
+                                                int last, const char *path, uint64_t size, char *why, size_t whysz);
 
 /* Deletes every object of the task (<id>/...) from the store: when the
  * task is deleted. An object left by a failure is unreachable (no task

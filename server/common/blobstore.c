@@ -222,6 +222,29 @@ int lb_blob_delete(const lb_blobstore *b, const char *key, char *why, size_t why
     return rc;
 }
 
+int lb_blob_copy(const lb_blobstore *b, const char *src_key, const char *key, char *why, size_t whysz)
+{
+    int rc = key_check(src_key, why, whysz);
+    if (rc == LB_OK)
+        rc = key_check(key, why, whysz);
+    if (rc != LB_OK)
+        return rc;
+    if (b->is_s3)
+        return lb_s3_copy(&b->s3, src_key, key, why, whysz);
+    char src[PATH_MAX], dst[PATH_MAX];
+    if ((rc = local_path(b, src_key, src, sizeof src, why, whysz)) != LB_OK ||
+        (rc = local_path(b, key, dst, sizeof dst, why, whysz)) != LB_OK)
+        return rc;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", dst);
+    *strrchr(dir, '/') = '\0';
+    if (lb_mkdirs(dir, 0750) != LB_OK) {
+        snprintf(why, whysz, "cannot create the folder %s: %s", dir, strerror(errno));
+        return LB_E_IO;
+    }
+    return copy_range(src, dst, 0, -1, 0, why, whysz);
+}
+
 /* Calls fn for every regular file under dir (symbolic links and special
  * files skipped), with its path relative to dir. */
 typedef int (*walk_fn)(void *ctx, const char *full, const char *rel, uint64_t size);

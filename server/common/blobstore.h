@@ -33,6 +33,9 @@ LB_MUST_CHECK int lb_blob_get_file(const lb_blobstore *b, const char *key, const
                                    uint64_t max_bytes, char *why, size_t whysz);
 LB_MUST_CHECK int lb_blob_head(const lb_blobstore *b, const char *key, uint64_t *size, char *why, size_t whysz);
 LB_MUST_CHECK int lb_blob_delete(const lb_blobstore *b, const char *key, char *why, size_t whysz);
+/* Copies the object src_key to key (in the bucket: by the store itself;
+ * locally: a file copy, atomically). */
+LB_MUST_CHECK int lb_blob_copy(const lb_blobstore *b, const char *src_key, const char *key, char *why, size_t whysz);
 /* Every object under the folder prefix ("" or a clean path: "<id>/output"),
  * keys in full, at most max_keys. */
 LB_MUST_CHECK int lb_blob_list(const lb_blobstore *b, const char *prefix, int max_keys, lb_s3_list_cb cb, void *ctx,

@@ -31,6 +31,7 @@ typedef struct s3_req {
     lb_buf *out_b;       /* ... or here */
     uint64_t max_out;    /* 0: no cap */
     const char *range;   /* "bytes=A-B" or NULL */
+    const char *copy_src; /* PUT: x-amz-copy-source (CopyObject), "/bucket/key" encoded, or NULL */
     /* results */
     CURL *h;
     long http;
@@ -131,6 +132,11 @@ static CURLcode try_once(s3_req *q, const char *url, FILE *in, uint64_t in_size)
     if (h2 && q->range) {
         snprintf(range, sizeof range, "Range: %s", q->range);
         h2 = curl_slist_append(h2, range);
+    }
+    char copy[LB_S3_KEY_MAX * 3 + 160];
+    if (h2 && q->copy_src) {
+        snprintf(copy, sizeof copy, "x-amz-copy-source: %s", q->copy_src);
+        h2 = curl_slist_append(h2, copy);
     }
     if (!h2) {
         curl_slist_free_all(hd);
@@ -379,6 +385,38 @@ int lb_s3_delete(const lb_s3 *s, const char *key, char *why, size_t whysz)
         return rc;
     s3_req q = {.s = s, .method = "DELETE", .key = key, .query = ""};
     return perform(&q, 0, why, whysz);
+}
+
+int lb_s3_copy(const lb_s3 *s, const char *src_key, const char *key, char *why, size_t whysz)
+{
+    int rc = key_ok(key, why, whysz);
+    if (rc == LB_OK)
+        rc = key_ok(src_key, why, whysz);
+    if (rc != LB_OK)
+        return rc;
+    lb_buf src, body;
+    lb_buf_init(&src, LB_S3_KEY_MAX * 3 + 128);
+    lb_buf_init(&body, ERR_BODY_MAX);
+    rc = lb_buf_printf(&src, "/%s/", s->bucket);
+    if (rc == LB_OK)
+        url_encode(&src, src_key, 1, &rc);
+    if (rc != LB_OK) {
+        snprintf(why, whysz, "PUT s3://%s/%s: the copy's source key is too long", s->bucket, key);
+        goto out;
+    }
+    s3_req q = {.s = s, .method = "PUT", .key = key, .query = "", .copy_src = (const char *)src.data,
+                .out_b = &body, .max_out = 4 * ERR_BODY_MAX};
+    rc = perform(&q, 0, why, whysz);
+    /* S3 may answer a copy 200 and report its failure in the body */
+    if (rc == LB_OK && body.len && memmem(body.data, body.len, "<Error>", 7)) {
+        snprintf(why, whysz, "PUT s3://%s/%s (a copy of %s): the object store answered 200 with an error: %.200s",
+                 s->bucket, key, src_key, (const char *)body.data);
+        rc = LB_E_UNAVAILABLE;
+    }
+out:
+    lb_buf_free(&src);
+    lb_buf_free(&body);
+    return rc;
 }
 
 int lb_s3_create_bucket(const lb_s3 *s, char *why, size_t whysz)

@@ -113,14 +113,37 @@ void lb_h_round_artifact(lb_req *r)
     }
     /* the round's artifact list is the allow-list, as the task's index is */
     int listed = 0;
+    double size = -1;
     cJSON *list = rd.artifacts_json ? cJSON_Parse(rd.artifacts_json) : NULL;
     const cJSON *it;
     cJSON_ArrayForEach(it, list)
-        listed |= !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "path")) ?: "", clean);
+    {
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "path")) ?: "", clean)) {
+            listed = 1;
+            const cJSON *sz = cJSON_GetObjectItemCaseSensitive(it, "size");
+            size = cJSON_IsNumber(sz) ? sz->valuedouble : -1;
+        }
+    }
     cJSON_Delete(list);
     lb_round_free(&rd);
     char dir[LB_CFG_PATH + 96], disp[1600], uri[sizeof enc + 160];
     snprintf(dir, sizeof dir, "%s/%s/rounds/%ld/output", r->cfg->artifacts_dir, r->id, n);
+    if (listed && !lb_artifact_is_file(dir, clean)) {
+        /* issue 13: a round another host ran: its copy is in the bucket */
+        char why[1024] = "";
+        lb_task t;
+        memset(&t, 0, sizeof t);
+        int last_round = lb_store_task_load(r->store, r->id, &t) == LB_OK ? t.round : 0;
+        lb_task_free(&t);
+        int frc = lb_blob_task_fetch_round_file(r->cfg, r->id, (int)n, n == last_round, clean,
+                                                size >= 0 ? (uint64_t)size : UINT64_MAX, why, sizeof why);
+        if (frc != LB_OK && frc != LB_E_NOTFOUND) {
+            lb_error("web: task %s: round %ld's %s from the object store: %s", r->id, n, clean, why);
+            lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n", "The object store cannot be read right now: %s",
+                              why);
+            return;
+        }
+    }
     if (!listed || !lb_artifact_is_file(dir, clean)) {
         lb_http_error(r, 404, "not_found", "Round %ld has no file \"%s\" (or it was not kept).", n, clean);
         return;
@@ -306,6 +329,26 @@ void lb_h_task_message(lb_req *r)
     if (!inputs_json) {
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
+    }
+    /* issue 13: the last round's files as they are now, kept in the bucket
+     * under its round before the next round changes them (the page links
+     * to them from any web) */
+    if (r->cfg->s3_bucket[0] && task.round > 0) {
+        lb_round last;
+        memset(&last, 0, sizeof last);
+        char kerr[1024] = "";
+        int krc = lb_store_round_get(r->store, r->id, task.round, &last);
+        if (krc == LB_OK)
+            krc = lb_blob_task_keep_round(cfg, r->id, task.round, last.artifacts_json, kerr, sizeof kerr);
+        lb_round_free(&last);
+        if (krc != LB_OK && krc != LB_E_NOTFOUND) {
+            lb_error("web: task %s: round %d's files could not be kept in the object store: %s", r->id, task.round,
+                     kerr[0] ? kerr : lb_strerror(krc));
+            lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n",
+                              "The last round's files could not be kept in the object store: %s",
+                              kerr[0] ? kerr : lb_strerror(krc));
+            goto out;
+        }
     }
     /* issue 13: in the object store before the round is queued, so the
      * node that claims it (maybe on another host) finds them; the same

@@ -18,6 +18,9 @@ task_runner = queue and `llmbox node`s claim the work.
   4. record_refreshed: host 2's web, which holds round 2's trajectory.json
      and whole-task bundle, serves round 3's (a record is rewritten by each
      round) and builds the bundle again;
+  4b. earlier_round_files_on_any_web: each round's files, kept in the
+     bucket when the next message came, are served by the web of the host
+     that did not run it;
   5. fork_across_hosts: a fork of round 3 made through host 1's web has its
      files in the bucket: host 2's web serves its output.
 
@@ -189,6 +192,18 @@ def main():
                         traj_name = [n for n in z.namelist() if n.endswith("trajectory.json")][0]
                         assert json.loads(z.read(traj_name))["answer"] == "three"
 
+                def earlier_round_files_on_any_web():
+                    tid = st_["tid"]
+                    # round 1 ran on host 2, round 3 on host 1: each web lacks
+                    # the other's round copies, kept in the bucket at each message
+                    for s, path, want in ((s1, "rounds/1/out.txt", b"alpha\n"),
+                                          (s1, "rounds/2/r2.txt", b"bravo\nalpha\n"),
+                                          (s2, "rounds/3/r3.txt", b"bravo\nalpha\nthree-and-longer\n")):
+                        st, body = get(s, "/api/tasks/%s/%s" % (tid, path))
+                        assert st == 200 and body == want, (s.port, path, st, body[:200])
+                    st, body = get(s1, "/api/tasks/%s/rounds/1/r2.txt" % tid)  # not a file of round 1
+                    assert st == 404, (st, body[:200])
+
                 def fork_across_hosts():
                     tid = st_["tid"]
                     st, _, raw = s1.request("POST", "/api/tasks/%s/fork?round=3" % tid, b"")
@@ -206,6 +221,7 @@ def main():
                                  ("blob_records/record_on_the_other_web", record_on_the_other_web),
                                  ("blob_records/round_on_another_node", round_on_another_node),
                                  ("blob_records/record_refreshed", record_refreshed),
+                                 ("blob_records/earlier_round_files_on_any_web", earlier_round_files_on_any_web),
                                  ("blob_records/fork_across_hosts", fork_across_hosts)):
                     if name.endswith("inputs_across_hosts") or st_.get("tid"):
                         rep.run(name, fn)
