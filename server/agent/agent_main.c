@@ -6,6 +6,7 @@
 #include "agent/followup.h"
 #include "agent/plugin_host.h"
 #include "agent/tool_host.h"
+#include "common/blob_task.h" /* issue 13: the cache trim's marker */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -294,6 +295,13 @@ static int run_task(lb_config *cfg, const char *id)
     if (lb_mkdirs(task_dir, 0755) != LB_OK) {
         lb_error("cannot create %s", task_dir);
         end_task(st, id, "the task directory could not be created");
+        goto out;
+    }
+    /* issue 13: what follows is written here first: the cache trim keeps
+     * the folder until the round marks it stored */
+    if (lb_blob_task_mark_agent(cfg, task_dir) != LB_OK) {
+        lb_error("cannot mark %s as an agent's", task_dir);
+        end_task(st, id, "the task directory could not be marked as this host's");
         goto out;
     }
     rc = lb_store_task_set_running(st, id, (int)getpid());

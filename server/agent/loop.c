@@ -113,6 +113,7 @@ typedef struct run {
     char lease_key[40];
     lb_followup_sandbox how;
     int n_cut;                  /* earlier tool outputs cut to fit the conversation */
+    int outputs_stored;         /* issue 13: -1 none collected, 0 not stored, 1 in the object store */
 } run;
 
 static void emit(run *r, const char *type, cJSON *data)
@@ -908,7 +909,12 @@ static void put_record(run *r)
     if (!slash || (size_t)(slash - r->o->trajectory_path) >= sizeof dir)
         return;
     snprintf(dir, sizeof dir, "%.*s", (int)(slash - r->o->trajectory_path), r->o->trajectory_path);
-    if (lb_blob_task_put_record(r->o->cfg, r->o->task_id, dir, r->o->round, why, sizeof why) != LB_OK) {
+    int rc = lb_blob_task_put_record(r->o->cfg, r->o->task_id, dir, r->o->round, why, sizeof why);
+    /* everything this host's agent wrote for the round is in the bucket:
+     * the web's cache trim may remove the folder once the task is final */
+    if (rc == LB_OK && r->outputs_stored != 0 && lb_blob_task_mark_stored(r->o->cfg, dir, r->o->round) != LB_OK)
+        lb_warn("task %s: cannot mark its folder as stored: this host's cache trim keeps it", r->o->task_id);
+    if (rc != LB_OK) {
         lb_warn("task %s: its record (trajectory.json) is not in the object store: %s", r->o->task_id, why);
         char msg[700];
         snprintf(msg, sizeof msg, "The task's record (trajectory.json) could not be stored in the object store; "
@@ -1014,8 +1020,10 @@ static void finalize(run *r)
          * no-op with local files). A task whose outputs are not stored did
          * not succeed: no other node could serve them; the local copy stays. */
         char blob_err[600];
-        if (!lost &&
-            lb_blob_task_put_outputs(cfg, r->o->task_id, r->o->output_dir, blob_err, sizeof blob_err) != LB_OK) {
+        int prc = lost ? LB_E_IO : lb_blob_task_put_outputs(cfg, r->o->task_id, r->o->output_dir, blob_err,
+                                                            sizeof blob_err);
+        r->outputs_stored = prc == LB_OK;
+        if (!lost && prc != LB_OK) {
             emit_error(r, blob_err);
             if (res_status(r) == LB_TASK_SUCCEEDED) {
                 snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
@@ -1276,6 +1284,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     r.res = res;
     r.t_start = lb_now_ms();
     r.last_prompt = r.last_completion = -1;
+    r.outputs_stored = -1;
     char err[1024] = "";
     const lb_config *cfg = o->cfg;
     /* the caller's are the task's effective limits (lb_task_limits_of) */

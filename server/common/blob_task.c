@@ -379,3 +379,44 @@ int lb_blob_task_fetch_inputs(const lb_config *cfg, const char *task_id, char *w
     task_ctx f = {&b, cfg, prefix, 0, why, whysz};
     return lb_blob_list(&b, prefix, LB_BLOB_INPUTS_MAX, fetch_listed, &f, why, whysz);
 }
+
+int lb_blob_task_mark_agent(const lb_config *cfg, const char *task_dir)
+{
+    if (!cfg->s3_bucket[0])
+        return LB_OK;
+    char p[LB_CFG_PATH + 96];
+    snprintf(p, sizeof p, "%s/" LB_BLOB_MARK_AGENT, task_dir);
+    struct stat st;
+    if (lstat(p, &st) == 0)
+        return LB_OK; /* an earlier round of this host's */
+    return lb_write_file_atomic(p, "", 0, 0640);
+}
+
+int lb_blob_task_mark_stored(const lb_config *cfg, const char *task_dir, int round)
+{
+    if (!cfg->s3_bucket[0])
+        return LB_OK;
+    char p[LB_CFG_PATH + 96], n[24];
+    snprintf(p, sizeof p, "%s/" LB_BLOB_MARK_STORED, task_dir);
+    int len = snprintf(n, sizeof n, "%d\n", round > 0 ? round : 1);
+    return lb_write_file_atomic(p, n, (size_t)len, 0640);
+}
+
+int lb_blob_task_dir_in_store(const char *task_dir, int round)
+{
+    char p[LB_CFG_PATH + 96];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/" LB_BLOB_MARK_AGENT, task_dir);
+    if (lstat(p, &st) != 0)
+        return errno == ENOENT; /* fetched copies only (an error: keep it) */
+    snprintf(p, sizeof p, "%s/" LB_BLOB_MARK_STORED, task_dir);
+    char *text = NULL;
+    size_t len = 0;
+    if (lb_read_file(p, 32, &text, &len) != LB_OK)
+        return 0;
+    char *end = NULL;
+    long stored = strtol(text, &end, 10);
+    int ok = end != text && (*end == '\n' || !*end) && stored >= (round > 0 ? round : 1);
+    free(text);
+    return ok;
+}

@@ -76,6 +76,21 @@ LB_MUST_CHECK int lb_blob_task_keep_round(const struct lb_config *cfg, const cha
 LB_MUST_CHECK int lb_blob_task_fetch_round_file(const struct lb_config *cfg, const char *task_id, int round,
                                                 int last, const char *path, uint64_t size, char *why, size_t whysz);
 
+/* issue 13: the markers the web's cache trim (web/cache_trim.h) reads in
+ * a task's folder, with a bucket only. An agent writes LB_BLOB_MARK_AGENT
+ * before anything else: the folder may hold what only this host has. It
+ * writes LB_BLOB_MARK_STORED (the round's number) once its round's
+ * outputs and record are in the bucket. A folder without the first, or
+ * with the second at the task's last round, holds nothing the bucket
+ * lacks. No-ops without a bucket; atomic writes. */
+#define LB_BLOB_MARK_AGENT ".agent-here"
+#define LB_BLOB_MARK_STORED ".in-store"
+LB_MUST_CHECK int lb_blob_task_mark_agent(const struct lb_config *cfg, const char *task_dir);
+LB_MUST_CHECK int lb_blob_task_mark_stored(const struct lb_config *cfg, const char *task_dir, int round);
+/* 1 when task_dir holds nothing the bucket lacks for a task whose last
+ * round is round (see the markers above); 0 otherwise. */
+int lb_blob_task_dir_in_store(const char *task_dir, int round);
+
 /* Deletes every object of the task (<id>/...) from the store: when the
  * task is deleted. An object left by a failure is unreachable (no task
  * row names it) but takes space: why says which. */

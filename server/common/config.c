@@ -417,6 +417,10 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("s3_addressing", "LLMBOX_S3_ADDRESSING", s3_addressing, "path"),
     KEY_INT("s3_timeout_s", "LLMBOX_S3_TIMEOUT_S", s3_timeout_s, 30, 1, 3600),
     KEY_INT("s3_retries", "LLMBOX_S3_RETRIES", s3_retries, 3, 0, 10),
+    KEY_INT("artifacts_cache_max_mb", "LLMBOX_ARTIFACTS_CACHE_MAX_MB", artifacts_cache_max_mb, 0, 0, 1 << 30),
+    KEY_INT("artifacts_cache_trim_s", "LLMBOX_ARTIFACTS_CACHE_TRIM_S", artifacts_cache_trim_s, 300, 1, 86400),
+    KEY_INT("artifacts_cache_min_age_s", "LLMBOX_ARTIFACTS_CACHE_MIN_AGE_S", artifacts_cache_min_age_s, 600, 0,
+            30 * 86400),
     /* issue 13: the queue and the nodes (server/node/, store/store_queue.h) */
     {"task_runner", "LLMBOX_TASK_RUNNER", NULL, set_task_runner, F(task_runner), 0, 0, "local"},
     {"node_name", "LLMBOX_NODE_NAME", NULL, set_node_name, F(node_name), 0, 0, ""},

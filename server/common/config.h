@@ -243,6 +243,12 @@ typedef struct lb_config {
     int s3_timeout_s;                /* s3_timeout_s | LLMBOX_S3_TIMEOUT_S, default 30: connect, and longest stall */
     int s3_retries;                  /* s3_retries | LLMBOX_S3_RETRIES, default 3: extra tries on 5xx and
                                         connection errors, with backoff */
+    int artifacts_cache_max_mb;      /* artifacts_cache_max_mb | LLMBOX_ARTIFACTS_CACHE_MAX_MB, default 0 (off):
+                                        with s3_bucket, the web trims artifacts/ (the bucket's cache here) to
+                                        this, oldest first, only what the bucket holds (web/cache_trim.h) */
+    int artifacts_cache_trim_s;      /* artifacts_cache_trim_s | LLMBOX_ARTIFACTS_CACHE_TRIM_S, default 300 */
+    int artifacts_cache_min_age_s;   /* artifacts_cache_min_age_s | LLMBOX_ARTIFACTS_CACHE_MIN_AGE_S, default
+                                        600: a task folder written to less than this ago is kept */
     /* The queue and the nodes (issue 13, server/node/, store/store_queue.h) */
     char task_runner[8];             /* task_runner | LLMBOX_TASK_RUNNER: local (default: the web spawns agents)
                                         or queue (the web only queues; `llmbox node` runs them) */

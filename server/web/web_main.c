@@ -33,6 +33,7 @@
 #include "web/sse_admit.h"
 #include "web/sse_watch.h"
 #include "web/tombstones.h"
+#include "web/cache_trim.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -432,6 +433,9 @@ int lb_web_main(int argc, char **argv)
     /* the API sandboxes of the web before this one, and their leases */
     if (lb_sbx_leases_start(cfg) != LB_OK)
         lb_warn("web: sandbox API: sandboxes will not survive a restart of the web (see above)");
+    /* issue 13: this host's copies of the bucket under their cap */
+    if (lb_cache_trim_start(cfg) != LB_OK)
+        lb_warn("web: cannot start the artifacts cache's trim: artifacts/ grows without bound");
     /* issue 13: copies here of tasks deleted through another web */
     if (lb_tombstones_start(cfg) != LB_OK)
         lb_warn("web: cannot start the thread that removes the copies of tasks deleted through other webs: their "

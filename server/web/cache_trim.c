@@ -1,0 +1,204 @@
+/* The artifacts cache's trim; the contract is cache_trim.h. */
+#include "web/cache_trim.h"
+
+#include "common/blob_task.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/task.h"
+#include "common/util.h"
+#include "store/store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define LB_TRIM_FOLDERS_MAX 1000000 /* task folders measured in one pass */
+
+typedef struct trim_ent {
+    char id[33];
+    uint64_t bytes;
+    time_t newest;
+} trim_ent;
+
+/* what nftw's callback adds up (one pass at a time: the thread's) */
+static __thread uint64_t lb_tr_bytes;
+static __thread time_t lb_tr_newest;
+
+static int lb_tr_visit(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)path;
+    (void)flag;
+    (void)f;
+    lb_tr_bytes += (uint64_t)st->st_blocks * 512;
+    if (st->st_mtime > lb_tr_newest)
+        lb_tr_newest = st->st_mtime;
+    return 0;
+}
+
+static int lb_tr_oldest_first(const void *a, const void *b)
+{
+    const trim_ent *x = a, *y = b;
+    return x->newest < y->newest ? -1 : x->newest > y->newest;
+}
+
+/* The task folders of dir, measured: *out (malloc'd), *n, *total. */
+static int lb_tr_measure(const char *dir, trim_ent **out, size_t *n, uint64_t *total)
+{
+    *out = NULL;
+    *n = 0;
+    *total = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? LB_OK : LB_E_IO;
+    size_t cap = 0;
+    int rc = LB_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) && *n < LB_TRIM_FOLDERS_MAX) {
+        if (!lb_id_valid(e->d_name))
+            continue;
+        char p[LB_CFG_PATH + 40];
+        snprintf(p, sizeof p, "%s/%.32s", dir, e->d_name); /* a task id: 32 characters */
+        lb_tr_bytes = 0;
+        lb_tr_newest = 0;
+        if (nftw(p, lb_tr_visit, 16, FTW_PHYS) != 0)
+            continue; /* gone meanwhile, or unreadable: not ours to judge */
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            trim_ent *ne = realloc(*out, nc * sizeof *ne);
+            if (!ne) {
+                rc = LB_E_NOMEM;
+                break;
+            }
+            *out = ne;
+            cap = nc;
+        }
+        trim_ent *t = &(*out)[(*n)++];
+        snprintf(t->id, sizeof t->id, "%.32s", e->d_name);
+        t->bytes = lb_tr_bytes;
+        t->newest = lb_tr_newest;
+        *total += lb_tr_bytes;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* 1 when the task's folder may go: final (or deleted), and nothing in it
+ * the bucket lacks; -1 when the store cannot say (the pass stops). */
+static int lb_tr_may_go(lb_store *s, const char *dir, const char *id)
+{
+    lb_task t;
+    memset(&t, 0, sizeof t);
+    int rc = lb_store_task_load(s, id, &t);
+    if (rc == LB_E_NOTFOUND)
+        return 1; /* deleted: its tombstone removes it anyway */
+    if (rc != LB_OK)
+        return -1;
+    int ok = lb_task_status_is_final(t.status) && lb_blob_task_dir_in_store(dir, t.round);
+    lb_task_free(&t);
+    return ok;
+}
+
+int lb_cache_trim_once(const lb_config *cfg, size_t *removed, uint64_t *freed)
+{
+    *removed = 0;
+    *freed = 0;
+    if (!cfg->s3_bucket[0] || cfg->artifacts_cache_max_mb <= 0)
+        return LB_OK;
+    trim_ent *v = NULL;
+    size_t n = 0;
+    uint64_t total = 0, max = (uint64_t)cfg->artifacts_cache_max_mb << 20;
+    int rc = lb_tr_measure(cfg->artifacts_dir, &v, &n, &total);
+    if (rc != LB_OK || total <= max) {
+        free(v);
+        return rc;
+    }
+    qsort(v, n, sizeof *v, lb_tr_oldest_first);
+    lb_store *s = NULL;
+    if ((rc = lb_store_open(lb_cfg_store_where(cfg), &s)) != LB_OK) {
+        lb_store_close(s);
+        free(v);
+        return rc;
+    }
+    time_t now = time(NULL);
+    size_t kept = 0;
+    for (size_t i = 0; i < n && total > max / 10 * 9; i++) {
+        if (now - v[i].newest < cfg->artifacts_cache_min_age_s)
+            break; /* the rest is younger still */
+        char dir[LB_CFG_PATH + 40];
+        snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, v[i].id);
+        int go = lb_tr_may_go(s, dir, v[i].id);
+        if (go < 0) {
+            rc = LB_E_UNAVAILABLE;
+            break;
+        }
+        if (!go) {
+            kept++;
+            continue;
+        }
+        if (lb_rmtree(dir) != LB_OK) {
+            lb_warn("web: the artifacts cache: cannot remove %s: %s", dir, strerror(errno));
+            continue;
+        }
+        total -= v[i].bytes < total ? v[i].bytes : total;
+        *freed += v[i].bytes;
+        (*removed)++;
+    }
+    lb_store_close(s);
+    free(v);
+    if (*removed)
+        lb_info("web: the artifacts cache: %zu task folders removed (%llu MiB; they are in the object store), "
+                "%llu MiB left of artifacts_cache_max_mb %d",
+                *removed, (unsigned long long)(*freed >> 20), (unsigned long long)(total >> 20),
+                cfg->artifacts_cache_max_mb);
+    if (total > max && kept)
+        lb_warn("web: the artifacts cache holds %llu MiB, over artifacts_cache_max_mb %d: %zu task folders hold "
+                "files the object store does not (their outputs could not be stored) and are kept",
+                (unsigned long long)(total >> 20), cfg->artifacts_cache_max_mb, kept);
+    return rc;
+}
+
+static const lb_config *lb_tr_cfg;
+
+static void *lb_tr_main(void *arg)
+{
+    (void)arg;
+    int failing = 0;
+    for (;;) {
+        struct timespec ts = {lb_tr_cfg->artifacts_cache_trim_s, 0};
+        nanosleep(&ts, NULL);
+        size_t removed = 0;
+        uint64_t freed = 0;
+        int rc = lb_cache_trim_once(lb_tr_cfg, &removed, &freed);
+        if (rc != LB_OK && !failing++)
+            lb_warn("web: the artifacts cache could not be trimmed (%s); trying again every %d s", lb_strerror(rc),
+                    lb_tr_cfg->artifacts_cache_trim_s);
+        else if (rc == LB_OK)
+            failing = 0;
+    }
+    return NULL;
+}
+
+int lb_cache_trim_start(const lb_config *cfg)
+{
+    if (!cfg->s3_bucket[0] || cfg->artifacts_cache_max_mb <= 0)
+        return LB_OK;
+    lb_tr_cfg = cfg;
+    pthread_t t;
+    pthread_attr_t at;
+    if (pthread_attr_init(&at) != 0)
+        return LB_E_NOMEM;
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int e = pthread_create(&t, &at, lb_tr_main, NULL);
+    pthread_attr_destroy(&at);
+    if (e)
+        return LB_E_NOMEM;
+    lb_info("web: the artifacts cache is kept under %d MiB (artifacts_cache_max_mb), looked at every %d s",
+            cfg->artifacts_cache_max_mb, cfg->artifacts_cache_trim_s);
+    return LB_OK;
+}
