@@ -30,7 +30,9 @@ set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
    tests/lib/pg_server.py; skipped without it): sandboxes made through the
    balancer on both nodes are all listed, each with its node, by each web
    and through the balancer, and by E2B's list (metadata filter, paged
-   one at a time; the SDK's Sandbox.list in test 5); a destroyed one is
+   one at a time; the SDK's Sandbox.list in test 5); one paused and given
+   a new timeout on n2 is listed so by n1's web (native, and E2B's state
+   filter), and running again once resumed; a destroyed one is
    gone from every list at once; n2's web killed -9 (its sandboxd keeps
    running): its sandboxes are still listed by n1's web right after, and
    no longer once its rows are older than node_lease_s (3 s here);
@@ -290,6 +292,24 @@ class T:
                 assert all(got.get(i) == n for i, n in made.items()), (name, made, got)
                 e2b = self.e2b_listed(target, "listing")
                 assert sorted(e2b) == sorted(made), (name, "E2B's list", e2b, made)
+            # paused, and given a new timeout (E2B's), on n2: n1's web lists it so at once
+            p2 = sorted(i for i, n in made.items() if n == "n2")[0]
+            st, _, o = call(self.lb, "POST", "/api/sandboxes/%s/pause" % p2)
+            assert st in (200, 204), (st, o)
+            st, _, o = call(self.lb, "POST", "/e2b/sandboxes/%s/timeout" % p2, {"timeout": 777},
+                            headers={"X-API-KEY": TOKEN})
+            assert st == 204, (st, o)
+            st, _, o = call(self.s1, "GET", "/api/sandboxes")
+            row = [x for x in o["sandboxes"] if x["id"] == p2]
+            assert row and row[0]["paused"] is True and row[0]["ttl_s"] >= 777, (p2, o)
+            st, _, o = call(self.s1, "GET", "/e2b/v2/sandboxes?state=paused&metadata=suite%3Dlisting",
+                            headers={"X-API-KEY": TOKEN})
+            assert st == 200 and [x["sandboxID"] for x in o] == [p2] and o[0]["state"] == "paused", (st, o)
+            st, _, o = call(self.lb, "POST", "/api/sandboxes/%s/resume" % p2)
+            assert st in (200, 204), (st, o)
+            st, _, o = call(self.s1, "GET", "/e2b/v2/sandboxes?state=paused&metadata=suite%3Dlisting",
+                            headers={"X-API-KEY": TOKEN})
+            assert st == 200 and o == [], (st, o)
             # destroyed: gone from every list at once
             gone = sorted(made)[0]
             self.destroy(gone, made.pop(gone))
