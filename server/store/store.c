@@ -16,6 +16,7 @@
 #include "store/store_priv.h"
 #include "store/store_claim.h" /* issue 13: schema v12, the runners' claims */
 #include "store/store_queue.h" /* issue 13: schema v10, the fence */
+#include "store/store_sandbox.h" /* issue 13: schema v14, the nodes' API sandboxes */
 #include "store/store_tombstone.h" /* issue 13: schema v13, deleted tasks */
 
 #include "common/log.h"
@@ -444,6 +445,7 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
                                             lb_schema_v11_home, /* issue 13: tasks.sandbox_node */
                                             lb_schema_v12_claims, /* issue 13: the runners' claims */
                                             lb_schema_v13_tombstones, /* issue 13: deleted tasks */
+                                            lb_schema_v14_api_sandboxes, /* issue 13: listing every node's */
 };
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -455,6 +457,7 @@ static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NUL
                                                lb_schema_pg_v11_home, /* issue 13: tasks.sandbox_node */
                                                lb_schema_pg_v12_claims, /* issue 13: the runners' claims */
                                                lb_schema_pg_v13_tombstones, /* issue 13: deleted tasks */
+                                               lb_schema_pg_v14_api_sandboxes, /* issue 13: listing every node's */
 };
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");

@@ -10,6 +10,7 @@
 #include "web/sandbox_leases.h"
 #include "web/sandbox_node.h" /* issue 13 */
 #include "web/sandbox_registry.h"
+#include "web/sandbox_rows.h" /* issue 13 */
 #include "web/sandbox_spec.h"
 
 #include "common/config.h"
@@ -277,12 +278,18 @@ static void lb_e2b_list(lb_req *r)
     if (lb_query_get(r->query, "state", state, sizeof state) != LB_OK)
         snprintf(state, sizeof state, "running");
     lb_http_drain(r);
-    cJSON *all = lb_sbx_list_json();
-    cJSON *out = cJSON_CreateArray();
-    if (!all || !out) {
+    /* issue 13: in a cluster every node's, from the store (sandbox_rows.h),
+     * each with its spec */
+    int cluster = r->cfg->node_name[0] != '\0';
+    cJSON *all = NULL;
+    int rc = cluster ? lb_sbx_rows_list(r->store, r->cfg, 1, &all) : (all = lb_sbx_list_json()) ? LB_OK : LB_E_NOMEM;
+    cJSON *out = rc ? NULL : cJSON_CreateArray();
+    if (!out) {
         cJSON_Delete(all);
-        cJSON_Delete(out);
-        lb_e2b_error(r, 500, "Out of memory.");
+        if (rc && rc != LB_E_NOMEM)
+            lb_e2b_error(r, 503, "Cannot list the cluster's sandboxes: the store answered: %s.", lb_strerror(rc));
+        else
+            lb_e2b_error(r, 500, "Out of memory.");
         return;
     }
     long long seen = 0, next = -1;
@@ -296,9 +303,14 @@ static void lb_e2b_list(lb_req *r)
             continue;
         const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
         char msg[400];
-        lb_sbx *s = id ? lb_sbx_get(id, msg, sizeof msg) : NULL;
-        cJSON *full = s ? lb_sbx_json(s) : NULL;
-        lb_sbx_put(s);
+        cJSON *full = NULL;
+        if (cluster) {
+            full = cJSON_Duplicate(it, 1);
+        } else {
+            lb_sbx *s = id ? lb_sbx_get(id, msg, sizeof msg) : NULL;
+            full = s ? lb_sbx_json(s) : NULL;
+            lb_sbx_put(s);
+        }
         if (full && (!filter[0] || lb_e2b_md_match(full, filter))) {
             if (seen >= from + limit) {
                 next = seen;

@@ -23,6 +23,7 @@
 #include "web/sandbox_leases.h"
 #include "web/sandbox_node.h"
 #include "web/sandbox_registry.h"
+#include "web/sandbox_rows.h" /* issue 13 */
 #include "web/sandbox_spec.h"
 #include "web/req_body.h"
 
@@ -410,9 +411,16 @@ out:
 
 void lb_h_sbx_list(lb_req *r)
 {
-    cJSON *o = lb_sbx_list_json();
-    if (!o) {
-        lb_http_error(r, 500, NULL, "Out of memory.");
+    cJSON *o = NULL;
+    /* issue 13: in a cluster every node's, from the store (sandbox_rows.h) */
+    int rc = r->cfg->node_name[0] ? lb_sbx_rows_list(r->store, r->cfg, 0, &o)
+                                  : (o = lb_sbx_list_json()) ? LB_OK : LB_E_NOMEM;
+    if (rc) {
+        if (rc == LB_E_NOMEM)
+            lb_http_error(r, 500, NULL, "Out of memory.");
+        else
+            lb_http_error(r, 503, "store_unavailable", "Cannot list the cluster's sandboxes: the store answered: %s.",
+                          lb_strerror(rc));
         return;
     }
     lb_http_json(r, 200, o, NULL);

@@ -3,6 +3,7 @@
 #include "web/sandbox_registry.h"
 
 #include "web/sandbox_leases.h"
+#include "web/sandbox_rows.h" /* issue 13 */
 #include "web/tool_hosts.h"
 
 #include "common/log.h"
@@ -255,9 +256,12 @@ void lb_sbx_tool_release(lb_sbx *s)
 void lb_sbx_set_running(lb_sbx *s)
 {
     pthread_mutex_lock(&lb_reg_mu);
-    if (!s->removed)
+    int running = !s->removed;
+    if (running)
         s->state = LB_SBX_RUNNING;
     pthread_mutex_unlock(&lb_reg_mu);
+    if (running) /* created or adopted: listed by every web of a cluster */
+        lb_sbx_row_put(s);
 }
 
 /* issue 14: pause and resume (handlers_sandbox_pause.c) */
@@ -266,6 +270,7 @@ void lb_sbx_set_paused(lb_sbx *s, int paused)
     pthread_mutex_lock(&lb_reg_mu);
     s->paused = paused;
     pthread_mutex_unlock(&lb_reg_mu);
+    lb_sbx_row_update(s);
 }
 
 void lb_sbx_set_error(lb_sbx *s, const char *why)
@@ -304,6 +309,7 @@ int lb_sbx_remove(const char *id, lb_sbx_gone why)
     lb_tomb_add_locked(s->id, why);
     pthread_mutex_unlock(&lb_reg_mu);
     lb_sbx_lease_drop(s->id); /* a restarted web must not adopt it */
+    lb_sbx_row_drop(s->id);   /* no web lists it from now on */
 
     /* A call in progress (an exec up to its timeout) notices the flag
      * within the client's poll tick, asks sandboxd to stop the command and
@@ -381,6 +387,7 @@ void lb_sbx_set_expiry(lb_sbx *s, int ttl_s)
     s->deadline_mono = lb_mono_ms() + (int64_t)ttl_s * 1000;
     s->ttl_s = (int)((s->expires_ms - s->created_ms + 999) / 1000);
     pthread_mutex_unlock(&lb_reg_mu);
+    lb_sbx_row_update(s);
 }
 
 cJSON *lb_sbx_json(lb_sbx *s)
@@ -430,6 +437,25 @@ int lb_sbx_running_ids(char (*ids)[33], int max)
             memcpy(ids[n++], lb_tab[i]->sbx_id, 33);
     pthread_mutex_unlock(&lb_reg_mu);
     return n;
+}
+
+int lb_sbx_running_api_ids(char (*ids)[LB_NODE_ID_MAX + 1], int max)
+{
+    int n = 0;
+    pthread_mutex_lock(&lb_reg_mu);
+    for (int i = 0; i < lb_tab_n && n < max; i++)
+        if (lb_tab[i]->state == LB_SBX_RUNNING)
+            memcpy(ids[n++], lb_tab[i]->id, sizeof ids[0]);
+    pthread_mutex_unlock(&lb_reg_mu);
+    return n;
+}
+
+void lb_sbx_times(lb_sbx *s, int64_t *created_ms, int64_t *expires_ms)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    *created_ms = s->created_ms;
+    *expires_ms = s->expires_ms;
+    pthread_mutex_unlock(&lb_reg_mu);
 }
 
 int lb_sbx_count(void)

@@ -92,6 +92,12 @@ LB_MUST_CHECK int lb_sbx_reserve_as(const char *id, int64_t created_ms, int64_t 
  * count. */
 int lb_sbx_running_ids(char (*ids)[33], int max);
 
+/* issue 13: the API ids of the running sandboxes, at most max, into ids;
+ * the count (sandbox_rows.c mends the store's rows with them). */
+int lb_sbx_running_api_ids(char (*ids)[LB_NODE_ID_MAX + 1], int max);
+/* issue 13: s's created_ms and expires_ms (wall clock), read together. */
+void lb_sbx_times(lb_sbx *s, int64_t *created_ms, int64_t *expires_ms);
+
 /* Finds a sandbox in the table and takes a reference. NULL when there is
  * none; then msg gets a sentence for the 404 (deleted, expired, unknown). */
 lb_sbx *lb_sbx_get(const char *id, char *msg, size_t msgsz);

@@ -30,6 +30,7 @@
 #include "web/req_body.h"
 #include "web/sandbox_leases.h"
 #include "web/sandbox_registry.h"
+#include "web/sandbox_rows.h" /* issue 13 */
 #include "web/sse_admit.h"
 #include "web/sse_watch.h"
 #include "web/tombstones.h"
@@ -430,6 +431,11 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the sandbox API (no memory or no thread)\n");
         return 1;
     }
+    /* issue 13: in a cluster the store holds a row per API sandbox, so any
+     * web lists every node's; cleared first, the adoption writes them again */
+    if (lb_sbx_rows_start(cfg) != LB_OK)
+        lb_warn("web: sandbox API: cannot start refreshing this node's sandboxes in the store: other webs stop "
+                "listing them after node_lease_s");
     /* the API sandboxes of the web before this one, and their leases */
     if (lb_sbx_leases_start(cfg) != LB_OK)
         lb_warn("web: sandbox API: sandboxes will not survive a restart of the web (see above)");

@@ -2,7 +2,9 @@
 // (tests/integration/test_node_ids.py), or scripts/cluster.sh's three
 // (tests/integration/test_cluster.py): sandboxes with prefixed ids
 // (n1.<32 hex>, n2.<32 hex>) are created, run commands, write and read
-// files and are killed, every call routed to the node that holds them.
+// files and are killed, every call routed to the node that holds them;
+// Sandbox.list through the balancer shows every node's (from the store the
+// webs share).
 import { Sandbox } from 'e2b'
 import { check, assert, eq, runChecks } from './lib.mjs'
 
@@ -37,9 +39,26 @@ check('connect_by_id', async () => {
   eq((await again.commands.run('cat /tmp/me')).stdout, made[0].sandboxId + '\n')
 })
 
+check('list_spans_the_nodes', async () => {
+  // whichever web answers, every node's sandboxes; paged one at a time too
+  const want = made.map(s => s.sandboxId).sort()
+  const q = { metadata: { suite: 'cluster-' + process.pid } }
+  for (let i = 0; i < 3; i++) {
+    const got = (await Sandbox.list({ query: q }).nextItems()).map(s => s.sandboxId).sort()
+    eq(JSON.stringify(got), JSON.stringify(want), 'every node\'s sandboxes listed')
+  }
+  const p = Sandbox.list({ query: q, limit: 1 })
+  const paged = []
+  while (p.hasNext) paged.push(...(await p.nextItems()).map(s => s.sandboxId))
+  eq(JSON.stringify(paged.sort()), JSON.stringify(want), 'paged')
+  console.log('# listed: ' + want.map(id => id.split('.')[0]).join(' '))
+})
+
 check('kill_each', async () => {
   for (const s of made) await s.kill()
   for (const s of made) eq(await s.isRunning(), false, s.sandboxId + ' is gone')
+  const left = await Sandbox.list({ query: { metadata: { suite: 'cluster-' + process.pid } } }).nextItems()
+  eq(left.length, 0, 'killed: listed nowhere')
 })
 
 await runChecks()

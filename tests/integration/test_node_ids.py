@@ -26,6 +26,17 @@ set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
    from it and a delete; its own web starts a sandbox from it, and so
    does the balancer given X-Llmbox-Node; the balancer routes its delete
    by the prefix.
+8. Listing spans the nodes (the webs share a PostgreSQL store,
+   tests/lib/pg_server.py; skipped without it): sandboxes made through the
+   balancer on both nodes are all listed, each with its node, by each web
+   and through the balancer, and by E2B's list (metadata filter, paged
+   one at a time; the SDK's Sandbox.list in test 5); one paused and given
+   a new timeout on n2 is listed so by n1's web (native, and E2B's state
+   filter), and running again once resumed; a destroyed one is
+   gone from every list at once; n2's web killed -9 (its sandboxd keeps
+   running): its sandboxes are still listed by n1's web right after, and
+   no longer once its rows are older than node_lease_s (3 s here);
+   restarted, it adopts them and they are listed again.
 9. Nothing is left: no sandbox listed by either web, none in either
    sandboxd.
 """
@@ -38,7 +49,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
-from stack import Reporter, Stack, image_ready  # noqa: E402
+from stack import Reporter, Skip, Stack, image_ready  # noqa: E402
+import pg_server  # noqa: E402
 from test_stateless_webs import LB, behind_haproxy, run_tests  # noqa: E402
 
 TOKEN = "node-ids-test-token-0123456789abcdef"
@@ -46,6 +58,7 @@ SPREAD = int(os.environ.get("LLMBOX_TEST_SPREAD", "40"))
 HEX = "0123456789abcdef" * 2
 E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
 AUTH = {"Authorization": "Bearer " + TOKEN}
+LEASE_S = 3  # node_lease_s of the webs: a row unrefreshed for this long is not listed (test 8)
 
 
 def call(target, method, path, body=None, headers=None, timeout=60):
@@ -63,8 +76,9 @@ def call(target, method, path, body=None, headers=None, timeout=60):
 
 
 class T:
-    def __init__(self, lb, s1, s2):
+    def __init__(self, lb, s1, s2, shared):
         self.lb, self.s1, self.s2 = lb, s1, s2
+        self.shared = shared  # the webs share one store (PostgreSQL): listing spans the nodes
 
     def create(self):
         st, h, o = call(self.lb, "POST", "/api/sandboxes", {})
@@ -244,6 +258,102 @@ class T:
             for x in made:
                 call(self.lb, "DELETE", "/api/sandboxes/" + x)
 
+    def listed(self, target):
+        """{id: node} of GET /api/sandboxes on target"""
+        st, _, o = call(target, "GET", "/api/sandboxes")
+        assert st == 200 and o["count"] == len(o["sandboxes"]), (st, o)
+        return {x["id"]: x.get("node") for x in o["sandboxes"]}
+
+    def e2b_listed(self, target, suite):
+        """the ids of E2B's list on target with metadata suite, one page of one at a time"""
+        ids, token = [], None
+        for _ in range(20):
+            q = "/e2b/v2/sandboxes?limit=1&metadata=suite%%3D%s" % suite + ("&nextToken=%s" % token if token else "")
+            st, h, o = call(target, "GET", q, headers={"X-API-KEY": TOKEN})
+            assert st == 200 and isinstance(o, list) and len(o) <= 1, (st, o)
+            ids += [x["sandboxID"] for x in o]
+            token = h.get("x-next-token")
+            if not token:
+                return ids
+        raise AssertionError("E2B's list did not end: %s" % ids)
+
+    def test_8_every_web_lists_every_node(self):
+        if not self.shared:
+            raise Skip("needs PostgreSQL for a store the webs share (make deps)")
+        made = {}
+        while set(made.values()) != {"n1", "n2"} or len(made) < 4:
+            assert len(made) < 12, ("the balancer sent every create to one node", made)
+            st, h, o = call(self.lb, "POST", "/api/sandboxes", {"metadata": {"suite": "listing"}})
+            assert st == 201, (st, o)
+            made[o["id"]] = o["id"].split(".")[0]
+        try:
+            for name, target in (("n1's web", self.s1), ("n2's web", self.s2), ("the balancer", self.lb)):
+                got = self.listed(target)
+                assert all(got.get(i) == n for i, n in made.items()), (name, made, got)
+                e2b = self.e2b_listed(target, "listing")
+                assert sorted(e2b) == sorted(made), (name, "E2B's list", e2b, made)
+            # paused, and given a new timeout (E2B's), on n2: n1's web lists it so at once
+            p2 = sorted(i for i, n in made.items() if n == "n2")[0]
+            st, _, o = call(self.lb, "POST", "/api/sandboxes/%s/pause" % p2)
+            assert st in (200, 204), (st, o)
+            st, _, o = call(self.lb, "POST", "/e2b/sandboxes/%s/timeout" % p2, {"timeout": 777},
+                            headers={"X-API-KEY": TOKEN})
+            assert st == 204, (st, o)
+            st, _, o = call(self.s1, "GET", "/api/sandboxes")
+            row = [x for x in o["sandboxes"] if x["id"] == p2]
+            assert row and row[0]["paused"] is True and row[0]["ttl_s"] >= 777, (p2, o)
+            st, _, o = call(self.s1, "GET", "/e2b/v2/sandboxes?state=paused&metadata=suite%3Dlisting",
+                            headers={"X-API-KEY": TOKEN})
+            assert st == 200 and [x["sandboxID"] for x in o] == [p2] and o[0]["state"] == "paused", (st, o)
+            st, _, o = call(self.lb, "POST", "/api/sandboxes/%s/resume" % p2)
+            assert st in (200, 204), (st, o)
+            st, _, o = call(self.s1, "GET", "/e2b/v2/sandboxes?state=paused&metadata=suite%3Dlisting",
+                            headers={"X-API-KEY": TOKEN})
+            assert st == 200 and o == [], (st, o)
+            # destroyed: gone from every list at once
+            gone = sorted(made)[0]
+            self.destroy(gone, made.pop(gone))
+            for name, target in (("n1's web", self.s1), ("n2's web", self.s2), ("the balancer", self.lb)):
+                got = self.listed(target)
+                assert gone not in got and all(got.get(i) == n for i, n in made.items()), (name, gone, got)
+            # n2's web killed -9; its sandboxd holds its sandboxes on
+            on2 = sorted(i for i, n in made.items() if n == "n2")
+            t_kill = time.time()
+            self.s2.kill("web")
+            got = self.listed(self.s1)
+            # refreshed every third of the bound: listed for two thirds of it at least
+            if time.time() - t_kill < LEASE_S * 2 / 3:
+                assert all(i in got for i in on2), ("a killed web's fresh sandboxes", on2, got)
+            else:
+                print("# node_ids/8: the list after the kill took %.1f s; its freshness not checked"
+                      % (time.time() - t_kill), file=sys.stderr)
+            deadline = t_kill + LEASE_S + 15
+            while any(i in got for i in on2) and time.time() < deadline:
+                time.sleep(0.2)
+                got = self.listed(self.s1)
+            assert not any(i in got for i in on2), ("a dead web's sandboxes still listed", on2, got)
+            assert time.time() - t_kill >= LEASE_S * 2 / 3, ("unlisted before the bound", time.time() - t_kill)
+            hidden_s = time.time() - t_kill
+            assert all(got.get(i) == n for i, n in made.items() if n == "n1"), got
+            # restarted: it adopts them and every web lists them again
+            self.s2.restart("web")
+            deadline = time.time() + 30
+            while not all(i in got for i in on2) and time.time() < deadline:
+                time.sleep(0.2)
+                got = self.listed(self.s1)
+            assert all(got.get(i) == "n2" for i in on2), ("adopted, listed again", on2, got)
+            print("# node_ids/8: a killed web's sandboxes unlisted after %.1f s (node_lease_s %d)"
+                  % (hidden_s, LEASE_S), file=sys.stderr)
+        finally:
+            # on the holder's web directly: the balancer takes a few seconds
+            # to see a restarted web healthy again
+            for i, n in made.items():
+                st, _, o = call(self.s1 if n == "n1" else self.s2, "DELETE", "/api/sandboxes/" + i)
+                assert st in (200, 204), (i, st, o)
+        for target in (self.s1, self.s2):
+            got = self.listed(target)
+            assert not any(i in got for i in made), got
+
     def test_9_nothing_left(self):
         for s in (self.s1, self.s2):
             st, _, o = call(s, "GET", "/api/sandboxes")
@@ -266,9 +376,19 @@ def main():
 
     def web_env(n):
         return {"LLMBOX_SANDBOX_API_TOKEN": TOKEN, "LLMBOX_NODE_NAME": n, "LLMBOX_SANDBOX_API_MAX": "16",
-                "LLMBOX_E2B_DOMAIN": "e2b.test"}
-    with Stack(model=False, web_env=web_env("n1")) as s1, Stack(model=False, web_env=web_env("n2")) as s2:
-        behind_haproxy(s1, s2, lambda port: run_tests(rep, T(LB(port, TOKEN), s1, s2)))
+                "LLMBOX_E2B_DOMAIN": "e2b.test", "LLMBOX_NODE_LEASE_S": str(LEASE_S)}
+
+    def run(db_url):
+        with Stack(model=False, web_env=web_env("n1"), db_url=db_url) as s1, \
+                Stack(model=False, web_env=web_env("n2"), db_url=db_url) as s2:
+            behind_haproxy(s1, s2, lambda port: run_tests(rep, T(LB(port, TOKEN), s1, s2, bool(db_url))))
+    if pg_server.missing():
+        run(None)  # a store each: everything but listing across the nodes (test 8 says SKIP)
+    else:
+        # one store for both webs, as a cluster's (issue 13)
+        with pg_server.PgServer() as pg:
+            pg.sql('CREATE DATABASE "nodeids"')
+            run(pg.url.replace("/%s?" % pg.db, "/nodeids?"))
     return rep.done()
 
 

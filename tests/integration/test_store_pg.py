@@ -30,7 +30,8 @@ UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_
         "test_store_queue",  # issue 13: the queue, leases, sweep, fence
         "test_store_claim",  # issue 13: the runners' claims on evals and rollout groups
         "test_store_shared",  # test_store_shared: issue 13, stateless webs
-        "test_store_tombstone"]  # issue 13: deleted tasks' tombstones
+        "test_store_tombstone",  # issue 13: deleted tasks' tombstones
+        "test_store_sandbox"]  # issue 13: the nodes' API sandboxes, listed from any web
 
 
 def run_unit(url, name):
