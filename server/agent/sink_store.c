@@ -93,6 +93,16 @@ static int store_retry(int rc, int i)
     return 1;
 }
 
+/* Says once, at a write's first unanswered try, that the task waits for
+ * its database (what: "store a tool event"): every write, so the log shows
+ * the wait whichever write meets the outage first. */
+static void say_waiting(int rc, int i, const char *what)
+{
+    if (rc == LB_E_TIMEOUT || (rc == LB_E_UNAVAILABLE && i == 0))
+        lb_warn("the task database %s; still waiting to %s", rc == LB_E_TIMEOUT ? "stayed locked" : "cannot be reached",
+                what);
+}
+
 static void ev(void *arg, const char *type, const cJSON *data)
 {
     store_sink *s = arg;
@@ -106,9 +116,9 @@ static void ev(void *arg, const char *type, const cJSON *data)
     for (int i = 0;; i++) {
         /* again after an unanswered try: it may have been stored */
         rc = lb_store_event_append_at(s->st, s->task_id, ts, type, text, i > 0 && rc == LB_E_UNAVAILABLE, &seq);
-        if (rc == LB_E_TIMEOUT || (rc == LB_E_UNAVAILABLE && i == 0))
-            lb_warn("the task database %s; still waiting to store a %s event",
-                    rc == LB_E_TIMEOUT ? "stayed locked" : "cannot be reached", type);
+        char what[64];
+        snprintf(what, sizeof what, "store a %s event", type);
+        say_waiting(rc, i, what);
         if (!store_retry(rc, i + 1))
             break;
     }
@@ -137,6 +147,7 @@ static void arts(void *arg, const lb_artifact *a, size_t n)
     int rc;
     for (int i = 0;; i++) {
         rc = lb_store_artifacts_set(s->st, s->task_id, a, n);
+        say_waiting(rc, i, "store the artifact index");
         if (!store_retry(rc, i + 1))
             break;
     }
@@ -150,6 +161,7 @@ static void usage(void *arg, const lb_task_usage *u)
     int rc;
     for (int i = 0;; i++) {
         rc = lb_store_task_set_usage(s->st, s->task_id, u);
+        say_waiting(rc, i, "store the usage");
         if (!store_retry(rc, i + 1))
             break;
     }
@@ -164,9 +176,9 @@ static int fin(void *arg, const char *status, const char *reason, const char *an
     int rc;
     for (int i = 0;; i++) {
         rc = lb_store_task_end(s->st, s->task_id, lb_task_status_parse(status), reason, answer);
-        if (rc == LB_E_TIMEOUT || (rc == LB_E_UNAVAILABLE && i == 0))
-            lb_warn("the task database %s; still waiting to record the end of task %s",
-                    rc == LB_E_TIMEOUT ? "stayed locked" : "cannot be reached", s->task_id);
+        char what[sizeof s->task_id + 32];
+        snprintf(what, sizeof what, "record the end of task %s", s->task_id);
+        say_waiting(rc, i, what);
         if (!store_retry(rc, i + 1))
             break;
     }
