@@ -40,6 +40,7 @@ whichever web drives the eval, as docs/OPERATIONS.md says).
    the eval, every run started and scored once. Deleting the eval removes
    its objects from the bucket.
 """
+import io
 import json
 import os
 import pwd
@@ -48,6 +49,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -321,6 +323,24 @@ def eval_phase_s3(pg, s1, s2, url, s3, s3env):
     st, _, body = other.request("DELETE", "/api/evals/" + eid)
     assert st == 200, (st, body[:300])
     assert blob_ls(s3env, "evals/" + eid) == {}, "the deleted eval's objects are left in the bucket"
+    # an archive: its unpacked folder is stored (what the runner reads), not the archive
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, blob in (("set/f1/row.json", json.dumps({"id": "f1", "domain": "math", "scorer": "numeric",
+                                                           "ground_truth": "4", "problem_statement": "x"}).encode()),
+                           ("set/f1/files/value.bin", b"42")):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(blob)
+            t.addfile(ti, io.BytesIO(blob))
+    ctype, body = multipart({"mode": "llm"}, [("dataset", "set.tar.gz", buf.getvalue())])
+    st, _, raw = other.request("POST", "/api/evals", body, {"Content-Type": ctype})
+    assert st == 201, (st, raw[:300])
+    aid = json.loads(raw)["id"]
+    assert sorted(blob_ls(s3env, "evals/" + aid)) == ["evals/%s/dataset/set/f1/files/value.bin" % aid,
+                                                      "evals/%s/dataset/set/f1/row.json" % aid], \
+        blob_ls(s3env, "evals/" + aid)
+    st, _, raw = other.request("DELETE", "/api/evals/" + aid)
+    assert st == 200 and blob_ls(s3env, "evals/" + aid) == {}, (st, raw[:300])
     print("# store down at the takeover: waited, then finished %.1f s after it was back; %d runs, %d started by "
           "the survivor" % (time.time() - down_for, nruns,
                             len(log_lines(other, r"^eval %s: run (\d+) started as task" % eid))), file=sys.stderr)
