@@ -20,6 +20,7 @@
  * takes every free slot first tick after tick. */
 #include "web/eval_runner.h"
 
+#include "common/blob_eval.h" /* issue 13 */
 #include "common/blob_task.h" /* issue 13 */
 #include "common/buf.h"
 #include "common/log.h"
@@ -45,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,9 +185,103 @@ static void ds_drop(int i)
     memset(&lb_er_cache[lb_er_ncache], 0, sizeof lb_er_cache[0]);
 }
 
+/* issue 13: evals whose dataset waits for the object store (runner thread
+ * only): said once in the log, tried again at a look at most every
+ * LB_EVAL_STORE_RETRY_MS (a store that hangs holds the runner up to its
+ * timeout at each try). */
+#define LB_EVAL_STORE_RETRY_MS 2000
+typedef struct lb_er_wait {
+    char id[33];
+    int64_t next_ms;
+} lb_er_wait;
+static lb_er_wait lb_er_waits[LB_EVAL_CACHE];
+static int lb_er_nwaits;
+
+static lb_er_wait *wait_find(const char *id)
+{
+    for (int i = 0; i < lb_er_nwaits; i++)
+        if (!strcmp(lb_er_waits[i].id, id))
+            return &lb_er_waits[i];
+    return NULL;
+}
+
+static void wait_drop(const char *id)
+{
+    lb_er_wait *w = wait_find(id);
+    if (w)
+        *w = lb_er_waits[--lb_er_nwaits];
+}
+
+/* The eval's dataset path on this web: the part of the stored path after
+ * "/evals/<id>/" (the uploading web's folder, maybe on another host) in
+ * this web's own folder of the eval; the stored path as it is when it has
+ * no such part. */
+static void dataset_here(const lb_eval_rec *e, char *out, size_t outsz)
+{
+    char dir[LB_CFG_PATH + 64], pat[48], clean[LB_PATH_MAX + 1];
+    const char *ds = e->dataset ? e->dataset : "";
+    snprintf(pat, sizeof pat, "/evals/%s/", e->id);
+    const char *p = strstr(ds, pat);
+    snprintf(out, outsz, "%s", ds);
+    if (!p)
+        return;
+    p += strlen(pat);
+    lb_eval_dir(lb_er_cfg, e->id, dir, sizeof dir);
+    if (lb_path_clean_rel(p, strlen(p), clean, sizeof clean) == LB_OK && lb_path_join(out, outsz, dir, clean) != LB_OK)
+        snprintf(out, outsz, "%s", ds);
+}
+
+/* Makes the eval's dataset present in its folder here (issue 13: fetched
+ * from the object store when missing or of another size). LB_OK: load
+ * path. LB_E_UNAVAILABLE: the store cannot be read now (said once; the eval
+ * waits). Else err says why the eval cannot run. */
+static int ds_fetch(const lb_eval_rec *e, const char *path, char *err, size_t errsz)
+{
+    char dir[LB_CFG_PATH + 64], why[600];
+    struct stat st;
+    lb_er_wait *w = wait_find(e->id);
+    int64_t now = lb_now_ms();
+    if (w && now < w->next_ms)
+        return LB_E_UNAVAILABLE;
+    lb_eval_dir(lb_er_cfg, e->id, dir, sizeof dir);
+    int n = 0, rc = lb_blob_eval_fetch(lb_er_cfg, e->id, dir, &n, why, sizeof why);
+    int here = lstat(path, &st) == 0;
+    if (rc == LB_OK || (rc == LB_E_NOTFOUND && here)) {
+        /* NOTFOUND with a copy here: an eval uploaded without a bucket */
+        if (w)
+            lb_info("eval %s: the object store answers again; the evaluation goes on", e->id);
+        if (n)
+            lb_info("eval %s: fetched %d file%s of its dataset from the object store", e->id, n, n == 1 ? "" : "s");
+        wait_drop(e->id);
+        return LB_OK;
+    }
+    if (rc == LB_E_NOTFOUND || rc == LB_E_PROTO || rc == LB_E_TOOBIG || rc == LB_E_INVAL) {
+        wait_drop(e->id);
+        if (rc == LB_E_NOTFOUND)
+            snprintf(err, errsz, "the dataset cannot be read any more: it is neither in this web's folder (%.300s) nor "
+                     "in the object store", dir);
+        else
+            snprintf(err, errsz, "the dataset cannot be fetched from the object store: %.480s", why);
+        return rc;
+    }
+    /* the store cannot be read now: a copy here may be one an earlier
+     * fetch left half made, so nothing is loaded until the store answers */
+    if (!w) {
+        if (lb_er_nwaits == LB_EVAL_CACHE)
+            lb_er_nwaits--; /* full (evals waiting, then let go): the last one's line is said again */
+        w = &lb_er_waits[lb_er_nwaits++];
+        snprintf(w->id, sizeof w->id, "%s", e->id);
+        lb_warn("eval %s: its dataset cannot be fetched from the object store: %s; the evaluation waits and "
+                "tries again every %d s", e->id, why, LB_EVAL_STORE_RETRY_MS / 1000);
+    }
+    w->next_ms = now + LB_EVAL_STORE_RETRY_MS;
+    return LB_E_UNAVAILABLE;
+}
+
 /* The eval's dataset and options, loaded once. NULL with err set when
  * they cannot be (the eval then fails with that reason), or when the
- * cache is full (err "": tried again next tick). */
+ * cache is full or the object store is away (err "": tried again next
+ * tick). */
 static lb_er_ds *ds_get(const lb_eval_rec *e, char *err, size_t errsz)
 {
     err[0] = '\0';
@@ -200,10 +296,18 @@ static lb_er_ds *ds_get(const lb_eval_rec *e, char *err, size_t errsz)
         snprintf(err, errsz, "the eval's stored options are damaged");
         return NULL;
     }
+    char path[LB_CFG_PATH + LB_PATH_MAX + 100];
+    dataset_here(e, path, sizeof path);
+    int frc = ds_fetch(e, path, err, errsz);
+    if (frc != LB_OK) {
+        if (frc == LB_E_UNAVAILABLE)
+            err[0] = '\0';
+        return NULL;
+    }
     lb_eval_limits lim;
     lb_eval_limits_for(lb_er_cfg, &lim);
     char why[512];
-    if (lb_eval_dataset_load(e->dataset, &lim, &c->d, why, sizeof why) != LB_OK) {
+    if (lb_eval_dataset_load(path, &lim, &c->d, why, sizeof why) != LB_OK) {
         snprintf(err, errsz, "the dataset cannot be read any more: %s", why);
         return NULL;
     }

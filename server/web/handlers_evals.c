@@ -8,6 +8,7 @@
  * stored, in one transaction, and the runner woken. */
 #include "web/handlers_evals.h"
 
+#include "common/blob_eval.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -749,7 +750,7 @@ void lb_h_eval_create(lb_req *r)
     lb_mp *mp = NULL;
     char *chunk = NULL;
     char id[33];
-    int dir_made = 0, committed = 0;
+    int dir_made = 0, committed = 0, stored = 0;
     cJSON *opts = NULL;
     lb_eval_dataset ds;
     memset(&ds, 0, sizeof ds);
@@ -853,9 +854,27 @@ void lb_h_eval_create(lb_req *r)
     }
     if (u.have_resume && resume_read(r, u.resume_path, &prev, &nprev) != LB_OK)
         goto out; /* answered */
+    /* issue 13: the dataset into the object store before the row exists,
+     * so a web on another host can drive the eval (a takeover); only what
+     * the runner reads: the unpacked folder of an archive, else the file
+     * (the archive and resume.jsonl are read by this upload alone) */
+    char entry[LB_PATH_MAX + 16], blob_err[700];
+    snprintf(entry, sizeof entry, kind != LB_ARCHIVE_NONE ? "dataset" : "upload/%s", u.dataset_name);
+    stored = 1;
+    if (lb_blob_eval_put(cfg, id, u.dir, entry, blob_err, sizeof blob_err) != LB_OK) {
+        lb_error("web: eval %s: its dataset could not be stored in the object store: %s", id, blob_err);
+        lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n",
+                          "The dataset could not be stored in the object store: %s", blob_err);
+        goto out;
+    }
     if (eval_store(r, id, &u, opts, &ds, prev, nprev) == LB_OK)
         committed = 1;
 out:
+    if (stored && !committed) {
+        char del_err[700]; /* nothing half made: no row names these objects */
+        if (lb_blob_eval_delete(cfg, id, del_err, sizeof del_err) != LB_OK)
+            lb_warn("web: eval %s: not stored, but its files in the object store are left: %s", id, del_err);
+    }
     if (u.fd >= 0)
         close(u.fd);
     if (!committed) {
@@ -1198,6 +1217,9 @@ void lb_h_eval_delete(lb_req *r)
     char dir[LB_CFG_PATH + 64];
     lb_eval_dir(r->cfg, e.id, dir, sizeof dir);
     LB_IGNORE(lb_rmtree(dir)); /* the row is gone: what is left on disk is only disk */
+    char blob_err[700]; /* issue 13: its dataset in the object store too (no-op without a bucket) */
+    if (lb_blob_eval_delete(r->cfg, e.id, blob_err, sizeof blob_err) != LB_OK)
+        lb_warn("web: eval %s: its files in the object store are left: %s", e.id, blob_err);
     lb_info("web: eval %s deleted", e.id);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", e.id);

@@ -5,8 +5,8 @@ Two full stacks w1 and w2 (each its own nginx, web, sandboxd and prefix)
 on one PostgreSQL store, task_runner = queue, one `llmbox node` running
 the tasks (llm mode: no sandbox), the fake model in its eval behaviour
 with a delay, runner_lease_s = 3. The evaluations' folder is shared (a
-symlink: the dataset must be readable by whichever web drives the eval,
-as docs/OPERATIONS.md says).
+symlink: without an object store the dataset must be readable by
+whichever web drives the eval, as docs/OPERATIONS.md says).
 
 1. While both webs run, exactly one of them holds the eval's claim (the
    same claim, generation 1, at every look) and only it starts runs: the
@@ -26,7 +26,21 @@ as docs/OPERATIONS.md says).
    lease: 2 s), and finishes the group: each
    sample started and scored once, one task per sample, every reward
    right.
+
+5. The same takeover with the object store instead of a shared folder (a
+   real Ceph radosgw, tests/lib/s3_server.py; two more webs, nothing of
+   var/web/evals or artifacts shared): the upload stores the dataset as
+   evals/<id>/... in the bucket; the holder is killed and, once its runs
+   in flight are done, the gateway stopped and both webs' copies of the
+   eval's folder removed (the takeover web has none, as on another host).
+   An upload then answers a JSON 503 with Retry-After and leaves no eval
+   and no folder. The other web takes the claim, says once in its log
+   that the dataset cannot be fetched and waits (the eval stays running,
+   no run starts); the gateway back, it fetches the dataset and finishes
+   the eval, every run started and scored once. Deleting the eval removes
+   its objects from the bucket.
 """
+import io
 import json
 import os
 import pwd
@@ -35,12 +49,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
 from stack import Reporter, Stack, multipart  # noqa: E402
 import pg_server  # noqa: E402
+import s3_server  # noqa: E402
+from stack import LLMBOX  # noqa: E402
 from test_node_queue import nodes_end, nodes_on  # noqa: E402
 
 ROWS, REPEATS, CONCURRENCY = 12, 2, 3
@@ -78,6 +95,30 @@ def log_lines(s, pattern):
             if m:
                 out.append(int(m.group(1)))
     return out
+
+
+def runs_once(pg, url, s1, s2, eid, ev, nruns):
+    """The eval succeeded, every run done with score 1, each started and
+    scored exactly once across both webs' logs, one task per run."""
+    assert ev["status"] == "succeeded", ev["status"]
+    runs = ev["runs"]
+    assert len(runs) == nruns, len(runs)
+    for r in runs:
+        assert r["status"] == "done" and r["score"] == 1, r
+    tids = [r["task_id"] for r in runs]
+    assert len(set(tids)) == nruns, "a task serves two runs: %s" % tids
+    tasks = sql(pg, url, "SELECT id, status, attempt FROM tasks")
+    assert sorted(t[0] for t in tasks) == sorted(tids), \
+        "%d tasks for %d runs: a run was started twice, or a task is extra" % (len(tasks), nruns)
+    assert all(t[1] == "succeeded" and t[2] == "1" for t in tasks), [t for t in tasks if t[1] != "succeeded"]
+    rids = sorted(int(r[0]) for r in sql(pg, url, "SELECT rid FROM eval_runs WHERE eval_id = '%s'" % eid))
+    started = log_lines(s1, r"^eval %s: run (\d+) started as task" % eid) + \
+        log_lines(s2, r"^eval %s: run (\d+) started as task" % eid)
+    scored = log_lines(s1, r"^eval %s: run (\d+) scored" % eid) + log_lines(s2, r"^eval %s: run (\d+) scored" % eid)
+    assert sorted(started) == rids, "starts per run: %s" % {r: started.count(r) for r in rids
+                                                            if started.count(r) != 1}
+    assert sorted(scored) == rids, "scores per run: %s" % {r: scored.count(r) for r in rids
+                                                           if scored.count(r) != 1}
 
 
 def test_two_webs(pg, s1, s2, url, node_env):
@@ -148,29 +189,166 @@ def eval_phase(pg, s1, s2, url):
         assert time.time() < deadline, "the eval did not end after the takeover: %s" % ev["progress"]
         time.sleep(0.2)
     # 3. each run once
-    assert ev["status"] == "succeeded", ev["status"]
-    runs = ev["runs"]
-    assert len(runs) == nruns, len(runs)
-    for r in runs:
-        assert r["status"] == "done" and r["score"] == 1, r
-    tids = [r["task_id"] for r in runs]
-    assert len(set(tids)) == nruns, "a task serves two runs: %s" % tids
-    tasks = sql(pg, url, "SELECT id, status, attempt FROM tasks")
-    assert sorted(t[0] for t in tasks) == sorted(tids), \
-        "%d tasks for %d runs: a run was started twice, or a task is extra" % (len(tasks), nruns)
-    assert all(t[1] == "succeeded" and t[2] == "1" for t in tasks), [t for t in tasks if t[1] != "succeeded"]
-    rids = sorted(int(r[0]) for r in sql(pg, url, "SELECT rid FROM eval_runs WHERE eval_id = '%s'" % eid))
-    started = log_lines(s1, r"^eval %s: run (\d+) started as task" % eid) + \
-        log_lines(s2, r"^eval %s: run (\d+) started as task" % eid)
-    scored = log_lines(s1, r"^eval %s: run (\d+) scored" % eid) + log_lines(s2, r"^eval %s: run (\d+) scored" % eid)
-    assert sorted(started) == rids, "starts per run: %s" % {r: started.count(r) for r in rids
-                                                            if started.count(r) != 1}
-    assert sorted(scored) == rids, "scores per run: %s" % {r: scored.count(r) for r in rids
-                                                           if scored.count(r) != 1}
+    runs_once(pg, url, s1, s2, eid, ev, nruns)
     print("# takeover %.1f s after the kill (lease %d s); %d runs, %d started by the survivor" %
           (took, LEASE, nruns, len(log_lines(other, r"^eval %s: run (\d+) started as task" % eid))),
           file=sys.stderr)
     hold.restart("web")  # both up again for the groups
+
+
+LEASE_S3 = 6  # the in-flight runs end and the gateway stops well before a takeover (two thirds of it)
+
+
+def blob_ls(env, prefix):
+    e = dict(os.environ, LLMBOX_HOME="/", **env)
+    r = subprocess.run([LLMBOX, "blob", "ls", prefix], env=e, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return {line.split(" ", 1)[1]: int(line.split(" ", 1)[0]) for line in r.stdout.splitlines()}
+
+
+def log_msgs(s, pattern):
+    """Every msg of s's web log that matches pattern."""
+    out = []
+    with open(os.path.join(s.prefix, "var", "log", "web.log"), errors="replace") as f:
+        for line in f:
+            try:
+                msg = json.loads(line).get("msg", "")
+            except ValueError:
+                continue
+            if re.search(pattern, msg):
+                out.append(msg)
+    return out
+
+
+def test_two_webs_s3(pg, s1, s2, url, node_env, s3, s3env):
+    c = nodes_on(pg, url)
+    try:
+        c.node("n1", s1.model_url, capacity=4, home=s1.prefix, env=node_env)
+        eval_phase_s3(pg, s1, s2, url, s3, s3env)
+    finally:
+        nodes_end(c)
+
+
+def eval_phase_s3(pg, s1, s2, url, s3, s3env):
+    data = jsonl([{"id": "r%d" % i, "domain": "math", "ground_truth": "4", "scorer": "numeric",
+                   "problem_statement": "Compute it. LLM-ANSWER[4]"} for i in range(ROWS)])
+    st, e = post_eval(s2, data, mode="llm", repeats=str(REPEATS), concurrency=str(CONCURRENCY))
+    assert st == 201, (st, e)
+    eid, nruns = e["id"], ROWS * REPEATS
+    key = "evals/%s/upload/set.jsonl" % eid
+    assert blob_ls(s3env, "evals/" + eid) == {key: len(data)}, "the dataset is not in the bucket as uploaded"
+    webs = {"w1": s1, "w2": s2}
+
+    def claim():
+        r = sql(pg, url, "SELECT COALESCE(runner, ''), runner_gen, status FROM evals WHERE id = '%s'" % eid)
+        return r[0][0], int(r[0][1]), r[0][2]
+
+    def done_runs():
+        return int(sql(pg, url, "SELECT COUNT(*) FROM eval_runs WHERE eval_id = '%s' AND status = 'done'"
+                       % eid)[0][0])
+
+    deadline, holder = time.time() + 60, None
+    while not holder or done_runs() < 4:
+        holder = claim()[0] or holder
+        assert claim()[2] not in FINAL, "the eval ended before the kill"
+        assert time.time() < deadline, "4 runs not done in 60 s: %s" % (claim(),)
+        time.sleep(0.1)
+    hname = holder.split("/")[0]
+    oname = "w2" if hname == "w1" else "w1"
+    hold, other = webs[hname], webs[oname]
+    assert done_runs() < nruns, "the eval finished before the kill (slow it: more rows)"
+    # the holder dies; its runs in flight end on the node (the store still up
+    # for their records), then the store goes down before the lease lapses
+    killed_at = time.time()
+    hold.kill("web")
+    deadline = killed_at + 20
+    while int(sql(pg, url, "SELECT COUNT(*) FROM tasks WHERE status NOT IN ('succeeded', 'failed', 'cancelled')")
+              [0][0]):
+        assert time.time() < deadline, "the runs in flight did not end in 20 s"
+        time.sleep(0.05)
+    s3.kill_gateway()
+    runner, gen, _ = claim()
+    assert gen == 1 and runner.startswith(hname + "/"), \
+        "taken over (%s, gen %d) %.1f s after the kill, before the store went down: the machine is too slow " \
+        "for a lease of %d s" % (runner, gen, time.time() - killed_at, LEASE_S3)
+    for w in (hold, other):  # no copy on either web: the takeover web is on another host
+        shutil.rmtree(os.path.join(w.prefix, "var", "web", "evals", eid), ignore_errors=True)
+    deadline = killed_at + LEASE_S3 + 15
+    while not claim()[0].startswith(oname + "/"):
+        assert time.time() < deadline, "no takeover %.0f s after the kill: %s" % (time.time() - killed_at, claim())
+        time.sleep(0.1)
+    assert claim()[1] == 2, claim()
+    waiting = r"^eval %s: its dataset cannot be fetched from the object store" % eid
+    deadline = time.time() + 15
+    while not log_msgs(other, waiting):
+        assert claim()[2] not in FINAL, "the eval ended while the store was down: %s" % (claim(),)
+        assert time.time() < deadline, "the takeover web did not say it waits for the store"
+        time.sleep(0.1)
+    # an upload while the store is down: refused whole, nothing left
+    evals_dir = os.path.join(other.prefix, "var", "web", "evals")
+    before = set(os.listdir(evals_dir)) if os.path.isdir(evals_dir) else set()
+    st_list, lst = other.get_json("/api/evals")
+    st, hdrs, body = other.request("POST", "/api/evals", *multipart_body(data))
+    assert st == 503 and hdrs.get("retry-after") and "object store" in json.loads(body)["error"]["message"], \
+        (st, hdrs, body[:300])
+    st_list2, lst2 = other.get_json("/api/evals")
+    assert st_list == st_list2 == 200 and [x["id"] for x in lst2["evals"]] == [x["id"] for x in lst["evals"]] == \
+        [eid], "a refused upload left an evaluation: %s" % lst2
+    after = set(os.listdir(evals_dir)) if os.path.isdir(evals_dir) else set()
+    assert after == before, "a refused upload left a folder: %s" % (after - before)
+    # a few looks more (a try every 2 s): still waiting, said once, nothing started
+    seen_until = time.time() + 2.5
+    while time.time() < seen_until:
+        st, ev = other.get_json("/api/evals/%s?limit=1" % eid)
+        assert st == 200 and ev["status"] == "running", "the eval did not wait for the store: %s" % ev["status"]
+        time.sleep(0.2)
+    assert len(log_msgs(other, waiting)) == 1, log_msgs(other, waiting)
+    assert log_lines(other, r"^eval %s: run (\d+) started as task" % eid) == [], "runs started without the dataset"
+    down_for = time.time()
+    s3.start_gateway()
+    deadline = time.time() + 90
+    while True:
+        st, ev = other.get_json("/api/evals/%s?limit=1000" % eid)
+        assert st == 200, (st, ev)
+        if ev["status"] in FINAL:
+            break
+        assert time.time() < deadline, "the eval did not end once the store was back: %s" % ev["progress"]
+        time.sleep(0.2)
+    runs_once(pg, url, s1, s2, eid, ev, nruns)
+    assert log_msgs(other, r"^eval %s: the object store answers again" % eid), "the web did not say it goes on"
+    assert log_msgs(other, r"^eval %s: fetched 1 file of its dataset from the object store" % eid)
+    with open(os.path.join(evals_dir, eid, "upload", "set.jsonl"), "rb") as f:
+        assert f.read() == data, "the fetched dataset is not the uploaded one"
+    # deleting the eval removes its objects
+    st, _, body = other.request("DELETE", "/api/evals/" + eid)
+    assert st == 200, (st, body[:300])
+    assert blob_ls(s3env, "evals/" + eid) == {}, "the deleted eval's objects are left in the bucket"
+    # an archive: its unpacked folder is stored (what the runner reads), not the archive
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, blob in (("set/f1/row.json", json.dumps({"id": "f1", "domain": "math", "scorer": "numeric",
+                                                           "ground_truth": "4", "problem_statement": "x"}).encode()),
+                           ("set/f1/files/value.bin", b"42")):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(blob)
+            t.addfile(ti, io.BytesIO(blob))
+    ctype, body = multipart({"mode": "llm"}, [("dataset", "set.tar.gz", buf.getvalue())])
+    st, _, raw = other.request("POST", "/api/evals", body, {"Content-Type": ctype})
+    assert st == 201, (st, raw[:300])
+    aid = json.loads(raw)["id"]
+    assert sorted(blob_ls(s3env, "evals/" + aid)) == ["evals/%s/dataset/set/f1/files/value.bin" % aid,
+                                                      "evals/%s/dataset/set/f1/row.json" % aid], \
+        blob_ls(s3env, "evals/" + aid)
+    st, _, raw = other.request("DELETE", "/api/evals/" + aid)
+    assert st == 200 and blob_ls(s3env, "evals/" + aid) == {}, (st, raw[:300])
+    print("# store down at the takeover: waited, then finished %.1f s after it was back; %d runs, %d started by "
+          "the survivor" % (time.time() - down_for, nruns,
+                            len(log_lines(other, r"^eval %s: run (\d+) started as task" % eid))), file=sys.stderr)
+
+
+def multipart_body(data):
+    ctype, body = multipart({"mode": "llm"}, [("dataset", "set.jsonl", data)])
+    return body, {"Content-Type": ctype}
 
 
 TOKEN = "two-webs-rollout-token-0123456789abcdef"
@@ -288,6 +466,25 @@ def main():
                 node_env = {k: v for k, v in s1.env.items() if k.startswith("LLMBOX_")
                             and k not in ("LLMBOX_NODE_NAME", "LLMBOX_NODE_LISTEN")}
                 rep.run("an_eval_then_a_group_across_two_webs", test_two_webs, pg, s1, s2, url, node_env)
+        if s3_server.missing():
+            print("SKIP eval_two_webs_object_store: needs %s (make deps)" % " ".join(s3_server.missing()))
+            return rep.done()
+        # 5. the object store instead of a shared folder
+        with s3_server.S3Server() as s3:
+            pg.sql('CREATE DATABASE "evalwebs3"')
+            url3 = pg.url.replace("/%s?" % pg.db, "/evalwebs3?")
+            s3env = s3.env(bucket="llmbox-evals")
+            r = subprocess.run([LLMBOX, "blob", "mkbucket"], env=dict(os.environ, LLMBOX_HOME="/", **s3env),
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            common3 = dict(common, LLMBOX_RUNNER_LEASE_S=str(LEASE_S3), **s3env)
+            with Stack(scenario={"eval": True}, db_url=url3, model_args=["--delay-ms", "400"],
+                       env=dict(common3, LLMBOX_NODE_NAME="w1")) as s1, \
+                    Stack(scenario={"eval": True}, db_url=url3, env=dict(common3, LLMBOX_NODE_NAME="w2")) as s2:
+                node_env = {k: v for k, v in s1.env.items() if k.startswith("LLMBOX_")
+                            and k not in ("LLMBOX_NODE_NAME", "LLMBOX_NODE_LISTEN")}
+                rep.run("an_eval_taken_over_with_its_dataset_in_the_object_store", test_two_webs_s3, pg, s1, s2,
+                        url3, node_env, s3, s3env)
     return rep.done()
 
 
