@@ -167,6 +167,22 @@ int lb_blob_task_fetch_record(const lb_config *cfg, const char *task_id, const c
     return rc != LB_OK && here ? LB_OK : rc;
 }
 
+/* The object key into the file local (its folders made), atomically. */
+static int get_into(const lb_blobstore *b, const lb_config *cfg, const char *key, const char *local, char *why,
+                    size_t whysz)
+{
+    char dir[LB_CFG_PATH + LB_PATH_MAX + 2];
+    snprintf(dir, sizeof dir, "%s", local);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    if (slash && lb_mkdirs(dir, 0750) != LB_OK) {
+        snprintf(why, whysz, "cannot create the folder %s: %s", dir, strerror(errno));
+        return LB_E_IO;
+    }
+    return lb_blob_get_file(b, key, local, 0, -1, cfg->max_output_bytes, why, whysz);
+}
+
 static int fetch_key(const lb_blobstore *b, const lb_config *cfg, const char *key, uint64_t want_size, char *why,
                      size_t whysz)
 {
@@ -179,14 +195,7 @@ static int fetch_key(const lb_blobstore *b, const lb_config *cfg, const char *ke
     if (lstat(local, &st) == 0 && S_ISREG(st.st_mode) &&
         (want_size == UINT64_MAX || (uint64_t)st.st_size == want_size))
         return LB_OK;
-    char dir[sizeof local];
-    snprintf(dir, sizeof dir, "%s", local);
-    *strrchr(dir, '/') = '\0';
-    if (lb_mkdirs(dir, 0750) != LB_OK) {
-        snprintf(why, whysz, "cannot create the folder %s: %s", dir, strerror(errno));
-        return LB_E_IO;
-    }
-    return lb_blob_get_file(b, key, local, 0, -1, cfg->max_output_bytes, why, whysz);
+    return get_into(b, cfg, key, local, why, whysz);
 }
 
 int lb_blob_task_fetch_output(const lb_config *cfg, const char *task_id, const char *path, char *why, size_t whysz)
@@ -337,14 +346,7 @@ int lb_blob_task_fetch_round_file(const lb_config *cfg, const char *task_id, int
         snprintf(why, whysz, "the path of %.200s is too long", key);
         return LB_E_TOOBIG;
     }
-    char dir[sizeof local];
-    snprintf(dir, sizeof dir, "%s", local);
-    *strrchr(dir, '/') = '\0';
-    if (lb_mkdirs(dir, 0750) != LB_OK) {
-        snprintf(why, whysz, "cannot create the folder %s: %s", dir, strerror(errno));
-        return LB_E_IO;
-    }
-    return lb_blob_get_file(&b, src, local, 0, -1, cfg->max_output_bytes, why, whysz);
+    return get_into(&b, cfg, src, local, why, whysz);
 }
 
 int lb_blob_task_delete(const lb_config *cfg, const char *task_id, char *why, size_t whysz)

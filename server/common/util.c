@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -260,4 +261,17 @@ unsigned long long lb_raise_nofile(unsigned long long need)
         want.rlim_cur = want.rlim_max = rl.rlim_max; /* the most we may have */
     }
     return (unsigned long long)(setrlimit(RLIMIT_NOFILE, &want) == 0 ? want.rlim_cur : rl.rlim_cur);
+}
+
+int lb_thread_detached(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    pthread_attr_t at;
+    if (pthread_attr_init(&at) != 0)
+        return LB_E_NOMEM;
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 256u << 10);
+    int e = pthread_create(&t, &at, fn, arg);
+    pthread_attr_destroy(&at);
+    return e ? LB_E_NOMEM : LB_OK;
 }

@@ -34,6 +34,9 @@ LB_MUST_CHECK int lb_read_file(const char *path, size_t max, char **data, size_t
 LB_MUST_CHECK int lb_mkdirs(const char *path, int mode);
 /* rm -rf that never follows symlinks and never crosses mount points. */
 LB_MUST_CHECK int lb_rmtree(const char *path);
+/* Starts fn(arg) on a detached thread (a stack of 256 KiB: the service's
+ * helper threads loop on small work): LB_OK or LB_E_NOMEM. */
+LB_MUST_CHECK int lb_thread_detached(void *(*fn)(void *), void *arg);
 /* Reads/writes everything, retrying on EINTR and short counts. */
 LB_MUST_CHECK int lb_write_all(int fd, const void *p, size_t n);
 /* Raises RLIMIT_NOFILE's soft limit to need (and the hard one when it is

@@ -189,13 +189,7 @@ int lb_cache_trim_start(const lb_config *cfg)
     if (!cfg->s3_bucket[0] || cfg->artifacts_cache_max_mb <= 0)
         return LB_OK;
     lb_tr_cfg = cfg;
-    pthread_t t;
-    pthread_attr_t at;
-    if (pthread_attr_init(&at) != 0)
-        return LB_E_NOMEM;
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int e = pthread_create(&t, &at, lb_tr_main, NULL);
-    pthread_attr_destroy(&at);
+    int e = lb_thread_detached(lb_tr_main, NULL);
     if (e)
         return LB_E_NOMEM;
     lb_info("web: the artifacts cache is kept under %d MiB (artifacts_cache_max_mb), looked at every %d s",

@@ -222,12 +222,6 @@ int lb_sbx_leases_start(const lb_config *cfg)
     }
     if (n)
         lb_info("web: sandbox API: %d sandbox record(s) of the web before; %d adopted", n, lb_sbx_count());
-    pthread_t t;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256u << 10);
-    int e = pthread_create(&t, &at, lb_renewer, NULL);
-    pthread_attr_destroy(&at);
+    int e = lb_thread_detached(lb_renewer, NULL);
     return e ? LB_E_INTERNAL : LB_OK;
 }

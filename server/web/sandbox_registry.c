@@ -128,13 +128,7 @@ int lb_sbx_registry_init(int max)
     lb_tab = calloc((size_t)lb_tab_cap, sizeof *lb_tab);
     if (!lb_tab)
         return LB_E_NOMEM;
-    pthread_t t;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256u << 10);
-    int e = pthread_create(&t, &at, lb_reaper, NULL);
-    pthread_attr_destroy(&at);
+    int e = lb_thread_detached(lb_reaper, NULL);
     return e ? LB_E_INTERNAL : LB_OK;
 }
 

@@ -3,6 +3,7 @@
 #include "web/sandbox_rows.h"
 
 #include "common/log.h"
+#include "common/util.h"
 #include "common/node_id.h"
 #include "store/store_sandbox.h"
 
@@ -225,14 +226,7 @@ int lb_sbx_rows_start(const lb_config *cfg)
                 lb_strerror(rc));
     else if (n)
         lb_info("web: sandbox API: %zu row(s) of the web before cleared; those adopted are written again", n);
-    pthread_t t;
-    pthread_attr_t at;
-    if (pthread_attr_init(&at) != 0)
-        return LB_E_NOMEM;
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256u << 10);
-    int e = pthread_create(&t, &at, lb_rw_main, NULL);
-    pthread_attr_destroy(&at);
+    int e = lb_thread_detached(lb_rw_main, NULL);
     return e ? LB_E_NOMEM : LB_OK;
 }
 

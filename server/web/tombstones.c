@@ -83,12 +83,6 @@ int lb_tombstones_start(const lb_config *cfg)
     if (!cfg->s3_bucket[0])
         return LB_OK;
     lb_tb_cfg = cfg;
-    pthread_t t;
-    pthread_attr_t at;
-    if (pthread_attr_init(&at) != 0)
-        return LB_E_NOMEM;
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int e = pthread_create(&t, &at, lb_tb_main, NULL);
-    pthread_attr_destroy(&at);
+    int e = lb_thread_detached(lb_tb_main, NULL);
     return e ? LB_E_NOMEM : LB_OK;
 }
