@@ -11,7 +11,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,6 @@
 #include "store/store_tombstone.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
