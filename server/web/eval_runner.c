@@ -1026,10 +1026,16 @@ static void *runner_main(void *arg)
         lb_er_woken = 0;
         int n = lb_er_nsources, stop = lb_er_stop;
         pthread_mutex_unlock(&lb_er_mu);
-        if (!s && lb_store_open(lb_cfg_store_where(lb_er_cfg), &s) != LB_OK && !stop)
-            continue;
+        if (!s && lb_store_open(lb_cfg_store_where(lb_er_cfg), &s) != LB_OK) {
+            lb_store_close(s); /* what a failed open left */
+            s = NULL;
+            if (!stop)
+                continue;
+        }
         if (stop) {
-            runner_release_all(s);
+            if (s)
+                runner_release_all(s);
+            lb_store_close(s);
             return NULL; /* the process exits */
         }
         int no_slot = 0;
