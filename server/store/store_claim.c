@@ -183,17 +183,26 @@ static int fence_ok(const lb_runner_fence *f)
     return f && f->id[0] && lb_runner_owner_valid(f->owner) && f->gen >= 1;
 }
 
+/* sql prepared with the fence bound as ?1 (id), ?2 (owner), ?3 (gen) */
+static int fence_stmt(lb_store *s, const char *sql, const lb_runner_fence *f, lb_db_stmt **st)
+{
+    int rc = lb_sql_prep(s, sql, st);
+    if (rc)
+        return rc;
+    lb_sql_bind_text(*st, 1, f->id);
+    lb_sql_bind_text(*st, 2, f->owner);
+    lb_db_bind_int64(*st, 3, f->gen);
+    return LB_OK;
+}
+
 int lb_store_runner_release(lb_store *s, lb_runner_kind kind, const lb_runner_fence *f)
 {
     if (!s || !kind_ok(kind) || !fence_ok(f))
         return LB_E_INVAL;
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s, pick(s, lb_release_sql, kind), &st);
+    int rc = fence_stmt(s, pick(s, lb_release_sql, kind), f, &st);
     if (rc)
         return rc;
-    lb_sql_bind_text(st, 1, f->id);
-    lb_sql_bind_text(st, 2, f->owner);
-    lb_db_bind_int64(st, 3, f->gen);
     return lb_sql_run_write(s, st, "release a runner's claim", LB_E_DENIED);
 }
 
@@ -202,12 +211,9 @@ int lb_store_runner_fence_check(lb_store *s, lb_runner_kind kind, const lb_runne
     if (!s || !kind_ok(kind) || !fence_ok(f))
         return LB_E_INVAL;
     lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s, pick(s, lb_fence_sql, kind), &st);
+    int rc = fence_stmt(s, pick(s, lb_fence_sql, kind), f, &st);
     if (rc)
         return rc;
-    lb_sql_bind_text(st, 1, f->id);
-    lb_sql_bind_text(st, 2, f->owner);
-    lb_db_bind_int64(st, 3, f->gen);
     int src = lb_db_step(st);
     rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_DENIED : lb_store_sql_err(s, src, "check the claim");
     lb_db_finalize(st);

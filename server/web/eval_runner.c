@@ -596,17 +596,6 @@ static char *task_options(const lb_eval_opts *o, const char *mode)
     return s;
 }
 
-/* Stops task id, made for a run that will not have it: its agent if this
- * web runs it, else in the store (a queued task, or another host's). */
-static void stop_task(lb_store *s, const char *id, const char *reason)
-{
-    if (lb_spawn_cancel(id) == LB_OK)
-        return;
-    int rc = lb_store_task_end(s, id, LB_TASK_CANCELLED, reason, NULL);
-    if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
-        lb_warn("web: cannot cancel task %s: %s", id, lb_strerror(rc));
-}
-
 /* issue 13: a pending run whose start_task names a task that exists was
  * started by a runner that stopped between making the task and recording
  * it: the run takes that task instead of a second one. LB_E_NOTFOUND when
@@ -691,14 +680,14 @@ static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e
         lb_info("eval %s: run %lld started as task %s", e->id, (long long)r->rid, a.id);
     } else if (rc == LB_E_EXISTS) {
         /* cancelled while the task was made: stop it, it counts for nothing */
-        stop_task(s, a.id, "cancelled with its evaluation");
+        lb_runner_stop_task(s, a.id, "cancelled with its evaluation");
         rc = LB_OK;
     } else if (rc == LB_E_DENIED) {
         /* another web holds the eval now: it adopts the task while the run
          * still names it; a run it started otherwise makes this one extra */
         char tid[33], start[33];
         if (lb_store_eval_run_task(s, r->rid, tid, start) == LB_OK && strcmp(start, a.id) && strcmp(tid, a.id))
-            stop_task(s, a.id, "its evaluation run was started by another web");
+            lb_runner_stop_task(s, a.id, "its evaluation run was started by another web");
     } else {
         lb_error("eval %s: run %lld: task %s made but not recorded (%s); the next look adopts it", e->id,
                  (long long)r->rid, a.id, lb_strerror(rc));

@@ -332,17 +332,6 @@ char *lb_rollout_task_options(const cJSON *req)
     return s;
 }
 
-/* Stops task id, made for a sample that will not have it: its agent if
- * this web runs it, else in the store (a queued task, another host's). */
-static void stop_task(lb_store *s, const char *id, const char *reason)
-{
-    if (lb_spawn_cancel(id) == LB_OK)
-        return;
-    int rc = lb_store_task_end(s, id, LB_TASK_CANCELLED, reason, NULL);
-    if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
-        lb_warn("web: cannot cancel task %s: %s", id, lb_strerror(rc));
-}
-
 /* issue 13: a queued sample whose start_task names a task that exists was
  * started by a runner that stopped between making the task and recording
  * it: it takes that task. LB_E_NOTFOUND when there is no such task (start
@@ -425,7 +414,7 @@ static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
         lb_info("rollout %s: sample %d started as task %s", g->id, idx, a.id);
     } else if (rc == LB_E_EXISTS) {
         /* cancelled while the task was made: stop it, it counts for nothing */
-        stop_task(s, a.id, "cancelled with its rollout group");
+        lb_runner_stop_task(s, a.id, "cancelled with its rollout group");
         rc = LB_OK;
     } else if (rc == LB_E_DENIED) {
         /* another web holds the group: it adopts the task while the sample
@@ -433,7 +422,7 @@ static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
         char tid[33], start[33];
         if (lb_store_rollout_sample_task(s, g->id, idx, tid, start) == LB_OK && strcmp(start, a.id) &&
             strcmp(tid, a.id))
-            stop_task(s, a.id, "its rollout sample was started by another web");
+            lb_runner_stop_task(s, a.id, "its rollout sample was started by another web");
     } else {
         lb_error("rollout %s: sample %d: task %s made but not recorded (%s); the next look adopts it", g->id, idx,
                  a.id, lb_strerror(rc));

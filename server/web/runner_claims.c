@@ -3,7 +3,9 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "common/util.h"
+#include "web/spawn.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -135,4 +137,13 @@ void lb_runner_held_drop(lb_runner_held *h, const char *id)
         return;
     memmove(&h->v[at], &h->v[at + 1], (h->n - (size_t)at - 1) * sizeof h->v[0]);
     h->n--;
+}
+
+void lb_runner_stop_task(lb_store *s, const char *id, const char *reason)
+{
+    if (lb_spawn_cancel(id) == LB_OK)
+        return;
+    int rc = lb_store_task_end(s, id, LB_TASK_CANCELLED, reason, NULL);
+    if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
+        lb_warn("web: cannot cancel task %s: %s", id, lb_strerror(rc));
 }

@@ -32,6 +32,11 @@ typedef struct lb_runner_held {
     int claimed_once;           /* the first claim (with the takeover) was made */
 } lb_runner_held;
 
+/* Stops task id, made for a run or a sample that will not have it (its
+ * work was cancelled, or another web started it meanwhile): its agent if
+ * this web runs it, else in the store (a queued task, another host's). */
+void lb_runner_stop_task(lb_store *s, const char *id, const char *reason);
+
 /* This process's owner id, "<node_name or host name>/<pid>-<start ms>",
  * and the runners' lease (runner_lease_s), from cfg. Once, before the
  * runner thread starts. */
