@@ -120,6 +120,8 @@ int lb_blob_task_put_record(const lb_config *cfg, const char *task_id, const cha
     snprintf(names[0], sizeof names[0], "trajectory.json");
     snprintf(names[1], sizeof names[1], "tokens.jsonl");
     snprintf(names[2], sizeof names[2], "rounds/%d.json", round > 0 ? round : 1);
+    struct stat traj;
+    int traj_put = 0;
     for (int i = 0; i < 3; i++) {
         char key[160], local[sizeof mine + 100];
         struct stat st;
@@ -127,10 +129,22 @@ int lb_blob_task_put_record(const lb_config *cfg, const char *task_id, const cha
         snprintf(local, sizeof local, "%s/%s", mine, names[i]);
         if (lstat(local, &st) != 0 || !S_ISREG(st.st_mode))
             continue; /* not written by this run (tokens off, an old agent) */
-        /* a record is not an output: its cap is the trajectory's own,
-         * bounded by the run's token budget, so the output cap bounds it */
-        if ((rc = lb_blob_put_file(&b, key, local, cfg->max_output_bytes, why, whysz)) != LB_OK)
+        if (i == 0)
+            traj = st;
+        if (i == 2 && traj_put && st.st_dev == traj.st_dev && st.st_ino == traj.st_ino) {
+            /* the round's copy is a link of trajectory.json (loop.c): the
+             * store copies what was just sent, not this host a second time */
+            char src[160];
+            snprintf(src, sizeof src, "%s/trajectory.json", task_id);
+            rc = lb_blob_copy(&b, src, key, why, whysz);
+        } else {
+            /* a record is not an output: its cap is the trajectory's own,
+             * bounded by the run's token budget, so the output cap bounds it */
+            rc = lb_blob_put_file(&b, key, local, cfg->max_output_bytes, why, whysz);
+        }
+        if (rc != LB_OK)
             return rc;
+        traj_put |= i == 0;
     }
     return LB_OK;
 }
