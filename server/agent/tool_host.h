@@ -1,6 +1,6 @@
 /* `llmbox agent --tool-host`: the process that runs tool calls for one API
  * sandbox (POST /api/sandboxes/{id}/tools/{name}), started by the web
- * (web/tool_hosts.c) with one end of a socketpair as fd 0.
+ * (sbxapi/tool_hosts.c) with one end of a socketpair as fd 0.
  *
  * It loads the plugins as an agent does (plugin_host.c, the tools
  * llmbox.conf offers) and runs each call with lb_tool_run, so the

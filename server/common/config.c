@@ -324,7 +324,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_MIB("max_output_mb", "LLMBOX_MAX_OUTPUT_MB", max_output_bytes, 1024, 1, 1 << 20),
     KEY_INT("max_turns", "LLMBOX_MAX_TURNS", max_turns_default, 100, 1, 1000),
     KEY_INT("max_tasks", "LLMBOX_MAX_TASKS", max_concurrent_tasks, 16, 1, 4096),
-    /* -1: max(2, max_tasks / 4), resolved by lb_eval_reserve_slots (web/eval_runner.h) */
+    /* -1: max(2, max_tasks / 4), resolved by lb_eval_reserve_slots (jobs/eval_runner.h) */
     KEY_INT("eval_reserve_slots", "LLMBOX_EVAL_RESERVE_SLOTS", eval_reserve_slots, -1, -1, 4096),
     KEY_INT("eval_max_concurrency", "LLMBOX_EVAL_MAX_CONCURRENCY", eval_max_concurrency, 64, 1, 4096),
     KEY_MIB("eval_max_upload_mb", "LLMBOX_EVAL_MAX_UPLOAD_MB", eval_max_upload_bytes, 64, 1, 1 << 20),

@@ -104,7 +104,7 @@ typedef struct lb_config {
     int max_turns_default;           /* max_turns | LLMBOX_MAX_TURNS, default 100 */
     int max_turns_limit;             /* 1000 */
     int max_concurrent_tasks;        /* max_tasks | LLMBOX_MAX_TASKS, default 16 */
-    /* Evaluations (web/eval_runner.c). */
+    /* Evaluations (jobs/eval_runner.c). */
     int eval_reserve_slots;          /* eval_reserve_slots | LLMBOX_EVAL_RESERVE_SLOTS, default -1 = max(2, max_tasks / 4),
                                         never more than max_tasks - 1: task slots no eval may take, so people's
                                         tasks always find one */
@@ -114,8 +114,8 @@ typedef struct lb_config {
                                         upload (dataset + resume file), and its dataset unpacked */
     int eval_max_rows;               /* eval_max_rows | LLMBOX_EVAL_MAX_ROWS, default 10000: rows of one dataset */
     int score_threads;               /* score_threads | LLMBOX_SCORE_THREADS, default 4: `llmbox score` processes at once
-                                        (evals' and rollouts' scoring, web/score_pool.c) */
-    /* Rollout groups (web/rollout_runner.c, handlers_rollouts.c). */
+                                        (evals' and rollouts' scoring, jobs/score_pool.c) */
+    /* Rollout groups (jobs/rollout_runner.c, handlers_rollouts.c). */
     int rollout_max_samples;         /* rollout_max_samples | LLMBOX_ROLLOUT_MAX_SAMPLES, default 1024: samples running
                                         at once in all groups (each also needs a task slot of max_tasks) */
     uint64_t rollout_max_body_bytes; /* rollout_max_body_mb | LLMBOX_ROLLOUT_MAX_BODY_MB, default 16 MiB: one POST
@@ -190,7 +190,7 @@ typedef struct lb_config {
     int sandbox_api_max;             /* sandbox_api_max | LLMBOX_SANDBOX_API_MAX, default 128 sandboxes at once */
     int sandbox_api_ttl_s;           /* sandbox_api_ttl_s | LLMBOX_SANDBOX_API_TTL_S, default 3600: ttl_s when a spec has none */
     int sandbox_api_lease_s;         /* sandbox_api_lease_s | LLMBOX_SANDBOX_API_LEASE_S, default 60: API sandboxes
-                                      * outlive a web that is gone this long (web/sandbox_leases.h) */
+                                      * outlive a web that is gone this long (sbxapi/sandbox_leases.h) */
     int sandbox_api_ttl_max_s;       /* sandbox_api_ttl_max_s | LLMBOX_SANDBOX_API_TTL_MAX_S, default 86400: largest ttl_s accepted */
     uint64_t sandbox_api_body_bytes; /* sandbox_api_body_mb | LLMBOX_SANDBOX_API_BODY_MB, default 16 MiB: one JSON
                                         body of the sandbox API (create, exec); files have their own route */

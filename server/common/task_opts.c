@@ -157,7 +157,7 @@ static int member_text(const cJSON *it, char *out, size_t outsz, char *err, size
 }
 
 /* system_prompt and tools: values that are not one word, read apart from
- * lb_task_opts_set's text form (rollout groups set them, web/rollout_runner.c). */
+ * lb_task_opts_set's text form (rollout groups set them, jobs/rollout_runner.c). */
 static int text_option(const cJSON *it, lb_task_opts *o, char *err, size_t errsz)
 {
     if (!strcmp(it->string, "model_url")) {

@@ -13,7 +13,7 @@
  * symlink cannot lead out of it), and its output is a process's output:
  * pushed on the attached connection, with the same backpressure, and it
  * ends with the sandbox. What it writes is hostile input to the web (the
- * sandbox's code can replace it), parsed with caps (web/e2b_watch.c).
+ * sandbox's code can replace it), parsed with caps (e2b/e2b_watch.c).
  *
  * The spawner runs it instead of an exec for argv {LBSB_WATCH_ARGV0, dir,
  * "0"|"1" (recursive)}. It writes lines on stdout:

@@ -1,7 +1,7 @@
 /* Runner claims: which web drives an evaluation or a rollout group (issue
  * 13, schema v12, store_claim.c).
  *
- * Every web runs the runner thread (web/eval_runner.c); with several webs
+ * Every web runs the runner thread (jobs/eval_runner.c); with several webs
  * on one store each would drive the same work. So a runner drives only
  * what it has claimed: evals and rollouts carry (runner, runner_gen,
  * runner_expires_ms). A claim takes unclaimed or lapsed work in one

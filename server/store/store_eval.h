@@ -1,7 +1,7 @@
 /* Evaluations in the task store (schema v7, store_eval.c).
  *
  * An eval is a dataset x modes x repeats run by the service
- * (web/eval_runner.c). Each run (row x mode x repeat) is one row of
+ * (jobs/eval_runner.c). Each run (row x mode x repeat) is one row of
  * eval_runs, unique per (eval, row id, mode, repeat); the runner moves it
  *   pending -> running (its task made) -> scoring (its task ended)
  *           -> done (result line stored) | error (could not run or score)
@@ -36,7 +36,7 @@ typedef struct lb_eval_rec {
     char *owner;                /* NULL: made without users */
     char *name;
     char status[16];
-    char *options_json;         /* the eval's options object (web/handlers_evals.c) */
+    char *options_json;         /* the eval's options object (jobs/handlers_evals.c) */
     char *dataset;              /* the dataset's path on the server */
     int64_t created_ms, started_ms, finished_ms;
     char *error;                /* why it failed, or NULL */

@@ -1,8 +1,8 @@
 /* Rollout groups in the task store (schema v8, store_rollout.c).
  *
- * A group is n samples of one request (web/handlers_rollouts.c); each
+ * A group is n samples of one request (jobs/handlers_rollouts.c); each
  * sample is one ordinary task of the group's owner, made by the runner
- * (web/rollout_runner.c), which moves it
+ * (jobs/rollout_runner.c), which moves it
  *   queued -> running (its task made) -> scoring (its task ended) -> done
  *   queued -> done (outcome cancelled: the group was cancelled)
  * and the table is the truth. A group is running until every sample is

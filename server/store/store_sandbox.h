@@ -3,9 +3,9 @@
  *
  * In a cluster each node runs its own web beside its sandboxd, and an API
  * sandbox lives in the registry of the web that made it
- * (web/sandbox_registry.h); the balancer routes every call on one by its
+ * (sbxapi/sandbox_registry.h); the balancer routes every call on one by its
  * id's node prefix, but a list may reach any web. So each web keeps a row
- * per live API sandbox here (web/sandbox_rows.c): written when the sandbox
+ * per live API sandbox here (sbxapi/sandbox_rows.c): written when the sandbox
  * runs (created or adopted after a restart) and when it changes (pause,
  * resume, a new timeout), deleted when it goes. The web refreshes its rows'
  * seen_ms every third of node_lease_s; a list shows only rows seen within

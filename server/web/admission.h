@@ -50,7 +50,7 @@ LB_MUST_CHECK int lb_admit_begin(lb_req *r, lb_admission *a, const char *stage);
  * store's error. */
 LB_MUST_CHECK int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t);
 /* The same two steps without an HTTP request, for the evaluations'
- * runner (web/eval_runner.c): no user start is taken (the runner bounds
+ * runner (jobs/eval_runner.c): no user start is taken (the runner bounds
  * an eval's tasks itself), and the slot is taken only while keep_free
  * slots stay free for people's tasks (lb_spawn_reserve_leaving). begin:
  * LB_OK, or LB_E_BUSY (no slot), LB_E_INTERNAL, LB_E_IO with a sentence in

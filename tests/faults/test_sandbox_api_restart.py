@@ -1,4 +1,4 @@
-"""API sandboxes across a restart of `llmbox web` (web/sandbox_leases.h):
+"""API sandboxes across a restart of `llmbox web` (sbxapi/sandbox_leases.h):
 each is created in sandboxd with a lease, the web keeps a record of it, a
 new web adopts it, and a lease nobody renews ends it.
 

@@ -1,12 +1,12 @@
 /* libFuzzer target for the Connect envelope of E2B's streaming requests
- * (lb_e2b_envelope_one, server/web/e2b_envelope.c): any bytes a client
+ * (lb_e2b_envelope_one, server/e2b/e2b_envelope.c): any bytes a client
  * sends as the body of process.Process/Start. Promise: a body is accepted
  * only when it is exactly one 5-byte header with flags 0 and a length that
  * equals the bytes after it and is at most the cap; the message it hands
  * back is those bytes, in place; every refusal has a sentence; the header
  * written for that message reads back the same. */
 #include "common/status.h"
-#include "web/e2b_envelope.h"
+#include "e2b/e2b_envelope.h"
 
 #include <stdint.h>
 #include <string.h>

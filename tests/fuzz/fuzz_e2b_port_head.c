@@ -1,5 +1,5 @@
 /* libFuzzer target for the answer head a server inside a sandbox sends
- * through E2B's port forwarding (lb_e2b_port_head, server/web/e2b_port.c):
+ * through E2B's port forwarding (lb_e2b_port_head, server/e2b/e2b_port.c):
  * any bytes. Promise: an accepted head becomes "Status: <its code>" with a
  * code of 100..599, then lines that each end in CRLF and hold no other
  * control character than a tab, none of them a Status, X-Accel-*,
@@ -7,7 +7,7 @@
  * only; a refused one leaves the status 0. */
 #include "common/buf.h"
 #include "common/status.h"
-#include "web/e2b_port.h"
+#include "e2b/e2b_port.h"
 
 #include <stdint.h>
 #include <stdio.h>

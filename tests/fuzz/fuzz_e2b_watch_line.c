@@ -1,9 +1,9 @@
 /* libFuzzer target for a line of watchDir's watcher (lb_e2b_watch_line,
- * server/web/e2b_watch.c), which the sandbox's code can forge: any bytes.
+ * server/e2b/e2b_watch.c), which the sandbox's code can forge: any bytes.
  * Promise: an accepted line is one of R, O, L, X alone, or an event letter
  * with a type name and a non-empty name of fewer bytes than the line, with
  * no NUL; the name always fits the buffer it was given (NUL-terminated). */
-#include "web/e2b_watch.h"
+#include "e2b/e2b_watch.h"
 
 #include <stdint.h>
 #include <string.h>

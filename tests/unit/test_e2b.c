@@ -1,13 +1,13 @@
-/* E2B's Connect framing (server/web/e2b_envelope.c): the one envelope of a
+/* E2B's Connect framing (server/e2b/e2b_envelope.c): the one envelope of a
  * streaming request, the header of an answer, the HTTP status of a code. */
 #include "testlib.h"
 
 #include "common/status.h"
-#include "web/e2b_entry.h"
-#include "web/e2b_envelope.h"
-#include "web/e2b_port.h"
-#include "web/e2b_pty.h"
-#include "web/e2b_watch.h"
+#include "e2b/e2b_entry.h"
+#include "e2b/e2b_envelope.h"
+#include "e2b/e2b_port.h"
+#include "e2b/e2b_pty.h"
+#include "e2b/e2b_watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /* Unit tests for the web's side of evaluations: the llm-mode prompt
- * (web/eval_prompt.h), the slots kept for people (lb_eval_reserve_slots)
- * and the stored options (lb_eval_opts_parse, web/eval_runner.h). */
+ * (jobs/eval_prompt.h), the slots kept for people (lb_eval_reserve_slots)
+ * and the stored options (lb_eval_opts_parse, jobs/eval_runner.h). */
 #include "testlib.h"
 
 #include "common/status.h"
 #include "eval/dataset.h"
-#include "web/eval_prompt.h"
-#include "web/eval_runner.h"
+#include "jobs/eval_prompt.h"
+#include "jobs/eval_runner.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,12 @@
 /* Unit tests for issue 13's sandbox ids with the node prefix
  * (server/common/node_id.c) and which node holds an id
- * (server/web/sandbox_node.c). The HTTP side, through HAProxy, is
+ * (server/sbxapi/sandbox_node.c). The HTTP side, through HAProxy, is
  * tests/integration/test_node_ids.py. */
 #include "testlib.h"
 
 #include "common/node_id.h"
 #include "common/status.h"
-#include "web/sandbox_node.h"
+#include "sbxapi/sandbox_node.h"
 
 #include <stdio.h>
 #include <string.h>

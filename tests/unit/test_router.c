@@ -1,13 +1,13 @@
-/* Unit tests for the routing table (server/web/router.c): every route
+/* Unit tests for the routing table (server/front/router.c): every route
  * has an access rule, no pattern shadows another, and the Allow lists of
  * 405 answers are the ones the API documents. The HTTP side is
  * tests/integration/test_web.py and tests/security/test_service_input.py. */
 #include "testlib.h"
 
-#include "web/e2b_api.h"
-#include "web/e2b_envd.h"
+#include "e2b/e2b_api.h"
+#include "e2b/e2b_envd.h"
 #include "web/handlers_tasks.h"
-#include "web/router.h"
+#include "front/router.h"
 #include "common/node_id.h"
 
 #include <stdio.h>

@@ -1,9 +1,9 @@
-/* The sandbox API's request validation and exec line (server/web/sandbox_spec.c). */
+/* The sandbox API's request validation and exec line (server/sbxapi/sandbox_spec.c). */
 #include "testlib.h"
 
 #include "common/config.h"
 #include "common/status.h"
-#include "web/sandbox_spec.h"
+#include "sbxapi/sandbox_spec.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * only when every sample is done, cancel ending the queued samples as
  * cancelled and leaving the running ones, the running count, the active
  * list, delete; and the runner's classification of a failed sample
- * (web/rollout_runner.h). */
+ * (jobs/rollout_runner.h). */
 #include "store_where.h"
 #include "testlib.h"
 
@@ -12,7 +12,7 @@
 #include "common/util.h"
 #include "store/store.h"
 #include "store/store_rollout.h"
-#include "web/rollout_runner.h"
+#include "jobs/rollout_runner.h"
 
 #include <stdio.h>
 #include <stdlib.h>

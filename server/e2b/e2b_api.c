@@ -1,0 +1,446 @@
+/* E2B's control plane over the API sandboxes (e2b_api.h). */
+#include "e2b/e2b_api.h"
+
+#include "e2b/e2b_connect.h"
+#include "e2b/e2b_envd.h"
+#include "sbxapi/handlers_sandbox_pause.h"
+#include "sbxapi/handlers_sandboxes.h"
+#include "web/http.h"
+#include "web/req_body.h"
+#include "sbxapi/sandbox_leases.h"
+#include "sbxapi/sandbox_node.h" /* issue 13 */
+#include "sbxapi/sandbox_registry.h"
+#include "sbxapi/sandbox_rows.h" /* issue 13 */
+#include "sbxapi/sandbox_spec.h"
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/node_id.h" /* issue 13 */
+#include "common/token.h"
+#include "common/util.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_E2B_DEFAULT_TIMEOUT_S 300  /* E2B's default sandbox timeout */
+#define LB_E2B_KEY_MAX 4096
+#define LB_E2B_PAGE_MAX 1000          /* sandboxes in one list page */
+#define LB_E2B_QUERY_MAX 8192
+
+/* E2B's error body: {"code": <HTTP status>, "message"}: the SDK compares
+ * code with 404 and shows message. */
+static void lb_e2b_error(lb_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void lb_e2b_error(lb_req *r, int status, const char *fmt, ...)
+{
+    char msg[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    lb_http_drain(r);
+    lb_e2b_error_json(r, status, NULL, msg);
+}
+
+int lb_e2b_auth_ok(lb_req *r)
+{
+    if (!strncmp(r->path, "/e2b/sandbox/", 13))
+        return 1;
+    const char *want = r->cfg->sandbox_api_token;
+    if (!want[0]) {
+        lb_e2b_error(r, 403, "The sandbox API (and with it E2B's) is turned off because no token is configured: set "
+                             "LLMBOX_SANDBOX_API_TOKEN for `llmbox web` and use it as E2B_API_KEY.");
+        return 0;
+    }
+    const char *got = lb_http_param(r, "HTTP_X_API_KEY");
+    char a[LB_SHA256_HEX], b[LB_SHA256_HEX];
+    /* digests, so neither the key's content nor its length shows in the time */
+    if (!got || !*got || strlen(got) > LB_E2B_KEY_MAX || lb_sha256_hex(got, strlen(got), a) != LB_OK ||
+        lb_sha256_hex(want, strlen(want), b) != LB_OK || !lb_ct_equal(a, b, 64)) {
+        lb_e2b_error(r, 401, "%s",
+                     got && *got ? "The X-API-KEY is not this server's sandbox API token (LLMBOX_SANDBOX_API_TOKEN)."
+                                 : "Send the sandbox API token (LLMBOX_SANDBOX_API_TOKEN) as X-API-KEY: set E2B_API_KEY.");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- shapes ---- */
+
+/* {sandboxID, templateID, clientID, envdVersion, envdAccessToken,
+ * trafficAccessToken} of create and connect; the traffic token (what
+ * reaches the sandbox's ports, e2b_port.h) is the same one */
+static cJSON *lb_e2b_created(lb_req *r, lb_sbx *s, const char *template_id)
+{
+    char tok[LB_SHA256_HEX];
+    if (lb_e2b_access_token(r->cfg, s->id, tok, sizeof tok) != LB_OK)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddStringToObject(o, "sandboxID", s->id) || !cJSON_AddStringToObject(o, "templateID", template_id) ||
+              !cJSON_AddStringToObject(o, "clientID", "llmbox") ||
+              !cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION) ||
+              !cJSON_AddStringToObject(o, "envdAccessToken", tok) ||
+              !cJSON_AddStringToObject(o, "trafficAccessToken", tok))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
+}
+
+/* getInfo's and list's shape from the API sandbox's status object. */
+static cJSON *lb_e2b_info(const cJSON *st)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(st, "spec");
+    const cJSON *image = cJSON_GetObjectItemCaseSensitive(spec, "image");
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(spec, "resources");
+    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(res, "cpu");
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(res, "memory_mib");
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(st, "metadata");
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && cJSON_AddStringToObject(o, "sandboxID", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "id"))) &&
+             cJSON_AddStringToObject(o, "templateID", cJSON_IsString(image) ? image->valuestring : "default") &&
+             cJSON_AddStringToObject(o, "clientID", "llmbox") &&
+             cJSON_AddItemToObject(o, "metadata", md ? cJSON_Duplicate(md, 1) : cJSON_CreateObject()) &&
+             cJSON_AddStringToObject(o, "startedAt", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "created_at"))) &&
+             cJSON_AddStringToObject(o, "endAt", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "expires_at"))) &&
+             cJSON_AddStringToObject(o, "state", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "paused")) ? "paused"
+                                                                                                              : "running") &&
+             cJSON_AddNumberToObject(o, "cpuCount", cJSON_IsNumber(cpu) && cpu->valuedouble >= 1 ? cpu->valuedouble : 1) &&
+             cJSON_AddNumberToObject(o, "memoryMB", cJSON_IsNumber(mem) ? mem->valuedouble : 0) &&
+             cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The id of /e2b/sandboxes/<id>[/...] or /e2b/v2/sandboxes/<id>[/...]
+ * into id, the rest ("" or "/timeout") into *rest; 0 if not that shape. */
+static int lb_e2b_sbx_path(const char *path, char id[LB_NODE_ID_MAX + 1], const char **rest)
+{
+    const char *p = !strncmp(path, "/e2b/v2/sandboxes/", 18) ? path + 18
+                  : !strncmp(path, "/e2b/sandboxes/", 15)    ? path + 15
+                                                              : NULL;
+    if (!p)
+        return 0;
+    size_t n = strcspn(p, "/");
+    if (n > LB_NODE_ID_MAX) /* issue 13: "[<node>.]<32 hex>", checked by lb_e2b_get */
+        n = 0;
+    memcpy(id, p, n);
+    id[n] = '\0';
+    *rest = p + strcspn(p, "/");
+    return 1;
+}
+
+/* The sandbox of id, or answers E2B's 404 and returns NULL. */
+static lb_sbx *lb_e2b_get(lb_req *r, const char *id)
+{
+    char msg[512] = "There is no sandbox with that id: sandbox ids are 32 lowercase hexadecimal characters, "
+                    "prefixed with the node's name and a dot in a cluster.";
+    char node[LB_NODE_ID_NAME_MAX + 1];
+    if (lb_node_id_valid(id) && !lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node)) {
+        lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg); /* issue 13: sandbox_node.h */
+        lb_e2b_error(r, 421, "%s", msg);
+        return NULL;
+    }
+    lb_sbx *s = lb_node_id_valid(id) ? lb_sbx_get(id, msg, sizeof msg) : NULL;
+    if (!s)
+        lb_e2b_error(r, 404, "%s", msg);
+    return s;
+}
+
+/* The timeout field (seconds) of a body: its value, def when absent, -1
+ * (answered 400) when not a whole number in 1..max. */
+static int lb_e2b_timeout(lb_req *r, const cJSON *body, int def, int max)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(body, "timeout");
+    if (!t || cJSON_IsNull(t))
+        return def;
+    if (!cJSON_IsNumber(t) || t->valuedouble < 1 || t->valuedouble > max || t->valuedouble != (int)t->valuedouble) {
+        lb_e2b_error(r, 400, "timeout must be a whole number of seconds from 1 to %d (LLMBOX_SANDBOX_API_TTL_MAX_S).",
+                     max);
+        return -1;
+    }
+    return (int)t->valuedouble;
+}
+
+/* ---- POST /v2/sandboxes ---- */
+
+static void lb_e2b_create(lb_req *r)
+{
+    const lb_config *cfg = r->cfg;
+    char msg[1400] = "";
+    lb_sbx_spec sp;
+    memset(&sp, 0, sizeof sp);
+    cJSON *spec = NULL, *out = NULL;
+    lb_sbx *s = NULL;
+    cJSON *body = lb_req_json(r, (size_t)cfg->sandbox_api_body_bytes, "sandbox spec");
+    if (!body)
+        return;
+    const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(body, "templateID");
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(body, "metadata");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(body, "envVars");
+    const char *tname = cJSON_IsString(tpl) ? tpl->valuestring : "base";
+    if (cJSON_GetObjectItemCaseSensitive(body, "mcp") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(body, "mcp"))) {
+        lb_e2b_error(r, 400, "MCP gateways are not supported by llmbox (docs/E2B.md).");
+        goto out;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "autoPause"))) {
+        lb_e2b_error(r, 400, "autoPause is not supported by llmbox yet: a sandbox is killed at its timeout.");
+        goto out;
+    }
+    int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
+    if (ttl < 0)
+        goto out;
+    /* the llmbox spec it means: E2B's default template is the default image */
+    spec = cJSON_CreateObject();
+    if (!spec || !cJSON_AddNumberToObject(spec, "ttl_s", ttl) ||
+        (strcmp(tname, "base") && !cJSON_AddStringToObject(spec, "image", tname)) ||
+        (cJSON_IsObject(md) && !cJSON_AddItemToObject(spec, "metadata", cJSON_Duplicate(md, 1))) ||
+        (cJSON_IsObject(env) && !cJSON_AddItemToObject(spec, "env", cJSON_Duplicate(env, 1)))) {
+        lb_e2b_error(r, 500, "Out of memory.");
+        goto out;
+    }
+    int rc = lb_sbx_spec_parse(spec, cfg, &sp, msg, sizeof msg);
+    if (rc) {
+        lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : 400, "%s", msg);
+        goto out;
+    }
+    int st = lb_sbx_open(cfg, &sp, cfg->sandbox_api_ttl_max_s, &s, msg, sizeof msg);
+    if (st == 400 && strcmp(tname, "base")) {
+        lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/): templates "
+                             "built from Dockerfiles by E2B's template builder are not supported (docs/E2B.md).",
+                     msg, tname);
+        goto out;
+    }
+    if (st) {
+        lb_e2b_error(r, st, "%s", msg);
+        goto out;
+    }
+    out = lb_e2b_created(r, s, tname);
+    if (!out) {
+        LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* nobody would know its id; already gone is fine */
+        lb_e2b_error(r, 500, "Out of memory.");
+        goto out;
+    }
+    lb_http_json(r, 201, out, NULL);
+out:
+    cJSON_Delete(out);
+    cJSON_Delete(spec);
+    lb_sbx_spec_free(&sp);
+    cJSON_Delete(body);
+    lb_sbx_put(s);
+}
+
+/* ---- GET /v2/sandboxes ---- */
+
+/* Whether st's metadata holds every k=v of filter (E2B's form: pairs
+ * joined by '&', each side URL-encoded once more by the SDK). */
+static int lb_e2b_md_match(const cJSON *st, const char *filter)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(st, "metadata");
+    char buf[LB_E2B_QUERY_MAX];
+    snprintf(buf, sizeof buf, "%s", filter);
+    char *save = NULL;
+    for (char *pair = strtok_r(buf, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(pair, '=');
+        if (!eq)
+            return 0;
+        *eq = '\0';
+        char k1[LB_E2B_QUERY_MAX], k2[LB_E2B_QUERY_MAX], v1[LB_E2B_QUERY_MAX], v2[LB_E2B_QUERY_MAX];
+        size_t n;
+        if (lb_url_decode(pair, strlen(pair), k1, sizeof k1, &n, 1) || memchr(k1, 0, n) ||
+            lb_url_decode(k1, n, k2, sizeof k2, &n, 0) || memchr(k2, 0, n) ||
+            lb_url_decode(eq + 1, strlen(eq + 1), v1, sizeof v1, &n, 1) || memchr(v1, 0, n) ||
+            lb_url_decode(v1, n, v2, sizeof v2, &n, 0) || memchr(v2, 0, n))
+            return 0;
+        const cJSON *have = cJSON_GetObjectItemCaseSensitive(md, k2);
+        if (!cJSON_IsString(have) || strcmp(have->valuestring, v2))
+            return 0;
+    }
+    return 1;
+}
+
+static void lb_e2b_list(lb_req *r)
+{
+    char filter[LB_E2B_QUERY_MAX] = "", state[256] = "", num[32];
+    long long limit = 100, from = 0;
+    if ((lb_query_get(r->query, "metadata", filter, sizeof filter) == LB_E_TOOBIG) ||
+        (lb_query_get(r->query, "limit", num, sizeof num) == LB_OK && lb_parse_ll(num, 1, LB_E2B_PAGE_MAX, &limit)) ||
+        (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from))) {
+        lb_e2b_error(r, 400, "Bad query: metadata at most %d bytes, limit 1 to %d, nextToken as this server gave it.",
+                     LB_E2B_QUERY_MAX, LB_E2B_PAGE_MAX);
+        return;
+    }
+    if (lb_query_get(r->query, "state", state, sizeof state) != LB_OK)
+        snprintf(state, sizeof state, "running");
+    lb_http_drain(r);
+    /* issue 13: in a cluster every node's, from the store (sandbox_rows.h),
+     * each with its spec */
+    int cluster = r->cfg->node_name[0] != '\0';
+    cJSON *all = NULL;
+    int rc = cluster ? lb_sbx_rows_list(r->store, r->cfg, 1, &all) : (all = lb_sbx_list_json()) ? LB_OK : LB_E_NOMEM;
+    cJSON *out = rc ? NULL : cJSON_CreateArray();
+    if (!out) {
+        cJSON_Delete(all);
+        if (rc && rc != LB_E_NOMEM)
+            lb_e2b_error(r, 503, "Cannot list the cluster's sandboxes: the store answered: %s.", lb_strerror(rc));
+        else
+            lb_e2b_error(r, 500, "Out of memory.");
+        return;
+    }
+    long long seen = 0, next = -1;
+    const cJSON *it;
+    int want_running = strstr(state, "running") != NULL, want_paused = strstr(state, "paused") != NULL;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(all, "sandboxes"))
+    {
+        int paused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "paused"));
+        if (!(paused ? want_paused : want_running) ||
+            strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "status")), "running"))
+            continue;
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
+        char msg[400];
+        cJSON *full = NULL;
+        if (cluster) {
+            full = cJSON_Duplicate(it, 1);
+        } else {
+            lb_sbx *s = id ? lb_sbx_get(id, msg, sizeof msg) : NULL;
+            full = s ? lb_sbx_json(s) : NULL;
+            lb_sbx_put(s);
+        }
+        if (full && (!filter[0] || lb_e2b_md_match(full, filter))) {
+            if (seen >= from + limit) {
+                next = seen;
+            } else if (seen++ >= from) {
+                cJSON *e = lb_e2b_info(full);
+                if (e)
+                    cJSON_AddItemToArray(out, e);
+            }
+        }
+        cJSON_Delete(full);
+        if (next >= 0)
+            break;
+    }
+    char extra[64] = "";
+    if (next >= 0)
+        snprintf(extra, sizeof extra, "X-Next-Token: %lld\r\n", next);
+    lb_http_json(r, 200, out, extra[0] ? extra : NULL);
+    cJSON_Delete(all);
+    cJSON_Delete(out);
+}
+
+/* ---- /sandboxes/{id}[/...] ---- */
+
+static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
+{
+    const char *m = r->method;
+    if (!strcmp(rest, "/resume")) { /* the SDK resumes by connect; no route of E2B's API any more */
+        lb_e2b_error(r, 404, "Resume a paused sandbox with POST /v2/sandboxes/%.40s/connect (Sandbox.connect).", id);
+        return;
+    }
+    if (!strcmp(rest, "/metrics") || !strcmp(rest, "/snapshots") || !strcmp(rest, "/fork") ||
+        !strcmp(rest, "/network") || !strcmp(rest, "/logs")) {
+        lb_e2b_error(r, 501, "%s of a sandbox is not supported by llmbox (docs/E2B.md).", rest + 1);
+        return;
+    }
+    lb_sbx *s = lb_e2b_get(r, id);
+    if (!s)
+        return;
+    cJSON *body = NULL, *o = NULL;
+    if (!rest[0] && !strcmp(m, "DELETE")) {
+        lb_http_drain(r);
+        if (lb_sbx_remove(id, LB_SBX_GONE_DELETED) != LB_OK) {
+            lb_e2b_error(r, 404, "The sandbox %s was already killed.", id);
+            goto out;
+        }
+        lb_info("web: e2b: killed %s", id);
+        lb_http_head(r, 204, NULL, NULL);
+    } else if (!rest[0] && !strcmp(m, "GET")) {
+        cJSON *st = lb_sbx_json(s);
+        o = st ? lb_e2b_info(st) : NULL;
+        cJSON_Delete(st);
+        if (o)
+            lb_http_json(r, 200, o, NULL);
+        else
+            lb_e2b_error(r, 500, "Out of memory.");
+    } else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
+        /* issue 14's pause (its "memory" is always kept: a frozen cgroup) */
+        char err[512] = "";
+        int same = 0, rc;
+        if (!(body = lb_req_json(r, 65536, "pause")))
+            goto out;
+        rc = lb_sbx_pause_set(s, 1, &same, err, sizeof err);
+        if (rc == LB_E_NOTFOUND)
+            lb_e2b_error(r, 404, "%s", err);
+        else if (rc)
+            lb_e2b_error(r, rc == LB_E_BUSY ? 409 : 500, "Cannot pause %s: %s.", id, err);
+        else if (same)
+            lb_e2b_error(r, 409, "The sandbox %s is paused already.", id);
+        else
+            lb_http_head(r, 204, NULL, NULL);
+    } else if ((!strcmp(rest, "/timeout") || !strcmp(rest, "/connect")) && !strcmp(m, "POST")) {
+        if (!(body = lb_req_json(r, 65536, "timeout")))
+            goto out;
+        if (!strcmp(rest, "/connect")) {
+            /* a paused sandbox is resumed by a connect (SDK's Sandbox.connect) */
+            char err[512] = "";
+            int same = 0, rc = lb_sbx_pause_set(s, 0, &same, err, sizeof err);
+            if (rc) {
+                lb_e2b_error(r, rc == LB_E_NOTFOUND ? 404 : 500, "Cannot resume %s: %s", id, err);
+                goto out;
+            }
+        }
+        /* never past sandboxd's own TTL, set at create to the API's maximum */
+        int left = r->cfg->sandbox_api_ttl_max_s - (int)((lb_now_ms() - s->created_ms) / 1000);
+        int t = lb_e2b_timeout(r, body, 0, left > 1 ? left : 1);
+        if (t < 0)
+            goto out;
+        if (t > 0) {
+            lb_sbx_set_expiry(s, t);
+            lb_sbx_lease_save(s);
+        }
+        if (!strcmp(rest, "/timeout")) {
+            lb_http_head(r, 204, NULL, NULL);
+        } else {
+            cJSON *st = lb_sbx_json(s);
+            const cJSON *img = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(st, "spec"), "image");
+            o = lb_e2b_created(r, s, cJSON_IsString(img) ? img->valuestring : "default");
+            cJSON_Delete(st);
+            if (o)
+                lb_http_json(r, 200, o, NULL);
+            else
+                lb_e2b_error(r, 500, "Out of memory.");
+        }
+    } else {
+        lb_e2b_error(r, 404, "There is no E2B route %.16s %.80s here (docs/E2B.md lists them).", m, r->path);
+    }
+out:
+    cJSON_Delete(body);
+    cJSON_Delete(o);
+    lb_sbx_put(s);
+}
+
+void lb_h_e2b_api(lb_req *r)
+{
+    const char *p = r->path, *m = r->method, *rest = NULL;
+    char id[LB_NODE_ID_MAX + 1];
+    if (!strcmp(p, "/e2b/v2/sandboxes") || !strcmp(p, "/e2b/sandboxes")) {
+        if (!strcmp(m, "POST"))
+            lb_e2b_create(r);
+        else if (!strcmp(m, "GET"))
+            lb_e2b_list(r);
+        else
+            lb_e2b_error(r, 405, "Use GET or POST on %s.", p);
+    } else if (lb_e2b_sbx_path(p, id, &rest)) {
+        lb_e2b_one(r, id, rest);
+    } else if (!strncmp(p, "/e2b/templates", 14) || !strncmp(p, "/e2b/v2/templates", 17) ||
+               !strncmp(p, "/e2b/v3/templates", 17)) {
+        lb_e2b_error(r, 501, "Building templates from Dockerfiles is not supported by llmbox: build an llmbox image "
+                             "(images/, `make image`) and pass its name as the template (docs/E2B.md).");
+    } else {
+        lb_e2b_error(r, 404, "There is no E2B route %.80s here (docs/E2B.md lists them).", p);
+    }
+}

@@ -1,0 +1,189 @@
+/* E2B's envd routes: which sandbox, whether the caller may use it, and
+ * which service answers. */
+#include "e2b/e2b_envd.h"
+
+#include "e2b/e2b_connect.h"
+#include "e2b/e2b_fs.h"
+#include "e2b/e2b_port.h"
+#include "e2b/e2b_process.h"
+#include "web/http.h"
+#include "sbxapi/sandbox_node.h" /* issue 13 */
+#include "sbxapi/sandbox_registry.h"
+#include "sbxapi/sandbox_spec.h"
+
+#include "common/node_id.h" /* issue 13 */
+#include "common/token.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_E2B_ENVD_PORT "49983"   /* the port the SDK puts in E2b-Sandbox-Port and host names */
+#define LB_E2B_ENVD_PORT_N 49983
+
+int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t outsz)
+{
+    if (outsz < LB_SHA256_HEX || !cfg->sandbox_api_token[0])
+        return LB_E_INVAL;
+    char data[128]; /* issue 13: the id may be "<node>.<32 hex>" */
+    int n = snprintf(data, sizeof data, "e2b-envd-access:%.96s", id);
+    return lb_hmac_sha256_hex(cfg->sandbox_api_token, strlen(cfg->sandbox_api_token), data, (size_t)n, out);
+}
+
+/* The sandbox id the request names: the E2b-Sandbox-Id header (envd),
+ * else the first label of the Host "<port>-<id>.<domain>", *port its port
+ * (49983 is envd; any other is a server of the sandbox's: e2b_port.h).
+ * "" when neither. */
+static void lb_e2b_target(lb_req *r, char id[LB_NODE_ID_MAX + 1], int *port)
+{
+    id[0] = '\0';
+    *port = LB_E2B_ENVD_PORT_N;
+    const char *h = lb_http_param(r, "HTTP_E2B_SANDBOX_ID");
+    if (h) {
+        if (lb_node_id_valid(h))
+            snprintf(id, LB_NODE_ID_MAX + 1, "%s", h);
+        return;
+    }
+    /* issue 13: "<port>-<node>.<32 hex>.<domain>" too (common/node_id.h) */
+    const char *host = lb_http_param(r, "HTTP_HOST");
+    int p;
+    if (host && lb_node_id_host(host, strnlen(host, 512), r->cfg->e2b_domain, id, LB_NODE_ID_MAX + 1, &p))
+        *port = p;
+}
+
+/* What E2B's edge answers for a sandbox that is not running: 502, which
+ * the SDK reads as "the sandbox is gone" (its health probe, and
+ * Code.Unavailable on RPCs: TimeoutError / SandboxNotFoundError). */
+static void lb_e2b_gone(lb_req *r, const char *msg)
+{
+    lb_http_drain(r);
+    lb_e2b_error_json(r, 502, "unavailable", msg);
+}
+
+/* The X-Access-Token of the request against the sandbox's, in constant time. */
+static int lb_e2b_token_ok(lb_req *r, const char *id, const char *got)
+{
+    char want[LB_SHA256_HEX];
+    if (!got || strlen(got) != LB_E2B_TOKEN_HEX || lb_e2b_access_token(r->cfg, id, want, sizeof want) != LB_OK)
+        return 0;
+    return lb_ct_equal(got, want, LB_E2B_TOKEN_HEX);
+}
+
+/* The user a call names (Authorization: Basic base64("<user>:"), or the
+ * files routes' ?username=): llmbox runs every command and file as the
+ * sandbox's root, so "root" and E2B's default "user" (what the SDK sends
+ * when none is given) are both that, and any other name is refused rather
+ * than silently run as root. 1 when it is one of those or none. */
+static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
+{
+    char q[64] = "";
+    const char *a = lb_http_param(r, "HTTP_AUTHORIZATION");
+    name[0] = '\0';
+    if (a && !strncmp(a, "Basic ", 6)) {
+        char *dec = NULL;
+        size_t n = 0;
+        if (lb_base64_decode(a + 6, strlen(a + 6), 256, &dec, &n) != LB_OK) {
+            snprintf(name, namesz, "(undecodable)");
+            return 0;
+        }
+        size_t u = dec ? strcspn(dec, ":") : 0;
+        snprintf(name, namesz, "%.*s", (int)(u < n ? u : n), dec ? dec : "");
+        free(dec);
+    } else if (r->query && lb_query_get(r->query, "username", q, sizeof q) == LB_OK) {
+        snprintf(name, namesz, "%s", q);
+    } else if (r->query && lb_query_get(r->query, "username", q, sizeof q) == LB_E_TOOBIG) {
+        snprintf(name, namesz, "(too long)");
+        return 0;
+    }
+    return !name[0] || !strcmp(name, "root") || !strcmp(name, "user");
+}
+
+void lb_h_e2b_envd(lb_req *r)
+{
+    const char *sub = r->path + strlen("/e2b/sandbox");
+    char id[LB_NODE_ID_MAX + 1], msg[512];
+    if (!r->cfg->sandbox_api_token[0]) {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "permission_denied", "The sandbox API is turned off: set LLMBOX_SANDBOX_API_TOKEN.");
+        return;
+    }
+    int port;
+    lb_e2b_target(r, id, &port);
+    if (!lb_node_id_valid(id)) {
+        lb_e2b_gone(r, "No sandbox named: send E2b-Sandbox-Id (set E2B_SANDBOX_URL) or use the host name "
+                       "49983-<sandbox id>.<E2B_DOMAIN>; sandbox ids are 32 lowercase hexadecimal characters, "
+                       "prefixed with the node's name and a dot in a cluster.");
+        return;
+    }
+    char node[LB_NODE_ID_NAME_MAX + 1];
+    if (!lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node)) { /* issue 13: sandbox_node.h */
+        lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg);
+        lb_http_drain(r);
+        lb_e2b_error_json(r, 421, "misdirected", msg);
+        return;
+    }
+    lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);
+    if (!s) {
+        lb_e2b_gone(r, msg);
+        return;
+    }
+    if (port != LB_E2B_ENVD_PORT_N) {
+        /* issue 17: a server of the sandbox's (e2b_port.h), behind its token */
+        const char *t = lb_http_param(r, "HTTP_E2B_TRAFFIC_ACCESS_TOKEN");
+        if (!lb_e2b_token_ok(r, id, t ? t : lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
+            lb_http_drain(r);
+            lb_e2b_error_json(r, 403, NULL, "A sandbox's ports need its envdAccessToken in X-Access-Token or "
+                                            "E2b-Traffic-Access-Token (docs/E2B.md).");
+        } else if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {
+            lb_e2b_gone(r, "The sandbox is not running (still starting, or failed).");
+        } else {
+            lb_e2b_port(r, s, port);
+        }
+        goto out;
+    }
+    if (!strcmp(sub, "/health")) {
+        /* envd answers 204; nothing secret in whether a sandbox runs */
+        lb_http_drain(r);
+        lb_http_head(r, 204, NULL, NULL);
+        goto out;
+    }
+    if (!lb_e2b_token_ok(r, id, lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "unauthenticated",
+                           "The X-Access-Token header is missing or is not this sandbox's envdAccessToken (the one "
+                           "its create or connect answered).");
+        goto out;
+    }
+    char user[80];
+    if (!lb_e2b_user_ok(r, user, sizeof user)) {
+        const char *ct = lb_http_param(r, "CONTENT_TYPE");
+        char why[300];
+        snprintf(why, sizeof why, "llmbox runs every command and file of a sandbox as its root: the user may be "
+                 "\"root\" or \"user\" (both mean that), not \"%.64s\" (docs/E2B.md).", user);
+        lb_http_drain(r);
+        /* a streaming call (Start, Connect) reads its error as the stream's end */
+        if (ct && !strncmp(ct, "application/connect+", 20))
+            lb_e2b_stream_end(r, "invalid_argument", "%s", why);
+        else
+            lb_e2b_unary_error(r, "invalid_argument", "%s", why);
+        goto out;
+    }
+    if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {
+        lb_e2b_gone(r, "The sandbox is not running (still starting, or failed).");
+        goto out;
+    }
+    if (!strncmp(sub, "/process.Process/", 17))
+        lb_e2b_process(r, s, sub + 17);
+    else if (!strncmp(sub, "/filesystem.Filesystem/", 23))
+        lb_e2b_filesystem(r, s, sub + 23);
+    else if (!strcmp(sub, "/files") || !strncmp(sub, "/files?", 7))
+        lb_e2b_files(r, s);
+    else {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "unimplemented", "envd has no route %.100s here (docs/E2B.md lists what llmbox answers).",
+                           sub);
+    }
+out:
+    lb_sbx_put(s);
+}

@@ -1,0 +1,487 @@
+/* filesystem.Filesystem and /files for E2B's SDK (e2b_fs.h). */
+#include "e2b/e2b_fs.h"
+
+#include "e2b/e2b_connect.h"
+#include "e2b/e2b_entry.h"
+#include "e2b/e2b_watch.h"
+#include "sbxapi/handlers_sandboxes.h"
+#include "web/http.h"
+#include "web/multipart.h"
+#include "web/req_body.h"
+#include "sbxapi/sandbox_spec.h"
+
+#include "common/buf.h"
+#include "common/status.h"
+#include "llmbox/sandbox.h"
+
+#include <cjson/cJSON.h>
+#include <fcgiapp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_E2B_LIST_MAX 10000        /* entries one ListDir answers */
+#define LB_E2B_FS_CMD_MS 60000       /* mkdir -p, mv, rm -rf */
+#define LB_E2B_UPLOAD_FILES 1000     /* files in one multipart upload */
+
+/* A client's path, relative ones from the workdir: "/"+cleaned in out. */
+static int lb_e2b_path(const lb_sbx *s, const char *in, char *out, size_t outsz)
+{
+    return lb_sbx_path(in, strlen(in), s->workdir, 1, out, outsz);
+}
+
+/* The Connect code of a failed sandboxd call, with the sentence in msg. */
+static const char *lb_e2b_fs_code(lb_sbx *s, int rc, const char *what, const char *err, char *msg, size_t msgsz)
+{
+    if (rc == LB_E_BUSY) {
+        snprintf(msg, msgsz, "Cannot %s while a command of the native sandbox API (/api/sandboxes/{id}/exec) runs "
+                 "in the sandbox's shell; try again when it has ended.", what);
+        return "failed_precondition";
+    }
+    int st = lb_sbx_rpc_fail(s, rc, what, err, msg, msgsz);
+    switch (st) {
+    case 400: return "invalid_argument";
+    case 404: return "not_found";
+    case 409: return "already_exists";
+    case 413: return "resource_exhausted";
+    case 503: return "unavailable";
+    default: return "internal";
+    }
+}
+
+/* Answers a failed sandboxd call that tried to `verb path`. */
+static void lb_e2b_fs_fail(lb_req *r, lb_sbx *s, int rc, const char *verb, const char *path, const char *err)
+{
+    char what[LB_SBX_SPATH_MAX + 16], msg[1400];
+    snprintf(what, sizeof what, "%s %s", verb, path);
+    const char *code = lb_e2b_fs_code(s, rc, what, err, msg, sizeof msg);
+    lb_e2b_unary_error(r, code, "%s", msg);
+}
+
+/* Runs a short file command in the sandbox under its lock: 0, or answers. */
+static int lb_e2b_fs_run(lb_req *r, lb_sbx *s, const char *what, lb_buf *line)
+{
+    char err[512] = "", msg[1400];
+    lbsb_exec_out eo;
+    memset(&eo, 0, sizeof eo);
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_unary_error(r, "unavailable", "%s", msg);
+        return -1;
+    }
+    int rc = lbsb_exec(s->conn, s->sbx_id, line->data, LB_E2B_FS_CMD_MS, &eo, err, sizeof err);
+    lb_sbx_unlock(s);
+    if (rc) {
+        const char *code = lb_e2b_fs_code(s, rc, what, err, msg, sizeof msg);
+        lb_e2b_unary_error(r, code, "%s", msg);
+        return -1;
+    }
+    int bad = eo.state != LLMBOX_EXEC_EXITED || eo.exit_code != 0;
+    if (bad) {
+        size_t n = eo.err_len;
+        while (n && (eo.err[n - 1] == '\n' || eo.err[n - 1] == '\r'))
+            n--;
+        lb_e2b_unary_error(r, "invalid_argument", "Cannot %s: %.*s", what, (int)(n > 400 ? 400 : n),
+                           n ? eo.err : "the command failed");
+    }
+    lbsb_exec_out_free(&eo);
+    return bad ? -1 : 0;
+}
+
+/* stat of an absolute path under the lock: LB_OK with e->type (0 missing)
+ * and its metadata; lbsb_entry_clear(e) after. */
+static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
+{
+    char err[512] = "", msg[1400];
+    memset(e, 0, sizeof *e);
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_unary_error(r, "unavailable", "%s", msg);
+        return -1;
+    }
+    int rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
+    lb_sbx_unlock(s);
+    if (rc) {
+        lb_e2b_fs_fail(r, s, rc, "stat", path, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The request's string field name as a sandbox path; answers on failure. */
+static int lb_e2b_req_path(lb_req *r, const lb_sbx *s, const cJSON *req, const char *name, char *out, size_t outsz)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, name);
+    if (!cJSON_IsString(p) || lb_e2b_path(s, p->valuestring, out, outsz) != LB_OK) {
+        lb_e2b_unary_error(r, "invalid_argument",
+                           "%s must be a path in the sandbox without \"..\", NUL or control characters, at most "
+                           "1024 bytes", name);
+        return -1;
+    }
+    return 0;
+}
+
+static void lb_answer_entry(lb_req *r, const char *path, const lbsb_entry *ent)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *e = lb_e2b_entry(path, ent);
+    if (!o || !e || !cJSON_AddItemToObject(o, "entry", e)) {
+        cJSON_Delete(e);
+        cJSON_Delete(o);
+        lb_e2b_unary_error(r, "internal", "Out of memory.");
+        return;
+    }
+    lb_e2b_unary(r, o);
+    cJSON_Delete(o);
+}
+
+static void lb_fs_stat(lb_req *r, lb_sbx *s, const cJSON *req)
+{
+    char path[LB_SBX_SPATH_MAX];
+    lbsb_entry e;
+    if (lb_e2b_req_path(r, s, req, "path", path, sizeof path) || lb_e2b_stat(r, s, path, &e))
+        return;
+    if (!e.type)
+        lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
+    else
+        lb_answer_entry(r, path, &e);
+    lbsb_entry_clear(&e);
+}
+
+static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
+{
+    char path[LB_SBX_SPATH_MAX], err[512] = "", msg[1400];
+    if (lb_e2b_req_path(r, s, req, "path", path, sizeof path))
+        return;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(req, "depth");
+    int depth = cJSON_IsNumber(d) ? (int)d->valuedouble : 1;
+    if (depth < 1 || depth > 32) {
+        lb_e2b_unary_error(r, "invalid_argument", "depth must be 1 to 32");
+        return;
+    }
+    lbsb_entry *ents = NULL;
+    size_t n = 0;
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_unary_error(r, "unavailable", "%s", msg);
+        return;
+    }
+    int rc = lbsb_list(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, &ents, &n, err, sizeof err);
+    lb_sbx_unlock(s);
+    if (rc) {
+        lb_e2b_fs_fail(r, s, rc, "list", path, err);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *arr = o ? cJSON_AddArrayToObject(o, "entries") : NULL;
+    int ok = arr != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        char full[2 * LB_SBX_SPATH_MAX];
+        snprintf(full, sizeof full, "%s%s%s", path, strcmp(path, "/") ? "/" : "", ents[i].path);
+        cJSON *e = lb_e2b_entry(full, &ents[i]);
+        ok = e && cJSON_AddItemToArray(arr, e);
+        if (!ok)
+            cJSON_Delete(e);
+    }
+    lbsb_entries_free(ents, n);
+    if (ok)
+        lb_e2b_unary(r, o);
+    else
+        lb_e2b_unary_error(r, "internal", "Out of memory.");
+    cJSON_Delete(o);
+}
+
+/* mkdir -p, mv, rm -rf: "CMD -- 'a' ['b']" */
+static int lb_fs_line(lb_buf *line, const char *cmd, const char *a, const char *b)
+{
+    int rc = lb_buf_appends(line, cmd);
+    if (!rc)
+        rc = lb_sh_quote(line, a);
+    if (!rc && b)
+        rc = lb_buf_appends(line, " ");
+    if (!rc && b)
+        rc = lb_sh_quote(line, b);
+    return rc;
+}
+
+static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *method)
+{
+    char path[LB_SBX_SPATH_MAX], dest[LB_SBX_SPATH_MAX], what[2 * LB_SBX_SPATH_MAX + 32];
+    int mv = !strcmp(method, "Move"), rm = !strcmp(method, "Remove");
+    lbsb_entry ent;
+    if (lb_e2b_req_path(r, s, req, mv ? "source" : "path", path, sizeof path))
+        return;
+    if (mv && lb_e2b_req_path(r, s, req, "destination", dest, sizeof dest))
+        return;
+    if (!strcmp(path, "/") || (mv && !strcmp(dest, "/"))) {
+        lb_e2b_unary_error(r, "invalid_argument", "not on the sandbox's root directory");
+        return;
+    }
+    if (lb_e2b_stat(r, s, path, &ent))
+        return;
+    int type = ent.type;
+    lbsb_entry_clear(&ent);
+    if (!mv && !rm && type) {
+        if (type == 2)
+            lb_e2b_unary_error(r, "already_exists", "The directory %s exists.", path);
+        else
+            lb_e2b_unary_error(r, "invalid_argument", "%s exists and is not a directory.", path);
+        return;
+    }
+    if ((mv || rm) && !type) {
+        lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
+        return;
+    }
+    lb_buf line;
+    lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 64);
+    int rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
+                : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
+    snprintf(what, sizeof what, "%s %s%s%s", mv ? "move" : rm ? "remove" : "make the directory", path,
+             mv ? " to " : "", mv ? dest : "");
+    if (rc)
+        lb_e2b_unary_error(r, "internal", "Out of memory.");
+    else if (lb_e2b_fs_run(r, s, what, &line) == 0) {
+        if (rm) {
+            cJSON *o = cJSON_CreateObject();
+            lb_e2b_unary(r, o);
+            cJSON_Delete(o);
+        } else if (lb_e2b_stat(r, s, mv ? dest : path, &ent) == 0) {
+            /* the entry as it is now (its metadata, after the move) */
+            if (!ent.type)
+                lb_e2b_unary_error(r, "not_found", "%s was removed meanwhile.", mv ? dest : path);
+            else
+                lb_answer_entry(r, mv ? dest : path, &ent);
+            lbsb_entry_clear(&ent);
+        }
+    }
+    lb_buf_free(&line);
+}
+
+void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method)
+{
+    if (strcmp(r->method, "POST")) {
+        lb_http_drain(r);
+        lb_http_method_not_allowed(r, "POST");
+        return;
+    }
+    if (!strcmp(method, "WatchDir")) {
+        lb_e2b_watchdir(r, s);
+        return;
+    }
+    if (!strcmp(method, "CreateWatcher") || !strcmp(method, "GetWatcherEvents") || !strcmp(method, "RemoveWatcher")) {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "unimplemented", "The polling watchers are not supported by llmbox: use the "
+                           "filesystem.Filesystem/WatchDir stream (the JS SDK's files.watchDir), docs/E2B.md.");
+        return;
+    }
+    int known = !strcmp(method, "Stat") || !strcmp(method, "ListDir") || !strcmp(method, "MakeDir") ||
+                !strcmp(method, "Move") || !strcmp(method, "Remove");
+    if (!known) {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "unimplemented", "filesystem.Filesystem/%.64s is not supported by llmbox (docs/E2B.md).",
+                           method);
+        return;
+    }
+    cJSON *req = lb_e2b_request(r, 0);
+    if (!req)
+        return;
+    if (!strcmp(method, "Stat"))
+        lb_fs_stat(r, s, req);
+    else if (!strcmp(method, "ListDir"))
+        lb_fs_list(r, s, req);
+    else
+        lb_fs_change(r, s, req, method);
+    cJSON_Delete(req);
+}
+
+/* ---- /files ---- */
+
+/* The path query parameter, cleaned; "" when absent. Answers on failure. */
+static int lb_files_query_path(lb_req *r, const lb_sbx *s, char *out, size_t outsz)
+{
+    char raw[LB_SBX_SPATH_MAX * 3];
+    out[0] = '\0';
+    int rc = lb_query_get(r->query, "path", raw, sizeof raw);
+    if (rc == LB_E_NOTFOUND)
+        return 0;
+    if (rc || lb_e2b_path(s, raw, out, outsz) != LB_OK) {
+        lb_http_drain(r);
+        lb_e2b_unary_error(r, "invalid_argument", "The path parameter is not a usable path in the sandbox.");
+        return -1;
+    }
+    return 0;
+}
+
+static void lb_files_get(lb_req *r, lb_sbx *s, const char *path)
+{
+    char err[512] = "", msg[1400], what[LB_SBX_SPATH_MAX + 16];
+    char *data = NULL;
+    size_t len = 0;
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_unary_error(r, "unavailable", "%s", msg);
+        return;
+    }
+    int rc = lbsb_read(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, &data, &len, err, sizeof err);
+    lb_sbx_unlock(s);
+    snprintf(what, sizeof what, "read %s", path);
+    if (rc) {
+        int st = rc == LB_E_ISDIR ? 400 : lb_sbx_rpc_fail(s, rc, what, err, msg, sizeof msg);
+        if (rc == LB_E_ISDIR)
+            snprintf(msg, sizeof msg, "%s is a directory", path);
+        lb_e2b_error_json(r, st, NULL, msg);
+        return;
+    }
+    char extra[160];
+    snprintf(extra, sizeof extra, "Content-Length: %zu\r\nContent-Security-Policy: sandbox\r\n", len);
+    lb_http_head(r, 200, "application/octet-stream", extra);
+    if (!r->is_head && len)
+        FCGX_PutStr(data, (int)len, r->fcgi->out);
+    free(data);
+}
+
+typedef struct lb_upload {
+    lb_req *r;
+    lb_sbx *s;
+    const char *qpath;             /* the ?path= of a single-file upload, "" if none */
+    lb_buf data;                   /* the part being received */
+    cJSON *out;                    /* [{name, type, path}] */
+    int st;                        /* HTTP status of a failure, 0 */
+    char msg[1400];
+} lb_upload;
+
+/* Writes one file; 0, or sets up->st and msg. */
+static int lb_upload_write(lb_upload *up, const char *path, const char *data, size_t len)
+{
+    char err[512] = "", what[LB_SBX_SPATH_MAX + 16];
+    if (lb_sbx_lock(up->s, up->msg, sizeof up->msg) != LB_OK) {
+        up->st = 502;
+        return -1;
+    }
+    int rc = lbsb_write(up->s->conn, up->s->sbx_id, path, data ? data : "", len, 0, err, sizeof err);
+    lb_sbx_unlock(up->s);
+    if (rc) {
+        snprintf(what, sizeof what, "write %s", path);
+        up->st = lb_sbx_rpc_fail(up->s, rc, what, err, up->msg, sizeof up->msg);
+        if (rc == LB_E_TOOBIG)
+            up->st = 507; /* the SDK's NotEnoughSpaceError: the sandbox's disk quota */
+        return -1;
+    }
+    cJSON *e = cJSON_CreateObject();
+    const char *slash = strrchr(path, '/');
+    if (!e || !cJSON_AddItemToArray(up->out, e) || !cJSON_AddStringToObject(e, "name", slash ? slash + 1 : path) ||
+        !cJSON_AddStringToObject(e, "type", "file") || !cJSON_AddStringToObject(e, "path", path)) {
+        up->st = 500;
+        snprintf(up->msg, sizeof up->msg, "Out of memory.");
+        return -1;
+    }
+    return 0;
+}
+
+static int lb_up_begin(void *arg, const lb_mp_part *p)
+{
+    lb_upload *up = arg;
+    lb_buf_reset(&up->data);
+    return 0;
+}
+
+static int lb_up_data(void *arg, const lb_mp_part *p, const char *d, size_t n)
+{
+    lb_upload *up = arg;
+    return p->is_file && lb_buf_append(&up->data, d, n) != LB_OK ? LB_E_TOOBIG : 0;
+}
+
+static int lb_up_end(void *arg, const lb_mp_part *p)
+{
+    lb_upload *up = arg;
+    if (!p->is_file)
+        return 0;
+    char path[LB_SBX_SPATH_MAX];
+    /* the part's file name is the path when several files go at once
+     * (multipart.c took its leading '/' off: p->absolute says it had one) */
+    if (!up->qpath[0] || cJSON_GetArraySize(up->out) > 0) {
+        char name[LB_SBX_SPATH_MAX + 1];
+        snprintf(name, sizeof name, "%s%s", p->absolute ? "/" : "", p->filename);
+        if (!p->filename[0] || lb_e2b_path(up->s, name, path, sizeof path) != LB_OK) {
+            up->st = 400;
+            snprintf(up->msg, sizeof up->msg, "A part of the upload has no usable file name (its path).");
+            return LB_E_INVAL;
+        }
+    } else {
+        snprintf(path, sizeof path, "%s", up->qpath);
+    }
+    return lb_upload_write(up, path, up->data.data, up->data.len) ? LB_E_INVAL : 0;
+}
+
+static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
+{
+    lb_upload up;
+    memset(&up, 0, sizeof up);
+    up.r = r;
+    up.s = s;
+    up.qpath = qpath;
+    lb_buf_init(&up.data, LB_SBX_FILE_MAX);
+    up.out = cJSON_CreateArray();
+    lb_buf b;
+    lb_mp *mp = NULL;
+    /* the body first, so a slow upload does not hold the sandbox */
+    if (lb_req_body(r, LB_SBX_FILE_MAX + (1u << 20), &b, "upload") != LB_OK) {
+        lb_buf_free(&up.data);
+        cJSON_Delete(up.out);
+        return;
+    }
+    if (!up.out) {
+        up.st = 500;
+        snprintf(up.msg, sizeof up.msg, "Out of memory.");
+    } else if (lb_mp_is_form_data(r->content_type)) {
+        char boundary[LB_MP_BOUNDARY_MAX + 1];
+        lb_mp_limits lim = {.max_parts = LB_E2B_UPLOAD_FILES, .max_header_bytes = 8192, .max_field_bytes = 4096,
+                            .max_file_bytes = LB_SBX_FILE_MAX, .max_total_bytes = LB_SBX_FILE_MAX + (1u << 20), .absolute_names_ok = 1};
+        lb_mp_callbacks cb = {lb_up_begin, lb_up_data, lb_up_end};
+        int rc = lb_mp_boundary(r->content_type, boundary, sizeof boundary);
+        if (!rc)
+            rc = lb_mp_new(boundary, &lim, &cb, &up, &mp);
+        if (!rc)
+            rc = lb_mp_feed(mp, b.data ? b.data : "", b.len);
+        if (!rc)
+            rc = lb_mp_finish(mp);
+        if (rc && !up.st) {
+            up.st = rc == LB_E_TOOBIG ? 413 : 400;
+            snprintf(up.msg, sizeof up.msg, "The upload is not a usable multipart body: %s",
+                     mp ? lb_mp_error(mp) : "no boundary");
+        }
+    } else if (!qpath[0]) {
+        up.st = 400;
+        snprintf(up.msg, sizeof up.msg, "An upload that is not multipart/form-data needs ?path=.");
+    } else {
+        LB_IGNORE(lb_upload_write(&up, qpath, b.data, b.len)); /* up.st says how it went */
+    }
+    if (!up.st && cJSON_GetArraySize(up.out) == 0) {
+        up.st = 400;
+        snprintf(up.msg, sizeof up.msg, "The upload holds no file.");
+    }
+    if (up.st) {
+        lb_e2b_error_json(r, up.st, NULL, up.msg);
+    } else {
+        lb_http_json(r, 200, up.out, NULL);
+    }
+    lb_mp_free(mp);
+    lb_buf_free(&b);
+    lb_buf_free(&up.data);
+    cJSON_Delete(up.out);
+}
+
+void lb_e2b_files(lb_req *r, lb_sbx *s)
+{
+    char path[LB_SBX_SPATH_MAX];
+    if (lb_files_query_path(r, s, path, sizeof path))
+        return;
+    if (!strcmp(r->method, "GET")) {
+        lb_http_drain(r);
+        if (!path[0])
+            lb_e2b_unary_error(r, "invalid_argument", "GET /files needs ?path=.");
+        else
+            lb_files_get(r, s, path);
+    } else if (!strcmp(r->method, "POST")) {
+        lb_files_post(r, s, path);
+    } else {
+        lb_http_drain(r);
+        lb_http_method_not_allowed(r, "GET, HEAD, POST");
+    }
+}

@@ -1,0 +1,20 @@
+/* envd's filesystem service (filesystem.Filesystem/...) and its /files
+ * route for E2B's SDK (files.read, write, list, exists, getInfo, makeDir,
+ * rename, remove), on the sandbox RPC's path-safe read, write, list and
+ * stat; makeDir, rename and remove run mkdir -p, mv and rm -rf in the
+ * sandbox's shell (short commands: E2B's processes run beside the shell,
+ * e2b_process.h; a native /api exec still running there makes them
+ * failed_precondition). WatchDir answers unimplemented (docs/E2B.md). */
+#ifndef LB_E2B_FS_H
+#define LB_E2B_FS_H
+
+#include "web/request.h"
+#include "sbxapi/sandbox_registry.h"
+
+/* Answers the RPC method ("Stat", "ListDir" ...) on s (running, token checked). */
+void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method);
+/* GET /files?path= (download) and POST /files (upload: multipart, one part
+ * per file, or application/octet-stream with ?path=). */
+void lb_e2b_files(lb_req *r, lb_sbx *s);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * A request to <port>-<id>.<e2b_domain>, relayed to the sandbox
+ * (e2b_port.h). sandboxd opens the TCP connection inside the sandbox's
+ * network namespace and hands it over (port_connect); the web writes the
+ * request as HTTP/1.0 with "Connection: close" (so the answer ends with
+ * the connection: no chunked framing to undo) and streams the answer
+ * back. Everything from the sandbox is hostile: the answer's head is
+ * capped and parsed strictly, hop-by-hop headers are dropped, each read
+ * and write has a timeout.
+ */
+#include "e2b/e2b_port.h"
+
+#include "web/access.h"
+#include "e2b/e2b_connect.h"
+#include "web/http.h"
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "common/util.h"
+#include "llmbox/sandbox.h"
+
+#include <errno.h>
+#include <fcgiapp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define LB_E2B_PORT_HEAD_MAX (64u << 10)  /* the answer's status line and headers */
+#define LB_E2B_PORT_BODY_MAX (64ll << 20) /* a request body relayed */
+#define LB_E2B_PORT_IDLE_S 60             /* each read and write of the sandbox's side */
+
+/* Hop-by-hop, or ours: never passed on (either way). X-Accel-* above all:
+ * nginx obeys them in a FastCGI answer (X-Accel-Redirect would serve any
+ * internal location, other tasks' files among them). */
+static int lb_port_skip(const char *name, size_t n)
+{
+    static const char *const skip[] = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
+                                       "transfer-encoding", "upgrade", "x-access-token", "e2b-traffic-access-token",
+                                       "proxy-authorization", "status"};
+    if (n >= 8 && !strncasecmp(name, "x-accel-", 8))
+        return 1;
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        if (strlen(skip[i]) == n && !strncasecmp(name, skip[i], n))
+            return 1;
+    return 0;
+}
+
+static int lb_port_write(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The request's head: the FastCGI params HTTP_* back into headers. */
+static int lb_port_head(lb_req *r, const char *target, lb_buf *b)
+{
+    const char *m = lb_http_param(r, "REQUEST_METHOD");
+    int rc = lb_buf_printf(b, "%s %s%s%s HTTP/1.0\r\n", m ? m : r->method, target, r->query[0] ? "?" : "", r->query);
+    for (char **e = r->fcgi->envp; !rc && e && *e; e++) {
+        const char *kv = *e, *eq = strchr(kv, '=');
+        if (!eq || strncmp(kv, "HTTP_", 5))
+            continue;
+        char name[128];
+        size_t n = (size_t)(eq - kv) - 5;
+        if (n == 0 || n >= sizeof name)
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            char ch = kv[5 + i];
+            name[i] = ch == '_' ? '-' : (i == 0 || kv[4 + i] == '_') ? ch : (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+        }
+        name[n] = '\0';
+        if (lb_port_skip(name, n) || strpbrk(eq + 1, "\r\n"))
+            continue;
+        rc = lb_buf_printf(b, "%s: %s\r\n", name, eq + 1);
+    }
+    const char *ct = lb_http_param(r, "CONTENT_TYPE"), *cl = lb_http_param(r, "CONTENT_LENGTH");
+    if (!rc && ct && ct[0] && !strpbrk(ct, "\r\n"))
+        rc = lb_buf_printf(b, "Content-Type: %s\r\n", ct);
+    if (!rc && cl && cl[0] && strspn(cl, "0123456789") == strlen(cl))
+        rc = lb_buf_printf(b, "Content-Length: %s\r\n", cl);
+    if (!rc)
+        rc = lb_buf_appends(b, "Connection: close\r\n\r\n");
+    return rc;
+}
+
+static void lb_port_fail(lb_req *r, int status, const char *msg)
+{
+    lb_http_drain(r);
+    lb_e2b_error_json(r, status, NULL, msg);
+}
+
+/* Copies the request body (CONTENT_LENGTH bytes, capped) to fd. */
+static int lb_port_body(lb_req *r, int fd)
+{
+    const char *cl = lb_http_param(r, "CONTENT_LENGTH");
+    long long left = 0;
+    if (cl && cl[0] && lb_parse_ll(cl, 0, LB_E2B_PORT_BODY_MAX, &left) != LB_OK)
+        return LB_E_TOOBIG;
+    char buf[65536];
+    while (left > 0) {
+        int n = FCGX_GetStr(buf, left < (long long)sizeof buf ? (int)left : (int)sizeof buf, r->fcgi->in);
+        if (n <= 0)
+            break;
+        if (lb_port_write(fd, buf, (size_t)n) != 0)
+            return LB_E_IO;
+        left -= n;
+    }
+    return LB_OK;
+}
+
+/* Reads the answer's head into b (up to the blank line, capped): the
+ * bytes after it are the body's first. LB_OK, or the sandbox's side
+ * failed (LB_E_IO) or sent something that is not an HTTP head. */
+static int lb_port_read_head(int fd, lb_buf *b, size_t *head_len)
+{
+    char buf[16384];
+    for (;;) {
+        char *end = b->data ? strstr(b->data, "\r\n\r\n") : NULL;
+        if (end) {
+            *head_len = (size_t)(end - b->data) + 4;
+            return LB_OK;
+        }
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return LB_E_IO;
+        if (memchr(buf, '\0', (size_t)n) || lb_buf_append(b, buf, (size_t)n) != LB_OK)
+            return LB_E_PROTO;
+    }
+}
+
+int lb_e2b_port_head(const char *head, size_t n, lb_buf *out, int *status)
+{
+    *status = 0;
+    if (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4))
+        return LB_E_PROTO;
+    /* every line ends with CRLF; no other control character but a tab */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)head[i];
+        if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n') || c == 0x7f)
+            return LB_E_PROTO;
+        if ((c == '\r' && (i + 1 >= n || head[i + 1] != '\n')) || (c == '\n' && (i == 0 || head[i - 1] != '\r')))
+            return LB_E_PROTO;
+    }
+    const char *p = head, *end = head + n - 2; /* the last CRLF closes the head */
+    const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+    int code = 0, skip = 0;
+    char reason[64] = "";
+    char line[128];
+    size_t ll = (size_t)(eol - p);
+    if (ll >= sizeof line)
+        return LB_E_PROTO;
+    memcpy(line, p, ll);
+    line[ll] = '\0';
+    /* "HTTP/1.x NNN[ reason]", exactly */
+    if (ll < 12 || memcmp(line, "HTTP/1.", 7) || (line[7] != '0' && line[7] != '1') || line[8] != ' ' ||
+        strspn(line + 9, "0123456789") < 3 || (line[12] && line[12] != ' '))
+        return LB_E_PROTO;
+    code = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+    skip = 12;
+    if (code < 100 || code > 599)
+        return LB_E_PROTO;
+    snprintf(reason, sizeof reason, "%.63s", line[skip] ? line + skip + 1 : ""); /* a long reason is cut */
+    int rc = lb_buf_printf(out, "Status: %d %s\r\n", code, reason[0] ? reason : lb_http_reason(code));
+    for (p = eol + 2; !rc && p < end; p = eol + 2) {
+        eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        size_t nl = colon ? (size_t)(colon - p) : 0;
+        if (!nl || memchr(p, ' ', nl) || memchr(p, '\t', nl))
+            continue; /* not a header (or a folded line): left out */
+        if (!lb_port_skip(p, nl))
+            rc = lb_buf_printf(out, "%.*s\r\n", (int)(eol - p), p);
+    }
+    if (!rc)
+        rc = lb_buf_appends(out, "\r\n");
+    if (rc)
+        return LB_E_PROTO;
+    *status = code;
+    return LB_OK;
+}
+
+/* Writes the answer's head as FastCGI's (lb_e2b_port_head). */
+static int lb_port_answer_head(lb_req *r, const char *head, size_t n)
+{
+    lb_buf out;
+    lb_buf_init(&out, LB_E2B_PORT_HEAD_MAX + 256);
+    int status;
+    int rc = lb_e2b_port_head(head, n, &out, &status);
+    if (!rc) {
+        r->responded = 1;
+        r->status = status;
+        FCGX_PutStr(out.data, (int)out.len, r->fcgi->out);
+        r->head_bytes = lb_access_bytes(r);
+    }
+    lb_buf_free(&out);
+    return rc;
+}
+
+void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
+{
+    char err[512];
+    lbsb_conn *c = NULL;
+    int fd = -1;
+    const lb_config *cfg = r->cfg;
+    int rc = lbsb_connect(cfg->sandboxd_socket, &s->cancel, &c, err, sizeof err);
+    if (rc == LB_OK)
+        rc = lbsb_port_connect(c, s->sbx_id, port, &fd, err, sizeof err);
+    lbsb_close(c);
+    if (rc == LB_E_NOTFOUND) {
+        /* E2B's edge answers 502 with this sentence */
+        char msg[600];
+        snprintf(msg, sizeof msg, "The sandbox is running but port is not open: %s", err);
+        lb_port_fail(r, 502, msg);
+        return;
+    }
+    if (rc) {
+        lb_port_fail(r, 502, err);
+        return;
+    }
+    struct timeval tv = {.tv_sec = LB_E2B_PORT_IDLE_S};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv); /* best effort: a stuck server holds a thread */
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    lb_buf head;
+    lb_buf_init(&head, LB_E2B_PORT_HEAD_MAX);
+    const char *target = r->path + strlen("/e2b/sandbox");
+    rc = lb_port_head(r, target[0] ? target : "/", &head);
+    if (rc) {
+        lb_port_fail(r, 431, "The request's headers are too large to relay.");
+        goto out;
+    }
+    rc = lb_port_write(fd, head.data, head.len) ? LB_E_IO : lb_port_body(r, fd);
+    if (rc == LB_E_TOOBIG) {
+        lb_port_fail(r, 413, "The request body is over 64 MiB.");
+        goto out;
+    }
+    lb_http_drain(r); /* what the server did not take */
+    /* a server may answer before it read the whole body (and then stop
+     * reading it): its answer counts, not the failed write */
+    lb_buf_reset(&head);
+    size_t hl = 0;
+    rc = lb_port_read_head(fd, &head, &hl);
+    if (rc) {
+        lb_port_fail(r, 502, rc == LB_E_PROTO ? "The server in the sandbox sent no valid HTTP answer head (at most 64 KiB)."
+                                              : "The server in the sandbox closed the connection or did not answer in time.");
+        goto out;
+    }
+    if (lb_port_answer_head(r, head.data, hl) != LB_OK) {
+        lb_port_fail(r, 502, "The server in the sandbox sent an answer that is not HTTP/1.0 or 1.1.");
+        goto out;
+    }
+    if (head.len > hl && !r->is_head) /* the body's first bytes came with the head */
+        FCGX_PutStr(head.data + hl, (int)(head.len - hl), r->fcgi->out);
+    char buf[65536];
+    for (;;) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (!r->is_head && (FCGX_PutStr(buf, (int)n, r->fcgi->out) < 0 || FCGX_FFlush(r->fcgi->out) < 0))
+            break; /* the client left */
+    }
+out:
+    lb_buf_free(&head);
+    close(fd);
+}

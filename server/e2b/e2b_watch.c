@@ -1,0 +1,280 @@
+/* WatchDir for E2B's SDK (e2b_watch.h). */
+#include "e2b/e2b_watch.h"
+
+#include "e2b/e2b_connect.h"
+#include "web/http.h"
+#include "sbxapi/sandbox_spec.h"
+
+#include "common/buf.h"
+#include "common/status.h"
+#include "common/util.h"
+#include "llmbox/sandbox.h"
+
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_WATCH_KEEPALIVE_MS 10000   /* as the process streams (SDK: 50 s) */
+#define LB_WATCH_ARM_MS 30000         /* the watcher's "armed" line, at most this late */
+
+int lb_e2b_watch_line(const char *line, size_t n, char *kind, char *name, size_t namesz)
+{
+    if (!namesz)
+        return -1;
+    name[0] = '\0';
+    if (n == 0)
+        return -1;
+    *kind = line[0];
+    if (n == 1)
+        return line[0] && strchr("ROLX", line[0]) ? 0 : -1;
+    if (!lb_e2b_watch_type(line[0]) || line[1] != ' ' || n == 2)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 2; i < n; i++) {
+        char ch = line[i];
+        if (ch == '\0' || ch == '\n')
+            goto bad;
+        if (ch == '\\') {
+            if (++i >= n || (line[i] != 'n' && line[i] != '\\'))
+                goto bad;
+            ch = line[i] == 'n' ? '\n' : '\\';
+        }
+        if (o + 1 >= namesz)
+            goto bad;
+        name[o++] = ch;
+    }
+    name[o] = '\0';
+    return 0;
+bad:
+    name[0] = '\0'; /* never half a name */
+    return -1;
+}
+
+const char *lb_e2b_watch_type(char kind)
+{
+    switch (kind) {
+    case 'C': return "EVENT_TYPE_CREATE";
+    case 'W': return "EVENT_TYPE_WRITE";
+    case 'D': return "EVENT_TYPE_REMOVE";
+    case 'N': return "EVENT_TYPE_RENAME";
+    case 'M': return "EVENT_TYPE_CHMOD";
+    default: return NULL;
+    }
+}
+
+/* One message of the stream: {start:{}}, {keepalive:{}} or {filesystem:{name, type}}. */
+static int lb_watch_send(lb_req *r, const char *what, const char *name, const char *type, int queue)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *v = o ? cJSON_AddObjectToObject(o, what) : NULL;
+    int ok = v && (!name || (cJSON_AddStringToObject(v, "name", name) && cJSON_AddStringToObject(v, "type", type)));
+    int rc = !ok ? LB_E_NOMEM : queue ? lb_e2b_stream_queue(r, o) : lb_e2b_stream_send(r, o);
+    cJSON_Delete(o);
+    return rc;
+}
+
+typedef struct lb_watch {
+    lb_req *r;
+    lb_sbx *s;
+    lbsb_conn *c;
+    uint32_t pid;
+    int armed;
+    char line[LB_E2B_WATCH_LINE_MAX + 1];
+    size_t len;
+    char err[512];                /* the watcher's stderr, for a failed start */
+    size_t errlen;
+} lb_watch;
+
+static void lb_watch_kill(lb_watch *w)
+{
+    char err[256];
+    if (lb_sbx_lock(w->s, err, sizeof err) != LB_OK)
+        return;
+    /* gone already (it ended, or the sandbox did) is as good as killed */
+    LB_IGNORE(lbsb_proc_signal(w->s->conn, w->s->sbx_id, w->pid, SIGKILL, err, sizeof err));
+    lb_sbx_unlock(w->s);
+}
+
+/* Handles one complete line: 0 go on, 1 the stream has ended (answered). */
+static int lb_watch_on_line(lb_watch *w)
+{
+    char kind, name[LB_E2B_WATCH_LINE_MAX];
+    if (lb_e2b_watch_line(w->line, w->len, &kind, name, sizeof name) != 0) {
+        lb_e2b_stream_end(w->r, "internal", "The directory's watcher sent something malformed; it was stopped.");
+        return 1;
+    }
+    if (kind == 'R') {
+        if (w->armed)
+            return 0;
+        w->armed = 1;
+        return lb_watch_send(w->r, "start", NULL, NULL, 0) != LB_OK;
+    }
+    if (!w->armed && lb_e2b_watch_type(kind)) {
+        lb_e2b_stream_end(w->r, "internal", "The directory's watcher sent events before it was armed.");
+        return 1;
+    }
+    switch (kind) {
+    case 'O':
+        lb_e2b_stream_end(w->r, "resource_exhausted", "Events were lost: more came than the sandbox's inotify queue "
+                          "holds (fs.inotify.max_queued_events) while they waited to be read.");
+        return 1;
+    case 'L':
+        lb_e2b_stream_end(w->r, "resource_exhausted", "The recursive watch reached its cap of %d directories or %d "
+                          "levels (or the sandbox's fs.inotify.max_user_watches).", LBSB_WATCH_DIRS, LBSB_WATCH_LEVELS);
+        return 1;
+    case 'X':
+        lb_e2b_stream_end(w->r, "not_found", "The watched directory was removed or moved away.");
+        return 1;
+    default:
+        return lb_watch_send(w->r, "filesystem", name, lb_e2b_watch_type(kind), 1) != LB_OK;
+    }
+}
+
+/* Bytes of the watcher's stdout: 0 go on, 1 ended (answered or the client left). */
+static int lb_watch_on_out(lb_watch *w, const char *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] != '\n') {
+            if (w->len >= LB_E2B_WATCH_LINE_MAX) {
+                lb_e2b_stream_end(w->r, "internal", "The directory's watcher sent a line over %d bytes; it was "
+                                  "stopped.", LB_E2B_WATCH_LINE_MAX);
+                return 1;
+            }
+            w->line[w->len++] = d[i];
+            continue;
+        }
+        int end = lb_watch_on_line(w);
+        w->len = 0;
+        if (end)
+            return 1;
+    }
+    return lb_e2b_stream_flush(w->r) != LB_OK;
+}
+
+/* Follows the watcher until the stream ends; kills it unless it ended. */
+static void lb_watch_follow(lb_watch *w, int64_t deadline)
+{
+    int64_t last = lb_mono_ms(), arm_by = last + LB_WATCH_ARM_MS;
+    for (;;) {
+        int64_t now = lb_mono_ms();
+        int64_t until = w->armed ? last + LB_WATCH_KEEPALIVE_MS : arm_by;
+        if (deadline && deadline < until)
+            until = deadline;
+        lbsb_proc_event ev;
+        char err[512] = "";
+        int rc = lbsb_proc_next(w->c, until > now ? (int)(until - now) : 0, &ev, err, sizeof err);
+        if (rc == LB_E_TIMEOUT) {
+            now = lb_mono_ms();
+            if (deadline && now >= deadline) {
+                /* the SDK's timeoutMs: envd ends the watch without an error */
+                lb_watch_kill(w);
+                lb_e2b_stream_end(w->r, NULL, "%s", "");
+                return;
+            }
+            if (!w->armed) {
+                lb_watch_kill(w);
+                lb_e2b_stream_end(w->r, "unavailable", "The directory's watcher did not start in %d s.",
+                                  LB_WATCH_ARM_MS / 1000);
+                return;
+            }
+            if (lb_watch_send(w->r, "keepalive", NULL, NULL, 0) != LB_OK) {
+                lb_watch_kill(w); /* the client left */
+                return;
+            }
+            last = now;
+            continue;
+        }
+        if (rc) {
+            lb_e2b_stream_end(w->r, "unavailable", "%s", rc == LB_E_CANCELLED ? "the sandbox was killed or expired" : err);
+            return;
+        }
+        if (ev.kind == LBSB_PROC_OUT) {
+            int end = 0;
+            if (ev.fd == 1) {
+                end = lb_watch_on_out(w, ev.data, ev.len);
+                last = lb_mono_ms();
+            } else {
+                size_t k = ev.len < sizeof w->err - 1 - w->errlen ? ev.len : sizeof w->err - 1 - w->errlen;
+                memcpy(w->err + w->errlen, ev.data, k);
+                w->errlen += k;
+                w->err[w->errlen] = '\0';
+            }
+            lbsb_proc_event_free(&ev);
+            if (end) {
+                lb_watch_kill(w);
+                return;
+            }
+        } else if (ev.kind == LBSB_PROC_EXIT) {
+            while (w->errlen && (w->err[w->errlen - 1] == '\n'))
+                w->err[--w->errlen] = '\0';
+            lb_e2b_stream_end(w->r, w->armed ? "internal" : "invalid_argument", "The directory's watcher ended: %s",
+                              w->errlen ? w->err : "it was killed");
+            return;
+        } else {
+            lb_e2b_stream_end(w->r, "unavailable", "the sandbox is gone: %s", ev.message);
+            return;
+        }
+    }
+}
+
+void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
+{
+    char path[LB_SBX_SPATH_MAX], err[512] = "", msg[1400];
+    cJSON *req = lb_e2b_request(r, 1);
+    if (!req)
+        return;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, "path");
+    int recursive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "recursive"));
+    int bad = !cJSON_IsString(p) || lb_sbx_path(p->valuestring, strlen(p->valuestring), s->workdir, 1, path,
+                                                 sizeof path) != LB_OK;
+    cJSON_Delete(req);
+    if (bad) {
+        lb_e2b_stream_end(r, "invalid_argument", "path must be a path in the sandbox without \"..\", NUL or control "
+                          "characters, at most 1024 bytes");
+        return;
+    }
+    /* sandboxd's stat first (it never follows a symlink): a missing dir is
+     * the SDK's NotFoundError before any watcher runs */
+    lbsb_entry e;
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_stream_end(r, "unavailable", "%s", msg);
+        return;
+    }
+    int rc = lbsb_stat_entry(s->conn, s->sbx_id, path, &e, err, sizeof err);
+    lb_sbx_unlock(s);
+    int type = e.type;
+    lbsb_entry_clear(&e);
+    if (rc) {
+        lb_e2b_stream_end(r, rc == LB_E_BUSY ? "failed_precondition" : "unavailable", "Cannot watch %s: %s", path, err);
+        return;
+    }
+    if (type != 2) {
+        lb_e2b_stream_end(r, type ? "invalid_argument" : "not_found", type ? "%s is not a directory (symlinks are "
+                          "not followed)." : "There is no directory %s.", path);
+        return;
+    }
+    lb_watch w;
+    memset(&w, 0, sizeof w);
+    w.r = r;
+    w.s = s;
+    if (lbsb_connect(r->cfg->sandboxd_socket, &s->cancel, &w.c, err, sizeof err) != LB_OK) {
+        lb_e2b_stream_end(r, "unavailable", "cannot reach sandboxd: %s", err);
+        return;
+    }
+    const char *argv[] = {LBSB_WATCH_ARGV0, path, recursive ? "1" : "0"};
+    /* the tag keeps it out of commands.list (e2b_process.c) */
+    lbsb_proc_spec sp = {.argv = argv, .argc = 3, .cwd = "/", .tag = LBSB_WATCH_ARGV0};
+    rc = lbsb_proc_start(w.c, s->sbx_id, &sp, 1, &w.pid, err, sizeof err);
+    if (rc) {
+        lb_e2b_stream_end(r, rc == LB_E_BUSY ? "resource_exhausted" : "unavailable", "The watcher did not start: %s",
+                          err);
+    } else {
+        const char *h = lb_http_param(r, "HTTP_CONNECT_TIMEOUT_MS");
+        long long ms = 0;
+        int64_t deadline = h && lb_parse_ll(h, 1, 7LL * 24 * 3600 * 1000, &ms) == LB_OK ? lb_mono_ms() + ms : 0;
+        lb_watch_follow(&w, deadline);
+    }
+    lbsb_close(w.c);
+}
