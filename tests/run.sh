@@ -67,6 +67,8 @@ run_suite() {
 # functions, dropped statuses, unused includes, whitespace), and the
 # checker's own self-test; under two seconds
 run_suite "checksrc" scripts/checksrc-test
+# every relative link of the docs resolves; no doc cites an issue number
+run_suite "checkdocs" scripts/checkdocs --suite
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     run_suite "unit/$(basename "$t")" "$t"
