@@ -456,7 +456,8 @@ int lb_score_exec(const lb_config *cfg, const lb_score_req *q, lb_score_out *o)
     rc = run_capture(argv, q->req_path, LB_SCORE_OUT_MAX, (q->timeout_s + LB_SCORE_GRACE_S) * 1000, &out, &outlen,
                      &st);
     unlink(q->req_path);
-    if (rc == LB_E_CANCELLED || (rc != LB_OK && cur_cancelled())) {
+    /* killed by a cancel: its pipe just ends, so the signal tells */
+    if (rc == LB_E_CANCELLED || ((rc != LB_OK || WIFSIGNALED(st)) && cur_cancelled())) {
         snprintf(o->error_class, sizeof o->error_class, "cancelled");
         o->detail = strdup("the scorer was stopped: its rollout group or evaluation was cancelled");
         rc = LB_E_CANCELLED;
