@@ -178,12 +178,17 @@ static lb_sp_job *pick(int lane)
     lb_sp_job *best = NULL;
     int best_run = 0;
     uint64_t best_served = 0;
+    /* a group's jobs come one after another: their owner is looked up once */
+    const char *last = NULL;
+    lb_sp_owner *o = NULL;
     for (lb_sp_job *j = lb_sp_head; j; j = j->next) {
         if (j->running || j->lane != lane)
             continue;
         if (j->cancelled)
             return j; /* it only records that it was cancelled */
-        lb_sp_owner *o = owner_of(j->owner, 0);
+        if (!last || strcmp(last, j->owner))
+            o = owner_of(j->owner, 0);
+        last = j->owner;
         int run = o ? o->running[lane] : 0;
         uint64_t served = o ? o->served : 0;
         if (lane == LANE_SLOW && run >= lb_sp_share)
