@@ -9,7 +9,12 @@
  * ever writes an artifact in place). Its next message restores the state
  * saved at the end of round N (named in the copied round); when that state
  * is gone (the source deleted, or the age limit), the message says so and
- * offers fresh=1, as for any task. */
+ * offers fresh=1, as for any task.
+ *
+ * A fork comes in through admission (web/admission.h) like every new
+ * task: the user's max_tasks and tasks_per_minute count it, so a burst of
+ * forks is refused (429) past the user's start rate, and a refused or
+ * failed fork leaves no folder. */
 #include "web/handlers_fork.h"
 
 #include "common/blob_task.h" /* issue 13 */

@@ -18,7 +18,9 @@ the user's start rate (tasks_per_minute) holds for it: a burst of forks
 gets 429 rate_limited past the rate, and no folder is left for a refused
 fork.
 
-Against the real stack (fake model, sandboxd, web, nginx) with two users.
+Against the real stack (fake model, sandboxd, web, nginx) with two users,
+on SQLite and then on PostgreSQL (the cluster's store; LLMBOX_TEST_SKIP_PG=1
+leaves that part out).
 
     python3 tests/security/test_fairness.py
 """
@@ -29,7 +31,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from stack import LLMBOX, Reporter, Stack, image_ready, multipart  # noqa: E402
+from pg_server import PgServer  # noqa: E402
+from stack import LLMBOX, Reporter, Stack, image_ready, multipart, pg_fresh_db  # noqa: E402
 
 SLOW = "import time\ntime.sleep(90)\nprint(1)\n"
 QUICK = "print(1)\n"
@@ -191,9 +194,21 @@ def main():
         rep.run("fairness/exact_is_not_behind_scripts", sc.exact_is_not_behind_scripts)
         rep.run("fairness/script_gets_a_share", sc.script_gets_a_share)
         rep.run("fairness/cancel_kills_running_scorers", sc.cancel_kills_running_scorers)
-    conf = '[user "alice"]\ntoken_sha256 = %s\nmax_tasks = 4\ntasks_per_minute = 5\n' % ha
-    with Stack(conf=conf) as s:
+    fconf = '[user "alice"]\ntoken_sha256 = %s\nmax_tasks = 4\ntasks_per_minute = 5\n' % ha
+    with Stack(conf=fconf) as s:
         rep.run("fairness/forks_are_rate_limited", forks_are_rate_limited, s, ta)
+    # the cluster's store: the same limits and pool on PostgreSQL (the
+    # start rate's rows are shared by every web there)
+    if os.environ.get("LLMBOX_TEST_SKIP_PG"):
+        rep.done()
+    with PgServer() as pg:
+        with Stack(scenario={"eval": True}, conf=conf, env=env, db_url=pg_fresh_db(pg.url)) as s:
+            sc = Scoring(s, ta, tb)
+            rep.run("fairness/pg_alice_fills_the_scorers", sc.alice_fills_the_scorers)
+            rep.run("fairness/pg_exact_is_not_behind_scripts", sc.exact_is_not_behind_scripts)
+            rep.run("fairness/pg_cancel_kills_running_scorers", sc.cancel_kills_running_scorers)
+        with Stack(conf=fconf, db_url=pg_fresh_db(pg.url)) as s:
+            rep.run("fairness/pg_forks_are_rate_limited", forks_are_rate_limited, s, ta)
     rep.done()
 
 
