@@ -188,9 +188,14 @@ int lb_netallow_host(const lb_netallow *a, const char *host)
 }
 
 /* Whether w is a host name: labels of letters, digits and '-' (not at a
- * label's ends), 1 to 63 bytes each, separated by single dots. */
+ * label's ends), 1 to 63 bytes each, separated by single dots, the last
+ * not all digits (no top-level domain is; "1.2.3" or "2130706433" is an
+ * address in a spelling libcurl may take, never a name to trust). */
 static int name_valid(const char *w)
 {
+    const char *tld = strrchr(w, '.') ? strrchr(w, '.') + 1 : w;
+    if (*tld && strspn(tld, "0123456789") == strlen(tld))
+        return 0;
     size_t label = 0;
     char prev = '.';
     for (const char *p = w; *p; p++) {

@@ -119,6 +119,9 @@ TEST(bad_lists_are_refused_with_the_word)
     CHECK(parse_fails("*.", "\"*.\""));
     CHECK(parse_fails("**.a.com", "**.a.com"));
     CHECK(parse_fails("http://a.com", "http://a.com"));
+    CHECK(parse_fails("1.2.3", "1.2.3"));           /* an address in a short spelling, not a name */
+    CHECK(parse_fails("2130706433", "2130706433")); /* 127.0.0.1 as one number */
+    CHECK(parse_fails("public, a.b.123", "a.b.123"));
     char label[80];
     memset(label, 'a', 70);
     label[70] = '\0';
