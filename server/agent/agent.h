@@ -106,6 +106,14 @@ typedef struct lb_model {
                                  * and read them (tokens.h); set by the caller */
     cJSON *replay;              /* replay: the assistant messages to play, in order */
     int replay_next;            /* replay: index of the next one */
+    /* a task's own model_url (LB_MODEL_ENDPOINT_TASK): the targets the
+     * operator lets it reach (common/netcheck.h), NULL for the operator's
+     * own endpoints (not checked); host_named: a host rule names the URL's
+     * host, so any address it resolves to is allowed; refused: the address
+     * the last request was refused (model_http.c's socket check) */
+    struct lb_netallow *allow;
+    int host_named;
+    char refused[64];
 } lb_model;
 
 /* The model of cfg called name (NULL or "": the default model); m keeps a

@@ -10,11 +10,14 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/netcheck.h"
 #include "common/status.h"
 #include "common/util.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,75 @@ static void strip_userinfo(const char *url, char *out, size_t outsz)
         snprintf(out, outsz, "%.*s%s", (int)(host - url), url, at + 1);
     else
         snprintf(out, outsz, "%s", url);
+}
+
+/* A task's own model_url (rollout_allow_model_url): the operator's list of
+ * targets it may reach into m->allow, and whether a host rule names its
+ * host. LB_OK, or LB_E_INVAL / LB_E_NOMEM with a sentence in err. */
+static int caller_url_setup(lb_model *m, const lb_config *cfg, char *err, size_t errsz)
+{
+    m->allow = calloc(1, sizeof *m->allow);
+    if (!m->allow) {
+        snprintf(err, errsz, "Out of memory while setting up the task's model_url.");
+        return LB_E_NOMEM;
+    }
+    char why[300];
+    if (lb_netallow_parse(cfg->rollout_model_url_allow, m->allow, why, sizeof why) != LB_OK) {
+        snprintf(err, errsz, "The operator's rollout_model_url_allow cannot be read: %s.", why);
+        return LB_E_INVAL;
+    }
+    CURLU *u = curl_url();
+    char *host = NULL;
+    if (!u || curl_url_set(u, CURLUPART_URL, m->url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        curl_url_cleanup(u);
+        snprintf(err, errsz, "The task's model_url %s is not a URL this service can read.", m->shown_url);
+        return LB_E_INVAL;
+    }
+    m->host_named = lb_netallow_host(m->allow, host);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return LB_OK;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION of a task's own model_url: every connection
+ * (each address tried, each retry) is checked after resolving, so a name
+ * that resolves to loopback or a private address, now or on a later
+ * lookup, reaches nothing the operator did not list. */
+static curl_socket_t open_checked(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    lb_model *m = arg;
+    (void)purpose;
+    if (!m->host_named && !lb_netallow_addr(m->allow, &a->addr, a->addrlen)) {
+        const void *bytes = a->family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)(void *)&a->addr)->sin6_addr
+                                                  : (const void *)&((struct sockaddr_in *)(void *)&a->addr)->sin_addr;
+        if (!inet_ntop(a->family, bytes, m->refused, sizeof m->refused))
+            snprintf(m->refused, sizeof m->refused, "an address of another family");
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* Whether body is JSON as a whole: what a caller's URL answered is quoted
+ * only then (a non-JSON answer may be any service's page). */
+static int body_is_json(const char *body, size_t len)
+{
+    cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    int ok = j != NULL;
+    cJSON_Delete(j);
+    return ok;
+}
+
+/* The error text of an HTTP error answer (lb_model_error_text), except
+ * that of a caller's URL whose answer is not JSON: its bytes are a read
+ * back of whatever that URL reached, so only their size is told. */
+static void answer_error_text(const lb_model *m, const char *body, size_t len, char *out, size_t outsz)
+{
+    if (m->allow && len && !body_is_json(body, len)) {
+        snprintf(out, outsz, "an answer of %zu bytes that is not JSON, not shown since the task chose the URL", len);
+        return;
+    }
+    lb_model_error_text(body, len, out, outsz);
 }
 
 int lb_model_init(lb_model *m, const lb_config *cfg, const char *name, volatile int *cancel,
@@ -95,6 +167,14 @@ int lb_model_init(lb_model *m, const lb_config *cfg, const char *name, volatile 
     else
         snprintf(m->url, sizeof m->url, "%s%s", base, suffix);
     strip_userinfo(m->url, m->shown_url, sizeof m->shown_url);
+    if (!strcmp(mc->name, LB_MODEL_ENDPOINT_TASK)) {
+        int urc = caller_url_setup(m, cfg, err, errsz);
+        if (urc != LB_OK) {
+            free(m->allow);
+            m->allow = NULL;
+            return urc;
+        }
+    }
     /* the key is read from its variable now and lives only in auth */
     const char *key = lb_model_cfg_key(mc);
     if (key) {
@@ -122,6 +202,8 @@ int lb_model_init(lb_model *m, const lb_config *cfg, const char *name, volatile 
     if (!m->curl) {
         cJSON_Delete(m->extra_body);
         m->extra_body = NULL;
+        free(m->allow);
+        m->allow = NULL;
         snprintf(err, errsz, "Cannot start the HTTP client (libcurl).");
         return LB_E_NOMEM;
     }
@@ -134,6 +216,7 @@ void lb_model_free(lb_model *m)
         curl_easy_cleanup(m->curl);
     cJSON_Delete(m->extra_body);
     cJSON_Delete(m->replay);
+    free(m->allow);
     /* the key lived in auth; do not leave it in freed memory */
     explicit_bzero(m->auth, sizeof m->auth);
     memset(m, 0, sizeof *m);
@@ -377,6 +460,16 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
         curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
         curl_easy_setopt(c, CURLOPT_USERAGENT, "llmbox/0.1");
+        m->refused[0] = '\0';
+        if (m->allow) {
+            /* a task's own URL: each connection's address is checked, no
+             * proxy stands between (it would be what is checked), and a
+             * redirect is not followed (curl's default, said again) */
+            curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_checked);
+            curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, m);
+            curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+            curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+        }
         int64_t t0 = lb_mono_ms();
         CURLcode cc = curl_easy_perform(c);
         lb_debug("model request to %s: curl %d in %lld ms", m->shown_url, (int)cc,
@@ -395,6 +488,14 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
         }
         long wait_ms = -1; /* >= 0: retry after that long */
         long code = 0;
+        if (cc != CURLE_OK && m->refused[0]) {
+            count_error(m, "connection");
+            snprintf(err, errsz, "The model endpoint %s is not one this service lets a task reach: it resolves to "
+                     "%s, which the operator's rollout_model_url_allow does not list (loopback, link-local and "
+                     "private addresses are refused unless listed).", m->shown_url, m->refused);
+            rc = LB_E_DENIED;
+            goto out;
+        }
         if (cc != CURLE_OK) {
             const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
             count_error(m, cc == CURLE_OPERATION_TIMEDOUT ? "timeout" : "connection");
@@ -432,6 +533,9 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
                 if (rc != LB_OK) {
                     count_error(m, "bad_reply");
                     name_endpoint(m, err, errsz);
+                    if (m->allow && !body_is_json(resp_b->data, resp_b->len))
+                        snprintf(err, errsz, "The model endpoint %s sent a response that is not JSON (%zu bytes, "
+                                 "not shown since the task chose the URL).", m->shown_url, resp_b->len);
                 }
                 goto out;
             }
@@ -453,9 +557,11 @@ int lb_model_chat(lb_model *m, const cJSON *messages, const cJSON *tools, lb_mod
         }
 
         char emsg[400];
-        lb_model_error_text(resp_b->data, resp_b->len, emsg, sizeof emsg);
+        answer_error_text(m, resp_b->data, resp_b->len, emsg, sizeof emsg);
         long limit = -1, prompt = -1;
-        int ctx_err = lb_context_error(code, resp_b->data, resp_b->len, &limit, &prompt);
+        /* numbers read from a caller's non-JSON answer would be a read back too */
+        int ctx_err = (!m->allow || body_is_json(resp_b->data, resp_b->len)) &&
+                      lb_context_error(code, resp_b->data, resp_b->len, &limit, &prompt);
         count_error(m, ctx_err ? "context_length" : http_error_kind(code));
         if (ctx_err) {
             /* a smaller completion may still fit: once */

@@ -18,6 +18,7 @@
  * file, the environment or the built-in default: to add a setting, add a
  * field to lb_config and one line to lb_keys[] below. */
 #include "config_priv.h"
+#include "netcheck.h"
 #include "status.h"
 #include "util.h"
 
@@ -298,6 +299,20 @@ static int set_allowed_hosts(lb_config *c, const lb_cfg_key *k, const char *v, c
     return lb_cfgi_allowed_hosts_norm(v, field(c, k), k->size, why, whysz);
 }
 
+/* rollout_model_url_allow: a list netcheck.h reads; refused here when it
+ * cannot be read, so an agent never meets a list it cannot use */
+static int set_netallow(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    lb_netallow *a = malloc(sizeof *a);
+    if (!a) {
+        snprintf(why, whysz, "could not be read: out of memory");
+        return LB_E_NOMEM;
+    }
+    int rc = lb_netallow_parse(v, a, why, whysz);
+    free(a);
+    return rc != LB_OK ? rc : set_str(c, k, v, why, whysz);
+}
+
 #define F(f) offsetof(lb_config, f), sizeof(((lb_config *)0)->f)
 #define KEY_INT(name, env, f, def, lo, hi) {name, env, NULL, set_int, F(f), lo, hi, #def}
 #define KEY_MIB(name, env, f, def, lo, hi) {name, env, NULL, set_mib, F(f), lo, hi, #def}
@@ -330,10 +345,14 @@ static const lb_cfg_key lb_keys[] = {
     KEY_MIB("eval_max_upload_mb", "LLMBOX_EVAL_MAX_UPLOAD_MB", eval_max_upload_bytes, 64, 1, 1 << 20),
     KEY_INT("eval_max_rows", "LLMBOX_EVAL_MAX_ROWS", eval_max_rows, 10000, 1, 1000000),
     KEY_INT("score_threads", "LLMBOX_SCORE_THREADS", score_threads, 4, 1, 256),
+    KEY_INT("score_fast_threads", "LLMBOX_SCORE_FAST_THREADS", score_fast_threads, 2, 1, 64),
+    KEY_INT("score_user_share", "LLMBOX_SCORE_USER_SHARE", score_user_share, 0, 0, 256),
     KEY_INT("rollout_max_samples", "LLMBOX_ROLLOUT_MAX_SAMPLES", rollout_max_samples, 1024, 1, 65536),
     KEY_MIB("rollout_max_body_mb", "LLMBOX_ROLLOUT_MAX_BODY_MB", rollout_max_body_bytes, 16, 1, 1024),
     /* -1: a quarter of web_threads, resolved by handlers_rollouts.c */
     KEY_INT("rollout_allow_model_url", "LLMBOX_ROLLOUT_ALLOW_MODEL_URL", rollout_allow_model_url, 0, 0, 1),
+    {"rollout_model_url_allow", "LLMBOX_ROLLOUT_MODEL_URL_ALLOW", NULL, set_netallow, F(rollout_model_url_allow), 0, 0,
+     "public"},
     KEY_INT("rollout_max_waiters", "LLMBOX_ROLLOUT_MAX_WAITERS", rollout_max_waiters, -1, -1, 8192),
     KEY_INT("cmd_timeout_s", "LLMBOX_CMD_TIMEOUT_S", cmd_timeout_s, 120, 1, 86400),
     KEY_INT("task_timeout_s", "LLMBOX_TASK_TIMEOUT_S", task_timeout_s, 3600, 1, 7 * 86400),

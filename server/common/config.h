@@ -123,6 +123,14 @@ typedef struct lb_config {
     int rollout_allow_model_url;     /* rollout_allow_model_url | LLMBOX_ROLLOUT_ALLOW_MODEL_URL, default 0: 1 lets a
                                         rollout request name its own inference endpoint (model_url): the agents then
                                         make requests to any URL a client gives, from this host's network */
+    char rollout_model_url_allow[1024]; /* rollout_model_url_allow | LLMBOX_ROLLOUT_MODEL_URL_ALLOW, default "public":
+                                        the targets a task's model_url may reach (common/netcheck.h: public, CIDRs,
+                                        host names); loopback, link-local and private addresses only when listed */
+    int score_fast_threads;          /* score_fast_threads | LLMBOX_SCORE_FAST_THREADS, default 2: the score pool's
+                                        lane for the built-in scorers that need no sandbox (exact, numeric, choice),
+                                        so they never wait behind script and judge scorers */
+    int score_user_share;            /* score_user_share | LLMBOX_SCORE_USER_SHARE, default 0 = half of score_threads
+                                        (at least 1): score_threads one user's scorers may hold at once */
     int rollout_max_waiters;         /* rollout_max_waiters | LLMBOX_ROLLOUT_MAX_WAITERS, default -1 = web_threads / 4:
                                         `?wait=` long-polls and event streams held at once */
     int cmd_timeout_s;               /* cmd_timeout_s | LLMBOX_CMD_TIMEOUT_S, default 120: one bash call */

@@ -506,10 +506,11 @@ static void score_job_done(void *arg)
 }
 
 /* Queues run r of eval c for scoring under fence f, once. */
-static void queue_score(const lb_er_ds *c, const lb_eval_run *r, const lb_runner_fence *f)
+static void queue_score(const lb_er_ds *c, const lb_eval_run *r, const lb_runner_fence *f, const char *owner)
 {
-    char key[LB_SCORE_KEY_MAX];
-    snprintf(key, sizeof key, "eval:%lld", (long long)r->rid);
+    char key[LB_SCORE_KEY_MAX], group[LB_SCORE_KEY_MAX];
+    snprintf(key, sizeof key, "eval:%s:%lld", c->id, (long long)r->rid);
+    snprintf(group, sizeof group, "eval:%s", c->id);
     if (lb_score_pool_has(key))
         return;
     const lb_eval_row *row = r->row_idx >= 0 && (size_t)r->row_idx < c->d.n ? &c->d.rows[r->row_idx] : NULL;
@@ -534,7 +535,9 @@ static void queue_score(const lb_er_ds *c, const lb_eval_run *r, const lb_runner
         job_free(j);
         return;
     }
-    if (lb_score_pool_submit(key, score_job, score_job_done, j) != LB_OK)
+    /* the owner's share of the scorers, and a lane by scorer (score_pool.h) */
+    lb_score_job_info info = {.key = key, .group = group, .owner = owner, .scorer = j->scorer};
+    if (lb_score_pool_submit_job(&info, score_job, score_job_done, j) != LB_OK)
         job_free(j); /* refused: queued again next tick */
 }
 
@@ -888,9 +891,15 @@ static void eval_tick(lb_store *s, const char *id, int *no_slot)
             if ((rc = lb_store_eval_run_move(s, &f, r->rid, "running", "scoring", NULL)) != LB_OK)
                 continue;
         }
-        queue_score(c, r, &f);
+        queue_score(c, r, &f, e.owner);
     }
     lb_eval_runs_free(runs, n);
+    /* a cancelled eval's scorers stop, those queued by this look too */
+    if (!strcmp(e.status, "cancelled")) {
+        char group[LB_SCORE_KEY_MAX];
+        snprintf(group, sizeof group, "eval:%.32s", e.id);
+        (void)lb_score_pool_cancel(group); /* a count, for nobody */
+    }
     if (rc == LB_E_DENIED || !active)
         goto out; /* cancelled or ended: its running runs are scored, nothing new starts */
     int want = c->o.concurrency - running;

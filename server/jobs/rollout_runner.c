@@ -195,6 +195,8 @@ static void score_sample(lb_store *s, void *arg)
     if (rc == LB_OK && so.score >= 0 && !so.error_class[0]) {
         has_reward = 1;
         reward = so.score;
+    } else if (rc == LB_E_CANCELLED) {
+        outcome = "cancelled"; /* its group was cancelled while it waited or ran */
     } else {
         outcome = "scorer_error"; /* never a zero in disguise */
         cJSON_AddStringToObject(res, "scorer_error_class", so.error_class[0] ? so.error_class : "scorer_error");
@@ -222,11 +224,12 @@ store:
     lb_task_free(&t);
 }
 
-static void queue_score(const lb_runner_fence *f, const cJSON *req, const lb_rollout_sample *x)
+static void queue_score(const lb_runner_fence *f, const cJSON *req, const lb_rollout_sample *x, const char *owner)
 {
     const char *id = f->id;
-    char key[LB_SCORE_KEY_MAX];
+    char key[LB_SCORE_KEY_MAX], group[LB_SCORE_KEY_MAX];
     snprintf(key, sizeof key, "rollout:%s:%d", id, x->idx);
+    snprintf(group, sizeof group, "rollout:%.32s", id);
     if (lb_score_pool_has(key))
         return;
     lb_rr_job *j = calloc(1, sizeof *j);
@@ -251,7 +254,9 @@ static void queue_score(const lb_runner_fence *f, const cJSON *req, const lb_rol
         job_free(j);
         return;
     }
-    if (lb_score_pool_submit(key, score_sample, job_done, j) != LB_OK)
+    /* the owner's share of the scorers, and a lane by scorer (score_pool.h) */
+    lb_score_job_info info = {.key = key, .group = group, .owner = owner, .scorer = j->scorer};
+    if (lb_score_pool_submit_job(&info, score_sample, job_done, j) != LB_OK)
         job_free(j); /* refused: queued again next look */
 }
 
@@ -473,7 +478,7 @@ static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int
             snprintf(x->status, sizeof x->status, "scoring");
         }
         if (!strcmp(x->status, "scoring")) {
-            queue_score(f, req, x);
+            queue_score(f, req, x, g.owner);
             left++;
         } else if (!strcmp(x->status, "queued")) {
             left++;
@@ -507,6 +512,13 @@ static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int
     }
     if (rc == LB_E_DENIED)
         goto out;
+    /* a cancelled group's scorers stop, those queued by this look too:
+     * each sample then ends as cancelled */
+    if (!strcmp(g.status, "cancelled")) {
+        char group[LB_SCORE_KEY_MAX];
+        snprintf(group, sizeof group, "rollout:%.32s", id);
+        (void)lb_score_pool_cancel(group); /* a count, for nobody */
+    }
     rc = LB_OK;
     if (active && !left) {
         rc = lb_store_rollout_finish(s, f, id);

@@ -256,6 +256,35 @@ void lb_admit_spawn_round(lb_store *s, lb_admission *a)
     lb_admit_spawn(s, a, a->id, 0);
 }
 
+/* ---- forks ---- */
+
+int lb_admit_begin_fork(lb_req *r, lb_admission *a)
+{
+    const lb_config *cfg = r->cfg;
+    int rc = lb_admit_start(r, a);
+    if (rc != LB_OK)
+        return rc; /* the user's own limits: answered */
+    a->cfg = cfg;
+    if (lb_random_hex(a->id, sizeof a->id, 16) != LB_OK) {
+        lb_http_drain(r);
+        lb_http_error(r, 500, NULL, "Could not make a task id.");
+        return LB_E_INTERNAL;
+    }
+    snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, a->id);
+    snprintf(a->input_dir, sizeof a->input_dir, "%s/input", a->task_dir);
+    a->dir_made = 1; /* from here on a refused fork removes what it linked */
+    if (lb_mkdirs(a->task_dir, 0750) != LB_OK) {
+        lb_admit_dir_failed(r, a->task_dir);
+        return LB_E_IO;
+    }
+    return LB_OK;
+}
+
+void lb_admit_commit_fork(lb_admission *a)
+{
+    a->committed = 1;
+}
+
 void lb_admit_end(lb_admission *a)
 {
     if (a->committed)

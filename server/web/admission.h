@@ -72,6 +72,15 @@ LB_MUST_CHECK int lb_admit_commit_internal(lb_store *s, lb_admission *a, const l
  * the round as failed); the admission is committed. */
 LB_MUST_CHECK int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id);
 void lb_admit_spawn_round(lb_store *s, lb_admission *a);
+/* Forks (handlers_fork.c): a fork runs nothing, so it takes no task
+ * slot, but it is a new task of its user all the same and comes in
+ * here: the user's limits (tasks queued or running, starts per minute),
+ * a new id and its folder (task_dir only: the fork links its own
+ * input/ and output/). begin: LB_OK, or answered (429, 500, 507). Once
+ * lb_store_task_fork has stored it, lb_admit_commit_fork marks it the
+ * task's (the start counts, the folder stays); lb_admit_end otherwise. */
+LB_MUST_CHECK int lb_admit_begin_fork(lb_req *r, lb_admission *a);
+void lb_admit_commit_fork(lb_admission *a);
 /* Gives back what an admission that made no task holds: the slot, the
  * user's start (a refused request does not count), the folder. Nothing
  * once committed. Safe to call twice, and after a refused begin. */

@@ -9,7 +9,12 @@
  * ever writes an artifact in place). Its next message restores the state
  * saved at the end of round N (named in the copied round); when that state
  * is gone (the source deleted, or the age limit), the message says so and
- * offers fresh=1, as for any task. */
+ * offers fresh=1, as for any task.
+ *
+ * A fork comes in through admission (web/admission.h) like every new
+ * task: the user's max_tasks and tasks_per_minute count it, so a burst of
+ * forks is refused (429) past the user's start rate, and a refused or
+ * failed fork leaves no folder. */
 #include "web/handlers_fork.h"
 
 #include "common/blob_task.h" /* issue 13 */
@@ -21,6 +26,7 @@
 #include "common/util.h"
 #include "store/store.h"
 #include "store/store_round.h"
+#include "web/admission.h"
 #include "web/auth.h"
 #include "web/handlers_rerun.h"
 #include "web/http.h"
@@ -135,8 +141,12 @@ void lb_h_task_fork(lb_req *r)
     memset(&src, 0, sizeof src);
     lb_round rd;
     memset(&rd, 0, sizeof rd);
-    char id[33] = "", src_dir[LB_CFG_PATH + 64], dst_dir[LB_CFG_PATH + 64];
-    int made = 0, stored = 0;
+    char src_dir[LB_CFG_PATH + 64];
+    /* the fork's id and folder; ended (the folder removed) unless stored */
+    lb_admission adm;
+    memset(&adm, 0, sizeof adm);
+    adm.ticket.user = -1;
+    const char *id = adm.id, *dst_dir = adm.task_dir;
     int rc = lb_store_task_load(r->store, r->id, &src);
     if (rc != LB_OK) {
         lb_http_store_error(r, rc, "read the task");
@@ -168,13 +178,11 @@ void lb_h_task_fork(lb_req *r)
         lb_http_error(r, 409, "round_running", "Round %ld is still %s; fork it once it has ended.", n, rd.status);
         goto out;
     }
-    if (lb_random_hex(id, sizeof id, 16) != LB_OK) {
-        lb_http_error(r, 500, NULL, "Could not make a task id.");
+    /* a fork is a new task of its user: their limits and start rate hold
+     * (answered when refused) */
+    if (lb_admit_begin_fork(r, &adm) != LB_OK)
         goto out;
-    }
     snprintf(src_dir, sizeof src_dir, "%s/%s", cfg->artifacts_dir, r->id);
-    snprintf(dst_dir, sizeof dst_dir, "%s/%s", cfg->artifacts_dir, id);
-    made = 1;
     char *art_json = NULL;
     int last = n == src.round;
     if (last) {
@@ -259,7 +267,7 @@ void lb_h_task_fork(lb_req *r)
         lb_http_store_error(r, rc, "store the fork");
         goto out;
     }
-    stored = 1;
+    lb_admit_commit_fork(&adm);
     lb_info("web: task %s forked from %s at round %ld", id, r->id, n);
     snprintf(r->new_task, sizeof r->new_task, "%s", id);
     cJSON *t = NULL;
@@ -273,8 +281,7 @@ void lb_h_task_fork(lb_req *r)
     lb_http_json(r, 201, t, extra);
     cJSON_Delete(t);
 out:
-    if (made && !stored)
-        LB_IGNORE(lb_rmtree(dst_dir)); /* nothing refers to a fork that was not stored */
+    lb_admit_end(&adm); /* a fork not stored: its folder removed, its start given back */
     lb_round_free(&rd);
     lb_task_free(&src);
 }

@@ -405,7 +405,10 @@ def main():
     with Stack(scenario={"eval": True}, conf=conf, web_env=web_env) as s:
         rep.run("users_see_their_own_groups_only", test_users_see_their_own_groups_only, s, ta, tb)
     conf = '[model "dead"]\nbase_url = http://127.0.0.1:9/v1\nmodel = dead-id\napi_key_env = DEAD_KEY\nretries = 0\n'
-    env = {"LLMBOX_ROLLOUT_ALLOW_MODEL_URL": "1", "DEAD_KEY": "dead-model-secret-key"}
+    env = {"LLMBOX_ROLLOUT_ALLOW_MODEL_URL": "1", "DEAD_KEY": "dead-model-secret-key",
+           # the trainer's endpoint here is the fake model on loopback, which
+           # a task's model_url reaches only where the operator lists it
+           "LLMBOX_ROLLOUT_MODEL_URL_ALLOW": "127.0.0.1"}
     with Stack(scenario={"eval": True}, conf=conf, env=env, web_env=web_env) as s:
         rep.run("model_url", test_model_url, s)
     rep.done()
