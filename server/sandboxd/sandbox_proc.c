@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,9 @@ typedef struct lbsd_procs {
     lbsd_sandbox *sb;
     int sock;                      /* our end of the channel to the spawner */
     int ready;                     /* its HELLO came and its oom score is set */
+    pid_t spawner_pid;             /* its host pid (from HELLO's credentials), 0 until then */
+    int64_t opened_ms;             /* when the channel went to init */
+    int64_t checked_ms;            /* the watchdog's last look at a late spawner */
     lbsd_proc *list;
     int n;
     uint32_t seq;
@@ -256,6 +260,7 @@ static lbsd_procs *lp_open(lbsd_sandbox *sb, char *msg, size_t msgsz)
     }
     set->sb = sb;
     set->sock = sp[0];
+    set->opened_ms = lb_mono_ms();
     set->next = g_sets;
     g_sets = set;
     return set;
@@ -305,6 +310,7 @@ static int lp_hello(lbsd_procs *set, const struct ucred *cr)
         return -1;
     }
     set->ready = 1;
+    set->spawner_pid = cr->pid;
     lp_flush(set);
     return 1;
 }
@@ -565,7 +571,29 @@ static void lp_start(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     lp_queue(set, lb_buf_steal(&spec, NULL), len, fds, has_stdin ? 3 : 2);
 }
 
-static void lp_input(lbsd_conn *c, lbsd_proc *p, const lbsd_req *req, const char *data, size_t dlen)
+/* stdin bytes sandboxd holds for the set's processes (not yet taken) */
+static size_t lp_in_held(const lbsd_procs *set)
+{
+    size_t n = 0;
+    for (const lbsd_proc *p = set->list; p; p = p->next)
+        n += p->in.len; /* what is allocated: the written part goes once the rest is */
+    return n;
+}
+
+size_t lbsd_proc_input_cap(const lbsd_sandbox *sb)
+{
+    uint64_t mib = sb->memory_mib > 0 ? (uint64_t)sb->memory_mib
+                   : sb->cfg && sb->cfg->sandbox_memory_mib > 0 ? (uint64_t)sb->cfg->sandbox_memory_mib : 2048;
+    uint64_t cap = (mib << 20) / LBSD_PROC_INPUT_SHARE;
+    if (cap < LBSD_PROC_INPUT_MAX)
+        cap = LBSD_PROC_INPUT_MAX;
+    if (cap > LBSD_PROC_INPUT_SB_MAX)
+        cap = LBSD_PROC_INPUT_SB_MAX;
+    return (size_t)cap;
+}
+
+static void lp_input(lbsd_conn *c, lbsd_sandbox *sb, lbsd_proc *p, const lbsd_req *req, const char *data,
+                     size_t dlen)
 {
     if (!p->has_stdin) {
         lbsd_reply_error(c, LB_E_INVAL, "process %d was started without stdin", p->pid);
@@ -573,6 +601,16 @@ static void lp_input(lbsd_conn *c, lbsd_proc *p, const lbsd_req *req, const char
     }
     if (p->in_eof || p->in_fd < 0) {
         lbsd_reply_error(c, LB_E_INVAL, "the stdin of process %d is closed", p->pid);
+        return;
+    }
+    lbsd_procs *set = lp_set(sb);
+    size_t held = set ? lp_in_held(set) : 0, cap = lbsd_proc_input_cap(sb);
+    if (dlen && held + dlen > cap) {
+        /* what sandboxd holds for the sandbox is root's memory, outside its
+         * cgroup: bounded by the sandbox's own budget, the sender waits */
+        lbsd_reply_error(c, LB_E_BUSY, "the processes of sandbox %s have not read the %zu bytes of stdin sent "
+                                       "before these, the most sandboxd holds for it (%zu, from its memory "
+                                       "limit): try again later", sb->id, held, cap);
         return;
     }
     if (dlen && lb_buf_append(&p->in, data, dlen) != LB_OK) {
@@ -640,7 +678,7 @@ void lbsd_proc_request(lbsd_conn *c, const lbsd_req *req, const char *data, size
             cJSON_AddNumberToObject(r, "pid", p->pid);
         lbsd_reply(c, r, NULL, 0, 0);
     } else if (req->op == LBSD_OP_PROC_INPUT) {
-        lp_input(c, p, req, data, dlen);
+        lp_input(c, sb, p, req, data, dlen);
     } else if (req->op == LBSD_OP_PROC_SIGNAL) {
         const cJSON *sig = cJSON_GetObjectItemCaseSensitive(req->json, "signal");
         if (!cJSON_IsNumber(sig) || sig->valuedouble < 1 || sig->valuedouble > 64 ||
@@ -680,6 +718,7 @@ static void lp_set_free(lbsd_procs *set)
 
 void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
 {
+    lbsd_port_sandbox_gone(sb, why);
     lbsd_procs *set = lp_set(sb);
     if (!set)
         return;
@@ -705,6 +744,7 @@ void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
 
 void lbsd_proc_conn_closed(lbsd_conn *c)
 {
+    lbsd_port_conn_closed(c);
     for (lbsd_procs *set = g_sets; set; set = set->next)
         for (lbsd_proc *p = set->list; p; p = p->next) {
             if (p->starter == c)
@@ -720,11 +760,12 @@ size_t lbsd_proc_fd_count(void)
     size_t n = 0;
     for (lbsd_procs *set = g_sets; set; set = set->next)
         n += 1 + 3 * (size_t)set->n;
-    return n;
+    return n + lbsd_port_fd_count();
 }
 
 void lbsd_proc_poll(void (*add)(void *arg, int fd, short events, lbsd_sandbox *sb), void *arg)
 {
+    lbsd_port_poll(add, arg);
     for (lbsd_procs *set = g_sets, *next; set; set = next) {
         next = set->next;
         lbsd_sandbox *sb = set->sb;
@@ -766,7 +807,9 @@ static void lp_write_stdin(lbsd_proc *p)
         }
         p->in_off += (size_t)w;
     }
-    lb_buf_reset(&p->in);
+    /* drained: its memory goes back too (a reset would keep up to 1 MiB) */
+    lb_buf_free(&p->in);
+    lb_buf_init(&p->in, LBSD_PROC_INPUT_MAX);
     p->in_off = 0;
     if (p->in_eof)
         lp_close(&p->in_fd);
@@ -774,6 +817,8 @@ static void lp_write_stdin(lbsd_proc *p)
 
 void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents)
 {
+    if (lbsd_port_on_ready(fd))
+        return;
     lbsd_procs *set = lp_set(sb);
     if (!set)
         return;
@@ -805,4 +850,103 @@ void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents)
             continue;
         return;
     }
+}
+
+/* ---- the spawner's watchdog --------------------------------------------- */
+
+/* When the oldest start the spawner has not answered was asked (0: none). */
+static int64_t lp_oldest_start(const lbsd_procs *set)
+{
+    int64_t t = 0;
+    for (const lbsd_proc *p = set->list; p; p = p->next)
+        if (!p->pid && (!t || p->start_ms < t))
+            t = p->start_ms;
+    return t;
+}
+
+/* Whether the host process pid is stopped by a signal ("T" in its stat). */
+static int lp_is_stopped(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *e = strrchr(buf, ')'); /* the name may hold anything, even ')' */
+    return e && e[1] == ' ' && e[2] == 'T';
+}
+
+/* The spawner has not answered a start for LBSD_SPAWNER_DEADLINE_MS: every
+ * waiting start is answered, the spawner is killed from the host (it may
+ * be stopped, or wait on a child the sandbox's code stopped) and the set
+ * goes; the next start makes a new spawner. */
+static void lp_replace(lbsd_procs *set)
+{
+    lbsd_sandbox *sb = set->sb;
+    lb_warn("sandbox %s: its process spawner did not answer a start for %d ms: replacing it", sb->id,
+            LBSD_SPAWNER_DEADLINE_MS);
+    for (lbsd_proc *p = set->list; p; p = p->next) {
+        if (p->pid || !p->starter)
+            continue;
+        lbsd_conn *c = p->starter;
+        lp_starter_done(p);
+        p->nwatch = 0;
+        lbsd_reply_error(c, LB_E_BUSY, "the process spawner of sandbox %s did not start the process within %d ms "
+                                       "(stopped or held from inside the sandbox): it was replaced, try again",
+                         sb->id, LBSD_SPAWNER_DEADLINE_MS);
+    }
+    if (set->spawner_pid > 1 && lbsd_pid_in_sandbox(sb, set->spawner_pid))
+        kill(set->spawner_pid, SIGKILL);
+    lbsd_proc_sandbox_gone(sb, "the sandbox's process spawner stopped answering and was replaced: the processes "
+                               "it started are no longer followed");
+}
+
+/* ms until the set wants another look (-1: none). A start late by
+ * LBSD_SPAWNER_CHECK_MS gets the spawner a SIGCONT from the host (the
+ * sandbox's code may have stopped it; SIGCONT is harmless otherwise); at
+ * LBSD_SPAWNER_DEADLINE_MS it is replaced. */
+static int lp_watchdog(lbsd_procs *set, int64_t now)
+{
+    int64_t oldest = lp_oldest_start(set);
+    if (!oldest)
+        return -1;
+    if (now - oldest >= LBSD_SPAWNER_DEADLINE_MS) {
+        lp_replace(set);
+        return -1;
+    }
+    if (now - oldest >= LBSD_SPAWNER_CHECK_MS && now - set->checked_ms >= LBSD_SPAWNER_CHECK_MS) {
+        set->checked_ms = now;
+        pid_t pid = set->spawner_pid;
+        if (pid > 1 && lbsd_pid_in_sandbox(set->sb, pid)) {
+            if (lp_is_stopped(pid))
+                lb_warn("sandbox %s: its process spawner was stopped (from inside the sandbox): continuing it",
+                        set->sb->id);
+            kill(pid, SIGCONT);
+        }
+    }
+    int64_t due = oldest + LBSD_SPAWNER_DEADLINE_MS;
+    if (now - oldest >= LBSD_SPAWNER_CHECK_MS) {
+        if (set->checked_ms + LBSD_SPAWNER_CHECK_MS < due)
+            due = set->checked_ms + LBSD_SPAWNER_CHECK_MS;
+    } else if (oldest + LBSD_SPAWNER_CHECK_MS < due) {
+        due = oldest + LBSD_SPAWNER_CHECK_MS;
+    }
+    return due > now ? (int)(due - now) : 0;
+}
+
+int lbsd_proc_tick(int64_t now)
+{
+    int t = lbsd_port_tick(now);
+    for (lbsd_procs *set = g_sets, *next; set; set = next) {
+        next = set->next; /* the watchdog may free set */
+        int w = lp_watchdog(set, now);
+        if (w >= 0 && (t < 0 || w < t))
+            t = w;
+    }
+    return t;
 }
