@@ -492,6 +492,17 @@ static int lp_spec(const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, 
     return LB_OK;
 }
 
+/* SIGCONT to the spawner from the host: the sandbox's code may have
+ * stopped it (it is root of the spawner's user namespace). Sent with each
+ * start, so that a spawner stopped again and again still starts what it
+ * is asked to; harmless to a running one. */
+static void lp_continue(lbsd_procs *set)
+{
+    pid_t pid = set->spawner_pid;
+    if (pid > 1 && lbsd_pid_in_sandbox(set->sb, pid))
+        kill(pid, SIGCONT);
+}
+
 static void lp_start(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char msg[512] = "";
@@ -569,6 +580,7 @@ static void lp_start(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     int fds[3] = {out[1], err[1], in[0]};
     size_t len = spec.len;
     lp_queue(set, lb_buf_steal(&spec, NULL), len, fds, has_stdin ? 3 : 2);
+    lp_continue(set);
 }
 
 /* stdin bytes sandboxd holds for the set's processes (not yet taken) */
@@ -921,13 +933,10 @@ static int lp_watchdog(lbsd_procs *set, int64_t now)
     }
     if (now - oldest >= LBSD_SPAWNER_CHECK_MS && now - set->checked_ms >= LBSD_SPAWNER_CHECK_MS) {
         set->checked_ms = now;
-        pid_t pid = set->spawner_pid;
-        if (pid > 1 && lbsd_pid_in_sandbox(set->sb, pid)) {
-            if (lp_is_stopped(pid))
-                lb_warn("sandbox %s: its process spawner was stopped (from inside the sandbox): continuing it",
-                        set->sb->id);
-            kill(pid, SIGCONT);
-        }
+        if (set->spawner_pid > 1 && lp_is_stopped(set->spawner_pid))
+            lb_debug("sandbox %s: its process spawner was stopped (from inside the sandbox): continuing it",
+                     set->sb->id);
+        lp_continue(set);
     }
     int64_t due = oldest + LBSD_SPAWNER_DEADLINE_MS;
     if (now - oldest >= LBSD_SPAWNER_CHECK_MS) {

@@ -27,8 +27,9 @@
  * every stream ("gone"), the processes run on unlisted, and the next start
  * makes a new spawner.
  * It can also stop it (SIGSTOP), or stop a child the spawner waits to see
- * exec: a start not answered within LBSD_SPAWNER_CHECK_MS gets the spawner
- * a SIGCONT from the host, and one not answered within
+ * exec: each start, and every LBSD_SPAWNER_CHECK_MS while one is not
+ * answered, sends the spawner a SIGCONT from the host, and a start not
+ * answered within
  * LBSD_SPAWNER_DEADLINE_MS is answered "busy" and the spawner is killed
  * from the host and replaced, so no start waits without end.
  *
@@ -60,10 +61,11 @@
  * over it proc_input is refused "busy" and the sender tries again later */
 #define LBSD_PROC_INPUT_SHARE 16
 #define LBSD_PROC_INPUT_SB_MAX (16u << 20)
-/* a start the spawner has not answered: after CHECK_MS the spawner gets a
- * SIGCONT from the host (the sandbox's code may have stopped it), after
- * DEADLINE_MS the start is answered "busy" and the spawner replaced */
-#define LBSD_SPAWNER_CHECK_MS 1000
+/* a start the spawner has not answered: every CHECK_MS the spawner gets a
+ * SIGCONT from the host (the sandbox's code may have stopped it; each
+ * start sends one too), after DEADLINE_MS the start is answered "busy" and
+ * the spawner replaced */
+#define LBSD_SPAWNER_CHECK_MS 250
 #define LBSD_SPAWNER_DEADLINE_MS 10000
 #define LBSD_PROC_SPEC_MAX (120u << 10) /* argv + env + cwd of one start, bytes */
 #define LBSD_PROC_ARGS_MAX 4096       /* argv entries */
