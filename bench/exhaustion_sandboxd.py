@@ -189,7 +189,10 @@ def attack_spawner(st, sock, stop, note):
             c.close()
         rounds += 1
     note.append("%d rounds of 40 starts" % rounds)
-    st.request("DELETE", "/e2b/sandboxes/" + sbx["sandboxID"], None, {"X-API-KEY": TOKEN})
+    try:
+        st.request("DELETE", "/e2b/sandboxes/" + sbx["sandboxID"], None, {"X-API-KEY": TOKEN}, timeout=10)
+    except OSError as e:  # the web's threads may all be held (the attack worked): the stack's end takes it
+        note.append("its delete: %r" % e)
 
 
 def attack_stdin(st, sock, stop, note, procs):

@@ -918,32 +918,39 @@ static void lp_replace(lbsd_procs *set)
                                "it started are no longer followed");
 }
 
-/* ms until the set wants another look (-1: none). A start late by
- * LBSD_SPAWNER_CHECK_MS gets the spawner a SIGCONT from the host (the
- * sandbox's code may have stopped it; SIGCONT is harmless otherwise); at
- * LBSD_SPAWNER_DEADLINE_MS it is replaced. */
+/* ms until the set wants another look (-1: none). While a start waits,
+ * the spawner gets a SIGCONT from the host every LBSD_SPAWNER_CHECK_MS
+ * (the sandbox's code may have stopped it; SIGCONT is harmless
+ * otherwise), and at LBSD_SPAWNER_DEADLINE_MS it is replaced. While only
+ * started processes are followed, it is looked at every
+ * LBSD_SPAWNER_IDLE_CHECK_MS and continued if stopped: it reports their
+ * exits. */
 static int lp_watchdog(lbsd_procs *set, int64_t now)
 {
     int64_t oldest = lp_oldest_start(set);
-    if (!oldest)
-        return -1;
-    if (now - oldest >= LBSD_SPAWNER_DEADLINE_MS) {
+    if (oldest && now - oldest >= LBSD_SPAWNER_DEADLINE_MS) {
         lp_replace(set);
         return -1;
     }
-    if (now - oldest >= LBSD_SPAWNER_CHECK_MS && now - set->checked_ms >= LBSD_SPAWNER_CHECK_MS) {
+    if (!oldest && !set->n)
+        return -1;
+    int every = oldest ? LBSD_SPAWNER_CHECK_MS : LBSD_SPAWNER_IDLE_CHECK_MS;
+    int64_t first = oldest ? oldest + LBSD_SPAWNER_CHECK_MS : 0;
+    if (now >= first && now - set->checked_ms >= every) {
         set->checked_ms = now;
-        if (set->spawner_pid > 1 && lp_is_stopped(set->spawner_pid))
+        int stopped = set->spawner_pid > 1 && lp_is_stopped(set->spawner_pid);
+        if (stopped)
             lb_debug("sandbox %s: its process spawner was stopped (from inside the sandbox): continuing it",
                      set->sb->id);
-        lp_continue(set);
+        if (stopped || oldest)
+            lp_continue(set);
     }
-    int64_t due = oldest + LBSD_SPAWNER_DEADLINE_MS;
-    if (now - oldest >= LBSD_SPAWNER_CHECK_MS) {
-        if (set->checked_ms + LBSD_SPAWNER_CHECK_MS < due)
-            due = set->checked_ms + LBSD_SPAWNER_CHECK_MS;
-    } else if (oldest + LBSD_SPAWNER_CHECK_MS < due) {
-        due = oldest + LBSD_SPAWNER_CHECK_MS;
+    int64_t due = set->checked_ms + every;
+    if (oldest) {
+        if (due < first)
+            due = first;
+        if (oldest + LBSD_SPAWNER_DEADLINE_MS < due)
+            due = oldest + LBSD_SPAWNER_DEADLINE_MS;
     }
     return due > now ? (int)(due - now) : 0;
 }

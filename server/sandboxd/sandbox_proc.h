@@ -31,7 +31,9 @@
  * answered, sends the spawner a SIGCONT from the host, and a start not
  * answered within
  * LBSD_SPAWNER_DEADLINE_MS is answered "busy" and the spawner is killed
- * from the host and replaced, so no start waits without end.
+ * from the host and replaced, so no start waits without end. While it
+ * follows processes it is looked at every LBSD_SPAWNER_IDLE_CHECK_MS and
+ * continued if stopped, so their exits are reported.
  *
  * Output: read from the loop, at most LBSD_PROC_READ bytes per read, and
  * queued on each attached connection as an event. Backpressure, not
@@ -66,6 +68,9 @@
  * start sends one too), after DEADLINE_MS the start is answered "busy" and
  * the spawner replaced */
 #define LBSD_SPAWNER_CHECK_MS 250
+/* while it only follows started processes (their exits), it is looked at
+ * this often and continued if stopped */
+#define LBSD_SPAWNER_IDLE_CHECK_MS 1000
 #define LBSD_SPAWNER_DEADLINE_MS 10000
 #define LBSD_PROC_SPEC_MAX (120u << 10) /* argv + env + cwd of one start, bytes */
 #define LBSD_PROC_ARGS_MAX 4096       /* argv entries */

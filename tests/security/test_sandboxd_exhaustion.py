@@ -11,6 +11,9 @@ port connects: include/llmbox/sandbox.h, docs/SANDBOX.md).
   stopped_spawner_is_resumed
       The sandbox's code kill -STOPs the spawner that starts sandboxd's
       processes: the next proc_start still starts its process.
+  stopped_spawner_still_reports_exits
+      A process runs 1 s; its spawner is stopped meanwhile: its exit is
+      still reported.
   spawner_held_stopped_is_replaced
       The sandbox's code stops the spawner again and again: a start is
       answered within the spawner's deadline (a sentence or a pid), and
@@ -143,6 +146,24 @@ def check_stopped_spawner_is_resumed(d):
     assert took < 12, "the start took %.1f s" % took
 
 
+def check_stopped_spawner_still_reports_exits(d):
+    c = d.connect()
+    sid = c.create()
+    w = Conn(d.sock, timeout=20)
+    start(w, sid, ["sleep", "1"], attach=True)
+    pid = sh(c, sid, find_spawner_cmd()).strip()
+    assert pid.isdigit(), "no spawner found: %r" % pid
+    sh(c, sid, "kill -STOP %s" % pid)
+    t0 = time.time()
+    try:
+        e = w.recv()
+    except socket.timeout:
+        raise AssertionError("no exit event in 20 s for a process that ran 1 s (its spawner was stopped)")
+    w.close()
+    assert e.get("event") == "exit" and e.get("exit_code") == 0, e
+    assert time.time() - t0 < 10, "the exit came after %.1f s" % (time.time() - t0)
+
+
 def check_spawner_held_stopped_is_replaced(d):
     c = d.connect()
     sid = c.create()
@@ -219,6 +240,7 @@ def check_stdin_bounded_by_the_sandbox_budget(d):
 CHECKS = [
     ("port_connect_never_blocks_the_loop", check_port_connect_never_blocks_the_loop),
     ("stopped_spawner_is_resumed", check_stopped_spawner_is_resumed),
+    ("stopped_spawner_still_reports_exits", check_stopped_spawner_still_reports_exits),
     ("spawner_held_stopped_is_replaced", check_spawner_held_stopped_is_replaced),
     ("stdin_bounded_by_the_sandbox_budget", check_stdin_bounded_by_the_sandbox_budget),
 ]
