@@ -188,6 +188,8 @@ static void lb_watch_follow(lb_watch *w, int64_t deadline)
             continue;
         }
         if (rc) {
+            if (rc == LB_E_CANCELLED)
+                lb_watch_kill(w); /* the client left (or the sandbox goes: then the kill is not sent) */
             lb_e2b_stream_end(w->r, "unavailable", "%s", rc == LB_E_CANCELLED ? "the sandbox was killed or expired" : err);
             return;
         }

@@ -1102,15 +1102,19 @@ int lbsb_proc_next(lbsb_conn *c, int timeout_ms, lbsb_proc_event *ev, char *errb
         }
         int64_t left = end - lb_mono_ms();
         int tick = left > 200 ? 200 : left < 0 ? 0 : (int)left;
-        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-        int pr = poll(&pf, 1, tick);
+        struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->watch_fd, .events = POLLRDHUP}};
+        int pr = poll(pf, c->watch_fd >= 0 ? 2 : 1, tick);
         if (pr < 0 && errno != EINTR) {
             c->broken = 1;
             lbsb_err(errbuf, errsz, "lost the connection to sandboxd");
             return LB_E_UNAVAILABLE;
         }
-        if (pr > 0)
+        if (pr > 0 && pf[0].revents)
             break;
+        if (pr > 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+            lbsb_err(errbuf, errsz, "the caller's client left");
+            return LB_E_CANCELLED; /* the stream stays in step: nothing was read */
+        }
         if (left <= 0) {
             lbsb_err(errbuf, errsz, "no event within %d ms", timeout_ms);
             return LB_E_TIMEOUT;
