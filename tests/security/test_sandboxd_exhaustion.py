@@ -28,6 +28,9 @@ port connects: include/llmbox/sandbox.h, docs/SANDBOX.md).
       In an E2B sandbox the code stops the spawner; 40 process.Start
       requests whose clients give up after 3 s: another client's GET
       /api/tasks is still answered at once, and a later Start runs.
+  web_leaving_clients_free_threads    (the whole stack, E2B's protocol)
+      40 process.Start streams of processes that run on; their clients
+      leave after 1 s: GET /api/tasks is answered at once a second later.
 
     python3 tests/security/test_sandboxd_exhaustion.py [CHECK...]
 """
@@ -304,22 +307,50 @@ def check_web_stopped_spawner_frees_threads(st):
     assert b"YWxpdmUK" in out, ("a start after the others (stdout \"alive\\n\" in base64)", out[-400:])
 
 
-def web_main():
+def check_web_leaving_clients_free_threads(st):
+    h = {"X-API-KEY": E2B_TOKEN, "Content-Type": "application/json"}
+    code, _, data = st.request("POST", "/e2b/v2/sandboxes", b"{}", h)
+    assert code == 201, (code, data)
+    sbx = json.loads(data)
+    # 40 streams of processes that run on; their clients leave after 1 s
+    socks = [e2b_start_raw(st, sbx, ["/bin/sleep", "60"]) for _ in range(40)]
+    time.sleep(1)
+    for c in socks:
+        c.close()
+    time.sleep(1)
+    worst = 0.0
+    for _ in range(10):
+        t0 = time.time()
+        try:
+            code, _, _ = st.request("GET", "/api/tasks", timeout=20)
+        except OSError as e:
+            raise AssertionError("GET /api/tasks failed after 40 stream clients left: %r" % e)
+        worst = max(worst, time.time() - t0)
+        assert code == 200, code
+    # the old web noticed a client that left at its next keepalive (10 s)
+    assert worst < 3, "GET /api/tasks took %.1f s after 40 stream clients left" % worst
+
+
+def web_main(want):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
     from stack import Reporter as StackReporter, Stack
     r = StackReporter()
     env = {"LLMBOX_SANDBOX_API_TOKEN": E2B_TOKEN, "LLMBOX_SANDBOX_API_MAX": "4", "LLMBOX_WEB_THREADS": "16"}
     with Stack(model=False, web_env=env, env={"LLMBOX_POOL_SIZE": "0"}) as st:
-        r.run("security/sandboxd_exhaustion/web_stopped_spawner_frees_threads",
-              check_web_stopped_spawner_frees_threads, st)
+        if not want or "web_stopped_spawner_frees_threads" in want:
+            r.run("security/sandboxd_exhaustion/web_stopped_spawner_frees_threads",
+                  check_web_stopped_spawner_frees_threads, st)
+        if not want or "web_leaving_clients_free_threads" in want:
+            r.run("security/sandboxd_exhaustion/web_leaving_clients_free_threads",
+                  check_web_leaving_clients_free_threads, st)
     return 1 if r.failed else 0
 
 
 if __name__ == "__main__":
     rc = suite_main("security/sandboxd_exhaustion/", CHECKS, env={"LLMBOX_POOL_SIZE": "0"})
     want = set(sys.argv[1:])
-    if not want or "web_stopped_spawner_frees_threads" in want:
+    if not want or want & {"web_stopped_spawner_frees_threads", "web_leaving_clients_free_threads"}:
         from seclib import skip_reason
         if not skip_reason():
-            rc = web_main() or rc
+            rc = web_main(want) or rc
     sys.exit(rc)
