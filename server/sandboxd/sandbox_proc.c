@@ -728,9 +728,10 @@ static void lp_set_free(lbsd_procs *set)
     free(set);
 }
 
-void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
+/* The set of sb goes (the sandbox, or only its spawner): every stream and
+ * waiting start hears why. */
+static void lp_gone(lbsd_sandbox *sb, const char *why)
 {
-    lbsd_port_sandbox_gone(sb, why);
     lbsd_procs *set = lp_set(sb);
     if (!set)
         return;
@@ -752,6 +753,12 @@ void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
         lp_free(p);
     }
     lp_set_free(set);
+}
+
+void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
+{
+    lbsd_port_sandbox_gone(sb, why);
+    lp_gone(sb, why);
 }
 
 void lbsd_proc_conn_closed(lbsd_conn *c)
@@ -842,8 +849,8 @@ void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents)
             if (r < 0) {
                 /* the spawner is gone (killed from inside the sandbox, or
                  * the sandbox is ending): the next start makes a new one */
-                lbsd_proc_sandbox_gone(sb, "the sandbox's process spawner ended (killed from inside the sandbox, or "
-                                           "the sandbox is ending): its processes are no longer followed");
+                lp_gone(sb, "the sandbox's process spawner ended (killed from inside the sandbox, or "
+                            "the sandbox is ending): its processes are no longer followed");
                 return;
             }
             if (r == 0)
@@ -914,8 +921,8 @@ static void lp_replace(lbsd_procs *set)
     }
     if (set->spawner_pid > 1 && lbsd_pid_in_sandbox(sb, set->spawner_pid))
         kill(set->spawner_pid, SIGKILL);
-    lbsd_proc_sandbox_gone(sb, "the sandbox's process spawner stopped answering and was replaced: the processes "
-                               "it started are no longer followed");
+    lp_gone(sb, "the sandbox's process spawner stopped answering and was replaced: the processes it started "
+                "are no longer followed");
 }
 
 /* ms until the set wants another look (-1: none). While a start waits,
