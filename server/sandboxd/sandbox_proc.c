@@ -51,7 +51,6 @@ typedef struct lbsd_procs {
     int sock;                      /* our end of the channel to the spawner */
     int ready;                     /* its HELLO came and its oom score is set */
     pid_t spawner_pid;             /* its host pid (from HELLO's credentials), 0 until then */
-    int64_t opened_ms;             /* when the channel went to init */
     int64_t checked_ms;            /* the watchdog's last look at a late spawner */
     lbsd_proc *list;
     int n;
@@ -260,7 +259,6 @@ static lbsd_procs *lp_open(lbsd_sandbox *sb, char *msg, size_t msgsz)
     }
     set->sb = sb;
     set->sock = sp[0];
-    set->opened_ms = lb_mono_ms();
     set->next = g_sets;
     g_sets = set;
     return set;
