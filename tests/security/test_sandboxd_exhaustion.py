@@ -14,10 +14,11 @@ port connects: include/llmbox/sandbox.h, docs/SANDBOX.md).
   stopped_spawner_still_reports_exits
       A process runs 1 s; its spawner is stopped meanwhile: its exit is
       still reported.
-  spawner_held_stopped_is_replaced
+  spawner_held_stopped_still_answers
       The sandbox's code stops the spawner again and again: a start is
-      answered within the spawner's deadline (a sentence or a pid), and
-      once the stopping ends, starts work again.
+      answered within the spawner's deadline (a pid: the SIGCONT each
+      start sends gets it through; or "busy" once the spawner was
+      replaced), and starts work afterwards.
   stdin_bounded_by_the_sandbox_budget
       40 processes of a 64 MiB sandbox never read stdin and are each sent
       900 KB: sandboxd takes at most the sandbox's share (its memory limit
@@ -167,7 +168,7 @@ def check_stopped_spawner_still_reports_exits(d):
     assert time.time() - t0 < 10, "the exit came after %.1f s" % (time.time() - t0)
 
 
-def check_spawner_held_stopped_is_replaced(d):
+def check_spawner_held_stopped_still_answers(d):
     c = d.connect()
     sid = c.create()
     start(c, sid, ["true"])
@@ -245,7 +246,7 @@ CHECKS = [
     ("port_connect_never_blocks_the_loop", check_port_connect_never_blocks_the_loop),
     ("stopped_spawner_is_resumed", check_stopped_spawner_is_resumed),
     ("stopped_spawner_still_reports_exits", check_stopped_spawner_still_reports_exits),
-    ("spawner_held_stopped_is_replaced", check_spawner_held_stopped_is_replaced),
+    ("spawner_held_stopped_still_answers", check_spawner_held_stopped_still_answers),
     ("stdin_bounded_by_the_sandbox_budget", check_stdin_bounded_by_the_sandbox_budget),
 ]
 
