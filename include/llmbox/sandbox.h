@@ -321,6 +321,19 @@ void lbsb_close(lbsb_conn *c);   /* closing destroys the connection's sandboxes 
  * to the sandbox's own connection). Takes fd: lbsb_close closes it. */
 LLMBOX_MUST_CHECK int lbsb_conn_from_fd(int fd, volatile int *cancel_flag, lbsb_conn **out);
 
+/* Deadlines. Every call of a process op (proc_start, proc_attach,
+ * proc_input, proc_signal, proc_list) and port_connect waits for its
+ * answer at most LBSB_PROC_CALL_MS, and any call at most until the
+ * connection's deadline (lb_mono_ms clock, CLOCK_MONOTONIC in ms; 0:
+ * none): past it the call fails LB_E_TIMEOUT and its answer, when it
+ * comes, is dropped by the next call. While a call or lbsb_proc_next
+ * waits, a hangup on the watched descriptor (the HTTP request's
+ * connection: its client left) ends it LB_E_CANCELLED, so a caller that
+ * leaves frees its thread. */
+#define LBSB_PROC_CALL_MS 30000
+void lbsb_set_deadline(lbsb_conn *c, int64_t deadline_ms);
+void lbsb_set_watch_fd(lbsb_conn *c, int fd); /* -1: none (the default) */
+
 LLMBOX_MUST_CHECK int lbsb_create(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t idsz,
                                   char *errbuf, size_t errsz);
 /* Runs cmd and waits for its end (or the hard timeout). */

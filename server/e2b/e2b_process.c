@@ -11,6 +11,7 @@
 #include "llmbox/sandbox.h"
 
 #include <cjson/cJSON.h>
+#include <fcgiapp.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -379,6 +380,7 @@ static lbsb_conn *lb_stream_conn(lb_req *r, lb_sbx *s)
         lb_e2b_stream_end(r, "unavailable", "cannot reach sandboxd: %s", err);
         return NULL;
     }
+    lbsb_set_watch_fd(c, r->fcgi ? r->fcgi->ipcFd : -1); /* a client that leaves frees this thread */
     return c;
 }
 

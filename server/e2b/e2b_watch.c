@@ -11,6 +11,7 @@
 #include "llmbox/sandbox.h"
 
 #include <cjson/cJSON.h>
+#include <fcgiapp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,8 @@ static void lb_watch_follow(lb_watch *w, int64_t deadline)
             continue;
         }
         if (rc) {
+            if (rc == LB_E_CANCELLED)
+                lb_watch_kill(w); /* the client left (or the sandbox goes: then the kill is not sent) */
             lb_e2b_stream_end(w->r, "unavailable", "%s", rc == LB_E_CANCELLED ? "the sandbox was killed or expired" : err);
             return;
         }
@@ -263,6 +266,7 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
         lb_e2b_stream_end(r, "unavailable", "cannot reach sandboxd: %s", err);
         return;
     }
+    lbsb_set_watch_fd(w.c, r->fcgi ? r->fcgi->ipcFd : -1); /* a client that leaves frees this thread */
     const char *argv[] = {LBSB_WATCH_ARGV0, path, recursive ? "1" : "0"};
     /* the tag keeps it out of commands.list (e2b_process.c) */
     lbsb_proc_spec sp = {.argv = argv, .argc = 3, .cwd = "/", .tag = LBSB_WATCH_ARGV0};

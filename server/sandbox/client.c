@@ -32,6 +32,9 @@ struct lbsb_conn {
     /* Responses still owed to us by calls that were cancelled after their
      * request went out whole: read and dropped before the next call. */
     int discard;
+    int64_t deadline_ms;  /* lbsb_set_deadline: no wait goes past it (0: none) */
+    int watch_fd;         /* lbsb_set_watch_fd: its hangup ends a wait (-1: none) */
+    int op_ms;            /* the call being made waits at most this long (0: no bound of its own) */
 };
 
 static void lbsb_err(char *errbuf, size_t errsz, const char *fmt, ...)
@@ -61,6 +64,7 @@ int lbsb_connect(const char *socket_path, volatile int *cancel_flag, lbsb_conn *
     if (!c)
         return LB_E_NOMEM;
     c->cancel = cancel_flag;
+    c->watch_fd = -1;
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
         lbsb_err(errbuf, errsz, "socket: %s", strerror(errno));
@@ -94,6 +98,7 @@ int lbsb_conn_from_fd(int fd, volatile int *cancel_flag, lbsb_conn **out)
         return LB_E_NOMEM;
     c->fd = fd;
     c->cancel = cancel_flag;
+    c->watch_fd = -1;
     *out = c;
     return LB_OK;
 }
@@ -107,12 +112,59 @@ void lbsb_close(lbsb_conn *c)
     free(c);
 }
 
+void lbsb_set_deadline(lbsb_conn *c, int64_t deadline_ms)
+{
+    if (c)
+        c->deadline_ms = deadline_ms > 0 ? deadline_ms : 0;
+}
+
+void lbsb_set_watch_fd(lbsb_conn *c, int fd)
+{
+    if (c)
+        c->watch_fd = fd;
+}
+
+/* When the call starting now must have its answer (0: no bound). */
+static int64_t lbsb_until(const lbsb_conn *c)
+{
+    int64_t until = c->op_ms > 0 ? lb_mono_ms() + c->op_ms : 0;
+    if (c->deadline_ms && (!until || c->deadline_ms < until))
+        until = c->deadline_ms;
+    return until;
+}
+
+/* Waits until an answer starts to arrive: LB_OK, LB_E_TIMEOUT (past
+ * until; 0: never), LB_E_CANCELLED (the cancel flag, or a hangup on the
+ * watched descriptor) or LB_E_UNAVAILABLE. Short ticks, so that a cancel
+ * flag set by a handler installed with SA_RESTART is seen. */
+static int lbsb_wait_answer(lbsb_conn *c, int64_t until)
+{
+    for (;;) {
+        if (c->cancel && *c->cancel)
+            return LB_E_CANCELLED;
+        int64_t now = lb_mono_ms();
+        if (until && now >= until)
+            return LB_E_TIMEOUT;
+        int tick = until && until - now < 200 ? (int)(until - now) : 200;
+        struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->watch_fd, .events = POLLRDHUP}};
+        int r = poll(p, c->watch_fd >= 0 ? 2 : 1, tick);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || (p[0].revents & POLLNVAL))
+            return LB_E_UNAVAILABLE;
+        if (p[0].revents)
+            return LB_OK; /* POLLHUP/POLLERR: the read says what happened */
+        if (c->watch_fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+            return LB_E_CANCELLED;
+    }
+}
+
 /* Reads and drops one response (and its data frame). */
-static int lbsb_drop_response(lbsb_conn *c)
+static int lbsb_drop_response(lbsb_conn *c, int64_t until)
 {
     char *frame = NULL;
     size_t flen = 0;
-    int rc = lbsd_frame_wait(c->fd, c->cancel);
+    int rc = lbsb_wait_answer(c, until);
     if (rc == LB_OK) /* started: read it whole, a cancel now would split it */
         rc = lbsd_frame_recv(c->fd, LBSB_RESP_MAX, &frame, &flen, NULL);
     if (rc)
@@ -183,11 +235,13 @@ static int lbsb_call(lbsb_conn *c, cJSON *req, const void *data, size_t dlen, cJ
         lbsb_err(errbuf, errsz, "out of memory");
         return LB_E_NOMEM;
     }
+    int64_t until = lbsb_until(c);
     /* answers owed by earlier cancelled calls come first */
     while (c->discard > 0) {
-        rc = lbsb_drop_response(c);
-        if (rc == LB_E_CANCELLED) {
-            lbsb_err(errbuf, errsz, "cancelled");
+        rc = lbsb_drop_response(c, until);
+        if (rc == LB_E_CANCELLED || rc == LB_E_TIMEOUT) {
+            lbsb_err(errbuf, errsz, rc == LB_E_CANCELLED ? "cancelled"
+                                    : "sandboxd has not yet answered an earlier call on this connection");
             goto out; /* still owed; try again next call */
         }
         if (rc) {
@@ -225,10 +279,19 @@ static int lbsb_call(lbsb_conn *c, cJSON *req, const void *data, size_t dlen, cJ
     if (rc == LB_OK && data)
         rc = lbsd_frame_send(c->fd, data, dlen, NULL);
     if (rc == LB_OK) {
-        rc = lbsd_frame_wait(c->fd, c->cancel);
-        if (rc == LB_E_CANCELLED) {
+        rc = lbsb_wait_answer(c, until);
+        if (rc == LB_E_CANCELLED || rc == LB_E_TIMEOUT) {
+            /* the answer is owed: the next call drops it */
             lbsb_after_cancel(c, req);
-            lbsb_err(errbuf, errsz, "cancelled");
+            const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
+            if (rc == LB_E_CANCELLED)
+                lbsb_err(errbuf, errsz, "cancelled");
+            else if (c->op_ms > 0)
+                lbsb_err(errbuf, errsz, "sandboxd did not answer %s within %d ms (the sandbox is stalled or "
+                         "busy): try again", cJSON_IsString(op) ? op->valuestring : "the call", c->op_ms);
+            else
+                lbsb_err(errbuf, errsz, "sandboxd did not answer %s before the caller's deadline",
+                         cJSON_IsString(op) ? op->valuestring : "the call");
             goto out;
         }
     }
@@ -292,6 +355,24 @@ out:
     cJSON_Delete(r);
     free(text);
     free(frame);
+    return rc;
+}
+
+/* lbsb_call for a process op or port_connect: its answer is waited for
+ * at most LBSB_PROC_CALL_MS (sandboxd answers a start within its
+ * spawner's deadline, LBSD_SPAWNER_DEADLINE_MS: a third of it). */
+static int lbsb_call_bounded(lbsb_conn *c, cJSON *req, const void *data, size_t dlen, cJSON **resp, char *errbuf,
+                             size_t errsz)
+{
+    if (!c) {
+        cJSON_Delete(req);
+        *resp = NULL;
+        lbsb_err(errbuf, errsz, "no sandboxd connection");
+        return LB_E_INVAL;
+    }
+    c->op_ms = LBSB_PROC_CALL_MS;
+    int rc = lbsb_call(c, req, data, dlen, resp, NULL, NULL, 0, errbuf, errsz);
+    c->op_ms = 0;
     return rc;
 }
 
@@ -967,7 +1048,7 @@ int lbsb_proc_start(lbsb_conn *c, const char *id, const lbsb_proc_spec *spec, in
         return LB_E_NOMEM;
     }
     cJSON *resp;
-    rc = lbsb_call(c, o, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    rc = lbsb_call_bounded(c, o, NULL, 0, &resp, errbuf, errsz);
     if (rc)
         return rc;
     *pid = lbsb_pid_of(resp);
@@ -989,7 +1070,7 @@ int lbsb_proc_attach(lbsb_conn *c, const char *id, uint32_t pid, const char *tag
     if (rc)
         return rc;
     cJSON *resp;
-    rc = lbsb_call(c, lbsb_proc_req("proc_attach", id, pid, tag), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    rc = lbsb_call_bounded(c, lbsb_proc_req("proc_attach", id, pid, tag), NULL, 0, &resp, errbuf, errsz);
     if (rc)
         return rc;
     if (pid_out)
@@ -1021,15 +1102,19 @@ int lbsb_proc_next(lbsb_conn *c, int timeout_ms, lbsb_proc_event *ev, char *errb
         }
         int64_t left = end - lb_mono_ms();
         int tick = left > 200 ? 200 : left < 0 ? 0 : (int)left;
-        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-        int pr = poll(&pf, 1, tick);
+        struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->watch_fd, .events = POLLRDHUP}};
+        int pr = poll(pf, c->watch_fd >= 0 ? 2 : 1, tick);
         if (pr < 0 && errno != EINTR) {
             c->broken = 1;
             lbsb_err(errbuf, errsz, "lost the connection to sandboxd");
             return LB_E_UNAVAILABLE;
         }
-        if (pr > 0)
+        if (pr > 0 && pf[0].revents)
             break;
+        if (pr > 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+            lbsb_err(errbuf, errsz, "the caller's client left");
+            return LB_E_CANCELLED; /* the stream stays in step: nothing was read */
+        }
         if (left <= 0) {
             lbsb_err(errbuf, errsz, "no event within %d ms", timeout_ms);
             return LB_E_TIMEOUT;
@@ -1093,7 +1178,7 @@ int lbsb_proc_input(lbsb_conn *c, const char *id, uint32_t pid, const void *data
         o = NULL;
     }
     cJSON *resp;
-    rc = lbsb_call(c, o, len ? (data ? data : "") : NULL, len, &resp, NULL, NULL, 0, errbuf, errsz);
+    rc = lbsb_call_bounded(c, o, len ? (data ? data : "") : NULL, len, &resp, errbuf, errsz);
     cJSON_Delete(resp);
     return rc;
 }
@@ -1109,7 +1194,7 @@ int lbsb_proc_signal(lbsb_conn *c, const char *id, uint32_t pid, int sig, char *
         o = NULL;
     }
     cJSON *resp;
-    rc = lbsb_call(c, o, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    rc = lbsb_call_bounded(c, o, NULL, 0, &resp, errbuf, errsz);
     cJSON_Delete(resp);
     return rc;
 }
@@ -1121,7 +1206,7 @@ int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size
     if (rc)
         return rc;
     cJSON *resp;
-    rc = lbsb_call(c, lbsb_req("proc_list", id), NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    rc = lbsb_call_bounded(c, lbsb_req("proc_list", id), NULL, 0, &resp, errbuf, errsz);
     if (rc)
         return rc;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(resp, "procs");
@@ -1181,9 +1266,12 @@ int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char 
     }
     char req[128];
     int n = snprintf(req, sizeof req, "{\"op\":\"port_connect\",\"id\":\"%s\",\"port\":%d}", id, port);
+    c->op_ms = LBSB_PROC_CALL_MS;
+    int64_t until = lbsb_until(c);
+    c->op_ms = 0;
     rc = lbsd_frame_send(c->fd, req, (size_t)n, NULL);
     if (rc == LB_OK)
-        rc = lbsd_frame_wait(c->fd, c->cancel);
+        rc = lbsb_wait_answer(c, until); /* sandboxd answers within its connect deadline */
     int fd = -1;
     unsigned char hdr[LBSD_FRAME_HDR];
     size_t got = 0;
@@ -1211,7 +1299,9 @@ int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char 
         c->broken = 1;
         if (fd >= 0)
             close(fd);
-        lbsb_err(errbuf, errsz, rc == LB_E_CANCELLED ? "cancelled" : "lost the connection to sandboxd");
+        lbsb_err(errbuf, errsz, rc == LB_E_CANCELLED ? "cancelled"
+                                : rc == LB_E_TIMEOUT ? "sandboxd did not answer port_connect in time"
+                                                     : "lost the connection to sandboxd");
         return rc;
     }
     cJSON *r = cJSON_ParseWithLength(body, len);

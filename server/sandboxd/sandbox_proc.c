@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@ typedef struct lbsd_procs {
     lbsd_sandbox *sb;
     int sock;                      /* our end of the channel to the spawner */
     int ready;                     /* its HELLO came and its oom score is set */
+    pid_t spawner_pid;             /* its host pid (from HELLO's credentials), 0 until then */
+    int64_t checked_ms;            /* the watchdog's last look at a late spawner */
     lbsd_proc *list;
     int n;
     uint32_t seq;
@@ -305,6 +308,7 @@ static int lp_hello(lbsd_procs *set, const struct ucred *cr)
         return -1;
     }
     set->ready = 1;
+    set->spawner_pid = cr->pid;
     lp_flush(set);
     return 1;
 }
@@ -486,6 +490,17 @@ static int lp_spec(const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, 
     return LB_OK;
 }
 
+/* SIGCONT to the spawner from the host: the sandbox's code may have
+ * stopped it (it is root of the spawner's user namespace). Sent with each
+ * start, so that a spawner stopped again and again still starts what it
+ * is asked to; harmless to a running one. */
+static void lp_continue(lbsd_procs *set)
+{
+    pid_t pid = set->spawner_pid;
+    if (pid > 1 && lbsd_pid_in_sandbox(set->sb, pid))
+        kill(pid, SIGCONT);
+}
+
 static void lp_start(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char msg[512] = "";
@@ -563,9 +578,32 @@ static void lp_start(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     int fds[3] = {out[1], err[1], in[0]};
     size_t len = spec.len;
     lp_queue(set, lb_buf_steal(&spec, NULL), len, fds, has_stdin ? 3 : 2);
+    lp_continue(set);
 }
 
-static void lp_input(lbsd_conn *c, lbsd_proc *p, const lbsd_req *req, const char *data, size_t dlen)
+/* stdin bytes sandboxd holds for the set's processes (not yet taken) */
+static size_t lp_in_held(const lbsd_procs *set)
+{
+    size_t n = 0;
+    for (const lbsd_proc *p = set->list; p; p = p->next)
+        n += p->in.len; /* what is allocated: the written part goes once the rest is */
+    return n;
+}
+
+size_t lbsd_proc_input_cap(const lbsd_sandbox *sb)
+{
+    uint64_t mib = sb->memory_mib > 0 ? (uint64_t)sb->memory_mib
+                   : sb->cfg && sb->cfg->sandbox_memory_mib > 0 ? (uint64_t)sb->cfg->sandbox_memory_mib : 2048;
+    uint64_t cap = (mib << 20) / LBSD_PROC_INPUT_SHARE;
+    if (cap < LBSD_PROC_INPUT_MAX)
+        cap = LBSD_PROC_INPUT_MAX;
+    if (cap > LBSD_PROC_INPUT_SB_MAX)
+        cap = LBSD_PROC_INPUT_SB_MAX;
+    return (size_t)cap;
+}
+
+static void lp_input(lbsd_conn *c, lbsd_sandbox *sb, lbsd_proc *p, const lbsd_req *req, const char *data,
+                     size_t dlen)
 {
     if (!p->has_stdin) {
         lbsd_reply_error(c, LB_E_INVAL, "process %d was started without stdin", p->pid);
@@ -573,6 +611,16 @@ static void lp_input(lbsd_conn *c, lbsd_proc *p, const lbsd_req *req, const char
     }
     if (p->in_eof || p->in_fd < 0) {
         lbsd_reply_error(c, LB_E_INVAL, "the stdin of process %d is closed", p->pid);
+        return;
+    }
+    lbsd_procs *set = lp_set(sb);
+    size_t held = set ? lp_in_held(set) : 0, cap = lbsd_proc_input_cap(sb);
+    if (dlen && held + dlen > cap) {
+        /* what sandboxd holds for the sandbox is root's memory, outside its
+         * cgroup: bounded by the sandbox's own budget, the sender waits */
+        lbsd_reply_error(c, LB_E_BUSY, "the processes of sandbox %s have not read the %zu bytes of stdin sent "
+                                       "before these, the most sandboxd holds for it (%zu, from its memory "
+                                       "limit): try again later", sb->id, held, cap);
         return;
     }
     if (dlen && lb_buf_append(&p->in, data, dlen) != LB_OK) {
@@ -640,7 +688,7 @@ void lbsd_proc_request(lbsd_conn *c, const lbsd_req *req, const char *data, size
             cJSON_AddNumberToObject(r, "pid", p->pid);
         lbsd_reply(c, r, NULL, 0, 0);
     } else if (req->op == LBSD_OP_PROC_INPUT) {
-        lp_input(c, p, req, data, dlen);
+        lp_input(c, sb, p, req, data, dlen);
     } else if (req->op == LBSD_OP_PROC_SIGNAL) {
         const cJSON *sig = cJSON_GetObjectItemCaseSensitive(req->json, "signal");
         if (!cJSON_IsNumber(sig) || sig->valuedouble < 1 || sig->valuedouble > 64 ||
@@ -678,7 +726,9 @@ static void lp_set_free(lbsd_procs *set)
     free(set);
 }
 
-void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
+/* The set of sb goes (the sandbox, or only its spawner): every stream and
+ * waiting start hears why. */
+static void lp_gone(lbsd_sandbox *sb, const char *why)
 {
     lbsd_procs *set = lp_set(sb);
     if (!set)
@@ -703,8 +753,15 @@ void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
     lp_set_free(set);
 }
 
+void lbsd_proc_sandbox_gone(lbsd_sandbox *sb, const char *why)
+{
+    lbsd_port_sandbox_gone(sb, why);
+    lp_gone(sb, why);
+}
+
 void lbsd_proc_conn_closed(lbsd_conn *c)
 {
+    lbsd_port_conn_closed(c);
     for (lbsd_procs *set = g_sets; set; set = set->next)
         for (lbsd_proc *p = set->list; p; p = p->next) {
             if (p->starter == c)
@@ -720,11 +777,12 @@ size_t lbsd_proc_fd_count(void)
     size_t n = 0;
     for (lbsd_procs *set = g_sets; set; set = set->next)
         n += 1 + 3 * (size_t)set->n;
-    return n;
+    return n + lbsd_port_fd_count();
 }
 
 void lbsd_proc_poll(void (*add)(void *arg, int fd, short events, lbsd_sandbox *sb), void *arg)
 {
+    lbsd_port_poll(add, arg);
     for (lbsd_procs *set = g_sets, *next; set; set = next) {
         next = set->next;
         lbsd_sandbox *sb = set->sb;
@@ -766,7 +824,9 @@ static void lp_write_stdin(lbsd_proc *p)
         }
         p->in_off += (size_t)w;
     }
-    lb_buf_reset(&p->in);
+    /* drained: its memory goes back too (a reset would keep up to 1 MiB) */
+    lb_buf_free(&p->in);
+    lb_buf_init(&p->in, LBSD_PROC_INPUT_MAX);
     p->in_off = 0;
     if (p->in_eof)
         lp_close(&p->in_fd);
@@ -774,6 +834,8 @@ static void lp_write_stdin(lbsd_proc *p)
 
 void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents)
 {
+    if (lbsd_port_on_ready(fd))
+        return;
     lbsd_procs *set = lp_set(sb);
     if (!set)
         return;
@@ -785,8 +847,8 @@ void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents)
             if (r < 0) {
                 /* the spawner is gone (killed from inside the sandbox, or
                  * the sandbox is ending): the next start makes a new one */
-                lbsd_proc_sandbox_gone(sb, "the sandbox's process spawner ended (killed from inside the sandbox, or "
-                                           "the sandbox is ending): its processes are no longer followed");
+                lp_gone(sb, "the sandbox's process spawner ended (killed from inside the sandbox, or "
+                            "the sandbox is ending): its processes are no longer followed");
                 return;
             }
             if (r == 0)
@@ -805,4 +867,107 @@ void lbsd_proc_on_ready(lbsd_sandbox *sb, int fd, short revents)
             continue;
         return;
     }
+}
+
+/* ---- the spawner's watchdog --------------------------------------------- */
+
+/* When the oldest start the spawner has not answered was asked (0: none). */
+static int64_t lp_oldest_start(const lbsd_procs *set)
+{
+    int64_t t = 0;
+    for (const lbsd_proc *p = set->list; p; p = p->next)
+        if (!p->pid && (!t || p->start_ms < t))
+            t = p->start_ms;
+    return t;
+}
+
+/* Whether the host process pid is stopped by a signal ("T" in its stat). */
+static int lp_is_stopped(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *e = strrchr(buf, ')'); /* the name may hold anything, even ')' */
+    return e && e[1] == ' ' && e[2] == 'T';
+}
+
+/* The spawner has not answered a start for LBSD_SPAWNER_DEADLINE_MS: every
+ * waiting start is answered, the spawner is killed from the host (it may
+ * be stopped, or wait on a child the sandbox's code stopped) and the set
+ * goes; the next start makes a new spawner. */
+static void lp_replace(lbsd_procs *set)
+{
+    lbsd_sandbox *sb = set->sb;
+    lb_warn("sandbox %s: its process spawner did not answer a start for %d ms: replacing it", sb->id,
+            LBSD_SPAWNER_DEADLINE_MS);
+    for (lbsd_proc *p = set->list; p; p = p->next) {
+        if (p->pid || !p->starter)
+            continue;
+        lbsd_conn *c = p->starter;
+        lp_starter_done(p);
+        p->nwatch = 0;
+        lbsd_reply_error(c, LB_E_BUSY, "the process spawner of sandbox %s did not start the process within %d ms "
+                                       "(stopped or held from inside the sandbox): it was replaced, try again",
+                         sb->id, LBSD_SPAWNER_DEADLINE_MS);
+    }
+    if (set->spawner_pid > 1 && lbsd_pid_in_sandbox(sb, set->spawner_pid))
+        kill(set->spawner_pid, SIGKILL);
+    lp_gone(sb, "the sandbox's process spawner stopped answering and was replaced: the processes it started "
+                "are no longer followed");
+}
+
+/* ms until the set wants another look (-1: none). While a start waits,
+ * the spawner gets a SIGCONT from the host every LBSD_SPAWNER_CHECK_MS
+ * (the sandbox's code may have stopped it; SIGCONT is harmless
+ * otherwise), and at LBSD_SPAWNER_DEADLINE_MS it is replaced. While only
+ * started processes are followed, it is looked at every
+ * LBSD_SPAWNER_IDLE_CHECK_MS and continued if stopped: it reports their
+ * exits. */
+static int lp_watchdog(lbsd_procs *set, int64_t now)
+{
+    int64_t oldest = lp_oldest_start(set);
+    if (oldest && now - oldest >= LBSD_SPAWNER_DEADLINE_MS) {
+        lp_replace(set);
+        return -1;
+    }
+    if (!oldest && !set->n)
+        return -1;
+    int every = oldest ? LBSD_SPAWNER_CHECK_MS : LBSD_SPAWNER_IDLE_CHECK_MS;
+    int64_t first = oldest ? oldest + LBSD_SPAWNER_CHECK_MS : 0;
+    if (now >= first && now - set->checked_ms >= every) {
+        set->checked_ms = now;
+        int stopped = set->spawner_pid > 1 && lp_is_stopped(set->spawner_pid);
+        if (stopped)
+            lb_debug("sandbox %s: its process spawner was stopped (from inside the sandbox): continuing it",
+                     set->sb->id);
+        if (stopped || oldest)
+            lp_continue(set);
+    }
+    int64_t due = set->checked_ms + every;
+    if (oldest) {
+        if (due < first)
+            due = first;
+        if (oldest + LBSD_SPAWNER_DEADLINE_MS < due)
+            due = oldest + LBSD_SPAWNER_DEADLINE_MS;
+    }
+    return due > now ? (int)(due - now) : 0;
+}
+
+int lbsd_proc_tick(int64_t now)
+{
+    int t = lbsd_port_tick(now);
+    for (lbsd_procs *set = g_sets, *next; set; set = next) {
+        next = set->next; /* the watchdog may free set */
+        int w = lp_watchdog(set, now);
+        if (w >= 0 && (t < 0 || w < t))
+            t = w;
+    }
+    return t;
 }

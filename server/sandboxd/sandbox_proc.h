@@ -26,6 +26,14 @@
  * user namespace, as for the shell): the channel's end then says so to
  * every stream ("gone"), the processes run on unlisted, and the next start
  * makes a new spawner.
+ * It can also stop it (SIGSTOP), or stop a child the spawner waits to see
+ * exec: each start, and every LBSD_SPAWNER_CHECK_MS while one is not
+ * answered, sends the spawner a SIGCONT from the host, and a start not
+ * answered within
+ * LBSD_SPAWNER_DEADLINE_MS is answered "busy" and the spawner is killed
+ * from the host and replaced, so no start waits without end. While it
+ * follows processes it is looked at every LBSD_SPAWNER_IDLE_CHECK_MS and
+ * continued if stopped, so their exits are reported.
  *
  * Output: read from the loop, at most LBSD_PROC_READ bytes per read, and
  * queued on each attached connection as an event. Backpressure, not
@@ -49,6 +57,21 @@
 #define LBSD_PROC_READ (64u << 10)    /* one read of a pipe: one out event */
 #define LBSD_PROC_BACKLOG (256u << 10) /* unsent bytes of a watcher before its process waits */
 #define LBSD_PROC_INPUT_MAX (1u << 20) /* stdin bytes queued and not yet taken by the process */
+/* stdin bytes sandboxd holds for all the processes of one sandbox: its
+ * memory limit / LBSD_PROC_INPUT_SHARE, at least LBSD_PROC_INPUT_MAX and
+ * at most LBSD_PROC_INPUT_SB_MAX (root's memory, charged to no cgroup);
+ * over it proc_input is refused "busy" and the sender tries again later */
+#define LBSD_PROC_INPUT_SHARE 16
+#define LBSD_PROC_INPUT_SB_MAX (16u << 20)
+/* a start the spawner has not answered: every CHECK_MS the spawner gets a
+ * SIGCONT from the host (the sandbox's code may have stopped it; each
+ * start sends one too), after DEADLINE_MS the start is answered "busy" and
+ * the spawner replaced */
+#define LBSD_SPAWNER_CHECK_MS 250
+/* while it only follows started processes (their exits), it is looked at
+ * this often and continued if stopped */
+#define LBSD_SPAWNER_IDLE_CHECK_MS 1000
+#define LBSD_SPAWNER_DEADLINE_MS 10000
 #define LBSD_PROC_SPEC_MAX (120u << 10) /* argv + env + cwd of one start, bytes */
 #define LBSD_PROC_ARGS_MAX 4096       /* argv entries */
 #define LBSD_PROC_ENV_MAX 1024        /* env entries */
@@ -67,9 +90,32 @@ void lbsd_proc_request(lbsd_conn *c, const lbsd_req *req, const char *data, size
  * answering notfound, or "sandbox" when its init died. */
 lbsd_sandbox *lbsd_proc_sandbox(lbsd_conn *c, const lbsd_req *req);
 
-/* port_connect (sandbox_port.c): a TCP connection to 127.0.0.1:port in
- * the sandbox's network namespace, handed to c with the answer. */
+/* The most stdin bytes sandboxd holds for sb's processes (LBSD_PROC_INPUT_SHARE). */
+size_t lbsd_proc_input_cap(const lbsd_sandbox *sb);
+
+/* Deadlines: the spawner's watchdog and the pending port connects. Returns
+ * ms until it wants to be called again (-1: no wish). The loop calls it
+ * before each poll. */
+int lbsd_proc_tick(int64_t now);
+
+/* --- sandbox_port.c --- */
+/* port_connect: a TCP connection to 127.0.0.1:port in the sandbox's
+ * network namespace, handed to c with the answer, now or (a connect in
+ * progress) from the loop when it completes or its deadline passes;
+ * meanwhile c is not read. */
 void lbsd_port_request(lbsd_conn *c, const lbsd_req *req);
+/* The pending connects, for the loop (through lbsd_proc_poll and
+ * lbsd_proc_on_ready): how many descriptors, add each, and fd is ready
+ * (1 if it was one of theirs). */
+size_t lbsd_port_fd_count(void);
+void lbsd_port_poll(void (*add)(void *arg, int fd, short events, lbsd_sandbox *sb), void *arg);
+int lbsd_port_on_ready(int fd);
+/* Answers the connects past their deadline; ms until the next one (-1: none). */
+int lbsd_port_tick(int64_t now);
+/* sb is going: its pending connects are answered with why. */
+void lbsd_port_sandbox_gone(const lbsd_sandbox *sb, const char *why);
+/* c is closing: its pending connects are dropped. */
+void lbsd_port_conn_closed(const lbsd_conn *c);
 
 /* The sandbox is going (destroy, TTL, lease, shutdown) or its init died:
  * every attached or starting connection gets a "gone" event with why, and

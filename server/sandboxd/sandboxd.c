@@ -1181,6 +1181,11 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             }
         }
         {
+            int pt = lbsd_proc_tick(now); /* the spawners' watchdog, port connects' deadlines */
+            if (pt >= 0 && (timeout < 0 || pt < timeout))
+                timeout = pt;
+        }
+        {
             lbsd_pollset ps = {pfd, ref, n, cap}; /* issue 17 */
             lbsd_proc_poll(lbsd_poll_add_proc, &ps);
             n = ps.n;

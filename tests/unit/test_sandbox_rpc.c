@@ -4,6 +4,7 @@
 #include "testlib.h"
 
 #include "common/status.h"
+#include "common/util.h"
 #include "llmbox/sandbox.h"
 #include "sandbox/rpc.h"
 #include "sandboxd/sandboxd.h"
@@ -1008,6 +1009,39 @@ TEST(client_port_connect_takes_the_descriptor)
     close(p[0]);
 }
 
+/* A process call whose answer does not come ends at the connection's
+ * deadline (the answer, when it comes, is dropped by the next call), and
+ * at once when the watched descriptor (the HTTP client's) hangs up. */
+TEST(client_call_deadline_and_leaving_caller)
+{
+    int sv[2], wp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, wp) == 0);
+    lbsb_conn *c = NULL;
+    CHECK(lbsb_conn_from_fd(sv[0], NULL, &c) == LB_OK);
+    char err[256];
+    const char *argv[] = {"true"};
+    lbsb_proc_spec sp = {.argv = argv, .argc = 1};
+    uint32_t pid = 0;
+    int64_t t0 = lb_mono_ms();
+    lbsb_set_deadline(c, t0 + 200);
+    CHECK(lbsb_proc_start(c, ID, &sp, 0, &pid, err, sizeof err) == LB_E_TIMEOUT && strstr(err, "proc_start"));
+    CHECK(lb_mono_ms() - t0 < 5000);
+    /* the late answer, then the next call's: the first is dropped */
+    send_frames(sv[1], (const char *const[]){"{\"ok\":true,\"pid\":7}", "{\"ok\":true,\"pid\":8}"}, 2);
+    lbsb_set_deadline(c, 0);
+    CHECK(lbsb_proc_start(c, ID, &sp, 0, &pid, err, sizeof err) == LB_OK && pid == 8);
+    /* the caller's client left: the wait ends without an answer */
+    lbsb_set_watch_fd(c, wp[0]);
+    close(wp[1]);
+    t0 = lb_mono_ms();
+    CHECK(lbsb_proc_start(c, ID, &sp, 0, &pid, err, sizeof err) == LB_E_CANCELLED);
+    CHECK(lb_mono_ms() - t0 < 5000);
+    lbsb_close(c);
+    close(sv[1]);
+    close(wp[0]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1038,5 +1072,6 @@ int main(void)
     RUN(req_proc_ops);
     RUN(client_proc_calls);
     RUN(client_port_connect_takes_the_descriptor);
+    RUN(client_call_deadline_and_leaving_caller);
     return testlib_done();
 }
