@@ -210,6 +210,9 @@ build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/s
 build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/common/image_ref.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
+build-fuzz/fuzz_reg_challenge: tests/fuzz/fuzz_reg_challenge.c build-fuzz/obj/server/images/registry_auth.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/status.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson -lcrypto
+
 fuzz-build: $(FUZZ_BIN)
 # keep the instrumented objects (make would delete them as intermediates and
 # rebuild all of them for each new target) and follow header changes
