@@ -45,6 +45,12 @@ int lb_registry_cli_handles(int argc, char **argv)
     return argc >= 2 && (!strcmp(argv[1], "pull") || !strcmp(argv[1], "push"));
 }
 
+int lb_image_is_registry_ref(const char *s)
+{
+    lb_image_ref r;
+    return lb_image_ref_parse(s, LB_IMAGE_REF_LOCAL, &r, NULL, 0) == LB_OK && !lb_image_ref_is_local(&r);
+}
+
 /* Whether the store has a record for the reference (images-core's
  * refs/<file name>.json). */
 static int stored(const lb_config *cfg, const char *fname)
@@ -91,38 +97,37 @@ int lb_pull_ensure(const lb_config *cfg, const char *ref, char *msg, size_t msgs
     int rc = lb_image_ref_parse(ref, 0, &r, msg, msgsz);
     if (rc)
         return rc;
-    char fname[LB_IMAGE_REF_MAX + 1], dir[LB_CFG_PATH + 64], lock[LB_CFG_PATH + 400];
+    char fname[LB_IMAGE_REF_MAX + 1], dir[LB_CFG_PATH + 64], lock[LB_CFG_PATH + 400], why[2048] = "";
     if ((rc = lb_image_ref_file_name(&r, fname, sizeof fname)))
         return rc;
     if (stored(cfg, fname))
         return LB_OK;
+    int fd = -1;
     snprintf(dir, sizeof dir, "%s/oci/spool", cfg->image_store);
-    if (lb_mkdirs(dir, 0700) != LB_OK) {
-        say(msg, msgsz, "Cannot create %s: %s.", dir, strerror(errno));
-        return LB_E_IO;
-    }
     snprintf(lock, sizeof lock, "%s/%s.lock", dir, fname);
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || flock(fd, LOCK_EX)) {
-        say(msg, msgsz, "Cannot lock %s: %s.", lock, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return LB_E_IO;
-    }
-    /* the one that held the lock before us may have pulled it */
-    if (!stored(cfg, fname)) {
-        char canon[LB_IMAGE_REF_MAX + 1], why[1024];
+    if (geteuid() != 0) {
+        /* the store is root's: a web that runs as its own user cannot register */
+        snprintf(why, sizeof why, "registering an image needs root; run `llmbox image pull %s` as root here.", ref);
+        rc = LB_E_DENIED;
+    } else if (lb_mkdirs(dir, 0700) != LB_OK ||
+               (fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock(fd, LOCK_EX)) {
+        snprintf(why, sizeof why, "cannot lock %s: %s.", lock, strerror(errno));
+        rc = LB_E_IO;
+    } else if (!stored(cfg, fname)) {
+        /* the one that held the lock before us did not register it: our turn */
+        char canon[LB_IMAGE_REF_MAX + 1];
         rc = pull_register(cfg, ref, 1, canon, sizeof canon, why, sizeof why);
-        if (rc)
-            say(msg, msgsz, "This node does not have the image %s and cannot pull it: %s", ref, why);
     }
-    close(fd); /* releases the lock */
+    if (fd >= 0)
+        close(fd); /* releases the lock */
+    if (rc)
+        say(msg, msgsz, "This node does not have the image %s and cannot pull it: %s", ref, why);
     return rc;
 }
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: llmbox image pull REF [--oci DIR] [--quiet]\n"
+    fprintf(stderr, "usage: llmbox image pull REF [--oci DIR | --if-missing] [--quiet]\n"
                     "       llmbox image push (NAME | --oci DIR) REF [--chunk-mib N] [--quiet]\n");
     return 2;
 }
@@ -130,10 +135,12 @@ static int usage(void)
 static int cmd_pull(int argc, char **argv, const lb_config *cfg)
 {
     const char *ref = NULL, *oci = NULL;
-    int quiet = 0;
+    int quiet = 0, if_missing = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--oci") && i + 1 < argc)
             oci = argv[++i];
+        else if (!strcmp(argv[i], "--if-missing"))
+            if_missing = 1;
         else if (!strcmp(argv[i], "--quiet"))
             quiet = 1;
         else if (!ref && argv[i][0] != '-')
@@ -141,10 +148,17 @@ static int cmd_pull(int argc, char **argv, const lb_config *cfg)
         else
             return usage();
     }
-    if (!ref)
+    if (!ref || (if_missing && oci))
         return usage();
     char canon[LB_IMAGE_REF_MAX + 1], digest[72] = "", msg[2048];
     int rc;
+    if (if_missing) {
+        if (lb_pull_ensure(cfg, ref, msg, sizeof msg) != LB_OK) {
+            fprintf(stderr, "llmbox: image pull: %s\n", msg);
+            return 1;
+        }
+        return 0;
+    }
     if (oci) {
         lb_pull_opts o = {.ref = ref, .layout_dir = oci, .insecure = cfg->insecure_registries,
                           .auth_file = cfg->registry_auth_file, .blob_max = BLOB_MAX, .total_max = TOTAL_MAX,

@@ -15,6 +15,10 @@ int lb_registry_cli_handles(int argc, char **argv);
 /* Runs `llmbox image pull|push ...` (argv[0] "image"); the exit status. */
 int lb_registry_cli_main(int argc, char **argv, const lb_config *cfg);
 
+/* Whether s is a reference with a registry host ("127.0.0.1:5000/team/img:1",
+ * "docker.io/library/debian"), not a local name. */
+int lb_image_is_registry_ref(const char *s);
+
 /* Makes sure the image ref (a registry reference) is in the store:
  * nothing when it is; otherwise pulls and registers it, under a lock
  * (flock on <image_store>/oci/spool/<file name>.lock) so that two

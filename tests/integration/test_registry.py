@@ -377,6 +377,55 @@ def test_bad_references_and_missing_images_say_why():
     assert p.returncode != 0 and "Cannot reach the registry" in p.stderr, p.stderr
 
 
+class CountingProxy(TokenProxy):
+    """The registry with token auth, counting the requests it forwards."""
+    hits = []
+
+    def _any(self):
+        CountingProxy.hits.append(self.path)
+        TokenProxy._any(self)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = _any
+
+
+def test_first_use_pull_waits_for_the_lock_and_pulls_once():
+    """Two creates that want an image the node lacks: the second waits on
+    the first's lock (a flock on <image_store>/oci/spool/<name>.lock) and,
+    finding the image registered when it gets the lock, pulls nothing."""
+    import fcntl
+    store = os.path.join(TMP, "store")
+    srv = serve(CountingProxy, "127.0.0.1")
+    try:
+        port = srv.server_address[1]
+        ref = "127.0.0.1:%d/team/img:1" % port
+        fname = "127.0.0.1=%d+team+img=1" % port
+        os.makedirs(os.path.join(store, "oci", "spool"))
+        os.makedirs(os.path.join(store, "oci", "refs"))
+        lock = open(os.path.join(store, "oci", "spool", fname + ".lock"), "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first create, pulling
+        e = dict(os.environ, LLMBOX_HOME=TMP, LLMBOX_IMAGE_STORE=store)
+        p = subprocess.Popen([LLMBOX, "image", "pull", "--if-missing", ref], env=e,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        assert p.poll() is None, "the second pull did not wait for the lock: " + p.stderr.read()
+        assert CountingProxy.hits == [], CountingProxy.hits
+        # the first registers the image (as the store's import does) and lets go
+        with open(os.path.join(store, "oci", "refs", fname + ".json"), "w") as f:
+            f.write('{"reference": "%s"}' % ref)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert CountingProxy.hits == [], CountingProxy.hits
+        # a node that cannot pull fails with a sentence
+        dead = "127.0.0.1:%d/team/img:1" % free_port()
+        r = run([LLMBOX, "image", "pull", "--if-missing", dead], env={"LLMBOX_IMAGE_STORE": store}, check=False)
+        assert r.returncode != 0, r.stdout
+        assert "This node does not have the image %s and cannot pull it: Cannot reach" % dead in r.stderr, r.stderr
+    finally:
+        srv.shutdown()
+
+
 def main():
     r = Reporter()
     for tool in ("docker-registry", "skopeo", "umoci"):
@@ -394,6 +443,8 @@ def main():
               test_plain_http_elsewhere_than_loopback_needs_insecure)
         r.run("push_then_pull_round_trip", test_push_then_pull_round_trip)
         r.run("bad_references_and_missing_images_say_why", test_bad_references_and_missing_images_say_why)
+        r.run("first_use_pull_waits_for_the_lock_and_pulls_once",
+              test_first_use_pull_waits_for_the_lock_and_pulls_once)
         r.run("corrupt_blob_is_refused_and_not_kept", test_corrupt_blob_is_refused_and_not_kept)
     finally:
         for p in procs:
