@@ -6,6 +6,7 @@
 #include "images/pull_image.h"
 #include "images/push_image.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -175,6 +176,69 @@ static int cmd_pull(int argc, char **argv, const lb_config *cfg)
     return 0;
 }
 
+/* A stored image as an OCI layout to push from: the store's record
+ * (refs/<file name>.json) names the manifest; a staging folder in
+ * oci/tmp/ gets an index.json of it and a link to the store's blobs. */
+static int stored_layout(const lb_config *cfg, const char *name, char *dir, size_t dirsz, char *msg, size_t msgsz)
+{
+    lb_image_ref r;
+    int rc = lb_image_ref_parse(name, LB_IMAGE_REF_LOCAL, &r, msg, msgsz);
+    if (rc)
+        return rc;
+    char fname[LB_IMAGE_REF_MAX + 1], path[LB_CFG_PATH + 400], *data = NULL;
+    size_t len = 0;
+    if ((rc = lb_image_ref_file_name(&r, fname, sizeof fname)))
+        return rc;
+    snprintf(path, sizeof path, "%s/oci/refs/%s.json", cfg->image_store, fname);
+    if ((rc = lb_read_file(path, 1 << 20, &data, &len))) {
+        say(msg, msgsz, "There is no stored image %s%s.", name,
+            rc == LB_E_NOTFOUND ? "" : " that can be read");
+        return rc;
+    }
+    cJSON *rec = cJSON_ParseWithLength(data, len);
+    free(data);
+    const cJSON *m = rec ? cJSON_GetObjectItemCaseSensitive(rec, "manifest") : NULL;
+    char digest[80];
+    if (!cJSON_IsString(m) || strlen(m->valuestring) != 71 || strncmp(m->valuestring, "sha256:", 7) ||
+        strspn(m->valuestring + 7, "0123456789abcdef") != 64) {
+        cJSON_Delete(rec);
+        say(msg, msgsz, "The record of the stored image %s names no manifest.", name);
+        return LB_E_INVAL;
+    }
+    snprintf(digest, sizeof digest, "%s", m->valuestring);
+    cJSON_Delete(rec);
+    /* the manifest's own mediaType (a Docker schema 2 or an OCI one) */
+    snprintf(path, sizeof path, "%s/oci/blobs/sha256/%s", cfg->image_store, digest + 7);
+    if ((rc = lb_read_file(path, 4 << 20, &data, &len))) {
+        say(msg, msgsz, "The stored image %s has no manifest blob %s.", name, digest);
+        return rc;
+    }
+    cJSON *man = cJSON_ParseWithLength(data, len);
+    free(data);
+    const cJSON *mt = man ? cJSON_GetObjectItemCaseSensitive(man, "mediaType") : NULL;
+    char type[128];
+    snprintf(type, sizeof type, "%s", cJSON_IsString(mt) ? mt->valuestring : "application/vnd.oci.image.manifest.v1+json");
+    cJSON_Delete(man);
+    char rnd[17];
+    if ((rc = lb_random_hex(rnd, sizeof rnd, 8)))
+        return rc;
+    snprintf(dir, dirsz, "%s/oci/tmp/push-%d-%s", cfg->image_store, (int)getpid(), rnd);
+    char blobs[LB_CFG_PATH + 64], link_at[LB_CFG_PATH + 200], index[600];
+    snprintf(blobs, sizeof blobs, "%s/oci/blobs", cfg->image_store);
+    snprintf(link_at, sizeof link_at, "%s/blobs", dir);
+    int k = snprintf(index, sizeof index,
+                     "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu}]}",
+                     type, digest, len);
+    snprintf(path, sizeof path, "%s/index.json", dir);
+    if (k < 0 || (size_t)k >= sizeof index || lb_mkdirs(dir, 0700) != LB_OK || symlink(blobs, link_at) ||
+        lb_write_file_atomic(path, index, (size_t)k, 0600) != LB_OK) {
+        say(msg, msgsz, "Cannot stage the stored image %s in %s: %s.", name, dir, strerror(errno));
+        LB_IGNORE(lb_rmtree(dir)); /* the next writer of the store removes what is left */
+        return LB_E_IO;
+    }
+    return LB_OK;
+}
+
 static int cmd_push(int argc, char **argv, const lb_config *cfg)
 {
     const char *name = NULL, *ref = NULL, *oci = NULL;
@@ -201,17 +265,25 @@ static int cmd_push(int argc, char **argv, const lb_config *cfg)
     }
     if (!ref || (!oci && !name))
         return usage();
+    char tmp[LB_CFG_PATH + 128] = "", msg[2048];
     if (!oci) {
-        /* TODO(images-core merge): a stored image by name, through a layout
-         * of its record's manifest over the store's blobs */
-        fprintf(stderr, "llmbox: image push: pushing a stored image by name needs the layer store; "
-                        "give its OCI layout with --oci DIR\n");
-        return 1;
+        if (stored_layout(cfg, name, tmp, sizeof tmp, msg, sizeof msg) != LB_OK) {
+            fprintf(stderr, "llmbox: image push: %s\n", msg);
+            return 1;
+        }
+        oci = tmp;
     }
-    char msg[2048], digest[72];
+    char digest[72];
     lb_push_opts o = {.layout_dir = oci, .ref = ref, .insecure = cfg->insecure_registries,
                       .auth_file = cfg->registry_auth_file, .chunk_bytes = chunk, .quiet = quiet};
-    if (lb_push_image(&o, digest, sizeof digest, msg, sizeof msg) != LB_OK) {
+    int rc = lb_push_image(&o, digest, sizeof digest, msg, sizeof msg);
+    if (tmp[0]) {
+        char link_at[sizeof tmp + 8];
+        snprintf(link_at, sizeof link_at, "%s/blobs", tmp);
+        unlink(link_at); /* the link first: nothing may walk into the store's blobs */
+        LB_IGNORE(lb_rmtree(tmp)); /* staging: the next writer of the store removes what is left */
+    }
+    if (rc != LB_OK) {
         fprintf(stderr, "llmbox: image push: %s\n", msg);
         return 1;
     }

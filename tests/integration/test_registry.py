@@ -367,6 +367,30 @@ def test_push_then_pull_round_trip():
     assert p.stderr.count("is there already") == 2, p.stderr
 
 
+def test_push_a_stored_image_by_name():
+    """A stored image (the layer store's record refs/<name>.json naming its
+    manifest, blobs in oci/blobs/sha256) pushed by its name."""
+    store = os.path.join(TMP, "store-push")
+    src = os.path.join(TMP, "out-pull")
+    d0, _ = layout_manifest(src)
+    shutil.copytree(os.path.join(src, "blobs"), os.path.join(store, "oci", "blobs"))
+    os.makedirs(os.path.join(store, "oci", "refs"))
+    with open(os.path.join(store, "oci", "refs", "team+img=v1.json"), "w") as f:
+        json.dump({"reference": "team/img:v1", "manifest": d0}, f)
+    before = sorted(os.listdir(os.path.join(store, "oci", "blobs", "sha256")))
+    p = run([LLMBOX, "image", "push", "team/img:v1", REG + "/team/from-store:1"],
+            env={"LLMBOX_IMAGE_STORE": store})
+    assert p.stdout.strip() == REG + "/team/from-store:1 " + d0, p.stdout
+    out = os.path.join(TMP, "out-from-store")
+    pull(REG + "/team/from-store:1", out)
+    assert layout_manifest(out)[0] == d0
+    assert sorted(os.listdir(os.path.join(store, "oci", "blobs", "sha256"))) == before
+    assert os.listdir(os.path.join(store, "oci", "tmp")) == []
+    p = run([LLMBOX, "image", "push", "team/none", REG + "/team/x:1"], env={"LLMBOX_IMAGE_STORE": store},
+            check=False)
+    assert p.returncode != 0 and "There is no stored image team/none" in p.stderr, p.stderr
+
+
 def test_bad_references_and_missing_images_say_why():
     p = pull("127.0.0.1:%d/Team/img" % PORT, os.path.join(TMP, "out-x"), check=False)
     assert p.returncode != 0 and "lowercase" in p.stderr, p.stderr
@@ -442,6 +466,7 @@ def main():
         r.run("plain_http_elsewhere_than_loopback_needs_insecure",
               test_plain_http_elsewhere_than_loopback_needs_insecure)
         r.run("push_then_pull_round_trip", test_push_then_pull_round_trip)
+        r.run("push_a_stored_image_by_name", test_push_a_stored_image_by_name)
         r.run("bad_references_and_missing_images_say_why", test_bad_references_and_missing_images_say_why)
         r.run("first_use_pull_waits_for_the_lock_and_pulls_once",
               test_first_use_pull_waits_for_the_lock_and_pulls_once)
