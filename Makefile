@@ -213,6 +213,9 @@ build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/com
 build-fuzz/fuzz_reg_challenge: tests/fuzz/fuzz_reg_challenge.c build-fuzz/obj/server/images/registry_auth.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson -lcrypto
 
+build-fuzz/fuzz_dockerfile: tests/fuzz/fuzz_dockerfile.c build-fuzz/obj/server/images/dockerfile_parse.o build-fuzz/obj/server/common/buf.o build-fuzz/obj/server/common/path.o build-fuzz/obj/server/common/utf8.o build-fuzz/obj/server/common/status.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
+
 fuzz-build: $(FUZZ_BIN)
 # keep the instrumented objects (make would delete them as intermediates and
 # rebuild all of them for each new target) and follow header changes
