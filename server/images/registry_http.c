@@ -348,6 +348,17 @@ static int answer_challenge(lb_reg_client *c, const char *www, char *msg, size_t
     if (rc)
         return rc;
     char cred[2 * LB_REG_CRED_MAX + 2], b64[4 * ((2 * LB_REG_CRED_MAX + 4) / 3) + 8];
+    if (c->have_creds && ch.bearer && !strncmp(ch.realm, "http://", 7)) {
+        /* a password goes in clear only to where plain HTTP is allowed anyway */
+        char rh[300];
+        size_t hl = strcspn(ch.realm + 7, "/?#");
+        snprintf(rh, sizeof rh, "%.*s", (int)(hl < sizeof rh - 1 ? hl : sizeof rh - 1), ch.realm + 7);
+        if (!lb_reg_host_is_loopback(rh) && !lb_reg_host_is_insecure(rh, c->insecure)) {
+            say(msg, msgsz, "The registry at %s sends us to a token server over plain HTTP (%s); credentials "
+                            "are not sent there unless it is listed in insecure_registries.", c->host, ch.realm);
+            return LB_E_DENIED;
+        }
+    }
     if (c->have_creds) {
         int k = snprintf(cred, sizeof cred, "%s:%s", c->user, c->pass);
         EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)cred, k);
@@ -473,6 +484,7 @@ int lb_reg_open(lb_reg_client *c, const char *host, const char *repo, const char
     snprintf(c->host, sizeof c->host, "%s", host);
     snprintf(c->repo, sizeof c->repo, "%s", repo);
     snprintf(c->actions, sizeof c->actions, "%s", actions);
+    snprintf(c->insecure, sizeof c->insecure, "%s", insecure ? insecure : "");
     /* Docker Hub's API lives on registry-1.docker.io */
     const char *api = !strcmp(host, "docker.io") ? "registry-1.docker.io" : host;
     int plain = lb_reg_host_is_loopback(host) || lb_reg_host_is_insecure(host, insecure);

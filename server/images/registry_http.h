@@ -23,6 +23,7 @@ typedef struct lb_reg_client {
     char base[320];                     /* "https://registry-1.docker.io" or "http://127.0.0.1:5000" */
     char repo[256];
     char actions[16];                   /* "pull" or "pull,push" */
+    char insecure[1024];                /* insecure_registries, for the token server's host too */
     char user[LB_REG_CRED_MAX], pass[LB_REG_CRED_MAX];
     int have_creds;
     char auth[8192];                    /* the Authorization header line, "" for none */
