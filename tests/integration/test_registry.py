@@ -247,8 +247,13 @@ class TokenProxy(http.server.BaseHTTPRequestHandler):
     do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = _any
 
 
+class Quiet(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a client that hangs up on a hostile answer is what the test wants
+
+
 def serve(handler, addr):
-    srv = http.server.ThreadingHTTPServer((addr, 0), handler)
+    srv = Quiet((addr, 0), handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
@@ -450,6 +455,142 @@ def test_first_use_pull_waits_for_the_lock_and_pulls_once():
         srv.shutdown()
 
 
+class Hostile(http.server.BaseHTTPRequestHandler):
+    """A registry that answers from Hostile.routes: {(method, path): (status,
+    headers, body)}; /v2/ is 200; anything else 404."""
+    routes = {}
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def _any(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
+        path = self.path.split("?")[0]
+        if path == "/v2/":
+            status, headers, body = 200, {}, b"{}"
+        else:
+            status, headers, body = Hostile.routes.get((self.command, path), (404, {}, b""))
+        if callable(body):
+            body = body(self)
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = _any
+
+
+def oci_manifest(config, layers):
+    d = lambda b: {"mediaType": "application/vnd.oci.image.layer.v1.tar", "size": len(b),  # noqa: E731
+                   "digest": "sha256:" + hashlib.sha256(b).hexdigest()}
+    m = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": dict(d(config), mediaType=
+                                                                         "application/vnd.oci.image.config.v1+json"),
+         "layers": [d(l) for l in layers]}
+    return json.dumps(m).encode()
+
+
+def test_hostile_registry_answers_are_refused():
+    srv = serve(Hostile, "127.0.0.1")
+    host = "127.0.0.1:%d" % srv.server_address[1]
+    mt = {"Content-Type": OCI_MANIFEST}
+
+    def refused(tag, words):
+        out = os.path.join(TMP, "out-hostile-" + tag)
+        p = pull(host + "/h/img:" + tag, out, check=False)
+        assert p.returncode != 0 and words in p.stderr, (tag, p.stderr)
+        assert not os.path.exists(os.path.join(out, "index.json")), tag
+
+    try:
+        config, layer = b'{"architecture":"amd64","os":"linux"}', b"layer bytes" * 10
+        cd, ld = (hashlib.sha256(b).hexdigest() for b in (config, layer))
+        # a manifest past the 4 MiB cap
+        Hostile.routes = {("GET", "/v2/h/img/manifests/big"): (200, mt, b" " * (5 << 20))}
+        refused("big", "sent more than allowed")
+        # Docker's schema 1
+        Hostile.routes = {("GET", "/v2/h/img/manifests/s1"): (
+            200, {"Content-Type": "application/vnd.docker.distribution.manifest.v1+prettyjws"},
+            b'{"schemaVersion":1,"fsLayers":[]}')}
+        refused("s1", "schema 1 is not supported")
+        # a blob longer than its descriptor says, and one with other bytes
+        man = oci_manifest(config, [layer])
+        Hostile.routes = {("GET", "/v2/h/img/manifests/long"): (200, mt, man),
+                          ("GET", "/v2/h/img/blobs/sha256:" + cd): (200, {}, config),
+                          ("GET", "/v2/h/img/blobs/sha256:" + ld): (200, {}, layer + b"more")}
+        refused("long", "sent more than the %d bytes the manifest gives for layer 1/1" % len(layer))
+        Hostile.routes[("GET", "/v2/h/img/manifests/other")] = (200, mt, man)
+        Hostile.routes[("GET", "/v2/h/img/blobs/sha256:" + ld)] = (200, {}, b"X" * len(layer))
+        refused("other", "not what its digest says")
+        # a manifest asked for by digest that is not those bytes
+        fake = "sha256:" + "0" * 64
+        Hostile.routes = {("GET", "/v2/h/img/manifests/" + fake): (200, mt, man)}
+        p = pull(host + "/h/img@" + fake, os.path.join(TMP, "out-hostile-digest"), check=False)
+        assert p.returncode != 0 and "is not what its digest says" in p.stderr, p.stderr
+        # more than 256 layers, a layer past the size cap, a bad digest
+        many = json.loads(man)
+        many["layers"] = many["layers"] * 257
+        Hostile.routes = {("GET", "/v2/h/img/manifests/many"): (200, mt, json.dumps(many).encode())}
+        refused("many", "257 layers, more than the 256 allowed")
+        huge = json.loads(man)
+        huge["layers"][0]["size"] = 1 << 40
+        Hostile.routes = {("GET", "/v2/h/img/manifests/huge"): (200, mt, json.dumps(huge).encode()),
+                          ("GET", "/v2/h/img/blobs/sha256:" + cd): (200, {}, config)}
+        refused("huge", "more than the 17179869184 allowed")
+        bad = json.loads(man)
+        bad["layers"][0]["digest"] = "sha256:../../etc/passwd"
+        Hostile.routes = {("GET", "/v2/h/img/manifests/bad"): (200, mt, json.dumps(bad).encode()),
+                          ("GET", "/v2/h/img/blobs/sha256:" + cd): (200, {}, config)}
+        refused("bad", "digest that is not sha256 and 64 lowercase hex digits")
+    finally:
+        srv.shutdown()
+
+
+class BadTokens(TokenProxy):
+    """A token server that answers without a token, or with one that would
+    split a header line."""
+    answer = b"{}"
+
+    def _any(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
+        if self.path.startswith("/token"):
+            return self._send(200, [("Content-Type", "application/json")], BadTokens.answer)
+        return self._send(401, [("WWW-Authenticate", 'Bearer realm="http://%s/token",service="x"'
+                                 % self.headers.get("Host"))], b"")
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = _any
+
+
+def test_bad_token_servers_are_refused():
+    srv = serve(BadTokens, "127.0.0.1")
+    try:
+        ref = "127.0.0.1:%d/team/img:1" % srv.server_address[1]
+        for answer in (b"{}", b"not json", json.dumps({"token": "a\r\nX-Evil: 1"}).encode()):
+            BadTokens.answer = answer
+            p = pull(ref, os.path.join(TMP, "out-badtok"), check=False)
+            assert p.returncode != 0 and "did not answer with a usable token" in p.stderr, (answer, p.stderr)
+    finally:
+        srv.shutdown()
+
+
+def test_upload_location_on_another_host_is_refused():
+    srv = serve(Hostile, "127.0.0.1")
+    try:
+        host = "127.0.0.1:%d" % srv.server_address[1]
+        Hostile.routes = {("POST", "/v2/h/up/blobs/uploads/"): (
+            202, {"Location": "http://127.0.0.2:1/v2/h/up/blobs/uploads/x"}, b"")}
+        p = run([LLMBOX, "image", "push", "--oci", os.path.join(TMP, "out-pull"), host + "/h/up:1"], check=False)
+        assert p.returncode != 0 and "upload location on another host" in p.stderr, p.stderr
+    finally:
+        srv.shutdown()
+
+
 def main():
     r = Reporter()
     for tool in ("docker-registry", "skopeo", "umoci"):
@@ -470,6 +611,9 @@ def main():
         r.run("bad_references_and_missing_images_say_why", test_bad_references_and_missing_images_say_why)
         r.run("first_use_pull_waits_for_the_lock_and_pulls_once",
               test_first_use_pull_waits_for_the_lock_and_pulls_once)
+        r.run("hostile_registry_answers_are_refused", test_hostile_registry_answers_are_refused)
+        r.run("bad_token_servers_are_refused", test_bad_token_servers_are_refused)
+        r.run("upload_location_on_another_host_is_refused", test_upload_location_on_another_host_is_refused)
         r.run("corrupt_blob_is_refused_and_not_kept", test_corrupt_blob_is_refused_and_not_kept)
     finally:
         for p in procs:
