@@ -337,6 +337,59 @@ class PlainProxy(TokenProxy):
     do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = _any
 
 
+class Stalling(TokenProxy):
+    """Forwards with auth; while Stalling.stall is set, a whole-blob GET of
+    the big layer sends its first half and then hangs."""
+    stall = None
+
+    def _any(self):
+        if Stalling.stall and self.path.endswith(Stalling.stall) and not self.headers.get("Range") and \
+                self.headers.get("Authorization") == "Bearer " + TokenProxy.token:
+            whole, _ = registry_get(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(whole)))
+            self.end_headers()
+            self.wfile.write(whole[:len(whole) // 2])
+            self.wfile.flush()
+            time.sleep(60)
+            return
+        TokenProxy._any(self)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = _any
+
+
+def test_kill_9_mid_pull_then_the_next_pull_finishes():
+    srv = serve(Stalling, "127.0.0.1")
+    try:
+        ref = "127.0.0.1:%d/team/img:1" % srv.server_address[1]
+        _, man = layout_manifest_from_registry("team/img", "1")
+        big = max(man["layers"], key=lambda l: l["size"])["digest"]
+        Stalling.stall = big
+        out = os.path.join(TMP, "out-kill")
+        part = os.path.join(out, "blobs", "sha256", big[7:] + ".partial")
+        e = dict(os.environ, LLMBOX_HOME=TMP)
+        p = subprocess.Popen([LLMBOX, "image", "pull", ref, "--oci", out], env=e,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while time.time() < deadline and not (os.path.exists(part) and os.path.getsize(part) > 0):
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.kill()
+        p.wait()
+        assert os.path.getsize(part) > 0, "the pull wrote nothing before the kill"
+        assert not os.path.exists(os.path.join(out, "index.json")), "a killed pull left a whole-looking layout"
+        assert not os.path.exists(part[:-len(".partial")])
+        Stalling.stall = None
+        TokenProxy.ranges.clear()
+        pull(ref, out)
+        assert any(r.startswith("bytes=") and r != "bytes=0-" for r in TokenProxy.ranges), TokenProxy.ranges
+        assert layer_files(out, layout_manifest(out)[1])["opt/big"] == BIG
+        assert not os.path.exists(part)
+    finally:
+        Stalling.stall = None
+        srv.shutdown()
+
+
 def test_plain_http_elsewhere_than_loopback_needs_insecure():
     ip = own_address()
     if not ip:
@@ -604,6 +657,7 @@ def main():
         r.run("bearer_token_auth_anonymous_and_with_credentials",
               test_bearer_token_auth_anonymous_and_with_credentials)
         r.run("stopped_pull_resumes_with_a_range", test_stopped_pull_resumes_with_a_range)
+        r.run("kill_9_mid_pull_then_the_next_pull_finishes", test_kill_9_mid_pull_then_the_next_pull_finishes)
         r.run("plain_http_elsewhere_than_loopback_needs_insecure",
               test_plain_http_elsewhere_than_loopback_needs_insecure)
         r.run("push_then_pull_round_trip", test_push_then_pull_round_trip)
