@@ -343,6 +343,13 @@ int lb_pull_image(const lb_pull_opts *o, char *canon, size_t canonsz, char *mani
         say(msg, msgsz, "Cannot create %s: %s.", blobs, strerror(errno));
         return LB_E_IO;
     }
+    /* a layout being written never looks whole: index.json comes back last */
+    char idx[4200];
+    snprintf(idx, sizeof idx, "%s/index.json", o->layout_dir);
+    if (unlink(idx) && errno != ENOENT) {
+        say(msg, msgsz, "Cannot remove %s: %s.", idx, strerror(errno));
+        return LB_E_IO;
+    }
     lb_reg_client c;
     lb_buf body;
     lb_buf_init(&body, LB_PULL_MANIFEST_MAX);

@@ -159,6 +159,7 @@ def test_multi_arch_index_resolves_to_linux_amd64():
                                  headers={"Content-Type": "application/vnd.oci.image.index.v1+json"})
     urllib.request.urlopen(req, timeout=30).read()
     out = os.path.join(TMP, "out-multi")
+    pull(REG + "/team/multi:arm", out)  # the folder held another image first
     p = pull(REG + "/team/multi:1", out)
     d, man = layout_manifest(out)
     assert d == "sha256:" + hashlib.sha256(amd).hexdigest(), (d, p.stderr)
