@@ -73,6 +73,7 @@ def main():
                 times[tool].append(time.monotonic() - t0)
                 shutil.rmtree(out)
         ml, ms = statistics.median(times["llmbox"]), statistics.median(times["skopeo"])
+        print("machine: %d cores, load %s" % (os.cpu_count(), " ".join(open("/proc/loadavg").read().split()[:3])))
         print("image: %d MiB in %d layers (random bytes), %d rounds, alternating" % (a.mib, a.layers, a.rounds))
         print("llmbox image pull --oci: median %.2f s  (%s)" % (ml, " ".join("%.2f" % t for t in times["llmbox"])))
         print("skopeo copy docker:// oci: median %.2f s  (%s)" % (ms, " ".join("%.2f" % t for t in times["skopeo"])))
