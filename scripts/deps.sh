@@ -27,6 +27,9 @@ PKGS="$PKGS libpq-dev postgresql"
 # issue 13, stateless webs: HAProxy in front of several webs
 # (deploy/haproxy/llmbox.cfg, tests/integration/test_haproxy.py)
 PKGS="$PKGS haproxy"
+# images from registries: the Distribution registry, skopeo and umoci
+# (tests/integration/test_registry.py, bench/registry_pull.py)
+PKGS="$PKGS docker-registry skopeo umoci"
 
 missing=""
 for p in $PKGS; do

@@ -1,5 +1,7 @@
 /* llmbox: one multi-call binary. Each subcommand lives in its own folder. */
 #include "common/blob_cli.h" /* issue 13: llmbox blob */
+#include "images/build_cli.h" /* llmbox image build -f */
+#include "images/registry_cli.h" /* llmbox image pull|push */
 #include "web/shared_secrets.h" /* issue 13: llmbox secrets */
 #include "common/config.h"
 #include "common/status.h"
@@ -63,6 +65,10 @@ static void usage(FILE *f)
             "                      load a tool plugin as an agent would; print its tools or why not\n"
             "  image build [NAME]  build a sandbox image with debootstrap\n"
             "  image list          the images, their state and size\n"
+            "  image pull REF [--oci DIR] | image push (NAME | --oci DIR) REF\n"
+            "                      an image from or to a registry (docs/IMAGES-registry.md)\n"
+            "  image build -f Dockerfile [--build-arg K=V]... --check NAME [CONTEXT]\n"
+            "                      check a Dockerfile against its build context\n"
             "  user add NAME       a new API token and the llmbox.conf lines for it\n"
             "  user hash | list    the token_sha256 of a token on stdin; the users\n"
             "  score < REQUEST     score one answer (eval scorers; JSON in, one JSON line out)\n"
@@ -118,6 +124,10 @@ int main(int argc, char **argv)
         return lb_run_main(argc, argv);
     if (!strcmp(cmd, "plugin"))
         return lb_plugin_main(argc, argv);
+    if (!strcmp(cmd, "image") && lb_registry_cli_handles(argc, argv)) /* the registry client */
+        return lb_registry_cli_main(argc, argv, lb_cfg());
+    if (!strcmp(cmd, "image") && lb_build_cli_handles(argc, argv)) /* a Dockerfile; without -f: sandboxd */
+        return lb_build_cli_main(argc, argv, lb_cfg());
     if (!strcmp(cmd, "image"))
         return exec_sandboxd(lb_cfg(), "image", argc, argv);
     if (!strcmp(cmd, "config"))

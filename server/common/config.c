@@ -329,6 +329,8 @@ static const lb_cfg_key lb_keys[] = {
     KEY_PATH("prompts_dir", "LLMBOX_PROMPTS", prompts_dir, 0, "server/agent/prompts"),
     KEY_PATH("images_dir", "LLMBOX_IMAGES", images_dir, 0, "images"),
     KEY_PATH("image_store", "LLMBOX_IMAGE_STORE", image_store, 1, "images"),
+    KEY_STR("insecure_registries", "LLMBOX_INSECURE_REGISTRIES", insecure_registries, ""),
+    KEY_STR("registry_auth_file", "LLMBOX_REGISTRY_AUTH_FILE", registry_auth_file, ""),
     KEY_PATH("db_path", "LLMBOX_DB", db_path, 1, "web/llmbox.db"),
     {"db_url", "LLMBOX_DB_URL", NULL, set_db_url, F(db_url), 0, 0, ""}, /* issue 13 */
     KEY_PATH("web_socket", "LLMBOX_WEB_SOCKET", web_socket, 1, "web/web.sock"),

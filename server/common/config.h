@@ -80,6 +80,11 @@ typedef struct lb_config {
     char prompts_dir[LB_CFG_PATH];   /* prompts_dir | LLMBOX_PROMPTS, default $home/server/agent/prompts */
     char images_dir[LB_CFG_PATH];    /* images_dir | LLMBOX_IMAGES: recipes, default $home/images */
     char image_store[LB_CFG_PATH];   /* image_store | LLMBOX_IMAGE_STORE: built roots, default $var/images */
+    char insecure_registries[1024];  /* insecure_registries | LLMBOX_INSECURE_REGISTRIES, default "": registries
+                                        (host[:port], comma-separated) pulled from over plain HTTP; loopback
+                                        always may be */
+    char registry_auth_file[LB_CFG_PATH]; /* registry_auth_file | LLMBOX_REGISTRY_AUTH_FILE, default "": a Docker-style
+                                        auth.json with registry credentials */
     char db_path[LB_CFG_PATH];       /* db_path | LLMBOX_DB, default $var/web/llmbox.db */
     /* issue 13: db_url | LLMBOX_DB_URL, default "": the store in SQLite at
      * db_path. A postgresql:// URL: the store in that PostgreSQL database

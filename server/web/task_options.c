@@ -6,6 +6,7 @@
 
 #include "common/config.h"
 #include "common/status.h"
+#include "images/registry_cli.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -87,6 +88,8 @@ cJSON *lb_images_list(const lb_config *cfg)
 
 int lb_image_check(const lb_config *cfg, const char *v, char *err, size_t errsz)
 {
+    if (lb_image_is_registry_ref(v)) /* a registry's image: pulled on first use, once (registry_cli.h) */
+        return lb_pull_ensure(cfg, v, err, errsz);
     if (!lb_image_name_ok(v)) {
         snprintf(err, errsz, "The image name may hold only lowercase letters, digits, '.', '_' and '-'.");
         return LB_E_INVAL;
