@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #define BENCH_OPTIONS_MAX 3900 /* a run's task options, within the store's 4 KiB with the eval's own */
+#define BENCH_MAX_TOKENS 65536 /* the runner's max_tokens_per_call and max_response_len defaults */
 
 typedef struct bench {
     const lb_bench_opts *o;
@@ -264,6 +265,8 @@ static int identity(bench *b, lb_bench_prep *p)
          !cJSON_AddStringToObject(j, "config", c->config ? c->config : "") ||
          !cJSON_AddStringToObject(j, "split", c->split ? c->split : "") ||
          !cJSON_AddStringToObject(j, "data_file", b->data_name) ||
+         !cJSON_AddBoolToObject(j, "runner_dirs", b->o->runner_dirs) ||
+         !cJSON_AddNumberToObject(j, "temperature", b->o->temperature) ||
          !cJSON_AddItemToObject(j, "files", files)))
         rc = LB_E_NOMEM;
     else if (rc == LB_OK)
@@ -338,7 +341,9 @@ static cJSON *run_options(const bench *b)
         cJSON_AddStringToObject(o, "input_dir", b->cfg.input_dir) &&
         cJSON_AddStringToObject(o, "output_dir", b->cfg.output_dir) &&
         cJSON_AddStringToObject(o, "working_dir", b->cfg.working_dir) &&
-        cJSON_AddStringToObject(o, "tool_names", "official") && cJSON_AddFalseToObject(o, "finish_answer"))
+        cJSON_AddStringToObject(o, "tool_names", "official") && cJSON_AddFalseToObject(o, "finish_answer") &&
+        cJSON_AddNumberToObject(o, "temperature", b->o->temperature) &&
+        cJSON_AddNumberToObject(o, "max_tokens", BENCH_MAX_TOKENS))
         return o;
     cJSON_Delete(o);
     return NULL;
@@ -476,6 +481,19 @@ int lb_bench_prepare(const lb_bench_opts *o, lb_bench_prep *p, char *err, size_t
     int rc = read_part(b.real, "config.yaml", LB_BENCH_CONFIG_MAX, 0, &b.config_text, &b.config_len, err, errsz);
     if (rc == LB_OK && (rc = lb_bench_config_parse(b.config_text, b.config_len, &b.cfg, cerr, sizeof cerr)) != LB_OK)
         snprintf(err, errsz, "%.300s/%s", b.real, cerr);
+    if (rc == LB_OK && o->runner_dirs) {
+        /* runner.py reads the directories from a prompt config that holds only the two prompts */
+        free(b.cfg.working_dir);
+        free(b.cfg.input_dir);
+        free(b.cfg.output_dir);
+        b.cfg.working_dir = strdup(LB_BENCH_DEFAULT_WORKING_DIR);
+        b.cfg.input_dir = strdup(LB_BENCH_DEFAULT_INPUT_DIR);
+        b.cfg.output_dir = strdup(LB_BENCH_DEFAULT_OUTPUT_DIR);
+        if (!b.cfg.working_dir || !b.cfg.input_dir || !b.cfg.output_dir) {
+            snprintf(err, errsz, "out of memory");
+            rc = LB_E_NOMEM;
+        }
+    }
     if (rc == LB_OK && strcmp(b.cfg.working_dir, "/testbed")) {
         snprintf(err, errsz, "%.300s/config.yaml: working_dir \"%s\": llmbox's tools run in /testbed, so only "
                  "/testbed can be the working directory", b.real, b.cfg.working_dir);

@@ -29,6 +29,9 @@ typedef struct lb_bench_opts {
     const char *mode;     /* sandbox | llm | both */
     const char *work;     /* a folder of the caller's where the dataset is written */
     int print_prompts;    /* 1: only print the rendered prompts (JSON lines), no dataset */
+    int runner_dirs;      /* 1: the runner's default directories whatever config.yaml says, as
+                           * runner.py does (its prompt config holds only the two prompts) */
+    double temperature;   /* the sampling temperature of every request (the runner's 1.0) */
     lb_bench_box box;     /* where the folder's Python runs */
 } lb_bench_opts;
 

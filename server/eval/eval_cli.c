@@ -51,6 +51,7 @@ typedef struct eval_opts {
     const char *benchmark;  /* --benchmark DIR: an official benchmark folder (bench_cli.h) */
     const char *upload;     /* what is uploaded when not data: the folder dataset made from the benchmark */
     int print_prompts;      /* --print-prompts: render the benchmark's prompts, run nothing */
+    int runner_dirs;        /* --runner-dirs: the runner's default directories (bench_cli.h) */
     cJSON *bench_identity;  /* the benchmark folder and its files' hashes, for the summary */
 } eval_opts;
 
@@ -68,6 +69,8 @@ static void usage(FILE *f)
             "                       vanilla_llm_prompt.py): its prompts, directories, tool names\n"
             "                       and scorer; --data gives the rows when it names a published set\n"
             "  --print-prompts      with --benchmark: print each row's rendered prompts, run nothing\n"
+            "  --runner-dirs        with --benchmark: the directories runner.py really uses (its\n"
+            "                       defaults), not config.yaml's (docs/EVAL.md, \"the gap\")\n"
             "  --mode M             sandbox, llm or both\n"
             "  --model NAME         a model of llmbox.conf (default: the service's default)\n"
             "  --repeats K          run each row K times and average (default 1)\n"
@@ -95,6 +98,7 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         {"max-turns", required_argument, 0, 'T'},   {"timeout", required_argument, 0, 'S'},
         {"token-budget", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'},
         {"benchmark", required_argument, 0, 'K'},   {"print-prompts", no_argument, 0, 'P'},
+        {"runner-dirs", no_argument, 0, 'D'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -117,6 +121,7 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         case 'B': o->token_budget = optarg; break;
         case 'K': o->benchmark = optarg; break;
         case 'P': o->print_prompts = 1; break;
+        case 'D': o->runner_dirs = 1; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return 2;
         }
@@ -525,8 +530,16 @@ int lb_eval_main(int argc, char **argv)
          * before anything is uploaded, so no model is called for a folder
          * that cannot be scored */
         const lb_config *cfg = lb_cfg();
+        /* the official CLI's temperature: LLM_TEMPERATURE, else 1.0 */
+        const char *te = getenv("LLM_TEMPERATURE");
+        char *tend = NULL;
+        double temp = te && *te ? strtod(te, &tend) : 1.0;
+        if (te && *te && (!tend || *tend || !(temp >= 0 && temp <= 2))) {
+            fprintf(stderr, "llmbox eval: LLM_TEMPERATURE must be a number from 0 to 2, not \"%s\"\n", te);
+            return 2;
+        }
         lb_bench_opts bo = {.dir = o.benchmark, .data = o.data, .mode = o.mode, .work = o.out,
-                            .print_prompts = o.print_prompts,
+                            .print_prompts = o.print_prompts, .runner_dirs = o.runner_dirs, .temperature = temp,
                             .box = {.socket = cfg->sandboxd_socket,
                                     .image = cfg->default_image[0] ? cfg->default_image : "default",
                                     .memory_mib = cfg->sandbox_memory_mib > 0 && cfg->sandbox_memory_mib < 1024
@@ -548,6 +561,8 @@ int lb_eval_main(int argc, char **argv)
             o.name = bp.name;
         if (!o.layout)
             o.layout = "official";
+        if (!o.max_turns)
+            o.max_turns = "100"; /* the official CLI's max_steps */
     }
     lb_eval_http h;
     if (lb_eval_http_init(&h, url, o.token) != LB_OK) {

@@ -171,6 +171,11 @@ def test_prompts_byte_for_byte(tmp):
         assert opts["input_dir"] == want_in and opts["output_dir"] == want_out, opts
         assert opts["tool_names"] == "official" and opts["verbatim_prompts"] is True, opts
         assert opts["finish_answer"] is False, opts
+    # --runner-dirs: the directories runner.py really renders (its defaults)
+    folder = os.path.join(tmp, "demo-dirs")
+    for row, line in zip(rows, printed(folder, extra=("--runner-dirs",))):
+        assert "/testbed/input" not in line["system"] and "/testbed/documents" in line["system"], line["system"]
+        assert line["task_options"]["input_dir"] == "/testbed/documents", line["task_options"]
     # without instance_prompt the problem statement is the message as is
     folder = write_folder(tmp, "no-instance", rows, instance=None)
     for row, line in zip(rows, printed(folder)):
@@ -320,10 +325,39 @@ def test_full_run_scores_and_what_the_model_saw(s, tmp):
         row = next(v for k, v in by_ps.items() if k in user)
         system, instance = official_render(folder, row)
         assert sysm == system and user == instance, (sysm, user)
+        assert r.get("temperature") == 1.0, r.get("temperature")  # the official CLI's default
         names = {t["function"]["name"] for t in r["tools"]}
         assert {"execute_bash", "str_replace_editor", "submit"} <= names, names
     for r in llm:
         assert r["messages"][0]["content"].startswith("VANILLA<"), r["messages"]
+        assert len(r["messages"]) == 1 and r.get("temperature") == 1.0, r
+
+
+def test_hostile_rows_at_the_service(s, tmp):
+    """Rows the command passes on are checked again by the service as any
+    dataset is: an input file named to escape its folder, or an id with a
+    control character, refuses the dataset naming the row's folder
+    (r0000002 is the data file's second row) and the field; no model is
+    called. An input file whose content is null is left out, as the
+    runner skips it, and the row runs."""
+    before = len(model_requests(s))
+    for name, bad, want in (("hostile-name", {"input_files": {"../../escape.txt": "x"}}, "../../escape.txt"),
+                            ("hostile-id", {"id": "a\u0001b"}, "`id`")):
+        row = {"id": "h2", "problem_statement": "p SANDBOX-ANSWER[x]", "ground_truth": "x", "weight": 7}
+        row.update(bad)
+        folder = write_folder(tmp, name, [dict(ROWS[0]), row])
+        code, _, err = cli("--benchmark", folder, "--mode", "sandbox", "--out", os.path.join(tmp, "o-" + name),
+                           env=s.env, port=s.port)
+        assert code == 1 and want in err and "r0000002/row.json" in err, (name, code, err)
+    assert len(model_requests(s)) == before, "a model was called"
+    row = dict(ROWS[0], input_files={"gone.txt": None})
+    out = os.path.join(tmp, "o-nullfile")
+    code, _, err = cli("--benchmark", write_folder(tmp, "nullfile", [row]), "--mode", "sandbox", "--out", out,
+                       env=s.env, port=s.port)
+    assert code == 0, (code, err[-1500:])
+    with open(os.path.join(out, "results.jsonl")) as f:
+        line = json.loads(f.readline())
+    assert line["status"] == "ok" and line["score"] == 1, line
 
 
 def scorer_program(s, tmp, name, reward):
@@ -392,6 +426,7 @@ def main():
                 rep.run("missing_module_stops_before_any_model_call",
                         test_missing_module_stops_before_any_model_call, s, tmp)
                 rep.run("reward_misbehaving", test_reward_misbehaving, s, tmp)
+                rep.run("hostile_rows_at_the_service", test_hostile_rows_at_the_service, s, tmp)
                 if yaml is not None:
                     rep.run("full_run_scores_and_what_the_model_saw", test_full_run_scores_and_what_the_model_saw,
                             s, tmp)
