@@ -110,10 +110,13 @@ static int locate_data(bench *b, char *err, size_t errsz)
     snprintf(tmp, sizeof tmp, "%s", b->data_path);
     snprintf(b->data_name, sizeof b->data_name, "%s", basename(tmp));
     struct stat st;
-    if (stat(b->data_path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errsz, "the data file %.300s: %s", b->data_path,
-                 errno && !(stat(b->data_path, &st) == 0) ? strerror(errno) : "not a regular file");
+    if (stat(b->data_path, &st) != 0) {
+        snprintf(err, errsz, "the data file %.300s: %s", b->data_path, strerror(errno));
         return LB_E_NOTFOUND;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errsz, "the data file %.300s is not a regular file", b->data_path);
+        return LB_E_INVAL;
     }
     if ((size_t)st.st_size > LB_BENCH_DATA_MAX) {
         snprintf(err, errsz, "the data file %.300s is %lld bytes; at most %u MiB are read", b->data_path,
