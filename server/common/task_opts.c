@@ -264,7 +264,9 @@ int lb_task_opts_parse(const char *json, lb_task_opts *o, char *err, size_t errs
             rc = text_option(it, o, err, errsz);
         else if (pick(it->string, known, (int)(sizeof known / sizeof known[0])) < 0)
             rc = lb_task_opts_set(o, it->string ? it->string : "", "", err, errsz);
-        else if ((rc = member_text(it, text, sizeof text, err, errsz)) == LB_OK)
+        /* one word fits in 64 bytes; only a directory takes more */
+        else if ((rc = member_text(it, text,
+                                   strstr(it->string, "_dir") ? sizeof text : (size_t)64, err, errsz)) == LB_OK)
             rc = lb_task_opts_set(o, it->string, text, err, errsz);
         if (rc != LB_OK)
             break;
