@@ -264,6 +264,12 @@ def test_llm_prompt_from_create_prompt(s, tmp):
         want = "VANILLA<" + row["problem_statement"] + ">\n\nid=" + str(row["id"]) + " extra=" + \
             repr(row.get("extra"))
         assert line["llm_prompt"] == want, (line["llm_prompt"], want)
+    # a create_prompt that raises or returns no text stops the run, naming the row
+    for name, vanilla, want in (("cp-raises", "def create_prompt(p):\n    raise KeyError('nope')\n", "KeyError"),
+                                ("cp-number", "def create_prompt(p):\n    return 5\n", "not a string")):
+        folder = write_folder(tmp, name, rows, vanilla=vanilla)
+        code, out, err = cli("--benchmark", folder, "--mode", "llm", "--print-prompts", env=s.env)
+        assert code == 1 and want in err and "row 1" in err and not out, (name, code, err)
     # no vanilla_llm_prompt.py: the problem statement, as the runner's default
     folder = write_folder(tmp, "llmprompt-default", rows, vanilla=None)
     for row, line in zip(rows, printed(folder, mode="llm", env=s.env)):
