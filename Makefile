@@ -4,7 +4,7 @@ CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2
 CPPFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Iserver -I/usr/include/postgresql -MMD -MP
 HARDEN   := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
-LDLIBS   := -linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lpq -lcrypto -ldl -lpthread
+LDLIBS   := -linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lpq -lcrypto -ldl -lpthread -lyaml
 # the unit tests and fuzz drivers link every object but the two main()s
 TEST_LDLIBS := $(LDLIBS) -lseccomp
 BUILD    := build

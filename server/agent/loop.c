@@ -183,7 +183,7 @@ static cJSON *msg(const char *role, const char *content)
 static int build_prompts(run *r)
 {
     const lb_config *cfg = r->o->cfg;
-    char err[1200], turns[16];
+    char err[1200], turns[16], answer[LB_TASK_OPTS_DIR_MAX + 16];
     char *sys_t = NULL, *inst_t = NULL, *sys = NULL, *inst = NULL;
     int rc = lb_prompt_load(cfg->prompts_dir, "system.md", &sys_t, err, sizeof err);
     if (rc == LB_OK)
@@ -197,9 +197,9 @@ static int build_prompts(run *r)
     lb_prompt_var vars[] = {
         {"problem_statement", problem},
         {"working_dir", SB_WORKDIR},
-        {"input_dir", lb_layout_input_dir(r->opts.layout)},
+        {"input_dir", lb_task_opts_input_dir(&r->opts)},
         {"output_dir", SB_OUTPUT},
-        {"answer_file", lb_layout_answer_file(r->opts.layout)},
+        {"answer_file", lb_task_opts_answer_file(&r->opts, answer, sizeof answer)},
         {"max_turns", turns},
         {"bash_tool", r->words.bash},
         {"editor_tool", r->words.editor},
@@ -207,8 +207,14 @@ static int build_prompts(run *r)
     };
     size_t nv = sizeof vars / sizeof vars[0];
     /* a task's own system prompt (task option system_prompt) takes the template's place */
-    sys = lb_prompt_render(r->opts.system_prompt[0] ? r->opts.system_prompt : sys_t, vars, nv);
-    inst = lb_prompt_render(inst_t, vars, nv);
+    if (r->opts.verbatim_prompts) {
+        /* rendered already, the official runner's way (llmbox eval --benchmark) */
+        sys = r->opts.system_prompt[0] ? strdup(r->opts.system_prompt) : lb_prompt_render(sys_t, vars, nv);
+        inst = problem ? strdup(problem) : NULL;
+    } else {
+        sys = lb_prompt_render(r->opts.system_prompt[0] ? r->opts.system_prompt : sys_t, vars, nv);
+        inst = lb_prompt_render(inst_t, vars, nv);
+    }
     free(problem);
     if (!sys || !inst || !problem) {
         set_final(r, LB_TASK_FAILED, "out of memory while building the prompts");
@@ -248,6 +254,28 @@ static int official_layout(run *r)
     return rc;
 }
 
+/* Task option input_dir: sandboxd copies the inputs into /testbed/input;
+ * they move to the task's input folder (which then exists, empty when there
+ * were none) before the model sees anything. The folder may exist already
+ * (/testbed, /tmp): its content stays. */
+static int input_dir_layout(run *r)
+{
+    char err[512] = "", cmd[3 * LB_TASK_OPTS_DIR_MAX + 128];
+    const char *d = r->opts.input_dir; /* checked: [A-Za-z0-9._/-] only, not inside /testbed/input */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp -a " SB_INPUT "/. %s/ && rm -rf " SB_INPUT, d, d);
+    lbsb_exec_out out;
+    memset(&out, 0, sizeof out);
+    int rc = lbsb_exec(r->conn, r->sb_id, cmd, 60000, &out, err, sizeof err);
+    if (rc == LB_OK && out.exit_code != 0) {
+        rc = LB_E_SANDBOX;
+        snprintf(err, sizeof err, "%.*s", (int)(out.err_len > 400 ? 400 : out.err_len), out.err ? out.err : "");
+    }
+    lbsb_exec_out_free(&out);
+    if (rc != LB_OK && !cancelled(r))
+        set_final(r, LB_TASK_FAILED, "The input files could not be moved to %s (task option input_dir): %s", d, err);
+    return rc;
+}
+
 /* The lease of a sandbox while a round uses it: the round's own time
  * limit and the way out after it (outputs, the recorded end), so that it
  * never runs out under a running round; kept after it for keep_s. */
@@ -264,7 +292,7 @@ static int prepare_round(run *r, char *err, size_t errsz)
 {
     size_t n = 0;
     int rc = lb_followup_copy_inputs(r->conn, r->sb_id, r->o->input_dir, r->o->round_inputs,
-                                     lb_layout_input_dir(r->opts.layout), &n, err, errsz);
+                                     lb_task_opts_input_dir(&r->opts), &n, err, errsz);
     lbsb_exec_out out;
     memset(&out, 0, sizeof out);
     if (rc == LB_OK)
@@ -424,6 +452,8 @@ static int start_sandbox(run *r)
         set_final(r, LB_TASK_FAILED, "out of memory");
         return LB_E_NOMEM;
     }
+    if (r->opts.input_dir[0] && r->how != LB_FOLLOWUP_KEPT)
+        return strcmp(r->opts.input_dir, SB_INPUT) ? input_dir_layout(r) : LB_OK;
     return r->opts.layout == LB_LAYOUT_OFFICIAL && r->how != LB_FOLLOWUP_KEPT ? official_layout(r) : LB_OK;
 }
 
@@ -928,7 +958,8 @@ static void put_record(run *r)
  * missing, not a file, empty once trimmed, or unreadable. */
 static char *read_answer_file(run *r)
 {
-    const char *path = lb_layout_answer_file(r->opts.layout);
+    char pbuf[LB_TASK_OPTS_DIR_MAX + 16];
+    const char *path = lb_task_opts_answer_file(&r->opts, pbuf, sizeof pbuf);
     char err[512] = "", *raw = NULL;
     size_t len = 0;
     uint64_t size = 0;
@@ -1076,6 +1107,11 @@ static void finalize(run *r)
         free(r->res->answer);
         r->res->answer = file_answer;
         snprintf(r->res->usage.answer_source, sizeof r->res->usage.answer_source, "file");
+    }
+    if (!r->res->answer && r->opts.answer_file && !r->opts.finish_answer) {
+        /* task option finish_answer false: the official runner's reading, an empty answer */
+        r->res->answer = strdup("");
+        snprintf(r->res->usage.answer_source, sizeof r->res->usage.answer_source, "none");
     }
     if (!r->res->answer && fanswer) {
         r->res->answer = strdup(fanswer);
@@ -1324,7 +1360,8 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         goto end;
     }
     r.tools = lb_plugins_openai_tools(r.plugins);
-    lb_tools_adapt(r.tools, r.official, lb_layout_answer_file(r.opts.layout));
+    char abuf[LB_TASK_OPTS_DIR_MAX + 16];
+    lb_tools_adapt(r.tools, r.official, lb_task_opts_answer_file(&r.opts, abuf, sizeof abuf));
     if (lb_model_init(&r.model, cfg, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
         set_final(&r, LB_TASK_FAILED, "%s", err);
         goto end;

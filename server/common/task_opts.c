@@ -28,6 +28,9 @@ void lb_task_opts_default(lb_task_opts *o)
     o->system_prompt[0] = '\0';
     o->n_tools = 0;
     o->model_url[0] = o->model_id[0] = '\0';
+    o->input_dir[0] = o->output_dir[0] = '\0';
+    o->verbatim_prompts = 0;
+    o->finish_answer = 1;
 }
 
 int lb_task_opts_url_ok(const char *url)
@@ -81,13 +84,31 @@ int lb_task_opts_set(lb_task_opts *o, const char *name, const char *value, char 
         if ((k = pick(value, names, 2)) < 0)
             goto bad_word;
         o->tool_names = k;
-    } else if (!strcmp(name, "answer_file") || !strcmp(name, "capture_tokens")) {
+    } else if (!strcmp(name, "answer_file") || !strcmp(name, "capture_tokens") ||
+               !strcmp(name, "verbatim_prompts") || !strcmp(name, "finish_answer")) {
         static const char *const yes_no[] = {"0", "1", "false", "true"};
         if ((k = pick(value, yes_no, 4)) < 0) {
             snprintf(err, errsz, "task option %s must be true, false, \"1\" or \"0\", not \"%s\".", name, v);
             return LB_E_INVAL;
         }
-        *(!strcmp(name, "answer_file") ? &o->answer_file : &o->capture_tokens) = k & 1;
+        *(!strcmp(name, "answer_file")        ? &o->answer_file
+          : !strcmp(name, "capture_tokens")   ? &o->capture_tokens
+          : !strcmp(name, "verbatim_prompts") ? &o->verbatim_prompts
+                                              : &o->finish_answer) = k & 1;
+    } else if (!strcmp(name, "input_dir") || !strcmp(name, "output_dir") || !strcmp(name, "working_dir")) {
+        const char *why = value ? lb_sandbox_dir_problem(value) : "is missing";
+        if (!why && !strcmp(name, "input_dir") && !strncmp(value, SB_INPUT_LLMBOX "/", strlen(SB_INPUT_LLMBOX) + 1))
+            why = "is inside /testbed/input, where the inputs arrive";
+        if (!why && !strcmp(name, "working_dir") && strcmp(value, "/testbed"))
+            why = "is not /testbed (llmbox's tools run in /testbed)";
+        if (why) {
+            snprintf(err, errsz, "task option %s: \"%s\" %s.", name, v, why);
+            return LB_E_INVAL;
+        }
+        if (!strcmp(name, "input_dir"))
+            snprintf(o->input_dir, sizeof o->input_dir, "%s", value);
+        else if (!strcmp(name, "output_dir"))
+            snprintf(o->output_dir, sizeof o->output_dir, "%s", value);
     } else if (!strcmp(name, "temperature") || !strcmp(name, "top_p")) {
         int t = !strcmp(name, "temperature");
         char *end = NULL;
@@ -118,7 +139,8 @@ int lb_task_opts_set(lb_task_opts *o, const char *name, const char *value, char 
         shown(name, nm, sizeof nm);
         snprintf(err, errsz,
                  "unknown task option \"%s\" (the options are mode, layout, answer_file, tool_names, max_tokens, "
-                 "temperature, top_p, top_k, capture_tokens, system_prompt, tools, model_url and model_id).",
+                 "temperature, top_p, top_k, capture_tokens, system_prompt, tools, model_url, model_id, input_dir, "
+                 "output_dir, working_dir, verbatim_prompts and finish_answer).",
                  nm);
         return LB_E_INVAL;
     }
@@ -231,16 +253,20 @@ int lb_task_opts_parse(const char *json, lb_task_opts *o, char *err, size_t errs
     const cJSON *it;
     cJSON_ArrayForEach(it, root)
     {
-        char text[64];
+        char text[LB_TASK_OPTS_DIR_MAX + 8];
         static const char *const known[] = {"mode",           "layout",      "answer_file", "tool_names", "max_tokens",
-                                            "capture_tokens", "temperature", "top_p",       "top_k"};
+                                            "capture_tokens", "temperature", "top_p",       "top_k",
+                                            "input_dir",      "output_dir",  "working_dir", "verbatim_prompts",
+                                            "finish_answer"};
         /* an unknown name is refused as such, whatever its value */
         if (it->string && (!strcmp(it->string, "system_prompt") || !strcmp(it->string, "tools") ||
                            !strcmp(it->string, "model_url") || !strcmp(it->string, "model_id")))
             rc = text_option(it, o, err, errsz);
-        else if (pick(it->string, known, 9) < 0)
+        else if (pick(it->string, known, (int)(sizeof known / sizeof known[0])) < 0)
             rc = lb_task_opts_set(o, it->string ? it->string : "", "", err, errsz);
-        else if ((rc = member_text(it, text, sizeof text, err, errsz)) == LB_OK)
+        /* one word fits in 64 bytes; only a directory takes more */
+        else if ((rc = member_text(it, text,
+                                   strstr(it->string, "_dir") ? sizeof text : (size_t)64, err, errsz)) == LB_OK)
             rc = lb_task_opts_set(o, it->string, text, err, errsz);
         if (rc != LB_OK)
             break;
@@ -275,4 +301,54 @@ const char *lb_layout_name(int layout)
 const char *lb_tool_names_name(int n)
 {
     return n == LB_TOOL_NAMES_OFFICIAL ? "official" : "llmbox";
+}
+
+const char *lb_task_opts_input_dir(const lb_task_opts *o)
+{
+    return o->input_dir[0] ? o->input_dir : lb_layout_input_dir(o->layout);
+}
+
+const char *lb_task_opts_answer_file(const lb_task_opts *o, char *buf, size_t bufsz)
+{
+    if (!o->output_dir[0])
+        return lb_layout_answer_file(o->layout);
+    snprintf(buf, bufsz, "%s/answer.txt", strcmp(o->output_dir, "/") ? o->output_dir : "");
+    return buf;
+}
+
+const char *lb_sandbox_dir_problem(const char *dir)
+{
+    /* the folders a model may write in an image; the system's are refused */
+    static const char *const allowed[] = {"/testbed", "/tmp", "/home", "/root", "/workspace", "/data", "/mnt",
+                                          "/opt", "/srv"};
+    size_t n = strlen(dir);
+    if (n == 0 || dir[0] != '/')
+        return "is not an absolute path";
+    if (n > LB_TASK_OPTS_DIR_MAX)
+        return "is too long (at most 200 bytes)";
+    for (size_t i = 0; i < n; i++) {
+        char ch = dir[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+              ch == '_' || ch == '-' || ch == '/'))
+            return "holds a character other than letters, digits, '.', '_', '-' and '/'";
+    }
+    if (n > 1 && dir[n - 1] == '/')
+        return "ends with '/'";
+    for (const char *s = dir; *s; s++) {
+        if (*s != '/')
+            continue;
+        const char *e = strchr(s + 1, '/');
+        size_t seg = e ? (size_t)(e - s - 1) : strlen(s + 1);
+        if (seg == 0 && s[1])
+            return "holds an empty segment (\"//\")";
+        if ((seg == 1 && s[1] == '.') || (seg == 2 && s[1] == '.' && s[2] == '.'))
+            return "holds a \".\" or \"..\" segment";
+    }
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+        size_t k = strlen(allowed[i]);
+        if (!strncmp(dir, allowed[i], k) && (dir[k] == '\0' || dir[k] == '/'))
+            return NULL;
+    }
+    return "is not under /testbed, /tmp, /home, /root, /workspace, /data, /mnt, /opt or /srv (the system's "
+           "folders, /proc, /sys, /dev, /etc and the like, are refused)";
 }

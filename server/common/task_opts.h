@@ -26,7 +26,18 @@
  *   model_url    an http(s) URL (no user:password@): the task's model is its own endpoint
  *                there, with the settings of the task's model but none of its key; only
  *                where the operator allows it (rollout_allow_model_url)
- *   model_id     the model id sent to model_url (default: the task's model's) */
+ *   model_id     the model id sent to model_url (default: the task's model's)
+ *   input_dir, output_dir  explicit sandbox directories in place of the layout's (an official
+ *                benchmark folder's): the inputs are moved to input_dir before the first turn,
+ *                the answer file is output_dir/answer.txt; absolute, clean, under /testbed,
+ *                /tmp, /home, /root, /workspace, /data, /mnt, /opt or /srv (lb_sandbox_dir_problem)
+ *   working_dir  "/testbed" only (llmbox's tools run there; an official folder names it)
+ *   verbatim_prompts true/"1": system_prompt is the system message as given and the task's
+ *                prompt the first user message as given (rendered by llmbox eval --benchmark
+ *                the official way), neither rendered with llmbox's templates
+ *   finish_answer true (default) / false: with answer_file, whether a missing or empty answer
+ *                file falls back to the finish tool's answer; false: the answer is then empty,
+ *                as the official runner reads it */
 #ifndef LB_COMMON_TASK_OPTS_H
 #define LB_COMMON_TASK_OPTS_H
 
@@ -41,6 +52,7 @@
 #define LB_TASK_OPTS_TOOL_NAME 32
 #define LB_TASK_OPTS_URL_MAX 512
 #define LB_TASK_OPTS_MODEL_ID_MAX 256
+#define LB_TASK_OPTS_DIR_MAX 200 /* input_dir, output_dir */
 
 typedef enum lb_run_mode {
     LB_RUN_SANDBOX = 0,
@@ -72,6 +84,10 @@ typedef struct lb_task_opts {
     char tools[LB_TASK_OPTS_TOOLS_MAX][LB_TASK_OPTS_TOOL_NAME];
     char model_url[LB_TASK_OPTS_URL_MAX];    /* "": the model's own endpoint */
     char model_id[LB_TASK_OPTS_MODEL_ID_MAX]; /* "": the model's id */
+    char input_dir[LB_TASK_OPTS_DIR_MAX + 1];  /* "": the layout's */
+    char output_dir[LB_TASK_OPTS_DIR_MAX + 1]; /* "": the layout's answer file */
+    int verbatim_prompts;       /* 1: system_prompt and the prompt are sent as given */
+    int finish_answer;          /* 1 (default): a missing answer file falls back to finish's answer */
 } lb_task_opts;
 
 /* The defaults: sandbox, llmbox layout, no answer file, the model's tool
@@ -96,6 +112,17 @@ const char *lb_layout_input_dir(int layout);
 const char *lb_layout_answer_file(int layout);
 const char *lb_run_mode_name(int mode);
 const char *lb_layout_name(int layout);
+/* The task's input folder in the sandbox: input_dir, else the layout's. */
+const char *lb_task_opts_input_dir(const lb_task_opts *o);
+/* The task's answer file: output_dir/answer.txt, else the layout's (in buf,
+ * which holds LB_TASK_OPTS_DIR_MAX + 16 bytes; returned). */
+const char *lb_task_opts_answer_file(const lb_task_opts *o, char *buf, size_t bufsz);
+/* Whether dir may be a task's sandbox directory: absolute, clean (no "//",
+ * ".", "..", no trailing "/"), of [A-Za-z0-9._-/] only, at most
+ * LB_TASK_OPTS_DIR_MAX bytes, under /testbed, /tmp, /home, /root,
+ * /workspace, /data, /mnt, /opt or /srv (never /proc, /sys, /dev, /etc or
+ * the root). NULL when it may, else a static sentence saying why not. Pure. */
+const char *lb_sandbox_dir_problem(const char *dir);
 /* "llmbox" or "official" (LB_TOOL_NAMES_DEFAULT: "llmbox"). */
 const char *lb_tool_names_name(int names);
 

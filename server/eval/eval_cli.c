@@ -9,6 +9,7 @@
  * Run again with the same --out: an evaluation still running is followed
  * again; otherwise a new one starts with the finished lines of
  * results.jsonl handed in as done, so only the rest runs. */
+#include "eval/bench_cli.h"
 #include "eval/eval_http.h"
 #include "eval/eval_pack.h"
 #include "eval/eval_progress.h"
@@ -47,17 +48,29 @@ static void on_sigint(int sig)
 typedef struct eval_opts {
     const char *data, *mode, *model, *out, *layout, *judge, *name, *url, *token;
     const char *repeats, *concurrency, *limit, *max_turns, *timeout_s, *token_budget;
+    const char *benchmark;  /* --benchmark DIR: an official benchmark folder (bench_cli.h) */
+    const char *upload;     /* what is uploaded when not data: the folder dataset made from the benchmark */
+    int print_prompts;      /* --print-prompts: render the benchmark's prompts, run nothing */
+    int runner_dirs;        /* --runner-dirs: the runner's default directories (bench_cli.h) */
+    cJSON *bench_identity;  /* the benchmark folder and its files' hashes, for the summary */
 } eval_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: llmbox eval --data FILE|DIR --mode sandbox|llm|both [--model NAME] [options]\n"
+            "       llmbox eval --benchmark DIR [--data FILE] --mode sandbox|llm|both [options]\n"
             "\n"
             "Runs an evaluation on the running service (make run) and writes results.jsonl,\n"
             "summary.json and summary.md into --out as it goes. See docs/EVAL.md.\n"
             "\n"
             "  --data FILE|DIR      a .jsonl or .json dataset, or a folder (row.json + files per row)\n"
+            "  --benchmark DIR      an official benchmark folder (config.yaml, reward.py,\n"
+            "                       vanilla_llm_prompt.py): its prompts, directories, tool names\n"
+            "                       and scorer; --data gives the rows when it names a published set\n"
+            "  --print-prompts      with --benchmark: print each row's rendered prompts, run nothing\n"
+            "  --runner-dirs        with --benchmark: the directories runner.py really uses (its\n"
+            "                       defaults), not config.yaml's (docs/EVAL.md, \"the gap\")\n"
             "  --mode M             sandbox, llm or both\n"
             "  --model NAME         a model of llmbox.conf (default: the service's default)\n"
             "  --repeats K          run each row K times and average (default 1)\n"
@@ -84,6 +97,8 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         {"url", required_argument, 0, 'u'},         {"token", required_argument, 0, 't'},
         {"max-turns", required_argument, 0, 'T'},   {"timeout", required_argument, 0, 'S'},
         {"token-budget", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'},
+        {"benchmark", required_argument, 0, 'K'},   {"print-prompts", no_argument, 0, 'P'},
+        {"runner-dirs", no_argument, 0, 'D'},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -104,6 +119,9 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         case 'T': o->max_turns = optarg; break;
         case 'S': o->timeout_s = optarg; break;
         case 'B': o->token_budget = optarg; break;
+        case 'K': o->benchmark = optarg; break;
+        case 'P': o->print_prompts = 1; break;
+        case 'D': o->runner_dirs = 1; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return 2;
         }
@@ -112,8 +130,12 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         fprintf(stderr, "llmbox eval: unexpected argument \"%s\"\n", argv[optind]);
         return 2;
     }
-    if (!o->data || !o->mode) {
-        fprintf(stderr, "llmbox eval: --data and --mode are required (llmbox eval --help)\n");
+    if ((!o->data && !o->benchmark) || !o->mode) {
+        fprintf(stderr, "llmbox eval: --data (or --benchmark) and --mode are required (llmbox eval --help)\n");
+        return 2;
+    }
+    if (o->print_prompts && !o->benchmark) {
+        fprintf(stderr, "llmbox eval: --print-prompts goes with --benchmark\n");
         return 2;
     }
     if (strcmp(o->mode, "sandbox") && strcmp(o->mode, "llm") && strcmp(o->mode, "both")) {
@@ -159,6 +181,11 @@ static cJSON *opts_identity(const eval_opts *o)
             cJSON_Delete(j);
             return NULL;
         }
+    /* a benchmark folder's files are part of the experiment: other hashes, another evaluation */
+    if (j && o->bench_identity && !cJSON_AddItemToObject(j, "benchmark", cJSON_Duplicate(o->bench_identity, 1))) {
+        cJSON_Delete(j);
+        return NULL;
+    }
     return j;
 }
 
@@ -246,12 +273,13 @@ static int start_eval(lb_eval_http *h, const eval_opts *o, char id[64])
     char err[512] = "", resume[4096];
     int rc = LB_OK;
     struct stat st;
-    if (stat(o->data, &st) != 0) {
-        fprintf(stderr, "llmbox eval: %s: %s\n", o->data, strerror(errno));
+    const char *data = o->upload ? o->upload : o->data;
+    if (stat(data, &st) != 0) {
+        fprintf(stderr, "llmbox eval: %s: %s\n", data, strerror(errno));
         return LB_E_NOTFOUND;
     }
     if (S_ISDIR(st.st_mode)) {
-        if ((rc = lb_eval_pack_dir(o->data, &packed, err, sizeof err)) != LB_OK) {
+        if ((rc = lb_eval_pack_dir(data, &packed, err, sizeof err)) != LB_OK) {
             fprintf(stderr, "llmbox eval: %s\n", err);
             lb_buf_free(&packed);
             return rc;
@@ -259,7 +287,7 @@ static int start_eval(lb_eval_http *h, const eval_opts *o, char id[64])
         parts[n++] = (lb_eval_part){.name = "dataset", .data = packed.data, .data_len = packed.len,
                                     .filename = "dataset.tar.gz"};
     } else
-        parts[n++] = (lb_eval_part){.name = "dataset", .path = o->data};
+        parts[n++] = (lb_eval_part){.name = "dataset", .path = data};
     const char *kv[][2] = {{"mode", o->mode},           {"model", o->model},
                            {"repeats", o->repeats},     {"concurrency", o->concurrency},
                            {"limit", o->limit},         {"layout", o->layout},
@@ -342,7 +370,11 @@ static int save_results(lb_eval_http *h, const eval_opts *o, const char *id)
 static int save_summary(lb_eval_http *h, const eval_opts *o, const char *id, const cJSON *ev)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(ev, "summary");
-    char *s = sum ? cJSON_Print(sum) : NULL;
+    cJSON *own = sum && o->bench_identity ? cJSON_Duplicate(sum, 1) : NULL;
+    if (own)
+        cJSON_AddItemToObject(own, "benchmark", cJSON_Duplicate(o->bench_identity, 1));
+    char *s = own ? cJSON_Print(own) : sum ? cJSON_Print(sum) : NULL;
+    cJSON_Delete(own);
     int rc = s ? write_out(o, "summary.json", s, strlen(s)) : LB_E_PROTO;
     free(s);
     char path[128], err[512];
@@ -351,6 +383,16 @@ static int save_summary(lb_eval_http *h, const eval_opts *o, const char *id, con
     lb_buf_init(&b, 16u << 20);
     long status = 0;
     int rc2 = lb_eval_http_get(h, path, &b, &status, err, sizeof err);
+    if (rc2 == LB_OK && status == 200 && o->bench_identity) {
+        /* the experiment: which folder, which files (their SHA-256) */
+        /* the buffer's cap only cuts the table short: summary.md is still written */
+        LB_IGNORE(lb_buf_printf(&b, "\n## Benchmark folder\n\n%s (%s)\n\n| file | sha256 |\n| --- | --- |\n",
+                      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o->bench_identity, "folder")),
+                      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o->bench_identity, "path"))));
+        const cJSON *f;
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(o->bench_identity, "files"))
+            LB_IGNORE(lb_buf_printf(&b, "| %s | %s |\n", f->string, cJSON_GetStringValue(f))); /* as above */
+    }
     if (rc2 == LB_OK && status == 200) {
         rc2 = write_out(o, "summary.md", b.data ? b.data : "", b.len);
         if (b.data)
@@ -477,9 +519,50 @@ int lb_eval_main(int argc, char **argv)
         snprintf(url, sizeof url, "%s", o.url);
     else
         snprintf(url, sizeof url, "http://%s", lb_cfg()->listen);
-    if (lb_mkdirs(o.out, 0755) != LB_OK) {
+    if (!o.print_prompts && lb_mkdirs(o.out, 0755) != LB_OK) {
         fprintf(stderr, "llmbox eval: cannot make %s: %s\n", o.out, strerror(errno));
         return 1;
+    }
+    lb_bench_prep bp;
+    memset(&bp, 0, sizeof bp);
+    if (o.benchmark) {
+        /* the folder's Python runs in a sandbox of this host's sandboxd
+         * before anything is uploaded, so no model is called for a folder
+         * that cannot be scored */
+        const lb_config *cfg = lb_cfg();
+        /* the official CLI's temperature: LLM_TEMPERATURE, else 1.0 */
+        const char *te = getenv("LLM_TEMPERATURE");
+        char *tend = NULL;
+        double temp = te && *te ? strtod(te, &tend) : 1.0;
+        if (te && *te && (!tend || *tend || !(temp >= 0 && temp <= 2))) {
+            fprintf(stderr, "llmbox eval: LLM_TEMPERATURE must be a number from 0 to 2, not \"%s\"\n", te);
+            return 2;
+        }
+        lb_bench_opts bo = {.dir = o.benchmark, .data = o.data, .mode = o.mode, .work = o.out,
+                            .print_prompts = o.print_prompts, .runner_dirs = o.runner_dirs, .temperature = temp,
+                            .box = {.socket = cfg->sandboxd_socket,
+                                    .image = cfg->default_image[0] ? cfg->default_image : "default",
+                                    .memory_mib = cfg->sandbox_memory_mib > 0 && cfg->sandbox_memory_mib < 1024
+                                                      ? cfg->sandbox_memory_mib : 1024,
+                                    .pids = 64, .timeout_s = 120}};
+        char berr[1200] = "";
+        if (lb_bench_prepare(&bo, &bp, berr, sizeof berr) != LB_OK) {
+            fprintf(stderr, "llmbox eval: %s\n", berr);
+            return 1;
+        }
+        if (o.print_prompts) {
+            lb_bench_prep_free(&bp);
+            return 0;
+        }
+        o.data = o.benchmark;
+        o.upload = bp.dataset;
+        o.bench_identity = bp.identity;
+        if (!o.name)
+            o.name = bp.name;
+        if (!o.layout)
+            o.layout = "official";
+        if (!o.max_turns)
+            o.max_turns = "100"; /* the official CLI's max_steps */
     }
     lb_eval_http h;
     if (lb_eval_http_init(&h, url, o.token) != LB_OK) {
@@ -519,15 +602,18 @@ int lb_eval_main(int argc, char **argv)
                 "give another --out, or the same options to go on with it\n",
                 o.out, o.out);
         lb_eval_http_free(&h);
+        lb_bench_prep_free(&bp);
         return 2;
     }
     if (!id[0]) {
         if (start_eval(&h, &o, id) != LB_OK || save_state(&o, &h, id) != LB_OK) {
             lb_eval_http_free(&h);
+            lb_bench_prep_free(&bp);
             return 1;
         }
     }
     code = follow(&h, &o, id);
     lb_eval_http_free(&h);
+    lb_bench_prep_free(&bp);
     return code;
 }

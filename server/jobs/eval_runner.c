@@ -586,17 +586,44 @@ static int write_inputs(const char *input_dir, const lb_eval_row *row, cJSON *in
     return LB_OK;
 }
 
-/* The task options of a run (contract: mode, layout, answer_file, max_tokens). */
-static char *task_options(const lb_eval_opts *o, const char *mode)
+/* The task options of a run (contract: mode, layout, answer_file, max_tokens),
+ * plus those of the row's own `task_options` object (an official benchmark
+ * folder's system prompt, directories and tool names, set by llmbox eval
+ * --benchmark) that the run does not set; the agent checks them all. */
+static char *task_options(const lb_eval_opts *o, const char *mode, const lb_eval_row *row)
 {
     cJSON *j = cJSON_CreateObject();
+    cJSON *r = row->row_json ? cJSON_Parse(row->row_json) : NULL;
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(r, "task_options"), *it;
+    if (!cJSON_IsObject(extra))
+        extra = NULL;
     char *s = NULL;
     if (j && cJSON_AddStringToObject(j, "mode", mode) && cJSON_AddStringToObject(j, "layout", o->layout) &&
         cJSON_AddTrueToObject(j, "answer_file") &&
-        (!o->max_tokens || cJSON_AddNumberToObject(j, "max_tokens", (double)o->max_tokens)))
+        (!o->max_tokens || cJSON_AddNumberToObject(j, "max_tokens", (double)o->max_tokens))) {
+        cJSON_ArrayForEach(it, extra)
+        {
+            cJSON *c = it->string && !cJSON_GetObjectItemCaseSensitive(j, it->string) ? cJSON_Duplicate(it, 1) : NULL;
+            if (c)
+                cJSON_AddItemToObject(j, it->string, c);
+        }
         s = cJSON_PrintUnformatted(j);
+    }
     cJSON_Delete(j);
+    cJSON_Delete(r);
     return s;
+}
+
+/* The prompt of a run: a row's own `llm_prompt` / `task_prompt` string
+ * when it has one (llmbox eval --benchmark renders them the official
+ * way), else the llm-mode prompt or the problem statement. */
+static char *run_prompt(const lb_eval_row *row, int llm)
+{
+    cJSON *r = row->row_json ? cJSON_Parse(row->row_json) : NULL;
+    const char *own = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, llm ? "llm_prompt" : "task_prompt"));
+    char *p = own ? strdup(own) : llm ? lb_eval_llm_prompt(row) : strdup(row->problem);
+    cJSON_Delete(r);
+    return p;
 }
 
 /* issue 13: a pending run whose start_task names a task that exists was
@@ -644,8 +671,8 @@ static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e
     }
     if (!llm && (rc = write_inputs(a.input_dir, row, inputs, err, sizeof err)) != LB_OK)
         goto out;
-    prompt = llm ? lb_eval_llm_prompt(row) : strdup(row->problem);
-    opts = task_options(&c->o, r->mode);
+    prompt = run_prompt(row, llm);
+    opts = task_options(&c->o, r->mode, row);
     inputs_json = cJSON_PrintUnformatted(inputs);
     if (!prompt || !opts || !inputs_json) {
         rc = LB_E_NOMEM;

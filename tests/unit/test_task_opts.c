@@ -151,6 +151,41 @@ TEST(system_prompt_and_tools)
     free(big);
 }
 
+/* An official benchmark folder's directories as task options: the answer
+ * file follows output_dir, the inputs input_dir; a directory outside the
+ * folders a model may write, or not clean, is refused naming the option. */
+TEST(explicit_directories)
+{
+    char buf[LB_TASK_OPTS_DIR_MAX + 16];
+    CHECK(parse("{}") == LB_OK && o.finish_answer == 1 && !o.verbatim_prompts);
+    CHECK_STR(lb_task_opts_input_dir(&o), "/testbed/input");
+    CHECK_STR(lb_task_opts_answer_file(&o, buf, sizeof buf), "/testbed/output/answer.txt");
+    CHECK(parse("{\"layout\":\"official\"}") == LB_OK);
+    CHECK_STR(lb_task_opts_answer_file(&o, buf, sizeof buf), "/testbed/answer.txt");
+    CHECK(parse("{\"input_dir\":\"/testbed/docs\",\"output_dir\":\"/tmp/out\",\"working_dir\":\"/testbed\","
+                "\"verbatim_prompts\":true,\"finish_answer\":false}") == LB_OK);
+    CHECK_STR(lb_task_opts_input_dir(&o), "/testbed/docs");
+    CHECK_STR(lb_task_opts_answer_file(&o, buf, sizeof buf), "/tmp/out/answer.txt");
+    CHECK(o.verbatim_prompts == 1 && o.finish_answer == 0);
+    static const char *const refused[] = {"relative", "/proc/self", "/testbed/../etc", "/testbed//x", "/testbed/",
+                                      "/etc", "/", "/testbed/a b", "/testbed/$(id)", "/testbed/./x",
+                                      "/testbed/input/sub", "/sys", "/dev/shm", "/usr/bin"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char j[300];
+        snprintf(j, sizeof j, "{\"input_dir\":\"%s\"}", refused[i]);
+        CHECK(parse(j) == LB_E_INVAL && strstr(err, "input_dir"));
+        CHECK(!o.input_dir[0]); /* the defaults are left */
+    }
+    CHECK(parse("{\"working_dir\":\"/tmp\"}") == LB_E_INVAL && strstr(err, "/testbed"));
+    CHECK(parse("{\"output_dir\":7}") == LB_E_INVAL && strstr(err, "output_dir"));
+    CHECK(parse("{\"finish_answer\":\"maybe\"}") == LB_E_INVAL && strstr(err, "finish_answer"));
+    char longd[LB_TASK_OPTS_DIR_MAX + 40] = "/testbed/";
+    memset(longd + 9, 'a', LB_TASK_OPTS_DIR_MAX);
+    longd[LB_TASK_OPTS_DIR_MAX + 9] = '\0';
+    CHECK(lb_sandbox_dir_problem(longd) != NULL);
+    CHECK(lb_sandbox_dir_problem("/testbed") == NULL && lb_sandbox_dir_problem("/tmp/x-1.2_b") == NULL);
+}
+
 int main(void)
 {
     RUN(none_is_the_defaults);
@@ -160,5 +195,6 @@ int main(void)
     RUN(caps);
     RUN(one_option_as_text);
     RUN(system_prompt_and_tools);
+    RUN(explicit_directories);
     return testlib_done();
 }

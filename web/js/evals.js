@@ -46,6 +46,18 @@ function progressText(p) {
   return parts.join(' · ');
 }
 
+// An official benchmark folder's run (llmbox eval --benchmark names it
+// "benchmark <folder> (config.yaml <sha256 prefix>, reward.py <prefix>)"):
+// which folder and which files, so two runs can be told to be the same
+// experiment; the full hashes of all its files are in summary.json.
+function benchmarkLine(name) {
+  const m = /^benchmark (.{1,64}) \(config\.yaml ([0-9a-f]{12}), reward\.py ([0-9a-f]{12})\)$/.exec(name || '');
+  if (!m) return null;
+  return h('p', { class: 'hint', id: 'eval-benchmark' },
+    `Official benchmark folder ${m[1]}: config.yaml sha256 ${m[2]}…, reward.py sha256 ${m[3]}… `
+    + '(its prompts, directories, tool names and compute_score; every file\'s SHA-256 is in summary.json of llmbox eval --out)');
+}
+
 function progressBar(p) {
   const max = Math.max(1, p ? p.total : 1);
   const val = p ? p.done + p.error + p.skipped : 0;
@@ -225,6 +237,7 @@ export class EvalView {
       h('p', { class: 'eval-meta' },
         h('span', { class: `eval-status status-${ev.status}` }, statusLabel(ev.status)),
         ` ${o.mode || ''} · model ${o.model || ''} · ${o.repeats || 1}× · concurrency ${o.concurrency || ''} · layout ${o.layout || ''}`),
+      benchmarkLine(ev.name),
       progressBar(p),
       h('p', { class: 'hint', id: 'eval-progress-text' }, progressText(p) + eta),
       ev.error ? h('p', { class: 'form-error' }, sentence(ev.error)) : null,
