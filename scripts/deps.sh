@@ -6,7 +6,7 @@ set -eu
 PKGS="build-essential pkg-config libfcgi-dev libcurl4-openssl-dev libcjson-dev
 libarchive-dev libmagic-dev libsqlite3-dev libseccomp-dev libssl-dev
 nginx-light debootstrap python3 zip unzip curl ca-certificates procps
-iproute2 util-linux bubblewrap chromium slirp4netns libinih-dev libyaml-dev
+iproute2 util-linux bubblewrap chromium slirp4netns libinih-dev libyaml-dev python3-yaml
 wrk hyperfine clang valgrind python3-venv
 ceph-mon ceph-osd radosgw ceph-common"
 # (clang: the libFuzzer targets and make check-asan; valgrind: tests/leaks;
