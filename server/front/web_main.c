@@ -430,6 +430,12 @@ int lb_web_main(int argc, char **argv)
         }
     }
     lb_web_raise_nofile(cfg);
+    /* bundle builders lower their thread's priority and restore it after
+     * (bundle.c): restoring needs RLIMIT_NICE 20, which only root may
+     * grant; without it they build at the usual priority */
+    struct rlimit nice_rl = {20, 20};
+    if (geteuid() == 0 && setrlimit(RLIMIT_NICE, &nice_rl) != 0)
+        lb_warn("web: cannot raise RLIMIT_NICE: bundles are built at the API's priority");
     lb_listen_fd = lb_open_socket(cfg, pw);
     if (lb_listen_fd < 0)
         return 1;

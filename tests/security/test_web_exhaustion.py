@@ -210,14 +210,18 @@ def e2b_sandbox(st):
 
 
 def start_drip(st, sbx):
+    """Runs DRIP_SERVER in the sandbox as an envd process, whose stream
+    stays open (in St.keep) for as long as the server runs."""
     sid, tok = sbx["sandboxID"], sbx["envdAccessToken"]
-    cmd = "setsid -f python3 -c %s >/dev/null 2>&1 </dev/null" % json.dumps(DRIP_SERVER)
-    raw = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
-    h = {"X-Access-Token": tok, "Host": "49983-%s.e2b.test:%d" % (sid, st.port),
-         "Content-Type": "application/connect+json"}
-    status, _, data = st.request("POST", "/process.Process/Start", struct.pack(">BI", 0, len(raw)) + raw, h,
-                                 timeout=60)
-    assert status == 200, (status, data[:300])
+    raw = json.dumps({"process": {"cmd": "python3", "args": ["-c", DRIP_SERVER]}}).encode()
+    body = struct.pack(">BI", 0, len(raw)) + raw
+    c = socket.create_connection(("127.0.0.1", st.port), timeout=30)
+    c.sendall(("POST /process.Process/Start HTTP/1.1\r\nHost: 49983-%s.e2b.test:%d\r\nX-Access-Token: %s\r\n"
+               "Content-Type: application/connect+json\r\nContent-Length: %d\r\n\r\n"
+               % (sid, st.port, tok, len(body))).encode() + body)
+    got = c.recv(4096)
+    assert got.startswith(b"HTTP/1.1 200"), got[:300]
+    St.keep.append(c)
     deadline = time.time() + 30
     while time.time() < deadline:
         status, _, body = port_get(st, sbx, "/ready", timeout=10)
@@ -275,6 +279,7 @@ def t_port_drip(st):
 
 class St:
     sandbox = None
+    keep = []  # envd streams of processes that must go on running
 
 
 def stop_web_timed(st):
