@@ -585,6 +585,8 @@ void lb_bundle_serve(lb_req *r, const char *format, const char *folder, const ch
     }
     snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, r->id);
     snprintf(final, sizeof final, "%s/%s", dir, name);
+    if (folder[0])
+        lb_bundle_drop_kept(cfg->artifacts_dir, r->id); /* an open() that fails, once they are gone */
     if (!lb_bundle_current(dir, final)) {
         const char *addr = lb_http_param(r, "REMOTE_ADDR");
         /* per user with users; without, per address (nginx's, never a header) */
@@ -607,8 +609,6 @@ void lb_bundle_serve(lb_req *r, const char *format, const char *folder, const ch
                               "moment.", cfg->bundle_max_building);
             return;
         }
-        if (folder[0])
-            lb_bundle_drop_kept(cfg->artifacts_dir, r->id);
         int was = lb_bundle_nice_down();
         rc = lb_bundle_make(cfg, r->store, r->id, format, folder, name, err, sizeof err);
         lb_bundle_nice_back(was);
