@@ -25,6 +25,15 @@ outside the attacker sandbox):
   disk       dd into the writable layer until full
   output     an endless stream on stdout (the capture caps)
 
+Web attacks (a second stack: two users, 8 web threads, E2B host names;
+the probe is the other user's GET /api/tasks every 50 ms, target p99
+< 200 ms against its quiet p99 measured first in the same stack):
+  bundles    alice's 40 clients ask, again and again, for the zip and the
+             tar.gz of a 20 MB output folder (bundle.zip?path=f)
+  ports      40 clients at a time ask a server in an E2B sandbox, which
+             sends its answer's head a byte every 20 s, through
+             8000-<id>.<e2b_domain>, and give up after 4 s
+
 Prints, per attack: the victim's exec round trip p50 / p99 / max and the
 ratio of its p99 to the quiet p99, /api/health's slowest answer and how
 many failed, how far the host's open-file table (fs.file-nr) rose above
@@ -35,7 +44,7 @@ F_SETPIPE_SZ to 1 MiB, an fd over a unix socket, a pty, an open(); on the
 host: io_setup, a pty, an open()). A benchmark, not a test: nothing is
 asserted. Needs root and the default image (make image).
 
-    python3 bench/exhaustion.py [--secs 4] [--only files,aio,...]
+    python3 bench/exhaustion.py [--secs 4] [--only files,aio,...,bundles,ports]
 """
 import argparse
 import math
@@ -285,6 +294,118 @@ def attack(c, sid, name, secs, result):
         result["state"] = "error: %s" % e
 
 
+WEB_ATTACKS = ("bundles", "ports")
+
+
+def web_probe(st, secs, token):
+    """Another user's GET /api/tasks every 50 ms for secs: ms each (a
+    failure counts as 30 s)."""
+    out = []
+    stop = time.time() + secs
+    while time.time() < stop:
+        t = time.perf_counter()
+        try:
+            code, _, _ = st.request("GET", "/api/tasks", None, {"Authorization": "Bearer " + token}, timeout=30)
+            out.append((time.perf_counter() - t) * 1000 if code == 200 else 30000.0)
+        except OSError:
+            out.append(30000.0)
+        time.sleep(0.05)
+    return out
+
+
+def web_attack(st, wx, name, secs, tid, sbx, counts):
+    """40 attacking clients for secs; counts gets their answers by status."""
+    stop = time.time() + secs
+    lock = threading.Lock()
+
+    def bundles(i):
+        import socket
+        fmt = "zip" if i % 2 else "tar.gz"
+        while time.time() < stop:
+            # the whole answer, read into one buffer and dropped (as little
+            # of this process's CPU as a client can spend on 20 MB)
+            code = 0
+            try:
+                c = socket.create_connection(("127.0.0.1", st.port), timeout=120)
+                c.sendall(("GET /api/tasks/%s/bundle.%s?path=f HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % (tid, fmt, wx.ALICE)).encode())
+                got = c.recv(64)
+                code = int(got[9:12]) if got.startswith(b"HTTP/1.") else 0
+                buf = bytearray(1 << 20)
+                while c.recv_into(buf):
+                    pass
+                c.close()
+            except (OSError, ValueError):
+                pass
+            with lock:
+                counts[code] = counts.get(code, 0) + 1
+            if code in (429, 503):
+                time.sleep(0.5)  # Retry-After is 5 s; an attacker does not wait that long
+
+    def ports(i):
+        import socket
+        while time.time() < stop:
+            code = 0
+            try:
+                c = socket.create_connection(("127.0.0.1", st.port), timeout=4)
+                c.sendall(("GET /drip HTTP/1.1\r\nHost: 8000-%s.e2b.test:%d\r\nX-Access-Token: %s\r\n\r\n"
+                           % (sbx["sandboxID"], st.port, sbx["envdAccessToken"])).encode())
+                got = c.recv(64)
+                code = int(got[9:12]) if got.startswith(b"HTTP/1.") else 0
+                if code not in (429, 503):
+                    time.sleep(max(0.0, 4 - 0.1))
+                c.close()
+            except (OSError, ValueError):
+                pass  # gave up after 4 s: the dripping head
+            with lock:
+                counts[code] = counts.get(code, 0) + 1
+            if code in (429, 503):
+                time.sleep(0.5)  # Retry-After is 2 s; an attacker does not wait that long
+
+    fn = bundles if name == "bundles" else ports
+    ths = [threading.Thread(target=fn, args=(i,), daemon=True) for i in range(40)]
+    for th in ths:
+        th.start()
+    return ths
+
+
+def web_main(secs, names):
+    sys.path.insert(0, os.path.join(REPO, "tests", "security"))
+    import test_web_exhaustion as wx  # the same users, task and server as the test
+    web_env = {"LLMBOX_SANDBOX_API_TOKEN": wx.SBX_TOKEN, "LLMBOX_WEB_THREADS": str(wx.THREADS),
+               "LLMBOX_E2B_DOMAIN": "e2b.test", "LLMBOX_SANDBOX_API_MAX": "4"}
+    with Stack(scenario=wx.SCENARIO, web_env=web_env, conf=wx.CONF, env={"LLMBOX_POOL_SIZE": "1"}) as st:
+        tid = wx.create_task(st, wx.ALICE, "[big] write 20 MB into output/f")
+        wx.wait_status(st, wx.ALICE, tid, ("succeeded",), 180)
+        sbx = wx.e2b_sandbox(st)
+        wx.start_drip(st, sbx)
+        quiet = web_probe(st, secs, wx.BOB)
+        q99 = pct(quiet, 99)
+        print("  web attacks: another user's GET /api/tasks, %d web threads" % wx.THREADS)
+        print("  %-8s %8s %8s %8s %10s  %s" % ("attack", "p50 ms", "p99 ms", "max ms", "p99/quiet",
+                                              "target p99 < 200 ms; attackers' answers"))
+
+        def row(name, res, counts=None):
+            p99 = pct(res, 99)
+            print("  %-8s %8.2f %8.2f %8.2f %9.2fx  %s %s" %
+                  (name, pct(res, 50), p99, max(res), p99 / q99, "MET" if p99 < 200 else "NOT MET",
+                   " ".join("%s:%d" % (k or "gave-up", v) for k, v in sorted((counts or {}).items()))),
+                  flush=True)
+
+        row("quiet", quiet)
+        for name in names:
+            counts = {}
+            ths = web_attack(st, wx, name, secs + 1, tid, sbx, counts)
+            time.sleep(1.0)  # let the attack take what it can first
+            res = web_probe(st, secs, wx.BOB)
+            for th in ths:
+                th.join(150)
+            row(name, res, counts)
+            time.sleep(1.0)
+        for c in wx.St.keep:
+            c.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--secs", type=float, default=4.0)
@@ -295,8 +416,13 @@ def main():
         print("bench/exhaustion: skipped: %s" % why)
         return 0
     names = [n for n in ATTACKS if not a.only or n in a.only.split(",")]
+    web_names = [n for n in WEB_ATTACKS if not a.only or n in a.only.split(",")]
     print("exhaustion: %d cores, load %s, %.0f s per attack" %
           (os.cpu_count(), open("/proc/loadavg").read().split()[0], a.secs))
+    if web_names:
+        web_main(a.secs, web_names)
+    if not names:
+        return 0
     with Stack(model=False) as st:
         sock = os.path.join(st.prefix, "var", "run", "sandboxd.sock")
         # sandboxes belong to the connection that made them

@@ -29,19 +29,47 @@ scripts/prepare-dirs.sh "$LLMBOX_WEB_USER"
 scripts/nginx-conf.sh >/dev/null
 
 pids=()
+# Waits up to $1 tenths of a second for the pids that follow to exit.
+wait_gone() {
+    local n=$1 p
+    shift
+    for _ in $(seq "$n"); do
+        for p in "$@"; do
+            kill -0 "$p" 2>/dev/null && break
+            p=""
+        done
+        [ -z "$p" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# Stops everything within about 20 s, whatever it is sent meanwhile: more
+# signals are ignored (a second Ctrl-C, or a SIGTERM to the whole process
+# group, used to kill this script half-way and leave the web and sandboxd
+# running), nginx and the web stop together, then sandboxd, each with a
+# bound and then SIGKILL.
 stop() {
-    trap - INT TERM EXIT
+    trap '' INT TERM
+    trap - EXIT
     echo
     echo "llmbox: stopping"
-    for p in "${pids[@]}"; do
-        kill -TERM "$p" 2>/dev/null || continue
-        for _ in $(seq 50); do
-            kill -0 "$p" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$p" 2>/dev/null || true
+    local front=() p
+    for p in "${pids[@]:0:2}"; do
+        kill -TERM "$p" 2>/dev/null && front+=("$p")
     done
-    wait 2>/dev/null || true
+    if [ "${#front[@]}" -gt 0 ] && ! wait_gone 50 "${front[@]}"; then
+        echo "llmbox: nginx or the web did not stop within 5 s; killing them" >&2
+        kill -KILL "${front[@]}" 2>/dev/null || true
+    fi
+    # sandboxd last: it destroys the sandboxes that are left
+    for p in "${pids[@]:2}"; do
+        kill -TERM "$p" 2>/dev/null || continue
+        if ! wait_gone 150 "$p"; then
+            echo "llmbox: sandboxd did not stop within 15 s; killing it" >&2
+            kill -KILL "$p" 2>/dev/null || true
+        fi
+    done
+    wait_gone 20 "${pids[@]}" || true
     echo "llmbox: stopped"
     exit "${1:-0}"
 }

@@ -223,6 +223,16 @@ typedef struct lb_config {
                                         event stream may take (at most a quarter of web_threads) */
     int sse_max_s;                   /* sse_max_s | LLMBOX_SSE_MAX_S, default 0 (none): an event stream ends after this long
                                         and the browser resumes it with Last-Event-ID */
+    int bundle_max_building;         /* bundle_max_building | LLMBOX_BUNDLE_MAX_BUILDING, default 4: bundles being built
+                                        (or waited for) at once, each in a web thread; more are refused (503) */
+    int bundle_max_per_user;         /* bundle_max_per_user | LLMBOX_BUNDLE_MAX_PER_USER, default 2: of those, per user
+                                        (per client address without users); more are refused (429) */
+    int e2b_port_max;                /* e2b_port_max | LLMBOX_E2B_PORT_MAX, default 0 (a quarter of web_threads): requests
+                                        relayed to sandboxes' ports at once, each in a web thread (503 past it) */
+    int e2b_port_max_per_sandbox;    /* e2b_port_max_per_sandbox | LLMBOX_E2B_PORT_MAX_PER_SANDBOX, default 8: of those,
+                                        per sandbox (429 past it) */
+    int e2b_port_head_s;             /* e2b_port_head_s | LLMBOX_E2B_PORT_HEAD_S, default 30: a relayed request's whole
+                                        sending and its answer's head, at most (then 504) */
 
     /* Access (config_user.c). With no user, the service has no login and
      * serves loopback only; listen beyond loopback is refused then. */

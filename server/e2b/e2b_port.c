@@ -7,12 +7,23 @@
  * back. Everything from the sandbox is hostile: the answer's head is
  * capped and parsed strictly, hop-by-hop headers are dropped, each read
  * and write has a timeout.
+ *
+ * Each relay holds a web thread, and the server at the other end is the
+ * sandbox's code: one that sent its head a byte every 20 s held 40
+ * threads for minutes, long after the clients gave up, and froze
+ * everyone's API. So: the request's sending and the answer's head have
+ * one deadline together (e2b_port_head_s, 504 past it), the client
+ * leaving (nginx closes our connection) ends the relay at once, in any
+ * phase, and relays take places (work_slots.h): e2b_port_max_per_sandbox
+ * per sandbox, e2b_port_max in all; a request that finds none is refused
+ * at once with Retry-After.
  */
 #include "e2b/e2b_port.h"
 
 #include "web/access.h"
 #include "e2b/e2b_connect.h"
 #include "web/http.h"
+#include "web/work_slots.h"
 
 #include "common/buf.h"
 #include "common/config.h"
@@ -22,17 +33,46 @@
 
 #include <errno.h>
 #include <fcgiapp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #define LB_E2B_PORT_HEAD_MAX (64u << 10)  /* the answer's status line and headers */
 #define LB_E2B_PORT_BODY_MAX (64ll << 20) /* a request body relayed */
-#define LB_E2B_PORT_IDLE_S 60             /* each read and write of the sandbox's side */
+#define LB_E2B_PORT_IDLE_S 60             /* each read and write of the answer's body */
+
+/* the relays in progress (places: work_slots.h) */
+static lb_slots lb_port_slots = LB_SLOTS_INIT;
+
+/* What waiting on the sandbox's side came to. */
+enum { LB_PORT_READY = 0, LB_PORT_LATE = 1, LB_PORT_LEFT = 2 };
+
+/* Waits until fd is ready for events, the monotonic deadline (ms) passes,
+ * or the client leaves: nginx closes our connection when it does (and
+ * sends nothing more on it during a request, so POLLRDHUP there means
+ * exactly that). */
+static int lb_port_wait(lb_req *r, int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - lb_mono_ms();
+        if (left <= 0)
+            return LB_PORT_LATE;
+        struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = r->fcgi->ipcFd, .events = POLLRDHUP}};
+        int n = poll(p, 2, left > 60000 ? 60000 : (int)left);
+        if (n < 0 && errno != EINTR)
+            return LB_PORT_LEFT; /* cannot wait: end the relay */
+        if (n <= 0)
+            continue;
+        if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+            return LB_PORT_LEFT;
+        if (p[0].revents)
+            return LB_PORT_READY; /* readable, writable, or an error that the next call reports */
+    }
+}
 
 /* Hop-by-hop, or ours: never passed on (either way). X-Accel-* above all:
  * nginx obeys them in a FastCGI answer (X-Accel-Redirect would serve any
@@ -50,18 +90,26 @@ static int lb_port_skip(const char *name, size_t n)
     return 0;
 }
 
-static int lb_port_write(int fd, const char *p, size_t n)
+/* Sends p[0..n) to the sandbox by the deadline: LB_OK, LB_E_IO (the
+ * server closed), LB_E_TIMEOUT, LB_E_CANCELLED (the client left). */
+static int lb_port_write(lb_req *r, int fd, const char *p, size_t n, int64_t deadline)
 {
     while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0 && errno == EINTR)
             continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int why = lb_port_wait(r, fd, POLLOUT, deadline);
+            if (why != LB_PORT_READY)
+                return why == LB_PORT_LATE ? LB_E_TIMEOUT : LB_E_CANCELLED;
+            continue;
+        }
         if (w <= 0)
-            return -1;
+            return LB_E_IO;
         p += w;
         n -= (size_t)w;
     }
-    return 0;
+    return LB_OK;
 }
 
 /* The request's head: the FastCGI params HTTP_* back into headers. */
@@ -102,8 +150,9 @@ static void lb_port_fail(lb_req *r, int status, const char *msg)
     lb_e2b_error_json(r, status, NULL, msg);
 }
 
-/* Copies the request body (CONTENT_LENGTH bytes, capped) to fd. */
-static int lb_port_body(lb_req *r, int fd)
+/* Copies the request body (CONTENT_LENGTH bytes, capped) to fd by the
+ * deadline (lb_port_write's statuses, LB_E_TOOBIG over the cap). */
+static int lb_port_body(lb_req *r, int fd, int64_t deadline)
 {
     const char *cl = lb_http_param(r, "CONTENT_LENGTH");
     long long left = 0;
@@ -114,17 +163,20 @@ static int lb_port_body(lb_req *r, int fd)
         int n = FCGX_GetStr(buf, left < (long long)sizeof buf ? (int)left : (int)sizeof buf, r->fcgi->in);
         if (n <= 0)
             break;
-        if (lb_port_write(fd, buf, (size_t)n) != 0)
-            return LB_E_IO;
+        int rc = lb_port_write(r, fd, buf, (size_t)n, deadline);
+        if (rc != LB_OK)
+            return rc;
         left -= n;
     }
     return LB_OK;
 }
 
-/* Reads the answer's head into b (up to the blank line, capped): the
- * bytes after it are the body's first. LB_OK, or the sandbox's side
- * failed (LB_E_IO) or sent something that is not an HTTP head. */
-static int lb_port_read_head(int fd, lb_buf *b, size_t *head_len)
+/* Reads the answer's head into b (up to the blank line, capped) by the
+ * deadline: the bytes after it are the body's first. LB_OK, or the
+ * sandbox's side failed (LB_E_IO), sent something that is not an HTTP
+ * head (LB_E_PROTO), was too slow (LB_E_TIMEOUT), or the client left
+ * (LB_E_CANCELLED). */
+static int lb_port_read_head(lb_req *r, int fd, lb_buf *b, size_t *head_len, int64_t deadline)
 {
     char buf[16384];
     for (;;) {
@@ -133,9 +185,15 @@ static int lb_port_read_head(int fd, lb_buf *b, size_t *head_len)
             *head_len = (size_t)(end - b->data) + 4;
             return LB_OK;
         }
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int why = lb_port_wait(r, fd, POLLIN, deadline);
+            if (why != LB_PORT_READY)
+                return why == LB_PORT_LATE ? LB_E_TIMEOUT : LB_E_CANCELLED;
+            continue;
+        }
         if (n <= 0)
             return LB_E_IO;
         if (memchr(buf, '\0', (size_t)n) || lb_buf_append(b, buf, (size_t)n) != LB_OK)
@@ -210,12 +268,62 @@ static int lb_port_answer_head(lb_req *r, const char *head, size_t n)
     return rc;
 }
 
+/* Takes a relay's place for sandbox s, or answers 429/503 and returns 0. */
+static int lb_port_admit(lb_req *r, lb_sbx *s, char *key, size_t keysz)
+{
+    const lb_config *cfg = r->cfg;
+    int total = cfg->e2b_port_max > 0 ? cfg->e2b_port_max : cfg->web_threads / 4;
+    snprintf(key, keysz, "s:%s", s->id);
+    int rc = lb_slots_take(&lb_port_slots, total, cfg->e2b_port_max_per_sandbox, key);
+    if (rc == LB_OK)
+        return 1;
+    lb_http_drain(r);
+    if (rc == LB_E_TOOBIG)
+        lb_http_error_hdr(r, 429, "too_many_requests", "Retry-After: 2\r\n",
+                          "The sandbox already has %d requests relayed to its ports, the most one sandbox may have "
+                          "(LLMBOX_E2B_PORT_MAX_PER_SANDBOX); try again once they are answered.",
+                          cfg->e2b_port_max_per_sandbox);
+    else
+        lb_http_error_hdr(r, 503, "relays_busy", "Retry-After: 2\r\n",
+                          "The server already relays %d requests to sandboxes' ports, the most it relays at once so "
+                          "that other requests are still answered (LLMBOX_E2B_PORT_MAX); try again in a moment.",
+                          total < 1 ? 1 : total);
+    return 0;
+}
+
+/* The answer's body, as it comes (a server may stream it): each wait is
+ * at most LB_E2B_PORT_IDLE_S, and the client leaving ends it. */
+static void lb_port_copy_body(lb_req *r, int fd)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (lb_port_wait(r, fd, POLLIN, lb_mono_ms() + LB_E2B_PORT_IDLE_S * 1000) != LB_PORT_READY)
+                return; /* idle too long, or the client left */
+            continue;
+        }
+        if (n <= 0)
+            return;
+        if (!r->is_head && (FCGX_PutStr(buf, (int)n, r->fcgi->out) < 0 || FCGX_FFlush(r->fcgi->out) < 0))
+            return; /* the client left */
+    }
+}
+
 void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
 {
-    char err[512];
+    char err[512], key[LB_SLOT_KEY_MAX];
     lbsb_conn *c = NULL;
     int fd = -1;
     const lb_config *cfg = r->cfg;
+    if (!lb_port_admit(r, s, key, sizeof key))
+        return;
+    /* from here: the request's sending and the answer's head */
+    int64_t deadline = lb_mono_ms() + (int64_t)cfg->e2b_port_head_s * 1000;
+    lb_buf head;
+    lb_buf_init(&head, LB_E2B_PORT_HEAD_MAX);
     int rc = lbsb_connect(cfg->sandboxd_socket, &s->cancel, &c, err, sizeof err);
     if (rc == LB_OK)
         rc = lbsb_port_connect(c, s->sbx_id, port, &fd, err, sizeof err);
@@ -225,56 +333,59 @@ void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
         char msg[600];
         snprintf(msg, sizeof msg, "The sandbox is running but port is not open: %s", err);
         lb_port_fail(r, 502, msg);
-        return;
+        goto out;
     }
     if (rc) {
         lb_port_fail(r, 502, err);
-        return;
+        goto out;
     }
-    struct timeval tv = {.tv_sec = LB_E2B_PORT_IDLE_S};
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv); /* best effort: a stuck server holds a thread */
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    lb_buf head;
-    lb_buf_init(&head, LB_E2B_PORT_HEAD_MAX);
     const char *target = r->path + strlen("/e2b/sandbox");
     rc = lb_port_head(r, target[0] ? target : "/", &head);
     if (rc) {
         lb_port_fail(r, 431, "The request's headers are too large to relay.");
         goto out;
     }
-    rc = lb_port_write(fd, head.data, head.len) ? LB_E_IO : lb_port_body(r, fd);
+    rc = lb_port_write(r, fd, head.data, head.len, deadline);
+    if (rc == LB_OK)
+        rc = lb_port_body(r, fd, deadline);
     if (rc == LB_E_TOOBIG) {
         lb_port_fail(r, 413, "The request body is over 64 MiB.");
         goto out;
     }
     lb_http_drain(r); /* what the server did not take */
     /* a server may answer before it read the whole body (and then stop
-     * reading it): its answer counts, not the failed write */
-    lb_buf_reset(&head);
-    size_t hl = 0;
-    rc = lb_port_read_head(fd, &head, &hl);
-    if (rc) {
+     * reading it): its answer counts, not the failed write; but a server
+     * that takes the body too slowly has used the deadline */
+    if (rc != LB_E_TIMEOUT && rc != LB_E_CANCELLED) {
+        lb_buf_reset(&head);
+        size_t hl = 0;
+        rc = lb_port_read_head(r, fd, &head, &hl, deadline);
+        if (rc == LB_OK) {
+            if (lb_port_answer_head(r, head.data, hl) != LB_OK) {
+                lb_port_fail(r, 502, "The server in the sandbox sent an answer that is not HTTP/1.0 or 1.1.");
+                goto out;
+            }
+            if (head.len > hl && !r->is_head) /* the body's first bytes came with the head */
+                FCGX_PutStr(head.data + hl, (int)(head.len - hl), r->fcgi->out);
+            lb_port_copy_body(r, fd);
+            goto out;
+        }
+    }
+    if (rc == LB_E_CANCELLED) {
+        /* nobody reads this: the access log's 499, like nginx's */
+        lb_port_fail(r, 499, "The client closed the connection before the sandbox's server answered.");
+    } else if (rc == LB_E_TIMEOUT) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "The server in the sandbox did not take the request and answer its head within "
+                 "%d s (LLMBOX_E2B_PORT_HEAD_S).", cfg->e2b_port_head_s);
+        lb_port_fail(r, 504, msg);
+    } else {
         lb_port_fail(r, 502, rc == LB_E_PROTO ? "The server in the sandbox sent no valid HTTP answer head (at most 64 KiB)."
-                                              : "The server in the sandbox closed the connection or did not answer in time.");
-        goto out;
-    }
-    if (lb_port_answer_head(r, head.data, hl) != LB_OK) {
-        lb_port_fail(r, 502, "The server in the sandbox sent an answer that is not HTTP/1.0 or 1.1.");
-        goto out;
-    }
-    if (head.len > hl && !r->is_head) /* the body's first bytes came with the head */
-        FCGX_PutStr(head.data + hl, (int)(head.len - hl), r->fcgi->out);
-    char buf[65536];
-    for (;;) {
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (!r->is_head && (FCGX_PutStr(buf, (int)n, r->fcgi->out) < 0 || FCGX_FFlush(r->fcgi->out) < 0))
-            break; /* the client left */
+                                              : "The server in the sandbox closed the connection before it answered.");
     }
 out:
     lb_buf_free(&head);
-    close(fd);
+    if (fd >= 0)
+        close(fd);
+    lb_slots_release(&lb_port_slots, key);
 }

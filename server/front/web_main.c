@@ -182,6 +182,75 @@ static void *lb_worker(void *arg)
     return NULL;
 }
 
+/* ---- stopping ----
+ *
+ * A stop must end the process within seconds whatever the other threads
+ * are doing: a web that logged "stopping" and had not exited 10 s later
+ * failed a restore, and whoever stops it (a test, `make run`, systemd)
+ * kills it or gives up on it. The steps that wait on other threads (the
+ * runner handing back its claims, the event-stream watcher's join, which
+ * waits as long as a store call of that thread: up to SQLite's busy
+ * timeout, or a PostgreSQL server that stopped answering) run in a thread
+ * of their own, and the main thread leaves when they are done or
+ * LB_WEB_STOP_MS has passed, saying which step it left behind. Worker
+ * threads may be inside a request; the database is WAL, so leaving
+ * without closing it loses nothing that was committed. */
+#define LB_WEB_STOP_MS 3000 /* every step, together: the runner's own wait is 2 s */
+#define LB_WEB_STOP_HARD_S 8 /* SIGALRM's default action ends the process should even the wait not */
+
+static pthread_mutex_t lb_stop_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lb_stop_cv = PTHREAD_COND_INITIALIZER;
+static const char *lb_stop_step = "starting"; /* under lb_stop_mu; NULL: done */
+
+static void lb_stop_at(const char *step)
+{
+    pthread_mutex_lock(&lb_stop_mu);
+    lb_stop_step = step;
+    if (!step)
+        pthread_cond_broadcast(&lb_stop_cv);
+    pthread_mutex_unlock(&lb_stop_mu);
+}
+
+static void *lb_stopper(void *arg)
+{
+    (void)arg;
+    lb_stop_at("handing back the runner's claims");
+    lb_eval_runner_stop(2000); /* issue 13: its claims back, so another web goes on at once */
+    lb_stop_at("stopping the event-stream watcher");
+    lb_sse_watch_stop(); /* its connection closed */
+    lb_stop_at(NULL);
+    return NULL;
+}
+
+/* Never returns: the process exits within LB_WEB_STOP_MS. */
+_Noreturn static void lb_web_stop(const lb_config *cfg)
+{
+    alarm(LB_WEB_STOP_HARD_S);
+    unlink(cfg->web_socket);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += LB_WEB_STOP_MS / 1000;
+    ts.tv_nsec += (long)(LB_WEB_STOP_MS % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_t t;
+    const char *left = "starting the stop's thread";
+    if (pthread_create(&t, NULL, lb_stopper, NULL) == 0) {
+        pthread_detach(t);
+        pthread_mutex_lock(&lb_stop_mu);
+        while (lb_stop_step && pthread_cond_timedwait(&lb_stop_cv, &lb_stop_mu, &ts) == 0)
+            ;
+        left = lb_stop_step;
+        pthread_mutex_unlock(&lb_stop_mu);
+    }
+    if (left)
+        lb_warn("web: stopping: %s took more than %d ms; exiting without waiting for it", left, LB_WEB_STOP_MS);
+    lb_info("web: stopped");
+    _exit(0);
+}
+
 /* ---- start-up ---- */
 
 /* Creates path if missing; with pw, gives it to that user. Folders we keep
@@ -361,6 +430,12 @@ int lb_web_main(int argc, char **argv)
         }
     }
     lb_web_raise_nofile(cfg);
+    /* bundle builders lower their thread's priority and restore it after
+     * (bundle.c): restoring needs RLIMIT_NICE 20, which only root may
+     * grant; without it they build at the usual priority */
+    struct rlimit nice_rl = {20, 20};
+    if (geteuid() == 0 && setrlimit(RLIMIT_NICE, &nice_rl) != 0)
+        lb_warn("web: cannot raise RLIMIT_NICE: bundles are built at the API's priority");
     lb_listen_fd = lb_open_socket(cfg, pw);
     if (lb_listen_fd < 0)
         return 1;
@@ -509,10 +584,5 @@ int lb_web_main(int argc, char **argv)
     int sig = 0;
     sigwait(&stop, &sig);
     lb_info("web: signal %d: stopping; running agents go on and finish their tasks", sig);
-    unlink(cfg->web_socket);
-    lb_eval_runner_stop(2000); /* issue 13: its claims back, so another web goes on at once */
-    lb_sse_watch_stop(); /* its connection closed; open streams poll until the exit */
-    /* Worker threads may be inside a request; the database is WAL, so
-     * leaving without closing it loses nothing that was committed. */
-    _exit(0);
+    lb_web_stop(cfg);
 }

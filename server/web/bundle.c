@@ -8,12 +8,19 @@
  * within the output cap plus 64 MiB.
  *
  * A folder bundle (?path=plots) holds that folder of the output alone, as
- * "plots/...", and is never kept: it is written straight into the
- * response (lb_bundle_stream). Kept per folder, as before, every level of
- * a deep output could be bundled once more each: 20 levels turned a 191 MB
- * output into 4 GB of kept bundles (issue 15). Streamed, it costs the
- * request's time and nothing on disk; in exchange it has no Content-Length
- * and no ranges (a download that breaks starts again).
+ * "plots/...". It is built once as well, into
+ * artifacts/<id>/fbundle-<hash of the folder>.<format>, and nginx serves
+ * it the same way. Kept without a bound, every level of a deep output
+ * could be bundled once more each (20 levels turned a 191 MB output into
+ * 4 GB of kept bundles), so a task keeps at most LB_BUNDLE_FOLDERS_KEPT
+ * folder bundles and no more bytes of them than its output cap: building
+ * one more removes the oldest. Built in the request, as before, folder
+ * bundles took every web thread (40 requests of one user for a 40 MB
+ * folder froze everyone's task list for 17 s): now concurrent requests
+ * for one bundle wait for one build, and a build takes one of
+ * bundle_max_building places, at most bundle_max_per_user of them per
+ * user; a request that finds none is refused at once (503 or 429 with
+ * Retry-After). A bundle already built takes no place.
  *
  * Who may have a bundle, and of what: artifact_access.c. The output tree
  * was written by code running in a sandbox, so the walk trusts nothing in
@@ -30,6 +37,8 @@
 #include "common/path.h"
 #include "store/store.h"
 #include "web/artifact_access.h"
+#include "web/work_slots.h"
+#include "common/token.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -40,7 +49,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcgiapp.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -48,13 +57,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
 #include <sys/file.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LB_BUNDLE_DEPTH_MAX 32
+#define LB_BUNDLE_FOLDER_PREFIX "fbundle-"
+#define LB_BUNDLE_FOLDERS_KEPT 8   /* folder bundles a task keeps: a few folders asked for in turn */
+#define LB_BUNDLE_FOLDERS_SEEN 256 /* kept ones looked at when evicting: more than KEPT ever leaves */
+#define LB_BUNDLE_NICE 10 /* a build's thread, while it deflates: the API's threads go first on a busy CPU */
 
 typedef struct lb_bundle {
     struct archive *a;
@@ -229,9 +243,8 @@ int lb_bundle_name(const char *format, char *out, size_t outsz)
     return n < 0 || (size_t)n >= outsz ? LB_E_TOOBIG : LB_OK;
 }
 
-/* Opens the archive writer of b for format, writing to fd (>= 0) or into
- * r's response. */
-static int lb_bundle_open(lb_bundle *b, int fd, lb_req *r);
+/* Opens the archive writer of b for its format, writing to fd. */
+static int lb_bundle_open(lb_bundle *b, int fd);
 
 /* A folder of ours to sweep, opened without following a link in its last
  * component (a task's folder is written by its agent); NULL when it is
@@ -285,21 +298,85 @@ static int lb_bundle_current(const char *dir, const char *final)
            (b.st_mtim.tv_sec == t.st_mtim.tv_sec && b.st_mtim.tv_nsec >= t.st_mtim.tv_nsec);
 }
 
-int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const char *format, char *err,
-                    size_t errsz)
+/* A folder bundle's file, relative to artifacts/<id>/: the folder's name
+ * hashed (any clean relative path, never a name of its own in the
+ * folder). */
+static int lb_bundle_folder_name(const char *format, const char *folder, char *out, size_t outsz)
 {
-    char dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 160], tmp[LB_CFG_PATH + 200], rnd[17], name[96];
+    char h[LB_SHA256_HEX];
+    if (lb_sha256_hex(folder, strlen(folder), h) != LB_OK)
+        return LB_E_INTERNAL;
+    int n = snprintf(out, outsz, "%s%.32s.%s", LB_BUNDLE_FOLDER_PREFIX, h, format);
+    return n < 0 || (size_t)n >= outsz ? LB_E_TOOBIG : LB_OK;
+}
+
+typedef struct lb_kept {
+    char name[96];
+    uint64_t size;
+    struct timespec mtime;
+} lb_kept;
+
+static int lb_kept_newer_first(const void *a, const void *b)
+{
+    const lb_kept *x = a, *y = b;
+    if (x->mtime.tv_sec != y->mtime.tv_sec)
+        return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
+    return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : x->mtime.tv_nsec > y->mtime.tv_nsec ? -1 : 0;
+}
+
+/* Keeps a task's folder bundles within LB_BUNDLE_FOLDERS_KEPT files and
+ * cap bytes, newest first, `built` (just made) always. Under the lock.
+ * A bundle removed while nginx sends it goes on being sent (nginx holds
+ * it open); one removed between our answer and nginx's open is a 404, and
+ * asking again builds it again. */
+static void lb_bundle_evict(const char *dir, const char *built, uint64_t cap)
+{
+    DIR *d = lb_opendir_nofollow(dir);
+    if (!d)
+        return;
+    lb_kept kept[LB_BUNDLE_FOLDERS_SEEN];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < LB_BUNDLE_FOLDERS_SEEN) {
+        struct stat st;
+        if (strncmp(de->d_name, LB_BUNDLE_FOLDER_PREFIX, strlen(LB_BUNDLE_FOLDER_PREFIX)) ||
+            strstr(de->d_name, ".tmp.") || !strcmp(de->d_name, built) || strlen(de->d_name) >= sizeof kept[0].name ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        snprintf(kept[n].name, sizeof kept[n].name, "%s", de->d_name);
+        kept[n].size = (uint64_t)st.st_size;
+        kept[n].mtime = st.st_mtim;
+        n++;
+    }
+    struct stat bst;
+    uint64_t total = fstatat(dirfd(d), built, &bst, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)bst.st_size : 0;
+    qsort(kept, n, sizeof kept[0], lb_kept_newer_first);
+    for (size_t i = 0; i < n; i++) {
+        total += kept[i].size;
+        if ((i + 1 < LB_BUNDLE_FOLDERS_KEPT && total <= cap) || unlinkat(dirfd(d), kept[i].name, 0) != 0)
+            continue;
+        total -= kept[i].size;
+        lb_info("web: removed %s/%s, an older folder bundle (a task keeps %d, within its output cap)", dir,
+                kept[i].name, LB_BUNDLE_FOLDERS_KEPT);
+    }
+    closedir(d);
+}
+
+/* Builds (once) the bundle of task id's output folder `folder` ("" for
+ * the whole task, with answer.txt and trajectory.json) into
+ * artifacts/<id>/<name>. Concurrent builders of one task take turns on
+ * its lock, and a later one finds the file made. */
+static int lb_bundle_make(const lb_config *cfg, lb_store *s, const char *id, const char *format, const char *folder,
+                          const char *name, char *err, size_t errsz)
+{
+    char dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 160], tmp[LB_CFG_PATH + 200], rnd[17];
     char lockpath[LB_CFG_PATH + 96];
     int zip = !strcmp(format, "zip");
     lb_bundle *b = NULL;
     cJSON *task = NULL;
-    int fd = -1, outfd = -1, lockfd = -1, rc;
+    int fd = -1, sub = -1, outfd = -1, lockfd = -1, rc;
     err[0] = '\0';
     tmp[0] = '\0';
-    if ((rc = lb_bundle_name(format, name, sizeof name)) != LB_OK) {
-        snprintf(err, errsz, "cannot name the bundle");
-        return rc;
-    }
     snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, id);
     snprintf(final, sizeof final, "%s/%s", dir, name);
     if (lb_bundle_current(dir, final))
@@ -325,10 +402,6 @@ int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const cha
     }
     lb_bundle_sweep(final); /* a last round's bundle is replaced by the rename below */
 
-    if ((rc = lb_store_task_get(s, id, &task)) != LB_OK) {
-        snprintf(err, errsz, "cannot read the task: %s", lb_strerror(rc));
-        goto out;
-    }
     b = calloc(1, sizeof *b);
     if (!b) {
         rc = LB_E_NOMEM;
@@ -337,8 +410,22 @@ int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const cha
     b->zip = zip;
     b->err = err;
     b->errsz = errsz;
-    b->max_total = cfg->max_output_bytes + (64u << 20); /* + trajectory and answer */
-    b->max_entries = (size_t)cfg->max_output_files + 2;
+    b->max_total = cfg->max_output_bytes + (folder[0] ? 0 : (64u << 20)); /* + trajectory and answer */
+    b->max_entries = (size_t)cfg->max_output_files + (folder[0] ? 0 : 2);
+    char out_dir[sizeof dir + 16];
+    snprintf(out_dir, sizeof out_dir, "%s/output", dir);
+    fd = open(out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (folder[0]) {
+        sub = fd < 0 ? -1 : lb_artifact_open_dir(fd, folder);
+        if (sub < 0) {
+            snprintf(err, errsz, "The task has no output folder \"%s\".", folder);
+            rc = LB_E_NOTFOUND;
+            goto out;
+        }
+    } else if ((rc = lb_store_task_get(s, id, &task)) != LB_OK) {
+        snprintf(err, errsz, "cannot read the task: %s", lb_strerror(rc));
+        goto out;
+    }
     if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
         rc = LB_E_IO;
         goto out;
@@ -349,26 +436,26 @@ int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const cha
         rc = lb_bundle_fail(b, LB_E_IO, "cannot create %s: %s", tmp, strerror(errno));
         goto out;
     }
-    if ((rc = lb_bundle_open(b, outfd, NULL)) != LB_OK)
+    if ((rc = lb_bundle_open(b, outfd)) != LB_OK)
         goto out;
-
-    char out_dir[sizeof dir + 16];
-    snprintf(out_dir, sizeof out_dir, "%s/output", dir);
-    fd = open(out_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-        rc = lb_bundle_walk(b, fd, "output", 0);
-        if (rc)
+    if (folder[0]) {
+        /* the folder's own name is the top of the bundle: plots/2024 -> 2024/... */
+        const char *top = strrchr(folder, '/');
+        if ((rc = lb_bundle_walk(b, sub, top ? top + 1 : folder, 0)) != LB_OK)
             goto out;
-    }
-    const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(task, "answer"));
-    if (answer && (rc = lb_bundle_add(b, "answer.txt", -1, answer, strlen(answer), time(NULL))) != LB_OK)
-        goto out;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd >= 0) {
-        rc = lb_bundle_add_file(b, dfd, "trajectory.json", "trajectory.json");
-        close(dfd);
-        if (rc)
+    } else {
+        if (fd >= 0 && (rc = lb_bundle_walk(b, fd, "output", 0)) != LB_OK)
             goto out;
+        const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(task, "answer"));
+        if (answer && (rc = lb_bundle_add(b, "answer.txt", -1, answer, strlen(answer), time(NULL))) != LB_OK)
+            goto out;
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd >= 0) {
+            rc = lb_bundle_add_file(b, dfd, "trajectory.json", "trajectory.json");
+            close(dfd);
+            if (rc)
+                goto out;
+        }
     }
     if (archive_write_close(b->a) != ARCHIVE_OK) {
         rc = lb_bundle_fail(b, LB_E_IO, "cannot finish the archive: %s", archive_error_string(b->a));
@@ -384,14 +471,18 @@ int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const cha
         rc = lb_bundle_fail(b, LB_E_IO, "cannot rename the archive into place: %s", strerror(errno));
         goto out;
     }
-    lb_info("web: task %s: built %s (%zu entries, %llu bytes of content)", id, name, b->entries,
-            (unsigned long long)b->total);
+    if (folder[0])
+        lb_bundle_evict(dir, name, cfg->max_output_bytes);
+    lb_info("web: task %s: built %s%s%s (%zu entries, %llu bytes of content)", id, name, folder[0] ? " of " : "",
+            folder, b->entries, (unsigned long long)b->total);
     rc = LB_OK;
 out:
     if (b && b->a)
         archive_write_free(b->a); /* also closes a half-written archive */
     if (outfd >= 0)
         close(outfd);
+    if (sub >= 0)
+        close(sub);
     if (fd >= 0)
         close(fd);
     if (rc != LB_OK && tmp[0])
@@ -403,19 +494,20 @@ out:
     return rc;
 }
 
-/* ---- the writer, to a file or into the response ---- */
-
-static la_ssize_t lb_bundle_put(struct archive *a, void *cd, const void *buf, size_t n)
+int lb_bundle_build(const lb_config *cfg, lb_store *s, const char *id, const char *format, char *err,
+                    size_t errsz)
 {
-    lb_req *r = cd;
-    if (n > (1u << 30) || FCGX_PutStr(buf, (int)n, r->fcgi->out) < 0) {
-        archive_set_error(a, EPIPE, "the client went away");
-        return -1;
+    char name[96];
+    if (lb_bundle_name(format, name, sizeof name) != LB_OK) {
+        snprintf(err, errsz, "cannot name the bundle");
+        return LB_E_TOOBIG;
     }
-    return (la_ssize_t)n;
+    return lb_bundle_make(cfg, s, id, format, "", name, err, errsz);
 }
 
-static int lb_bundle_open(lb_bundle *b, int fd, lb_req *r)
+/* ---- the writer ---- */
+
+static int lb_bundle_open(lb_bundle *b, int fd)
 {
     b->a = archive_write_new();
     if (!b->a)
@@ -424,11 +516,7 @@ static int lb_bundle_open(lb_bundle *b, int fd, lb_req *r)
                           archive_write_set_format_option(b->a, "zip", "hdrcharset", "UTF-8") == ARCHIVE_OK
                     : archive_write_set_format_gnutar(b->a) == ARCHIVE_OK &&
                           archive_write_add_filter_gzip(b->a) == ARCHIVE_OK;
-    if (ok && fd < 0)
-        /* a stream: no padding of the last block to 10 KiB */
-        ok = archive_write_set_bytes_in_last_block(b->a, 1) == ARCHIVE_OK &&
-             archive_write_open(b->a, r, NULL, lb_bundle_put, NULL) == ARCHIVE_OK;
-    else if (ok)
+    if (ok)
         ok = archive_write_open_fd(b->a, fd) == ARCHIVE_OK;
     if (!ok)
         return lb_bundle_fail(b, LB_E_INTERNAL, "libarchive: %s", archive_error_string(b->a));
@@ -436,8 +524,9 @@ static int lb_bundle_open(lb_bundle *b, int fd, lb_req *r)
 }
 
 /* Removes folder bundles that earlier versions kept under
- * artifacts/<id>/bundles/ (they are streamed now), so an upgraded install
- * gets that disk back the next time someone asks for one. */
+ * artifacts/<id>/bundles/ (they are in fbundle-* files now), so an
+ * upgraded install gets that disk back the next time someone asks for
+ * one. */
 static void lb_bundle_drop_kept(const char *artifacts_dir, const char *id)
 {
     char bdir[LB_CFG_PATH + 64];
@@ -452,78 +541,96 @@ static void lb_bundle_drop_kept(const char *artifacts_dir, const char *id)
             n++;
     closedir(d);
     if (rmdir(bdir) == 0 || n)
-        lb_info("web: task %s: removed %d kept folder bundles (folder bundles are streamed now)", id, n);
+        lb_info("web: task %s: removed %d kept folder bundles of an earlier version", id, n);
 }
 
-void lb_bundle_stream(lb_req *r, const char *format, const char *folder, const char *disposition)
+/* A build deflates tens of MB: on a machine with two cores, two builds
+ * made everyone's task list wait for CPU (p99 0.8 s) though threads were
+ * free. So the building thread runs at a lower priority and comes back
+ * to its own after; only where it may come back (RLIMIT_NICE, which the
+ * web raises while it is root), since worker threads serve every request
+ * after this one. Returns the nice value to restore, or INT_MIN for none. */
+static int lb_bundle_nice_down(void)
 {
-    char dir[LB_CFG_PATH + 64], err[512] = "";
-    lb_bundle *b = calloc(1, sizeof *b);
-    int fd = -1, sub = -1, rc;
-    if (!b) {
-        lb_http_error(r, 500, NULL, "Out of memory.");
+    struct rlimit rl;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int was = getpriority(PRIO_PROCESS, (id_t)tid);
+    if ((was == -1 && errno) || was >= LB_BUNDLE_NICE || getrlimit(RLIMIT_NICE, &rl) != 0 ||
+        (rl.rlim_cur != RLIM_INFINITY && (long long)rl.rlim_cur < 20 - was) ||
+        setpriority(PRIO_PROCESS, (id_t)tid, LB_BUNDLE_NICE) != 0)
+        return INT_MIN;
+    return was;
+}
+
+static void lb_bundle_nice_back(int was)
+{
+    if (was != INT_MIN && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), was) != 0)
+        lb_warn("web: cannot restore a bundle builder's thread priority: %s", strerror(errno));
+}
+
+/* Builds in r's thread: one place of the bounded few (work_slots.h). */
+static lb_slots lb_bundle_slots = LB_SLOTS_INIT;
+
+void lb_bundle_serve(lb_req *r, const char *format, const char *folder, const char *disposition)
+{
+    char name[96], dir[LB_CFG_PATH + 64], final[LB_CFG_PATH + 160], key[LB_SLOT_KEY_MAX], err[512] = "";
+    char uri[256];
+    const lb_config *cfg = r->cfg;
+    int rc = folder[0] ? lb_bundle_folder_name(format, folder, name, sizeof name)
+                       : lb_bundle_name(format, name, sizeof name);
+    if (rc != LB_OK) {
+        lb_http_error(r, 500, NULL, "Could not name the bundle's file.");
         return;
     }
-    lb_bundle_drop_kept(r->cfg->artifacts_dir, r->id);
-    b->zip = !strcmp(format, "zip");
-    b->err = err;
-    b->errsz = sizeof err;
-    b->max_total = r->cfg->max_output_bytes;
-    b->max_entries = (size_t)r->cfg->max_output_files;
-    snprintf(dir, sizeof dir, "%s/%s/output", r->cfg->artifacts_dir, r->id);
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    sub = fd < 0 ? -1 : lb_artifact_open_dir(fd, folder);
-    if (sub < 0) {
-        lb_http_error(r, 404, "not_found", "The task has no output folder \"%s\".", folder);
-        goto out;
+    snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, r->id);
+    snprintf(final, sizeof final, "%s/%s", dir, name);
+    if (folder[0])
+        lb_bundle_drop_kept(cfg->artifacts_dir, r->id); /* an open() that fails, once they are gone */
+    if (!lb_bundle_current(dir, final)) {
+        const char *addr = lb_http_param(r, "REMOTE_ADDR");
+        /* per user with users; without, per address (nginx's, never a header) */
+        if (r->user)
+            snprintf(key, sizeof key, "u:%s", r->user->name);
+        else
+            snprintf(key, sizeof key, "a:%s", addr && *addr ? addr : "?");
+        rc = lb_slots_take(&lb_bundle_slots, cfg->bundle_max_building, cfg->bundle_max_per_user, key);
+        if (rc == LB_E_TOOBIG) {
+            lb_http_error_hdr(r, 429, "too_many_bundles", "Retry-After: 5\r\n",
+                              "%s already has %d bundles being built, the most one may have "
+                              "(LLMBOX_BUNDLE_MAX_PER_USER); try again once they are done.",
+                              r->user ? "This user" : "This client address", cfg->bundle_max_per_user);
+            return;
+        }
+        if (rc != LB_OK) {
+            lb_http_error_hdr(r, 503, "bundles_busy", "Retry-After: 5\r\n",
+                              "The server is already building %d bundles, the most it builds at once so that "
+                              "other requests are still answered (LLMBOX_BUNDLE_MAX_BUILDING); try again in a "
+                              "moment.", cfg->bundle_max_building);
+            return;
+        }
+        int was = lb_bundle_nice_down();
+        rc = lb_bundle_make(cfg, r->store, r->id, format, folder, name, err, sizeof err);
+        lb_bundle_nice_back(was);
+        lb_slots_release(&lb_bundle_slots, key);
+        if (rc == LB_E_TOOBIG) {
+            lb_http_error(r, 413, NULL, "%s", err);
+            return;
+        }
+        if (rc == LB_E_NOTFOUND) {
+            lb_http_error(r, 404, "not_found", "%s", err[0] ? err : "The task's files are gone.");
+            return;
+        }
+        if (rc == LB_E_NOSPACE) {
+            lb_http_disk_full(r, "build the bundle (the files can still be downloaded one by one)");
+            return;
+        }
+        if (rc != LB_OK) {
+            lb_error("web: task %s: %s%s%s: %s", r->id, name, folder[0] ? " of " : "", folder, err);
+            lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));
+            return;
+        }
     }
-    /* the folder's own name is the top of the bundle: plots/2024 -> 2024/... */
-    const char *top = strrchr(folder, '/');
-    top = top ? top + 1 : folder;
-    /* a dry run first: the caps are answered (413) before the head, so a
-     * refused bundle is never a 200 with half an archive */
-    rc = lb_bundle_walk(b, sub, top, 0);
-    if (rc == LB_E_TOOBIG) {
-        lb_http_error(r, 413, NULL, "%s", err);
-        goto out;
-    }
-    if (rc) {
-        lb_error("web: task %s: bundle.%s of %s: %s", r->id, format, folder, err);
-        lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));
-        goto out;
-    }
-    char extra[1400];
-    snprintf(extra, sizeof extra, "Content-Disposition: %s\r\nCache-Control: private, no-store\r\n", disposition);
-    lb_http_head(r, 200, b->zip ? "application/zip" : "application/gzip", extra);
-    if (r->is_head)
-        goto out;
-    size_t entries = b->entries;
-    b->entries = 0;
-    b->total = 0;
-    rc = lb_bundle_open(b, -1, r);
-    if (!rc)
-        rc = lb_bundle_walk(b, sub, top, 0);
-    if (!rc && archive_write_close(b->a) != ARCHIVE_OK)
-        rc = lb_bundle_fail(b, LB_E_IO, "cannot finish the archive: %s", archive_error_string(b->a));
-    if (!rc && FCGX_FFlush(r->fcgi->out) < 0)
-        rc = lb_bundle_fail(b, LB_E_IO, "the client went away");
-    if (rc) {
-        /* The head is out: the only way left to say "broken" is to end the
-         * response without its end. Cutting the FastCGI connection makes
-         * nginx close the client's connection before the last chunk, so
-         * no client takes half an archive for a whole one. */
-        lb_warn("web: task %s: bundle.%s of %s cut off: %s", r->id, format, folder, err);
-        shutdown(r->fcgi->ipcFd, SHUT_RDWR);
-        goto out;
-    }
-    lb_info("web: task %s: streamed bundle.%s of %s (%zu entries, %llu bytes of content)", r->id, format, folder,
-            entries, (unsigned long long)b->total);
-out:
-    if (b->a)
-        archive_write_free(b->a);
-    if (sub >= 0)
-        close(sub);
-    if (fd >= 0)
-        close(fd);
-    free(b);
+    snprintf(uri, sizeof uri, "/_artifacts/%s/%s", r->id, name);
+    lb_http_accel(r, uri, strcmp(format, "zip") ? "application/gzip" : "application/zip", disposition);
 }

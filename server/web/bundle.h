@@ -17,10 +17,13 @@ LB_MUST_CHECK int lb_bundle_name(const char *format, char *out, size_t outsz);
  * a full disk; err gets a sentence. */
 LB_MUST_CHECK int lb_bundle_build(const struct lb_config *cfg, lb_store *s, const char *id, const char *format, char *err,
                     size_t errsz);
-/* Answers r (task r->id, finished) with the bundle of its output folder
- * `folder` (clean, relative), written straight into the response: nothing
- * is kept. 404 for no such folder and 413 over the caps come before the
- * head; a failure after it cuts the connection. */
-void lb_bundle_stream(lb_req *r, const char *format, const char *folder, const char *disposition);
+/* Answers r (task r->id, finished) with its bundle: of the output folder
+ * `folder` (clean, relative), or of the whole task when folder is "".
+ * Built once into a file under artifacts/<id>/ (within bounds: bundle.c)
+ * that nginx serves (X-Accel-Redirect, with disposition). A build takes a
+ * place of cfg's bundle_max_building, bundle_max_per_user per user (or
+ * client address): none free is 503 or 429 with Retry-After, at once. 404
+ * for no such folder, 413 over the caps, 507 on a full disk. */
+void lb_bundle_serve(lb_req *r, const char *format, const char *folder, const char *disposition);
 
 #endif

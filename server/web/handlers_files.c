@@ -14,7 +14,6 @@
 #include "web/artifact_access.h"
 
 #include "common/config.h"
-#include "common/log.h"
 #include "common/status.h"
 #include "common/task.h"
 
@@ -127,7 +126,7 @@ static void lb_h_bundle(lb_req *r, const char *format)
             return;
         }
     }
-    char file[96], name[LB_NAME_MAX + 64], disp[1200], uri[160];
+    char name[LB_NAME_MAX + 64], disp[1200];
     const char *top = strrchr(folder, '/');
     if (folder[0])
         snprintf(name, sizeof name, "llmbox-%.8s-%s.%s", r->id, top ? top + 1 : folder, format);
@@ -141,36 +140,7 @@ static void lb_h_bundle(lb_req *r, const char *format)
         return;
     if (!folder[0] && !lb_blob_record_ready(r, "trajectory.json")) /* the whole task's has it; answered */
         return;
-    if (folder[0]) {
-        /* streamed, never kept: see bundle.c */
-        lb_bundle_stream(r, format, folder, disp);
-        return;
-    }
-    char err[512] = "";
-    int rc = lb_bundle_build(r->cfg, r->store, r->id, format, err, sizeof err);
-    if (rc == LB_E_TOOBIG) {
-        lb_http_error(r, 413, NULL, "%s", err);
-        return;
-    }
-    if (rc == LB_E_NOTFOUND) {
-        lb_http_error(r, 404, "not_found", "%s", err[0] ? err : "The task's files are gone.");
-        return;
-    }
-    if (rc == LB_E_NOSPACE) {
-        lb_http_disk_full(r, "build the bundle (the files can still be downloaded one by one)");
-        return;
-    }
-    if (rc != LB_OK) {
-        lb_error("web: task %s: bundle.%s: %s", r->id, format, err);
-        lb_http_error(r, 500, NULL, "Could not build the bundle: %s", err[0] ? err : lb_strerror(rc));
-        return;
-    }
-    if (lb_bundle_name(format, file, sizeof file) != LB_OK) {
-        lb_http_error(r, 500, NULL, "Could not name the bundle's file.");
-        return;
-    }
-    snprintf(uri, sizeof uri, "/_artifacts/%s/%s", r->id, file);
-    lb_http_accel(r, uri, strcmp(format, "zip") ? "application/gzip" : "application/zip", disp);
+    lb_bundle_serve(r, format, folder, disp); /* built once, in bounds: bundle.c */
 }
 
 void lb_h_bundle_zip(lb_req *r)

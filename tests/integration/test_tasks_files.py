@@ -10,7 +10,7 @@ daemon, no model; finished tasks are simulated in the database):
   - "Run again" (POST /api/tasks/{id}/rerun) copies prompt, options, inputs;
   - delete removes the task, its files and its cached bundles;
   - bundles are built once and served with validators (304), folder
-    bundles streamed and never kept, symlinks left out, caps answered 413;
+    bundles too (kept in fbundle-* files), symlinks left out, caps answered 413;
   - history paging walks tasks made in the same millisecond;
   - limit_req on task starts answers 429 as JSON.
 
@@ -313,9 +313,11 @@ def t_folder_bundle(E):
     assert st == 200, st
     names = sorted(tarfile.open(fileobj=io.BytesIO(body)).getnames())
     assert names == ["2024/a.png"], names
-    # streamed: nothing kept on disk; an old kept folder bundle goes away
+    # built once into a kept file that nginx serves; an old version's
+    # bundles/ folder goes away
     assert not os.path.exists(os.path.join(E.task_dir(tid), "bundles"))
-    assert "content-length" not in h and "private" in h.get("cache-control", ""), h
+    assert h.get("content-length") == str(len(body)) and "private" in h.get("cache-control", ""), h
+    assert len([n for n in os.listdir(E.task_dir(tid)) if n.startswith("fbundle-")]) == 2
     os.mkdir(os.path.join(E.task_dir(tid), "bundles"))
     with open(os.path.join(E.task_dir(tid), "bundles", "0" * 32 + ".zip"), "wb") as f:
         f.write(b"kept by an older version")
@@ -347,13 +349,14 @@ def t_bundle_entry_cap_413(E):
     assert "one by one" in b["error"]["message"], b
     assert not os.path.exists(os.path.join(E.task_dir(tid), "bundle.zip"))
     assert not [n for n in os.listdir(E.task_dir(tid)) if ".tmp." in n], "a half-built bundle was left"
-    # a streamed folder bundle counts first: 413 before any byte of it
+    # a folder bundle over the caps: 413, nothing kept
     tid, out = finished_task_with_outputs(E, {"d/one.txt": b"1"})
     for i in range(10001):
         with open(os.path.join(out, "d", "f%05d" % i), "wb") as f:
             f.write(b"x")
     st, _, b = E.json("GET", "/api/tasks/%s/bundle.tar.gz?path=d" % tid)
     expect_error(st, b, 413, "too_large")
+    assert not [n for n in os.listdir(E.task_dir(tid)) if n.startswith("fbundle-")], "a refused bundle was kept"
 
 
 # ---------------------------------------------------------------- history
