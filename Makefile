@@ -21,7 +21,7 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,
 # parts of server/common/ listed here, with SD_LDLIBS: no libcurl,
 # libarchive, libmagic, libfcgi, SQLite or OpenSSL in the root process
 # (tests/integration/test_sandboxd_binary.py checks `ldd`).
-SD_COMMON := buf config config_file config_host config_model config_user log node_id path status token_check util utf8
+SD_COMMON := buf config config_file config_host config_model config_user image_ref log node_id path status token_check util utf8
 SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c)) \
             $(BUILD)/server/sandbox/rpc_frame.o $(BUILD)/server/sandbox/rpc_proto.o \
             $(SD_COMMON:%=$(BUILD)/server/common/%.o)
@@ -205,6 +205,9 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $< $(FUZZ_LIBOBJ) $(TEST_LDLIBS)
 # the state helper's name check (issue 14) is not in LIBOBJ: its own object
 build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/stateio/stateio_path.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
+
+build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/common/image_ref.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
 fuzz-build: $(FUZZ_BIN)
