@@ -396,10 +396,133 @@ static cJSON *strv_json(char **v, int n)
     return a;
 }
 
+#define IMP_PASSWD_MAX (4u << 20) /* an image's /etc/passwd or /etc/group */
+
+/* The image's file rel (etc/passwd), read from the topmost layer that has
+ * it beneath its root through no symlink; a whiteout there (a character
+ * device) means the image has none. NULL when none. */
+static char *layer_file(imp *m, const lb_oci_manifest *man, const char *rel)
+{
+    for (int i = man->nlayers - 1; i >= 0; i--) {
+        char root[128];
+        snprintf(root, sizeof root, "%s/root", man->layers[i].digest + 7);
+        int rfd = openat(m->st.layers_fd, root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rfd < 0)
+            return NULL;
+        struct stat st;
+        int fd = open_beneath(rfd, rel, O_RDONLY | O_NONBLOCK, 0);
+        if (fd < 0) {
+            int e = errno;
+            struct stat ws;
+            int whiteout = fstatat(rfd, rel, &ws, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(ws.st_mode);
+            close(rfd);
+            if (e == ENOENT && !whiteout)
+                continue;
+            return NULL;
+        }
+        close(rfd);
+        char *buf = NULL;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= IMP_PASSWD_MAX &&
+            (buf = malloc((size_t)st.st_size + 1)) && lb_read_full(fd, buf, (size_t)st.st_size) == LB_OK)
+            buf[st.st_size] = '\0';
+        else {
+            free(buf);
+            buf = NULL;
+        }
+        close(fd);
+        return buf;
+    }
+    return NULL;
+}
+
+/* The id of name in a passwd or group file's text (field 3), or -1. */
+static long file_id(const char *text, const char *name, int *gid_out)
+{
+    size_t nl = strlen(name);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, name, nl) != 0 || l[nl] != ':')
+            continue;
+        const char *f = strchr(l + nl + 1, ':');
+        if (!f)
+            return -1;
+        char *end;
+        long id = strtol(f + 1, &end, 10);
+        if (end == f + 1 || *end != ':' || id < 0 || id > 65535)
+            return -1;
+        if (gid_out) {
+            char *gend;
+            long g = strtol(end + 1, &gend, 10);
+            *gid_out = gend != end + 1 && g >= 0 && g <= 65535 ? (int)g : -1;
+        }
+        return id;
+    }
+    return -1;
+}
+
+static int numeric_id(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < 0 || v > 65535)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The config's User ("name|uid[:group|gid]") as ids, names looked up in
+ * the image's /etc/passwd and /etc/group (a user's gid from passwd when no
+ * group is given). The sandboxes map ids 0..65535 only. */
+static int resolve_user(imp *m, const lb_oci_manifest *man, const char *user, long *uid, long *gid)
+{
+    *uid = *gid = -1;
+    if (!user[0])
+        return LB_OK;
+    char u[LB_OCI_USER_MAX + 1], *g = NULL;
+    snprintf(u, sizeof u, "%s", user);
+    if ((g = strchr(u, ':')))
+        *g++ = '\0';
+    char *passwd = NULL, *group = NULL;
+    int pgid = -1, rc = LB_OK;
+    if (numeric_id(u, uid) != 0) {
+        passwd = layer_file(m, man, "etc/passwd");
+        if (!passwd || (*uid = file_id(passwd, u, &pgid)) < 0)
+            rc = fail(m, LB_E_INVAL, "the image's User \"%s\" is not in its /etc/passwd (nor a number of 0 to 65535)",
+                      user);
+    } else if (!g) {
+        passwd = layer_file(m, man, "etc/passwd");
+        char num[16];
+        snprintf(num, sizeof num, "%ld", *uid);
+        /* a number's user, when passwd has it, brings its group */
+        for (const char *l = passwd; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            const char *f1 = strchr(l, ':'), *f2 = f1 ? strchr(f1 + 1, ':') : NULL;
+            if (f2 && !strncmp(f2 + 1, num, strlen(num)) && f2[1 + strlen(num)] == ':') {
+                char *end;
+                long gg = strtol(f2 + 2 + strlen(num), &end, 10);
+                if (*end == ':' && gg >= 0 && gg <= 65535)
+                    pgid = (int)gg;
+                break;
+            }
+        }
+    }
+    if (rc == LB_OK) {
+        if (!g || !*g)
+            *gid = pgid >= 0 ? pgid : *uid;
+        else if (numeric_id(g, gid) != 0) {
+            group = layer_file(m, man, "etc/group");
+            if (!group || (*gid = file_id(group, g, NULL)) < 0)
+                rc = fail(m, LB_E_INVAL, "the image's User \"%s\" names a group not in its /etc/group", user);
+        }
+    }
+    free(passwd);
+    free(group);
+    return rc;
+}
+
 /* The record, last: refs/<file>, replacing the old one, which moves to
  * retired/ for gc to weigh (a sandbox may still run it). */
 static int write_record(imp *m, const char *canon, const char *file, const char *mdigest, const lb_oci_manifest *man,
-                        const lb_oci_config *cf)
+                        const lb_oci_config *cf, long uid, long gid)
 {
     cJSON *r = cJSON_CreateObject(), *layers = cJSON_CreateArray();
     int64_t size = 0;
@@ -421,7 +544,9 @@ static int write_record(imp *m, const char *canon, const char *file, const char 
         !cJSON_AddItemToObject(r, "cmd", strv_json(cf->cmd, cf->ncmd)) ||
         !cJSON_AddItemToObject(r, "entrypoint", strv_json(cf->entrypoint, cf->nentry)) ||
         !cJSON_AddNumberToObject(r, "size", (double)size) ||
-        !cJSON_AddNumberToObject(r, "created", (double)time(NULL)) || !(text = cJSON_PrintUnformatted(r))) {
+        !cJSON_AddNumberToObject(r, "created", (double)time(NULL)) ||
+        !cJSON_AddNumberToObject(r, "uid", (double)uid) || !cJSON_AddNumberToObject(r, "gid", (double)gid) ||
+        !(text = cJSON_PrintUnformatted(r))) {
         if (!layers || !cJSON_GetObjectItem(r, "layers"))
             cJSON_Delete(layers);
         cJSON_Delete(r);
@@ -543,7 +668,9 @@ static int import_src(imp *m, const char *name, const char *want_tag, const char
             (rc = extract_layer(m, man->layers[i].digest)) != LB_OK)
             goto out;
     }
-    if ((rc = write_record(m, cname, file, mdigest, man, &cf)) != LB_OK)
+    long uid, gid;
+    if ((rc = resolve_user(m, man, cf.user, &uid, &gid)) != LB_OK ||
+        (rc = write_record(m, cname, file, mdigest, man, &cf, uid, gid)) != LB_OK)
         goto out;
     if (canon)
         snprintf(canon, canonsz, "%s", cname);
@@ -581,6 +708,61 @@ int lb_image_import_layout(const lb_config *cfg, const char *layout_dir, const c
         close(m->src_fd);
     lb_image_store_close(&m->st);
     free(m);
+    return rc;
+}
+
+/* A docker-archive's name of a file, through at most one relative symlink
+ * (docker and skopeo link <id>/layer.tar to the blob): the link is read
+ * beneath the archive and joined lexically, and the result must be a clean
+ * path inside the archive. */
+static int docker_resolve(imp *m, const char *name, char *out, size_t outsz)
+{
+    const char *slash = strrchr(name, '/');
+    char dir[LB_OCI_NAME_MAX + 1] = "", target[LB_OCI_NAME_MAX + 1], joined[2 * LB_OCI_NAME_MAX + 2];
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - name), name);
+    int pfd = dir[0] ? open_beneath(m->src_fd, dir, O_RDONLY | O_DIRECTORY, 0) : dup(m->src_fd);
+    if (pfd < 0)
+        return -1;
+    struct stat st;
+    const char *base = slash ? slash + 1 : name;
+    int rc = -1;
+    if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        goto out;
+    if (!S_ISLNK(st.st_mode)) {
+        rc = (size_t)snprintf(out, outsz, "%s", name) < outsz ? 0 : -1;
+        goto out;
+    }
+    ssize_t n = readlinkat(pfd, base, target, sizeof target - 1);
+    if (n <= 0 || target[0] == '/')
+        goto out;
+    target[n] = '\0';
+    snprintf(joined, sizeof joined, "%s%s%s", dir, dir[0] ? "/" : "", target);
+    /* lexical: "a/../b" -> "b"; a ".." above the archive is refused */
+    char norm[2 * LB_OCI_NAME_MAX + 2] = "";
+    size_t nl = 0;
+    for (char *save = NULL, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, "."))
+            continue;
+        if (!strcmp(c, "..")) {
+            if (!nl)
+                goto out;
+            char *prev = strrchr(norm, '/');
+            nl = prev ? (size_t)(prev - norm) : 0;
+            norm[nl] = '\0';
+            continue;
+        }
+        int w = snprintf(norm + nl, sizeof norm - nl, "%s%s", nl ? "/" : "", c);
+        if (w < 0 || (size_t)w >= sizeof norm - nl)
+            goto out;
+        nl += (size_t)w;
+    }
+    if (nl && nl < outsz) {
+        memcpy(out, norm, nl + 1);
+        rc = 0;
+    }
+out:
+    close(pfd);
     return rc;
 }
 
@@ -628,7 +810,12 @@ static int import_docker(imp *m, const char *name, char *canon, size_t canonsz)
     cJSON_AddNumberToObject(man, "schemaVersion", 2);
     cJSON_AddStringToObject(man, "mediaType", "application/vnd.docker.distribution.manifest.v2+json");
     for (int i = 0; i <= dm->nlayers; i++) {
-        const char *f = i == 0 ? dm->config : dm->layers[i - 1];
+        char f[LB_OCI_NAME_MAX + 1];
+        if (docker_resolve(m, i == 0 ? dm->config : dm->layers[i - 1], f, sizeof f) != 0) {
+            rc = fail(m, LB_E_INVAL, "manifest.json names %s, a symlink that leads nowhere inside the archive",
+                      i == 0 ? dm->config : dm->layers[i - 1]);
+            goto out;
+        }
         int bfd = open_beneath(m->src_fd, f, O_RDONLY, 0);
         if (bfd < 0 || fstat(bfd, &st) != 0 || !S_ISREG(st.st_mode)) {
             if (bfd >= 0)

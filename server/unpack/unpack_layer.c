@@ -285,8 +285,13 @@ static int do_entry(up_ctx *c, struct archive_entry *e)
     }
     if (archive_entry_fflags_text(e) && !c->o->archive_mode)
         return refuse(c, entry, "carries file flags (immutable, append-only), which a layer may not set");
-    if (c->o->archive_mode && (hard || (type != AE_IFREG && type != AE_IFDIR)))
-        return refuse(c, entry, "is neither a file nor a folder, which an image archive never holds");
+    /* docker-archive links a layer's old place (<id>/layer.tar) to its
+     * blob: a relative symlink inside the archive, resolved by the importer
+     * one level, lexically */
+    if (c->o->archive_mode && (hard || (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)))
+        return refuse(c, entry, "is neither a file, a folder nor a symlink, which an image archive never holds");
+    if (c->o->archive_mode && type == AE_IFLNK && archive_entry_symlink(e) && archive_entry_symlink(e)[0] == '/')
+        return refuse(c, entry, "is a symlink to an absolute path, which an image archive never holds");
     int pfd = open_parent(rel, &base);
     if (pfd < 0)
         return refuse(c, entry, errno == ELOOP || errno == ENOTDIR || errno == EXDEV
