@@ -309,7 +309,7 @@ static int extract_layer(imp *m, const char *digest)
         /* a layer folder without .complete is never made by us (the rename
          * carries .complete in): someone's damage, removed */
         char q[LB_CFG_PATH + 200];
-        snprintf(q, sizeof q, "%s/layers/%s", m->st.oci, hex);
+        snprintf(q, sizeof q, "%s/layers/sha256/%s", m->st.oci, hex);
         if (lb_rmtree(q) != LB_OK)
             return fail(m, LB_E_IO, "cannot remove the incomplete layer %s", q);
     }
@@ -352,7 +352,9 @@ static int extract_layer(imp *m, const char *digest)
         rc = fail(m, LB_E_IO, "cannot complete the layer %s: %s", digest, strerror(errno));
         goto out;
     }
-    if (renameat(m->st.tmp_fd, stage, m->st.layers_fd, hex) != 0 || fsync(m->st.layers_fd) != 0)
+    /* the layer's folder belongs to the images' root id too (store.h) */
+    if (fchown(sfd, m->cfg->sandbox_uid_base, m->cfg->sandbox_uid_base) != 0 ||
+        renameat(m->st.tmp_fd, stage, m->st.layers_fd, hex) != 0 || fsync(m->st.layers_fd) != 0)
         rc = fail(m, LB_E_IO, "cannot store the layer %s: %s", digest, strerror(errno));
 out:
     if (sfd >= 0)

@@ -102,7 +102,20 @@ int lb_image_store_open(const lb_config *cfg, lb_image_store *st, char *msg, siz
         st->blobs_fd = open_dir(blobs, "sha256", 0700);
         close(blobs);
     }
-    if (st->oci_fd < 0 || st->blobs_fd < 0 || (st->layers_fd = open_dir(st->oci_fd, "layers", 0700)) < 0 ||
+    /* layers/ (host root's, 0700) keeps everything below it from the host's
+     * users and from the unpacker; layers/sha256/ belongs to the images'
+     * root id, so that the sandboxes' idmapped mount of it shows it (and
+     * each layer's folder) as their own root's and init may walk it */
+    int barrier = st->oci_fd >= 0 ? open_dir(st->oci_fd, "layers", 0700) : -1;
+    if (barrier >= 0) {
+        st->layers_fd = open_dir(barrier, "sha256", 0700);
+        if (st->layers_fd >= 0 && fchown(st->layers_fd, cfg->sandbox_uid_base, cfg->sandbox_uid_base) != 0) {
+            close(st->layers_fd);
+            st->layers_fd = -1;
+        }
+        close(barrier);
+    }
+    if (st->oci_fd < 0 || st->blobs_fd < 0 || st->layers_fd < 0 ||
         (st->refs_fd = open_dir(st->oci_fd, "refs", 0755)) < 0 ||
         (st->retired_fd = open_dir(st->oci_fd, "retired", 0700)) < 0 ||
         (st->tmp_fd = open_dir(st->oci_fd, "tmp", 0700)) < 0) {

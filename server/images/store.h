@@ -3,9 +3,13 @@
  * <image_store>/oci/:
  *
  *   blobs/sha256/<hex>      verified blobs (manifests, configs, layers), 0444
- *   layers/<hex>/root/      a layer extracted (hex: the sha256 of its blob),
- *                           owned by the images' host ids; .complete beside
- *                           root/ says it is whole
+ *   layers/                 host root's, 0700: keeps the host's users and the
+ *                           unpacker out of what is below
+ *   layers/sha256/<hex>/root/  a layer extracted (hex: the sha256 of its blob),
+ *                           owned by the images' host ids, as are sha256/ and
+ *                           <hex>/ (the sandboxes' idmapped mount of sha256/
+ *                           shows them as their root's); .complete beside
+ *                           root/ says it is whole and holds its disk use
  *   refs/<file name>.json   an image: lb_image_ref_file_name of its reference
  *   retired/                records replaced by a later import of the same
  *                           name while a sandbox may still use them

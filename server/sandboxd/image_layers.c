@@ -77,7 +77,7 @@ static int il_record(const lb_config *cfg, const cJSON *r, const char *canon, lb
         if (!cJSON_IsString(x) || !il_hex64(x->valuestring))
             return il_fail(msg, msgsz, LB_E_INVAL, "the record of image '%s' is damaged (a layer name)", canon);
         char p[LB_CFG_PATH + 128];
-        snprintf(p, sizeof p, "%s/oci/layers/%s/.complete", cfg->image_store, x->valuestring);
+        snprintf(p, sizeof p, "%s/oci/layers/sha256/%s/.complete", cfg->image_store, x->valuestring);
         if (access(p, F_OK) != 0)
             return il_fail(msg, msgsz, LB_E_NOTFOUND, "image '%s' lacks its layer sha256:%s (import it again)",
                            canon, x->valuestring);
@@ -154,7 +154,7 @@ int lbsd_image_resolve(const lb_config *cfg, const char *name, lbsd_image *out, 
     cJSON_Delete(j);
     if (rc == LB_OK) {
         out->layered = 1;
-        snprintf(out->lower, sizeof out->lower, "%s/oci/layers", cfg->image_store);
+        snprintf(out->lower, sizeof out->lower, "%s/oci/layers/sha256", cfg->image_store);
     }
 out:
     free(buf);
