@@ -75,13 +75,17 @@ int lb_unpack_run(const lb_unpack_job *j, char *msg, size_t msgsz)
     pid_t pid = fork();
     if (pid == 0) {
         char c = 0;
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        pid_t parent = getppid();
         if (unshare(CLONE_NEWUSER) != 0 || write(sync_p[1], "u", 1) != 1 || read(go_p[0], &c, 1) != 1 ||
             c != 'g')
             _exit(126);
         child_fds(j, msg_p[1]);
         if (setresgid(0, 0, 0) != 0 || setgroups(0, NULL) != 0 || setresuid(0, 0, 0) != 0)
             _exit(125);
+        /* after the id change, which clears it: the unpacker dies with the
+         * importer, so a killed import leaves nothing writing in tmp/ */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(123);
         char *argv[] = {"llmbox-unpack", (char *)j->mode, maxb, maxe, (char *)j->label, NULL};
         char *envp[] = {NULL};
         execve(j->exe, argv, envp);
