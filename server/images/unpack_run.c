@@ -5,6 +5,8 @@
  * nothing else: no environment, no other descriptor. */
 #include "images/unpack_run.h"
 
+#include "common/utf8.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -138,8 +140,10 @@ int lb_unpack_run(const lb_unpack_job *j, char *msg, size_t msgsz)
     if (code == 0)
         return LB_OK;
     rc = code == 2 ? LB_E_TOOBIG : code == 3 ? LB_E_INVAL : LB_E_IO;
-    if (n)
+    if (n) {
         snprintf(msg, msgsz, "%s", out);
+        lb_utf8_trim_partial(msg); /* the unpacker's text is UTF-8; a cut may split a sequence */
+    }
     else
         snprintf(msg, msgsz, "%s: the unpacker %s %d", j->label, WIFEXITED(st) ? "exited with" : "died of signal",
                  WIFEXITED(st) ? code : code - 128);

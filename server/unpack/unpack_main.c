@@ -2,6 +2,8 @@
  * refusal to run as host root, and the helpers the extraction shares. */
 #include "unpack/unpack.h"
 
+#include "llmbox/utf8.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -30,7 +32,22 @@ int lbup_fail(const lbup_opts *o, int code, const char *fmt, ...)
     size_t len = (size_t)h + (size_t)n;
     if (len >= sizeof msg)
         len = sizeof msg - 1;
-    ssize_t w = write(LBUP_FD_MSG, msg, len);
+    /* an entry's name may be any bytes: what reaches a person is UTF-8,
+     * other bytes shown as \xNN */
+    char shown[4 * sizeof msg];
+    size_t sl = 0;
+    for (size_t i = 0; i < len;) {
+        size_t l = llmbox_utf8_decode((const unsigned char *)msg + i, len - i, NULL);
+        if (l && msg[i]) {
+            memcpy(shown + sl, msg + i, l);
+            sl += l;
+            i += l;
+        } else {
+            sl += (size_t)snprintf(shown + sl, sizeof shown - sl, "\\x%02x", (unsigned char)msg[i]);
+            i++;
+        }
+    }
+    ssize_t w = write(LBUP_FD_MSG, shown, sl);
     (void)w; /* the importer then says the unpacker failed without a reason */
     return code;
 }
