@@ -334,6 +334,25 @@ static void init_lower(const lbsd_init_cfg *cfg)
     g_idmap_fd = -1;
 }
 
+/* A layered image has no /testbed/input and /testbed/output of its own
+ * (a debootstrap image's builder makes them): made in the sandbox's layer,
+ * after the pivot (so nothing outside the sandbox's root can be reached
+ * through a symlink the image holds), owned by the image's user so that its
+ * commands may write their output there. */
+static void init_testbed(const lbsd_init_cfg *cfg)
+{
+    uint32_t owner = cfg->uid_root + (uint32_t)(cfg->uid > 0 ? cfg->uid : 0);
+    uint32_t group = cfg->uid_root + (uint32_t)(cfg->gid > 0 ? cfg->gid : 0);
+    static const char *const dirs[] = {"/testbed", "/testbed/input", "/testbed/output"};
+    for (size_t i = 0; i < 3; i++) {
+        struct stat st;
+        if (lstat(dirs[i], &st) == 0)
+            continue; /* the image's own, as it made it */
+        if (mkdir(dirs[i], 0755) != 0 || lchown(dirs[i], i ? owner : cfg->uid_root, i ? group : cfg->uid_root) != 0)
+            init_fail(dirs[i]);
+    }
+}
+
 static void init_filesystem(const lbsd_init_cfg *cfg)
 {
     char opts[256];
@@ -392,6 +411,8 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
         init_fail("detach the old root");
     if (chdir("/") != 0)
         init_fail("chdir /");
+    if (cfg->lowerdirs)
+        init_testbed(cfg);
 }
 
 /* Set while still host root: raising a hard limit needs CAP_SYS_RESOURCE

@@ -38,7 +38,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from oci_images import Layout, dir_entries, entry, tar_layer, tiny_rootfs, umoci_image  # noqa: E402
-from sandbox_rpc import BIN, Daemon, Reporter, RpcError, Skip  # noqa: E402
+from sandbox_rpc import BIN, Daemon, Reporter, Skip  # noqa: E402
+from stack import Stack  # noqa: E402
+
+TOKEN = "images-test-" + os.urandom(16).hex()
 
 REF = "127.0.0.1:5000/team/img:1"
 
@@ -198,6 +201,65 @@ def check_gc_while_in_use(e, d):
     assert REF not in e.names()
 
 
+def step(*calls):
+    return {"content": "", "tool_calls": [{"name": n, "arguments": a} for n, a in calls]}
+
+
+def check_task_api_e2b(e):
+    """A task (fake model), an API sandbox and an E2B sandbox of the
+    imported image, each with its Env, WorkingDir and User; GET /api/images
+    lists it, in use while they run."""
+    five_layer_image(e, REF)
+    for p in (e.tmp, e.store):
+        os.chmod(p, 0o755)  # the web runs as llmbox: it reads the records
+    scen = [step(("bash", {"command": "pwd; id -u; echo \"$FOO\"; cat hello"})), step(("finish", {"answer": "ok"}))]
+    env = {"LLMBOX_IMAGE_STORE": e.store, "LLMBOX_POOL_SIZE": "0"}
+    with Stack(scenario=scen, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN}) as s:
+        st, t = s.create_task("[img] show where you are", image=REF)
+        assert st in (200, 201), (st, t)
+        assert s.wait_task(t["id"])["status"] == "succeeded"
+        tools = [ev[2] for ev in s.events(t["id"]) if ev[1] == "tool"]
+        assert tools[0]["stdout"] == "/opt/x\n1000\nbar baz\nhi\n", tools[0]
+        # an image that is not here: refused with a sentence, no task made
+        st, o = s.create_task("x", image="127.0.0.1:5000/team/nothere:1")
+        assert st == 400 and "no sandbox image" in json.dumps(o), (st, o)
+        h = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
+        st, _, body = s.request("POST", "/api/sandboxes", json.dumps({"image": REF}).encode(), h)
+        assert st in (200, 201), (st, body)
+        sid = json.loads(body)["id"]
+        st, _, body = s.request("POST", "/api/sandboxes/%s/exec" % sid,
+                                json.dumps({"command": "pwd; id -u; echo $FOO"}).encode(), h)
+        o = json.loads(body)
+        assert st == 200 and o["stdout"] == "/opt/x\n1000\nbar baz\n", (st, o)
+        st, _, body = s.request("GET", "/api/images", None, {"Authorization": "Bearer " + TOKEN})
+        imgs = {i["name"]: i for i in json.loads(body)["images"]}
+        assert st == 200 and imgs[REF]["in_use"] and imgs[REF]["layers"] == 5, (st, body)
+        s.request("DELETE", "/api/sandboxes/" + sid, None, h)
+        # E2B: the template is the image's reference
+        eh = {"X-API-KEY": TOKEN, "Content-Type": "application/json"}
+        st, _, body = s.request("POST", "/e2b/v2/sandboxes", json.dumps({"templateID": REF}).encode(), eh)
+        assert st == 201, (st, body)
+        sb = json.loads(body)
+        raw = json.dumps({"process": {"cmd": "/bin/sh", "args": ["-c", "pwd; id -u; echo $FOO"]}}).encode()
+        import struct
+        raw = struct.pack(">BI", 0, len(raw)) + raw
+        st, _, data = s.request("POST", "/e2b/sandbox/process.Process/Start", raw,
+                                {"E2b-Sandbox-Id": sb["sandboxID"], "X-Access-Token": sb["envdAccessToken"],
+                                 "Content-Type": "application/connect+json"})
+        assert st == 200, (st, data)
+        import base64
+        out, i = b"", 0
+        while i + 5 <= len(data):
+            n = struct.unpack(">I", data[i + 1:i + 5])[0]
+            msg = json.loads(data[i + 5:i + 5 + n])
+            d = msg.get("event", {}).get("data", {})
+            if "stdout" in d:
+                out += base64.b64decode(d["stdout"])
+            i += 5 + n
+        assert out == b"/opt/x\n1000\nbar baz\n", (out, data[-300:])
+        s.request("DELETE", "/e2b/sandboxes/" + sb["sandboxID"], None, {"X-API-KEY": TOKEN})
+
+
 def check_kill9_mid_import(e):
     # a layer big enough to be caught in the middle: 200 files of 1 MiB of
     # random bytes (no holes: written for real)
@@ -248,6 +310,7 @@ def main():
             rep.run("sandbox_has_the_image_env_workdir_user", check_sandbox_env_workdir_user, e, d)
             rep.run("whiteouts_and_opaque_folders", check_whiteouts_and_opaque, e, d)
             rep.run("gc_while_a_sandbox_uses_the_image", check_gc_while_in_use, e, d)
+        rep.run("task_api_and_e2b_sandboxes_of_an_imported_image", check_task_api_e2b, e)
         rep.run("kill9_mid_import_registers_nothing", check_kill9_mid_import, e)
     finally:
         e.close()
