@@ -214,6 +214,10 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
 build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/stateio/stateio_path.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
+# the unpacker's name check (server/unpack/) is not in LIBOBJ either
+build-fuzz/fuzz_layer_path: tests/fuzz/fuzz_layer_path.c build-fuzz/obj/server/unpack/unpack_path.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
+
 build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/common/image_ref.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
