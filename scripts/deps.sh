@@ -27,6 +27,9 @@ PKGS="$PKGS libpq-dev postgresql"
 # issue 13, stateless webs: HAProxy in front of several webs
 # (deploy/haproxy/llmbox.cfg, tests/integration/test_haproxy.py)
 PKGS="$PKGS haproxy"
+# layered images (docs/IMAGES.md): umoci and skopeo make and convert the
+# images of tests/integration/test_images.py and are bench/images.py's peers
+PKGS="$PKGS umoci skopeo"
 
 missing=""
 for p in $PKGS; do

@@ -36,7 +36,8 @@ def tiny_rootfs(root):
     """A root filesystem of the host's programs and their libraries, a
     usr-merged layout, /etc/passwd with root and app (1000), /testbed."""
     libs = set()
-    for d in ("usr/bin", "usr/lib", "usr/lib64", "etc", "testbed", "tmp", "root", "home/app"):
+    for d in ("usr/bin", "usr/lib", "usr/lib64", "etc", "testbed", "tmp", "root", "home/app", "proc", "dev", "sys",
+              "run"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     for link, to in (("bin", "usr/bin"), ("sbin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")):
         if not os.path.lexists(os.path.join(root, link)):
