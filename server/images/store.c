@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -123,6 +124,16 @@ int lb_image_store_open(const lb_config *cfg, lb_image_store *st, char *msg, siz
         lb_image_store_close(st);
         return fail(msg, msgsz, LB_E_IO, "cannot make the image store's folders in %s/oci: %s",
                     cfg->image_store, strerror(e));
+    }
+    /* the records are read by the web (LLMBOX_WEB_USER) and by nobody
+     * else: a host user who could open one could hold a lock on it, and
+     * make a sandbox's init wait for it */
+    struct passwd *pw = cfg->web_user[0] ? getpwnam(cfg->web_user) : NULL;
+    if (pw && (fchown(st->refs_fd, 0, pw->pw_gid) != 0 || fchmod(st->refs_fd, 0750) != 0)) {
+        int e = errno;
+        lb_image_store_close(st);
+        return fail(msg, msgsz, LB_E_IO, "cannot give %s/oci/refs to the web's group: %s", cfg->image_store,
+                    strerror(e));
     }
     st->lock_fd = openat(st->oci_fd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX) != 0) {

@@ -52,7 +52,7 @@ class Env:
         self.store = os.path.join(self.tmp, "store")
         os.makedirs(self.store)
         self.env = dict(os.environ, LLMBOX_IMAGE_STORE=self.store, LLMBOX_VAR=os.path.join(self.tmp, "var"),
-                        LLMBOX_POOL_IMAGES="default")
+                        LLMBOX_POOL_IMAGES="default", LLMBOX_WEB_USER="llmbox")
         self.root = tiny_rootfs(os.path.join(self.tmp, "rootfs"))
         self.base = tar_layer(dir_entries(self.root))
 
@@ -102,6 +102,11 @@ def check_import_umoci_and_skopeo(e):
         assert i["workdir"] == "/testbed" and i["user"] == "app" and "FOO=bar" in i["env"], i
     # nothing left in staging
     assert os.listdir(os.path.join(e.store, "oci", "tmp")) == []
+    # the records: the web's group may read them, other host users not even reach them
+    import grp
+    import stat as st
+    refs = os.stat(os.path.join(e.store, "oci", "refs"))
+    assert st.S_IMODE(refs.st_mode) == 0o750 and refs.st_gid == grp.getgrnam("llmbox").gr_gid, refs
 
 
 def check_multiarch_picks_amd64(e):
