@@ -265,6 +265,36 @@ def check_task_api_e2b(e):
         s.request("DELETE", "/e2b/sandboxes/" + sb["sandboxID"], None, {"X-API-KEY": TOKEN})
 
 
+def check_pool_of_a_layered_image(e):
+    """pool_images names a layered image: creates of it are pool hits with
+    its Env, WorkingDir and User; a new import of the name replaces what
+    the pool holds."""
+    five_layer_image(e, REF)
+    with Daemon(env={"LLMBOX_IMAGE_STORE": e.store, "LLMBOX_POOL_SIZE": "1", "LLMBOX_POOL_IMAGES": REF}) as d:
+        c = d.connect()
+
+        def ready():
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                imgs = c.call({"op": "ping"}).get("pool", {}).get("images", [])
+                if any(i["image"] == REF and i["ready"] >= 1 for i in imgs):
+                    return
+                time.sleep(0.1)
+            raise AssertionError("the pool never readied %s: %s" % (REF, d.log_tail()))
+        ready()
+        r = c.call({"op": "create", "image": REF})
+        assert r.get("ok") and r.get("pooled") is True, r
+        assert c.exec(r["id"], "pwd; id -u; cat /top")["stdout"] == "/opt/x\n1000\nfive"
+        c.destroy(r["id"])
+        five_layer_image(e, REF, extra=b"again")  # a new import of the name
+        time.sleep(0.5)
+        ready()
+        r = c.call({"op": "create", "image": REF})
+        assert r.get("ok"), r
+        assert c.exec(r["id"], "cat /top")["stdout"] == "again", "the pool kept the old image"
+        c.destroy(r["id"])
+
+
 def check_kill9_mid_import(e):
     # a layer big enough to be caught in the middle: 200 files of 1 MiB of
     # random bytes (no holes: written for real)
@@ -316,6 +346,7 @@ def main():
             rep.run("whiteouts_and_opaque_folders", check_whiteouts_and_opaque, e, d)
             rep.run("gc_while_a_sandbox_uses_the_image", check_gc_while_in_use, e, d)
         rep.run("task_api_and_e2b_sandboxes_of_an_imported_image", check_task_api_e2b, e)
+        rep.run("pool_of_a_layered_image", check_pool_of_a_layered_image, e)
         rep.run("kill9_mid_import_registers_nothing", check_kill9_mid_import, e)
     finally:
         e.close()
