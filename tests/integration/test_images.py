@@ -16,6 +16,9 @@ real sandboxd (python3 stdlib only, run as root; needs umoci and skopeo):
     what `docker run` would;
   - gc while a sandbox uses the image: rm is refused, gc keeps its layers
     and removes only the unreferenced ones, the sandbox keeps working;
+  - a task (fake model), an API sandbox and an E2B sandbox of the image,
+    with its Env, WorkingDir and User; GET /api/images;
+  - pool_images naming a layered image, and a new import of its name;
   - kill -9 of an import in the middle of a layer: nothing registered, and
     the next writer removes what was left in tmp/.
 
