@@ -900,6 +900,22 @@ int lb_image_import_path(const lb_config *cfg, const char *path, const char *nam
     m->msg = msg;
     m->msgsz = msgsz;
     m->src_fd = -1;
+    if (S_ISDIR(st.st_mode)) {
+        /* an OCI layout folder: what pull and build hand over too, through
+         * the same function (its name, when not given, from its index) */
+        char own_dir[LB_OCI_NAME_MAX + 1];
+        m->src_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int named = (name && *name) || (m->src_fd >= 0 && layout_name(m, own_dir, sizeof own_dir) == 0);
+        if (m->src_fd >= 0)
+            close(m->src_fd);
+        free(m);
+        if (!named) {
+            snprintf(msg, msgsz, "the layout names no whole image reference: give a NAME");
+            return LB_E_INVAL;
+        }
+        return lb_image_import_layout(cfg, path, name && *name ? name : own_dir, NULL, 0, canon, canonsz, msg,
+                                      msgsz);
+    }
     int rc = lb_image_store_open(cfg, &m->st, msg, msgsz);
     if (rc != LB_OK) {
         free(m);
@@ -907,44 +923,36 @@ int lb_image_import_path(const lb_config *cfg, const char *path, const char *nam
     }
     char stage[96] = "", own[LB_OCI_NAME_MAX + 1];
     int in = -1, sfd = -1;
-    if (S_ISDIR(st.st_mode)) {
-        m->src_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    } else {
-        /* the outer tar is hostile too: the unpacker extracts it (files and
-         * folders only) into our staging folder, from which blobs move */
-        char rnd[17];
-        if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
-            rc = fail(m, LB_E_IO, "no randomness");
-            goto out;
-        }
-        snprintf(stage, sizeof stage, "archive-%d-%s", (int)getpid(), rnd);
-        if ((in = open(path, O_RDONLY | O_CLOEXEC)) < 0 || mkdirat(m->st.tmp_fd, stage, 0700) != 0 ||
-            (sfd = openat(m->st.tmp_fd, stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-            mkdirat(sfd, "root", 0755) != 0 ||
-            (m->src_fd = openat(sfd, "root", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-            fchown(m->src_fd, cfg->sandbox_uid_base, cfg->sandbox_uid_base) != 0) {
-            rc = fail(m, LB_E_IO, "cannot stage %s: %s", path, strerror(errno));
-            goto out;
-        }
-        char exe[LB_CFG_PATH + 32], label[LB_CFG_PATH + 16];
-        const char *slash = strrchr(cfg->self_exe, '/');
-        snprintf(exe, sizeof exe, "%.*s/llmbox-unpack", slash ? (int)(slash - cfg->self_exe) : 1,
-                 slash ? cfg->self_exe : ".");
-        snprintf(label, sizeof label, "archive %.180s", path);
-        lb_unpack_job j = {
-            .exe = exe, .mode = "archive", .base = cfg->sandbox_uid_base,
-            /* the archive holds every layer, compressed or not */
-            .max_bytes = (uint64_t)cfg->image_layer_max_mib << 21,
-            .max_entries = 100000, .label = label, .in_fd = in, .dest_fd = m->src_fd, .opaque_fd = -1,
-        };
-        if ((rc = lb_unpack_run(&j, msg, msgsz)) != LB_OK)
-            goto out;
-        m->move = 1;
-    }
-    if (m->src_fd < 0) {
-        rc = fail(m, LB_E_IO, "cannot open %s: %s", path, strerror(errno));
+    /* the outer tar is hostile too: the unpacker extracts it (files and
+     * folders only) into our staging folder, from which blobs move */
+    char rnd[17];
+    if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
+        rc = fail(m, LB_E_IO, "no randomness");
         goto out;
     }
+    snprintf(stage, sizeof stage, "archive-%d-%s", (int)getpid(), rnd);
+    if ((in = open(path, O_RDONLY | O_CLOEXEC)) < 0 || mkdirat(m->st.tmp_fd, stage, 0700) != 0 ||
+        (sfd = openat(m->st.tmp_fd, stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        mkdirat(sfd, "root", 0755) != 0 ||
+        (m->src_fd = openat(sfd, "root", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        fchown(m->src_fd, cfg->sandbox_uid_base, cfg->sandbox_uid_base) != 0) {
+        rc = fail(m, LB_E_IO, "cannot stage %s: %s", path, strerror(errno));
+        goto out;
+    }
+    char exe[LB_CFG_PATH + 32], label[LB_CFG_PATH + 16];
+    const char *slash = strrchr(cfg->self_exe, '/');
+    snprintf(exe, sizeof exe, "%.*s/llmbox-unpack", slash ? (int)(slash - cfg->self_exe) : 1,
+             slash ? cfg->self_exe : ".");
+    snprintf(label, sizeof label, "archive %.180s", path);
+    lb_unpack_job j = {
+        .exe = exe, .mode = "archive", .base = cfg->sandbox_uid_base,
+        /* the archive holds every layer, compressed or not */
+        .max_bytes = (uint64_t)cfg->image_layer_max_mib << 21,
+        .max_entries = 100000, .label = label, .in_fd = in, .dest_fd = m->src_fd, .opaque_fd = -1,
+    };
+    if ((rc = lb_unpack_run(&j, msg, msgsz)) != LB_OK)
+        goto out;
+    m->move = 1;
     struct stat ist;
     if (fstatat(m->src_fd, "index.json", &ist, AT_SYMLINK_NOFOLLOW) == 0) {
         if ((!name || !*name) && layout_name(m, own, sizeof own) == 0)
