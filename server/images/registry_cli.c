@@ -3,6 +3,7 @@
 
 #include "common/image_ref.h"
 #include "common/util.h"
+#include "images/import.h"
 #include "images/pull_image.h"
 #include "images/push_image.h"
 
@@ -20,14 +21,6 @@
 #define BLOB_MAX (16LL << 30)   /* one layer: as images-core's image_layer_max_mib default */
 #define TOTAL_MAX (64LL << 30)  /* one image */
 
-/* The store's import, in images-core's server/images/import.h. Declared
- * weak here so that the registry client builds and its tests run before
- * that store is merged; once it is, the integrator replaces this with
- * the #include and the call is the real one. */
-int lb_image_import_layout(const lb_config *cfg, const char *layout_dir, const char *name, const char *want_tag,
-                           unsigned flags, char *canon, size_t canonsz, char *msg, size_t msgsz)
-    __attribute__((weak));
-#define IMPORT_MOVE 1u /* LB_IMPORT_MOVE */
 
 static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -80,11 +73,6 @@ static int pull_register(const lb_config *cfg, const char *ref, int quiet, char 
                       .quiet = quiet};
     if ((rc = lb_pull_image(&o, canon, canonsz, NULL, 0, msg, msgsz)))
         return rc;
-    if (!lb_image_import_layout) {
-        say(msg, msgsz, "Pulled into %s, but this build has no layer store to register it in "
-                        "(use --oci DIR to keep a layout).", spool);
-        return LB_E_INTERNAL;
-    }
     /* the spool is not under tmp/: copied, not moved, then removed */
     if ((rc = lb_image_import_layout(cfg, spool, canon, r.tag, 0, NULL, 0, msg, msgsz)))
         return rc;

@@ -31,11 +31,16 @@ int lbup_entry_path(const char *name, char *rel, size_t relsz, const char **why)
         *why = "has a name that is not UTF-8";
         return -1;
     }
-    if (name[0] == '/') {
+    const char *p = name;
+    /* "/" alone names the layer's root, as umoci's layers hold it (umoci
+     * insert IMAGE DIR /): the same as "./"; any other absolute path is
+     * refused, never taken as relative */
+    if (name[strspn(name, "/")] == '\0')
+        p = ".";
+    else if (name[0] == '/') {
         *why = "is an absolute path";
         return -1;
     }
-    const char *p = name;
     while (p[0] == '.' && p[1] == '/') {
         p += 2;
         while (*p == '/')

@@ -13,6 +13,7 @@ insecure_registries; a stopped pull resumes with a Range request; push
 then pull gives the same manifest, in one PUT or in chunks. Python stdlib
 only."""
 import base64
+import glob
 import hashlib
 import http.client
 import http.server
@@ -645,6 +646,27 @@ def test_upload_location_on_another_host_is_refused():
         srv.shutdown()
 
 
+def test_pull_registers_the_image_in_the_layer_store():
+    """Without --oci, a pull registers the image in the layer store: `image
+    ls` lists it by its reference, its layer is unpacked there, and a second
+    pull of the same reference unpacks nothing again."""
+    store = os.path.join(TMP, "store-pull")
+    env = {"LLMBOX_IMAGE_STORE": store}
+    ref = REG + "/team/img:1"
+    p = run([LLMBOX, "image", "pull", ref], env=env)
+    ls = run([LLMBOX, "image", "ls"], env=env)
+    assert ref in ls.stdout, ls.stdout
+    hello = [os.path.join(d, "etc", "hello") for d in
+             glob.glob(os.path.join(store, "oci", "layers", "sha256", "*", "root"))]
+    found = [h for h in hello if os.path.exists(h)]
+    assert len(found) == 1 and open(found[0], "rb").read() == b"hello from the image\n", hello
+    before = os.stat(found[0]).st_ino
+    run([LLMBOX, "image", "pull", ref], env=env)
+    assert os.stat(found[0]).st_ino == before  # the layer was not unpacked again
+    assert not os.path.exists(os.path.join(store, "oci", "spool", "127.0.0.1=%d+team+img=1" % PORT)), \
+        os.listdir(os.path.join(store, "oci", "spool"))
+
+
 def main():
     r = Reporter()
     for tool in ("docker-registry", "skopeo", "umoci"):
@@ -663,6 +685,7 @@ def main():
               test_plain_http_elsewhere_than_loopback_needs_insecure)
         r.run("push_then_pull_round_trip", test_push_then_pull_round_trip)
         r.run("push_a_stored_image_by_name", test_push_a_stored_image_by_name)
+        r.run("pull_registers_the_image_in_the_layer_store", test_pull_registers_the_image_in_the_layer_store)
         r.run("bad_references_and_missing_images_say_why", test_bad_references_and_missing_images_say_why)
         r.run("first_use_pull_waits_for_the_lock_and_pulls_once",
               test_first_use_pull_waits_for_the_lock_and_pulls_once)
