@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LB_E2B_DEFAULT_TIMEOUT_S 300  /* E2B's default sandbox timeout */
 #define LB_E2B_KEY_MAX 4096
@@ -264,27 +265,122 @@ static int lb_e2b_md_match(const cJSON *st, const char *filter)
     return 1;
 }
 
+/* Milliseconds since the epoch of an RFC 3339 time ("2026-01-02T03:04:05Z",
+ * fractions and a "+hh:mm" offset allowed: what the SDK's toISOString()
+ * sends, and what other clients may). LB_E_INVAL if it is not one. */
+static LB_MUST_CHECK int lb_e2b_rfc3339_ms(const char *t, int64_t *out)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int y, mo, d, h, mi, sec, n = 0;
+    if (strlen(t) > 64 || sscanf(t, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19 ||
+        y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return LB_E_INVAL;
+    const char *p = t + n;
+    int64_t frac = 0, scale = 1000;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return LB_E_INVAL;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (scale > 1)
+                frac += (int64_t)(*p - '0') * (scale /= 10);
+    }
+    int off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om, m = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5 || oh > 23 || om > 59)
+            return LB_E_INVAL;
+        off = (*p == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+        p += 6;
+    } else {
+        return LB_E_INVAL;
+    }
+    if (*p)
+        return LB_E_INVAL;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    time_t secs = timegm(&tm);
+    if (secs == (time_t)-1)
+        return LB_E_INVAL;
+    *out = ((int64_t)secs - off) * 1000 + frac;
+    return LB_OK;
+}
+
+/* One sandbox the list keeps, with what it is sorted by. */
+typedef struct {
+    int64_t started_ms;
+    cJSON *full;
+} lb_e2b_listed;
+
+static int lb_e2b_listed_asc(const void *a, const void *b)
+{
+    const lb_e2b_listed *x = a, *y = b;
+    if (x->started_ms != y->started_ms)
+        return x->started_ms < y->started_ms ? -1 : 1;
+    /* same millisecond: by id, so that pages never repeat or skip one */
+    return strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x->full, "id")),
+                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(y->full, "id")));
+}
+
+static int lb_e2b_listed_desc(const void *a, const void *b)
+{
+    return -lb_e2b_listed_asc(a, b);
+}
+
+/* Whether a sandbox's status object is of template tpl: its image's name
+ * (the default image's when the spec names none), or "base" (E2B's default
+ * template) for the default image. */
+static int lb_e2b_tpl_match(const lb_config *cfg, const cJSON *full, const char *tpl)
+{
+    const cJSON *img = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(full, "spec"), "image");
+    const char *name = cJSON_IsString(img) ? img->valuestring : cfg->default_image;
+    return !strcmp(name, tpl) || (!strcmp(tpl, "base") && !strcmp(name, cfg->default_image));
+}
+
+/* GET /v2/sandboxes: E2B's list, newest first unless order=asc, filtered
+ * by metadata, state (running and paused when absent: the SDK's default),
+ * startedAfter and template, paged by nextToken (an offset into the
+ * sorted list). */
 static void lb_e2b_list(lb_req *r)
 {
-    char filter[LB_E2B_QUERY_MAX] = "", state[256] = "", num[32];
+    char filter[LB_E2B_QUERY_MAX] = "", state[256] = "", num[32], order[16] = "desc", after[80] = "", tpl[256] = "";
     long long limit = 100, from = 0;
+    int64_t after_ms = 0;
+    int qa = lb_query_get(r->query, "startedAfter", after, sizeof after);
+    int qt = lb_query_get(r->query, "template", tpl, sizeof tpl);
+    int qo = lb_query_get(r->query, "order", order, sizeof order);
     if ((lb_query_get(r->query, "metadata", filter, sizeof filter) == LB_E_TOOBIG) ||
         (lb_query_get(r->query, "limit", num, sizeof num) == LB_OK && lb_parse_ll(num, 1, LB_E2B_PAGE_MAX, &limit)) ||
-        (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from))) {
-        lb_e2b_error(r, 400, "Bad query: metadata at most %d bytes, limit 1 to %d, nextToken as this server gave it.",
-                     LB_E2B_QUERY_MAX, LB_E2B_PAGE_MAX);
+        (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from)) ||
+        qa == LB_E_TOOBIG || qt == LB_E_TOOBIG || qo == LB_E_TOOBIG ||
+        (qa == LB_OK && lb_e2b_rfc3339_ms(after, &after_ms) != LB_OK) ||
+        (qo == LB_OK && strcmp(order, "asc") && strcmp(order, "desc"))) {
+        lb_e2b_error(r, 400, "Bad query: metadata at most %d bytes, limit 1 to %d, nextToken as this server gave it, "
+                             "order asc or desc, startedAfter an RFC 3339 time, template at most %d bytes.",
+                     LB_E2B_QUERY_MAX, LB_E2B_PAGE_MAX, (int)sizeof tpl - 1);
         return;
     }
     if (lb_query_get(r->query, "state", state, sizeof state) != LB_OK)
-        snprintf(state, sizeof state, "running");
+        snprintf(state, sizeof state, "running,paused");
     lb_http_drain(r);
     /* issue 13: in a cluster every node's, from the store (sandbox_rows.h),
      * each with its spec */
     int cluster = r->cfg->node_name[0] != '\0';
     cJSON *all = NULL;
     int rc = cluster ? lb_sbx_rows_list(r->store, r->cfg, 1, &all) : (all = lb_sbx_list_json()) ? LB_OK : LB_E_NOMEM;
-    cJSON *out = rc ? NULL : cJSON_CreateArray();
+    const cJSON *arr = rc ? NULL : cJSON_GetObjectItemCaseSensitive(all, "sandboxes");
+    int cap = cJSON_GetArraySize(arr), kept = 0;
+    lb_e2b_listed *keep = rc ? NULL : calloc((size_t)(cap > 0 ? cap : 1), sizeof *keep);
+    cJSON *out = keep ? cJSON_CreateArray() : NULL;
     if (!out) {
+        free(keep);
         cJSON_Delete(all);
         if (rc && rc != LB_E_NOMEM)
             lb_e2b_error(r, 503, "Cannot list the cluster's sandboxes: the store answered: %s.", lb_strerror(rc));
@@ -292,13 +388,12 @@ static void lb_e2b_list(lb_req *r)
             lb_e2b_error(r, 500, "Out of memory.");
         return;
     }
-    long long seen = 0, next = -1;
     const cJSON *it;
     int want_running = strstr(state, "running") != NULL, want_paused = strstr(state, "paused") != NULL;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(all, "sandboxes"))
+    cJSON_ArrayForEach(it, arr)
     {
         int paused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "paused"));
-        if (!(paused ? want_paused : want_running) ||
+        if (kept >= cap || !(paused ? want_paused : want_running) ||
             strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "status")), "running"))
             continue;
         const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
@@ -311,19 +406,27 @@ static void lb_e2b_list(lb_req *r)
             full = s ? lb_sbx_json(s) : NULL;
             lb_sbx_put(s);
         }
-        if (full && (!filter[0] || lb_e2b_md_match(full, filter))) {
-            if (seen >= from + limit) {
-                next = seen;
-            } else if (seen++ >= from) {
-                cJSON *e = lb_e2b_info(full);
-                if (e)
-                    cJSON_AddItemToArray(out, e);
-            }
+        const char *at = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(full, "created_at"));
+        int64_t ms = 0;
+        if (!full || !at || lb_e2b_rfc3339_ms(at, &ms) != LB_OK || ms < after_ms ||
+            (filter[0] && !lb_e2b_md_match(full, filter)) || (tpl[0] && !lb_e2b_tpl_match(r->cfg, full, tpl)) ||
+            !cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(full, "id"))) {
+            cJSON_Delete(full);
+            continue;
         }
-        cJSON_Delete(full);
-        if (next >= 0)
-            break;
+        keep[kept].started_ms = ms;
+        keep[kept++].full = full;
     }
+    qsort(keep, (size_t)kept, sizeof *keep, strcmp(order, "asc") ? lb_e2b_listed_desc : lb_e2b_listed_asc);
+    long long next = from + limit < kept ? from + limit : -1;
+    for (long long i = from; i < kept && i < from + limit; i++) {
+        cJSON *e = lb_e2b_info(keep[i].full);
+        if (e)
+            cJSON_AddItemToArray(out, e);
+    }
+    for (int i = 0; i < kept; i++)
+        cJSON_Delete(keep[i].full);
+    free(keep);
     char extra[64] = "";
     if (next >= 0)
         snprintf(extra, sizeof extra, "X-Next-Token: %lld\r\n", next);
@@ -398,7 +501,11 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         int t = lb_e2b_timeout(r, body, 0, left > 1 ? left : 1);
         if (t < 0)
             goto out;
-        if (t > 0) {
+        /* setTimeout sets the end, earlier or later; a connect only ever
+         * moves it later (E2B: connecting never shortens a sandbox's life) */
+        int64_t created_ms, end_ms;
+        lb_sbx_times(s, &created_ms, &end_ms);
+        if (t > 0 && (!strcmp(rest, "/timeout") || lb_now_ms() + (int64_t)t * 1000 > end_ms)) {
             lb_sbx_set_expiry(s, t);
             lb_sbx_lease_save(s);
         }

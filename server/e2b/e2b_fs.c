@@ -3,6 +3,7 @@
 
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_entry.h"
+#include "e2b/e2b_gzip.h"
 #include "e2b/e2b_watch.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "web/http.h"
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LB_E2B_LIST_MAX 10000        /* entries one ListDir answers */
 #define LB_E2B_FS_CMD_MS 60000       /* mkdir -p, mv, rm -rf */
@@ -225,7 +227,13 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
             lb_e2b_unary_error(r, "invalid_argument", "%s exists and is not a directory.", path);
         return;
     }
-    if ((mv || rm) && !type) {
+    if (rm && !type) { /* envd's os.RemoveAll: nothing there is already what was asked */
+        cJSON *o = cJSON_CreateObject();
+        lb_e2b_unary(r, o);
+        cJSON_Delete(o);
+        return;
+    }
+    if (mv && !type) {
         lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
         return;
     }
@@ -328,11 +336,20 @@ static void lb_files_get(lb_req *r, lb_sbx *s, const char *path)
         lb_e2b_error_json(r, st, NULL, msg);
         return;
     }
-    char extra[160];
-    snprintf(extra, sizeof extra, "Content-Length: %zu\r\nContent-Security-Policy: sandbox\r\n", len);
+    /* Accept-Encoding: gzip packs it, as envd does (Vary says so to caches) */
+    lb_buf gz;
+    lb_buf_init(&gz, len + len / 1000 + 4096);
+    int packed = lb_e2b_accepts_gzip(lb_http_param(r, "HTTP_ACCEPT_ENCODING")) &&
+                 lb_e2b_gzip(data ? data : "", len, &gz) == LB_OK;
+    char extra[200];
+    snprintf(extra, sizeof extra, "Content-Length: %zu\r\nContent-Security-Policy: sandbox\r\nVary: Accept-Encoding\r\n%s",
+             packed ? gz.len : len, packed ? "Content-Encoding: gzip\r\n" : "");
     lb_http_head(r, 200, "application/octet-stream", extra);
-    if (!r->is_head && len)
+    if (!r->is_head && packed && gz.len)
+        FCGX_PutStr(gz.data, (int)gz.len, r->fcgi->out);
+    else if (!r->is_head && !packed && len)
         FCGX_PutStr(data, (int)len, r->fcgi->out);
+    lb_buf_free(&gz);
     free(data);
 }
 
@@ -426,7 +443,29 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
         cJSON_Delete(up.out);
         return;
     }
-    if (!up.out) {
+    /* Content-Encoding: gzip is the whole body's, multipart or not (envd
+     * unpacks before it looks at the type); the unpacked size has the
+     * same cap as a plain body */
+    const char *ce = lb_http_param(r, "HTTP_CONTENT_ENCODING");
+    if (up.out && ce && *ce && strcasecmp(ce, "identity")) {
+        lb_buf plain;
+        lb_buf_init(&plain, LB_SBX_FILE_MAX + (1u << 20));
+        int grc = strcasecmp(ce, "gzip") ? LB_E_PROTO : lb_e2b_gunzip(b.data ? b.data : "", b.len, &plain);
+        if (grc) {
+            up.st = grc == LB_E_TOOBIG ? 413 : 400;
+            snprintf(up.msg, sizeof up.msg, "%s",
+                     grc == LB_E_PROTO ? "Content-Encoding may be gzip or identity only."
+                     : grc == LB_E_TOOBIG ? "The upload unpacks to more than a file may hold (64 MiB)."
+                                           : "The body is not valid gzip data, as its Content-Encoding says.");
+            lb_buf_free(&plain);
+        } else {
+            lb_buf_free(&b);
+            b = plain;
+        }
+    }
+    if (up.st) {
+        /* said below */
+    } else if (!up.out) {
         up.st = 500;
         snprintf(up.msg, sizeof up.msg, "Out of memory.");
     } else if (lb_mp_is_form_data(r->content_type)) {

@@ -346,9 +346,12 @@ static void lb_follow(lb_req *r, lb_sbx *s, lbsb_conn *c, uint32_t pid, int64_t 
             last_sent = lb_mono_ms();
             continue;
         }
+        if (rc == LB_E_CANCELLED || (rc && lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING)) {
+            lb_e2b_stream_cut(r); /* the sandbox was killed or expired: envd's connection drops */
+            return;
+        }
         if (rc) {
-            lb_e2b_stream_end(r, lb_rpc_code(rc), "%s",
-                              rc == LB_E_CANCELLED ? "the sandbox was killed or expired" : err);
+            lb_e2b_stream_end(r, lb_rpc_code(rc), "%s", err);
             return;
         }
         if (ev.kind == LBSB_PROC_OUT) {
@@ -364,7 +367,7 @@ static void lb_follow(lb_req *r, lb_sbx *s, lbsb_conn *c, uint32_t pid, int64_t 
             lb_e2b_stream_end(r, NULL, "%s", "");
             return;
         } else {
-            lb_e2b_stream_end(r, "unavailable", "the sandbox is gone: %s", ev.message);
+            lb_e2b_stream_cut(r); /* the sandbox is gone (killed, expired): envd's connection drops */
             return;
         }
     }

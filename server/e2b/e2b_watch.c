@@ -52,6 +52,26 @@ bad:
     return -1;
 }
 
+int lb_e2b_watch_tmp_final(const char *name, char *out, size_t outsz)
+{
+    /* "[dir/].<leaf>.lbsd-<16 hex>": sandboxd's write (sandbox_fs.c) */
+    const char *slash = strrchr(name, '/');
+    const char *leaf = slash ? slash + 1 : name;
+    size_t n = strlen(leaf);
+    if (n < 1 + 1 + 6 + 16 || leaf[0] != '.' || memcmp(leaf + n - 22, ".lbsd-", 6))
+        return 0;
+    for (size_t i = n - 16; i < n; i++)
+        if (!strchr("0123456789abcdef", leaf[i]))
+            return 0;
+    size_t dir = (size_t)(leaf - name), fin = n - 1 - 22;
+    if (!fin || dir + fin + 1 > outsz)
+        return 0;
+    memcpy(out, name, dir);
+    memcpy(out + dir, leaf + 1, fin);
+    out[dir + fin] = '\0';
+    return 1;
+}
+
 const char *lb_e2b_watch_type(char kind)
 {
     switch (kind) {
@@ -83,6 +103,7 @@ typedef struct lb_watch {
     int armed;
     char line[LB_E2B_WATCH_LINE_MAX + 1];
     size_t len;
+    char renamed[LB_E2B_WATCH_LINE_MAX]; /* a written file's name, its temporary name just moved away */
     char err[512];                /* the watcher's stderr, for a failed start */
     size_t errlen;
 } lb_watch;
@@ -128,8 +149,24 @@ static int lb_watch_on_line(lb_watch *w)
         lb_e2b_stream_end(w->r, "not_found", "The watched directory was removed or moved away.");
         return 1;
     default:
-        return lb_watch_send(w->r, "filesystem", name, lb_e2b_watch_type(kind), 1) != LB_OK;
+        break;
     }
+    /* sandboxd writes a file (the SDK's files.write) to a temporary name
+     * and renames it: envd, which writes in place, reports a create and a
+     * write of the file itself, so the temporary name's events are dropped
+     * and its rename onto the name becomes those two */
+    char fin[LB_E2B_WATCH_LINE_MAX];
+    if (lb_e2b_watch_tmp_final(name, fin, sizeof fin)) {
+        if (kind == 'N')
+            snprintf(w->renamed, sizeof w->renamed, "%s", fin);
+        return 0;
+    }
+    if (kind == 'C' && w->renamed[0] && !strcmp(w->renamed, name)) {
+        w->renamed[0] = '\0';
+        return lb_watch_send(w->r, "filesystem", name, "EVENT_TYPE_CREATE", 1) != LB_OK ||
+               lb_watch_send(w->r, "filesystem", name, "EVENT_TYPE_WRITE", 1) != LB_OK;
+    }
+    return lb_watch_send(w->r, "filesystem", name, lb_e2b_watch_type(kind), 1) != LB_OK;
 }
 
 /* Bytes of the watcher's stdout: 0 go on, 1 ended (answered or the client left). */
@@ -213,7 +250,7 @@ static void lb_watch_follow(lb_watch *w, int64_t deadline)
                               w->errlen ? w->err : "it was killed");
             return;
         } else {
-            lb_e2b_stream_end(w->r, "unavailable", "the sandbox is gone: %s", ev.message);
+            lb_e2b_stream_cut(w->r); /* the sandbox is gone: envd's connection drops */
             return;
         }
     }

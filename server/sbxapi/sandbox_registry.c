@@ -267,6 +267,14 @@ void lb_sbx_set_paused(lb_sbx *s, int paused)
     lb_sbx_row_update(s);
 }
 
+int lb_sbx_is_paused(lb_sbx *s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    int p = s->paused;
+    pthread_mutex_unlock(&lb_reg_mu);
+    return p;
+}
+
 void lb_sbx_set_error(lb_sbx *s, const char *why)
 {
     pthread_mutex_lock(&lb_reg_mu);

@@ -121,6 +121,8 @@ void lb_sbx_set_running(lb_sbx *s);
 void lb_sbx_set_error(lb_sbx *s, const char *why);
 /* issue 14: whether the sandbox is paused, for its status object */
 void lb_sbx_set_paused(lb_sbx *s, int paused);
+/* Whether it is paused now (E2B's envd health answers a paused one as gone). */
+int lb_sbx_is_paused(lb_sbx *s);
 /* E2B's setTimeout and connect (e2b_api.c): s now expires ttl_s seconds
  * from now, earlier or later than before; ttl_s and expires_at follow. */
 void lb_sbx_set_expiry(lb_sbx *s, int ttl_s);
