@@ -78,16 +78,17 @@ int lb_e2b_id_lookup(const char *db, size_t len, uint32_t id, char *out, size_t 
         size_t d = 0;
         while (num + d < end && num[d] >= '0' && num[d] <= '9' && d < 10)
             v = v * 10 + (uint64_t)(num[d++] - '0');
-        if (!d || num + d >= end || num[d] != ':' || v != id || !nlen || nlen > 32 || nlen + 1 > outsz)
+        if (!d || num + d >= end || num[d] != ':' || v != id)
             continue;
-        int ok = line[0] != '-';
+        /* the id's first line decides: a later one is not taken instead */
+        int ok = nlen && nlen <= 32 && nlen + 1 <= outsz && line[0] != '-';
         for (size_t k = 0; ok && k < nlen; k++) {
             char ch = line[k];
             ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
                  ch == '.' || ch == '-' || (ch == '$' && k == nlen - 1);
         }
         if (!ok)
-            continue;
+            return 0;
         memcpy(out, line, nlen);
         out[nlen] = '\0';
         return 1;

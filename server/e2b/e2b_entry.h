@@ -33,9 +33,9 @@ typedef struct lb_e2b_iddb {
 } lb_e2b_iddb;
 
 /* The name of id in db, the text of an /etc/passwd or /etc/group (hostile:
- * the sandbox writes it): the first line whose third field is id and whose
+ * the sandbox writes it): the first line whose third field is id, if its
  * name is 1 to 32 of [A-Za-z0-9_.-] (not starting with '-', a '$' at the
- * end allowed). 1 and the name in out, or 0. */
+ * end allowed) and fits out. 1 and the name in out, or 0. */
 int lb_e2b_id_lookup(const char *db, size_t len, uint32_t id, char *out, size_t outsz);
 /* lb_e2b_entry with the owner's and group's names from db (NULL: numbers,
  * root for 0). */

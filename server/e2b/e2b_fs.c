@@ -26,10 +26,70 @@
 #define LB_E2B_FS_CMD_MS 60000       /* mkdir -p, mv, rm -rf */
 #define LB_E2B_UPLOAD_FILES 1000     /* files in one multipart upload */
 
-/* A client's path, relative ones from the workdir: "/"+cleaned in out. */
-static int lb_e2b_path(const lb_sbx *s, const char *in, char *out, size_t outsz)
+#define LB_E2B_IDDB_MAX (256u << 10) /* /etc/passwd or /etc/group read for owners' names */
+
+void lb_e2b_home(lb_sbx *s, char *out, size_t outsz)
 {
-    return lb_sbx_path(in, strlen(in), s->workdir, 1, out, outsz);
+    /* E2B's base template works in its user's home; an image without that
+     * user keeps the sandbox's workdir. Never followed through a symlink
+     * (sandboxd's stat): the sandbox's code may put one there. */
+    char err[256], msg[512];
+    lbsb_entry e;
+    memset(&e, 0, sizeof e);
+    int dir = 0;
+    if (lb_sbx_lock(s, msg, sizeof msg) == LB_OK) {
+        dir = lbsb_stat_entry(s->conn, s->sbx_id, LB_E2B_HOME, &e, err, sizeof err) == LB_OK && e.type == 2;
+        lb_sbx_unlock(s);
+        lbsb_entry_clear(&e);
+    }
+    snprintf(out, outsz, "%s", dir ? LB_E2B_HOME : s->workdir);
+}
+
+/* A client's path, relative ones from E2B's home (lb_e2b_home): "/"+cleaned
+ * in out. */
+static int lb_e2b_path(lb_sbx *s, const char *in, char *out, size_t outsz)
+{
+    char home[LB_PATH_MAX + 2];
+    if (in[0] == '/')
+        snprintf(home, sizeof home, "/");
+    else
+        lb_e2b_home(s, home, sizeof home);
+    return lb_sbx_path(in, strlen(in), home, 1, out, outsz);
+}
+
+/* The sandbox's /etc/passwd and /etc/group for the owners' names: read
+ * through sandboxd (capped, never through a symlink); what cannot be read
+ * stays NULL (ids are then numbers). lb_e2b_iddb_free after. */
+static void lb_e2b_iddb_load(lb_sbx *s, lb_e2b_iddb *db)
+{
+    char err[256], msg[512];
+    char *pw = NULL, *gr = NULL;
+    size_t pn = 0, gn = 0;
+    memset(db, 0, sizeof *db);
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK)
+        return;
+    if (lbsb_read(s->conn, s->sbx_id, "/etc/passwd", LB_E2B_IDDB_MAX, &pw, &pn, err, sizeof err) != LB_OK) {
+        free(pw);
+        pw = NULL;
+        pn = 0;
+    }
+    if (lbsb_read(s->conn, s->sbx_id, "/etc/group", LB_E2B_IDDB_MAX, &gr, &gn, err, sizeof err) != LB_OK) {
+        free(gr);
+        gr = NULL;
+        gn = 0;
+    }
+    lb_sbx_unlock(s);
+    db->passwd = pw;
+    db->passwd_len = pn;
+    db->group = gr;
+    db->group_len = gn;
+}
+
+static void lb_e2b_iddb_free(lb_e2b_iddb *db)
+{
+    free((char *)db->passwd);
+    free((char *)db->group);
+    memset(db, 0, sizeof *db);
 }
 
 /* The Connect code of a failed sandboxd call, with the sentence in msg. */
@@ -109,7 +169,7 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
 }
 
 /* The request's string field name as a sandbox path; answers on failure. */
-static int lb_e2b_req_path(lb_req *r, const lb_sbx *s, const cJSON *req, const char *name, char *out, size_t outsz)
+static int lb_e2b_req_path(lb_req *r, lb_sbx *s, const cJSON *req, const char *name, char *out, size_t outsz)
 {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, name);
     if (!cJSON_IsString(p) || lb_e2b_path(s, p->valuestring, out, outsz) != LB_OK) {
@@ -121,10 +181,13 @@ static int lb_e2b_req_path(lb_req *r, const lb_sbx *s, const cJSON *req, const c
     return 0;
 }
 
-static void lb_answer_entry(lb_req *r, const char *path, const lbsb_entry *ent)
+static void lb_answer_entry(lb_req *r, lb_sbx *s, const char *path, const lbsb_entry *ent)
 {
+    lb_e2b_iddb db;
+    lb_e2b_iddb_load(s, &db);
     cJSON *o = cJSON_CreateObject();
-    cJSON *e = lb_e2b_entry(path, ent);
+    cJSON *e = lb_e2b_entry_db(path, ent, &db);
+    lb_e2b_iddb_free(&db);
     if (!o || !e || !cJSON_AddItemToObject(o, "entry", e)) {
         cJSON_Delete(e);
         cJSON_Delete(o);
@@ -144,7 +207,7 @@ static void lb_fs_stat(lb_req *r, lb_sbx *s, const cJSON *req)
     if (!e.type)
         lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
     else
-        lb_answer_entry(r, path, &e);
+        lb_answer_entry(r, s, path, &e);
     lbsb_entry_clear(&e);
 }
 
@@ -171,18 +234,21 @@ static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
         lb_e2b_fs_fail(r, s, rc, "list", path, err);
         return;
     }
+    lb_e2b_iddb db;
+    lb_e2b_iddb_load(s, &db);
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = o ? cJSON_AddArrayToObject(o, "entries") : NULL;
     int ok = arr != NULL;
     for (size_t i = 0; ok && i < n; i++) {
         char full[2 * LB_SBX_SPATH_MAX];
         snprintf(full, sizeof full, "%s%s%s", path, strcmp(path, "/") ? "/" : "", ents[i].path);
-        cJSON *e = lb_e2b_entry(full, &ents[i]);
+        cJSON *e = lb_e2b_entry_db(full, &ents[i], &db);
         ok = e && cJSON_AddItemToArray(arr, e);
         if (!ok)
             cJSON_Delete(e);
     }
     lbsb_entries_free(ents, n);
+    lb_e2b_iddb_free(&db);
     if (ok)
         lb_e2b_unary(r, o);
     else
@@ -255,7 +321,7 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
             if (!ent.type)
                 lb_e2b_unary_error(r, "not_found", "%s was removed meanwhile.", mv ? dest : path);
             else
-                lb_answer_entry(r, mv ? dest : path, &ent);
+                lb_answer_entry(r, s, mv ? dest : path, &ent);
             lbsb_entry_clear(&ent);
         }
     }
@@ -302,7 +368,7 @@ void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method)
 /* ---- /files ---- */
 
 /* The path query parameter, cleaned; "" when absent. Answers on failure. */
-static int lb_files_query_path(lb_req *r, const lb_sbx *s, char *out, size_t outsz)
+static int lb_files_query_path(lb_req *r, lb_sbx *s, char *out, size_t outsz)
 {
     char raw[LB_SBX_SPATH_MAX * 3];
     out[0] = '\0';

@@ -11,6 +11,12 @@
 #include "web/request.h"
 #include "sbxapi/sandbox_registry.h"
 
+#define LB_E2B_HOME "/home/user" /* E2B's base template's user's home */
+
+/* The folder E2B's relative paths and commands start in: LB_E2B_HOME when
+ * the sandbox has it as a directory (E2B's user, images/default), else
+ * the sandbox's workdir. */
+void lb_e2b_home(lb_sbx *s, char *out, size_t outsz);
 /* Answers the RPC method ("Stat", "ListDir" ...) on s (running, token checked). */
 void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method);
 /* GET /files?path= (download) and POST /files (upload: multipart, one part

@@ -2,6 +2,7 @@
 #include "e2b/e2b_process.h"
 
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_fs.h"
 #include "e2b/e2b_pty.h"
 #include "web/http.h"
 #include "sbxapi/sandbox_spec.h"
@@ -71,7 +72,7 @@ static int lb_env_add(lb_e2b_start *st, const cJSON *obj)
 }
 
 /* Validates a StartRequest into st; 0, or a sentence in msg (invalid_argument). */
-static int lb_start_parse(const cJSON *req, const lb_sbx *s, lb_e2b_start *st, char *msg, size_t msgsz)
+static int lb_start_parse(const cJSON *req, lb_sbx *s, lb_e2b_start *st, char *msg, size_t msgsz)
 {
     const cJSON *proc = cJSON_GetObjectItemCaseSensitive(req, "process");
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(proc, "cmd");
@@ -128,14 +129,16 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, lb_e2b_start *st, c
             }
         }
     }
+    char home[LB_PATH_MAX + 2];
+    lb_e2b_home(s, home, sizeof home); /* E2B's base template starts in its user's home */
     if (cwd && !cJSON_IsNull(cwd)) {
         if (!cJSON_IsString(cwd) ||
-            lb_sbx_path(cwd->valuestring, strlen(cwd->valuestring), s->workdir, 1, st->cwd, sizeof st->cwd) != LB_OK) {
+            lb_sbx_path(cwd->valuestring, strlen(cwd->valuestring), home, 1, st->cwd, sizeof st->cwd) != LB_OK) {
             snprintf(msg, msgsz, "process.cwd must be a path in the sandbox without \"..\" or control characters");
             return -1;
         }
     } else {
-        snprintf(st->cwd, sizeof st->cwd, "%s", s->workdir);
+        snprintf(st->cwd, sizeof st->cwd, "%s", home);
     }
     int na = cJSON_GetArraySize(args);
     st->argv = calloc((size_t)na + 4, sizeof *st->argv);

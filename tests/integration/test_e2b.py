@@ -502,6 +502,7 @@ def main():
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
         r.run("sdk_parity", t_sdk, st, "sdk_parity.mjs")
+        r.run("sdk_base_user", t_sdk, st, "sdk_base_user.mjs")
         r.run("gzip_files_raw", t_gzip_raw, st)
         r.run("signed_urls_raw", t_signed_raw, st)
         r.run("readme_example_unchanged", t_readme_example, st)

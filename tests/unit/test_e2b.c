@@ -286,6 +286,28 @@ TEST(signature_is_envds)
     CHECK_STR(sig, "v1_LZ1x6+K9ZaHGVVPn3v8W6jQvwH648jT2yMGw3c4Fuzw");
 }
 
+/* the sandbox's /etc/passwd and /etc/group are its code's to write */
+TEST(owner_names_from_the_sandbox_files)
+{
+    const char *pw = "root:x:0:0:root:/root:/bin/bash\nbad;name:x:7:7\n-dash:x:8:8\nuser:x:1000:1000::/home/user:/bin/bash\n"
+                     "machine$:x:9:9\nlong" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:x:10:10\nnocolon 11\ntwo:x:1000:1\nlast:x:12";
+    char out[40];
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 1000, out, sizeof out) == 1);
+    CHECK_STR(out, "user"); /* the first line of the id */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 0, out, sizeof out) == 1);
+    CHECK_STR(out, "root");
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 9, out, sizeof out) == 1);
+    CHECK_STR(out, "machine$");
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 7, out, sizeof out) == 0);  /* not a name */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 8, out, sizeof out) == 0);  /* starts with '-' */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 10, out, sizeof out) == 0); /* over 32 bytes */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 11, out, sizeof out) == 0);
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 12, out, sizeof out) == 0); /* no ':' after the id */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 1000, out, 4) == 0);        /* does not fit */
+    CHECK(lb_e2b_id_lookup(NULL, 0, 1000, out, sizeof out) == 0);
+    CHECK(lb_e2b_id_lookup("a:x:10000000000:", 16, 1410065408, out, sizeof out) == 0); /* no wrap */
+}
+
 int main(void)
 {
     RUN(envelope_one_takes_exactly_one_message);
@@ -303,5 +325,6 @@ int main(void)
     RUN(watch_temporary_names_map_to_the_file);
     RUN(gzip_round_trip_caps_and_refusals);
     RUN(signature_is_envds);
+    RUN(owner_names_from_the_sandbox_files);
     return testlib_done();
 }
