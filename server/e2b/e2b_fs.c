@@ -57,10 +57,7 @@ static int lb_e2b_path(lb_sbx *s, const char *in, char *out, size_t outsz)
     return lb_sbx_path(in, strlen(in), home, 1, out, outsz);
 }
 
-/* The sandbox's /etc/passwd and /etc/group for the owners' names: read
- * through sandboxd (capped, never through a symlink); what cannot be read
- * stays NULL (ids are then numbers). lb_e2b_iddb_free after. */
-static void lb_e2b_iddb_load(lb_sbx *s, lb_e2b_iddb *db)
+void lb_e2b_iddb_load(lb_sbx *s, lb_e2b_iddb *db)
 {
     char err[256], msg[512];
     char *pw = NULL, *gr = NULL;
@@ -85,7 +82,7 @@ static void lb_e2b_iddb_load(lb_sbx *s, lb_e2b_iddb *db)
     db->group_len = gn;
 }
 
-static void lb_e2b_iddb_free(lb_e2b_iddb *db)
+void lb_e2b_iddb_free(lb_e2b_iddb *db)
 {
     free((char *)db->passwd);
     free((char *)db->group);
@@ -508,6 +505,19 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
         lb_buf_free(&up.data);
         cJSON_Delete(up.out);
         return;
+    }
+    /* envd 0.6.2's file metadata (X-Metadata-<key> headers, kept in the
+     * file's xattrs): sandboxd has no xattr call, so it is refused rather
+     * than dropped in silence */
+    for (char **ev = r->fcgi->envp; ev && *ev; ev++) {
+        if (!strncmp(*ev, "HTTP_X_METADATA_", 16)) {
+            lb_buf_free(&b);
+            lb_buf_free(&up.data);
+            cJSON_Delete(up.out);
+            lb_e2b_error_json(r, 400, NULL, "File metadata (files.write's metadata, X-Metadata-* headers) is not "
+                                            "supported by llmbox: sandboxd keeps no extended attributes (docs/E2B.md).");
+            return;
+        }
     }
     /* Content-Encoding: gzip is the whole body's, multipart or not (envd
      * unpacks before it looks at the type); the unpacked size has the

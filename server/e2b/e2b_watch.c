@@ -2,6 +2,8 @@
 #include "e2b/e2b_watch.h"
 
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_entry.h"
+#include "e2b/e2b_fs.h"
 #include "web/http.h"
 #include "sbxapi/sandbox_spec.h"
 
@@ -95,6 +97,9 @@ static int lb_watch_send(lb_req *r, const char *what, const char *name, const ch
     return rc;
 }
 
+struct lb_watch;
+static int lb_watch_event(struct lb_watch *w, const char *name, const char *type);
+
 typedef struct lb_watch {
     lb_req *r;
     lb_sbx *s;
@@ -104,6 +109,9 @@ typedef struct lb_watch {
     char line[LB_E2B_WATCH_LINE_MAX + 1];
     size_t len;
     char renamed[LB_E2B_WATCH_LINE_MAX]; /* a written file's name, its temporary name just moved away */
+    int include_entry;            /* the request's includeEntry (envd 0.6.3) */
+    char dir[LB_SBX_SPATH_MAX];   /* the watched directory, absolute */
+    lb_e2b_iddb db;               /* owners' names for the entries, read at the start */
     char err[512];                /* the watcher's stderr, for a failed start */
     size_t errlen;
 } lb_watch;
@@ -116,6 +124,38 @@ static void lb_watch_kill(lb_watch *w)
     /* gone already (it ended, or the sandbox did) is as good as killed */
     LB_IGNORE(lbsb_proc_signal(w->s->conn, w->s->sbx_id, w->pid, SIGKILL, err, sizeof err));
     lb_sbx_unlock(w->s);
+}
+
+/* One event, queued: {filesystem:{name, type, entry?}}. With includeEntry
+ * a create, write or chmod carries the entry as it is now (envd's
+ * opCarriesEntry), none when it is gone already (a benign race, as envd). */
+static int lb_watch_event(lb_watch *w, const char *name, const char *type)
+{
+    if (!w->include_entry || (strcmp(type, "EVENT_TYPE_CREATE") && strcmp(type, "EVENT_TYPE_WRITE") &&
+                              strcmp(type, "EVENT_TYPE_CHMOD")))
+        return lb_watch_send(w->r, "filesystem", name, type, 1);
+    char full[2 * LB_SBX_SPATH_MAX + 8], err[256], msg[512];
+    snprintf(full, sizeof full, "%s%s%s", w->dir, strcmp(w->dir, "/") ? "/" : "", name);
+    lbsb_entry e;
+    memset(&e, 0, sizeof e);
+    cJSON *entry = NULL;
+    if (lb_sbx_lock(w->s, msg, sizeof msg) == LB_OK) {
+        int rc = lbsb_stat_entry(w->s->conn, w->s->sbx_id, full, &e, err, sizeof err);
+        lb_sbx_unlock(w->s);
+        if (rc == LB_OK && e.type)
+            entry = lb_e2b_entry_db(full, &e, &w->db);
+        lbsb_entry_clear(&e);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *v = o ? cJSON_AddObjectToObject(o, "filesystem") : NULL;
+    int ok = v && cJSON_AddStringToObject(v, "name", name) && cJSON_AddStringToObject(v, "type", type);
+    if (ok && entry)
+        ok = cJSON_AddItemToObject(v, "entry", entry) != 0;
+    else
+        cJSON_Delete(entry);
+    int rc = ok ? lb_e2b_stream_queue(w->r, o) : LB_E_NOMEM;
+    cJSON_Delete(o);
+    return rc;
 }
 
 /* Handles one complete line: 0 go on, 1 the stream has ended (answered). */
@@ -163,10 +203,10 @@ static int lb_watch_on_line(lb_watch *w)
     }
     if (kind == 'C' && w->renamed[0] && !strcmp(w->renamed, name)) {
         w->renamed[0] = '\0';
-        return lb_watch_send(w->r, "filesystem", name, "EVENT_TYPE_CREATE", 1) != LB_OK ||
-               lb_watch_send(w->r, "filesystem", name, "EVENT_TYPE_WRITE", 1) != LB_OK;
+        return lb_watch_event(w, name, "EVENT_TYPE_CREATE") != LB_OK ||
+               lb_watch_event(w, name, "EVENT_TYPE_WRITE") != LB_OK;
     }
-    return lb_watch_send(w->r, "filesystem", name, lb_e2b_watch_type(kind), 1) != LB_OK;
+    return lb_watch_event(w, name, lb_e2b_watch_type(kind)) != LB_OK;
 }
 
 /* Bytes of the watcher's stdout: 0 go on, 1 ended (answered or the client left). */
@@ -264,7 +304,10 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
         return;
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, "path");
     int recursive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "recursive"));
-    int bad = !cJSON_IsString(p) || lb_sbx_path(p->valuestring, strlen(p->valuestring), s->workdir, 1, path,
+    int include_entry = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "includeEntry"));
+    char home[LB_PATH_MAX + 2];
+    lb_e2b_home(s, home, sizeof home); /* relative paths from E2B's home, as the other file calls */
+    int bad = !cJSON_IsString(p) || lb_sbx_path(p->valuestring, strlen(p->valuestring), home, 1, path,
                                                  sizeof path) != LB_OK;
     cJSON_Delete(req);
     if (bad) {
@@ -296,8 +339,13 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
     memset(&w, 0, sizeof w);
     w.r = r;
     w.s = s;
+    w.include_entry = include_entry;
+    snprintf(w.dir, sizeof w.dir, "%s", path);
+    if (include_entry)
+        lb_e2b_iddb_load(s, &w.db);
     if (lbsb_connect(r->cfg->sandboxd_socket, &s->cancel, &w.c, err, sizeof err) != LB_OK) {
         lb_e2b_stream_end(r, "unavailable", "cannot reach sandboxd: %s", err);
+        lb_e2b_iddb_free(&w.db);
         return;
     }
     const char *argv[] = {LBSB_WATCH_ARGV0, path, recursive ? "1" : "0"};
@@ -314,4 +362,5 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
         lb_watch_follow(&w, deadline);
     }
     lbsb_close(w.c);
+    lb_e2b_iddb_free(&w.db);
 }

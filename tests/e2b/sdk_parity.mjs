@@ -4,7 +4,7 @@
 // /files, symlink targets, removing a missing path, watchDir and
 // files.write, signed file URLs, a sandbox killed under a command, and what
 // E2B's base template has (sudo, python).
-import { Sandbox, FilesystemEventType, TimeoutError } from 'e2b'
+import { Sandbox, FilesystemEventType, FileType, InvalidArgumentError, TimeoutError } from 'e2b'
 import { check, assert, eq, raises, runChecks } from './lib.mjs'
 
 const sleep = ms => new Promise(r => setTimeout(r, ms))
@@ -137,6 +137,41 @@ check('killed_during_command_says_killed', async () => {
   const e = await p
   assert(e instanceof TimeoutError, 'TimeoutError: ' + e)
   assert(/killed/.test(e.message), 'the SDK says it was killed: ' + e.message)
+})
+
+check('envd_0_6_3_watch_include_entry', async () => {
+  eq((await sbx.getInfo()).envdVersion, '0.6.3', 'the envd version answered')
+  await sbx.files.makeDir('/tmp/ie')
+  const evs = []
+  const h = await sbx.files.watchDir('/tmp/ie', e => evs.push(e), { includeEntry: true })
+  await sbx.files.write('/tmp/ie/a.txt', 'hello')
+  await sbx.commands.run('rm /tmp/ie/a.txt')
+  const t0 = Date.now()
+  while (!evs.some(e => e.type === FilesystemEventType.REMOVE)) {
+    assert(Date.now() - t0 < 10000, 'events: ' + JSON.stringify(evs))
+    await sleep(50)
+  }
+  await h.stop()
+  const w = evs.find(e => e.type === FilesystemEventType.WRITE && e.name === 'a.txt')
+  assert(w && w.entry, 'a write carries its entry: ' + JSON.stringify(evs))
+  eq([w.entry.name, w.entry.path, w.entry.type], ['a.txt', '/tmp/ie/a.txt', FileType.FILE])
+  eq(evs.find(e => e.type === FilesystemEventType.REMOVE).entry, undefined, 'a remove carries none (as envd)')
+  // without includeEntry: none
+  const plain = []
+  const h2 = await sbx.files.watchDir('/tmp/ie', e => plain.push(e))
+  await sbx.files.write('/tmp/ie/b.txt', 'x')
+  while (!plain.some(e => e.type === FilesystemEventType.WRITE)) {
+    assert(Date.now() - t0 < 20000, 'events: ' + JSON.stringify(plain))
+    await sleep(50)
+  }
+  await h2.stop()
+  assert(plain.every(e => e.entry === undefined), 'no entry unless asked')
+})
+
+check('file_metadata_is_refused_with_a_sentence', async () => {
+  const e = await raises(() => sbx.files.write('/tmp/md.txt', 'x', { metadata: { k: 'v' } }))
+  assert(e instanceof InvalidArgumentError && /metadata/.test(e.message), 'said: ' + e)
+  eq(await sbx.files.exists('/tmp/md.txt'), false, 'nothing written')
 })
 
 check('base_template_has_sudo_and_python', async () => {
