@@ -5,6 +5,7 @@
 #include "e2b/e2b_envd.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/handlers_sandboxes.h"
+#include "llmbox/sandbox.h"
 #include "web/http.h"
 #include "web/req_body.h"
 #include "sbxapi/sandbox_leases.h"
@@ -197,9 +198,13 @@ static void lb_e2b_create(lb_req *r)
     if (ttl < 0)
         goto out;
     /* the llmbox spec it means: E2B's default template is the default image */
+    /* a snapshot's id as the template (E2B's Sandbox.create(snapshotId)):
+     * the sandbox API's snapshot, on the default image it was taken of */
+    int snap = lb_node_id_valid(tname);
     spec = cJSON_CreateObject();
     if (!spec || !cJSON_AddNumberToObject(spec, "ttl_s", ttl) ||
-        (strcmp(tname, "base") && !cJSON_AddStringToObject(spec, "image", tname)) ||
+        (snap && !cJSON_AddStringToObject(spec, "snapshot", tname)) ||
+        (!snap && strcmp(tname, "base") && !cJSON_AddStringToObject(spec, "image", tname)) ||
         (cJSON_IsObject(md) && !cJSON_AddItemToObject(spec, "metadata", cJSON_Duplicate(md, 1))) ||
         (cJSON_IsObject(env) && !cJSON_AddItemToObject(spec, "env", cJSON_Duplicate(env, 1)))) {
         lb_e2b_error(r, 500, "Out of memory.");
@@ -211,7 +216,7 @@ static void lb_e2b_create(lb_req *r)
         goto out;
     }
     int st = lb_sbx_open(cfg, &sp, cfg->sandbox_api_ttl_max_s, &s, msg, sizeof msg);
-    if (st == 400 && strcmp(tname, "base")) {
+    if (st == 400 && strcmp(tname, "base") && !snap) {
         lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/): templates "
                              "built from Dockerfiles by E2B's template builder are not supported (docs/E2B.md).",
                      msg, tname);
@@ -435,6 +440,64 @@ static void lb_e2b_list(lb_req *r)
     cJSON_Delete(out);
 }
 
+/* ---- snapshots: the sandbox API's (handlers_sandbox_pause.h) ---- */
+
+/* POST /sandboxes/{id}/snapshots: sbx.createSnapshot(); the id is what
+ * Sandbox.create(snapshotId) starts from. */
+static void lb_e2b_snapshot(lb_req *r, lb_sbx *s)
+{
+    char id[LB_NODE_ID_MAX + 1], state[LB_SNAPSHOT_STATE_MAX], err[512] = "", msg[1400];
+    lb_http_drain(r);
+    if (lb_node_id_new(r->cfg->node_name, id, sizeof id) != LB_OK) {
+        lb_e2b_error(r, 500, "No randomness for a snapshot id.");
+        return;
+    }
+    lb_snapshot_state_name(id, state, sizeof state);
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_error(r, 404, "%s", msg);
+        return;
+    }
+    uint64_t bytes = 0, files = 0;
+    int rc = lbsb_save(s->conn, s->sbx_id, state, 0, &bytes, &files, err, sizeof err);
+    lb_sbx_unlock(s);
+    if (rc) {
+        int st = lb_sbx_rpc_fail(s, rc, "snapshot", err, msg, sizeof msg);
+        lb_e2b_error(r, st == 404 ? 404 : st >= 400 && st < 600 ? st : 500, "%s", msg);
+        return;
+    }
+    lb_info("web: e2b: snapshot %s of %s (%llu bytes)", id, s->id, (unsigned long long)bytes);
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "snapshotID", id) || !cJSON_AddArrayToObject(o, "names")) {
+        cJSON_Delete(o);
+        lb_e2b_error(r, 500, "Out of memory.");
+        return;
+    }
+    lb_http_json(r, 201, o, NULL);
+    cJSON_Delete(o);
+}
+
+/* DELETE /templates/{snapshotID}: Sandbox.deleteSnapshot(); 404 when there
+ * is none (the SDK's false). */
+static void lb_e2b_snapshot_delete(lb_req *r, const char *id)
+{
+    char state[LB_SNAPSHOT_STATE_MAX], err[512] = "";
+    lbsb_conn *c = NULL;
+    lb_http_drain(r);
+    if (lbsb_connect(r->cfg->sandboxd_socket, NULL, &c, err, sizeof err) != LB_OK) {
+        lb_e2b_error(r, 503, "The sandbox daemon cannot be reached: %s.", err);
+        return;
+    }
+    lb_snapshot_state_name(id, state, sizeof state);
+    int rc = lbsb_state_delete(c, state, err, sizeof err);
+    lbsb_close(c);
+    if (rc == LB_E_NOTFOUND)
+        lb_e2b_error(r, 404, "There is no snapshot %s.", id);
+    else if (rc)
+        lb_e2b_error(r, 503, "The sandbox daemon could not delete the snapshot: %s.", err);
+    else
+        lb_http_head(r, 204, NULL, NULL);
+}
+
 /* ---- /sandboxes/{id}[/...] ---- */
 
 static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
@@ -444,7 +507,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         lb_e2b_error(r, 404, "Resume a paused sandbox with POST /v2/sandboxes/%.40s/connect (Sandbox.connect).", id);
         return;
     }
-    if (!strcmp(rest, "/metrics") || !strcmp(rest, "/snapshots") || !strcmp(rest, "/fork") ||
+    if (!strcmp(rest, "/metrics") || !strcmp(rest, "/fork") ||
         !strcmp(rest, "/network") || !strcmp(rest, "/logs")) {
         lb_e2b_error(r, 501, "%s of a sandbox is not supported by llmbox (docs/E2B.md).", rest + 1);
         return;
@@ -469,6 +532,8 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
             lb_http_json(r, 200, o, NULL);
         else
             lb_e2b_error(r, 500, "Out of memory.");
+    } else if (!strcmp(rest, "/snapshots") && !strcmp(m, "POST")) {
+        lb_e2b_snapshot(r, s);
     } else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
         /* issue 14's pause (its "memory" is always kept: a frozen cgroup) */
         char err[512] = "";
@@ -543,6 +608,8 @@ void lb_h_e2b_api(lb_req *r)
             lb_e2b_error(r, 405, "Use GET or POST on %s.", p);
     } else if (lb_e2b_sbx_path(p, id, &rest)) {
         lb_e2b_one(r, id, rest);
+    } else if (!strncmp(p, "/e2b/templates/", 15) && lb_node_id_valid(p + 15) && !strcmp(m, "DELETE")) {
+        lb_e2b_snapshot_delete(r, p + 15); /* a snapshot is a template to E2B */
     } else if (!strncmp(p, "/e2b/templates", 14) || !strncmp(p, "/e2b/v2/templates", 17) ||
                !strncmp(p, "/e2b/v3/templates", 17)) {
         lb_e2b_error(r, 501, "Building templates from Dockerfiles is not supported by llmbox: build an llmbox image "

@@ -174,6 +174,19 @@ check('file_metadata_is_refused_with_a_sentence', async () => {
   eq(await sbx.files.exists('/tmp/md.txt'), false, 'nothing written')
 })
 
+check('create_snapshot_and_start_from_it', async () => {
+  await sbx.files.write('/home/user/kept.txt', 'from the snapshot')
+  const snap = await sbx.createSnapshot()
+  assert(/^[0-9a-f]{32}$/.test(snap.snapshotId), 'a snapshot id: ' + JSON.stringify(snap))
+  const b = await Sandbox.create(snap.snapshotId)
+  eq(await b.files.read('/home/user/kept.txt'), 'from the snapshot', 'its files')
+  eq((await b.commands.run('echo runs')).stdout, 'runs\n')
+  await b.kill()
+  eq(await Sandbox.deleteSnapshot(snap.snapshotId), true, 'deleted')
+  eq(await Sandbox.deleteSnapshot(snap.snapshotId), false, 'a second delete finds none')
+  await raises(() => Sandbox.create(snap.snapshotId), 'a deleted snapshot starts nothing')
+})
+
 check('base_template_has_sudo_and_python', async () => {
   eq((await sbx.commands.run('python -c "print(6*7)"')).stdout, '42\n', 'python')
   eq((await sbx.commands.run('python3 -c "print(6*7)"')).stdout, '42\n', 'python3')
