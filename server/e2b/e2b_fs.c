@@ -36,13 +36,18 @@ void lb_e2b_home(lb_sbx *s, char *out, size_t outsz)
     char err[256], msg[512];
     lbsb_entry e;
     memset(&e, 0, sizeof e);
-    int dir = 0;
-    if (lb_sbx_lock(s, msg, sizeof msg) == LB_OK) {
-        dir = lbsb_stat_entry(s->conn, s->sbx_id, LB_E2B_HOME, &e, err, sizeof err) == LB_OK && e.type == 2;
+    int dir = s->e2b_home;
+    /* looked at once per sandbox: a command's round trip does not pay a
+     * stat (a home removed later makes the start fail, as on E2B) */
+    if (!dir && lb_sbx_lock(s, msg, sizeof msg) == LB_OK) {
+        int rc = lbsb_stat_entry(s->conn, s->sbx_id, LB_E2B_HOME, &e, err, sizeof err);
         lb_sbx_unlock(s);
+        dir = rc != LB_OK ? 0 : e.type == 2 ? 1 : -1; /* a failed call is asked again next time */
         lbsb_entry_clear(&e);
+        if (dir)
+            s->e2b_home = dir;
     }
-    snprintf(out, outsz, "%s", dir ? LB_E2B_HOME : s->workdir);
+    snprintf(out, outsz, "%s", dir > 0 ? LB_E2B_HOME : s->workdir);
 }
 
 /* A client's path, relative ones from E2B's home (lb_e2b_home): "/"+cleaned

@@ -56,6 +56,7 @@ typedef struct lb_sbx {
     volatile int cancel;        /* conn's cancel flag: set by teardown */
     struct lb_tool_host *tool_host; /* the tool calls' process (tool_hosts.h), NULL before the first */
     int tool_host_lost;         /* the last host died in a call: the next answer says it is new */
+    volatile int e2b_home;      /* E2B's /home/user: 0 not looked at yet, 1 a directory, -1 not (e2b_fs.c) */
     /* guarded by the registry lock */
     int refs;
     int removed;
