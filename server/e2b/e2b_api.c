@@ -476,6 +476,75 @@ static void lb_e2b_snapshot(lb_req *r, lb_sbx *s)
     cJSON_Delete(o);
 }
 
+/* GET /snapshots: Sandbox.listSnapshots(), the sandbox API's snapshots,
+ * newest first, paged as the sandbox list (an offset in nextToken). */
+static void lb_e2b_snapshots_list(lb_req *r)
+{
+    char num[32], sbx[LB_NODE_ID_MAX + 8], err[512] = "";
+    long long limit = 100, from = 0;
+    int qs = lb_query_get(r->query, "sandboxID", sbx, sizeof sbx);
+    lb_http_drain(r);
+    if ((lb_query_get(r->query, "limit", num, sizeof num) == LB_OK && lb_parse_ll(num, 1, LB_E2B_PAGE_MAX, &limit)) ||
+        (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from))) {
+        lb_e2b_error(r, 400, "Bad query: limit 1 to %d, nextToken as this server gave it.", LB_E2B_PAGE_MAX);
+        return;
+    }
+    if (qs != LB_E_NOTFOUND) {
+        lb_e2b_error(r, 400, "llmbox's snapshots do not record the sandbox they were taken of: list them without "
+                             "sandboxID (docs/E2B.md).");
+        return;
+    }
+    lbsb_conn *c = NULL;
+    if (lbsb_connect(r->cfg->sandboxd_socket, NULL, &c, err, sizeof err) != LB_OK) {
+        lb_e2b_error(r, 503, "The sandbox daemon cannot be reached: %s.", err);
+        return;
+    }
+    lbsb_state *st = NULL;
+    size_t n = 0;
+    int rc = lbsb_state_list(c, &st, &n, err, sizeof err);
+    lbsb_close(c);
+    if (rc) {
+        lb_e2b_error(r, 503, "The sandbox daemon could not list the snapshots: %s.", err);
+        return;
+    }
+    /* the API's only (other states of the web's uid are no snapshots), newest first */
+    size_t pl = strlen(LB_SNAPSHOT_PREFIX), kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(st[i].name, LB_SNAPSHOT_PREFIX, pl) && lb_id_valid(st[i].name + pl))
+            st[kept++] = st[i];
+    for (size_t i = 1; i < kept; i++) /* insertion sort: at most the states sandboxd keeps */
+        for (size_t j = i; j > 0 && (st[j].mtime > st[j - 1].mtime ||
+                                     (st[j].mtime == st[j - 1].mtime && strcmp(st[j].name, st[j - 1].name) < 0)); j--) {
+            lbsb_state t = st[j];
+            st[j] = st[j - 1];
+            st[j - 1] = t;
+        }
+    cJSON *out = cJSON_CreateArray();
+    int ok = out != NULL;
+    for (size_t i = (size_t)from; ok && i < kept && i < (size_t)(from + limit); i++) {
+        char sid[LB_NODE_ID_MAX + 1]; /* named by this node, as when it was made */
+        snprintf(sid, sizeof sid, "%s%s%s", r->cfg->node_name, r->cfg->node_name[0] ? "." : "", st[i].name + pl);
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(out, e)) {
+            cJSON_Delete(e);
+            ok = 0;
+            break;
+        }
+        ok = cJSON_AddStringToObject(e, "snapshotID", sid) && cJSON_AddArrayToObject(e, "names");
+    }
+    free(st);
+    if (!ok) {
+        cJSON_Delete(out);
+        lb_e2b_error(r, 500, "Out of memory.");
+        return;
+    }
+    char extra[64] = "";
+    if ((size_t)(from + limit) < kept)
+        snprintf(extra, sizeof extra, "X-Next-Token: %lld\r\n", from + limit);
+    lb_http_json(r, 200, out, extra[0] ? extra : NULL);
+    cJSON_Delete(out);
+}
+
 /* DELETE /templates/{snapshotID}: Sandbox.deleteSnapshot(); 404 when there
  * is none (the SDK's false). */
 static void lb_e2b_snapshot_delete(lb_req *r, const char *id)
@@ -608,6 +677,8 @@ void lb_h_e2b_api(lb_req *r)
             lb_e2b_error(r, 405, "Use GET or POST on %s.", p);
     } else if (lb_e2b_sbx_path(p, id, &rest)) {
         lb_e2b_one(r, id, rest);
+    } else if (!strcmp(p, "/e2b/snapshots") && !strcmp(m, "GET")) {
+        lb_e2b_snapshots_list(r);
     } else if (!strncmp(p, "/e2b/templates/", 15) && lb_node_id_valid(p + 15) && !strcmp(m, "DELETE")) {
         lb_e2b_snapshot_delete(r, p + 15); /* a snapshot is a template to E2B */
     } else if (!strncmp(p, "/e2b/templates", 14) || !strncmp(p, "/e2b/v2/templates", 17) ||

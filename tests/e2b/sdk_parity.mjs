@@ -182,6 +182,14 @@ check('create_snapshot_and_start_from_it', async () => {
   eq(await b.files.read('/home/user/kept.txt'), 'from the snapshot', 'its files')
   eq((await b.commands.run('echo runs')).stdout, 'runs\n')
   await b.kill()
+  const snap2 = await sbx.createSnapshot()
+  const listed = []
+  const p = Sandbox.listSnapshots({ limit: 1 })
+  while (p.hasNext) listed.push(...(await p.nextItems()).map(x => x.snapshotId))
+  assert(listed.includes(snap.snapshotId) && listed.includes(snap2.snapshotId),
+    'both listed, in pages of one: ' + JSON.stringify(listed))
+  eq(new Set(listed).size, listed.length, 'no snapshot twice across the pages')
+  eq(await Sandbox.deleteSnapshot(snap2.snapshotId), true)
   eq(await Sandbox.deleteSnapshot(snap.snapshotId), true, 'deleted')
   eq(await Sandbox.deleteSnapshot(snap.snapshotId), false, 'a second delete finds none')
   await raises(() => Sandbox.create(snap.snapshotId), 'a deleted snapshot starts nothing')
