@@ -190,8 +190,19 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, 400, "MCP gateways are not supported by llmbox (docs/E2B.md).");
         goto out;
     }
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "autoPause"))) {
-        lb_e2b_error(r, 400, "autoPause is not supported by llmbox yet: a sandbox is killed at its timeout.");
+    /* autoPause (lifecycle onTimeout 'pause'): paused at the timeout; its
+     * memory is always kept (sandboxd's freeze), and only a connect resumes */
+    int auto_pause = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "autoPause"));
+    const cJSON *apm = cJSON_GetObjectItemCaseSensitive(body, "autoPauseMemory");
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(body, "autoResume");
+    if (cJSON_IsFalse(apm)) {
+        lb_e2b_error(r, 400, "onTimeout keepMemory: false is not supported by llmbox: a paused sandbox always keeps "
+                             "its memory (docs/E2B.md).");
+        goto out;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ar, "enabled"))) {
+        lb_e2b_error(r, 400, "autoResume is not supported by llmbox: traffic does not resume a paused sandbox; "
+                             "Sandbox.connect does (docs/E2B.md).");
         goto out;
     }
     int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
@@ -225,6 +236,11 @@ static void lb_e2b_create(lb_req *r)
     if (st) {
         lb_e2b_error(r, st, "%s", msg);
         goto out;
+    }
+    if (auto_pause) { /* sandboxd's own end (its TTL, set to the API's maximum) bounds it */
+        int64_t created_ms, end_ms;
+        lb_sbx_times(s, &created_ms, &end_ms);
+        lb_sbx_set_auto_pause(s, created_ms + (int64_t)cfg->sandbox_api_ttl_max_s * 1000);
     }
     out = lb_e2b_created(r, s, tname);
     if (!out) {
@@ -585,6 +601,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
     if (!s)
         return;
     cJSON *body = NULL, *o = NULL;
+    int auto_resumed = 0;
     if (!rest[0] && !strcmp(m, "DELETE")) {
         lb_http_drain(r);
         if (lb_sbx_remove(id, LB_SBX_GONE_DELETED) != LB_OK) {
@@ -624,6 +641,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         if (!strcmp(rest, "/connect")) {
             /* a paused sandbox is resumed by a connect (SDK's Sandbox.connect) */
             char err[512] = "";
+            auto_resumed = lb_sbx_take_auto_paused(s);
             int same = 0, rc = lb_sbx_pause_set(s, 0, &same, err, sizeof err);
             if (rc) {
                 lb_e2b_error(r, rc == LB_E_NOTFOUND ? 404 : 500, "Cannot resume %s: %s", id, err);
@@ -635,11 +653,16 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         int t = lb_e2b_timeout(r, body, 0, left > 1 ? left : 1);
         if (t < 0)
             goto out;
+        /* one paused at its timeout (autoPause) gets a timeout again: the
+         * asked one, else E2B's default */
+        if (auto_resumed && !t)
+            t = left < LB_E2B_DEFAULT_TIMEOUT_S ? (left > 1 ? left : 1) : LB_E2B_DEFAULT_TIMEOUT_S;
         /* setTimeout sets the end, earlier or later; a connect only ever
-         * moves it later (E2B: connecting never shortens a sandbox's life) */
+         * moves it later (E2B: connecting never shortens a sandbox's life),
+         * but for one autoPause had paused, whose end was sandboxd's */
         int64_t created_ms, end_ms;
         lb_sbx_times(s, &created_ms, &end_ms);
-        if (t > 0 && (!strcmp(rest, "/timeout") || lb_now_ms() + (int64_t)t * 1000 > end_ms)) {
+        if (t > 0 && (!strcmp(rest, "/timeout") || auto_resumed || lb_now_ms() + (int64_t)t * 1000 > end_ms)) {
             lb_sbx_set_expiry(s, t);
             lb_sbx_lease_save(s);
         }

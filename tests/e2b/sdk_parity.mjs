@@ -195,6 +195,28 @@ check('create_snapshot_and_start_from_it', async () => {
   await raises(() => Sandbox.create(snap.snapshotId), 'a deleted snapshot starts nothing')
 })
 
+check('auto_pause_at_timeout_and_connect_resumes', async () => {
+  const a = await Sandbox.create({ timeoutMs: 2000, lifecycle: { onTimeout: 'pause' } })
+  await a.files.write('/tmp/ap.txt', 'kept')
+  await a.commands.run('(while :; do date +%s%N >/tmp/tick; sleep 0.05; done) >/dev/null 2>&1 &')
+  await sleep(4000)
+  const info = await Sandbox.getInfo(a.sandboxId)
+  eq(info.state, 'paused', 'paused at its timeout, not killed')
+  assert(info.endAt.getTime() > Date.now() + 3600e3, 'kept past its timeout: ' + info.endAt.toISOString())
+  eq(await a.isRunning(), false)
+  const b = await Sandbox.connect(a.sandboxId)
+  eq((await b.getInfo()).state, 'running', 'connect resumed it')
+  eq(await b.files.read('/tmp/ap.txt'), 'kept', 'its files')
+  const t1 = (await b.commands.run('cat /tmp/tick')).stdout
+  await sleep(300)
+  assert((await b.commands.run('cat /tmp/tick')).stdout !== t1, 'its processes run on')
+  const left = (await b.getInfo()).endAt.getTime() - Date.now()
+  assert(left > 200e3 && left < 310e3, "a timeout again, E2B's default 300 s: " + left)
+  await b.kill()
+  const e = await raises(() => Sandbox.create({ lifecycle: { onTimeout: 'pause', autoResume: true } }))
+  assert(/autoResume/.test(e.message), 'autoResume is refused with a sentence: ' + e)
+})
+
 check('base_template_has_sudo_and_python', async () => {
   eq((await sbx.commands.run('python -c "print(6*7)"')).stdout, '42\n', 'python')
   eq((await sbx.commands.run('python3 -c "print(6*7)"')).stdout, '42\n', 'python3')
