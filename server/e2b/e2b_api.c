@@ -5,6 +5,7 @@
 #include "e2b/e2b_envd.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/handlers_sandboxes.h"
+#include "llmbox/sandbox.h"
 #include "web/http.h"
 #include "web/req_body.h"
 #include "sbxapi/sandbox_leases.h"
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LB_E2B_DEFAULT_TIMEOUT_S 300  /* E2B's default sandbox timeout */
 #define LB_E2B_KEY_MAX 4096
@@ -188,17 +190,32 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, 400, "MCP gateways are not supported by llmbox (docs/E2B.md).");
         goto out;
     }
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "autoPause"))) {
-        lb_e2b_error(r, 400, "autoPause is not supported by llmbox yet: a sandbox is killed at its timeout.");
+    /* autoPause (lifecycle onTimeout 'pause'): paused at the timeout; its
+     * memory is always kept (sandboxd's freeze), and only a connect resumes */
+    int auto_pause = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "autoPause"));
+    const cJSON *apm = cJSON_GetObjectItemCaseSensitive(body, "autoPauseMemory");
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(body, "autoResume");
+    if (cJSON_IsFalse(apm)) {
+        lb_e2b_error(r, 400, "onTimeout keepMemory: false is not supported by llmbox: a paused sandbox always keeps "
+                             "its memory (docs/E2B.md).");
+        goto out;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ar, "enabled"))) {
+        lb_e2b_error(r, 400, "autoResume is not supported by llmbox: traffic does not resume a paused sandbox; "
+                             "Sandbox.connect does (docs/E2B.md).");
         goto out;
     }
     int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
     if (ttl < 0)
         goto out;
     /* the llmbox spec it means: E2B's default template is the default image */
+    /* a snapshot's id as the template (E2B's Sandbox.create(snapshotId)):
+     * the sandbox API's snapshot, on the default image it was taken of */
+    int snap = lb_node_id_valid(tname);
     spec = cJSON_CreateObject();
     if (!spec || !cJSON_AddNumberToObject(spec, "ttl_s", ttl) ||
-        (strcmp(tname, "base") && !cJSON_AddStringToObject(spec, "image", tname)) ||
+        (snap && !cJSON_AddStringToObject(spec, "snapshot", tname)) ||
+        (!snap && strcmp(tname, "base") && !cJSON_AddStringToObject(spec, "image", tname)) ||
         (cJSON_IsObject(md) && !cJSON_AddItemToObject(spec, "metadata", cJSON_Duplicate(md, 1))) ||
         (cJSON_IsObject(env) && !cJSON_AddItemToObject(spec, "env", cJSON_Duplicate(env, 1)))) {
         lb_e2b_error(r, 500, "Out of memory.");
@@ -210,7 +227,7 @@ static void lb_e2b_create(lb_req *r)
         goto out;
     }
     int st = lb_sbx_open(cfg, &sp, cfg->sandbox_api_ttl_max_s, &s, msg, sizeof msg);
-    if (st == 400 && strcmp(tname, "base")) {
+    if (st == 400 && strcmp(tname, "base") && !snap) {
         lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/): templates "
                              "built from Dockerfiles by E2B's template builder are not supported (docs/E2B.md).",
                      msg, tname);
@@ -219,6 +236,11 @@ static void lb_e2b_create(lb_req *r)
     if (st) {
         lb_e2b_error(r, st, "%s", msg);
         goto out;
+    }
+    if (auto_pause) { /* sandboxd's own end (its TTL, set to the API's maximum) bounds it */
+        int64_t created_ms, end_ms;
+        lb_sbx_times(s, &created_ms, &end_ms);
+        lb_sbx_set_auto_pause(s, created_ms + (int64_t)cfg->sandbox_api_ttl_max_s * 1000);
     }
     out = lb_e2b_created(r, s, tname);
     if (!out) {
@@ -264,27 +286,122 @@ static int lb_e2b_md_match(const cJSON *st, const char *filter)
     return 1;
 }
 
+/* Milliseconds since the epoch of an RFC 3339 time ("2026-01-02T03:04:05Z",
+ * fractions and a "+hh:mm" offset allowed: what the SDK's toISOString()
+ * sends, and what other clients may). LB_E_INVAL if it is not one. */
+static LB_MUST_CHECK int lb_e2b_rfc3339_ms(const char *t, int64_t *out)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int y, mo, d, h, mi, sec, n = 0;
+    if (strlen(t) > 64 || sscanf(t, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19 ||
+        y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return LB_E_INVAL;
+    const char *p = t + n;
+    int64_t frac = 0, scale = 1000;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return LB_E_INVAL;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (scale > 1)
+                frac += (int64_t)(*p - '0') * (scale /= 10);
+    }
+    int off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om, m = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5 || oh > 23 || om > 59)
+            return LB_E_INVAL;
+        off = (*p == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+        p += 6;
+    } else {
+        return LB_E_INVAL;
+    }
+    if (*p)
+        return LB_E_INVAL;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    time_t secs = timegm(&tm);
+    if (secs == (time_t)-1)
+        return LB_E_INVAL;
+    *out = ((int64_t)secs - off) * 1000 + frac;
+    return LB_OK;
+}
+
+/* One sandbox the list keeps, with what it is sorted by. */
+typedef struct {
+    int64_t started_ms;
+    cJSON *full;
+} lb_e2b_listed;
+
+static int lb_e2b_listed_asc(const void *a, const void *b)
+{
+    const lb_e2b_listed *x = a, *y = b;
+    if (x->started_ms != y->started_ms)
+        return x->started_ms < y->started_ms ? -1 : 1;
+    /* same millisecond: by id, so that pages never repeat or skip one */
+    return strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x->full, "id")),
+                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(y->full, "id")));
+}
+
+static int lb_e2b_listed_desc(const void *a, const void *b)
+{
+    return -lb_e2b_listed_asc(a, b);
+}
+
+/* Whether a sandbox's status object is of template tpl: its image's name
+ * (the default image's when the spec names none), or "base" (E2B's default
+ * template) for the default image. */
+static int lb_e2b_tpl_match(const lb_config *cfg, const cJSON *full, const char *tpl)
+{
+    const cJSON *img = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(full, "spec"), "image");
+    const char *name = cJSON_IsString(img) ? img->valuestring : cfg->default_image;
+    return !strcmp(name, tpl) || (!strcmp(tpl, "base") && !strcmp(name, cfg->default_image));
+}
+
+/* GET /v2/sandboxes: E2B's list, newest first unless order=asc, filtered
+ * by metadata, state (running and paused when absent: the SDK's default),
+ * startedAfter and template, paged by nextToken (an offset into the
+ * sorted list). */
 static void lb_e2b_list(lb_req *r)
 {
-    char filter[LB_E2B_QUERY_MAX] = "", state[256] = "", num[32];
+    char filter[LB_E2B_QUERY_MAX] = "", state[256] = "", num[32], order[16] = "desc", after[80] = "", tpl[256] = "";
     long long limit = 100, from = 0;
+    int64_t after_ms = 0;
+    int qa = lb_query_get(r->query, "startedAfter", after, sizeof after);
+    int qt = lb_query_get(r->query, "template", tpl, sizeof tpl);
+    int qo = lb_query_get(r->query, "order", order, sizeof order);
     if ((lb_query_get(r->query, "metadata", filter, sizeof filter) == LB_E_TOOBIG) ||
         (lb_query_get(r->query, "limit", num, sizeof num) == LB_OK && lb_parse_ll(num, 1, LB_E2B_PAGE_MAX, &limit)) ||
-        (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from))) {
-        lb_e2b_error(r, 400, "Bad query: metadata at most %d bytes, limit 1 to %d, nextToken as this server gave it.",
-                     LB_E2B_QUERY_MAX, LB_E2B_PAGE_MAX);
+        (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from)) ||
+        qa == LB_E_TOOBIG || qt == LB_E_TOOBIG || qo == LB_E_TOOBIG ||
+        (qa == LB_OK && lb_e2b_rfc3339_ms(after, &after_ms) != LB_OK) ||
+        (qo == LB_OK && strcmp(order, "asc") && strcmp(order, "desc"))) {
+        lb_e2b_error(r, 400, "Bad query: metadata at most %d bytes, limit 1 to %d, nextToken as this server gave it, "
+                             "order asc or desc, startedAfter an RFC 3339 time, template at most %d bytes.",
+                     LB_E2B_QUERY_MAX, LB_E2B_PAGE_MAX, (int)sizeof tpl - 1);
         return;
     }
     if (lb_query_get(r->query, "state", state, sizeof state) != LB_OK)
-        snprintf(state, sizeof state, "running");
+        snprintf(state, sizeof state, "running,paused");
     lb_http_drain(r);
     /* issue 13: in a cluster every node's, from the store (sandbox_rows.h),
      * each with its spec */
     int cluster = r->cfg->node_name[0] != '\0';
     cJSON *all = NULL;
     int rc = cluster ? lb_sbx_rows_list(r->store, r->cfg, 1, &all) : (all = lb_sbx_list_json()) ? LB_OK : LB_E_NOMEM;
-    cJSON *out = rc ? NULL : cJSON_CreateArray();
+    const cJSON *arr = rc ? NULL : cJSON_GetObjectItemCaseSensitive(all, "sandboxes");
+    int cap = cJSON_GetArraySize(arr), kept = 0;
+    lb_e2b_listed *keep = rc ? NULL : calloc((size_t)(cap > 0 ? cap : 1), sizeof *keep);
+    cJSON *out = keep ? cJSON_CreateArray() : NULL;
     if (!out) {
+        free(keep);
         cJSON_Delete(all);
         if (rc && rc != LB_E_NOMEM)
             lb_e2b_error(r, 503, "Cannot list the cluster's sandboxes: the store answered: %s.", lb_strerror(rc));
@@ -292,13 +409,12 @@ static void lb_e2b_list(lb_req *r)
             lb_e2b_error(r, 500, "Out of memory.");
         return;
     }
-    long long seen = 0, next = -1;
     const cJSON *it;
     int want_running = strstr(state, "running") != NULL, want_paused = strstr(state, "paused") != NULL;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(all, "sandboxes"))
+    cJSON_ArrayForEach(it, arr)
     {
         int paused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "paused"));
-        if (!(paused ? want_paused : want_running) ||
+        if (kept >= cap || !(paused ? want_paused : want_running) ||
             strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "status")), "running"))
             continue;
         const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "id"));
@@ -311,25 +427,160 @@ static void lb_e2b_list(lb_req *r)
             full = s ? lb_sbx_json(s) : NULL;
             lb_sbx_put(s);
         }
-        if (full && (!filter[0] || lb_e2b_md_match(full, filter))) {
-            if (seen >= from + limit) {
-                next = seen;
-            } else if (seen++ >= from) {
-                cJSON *e = lb_e2b_info(full);
-                if (e)
-                    cJSON_AddItemToArray(out, e);
-            }
+        const char *at = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(full, "created_at"));
+        int64_t ms = 0;
+        if (!full || !at || lb_e2b_rfc3339_ms(at, &ms) != LB_OK || ms < after_ms ||
+            (filter[0] && !lb_e2b_md_match(full, filter)) || (tpl[0] && !lb_e2b_tpl_match(r->cfg, full, tpl)) ||
+            !cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(full, "id"))) {
+            cJSON_Delete(full);
+            continue;
         }
-        cJSON_Delete(full);
-        if (next >= 0)
-            break;
+        keep[kept].started_ms = ms;
+        keep[kept++].full = full;
     }
+    qsort(keep, (size_t)kept, sizeof *keep, strcmp(order, "asc") ? lb_e2b_listed_desc : lb_e2b_listed_asc);
+    long long next = from + limit < kept ? from + limit : -1;
+    for (long long i = from; i < kept && i < from + limit; i++) {
+        cJSON *e = lb_e2b_info(keep[i].full);
+        if (e)
+            cJSON_AddItemToArray(out, e);
+    }
+    for (int i = 0; i < kept; i++)
+        cJSON_Delete(keep[i].full);
+    free(keep);
     char extra[64] = "";
     if (next >= 0)
         snprintf(extra, sizeof extra, "X-Next-Token: %lld\r\n", next);
     lb_http_json(r, 200, out, extra[0] ? extra : NULL);
     cJSON_Delete(all);
     cJSON_Delete(out);
+}
+
+/* ---- snapshots: the sandbox API's (handlers_sandbox_pause.h) ---- */
+
+/* POST /sandboxes/{id}/snapshots: sbx.createSnapshot(); the id is what
+ * Sandbox.create(snapshotId) starts from. */
+static void lb_e2b_snapshot(lb_req *r, lb_sbx *s)
+{
+    char id[LB_NODE_ID_MAX + 1], state[LB_SNAPSHOT_STATE_MAX], err[512] = "", msg[1400];
+    lb_http_drain(r);
+    if (lb_node_id_new(r->cfg->node_name, id, sizeof id) != LB_OK) {
+        lb_e2b_error(r, 500, "No randomness for a snapshot id.");
+        return;
+    }
+    lb_snapshot_state_name(id, state, sizeof state);
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_error(r, 404, "%s", msg);
+        return;
+    }
+    uint64_t bytes = 0, files = 0;
+    int rc = lbsb_save(s->conn, s->sbx_id, state, 0, &bytes, &files, err, sizeof err);
+    lb_sbx_unlock(s);
+    if (rc) {
+        int st = lb_sbx_rpc_fail(s, rc, "snapshot", err, msg, sizeof msg);
+        lb_e2b_error(r, st == 404 ? 404 : st >= 400 && st < 600 ? st : 500, "%s", msg);
+        return;
+    }
+    lb_info("web: e2b: snapshot %s of %s (%llu bytes)", id, s->id, (unsigned long long)bytes);
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "snapshotID", id) || !cJSON_AddArrayToObject(o, "names")) {
+        cJSON_Delete(o);
+        lb_e2b_error(r, 500, "Out of memory.");
+        return;
+    }
+    lb_http_json(r, 201, o, NULL);
+    cJSON_Delete(o);
+}
+
+/* GET /snapshots: Sandbox.listSnapshots(), the sandbox API's snapshots,
+ * newest first, paged as the sandbox list (an offset in nextToken). */
+static void lb_e2b_snapshots_list(lb_req *r)
+{
+    char num[32], sbx[LB_NODE_ID_MAX + 8], err[512] = "";
+    long long limit = 100, from = 0;
+    int qs = lb_query_get(r->query, "sandboxID", sbx, sizeof sbx);
+    lb_http_drain(r);
+    if ((lb_query_get(r->query, "limit", num, sizeof num) == LB_OK && lb_parse_ll(num, 1, LB_E2B_PAGE_MAX, &limit)) ||
+        (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from))) {
+        lb_e2b_error(r, 400, "Bad query: limit 1 to %d, nextToken as this server gave it.", LB_E2B_PAGE_MAX);
+        return;
+    }
+    if (qs != LB_E_NOTFOUND) {
+        lb_e2b_error(r, 400, "llmbox's snapshots do not record the sandbox they were taken of: list them without "
+                             "sandboxID (docs/E2B.md).");
+        return;
+    }
+    lbsb_conn *c = NULL;
+    if (lbsb_connect(r->cfg->sandboxd_socket, NULL, &c, err, sizeof err) != LB_OK) {
+        lb_e2b_error(r, 503, "The sandbox daemon cannot be reached: %s.", err);
+        return;
+    }
+    lbsb_state *st = NULL;
+    size_t n = 0;
+    int rc = lbsb_state_list(c, &st, &n, err, sizeof err);
+    lbsb_close(c);
+    if (rc) {
+        lb_e2b_error(r, 503, "The sandbox daemon could not list the snapshots: %s.", err);
+        return;
+    }
+    /* the API's only (other states of the web's uid are no snapshots), newest first */
+    size_t pl = strlen(LB_SNAPSHOT_PREFIX), kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(st[i].name, LB_SNAPSHOT_PREFIX, pl) && lb_id_valid(st[i].name + pl))
+            st[kept++] = st[i];
+    for (size_t i = 1; i < kept; i++) /* insertion sort: at most the states sandboxd keeps */
+        for (size_t j = i; j > 0 && (st[j].mtime > st[j - 1].mtime ||
+                                     (st[j].mtime == st[j - 1].mtime && strcmp(st[j].name, st[j - 1].name) < 0)); j--) {
+            lbsb_state t = st[j];
+            st[j] = st[j - 1];
+            st[j - 1] = t;
+        }
+    cJSON *out = cJSON_CreateArray();
+    int ok = out != NULL;
+    for (size_t i = (size_t)from; ok && i < kept && i < (size_t)(from + limit); i++) {
+        char sid[LB_NODE_ID_MAX + 1]; /* named by this node, as when it was made */
+        snprintf(sid, sizeof sid, "%s%s%s", r->cfg->node_name, r->cfg->node_name[0] ? "." : "", st[i].name + pl);
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(out, e)) {
+            cJSON_Delete(e);
+            ok = 0;
+            break;
+        }
+        ok = cJSON_AddStringToObject(e, "snapshotID", sid) && cJSON_AddArrayToObject(e, "names");
+    }
+    free(st);
+    if (!ok) {
+        cJSON_Delete(out);
+        lb_e2b_error(r, 500, "Out of memory.");
+        return;
+    }
+    char extra[64] = "";
+    if ((size_t)(from + limit) < kept)
+        snprintf(extra, sizeof extra, "X-Next-Token: %lld\r\n", from + limit);
+    lb_http_json(r, 200, out, extra[0] ? extra : NULL);
+    cJSON_Delete(out);
+}
+
+/* DELETE /templates/{snapshotID}: Sandbox.deleteSnapshot(); 404 when there
+ * is none (the SDK's false). */
+static void lb_e2b_snapshot_delete(lb_req *r, const char *id)
+{
+    char state[LB_SNAPSHOT_STATE_MAX], err[512] = "";
+    lbsb_conn *c = NULL;
+    lb_http_drain(r);
+    if (lbsb_connect(r->cfg->sandboxd_socket, NULL, &c, err, sizeof err) != LB_OK) {
+        lb_e2b_error(r, 503, "The sandbox daemon cannot be reached: %s.", err);
+        return;
+    }
+    lb_snapshot_state_name(id, state, sizeof state);
+    int rc = lbsb_state_delete(c, state, err, sizeof err);
+    lbsb_close(c);
+    if (rc == LB_E_NOTFOUND)
+        lb_e2b_error(r, 404, "There is no snapshot %s.", id);
+    else if (rc)
+        lb_e2b_error(r, 503, "The sandbox daemon could not delete the snapshot: %s.", err);
+    else
+        lb_http_head(r, 204, NULL, NULL);
 }
 
 /* ---- /sandboxes/{id}[/...] ---- */
@@ -341,7 +592,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         lb_e2b_error(r, 404, "Resume a paused sandbox with POST /v2/sandboxes/%.40s/connect (Sandbox.connect).", id);
         return;
     }
-    if (!strcmp(rest, "/metrics") || !strcmp(rest, "/snapshots") || !strcmp(rest, "/fork") ||
+    if (!strcmp(rest, "/metrics") || !strcmp(rest, "/fork") ||
         !strcmp(rest, "/network") || !strcmp(rest, "/logs")) {
         lb_e2b_error(r, 501, "%s of a sandbox is not supported by llmbox (docs/E2B.md).", rest + 1);
         return;
@@ -350,6 +601,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
     if (!s)
         return;
     cJSON *body = NULL, *o = NULL;
+    int auto_resumed = 0;
     if (!rest[0] && !strcmp(m, "DELETE")) {
         lb_http_drain(r);
         if (lb_sbx_remove(id, LB_SBX_GONE_DELETED) != LB_OK) {
@@ -366,6 +618,8 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
             lb_http_json(r, 200, o, NULL);
         else
             lb_e2b_error(r, 500, "Out of memory.");
+    } else if (!strcmp(rest, "/snapshots") && !strcmp(m, "POST")) {
+        lb_e2b_snapshot(r, s);
     } else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
         /* issue 14's pause (its "memory" is always kept: a frozen cgroup) */
         char err[512] = "";
@@ -387,6 +641,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         if (!strcmp(rest, "/connect")) {
             /* a paused sandbox is resumed by a connect (SDK's Sandbox.connect) */
             char err[512] = "";
+            auto_resumed = lb_sbx_take_auto_paused(s);
             int same = 0, rc = lb_sbx_pause_set(s, 0, &same, err, sizeof err);
             if (rc) {
                 lb_e2b_error(r, rc == LB_E_NOTFOUND ? 404 : 500, "Cannot resume %s: %s", id, err);
@@ -398,7 +653,16 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         int t = lb_e2b_timeout(r, body, 0, left > 1 ? left : 1);
         if (t < 0)
             goto out;
-        if (t > 0) {
+        /* one paused at its timeout (autoPause) gets a timeout again: the
+         * asked one, else E2B's default */
+        if (auto_resumed && !t)
+            t = left < LB_E2B_DEFAULT_TIMEOUT_S ? (left > 1 ? left : 1) : LB_E2B_DEFAULT_TIMEOUT_S;
+        /* setTimeout sets the end, earlier or later; a connect only ever
+         * moves it later (E2B: connecting never shortens a sandbox's life),
+         * but for one autoPause had paused, whose end was sandboxd's */
+        int64_t created_ms, end_ms;
+        lb_sbx_times(s, &created_ms, &end_ms);
+        if (t > 0 && (!strcmp(rest, "/timeout") || auto_resumed || lb_now_ms() + (int64_t)t * 1000 > end_ms)) {
             lb_sbx_set_expiry(s, t);
             lb_sbx_lease_save(s);
         }
@@ -436,6 +700,10 @@ void lb_h_e2b_api(lb_req *r)
             lb_e2b_error(r, 405, "Use GET or POST on %s.", p);
     } else if (lb_e2b_sbx_path(p, id, &rest)) {
         lb_e2b_one(r, id, rest);
+    } else if (!strcmp(p, "/e2b/snapshots") && !strcmp(m, "GET")) {
+        lb_e2b_snapshots_list(r);
+    } else if (!strncmp(p, "/e2b/templates/", 15) && lb_node_id_valid(p + 15) && !strcmp(m, "DELETE")) {
+        lb_e2b_snapshot_delete(r, p + 15); /* a snapshot is a template to E2B */
     } else if (!strncmp(p, "/e2b/templates", 14) || !strncmp(p, "/e2b/v2/templates", 17) ||
                !strncmp(p, "/e2b/v3/templates", 17)) {
         lb_e2b_error(r, 501, "Building templates from Dockerfiles is not supported by llmbox: build an llmbox image "

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* the body of a request message, envelope included */
 #define LB_E2B_BODY_MAX (LB_E2B_MSG_MAX + LB_E2B_ENV_HDR)
@@ -159,4 +161,19 @@ void lb_e2b_stream_end(lb_req *r, const char *code, const char *fmt, ...)
     if (o)
         LB_IGNORE(lb_e2b_stream_put(r, LB_E2B_FLAG_END, o, 1)); /* the client may be gone: nothing left to tell it */
     cJSON_Delete(o);
+}
+
+void lb_e2b_stream_cut(lb_req *r)
+{
+    if (!r->responded)
+        lb_e2b_stream_begin(r);
+    LB_IGNORE(FCGX_FFlush(r->fcgi->out)); /* what was queued goes first; a client that left is no matter */
+    /* A FastCGI connection that just closes is a clean end to nginx when
+     * it does not buffer (the last chunk goes out); a record it cannot
+     * read is an upstream error, on which it closes the client's
+     * connection without the last chunk: the client sees it dropped. */
+    static const unsigned char bad[8] = {0}; /* FastCGI version 0 */
+    ssize_t w = write(r->fcgi->ipcFd, bad, sizeof bad);
+    (void)w; /* nginx gone already: nothing left to cut */
+    shutdown(r->fcgi->ipcFd, SHUT_RDWR);
 }

@@ -37,5 +37,10 @@ LB_MUST_CHECK int lb_e2b_stream_flush(lb_req *r);
 /* The end-of-stream message: {} (code NULL) or {"error":{code, message}};
  * starts the stream first if nothing was sent yet. */
 void lb_e2b_stream_end(lb_req *r, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Ends a stream with no end message, the connection dropped: what a
+ * client of envd sees when its sandbox is killed under a running call
+ * (the VM and its envd vanish). The SDK then probes /health, gets 502
+ * and says "the sandbox was killed". */
+void lb_e2b_stream_cut(lb_req *r);
 
 #endif

@@ -58,31 +58,119 @@ int lb_e2b_rfc3339(int64_t s, uint32_t ns, char *out, size_t outsz)
     return w > 0 && (size_t)w < outsz ? 0 : -1;
 }
 
-/* an owner's name: sandboxd gives ids as the sandbox sees them; only root's
- * name is certain (the image's /etc/passwd is the sandbox's to change), so
- * other ids are given as numbers, as envd does for an id without a name */
-static void lb_e2b_id_name(uint32_t id, char *out, size_t outsz)
+int lb_e2b_id_lookup(const char *db, size_t len, uint32_t id, char *out, size_t outsz)
 {
+    /* "name:passwd:id:..." lines; the file is the sandbox's to write, so a
+     * name is taken only when it looks like one (what useradd allows) */
+    size_t i = 0;
+    while (db && i < len) {
+        const char *line = db + i;
+        const char *nl = memchr(line, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - line) : len - i;
+        i += n + 1;
+        const char *c1 = memchr(line, ':', n);
+        const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
+        if (!c2)
+            continue;
+        size_t nlen = (size_t)(c1 - line);
+        const char *num = c2 + 1, *end = line + n;
+        uint64_t v = 0;
+        size_t d = 0;
+        while (num + d < end && num[d] >= '0' && num[d] <= '9' && d < 10)
+            v = v * 10 + (uint64_t)(num[d++] - '0');
+        if (!d || num + d >= end || num[d] != ':' || v != id)
+            continue;
+        /* the id's first line decides: a later one is not taken instead */
+        int ok = nlen && nlen <= 32 && nlen + 1 <= outsz && line[0] != '-';
+        for (size_t k = 0; ok && k < nlen; k++) {
+            char ch = line[k];
+            ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                 ch == '.' || ch == '-' || (ch == '$' && k == nlen - 1);
+        }
+        if (!ok)
+            return 0;
+        memcpy(out, line, nlen);
+        out[nlen] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
+/* an owner's name from the sandbox's own /etc/passwd or /etc/group (db,
+ * NULL when it could not be read); root for 0 always, the number for an
+ * id without a name, as envd does */
+static void lb_e2b_id_name(const lb_e2b_iddb *db, int group, uint32_t id, char *out, size_t outsz)
+{
+    const char *f = db ? (group ? db->group : db->passwd) : NULL;
+    size_t n = db ? (group ? db->group_len : db->passwd_len) : 0;
     if (id == 0)
         snprintf(out, outsz, "root");
-    else
+    else if (!lb_e2b_id_lookup(f, n, id, out, outsz))
         snprintf(out, outsz, "%u", id);
 }
 
+void lb_e2b_link_abs(const char *link, const char *target, char *out, size_t outsz)
+{
+    /* the link's folder, then the target, as one path to clean */
+    char joined[2 * 4096 + 2];
+    const char *slash = strrchr(link, '/');
+    int dir = slash ? (int)(slash - link) : 0;
+    if (target[0] == '/')
+        snprintf(joined, sizeof joined, "%s", target);
+    else
+        snprintf(joined, sizeof joined, "%.*s/%s", dir, link, target);
+    /* Go's filepath.Clean of an absolute path: no ".", "..", empty names */
+    size_t n = 0, cap = outsz;
+    if (cap < 2) {
+        if (cap)
+            out[0] = '\0';
+        return;
+    }
+    out[n++] = '/';
+    const char *p = joined;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        size_t len = strcspn(p, "/");
+        if (!len)
+            break;
+        if (len == 1 && p[0] == '.') {
+            /* nothing */
+        } else if (len == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 1 && out[n - 1] != '/')
+                n--;
+            if (n > 1)
+                n--; /* the slash before the dropped name */
+        } else if (n + (n > 1) + len < cap) {
+            if (n > 1)
+                out[n++] = '/';
+            memcpy(out + n, p, len);
+            n += len;
+        }
+        p += len;
+    }
+    out[n] = '\0';
+}
+
 cJSON *lb_e2b_entry(const char *path, const lbsb_entry *e)
+{
+    return lb_e2b_entry_db(path, e, NULL);
+}
+
+cJSON *lb_e2b_entry_db(const char *path, const lbsb_entry *e, const lb_e2b_iddb *db)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     const char *slash = strrchr(path, '/');
-    char sz[24], perm[32], owner[16], group[16], when[48];
+    char sz[24], perm[32], owner[40], group[40], when[48];
     snprintf(sz, sizeof sz, "%llu", (unsigned long long)e->size);
     int kind = e->has_meta ? e->kind : e->type == 1 ? LBSB_KIND_FILE : e->type == 2 ? LBSB_KIND_DIR : LBSB_KIND_OTHER;
     /* symlinks are never followed: their own entry, with the target */
     const char *t = kind == LBSB_KIND_FILE ? "FILE_TYPE_FILE" : kind == LBSB_KIND_DIR ? "FILE_TYPE_DIRECTORY"
                   : kind == LBSB_KIND_SYMLINK ? "FILE_TYPE_SYMLINK" : "FILE_TYPE_UNSPECIFIED";
-    lb_e2b_id_name(e->has_meta ? e->uid : 0, owner, sizeof owner);
-    lb_e2b_id_name(e->has_meta ? e->gid : 0, group, sizeof group);
+    lb_e2b_id_name(db, 0, e->has_meta ? e->uid : 0, owner, sizeof owner);
+    lb_e2b_id_name(db, 1, e->has_meta ? e->gid : 0, group, sizeof group);
     int ok = cJSON_AddStringToObject(o, "name", slash && slash[1] ? slash + 1 : path) &&
              cJSON_AddStringToObject(o, "type", t) && cJSON_AddStringToObject(o, "path", path) &&
              cJSON_AddStringToObject(o, "size", sz) && cJSON_AddStringToObject(o, "owner", owner) &&
@@ -94,8 +182,13 @@ cJSON *lb_e2b_entry(const char *path, const lbsb_entry *e)
              cJSON_AddStringToObject(o, "permissions", perm);
         if (ok && lb_e2b_rfc3339(e->mtime_s, e->mtime_ns, when, sizeof when) == 0)
             ok = cJSON_AddStringToObject(o, "modifiedTime", when) != NULL;
-        if (ok && e->target)
-            ok = cJSON_AddStringToObject(o, "symlinkTarget", e->target) != NULL;
+        if (ok && e->target) {
+            /* envd gives the path the link resolves to, absolute: the link's
+             * folder joined with its text, cleaned */
+            char abs[4096];
+            lb_e2b_link_abs(path, e->target, abs, sizeof abs);
+            ok = cJSON_AddStringToObject(o, "symlinkTarget", abs) != NULL;
+        }
     }
     if (!ok) {
         cJSON_Delete(o);

@@ -6,6 +6,7 @@
 #include "e2b/e2b_fs.h"
 #include "e2b/e2b_port.h"
 #include "e2b/e2b_process.h"
+#include "e2b/e2b_sign.h"
 #include "web/http.h"
 #include "sbxapi/sandbox_node.h" /* issue 13 */
 #include "sbxapi/sandbox_registry.h"
@@ -110,6 +111,16 @@ void lb_h_e2b_envd(lb_req *r)
     }
     int port;
     lb_e2b_target(r, id, &port);
+    /* a signed /files URL the SDK built from E2B_SANDBOX_URL's origin names
+     * no sandbox: the signature itself says which (e2b_sign.h) */
+    int files = !strcmp(sub, "/files"), signed_url = files && lb_e2b_signed(r);
+    const char *op = !strcmp(r->method, "POST") ? "write" : "read";
+    if (!lb_node_id_valid(id) && signed_url && !lb_e2b_signed_find(r, op, id)) {
+        lb_http_drain(r);
+        lb_e2b_error_json(r, 401, NULL, "The URL's signature is no running sandbox's (wrong, expired, or its sandbox "
+                                        "is gone): make a new one with downloadUrl/uploadUrl.");
+        return;
+    }
     if (!lb_node_id_valid(id)) {
         lb_e2b_gone(r, "No sandbox named: send E2b-Sandbox-Id (set E2B_SANDBOX_URL) or use the host name "
                        "49983-<sandbox id>.<E2B_DOMAIN>; sandbox ids are 32 lowercase hexadecimal characters, "
@@ -143,12 +154,28 @@ void lb_h_e2b_envd(lb_req *r)
         goto out;
     }
     if (!strcmp(sub, "/health")) {
-        /* envd answers 204; nothing secret in whether a sandbox runs */
+        /* envd answers 204; nothing secret in whether a sandbox runs. A
+         * paused sandbox's envd does not answer on E2B (its edge says 502),
+         * which is how the SDK's isRunning() tells it is not running. */
+        if (lb_sbx_is_paused(s)) {
+            lb_e2b_gone(r, "The sandbox is paused: Sandbox.connect resumes it.");
+            goto out;
+        }
         lb_http_drain(r);
         lb_http_head(r, 204, NULL, NULL);
         goto out;
     }
-    if (!lb_e2b_token_ok(r, id, lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
+    const char *hdr_tok = lb_http_param(r, "HTTP_X_ACCESS_TOKEN");
+    if (signed_url && !hdr_tok) {
+        /* envd: a signed URL opens /files without the token, for its op,
+         * path and user only (the user is checked below as for any call) */
+        char why[300];
+        if (!lb_e2b_signed_ok(r, id, op, why, sizeof why)) {
+            lb_http_drain(r);
+            lb_e2b_error_json(r, 401, NULL, why);
+            goto out;
+        }
+    } else if (!lb_e2b_token_ok(r, id, hdr_tok)) {
         lb_http_drain(r);
         lb_e2b_unary_error(r, "unauthenticated",
                            "The X-Access-Token header is missing or is not this sandbox's envdAccessToken (the one "

@@ -3,6 +3,7 @@
 
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_entry.h"
+#include "e2b/e2b_gzip.h"
 #include "e2b/e2b_watch.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "web/http.h"
@@ -19,15 +20,78 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LB_E2B_LIST_MAX 10000        /* entries one ListDir answers */
 #define LB_E2B_FS_CMD_MS 60000       /* mkdir -p, mv, rm -rf */
 #define LB_E2B_UPLOAD_FILES 1000     /* files in one multipart upload */
 
-/* A client's path, relative ones from the workdir: "/"+cleaned in out. */
-static int lb_e2b_path(const lb_sbx *s, const char *in, char *out, size_t outsz)
+#define LB_E2B_IDDB_MAX (256u << 10) /* /etc/passwd or /etc/group read for owners' names */
+
+void lb_e2b_home(lb_sbx *s, char *out, size_t outsz)
 {
-    return lb_sbx_path(in, strlen(in), s->workdir, 1, out, outsz);
+    /* E2B's base template works in its user's home; an image without that
+     * user keeps the sandbox's workdir. Never followed through a symlink
+     * (sandboxd's stat): the sandbox's code may put one there. */
+    char err[256], msg[512];
+    lbsb_entry e;
+    memset(&e, 0, sizeof e);
+    int dir = s->e2b_home;
+    /* looked at once per sandbox: a command's round trip does not pay a
+     * stat (a home removed later makes the start fail, as on E2B) */
+    if (!dir && lb_sbx_lock(s, msg, sizeof msg) == LB_OK) {
+        int rc = lbsb_stat_entry(s->conn, s->sbx_id, LB_E2B_HOME, &e, err, sizeof err);
+        lb_sbx_unlock(s);
+        dir = rc != LB_OK ? 0 : e.type == 2 ? 1 : -1; /* a failed call is asked again next time */
+        lbsb_entry_clear(&e);
+        if (dir)
+            s->e2b_home = dir;
+    }
+    snprintf(out, outsz, "%s", dir > 0 ? LB_E2B_HOME : s->workdir);
+}
+
+/* A client's path, relative ones from E2B's home (lb_e2b_home): "/"+cleaned
+ * in out. */
+static int lb_e2b_path(lb_sbx *s, const char *in, char *out, size_t outsz)
+{
+    char home[LB_PATH_MAX + 2];
+    if (in[0] == '/')
+        snprintf(home, sizeof home, "/");
+    else
+        lb_e2b_home(s, home, sizeof home);
+    return lb_sbx_path(in, strlen(in), home, 1, out, outsz);
+}
+
+void lb_e2b_iddb_load(lb_sbx *s, lb_e2b_iddb *db)
+{
+    char err[256], msg[512];
+    char *pw = NULL, *gr = NULL;
+    size_t pn = 0, gn = 0;
+    memset(db, 0, sizeof *db);
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK)
+        return;
+    if (lbsb_read(s->conn, s->sbx_id, "/etc/passwd", LB_E2B_IDDB_MAX, &pw, &pn, err, sizeof err) != LB_OK) {
+        free(pw);
+        pw = NULL;
+        pn = 0;
+    }
+    if (lbsb_read(s->conn, s->sbx_id, "/etc/group", LB_E2B_IDDB_MAX, &gr, &gn, err, sizeof err) != LB_OK) {
+        free(gr);
+        gr = NULL;
+        gn = 0;
+    }
+    lb_sbx_unlock(s);
+    db->passwd = pw;
+    db->passwd_len = pn;
+    db->group = gr;
+    db->group_len = gn;
+}
+
+void lb_e2b_iddb_free(lb_e2b_iddb *db)
+{
+    free((char *)db->passwd);
+    free((char *)db->group);
+    memset(db, 0, sizeof *db);
 }
 
 /* The Connect code of a failed sandboxd call, with the sentence in msg. */
@@ -107,7 +171,7 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
 }
 
 /* The request's string field name as a sandbox path; answers on failure. */
-static int lb_e2b_req_path(lb_req *r, const lb_sbx *s, const cJSON *req, const char *name, char *out, size_t outsz)
+static int lb_e2b_req_path(lb_req *r, lb_sbx *s, const cJSON *req, const char *name, char *out, size_t outsz)
 {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, name);
     if (!cJSON_IsString(p) || lb_e2b_path(s, p->valuestring, out, outsz) != LB_OK) {
@@ -119,10 +183,13 @@ static int lb_e2b_req_path(lb_req *r, const lb_sbx *s, const cJSON *req, const c
     return 0;
 }
 
-static void lb_answer_entry(lb_req *r, const char *path, const lbsb_entry *ent)
+static void lb_answer_entry(lb_req *r, lb_sbx *s, const char *path, const lbsb_entry *ent)
 {
+    lb_e2b_iddb db;
+    lb_e2b_iddb_load(s, &db);
     cJSON *o = cJSON_CreateObject();
-    cJSON *e = lb_e2b_entry(path, ent);
+    cJSON *e = lb_e2b_entry_db(path, ent, &db);
+    lb_e2b_iddb_free(&db);
     if (!o || !e || !cJSON_AddItemToObject(o, "entry", e)) {
         cJSON_Delete(e);
         cJSON_Delete(o);
@@ -142,7 +209,7 @@ static void lb_fs_stat(lb_req *r, lb_sbx *s, const cJSON *req)
     if (!e.type)
         lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
     else
-        lb_answer_entry(r, path, &e);
+        lb_answer_entry(r, s, path, &e);
     lbsb_entry_clear(&e);
 }
 
@@ -169,18 +236,21 @@ static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
         lb_e2b_fs_fail(r, s, rc, "list", path, err);
         return;
     }
+    lb_e2b_iddb db;
+    lb_e2b_iddb_load(s, &db);
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = o ? cJSON_AddArrayToObject(o, "entries") : NULL;
     int ok = arr != NULL;
     for (size_t i = 0; ok && i < n; i++) {
         char full[2 * LB_SBX_SPATH_MAX];
         snprintf(full, sizeof full, "%s%s%s", path, strcmp(path, "/") ? "/" : "", ents[i].path);
-        cJSON *e = lb_e2b_entry(full, &ents[i]);
+        cJSON *e = lb_e2b_entry_db(full, &ents[i], &db);
         ok = e && cJSON_AddItemToArray(arr, e);
         if (!ok)
             cJSON_Delete(e);
     }
     lbsb_entries_free(ents, n);
+    lb_e2b_iddb_free(&db);
     if (ok)
         lb_e2b_unary(r, o);
     else
@@ -225,7 +295,13 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
             lb_e2b_unary_error(r, "invalid_argument", "%s exists and is not a directory.", path);
         return;
     }
-    if ((mv || rm) && !type) {
+    if (rm && !type) { /* envd's os.RemoveAll: nothing there is already what was asked */
+        cJSON *o = cJSON_CreateObject();
+        lb_e2b_unary(r, o);
+        cJSON_Delete(o);
+        return;
+    }
+    if (mv && !type) {
         lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
         return;
     }
@@ -247,7 +323,7 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
             if (!ent.type)
                 lb_e2b_unary_error(r, "not_found", "%s was removed meanwhile.", mv ? dest : path);
             else
-                lb_answer_entry(r, mv ? dest : path, &ent);
+                lb_answer_entry(r, s, mv ? dest : path, &ent);
             lbsb_entry_clear(&ent);
         }
     }
@@ -294,7 +370,7 @@ void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method)
 /* ---- /files ---- */
 
 /* The path query parameter, cleaned; "" when absent. Answers on failure. */
-static int lb_files_query_path(lb_req *r, const lb_sbx *s, char *out, size_t outsz)
+static int lb_files_query_path(lb_req *r, lb_sbx *s, char *out, size_t outsz)
 {
     char raw[LB_SBX_SPATH_MAX * 3];
     out[0] = '\0';
@@ -328,11 +404,20 @@ static void lb_files_get(lb_req *r, lb_sbx *s, const char *path)
         lb_e2b_error_json(r, st, NULL, msg);
         return;
     }
-    char extra[160];
-    snprintf(extra, sizeof extra, "Content-Length: %zu\r\nContent-Security-Policy: sandbox\r\n", len);
+    /* Accept-Encoding: gzip packs it, as envd does (Vary says so to caches) */
+    lb_buf gz;
+    lb_buf_init(&gz, len + len / 1000 + 4096);
+    int packed = lb_e2b_accepts_gzip(lb_http_param(r, "HTTP_ACCEPT_ENCODING")) &&
+                 lb_e2b_gzip(data ? data : "", len, &gz) == LB_OK;
+    char extra[200];
+    snprintf(extra, sizeof extra, "Content-Length: %zu\r\nContent-Security-Policy: sandbox\r\nVary: Accept-Encoding\r\n%s",
+             packed ? gz.len : len, packed ? "Content-Encoding: gzip\r\n" : "");
     lb_http_head(r, 200, "application/octet-stream", extra);
-    if (!r->is_head && len)
+    if (!r->is_head && packed && gz.len)
+        FCGX_PutStr(gz.data, (int)gz.len, r->fcgi->out);
+    else if (!r->is_head && !packed && len)
         FCGX_PutStr(data, (int)len, r->fcgi->out);
+    lb_buf_free(&gz);
     free(data);
 }
 
@@ -426,7 +511,42 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
         cJSON_Delete(up.out);
         return;
     }
-    if (!up.out) {
+    /* envd 0.6.2's file metadata (X-Metadata-<key> headers, kept in the
+     * file's xattrs): sandboxd has no xattr call, so it is refused rather
+     * than dropped in silence */
+    for (char **ev = r->fcgi->envp; ev && *ev; ev++) {
+        if (!strncmp(*ev, "HTTP_X_METADATA_", 16)) {
+            lb_buf_free(&b);
+            lb_buf_free(&up.data);
+            cJSON_Delete(up.out);
+            lb_e2b_error_json(r, 400, NULL, "File metadata (files.write's metadata, X-Metadata-* headers) is not "
+                                            "supported by llmbox: sandboxd keeps no extended attributes (docs/E2B.md).");
+            return;
+        }
+    }
+    /* Content-Encoding: gzip is the whole body's, multipart or not (envd
+     * unpacks before it looks at the type); the unpacked size has the
+     * same cap as a plain body */
+    const char *ce = lb_http_param(r, "HTTP_CONTENT_ENCODING");
+    if (up.out && ce && *ce && strcasecmp(ce, "identity")) {
+        lb_buf plain;
+        lb_buf_init(&plain, LB_SBX_FILE_MAX + (1u << 20));
+        int grc = strcasecmp(ce, "gzip") ? LB_E_PROTO : lb_e2b_gunzip(b.data ? b.data : "", b.len, &plain);
+        if (grc) {
+            up.st = grc == LB_E_TOOBIG ? 413 : 400;
+            snprintf(up.msg, sizeof up.msg, "%s",
+                     grc == LB_E_PROTO ? "Content-Encoding may be gzip or identity only."
+                     : grc == LB_E_TOOBIG ? "The upload unpacks to more than a file may hold (64 MiB)."
+                                           : "The body is not valid gzip data, as its Content-Encoding says.");
+            lb_buf_free(&plain);
+        } else {
+            lb_buf_free(&b);
+            b = plain;
+        }
+    }
+    if (up.st) {
+        /* said below */
+    } else if (!up.out) {
         up.st = 500;
         snprintf(up.msg, sizeof up.msg, "Out of memory.");
     } else if (lb_mp_is_form_data(r->content_type)) {

@@ -9,8 +9,21 @@
 #define LB_E2B_FS_H
 
 #include "web/request.h"
+#include "e2b/e2b_entry.h"
 #include "sbxapi/sandbox_registry.h"
 
+#define LB_E2B_HOME "/home/user" /* E2B's base template's user's home */
+
+/* The folder E2B's relative paths and commands start in: LB_E2B_HOME when
+ * the sandbox has it as a directory (E2B's user, images/default), else
+ * the sandbox's workdir. */
+void lb_e2b_home(lb_sbx *s, char *out, size_t outsz);
+/* The sandbox's /etc/passwd and /etc/group for the owners' names: read
+ * through sandboxd (capped at 256 KiB each, never through a symlink);
+ * what cannot be read stays NULL (ids are then numbers). Takes s's lock;
+ * lb_e2b_iddb_free after. */
+void lb_e2b_iddb_load(lb_sbx *s, lb_e2b_iddb *db);
+void lb_e2b_iddb_free(lb_e2b_iddb *db);
 /* Answers the RPC method ("Stat", "ListDir" ...) on s (running, token checked). */
 void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method);
 /* GET /files?path= (download) and POST /files (upload: multipart, one part

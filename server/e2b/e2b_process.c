@@ -2,6 +2,7 @@
 #include "e2b/e2b_process.h"
 
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_fs.h"
 #include "e2b/e2b_pty.h"
 #include "web/http.h"
 #include "sbxapi/sandbox_spec.h"
@@ -72,7 +73,7 @@ static int lb_env_add(lb_e2b_start *st, const cJSON *obj)
 }
 
 /* Validates a StartRequest into st; 0, or a sentence in msg (invalid_argument). */
-static int lb_start_parse(const cJSON *req, const lb_sbx *s, lb_e2b_start *st, char *msg, size_t msgsz)
+static int lb_start_parse(const cJSON *req, lb_sbx *s, lb_e2b_start *st, char *msg, size_t msgsz)
 {
     const cJSON *proc = cJSON_GetObjectItemCaseSensitive(req, "process");
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(proc, "cmd");
@@ -129,14 +130,16 @@ static int lb_start_parse(const cJSON *req, const lb_sbx *s, lb_e2b_start *st, c
             }
         }
     }
+    char home[LB_PATH_MAX + 2];
+    lb_e2b_home(s, home, sizeof home); /* E2B's base template starts in its user's home */
     if (cwd && !cJSON_IsNull(cwd)) {
         if (!cJSON_IsString(cwd) ||
-            lb_sbx_path(cwd->valuestring, strlen(cwd->valuestring), s->workdir, 1, st->cwd, sizeof st->cwd) != LB_OK) {
+            lb_sbx_path(cwd->valuestring, strlen(cwd->valuestring), home, 1, st->cwd, sizeof st->cwd) != LB_OK) {
             snprintf(msg, msgsz, "process.cwd must be a path in the sandbox without \"..\" or control characters");
             return -1;
         }
     } else {
-        snprintf(st->cwd, sizeof st->cwd, "%s", s->workdir);
+        snprintf(st->cwd, sizeof st->cwd, "%s", home);
     }
     int na = cJSON_GetArraySize(args);
     st->argv = calloc((size_t)na + 4, sizeof *st->argv);
@@ -347,9 +350,12 @@ static void lb_follow(lb_req *r, lb_sbx *s, lbsb_conn *c, uint32_t pid, int64_t 
             last_sent = lb_mono_ms();
             continue;
         }
+        if (rc == LB_E_CANCELLED || (rc && lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING)) {
+            lb_e2b_stream_cut(r); /* the sandbox was killed or expired: envd's connection drops */
+            return;
+        }
         if (rc) {
-            lb_e2b_stream_end(r, lb_rpc_code(rc), "%s",
-                              rc == LB_E_CANCELLED ? "the sandbox was killed or expired" : err);
+            lb_e2b_stream_end(r, lb_rpc_code(rc), "%s", err);
             return;
         }
         if (ev.kind == LBSB_PROC_OUT) {
@@ -365,7 +371,7 @@ static void lb_follow(lb_req *r, lb_sbx *s, lbsb_conn *c, uint32_t pid, int64_t 
             lb_e2b_stream_end(r, NULL, "%s", "");
             return;
         } else {
-            lb_e2b_stream_end(r, "unavailable", "the sandbox is gone: %s", ev.message);
+            lb_e2b_stream_cut(r); /* the sandbox is gone (killed, expired): envd's connection drops */
             return;
         }
     }

@@ -2,6 +2,8 @@
 #include "e2b/e2b_watch.h"
 
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_entry.h"
+#include "e2b/e2b_fs.h"
 #include "web/http.h"
 #include "sbxapi/sandbox_spec.h"
 
@@ -53,6 +55,26 @@ bad:
     return -1;
 }
 
+int lb_e2b_watch_tmp_final(const char *name, char *out, size_t outsz)
+{
+    /* "[dir/].<leaf>.lbsd-<16 hex>": sandboxd's write (sandbox_fs.c) */
+    const char *slash = strrchr(name, '/');
+    const char *leaf = slash ? slash + 1 : name;
+    size_t n = strlen(leaf);
+    if (n < 1 + 1 + 6 + 16 || leaf[0] != '.' || memcmp(leaf + n - 22, ".lbsd-", 6))
+        return 0;
+    for (size_t i = n - 16; i < n; i++)
+        if (!strchr("0123456789abcdef", leaf[i]))
+            return 0;
+    size_t dir = (size_t)(leaf - name), fin = n - 1 - 22;
+    if (!fin || dir + fin + 1 > outsz)
+        return 0;
+    memcpy(out, name, dir);
+    memcpy(out + dir, leaf + 1, fin);
+    out[dir + fin] = '\0';
+    return 1;
+}
+
 const char *lb_e2b_watch_type(char kind)
 {
     switch (kind) {
@@ -76,6 +98,9 @@ static int lb_watch_send(lb_req *r, const char *what, const char *name, const ch
     return rc;
 }
 
+struct lb_watch;
+static int lb_watch_event(struct lb_watch *w, const char *name, const char *type);
+
 typedef struct lb_watch {
     lb_req *r;
     lb_sbx *s;
@@ -84,6 +109,10 @@ typedef struct lb_watch {
     int armed;
     char line[LB_E2B_WATCH_LINE_MAX + 1];
     size_t len;
+    char renamed[LB_E2B_WATCH_LINE_MAX]; /* a written file's name, its temporary name just moved away */
+    int include_entry;            /* the request's includeEntry (envd 0.6.3) */
+    char dir[LB_SBX_SPATH_MAX];   /* the watched directory, absolute */
+    lb_e2b_iddb db;               /* owners' names for the entries, read at the start */
     char err[512];                /* the watcher's stderr, for a failed start */
     size_t errlen;
 } lb_watch;
@@ -96,6 +125,38 @@ static void lb_watch_kill(lb_watch *w)
     /* gone already (it ended, or the sandbox did) is as good as killed */
     LB_IGNORE(lbsb_proc_signal(w->s->conn, w->s->sbx_id, w->pid, SIGKILL, err, sizeof err));
     lb_sbx_unlock(w->s);
+}
+
+/* One event, queued: {filesystem:{name, type, entry?}}. With includeEntry
+ * a create, write or chmod carries the entry as it is now (envd's
+ * opCarriesEntry), none when it is gone already (a benign race, as envd). */
+static int lb_watch_event(lb_watch *w, const char *name, const char *type)
+{
+    if (!w->include_entry || (strcmp(type, "EVENT_TYPE_CREATE") && strcmp(type, "EVENT_TYPE_WRITE") &&
+                              strcmp(type, "EVENT_TYPE_CHMOD")))
+        return lb_watch_send(w->r, "filesystem", name, type, 1);
+    char full[2 * LB_SBX_SPATH_MAX + 8], err[256], msg[512];
+    snprintf(full, sizeof full, "%s%s%s", w->dir, strcmp(w->dir, "/") ? "/" : "", name);
+    lbsb_entry e;
+    memset(&e, 0, sizeof e);
+    cJSON *entry = NULL;
+    if (lb_sbx_lock(w->s, msg, sizeof msg) == LB_OK) {
+        int rc = lbsb_stat_entry(w->s->conn, w->s->sbx_id, full, &e, err, sizeof err);
+        lb_sbx_unlock(w->s);
+        if (rc == LB_OK && e.type)
+            entry = lb_e2b_entry_db(full, &e, &w->db);
+        lbsb_entry_clear(&e);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *v = o ? cJSON_AddObjectToObject(o, "filesystem") : NULL;
+    int ok = v && cJSON_AddStringToObject(v, "name", name) && cJSON_AddStringToObject(v, "type", type);
+    if (ok && entry)
+        ok = cJSON_AddItemToObject(v, "entry", entry) != 0;
+    else
+        cJSON_Delete(entry);
+    int rc = ok ? lb_e2b_stream_queue(w->r, o) : LB_E_NOMEM;
+    cJSON_Delete(o);
+    return rc;
 }
 
 /* Handles one complete line: 0 go on, 1 the stream has ended (answered). */
@@ -129,8 +190,24 @@ static int lb_watch_on_line(lb_watch *w)
         lb_e2b_stream_end(w->r, "not_found", "The watched directory was removed or moved away.");
         return 1;
     default:
-        return lb_watch_send(w->r, "filesystem", name, lb_e2b_watch_type(kind), 1) != LB_OK;
+        break;
     }
+    /* sandboxd writes a file (the SDK's files.write) to a temporary name
+     * and renames it: envd, which writes in place, reports a create and a
+     * write of the file itself, so the temporary name's events are dropped
+     * and its rename onto the name becomes those two */
+    char fin[LB_E2B_WATCH_LINE_MAX];
+    if (lb_e2b_watch_tmp_final(name, fin, sizeof fin)) {
+        if (kind == 'N')
+            snprintf(w->renamed, sizeof w->renamed, "%s", fin);
+        return 0;
+    }
+    if (kind == 'C' && w->renamed[0] && !strcmp(w->renamed, name)) {
+        w->renamed[0] = '\0';
+        return lb_watch_event(w, name, "EVENT_TYPE_CREATE") != LB_OK ||
+               lb_watch_event(w, name, "EVENT_TYPE_WRITE") != LB_OK;
+    }
+    return lb_watch_event(w, name, lb_e2b_watch_type(kind)) != LB_OK;
 }
 
 /* Bytes of the watcher's stdout: 0 go on, 1 ended (answered or the client left). */
@@ -216,7 +293,7 @@ static void lb_watch_follow(lb_watch *w, int64_t deadline)
                               w->errlen ? w->err : "it was killed");
             return;
         } else {
-            lb_e2b_stream_end(w->r, "unavailable", "the sandbox is gone: %s", ev.message);
+            lb_e2b_stream_cut(w->r); /* the sandbox is gone: envd's connection drops */
             return;
         }
     }
@@ -230,7 +307,10 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
         return;
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, "path");
     int recursive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "recursive"));
-    int bad = !cJSON_IsString(p) || lb_sbx_path(p->valuestring, strlen(p->valuestring), s->workdir, 1, path,
+    int include_entry = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "includeEntry"));
+    char home[LB_PATH_MAX + 2];
+    lb_e2b_home(s, home, sizeof home); /* relative paths from E2B's home, as the other file calls */
+    int bad = !cJSON_IsString(p) || lb_sbx_path(p->valuestring, strlen(p->valuestring), home, 1, path,
                                                  sizeof path) != LB_OK;
     cJSON_Delete(req);
     if (bad) {
@@ -262,8 +342,13 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
     memset(&w, 0, sizeof w);
     w.r = r;
     w.s = s;
+    w.include_entry = include_entry;
+    snprintf(w.dir, sizeof w.dir, "%s", path);
+    if (include_entry)
+        lb_e2b_iddb_load(s, &w.db);
     if (lbsb_connect(r->cfg->sandboxd_socket, &s->cancel, &w.c, err, sizeof err) != LB_OK) {
         lb_e2b_stream_end(r, "unavailable", "cannot reach sandboxd: %s", err);
+        lb_e2b_iddb_free(&w.db);
         return;
     }
     lbsb_set_watch_fd(w.c, r->fcgi ? r->fcgi->ipcFd : -1); /* a client that leaves frees this thread */
@@ -281,4 +366,5 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
         lb_watch_follow(&w, deadline);
     }
     lbsb_close(w.c);
+    lb_e2b_iddb_free(&w.db);
 }

@@ -20,6 +20,10 @@
 int lb_e2b_watch_line(const char *line, size_t n, char *kind, char *name, size_t namesz);
 /* E2B's EventType name of an event letter (C, W, D, N, M), NULL for another. */
 const char *lb_e2b_watch_type(char kind);
+/* Whether an event's name ("[dir/]leaf") is the temporary name sandboxd's
+ * write renames onto the file (".<leaf>.lbsd-<16 hex>"): 1, and the file's
+ * own name ("[dir/]<leaf>") in out; 0 for any other name. */
+int lb_e2b_watch_tmp_final(const char *name, char *out, size_t outsz);
 
 /* The WatchDir stream: until the client leaves, its Connect-Timeout-Ms,
  * the directory goes or the sandbox does. */

@@ -321,6 +321,12 @@ void lb_route(lb_req *r)
         memmove(r->path + 12, r->path, strlen(r->path) + 1);
         memcpy(r->path, "/e2b/sandbox", 12);
     }
+    /* E2B's signed file URLs built from E2B_SANDBOX_URL's origin: /files at
+     * the root, with a signature that names the sandbox (e2b/e2b_sign.h) */
+    if (!strcmp(r->path, "/files") && r->query && strstr(r->query, "signature=")) {
+        memmove(r->path + 12, r->path, strlen(r->path) + 1);
+        memcpy(r->path, "/e2b/sandbox", 12);
+    }
     const lb_route_def *g, *d = lb_route_find(r->path, r->method, &g);
     r->route = (d ? d : g)->route;
     /* matched already (lb_route_find); this takes the ids and the tail */

@@ -22,8 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#define LB_SNAPSHOT_PREFIX "api-"
-
 void lb_snapshot_state_name(const char *id, char *out, size_t outsz)
 {
     /* issue 13: "<node>.<hex>" names its node, whose sandboxd keeps it as

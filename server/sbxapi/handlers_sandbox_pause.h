@@ -21,6 +21,7 @@
 #include "sbxapi/sandbox_registry.h"
 
 #define LB_SNAPSHOT_STATE_MAX 40 /* "api-" + 32 hex + NUL */
+#define LB_SNAPSHOT_PREFIX "api-" /* a snapshot's sandboxd state name: this, then its 32 hex */
 
 /* The sandboxd state name of snapshot id (32 hex) into out. */
 void lb_snapshot_state_name(const char *id, char *out, size_t outsz);

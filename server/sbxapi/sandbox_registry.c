@@ -2,6 +2,8 @@
  * (see sandbox_registry.h for the locking rules). */
 #include "sbxapi/sandbox_registry.h"
 
+#include "sbxapi/handlers_sandbox_pause.h"
+
 #include "sbxapi/sandbox_leases.h"
 #include "sbxapi/sandbox_rows.h" /* issue 13 */
 #include "sbxapi/tool_hosts.h"
@@ -95,6 +97,46 @@ static void lb_sbx_free(lb_sbx *s)
 
 /* ---- the reaper ---- */
 
+#define LB_SBX_AUTOPAUSE_TICK 16 /* autoPauses one tick does (each a sandboxd freeze) */
+
+/* E2B's autoPause (lb_sbx_set_auto_pause): at its timeout, before its
+ * hard end, s is paused instead of destroyed. Registry lock held. */
+static int lb_sbx_autopause_due_locked(const lb_sbx *s)
+{
+    return s->auto_pause && s->expires_ms < s->hard_end_ms - 1000;
+}
+
+/* Pauses s (a reference the caller took) and moves its end to the hard
+ * end; destroyed as expired (at the next tick) if the pause fails. */
+static void *lb_sbx_autopause(void *arg)
+{
+    lb_sbx *s = arg;
+    char err[512] = "";
+    int same = 0, rc = lb_sbx_pause_set(s, 1, &same, err, sizeof err);
+    if (rc == LB_OK) {
+        pthread_mutex_lock(&lb_reg_mu);
+        int64_t now = lb_now_ms();
+        s->deadline_mono = lb_mono_ms() + (s->hard_end_ms - now);
+        s->expires_ms = s->hard_end_ms;
+        s->ttl_s = (int)((s->expires_ms - s->created_ms + 999) / 1000);
+        s->auto_paused = 1;
+        pthread_mutex_unlock(&lb_reg_mu);
+        lb_sbx_row_update(s);
+        lb_sbx_lease_save(s);
+        lb_info("web: sandbox API: %s reached its timeout and was paused (autoPause)", s->id);
+    } else if (rc != LB_E_NOTFOUND) {
+        lb_warn("web: sandbox API: %s: the autoPause failed (%s); destroyed as expired", s->id, err);
+        pthread_mutex_lock(&lb_reg_mu);
+        s->auto_pause = 0;
+        pthread_mutex_unlock(&lb_reg_mu);
+    }
+    pthread_mutex_lock(&lb_reg_mu);
+    s->auto_pausing = 0;
+    pthread_mutex_unlock(&lb_reg_mu);
+    lb_sbx_put(s);
+    return NULL;
+}
+
 static void *lb_reaper(void *arg)
 {
     (void)arg;
@@ -106,15 +148,30 @@ static void *lb_reaper(void *arg)
     for (;;) {
         struct timespec ts = {0, LB_SBX_REAP_TICK_MS * 1000000L};
         nanosleep(&ts, NULL);
-        int n = 0;
+        int n = 0, np = 0;
         int64_t now = lb_mono_ms();
+        lb_sbx *to_pause[LB_SBX_AUTOPAUSE_TICK];
         pthread_mutex_lock(&lb_reg_mu);
         for (int i = 0; i < lb_tab_n && n < lb_tab_cap; i++) {
             /* a sandbox still being created is reaped once it runs */
-            if (lb_tab[i]->state != LB_SBX_STARTING && now >= lb_tab[i]->deadline_mono)
+            if (lb_tab[i]->state == LB_SBX_STARTING || now < lb_tab[i]->deadline_mono)
+                continue;
+            if (lb_sbx_autopause_due_locked(lb_tab[i])) {
+                if (!lb_tab[i]->auto_pausing && np < LB_SBX_AUTOPAUSE_TICK) { /* the rest at the next tick */
+                    lb_tab[i]->refs++;
+                    lb_tab[i]->auto_pausing = 1;
+                    to_pause[np++] = lb_tab[i];
+                }
+            } else {
                 memcpy(ids[n++], lb_tab[i]->id, sizeof ids[0]);
+            }
         }
         pthread_mutex_unlock(&lb_reg_mu);
+        /* each on a thread of its own: a freeze waits for the sandbox's op
+         * lock, which a long native exec may hold, and the reaper must not */
+        for (int i = 0; i < np; i++)
+            if (lb_thread_detached(lb_sbx_autopause, to_pause[i]))
+                lb_sbx_autopause(to_pause[i]); /* no thread: here, then */
         for (int i = 0; i < n; i++)
             if (lb_sbx_remove(ids[i], LB_SBX_GONE_EXPIRED) == LB_OK)
                 lb_info("web: sandbox API: %s expired and was destroyed", ids[i]);
@@ -183,7 +240,8 @@ lb_sbx *lb_sbx_get(const char *id, char *msg, size_t msgsz)
     lb_sbx *s = NULL;
     pthread_mutex_lock(&lb_reg_mu);
     int i = lb_find_locked(id);
-    if (i >= 0 && lb_tab[i]->state != LB_SBX_STARTING && lb_mono_ms() >= lb_tab[i]->deadline_mono) {
+    if (i >= 0 && lb_tab[i]->state != LB_SBX_STARTING && lb_mono_ms() >= lb_tab[i]->deadline_mono &&
+        !lb_sbx_autopause_due_locked(lb_tab[i])) { /* one the reaper pauses within a tick is kept */
         /* past its TTL: gone for clients now, the reaper destroys it within a tick */
         char when[40];
         lb_iso_time(lb_tab[i]->expires_ms, when, sizeof when);
@@ -265,6 +323,31 @@ void lb_sbx_set_paused(lb_sbx *s, int paused)
     s->paused = paused;
     pthread_mutex_unlock(&lb_reg_mu);
     lb_sbx_row_update(s);
+}
+
+void lb_sbx_set_auto_pause(lb_sbx *s, int64_t hard_end_ms)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    s->auto_pause = 1;
+    s->hard_end_ms = hard_end_ms;
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
+int lb_sbx_take_auto_paused(lb_sbx *s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    int p = s->auto_paused && s->paused;
+    s->auto_paused = 0;
+    pthread_mutex_unlock(&lb_reg_mu);
+    return p;
+}
+
+int lb_sbx_is_paused(lb_sbx *s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    int p = s->paused;
+    pthread_mutex_unlock(&lb_reg_mu);
+    return p;
 }
 
 void lb_sbx_set_error(lb_sbx *s, const char *why)

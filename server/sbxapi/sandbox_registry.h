@@ -56,6 +56,7 @@ typedef struct lb_sbx {
     volatile int cancel;        /* conn's cancel flag: set by teardown */
     struct lb_tool_host *tool_host; /* the tool calls' process (tool_hosts.h), NULL before the first */
     int tool_host_lost;         /* the last host died in a call: the next answer says it is new */
+    volatile int e2b_home;      /* E2B's /home/user: 0 not looked at yet, 1 a directory, -1 not (e2b_fs.c) */
     /* guarded by the registry lock */
     int refs;
     int removed;
@@ -66,6 +67,10 @@ typedef struct lb_sbx {
     int64_t created_ms, expires_ms;  /* wall clock */
     int64_t deadline_mono;      /* expiry on the monotonic clock */
     int ttl_s;
+    int auto_pause;             /* E2B's autoPause: paused, not destroyed, at its timeout until hard_end_ms */
+    int64_t hard_end_ms;        /* wall clock: sandboxd's own end, past which nothing keeps it */
+    int auto_paused;            /* paused by autoPause at its timeout (a resume clears paused) */
+    int auto_pausing;           /* the reaper's autoPause of it runs */
     /* set by lb_sbx_reserve, then immutable */
     cJSON *spec;                /* the spec as echoed (no file contents, no metadata) */
     cJSON *metadata;            /* the client's object, or NULL */
@@ -121,6 +126,15 @@ void lb_sbx_set_running(lb_sbx *s);
 void lb_sbx_set_error(lb_sbx *s, const char *why);
 /* issue 14: whether the sandbox is paused, for its status object */
 void lb_sbx_set_paused(lb_sbx *s, int paused);
+/* E2B's autoPause: at its timeout s is paused instead of destroyed (its
+ * end moves to hard_end_ms, sandboxd's own, past which it is destroyed
+ * paused or not). Not kept across a restart of the web. */
+void lb_sbx_set_auto_pause(lb_sbx *s, int64_t hard_end_ms);
+/* Whether s was paused at its timeout by autoPause and is still paused
+ * (then forgotten: the caller resumes it and gives it a timeout again). */
+int lb_sbx_take_auto_paused(lb_sbx *s);
+/* Whether it is paused now (E2B's envd health answers a paused one as gone). */
+int lb_sbx_is_paused(lb_sbx *s);
 /* E2B's setTimeout and connect (e2b_api.c): s now expires ttl_s seconds
  * from now, earlier or later than before; ttl_s and expires_at follow. */
 void lb_sbx_set_expiry(lb_sbx *s, int ttl_s);

@@ -62,12 +62,13 @@ check('files_missing_raises_not_found', async () => {
 check('files_metadata_getinfo_and_list', async () => {
   // what envd answers: mode (rwx bits), Go's permissions string, owner and
   // group as the sandbox names them, the modification time, a symlink's target
-  await sbx.commands.run('mkdir -p /tmp/meta && cd /tmp/meta && printf abc > f && chown 1000:1000 f && ' +
+  // (1000 is E2B's `user` in the default image; 1234 has no name there)
+  await sbx.commands.run('mkdir -p /tmp/meta && cd /tmp/meta && printf abc > f && chown 1000:1234 f && ' +
     'chmod 4750 f && touch -d "2021-02-03 04:05:06.5 UTC" f && ln -s /etc/shadow l && ' +
     'mkdir d && chmod 1777 d')
   const f = await sbx.files.getInfo('/tmp/meta/f')
   eq([f.type, f.size, f.mode, f.permissions, f.owner, f.group],
-    [FileType.FILE, 3, 0o750, 'urwxr-x---', '1000', '1000'])
+    [FileType.FILE, 3, 0o750, 'urwxr-x---', 'user', '1234'])
   eq(f.modifiedTime.toISOString(), '2021-02-03T04:05:06.500Z')
   eq(f.symlinkTarget, undefined)
   const l = await sbx.files.getInfo('/tmp/meta/l')

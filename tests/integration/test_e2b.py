@@ -7,6 +7,7 @@ Connect envelopes, a client that never reads its stream. Needs root
 (sandboxd), the built image and node; Python stdlib only.
 """
 import base64
+import gzip
 import http.client
 import json
 import os
@@ -259,6 +260,89 @@ def t_unsupported_said(stack):
         api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
 
 
+def files_req(stack, sbx, method, query, body=None, headers=None):
+    h = {"E2b-Sandbox-Id": sbx["sandboxID"], "X-Access-Token": sbx["envdAccessToken"]}
+    h.update(headers or {})
+    return stack.request(method, "/e2b/sandbox/files?" + query, body, h)
+
+
+def t_gzip_raw(stack):
+    """/files with Content-Encoding and Accept-Encoding as envd takes them;
+    what the SDK never sends: damaged gzip, another coding, a bomb."""
+    s = create(stack)
+    try:
+        data = b"llmbox gzip " * 5000
+        oct_ = {"Content-Type": "application/octet-stream"}
+        st, _, out = files_req(stack, s, "POST", "path=/tmp/g.bin", gzip.compress(data),
+                               dict(oct_, **{"Content-Encoding": "gzip"}))
+        assert st == 200, (st, out)
+        st, hd, out = files_req(stack, s, "GET", "path=/tmp/g.bin")
+        assert st == 200 and out == data and "content-encoding" not in hd, (st, hd, out[:40])
+        st, hd, out = files_req(stack, s, "GET", "path=/tmp/g.bin", headers={"Accept-Encoding": "gzip"})
+        assert st == 200 and hd.get("content-encoding") == "gzip" and gzip.decompress(out) == data, (st, hd)
+        assert len(out) < len(data) // 10, "packed: %d bytes" % len(out)
+        st, hd, out = files_req(stack, s, "GET", "path=/tmp/g.bin", headers={"Accept-Encoding": "gzip;q=0, br"})
+        assert st == 200 and out == data and "content-encoding" not in hd, ("q=0 refuses gzip", st, hd)
+        # multipart, gzipped whole (envd unpacks before it reads the parts)
+        mp = (b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"m.txt\"\r\n\r\nmulti\r\n--B--\r\n")
+        st, _, out = files_req(stack, s, "POST", "path=/tmp/m.txt", gzip.compress(mp),
+                               {"Content-Type": "multipart/form-data; boundary=B", "Content-Encoding": "gzip"})
+        assert st == 200, (st, out)
+        assert files_req(stack, s, "GET", "path=/tmp/m.txt")[2] == b"multi"
+        # damaged, another coding, and more than a file may hold once unpacked
+        for body, enc, want in ((b"\x1f\x8b\x08\x00garbage", "gzip", 400), (data, "gzip", 400),
+                                (data, "br", 400),
+                                (gzip.compress(b"\0" * (65 << 20)), "gzip", 413)):
+            st, _, out = files_req(stack, s, "POST", "path=/tmp/bad.bin", body, dict(oct_, **{"Content-Encoding": enc}))
+            assert st == want and json.loads(out)["message"], (enc, st, out)
+        st, _, out = files_req(stack, s, "GET", "path=/tmp/bad.bin")
+        assert st == 404, ("nothing was written by a refused upload", st)
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
+def t_signed_raw(stack):
+    """Signed /files URLs: what a browser or curl sends with them."""
+    s = create(stack)
+    try:
+        assert files_req(stack, s, "POST", "path=/tmp/s.txt", b"secret",
+                         {"Content-Type": "application/octet-stream"})[0] == 200
+        tok = s["envdAccessToken"]
+
+        def sig(path, op, user="", exp=None):
+            raw = "%s:%s:%s:%s" % (path, op, user, tok) + (":%d" % exp if exp is not None else "")
+            import hashlib
+            return "v1_" + base64.b64encode(hashlib.sha256(raw.encode()).digest()).decode().rstrip("=")
+
+        from urllib.parse import quote
+        q = "path=/tmp/s.txt&signature=" + quote(sig("/tmp/s.txt", "read"), safe="")
+        st, _, out = stack.request("GET", "/files?" + q)
+        assert st == 200 and out == b"secret", ("at the root, the signature names the sandbox", st, out)
+        st, _, out = stack.request("GET", "/e2b/sandbox/files?" + q, headers={"E2b-Sandbox-Id": s["sandboxID"]})
+        assert st == 200 and out == b"secret", (st, out)
+        # a user in the URL is part of what is signed
+        qu = "path=/tmp/s.txt&username=root&signature=" + quote(sig("/tmp/s.txt", "read", "root"), safe="")
+        assert stack.request("GET", "/files?" + qu)[0] == 200
+        assert stack.request("GET", "/files?" + qu.replace("username=root", "username=user"))[0] == 401
+        for bad in ("path=/tmp/s.txt&signature=v1_AAAA", "path=/tmp/s.txt&signature=" + "x" * 200,
+                    "path=/etc/passwd&signature=" + quote(sig("/tmp/s.txt", "read"), safe=""),
+                    "path=/tmp/s.txt&signature=" + quote(sig("/tmp/s.txt", "write"), safe="")):
+            st, _, out = stack.request("GET", "/files?" + bad)
+            assert st == 401 and json.loads(out)["message"], (bad, st, out)
+        exp = int(time.time()) - 5
+        qe = "path=/tmp/s.txt&signature=%s&signature_expiration=%d" % (quote(sig("/tmp/s.txt", "read", "", exp), safe=""), exp)
+        st, _, out = stack.request("GET", "/e2b/sandbox/files?" + qe, headers={"E2b-Sandbox-Id": s["sandboxID"]})
+        assert st == 401 and "expired" in json.loads(out)["message"], (st, out)
+        # the wrong token in the header is not saved by a good signature (envd)
+        st, _, _ = stack.request("GET", "/e2b/sandbox/files?" + q, headers={"E2b-Sandbox-Id": s["sandboxID"],
+                                                                             "X-Access-Token": "0" * 64})
+        assert st == 401, st
+        # /files at the root without a signature is no page of ours
+        assert stack.request("GET", "/files?path=/tmp/s.txt")[0] == 404
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
 def start_detached(stack, sbx, body):
     """Starts a process and leaves once its start event came: it runs on."""
     raw = json.dumps(body).encode()
@@ -385,6 +469,11 @@ def t_e2b_domain_sdk(stack, tls):
 
 def main():
     r = Reporter()
+    # `python3 tests/integration/test_e2b.py NAME...` runs only those checks
+    only = set(sys.argv[1:])
+    if only:
+        run_all = r.run
+        r.run = lambda name, *a: run_all(name, *a) if name in only else None
     if not image_ready():
         print("SKIP e2b: the sandbox image is not built (make image)")
         return
@@ -412,6 +501,10 @@ def main():
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
+        r.run("sdk_parity", t_sdk, st, "sdk_parity.mjs")
+        r.run("sdk_base_user", t_sdk, st, "sdk_base_user.mjs")
+        r.run("gzip_files_raw", t_gzip_raw, st)
+        r.run("signed_urls_raw", t_signed_raw, st)
         r.run("readme_example_unchanged", t_readme_example, st)
         r.run("keys_and_tokens", t_keys, st)
         r.run("e2b_domain_host_names", t_e2b_domain_host_names, st)

@@ -5,6 +5,8 @@
 #include "common/status.h"
 #include "e2b/e2b_entry.h"
 #include "e2b/e2b_envelope.h"
+#include "e2b/e2b_gzip.h"
+#include "e2b/e2b_sign.h"
 #include "e2b/e2b_port.h"
 #include "e2b/e2b_pty.h"
 #include "e2b/e2b_watch.h"
@@ -207,6 +209,105 @@ TEST(pty_size_and_frames)
     CHECK(lb_e2b_pty_frame('q', "x", 1, 0, 0, &f, &n) == -1);
 }
 
+/* envd gives a symlink's target as the absolute path it resolves to */
+TEST(link_target_is_absolute_and_clean)
+{
+    char out[256];
+    lb_e2b_link_abs("/tmp/d/link", "test_file.txt", out, sizeof out);
+    CHECK_STR(out, "/tmp/d/test_file.txt");
+    lb_e2b_link_abs("/tmp/d/link", "../d/./x//y", out, sizeof out);
+    CHECK_STR(out, "/tmp/d/x/y");
+    lb_e2b_link_abs("/tmp/d/link", "/etc/../etc/hosts/", out, sizeof out);
+    CHECK_STR(out, "/etc/hosts");
+    lb_e2b_link_abs("/l", "../../..", out, sizeof out);
+    CHECK_STR(out, "/");
+    lb_e2b_link_abs("/a/l", "b", out, 4); /* cut short: never past out */
+    CHECK(strlen(out) < 4);
+}
+
+/* sandboxd's write renames ".<leaf>.lbsd-<16 hex>" onto <leaf> */
+TEST(watch_temporary_names_map_to_the_file)
+{
+    char out[128];
+    CHECK(lb_e2b_watch_tmp_final(".f.txt.lbsd-0123456789abcdef", out, sizeof out) == 1);
+    CHECK_STR(out, "f.txt");
+    CHECK(lb_e2b_watch_tmp_final("sub/.x.lbsd-0123456789abcdef", out, sizeof out) == 1);
+    CHECK_STR(out, "sub/x");
+    CHECK(lb_e2b_watch_tmp_final("f.txt", out, sizeof out) == 0);
+    CHECK(lb_e2b_watch_tmp_final(".f.lbsd-0123456789abcdeg", out, sizeof out) == 0);
+    CHECK(lb_e2b_watch_tmp_final("..lbsd-0123456789abcdef", out, sizeof out) == 0);
+    CHECK(lb_e2b_watch_tmp_final("f.lbsd-0123456789abcdef", out, sizeof out) == 0);
+    CHECK(lb_e2b_watch_tmp_final(".f.txt.lbsd-0123456789abcdef", out, 3) == 0);
+}
+
+TEST(gzip_round_trip_caps_and_refusals)
+{
+    char data[5000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (char)("abcabd"[i % 6]);
+    lb_buf gz, back;
+    lb_buf_init(&gz, sizeof data + 4096);
+    lb_buf_init(&back, sizeof data);
+    CHECK(lb_e2b_gzip(data, sizeof data, &gz) == LB_OK);
+    CHECK(gz.len > 18 && (unsigned char)gz.data[0] == 0x1f && (unsigned char)gz.data[1] == 0x8b && gz.len < 1000);
+    CHECK(lb_e2b_gunzip(gz.data, gz.len, &back) == LB_OK && back.len == sizeof data &&
+          !memcmp(back.data, data, sizeof data));
+    lb_buf small;
+    lb_buf_init(&small, 100); /* a bomb: more than the cap once unpacked */
+    CHECK(lb_e2b_gunzip(gz.data, gz.len, &small) == LB_E_TOOBIG);
+    lb_buf_reset(&back);
+    CHECK(lb_e2b_gunzip(data, sizeof data, &back) == LB_E_INVAL);                 /* not gzip */
+    CHECK(lb_e2b_gunzip(gz.data, gz.len / 2, &back) == LB_E_INVAL);               /* cut short */
+    lb_buf empty;
+    lb_buf_init(&empty, 4096);
+    CHECK(lb_e2b_gzip("", 0, &empty) == LB_OK && empty.len > 0);
+    lb_buf_reset(&back);
+    CHECK(lb_e2b_gunzip(empty.data, empty.len, &back) == LB_OK && back.len == 0);
+    lb_buf_free(&gz);
+    lb_buf_free(&back);
+    lb_buf_free(&small);
+    lb_buf_free(&empty);
+    CHECK(lb_e2b_accepts_gzip("gzip"));
+    CHECK(lb_e2b_accepts_gzip("br, GZip;q=0.5"));
+    CHECK(lb_e2b_accepts_gzip("*"));
+    CHECK(!lb_e2b_accepts_gzip("gzip;q=0"));
+    CHECK(!lb_e2b_accepts_gzip("br, deflate"));
+    CHECK(!lb_e2b_accepts_gzip("gzipx"));
+    CHECK(!lb_e2b_accepts_gzip(NULL));
+}
+
+/* the values Python's hashlib and base64 give for envd's formula */
+TEST(signature_is_envds)
+{
+    char sig[LB_E2B_SIG_MAX];
+    CHECK(lb_e2b_signature("/tmp/a b.txt", "read", "", "tok123", NULL, sig, sizeof sig) == LB_OK);
+    CHECK_STR(sig, "v1_Uk64tWsrf0RqcyDI8e0S1bgSVKw3FZFa1TQcGNTr2M4");
+    CHECK(lb_e2b_signature("p", "write", "user", "tok", "1700000000", sig, sizeof sig) == LB_OK);
+    CHECK_STR(sig, "v1_LZ1x6+K9ZaHGVVPn3v8W6jQvwH648jT2yMGw3c4Fuzw");
+}
+
+/* the sandbox's /etc/passwd and /etc/group are its code's to write */
+TEST(owner_names_from_the_sandbox_files)
+{
+    const char *pw = "root:x:0:0:root:/root:/bin/bash\nbad;name:x:7:7\n-dash:x:8:8\nuser:x:1000:1000::/home/user:/bin/bash\n"
+                     "machine$:x:9:9\nlong" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:x:10:10\nnocolon 11\ntwo:x:1000:1\nlast:x:12";
+    char out[40];
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 1000, out, sizeof out) == 1);
+    CHECK_STR(out, "user"); /* the first line of the id */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 0, out, sizeof out) == 1);
+    CHECK_STR(out, "root");
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 9, out, sizeof out) == 1);
+    CHECK_STR(out, "machine$");
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 7, out, sizeof out) == 0);  /* not a name */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 8, out, sizeof out) == 0);  /* starts with '-' */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 10, out, sizeof out) == 0); /* over 32 bytes */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 11, out, sizeof out) == 0);
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 12, out, sizeof out) == 0); /* no ':' after the id */
+    CHECK(lb_e2b_id_lookup(pw, strlen(pw), 1000, out, 4) == 0);        /* does not fit */
+    CHECK(lb_e2b_id_lookup(NULL, 0, 1000, out, sizeof out) == 0);
+    CHECK(lb_e2b_id_lookup("a:x:10000000000:", 16, 1410065408, out, sizeof out) == 0); /* no wrap */
+}
+
 int main(void)
 {
     RUN(envelope_one_takes_exactly_one_message);
@@ -220,5 +321,10 @@ int main(void)
     RUN(entry_carries_metadata_and_symlink_target);
     RUN(watch_line_parses_events_and_refuses_the_rest);
     RUN(pty_size_and_frames);
+    RUN(link_target_is_absolute_and_clean);
+    RUN(watch_temporary_names_map_to_the_file);
+    RUN(gzip_round_trip_caps_and_refusals);
+    RUN(signature_is_envds);
+    RUN(owner_names_from_the_sandbox_files);
     return testlib_done();
 }
