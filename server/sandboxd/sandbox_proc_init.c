@@ -15,8 +15,8 @@
 #include "sandboxd/sandbox_proc.h"
 
 #include "sandboxd/fdpass.h"
-#include "sandboxd/sandbox_pty.h"
-#include "sandboxd/sandbox_watch.h"
+#include "insandbox/sandbox_pty.h"
+#include "insandbox/sandbox_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
