@@ -30,6 +30,7 @@
 #include "common/path.h"
 #include "store/store.h"
 #include "web/artifact_access.h"
+#include "web/task_json.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
