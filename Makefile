@@ -16,8 +16,10 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,
 
 # Two executables, split at the privilege boundary (docs/ARCHITECTURE.md):
 # build/llmbox (web, agent, run, ...; user llmbox) never links the root-only
-# code of server/sandboxd/, and build/llmbox-sandboxd (root) links only
-# server/sandboxd/, the frames and requests of server/sandbox/ and the
+# code of server/sandboxd/ (the daemon), server/insandbox/ (what it runs
+# inside a sandbox) and server/sandboxd_image/ (its image builder), and
+# build/llmbox-sandboxd (root) links only those three folders,
+# the frames and requests of server/sandbox/ and the
 # parts of server/common/ listed here, with SD_LDLIBS: no libcurl,
 # libarchive, libmagic, libfcgi, SQLite or OpenSSL in the root process
 # (tests/integration/test_sandboxd_binary.py checks `ldd`).
