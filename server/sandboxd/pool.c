@@ -25,7 +25,7 @@
 #include "sandboxd/pool.h"
 
 #include "sandboxd/hostlimits.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/retire.h"
 
 #include "common/log.h"
 #include "common/status.h"

@@ -16,6 +16,7 @@
 #include "sandboxd/filewatch.h"
 #include "sandboxd/pool.h"
 #include "sandboxd/reply.h"
+#include "sandboxd/retire.h"
 #include "sandboxd/sandbox_create.h"
 #include "sandboxd/sandbox_exec.h"
 #include "sandboxd/sandbox_fs.h"
@@ -65,42 +66,6 @@ static int64_t g_started_ms;
 static const lb_config *g_cfg;   /* read only, set by lbsd_serve for the loop's life */
 
 /* ---- sandboxes ------------------------------------------------------------- */
-
-/* Retires sb; with c, c waits (is not read) until the teardown is done and
- * then gets answer (LBSD_ANSWER_OK, or LBSD_ANSWER_EXPIRED with msg). */
-static void lbsd_retire_answer(lbsd_sandbox *sb, lbsd_conn *c, int answer, const char *msg)
-{
-    /* on the loop: what touches its connection or sandboxd's children
-     * other than init (the slirp4netns helper is waited for here) */
-    lbsd_exec_abandon(sb);
-    /* issue 17: its processes' watchers learn why (sandbox_proc.h) */
-    lbsd_proc_sandbox_gone(sb, answer == LBSD_ANSWER_EXPIRED && msg ? msg : "the sandbox was destroyed");
-    lbsd_net_detach(sb);
-    lbsd_job *j = lbsd_job_new(LBSD_JOB_DESTROY, g_cfg, NULL);
-    if (j && c) {
-        j->answer = answer;
-        j->conn_serial = c->serial;
-        snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
-        c->creating = 1;
-    }
-    if (!j) {
-        lbsd_sandbox_destroy(sb); /* no memory for a job: on the loop, as before */
-        if (c && answer == LBSD_ANSWER_OK) {
-            lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
-        } else if (c) {
-            lbsd_reply_error(c, LB_E_SANDBOX, "%s", msg);
-            lbsd_conn_unbusy(c);
-        }
-        return;
-    }
-    j->sb = sb;
-    lbsd_workers_submit(j);
-}
-
-void lbsd_sandbox_retire(lbsd_sandbox *sb)
-{
-    lbsd_retire_answer(sb, NULL, 0, NULL);
-}
 
 static void lbsd_destroy(lbsd_sandbox *sb)
 {
@@ -174,7 +139,7 @@ static void lbsd_reap_expired(int64_t now)
                 lbsd_exec_abandon(s);
                 lbsd_set_remove(s);
                 c->busy = 1;
-                lbsd_retire_answer(s, c, LBSD_ANSWER_EXPIRED, msg);
+                lbsd_retire(s, c, LBSD_ANSWER_EXPIRED, msg);
                 continue;
             }
             lbsd_destroy(s);
@@ -198,7 +163,7 @@ static void lbsd_reap_expired(int64_t now)
                 lbsd_set_remove(s);
                 if (waiting) {
                     c->busy = 1; /* replies that come meanwhile keep following the exec's */
-                    lbsd_retire_answer(s, c, LBSD_ANSWER_EXPIRED, msg);
+                    lbsd_retire(s, c, LBSD_ANSWER_EXPIRED, msg);
                 } else {
                     lbsd_sandbox_retire(s);
                 }
@@ -570,7 +535,7 @@ static void h_destroy(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char 
     lbsd_sandbox *s = lbsd_set_find(c, req->id);
     if (s) {
         lbsd_set_remove(s);
-        lbsd_retire_answer(s, c, LBSD_ANSWER_OK, NULL);
+        lbsd_retire(s, c, LBSD_ANSWER_OK, NULL);
     } else {
         lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
     }
@@ -1038,6 +1003,7 @@ static int lbsd_active_refresh(void)
 int lbsd_serve(const lb_config *cfg, int lfd)
 {
     g_cfg = cfg;
+    lbsd_retire_init(cfg);
     g_started_ms = lb_mono_ms();
     sigset_t mask;
     sigemptyset(&mask);
