@@ -16,17 +16,19 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,
 
 # Two executables, split at the privilege boundary (docs/ARCHITECTURE.md):
 # build/llmbox (web, agent, run, ...; user llmbox) never links the root-only
-# code of server/sandboxd/, and build/llmbox-sandboxd (root) links only
-# server/sandboxd/, the frames and requests of server/sandbox/ and the
+# code of server/sandboxd/ (the daemon), server/insandbox/ (what it runs
+# inside a sandbox) and server/sandboxd_image/ (its image builder), and
+# build/llmbox-sandboxd (root) links only those three folders,
+# the frames and requests of server/sandbox/ and the
 # parts of server/common/ listed here, with SD_LDLIBS: no libcurl,
 # libarchive, libmagic, libfcgi, SQLite or OpenSSL in the root process
 # (tests/integration/test_sandboxd_binary.py checks `ldd`).
 SD_COMMON := buf config config_file config_host config_model config_user image_ref log netcheck node_id path status token_check util utf8
-SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c)) \
+SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c server/insandbox/*.c server/sandboxd_image/*.c)) \
             $(BUILD)/server/sandbox/rpc_frame.o $(BUILD)/server/sandbox/rpc_proto.o \
             $(SD_COMMON:%=$(BUILD)/server/common/%.o)
 SD_LDLIBS := -linih -lcjson -lseccomp -lpthread
-MAIN_OBJ := $(filter-out $(BUILD)/server/sandboxd/%,$(OBJ))
+MAIN_OBJ := $(filter-out $(BUILD)/server/sandboxd/% $(BUILD)/server/insandbox/% $(BUILD)/server/sandboxd_image/%,$(OBJ))
 
 PLUGIN_DIRS := $(wildcard plugins/*/)
 PLUGINS     := $(patsubst plugins/%/,plugins/%.so,$(PLUGIN_DIRS))

@@ -269,14 +269,14 @@ typedef struct lbsb_exec_opts {
 
 /* issue 17: watchDir's watcher, one of sandboxd's processes run inside the
  * sandbox for argv {LBSB_WATCH_ARGV0, dir, "0"|"1" recursive}; what it
- * writes: server/sandboxd/sandbox_watch.h */
+ * writes: server/insandbox/sandbox_watch.h */
 #define LBSB_WATCH_ARGV0 "llmbox:watch"  /* no '/', so never a program the PATH finds */
 #define LBSB_WATCH_DIRS 4096              /* directories one recursive watcher watches */
 #define LBSB_WATCH_LEVELS 128             /* levels below the watched dir one recursive watcher goes */
 
 /* issue 17: E2B's pty. argv {LBSB_PTY_ARGV0, cols, rows, program, args...}
  * with stdin: the spawner runs program on a pty of the sandbox's own devpts
- * (server/sandboxd/sandbox_pty.h); its stdout is the terminal's output.
+ * (server/insandbox/sandbox_pty.h); its stdout is the terminal's output.
  * Its stdin carries frames, never raw bytes: 'd' + 4-byte big-endian length
  * + that many input bytes; 'r' + 4-byte length 4 + cols and rows (2 bytes
  * each, big-endian): a resize. */

@@ -2,10 +2,15 @@
  * backend, one process per task, so a crashing plugin or a runaway model
  * client ends only its own task). `llmbox agent --list-tools`: the loaded
  * tools and the plugins that were refused, as JSON for /api/tools. */
-#include "agent/agent.h"
 #include "agent/followup.h"
+#include "agent/loop.h"
+#include "agent/model_http.h"
 #include "agent/plugin_host.h"
+#include "agent/run_state.h"
+#include "agent/sink.h"
+#include "agent/sink_store.h"
 #include "agent/tool_host.h"
+#include "agent/toolcall_parse.h"
 #include "common/blob_task.h" /* issue 13: the cache trim's marker */
 #include "common/config.h"
 #include "common/log.h"

@@ -1,7 +1,9 @@
 /* Copying a task's output tree out of the sandbox. The tree is written
  * by the model's code, so every name, size and type in it is hostile:
  * paths are cleaned, counts and bytes capped, links never followed. */
-#include "agent/agent.h"
+#include "agent/collect.h"
+
+#include "agent/run_state.h"
 #include "common/log.h"
 #include "common/mime.h"
 #include "common/path.h"

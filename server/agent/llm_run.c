@@ -5,8 +5,16 @@
  * the task fails with the reason. The accounting, the events and the
  * trajectory are those of a one-turn sandbox run with no tool, so the two
  * modes compare line for line. */
-#include "agent/agent.h"
+#include "agent/llm_run.h"
+
+#include "agent/loop.h"
+#include "agent/model_http.h"
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/sink.h"
 #include "agent/tokens.h"
+#include "agent/toolcall_parse.h"
+#include "agent/trajectory.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -21,44 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct llm_run {
-    const lb_loop_opts *o;
-    const lb_sink *sink;
-    lb_loop_result *res;
-    int final;
-} llm_run;
-
-static void emit(llm_run *r, const char *type, cJSON *data)
-{
-    if (data && r->sink->event)
-        r->sink->event(r->sink->arg, type, data);
-    cJSON_Delete(data);
-}
-
-static void set_final(llm_run *r, lb_task_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_final(llm_run *r, lb_task_status status, const char *fmt, ...)
-{
-    if (r->final)
-        return;
-    r->final = 1;
-    va_list ap;
-    va_start(ap, fmt);
-    lb_loop_result_vset(r->res, status, fmt, ap);
-    va_end(ap);
-}
-
-/* A cancel or the task timer: the final status it means. */
-static int cancelled(llm_run *r)
-{
-    if (!r->o->cancel || !*r->o->cancel)
-        return 0;
-    if (r->o->timed_out && *r->o->timed_out)
-        set_final(r, LB_TASK_FAILED, "reached the task time limit (%d s)", r->o->timeout_s);
-    else
-        set_final(r, LB_TASK_CANCELLED, "cancelled by the user");
-    return 1;
-}
 
 /* What the run used, as the sandbox mode's record says it (model,
  * options, limits); no key. */
@@ -96,7 +66,7 @@ static cJSON *llm_config(const lb_loop_opts *o, const lb_model *m, int ready)
 }
 
 /* The one request; fills the trajectory's turn and the messages. */
-static void ask(llm_run *r, lb_model *m, cJSON *messages, lb_traj *traj)
+static void ask(lb_run_state *r, lb_model *m, cJSON *messages, lb_traj *traj)
 {
     lb_model_reply rep;
     char err[1024] = "";
@@ -106,11 +76,9 @@ static void ask(llm_run *r, lb_model *m, cJSON *messages, lb_traj *traj)
     int64_t dt = lb_mono_ms() - t0;
     u->model_ms += dt;
     if (rc != LB_OK) {
-        if (!cancelled(r)) {
-            cJSON *d = cJSON_CreateObject();
-            cJSON_AddStringToObject(d, "message", err);
-            emit(r, "error", d);
-            set_final(r, LB_TASK_FAILED, "%s", err);
+        if (!lb_run_cancelled(r)) {
+            lb_run_emit_error(r, err);
+            lb_run_final(r, LB_TASK_FAILED, "%s", err);
         }
         return;
     }
@@ -157,7 +125,7 @@ static void ask(llm_run *r, lb_model *m, cJSON *messages, lb_traj *traj)
         cJSON_AddStringToObject(d, "tokens_status",
                                 lb_tokens_status_name(rep.tokens ? rep.tokens->status : LB_TOKENS_MISSING));
     }
-    emit(r, "model", d);
+    lb_run_emit(r, "model", d);
     cJSON *am = cJSON_CreateObject();
     cJSON_AddStringToObject(am, "role", "assistant");
     if (rep.content)
@@ -169,11 +137,11 @@ static void ask(llm_run *r, lb_model *m, cJSON *messages, lb_traj *traj)
     if (rep.content && rep.content[0]) {
         r->res->answer = strdup(rep.content);
         if (!r->res->answer)
-            set_final(r, LB_TASK_FAILED, "out of memory");
+            lb_run_final(r, LB_TASK_FAILED, "out of memory");
         else
-            set_final(r, LB_TASK_SUCCEEDED, NULL);
+            lb_run_final(r, LB_TASK_SUCCEEDED, NULL);
     } else {
-        set_final(r, LB_TASK_FAILED, "the model's reply has no text%s%s%s",
+        lb_run_final(r, LB_TASK_FAILED, "the model's reply has no text%s%s%s",
                   rep.finish_reason ? " (finish_reason " : "", rep.finish_reason ? rep.finish_reason : "",
                   rep.finish_reason ? ")" : "");
     }
@@ -183,7 +151,8 @@ static void ask(llm_run *r, lb_model *m, cJSON *messages, lb_traj *traj)
 int lb_agent_run_llm(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res)
 {
     memset(res, 0, sizeof *res);
-    llm_run r = {.o = o, .sink = sink, .res = res};
+    lb_run_state r;
+    lb_run_state_init(&r, o, sink, res);
     lb_model m;
     int ready = 0, configured_tokens = 0;
     lb_traj traj;
@@ -195,15 +164,13 @@ int lb_agent_run_llm(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result 
 
     if (o->timeout_s > 0)
         alarm((unsigned)o->timeout_s);
-    cJSON *st = cJSON_CreateObject();
-    cJSON_AddStringToObject(st, "status", lb_task_status_name(LB_TASK_RUNNING));
-    emit(&r, "status", st);
+    lb_run_emit_status(&r, lb_task_status_name(LB_TASK_RUNNING), NULL);
     if (!messages || !prompt) {
-        set_final(&r, LB_TASK_FAILED, "out of memory");
+        lb_run_final(&r, LB_TASK_FAILED, "out of memory");
         goto end;
     }
     if (lb_model_init(&m, o->cfg, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
-        set_final(&r, LB_TASK_FAILED, "%s", err);
+        lb_run_final(&r, LB_TASK_FAILED, "%s", err);
         goto end;
     }
     ready = 1;
@@ -224,18 +191,18 @@ int lb_agent_run_llm(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result 
     cJSON_AddStringToObject(um, "role", "user");
     cJSON_AddStringToObject(um, "content", prompt);
     cJSON_AddItemToArray(messages, um);
-    if (!cancelled(&r))
+    if (!lb_run_cancelled(&r))
         ask(&r, &m, messages, &traj);
 end:
-    cancelled(&r);
+    lb_run_cancelled(&r);
     if (!r.final)
-        set_final(&r, LB_TASK_FAILED, "internal error");
+        lb_run_final(&r, LB_TASK_FAILED, "internal error");
     alarm(0);
     snprintf(res->usage.answer_source, sizeof res->usage.answer_source, "%s", res->answer ? "reply" : "none");
     if (res->answer) {
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "answer", res->answer);
-        emit(&r, "answer", d);
+        lb_run_emit(&r, "answer", d);
     }
     if (sink->usage)
         sink->usage(sink->arg, &res->usage);

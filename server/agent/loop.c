@@ -10,12 +10,21 @@
  *
  * The same code serves the web (events into the store) and the terminal
  * (events printed) through lb_sink. */
-#include "agent/agent.h"
+#include "agent/loop.h"
+
+#include "agent/collect.h"
 #include "agent/crash.h"
 #include "agent/followup.h"
+#include "agent/llm_run.h"
+#include "agent/model_http.h"
 #include "agent/plugin_host.h"
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/sink.h"
 #include "agent/tokens.h"
 #include "agent/tool_names.h"
+#include "agent/toolcall_parse.h"
+#include "agent/trajectory.h"
 #include "agent/watchdog.h"
 #include "common/blob_task.h" /* issue 13 */
 #include "common/config.h"
@@ -79,10 +88,7 @@ void lb_agent_signals_install(volatile int *cancel, volatile int *sb_interrupt,
 /* ---- state of one run --------------------------------------------------- */
 
 typedef struct run {
-    const lb_loop_opts *o;
-    const lb_sink *sink;
-    lb_loop_result *res;
-    int final;                  /* status decided */
+    lb_run_state st;            /* options, sink, result, whether the status is decided */
     lb_plugins *plugins;
     cJSON *tools;
     lb_model model;
@@ -116,58 +122,10 @@ typedef struct run {
     int outputs_stored;         /* issue 13: -1 none collected, 0 not stored, 1 in the object store */
 } run;
 
-static void emit(run *r, const char *type, cJSON *data)
-{
-    if (data && r->sink->event)
-        r->sink->event(r->sink->arg, type, data);
-    cJSON_Delete(data);
-}
-
-static void emit_status(run *r, const char *status, const char *reason)
-{
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "status", status);
-    if (reason)
-        cJSON_AddStringToObject(d, "reason", reason);
-    emit(r, "status", d);
-}
-
-static void emit_error(run *r, const char *msg)
-{
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "message", msg);
-    emit(r, "error", d);
-}
-
-/* Decides the final status; the first decision wins. */
 /* The result's status (a name, as lb_loop_result carries it). */
 static lb_task_status res_status(const run *r)
 {
-    return lb_task_status_parse(r->res->status);
-}
-
-static void set_final(run *r, lb_task_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_final(run *r, lb_task_status status, const char *fmt, ...)
-{
-    if (r->final)
-        return;
-    r->final = 1;
-    va_list ap;
-    va_start(ap, fmt);
-    lb_loop_result_vset(r->res, status, fmt, ap);
-    va_end(ap);
-}
-
-static int cancelled(run *r)
-{
-    if (!r->o->cancel || !*r->o->cancel)
-        return 0;
-    if (r->o->timed_out && *r->o->timed_out)
-        set_final(r, LB_TASK_FAILED, "reached the task time limit (%d s)", r->timeout_s);
-    else
-        set_final(r, LB_TASK_CANCELLED, "cancelled by the user");
-    return 1;
+    return lb_task_status_parse(r->st.res->status);
 }
 
 static cJSON *msg(const char *role, const char *content)
@@ -182,18 +140,18 @@ static cJSON *msg(const char *role, const char *content)
 
 static int build_prompts(run *r)
 {
-    const lb_config *cfg = r->o->cfg;
+    const lb_config *cfg = r->st.o->cfg;
     char err[1200], turns[16], answer[LB_TASK_OPTS_DIR_MAX + 16];
     char *sys_t = NULL, *inst_t = NULL, *sys = NULL, *inst = NULL;
     int rc = lb_prompt_load(cfg->prompts_dir, "system.md", &sys_t, err, sizeof err);
     if (rc == LB_OK)
         rc = lb_prompt_load(cfg->prompts_dir, "instance.md", &inst_t, err, sizeof err);
     if (rc != LB_OK) {
-        set_final(r, LB_TASK_FAILED, "%s", err);
+        lb_run_final(&r->st, LB_TASK_FAILED, "%s", err);
         goto out;
     }
-    snprintf(turns, sizeof turns, "%d", r->o->max_turns);
-    char *problem = lb_utf8_sanitize(r->o->prompt, strlen(r->o->prompt), NULL);
+    snprintf(turns, sizeof turns, "%d", r->st.o->max_turns);
+    char *problem = lb_utf8_sanitize(r->st.o->prompt, strlen(r->st.o->prompt), NULL);
     lb_prompt_var vars[] = {
         {"problem_statement", problem},
         {"working_dir", SB_WORKDIR},
@@ -217,7 +175,7 @@ static int build_prompts(run *r)
     }
     free(problem);
     if (!sys || !inst || !problem) {
-        set_final(r, LB_TASK_FAILED, "out of memory while building the prompts");
+        lb_run_final(&r->st, LB_TASK_FAILED, "out of memory while building the prompts");
         rc = LB_E_NOMEM;
         goto out;
     }
@@ -248,8 +206,8 @@ static int official_layout(run *r)
             snprintf(err, sizeof err, "mv ended with status %d", out.exit_code);
     }
     lbsb_exec_out_free(&out);
-    if (rc != LB_OK && !cancelled(r))
-        set_final(r, LB_TASK_FAILED, "The input files could not be moved to /testbed/documents (layout official): %s",
+    if (rc != LB_OK && !lb_run_cancelled(&r->st))
+        lb_run_final(&r->st, LB_TASK_FAILED, "The input files could not be moved to /testbed/documents (layout official): %s",
                   err);
     return rc;
 }
@@ -271,8 +229,8 @@ static int input_dir_layout(run *r)
         snprintf(err, sizeof err, "%.*s", (int)(out.err_len > 400 ? 400 : out.err_len), out.err ? out.err : "");
     }
     lbsb_exec_out_free(&out);
-    if (rc != LB_OK && !cancelled(r))
-        set_final(r, LB_TASK_FAILED, "The input files could not be moved to %s (task option input_dir): %s", d, err);
+    if (rc != LB_OK && !lb_run_cancelled(&r->st))
+        lb_run_final(&r->st, LB_TASK_FAILED, "The input files could not be moved to %s (task option input_dir): %s", d, err);
     return rc;
 }
 
@@ -281,7 +239,7 @@ static int input_dir_layout(run *r)
  * never runs out under a running round; kept after it for keep_s. */
 static int round_lease_s(const run *r)
 {
-    int64_t s = (int64_t)r->timeout_s + r->o->cfg->task_deadline_grace_s + 60;
+    int64_t s = (int64_t)r->timeout_s + r->st.o->cfg->task_deadline_grace_s + 60;
     return s > 86400 ? 86400 : (int)s;
 }
 
@@ -291,7 +249,7 @@ static int round_lease_s(const run *r)
 static int prepare_round(run *r, char *err, size_t errsz)
 {
     size_t n = 0;
-    int rc = lb_followup_copy_inputs(r->conn, r->sb_id, r->o->input_dir, r->o->round_inputs,
+    int rc = lb_followup_copy_inputs(r->conn, r->sb_id, r->st.o->input_dir, r->st.o->round_inputs,
                                      lb_task_opts_input_dir(&r->opts), &n, err, errsz);
     lbsb_exec_out out;
     memset(&out, 0, sizeof out);
@@ -305,8 +263,8 @@ static int prepare_round(run *r, char *err, size_t errsz)
  * its sandbox between rounds: r->lease_key gets its key). */
 static int create_sandbox(run *r, lbsb_spec *spec, char *err, size_t errsz)
 {
-    const lb_config *cfg = r->o->cfg;
-    const lb_loop_opts *o = r->o;
+    const lb_config *cfg = r->st.o->cfg;
+    const lb_loop_opts *o = r->st.o;
     spec->image = o->image && *o->image ? o->image : cfg->default_image;
     spec->network = o->network && *o->network ? o->network : NULL;
     spec->memory_mib = cfg->sandbox_memory_mib;
@@ -327,7 +285,7 @@ static int create_sandbox(run *r, lbsb_spec *spec, char *err, size_t errsz)
  * restarted) or was not kept. A fresh=1 round destroys the old one. */
 static int adopt_kept(run *r, char *err, size_t errsz)
 {
-    const lb_loop_opts *o = r->o;
+    const lb_loop_opts *o = r->st.o;
     if (!o->kept_id || !*o->kept_id || !o->kept_key)
         return LB_E_NOTFOUND;
     int rc = lbsb_adopt(r->conn, o->kept_id, o->kept_key, round_lease_s(r), err, errsz);
@@ -354,7 +312,7 @@ static int adopt_kept(run *r, char *err, size_t errsz)
  * err saying why; else the sandbox's error. */
 static int restore_state(run *r, char *err, size_t errsz)
 {
-    lbsb_spec spec = {.restore = r->o->restore_state};
+    lbsb_spec spec = {.restore = r->st.o->restore_state};
     int rc = create_sandbox(r, &spec, err, errsz);
     if (rc != LB_OK)
         return rc;
@@ -365,9 +323,9 @@ static int restore_state(run *r, char *err, size_t errsz)
 /* A fresh sandbox of a later round gets the last round's outputs. */
 static int fresh_outputs(run *r, char *err, size_t errsz)
 {
-    const lb_config *cfg = r->o->cfg;
+    const lb_config *cfg = r->st.o->cfg;
     size_t copied = 0, skipped = 0;
-    int rc = lb_followup_copy_tree(r->conn, r->sb_id, r->o->output_dir, SB_OUTPUT,
+    int rc = lb_followup_copy_tree(r->conn, r->sb_id, r->st.o->output_dir, SB_OUTPUT,
                                    cfg->max_output_files > 0 ? (size_t)cfg->max_output_files : 10000,
                                    cfg->max_output_bytes ? cfg->max_output_bytes : (1024ull << 20), &copied,
                                    &skipped, err, errsz);
@@ -380,34 +338,34 @@ static int fresh_outputs(run *r, char *err, size_t errsz)
         char note[200];
         snprintf(note, sizeof note, "%zu file%s of the last round's outputs were not copied into the fresh "
                  "sandbox (symlinks, special files, or over the output caps).", skipped, skipped == 1 ? "" : "s");
-        emit_error(r, note);
+        lb_run_emit_error(&r->st, note);
     }
     return rc;
 }
 
 static int start_sandbox(run *r)
 {
-    const lb_config *cfg = r->o->cfg;
-    const lb_loop_opts *o = r->o;
+    const lb_config *cfg = r->st.o->cfg;
+    const lb_loop_opts *o = r->st.o;
     int round = o->round > 1 ? o->round : 1;
     char err[1024] = "";
     int64_t t0 = lb_mono_ms();
     int rc = lbsb_connect(cfg->sandboxd_socket, o->sb_interrupt, &r->conn, err, sizeof err);
     int adopted = 0;
     if (rc == LB_OK && round > 1 && o->moved_note)
-        emit_error(r, o->moved_note); /* issue 13: where the earlier computer was, and that it is lost */
+        lb_run_emit_error(&r->st, o->moved_note); /* issue 13: where the earlier computer was, and that it is lost */
     if (rc == LB_OK && round > 1) {
         rc = adopt_kept(r, err, sizeof err);
         if (rc == LB_E_NOTFOUND && !o->fresh && o->restore_state && *o->restore_state)
             rc = restore_state(r, err, sizeof err);
         if ((rc == LB_E_NOTFOUND || rc == LB_E_INVAL) && !o->fresh) {
             /* the answer of the round says so, and what to do */
-            r->res->usage.sandbox_ms = lb_mono_ms() - t0;
+            r->st.res->usage.sandbox_ms = lb_mono_ms() - t0;
             int damaged = rc == LB_E_INVAL;
-            set_final(r, LB_TASK_FAILED, damaged ? "the saved state of the earlier rounds is damaged: %s"
+            lb_run_final(&r->st, LB_TASK_FAILED, damaged ? "the saved state of the earlier rounds is damaged: %s"
                                                  : "the sandbox of the earlier rounds is gone, and no saved state "
                                                    "of it exists%s", damaged ? err : "");
-            free(r->res->answer);
+            free(r->st.res->answer);
             char text[1400];
             snprintf(text, sizeof text,
                      "%s, so files, installed packages and the shell's state cannot be restored. Send your "
@@ -417,7 +375,7 @@ static int start_sandbox(run *r)
                              : "The sandbox of the earlier rounds is gone (it is kept only a while after a round, "
                                "followup_keep_s) and no saved state of it exists (it was not saved, was over its "
                                "cap, or was removed by its age limit)");
-            r->res->answer = strdup(text);
+            r->st.res->answer = strdup(text);
             return LB_E_NOTFOUND;
         }
         adopted = rc == LB_OK;
@@ -437,19 +395,19 @@ static int start_sandbox(run *r)
         /* kept, or restored from the last round's state */
         o->sandbox_made(o->sandbox_arg, r->sb_id, r->leased ? r->lease_key : "", lb_followup_sandbox_name(r->how));
     }
-    r->res->usage.sandbox_ms = lb_mono_ms() - t0;
+    r->st.res->usage.sandbox_ms = lb_mono_ms() - t0;
     if (rc != LB_OK) {
-        if (!cancelled(r))
-            set_final(r, LB_TASK_FAILED, "The sandbox could not be started: %s", err);
+        if (!lb_run_cancelled(&r->st))
+            lb_run_final(&r->st, LB_TASK_FAILED, "The sandbox could not be started: %s", err);
         return rc;
     }
-    lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->res->usage.sandbox_ms);
-    lb_metrics_observe(lb_metrics_proc(), &lb_hist_sandbox_start, "", (double)r->res->usage.sandbox_ms / 1000.0);
+    lb_debug("sandbox %s ready in %lld ms", r->sb_id, (long long)r->st.res->usage.sandbox_ms);
+    lb_metrics_observe(lb_metrics_proc(), &lb_hist_sandbox_start, "", (double)r->st.res->usage.sandbox_ms / 1000.0);
     int tmo = cfg->cmd_timeout_s > 0 ? cfg->cmd_timeout_s * 1000 : 120000;
     int soft = cfg->bash_soft_timeout_s > 0 ? cfg->bash_soft_timeout_s * 1000 : 0;
-    r->ctx = lb_ctx_new(r->conn, r->sb_id, r->o->cancel, tmo, soft);
+    r->ctx = lb_ctx_new(r->conn, r->sb_id, r->st.o->cancel, tmo, soft);
     if (!r->ctx) {
-        set_final(r, LB_TASK_FAILED, "out of memory");
+        lb_run_final(&r->st, LB_TASK_FAILED, "out of memory");
         return LB_E_NOMEM;
     }
     if (r->opts.input_dir[0] && r->how != LB_FOLLOWUP_KEPT)
@@ -462,9 +420,9 @@ static int start_sandbox(run *r)
  * starts from its own prompt, as a task does). */
 static int take_history(run *r)
 {
-    if (r->o->round <= 1 || !cJSON_GetArraySize(r->o->history))
+    if (r->st.o->round <= 1 || !cJSON_GetArraySize(r->st.o->history))
         return 0;
-    cJSON *h = cJSON_Duplicate(r->o->history, 1);
+    cJSON *h = cJSON_Duplicate(r->st.o->history, 1);
     if (!h)
         return 0;
     r->n_cut = lb_followup_fit(h, r->budget);
@@ -476,16 +434,16 @@ static int take_history(run *r)
 /* The message that opens a later round, once its sandbox is known. */
 static int add_opening(run *r)
 {
-    char *text = lb_followup_opening(r->o->round, r->o->prompt, r->o->round_inputs, r->how, r->n_cut,
-                                     r->o->max_turns, r->words.finish);
-    if (text && r->o->moved_note) {
+    char *text = lb_followup_opening(r->st.o->round, r->st.o->prompt, r->st.o->round_inputs, r->how, r->n_cut,
+                                     r->st.o->max_turns, r->words.finish);
+    if (text && r->st.o->moved_note) {
         /* issue 13: the model is told too, before what the fresh sandbox holds */
-        size_t a = strlen(text), b = strlen(r->o->moved_note);
+        size_t a = strlen(text), b = strlen(r->st.o->moved_note);
         char *both = malloc(a + b + 2);
         if (both) {
             memcpy(both, text, a);
             both[a] = '\n';
-            memcpy(both + a + 1, r->o->moved_note, b + 1);
+            memcpy(both + a + 1, r->st.o->moved_note, b + 1);
         }
         free(text);
         text = both;
@@ -493,7 +451,7 @@ static int add_opening(run *r)
     char *clean = text ? lb_utf8_sanitize(text, strlen(text), NULL) : NULL;
     free(text);
     if (!clean) {
-        set_final(r, LB_TASK_FAILED, "out of memory while building the prompts");
+        lb_run_final(&r->st, LB_TASK_FAILED, "out of memory while building the prompts");
         return LB_E_NOMEM;
     }
     cJSON_AddItemToArray(r->messages, msg("user", clean));
@@ -509,7 +467,7 @@ static int add_opening(run *r)
 static void turns_left_note(const run *r, char *buf, size_t sz, int left)
 {
     char tokens[80] = "";
-    int64_t used = r->res->usage.context_tokens;
+    int64_t used = r->st.res->usage.context_tokens;
     if (r->budget > 0 && used > 0 && r->budget - used <= r->budget / 4) {
         int64_t t = r->budget - used > 0 ? r->budget - used : 0;
         snprintf(tokens, sizeof tokens, "; about %lld tokens of context left", (long long)t);
@@ -545,11 +503,11 @@ static void add_tool_message(run *r, const char *call_id, const char *content, i
  * must stop (finish, cancel, sandbox lost). */
 static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
 {
-    int left = r->o->max_turns - turn;
+    int left = r->st.o->max_turns - turn;
     cJSON *results = cJSON_AddArrayToObject(tturn, "tool_results");
     for (size_t i = 0; i < rep->n_calls; i++) {
         const lb_toolcall *c = &rep->calls[i];
-        if (lb_ctx_finished(r->ctx, NULL, NULL) || cancelled(r)) {
+        if (lb_ctx_finished(r->ctx, NULL, NULL) || lb_run_cancelled(&r->st)) {
             /* every call needs an answer for the conversation to stay valid */
             add_tool_message(r, c->id, lb_ctx_finished(r->ctx, NULL, NULL)
                                            ? "Not run: finish was called earlier in this reply."
@@ -563,10 +521,10 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
         r->cur_call = NULL;
         if (rc != LB_OK) {
             lb_tool_outcome_free(&oc);
-            set_final(r, LB_TASK_FAILED, "out of memory while running a tool");
+            lb_run_final(&r->st, LB_TASK_FAILED, "out of memory while running a tool");
             return 1;
         }
-        r->res->usage.tools_ms += oc.duration_ms;
+        r->st.res->usage.tools_ms += oc.duration_ms;
         {
             /* the label is a loaded tool's name, never what the model made up */
             char labels[LB_METRIC_LABELS_MAX] = "";
@@ -590,7 +548,7 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
         if (oc.text)
             cJSON_AddStringToObject(d, "text", oc.text);
         cJSON_AddNumberToObject(d, "duration_ms", (double)oc.duration_ms);
-        emit(r, "tool", d);
+        lb_run_emit(&r->st, "tool", d);
 
         cJSON *tr = cJSON_CreateObject();
         cJSON_AddStringToObject(tr, "call_id", c->id);
@@ -605,17 +563,17 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
         lb_tool_outcome_free(&oc);
 
         const char *why;
-        if (lb_ctx_sandbox_lost(r->ctx, &why) && !cancelled(r)) {
-            set_final(r, LB_TASK_FAILED, "The sandbox stopped working: %s", why);
+        if (lb_ctx_sandbox_lost(r->ctx, &why) && !lb_run_cancelled(&r->st)) {
+            lb_run_final(&r->st, LB_TASK_FAILED, "The sandbox stopped working: %s", why);
             return 1;
         }
     }
     if (lb_ctx_finished(r->ctx, NULL, NULL)) {
-        if (!cancelled(r))
-            set_final(r, LB_TASK_SUCCEEDED, NULL);
+        if (!lb_run_cancelled(&r->st))
+            lb_run_final(&r->st, LB_TASK_SUCCEEDED, NULL);
         return 1;
     }
-    return cancelled(r);
+    return lb_run_cancelled(&r->st);
 }
 
 /* Counts one reply: its tokens (the endpoint's), the environment tokens
@@ -624,7 +582,7 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
  * and the context it used (estimated from the request when uncounted). */
 static void add_usage(run *r, const lb_model_reply *rep, cJSON *tusage)
 {
-    lb_task_usage *u = &r->res->usage;
+    lb_task_usage *u = &r->st.res->usage;
     int64_t P = rep->prompt_tokens, C = rep->completion_tokens;
     if (P > 0)
         u->prompt_tokens += P;
@@ -644,8 +602,8 @@ static void add_usage(run *r, const lb_model_reply *rep, cJSON *tusage)
     }
     int64_t ctx = (P >= 0 ? P : (int64_t)(r->model.last_request_bytes / 4)) + (C > 0 ? C : 0);
     u->context_tokens = ctx;
-    r->res->prompt_tokens = u->prompt_tokens;
-    r->res->completion_tokens = u->completion_tokens;
+    r->st.res->prompt_tokens = u->prompt_tokens;
+    r->st.res->completion_tokens = u->completion_tokens;
     r->last_prompt = P;
     r->last_completion = C;
     r->last_usage = tusage;
@@ -655,7 +613,7 @@ static void add_usage(run *r, const lb_model_reply *rep, cJSON *tusage)
 /* The observations after the last reply: no next prompt counts them. */
 static void close_usage(run *r)
 {
-    lb_task_usage *u = &r->res->usage;
+    lb_task_usage *u = &r->st.res->usage;
     if (r->last_usage && r->obs_bytes) {
         int64_t env = (int64_t)(r->obs_bytes + 3) / 4;
         u->environment_tokens += env;
@@ -670,26 +628,26 @@ static void close_usage(run *r)
 static void loop(run *r)
 {
     int no_tool = 0;
-    for (int turn = 1; turn <= r->o->max_turns; turn++) {
-        if (cancelled(r))
+    for (int turn = 1; turn <= r->st.o->max_turns; turn++) {
+        if (lb_run_cancelled(&r->st))
             return;
         lb_model_reply rep;
         char err[1024] = "";
         int64_t t0 = lb_mono_ms();
         int rc = lb_model_chat(&r->model, r->messages, r->tools, &rep, err, sizeof err);
         int64_t dt = lb_mono_ms() - t0;
-        r->res->usage.model_ms += dt;
+        r->st.res->usage.model_ms += dt;
         if (rc != LB_OK) {
             /* a refused key, a context that no longer fits, an endpoint
              * that stays down: each ends the task with the sentence */
-            if (!cancelled(r)) {
-                emit_error(r, err);
-                set_final(r, LB_TASK_FAILED, "%s", err);
+            if (!lb_run_cancelled(&r->st)) {
+                lb_run_emit_error(&r->st, err);
+                lb_run_final(&r->st, LB_TASK_FAILED, "%s", err);
             }
             return;
         }
-        r->res->turns = turn;
-        r->res->usage.turns = turn;
+        r->st.res->turns = turn;
+        r->st.res->usage.turns = turn;
         {
             char labels[LB_METRIC_LABELS_MAX] = "";
             LB_IGNORE(lb_metrics_label(labels, sizeof labels, "model", r->model.name)); /* bounded names fit; one that does not is left out */
@@ -699,8 +657,8 @@ static void loop(run *r)
         for (size_t i = 0; i < rep.n_calls; i++) {
             char id[64];
             /* unique across the rounds of a conversation too */
-            if (r->o->round > 1)
-                snprintf(id, sizeof id, "call_r%d_%d_%zu", r->o->round, turn, i);
+            if (r->st.o->round > 1)
+                snprintf(id, sizeof id, "call_r%d_%d_%zu", r->st.o->round, turn, i);
             else
                 snprintf(id, sizeof id, "call_%d_%zu", turn, i);
             int dup = 0;
@@ -767,15 +725,15 @@ static void loop(run *r)
         if (r->model.capture_tokens) {
             /* the arrays go to the trajectory only: the event carries the
              * verdict, so a long run never makes the page slow */
-            lb_task_usage *tu = &r->res->usage;
+            lb_task_usage *tu = &r->st.res->usage;
             if (lb_tokens_record(rep.tokens, lb_tokens_why_none(&r->model), tturn, &tu->tokens_turns,
                                  &tu->tokens_ok) != LB_OK)
-                lb_warn("task %s: out of memory: turn %d's tokens are not recorded", r->o->task_id, turn);
+                lb_warn("task %s: out of memory: turn %d's tokens are not recorded", r->st.o->task_id, turn);
             cJSON_AddStringToObject(d, "tokens_status",
                                     lb_tokens_status_name(rep.tokens ? rep.tokens->status : LB_TOKENS_MISSING));
         }
         add_usage(r, &rep, tusage);
-        emit(r, "model", d);
+        lb_run_emit(&r->st, "model", d);
         /* Anthropic's thinking blocks must go back verbatim with the tool
          * results (model_anthropic.c); the name follows LiteLLM's */
         if (rep.blocks) {
@@ -783,29 +741,29 @@ static void loop(run *r)
             rep.blocks = NULL;
         }
         cJSON_AddItemToArray(r->messages, am);
-        if (r->sink->usage)
-            r->sink->usage(r->sink->arg, &r->res->usage);
+        if (r->st.sink->usage)
+            r->st.sink->usage(r->st.sink->arg, &r->st.res->usage);
 
         int stop = 0;
         /* the paper's budget: the whole trajectory's context, i.e. the last
          * request's prompt plus its completion */
-        int64_t context = r->res->usage.context_tokens;
+        int64_t context = r->st.res->usage.context_tokens;
         if (r->budget > 0 && context > r->budget) {
             char msg[300];
             snprintf(msg, sizeof msg, "The task reached its token budget: turn %d used %lld tokens of context, "
                      "the budget is %lld.", turn, (long long)context, (long long)r->budget);
-            emit_error(r, msg);
-            set_final(r, LB_TASK_FAILED, "reached the token budget (%lld tokens; the last turn used %lld)",
+            lb_run_emit_error(&r->st, msg);
+            lb_run_final(&r->st, LB_TASK_FAILED, "reached the token budget (%lld tokens; the last turn used %lld)",
                       (long long)r->budget, (long long)context);
             stop = 1;
         } else if (rep.n_calls == 0) {
             if (++no_tool >= 2) {
-                emit_error(r, "The model replied twice in a row without calling a tool.");
-                set_final(r, LB_TASK_FAILED, "the model replied twice in a row without calling a tool");
+                lb_run_emit_error(&r->st, "The model replied twice in a row without calling a tool.");
+                lb_run_final(&r->st, LB_TASK_FAILED, "the model replied twice in a row without calling a tool");
                 stop = 1;
             } else {
                 char note[160], text[600];
-                turns_left_note(r, note, sizeof note, r->o->max_turns - turn);
+                turns_left_note(r, note, sizeof note, r->st.o->max_turns - turn);
                 snprintf(text, sizeof text,
                          "You must call a tool in every reply: use %s or %s to work on "
                          "the task, and call %s when you are done.%s", r->words.bash, r->words.editor,
@@ -824,19 +782,19 @@ static void loop(run *r)
         if (stop)
             return;
     }
-    set_final(r, LB_TASK_FAILED, "reached the turn limit (%d)", r->o->max_turns);
+    lb_run_final(&r->st, LB_TASK_FAILED, "reached the turn limit (%d)", r->st.o->max_turns);
 }
 
 /* What the run used, for trajectory.json: the model and its sampling,
  * the image, the limits and the tools offered. No key, no credentials. */
 static cJSON *run_config(const run *r)
 {
-    const lb_config *cfg = r->o->cfg;
+    const lb_config *cfg = r->st.o->cfg;
     cJSON *c = cJSON_CreateObject();
     if (!c)
         return NULL;
     cJSON *m = cJSON_AddObjectToObject(c, "model");
-    const lb_model_cfg *mc = r->model_ready ? r->model.cfg : lb_cfg_model(cfg, r->o->model_name);
+    const lb_model_cfg *mc = r->model_ready ? r->model.cfg : lb_cfg_model(cfg, r->st.o->model_name);
     if (m && mc) {
         cJSON_AddStringToObject(m, "name", mc->name);
         cJSON_AddStringToObject(m, "provider", mc->provider);
@@ -869,7 +827,7 @@ static cJSON *run_config(const run *r)
     cJSON_AddStringToObject(c, "image", cfg->default_image);
     cJSON *l = cJSON_AddObjectToObject(c, "limits");
     if (l) {
-        cJSON_AddNumberToObject(l, "max_turns", r->o->max_turns);
+        cJSON_AddNumberToObject(l, "max_turns", r->st.o->max_turns);
         cJSON_AddNumberToObject(l, "token_budget", (double)r->budget);
         cJSON_AddNumberToObject(l, "timeout_s", r->timeout_s);
         cJSON_AddNumberToObject(l, "cmd_timeout_s", cfg->cmd_timeout_s);
@@ -935,21 +893,21 @@ static char *read_head(const char *path, size_t max, size_t *len)
 static void put_record(run *r)
 {
     char dir[LB_CFG_PATH + 64], why[600];
-    const char *slash = strrchr(r->o->trajectory_path, '/');
-    if (!slash || (size_t)(slash - r->o->trajectory_path) >= sizeof dir)
+    const char *slash = strrchr(r->st.o->trajectory_path, '/');
+    if (!slash || (size_t)(slash - r->st.o->trajectory_path) >= sizeof dir)
         return;
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - r->o->trajectory_path), r->o->trajectory_path);
-    int rc = lb_blob_task_put_record(r->o->cfg, r->o->task_id, dir, r->o->round, why, sizeof why);
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - r->st.o->trajectory_path), r->st.o->trajectory_path);
+    int rc = lb_blob_task_put_record(r->st.o->cfg, r->st.o->task_id, dir, r->st.o->round, why, sizeof why);
     /* everything this host's agent wrote for the round is in the bucket:
      * the web's cache trim may remove the folder once the task is final */
-    if (rc == LB_OK && r->outputs_stored != 0 && lb_blob_task_mark_stored(r->o->cfg, dir, r->o->round) != LB_OK)
-        lb_warn("task %s: cannot mark its folder as stored: this host's cache trim keeps it", r->o->task_id);
+    if (rc == LB_OK && r->outputs_stored != 0 && lb_blob_task_mark_stored(r->st.o->cfg, dir, r->st.o->round) != LB_OK)
+        lb_warn("task %s: cannot mark its folder as stored: this host's cache trim keeps it", r->st.o->task_id);
     if (rc != LB_OK) {
-        lb_warn("task %s: its record (trajectory.json) is not in the object store: %s", r->o->task_id, why);
+        lb_warn("task %s: its record (trajectory.json) is not in the object store: %s", r->st.o->task_id, why);
         char msg[700];
         snprintf(msg, sizeof msg, "The task's record (trajectory.json) could not be stored in the object store; "
                  "only this node has it: %s", why);
-        emit_error(r, msg);
+        lb_run_emit_error(&r->st, msg);
     }
 }
 
@@ -966,7 +924,7 @@ static char *read_answer_file(run *r)
     int rc = lbsb_read_range(r->conn, r->sb_id, path, 0, LB_ANSWER_FILE_MAX, &raw, &len, &size, err, sizeof err);
     if (rc != LB_OK) {
         if (rc != LB_E_NOTFOUND)
-            lb_warn("task %s: cannot read %s: %s", r->o->task_id, path, err);
+            lb_warn("task %s: cannot read %s: %s", r->st.o->task_id, path, err);
         return NULL;
     }
     char *text = lb_utf8_sanitize(raw, len, NULL);
@@ -980,14 +938,14 @@ static char *read_answer_file(run *r)
         return NULL;
     }
     if (size > LB_ANSWER_FILE_MAX)
-        lb_info("task %s: %s is %llu bytes; its first %u KiB are the answer", r->o->task_id, path,
+        lb_info("task %s: %s is %llu bytes; its first %u KiB are the answer", r->st.o->task_id, path,
                 (unsigned long long)size, LB_ANSWER_FILE_MAX >> 10);
     return text;
 }
 
 static void finalize(run *r)
 {
-    const lb_config *cfg = r->o->cfg;
+    const lb_config *cfg = r->st.o->cfg;
     const char *fanswer = NULL;
     size_t fanswer_len = 0;
     if (r->ctx)
@@ -997,8 +955,8 @@ static void finalize(run *r)
 
     /* The loop is over: a cancel must not cut the collection short, but a
      * second signal still can (the handler sets the flag again). */
-    if (r->o->sb_interrupt)
-        *r->o->sb_interrupt = 0;
+    if (r->st.o->sb_interrupt)
+        *r->st.o->sb_interrupt = 0;
 
     /* answer_file: the layout's answer file as the model left it, read
      * before the finish tool's answer may be written there */
@@ -1017,14 +975,14 @@ static void finalize(run *r)
     }
 
     size_t n_arts = 0;
-    if (alive && r->o->output_dir) {
+    if (alive && r->st.o->output_dir) {
         lb_artifact *arts = NULL;
         char notes[600];
         lb_collect_limits lim = {
             .max_files = cfg->max_output_files > 0 ? (size_t)cfg->max_output_files : 10000,
             .max_bytes = cfg->max_output_bytes ? cfg->max_output_bytes : (1024ull << 20),
         };
-        int crc = lb_collect_outputs(r->conn, r->sb_id, SB_OUTPUT, r->o->output_dir, &lim, &arts, &n_arts,
+        int crc = lb_collect_outputs(r->conn, r->sb_id, SB_OUTPUT, r->st.o->output_dir, &lim, &arts, &n_arts,
                                      notes, sizeof notes);
         /* A task whose outputs did not all reach the host did not succeed,
          * whatever the model said: its results would be missing. (The
@@ -1033,37 +991,37 @@ static void finalize(run *r)
         int lost = crc == LB_E_NOSPACE || crc == LB_E_UNAVAILABLE || crc == LB_E_IO || crc == LB_E_PROTO ||
                    crc == LB_E_SANDBOX;
         if (lost && res_status(r) == LB_TASK_SUCCEEDED) {
-            snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
+            snprintf(r->st.res->status, sizeof r->st.res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
             if (crc == LB_E_NOSPACE)
-                snprintf(r->res->reason, sizeof r->res->reason,
+                snprintf(r->st.res->reason, sizeof r->st.res->reason,
                          "disk full: the server has no space left for this task's outputs (%zu file%s saved)",
                          n_arts, n_arts == 1 ? "" : "s");
             else
-                snprintf(r->res->reason, sizeof r->res->reason,
+                snprintf(r->st.res->reason, sizeof r->st.res->reason,
                          "The sandbox stopped working before the outputs were collected: %s",
                          notes[0] ? notes : lb_strerror(crc));
         }
         /* after a cancel cut a sandbox call short the connection is gone;
          * saying so again would only be noise */
         if (notes[0] && res_status(r) != LB_TASK_CANCELLED)
-            emit_error(r, notes);
+            lb_run_emit_error(&r->st, notes);
         /* issue 13: the collected outputs into the object store too (a
          * no-op with local files). A task whose outputs are not stored did
          * not succeed: no other node could serve them; the local copy stays. */
         char blob_err[600];
-        int prc = lost ? LB_E_IO : lb_blob_task_put_outputs(cfg, r->o->task_id, r->o->output_dir, blob_err,
+        int prc = lost ? LB_E_IO : lb_blob_task_put_outputs(cfg, r->st.o->task_id, r->st.o->output_dir, blob_err,
                                                             sizeof blob_err);
         r->outputs_stored = prc == LB_OK;
         if (!lost && prc != LB_OK) {
-            emit_error(r, blob_err);
+            lb_run_emit_error(&r->st, blob_err);
             if (res_status(r) == LB_TASK_SUCCEEDED) {
-                snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
-                snprintf(r->res->reason, sizeof r->res->reason, "The task's outputs could not be stored: %s",
+                snprintf(r->st.res->status, sizeof r->st.res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
+                snprintf(r->st.res->reason, sizeof r->st.res->reason, "The task's outputs could not be stored: %s",
                          blob_err);
             }
         }
-        if (r->sink->artifacts)
-            r->sink->artifacts(r->sink->arg, arts, n_arts);
+        if (r->st.sink->artifacts)
+            r->st.sink->artifacts(r->st.sink->arg, arts, n_arts);
         cJSON *d = cJSON_CreateObject();
         cJSON *list = cJSON_AddArrayToObject(d, "artifacts");
         for (size_t i = 0; i < n_arts; i++) {
@@ -1079,12 +1037,12 @@ static void finalize(run *r)
             cJSON_DeleteItemFromObjectCaseSensitive(r->traj.root, "artifacts");
             cJSON_AddItemToObject(r->traj.root, "artifacts", cJSON_Duplicate(list, 1));
         }
-        emit(r, "artifacts", d);
-        r->res->n_artifacts = n_arts;
+        lb_run_emit(&r->st, "artifacts", d);
+        r->st.res->n_artifacts = n_arts;
 
         /* the answer is answer.txt as copied out (the first MiB of it) */
         char path[4096];
-        snprintf(path, sizeof path, "%s/answer.txt", r->o->output_dir);
+        snprintf(path, sizeof path, "%s/answer.txt", r->st.o->output_dir);
         int collected = 0;
         for (size_t i = 0; i < n_arts; i++)
             collected |= !strcmp(arts[i].path, "answer.txt");
@@ -1097,44 +1055,44 @@ static void finalize(run *r)
                 raw = NULL;
         }
         if (raw) {
-            r->res->answer = lb_utf8_sanitize(raw, len, NULL);
+            r->st.res->answer = lb_utf8_sanitize(raw, len, NULL);
             free(raw);
-            snprintf(r->res->usage.answer_source, sizeof r->res->usage.answer_source, "%s",
+            snprintf(r->st.res->usage.answer_source, sizeof r->st.res->usage.answer_source, "%s",
                      wrote_finish ? "finish" : "file");
         }
     }
     if (file_answer) {
-        free(r->res->answer);
-        r->res->answer = file_answer;
-        snprintf(r->res->usage.answer_source, sizeof r->res->usage.answer_source, "file");
+        free(r->st.res->answer);
+        r->st.res->answer = file_answer;
+        snprintf(r->st.res->usage.answer_source, sizeof r->st.res->usage.answer_source, "file");
     }
-    if (!r->res->answer && r->opts.answer_file && !r->opts.finish_answer) {
+    if (!r->st.res->answer && r->opts.answer_file && !r->opts.finish_answer) {
         /* task option finish_answer false: the official runner's reading, an empty answer */
-        r->res->answer = strdup("");
-        snprintf(r->res->usage.answer_source, sizeof r->res->usage.answer_source, "none");
+        r->st.res->answer = strdup("");
+        snprintf(r->st.res->usage.answer_source, sizeof r->st.res->usage.answer_source, "none");
     }
-    if (!r->res->answer && fanswer) {
-        r->res->answer = strdup(fanswer);
-        snprintf(r->res->usage.answer_source, sizeof r->res->usage.answer_source, "finish");
+    if (!r->st.res->answer && fanswer) {
+        r->st.res->answer = strdup(fanswer);
+        snprintf(r->st.res->usage.answer_source, sizeof r->st.res->usage.answer_source, "finish");
     }
-    if (!r->res->answer)
-        snprintf(r->res->usage.answer_source, sizeof r->res->usage.answer_source, "none");
-    if (r->res->answer) {
+    if (!r->st.res->answer)
+        snprintf(r->st.res->usage.answer_source, sizeof r->st.res->usage.answer_source, "none");
+    if (r->st.res->answer) {
         cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "answer", r->res->answer);
-        emit(r, "answer", d);
+        cJSON_AddStringToObject(d, "answer", r->st.res->answer);
+        lb_run_emit(&r->st, "answer", d);
     }
     close_usage(r);
-    if (r->sink->usage)
-        r->sink->usage(r->sink->arg, &r->res->usage);
+    if (r->st.sink->usage)
+        r->st.sink->usage(r->st.sink->arg, &r->st.res->usage);
 
     /* a run that failed during setup still leaves a record of why */
-    if (r->o->trajectory_path && !r->traj.root) {
+    if (r->st.o->trajectory_path && !r->traj.root) {
         cJSON *conf = run_config(r);
-        if (lb_traj_init(&r->traj, r->o->task_id, r->o->prompt, r->o->max_turns,
+        if (lb_traj_init(&r->traj, r->st.o->task_id, r->st.o->prompt, r->st.o->max_turns,
                          r->model_ready ? r->model.shown_url : "", r->model_ready ? r->model.model : "",
                          r->tools, conf) != LB_OK)
-            lb_warn("task %s: out of memory: no trajectory is written", r->o->task_id);
+            lb_warn("task %s: out of memory: no trajectory is written", r->st.o->task_id);
         cJSON_Delete(conf);
     }
     /* a context-length retry lowers max_tokens for the rest of the run:
@@ -1150,35 +1108,35 @@ static void finalize(run *r)
         cJSON_DeleteItemFromObjectCaseSensitive(tm, "max_tokens");
         cJSON_AddNumberToObject(tm, "max_tokens", r->model.max_tokens);
     }
-    if (r->o->trajectory_path && r->traj.root) {
+    if (r->st.o->trajectory_path && r->traj.root) {
         cJSON *t = cJSON_CreateObject();
         cJSON_AddNumberToObject(t, "started_ms", (double)r->t_start);
         cJSON_AddNumberToObject(t, "finished_ms", (double)lb_now_ms());
-        cJSON_AddNumberToObject(t, "sandbox_start_ms", (double)r->res->usage.sandbox_ms);
-        cJSON_AddNumberToObject(t, "model_ms", (double)r->res->usage.model_ms);
-        cJSON_AddNumberToObject(t, "tools_ms", (double)r->res->usage.tools_ms);
-        int trc = lb_traj_write(&r->traj, r->o->trajectory_path, r->messages, r->res->status, r->res->reason,
-                                r->res->answer, &r->res->usage, t);
-        if (trc == LB_OK && r->o->round_trajectory_path) {
+        cJSON_AddNumberToObject(t, "sandbox_start_ms", (double)r->st.res->usage.sandbox_ms);
+        cJSON_AddNumberToObject(t, "model_ms", (double)r->st.res->usage.model_ms);
+        cJSON_AddNumberToObject(t, "tools_ms", (double)r->st.res->usage.tools_ms);
+        int trc = lb_traj_write(&r->traj, r->st.o->trajectory_path, r->messages, r->st.res->status, r->st.res->reason,
+                                r->st.res->answer, &r->st.res->usage, t);
+        if (trc == LB_OK && r->st.o->round_trajectory_path) {
             /* the conversation as at the end of this round, for a fork from it */
-            unlink(r->o->round_trajectory_path);
-            if (link(r->o->trajectory_path, r->o->round_trajectory_path) != 0)
-                lb_warn("task %s: this round's trajectory is not kept for a fork: %s", r->o->task_id,
+            unlink(r->st.o->round_trajectory_path);
+            if (link(r->st.o->trajectory_path, r->st.o->round_trajectory_path) != 0)
+                lb_warn("task %s: this round's trajectory is not kept for a fork: %s", r->st.o->task_id,
                         strerror(errno));
         }
-        if (trc == LB_OK && r->res->usage.tokens_capture) {
+        if (trc == LB_OK && r->st.res->usage.tokens_capture) {
             /* the compact form of the same arrays, for trainers */
-            int krc = lb_tokens_write_beside(r->o->trajectory_path, r->traj.turns);
+            int krc = lb_tokens_write_beside(r->st.o->trajectory_path, r->traj.turns);
             if (krc != LB_OK)
                 lb_warn("task %s: tokens.jsonl is not written (%s); trajectory.json has the same tokens",
-                        r->o->task_id, lb_strerror(krc));
+                        r->st.o->task_id, lb_strerror(krc));
         }
         if (trc == LB_OK)
             put_record(r);
         if (trc == LB_E_NOSPACE && res_status(r) == LB_TASK_SUCCEEDED) {
             /* the record of the run is part of its results (and of its bundle) */
-            snprintf(r->res->status, sizeof r->res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
-            snprintf(r->res->reason, sizeof r->res->reason,
+            snprintf(r->st.res->status, sizeof r->st.res->status, "%s", lb_task_status_name(LB_TASK_FAILED));
+            snprintf(r->st.res->reason, sizeof r->st.res->reason,
                      "disk full: the server has no space left for this task's record (trajectory.json)");
         }
         cJSON_Delete(t);
@@ -1191,7 +1149,7 @@ static void finalize(run *r)
  * end is recorded, so the page never offers a sandbox that is gone. */
 static void keep_sandbox(run *r)
 {
-    const lb_loop_opts *o = r->o;
+    const lb_loop_opts *o = r->st.o;
     if (!r->conn || !r->sb_id[0] || !r->leased)
         return;
     char err[512] = "";
@@ -1210,7 +1168,7 @@ static void keep_sandbox(run *r)
             char note[800];
             snprintf(note, sizeof note, "The sandbox's state was not saved (%s): a follow-up continues in this "
                      "sandbox while it is kept (%d s), after that with the files only.", err, o->keep_s);
-            emit_error(r, note);
+            lb_run_emit_error(&r->st, note);
         }
         /* no CPU while it waits; its memory stays, counted in followup_max_kept */
         if (lbsb_freeze(r->conn, r->sb_id, err, sizeof err) != LB_OK)
@@ -1224,7 +1182,7 @@ static void keep_sandbox(run *r)
         return;
     }
     if (rc == LB_E_BUSY)
-        emit_error(r, "The sandbox is not kept for a follow-up: the service already keeps as many as it may "
+        lb_run_emit_error(&r->st, "The sandbox is not kept for a follow-up: the service already keeps as many as it may "
                       "(followup_max_kept). A next message continues in a fresh sandbox with the files only.");
     LB_IGNORE(lbsb_destroy(r->conn, r->sb_id, err, sizeof err)); /* its lease runs out otherwise */
     r->sb_id[0] = '\0';
@@ -1237,17 +1195,17 @@ static void keep_sandbox(run *r)
 static int end_run(run *r)
 {
     char err[512];
-    cancelled(r); /* a cancel that came during setup */
-    if (!r->final)
-        set_final(r, LB_TASK_FAILED, "internal error");
-    if (res_status(r) != LB_TASK_SUCCEEDED && res_status(r) != LB_TASK_CANCELLED && r->res->reason[0])
-        lb_debug("task %s failed: %s", r->o->task_id, r->res->reason);
+    lb_run_cancelled(&r->st); /* a cancel that came during setup */
+    if (!r->st.final)
+        lb_run_final(&r->st, LB_TASK_FAILED, "internal error");
+    if (res_status(r) != LB_TASK_SUCCEEDED && res_status(r) != LB_TASK_CANCELLED && r->st.res->reason[0])
+        lb_debug("task %s failed: %s", r->st.o->task_id, r->st.res->reason);
     finalize(r);
     keep_sandbox(r);
     int rc = LB_OK;
-    if (r->sink->finish)
-        rc = r->sink->finish(r->sink->arg, r->res->status, r->res->reason[0] ? r->res->reason : NULL,
-                             r->res->answer);
+    if (r->st.sink->finish)
+        rc = r->st.sink->finish(r->st.sink->arg, r->st.res->status, r->st.res->reason[0] ? r->st.res->reason : NULL,
+                             r->st.res->answer);
     alarm(0);
     /* a failed destroy leaves nothing either: the agent closes its
      * connection next, and sandboxd destroys the sandboxes of a closed one */
@@ -1282,16 +1240,16 @@ static void on_hang(void *arg, const char *tool, int limit_s, int sig, const cha
             snprintf(st, sizeof st, "crashed (%s)", signame);
         cJSON_AddStringToObject(d, "status", st);
         cJSON_AddStringToObject(d, "text", msg);
-        emit(r, "tool", d);
+        lb_run_emit(&r->st, "tool", d);
     }
-    emit_error(r, msg);
+    lb_run_emit_error(&r->st, msg);
     if (sig) /* the words of the web's reaper (web/spawn.c) when the agent dies of it */
-        set_final(r, LB_TASK_FAILED, "the tool %s crashed (%s); the task was stopped", tool, signame);
+        lb_run_final(&r->st, LB_TASK_FAILED, "the tool %s crashed (%s); the task was stopped", tool, signame);
     else
-        set_final(r, LB_TASK_FAILED, "the tool %s did not return within %d s and was stopped", tool, limit_s);
+        lb_run_final(&r->st, LB_TASK_FAILED, "the tool %s did not return within %d s and was stopped", tool, limit_s);
     end_run(r);
-    if (r->o->on_abort)
-        r->o->on_abort(r->o->on_abort_arg, r->res);
+    if (r->st.o->on_abort)
+        r->st.o->on_abort(r->st.o->on_abort_arg, r->st.res);
     fflush(stdout);
     fflush(stderr);
     _exit(1);
@@ -1315,9 +1273,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
                                                                 : r.opts.tool_names == LB_TOOL_NAMES_OFFICIAL;
         lb_tool_words_of(r.official, &r.words);
     }
-    r.o = o;
-    r.sink = sink;
-    r.res = res;
+    lb_run_state_init(&r.st, o, sink, res);
     r.t_start = lb_now_ms();
     r.last_prompt = r.last_completion = -1;
     r.outputs_stored = -1;
@@ -1330,13 +1286,13 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     r.messages = cJSON_CreateArray();
     cJSON *perr = cJSON_CreateArray();
     if (!r.messages || !perr) {
-        set_final(&r, LB_TASK_FAILED, "out of memory");
+        lb_run_final(&r.st, LB_TASK_FAILED, "out of memory");
         goto end;
     }
     if (r.timeout_s > 0)
         alarm((unsigned)r.timeout_s);
     lb_mime_preload(); /* ready by the time the outputs are collected */
-    emit_status(&r, lb_task_status_name(LB_TASK_RUNNING), NULL);
+    lb_run_emit_status(&r.st, lb_task_status_name(LB_TASK_RUNNING), NULL);
     if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
@@ -1344,33 +1300,33 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     LB_IGNORE(lb_plugins_load(cfg->plugin_dir, cfg, &r.plugins, perr));
     lb_plugins_select(r.plugins, cfg, perr);
     if (r.opts.n_tools && lb_plugins_restrict(r.plugins, r.opts.tools, r.opts.n_tools, err, sizeof err) != LB_OK) {
-        set_final(&r, LB_TASK_FAILED, "bad task options: %s", err);
+        lb_run_final(&r.st, LB_TASK_FAILED, "bad task options: %s", err);
         goto end;
     }
     char *missing = lb_plugins_missing_note(r.plugins, cfg, perr); /* said on the task, not only in logs */
     if (missing)
-        emit_error(&r, missing);
+        lb_run_emit_error(&r.st, missing);
     free(missing);
     if (!lb_plugins_enabled_count(r.plugins)) {
-        set_final(&r, LB_TASK_FAILED, "no tools could be loaded from %s", cfg->plugin_dir);
+        lb_run_final(&r.st, LB_TASK_FAILED, "no tools could be loaded from %s", cfg->plugin_dir);
         goto end;
     }
     if (lb_tool_names_offer(r.plugins, r.official) != LB_OK) {
-        set_final(&r, LB_TASK_FAILED, "the tools could not be offered under their official names");
+        lb_run_final(&r.st, LB_TASK_FAILED, "the tools could not be offered under their official names");
         goto end;
     }
     r.tools = lb_plugins_openai_tools(r.plugins);
     char abuf[LB_TASK_OPTS_DIR_MAX + 16];
     lb_tools_adapt(r.tools, r.official, lb_task_opts_answer_file(&r.opts, abuf, sizeof abuf));
     if (lb_model_init(&r.model, cfg, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
-        set_final(&r, LB_TASK_FAILED, "%s", err);
+        lb_run_final(&r.st, LB_TASK_FAILED, "%s", err);
         goto end;
     }
     r.model_ready = 1;
     if (r.opts.max_tokens > 0)
         r.model.max_tokens = r.opts.max_tokens;
     lb_model_apply_opts(&r.model, &r.opts);
-    lb_tokens_capture_set(&r.model, &r.opts, &r.res->usage);
+    lb_tokens_capture_set(&r.model, &r.opts, &r.st.res->usage);
     cJSON *conf = run_config(&r);
     if (lb_traj_init(&r.traj, o->task_id, o->prompt, o->max_turns, r.model.shown_url, r.model.model, r.tools,
                      conf) != LB_OK)
@@ -1390,8 +1346,8 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "status", lb_task_status_name(LB_TASK_RUNNING));
         cJSON_AddStringToObject(d, "sandbox", "ready");
-        cJSON_AddNumberToObject(d, "sandbox_ms", (double)r.res->usage.sandbox_ms);
-        emit(&r, "status", d);
+        cJSON_AddNumberToObject(d, "sandbox_ms", (double)r.st.res->usage.sandbox_ms);
+        lb_run_emit(&r.st, "status", d);
     }
     loop(&r);
 end:;
@@ -1409,18 +1365,4 @@ end:;
     cJSON_Delete(perr);
     lb_plugins_free(r.plugins);
     return rc;
-}
-
-void lb_loop_result_free(lb_loop_result *r)
-{
-    free(r->answer);
-    r->answer = NULL;
-}
-
-void lb_loop_result_vset(lb_loop_result *r, int status, const char *fmt, va_list ap)
-{
-    snprintf(r->status, sizeof r->status, "%s", lb_task_status_name((lb_task_status)status));
-    r->reason[0] = '\0';
-    if (fmt)
-        vsnprintf(r->reason, sizeof r->reason, fmt, ap);
 }

@@ -10,7 +10,11 @@
  * Strings are referenced, not copied: the conversation can be megabytes.
  * The HTTP side (retries, cancel, errors) is model_http.c; the response
  * parser is lb_parse_anthropic_response in toolcall_parse.c. */
-#include "agent/agent.h"
+#include "agent/model_anthropic.h"
+
+#include "agent/model_http.h"
+#include "agent/prompts.h"
+#include "agent/toolcall_parse.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

@@ -11,7 +11,7 @@
  *   Anthropic "prompt is too long: 210000 tokens > 200000 maximum", or
  *             "input length and `max_tokens` exceed context limit: 190000 + 20000 > 200000"
  */
-#include "agent/agent.h"
+#include "agent/model_context.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -4,7 +4,17 @@
  * request bodies and the response parsers are per provider: OpenAI-
  * compatible chat completions (model_openai.c, toolcall_parse.c) and the
  * Anthropic Messages API (model_anthropic.c). */
-#include "agent/agent.h"
+#include "agent/model_http.h"
+
+#include "agent/loop.h"
+#include "agent/model_anthropic.h"
+#include "agent/model_context.h"
+#include "agent/model_openai.h"
+#include "agent/model_replay.h"
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/sink.h"
+#include "agent/toolcall_parse.h"
 #include "common/task_opts.h"
 #include "common/buf.h"
 #include "common/config.h"

@@ -1,7 +1,10 @@
 /* The request body of OpenAI-compatible chat completions (vLLM, SGLang,
  * OpenAI, llama.cpp server, Ollama ...): the loop's conversation is already
  * in this shape, so it goes as it is. The HTTP side is model_http.c. */
-#include "agent/agent.h"
+#include "agent/model_openai.h"
+
+#include "agent/model_http.h"
+#include "agent/toolcall_text.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

@@ -9,7 +9,13 @@
  * Each one goes through the OpenAI response parser, so it is sanitized
  * and calls written as text (<function=...>) are found as in a live run.
  * When the recording runs out the reply is a call of finish. */
-#include "agent/agent.h"
+#include "agent/model_replay.h"
+
+#include "agent/model_http.h"
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/toolcall_parse.h"
+#include "agent/trajectory.h"
 #include "common/status.h"
 #include "common/util.h"
 

@@ -1,5 +1,5 @@
 /* Prompt templates: files the operator can edit, with {placeholders}. */
-#include "agent/agent.h"
+#include "agent/prompts.h"
 #include "common/buf.h"
 #include "common/status.h"
 #include "common/util.h"

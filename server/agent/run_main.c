@@ -1,7 +1,13 @@
 /* `llmbox run [-i FILE]... [-o DIR] [--max-turns N] [--model NAME] "prompt"`:
  * the agent without the web server. Same loop as `llmbox agent`, with the
  * steps printed to the terminal and the results written to DIR. */
-#include "agent/agent.h"
+#include "agent/loop.h"
+#include "agent/model_http.h"
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/sink.h"
+#include "agent/sink_term.h"
+#include "agent/toolcall_parse.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"

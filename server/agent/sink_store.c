@@ -1,6 +1,9 @@
 /* Event sink for `llmbox agent`: every step goes into the task store,
  * where the web backend streams it to the browser. */
-#include "agent/agent.h"
+#include "agent/sink_store.h"
+
+#include "agent/prompts.h"
+#include "agent/sink.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status.h"

@@ -1,7 +1,11 @@
 /* Event sink for `llmbox run`: the steps as readable lines on a terminal.
  * Model and sandbox text is shown cut to a few lines, with control
  * characters neutralised so output cannot drive the terminal. */
-#include "agent/agent.h"
+#include "agent/sink_term.h"
+
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/sink.h"
 #include "common/status.h"
 #include "common/task.h"
 

@@ -3,7 +3,9 @@
  * contract is tokens.h. */
 #include "agent/tokens.h"
 
-#include "agent/agent.h"
+#include "agent/loop.h"
+#include "agent/model_http.h"
+#include "agent/run_state.h"
 #include "common/config.h" /* checksrc: allow unused-include (m->cfg->capture_tokens needs lb_model_cfg whole) */
 #include "common/status.h"
 #include "common/task_opts.h"

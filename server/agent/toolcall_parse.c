@@ -2,9 +2,15 @@
  * Anthropic messages. The body comes
  * from a model server we do not control: every field may be missing, of
  * the wrong type, huge or not UTF-8. */
-#include "agent/agent.h"
+#include "agent/toolcall_parse.h"
+
+#include "agent/model_http.h"
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/sink.h"
 #include "agent/text.h"
 #include "agent/tokens.h"
+#include "agent/trajectory.h"
 #include "common/status.h"
 #include "common/utf8.h"
 

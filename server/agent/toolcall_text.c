@@ -9,7 +9,11 @@
  * stays in the native shape (and so does trajectory.json); only the
  * request is rewritten here: calls back into text, tool results into user
  * messages. */
-#include "agent/agent.h"
+#include "agent/toolcall_text.h"
+
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/toolcall_parse.h"
 #include "common/buf.h"
 
 #include <stdio.h>

@@ -1,6 +1,9 @@
 /* trajectory.json: the faithful record of a run, for people (download,
  * debugging) and for training (messages exactly as the model saw them). */
-#include "agent/agent.h"
+#include "agent/trajectory.h"
+
+#include "agent/run_state.h"
+#include "agent/sink.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"

@@ -1,7 +1,7 @@
 /*
  * E2B's pty for the SDK's sbx.pty (issue 17): the pieces e2b_process.c
  * uses to run a process on a terminal through sandboxd's pty relay
- * (include/llmbox/sandbox.h LBSB_PTY_ARGV0, server/sandboxd/sandbox_pty.h):
+ * (include/llmbox/sandbox.h LBSB_PTY_ARGV0, server/insandbox/sandbox_pty.h):
  * the size of a StartRequest's or an UpdateRequest's `pty`, the frames the
  * relay reads on its stdin, and whether a running process is on a pty.
  */

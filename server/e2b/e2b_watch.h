@@ -1,7 +1,7 @@
 /*
  * filesystem.Filesystem/WatchDir for E2B's SDK (sbx.files.watchDir): a
  * stream of {start}, {filesystem:{name, type}} and {keepalive} from a
- * watcher that sandboxd runs inside the sandbox (sandboxd/sandbox_watch.h
+ * watcher that sandboxd runs inside the sandbox (insandbox/sandbox_watch.h
  * says why there and what it writes).
  */
 #ifndef LB_WEB_E2B_WATCH_H

@@ -1,6 +1,10 @@
 /* The judge scorer (score_judge.h). */
 #include "eval/score_judge.h"
-#include "agent/agent.h"
+#include "agent/loop.h"
+#include "agent/model_http.h"
+#include "agent/prompts.h"
+#include "agent/run_state.h"
+#include "agent/toolcall_parse.h"
 #include "common/buf.h"
 #include "common/status.h"
 #include "common/utf8.h"

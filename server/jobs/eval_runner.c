@@ -36,7 +36,7 @@
 #include "store/store_eval.h"
 #include "web/admission.h"
 #include "jobs/eval_prompt.h"
-#include "jobs/runner_claims.h"
+#include "jobs/runner.h"
 #include "jobs/score_pool.h"
 #include "web/spawn.h"
 
@@ -626,20 +626,19 @@ static char *run_prompt(const lb_eval_row *row, int llm)
     return p;
 }
 
-/* issue 13: a pending run whose start_task names a task that exists was
- * started by a runner that stopped between making the task and recording
- * it: the run takes that task instead of a second one. LB_E_NOTFOUND when
- * there is no such task (start it anew), else as lb_store_eval_run_start. */
+/* A run's start (lb_runner_start_fn): its task recorded under f. */
+static int run_start(lb_store *s, const lb_runner_fence *f, const void *unit, const char *task_id)
+{
+    const lb_eval_run *r = unit;
+    return lb_store_eval_run_start(s, f, r->rid, task_id);
+}
+
+/* A pending run whose start_task exists takes it (lb_runner_adopt). */
 static int adopt_run(lb_store *s, const lb_runner_fence *f, const lb_eval_run *r)
 {
-    char st[16];
-    int rc = lb_store_task_state(s, r->start_task, st, sizeof st, NULL);
-    if (rc != LB_OK)
-        return rc;
-    rc = lb_store_eval_run_start(s, f, r->rid, r->start_task);
-    if (rc == LB_OK)
-        lb_info("eval %s: run %lld started as task %s (made before, adopted)", f->id, (long long)r->rid, r->start_task);
-    return rc;
+    char what[48];
+    snprintf(what, sizeof what, "run %lld", (long long)r->rid);
+    return lb_runner_adopt(s, f, r->start_task, run_start, r, "eval", what);
 }
 
 /* Makes run r's task under fence f. LB_OK (started, or not pending any

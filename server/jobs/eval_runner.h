@@ -81,7 +81,7 @@ LB_MUST_CHECK int lb_eval_runner_start(const lb_config *cfg);
 void lb_eval_runner_wake(void);
 
 /* Another job source's claims, given back when the web stops (issue 13,
- * jobs/runner_claims.h): called on the runner thread. Before
+ * jobs/runner.h): called on the runner thread. Before
  * lb_eval_runner_start; LB_E_TOOBIG past a few. */
 typedef void (*lb_runner_release_fn)(struct lb_store *s, size_t *released);
 LB_MUST_CHECK int lb_runner_add_release(lb_runner_release_fn release);

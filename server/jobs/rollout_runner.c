@@ -15,7 +15,7 @@
 #include "store/store_rollout.h"
 #include "web/admission.h"
 #include "jobs/eval_runner.h"
-#include "jobs/runner_claims.h"
+#include "jobs/runner.h"
 #include "sbxapi/sandbox_spec.h"
 #include "jobs/score_pool.h"
 #include "web/spawn.h"
@@ -337,20 +337,19 @@ char *lb_rollout_task_options(const cJSON *req)
     return s;
 }
 
-/* issue 13: a queued sample whose start_task names a task that exists was
- * started by a runner that stopped between making the task and recording
- * it: it takes that task. LB_E_NOTFOUND when there is no such task (start
- * it anew), else as lb_store_rollout_sample_start. */
+/* A sample's start (lb_runner_start_fn): its task recorded under f. */
+static int sample_start(lb_store *s, const lb_runner_fence *f, const void *unit, const char *task_id)
+{
+    const lb_rollout_sample *x = unit;
+    return lb_store_rollout_sample_start(s, f, f->id, x->idx, task_id);
+}
+
+/* A queued sample whose start_task exists takes it (lb_runner_adopt). */
 static int adopt_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_sample *x)
 {
-    char st[16];
-    int rc = lb_store_task_state(s, x->start_task, st, sizeof st, NULL);
-    if (rc != LB_OK)
-        return rc;
-    rc = lb_store_rollout_sample_start(s, f, f->id, x->idx, x->start_task);
-    if (rc == LB_OK)
-        lb_info("rollout %s: sample %d started as task %s (made before, adopted)", f->id, x->idx, x->start_task);
-    return rc;
+    char what[32];
+    snprintf(what, sizeof what, "sample %d", x->idx);
+    return lb_runner_adopt(s, f, x->start_task, sample_start, x, "rollout", what);
 }
 
 /* Makes sample idx's task under fence f. LB_OK (started, or not queued

@@ -1,6 +1,7 @@
 /* Per-sandbox cgroups (see cgroup.h for the policy). */
 #include "sandboxd/cgroup.h"
-#include "sandboxd/sandboxd.h"
+
+#include "sandboxd/stale.h"
 
 #include "common/log.h"
 #include "common/status.h"

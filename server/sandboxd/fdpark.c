@@ -6,6 +6,8 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
+#include "sandboxd/sandbox_exec.h"
+#include "sandboxd/sandbox_create.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "common/status.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/objects.h"
 
 #define LBSD_PARK_IDLE_MS 2000   /* never park a sandbox used more recently */
 /* Idle sandboxes beyond this many are parked whatever the table: the event

@@ -1,9 +1,10 @@
 /* The file watch (see filewatch.h). */
 #include "sandboxd/filewatch.h"
-#include "sandboxd/proc_walk.h"
+
 #include "sandboxd/cgroup.h"
 #include "sandboxd/hostlimits.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/proc_walk.h"
+#include "sandboxd/sandbox_create.h"
 
 #include "common/log.h"
 

@@ -3,6 +3,7 @@
  * derives are used at each create (sandbox_create.c) and by the file
  * watch (filewatch.c). */
 #include "sandboxd/hostlimits.h"
+
 #include "sandboxd/filewatch.h"
 
 #include "common/config.h"

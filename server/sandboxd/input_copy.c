@@ -11,14 +11,16 @@
  * tree, symlinks and special files are skipped, never followed. Copies are
  * capped in bytes, entries and depth.
  */
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/input_copy.h"
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,9 +13,9 @@
  */
 #include "common/config.h"
 #include "common/status.h"
-#include "sandboxd/image_build.h"
 #include "sandboxd/sandboxd_main.h"
 #include "sandboxd/zygote.h"
+#include "sandboxd_image/image_build.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -22,9 +22,11 @@
  * the caller (sandbox_net.c). A spec with its own CPU or disk quota, or
  * other limits in rlimit mode (they are set in init), is made fresh.
  */
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/pool.h"
 #include "sandboxd/image_layers.h"
+
 #include "sandboxd/hostlimits.h"
+#include "sandboxd/retire.h"
 
 #include "common/log.h"
 #include "common/status.h"

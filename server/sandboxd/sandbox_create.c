@@ -1,17 +1,23 @@
 /*
  * Sandbox life cycle on the sandboxd side: create (scratch dir, cgroups,
  * input copy, clone of init, first shell), shell restarts, killing and
- * teardown. The child side is sandbox_init.c.
+ * teardown. The child side is insandbox/sandbox_init.c.
  */
-#include "sandboxd/sandboxd.h"
-#include "sandboxd/proc_walk.h"
+#include "sandboxd/sandbox_create.h"
+
+#include "insandbox/sandbox_init.h"
 #include "sandboxd/fdpark.h"
 #include "sandboxd/fdpass.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
 #include "sandboxd/image_layers.h"
+#include "sandboxd/input_copy.h"
 #include "sandboxd/mounts.h"
+#include "sandboxd/proc_walk.h"
+#include "sandboxd/sandbox_exec.h"
 #include "sandboxd/sandbox_freeze.h"
+#include "sandboxd/sandbox_net.h"
+#include "sandboxd/stale.h"
 #include "sandboxd/uidslot.h"
 #include "sandboxd/zygote.h"
 
@@ -739,4 +745,19 @@ void lbsd_cleanup_stale(const lb_config *cfg)
 int lbsd_paths_ok(const lb_config *cfg)
 {
     return sb_path_ok(cfg->var_dir) && sb_path_ok(cfg->image_store);
+}
+
+void lbsd_note_gone(lbsd_sandbox *sb)
+{
+    if (sb->gone_why[0])
+        return;
+    if (lbsd_cg_oom_kills(&sb->cg) > 0)
+        snprintf(sb->gone_why, sizeof sb->gone_why,
+                 "its init was killed by the OOM killer (memory limit %d MiB reached; %s)",
+                 sb->memory_mib,
+                 lbsd_host_get()->oom_shield
+                     ? "init is shielded here, so the kernel had nothing else to kill"
+                     : "this host cannot shield init, and nothing else was left to kill");
+    else
+        snprintf(sb->gone_why, sizeof sb->gone_why, "its init died");
 }

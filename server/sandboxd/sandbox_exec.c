@@ -44,8 +44,11 @@
  * interrupts it; any other command is refused with "busy" until the end
  * of this one has been collected.
  */
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/sandbox_exec.h"
+
 #include "sandboxd/proc_walk.h"
+#include "sandboxd/reply.h"
+#include "sandboxd/sandbox_create.h"
 
 #include "common/log.h"
 #include "common/status.h"

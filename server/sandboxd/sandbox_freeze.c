@@ -4,7 +4,8 @@
 
 #include "sandboxd/cgroup.h"
 #include "sandboxd/proc_walk.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/objects.h"
+#include "sandboxd/sandbox_create.h"
 
 #include "common/log.h"
 #include "common/status.h"

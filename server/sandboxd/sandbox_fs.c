@@ -13,7 +13,9 @@
  * belongs to the sandbox's root (the first host uid of its range,
  * uidslot.h), so the sandbox can change and delete it.
  */
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/sandbox_fs.h"
+
+#include "sandboxd/reply.h"
 
 #include "common/path.h"
 #include "common/status.h"

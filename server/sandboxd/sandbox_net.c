@@ -16,7 +16,9 @@
  * The operator chooses what clients may ask for: LLMBOX_NETWORK_ALLOW, a
  * comma-separated list ("none" or "none,nat"; "none" is always allowed).
  */
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/sandbox_net.h"
+
+#include "sandboxd/stale.h"
 
 #include "common/log.h"
 #include "common/status.h"

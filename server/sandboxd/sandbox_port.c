@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "sandboxd/reply.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

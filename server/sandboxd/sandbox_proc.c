@@ -8,6 +8,9 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "sandboxd/sandbox_set.h"
+#include "sandboxd/sandbox_create.h"
+#include "sandboxd/reply.h"
 
 #include <errno.h>
 #include <fcntl.h>

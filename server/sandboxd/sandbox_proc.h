@@ -50,7 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/objects.h"
 
 #define LBSD_PROC_MAX 1024            /* live processes per sandbox (the pids cgroup bounds the rest) */
 #define LBSD_PROC_WATCHERS 8          /* connections attached to one process */

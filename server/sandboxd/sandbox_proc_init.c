@@ -16,8 +16,8 @@
 
 #include "sandboxd/fdpass.h"
 #include "sandboxd/image_user.h"
-#include "sandboxd/sandbox_pty.h"
-#include "sandboxd/sandbox_watch.h"
+#include "insandbox/sandbox_pty.h"
+#include "insandbox/sandbox_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>

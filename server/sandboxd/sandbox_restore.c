@@ -9,7 +9,8 @@
 
 #include "sandboxd/sandbox_save.h"
 #include "sandboxd/sandbox_stateio.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/objects.h"
+#include "sandboxd/sandbox_create.h"
 #include "sandboxd/workers.h"
 
 #include "common/log.h"

@@ -11,7 +11,10 @@
 #include "sandboxd/sandbox_freeze.h"
 #include "sandboxd/sandbox_restore.h"
 #include "sandboxd/sandbox_stateio.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/objects.h"
+#include "sandboxd/reply.h"
+#include "sandboxd/sandbox_set.h"
+#include "insandbox/sandbox_init.h"
 #include "sandboxd/workers.h"
 
 #include "common/log.h"

@@ -9,14 +9,23 @@
  * worker threads of workers.c; the loop only hands it over and takes the
  * result back.
  */
+#include "sandboxd/sandboxd.h"
+
 #include "sandboxd/cgroup.h"
 #include "sandboxd/fdpark.h"
 #include "sandboxd/filewatch.h"
-#include "sandboxd/hostlimits.h"
-#include "sandboxd/sandbox_restore.h"
+#include "sandboxd/pool.h"
+#include "sandboxd/reply.h"
+#include "sandboxd/retire.h"
+#include "sandboxd/sandbox_create.h"
+#include "sandboxd/sandbox_exec.h"
+#include "sandboxd/sandbox_fs.h"
+#include "sandboxd/sandbox_net.h"
 #include "sandboxd/sandbox_proc.h"
+#include "sandboxd/sandbox_restore.h"
 #include "sandboxd/sandbox_save.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/sandbox_set.h"
+#include "sandboxd/seccomp.h"
 #include "sandboxd/uidslot.h"
 #include "sandboxd/workers.h"
 
@@ -44,8 +53,7 @@
 #define LBSD_CONN_READ_MAX (1u << 20)
 
 static lbsd_conn *g_conns;
-static lbsd_sandbox *g_sandboxes;
-static int g_nconns, g_nsandboxes;
+static int g_nconns;
 static uint64_t g_conn_serial;   /* the last connection's serial */
 static int64_t g_last_req_ms;    /* when the last request arrived (lb_mono_ms) */
 static int64_t g_refill_wanted_ms; /* since when a due refill waits for quiet; 0: none waits */
@@ -57,152 +65,11 @@ static int64_t g_refill_wanted_ms; /* since when a due refill waits for quiet; 0
 static int64_t g_started_ms;
 static const lb_config *g_cfg;   /* read only, set by lbsd_serve for the loop's life */
 
-/* ---- responses ------------------------------------------------------------- */
-
-static void lbsd_conn_queue(lbsd_conn *c, const void *p, size_t n)
-{
-    unsigned char hdr[LBSD_FRAME_HDR];
-    lbsd_frame_header(hdr, (uint32_t)n);
-    /* while an exec runs, its reply must go out first */
-    lb_buf *b = c->busy ? &c->deferred : &c->out;
-    if (lb_buf_append(b, hdr, sizeof hdr) != LB_OK || lb_buf_append(b, p, n) != LB_OK) {
-        /* cannot happen within the caps; if it does, the stream is unusable */
-        lb_error("connection %d: response too large to queue, closing", c->fd);
-        c->dead = 1;
-    }
-}
-
-void lbsd_conn_unbusy(lbsd_conn *c)
-{
-    c->busy = 0;
-    if (c->deferred.len && lb_buf_append(&c->out, c->deferred.data, c->deferred.len) != LB_OK)
-        c->dead = 1;
-    lb_buf_reset(&c->deferred);
-}
-
-void lbsd_reply(lbsd_conn *c, cJSON *r, const void *data, size_t dlen, int with_data)
-{
-    if (!c || c->dead) {
-        cJSON_Delete(r);
-        return;
-    }
-    if (!r) {
-        lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
-        return;
-    }
-    if (!cJSON_GetObjectItemCaseSensitive(r, "ok"))
-        cJSON_AddTrueToObject(r, "ok");
-    if (with_data)
-        cJSON_AddTrueToObject(r, "data");
-    char *txt = cJSON_PrintUnformatted(r);
-    cJSON_Delete(r);
-    if (!txt || strlen(txt) > LLMBOX_RPC_MAX_FRAME) {
-        free(txt);
-        lbsd_reply_error(c, LB_E_NOMEM, "response could not be encoded");
-        return;
-    }
-    lbsd_conn_queue(c, txt, strlen(txt));
-    free(txt);
-    if (with_data)
-        lbsd_conn_queue(c, data ? data : "", dlen);
-}
-
-void lbsd_reply_error(lbsd_conn *c, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    cJSON *r = cJSON_CreateObject();
-    if (!r || !cJSON_AddFalseToObject(r, "ok") ||
-        !cJSON_AddStringToObject(r, "error", lbsd_status_code(status)) ||
-        !cJSON_AddStringToObject(r, "message", msg)) {
-        cJSON_Delete(r);
-        static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":\"out of memory\"}";
-        lbsd_conn_queue(c, oom, sizeof oom - 1);
-        return;
-    }
-    char *txt = cJSON_PrintUnformatted(r);
-    cJSON_Delete(r);
-    if (txt) {
-        lbsd_conn_queue(c, txt, strlen(txt));
-        free(txt);
-    }
-}
-
 /* ---- sandboxes ------------------------------------------------------------- */
-
-static lbsd_sandbox *lbsd_find(lbsd_conn *c, const char *id)
-{
-    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
-        if (!strcmp(s->id, id))
-            return s->owner == c ? s : NULL; /* others' sandboxes do not exist for you */
-    return NULL;
-}
-
-/* Bumped whenever a sandbox joins or leaves g_sandboxes: what the loop's
- * caches of the list (lbsd_active_refresh, the lifecycle scans) check. */
-static unsigned g_set_gen;
-lbsd_sandbox *lbsd_sandbox_by_id(const char *id)
-{
-    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
-        if (!strcmp(s->id, id))
-            return s;
-    return NULL;
-}
-
-static void lbsd_unlink_sandbox(lbsd_sandbox *sb)
-{
-    for (lbsd_sandbox **pp = &g_sandboxes; *pp; pp = &(*pp)->next) {
-        if (*pp == sb) {
-            *pp = sb->next;
-            g_nsandboxes--;
-            g_set_gen++;
-            return;
-        }
-    }
-}
-
-/* Retires sb; with c, c waits (is not read) until the teardown is done and
- * then gets answer (LBSD_ANSWER_OK, or LBSD_ANSWER_EXPIRED with msg). */
-static void lbsd_retire_answer(lbsd_sandbox *sb, lbsd_conn *c, int answer, const char *msg)
-{
-    /* on the loop: what touches its connection or sandboxd's children
-     * other than init (the slirp4netns helper is waited for here) */
-    lbsd_exec_abandon(sb);
-    /* issue 17: its processes' watchers learn why (sandbox_proc.h) */
-    lbsd_proc_sandbox_gone(sb, answer == LBSD_ANSWER_EXPIRED && msg ? msg : "the sandbox was destroyed");
-    lbsd_net_detach(sb);
-    lbsd_job *j = lbsd_job_new(LBSD_JOB_DESTROY, g_cfg, NULL);
-    if (j && c) {
-        j->answer = answer;
-        j->conn_serial = c->serial;
-        snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
-        c->creating = 1;
-    }
-    if (!j) {
-        lbsd_sandbox_destroy(sb); /* no memory for a job: on the loop, as before */
-        if (c && answer == LBSD_ANSWER_OK) {
-            lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
-        } else if (c) {
-            lbsd_reply_error(c, LB_E_SANDBOX, "%s", msg);
-            lbsd_conn_unbusy(c);
-        }
-        return;
-    }
-    j->sb = sb;
-    lbsd_workers_submit(j);
-}
-
-void lbsd_sandbox_retire(lbsd_sandbox *sb)
-{
-    lbsd_retire_answer(sb, NULL, 0, NULL);
-}
 
 static void lbsd_destroy(lbsd_sandbox *sb)
 {
-    lbsd_unlink_sandbox(sb);
+    lbsd_set_remove(sb);
     lbsd_sandbox_retire(sb);
 }
 
@@ -230,27 +97,11 @@ static void lbsd_ping_lifecycle(cJSON *r)
     cJSON_AddNumberToObject(r, "ttl_max_s", g_cfg->sandbox_ttl_max_s);
 }
 
-/* A notfound for id on c, saying so when the TTL reaper took it. */
-static void lbsd_reply_notfound(lbsd_conn *c, const char *id)
-{
-    unsigned n = c->expired_n < LBSD_EXPIRED_KEEP ? c->expired_n : LBSD_EXPIRED_KEEP;
-    for (unsigned i = 0; i < n; i++) {
-        if (!strcmp(c->expired[i].id, id)) {
-            lbsd_reply_error(c, LB_E_NOTFOUND,
-                             "sandbox %s expired: its time to live (ttl_s %d) ran out and it was "
-                             "destroyed",
-                             id, c->expired[i].ttl_s);
-            return;
-        }
-    }
-    lbsd_reply_error(c, LB_E_NOTFOUND, "no sandbox %s on this connection", id);
-}
-
 /* ms until the next TTL expiry (0: overdue), -1: none. */
 static int lbsd_next_expiry(int64_t now)
 {
     int64_t next = -1;
-    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next) {
+    for (lbsd_sandbox *s = lbsd_set_first(); s; s = s->next) {
         for (int k = 0; k < 2; k++) {
             int64_t at = k ? s->lease_expires_ms : s->expires_ms;
             if (!at)
@@ -267,7 +118,7 @@ static int lbsd_next_expiry(int64_t now)
  * renewed. A command running in one is answered with an error first. */
 static void lbsd_reap_expired(int64_t now)
 {
-    for (lbsd_sandbox *s = g_sandboxes, *nx; s; s = nx) {
+    for (lbsd_sandbox *s = lbsd_set_first(), *nx; s; s = nx) {
         nx = s->next;
         int ttl_out = s->expires_ms && s->expires_ms <= now;
         int lease_out = s->lease_expires_ms && s->lease_expires_ms <= now;
@@ -286,9 +137,9 @@ static void lbsd_reap_expired(int64_t now)
                          "sandbox %s was destroyed while the command ran: its lease (lease_s %d) was not "
                          "renewed", s->id, s->lease_s);
                 lbsd_exec_abandon(s);
-                lbsd_unlink_sandbox(s);
+                lbsd_set_remove(s);
                 c->busy = 1;
-                lbsd_retire_answer(s, c, LBSD_ANSWER_EXPIRED, msg);
+                lbsd_retire(s, c, LBSD_ANSWER_EXPIRED, msg);
                 continue;
             }
             lbsd_destroy(s);
@@ -309,10 +160,10 @@ static void lbsd_reap_expired(int64_t now)
                          s->id, s->ttl_s);
                 int waiting = s->exec->waiting;
                 lbsd_exec_abandon(s); /* clears busy */
-                lbsd_unlink_sandbox(s);
+                lbsd_set_remove(s);
                 if (waiting) {
                     c->busy = 1; /* replies that come meanwhile keep following the exec's */
-                    lbsd_retire_answer(s, c, LBSD_ANSWER_EXPIRED, msg);
+                    lbsd_retire(s, c, LBSD_ANSWER_EXPIRED, msg);
                 } else {
                     lbsd_sandbox_retire(s);
                 }
@@ -358,10 +209,7 @@ static void lbsd_create_finish(lbsd_conn *c, lbsd_sandbox *sb, int net, int ttl_
     }
     sb->lease_expires_ms = lease_s ? lb_mono_ms() + (int64_t)lease_s * 1000 : 0;
     sb->used_ms = lb_mono_ms(); /* handed out now: not one to park (a pool's may be old) */
-    sb->next = g_sandboxes;
-    g_sandboxes = sb;
-    g_nsandboxes++;
-    g_set_gen++;
+    lbsd_set_add(sb);
     cJSON *r = cJSON_CreateObject();
     if (r) {
         cJSON_AddStringToObject(r, "id", sb->id);
@@ -393,7 +241,7 @@ static int lbsd_key_equal(const char *a, const char *b)
  * web renews all its sandboxes over one connection of its own. */
 static void lbsd_renew(lbsd_conn *c, const lbsd_req *req)
 {
-    lbsd_sandbox *sb = g_sandboxes;
+    lbsd_sandbox *sb = lbsd_set_first();
     while (sb && strcmp(sb->id, req->id))
         sb = sb->next;
     if (!sb || sb->creator_uid != c->uid || (sb->owner && sb->owner != c && !sb->lease_s)) {
@@ -420,7 +268,7 @@ static void lbsd_renew(lbsd_conn *c, const lbsd_req *req)
  * same uid nor another user of the socket. */
 static void lbsd_adopt(lbsd_conn *c, const lbsd_req *req)
 {
-    lbsd_sandbox *sb = g_sandboxes;
+    lbsd_sandbox *sb = lbsd_set_first();
     while (sb && strcmp(sb->id, req->id))
         sb = sb->next;
     if (!sb || !sb->lease_s || sb->creator_uid != c->uid || !lbsd_key_equal(sb->lease_key, req->key)) {
@@ -459,9 +307,9 @@ static void lbsd_adopt(lbsd_conn *c, const lbsd_req *req)
 static void lbsd_create(lbsd_conn *c, lbsd_req *req)
 {
     int mine = 0;
-    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+    for (lbsd_sandbox *s = lbsd_set_first(); s; s = s->next)
         mine += s->owner == c;
-    if (g_nsandboxes + lbsd_creating() >= g_cfg->sandbox_max) {
+    if (lbsd_set_count() + lbsd_creating() >= g_cfg->sandbox_max) {
         lbsd_reply_error(c, LB_E_UNAVAILABLE, "too many sandboxes (%d, LLMBOX_SANDBOX_MAX)",
                          g_cfg->sandbox_max);
         return;
@@ -538,7 +386,7 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
  * create is with the workers, so that a refill never holds up a client. */
 static void lbsd_refill_maybe(int64_t now)
 {
-    int room = g_cfg->sandbox_max - g_nsandboxes - lbsd_pool_ready() - lbsd_creating();
+    int room = g_cfg->sandbox_max - lbsd_set_count() - lbsd_pool_ready() - lbsd_creating();
     if (lbsd_workers_inflight(LBSD_JOB_REFILL) || lbsd_creating() ||
         lbsd_pool_refill_due(now, room) != 0)
         return;
@@ -611,9 +459,9 @@ static void lbsd_ping(lbsd_conn *c)
     cJSON *r = cJSON_CreateObject();
     if (r) {
         cJSON_AddStringToObject(r, "version", LLMBOX_VERSION);
-        cJSON_AddNumberToObject(r, "sandboxes", g_nsandboxes);
+        cJSON_AddNumberToObject(r, "sandboxes", lbsd_set_count());
         int unheld = 0;
-        for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+        for (lbsd_sandbox *s = lbsd_set_first(); s; s = s->next)
             unheld += s->lease_s && !s->owner;
         cJSON_AddNumberToObject(r, "leased_unheld", unheld);
         cJSON_AddStringToObject(r, "cgroup", lbsd_cg_mode_name(lbsd_cg_detect()));
@@ -624,109 +472,194 @@ static void lbsd_ping(lbsd_conn *c)
         cJSON_AddNumberToObject(r, "uid_slots", lbsd_slot_count());
         cJSON_AddNumberToObject(r, "uid_slots_used", lbsd_slot_used());
         /* sandboxes whose descriptors are parked with their inits (fdpark.h) */
-        cJSON_AddNumberToObject(r, "parked", lbsd_parked_count(g_sandboxes));
+        cJSON_AddNumberToObject(r, "parked", lbsd_parked_count(lbsd_set_first()));
     }
     lbsd_reply(c, r, NULL, 0, 0);
 }
 
-static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t dlen)
+/* Every request is handled with the same arguments: sb is c's sandbox
+ * named by the request for the routes that need one (LBSD_R_SANDBOX), NULL
+ * for the others; data is a write's or an input's data frame. */
+typedef void lbsd_handler(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data,
+                          size_t dlen);
+
+static void h_ping(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_ping(c);
+}
+
+static void h_interrupt(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_sandbox *s = lbsd_set_find(c, req->id);
+    if (s)
+        lbsd_exec_interrupt(s);
+    lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+}
+
+static void h_create(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_create(c, req);
+}
+
+static void h_adopt(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_adopt(c, req);
+}
+
+static void h_renew(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_renew(c, req);
+}
+
+static void h_port(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_port_request(c, req); /* sandbox_port.c */
+}
+
+static void h_proc(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_proc_request(c, req, data, dlen); /* sandbox_proc.c */
+}
+
+static void h_state_store(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data,
+                          size_t dlen)
+{
+    lbsd_state_store_request(g_cfg, c, req); /* sandbox_save.c */
+}
+
+/* Answered once the sandbox is gone (a worker tears it down; the loop goes
+ * on meanwhile); a sandbox c does not have is gone already. Its parked
+ * descriptors are not fetched back first: a destroy needs none. */
+static void h_destroy(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_sandbox *s = lbsd_set_find(c, req->id);
+    if (s) {
+        lbsd_set_remove(s);
+        lbsd_retire(s, c, LBSD_ANSWER_OK, NULL);
+    } else {
+        lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+    }
+}
+
+/* freeze, thaw, save (sandbox_save.c) */
+static void h_state(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    LB_IGNORE(lbsd_state_sandbox_request(g_cfg, c, sb, req)); /* these three it always answers */
+}
+
+/* Starts a command, or waits for / interrupts the running one; marks c busy
+ * while it waits (sandbox_exec.c). */
+static void h_exec(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
 {
     char msg[1024] = "";
-    if (req->op == LBSD_OP_PING) {
-        lbsd_ping(c);
-        return;
+    int rc = lbsd_exec_request(c, sb, req, msg, sizeof msg);
+    if (rc)
+        lbsd_reply_error(c, rc, "%s", msg);
+}
+
+static void h_read(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_fs_read(c, sb, req);
+}
+
+static void h_write(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_fs_write(c, sb, req, data, dlen);
+}
+
+static void h_list(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_fs_list(c, sb, req);
+}
+
+static void h_stat(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_fs_stat(c, sb, req);
+}
+
+static void h_unsupported(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data,
+                          size_t dlen)
+{
+    lbsd_reply_error(c, LB_E_INVAL, "unsupported op");
+}
+
+/* What a route asks of the dispatcher before its handler runs. */
+enum {
+    LBSD_R_BUSY_OK = 1,     /* served while an exec of the connection runs: the protocol is
+                             * one request at a time, only ping and interrupt make sense then */
+    LBSD_R_SANDBOX = 2,     /* on one of c's sandboxes: found, its parked descriptors back
+                             * (fdpark.h), refused when it is gone */
+    LBSD_R_THAWED = 4,      /* refused while the sandbox is frozen (sandbox_save.c) */
+};
+
+/* The requests sandboxd serves: one row each, like the web's route table
+ * (front/router.c). An op missing here is answered "unsupported op", on a
+ * sandbox of c's like the rest. */
+static const struct lbsd_route {
+    lbsd_op op;
+    unsigned flags;
+    lbsd_handler *fn;
+} g_routes[] = {
+    {LBSD_OP_PING, LBSD_R_BUSY_OK, h_ping},
+    {LBSD_OP_INTERRUPT, LBSD_R_BUSY_OK, h_interrupt},
+    {LBSD_OP_CREATE, 0, h_create},
+    {LBSD_OP_ADOPT, 0, h_adopt},
+    {LBSD_OP_RENEW, 0, h_renew},
+    {LBSD_OP_PORT_CONNECT, 0, h_port},
+    {LBSD_OP_PROC_START, 0, h_proc},
+    {LBSD_OP_PROC_ATTACH, 0, h_proc},
+    {LBSD_OP_PROC_INPUT, 0, h_proc},
+    {LBSD_OP_PROC_SIGNAL, 0, h_proc},
+    {LBSD_OP_PROC_LIST, 0, h_proc},
+    {LBSD_OP_STATE_DELETE, 0, h_state_store},
+    {LBSD_OP_STATE_LIST, 0, h_state_store},
+    {LBSD_OP_DESTROY, 0, h_destroy},
+    {LBSD_OP_FREEZE, LBSD_R_SANDBOX, h_state},
+    {LBSD_OP_THAW, LBSD_R_SANDBOX, h_state},
+    {LBSD_OP_SAVE, LBSD_R_SANDBOX, h_state},
+    {LBSD_OP_EXEC, LBSD_R_SANDBOX | LBSD_R_THAWED, h_exec},
+    {LBSD_OP_READ, LBSD_R_SANDBOX | LBSD_R_THAWED, h_read},
+    {LBSD_OP_WRITE, LBSD_R_SANDBOX | LBSD_R_THAWED, h_write},
+    {LBSD_OP_LIST, LBSD_R_SANDBOX | LBSD_R_THAWED, h_list},
+    {LBSD_OP_STAT, LBSD_R_SANDBOX | LBSD_R_THAWED, h_stat},
+};
+
+static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t dlen)
+{
+    static const struct lbsd_route unsupported = {LBSD_OP_NONE, LBSD_R_SANDBOX, h_unsupported};
+    const struct lbsd_route *r = &unsupported;
+    for (size_t i = 0; i < sizeof g_routes / sizeof g_routes[0]; i++) {
+        if (g_routes[i].op == req->op) {
+            r = &g_routes[i];
+            break;
+        }
     }
-    if (req->op == LBSD_OP_INTERRUPT) {
-        lbsd_sandbox *s = lbsd_find(c, req->id);
-        if (s)
-            lbsd_exec_interrupt(s);
-        lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
-        return;
-    }
-    if (c->busy) {
-        /* the protocol is one request at a time: only interrupt and ping
-         * make sense while a command runs */
+    if (c->busy && !(r->flags & LBSD_R_BUSY_OK)) {
         lbsd_reply_error(c, LB_E_UNAVAILABLE, "a command is running on this connection");
         return;
     }
-    if (req->op == LBSD_OP_CREATE) {
-        lbsd_create(c, req);
-        return;
-    }
-    if (req->op == LBSD_OP_ADOPT) {
-        lbsd_adopt(c, req);
-        return;
-    }
-    if (req->op == LBSD_OP_RENEW) {
-        lbsd_renew(c, req);
-        return;
-    }
-    if (req->op == LBSD_OP_PORT_CONNECT) {
-        lbsd_port_request(c, req); /* issue 17: sandbox_port.c */
-        return;
-    }
-    if (req->op >= LBSD_OP_PROC_START && req->op <= LBSD_OP_PROC_LIST) {
-        lbsd_proc_request(c, req, data, dlen); /* issue 17: sandbox_proc.c */
-        return;
-    }
-    if (req->op == LBSD_OP_STATE_DELETE || req->op == LBSD_OP_STATE_LIST) {
-        lbsd_state_store_request(g_cfg, c, req); /* issue 14 */
-        return;
-    }
-    lbsd_sandbox *sb = lbsd_find(c, req->id);
-    /* fdpark.h: its descriptors back before any op (a destroy needs none) */
-    if (sb && req->op != LBSD_OP_DESTROY && !sb->broken && lbsd_unpark(sb, msg, sizeof msg) != LB_OK) {
-        snprintf(sb->gone_why, sizeof sb->gone_why, "%s", msg);
-        sb->broken = 1;
-    }
-    if (req->op == LBSD_OP_DESTROY) {
-        /* answered once the sandbox is gone (a worker tears it down; the
-         * loop goes on meanwhile) */
-        if (sb) {
-            lbsd_unlink_sandbox(sb);
-            lbsd_retire_answer(sb, c, LBSD_ANSWER_OK, NULL);
-        } else {
-            lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+    lbsd_sandbox *sb = NULL;
+    if (r->flags & LBSD_R_SANDBOX) {
+        char msg[1024] = "";
+        sb = lbsd_set_find(c, req->id);
+        if (sb && !sb->broken && lbsd_unpark(sb, msg, sizeof msg) != LB_OK) {
+            snprintf(sb->gone_why, sizeof sb->gone_why, "%s", msg);
+            sb->broken = 1;
         }
-        return;
+        if (!sb) {
+            lbsd_reply_notfound(c, req->id);
+            return;
+        }
+        if (sb->broken) {
+            lbsd_note_gone(sb);
+            lbsd_reply_error(c, LB_E_SANDBOX, "sandbox %s is gone: %s", sb->id, sb->gone_why);
+            return;
+        }
+        /* a frozen sandbox refuses (and answers) the rest */
+        if ((r->flags & LBSD_R_THAWED) && lbsd_state_sandbox_request(g_cfg, c, sb, req))
+            return;
     }
-    if (!sb) {
-        lbsd_reply_notfound(c, req->id);
-        return;
-    }
-    if (sb->broken) {
-        lbsd_note_gone(sb);
-        lbsd_reply_error(c, LB_E_SANDBOX, "sandbox %s is gone: %s", sb->id, sb->gone_why);
-        return;
-    }
-    /* issue 14: freeze, thaw, save; a frozen sandbox refuses the rest */
-    if (lbsd_state_sandbox_request(g_cfg, c, sb, req))
-        return;
-    switch (req->op) {
-    case LBSD_OP_EXEC: {
-        /* starts a command, or waits for / interrupts the running one;
-         * marks c busy while it waits (sandbox_exec.c) */
-        int rc = lbsd_exec_request(c, sb, req, msg, sizeof msg);
-        if (rc)
-            lbsd_reply_error(c, rc, "%s", msg);
-        break;
-    }
-    case LBSD_OP_READ:
-        lbsd_fs_read(c, sb, req);
-        break;
-    case LBSD_OP_WRITE:
-        lbsd_fs_write(c, sb, req, data, dlen);
-        break;
-    case LBSD_OP_LIST:
-        lbsd_fs_list(c, sb, req);
-        break;
-    case LBSD_OP_STAT:
-        lbsd_fs_stat(c, sb, req);
-        break;
-    default:
-        lbsd_reply_error(c, LB_E_INVAL, "unsupported op");
-        break;
-    }
+    r->fn(c, sb, req, data, dlen);
 }
 
 /* A whole frame arrived on c. */
@@ -782,7 +715,7 @@ static void lbsd_conn_close(lbsd_conn *c)
     /* a connection's sandboxes die with it: that is how an agent that
      * crashed or was cancelled leaves nothing behind */
     int n = 0, kept = 0;
-    for (lbsd_sandbox *s = g_sandboxes, *next; s; s = next) {
+    for (lbsd_sandbox *s = lbsd_set_first(), *next; s; s = next) {
         next = s->next;
         if (s->owner != c)
             continue;
@@ -921,28 +854,13 @@ static void lbsd_accept(int lfd)
 
 /* ---- children ---------------------------------------------------------------- */
 
-void lbsd_note_gone(lbsd_sandbox *sb)
-{
-    if (sb->gone_why[0])
-        return;
-    if (lbsd_cg_oom_kills(&sb->cg) > 0)
-        snprintf(sb->gone_why, sizeof sb->gone_why,
-                 "its init was killed by the OOM killer (memory limit %d MiB reached; %s)",
-                 sb->memory_mib,
-                 lbsd_host_get()->oom_shield
-                     ? "init is shielded here, so the kernel had nothing else to kill"
-                     : "this host cannot shield init, and nothing else was left to kill");
-    else
-        snprintf(sb->gone_why, sizeof sb->gone_why, "its init died");
-}
-
 static void lbsd_reap(void)
 {
     int st;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         int known = 0;
-        for (lbsd_sandbox *s = g_sandboxes; s && !known; s = s->next) {
+        for (lbsd_sandbox *s = lbsd_set_first(); s && !known; s = s->next) {
             if (s->init_pid == pid) {
                 s->init_reaped = 1;
                 lbsd_note_gone(s);
@@ -976,10 +894,10 @@ static unsigned g_expiry_gen, g_park_seen_gen, g_park_seen_parks;
 
 static int lbsd_next_expiry_cached(int64_t now)
 {
-    if (g_expiry_gen != g_set_gen || now - g_expiry_scan_ms >= LBSD_LIFE_SCAN_MS) {
+    if (g_expiry_gen != lbsd_set_gen() || now - g_expiry_scan_ms >= LBSD_LIFE_SCAN_MS) {
         int t = lbsd_next_expiry(now);
         g_expiry_at = t < 0 ? -1 : now + t;
-        g_expiry_gen = g_set_gen;
+        g_expiry_gen = lbsd_set_gen();
         g_expiry_scan_ms = now;
     }
     if (g_expiry_at < 0)
@@ -990,10 +908,10 @@ static int lbsd_next_expiry_cached(int64_t now)
 static int lbsd_lifecycle_timeout(int64_t now, int timeout)
 {
     int t = lbsd_next_expiry_cached(now);
-    int fw = lbsd_filewatch_due(now, g_nsandboxes);
+    int fw = lbsd_filewatch_due(now, lbsd_set_count());
     if (fw >= 0 && (t < 0 || fw < t))
         t = fw;
-    int room = g_cfg->sandbox_max - g_nsandboxes - lbsd_pool_ready() - lbsd_creating();
+    int room = g_cfg->sandbox_max - lbsd_set_count() - lbsd_pool_ready() - lbsd_creating();
     /* a refill already with a worker or a create waiting: the job's end wakes the loop */
     int p = lbsd_workers_inflight(LBSD_JOB_REFILL) || lbsd_creating() ? -1 : lbsd_pool_refill_due(now, room);
     if (p >= 0 && p < LBSD_REFILL_QUIET_MS && now - g_last_req_ms < LBSD_REFILL_QUIET_MS)
@@ -1013,14 +931,14 @@ static void lbsd_lifecycle_tick(int64_t now)
 {
     if (lbsd_next_expiry_cached(now) == 0) {
         lbsd_reap_expired(now);
-        g_expiry_gen = g_set_gen - 1; /* rescan: what it destroyed may have been the next */
+        g_expiry_gen = lbsd_set_gen() - 1; /* rescan: what it destroyed may have been the next */
     }
-    lbsd_filewatch_tick(g_sandboxes, now);
+    lbsd_filewatch_tick(lbsd_set_first(), now);
     /* fdpark.h: when the list or the parks changed, and as sandboxes age */
-    if (g_park_seen_gen != g_set_gen || g_park_seen_parks != lbsd_park_changes() ||
+    if (g_park_seen_gen != lbsd_set_gen() || g_park_seen_parks != lbsd_park_changes() ||
         now - g_park_scan_ms >= LBSD_PARK_SCAN_MS) {
-        (void)lbsd_park_relieve(g_sandboxes, g_nsandboxes, now); /* a count; it logs what it did */
-        g_park_seen_gen = g_set_gen;
+        (void)lbsd_park_relieve(lbsd_set_first(), lbsd_set_count(), now); /* a count; it logs what it did */
+        g_park_seen_gen = lbsd_set_gen();
         g_park_seen_parks = lbsd_park_changes();
         g_park_scan_ms = now;
     }
@@ -1063,10 +981,10 @@ static unsigned g_active_gen = ~0u, g_active_parks = ~0u;
 
 static int lbsd_active_refresh(void)
 {
-    if (g_active_gen == g_set_gen && g_active_parks == lbsd_park_changes())
+    if (g_active_gen == lbsd_set_gen() && g_active_parks == lbsd_park_changes())
         return 0;
-    if ((size_t)g_nsandboxes > g_active_cap) {
-        size_t nc = (size_t)g_nsandboxes * 2;
+    if ((size_t)lbsd_set_count() > g_active_cap) {
+        size_t nc = (size_t)lbsd_set_count() * 2;
         lbsd_sandbox **na = realloc(g_active, nc * sizeof *na);
         if (!na)
             return -1;
@@ -1074,10 +992,10 @@ static int lbsd_active_refresh(void)
         g_active_cap = nc;
     }
     g_active_n = 0;
-    for (lbsd_sandbox *s = g_sandboxes; s; s = s->next)
+    for (lbsd_sandbox *s = lbsd_set_first(); s; s = s->next)
         if (s->parked != 2)
             g_active[g_active_n++] = s;
-    g_active_gen = g_set_gen;
+    g_active_gen = lbsd_set_gen();
     g_active_parks = lbsd_park_changes();
     return 0;
 }
@@ -1085,6 +1003,7 @@ static int lbsd_active_refresh(void)
 int lbsd_serve(const lb_config *cfg, int lfd)
 {
     g_cfg = cfg;
+    lbsd_retire_init(cfg);
     g_started_ms = lb_mono_ms();
     sigset_t mask;
     sigemptyset(&mask);
@@ -1117,7 +1036,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
     lbsd_pref *ref = NULL;
     int quit = 0;
     while (!quit) {
-        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)g_nsandboxes + lbsd_proc_fd_count(); /* issue 17 */
+        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)lbsd_set_count() + lbsd_proc_fd_count(); /* issue 17 */
         if (want > cap) {
             size_t nc = want * 2;
             struct pollfd *np = realloc(pfd, nc * sizeof *np);
@@ -1191,7 +1110,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             n = ps.n;
         }
         timeout = lbsd_lifecycle_timeout(now, timeout);
-        unsigned polled_gen = g_set_gen;
+        unsigned polled_gen = lbsd_set_gen();
         int r = poll(pfd, n, timeout);
         if (r < 0 && errno != EINTR) {
             lb_error("poll: %s", strerror(errno));
@@ -1238,8 +1157,8 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             case PK_SHERR:
             case PK_PROC: {
                 lbsd_sandbox *s = ref[i].obj, *t = s;
-                if (g_set_gen != polled_gen) { /* one left the list: is s still in it? */
-                    t = g_sandboxes;
+                if (lbsd_set_gen() != polled_gen) { /* one left the list: is s still in it? */
+                    t = lbsd_set_first();
                     while (t && t != s)
                         t = t->next;
                 }
@@ -1287,8 +1206,8 @@ int lbsd_serve(const lb_config *cfg, int lfd)
     /* shutdown: every sandbox goes, also those a worker is making */
     while (g_conns)
         lbsd_conn_close(g_conns);
-    while (g_sandboxes)
-        lbsd_destroy(g_sandboxes);
+    while (lbsd_set_first())
+        lbsd_destroy(lbsd_set_first());
     lbsd_workers_stop(); /* every queued job done, destroys too */
     lbsd_jobs_collect(); /* creates of closed connections and refills: retired or pooled */
     lbsd_pool_shutdown(); /* from here on, retiring runs on this thread */

@@ -12,7 +12,12 @@
 #include "sandboxd/idmap.h"
 #include "sandboxd/sandbox_save.h"
 #include "sandboxd/uidslot.h"
+#include "sandboxd/objects.h"
 #include "sandboxd/sandboxd.h"
+#include "sandboxd/sandbox_create.h"
+#include "sandboxd/pool.h"
+#include "sandboxd/sandbox_net.h"
+#include "sandboxd/stale.h"
 #include "sandboxd/zygote.h"
 
 #include "common/log.h"

@@ -12,7 +12,7 @@
  * (mounts, more namespaces, BPF, io_uring, ...), which is where most
  * container-escape bugs have lived.
  */
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/seccomp.h"
 
 #include "common/status.h"
 

@@ -15,14 +15,17 @@
  *    layer paths are relative and name nothing of the host);
  *  - a slirp4netns of ours by its argv[0], "slirp4netns:<install tag>".
  */
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/stale.h"
+
 #include "sandboxd/proc_walk.h"
 
 #include "common/log.h"
+#include "common/config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /* One host uid range per sandbox (see uidslot.h). */
 #include "sandboxd/uidslot.h"
+
+#include "insandbox/sandbox_init.h"
 #include "sandboxd/idmap.h"
-#include "sandboxd/sandboxd.h"
 
 #include "common/config.h"
 #include "common/log.h"

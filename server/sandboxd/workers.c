@@ -14,7 +14,7 @@
  */
 #include "sandboxd/workers.h"
 
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/sandbox_create.h"
 
 #include "common/log.h"
 

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "sandboxd/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -29,7 +29,7 @@
 #include <sys/types.h>
 
 #include "common/status.h"
-#include "sandboxd/sandboxd.h"
+#include "insandbox/sandbox_init.h"
 
 /* Starts the zygote. Call from sandboxd's main thread, before any worker
  * thread: the inits it clones have that thread as their parent (their

@@ -1,4 +1,5 @@
-/* The SQLite task store; the contract is store.h.
+/* The task store on SQLite or PostgreSQL (db.h): tasks, their events and
+ * artifacts; the contract is store.h.
  *
  * Concurrency model: the web service (one connection per worker thread) and
  * every agent process (one connection each) share one database file in WAL
@@ -7,13 +8,15 @@
  * wait up to busy_timeout for each other instead of failing. Every state
  * change is one short transaction.
  *
- * Statements are prepared once per connection and kept (SQLITE_PREPARE_
- * PERSISTENT); each use binds, steps and resets.
+ * Statements are prepared once per connection and kept (store_sql.h,
+ * the one way every file of the store prepares them); each use binds,
+ * steps and hands them back.
  */
 #include "store/store.h"
 
 #include "store/db.h"
 #include "store/store_priv.h"
+#include "store/store_sql.h"
 #include "store/store_claim.h" /* issue 13: schema v12, the runners' claims */
 #include "store/store_queue.h" /* issue 13: schema v10, the fence */
 #include "store/store_sandbox.h" /* issue 13: schema v14, the nodes' API sandboxes */
@@ -224,7 +227,7 @@ static const char *const lb_sql_pg[Q__COUNT] = {
 
 struct lb_store {
     lb_db *db;
-    lb_db_stmt *st[Q__COUNT];
+    struct lb_sql_cache *sql;      /* its statements, kept (store_sql.h) */
     /* issue 13: an agent a node started writes with the (node, attempt)
      * of its claim (lb_store_set_fence); "" when not fenced */
     char fence_node[64];
@@ -278,28 +281,15 @@ static const char *lb_sql_of(lb_store *s, int q)
     return lb_db_is_pg(s->db) && lb_sql_pg[q] ? lb_sql_pg[q] : lb_sql[q];
 }
 
-/* The cached statement q, reset and with no bindings. NULL on failure. */
+/* Statement q in the back end's dialect, reset and with no bindings (kept
+ * per connection, store_sql.h); hand it back with lb_sql_done. NULL on
+ * failure (logged). */
 static lb_db_stmt *lb_stmt(lb_store *s, int q)
 {
-    if (!s->st[q]) {
-        int rc = lb_db_prepare(s->db, lb_sql_of(s, q), 1, &s->st[q]);
-        if (rc != LB_OK) {
-            lb_error("store: prepare: %s", lb_db_errmsg(s->db));
-            s->st[q] = NULL;
-            return NULL;
-        }
-    }
-    lb_db_reset(s->st[q]);
-    lb_db_clear_bindings(s->st[q]);
-    return s->st[q];
-}
-
-static void lb_done(lb_db_stmt *st)
-{
-    if (st) {
-        lb_db_reset(st);
-        lb_db_clear_bindings(st);
-    }
+    lb_db_stmt *st;
+    if (lb_sql_prep(s, lb_sql_of(s, q), &st) != LB_OK)
+        return NULL;
+    return st;
 }
 
 static int lb_bind_text(lb_db_stmt *st, int i, const char *v)
@@ -322,7 +312,7 @@ static int lb_step_write(lb_store *s, lb_db_stmt *st, const char *what, int none
     int rc = lb_step_done(s, st, what);
     if (rc == LB_OK && lb_db_changes(s->db) == 0)
         rc = none_rc;
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -590,8 +580,7 @@ void lb_store_close(lb_store *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < Q__COUNT; i++)
-        lb_db_finalize(s->st[i]);
+    lb_sql_cache_free(s->sql);
     lb_db_close(s->db);
     free(s);
 }
@@ -678,7 +667,7 @@ static int lb_task_status_read(lb_store *s, const char *id, char *status, size_t
     } else {
         rc = lb_store_err(s, src, "task status");
     }
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -760,7 +749,7 @@ int lb_store_task_set_running(lb_store *s, const char *id, int pid)
     lb_db_bind_int(st, 2, pid);
     lb_db_bind_int64(st, 3, lb_now_ms());
     rc = lb_step_done(s, st, "set running");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc)
         goto out;
 out:
@@ -791,11 +780,11 @@ static int lb_event_insert(lb_store *s, const char *task_id, int64_t ts_ms, cons
     int src = lb_db_step(st);
     if (src != LB_DB_ROW) {
         int rc = lb_store_err(s, src, "next event seq");
-        lb_done(st);
+        lb_sql_done(s, st);
         return rc ? rc : LB_E_INTERNAL;
     }
     int64_t seq = lb_db_col_int64(st, 0);
-    lb_done(st);
+    lb_sql_done(s, st);
 
     st = lb_stmt(s, Q_EVENT_INSERT);
     if (!st)
@@ -806,7 +795,7 @@ static int lb_event_insert(lb_store *s, const char *task_id, int64_t ts_ms, cons
     lb_bind_text(st, 4, type);
     lb_bind_text(st, 5, data);
     int rc = lb_step_done(s, st, "insert event");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc == LB_OK && seq_out)
         *seq_out = seq;
     return rc;
@@ -912,7 +901,7 @@ static int lb_task_finish_body(lb_store *s, const char *id, const char *status, 
     lb_bind_text(st, 4, answer);
     lb_db_bind_int64(st, 5, lb_now_ms());
     int rc = lb_step_done(s, st, "finish task");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc)
         return rc;
     ev = cJSON_CreateObject();
@@ -1064,7 +1053,7 @@ int lb_store_task_load(lb_store *s, const char *id, lb_task *out)
         if (bad)
             rc = LB_E_NOMEM;
     }
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc)
         lb_task_free(out);
     return rc;
@@ -1117,7 +1106,7 @@ int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before
     }
     if (rc == LB_OK && cnt < (size_t)limit && src != LB_DB_DONE)
         rc = lb_store_err(s, src, "list tasks");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc) {
         lb_tasks_free(v, cnt);
         return rc;
@@ -1181,7 +1170,7 @@ int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n)
     if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "active tasks");
 out:
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc) {
         for (size_t i = 0; i < cnt; i++)
             free(iv[i]);
@@ -1235,7 +1224,7 @@ static int lb_event_append_pg(lb_store *s, const char *task_id, int64_t ts_ms, c
     } else {
         rc = src == LB_E_EXISTS ? LB_E_BUSY : lb_store_err(s, src, "insert event");
     }
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc == LB_E_NOTFOUND) {
         char status[16];
         rc = lb_task_status_read(s, task_id, status, sizeof status, NULL);
@@ -1265,7 +1254,7 @@ static int lb_event_same(lb_store *s, const char *task_id, int64_t ts_ms, const 
     } else {
         rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_err(s, src, "look for an event");
     }
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1342,7 +1331,7 @@ int lb_store_events_after(lb_store *s, const char *task_id, int64_t after_seq, i
     if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read events");
 out:
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1384,7 +1373,7 @@ int lb_store_events_newest(lb_store *s, const char *const *ids, size_t n, int64_
     }
     if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read the newest events");
-    lb_done(st);
+    lb_sql_done(s, st);
     free(json);
     return rc;
 }
@@ -1415,7 +1404,7 @@ int lb_store_data_version(lb_store *s, int64_t *out)
     int rc = src == LB_DB_ROW ? LB_OK : lb_store_err(s, src, "read the data version");
     if (src == LB_DB_ROW)
         *out = lb_db_col_int64(st, 0);
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1449,7 +1438,7 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
     }
     lb_bind_text(st, 1, task_id);
     rc = lb_step_done(s, st, "clear artifacts");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -1467,7 +1456,7 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
         lb_db_bind_text(st, 4, mime);
         lb_db_bind_text(st, 5, sha);
         rc = lb_step_done(s, st, "insert artifact");
-        lb_done(st);
+        lb_sql_done(s, st);
         if (rc)
             goto out;
     }
@@ -1478,7 +1467,7 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
     }
     lb_bind_text(st, 1, task_id);
     rc = lb_step_done(s, st, "round artifacts");
-    lb_done(st);
+    lb_sql_done(s, st);
 out:
     rc = lb_end_tx(s, rc);
     return rc;
@@ -1520,7 +1509,7 @@ int lb_store_artifacts_rows(lb_store *s, const char *task_id, lb_artifact **rows
     if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read artifacts");
 out:
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc) {
         free(a);
         return rc;
@@ -1552,7 +1541,7 @@ int lb_store_artifact_find(lb_store *s, const char *task_id, const char *path, l
     } else {
         rc = lb_store_err(s, src, "find artifact");
     }
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1578,7 +1567,7 @@ int lb_store_task_owner(lb_store *s, const char *id, char *owner, size_t ownersz
     } else {
         rc = lb_store_err(s, src, "task owner");
     }
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1596,7 +1585,7 @@ int lb_store_tasks_active_of(lb_store *s, const char *owner, int *n)
         *n = lb_db_col_int(st, 0);
     else
         rc = lb_store_err(s, src, "count active tasks");
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1626,7 +1615,7 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
     }
     lb_db_bind_int64(st, 1, lb_now_ms());
     rc = lb_step_done(s, st, "expire sessions");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc)
         goto out;
     if (!(st = lb_stmt(s, Q_SESSION_INSERT))) {
@@ -1639,7 +1628,7 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
     lb_db_bind_int64(st, 4, se->created_ms);
     lb_db_bind_int64(st, 5, se->expires_ms);
     rc = lb_step_done(s, st, "insert session");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc)
         goto out;
     if (keep_per_user > 0) {
@@ -1650,7 +1639,7 @@ int lb_store_session_add(lb_store *s, const lb_session *se, int keep_per_user)
         lb_bind_text(st, 1, se->user);
         lb_db_bind_int(st, 2, keep_per_user);
         rc = lb_step_done(s, st, "trim sessions");
-        lb_done(st);
+        lb_sql_done(s, st);
         if (rc)
             goto out;
     }
@@ -1682,7 +1671,7 @@ int lb_store_session_get(lb_store *s, const char *id_sha256, int64_t now_ms, lb_
     } else {
         rc = lb_store_err(s, src, "read session");
     }
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1695,7 +1684,7 @@ int lb_store_session_delete(lb_store *s, const char *id_sha256)
         return LB_E_INTERNAL;
     lb_bind_text(st, 1, id_sha256);
     int rc = lb_step_done(s, st, "delete session");
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -1727,7 +1716,7 @@ int lb_store_metrics_add(lb_store *s, const lb_metric_row *rows, size_t n)
         lb_bind_text(st, 3, rows[i].le);
         lb_db_bind_double(st, 4, rows[i].value);
         rc = lb_step_done(s, st, "add metrics");
-        lb_done(st);
+        lb_sql_done(s, st);
     }
     return lb_end_tx(s, rc);
 }
@@ -1769,7 +1758,7 @@ int lb_store_metrics_all(lb_store *s, lb_metric_row **rows, size_t *n)
     }
     if (!rc && src != LB_DB_DONE)
         rc = lb_store_err(s, src, "read metrics");
-    lb_done(st);
+    lb_sql_done(s, st);
     if (rc) {
         free(out);
         return rc;
@@ -1796,13 +1785,19 @@ int lb_store_task_counts(lb_store *s, int64_t counts[LB_STORE_N_STATUS])
     }
     if (src != LB_DB_DONE)
         rc = lb_store_err(s, src, "count tasks");
-    lb_done(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
 /* ---- for the store's other files (store_priv.h) ---- */
 
 lb_db *lb_store_db(lb_store *s) { return s->db; }
+struct lb_sql_cache *lb_store_sql_cache(lb_store *s)
+{
+    if (!s->sql)
+        s->sql = lb_sql_cache_new();
+    return s->sql;
+}
 int lb_store_tx_begin(lb_store *s) { return lb_begin(s); }
 int lb_store_tx_end(lb_store *s, int rc) { return lb_end_tx(s, rc); }
 int lb_store_sql_err(lb_store *s, int src, const char *what) { return lb_store_err(s, src, what); }

@@ -135,11 +135,6 @@ LB_MUST_CHECK int lb_store_task_state(lb_store *s, const char *id, char *status,
 /* The task as stored (common/task.h). Free with lb_task_free (done here on
  * failure). LB_E_NOTFOUND, LB_E_INVAL (not an id). */
 LB_MUST_CHECK int lb_store_task_load(lb_store *s, const char *id, lb_task *out);
-/* The task as the API shows it, artifacts included: lb_store_task_load
- * and lb_task_json (web/task_json.h). Defined in web/task_json.c: only the
- * web makes API JSON; kept under this name for the tools and tests that
- * read a task whole. Caller frees. */
-LB_MUST_CHECK int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
 /* A page of tasks, newest first, of owner's tasks only (owner NULL: every
  * task): at most limit (1..200, else 50 or 200) of them, strictly older
  * than the row (before_ms, before_id) in (created_ms, id) order; before_id
@@ -148,13 +143,9 @@ LB_MUST_CHECK int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
  * and finished_ms only. *rows: free with lb_tasks_free. */
 LB_MUST_CHECK int lb_store_task_rows(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
                                      lb_task **rows, size_t *n);
-/* The same pages as API JSON arrays of {id, status, prompt, model,
- * created_ms, finished_ms} (lb_task_summary_json). Defined in
- * web/task_json.c, as lb_store_task_get is. Caller frees. */
-LB_MUST_CHECK int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
-LB_MUST_CHECK int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
-LB_MUST_CHECK int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
-                                        cJSON **out);
+/* lb_store_task_get, lb_store_task_list, lb_store_task_page and
+ * lb_store_task_page_of, a task and its pages as API JSON, are the web's
+ * (web/task_json.h): only the web makes API JSON. */
 /* The task's owner into owner ("" when it has none). LB_E_NOTFOUND. */
 LB_MUST_CHECK int lb_store_task_owner(lb_store *s, const char *id, char *owner, size_t ownersz);
 /* How many of owner's tasks are queued or running. */

@@ -135,7 +135,7 @@ static int read_claims(lb_store *s, lb_db_stmt *st, int max, lb_runner_claim *ou
         }
     }
     int rc = lb_store_sql_err(s, src, what);
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc)
         *n = 0; /* the statement failed as a whole: nothing was taken */
     return rc;
@@ -216,7 +216,7 @@ int lb_store_runner_fence_check(lb_store *s, lb_runner_kind kind, const lb_runne
         return rc;
     int src = lb_db_step(st);
     rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_DENIED : lb_store_sql_err(s, src, "check the claim");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc == LB_E_DENIED)
         lb_info("store: %s %s: write refused: claim %lld of %s is no longer held (another web took it over, or its "
                 "lease expired)", kind == LB_RUNNER_EVALS ? "eval" : "rollout", f->id, (long long)f->gen, f->owner);

@@ -136,7 +136,7 @@ int lb_store_eval_insert(lb_store *s, const lb_eval_rec *e, const lb_eval_run_ne
         }
     }
 out:
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return lb_store_tx_end(s, rc);
 }
 
@@ -177,7 +177,7 @@ int lb_store_eval_load(lb_store *s, const char *id, lb_eval_rec *out)
     } else {
         rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read an eval");
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc)
         lb_eval_rec_free(out);
     return rc;
@@ -209,7 +209,7 @@ int lb_store_eval_list(lb_store *s, const char *owner, int limit, lb_eval_rec **
         eval_from_row(st, &v[k++]);
     if (!rc && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "list evals");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc) {
         lb_eval_recs_free(v, k);
         return rc;
@@ -221,50 +221,13 @@ int lb_store_eval_list(lb_store *s, const char *owner, int limit, lb_eval_rec **
 
 int lb_store_evals_active(lb_store *s, char ***ids, size_t *n)
 {
-    *ids = NULL;
-    *n = 0;
-    lb_db_stmt *st = NULL;
     /* an eval that ended (cancelled) with runs still going stays the
      * runner's until they are scored */
-    int rc = lb_sql_prep(s,
-                  "SELECT id FROM evals WHERE status IN ('queued', 'running') OR id IN"
-                  " (SELECT eval_id FROM eval_runs WHERE status IN ('running', 'scoring'))"
-                  " ORDER BY created_ms, id",
-                  &st);
-    if (rc)
-        return rc;
-    char **v = NULL;
-    size_t k = 0, cap = 0;
-    int src;
-    while ((src = lb_db_step(st)) == LB_DB_ROW) {
-        if (k == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            char **nv = realloc(v, nc * sizeof *nv);
-            if (!nv) {
-                rc = LB_E_NOMEM;
-                break;
-            }
-            v = nv;
-            cap = nc;
-        }
-        if (!(v[k] = lb_sql_col_dup(st, 0))) {
-            rc = LB_E_NOMEM;
-            break;
-        }
-        k++;
-    }
-    if (!rc && src != LB_DB_DONE)
-        rc = lb_store_sql_err(s, src, "list active evals");
-    lb_db_finalize(st);
-    if (rc) {
-        for (size_t i = 0; i < k; i++)
-            free(v[i]);
-        free(v);
-        return rc;
-    }
-    *ids = v;
-    *n = k;
-    return LB_OK;
+    return lb_sql_ids(s,
+                      "SELECT id FROM evals WHERE status IN ('queued', 'running') OR id IN"
+                      " (SELECT eval_id FROM eval_runs WHERE status IN ('running', 'scoring'))"
+                      " ORDER BY created_ms, id",
+                      "list active evals", ids, n);
 }
 
 /* issue 13: a write transaction under fence f (NULL: none); LB_E_DENIED
@@ -312,7 +275,7 @@ int lb_store_eval_finish(lb_store *s, const lb_runner_fence *f, const char *id, 
         if (strcmp(cur, "queued") && strcmp(cur, "running"))
             rc = LB_E_EXISTS;
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     st = NULL;
     if (rc)
         goto out;
@@ -405,7 +368,7 @@ int lb_store_eval_counts(lb_store *s, const char *id, lb_eval_counts *out)
     }
     if (src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "count an eval's runs");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -465,7 +428,7 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
     }
     if (!rc && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "read an eval's runs");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc) {
         lb_eval_runs_free(v, k);
         return rc;
@@ -548,6 +511,6 @@ int lb_store_eval_run_task(lb_store *s, int64_t rid, char *task_id, char *start_
         lb_sql_col_copy(st, 1, start_task, 33);
     }
     rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read an eval run");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }

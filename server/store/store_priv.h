@@ -11,6 +11,9 @@
 
 /* The connection of s (store.c). */
 lb_db *lb_store_db(lb_store *s);
+/* The statements kept on that connection (store_sql.h), made at the first
+ * use; NULL when out of memory (then nothing is kept). */
+struct lb_sql_cache *lb_store_sql_cache(lb_store *s);
 /* BEGIN IMMEDIATE; then the work, each failure going to one label, and
  * there lb_store_tx_end(s, rc): COMMIT when rc is LB_OK, else ROLLBACK;
  * returns the outcome (store.c). */

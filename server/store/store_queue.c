@@ -168,7 +168,7 @@ int lb_store_queue_claim(lb_store *s, const char *node, int max, lb_claim *out, 
         }
     }
     rc = lb_store_sql_err(s, src, "claim tasks");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc)
         *n = 0; /* the statement failed as a whole: nothing was claimed */
     return rc;
@@ -223,7 +223,7 @@ static int lb_node_left(lb_store *s, const char *sql, const char *node, struct l
     }
     if (rc == LB_OK && src != LB_DB_ROW)
         rc = lb_store_sql_err(s, src, "list a node's tasks");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc) {
         free(*v);
         *v = NULL;
@@ -290,7 +290,7 @@ int lb_store_node_renew(lb_store *s, const char *node, int64_t started_ms, int l
         expired = lb_db_col_int(st, 2) || lb_db_col_int(st, 3);
     }
     rc = lb_store_sql_err(s, src, "read the node's lease");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     st = NULL;
     if (rc)
         goto out;
@@ -312,7 +312,7 @@ int lb_store_node_renew(lb_store *s, const char *node, int64_t started_ms, int l
     if (src == LB_DB_ROW)
         out->expires_ms = lb_db_col_int64(st, 0);
     rc = src == LB_DB_ROW ? LB_OK : lb_store_sql_err(s, src == LB_DB_DONE ? LB_E_INTERNAL : src, "renew the lease");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     st = NULL;
 out:
     rc = lb_store_tx_end(s, rc);
@@ -357,7 +357,7 @@ int lb_store_node_sweep(lb_store *s, const char *self, char *swept_node, size_t 
         seen = lb_db_col_int64(st, 1);
     }
     rc = lb_store_sql_err(s, src, "find a lapsed node");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     st = NULL;
     if (rc || !name[0])
         goto out;
@@ -445,7 +445,7 @@ int lb_store_queue_end_attempt(lb_store *s, const char *id, const char *node, in
     lb_db_bind_int(st, 3, attempt);
     int src = lb_db_step(st);
     rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_EXISTS : lb_store_sql_err(s, src, "read the claim");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc == LB_OK)
         rc = lb_store_task_end_in_tx(s, id, LB_TASK_FAILED, reason);
 out:
@@ -488,7 +488,7 @@ int lb_store_queue_home(lb_store *s, const char *id, char *node, size_t nodesz)
     rc = src == LB_DB_ROW    ? LB_OK
          : src == LB_DB_DONE ? LB_E_NOTFOUND
                              : lb_store_sql_err(s, src, "read the sandbox's node");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -530,6 +530,6 @@ int lb_store_node_gone_why(lb_store *s, const char *node, char *out, size_t outs
         snprintf(out, outsz, "it has stopped and left the cluster");
     }
     rc = src == LB_DB_ROW || src == LB_DB_DONE ? LB_OK : lb_store_sql_err(s, src, "read a node's lease");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }

@@ -94,7 +94,7 @@ int lb_store_rollout_insert(lb_store *s, const lb_rollout_rec *g)
         }
     }
 out:
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return lb_store_tx_end(s, rc);
 }
 
@@ -124,7 +124,7 @@ int lb_store_rollout_load(lb_store *s, const char *id, int with_request, lb_roll
     } else {
         rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a rollout group");
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc)
         lb_rollout_rec_free(out);
     return rc;
@@ -163,7 +163,7 @@ int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **ou
     }
     if (!rc && src != LB_DB_DONE && src != LB_DB_ROW)
         rc = lb_store_sql_err(s, src, "list rollout samples");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc) {
         lb_rollout_samples_free(v, k);
         return rc;
@@ -175,45 +175,10 @@ int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollout_sample **ou
 
 int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n)
 {
-    *ids = NULL;
-    *n = 0;
-    lb_db_stmt *st = NULL;
-    int rc = lb_sql_prep(s,
-                         "SELECT id FROM rollouts WHERE status = 'running' OR id IN (SELECT rollout_id FROM"
-                         " rollout_samples WHERE status IN ('running','scoring')) ORDER BY created_ms, id",
-                         &st);
-    if (rc)
-        return rc;
-    size_t cap = 0;
-    int src;
-    while ((src = lb_db_step(st)) == LB_DB_ROW) {
-        if (*n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            char **nv = realloc(*ids, nc * sizeof *nv);
-            if (!nv) {
-                rc = LB_E_NOMEM;
-                break;
-            }
-            *ids = nv;
-            cap = nc;
-        }
-        if (!((*ids)[*n] = lb_sql_col_dup(st, 0))) {
-            rc = LB_E_NOMEM;
-            break;
-        }
-        (*n)++;
-    }
-    if (!rc && src != LB_DB_DONE)
-        rc = lb_store_sql_err(s, src, "list active rollout groups");
-    lb_db_finalize(st);
-    if (rc) {
-        for (size_t i = 0; i < *n; i++)
-            free((*ids)[i]);
-        free(*ids);
-        *ids = NULL;
-        *n = 0;
-    }
-    return rc;
+    return lb_sql_ids(s,
+                      "SELECT id FROM rollouts WHERE status = 'running' OR id IN (SELECT rollout_id FROM"
+                      " rollout_samples WHERE status IN ('running','scoring')) ORDER BY created_ms, id",
+                      "list active rollout groups", ids, n);
 }
 
 int lb_store_rollout_running(lb_store *s, int64_t *n)
@@ -228,7 +193,7 @@ int lb_store_rollout_running(lb_store *s, int64_t *n)
         *n = lb_db_col_int64(st, 0);
     else
         rc = lb_store_sql_err(s, src, "count running rollout samples");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -297,7 +262,7 @@ int lb_store_rollout_sample_task(lb_store *s, const char *id, int idx, char *tas
     }
     rc = src == LB_DB_ROW ? LB_OK : src == LB_DB_DONE ? LB_E_NOTFOUND
                                                       : lb_store_sql_err(s, src, "read a rollout sample");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -380,7 +345,7 @@ int lb_store_rollout_cancel(lb_store *s, const char *id)
     rc = lb_sql_run_write(s, st, "cancel rollout samples", LB_OK);
     st = NULL;
 out:
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return lb_store_tx_end(s, rc);
 }
 
@@ -407,6 +372,6 @@ int lb_store_rollout_delete(lb_store *s, const char *id)
     rc = lb_sql_run_write(s, st, "delete a rollout group", LB_E_NOTFOUND);
     st = NULL;
 out:
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return lb_store_tx_end(s, rc);
 }

@@ -171,7 +171,7 @@ static int lb_round_check(lb_store *s, const lb_round_new *m, int *next)
             rc = LB_E_BUSY;
         *next = cur + 1;
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -335,7 +335,7 @@ int lb_store_task_fork_of(lb_store *s, const char *id, char *src, size_t srcsz, 
     } else {
         rc = r == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, r, "read a fork");
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -402,7 +402,7 @@ int lb_store_rounds(lb_store *s, const char *task_id, lb_round **v, size_t *n)
     }
     if (rc == LB_OK && src != LB_DB_ROW && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "read rounds");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc) {
         lb_rounds_free(arr, cnt);
         return rc;
@@ -431,7 +431,7 @@ int lb_store_round_get(lb_store *s, const char *task_id, int n, lb_round *out)
     } else {
         rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a round");
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -535,7 +535,7 @@ int lb_store_kept_get(lb_store *s, const char *task_id, lb_kept *out)
     } else {
         rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read the kept sandbox");
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -594,7 +594,7 @@ int lb_store_share_get(lb_store *s, const char *id, int64_t now_ms, lb_share *ou
         lb_share_read(st, out);
     else
         rc = src == LB_DB_DONE ? LB_E_NOTFOUND : lb_store_sql_err(s, src, "read a share");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -638,7 +638,7 @@ int lb_store_shares_of(lb_store *s, const char *task_id, int64_t now_ms, lb_shar
     }
     if (rc == LB_OK && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "read shares");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (rc) {
         free(arr);
         return rc;

@@ -75,7 +75,7 @@ static int lb_row_write(lb_store *s, const lb_sbx_row *row, const char *lite, co
     if (rc)
         return rc;
     if ((rc = lb_row_bind(st, row)) != LB_OK) {
-        lb_db_finalize(st);
+        lb_sql_done(s, st);
         return rc;
     }
     return lb_sql_run_write(s, st, "write an API sandbox's row", none_rc);
@@ -115,7 +115,7 @@ static int lb_run1(lb_store *s, const char *sql, const char *arg, const char *wh
     if (rc)
         return rc;
     if ((rc = lb_db_bind_text(st, 1, arg)) != LB_OK) {
-        lb_db_finalize(st);
+        lb_sql_done(s, st);
         return rc;
     }
     int src = lb_db_step(st);
@@ -127,7 +127,7 @@ static int lb_run1(lb_store *s, const char *sql, const char *arg, const char *wh
     } else {
         rc = lb_store_sql_err(s, src == LB_DB_ROW ? LB_E_INTERNAL : src, what);
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -175,7 +175,7 @@ int lb_store_sbx_sweep(lb_store *s, int64_t fresh_ms, size_t *removed)
     } else {
         rc = lb_store_sql_err(s, src == LB_DB_ROW ? LB_E_INTERNAL : src, "sweep the API sandboxes' rows");
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -217,6 +217,6 @@ int lb_store_sbx_list(lb_store *s, const char *node, int64_t fresh_ms, int limit
     }
     if (!rc && src != LB_DB_DONE && src != LB_DB_ROW)
         rc = lb_store_sql_err(s, src, "list the API sandboxes");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }

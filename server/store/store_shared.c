@@ -48,13 +48,13 @@ static int lb_secret_read(lb_store *s, const char *name, char cur[LB_SECRET_MAX]
         lb_sql_col_copy(st, 1, out, LB_SECRET_MAX);
         /* a row someone wrote by hand is refused rather than used */
         if (!lb_secret_value_ok(out)) {
-            lb_db_finalize(st);
+            lb_sql_done(s, st);
             cur[0] = prev[0] = '\0';
             return LB_E_INVAL;
         }
         n++;
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (src != LB_DB_DONE)
         return lb_store_sql_err(s, src, "read a shared secret");
     return n ? LB_OK : LB_E_NOTFOUND;
@@ -166,7 +166,7 @@ static int lb_rate_try(lb_store *s, const char *user, int limit, int64_t now_ms,
         if (at < *oldest)
             *oldest = at;
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     if (src != LB_DB_DONE) {
         *err = lb_store_sql_err(s, src, "read a start window");
         return -1;

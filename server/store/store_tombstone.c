@@ -66,7 +66,7 @@ int lb_store_tombstones_since(lb_store *s, int64_t since_ms, int limit, lb_tombs
     }
     if (!rc && src != LB_DB_DONE)
         rc = lb_store_sql_err(s, src, "read the tombstones");
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }
 
@@ -91,6 +91,6 @@ int lb_store_tombstones_trim(lb_store *s, int64_t keep_s, size_t *removed)
     } else {
         rc = lb_store_sql_err(s, src, "trim the tombstones");
     }
-    lb_db_finalize(st);
+    lb_sql_done(s, st);
     return rc;
 }

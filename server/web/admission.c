@@ -10,6 +10,7 @@
 #include "web/artifact_access.h"
 #include "web/http.h"
 #include "web/spawn.h"
+#include "web/task_json.h"
 
 #include <errno.h>
 #include <stdio.h>

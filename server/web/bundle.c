@@ -39,6 +39,7 @@
 #include "web/artifact_access.h"
 #include "web/work_slots.h"
 #include "common/token.h"
+#include "web/task_json.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"

@@ -30,6 +30,7 @@
 #include "web/auth.h"
 #include "web/handlers_rerun.h"
 #include "web/http.h"
+#include "web/task_json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -16,6 +16,7 @@
 #include "store/store_round.h"
 #include "web/download_link.h"
 #include "web/http.h"
+#include "web/task_json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -93,7 +93,6 @@ fail:
     return LB_E_NOMEM;
 }
 
-/* Declared in store/store.h for the callers that read a task whole. */
 int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
 {
     *out = NULL;
@@ -128,7 +127,6 @@ cJSON *lb_task_summary_json(const lb_task *t)
     return o;
 }
 
-/* Declared in store/store.h, as lb_store_task_get. */
 int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
                           cJSON **out)
 {

@@ -29,4 +29,16 @@ LB_MUST_CHECK int lb_artifacts_json(const lb_artifact *a, size_t n, cJSON **out)
  * *out. */
 LB_MUST_CHECK int lb_task_artifacts_json(lb_store *s, const char *id, cJSON **out);
 
+/* The task as the API shows it, artifacts and rounds included:
+ * lb_store_task_load and lb_task_json; named for the store it reads, for
+ * the handlers, tools and tests that read a task whole. Caller frees. */
+LB_MUST_CHECK int lb_store_task_get(lb_store *s, const char *id, cJSON **out);
+/* The store's pages of tasks (lb_store_task_rows) as API JSON arrays of
+ * {id, status, prompt, model, created_ms, finished_ms}
+ * (lb_task_summary_json). Caller frees. */
+LB_MUST_CHECK int lb_store_task_list(lb_store *s, int limit, int64_t before_ms, cJSON **out);
+LB_MUST_CHECK int lb_store_task_page(lb_store *s, int limit, int64_t before_ms, const char *before_id, cJSON **out);
+LB_MUST_CHECK int lb_store_task_page_of(lb_store *s, const char *owner, int limit, int64_t before_ms, const char *before_id,
+                                        cJSON **out);
+
 #endif

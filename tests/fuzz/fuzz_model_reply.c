@@ -3,7 +3,7 @@
  * tool calls written as text (<function=...>, <tool_call>). The first byte
  * picks the parser. Promise checked: every string kept is valid UTF-8, every
  * call has a name and arguments, and no more calls than the cap. */
-#include "agent/agent.h"
+#include "agent/toolcall_parse.h"
 #include "common/status.h"
 #include "fuzz_util.h"
 

@@ -15,7 +15,8 @@
  *        arguments (values without the markup itself, and not ending in a
  *        CR, which the layout's CRLF takes).
  */
-#include "agent/agent.h"
+#include "agent/toolcall_parse.h"
+#include "agent/toolcall_text.h"
 #include "common/utf8.h"
 #include "common/status.h"
 #include "fuzz_util.h"

@@ -9,6 +9,7 @@
 #include "common/token.h"
 #include "common/util.h"
 #include "store/store.h"
+#include "web/task_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

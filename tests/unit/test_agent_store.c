@@ -4,7 +4,6 @@
  * Checks the events, their shapes, the artifact index and the files. */
 #include "testlib.h"
 
-#include "agent/agent.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/util.h"

@@ -11,7 +11,7 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "sandboxd/cgroup.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/stale.h"
 
 
 #define ID1 "0123456789abcdef0123456789abcdef"

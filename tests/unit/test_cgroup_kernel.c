@@ -22,7 +22,7 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "sandboxd/cgroup.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/stale.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,8 @@
  * (toolcall_text.c, model_openai.c). */
 #include "testlib.h"
 
-#include "agent/agent.h"
+#include "agent/model_replay.h"
+#include "agent/toolcall_text.h"
 #include "agent/plugin_host.h"
 #include "common/config.h"
 #include "common/status.h"

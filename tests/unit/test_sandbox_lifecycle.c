@@ -6,7 +6,9 @@
 
 #include "common/config.h"
 #include "common/status.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/pool.h"
+#include "sandboxd/sandbox_net.h"
+#include "sandboxd/stale.h"
 
 #include <stdlib.h>
 

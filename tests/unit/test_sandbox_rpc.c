@@ -7,7 +7,7 @@
 #include "common/util.h"
 #include "llmbox/sandbox.h"
 #include "sandbox/rpc.h"
-#include "sandboxd/sandboxd.h"
+#include "sandboxd/sandbox_exec.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "store/store.h"
+#include "web/task_json.h"
 
 #include <pthread.h>
 #include <sqlite3.h>

@@ -4,7 +4,7 @@
  * the same doubles), tokens.jsonl, and the request that asks for them. */
 #include "testlib.h"
 
-#include "agent/agent.h"
+#include "agent/model_openai.h"
 #include "agent/tokens.h"
 #include "common/config.h"
 #include "common/status.h"

@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/model_context.h"
+#include "agent/model_replay.h"
+#include "agent/prompts.h"
 #include "agent/text.h"
 #include "common/utf8.h"
 #include "common/config.h"

@@ -1,5 +1,5 @@
 /* The watcher of E2B's watchDir, inside the sandbox (sandbox_watch.h). */
-#include "sandboxd/sandbox_watch.h"
+#include "insandbox/sandbox_watch.h"
 
 #include <dirent.h>
 #include <errno.h>

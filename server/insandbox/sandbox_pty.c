@@ -1,5 +1,5 @@
 /* The pty relay of E2B's pty, inside the sandbox (sandbox_pty.h). */
-#include "sandboxd/sandbox_pty.h"
+#include "insandbox/sandbox_pty.h"
 
 #include "llmbox/sandbox.h"
 

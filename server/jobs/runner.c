@@ -1,5 +1,6 @@
-/* The runners' claims; the contract is runner_claims.h. */
-#include "jobs/runner_claims.h"
+/* The runner of jobs: the one part the evaluations and the rollout groups,
+ * its two sources, share (claims, recovery); the contract is runner.h. */
+#include "jobs/runner.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -146,4 +147,17 @@ void lb_runner_stop_task(lb_store *s, const char *id, const char *reason)
     int rc = lb_store_task_end(s, id, LB_TASK_CANCELLED, reason, NULL);
     if (rc != LB_OK && rc != LB_E_EXISTS && rc != LB_E_NOTFOUND)
         lb_warn("web: cannot cancel task %s: %s", id, lb_strerror(rc));
+}
+
+int lb_runner_adopt(lb_store *s, const lb_runner_fence *f, const char *start_task,
+                    lb_runner_start_fn *start, const void *unit, const char *source, const char *what)
+{
+    char st[16];
+    int rc = lb_store_task_state(s, start_task, st, sizeof st, NULL);
+    if (rc != LB_OK)
+        return rc;
+    rc = start(s, f, unit, start_task);
+    if (rc == LB_OK)
+        lb_info("%s %s: %s started as task %s (made before, adopted)", source, f->id, what, start_task);
+    return rc;
 }

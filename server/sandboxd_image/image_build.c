@@ -14,11 +14,11 @@
  * is allowed (it needs a private mount namespace, which posix_spawn
  * cannot give).
  */
-#include "sandboxd/image_build.h"
+#include "sandboxd_image/image_build.h"
 
 #include "entry.h"
 #include "sandboxd/idmap.h"
-#include "sandboxd/image_list.h"
+#include "sandboxd_image/image_list.h"
 #include "sandboxd/mounts.h"
 #include "sandbox/rpc.h"
 

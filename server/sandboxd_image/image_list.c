@@ -3,7 +3,7 @@
  * age, and the recipes that have not been built yet. Read-only: it never
  * touches an image, so it is safe while sandboxes run.
  */
-#include "sandboxd/image_list.h"
+#include "sandboxd_image/image_list.h"
 
 #include "sandbox/rpc.h"
 

@@ -24,13 +24,15 @@
  * EOF, or PR_SET_PDEATHSIG), it exits and the kernel kills the rest of the
  * pid namespace and drops its mounts.
  */
-#include "sandboxd/hostlimits.h"
-#include "sandboxd/sandboxd.h"
+#include "insandbox/sandbox_init.h"
+
 #include "sandboxd/fdpass.h"
+#include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
 #include "sandboxd/image_layers.h"
 #include "sandboxd/image_user.h"
 #include "sandboxd/sandbox_proc.h"
+#include "sandboxd/seccomp.h"
 
 #include "common/status.h"
 

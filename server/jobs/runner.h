@@ -1,5 +1,10 @@
-/* The claims a job source of the runner thread holds (issue 13,
- * runner_claims.c): the evaluations' and the rollout groups' runners
+/* The runner of jobs (runner.c), with its two sources: evaluations
+ * (eval_runner.h, one task per run of a dataset row) and rollout groups
+ * (rollout_runner.h, one task per sample). What they share is here: the
+ * claims a source holds and the recovery of a unit of work whose task was
+ * made by a runner that stopped before recording it.
+ *
+ * The claims (issue 13): the evaluations' and the rollout groups' runners
  * drive only the work they have claimed in the store (store/store_claim.h),
  * so of several webs on one store exactly one drives each evaluation or
  * group, and another takes it over once the holder's lease lapses.
@@ -13,8 +18,8 @@
  * after its old lease; with SQLite, one web, it therefore always holds
  * every claim. The writes it makes carry the claim's fence, and a write
  * refused (LB_E_DENIED) drops the item (lb_runner_held_drop). */
-#ifndef LB_WEB_RUNNER_CLAIMS_H
-#define LB_WEB_RUNNER_CLAIMS_H
+#ifndef LB_JOBS_RUNNER_H
+#define LB_JOBS_RUNNER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,5 +60,19 @@ void lb_runner_held_drop(lb_runner_held *h, const char *id);
  * takes the work at its next look instead of after the lease) and
  * forgets them; *released: how many. */
 void lb_runner_held_release(lb_store *s, lb_runner_held *h, size_t *released);
+
+/* Starts a unit of work (a run, a sample) on task_id under f: the source's
+ * store write that records it (lb_store_eval_run_start,
+ * lb_store_rollout_sample_start). */
+typedef int lb_runner_start_fn(lb_store *s, const lb_runner_fence *f, const void *unit, const char *task_id);
+
+/* Recovery: a unit whose start_task names a task that exists was started
+ * by a runner that stopped between making the task and recording it: the
+ * unit takes that task instead of a second one. LB_E_NOTFOUND when there
+ * is no such task (start it anew), else start's answer. source and what
+ * name the unit in the log ("eval", "run 12"). */
+LB_MUST_CHECK int lb_runner_adopt(lb_store *s, const lb_runner_fence *f, const char *start_task,
+                                  lb_runner_start_fn *start, const void *unit, const char *source,
+                                  const char *what);
 
 #endif
