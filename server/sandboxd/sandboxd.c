@@ -13,6 +13,7 @@
 #include "sandboxd/fdpark.h"
 #include "sandboxd/filewatch.h"
 #include "sandboxd/hostlimits.h"
+#include "sandboxd/sandbox_egress.h"
 #include "sandboxd/sandbox_restore.h"
 #include "sandboxd/sandbox_proc.h"
 #include "sandboxd/sandbox_save.h"
@@ -494,6 +495,10 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
                          "network \"%s\" is not allowed on this host (LLMBOX_NETWORK_ALLOW=%s; the "
                          "operator can add it)",
                          lbsd_network_name(net), g_cfg->network_allow);
+        return;
+    }
+    if (net == LBSD_NET_EGRESS && lbsd_egress_stash(c, req->net_policy) != LB_OK) {
+        lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
         return;
     }
     /* issue 14: a state to restore must exist before a sandbox is made for it */
