@@ -19,6 +19,7 @@
 #include "sbxapi/handlers_sandbox_tools.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "sbxapi/handlers_sandbox_fsmeta.h"
+#include "sbxapi/handlers_sandbox_network.h"
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
 #include "web/handlers_messages.h"
@@ -57,6 +58,8 @@ const lb_route_def lb_routes[] = {
     {LB_M_POST,   "/api/sandboxes/{sandbox}/pause",         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_pause},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/resume",        LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_resume},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/snapshot",      LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_snapshot},
+    {LB_M_GET,    "/api/sandboxes/{sandbox}/network",       LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_network_get},
+    {LB_M_PATCH,  "/api/sandboxes/{sandbox}/network",       LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_network_patch},
     {LB_M_GET,    "/api/snapshots",                         LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshots_list},
     {LB_M_DELETE, "/api/snapshots/{sandbox}",               LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshot_delete},
     {LB_M_ANY,    "/api/sandboxes/{sandbox}/*",             LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_no_route},
@@ -130,6 +133,8 @@ static int lb_method_bit(const char *m)
         return LB_M_PUT;
     if (!strcmp(m, "DELETE"))
         return LB_M_DELETE;
+    if (!strcmp(m, "PATCH"))
+        return LB_M_PATCH;
     return 0;
 }
 
@@ -198,7 +203,8 @@ void lb_route_allow(const lb_route_def *group, char *out, size_t outsz)
     static const struct {
         int bit;
         const char *text;
-    } names[] = {{LB_M_GET, "GET, HEAD"}, {LB_M_POST, "POST"}, {LB_M_PUT, "PUT"}, {LB_M_DELETE, "DELETE"}};
+    } names[] = {{LB_M_GET, "GET, HEAD"}, {LB_M_POST, "POST"}, {LB_M_PUT, "PUT"}, {LB_M_DELETE, "DELETE"},
+                  {LB_M_PATCH, "PATCH"}};
     int bits = 0;
     for (size_t i = 0; i < lb_routes_n; i++)
         if (!strcmp(lb_routes[i].pattern, group->pattern))

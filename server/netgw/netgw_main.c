@@ -18,6 +18,7 @@
 
 #include "common/netpolicy.h"
 #include "common/status.h"
+#include "common/util.h"
 #include "netgw/netgw_dns.h"
 #include "netgw/netgw_peek.h"
 
@@ -117,6 +118,11 @@ static int load_policy(void)
     pthread_mutex_unlock(&g.mu);
     p = old;
     rc = LB_OK;
+    /* "applied", newer than the policy: what the web waits for after it
+     * replaced the policy (common/netrecord.c) */
+    snprintf(path, sizeof path, "%s/applied", g.dir);
+    if (lb_write_file_atomic(path, "1\n", 2, 0600) != LB_OK)
+        gw_log("cannot write %s: a policy change is not confirmed", path);
 out:
     free(text);
     free(p);

@@ -366,6 +366,49 @@ def check_operator_ceiling(d):
     assert not r.get("ok") and "policy" in r.get("message", ""), r
 
 
+def check_api_record_and_patch(d):
+    """Through the sandbox API: create with a policy, 403 beyond the
+    ceiling, the record by GET .../network, a change by PATCH."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from stack import Stack
+    import http.client
+    tok = "egress-" + uuid.uuid4().hex
+    env = {"LLMBOX_NETWORK_EGRESS_MAX": "*.test", "LLMBOX_SANDBOX_API_TOKEN": tok}
+    with Stack(model=False, env=env, web_env=env) as st:
+        def call(method, path, body=None):
+            c = http.client.HTTPConnection("127.0.0.1", st.port, timeout=60)
+            c.request(method, path, json.dumps(body) if body is not None else None,
+                      {"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
+            r = c.getresponse()
+            data = r.read()
+            c.close()
+            return r.status, (json.loads(data) if data else None)
+        status, o = call("POST", "/api/sandboxes", {"network": {"allow": ["evil.example"]}})
+        assert status == 403 and "evil.example" in o["error"]["message"], (status, o)
+        status, o = call("POST", "/api/sandboxes", {"network": {"allow": ["allowed.test"]}})
+        assert status in (200, 201), (status, o)
+        sid = o["id"]
+        code = ("import socket\ns = socket.create_connection(('allowed.test', 80), 5)\n"
+                "s.sendall(b'GET / HTTP/1.1\\r\\nHost: allowed.test\\r\\nConnection: close\\r\\n\\r\\n')\n"
+                "print(s.recv(4096).decode().splitlines()[-1])\n")
+        status, o = call("POST", "/api/sandboxes/%s/exec" % sid, {"command": "python3 -c \"%s\"" %
+                                                                  code.replace('"', '\\"')})
+        assert status == 200 and "server 45.1.1.10" in o.get("stdout", ""), (status, o)
+        status, o = call("GET", "/api/sandboxes/%s/network" % sid)
+        assert status == 200, (status, o)
+        tcp = [x for x in o["connections"] if x["kind"] == "tcp"]
+        assert len(tcp) == 1 and tcp[0]["allowed"] and tcp[0]["name"] == "allowed.test", o
+        assert o["network"] == {"allow": ["allowed.test"], "deny": []}, o
+        status, o = call("PATCH", "/api/sandboxes/%s/network" % sid, {"allow": ["evil.example"]})
+        assert status == 403, (status, o)
+        status, o = call("PATCH", "/api/sandboxes/%s/network" % sid, {"allow": ["later.test"]})
+        assert status == 200 and o["network"]["allow"] == ["later.test"], (status, o)
+        status, o = call("POST", "/api/sandboxes/%s/exec" % sid,
+                         {"command": "getent hosts allowed.test; echo rc=$?; getent hosts later.test"})
+        assert status == 200 and "rc=2" in o["stdout"] and "45.1.1.20" in o["stdout"], (status, o)
+        call("DELETE", "/api/sandboxes/%s" % sid)
+
+
 CHECKS = [
     ("world_is_closed", check_world_is_closed),
     ("allowed_name_is_reached", check_allowed_name_is_reached),
@@ -375,6 +418,7 @@ CHECKS = [
     ("other_protocols_are_refused", check_other_protocols_are_refused),
     ("policy_changes_at_run_time", check_policy_changes_at_run_time),
     ("operator_ceiling", check_operator_ceiling),
+    ("api_record_and_patch", check_api_record_and_patch),
 ]
 
 
@@ -386,5 +430,5 @@ def inner():
     return suite_main("security/", CHECKS, env={"LLMBOX_NETWORK_EGRESS_MAX": "*"})
 
 
-if __name__ == "__main__" and not os.environ.get("EGRESS_DEBUG"):
+if __name__ == "__main__":
     sys.exit(inner() if "--inner" in sys.argv else outer())
