@@ -4,6 +4,7 @@
  * and never talks to the sandbox's traffic. */
 #include "sbxapi/handlers_sandbox_network.h"
 
+#include "common/config.h"
 #include "common/netpolicy.h"
 #include "common/netrecord.h"
 #include "common/status.h"
@@ -44,7 +45,8 @@ void lb_h_sbx_network_get(lb_req *r)
     if (!sandboxd_id(r, sid, sizeof sid))
         return;
     cJSON *o = NULL;
-    int rc = lb_netrecord_read(r->cfg->var_dir, sid, &o, err, sizeof err);
+    const lb_config *cfg = r->cfg;
+    int rc = lb_netrecord_read(cfg->var_dir, sid, &o, err, sizeof err);
     if (rc != LB_OK) {
         lb_http_error(r, rc == LB_E_NOTFOUND ? 404 : 500, NULL, "%s", err);
         return;
@@ -57,6 +59,7 @@ void lb_h_sbx_network_get(lb_req *r)
 void lb_h_sbx_network_patch(lb_req *r)
 {
     char sid[33], err[400];
+    const lb_config *cfg = r->cfg;
     lb_netpolicy *p = NULL;
     char *text = NULL;
     cJSON *body = lb_req_json(r, LB_NETPOL_TEXT_MAX * 2, "network policy");
@@ -80,14 +83,14 @@ void lb_h_sbx_network_patch(lb_req *r)
         rc = LB_E_INVAL;
     }
     if (rc == LB_OK)
-        rc = lb_netpolicy_admit(p, r->cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, err,
+        rc = lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, err,
                                 sizeof err);
     if (rc == LB_OK && lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
         snprintf(err, sizeof err, "The network policy is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
         rc = LB_E_TOOBIG;
     }
     if (rc == LB_OK)
-        rc = lb_netrecord_set_policy(r->cfg->var_dir, sid, text, err, sizeof err);
+        rc = lb_netrecord_set_policy(cfg->var_dir, sid, text, err, sizeof err);
     if (rc != LB_OK) {
         int st = rc == LB_E_DENIED ? 403 : rc == LB_E_NOTFOUND ? 404 : rc == LB_E_IO ? 500 : 400;
         lb_http_error(r, st, NULL, "%s", err);
