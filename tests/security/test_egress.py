@@ -408,6 +408,28 @@ def check_api_record_and_patch(d):
         assert status == 200 and "rc=2" in o["stdout"] and "45.1.1.20" in o["stdout"], (status, o)
         call("DELETE", "/api/sandboxes/%s" % sid)
 
+        # E2B's create: network {allowOut, denyOut} becomes the same rules
+        def e2b(body):
+            c = http.client.HTTPConnection("127.0.0.1", st.port, timeout=60)
+            c.request("POST", "/e2b/sandboxes", json.dumps(body), {"X-API-KEY": tok,
+                                                                     "Content-Type": "application/json"})
+            r = c.getresponse()
+            data = r.read()
+            c.close()
+            return r.status, (json.loads(data) if data else None)
+        status, o = e2b({"templateID": "base", "allow_internet_access": False,
+                         "network": {"allowOut": ["allowed.test"], "denyOut": ["0.0.0.0/0"]}})
+        assert status == 201, (status, o)
+        eid = o["sandboxID"]
+        status, o = call("GET", "/api/sandboxes/%s/network" % eid)
+        assert status == 200 and o["network"] == {"allow": ["allowed.test"], "deny": []}, (status, o)
+        status, o = call("POST", "/api/sandboxes/%s/exec" % eid,
+                         {"command": "getent hosts allowed.test; getent hosts later.test; echo rc=$?"})
+        assert status == 200 and "45.1.1.10" in o["stdout"] and "rc=2" in o["stdout"], (status, o)
+        call("DELETE", "/api/sandboxes/%s" % eid)
+        status, o = e2b({"templateID": "base", "network": {"allowOut": ["evil.example"], "denyOut": ["0.0.0.0/0"]}})
+        assert status == 403 and "evil.example" in json.dumps(o), (status, o)
+
 
 CHECKS = [
     ("world_is_closed", check_world_is_closed),
