@@ -3,6 +3,8 @@
  * that does not parse (the last one, while it is written) is skipped. */
 #include "common/netrecord.h"
 
+#include "common/config.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -155,4 +157,33 @@ int lb_netrecord_set_policy(const char *var_dir, const char *sbx_id, const char 
     }
     snprintf(err, errsz, "The sandbox's network gateway did not take the new policy within 2 s (see its netgw.log).");
     return LB_E_IO;
+}
+
+void lb_netrecord_note_task(const lb_config *cfg, const char *task_id, const char *sbx_id)
+{
+    char dir[LB_CFG_PATH], path[LB_CFG_PATH + 64];
+    if (!task_id || !id_ok(sbx_id) || strspn(task_id, "0123456789abcdef") != strlen(task_id) ||
+        strlen(task_id) > 40)
+        return;
+    lb_cfg_logdir(cfg, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/agent-%s.netgw", dir, task_id);
+    if (lb_write_file_atomic(path, sbx_id, strlen(sbx_id), 0640) != LB_OK)
+        lb_warn("cannot write %s: the task's network record will not be found through the task", path);
+}
+
+int lb_netrecord_task_sandbox(const lb_config *cfg, const char *task_id, char *out, size_t outsz)
+{
+    char dir[LB_CFG_PATH], path[LB_CFG_PATH + 64];
+    if (!task_id || strspn(task_id, "0123456789abcdef") != strlen(task_id) || strlen(task_id) > 40 || outsz < 33)
+        return 0;
+    lb_cfg_logdir(cfg, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/agent-%s.netgw", dir, task_id);
+    size_t len = 0;
+    int trunc = 0;
+    char *b = slurp(path, 32, &len, &trunc);
+    int ok = b && len == 32 && id_ok(b);
+    if (ok)
+        snprintf(out, outsz, "%s", b);
+    free(b);
+    return ok;
 }

@@ -25,4 +25,14 @@ LB_MUST_CHECK int lb_netrecord_read(const char *var_dir, const char *sbx_id, cJS
 LB_MUST_CHECK int lb_netrecord_set_policy(const char *var_dir, const char *sbx_id, const char *text, char *err,
                                           size_t errsz);
 
+/* The agent's note of which sandbox (sandboxd id) runs task task_id with
+ * a gateway: <log dir>/agent-<task>.netgw, read by
+ * lb_netrecord_task_sandbox. A failure is logged: the task runs on, only
+ * its record cannot be found through the task. */
+struct lb_config;
+void lb_netrecord_note_task(const struct lb_config *cfg, const char *task_id, const char *sbx_id);
+/* The sandboxd id noted for task_id into out (33 bytes): 1, or 0 when the
+ * task's sandbox had no gateway. */
+int lb_netrecord_task_sandbox(const struct lb_config *cfg, const char *task_id, char *out, size_t outsz);
+
 #endif

@@ -22,6 +22,7 @@
 #include "sbxapi/handlers_sandbox_network.h"
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
+#include "web/handlers_task_network.h"
 #include "web/handlers_messages.h"
 #include "web/handlers_share.h"
 #include "web/handlers_fork.h"
@@ -78,6 +79,7 @@ const lb_route_def lb_routes[] = {
     {LB_M_POST,   "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_create},
     {LB_M_GET,    "/api/tasks/{task}",                      LB_WHO_OWNER,   "task",            lb_h_task_get},
     {LB_M_DELETE, "/api/tasks/{task}",                      LB_WHO_OWNER,   "task",            lb_h_task_delete},
+    {LB_M_GET,    "/api/tasks/{task}/network",              LB_WHO_OWNER,   "task",            lb_h_task_network},
     {LB_M_GET,    "/api/tasks/{task}/events",               LB_WHO_OWNER,   "task_events",     lb_h_task_events},
     {LB_M_GET,    "/api/tasks/{task}/trajectory",           LB_WHO_OWNER,   "task_trajectory", lb_h_trajectory},
     {LB_M_GET,    "/api/tasks/{task}/tokens.jsonl",         LB_WHO_OWNER,   "task_tokens",     lb_h_tokens},

@@ -431,6 +431,37 @@ def check_api_record_and_patch(d):
         assert status == 403 and "evil.example" in json.dumps(o), (status, o)
 
 
+def check_task_through_gateway(d):
+    """A task whose network is a policy: 403 beyond the ceiling; its agent's
+    sandbox reaches the allowed name and the record comes by
+    GET /api/tasks/{id}/network."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from stack import Stack
+    cmd = ("python3 -c \"import urllib.request; print(urllib.request.urlopen('http://allowed.test/t', "
+           "timeout=10).read().decode())\" > /testbed/output/got.txt 2>&1; getent hosts later.test >> "
+           "/testbed/output/got.txt; echo rc=$? >> /testbed/output/got.txt")
+    steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]},
+             {"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
+    env = {"LLMBOX_NETWORK_EGRESS_MAX": "*.test"}
+    with Stack(scenario=steps, env=env) as st:
+        status, b = st.create_task("fetch", network=json.dumps({"allow": ["evil.example"]}))
+        assert status == 403 and "evil.example" in json.dumps(b), (status, b)
+        status, b = st.create_task("fetch", network=json.dumps({"allow": ["allowed.test"]}))
+        assert status == 201, (status, b)
+        tid = b["id"]
+        t = st.wait_task(tid, timeout=120)
+        assert t["status"] == "succeeded", t
+        with open(os.path.join(st.prefix, "artifacts", tid, "output", "got.txt")) as f:
+            got = f.read()
+        assert "server 45.1.1.10 host allowed.test path /t" in got and "rc=2" in got, got
+        status, o = st.get_json("/api/tasks/%s/network" % tid)
+        assert status == 200, (status, o)
+        tcp = [x for x in o["connections"] if x["kind"] == "tcp"]
+        assert len(tcp) == 1 and tcp[0]["allowed"] and tcp[0]["name"] == "allowed.test" and tcp[0]["bytes_in"] > 0, o
+        dns = [x for x in o["connections"] if x["kind"] == "dns" and not x["allowed"]]
+        assert any(x["name"] == "later.test" for x in dns), o
+
+
 CHECKS = [
     ("world_is_closed", check_world_is_closed),
     ("allowed_name_is_reached", check_allowed_name_is_reached),
@@ -441,6 +472,7 @@ CHECKS = [
     ("policy_changes_at_run_time", check_policy_changes_at_run_time),
     ("operator_ceiling", check_operator_ceiling),
     ("api_record_and_patch", check_api_record_and_patch),
+    ("task_through_gateway", check_task_through_gateway),
 ]
 
 

@@ -146,6 +146,7 @@ TEST(allow_lists)
         {"/api/snapshots/" ID, "DELETE"},
         {"/dl/" ID "/a/b.txt", "GET, HEAD"}, /* issue 13 */
         {"/api/sandboxes/" ID "/network", "GET, HEAD, PATCH"}, /* a sandbox's network policy and record */
+        {"/api/tasks/" ID "/network", "GET, HEAD"},
     };
     char allow[64];
     size_t seen = 0;
