@@ -462,6 +462,44 @@ def check_task_through_gateway(d):
         assert any(x["name"] == "later.test" for x in dns), o
 
 
+def check_connection_cap_refuses_at_once(d):
+    """More than 64 connections at once from one sandbox: the rest are
+    reset at once and recorded, while another sandbox's request goes
+    through."""
+    c, sid = make(d, {"allow": ["allowed.test"]})
+    c2, sid2 = make(d, {"allow": ["allowed.test"]})
+    r = probe(c, sid, r'''
+addr = resolve("allowed.test")["addrs"][0]
+held, refused = [], 0
+t = time.time()
+for i in range(80):
+    s = socket.socket()
+    s.settimeout(5)
+    try:
+        s.connect((addr, 80))
+        held.append(s)
+    except OSError:
+        refused += 1
+# a connection over the cap is reset as soon as the gateway sees it
+time.sleep(0.5)
+reset = 0
+for s in held:
+    s.setblocking(False)
+    try:
+        if s.recv(1) == b"":
+            reset += 1
+    except BlockingIOError:
+        pass
+    except OSError:
+        reset += 1
+out({"refused": refused, "reset": reset, "s": time.time() - t})''')
+    other = probe(c2, sid2, 'out(http(resolve("allowed.test")["addrs"][0], "allowed.test"))')
+    assert other.get("body", "").startswith("server 45.1.1.10"), other
+    assert r["refused"] + r["reset"] >= 16 and r["s"] < 4, r
+    capped = [x for x in record(d, sid) if x["kind"] == "tcp" and "too many connections" in x["rule"]]
+    assert len(capped) >= 16, capped
+
+
 CHECKS = [
     ("world_is_closed", check_world_is_closed),
     ("allowed_name_is_reached", check_allowed_name_is_reached),
@@ -473,6 +511,7 @@ CHECKS = [
     ("operator_ceiling", check_operator_ceiling),
     ("api_record_and_patch", check_api_record_and_patch),
     ("task_through_gateway", check_task_through_gateway),
+    ("connection_cap_refuses_at_once", check_connection_cap_refuses_at_once),
 ]
 
 
