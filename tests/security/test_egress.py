@@ -442,11 +442,24 @@ def check_task_through_gateway(d):
            "/testbed/output/got.txt; echo rc=$? >> /testbed/output/got.txt")
     steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]},
              {"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
+    tok = "egress-" + uuid.uuid4().hex
     env = {"LLMBOX_NETWORK_EGRESS_MAX": "*.test"}
-    with Stack(scenario=steps, env=env) as st:
-        status, b = st.create_task("fetch", network=json.dumps({"allow": ["evil.example"]}))
+    finish = [{"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
+    scen = {"scenarios": [{"match": "[fetch]", "steps": steps}], "steps": finish}
+    with Stack(scenario=scen, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": tok}) as st:
+        # a rollout's network: the same rules and ceiling
+        import http.client
+        for net, want in (({"allow": ["evil.example"]}, 400), ({"allow": ["allowed.test"]}, 201)):
+            c = http.client.HTTPConnection("127.0.0.1", st.port, timeout=60)
+            c.request("POST", "/api/rollouts", json.dumps({"prompt": "roll", "n": 1, "network": net}),
+                      {"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
+            resp = c.getresponse()
+            body = resp.read().decode()
+            c.close()
+            assert resp.status == want and (want != 400 or "evil.example" in body), (resp.status, body)
+        status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["evil.example"]}))
         assert status == 403 and "evil.example" in json.dumps(b), (status, b)
-        status, b = st.create_task("fetch", network=json.dumps({"allow": ["allowed.test"]}))
+        status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["allowed.test"]}))
         assert status == 201, (status, b)
         tid = b["id"]
         t = st.wait_task(tid, timeout=120)
