@@ -440,11 +440,11 @@ static void *conn_thread(void *arg)
         /* the Host or SNI must agree with where the connection goes: a name
          * the gateway resolved to this very address */
         unsigned char tmp[16];
-        int literal = inet_pton(AF_INET, name, tmp) == 1;
-        snprintf(why, sizeof why, "%s %s does not match the destination (not an address the gateway gave for it)",
-                 port == 80 ? "the HTTP Host" : "the TLS server name", literal ? "is an address and" : "");
-        if (literal)
-            snprintf(why, sizeof why, "the %s is an address, not a name", port == 80 ? "HTTP Host" : "TLS server name");
+        const char *what = port == 80 ? "HTTP Host" : "TLS server name";
+        if (inet_pton(AF_INET, name, tmp) == 1)
+            snprintf(why, sizeof why, "the %s is an address, not a name", what);
+        else if (lb_netpolicy_name_ok(g.pol, name, why, sizeof why)) /* a refused name says its rule */
+            snprintf(why, sizeof why, "the %s %s is not a name the gateway resolved to this address", what, name);
     } else {
         if (!peeked)
             names_for((const unsigned char *)&dst.sin_addr, name, sizeof name);

@@ -280,7 +280,15 @@ def check_address_literal_and_wrong_host_are_refused(d):
     new = hits()[before:]
     assert all(h["port"] == 8080 for h in new), "a refused connection reached a server: %s" % new
     rec = [x for x in record(d, sid) if x["kind"] == "tcp" and not x["allowed"]]
-    assert len(rec) == 3, rec
+    got = sorted((x["addr"], x["port"], x["name"], x["rule"]) for x in rec)
+    want = sorted([
+        ("45.1.1.10", 80, "45.1.1.10", "the HTTP Host is an address, not a name"),
+        ("45.1.1.20", 80, "allowed.test", "the HTTP Host allowed.test is not a name the gateway resolved to this "
+                                          "address"),
+        ("45.1.1.20", 80, "denied.test", "deny denied.test"),
+    ])
+    assert got == want, got
+    assert all(x["bytes_out"] == 0 and x["bytes_in"] == 0 for x in rec), rec
 
 
 def check_rebinding_metadata_and_host_are_refused(d):
