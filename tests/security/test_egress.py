@@ -465,6 +465,15 @@ def check_task_through_gateway(d):
             body = resp.read().decode()
             c.close()
             assert resp.status == want and (want != 400 or "evil.example" in body), (resp.status, body)
+        # an evaluation's network: the same rules and ceiling
+        from stack import multipart
+        row = {"id": "r1", "domain": "math", "ground_truth": "4", "scorer": "numeric", "problem_statement": "2+2"}
+        for net, want in ((json.dumps({"allow": ["evil.example"]}), 403), ("{\"allow\": [", 400),
+                          (json.dumps({"allow": ["allowed.test"]}), 201)):
+            ctype, body = multipart({"mode": "sandbox", "network": net},
+                                    [("dataset", "set.jsonl", (json.dumps(row) + "\n").encode())])
+            status, _, resp = st.request("POST", "/api/evals", body, {"Content-Type": ctype})
+            assert status == want and (want != 403 or b"evil.example" in resp), (status, resp)
         status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["evil.example"]}))
         assert status == 403 and "evil.example" in json.dumps(b), (status, b)
         status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["allowed.test"]}))
