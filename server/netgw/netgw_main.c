@@ -267,6 +267,9 @@ static void *dns_thread(void *arg)
         record("dns", q.name, NULL, 0, 0, why, 0, 0);
         goto answer;
     }
+    if (q.qtype != LB_DNS_A)
+        goto answer; /* the name exists, with IPv4 addresses only (the sandbox has no IPv6 route): the A
+                      * question beside it is the one recorded */
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int e = getaddrinfo(q.name, NULL, &hints, &res);
     if (e == EAI_NONAME || e == EAI_NODATA) {

@@ -243,8 +243,12 @@ def check_allowed_name_is_reached(d):
     r = probe(c, sid, 'out({"dns": resolve("allowed.test"), "http": http("45.1.1.10", "allowed.test")})')
     assert r["dns"].get("addrs") == ["45.1.1.10"], r
     assert r["http"].get("body", "").startswith("server 45.1.1.10 host allowed.test"), r
-    rec = [x for x in record(d, sid) if x["kind"] == "tcp"]
-    assert len(rec) == 1, rec
+    full = record(d, sid)
+    # one line for the name's answer (its A question; the AAAA beside it is not a lookup), one for the connection
+    dns = [(x["name"], x.get("addr"), x["allowed"], x["rule"]) for x in full if x["kind"] == "dns"]
+    assert dns == [("allowed.test", "45.1.1.10", True, "resolved")], full
+    rec = [x for x in full if x["kind"] == "tcp"]
+    assert len(rec) == 1 and len(full) == 2, full
     x = rec[0]
     assert x["allowed"] and x["name"] == "allowed.test" and x["addr"] == "45.1.1.10" and x["port"] == 80, x
     assert x["rule"] == "allow allowed.test", x
