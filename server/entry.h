@@ -12,6 +12,7 @@ int lb_agent_main(int argc, char **argv);    /* server/agent/ */
 int lb_run_main(int argc, char **argv);      /* server/agent/ */
 int lb_plugin_main(int argc, char **argv);   /* server/agent/plugin_check.c */
 int lb_eval_main(int argc, char **argv);     /* server/eval/eval_cli.c */
+int lb_netgw_main(int argc, char **argv);    /* server/netgw/netgw_main.c: a sandbox's network gateway */
 struct lb_config;
 /* server/web/cmd_user.c; have_cfg: whether the configuration loaded */
 int lb_user_main(int argc, char **argv, int have_cfg);

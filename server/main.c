@@ -82,6 +82,7 @@ static void usage(FILE *f)
             "                      a new generation of a secret every web shares (docs/OPERATIONS.md)\n"
             "  config check        loads the configuration and says what is wrong\n"
             "  config listen       the address nginx listens on\n"
+            "  netgw --dir DIR     a sandbox's network gateway (sandboxd starts it: docs/NETWORK.md)\n"
             "  version             print the version\n"
             "\n"
             "Configuration comes from llmbox.conf (LLMBOX_CONF, default $LLMBOX_HOME/llmbox.conf)\n"
@@ -103,6 +104,10 @@ int main(int argc, char **argv)
         printf("llmbox %s\n", LLMBOX_VERSION);
         return 0;
     }
+    /* the gateway reads no configuration: sandboxd hands it all it needs,
+     * and as an unprivileged user it may not read llmbox.conf */
+    if (!strcmp(cmd, "netgw"))
+        return lb_netgw_main(argc - 1, argv + 1);
     int rc = lb_config_load(lb_cfg_mut());
     if (!strcmp(cmd, "user")) /* makes the first user even while the file does not load yet */
         return lb_user_main(argc - 1, argv + 1, rc == LB_OK);

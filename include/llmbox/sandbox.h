@@ -237,7 +237,8 @@ typedef struct lbsb_spec {
     const char *input_dir;      /* NULL: empty /testbed/input */
     int cpu_milli;              /* 0: daemon default; 1000 = one core */
     int disk_mib;               /* 0: daemon default */
-    const char *network;        /* NULL: "none"; "none" | "nat" (if the daemon allows it) */
+    const char *network;        /* NULL: "none"; "none" | "nat" (if the daemon allows it) | a policy
+                                 * {"allow": [...], "deny": [...]} as JSON text (docs/NETWORK.md) */
     int ttl_s;                  /* 0: none (the daemon may impose a maximum) */
     int lease_s;                /* 0: dies with the connection; else outlives it (renew, adopt) */
     const char *restore;        /* NULL: a fresh sandbox; else a saved state's name (lbsb_save):

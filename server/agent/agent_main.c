@@ -14,6 +14,7 @@
 #include "common/blob_task.h" /* issue 13: the cache trim's marker */
 #include "common/config.h"
 #include "common/log.h"
+#include "common/netpolicy.h"
 #include "common/status.h"
 #include "common/task.h"
 #include "common/task_opts.h"
@@ -206,6 +207,21 @@ static int agent_fence(lb_store *st, const char *id)
     return rc;
 }
 
+/* Whether the task's network policy (JSON text) still parses and lies
+ * within the service's network_egress_max; why says what is wrong. */
+static int network_policy_ok(const lb_config *cfg, const char *text, char *why, size_t whysz)
+{
+    lb_netpolicy *p = malloc(sizeof *p);
+    if (!p) {
+        snprintf(why, whysz, "out of memory");
+        return 0;
+    }
+    int ok = lb_netpolicy_parse(text, p, why, whysz) == LB_OK &&
+             lb_netpolicy_admit(p, cfg->network_egress_max, NULL, why, whysz) == LB_OK;
+    free(p);
+    return ok;
+}
+
 /* cfg is written here only to add the replay model of a "Replay" task,
  * before the loop (and its watchdog thread) starts. */
 static int run_task(lb_config *cfg, const char *id)
@@ -245,7 +261,13 @@ static int run_task(lb_config *cfg, const char *id)
     const char *model = task.model, *network = task.network, *image = task.image;
     /* the web checked this when the task was made; the operator may have
      * changed their mind since (a restart with another network_allow) */
-    if (network && strcmp(network, "none") && !lb_cfg_network_allowed(cfg, network)) {
+    if (network && network[0] == '{') { /* a policy of rules: still within the ceiling (netpolicy.h) */
+        char why[400];
+        if (!network_policy_ok(cfg, network, why, sizeof why)) {
+            end_task(st, id, why);
+            goto out;
+        }
+    } else if (network && strcmp(network, "none") && !lb_cfg_network_allowed(cfg, network)) {
         end_task(st, id, "this service no longer allows network access from sandboxes (network_allow / "
                          "LLMBOX_NETWORK_ALLOW)");
         goto out;

@@ -30,6 +30,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/netrecord.h"
 #include "common/mime.h"
 #include "common/status.h"
 #include "common/task.h"
@@ -276,6 +277,8 @@ static int create_sandbox(run *r, lbsb_spec *spec, char *err, size_t errsz)
     if (rc != LB_OK)
         r->sb_id[0] = '\0';
     r->leased = rc == LB_OK && spec->lease_s > 0;
+    if (rc == LB_OK && spec->network && spec->network[0] == '{')
+        lb_netrecord_note_task(cfg, o->task_id, r->sb_id);
     return rc;
 }
 

@@ -19,6 +19,7 @@
  * field to lb_config and one line to lb_keys[] below. */
 #include "config_priv.h"
 #include "netcheck.h"
+#include "netpolicy.h"
 #include "status.h"
 #include "util.h"
 
@@ -313,6 +314,20 @@ static int set_netallow(lb_config *c, const lb_cfg_key *k, const char *v, char *
     return rc != LB_OK ? rc : set_str(c, k, v, why, whysz);
 }
 
+/* network_egress_max: rules netpolicy.h reads; refused here when one
+ * cannot be read */
+static int set_netceiling(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    lb_netpolicy *p = malloc(sizeof *p);
+    if (!p) {
+        snprintf(why, whysz, "could not be read: out of memory");
+        return LB_E_NOMEM;
+    }
+    int rc = lb_netpolicy_list_parse(v, p, why, whysz);
+    free(p);
+    return rc != LB_OK ? rc : set_str(c, k, v, why, whysz);
+}
+
 #define F(f) offsetof(lb_config, f), sizeof(((lb_config *)0)->f)
 #define KEY_INT(name, env, f, def, lo, hi) {name, env, NULL, set_int, F(f), lo, hi, #def}
 #define KEY_MIB(name, env, f, def, lo, hi) {name, env, NULL, set_mib, F(f), lo, hi, #def}
@@ -407,6 +422,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("pool_images", "LLMBOX_POOL_IMAGES", pool_images, ""), /* "": the default image */
     KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
+    {"network_egress_max", "LLMBOX_NETWORK_EGRESS_MAX", NULL, set_netceiling, F(network_egress_max), 0, 0, ""},
     /* saved sandbox states (issue 14, sandboxd/sandbox_save.c) */
     KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),
     KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 604800, 60,

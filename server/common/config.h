@@ -68,6 +68,8 @@ typedef struct lb_user_cfg {
     int max_tasks;                   /* tasks queued or running at once; 0 = no per-user limit */
     int tasks_per_minute;            /* task starts in any 60 s; 0 = no per-user limit */
     uint64_t max_upload_bytes;       /* one task's upload; never above max_upload_bytes */
+    char network_egress_max[2048];   /* network rules this user's sandboxes may ask for, within the service's
+                                        network_egress_max; "" = the service's (common/netpolicy.h) */
     int line;                        /* the line of its first key in the file */
 } lb_user_cfg;
 
@@ -190,6 +192,9 @@ typedef struct lb_config {
                                         sandbox: at least sandbox_api_max + a few) */
     char pool_images[256];           /* pool_images | LLMBOX_POOL_IMAGES, default the default image: comma-separated */
     int sandbox_ttl_max_s;           /* sandbox_ttl_max_s | LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
+    char network_egress_max[2048];   /* network_egress_max | LLMBOX_NETWORK_EGRESS_MAX, default "": the rules a
+                                        sandbox's network {"allow": [...]} may use, through the gateway (netgw/;
+                                        common/netpolicy.h); "" allows no rules */
     char network_allow[64];          /* network_allow | LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
     /* saved sandbox states (issue 14): var/sandboxd/states/ */
     int sandbox_state_max_mib;       /* sandbox_state_max_mib | LLMBOX_SANDBOX_STATE_MAX_MIB, default 1024: cap of one

@@ -11,6 +11,7 @@
  *
  * `llmbox user add NAME` prints a fresh token and these lines. */
 #include "config_priv.h"
+#include "netpolicy.h"
 #include "node_id.h"
 #include "status.h"
 #include "token.h"
@@ -20,6 +21,7 @@
 #include <ctype.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -95,6 +97,25 @@ static int u_tokens(lb_user_cfg *u, const char *v, char *why, size_t whysz)
     return LB_OK;
 }
 
+/* network_egress_max in a user's section: rules as netpolicy.h reads them */
+static int u_egress(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    lb_netpolicy *p = malloc(sizeof *p);
+    if (!p) {
+        snprintf(why, whysz, "could not be read: out of memory");
+        return LB_E_NOMEM;
+    }
+    int rc = lb_netpolicy_list_parse(v, p, why, whysz);
+    free(p);
+    if (rc == LB_OK && strlen(v) >= sizeof u->network_egress_max) {
+        snprintf(why, whysz, "is longer than %zu bytes", sizeof u->network_egress_max - 1);
+        rc = LB_E_TOOBIG;
+    }
+    if (rc == LB_OK)
+        snprintf(u->network_egress_max, sizeof u->network_egress_max, "%s", v);
+    return rc;
+}
+
 static const struct {
     const char *name;
     lb_user_setter set;
@@ -103,6 +124,7 @@ static const struct {
     {"max_tasks", u_max_tasks},
     {"tasks_per_minute", u_per_minute},
     {"max_upload_mb", u_upload},
+    {"network_egress_max", u_egress},
 };
 #define LB_N_USER_KEYS (sizeof lb_user_keys / sizeof lb_user_keys[0])
 

@@ -187,6 +187,31 @@ int lb_netallow_host(const lb_netallow *a, const char *host)
     return 0;
 }
 
+int lb_netrule_addr(const lb_netrule *r, const struct sockaddr *sa, size_t len)
+{
+    int fam = 0;
+    unsigned char b[16];
+    if (!r || !addr_bytes(sa, len, &fam, b))
+        return 0;
+    if (r->kind == LB_NETRULE_PUBLIC)
+        return fam == AF_INET ? v4_is_public(b) : v6_is_public(b);
+    return r->kind == LB_NETRULE_NET && r->family == fam && bits_match(b, r->addr, r->prefix);
+}
+
+int lb_netrule_host(const lb_netrule *r, const char *host)
+{
+    char h[LB_NETHOST_MAX + 2];
+    unsigned char tmp[16];
+    if (!r || !host || !host_norm(host, h, sizeof h))
+        return 0;
+    if (h[0] == '[' || inet_pton(AF_INET, h, tmp) == 1 || inet_pton(AF_INET6, h, tmp) == 1)
+        return 0;
+    size_t hl = strlen(h), rl = strlen(r->host);
+    if (r->kind == LB_NETRULE_HOST)
+        return !strcmp(h, r->host);
+    return r->kind == LB_NETRULE_SUFFIX && hl > rl + 1 && h[hl - rl - 1] == '.' && !strcmp(h + hl - rl, r->host);
+}
+
 /* Whether w is a host name: labels of letters, digits and '-' (not at a
  * label's ends), 1 to 63 bytes each, separated by single dots, the last
  * not all digits (no top-level domain is; "1.2.3" or "2130706433" is an

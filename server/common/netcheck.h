@@ -58,5 +58,10 @@ int lb_netallow_addr(const lb_netallow *a, const struct sockaddr *sa, size_t len
  * IPv4-mapped, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are
  * judged by the IPv4 address they carry. */
 int lb_netaddr_is_public(const struct sockaddr *sa, size_t len);
+/* One rule alone, for callers that keep rules of their own (netpolicy.c):
+ * whether r (NET or PUBLIC) allows the address sa, and whether r (HOST or
+ * SUFFIX) names host; the same answers as the list functions above. */
+int lb_netrule_addr(const lb_netrule *r, const struct sockaddr *sa, size_t len);
+int lb_netrule_host(const lb_netrule *r, const char *host);
 
 #endif

@@ -171,6 +171,56 @@ static int lb_e2b_timeout(lb_req *r, const cJSON *body, int def, int max)
 
 /* ---- POST /v2/sandboxes ---- */
 
+/* E2B's allow_internet_access and network {allowOut, denyOut} as an
+ * llmbox network (docs/NETWORK.md) into *out (NULL: neither given, the
+ * default "none"). E2B lets allowOut win over denyOut; llmbox lets deny
+ * win, so a denyOut of everything (0.0.0.0/0) becomes "only allowOut",
+ * and otherwise "*" and allowOut are allowed, denyOut denied. LB_OK, or
+ * LB_E_INVAL answered 400. */
+static int lb_e2b_network(lb_req *r, const cJSON *body, cJSON **out)
+{
+    *out = NULL;
+    const cJSON *inet = cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access");
+    const cJSON *net = cJSON_GetObjectItemCaseSensitive(body, "network");
+    if (inet && !cJSON_IsNull(inet) && !cJSON_IsBool(inet)) {
+        lb_e2b_error(r, 400, "allow_internet_access must be true or false.");
+        return LB_E_INVAL;
+    }
+    const cJSON *allow = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "allowOut") : NULL;
+    const cJSON *deny = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "denyOut") : NULL;
+    if ((net && !cJSON_IsNull(net) && !cJSON_IsObject(net)) || (allow && !cJSON_IsArray(allow)) ||
+        (deny && !cJSON_IsArray(deny))) {
+        lb_e2b_error(r, 400, "network must be {\"allowOut\": [...], \"denyOut\": [...]}.");
+        return LB_E_INVAL;
+    }
+    if (!allow && !deny) {
+        if (cJSON_IsFalse(inet))
+            *out = cJSON_CreateString("none");
+        else if (cJSON_IsTrue(inet) && (*out = cJSON_CreateObject()))
+            cJSON_AddItemToObject(*out, "allow", cJSON_CreateStringArray((const char *[]){"*"}, 1));
+        return LB_OK;
+    }
+    int deny_all = cJSON_IsFalse(inet);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, deny)
+        deny_all |= cJSON_IsString(it) && (!strcmp(it->valuestring, "0.0.0.0/0") || !strcmp(it->valuestring, "*"));
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *d = cJSON_CreateArray();
+    if (!o || !cJSON_AddItemToObject(o, "allow", a) || !cJSON_AddItemToObject(o, "deny", d)) {
+        cJSON_Delete(o);
+        lb_e2b_error(r, 500, "Out of memory.");
+        return LB_E_NOMEM;
+    }
+    if (!deny_all)
+        cJSON_AddItemToArray(a, cJSON_CreateString("*"));
+    cJSON_ArrayForEach(it, allow)
+        cJSON_AddItemToArray(a, cJSON_Duplicate(it, 1)); /* a non-string is refused by the spec's parser */
+    cJSON_ArrayForEach(it, deny)
+        if (!deny_all)
+            cJSON_AddItemToArray(d, cJSON_Duplicate(it, 1));
+    *out = o;
+    return LB_OK;
+}
+
 static void lb_e2b_create(lb_req *r)
 {
     const lb_config *cfg = r->cfg;
@@ -221,9 +271,14 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, 500, "Out of memory.");
         goto out;
     }
+    cJSON *net = NULL;
+    if (lb_e2b_network(r, body, &net) != LB_OK)
+        goto out;
+    if (net)
+        cJSON_AddItemToObject(spec, "network", net);
     int rc = lb_sbx_spec_parse(spec, cfg, &sp, msg, sizeof msg);
     if (rc) {
-        lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : 400, "%s", msg);
+        lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;
     }
     int st = lb_sbx_open(cfg, &sp, cfg->sandbox_api_ttl_max_s, &s, msg, sizeof msg);

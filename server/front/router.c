@@ -20,8 +20,10 @@
 #include "sbxapi/handlers_sandbox_tools.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "sbxapi/handlers_sandbox_fsmeta.h"
+#include "sbxapi/handlers_sandbox_network.h"
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
+#include "web/handlers_task_network.h"
 #include "web/handlers_messages.h"
 #include "web/handlers_share.h"
 #include "web/handlers_fork.h"
@@ -58,6 +60,8 @@ const lb_route_def lb_routes[] = {
     {LB_M_POST,   "/api/sandboxes/{sandbox}/pause",         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_pause},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/resume",        LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_resume},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/snapshot",      LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_snapshot},
+    {LB_M_GET,    "/api/sandboxes/{sandbox}/network",       LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_network_get},
+    {LB_M_PATCH,  "/api/sandboxes/{sandbox}/network",       LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_network_patch},
     {LB_M_GET,    "/api/snapshots",                         LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshots_list},
     {LB_M_DELETE, "/api/snapshots/{sandbox}",               LB_WHO_SANDBOX, "sandboxes",       lb_h_snapshot_delete},
     {LB_M_ANY,    "/api/sandboxes/{sandbox}/*",             LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_no_route},
@@ -77,6 +81,7 @@ const lb_route_def lb_routes[] = {
     {LB_M_POST,   "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_create},
     {LB_M_GET,    "/api/tasks/{task}",                      LB_WHO_OWNER,   "task",            lb_h_task_get},
     {LB_M_DELETE, "/api/tasks/{task}",                      LB_WHO_OWNER,   "task",            lb_h_task_delete},
+    {LB_M_GET,    "/api/tasks/{task}/network",              LB_WHO_OWNER,   "task",            lb_h_task_network},
     {LB_M_GET,    "/api/tasks/{task}/events",               LB_WHO_OWNER,   "task_events",     lb_h_task_events},
     {LB_M_GET,    "/api/tasks/{task}/trajectory",           LB_WHO_OWNER,   "task_trajectory", lb_h_trajectory},
     {LB_M_GET,    "/api/tasks/{task}/tokens.jsonl",         LB_WHO_OWNER,   "task_tokens",     lb_h_tokens},
@@ -132,6 +137,8 @@ static int lb_method_bit(const char *m)
         return LB_M_PUT;
     if (!strcmp(m, "DELETE"))
         return LB_M_DELETE;
+    if (!strcmp(m, "PATCH"))
+        return LB_M_PATCH;
     return 0;
 }
 
@@ -200,7 +207,8 @@ void lb_route_allow(const lb_route_def *group, char *out, size_t outsz)
     static const struct {
         int bit;
         const char *text;
-    } names[] = {{LB_M_GET, "GET, HEAD"}, {LB_M_POST, "POST"}, {LB_M_PUT, "PUT"}, {LB_M_DELETE, "DELETE"}};
+    } names[] = {{LB_M_GET, "GET, HEAD"}, {LB_M_POST, "POST"}, {LB_M_PUT, "PUT"}, {LB_M_DELETE, "DELETE"},
+                  {LB_M_PATCH, "PATCH"}};
     int bits = 0;
     for (size_t i = 0; i < lb_routes_n; i++)
         if (!strcmp(lb_routes[i].pattern, group->pattern))

@@ -9,7 +9,7 @@
 
 /* Methods, as bits; HEAD is served as GET. LB_M_ANY: every method, those
  * no route takes (PATCH, FOO) included: the catch-all 404 rows. */
-enum { LB_M_GET = 1, LB_M_POST = 2, LB_M_PUT = 4, LB_M_DELETE = 8, LB_M_ANY = 0xff };
+enum { LB_M_GET = 1, LB_M_POST = 2, LB_M_PUT = 4, LB_M_DELETE = 8, LB_M_PATCH = 16, LB_M_ANY = 0xff };
 
 /* Who may call a route. The router checks it before the handler runs
  * (lb_route_admit), in this order: the credentials, the shape of the ids

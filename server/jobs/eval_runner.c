@@ -106,7 +106,8 @@ int lb_eval_opts_parse(const char *json, lb_eval_opts *o)
     if (!o->llm && !o->sandbox)
         goto out;
     if (opt_str(j, "model", o->model, sizeof o->model) || opt_str(j, "layout", o->layout, sizeof o->layout) ||
-        opt_str(j, "judge_model", o->judge_model, sizeof o->judge_model))
+        opt_str(j, "judge_model", o->judge_model, sizeof o->judge_model) ||
+        opt_str(j, "network", o->network, sizeof o->network))
         goto out;
     if (!o->layout[0])
         snprintf(o->layout, sizeof o->layout, "official");
@@ -685,6 +686,7 @@ static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e
     lb_task_new t = {.id = a.id, .prompt = prompt, .model = c->o.model, .max_turns = tl.max_turns,
                      .token_budget = tl.token_budget, .timeout_s = tl.timeout_s, .inputs_json = inputs_json,
                      .owner = e->owner, .options_json = opts,
+                     .network = c->o.network[0] ? c->o.network : NULL, /* handlers_evals.c checked it */
                      /* the owner's limit holds for an eval's tasks as for the owner's own */
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};
     /* issue 13: the task's id goes on the run first, under the claim: a

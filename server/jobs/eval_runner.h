@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/netpolicy.h" /* LB_NETPOL_TEXT_MAX */
 #include "common/config.h"
 #include "common/status.h"
 #include "eval/dataset.h"
@@ -39,6 +40,7 @@ typedef struct lb_eval_opts {
     int64_t max_tokens;         /* 0: none asked (the model's setting) */
     char judge_model[LB_CFG_MODEL_NAME]; /* "" : the eval's model */
     int judge_votes;            /* 1..9 */
+    char network[LB_NETPOL_TEXT_MAX + 1]; /* its tasks' network as a task holds it; "": none */
 } lb_eval_opts;
 
 /* Reads options JSON text into *o. LB_E_INVAL when it is not an object of

@@ -8,6 +8,7 @@
  * stored, in one transaction, and the runner woken. */
 #include "jobs/handlers_evals.h"
 
+#include "common/netpolicy.h"
 #include "common/blob_eval.h"
 #include "common/buf.h"
 #include "common/config.h"
@@ -78,7 +79,7 @@ static int eval_visible(lb_req *r, lb_eval_rec *e)
 typedef struct lb_eval_up {
     char dir[LB_CFG_PATH + 64];        /* var/evals/<id> */
     lb_buf mode, model, repeats, concurrency, limit, layout, max_turns, timeout_s, token_budget, judge_model,
-        judge_votes, max_tokens, name;
+        judge_votes, max_tokens, name, network;
     lb_buf *field;
     int fd;
     int which;                         /* 1: dataset, 2: resume */
@@ -105,10 +106,10 @@ static lb_buf *up_field(lb_eval_up *u, const char *name)
 {
     static const char *const names[] = {"mode", "model", "repeats", "concurrency", "limit", "layout", "max_turns",
                                         "timeout_s", "token_budget", "judge_model", "judge_votes", "max_tokens",
-                                        "name"};
+                                        "name", "network"};
     lb_buf *bufs[] = {&u->mode, &u->model, &u->repeats, &u->concurrency, &u->limit, &u->layout, &u->max_turns,
                       &u->timeout_s, &u->token_budget, &u->judge_model, &u->judge_votes, &u->max_tokens,
-                      &u->name};
+                      &u->name, &u->network};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(name, names[i]))
             return bufs[i];
@@ -126,7 +127,7 @@ static int up_begin(void *arg, const lb_mp_part *p)
             return up_fail(u, 400, LB_E_INVAL,
                            "The form field \"%.64s\" is not one of: dataset, resume, mode, model, repeats, "
                            "concurrency, limit, layout, max_turns, timeout_s, token_budget, judge_model, "
-                           "judge_votes, max_tokens, name.", p->name);
+                           "judge_votes, max_tokens, name, network.", p->name);
         if (u->field->len)
             return up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
         return 0;
@@ -225,6 +226,41 @@ static int field_int(const lb_buf *f, long long lo, long long hi, long long def,
     return LB_OK;
 }
 
+/* The network field ("none", "nat" or a policy of rules as JSON text) as
+ * a task holds it (the caller frees it); NULL when answered: 400 for what
+ * does not parse, 403 naming the rule beyond network_egress_max or nat
+ * where network_allow lacks it. */
+static char *network_check(lb_req *r, const char *text)
+{
+    const lb_config *cfg = r->cfg;
+    char err[400];
+    lb_netpolicy *p = malloc(sizeof *p);
+    char *out = malloc(LB_NETPOL_TEXT_MAX + 1);
+    int st = 500;
+    snprintf(err, sizeof err, "Out of memory.");
+    while (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n')
+        text++;
+    if (p && out) {
+        st = 400;
+        if (lb_netpolicy_parse(text, p, err, sizeof err) != LB_OK) {
+            /* err says what is wrong */
+        } else if (p->mode == LB_NETPOL_NAT && !lb_cfg_network_allowed(cfg, "nat")) {
+            st = 403;
+            snprintf(err, sizeof err, "network \"nat\" is not allowed on this service (network_allow).");
+        } else if (lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL,
+                                      err, sizeof err) != LB_OK) {
+            st = 403;
+        } else if (lb_netpolicy_text(p, out, LB_NETPOL_TEXT_MAX + 1) == LB_OK) {
+            free(p);
+            return out;
+        }
+    }
+    lb_http_error(r, st, NULL, "%s", err);
+    free(p);
+    free(out);
+    return NULL;
+}
+
 /* Checks the form's fields into the options object *out. LB_OK; else
  * answered 400. */
 static int fields_check(lb_req *r, lb_eval_up *u, cJSON **out)
@@ -302,7 +338,15 @@ static int fields_check(lb_req *r, lb_eval_up *u, cJSON **out)
         lb_http_error(r, 400, NULL, "name is not valid UTF-8 text.");
         return LB_E_INVAL;
     }
+    char *net = NULL; /* the rows' sandboxes' network, as a task holds it (docs/NETWORK.md) */
+    if (u->network.data && !blank(u->network.data) && !(net = network_check(r, u->network.data)))
+        return LB_E_INVAL; /* answered */
     cJSON *o = cJSON_CreateObject();
+    if (o && net && !cJSON_AddStringToObject(o, "network", net)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    free(net);
     if (!o || !cJSON_AddStringToObject(o, "mode", mode[0] ? mode : "both") ||
         !cJSON_AddStringToObject(o, "model", mc->name) || !cJSON_AddNumberToObject(o, "repeats", (double)repeats) ||
         !cJSON_AddNumberToObject(o, "concurrency", (double)conc) || !cJSON_AddNumberToObject(o, "limit", (double)limit) ||
@@ -744,9 +788,12 @@ void lb_h_eval_create(lb_req *r)
     memset(&u, 0, sizeof u);
     u.fd = -1;
     lb_buf *all[] = {&u.mode, &u.model, &u.repeats, &u.concurrency, &u.limit, &u.layout, &u.max_turns,
-                     &u.timeout_s, &u.token_budget, &u.judge_model, &u.judge_votes, &u.max_tokens, &u.name};
+                     &u.timeout_s, &u.token_budget, &u.judge_model, &u.judge_votes, &u.max_tokens, &u.name,
+                     &u.network};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        lb_buf_init(all[i], all[i] == &u.name ? LB_EVAL_NAME_MAX : LB_EVAL_FIELD_MAX);
+        lb_buf_init(all[i], all[i] == &u.name      ? LB_EVAL_NAME_MAX
+                            : all[i] == &u.network ? LB_NETPOL_TEXT_MAX /* a policy of rules, as JSON text */
+                                                   : LB_EVAL_FIELD_MAX);
     lb_mp *mp = NULL;
     char *chunk = NULL;
     char id[33];

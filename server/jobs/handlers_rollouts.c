@@ -11,6 +11,7 @@
  * LB_RO_POLL_MS, a small indexed read. */
 #include "jobs/handlers_rollouts.h"
 
+#include "common/netpolicy.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -275,6 +276,45 @@ static int reward_check(const cJSON *rw, cJSON *out, char *msg, size_t msgsz)
     return LB_OK;
 }
 
+/* A group's network ("none", "nat" or a policy of rules) into *out as a
+ * task's network column holds it (the caller frees it); a policy beyond
+ * the operator's network_egress_max, or nat where network_allow lacks it,
+ * is refused naming it (LB_E_INVAL: 400, as the rest of the request). */
+static int network_check(const lb_req *r, const cJSON *v, char **out, char *msg, size_t msgsz)
+{
+    const lb_config *cfg = r->cfg;
+    *out = NULL;
+    lb_netpolicy *p = malloc(sizeof *p);
+    char *text = malloc(LB_NETPOL_TEXT_MAX + 1);
+    int rc = LB_E_NOMEM;
+    if (!p || !text)
+        goto out;
+    if (lb_netpolicy_from_json(v, p, msg, msgsz) != LB_OK) {
+        rc = LB_E_INVAL;
+        goto out;
+    }
+    if (p->mode == LB_NETPOL_NAT && !lb_cfg_network_allowed(cfg, "nat")) {
+        rc = fail(msg, msgsz, "network \"nat\" is not allowed on this service (network_allow).");
+        goto out;
+    }
+    if (lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, msg, msgsz) !=
+        LB_OK) {
+        rc = LB_E_INVAL;
+        goto out;
+    }
+    if (lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
+        rc = fail(msg, msgsz, "network is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
+        goto out;
+    }
+    *out = text;
+    text = NULL;
+    rc = LB_OK;
+out:
+    free(p);
+    free(text);
+    return rc;
+}
+
 /* One group's request checked whole into *out (normalised, as the runner
  * reads it) and its size into *n. LB_E_INVAL with a sentence in msg. */
 static int group_check(const lb_req *r, const cJSON *in, cJSON **out, int *n, char *msg, size_t msgsz)
@@ -283,7 +323,7 @@ static int group_check(const lb_req *r, const cJSON *in, cJSON **out, int *n, ch
     static const char *const known[] = {"prompt",    "files",        "system_prompt",  "tools",     "model",
                                         "sampling",  "max_turns",    "timeout_s",      "token_budget",
                                         "capture_tokens", "n",       "reward",         "metadata",  "model_url",
-                                        "model_id"};
+                                        "model_id",  "network"};
     *out = NULL;
     if (!cJSON_IsObject(in))
         return fail(msg, msgsz, "a rollout request must be a JSON object.");
@@ -392,8 +432,17 @@ static int group_check(const lb_req *r, const cJSON *in, cJSON **out, int *n, ch
     if (rw && !cJSON_IsNull(rw) && !cJSON_IsObject(rw))
         return fail(msg, msgsz,
                     "reward must be an object {\"scorer\", \"ground_truth\", \"script\"?, \"timeout_s\"?}.");
+    char *net = NULL; /* the sandboxes' network as a task holds it (docs/NETWORK.md) */
+    const cJSON *nv = cJSON_GetObjectItemCaseSensitive(in, "network");
+    if (nv && !cJSON_IsNull(nv) && (rc = network_check(r, nv, &net, msg, msgsz)) != LB_OK)
+        return rc;
     cJSON *o = cJSON_CreateObject();
     cJSON *files = cJSON_AddArrayToObject(o, "files");
+    if (o && net && !cJSON_AddStringToObject(o, "network", net)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    free(net);
     if (!o || !files || !cJSON_AddStringToObject(o, "prompt", prompt) ||
         !cJSON_AddStringToObject(o, "model", mc->name) ||
         (mt && !cJSON_AddNumberToObject(o, "max_turns", (double)mt)) ||

@@ -393,6 +393,7 @@ static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
                      .token_budget = tl.token_budget,
                      .timeout_s = tl.timeout_s,
                      .inputs_json = inputs_json,
+                     .network = jstr(req, "network"), /* NULL: none (handlers_rollouts.c checked it) */
                      .owner = g->owner,
                      .options_json = opts,
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};

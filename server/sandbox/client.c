@@ -428,7 +428,10 @@ int lbsb_create_leased(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t
             (spec->input_dir && !cJSON_AddStringToObject(req, "input_dir", spec->input_dir)) ||
             (spec->cpu_milli > 0 && !cJSON_AddNumberToObject(req, "cpu_milli", spec->cpu_milli)) ||
             (spec->disk_mib > 0 && !cJSON_AddNumberToObject(req, "disk_mib", spec->disk_mib)) ||
-            (spec->network && !cJSON_AddStringToObject(req, "network", spec->network)) ||
+            /* a policy of rules ({"allow": ...}) goes through the gateway */
+            (spec->network && !cJSON_AddStringToObject(req, "network", spec->network[0] == '{' ? "egress" :
+                                                       spec->network)) ||
+            (spec->network && spec->network[0] == '{' && !cJSON_AddStringToObject(req, "policy", spec->network)) ||
             (spec->ttl_s > 0 && !cJSON_AddNumberToObject(req, "ttl_s", spec->ttl_s)) ||
             (spec->lease_s > 0 && !cJSON_AddNumberToObject(req, "lease_s", spec->lease_s)) ||
             (spec->restore && !cJSON_AddStringToObject(req, "restore", spec->restore))) {

@@ -98,6 +98,7 @@ typedef enum lbsd_network {
     LBSD_NET_DEFAULT = 0,            /* whatever the daemon is configured with ("none") */
     LBSD_NET_NONE = 1,               /* loopback only */
     LBSD_NET_NAT = 2,                /* outbound through slirp4netns, no host loopback */
+    LBSD_NET_EGRESS = 3,             /* only through the network gateway, by rules (docs/NETWORK.md) */
 } lbsd_network;
 const char *lbsd_network_name(int net);
 int lbsd_network_parse(const char *s); /* -1 if unknown */
@@ -127,6 +128,8 @@ typedef struct lbsd_req {
     int cpu_milli;                   /* CPU quota in thousandths of a core; 0: default */
     int disk_mib;                    /* writable layer + /tmp quota; 0: default */
     int network;                     /* lbsd_network; LBSD_NET_DEFAULT: daemon default */
+    const char *net_policy;          /* LBSD_NET_EGRESS: the rules as text (common/netpolicy.h), which
+                                        sandboxd hands the gateway unread */
     int ttl_s;                       /* destroyed this long after create; 0: no TTL */
     const char *key;                 /* adopt: the lease_key its create answered (32 hex) */
     int lease_s;                     /* create, renew, adopt: the sandbox outlives its connection

@@ -312,7 +312,14 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
             return rc;
         req->network = LBSD_NET_DEFAULT;
         if (s && (req->network = lbsd_network_parse(s)) < 0) {
-            lbsd_msg(msg, msgsz, "\"network\" must be \"none\" or \"nat\"");
+            lbsd_msg(msg, msgsz, "\"network\" must be \"none\", \"nat\" or \"egress\"");
+            return LB_E_INVAL;
+        }
+        if ((rc = lbsd_get_str(o, "policy", 8192, &s, msg, msgsz)))
+            return rc;
+        req->net_policy = s;
+        if (req->network == LBSD_NET_EGRESS && !s) {
+            lbsd_msg(msg, msgsz, "network \"egress\" needs its \"policy\"");
             return LB_E_INVAL;
         }
         if ((rc = lbsd_get_state(o, "restore", 0, req, msg, msgsz)))
@@ -475,11 +482,11 @@ int lbsd_code_status(const char *code)
     return LB_E_PROTO;
 }
 
-static const char *const lbsd_networks[] = {"default", "none", "nat"};
+static const char *const lbsd_networks[] = {"default", "none", "nat", "egress"};
 
 const char *lbsd_network_name(int net)
 {
-    if (net < 0 || net > 2)
+    if (net < 0 || net > LBSD_NET_EGRESS)
         return "default";
     return lbsd_networks[net];
 }
@@ -488,7 +495,7 @@ int lbsd_network_parse(const char *s)
 {
     if (!s)
         return -1;
-    for (int i = 1; i < 3; i++) /* "default" is not something a client asks for */
+    for (int i = 1; i <= LBSD_NET_EGRESS; i++) /* "default" is not something a client asks for */
         if (!strcmp(lbsd_networks[i], s))
             return i;
     return -1;

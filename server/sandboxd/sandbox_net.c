@@ -20,6 +20,8 @@
 
 #include "sandboxd/stale.h"
 
+#include "sandboxd/sandbox_egress.h"
+
 #include "common/log.h"
 #include "common/status.h"
 
@@ -85,6 +87,8 @@ int lbsd_net_check_config(const char *network_allow, char *msg, size_t msgsz)
 
 int lbsd_net_allowed(int mode)
 {
+    if (mode == LBSD_NET_EGRESS) /* rules: the operator's network_egress_max, and the host's tools */
+        return lbsd_egress_enabled();
     return mode > 0 && mode < 32 && (g_allow & (1u << mode));
 }
 
@@ -308,6 +312,12 @@ int lbsd_net_attach(lbsd_sandbox *sb, int mode, char *msg, size_t msgsz)
     if (mode == LBSD_NET_DEFAULT)
         mode = LBSD_NET_NONE;
     sb->net.mode = mode;
+    if (mode == LBSD_NET_EGRESS) { /* through the gateway (sandbox_egress.c); DNS to any address reaches it */
+        int erc = lbsd_egress_attach(sb, msg, msgsz);
+        if (erc == LB_OK && (erc = net_write_resolv(sb, msg, msgsz)) != LB_OK)
+            lbsd_egress_detach(sb);
+        return erc;
+    }
     if (mode != LBSD_NET_NAT)
         return LB_OK; /* loopback only: init already brought lo up */
     int64_t t0 = lb_mono_ms();
@@ -322,6 +332,8 @@ int lbsd_net_attach(lbsd_sandbox *sb, int mode, char *msg, size_t msgsz)
 
 void lbsd_net_detach(lbsd_sandbox *sb)
 {
+    if (sb->net.mode == LBSD_NET_EGRESS)
+        lbsd_egress_detach(sb);
     if (sb->net.slirp_pid <= 0)
         return;
     /* closing the exit fd ends it; SIGKILL makes sure */
@@ -339,6 +351,8 @@ void lbsd_net_detach(lbsd_sandbox *sb)
 
 int lbsd_net_child_exited(lbsd_sandbox *sb, pid_t pid, int status)
 {
+    if (sb->net.mode == LBSD_NET_EGRESS)
+        return lbsd_egress_child_exited(sb, pid, status);
     if (sb->net.slirp_pid <= 0 || sb->net.slirp_pid != pid || sb->net.slirp_reaped)
         return 0;
     sb->net.slirp_reaped = 1;

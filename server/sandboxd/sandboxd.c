@@ -14,10 +14,12 @@
 #include "sandboxd/cgroup.h"
 #include "sandboxd/fdpark.h"
 #include "sandboxd/filewatch.h"
+#include "sandboxd/hostlimits.h"
 #include "sandboxd/pool.h"
 #include "sandboxd/reply.h"
 #include "sandboxd/retire.h"
 #include "sandboxd/sandbox_create.h"
+#include "sandboxd/sandbox_egress.h"
 #include "sandboxd/sandbox_exec.h"
 #include "sandboxd/sandbox_fs.h"
 #include "sandboxd/sandbox_net.h"
@@ -342,6 +344,10 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
                          "network \"%s\" is not allowed on this host (LLMBOX_NETWORK_ALLOW=%s; the "
                          "operator can add it)",
                          lbsd_network_name(net), g_cfg->network_allow);
+        return;
+    }
+    if (net == LBSD_NET_EGRESS && lbsd_egress_stash(c, req->net_policy) != LB_OK) {
+        lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
         return;
     }
     /* issue 14: a state to restore must exist before a sandbox is made for it */

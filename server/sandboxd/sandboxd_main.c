@@ -9,6 +9,7 @@
 #include "entry.h"
 #include "sandboxd/filewatch.h"
 #include "sandboxd/hostlimits.h"
+#include "sandboxd/sandbox_egress.h"
 #include "sandboxd/idmap.h"
 #include "sandboxd/sandbox_save.h"
 #include "sandboxd/uidslot.h"
@@ -190,6 +191,7 @@ int lbsd_serve_main(int argc, char **argv)
         fprintf(stderr, "llmbox sandboxd: %s\n", msg);
         return 1;
     }
+    lbsd_egress_configure(cfg); /* network rules: refused with a reason when this host cannot */
     /* the lock and the socket first: a second sandboxd on the same var dir
      * must be refused before it cleans up the live sandboxes of the first */
     if (lbsd_lock_var(cfg->var_dir, msg, sizeof msg) < 0) {

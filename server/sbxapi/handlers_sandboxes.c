@@ -245,7 +245,7 @@ static int lb_sbx_build(const lb_config *cfg, lb_sbx *s, const lb_sbx_spec *sp, 
         .pids = sp->pids,
         .cpu_milli = sp->cpu_milli,
         .disk_mib = sp->disk_mib,
-        .network = sp->network[0] ? sp->network : NULL,
+        .network = sp->network_policy ? sp->network_policy : sp->network[0] ? sp->network : NULL,
         .ttl_s = ttl > LB_SBX_TTL_RPC_MAX ? LB_SBX_TTL_RPC_MAX : ttl,
         /* outlives this web (a restart adopts it: sandbox_leases.h) */
         .lease_s = cfg->sandbox_api_lease_s,
@@ -376,7 +376,8 @@ void lb_h_sbx_create(lb_req *r)
         return;
     int rc = lb_sbx_spec_parse(body, r->cfg, &sp, msg, sizeof msg);
     if (rc) {
-        lb_http_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_NOMEM ? 500 : 400, NULL, "%s", msg);
+        lb_http_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_NOMEM ? 500 : rc == LB_E_DENIED ? 403 : 400, NULL, "%s",
+                      msg);
         goto out;
     }
     if (sp.snapshot[0] && !lb_snapshot_id_here(r, sp.snapshot))

@@ -3,6 +3,7 @@
 #include "sbxapi/sandbox_spec.h"
 
 #include "common/status.h"
+#include "common/netpolicy.h"
 #include "common/node_id.h"
 #include "images/store.h"
 
@@ -396,6 +397,35 @@ static int lb_parse_files(const cJSON *files, lb_sbx_spec *sp, char *msg, size_t
     return LB_OK;
 }
 
+/* network as a policy object: parsed, held to the service's
+ * network_egress_max (LB_E_DENIED names the rule beyond it) and kept as
+ * canonical text, the form sandboxd hands the gateway. */
+static int spec_network_policy(const cJSON *v, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz)
+{
+    lb_netpolicy *p = malloc(sizeof *p);
+    char *text = malloc(LB_NETPOL_TEXT_MAX + 1);
+    int rc = LB_E_NOMEM;
+    if (!p || !text) {
+        snprintf(msg, msgsz, "Out of memory.");
+        goto out;
+    }
+    if ((rc = lb_netpolicy_from_json(v, p, msg, msgsz)) != LB_OK ||
+        (rc = lb_netpolicy_admit(p, cfg->network_egress_max, NULL, msg, msgsz)) != LB_OK)
+        goto out;
+    if (lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
+        rc = lb_fail(msg, msgsz, LB_E_TOOBIG, "\"network\" is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
+        goto out;
+    }
+    snprintf(sp->network, sizeof sp->network, "rules");
+    sp->network_policy = text;
+    text = NULL;
+    rc = LB_OK;
+out:
+    free(p);
+    free(text);
+    return rc;
+}
+
 int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz)
 {
     static const char *const keys[] = {"image", "ttl_s", "workdir", "env", "files", "resources", "network",
@@ -452,12 +482,18 @@ int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, 
     if ((rc = lb_parse_resources(cJSON_GetObjectItemCaseSensitive(body, "resources"), cfg, sp, msg, msgsz)))
         return rc;
 
-    if ((rc = lb_get_str(body, "network", 16, &s, msg, msgsz)))
-        return rc;
-    if (s && strcmp(s, "none") != 0 && strcmp(s, "nat") != 0)
-        return lb_fail(msg, msgsz, LB_E_INVAL, "\"network\" must be \"none\" (loopback only) or \"nat\" (outbound "
-                       "only, if the operator allows it).");
-    snprintf(sp->network, sizeof sp->network, "%s", s ? s : "");
+    const cJSON *netv = cJSON_GetObjectItemCaseSensitive(body, "network");
+    if (cJSON_IsObject(netv)) {
+        if ((rc = spec_network_policy(netv, cfg, sp, msg, msgsz)))
+            return rc;
+    } else {
+        if ((rc = lb_get_str(body, "network", 16, &s, msg, msgsz)))
+            return rc;
+        if (s && strcmp(s, "none") != 0 && strcmp(s, "nat") != 0)
+            return lb_fail(msg, msgsz, LB_E_INVAL, "\"network\" must be \"none\" (loopback only), \"nat\" (outbound "
+                           "only, if the operator allows it) or {\"allow\": [rules], \"deny\": [rules]}.");
+        snprintf(sp->network, sizeof sp->network, "%s", s ? s : "");
+    }
 
     /* issue 14: a snapshot to start from (POST /api/sandboxes/{id}/snapshot) */
     if ((rc = lb_get_str(body, "snapshot", 64, &s, msg, msgsz)))
@@ -494,6 +530,7 @@ void lb_sbx_spec_free(lb_sbx_spec *sp)
     free(sp->files);
     cJSON_Delete(sp->env);
     cJSON_Delete(sp->metadata);
+    free(sp->network_policy);
     memset(sp, 0, sizeof *sp);
 }
 

@@ -49,6 +49,7 @@ typedef struct lb_sbx_spec {
     double cpu;                    /* cores; 0 = not set */
     int cpu_milli, memory_mib, disk_mib, pids;  /* 0 = sandboxd's default */
     char network[8];               /* "" (default), "none" or "nat" */
+    char *network_policy;          /* owned: {"allow","deny"} as canonical JSON text (common/netpolicy.h), or NULL */
     cJSON *env;                    /* owned object of strings; never NULL after a successful parse */
     cJSON *metadata;               /* owned object or NULL */
     lb_sbx_file *files;            /* owned */

@@ -12,6 +12,7 @@
 #include "web/task_json.h"
 #include "web/task_options.h"
 #include "web/user_limits.h"
+#include "common/netpolicy.h"
 #include "common/agent_spawn.h" /* lb_agent_alive */
 #include "common/path.h"
 #include "store/store.h"
@@ -390,7 +391,7 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
     }
     char why[300];
     if (u->network.data && !lb_blank(u->network.data)) {
-        int rc = lb_network_check(cfg, u->network.data, why, sizeof why);
+        int rc = lb_network_check_for(cfg, r->user, u->network.data, NULL, 0, why, sizeof why);
         if (rc != LB_OK) {
             lb_http_error(r, rc == LB_E_DENIED ? 403 : 400, NULL, "%s", why);
             return LB_E_INVAL;
@@ -436,7 +437,7 @@ void lb_task_upload_init(lb_upload *u, const lb_config *cfg)
     lb_buf_init(&u->max_turns, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u->token_budget, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u->timeout_s, LB_UPLOAD_SMALL_FIELD);
-    lb_buf_init(&u->network, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->network, LB_NETPOL_TEXT_MAX); /* a policy of rules is longer than the other fields */
     lb_buf_init(&u->image, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u->unpack, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u->fresh, LB_UPLOAD_SMALL_FIELD);

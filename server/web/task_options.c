@@ -9,6 +9,7 @@
 #include "images/store.h"
 
 #include "common/config.h"
+#include "common/netpolicy.h"
 #include "common/status.h"
 #include "images/registry_cli.h"
 
@@ -23,6 +24,31 @@
 
 int lb_network_check(const lb_config *cfg, const char *v, char *err, size_t errsz)
 {
+    return lb_network_check_for(cfg, NULL, v, NULL, 0, err, errsz);
+}
+
+int lb_network_check_for(const lb_config *cfg, const lb_user_cfg *user, const char *v, char *canon, size_t canonsz,
+                         char *err, size_t errsz)
+{
+    if (canon && canonsz)
+        snprintf(canon, canonsz, "%s", v);
+    if (v[0] == '{') {
+        lb_netpolicy *p = malloc(sizeof *p);
+        if (!p) {
+            snprintf(err, errsz, "out of memory");
+            return LB_E_NOMEM;
+        }
+        int rc = lb_netpolicy_parse(v, p, err, errsz);
+        if (rc == LB_OK)
+            rc = lb_netpolicy_admit(p, cfg->network_egress_max, user ? user->network_egress_max : NULL, err,
+                                    errsz);
+        if (rc == LB_OK && canon && lb_netpolicy_text(p, canon, canonsz) != LB_OK) {
+            snprintf(err, errsz, "network is longer than %zu bytes", canonsz);
+            rc = LB_E_TOOBIG;
+        }
+        free(p);
+        return rc == LB_E_TOOBIG ? LB_E_INVAL : rc;
+    }
     if (!strcmp(v, "none"))
         return LB_OK;
     if (!strcmp(v, "nat")) {
@@ -33,7 +59,7 @@ int lb_network_check(const lb_config *cfg, const char *v, char *err, size_t errs
                  "allow it with network_allow = none,nat (LLMBOX_NETWORK_ALLOW).");
         return LB_E_DENIED;
     }
-    snprintf(err, errsz, "network must be \"none\" or \"nat\".");
+    snprintf(err, errsz, "network must be \"none\", \"nat\" or {\"allow\": [rules], \"deny\": [rules]}.");
     return LB_E_INVAL;
 }
 
