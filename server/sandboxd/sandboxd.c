@@ -14,7 +14,6 @@
 #include "sandboxd/cgroup.h"
 #include "sandboxd/fdpark.h"
 #include "sandboxd/filewatch.h"
-#include "sandboxd/hostlimits.h"
 #include "sandboxd/pool.h"
 #include "sandboxd/reply.h"
 #include "sandboxd/retire.h"
