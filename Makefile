@@ -10,7 +10,7 @@ TEST_LDLIBS := $(LDLIBS) -lseccomp
 BUILD    := build
 
 # server/stateio/ is build/llmbox-stateio's alone (below)
-SRC      := $(filter-out server/stateio/%,$(wildcard server/*.c server/*/*.c))
+SRC      := $(filter-out server/stateio/% server/unpack/%,$(wildcard server/*.c server/*/*.c))
 OBJ      := $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,$(OBJ))
 
@@ -21,11 +21,7 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,
 # parts of server/common/ listed here, with SD_LDLIBS: no libcurl,
 # libarchive, libmagic, libfcgi, SQLite or OpenSSL in the root process
 # (tests/integration/test_sandboxd_binary.py checks `ldd`).
-<<<<<<< HEAD
 SD_COMMON := buf config config_file config_host config_model config_user image_ref log netcheck node_id path status token_check util utf8
-=======
-SD_COMMON := buf config config_file config_host config_model config_user image_ref log netcheck node_id path status token_check util utf8
->>>>>>> images-dist
 SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c)) \
             $(BUILD)/server/sandbox/rpc_frame.o $(BUILD)/server/sandbox/rpc_proto.o \
             $(SD_COMMON:%=$(BUILD)/server/common/%.o)
@@ -42,13 +38,20 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster cluster-sandboxes capacity
-all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(PLUGINS)
+all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(BUILD)/llmbox-unpack $(PLUGINS)
 
 # build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
 # server/stateio/stateio.h): sandboxd starts it inside the sandbox's user
 # namespace, so libarchive never runs in the root daemon nor as host root.
 ST_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/stateio/*.c))
 $(BUILD)/llmbox-stateio: $(ST_OBJ)
+	$(CC) $(CFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed -o $@ $^ -larchive
+
+# build/llmbox-unpack extracts image layers (server/unpack/unpack.h): `llmbox
+# image import` starts it in a user namespace of the images' ids, so a
+# layer's tar is never read by root.
+UP_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/unpack/*.c))
+$(BUILD)/llmbox-unpack: $(UP_OBJ)
 	$(CC) $(CFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed -o $@ $^ -larchive
 
 $(BUILD)/llmbox: $(MAIN_OBJ)
@@ -219,6 +222,10 @@ build-fuzz/fuzz_reg_challenge: tests/fuzz/fuzz_reg_challenge.c build-fuzz/obj/se
 
 build-fuzz/fuzz_dockerfile: tests/fuzz/fuzz_dockerfile.c build-fuzz/obj/server/images/dockerfile_parse.o build-fuzz/obj/server/common/buf.o build-fuzz/obj/server/common/path.o build-fuzz/obj/server/common/utf8.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
+
+# the unpacker's name check (server/unpack/) is not in LIBOBJ either
+build-fuzz/fuzz_layer_path: tests/fuzz/fuzz_layer_path.c build-fuzz/obj/server/unpack/unpack_path.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
 fuzz-build: $(FUZZ_BIN)
 # keep the instrumented objects (make would delete them as intermediates and

@@ -5,6 +5,7 @@
 #include "web/shared_secrets.h" /* issue 13: llmbox secrets */
 #include "common/config.h"
 #include "common/status.h"
+#include "images/image_cli.h" /* llmbox image import|ls|rm|gc */
 #include "entry.h"
 
 #include <errno.h>
@@ -69,6 +70,8 @@ static void usage(FILE *f)
             "                      an image from or to a registry (docs/IMAGES-registry.md)\n"
             "  image build -f Dockerfile [--build-arg K=V]... --check NAME [CONTEXT]\n"
             "                      check a Dockerfile against its build context\n"
+            "  image import FILE [NAME] | ls | rm NAME | gc\n"
+            "                      layered images: docker-archive, oci-archive or OCI layout (docs/IMAGES.md)\n"
             "  user add NAME       a new API token and the llmbox.conf lines for it\n"
             "  user hash | list    the token_sha256 of a token on stdin; the users\n"
             "  score < REQUEST     score one answer (eval scorers; JSON in, one JSON line out)\n"
@@ -128,6 +131,8 @@ int main(int argc, char **argv)
         return lb_registry_cli_main(argc, argv, lb_cfg());
     if (!strcmp(cmd, "image") && lb_build_cli_handles(argc, argv)) /* a Dockerfile; without -f: sandboxd */
         return lb_build_cli_main(argc, argv, lb_cfg());
+    if (!strcmp(cmd, "image") && argc > 1 && lb_image_cli_handles(argv[1]))
+        return lb_image_main(argc, argv, lb_cfg()); /* the layered store: build/llmbox's own */
     if (!strcmp(cmd, "image"))
         return exec_sandboxd(lb_cfg(), "image", argc, argv);
     if (!strcmp(cmd, "config"))

@@ -411,6 +411,11 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),
     KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 604800, 60,
             366 * 86400),
+    /* caps of one image layer at import (images/import.h): a tar bomb or a
+     * sparse file of terabytes stops here */
+    KEY_INT("image_layer_max_mib", "LLMBOX_IMAGE_LAYER_MAX_MIB", image_layer_max_mib, 16384, 1, 1 << 24),
+    KEY_INT("image_layer_max_entries", "LLMBOX_IMAGE_LAYER_MAX_ENTRIES", image_layer_max_entries, 1000000, 1,
+            100000000),
     KEY_SECRET("sandbox_api_token", "LLMBOX_SANDBOX_API_TOKEN", sandbox_api_token),
     KEY_INT("sandbox_api_max", "LLMBOX_SANDBOX_API_MAX", sandbox_api_max, 128, 1, 4096),
     KEY_INT("sandbox_api_ttl_s", "LLMBOX_SANDBOX_API_TTL_S", sandbox_api_ttl_s, 3600, 1, 7 * 86400),

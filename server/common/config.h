@@ -196,6 +196,9 @@ typedef struct lb_config {
                                         saved state, compressed */
     int sandbox_state_max_age_s;     /* sandbox_state_max_age_s | LLMBOX_SANDBOX_STATE_MAX_AGE_S, default 7 days:
                                         older saved states are removed */
+    int image_layer_max_mib;         /* image_layer_max_mib | LLMBOX_IMAGE_LAYER_MAX_MIB, default 16384: one layer's
+                                        files together, at import */
+    int image_layer_max_entries;     /* image_layer_max_entries | LLMBOX_IMAGE_LAYER_MAX_ENTRIES, default 1000000 */
     /* The sandbox API for outside clients (/api/sandboxes). */
     char sandbox_api_token[256];     /* sandbox_api_token | LLMBOX_SANDBOX_API_TOKEN; "" = the API answers 403.
                                         Never logged; removed from the web's environment

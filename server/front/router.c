@@ -13,6 +13,7 @@
 #include "web/handlers_files.h"
 #include "front/handlers_info.h"
 #include "front/handlers_metrics.h"
+#include "images/handlers_images.h"
 #include "web/handlers_rerun.h"
 #include "jobs/handlers_rollouts.h"
 #include "sbxapi/handlers_sandbox_pause.h"
@@ -70,6 +71,7 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/tasks/{task}/preview/*",            LB_WHO_PREVIEW, "task_preview",    lb_h_artifact},
     {LB_M_GET,    "/api/models",                            LB_WHO_USER,    "models",          lb_h_models},
     {LB_M_GET,    "/api/info",                              LB_WHO_USER,    "info",            lb_h_info},
+    {LB_M_GET,    "/api/images",                            LB_WHO_USER,    "images",          lb_h_images},
     {LB_M_GET,    "/api/tools",                             LB_WHO_USER,    "tools",           lb_h_tools},
     {LB_M_GET,    "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_list},
     {LB_M_POST,   "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_create},

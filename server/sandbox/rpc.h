@@ -105,6 +105,7 @@ int lbsd_network_parse(const char *s); /* -1 if unknown */
 #define LBSD_TTL_MAX_S (7 * 24 * 3600)
 #define LBSD_LEASE_MAX_S 86400       /* a lease longer than a day is a TTL: use ttl_s */
 #define LBSD_IMAGE_MAX 32            /* image names: [a-z0-9_-]{1,32} */
+#define LBSD_IMAGE_REF_MAX 255       /* a layered image's reference (common/image_ref.h) */
 #define LBSD_INPUT_DIR_MAX 4096
 #define LBSD_CMD_MAX (1u << 20)      /* one command, bytes */
 #define LBSD_TIMEOUT_MAX_MS (24 * 3600 * 1000)
@@ -119,7 +120,7 @@ typedef struct lbsd_req {
     cJSON *json;
     lbsd_op op;
     const char *id;                  /* 32 lowercase hex chars */
-    char image[LBSD_IMAGE_MAX + 1];
+    char image[LBSD_IMAGE_REF_MAX + 1]; /* a debootstrap name or a layered image's reference */
     int memory_mib;                  /* 0: default */
     int pids;                        /* 0: default */
     const char *input_dir;           /* NULL: none; absolute */
@@ -158,6 +159,9 @@ const char *lbsd_op_name(lbsd_op op);
 
 /* True for [a-z0-9_-]{1,32}. */
 int lbsd_image_name_valid(const char *s);
+/* True when s is a debootstrap image name or an image reference
+ * (common/image_ref.h, local names allowed): what create takes. */
+int lbsd_image_spec_valid(const char *s);
 /* True for [a-z0-9_-]{1,64}: a saved state's name (issue 14). */
 int lbsd_state_name_valid(const char *s);
 /* Turns an absolute sandbox path into a cleaned relative one ("" for "/"). */

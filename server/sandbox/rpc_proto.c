@@ -2,6 +2,7 @@
  * here, once, before any handler sees it. */
 #include "sandbox/rpc.h"
 
+#include "common/image_ref.h"
 #include "common/path.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -51,6 +52,15 @@ static int lbsd_name_valid(const char *s, size_t max)
 int lbsd_image_name_valid(const char *s)
 {
     return lbsd_name_valid(s, LBSD_IMAGE_MAX);
+}
+
+int lbsd_image_spec_valid(const char *s)
+{
+    if (lbsd_image_name_valid(s))
+        return 1;
+    lb_image_ref r;
+    char why[160];
+    return s && lb_image_ref_parse(s, LB_IMAGE_REF_LOCAL, &r, why, sizeof why) == LB_OK;
 }
 
 int lbsd_state_name_valid(const char *s)
@@ -250,11 +260,12 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
     const char *s;
     switch (req->op) {
     case LBSD_OP_CREATE:
-        if ((rc = lbsd_get_str(o, "image", LBSD_IMAGE_MAX, &s, msg, msgsz)))
+        if ((rc = lbsd_get_str(o, "image", LBSD_IMAGE_REF_MAX, &s, msg, msgsz)))
             return rc;
         snprintf(req->image, sizeof req->image, "%s", s ? s : "");
-        if (s && !lbsd_image_name_valid(s)) {
-            lbsd_msg(msg, msgsz, "\"image\" must match [a-z0-9_-]{1,32}");
+        if (s && !lbsd_image_spec_valid(s)) {
+            lbsd_msg(msg, msgsz, "\"image\" must be an image name ([a-z0-9_-]{1,32}) or an image reference "
+                                 "([host[:port]/]repo[:tag][@sha256:...])");
             return LB_E_INVAL;
         }
         if ((rc = lbsd_get_int(o, "memory_mib", 0, 1 << 20, 0, &d, msg, msgsz)))

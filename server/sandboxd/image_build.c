@@ -620,6 +620,10 @@ int lbsd_image_main(int argc, char **argv)
         fprintf(stderr, "llmbox image: bad image name '%s': use 1-32 of [a-z0-9_-]\n", name);
         return 2;
     }
+    if (!strcmp(name, "oci")) { /* <image_store>/oci is the layered store (docs/IMAGES.md) */
+        fprintf(stderr, "llmbox image: 'oci' is the layered images' folder: choose another name\n");
+        return 2;
+    }
     /* SIGPIPE would kill us silently if the terminal goes away mid-build */
     signal(SIGPIPE, SIG_IGN);
     return img_build(cfg, name, force);

@@ -78,7 +78,7 @@ static size_t il_names(const char *dir, char **names, size_t max)
         return 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < max) {
-        if (!lbsd_image_name_valid(de->d_name))
+        if (!lbsd_image_name_valid(de->d_name) || !strcmp(de->d_name, "oci")) /* oci: layered images */
             continue;
         int dup = 0;
         for (size_t i = 0; i < n && !dup; i++)

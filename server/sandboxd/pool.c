@@ -23,6 +23,7 @@
  * other limits in rlimit mode (they are set in init), is made fresh.
  */
 #include "sandboxd/sandboxd.h"
+#include "sandboxd/image_layers.h"
 #include "sandboxd/hostlimits.h"
 
 #include "common/log.h"
@@ -42,7 +43,7 @@
 #define POOL_BACKOFF_MAX_MS 60000
 
 typedef struct pool_img {
-    char image[LBSD_IMAGE_MAX + 1];
+    char image[LBSD_IMAGE_REF_MAX + 1];
     lbsd_sandbox *ready;        /* linked through ->next, newest first */
     int nready;
     int64_t next_try_ms;        /* after a failed make */
@@ -66,7 +67,7 @@ void lbsd_pool_init(const lb_config *cfg)
     char *save = NULL;
     for (char *w = strtok_r(list, ", \t", &save); w && g_size > 0;
          w = strtok_r(NULL, ", \t", &save)) {
-        if (!lbsd_image_name_valid(w)) {
+        if (!lbsd_image_spec_valid(w)) {
             lb_warn("LLMBOX_POOL_IMAGES: '%s' is not an image name; not pooled", w);
             continue;
         }
@@ -93,8 +94,18 @@ static int pool_stamp(const char *image, struct timespec *ts, ino_t *ino)
     char p[LB_CFG_PATH + 96];
     snprintf(p, sizeof p, "%s/%s/.complete", g_cfg->image_store, image);
     struct stat st;
-    if (stat(p, &st) != 0)
-        return -1;
+    /* a layered image: its record, which a new import replaces
+     * (image_layers.h) */
+    lbsd_image *img = NULL;
+    char why[256];
+    if (stat(p, &st) != 0) {
+        img = malloc(sizeof *img);
+        int got = img && lbsd_image_resolve(g_cfg, image, img, why, sizeof why) == LB_OK && img->layered &&
+                  stat(img->hold, &st) == 0;
+        free(img);
+        if (!got)
+            return -1;
+    }
     *ts = st.st_mtim;
     *ino = st.st_ino;
     return 0;
@@ -255,7 +266,7 @@ int lbsd_pool_refill_begin(lbsd_req *req)
     ino_t ino;
     if (pool_stamp(p->image, &ts, &ino) != 0) {
         char msg[128];
-        snprintf(msg, sizeof msg, "image '%s' is not built", p->image);
+        snprintf(msg, sizeof msg, "image '%.100s' is not built", p->image);
         pool_backoff(p, msg);
         return -1;
     }

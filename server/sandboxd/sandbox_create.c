@@ -9,6 +9,7 @@
 #include "sandboxd/fdpass.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
+#include "sandboxd/image_layers.h"
 #include "sandboxd/mounts.h"
 #include "sandboxd/sandbox_freeze.h"
 #include "sandboxd/uidslot.h"
@@ -411,8 +412,8 @@ static int sb_wait_ready(lbsd_sandbox *sb, int *nspid, char *msg, size_t msgsz)
 static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
 {
     const lb_config *cfg = sb->cfg;
-    char lower[LB_CFG_PATH + 64], p[128];
-    snprintf(lower, sizeof lower, "%s/%s/rootfs", cfg->image_store, sb->image);
+    char p[128];
+    const lbsd_image *img = sb->img;
     /* its own range: the image through an idmapped mount (uidslot.h: the
      * namespace for it is made once per slot and kept, up to a bound) */
     int idmap_fd = -1, idmap_make = sb->uid_slot > LBSD_SLOT_NS_CACHED;
@@ -420,7 +421,9 @@ static int sb_start_init(lbsd_sandbox *sb, char *msg, size_t msgsz)
         (idmap_fd = lbsd_slot_userns(sb->uid_slot, msg, msgsz)) < 0)
         return LB_E_SANDBOX;
     lbsd_init_cfg ic = {
-        .scratch = sb->dir, .lower = lower, .tag = lbsd_install_tag(),
+        .scratch = sb->dir, .lower = img->lower, .tag = lbsd_install_tag(),
+        .lowerdirs = img->layered ? img->lowerdirs : NULL, .hold = img->layered ? img->hold : NULL,
+        .workdir = img->workdir, .env = img->env, .envlen = img->envlen, .uid = img->uid, .gid = img->gid,
         .idmap_fd = idmap_fd,
         .idmap_make = idmap_make,
         .idmap_base = cfg->sandbox_uid_base,
@@ -534,24 +537,14 @@ int lbsd_sandbox_make(const lb_config *cfg, const lbsd_req *req, lbsd_sandbox **
     sb->disk_mib = lbsd_disk_fit(sb->memory_mib, sb->disk_mib);
     sb->files_budget = lbsd_host_get()->files_budget;
 
-    char p[LB_CFG_PATH + 96];
-    snprintf(p, sizeof p, "%s/%s/.complete", cfg->image_store, sb->image);
-    if (!lbsd_image_name_valid(sb->image) || access(p, F_OK) != 0) {
-        sb_msg(msg, msgsz, "image '%s' is not built (run: llmbox image build %s)", sb->image,
-               sb->image);
-        rc = LB_E_NOTFOUND;
+    /* a debootstrap root or a layered image's record (image_layers.h) */
+    if (!(sb->img = malloc(sizeof *sb->img))) {
+        sb_msg(msg, msgsz, "out of memory");
+        rc = LB_E_NOMEM;
         goto fail;
     }
-    /* an image whose files are not owned by the sandbox uid range would
-     * give the sandbox's root a read-only, foreign-owned system */
-    snprintf(p, sizeof p, "%s/%s", cfg->image_store, sb->image);
-    if (!lbsd_idmap_image_ok(p, cfg->sandbox_uid_base)) {
-        sb_msg(msg, msgsz, "image '%s' is not owned by the sandbox uid range (base %u): restart "
-                           "sandboxd to shift it, or rebuild it (llmbox image build --force %s)",
-               sb->image, cfg->sandbox_uid_base, sb->image);
-        rc = LB_E_UNAVAILABLE;
+    if ((rc = lbsd_image_resolve(cfg, sb->image, sb->img, msg, msgsz)) != LB_OK)
         goto fail;
-    }
     /* its own host uid range, so that the kernel's per-uid counters are
      * its own (uidslot.h) */
     if ((rc = lbsd_slot_take(&sb->uid_slot, msg, msgsz)) != LB_OK)
@@ -714,6 +707,7 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
         lb_info("sandbox %s destroyed", sb->id);
     lb_buf_free(&sb->idle_out);
     lb_buf_free(&sb->idle_err);
+    free(sb->img);
     free(sb);
 }
 

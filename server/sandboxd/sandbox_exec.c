@@ -338,7 +338,9 @@ char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_
                            /* issue 14: the shell's cwd and exported variables, in the
                             * layer, for a saved state's restore (sandbox_restore.c) */
                            "{ builtin printf 'builtin cd -- %%q\\n' \"$PWD\"; builtin export -p; } "
-                           ">/run/.llmbox-shell 2>/dev/null || :; "
+                           /* stderr first: an image without /run, or a User that may
+                            * not write it, must not add a line to every command */
+                           "2>/dev/null >/run/.llmbox-shell || :; "
                            "printf '\\n%%s%%d\\n' '%s' \"$__lbsd_rc\"; "
                            "printf '\\n%%s\\n' '%s' >&2; unset __lbsd_rc\n",
                            sentinel, sentinel);

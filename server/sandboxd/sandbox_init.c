@@ -28,6 +28,8 @@
 #include "sandboxd/sandboxd.h"
 #include "sandboxd/fdpass.h"
 #include "sandboxd/idmap.h"
+#include "sandboxd/image_layers.h"
+#include "sandboxd/image_user.h"
 #include "sandboxd/sandbox_proc.h"
 
 #include "common/status.h"
@@ -43,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -285,6 +288,21 @@ static void init_mkdir_owned(const char *p, mode_t mode, uint32_t base)
     init_chown(p, base);
 }
 
+/* A layered image's record, held with a shared flock for as long as init
+ * lives (the fd is kept, far above the fixed numbers): `llmbox image
+ * rm|gc` see the image in use even across a restart of sandboxd
+ * (images/image_admin.h). */
+static void init_hold_image(const char *record)
+{
+    int fd = open(record, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_SH) != 0)
+        init_fail("hold the image's record (was it removed?)");
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+    if (hi < 0)
+        init_fail("keep the image's record open");
+    close(fd);
+}
+
 /* The image as ./lower (cwd: the scratch tmpfs): with a slot of its own,
  * an idmapped clone that shows the images' ids (slot 0 on disk) as the
  * sandbox's range, so its root owns its system and nothing it does is
@@ -295,6 +313,8 @@ static void init_lower(const lbsd_init_cfg *cfg)
 {
     if (mkdir("lower", 0755) != 0)
         init_fail("mkdir lower");
+    if (cfg->hold)
+        init_hold_image(cfg->hold);
     if (g_idmap_fd < 0) {
         init_mount(cfg->lower, "lower", NULL, MS_BIND, NULL);
         return;
@@ -312,6 +332,25 @@ static void init_lower(const lbsd_init_cfg *cfg)
     close(t);
     close(g_idmap_fd);
     g_idmap_fd = -1;
+}
+
+/* A layered image has no /testbed/input and /testbed/output of its own
+ * (a debootstrap image's builder makes them): made in the sandbox's layer,
+ * after the pivot (so nothing outside the sandbox's root can be reached
+ * through a symlink the image holds), owned by the image's user so that its
+ * commands may write their output there. */
+static void init_testbed(const lbsd_init_cfg *cfg)
+{
+    uint32_t owner = cfg->uid_root + (uint32_t)(cfg->uid > 0 ? cfg->uid : 0);
+    uint32_t group = cfg->uid_root + (uint32_t)(cfg->gid > 0 ? cfg->gid : 0);
+    static const char *const dirs[] = {"/testbed", "/testbed/input", "/testbed/output"};
+    for (size_t i = 0; i < 3; i++) {
+        struct stat st;
+        if (lstat(dirs[i], &st) == 0)
+            continue; /* the image's own, as it made it */
+        if (mkdir(dirs[i], 0755) != 0 || lchown(dirs[i], i ? owner : cfg->uid_root, i ? group : cfg->uid_root) != 0)
+            init_fail(dirs[i]);
+    }
 }
 
 static void init_filesystem(const lbsd_init_cfg *cfg)
@@ -346,8 +385,12 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
      * finds a sandbox's processes after a crash of sandboxd. */
     /* redirect_dir=off (issue 14): a renamed image folder is copied, so
      * the upper layer alone says what the sandbox holds (a save reads it) */
-    init_mount(cfg->tag, "merged", "overlay", MS_NODEV | MS_NOSUID,
-               "lowerdir=lower,upperdir=upper,workdir=work,redirect_dir=off");
+    /* a layered image: lower is its store's layers/, each layer a
+     * lowerdir of its own (image_layers.h), top first */
+    char ovl[LBSD_LOWERDIRS_MAX + 96];
+    snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=upper,workdir=work,redirect_dir=off",
+             cfg->lowerdirs ? cfg->lowerdirs : "lower");
+    init_mount(cfg->tag, "merged", "overlay", MS_NODEV | MS_NOSUID, ovl);
     /* issue 14: keep the upper dir (INIT_UPPER_FD) for saves */
     int up = open("upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (up < 0 || (up != INIT_UPPER_FD && dup3(up, INIT_UPPER_FD, O_CLOEXEC) < 0))
@@ -368,6 +411,8 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
         init_fail("detach the old root");
     if (chdir("/") != 0)
         init_fail("chdir /");
+    if (cfg->lowerdirs)
+        init_testbed(cfg);
 }
 
 /* Set while still host root: raising a hard limit needs CAP_SYS_RESOURCE
@@ -492,12 +537,22 @@ __attribute__((noreturn)) static void init_exec_shell(int fds[3])
      * must not be: sandboxd sets the shell's oom_score_adj from the host
      * (this copy of init is not dumpable, so its /proc files belong to
      * host root and it could not write its own) */
-    if (chdir("/testbed") != 0 && chdir("/") != 0)
+    /* a layered image's WorkingDir, Env and User (image_user.h) */
+    const char *wd = lbsd_img_proc_workdir();
+    if (wd[0] ? chdir(wd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
+        _exit(126);
+    if (lbsd_img_proc_become() != 0)
         _exit(126);
     char *argv[] = {"bash", "--noprofile", "--norc", NULL};
-    char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                    "HOME=/root", "LANG=C.UTF-8", "TERM=dumb", "USER=root", "LOGNAME=root",
-                    "SHELL=/bin/bash", "PWD=/testbed", NULL};
+    static const char *const base_env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                           "HOME=/root", "LANG=C.UTF-8", "TERM=dumb", "USER=root", "LOGNAME=root",
+                                           "SHELL=/bin/bash", NULL};
+    char *envp[LBSD_IMG_ENV_MAX + 16];
+    int ne = lbsd_img_proc_env(base_env, envp, LBSD_IMG_ENV_MAX + 8);
+    char pwd[LBSD_IMG_WORKDIR_MAX + 8];
+    snprintf(pwd, sizeof pwd, "PWD=%s", wd[0] ? wd : "/testbed");
+    envp[ne++] = pwd;
+    envp[ne] = NULL;
     execve("/bin/bash", argv, envp);
     execve("/usr/bin/bash", argv, envp);
     _exit(127);
@@ -677,6 +732,7 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     for (int s = 1; s < NSIG; s++)
         signal(s, SIG_DFL);
     umask(022);
+    lbsd_img_proc_set(cfg->env, cfg->envlen, cfg->workdir, cfg->uid, cfg->gid);
 
     /* wait until sandboxd has put us into our cgroups; GO brings the first
      * shell's pipes, kept above every fixed number used below */

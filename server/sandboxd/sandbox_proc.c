@@ -1,6 +1,8 @@
 /* sandboxd's own processes: the loop's side (sandbox_proc.h). */
 #include "sandboxd/sandbox_proc.h"
 
+#include "sandboxd/image_layers.h"
+
 #include "sandboxd/fdpass.h"
 #include "sandboxd/hostlimits.h"
 
@@ -432,8 +434,25 @@ static const char *const lp_base_env[] = {
 };
 
 /* The START message for req into b; LB_OK or a code and msg. */
-static int lp_spec(const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, char *msg, size_t msgsz)
+/* True when env (an object) or the image's Env sets the variable of
+ * "NAME=..." kv (nl: the name's length). */
+static int lp_env_over(const cJSON *env, const lbsd_image *img, const char *kv, size_t nl)
 {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, env) {
+        if (e->string && strlen(e->string) == nl && !memcmp(e->string, kv, nl))
+            return 1;
+    }
+    for (size_t at = 0; img && at < img->envlen; at += strlen(img->env + at) + 1)
+        if (strcspn(img->env + at, "=") == nl && !memcmp(img->env + at, kv, nl))
+            return 1;
+    return 0;
+}
+
+static int lp_spec(const lbsd_sandbox *sb, const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, char *msg,
+                   size_t msgsz)
+{
+    const lbsd_image *img = sb->img;
     const cJSON *o = req->json;
     const cJSON *argv = cJSON_GetObjectItemCaseSensitive(o, "argv");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env");
@@ -451,8 +470,9 @@ static int lp_spec(const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, 
         snprintf(msg, msgsz, "\"cwd\" must be an absolute path of at most 4096 bytes");
         return LB_E_INVAL;
     }
-    int rc = lb_buf_printf(b, "START%c%u%c%d%c%s%c%d%c", 0, seq, 0, has_stdin, 0, cwd ? cwd->valuestring : "", 0,
-                           argc, 0);
+    /* no cwd: the image's WorkingDir, if it names one */
+    const char *dir = cwd ? cwd->valuestring : img && img->workdir[0] ? img->workdir : "";
+    int rc = lb_buf_printf(b, "START%c%u%c%d%c%s%c%d%c", 0, seq, 0, has_stdin, 0, dir, 0, argc, 0);
     const cJSON *a;
     cJSON_ArrayForEach(a, argv)
     {
@@ -465,12 +485,14 @@ static int lp_spec(const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, 
     }
     for (size_t i = 0; i < sizeof lp_base_env / sizeof lp_base_env[0]; i++) {
         size_t nl = (size_t)(strchr(lp_base_env[i], '=') - lp_base_env[i]);
-        const cJSON *kv;
-        int over = 0;
-        cJSON_ArrayForEach(kv, env)
-        over |= kv->string && strlen(kv->string) == nl && !memcmp(kv->string, lp_base_env[i], nl);
-        if (!over && !rc)
+        if (!lp_env_over(env, img, lp_base_env[i], nl) && !rc)
             rc = lb_buf_append(b, lp_base_env[i], strlen(lp_base_env[i]) + 1);
+    }
+    /* the image's Env, under the request's */
+    for (size_t at = 0; img && at < img->envlen; at += strlen(img->env + at) + 1) {
+        const char *kv = img->env + at;
+        if (!lp_env_over(env, NULL, kv, strcspn(kv, "=")) && !rc)
+            rc = lb_buf_append(b, kv, strlen(kv) + 1);
     }
     const cJSON *kv;
     cJSON_ArrayForEach(kv, env)
@@ -529,7 +551,7 @@ static void lp_start(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     lb_buf spec;
     lb_buf_init(&spec, LBSD_PROC_SPEC_MAX);
     uint32_t seq = set ? set->seq + 1 : 1;
-    int rc = lp_spec(req, seq, has_stdin, &spec, msg, sizeof msg);
+    int rc = lp_spec(sb, req, seq, has_stdin, &spec, msg, sizeof msg);
     if (rc) {
         lb_buf_free(&spec);
         lbsd_reply_error(c, rc, "%s", msg);

@@ -15,6 +15,7 @@
 #include "sandboxd/sandbox_proc.h"
 
 #include "sandboxd/fdpass.h"
+#include "sandboxd/image_user.h"
 #include "sandboxd/sandbox_pty.h"
 #include "sandboxd/sandbox_watch.h"
 
@@ -135,6 +136,9 @@ __attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int err
         signal(s, SIG_DFL);
     int err = 0;
     if (cwd[0] ? chdir(cwd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
+        err = errno;
+    /* a layered image's User (image_user.h) */
+    if (!err && lbsd_img_proc_become() != 0)
         err = errno;
     if (!err && !strcmp(g_argv[0], LBSB_PTY_ARGV0)) {
         close(3); /* started; the program's exec failure shows on the terminal */

@@ -202,7 +202,7 @@ void lbsd_state_store_request(const lb_config *cfg, lbsd_conn *c, const lbsd_req
 typedef struct st_save {
     char id[LB_ID_HEX_LEN + 1];
     char name[LBSD_STATE_NAME_MAX + 1];
-    char image[LBSD_IMAGE_MAX + 1];
+    char image[LBSD_IMAGE_REF_MAX + 1];
     char dir[LB_CFG_PATH + 64];
     char path[LB_CFG_PATH + 160];
     int userns_fd, upper_fd, root_fd;

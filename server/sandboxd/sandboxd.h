@@ -107,7 +107,9 @@ typedef struct lbsd_net {
 
 typedef struct lbsd_sandbox {
     char id[LB_ID_HEX_LEN + 1];
-    char image[LBSD_IMAGE_MAX + 1];
+    char image[LBSD_IMAGE_REF_MAX + 1];
+    struct lbsd_image *img;        /* what the image gives it: root, Env, WorkingDir, User
+                                    * (image_layers.h); owned, freed with the sandbox */
     const lb_config *cfg;          /* the daemon's configuration (read only): its defaults
                                     * and paths, for exec, the scratch dir and init */
     struct lbsd_conn *owner;
@@ -340,6 +342,15 @@ typedef struct lbsd_init_cfg {
     int pids;
     uint64_t nofile;               /* RLIMIT_NOFILE of every process (hostlimits.h) */
     int ptys;                      /* devpts max= */
+    /* a layered image (image_layers.h); all NULL/empty/-1 for a debootstrap one */
+    const char *lowerdirs;         /* overlay's lowerdir ("lower/<hex>/root:..."), lower being
+                                    * the idmapped <image_store>/oci/layers */
+    const char *hold;              /* the image's record: init holds a shared flock on it for
+                                    * the sandbox's life, so gc and rm see the image in use */
+    const char *workdir;           /* the shell's and processes' folder ("" /testbed) */
+    const char *env;               /* the image's Env, "K=V\0..." (envlen bytes) */
+    size_t envlen;
+    int64_t uid, gid;              /* the user the shell and processes run as; -1 root */
 } lbsd_init_cfg;
 __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl);
 /* Init holds the overlay's upper dir at this fd for the sandbox's life, so

@@ -2,6 +2,7 @@
 #include "sandboxd/zygote.h"
 
 #include "sandboxd/fdpass.h"
+#include "sandboxd/image_layers.h"
 #include "sandboxd/uidslot.h"
 
 #include "common/log.h"
@@ -41,6 +42,13 @@ typedef struct zy_req {
     int32_t pids;
     int32_t ptys;
     uint64_t nofile;
+    /* a layered image (image_layers.h): "" for a debootstrap one */
+    char lowerdirs[LBSD_LOWERDIRS_MAX];
+    char hold[LB_CFG_PATH + 300];
+    char workdir[LBSD_IMG_WORKDIR_MAX + 1];
+    char env[LBSD_IMG_ENV_BYTES];
+    uint64_t envlen;
+    int64_t uid, gid;
 } zy_req;
 
 typedef struct zy_rep {
@@ -170,7 +178,9 @@ pid_t lbsd_zygote_clone(const lbsd_init_cfg *ic, int ctl, char *msg, size_t msgs
     zy_req rq;
     memset(&rq, 0, sizeof rq);
     if (zy_copy(rq.scratch, sizeof rq.scratch, ic->scratch) ||
-        zy_copy(rq.lower, sizeof rq.lower, ic->lower) || zy_copy(rq.tag, sizeof rq.tag, ic->tag)) {
+        zy_copy(rq.lower, sizeof rq.lower, ic->lower) || zy_copy(rq.tag, sizeof rq.tag, ic->tag) ||
+        zy_copy(rq.lowerdirs, sizeof rq.lowerdirs, ic->lowerdirs) || zy_copy(rq.hold, sizeof rq.hold, ic->hold) ||
+        zy_copy(rq.workdir, sizeof rq.workdir, ic->workdir) || ic->envlen > sizeof rq.env) {
         snprintf(msg, msgsz, "a sandbox path is too long for the zygote");
         return -1;
     }
@@ -184,6 +194,11 @@ pid_t lbsd_zygote_clone(const lbsd_init_cfg *ic, int ctl, char *msg, size_t msgs
     rq.pids = ic->pids;
     rq.ptys = ic->ptys;
     rq.nofile = ic->nofile;
+    if (ic->envlen)
+        memcpy(rq.env, ic->env, ic->envlen);
+    rq.envlen = ic->envlen;
+    rq.uid = ic->uid;
+    rq.gid = ic->gid;
     zy_rep rep = {0, 0};
     pthread_mutex_lock(&zy_mu);
     int r = zy_ask(&rq, ctl, ic->idmap_fd, &rep, msg, msgsz);
@@ -227,7 +242,9 @@ static int zy_recv(zy_req *rq, int fds[2])
     int want = 1 + (n == (ssize_t)sizeof *rq && rq->has_idmap);
     if (n != (ssize_t)sizeof *rq || cut || ngot != want ||
         !memchr(rq->scratch, 0, sizeof rq->scratch) || !memchr(rq->lower, 0, sizeof rq->lower) ||
-        !memchr(rq->tag, 0, sizeof rq->tag)) {
+        !memchr(rq->tag, 0, sizeof rq->tag) || !memchr(rq->lowerdirs, 0, sizeof rq->lowerdirs) ||
+        !memchr(rq->hold, 0, sizeof rq->hold) || !memchr(rq->workdir, 0, sizeof rq->workdir) ||
+        rq->envlen > sizeof rq->env) {
         for (int i = 0; i < ngot; i++)
             close(got[i]);
         return -1;
@@ -322,6 +339,13 @@ int lbsd_zygote_main(void)
             .pids = rq.pids,
             .nofile = rq.nofile,
             .ptys = rq.ptys,
+            .lowerdirs = rq.lowerdirs[0] ? rq.lowerdirs : NULL,
+            .hold = rq.hold[0] ? rq.hold : NULL,
+            .workdir = rq.workdir,
+            .env = rq.env,
+            .envlen = (size_t)rq.envlen,
+            .uid = rq.uid,
+            .gid = rq.gid,
         };
         /* CLONE_PARENT: init is sandboxd's child, not ours (zygote.h);
          * its network namespace a fresh one from the stock, else new */

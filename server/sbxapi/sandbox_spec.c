@@ -4,6 +4,7 @@
 
 #include "common/status.h"
 #include "common/node_id.h"
+#include "images/store.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -279,15 +280,20 @@ static int lb_parse_mode(const cJSON *v, int *mode)
 
 /* ---- the create spec ---- */
 
+/* A debootstrap image's name, or an image reference (a layered image,
+ * images/store.h): sandboxd says whether the image exists. */
 static int lb_image_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (n < 1 || n > 32)
+    if (n < 1 || n > LB_IMAGE_REF_MAX)
         return 0;
-    for (size_t i = 0; i < n; i++)
+    int plain = n <= 32;
+    for (size_t i = 0; plain && i < n; i++)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
-            return 0;
-    return 1;
+            plain = 0;
+    lb_image_ref r;
+    char why[160];
+    return plain || lb_image_ref_parse(s, LB_IMAGE_REF_LOCAL, &r, why, sizeof why) == LB_OK;
 }
 
 static int lb_parse_resources(const cJSON *res, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz)
@@ -401,10 +407,11 @@ int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, 
     if (rc)
         return rc;
     const char *s;
-    if ((rc = lb_get_str(body, "image", 64, &s, msg, msgsz)))
+    if ((rc = lb_get_str(body, "image", LB_IMAGE_REF_MAX, &s, msg, msgsz)))
         return rc;
     if (s && !lb_image_ok(s))
-        return lb_fail(msg, msgsz, LB_E_INVAL, "\"image\" must be an image name: 1 to 32 of a-z, 0-9, _ and -.");
+        return lb_fail(msg, msgsz, LB_E_INVAL, "\"image\" must be an image name (1 to 32 of a-z, 0-9, _ and -) or "
+                                               "an image reference ([host[:port]/]repo[:tag]).");
     snprintf(sp->image, sizeof sp->image, "%s", s ? s : cfg->default_image);
 
     sp->ttl_s = cfg->sandbox_api_ttl_s;
@@ -421,6 +428,18 @@ int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, 
             return lb_fail(msg, msgsz, LB_E_INVAL, "\"workdir\" must be an absolute path without \"..\" or control "
                            "characters, at most 1024 bytes.");
         sp->workdir_given = 1;
+    } else {
+        /* a layered image's WorkingDir is the sandbox's, as in `docker run`
+         * (images/store.h: its record) */
+        cJSON *rec = NULL;
+        char why[256];
+        if (lb_image_record_read(cfg, sp->image, &rec, why, sizeof why) == LB_OK) {
+            const cJSON *wd = cJSON_GetObjectItemCaseSensitive(rec, "workdir");
+            if (cJSON_IsString(wd) && wd->valuestring[0] == '/' &&
+                lb_sbx_path(wd->valuestring, strlen(wd->valuestring), NULL, 1, sp->workdir, sizeof sp->workdir) != LB_OK)
+                snprintf(sp->workdir, sizeof sp->workdir, "/testbed");
+            cJSON_Delete(rec);
+        }
     }
 
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(body, "env");

@@ -16,6 +16,7 @@
 
 #include "common/buf.h"
 #include "common/config.h"
+#include "common/image_ref.h"
 #include "common/node_id.h"
 #include "common/path.h"
 #include "common/status.h"
@@ -41,7 +42,7 @@ typedef struct lb_sbx_file {
 } lb_sbx_file;
 
 typedef struct lb_sbx_spec {
-    char image[64];
+    char image[LB_IMAGE_REF_MAX + 1]; /* a debootstrap name or an image reference */
     int ttl_s;
     char workdir[LB_SBX_SPATH_MAX];/* absolute; "/testbed" by default */
     int workdir_given;

@@ -38,7 +38,7 @@
 #define LBST_EXIT_TOOBIG 2
 #define LBST_EXIT_DAMAGED 3
 #define LBST_EXIT_IMAGE 4
-#define LBST_IMAGE_MAX 32   /* image names: [a-z0-9_-]{1,32} (sandbox/rpc.h) */
+#define LBST_IMAGE_MAX 255  /* image names and references (sandbox/rpc.h LBSD_IMAGE_REF_MAX) */
 
 #define LBST_FD_STATE 0
 #define LBST_FD_RESULT 1

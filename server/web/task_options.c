@@ -4,6 +4,10 @@
  * would not grant. */
 #include "web/task_options.h"
 
+#include "common/image_ref.h"
+#include "images/image_admin.h"
+#include "images/store.h"
+
 #include "common/config.h"
 #include "common/status.h"
 #include "images/registry_cli.h"
@@ -50,7 +54,7 @@ static int lb_image_name_ok(const char *v)
 
 static int lb_image_built(const char *image_store, const char *name)
 {
-    char p[LB_CFG_PATH + 96];
+    char p[LB_CFG_PATH + 300];
     struct stat st;
     snprintf(p, sizeof p, "%s/%s/.complete", image_store, name);
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
@@ -74,6 +78,23 @@ cJSON *lb_images_list(const lb_config *cfg)
         closedir(d);
     }
     qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    /* then the layered images (images/image_admin.h), by their references */
+    cJSON *layered = lb_image_list_json(cfg, NULL);
+    const cJSON *li;
+    cJSON_ArrayForEach(li, layered) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(li, "kind"), *nm = cJSON_GetObjectItemCaseSensitive(li, "name");
+        if (!cJSON_IsString(k) || strcmp(k->valuestring, "layered") != 0 || !cJSON_IsString(nm))
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            break;
+        }
+        cJSON_AddStringToObject(o, "name", nm->valuestring);
+        cJSON_AddBoolToObject(o, "default", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(li, "default")));
+        cJSON_AddBoolToObject(o, "layered", 1);
+    }
+    cJSON_Delete(layered);
     for (size_t i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject();
         if (!o || !cJSON_AddItemToArray(arr, o)) {
@@ -86,13 +107,37 @@ cJSON *lb_images_list(const lb_config *cfg)
     return arr;
 }
 
+/* True when v names a layered image of this host (an imported, pulled or
+ * built one: its record in <image_store>/oci/refs/, images/store.h). */
+static int lb_image_layered(const lb_config *cfg, const char *v)
+{
+    char canon[LB_IMAGE_REF_MAX + 8], file[LB_IMAGE_REF_MAX + 8], why[160], p[LB_CFG_PATH + 300];
+    struct stat st;
+    if (lb_image_record_name(v, canon, sizeof canon, file, sizeof file, why, sizeof why) != LB_OK)
+        return 0;
+    snprintf(p, sizeof p, "%s/oci/refs/%s", cfg->image_store, file);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int lb_image_check(const lb_config *cfg, const char *v, char *err, size_t errsz)
 {
+    /* a debootstrap image, or a layered one by its reference */
+    if (strlen(v) <= LB_IMAGE_REF_MAX && !(lb_image_name_ok(v) && lb_image_built(cfg->image_store, v)) &&
+        lb_image_layered(cfg, v))
+        return LB_OK;
     if (lb_image_is_registry_ref(v)) /* a registry's image: pulled on first use, once (registry_cli.h) */
         return lb_pull_ensure(cfg, v, err, errsz);
     if (!lb_image_name_ok(v)) {
-        snprintf(err, errsz, "The image name may hold only lowercase letters, digits, '.', '_' and '-'.");
-        return LB_E_INVAL;
+        lb_image_ref ref;
+        char why[160];
+        if (strlen(v) > LB_IMAGE_REF_MAX || lb_image_ref_parse(v, LB_IMAGE_REF_LOCAL, &ref, why, sizeof why) != LB_OK) {
+            snprintf(err, errsz, "The image must be an image name (lowercase letters, digits, '.', '_' and '-') or "
+                                 "an image reference ([host[:port]/]repo[:tag]).");
+            return LB_E_INVAL;
+        }
+        snprintf(err, errsz, "There is no sandbox image \"%.255s\" on this service; GET /api/images lists them "
+                             "(llmbox image import or pull adds one).", v);
+        return LB_E_NOTFOUND;
     }
     if (!lb_image_built(cfg->image_store, v)) {
         snprintf(err, errsz, "There is no sandbox image \"%s\" on this service; GET /api/info lists the images.", v);

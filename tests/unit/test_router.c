@@ -102,6 +102,7 @@ TEST(allow_lists)
         {"/api/logout", "POST"},
         {"/api/models", "GET, HEAD"},
         {"/api/info", "GET, HEAD"},
+        {"/api/images", "GET, HEAD"},
         {"/api/tools", "GET, HEAD"},
         {"/api/tasks", "GET, HEAD, POST"},
         {"/api/tasks/" ID, "GET, HEAD, DELETE"},
