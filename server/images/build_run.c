@@ -814,8 +814,8 @@ static int do_step(bld *b, const lb_df_step *s)
     return rc;
 }
 
-/* Removes the stages of builds that were killed (stage-<pid>-<random>
- * whose pid is gone). */
+/* Removes what builds that were killed left: their stages
+ * (stage-<pid>-<random> whose pid is gone) and their RUN images. */
 static void clean_stages(bld *b)
 {
     DIR *d = opendir(b->cache);
@@ -829,6 +829,27 @@ static void clean_stages(bld *b)
         snprintf(p, sizeof p, "%s/%s", b->cache, de->d_name);
         if (lb_rmtree(p) != LB_OK)
             fprintf(stderr, "llmbox: build: could not remove a killed build's %s\n", p);
+    }
+    if (d)
+        closedir(d);
+    /* and the images a killed build registered for its RUN sandboxes
+     * (refs/llmbox-build+<pid>-<random>=stepN.json) */
+    char refs[BPATH];
+    snprintf(refs, sizeof refs, "%s/refs", b->oci);
+    d = opendir(refs);
+    while (d && (de = readdir(d))) {
+        long pid = 0;
+        size_t n = strlen(de->d_name);
+        if (strncmp(de->d_name, "llmbox-build+", 13) || n < 19 || strcmp(de->d_name + n - 5, ".json") ||
+            (pid = strtol(de->d_name + 13, NULL, 10)) <= 1 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+            errno == EPERM)
+            continue;
+        char name[256], m[256];
+        snprintf(name, sizeof name, "%.*s", (int)(n - 5), de->d_name);
+        for (char *c = name; *c; c++)
+            *c = *c == '+' ? '/' : *c == '=' ? ':' : *c;
+        if (lb_image_rm(b->cfg, name, m, sizeof m) != LB_OK)
+            fprintf(stderr, "llmbox: build: could not remove a killed build's image %s: %s\n", name, m);
     }
     if (d)
         closedir(d);

@@ -13,6 +13,8 @@ only, run as root; needs umoci):
     the RUN;
   - a failing RUN: the step and its exit code named, nothing registered,
     the build's own images, saved states and staging removed;
+  - kill -9 of a build while its RUN runs: nothing registered under its
+    name, and the next build removes its stage and its RUN image;
   - COPY of a path outside the context (.., an absolute path that climbs,
     a symlink in the context that points out) refused before any sandbox,
     and a URL in ADD refused.
@@ -28,7 +30,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -121,6 +125,13 @@ def check_every_instruction(e):
     with open(os.path.join(e.store, "oci", "blobs", "sha256", cfg_hex)) as f:
         cfg = json.load(f)
     assert cfg["config"]["Labels"] == {"org.example.k": "v 1"}, cfg
+    # the RUN's layer holds the step's work, not sandboxd's own files nor
+    # opaque marks that would hide the image's /run and /testbed
+    with tarfile.open(os.path.join(e.store, "oci", "blobs", "sha256", rec["layers"][-1])) as t:
+        names = t.getnames()
+    assert "opt/app/greet.txt" in names and "var/made" in names, names
+    assert not [n for n in names if n.startswith(("run/", "testbed/")) and
+                (n.endswith(".wh..wh..opq") or n == "run/.llmbox-shell")], names
     # a sandbox of the built image: its files, Env, WorkingDir and User
     c = e.d.connect()
     sid = c.create(image="team/full:1")
@@ -199,6 +210,31 @@ def check_copy_outside_context_refused(e):
     assert leftovers(e) == ([], [], []), leftovers(e)
 
 
+def check_kill9_mid_build_cleaned_by_the_next(e):
+    df = os.path.join(e.tmp, "Dockerfile.kill")
+    with open(df, "w") as f:
+        f.write("FROM %s\nCOPY data.txt /x\nRUN echo started; sleep 60\n" % BASE)
+    p = subprocess.Popen([BIN, "image", "build", "-f", df, "team/killed:1", e.ctx], env=e.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = ""
+        deadline = time.monotonic() + 60
+        while "Step 3/3: RUN" not in seen and time.monotonic() < deadline:
+            seen += p.stderr.readline()
+        time.sleep(1.0)  # the RUN's sandbox is up: its image registered, the stage full
+        assert [n for n in os.listdir(os.path.join(e.store, "oci", "refs")) if n.startswith("llmbox-build+")]
+    finally:
+        p.kill()
+        p.wait()
+    assert "team/killed:1" not in e.images()
+    # the next build removes what the killed one left
+    e.build("FROM %s\nENV A=1\n" % BASE, "team/after:1")
+    time.sleep(0.3)
+    cache = os.path.join(e.store, "oci", "build-cache")
+    assert [n for n in os.listdir(cache) if n.startswith("stage-")] == [], os.listdir(cache)
+    assert leftovers(e)[0::2] == ([], []), leftovers(e)
+
+
 def main():
     rep = Reporter("image_build/")
     if os.geteuid() != 0:
@@ -218,6 +254,7 @@ def main():
             rep.run("cache_second_build_runs_no_step", check_cache, e)
             rep.run("failed_run_leaves_no_image", check_failed_run_leaves_nothing, e)
             rep.run("copy_outside_the_context_refused", check_copy_outside_context_refused, e)
+            rep.run("kill9_mid_build_cleaned_by_the_next_build", check_kill9_mid_build_cleaned_by_the_next, e)
     finally:
         e.close()
     return rep.exit_code()
