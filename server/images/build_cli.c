@@ -144,6 +144,9 @@ int lb_build_cli_main(int argc, char **argv, const lb_config *cfg)
     }
     for (int i = 0; i < df.n; i++) {
         const lb_df_step *s = &df.steps[i];
+        if (check)
+            fprintf(stderr, "llmbox: build: step %d/%d Dockerfile:%d: %s %s%s\n", i + 1, df.n, s->line,
+                    lb_df_kind_name(s->kind), s->argv[0], s->argc > 1 ? " ..." : "");
         if (s->kind == LB_DF_ARG || s->kind == LB_DF_ENV) {
             for (int j = 0; j < s->argc; j++) {
                 char *val = NULL;
