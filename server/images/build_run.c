@@ -360,6 +360,8 @@ static int lower_roots(bld *b, char **roots)
 
 static void print_lines(bld *b, const char *p, size_t n)
 {
+    if (!p)
+        return;
     while (n > 0) {
         const char *nl = memchr(p, '\n', n);
         size_t l = nl ? (size_t)(nl - p) : n;
@@ -494,12 +496,25 @@ static int do_run(bld *b, const lb_df_step *s)
     b->run++;
     lbsb_exec_out eo = {0};
     int to = b->o->timeout_s > 0 ? b->o->timeout_s : 1800;
-    rc = lbsb_exec(b->conn, id, cmd, to * 1000, &eo, m, sizeof m);
-    if (!rc) {
-        print_lines(b, eo.out, eo.out_len < OUTPUT_MAX ? eo.out_len : OUTPUT_MAX);
-        print_lines(b, eo.err, eo.err_len < OUTPUT_MAX ? eo.err_len : OUTPUT_MAX);
+    /* streamed: every second the output so far (sandboxd's soft timeout
+     * hands it over and the command goes on; "" waits for more) */
+    lbsb_exec_opts eopt = {.timeout_ms = to * 1000, .soft_timeout_ms = 1000};
+    int code = -1, state = LLMBOX_EXEC_RUNNING;
+    size_t shown = 0;
+    for (const char *c = cmd; !rc && state == LLMBOX_EXEC_RUNNING; c = "") {
+        lbsb_exec_out_free(&eo);
+        memset(&eo, 0, sizeof eo);
+        if ((rc = lbsb_exec_ex(b->conn, id, c, &eopt, &eo, m, sizeof m)))
+            break;
+        size_t no = shown < OUTPUT_MAX ? (eo.out_len < OUTPUT_MAX - shown ? eo.out_len : OUTPUT_MAX - shown) : 0;
+        print_lines(b, eo.out, no);
+        shown += no;
+        size_t ne = shown < OUTPUT_MAX ? (eo.err_len < OUTPUT_MAX - shown ? eo.err_len : OUTPUT_MAX - shown) : 0;
+        print_lines(b, eo.err, ne);
+        shown += ne;
+        code = eo.exit_code;
+        state = eo.state;
     }
-    int code = eo.exit_code, state = eo.state;
     lbsb_exec_out_free(&eo);
     if (rc || code != 0) {
         char dm[256];

@@ -11,6 +11,7 @@ only, run as root; needs umoci):
     RUN/COPY/ADD step "from the cache", the same layers), a changed copied
     file reruns its step and the RUN after it, a changed --build-arg reruns
     the RUN;
+  - a RUN's output reaches stderr while the command still runs;
   - a failing RUN: the step and its exit code named, nothing registered,
     the build's own images, saved states and staging removed;
   - kill -9 of a build while its RUN runs: nothing registered under its
@@ -210,6 +211,29 @@ def check_copy_outside_context_refused(e):
     assert leftovers(e) == ([], [], []), leftovers(e)
 
 
+def check_run_output_streamed(e):
+    df = os.path.join(e.tmp, "Dockerfile.stream")
+    with open(df, "w") as f:
+        f.write("FROM %s\nRUN echo first-line; sleep 6; echo last-line\n" % BASE)
+    p = subprocess.Popen([BIN, "image", "build", "-f", df, "team/stream:1", e.ctx], env=e.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        while line and " | " not in line:
+            line = p.stderr.readline()
+        # the first line arrived while the command still sleeps: seconds
+        # before the build ends (printed at the step's end, it came last)
+        t_first = time.monotonic()
+        assert line.strip() == "Step 2/2 | first-line" and p.poll() is None, (line, p.poll())
+        rest = p.stderr.read()
+        assert p.wait(timeout=120) == 0 and "Step 2/2 | last-line" in rest, rest
+        assert time.monotonic() - t_first > 3, time.monotonic() - t_first
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def check_kill9_mid_build_cleaned_by_the_next(e):
     df = os.path.join(e.tmp, "Dockerfile.kill")
     with open(df, "w") as f:
@@ -254,6 +278,7 @@ def main():
             rep.run("cache_second_build_runs_no_step", check_cache, e)
             rep.run("failed_run_leaves_no_image", check_failed_run_leaves_nothing, e)
             rep.run("copy_outside_the_context_refused", check_copy_outside_context_refused, e)
+            rep.run("run_output_streamed_while_the_step_runs", check_run_output_streamed, e)
             rep.run("kill9_mid_build_cleaned_by_the_next_build", check_kill9_mid_build_cleaned_by_the_next, e)
     finally:
         e.close()
