@@ -11,6 +11,8 @@ only, run as root; needs umoci):
     RUN/COPY/ADD step "from the cache", the same layers), a changed copied
     file reruns its step and the RUN after it, a changed --build-arg reruns
     the RUN;
+  - FROM a registry's reference (Debian's docker-registry on loopback,
+    the base pushed there with skopeo): pulled first, then built on;
   - a RUN's output reaches stderr while the command still runs;
   - a failing RUN: the step and its exit code named, nothing registered,
     the build's own images, saved states and staging removed;
@@ -34,11 +36,13 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from oci_images import tiny_rootfs, umoci_image  # noqa: E402
-from sandbox_rpc import BIN, Daemon, Reporter  # noqa: E402
+from sandbox_rpc import BIN, Daemon, Reporter, Skip  # noqa: E402
+from stack import free_port  # noqa: E402
 
 BASE = "team/base:1"
 
@@ -234,6 +238,34 @@ def check_run_output_streamed(e):
             p.wait()
 
 
+def check_from_a_registry_reference_pulls(e):
+    if not shutil.which("docker-registry") or not shutil.which("skopeo"):
+        raise Skip("docker-registry and skopeo are not installed (scripts/deps.sh)")
+    reg = "127.0.0.1:%d" % free_port()
+    conf = os.path.join(e.tmp, "registry.yml")
+    with open(conf, "w") as f:
+        f.write("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+                "http:\n  addr: %s\n" % (os.path.join(e.tmp, "registry"), reg))
+    proc = subprocess.Popen(["docker-registry", "serve", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen("http://%s/v2/" % reg, timeout=2).read()
+                break
+            except Exception:
+                time.sleep(0.1)
+        subprocess.check_call(["skopeo", "copy", "-q", "--dest-tls-verify=false", "oci:%s:v1" % e.layout,
+                               "docker://%s/team/remote:1" % reg])
+        ref = "%s/team/remote:1" % reg
+        assert ref not in e.images()
+        r = e.build("FROM %s\nRUN echo from-the-registry > /r\n" % ref, "team/onremote:1")
+        assert "pulling " + ref in r.stderr and "1 run in a sandbox" in r.stdout, (r.stdout, r.stderr)
+        assert ref in e.images() and "team/onremote:1" in e.images()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def check_kill9_mid_build_cleaned_by_the_next(e):
     df = os.path.join(e.tmp, "Dockerfile.kill")
     with open(df, "w") as f:
@@ -271,6 +303,7 @@ def main():
     try:
         root = tiny_rootfs(os.path.join(e.tmp, "rootfs"))
         lay = umoci_image(e.tmp, root, env=["PATH=/usr/bin:/bin"], tag="v1")
+        e.layout = lay
         e.llmbox("import", lay, BASE)
         with Daemon(env={"LLMBOX_IMAGE_STORE": e.store, "LLMBOX_POOL_SIZE": "0"}) as d:
             e.d = d
@@ -279,6 +312,7 @@ def main():
             rep.run("failed_run_leaves_no_image", check_failed_run_leaves_nothing, e)
             rep.run("copy_outside_the_context_refused", check_copy_outside_context_refused, e)
             rep.run("run_output_streamed_while_the_step_runs", check_run_output_streamed, e)
+            rep.run("from_a_registry_reference_pulls_it_first", check_from_a_registry_reference_pulls, e)
             rep.run("kill9_mid_build_cleaned_by_the_next_build", check_kill9_mid_build_cleaned_by_the_next, e)
     finally:
         e.close()
