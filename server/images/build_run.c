@@ -213,6 +213,8 @@ static void cache_put(bld *b, const char *hex, long long size)
 
 static void history(bld *b, const char *by, int empty)
 {
+    if (!b->config)
+        return; /* an ARG before FROM */
     cJSON *h = cJSON_GetObjectItem(b->config, "history");
     if (!h)
         h = cJSON_AddArrayToObject(b->config, "history");
