@@ -16,6 +16,7 @@ only, run as root; needs umoci):
   - a RUN's output reaches stderr while the command still runs;
   - a failing RUN: the step and its exit code named, nothing registered,
     the build's own images, saved states and staging removed;
+  - --network: the build's own setting, asked of sandboxd for each RUN;
   - kill -9 of a build while its RUN runs: nothing registered under its
     name, and the next build removes its stage and its RUN image;
   - COPY of a path outside the context (.., an absolute path that climbs,
@@ -266,6 +267,16 @@ def check_from_a_registry_reference_pulls(e):
         proc.wait()
 
 
+def check_network_setting_reaches_the_sandbox(e):
+    # this sandboxd allows loopback only: --network nat is asked for and
+    # refused by it, with its sentence; the default (none) builds
+    r = e.build("FROM %s\nRUN echo net\n" % BASE, "team/net:1", "--network", "nat", check=False)
+    assert r.returncode != 0 and 'network "nat" is not allowed' in r.stderr, r.stderr
+    assert "team/net:1" not in e.images() and leftovers(e) == ([], [], []), leftovers(e)
+    r = e.build("FROM %s\nRUN echo net\n" % BASE, "team/net:1", "--network", "none", "--no-cache")
+    assert "1 run in a sandbox" in r.stdout, r.stdout
+
+
 def check_kill9_mid_build_cleaned_by_the_next(e):
     df = os.path.join(e.tmp, "Dockerfile.kill")
     with open(df, "w") as f:
@@ -313,6 +324,7 @@ def main():
             rep.run("copy_outside_the_context_refused", check_copy_outside_context_refused, e)
             rep.run("run_output_streamed_while_the_step_runs", check_run_output_streamed, e)
             rep.run("from_a_registry_reference_pulls_it_first", check_from_a_registry_reference_pulls, e)
+            rep.run("network_setting_reaches_the_sandbox", check_network_setting_reaches_the_sandbox, e)
             rep.run("kill9_mid_build_cleaned_by_the_next_build", check_kill9_mid_build_cleaned_by_the_next, e)
     finally:
         e.close()
