@@ -1,9 +1,10 @@
-/* `llmbox image build -f`: the Dockerfile checked against its context
- * (build_cli.h). */
+/* `llmbox image build -f`: the Dockerfile checked against its context,
+ * then run by the builder (build_cli.h, build_run.h). */
 #include "images/build_cli.h"
 
 #include "common/image_ref.h"
 #include "common/util.h"
+#include "images/build_run.h"
 #include "images/dockerfile_parse.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define BUILD_ARGS_MAX 64
 #define VARS_MAX 4096 /* ARG and ENV values in one Dockerfile */
@@ -43,7 +45,8 @@ int lb_build_cli_handles(int argc, char **argv)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: llmbox image build -f Dockerfile [--build-arg K=V]... [--check] NAME [CONTEXT]\n"
+    fprintf(stderr, "usage: llmbox image build -f Dockerfile [--build-arg K=V]... [--network none|nat] [--no-cache]\n"
+                    "                          [--timeout S] [--check] NAME [CONTEXT]\n"
                     "       llmbox image build NAME   (a debootstrap image from images/NAME/packages)\n");
     return 2;
 }
@@ -65,10 +68,11 @@ static int source_in_context(const char *ctxreal, const char *src)
 
 int lb_build_cli_main(int argc, char **argv, const lb_config *cfg)
 {
-    (void)cfg;
     const char *file = NULL, *name = NULL, *context = ".";
     const char *bargs[BUILD_ARGS_MAX];
-    int nb = 0, check = 0, have_ctx = 0;
+    int nb = 0, check = 0, have_ctx = 0, no_cache = 0;
+    long long timeout_s = 0;
+    const char *network = "none";
     for (int i = 2; i < argc; i++) {
         if ((!strcmp(argv[i], "-f") || !strcmp(argv[i], "--file")) && i + 1 < argc) {
             file = argv[++i];
@@ -81,6 +85,19 @@ int lb_build_cli_main(int argc, char **argv, const lb_config *cfg)
             bargs[nb++] = argv[++i];
         } else if (!strcmp(argv[i], "--check")) {
             check = 1;
+        } else if (!strcmp(argv[i], "--no-cache")) {
+            no_cache = 1;
+        } else if (!strcmp(argv[i], "--network") && i + 1 < argc) {
+            network = argv[++i];
+            if (strcmp(network, "none") && strcmp(network, "nat")) {
+                fprintf(stderr, "llmbox: image build: --network takes none or nat\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+            if (lb_parse_ll(argv[++i], 1, 86400, &timeout_s) != LB_OK) {
+                fprintf(stderr, "llmbox: image build: --timeout takes seconds, 1 to 86400\n");
+                return 2;
+            }
         } else if (argv[i][0] == '-') {
             return usage();
         } else if (!name) {
@@ -127,8 +144,9 @@ int lb_build_cli_main(int argc, char **argv, const lb_config *cfg)
     }
     for (int i = 0; i < df.n; i++) {
         const lb_df_step *s = &df.steps[i];
-        fprintf(stderr, "llmbox: build: step %d/%d Dockerfile:%d: %s %s%s\n", i + 1, df.n, s->line,
-                lb_df_kind_name(s->kind), s->argv[0], s->argc > 1 ? " ..." : "");
+        if (check)
+            fprintf(stderr, "llmbox: build: step %d/%d Dockerfile:%d: %s %s%s\n", i + 1, df.n, s->line,
+                    lb_df_kind_name(s->kind), s->argv[0], s->argc > 1 ? " ..." : "");
         if (s->kind == LB_DF_ARG || s->kind == LB_DF_ENV) {
             for (int j = 0; j < s->argc; j++) {
                 char *val = NULL;
@@ -195,10 +213,20 @@ int lb_build_cli_main(int argc, char **argv, const lb_config *cfg)
     if (check) {
         fprintf(stderr, "llmbox: build: %s: %d steps checked\n", file, df.n);
         status = 0;
+    } else if (geteuid() != 0) {
+        fprintf(stderr, "llmbox: image build: building needs root (it writes the image store)\n");
     } else {
-        fprintf(stderr, "llmbox: image build: the Dockerfile is valid, but running its steps in sandboxes is "
-                        "not built yet (use --check to only check it; `llmbox image build NAME` without -f "
-                        "builds a debootstrap image)\n");
+        /* every source was checked above, before any sandbox starts */
+        lb_build_opts o = {.bargs = bargs, .nb = nb, .network = network, .no_cache = no_cache,
+                           .timeout_s = (int)timeout_s};
+        lb_build_result res;
+        if (lb_build_run(cfg, &df, ctxreal, name, &o, &res, msg, sizeof msg) != LB_OK) {
+            fprintf(stderr, "llmbox: image build: %s\nllmbox: image build: failed; nothing was registered\n", msg);
+        } else {
+            printf("built %s: %d steps, %d run in a sandbox, %d from the cache, %d new layers\n", res.canon,
+                   res.steps, res.run, res.cached, res.layers);
+            status = 0;
+        }
     }
 out:
     for (int i = 0; owned && i < nowned; i++)

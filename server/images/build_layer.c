@@ -54,6 +54,20 @@ static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_
     return (la_ssize_t)n;
 }
 
+/* What sandboxd itself puts in every sandbox's writable layer, not the
+ * step's work: the shell's state file, and the opaque marks of the folders
+ * it makes fresh at create (they would hide the image's own /run and
+ * /testbed under the new layer). */
+static int sandbox_own(const char *rel)
+{
+    static const char *const own[] = {"run/.llmbox-shell", "run/.wh..wh..opq", "testbed/.wh..wh..opq",
+                                      "testbed/input/.wh..wh..opq", "testbed/output/.wh..wh..opq"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strcmp(rel, own[i]))
+            return 1;
+    return 0;
+}
+
 /* One entry of the state: refused unless it is a clean path under layer/
  * and a folder, a file or a symlink. *rel gets the path in the layer. */
 static int entry_ok(struct archive_entry *e, char *rel, size_t relsz, char *msg, size_t msgsz)
@@ -142,7 +156,7 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
         char rel[LB_PATH_MAX + 1];
         if ((rc = entry_ok(e, rel, sizeof rel, msg, msgsz)))
             goto out;
-        if (!rel[0])
+        if (!rel[0] || sandbox_own(rel))
             continue;
         if (++entries > LB_BUILD_LAYER_ENTRIES_MAX) {
             say(msg, msgsz, "The saved state has more than %d entries.", LB_BUILD_LAYER_ENTRIES_MAX);

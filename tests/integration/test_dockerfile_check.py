@@ -46,9 +46,11 @@ def test_an_agents_dockerfile_checks():
     assert p.returncode == 0, p.stderr
     assert "step 3/9 Dockerfile:4: RUN apt-get update && apt-get install" in p.stderr, p.stderr
     assert "9 steps checked" in p.stderr, p.stderr
-    # without --check: checked, then the sentence that running is not built
+    # without --check: checked, then run (test_image_build.py); here the
+    # base is neither a local image nor a registry's, so FROM stops it
     p = build(AGENT, "agent:1", CTX)
-    assert p.returncode == 1 and "not built yet" in p.stderr, p.stderr
+    assert p.returncode == 1 and "Dockerfile:3: step 2/9 FROM: python:3.11-slim" in p.stderr, p.stderr
+    assert "nothing was registered" in p.stderr, p.stderr
 
 
 def test_build_args_reach_from_and_copy():

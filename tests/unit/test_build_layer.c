@@ -1,5 +1,6 @@
 /* Unit tests for a saved state made an OCI layer (server/images/
  * build_layer.c): the layer/ prefix and meta/ dropped, whiteouts kept,
+ * sandboxd's own shell state and opaque marks of /run and /testbed dropped,
  * setuid dropped, the digest; a state with an entry outside layer/, a
  * path with "..", a device, a hard link or too many bytes refused with
  * nothing left behind. States are written here with libarchive as
@@ -98,6 +99,11 @@ TEST(a_state_becomes_a_layer)
         {"layer/usr/.wh..wh..opq", AE_IFREG, 0, NULL, NULL},
         {"layer/bin/su", AE_IFREG, 04755, "x", NULL},
         {"layer/link", AE_IFLNK, 0777, "etc/hello", NULL},
+        /* sandboxd's own: left out */
+        {"layer/run/.llmbox-shell", AE_IFREG, 0644, "state", NULL},
+        {"layer/run/.wh..wh..opq", AE_IFREG, 0, NULL, NULL},
+        {"layer/testbed/.wh..wh..opq", AE_IFREG, 0, NULL, NULL},
+        {"layer/testbed/input/.wh..wh..opq", AE_IFREG, 0, NULL, NULL},
     };
     CHECK(write_state(state, es, (int)(sizeof es / sizeof es[0])) == 0);
     lb_build_layer info;
