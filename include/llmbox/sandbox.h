@@ -58,7 +58,8 @@
  *            kind "file"|"dir"|"symlink"|"fifo"|"socket"|"chardev"|"blockdev"|"other",
  *            mode (the 07777 bits), uid, gid (as the sandbox sees them; 65534 for
  *            an id outside its range), mtime (s), mtime_ns, target (a symlink's,
- *            read without following it; absent if longer than 4096 bytes).
+ *            read without following it; absent if longer than 4096 bytes),
+ *            st_size (the filesystem's size of any kind, a directory's too).
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
  *            may be sent while an exec on the same connection is waiting:
@@ -302,6 +303,7 @@ typedef struct lbsb_entry {
     uint32_t uid, gid;          /* as the sandbox sees them (0..65535) */
     int64_t mtime_s;            /* modification time, s since the epoch */
     uint32_t mtime_ns;          /* and ns (0..999999999) */
+    uint64_t fs_size;           /* the filesystem's size of any kind (st_size: a directory's too); size if not sent */
     char *target;               /* a symlink's target, owned; NULL if none or unknown */
 } lbsb_entry;
 

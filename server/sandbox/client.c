@@ -677,6 +677,8 @@ static int lbsb_meta_parse(const cJSON *o, lbsb_entry *e)
     e->gid = gid < 0 ? 65534 : (uint32_t)gid;
     e->mtime_s = mt == -1 ? 0 : (int64_t)mt;
     e->mtime_ns = ns < 0 ? 0 : (uint32_t)ns;
+    double fsz = lbsb_num_in(o, "st_size", 0, 9e15);
+    e->fs_size = fsz < 0 ? e->size : (uint64_t)fsz;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "target");
     if (e->kind == LBSB_KIND_SYMLINK && cJSON_IsString(t) && strlen(t->valuestring) <= LBSB_TARGET_MAX &&
         !(e->target = strdup(t->valuestring)))
