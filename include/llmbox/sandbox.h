@@ -447,6 +447,16 @@ LLMBOX_MUST_CHECK int lbsb_proc_signal(lbsb_conn *c, const char *id, uint32_t pi
                                        size_t errsz);
 /* *json: the array of proc_list's answer as JSON text (caller frees). */
 LLMBOX_MUST_CHECK int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size_t errsz);
+
+/* One sample of a sandbox's use (sandboxd's metrics request). A counter
+ * sandboxd could not read is -1. */
+typedef struct lbsb_metrics {
+    double cpu_usage_us;        /* CPU time of its processes, microseconds */
+    int cpu_count;              /* the CPUs it may use */
+    double mem_used, mem_total, mem_cache;  /* bytes */
+    double disk_used, disk_total;           /* bytes of its root's filesystem */
+} lbsb_metrics;
+LLMBOX_MUST_CHECK int lbsb_metrics_get(lbsb_conn *c, const char *id, lbsb_metrics *m, char *errbuf, size_t errsz);
 /* issue 17: *fd_out gets a TCP socket connected to 127.0.0.1:port inside
  * the sandbox (the caller closes it). LB_E_NOTFOUND: nothing listens
  * there. c must be idle (no answer owed). */

@@ -3,6 +3,7 @@
 
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_envd.h"
+#include "e2b/e2b_metrics.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "llmbox/sandbox.h"
@@ -626,7 +627,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         lb_e2b_error(r, 404, "Resume a paused sandbox with POST /v2/sandboxes/%.40s/connect (Sandbox.connect).", id);
         return;
     }
-    if (!strcmp(rest, "/metrics") || !strcmp(rest, "/fork") ||
+    if (!strcmp(rest, "/fork") ||
         !strcmp(rest, "/network") || !strcmp(rest, "/logs")) {
         lb_e2b_error(r, 501, "%s of a sandbox is not supported by llmbox (docs/E2B.md).", rest + 1);
         return;
@@ -636,6 +637,11 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         return;
     cJSON *body = NULL, *o = NULL;
     int auto_resumed = 0;
+    if (!strcmp(rest, "/metrics") && !strcmp(m, "GET")) {
+        lb_e2b_metrics(r, s); /* e2b_metrics.h: the samples of the last minutes */
+        lb_sbx_put(s);
+        return;
+    }
     if (!rest[0] && !strcmp(m, "DELETE")) {
         lb_http_drain(r);
         if (lb_sbx_remove(id, LB_SBX_GONE_DELETED) != LB_OK) {
@@ -725,6 +731,7 @@ void lb_h_e2b_api(lb_req *r)
 {
     const char *p = r->path, *m = r->method, *rest = NULL;
     char id[LB_NODE_ID_MAX + 1];
+    lb_e2b_metrics_start(); /* the samples of getMetrics, from the first E2B client on */
     if (!strcmp(p, "/e2b/v2/sandboxes") || !strcmp(p, "/e2b/sandboxes")) {
         if (!strcmp(m, "POST"))
             lb_e2b_create(r);

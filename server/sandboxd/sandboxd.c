@@ -14,6 +14,7 @@
 #include "sandboxd/filewatch.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/sandbox_restore.h"
+#include "sandboxd/sandbox_metrics.h"
 #include "sandboxd/sandbox_proc.h"
 #include "sandboxd/sandbox_save.h"
 #include "sandboxd/sandboxd.h"
@@ -722,6 +723,9 @@ static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t 
         break;
     case LBSD_OP_STAT:
         lbsd_fs_stat(c, sb, req);
+        break;
+    case LBSD_OP_METRICS:
+        lbsd_metrics_request(c, sb); /* sandbox_metrics.c */
         break;
     default:
         lbsd_reply_error(c, LB_E_INVAL, "unsupported op");
