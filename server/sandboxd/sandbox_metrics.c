@@ -60,17 +60,20 @@ static int met_num(const char *s, uint64_t *v)
     return 1;
 }
 
+int lbsd_metrics_keyed(const char *buf, const char *key, uint64_t *v)
+{
+    size_t kl = strlen(key);
+    for (const char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, key, kl) && l[kl] == ' ')
+            return met_num(l + kl + 1, v);
+    return 0;
+}
+
 /* The value of "key N" in a flat-keyed file. */
 static int met_keyed(const char *dir, const char *file, const char *key, uint64_t *v)
 {
     char buf[LBSD_MET_FILE_MAX];
-    if (!met_read(dir, file, buf, sizeof buf))
-        return 0;
-    size_t kl = strlen(key);
-    for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        if (!strncmp(l, key, kl) && l[kl] == ' ')
-            return met_num(l + kl + 1, v);
-    return 0;
+    return met_read(dir, file, buf, sizeof buf) && lbsd_metrics_keyed(buf, key, v);
 }
 
 static int met_file_num(const char *dir, const char *file, uint64_t *v)
@@ -82,19 +85,28 @@ static int met_file_num(const char *dir, const char *file, uint64_t *v)
 /* utime + stime (clock ticks) of one /proc/<pid>/stat: the fields after
  * the command's closing parenthesis (the command is the process's to
  * choose, so the last ')' ends it). */
-static uint64_t met_proc_ticks(pid_t pid)
+int lbsd_metrics_stat_ticks(const char *buf, uint64_t *v)
 {
-    char buf[1024];
-    if (lbsd_proc_read(pid, "stat", buf, sizeof buf) <= 0)
-        return 0;
-    char *p = strrchr(buf, ')');
+    const char *p = strrchr(buf, ')');
     if (!p)
         return 0;
     /* state is field 3; utime and stime are 14 and 15 */
     unsigned long long ut = 0, st = 0;
     if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
         return 0;
-    return (uint64_t)(ut + st);
+    if (ut > (1ull << 40) || st > (1ull << 40))
+        return 0; /* no process has run that long: a line that lies */
+    *v = (uint64_t)(ut + st);
+    return 1;
+}
+
+static uint64_t met_proc_ticks(pid_t pid)
+{
+    char buf[1024];
+    uint64_t v = 0;
+    if (lbsd_proc_read(pid, "stat", buf, sizeof buf) <= 0 || !lbsd_metrics_stat_ticks(buf, &v))
+        return 0;
+    return v;
 }
 
 /* CPU time of v1 groups without cpuacct: the memory group's processes. */
@@ -118,7 +130,7 @@ static int met_v1_procs_us(const lbsd_cgroup *cg, uint64_t *us)
         l = nl + 1;
     }
     free(buf);
-    *us = ticks * 1000000u / (uint64_t)(hz > 0 ? hz : 100);
+    *us = (uint64_t)((double)ticks * 1e6 / (double)(hz > 0 ? hz : 100)); /* at most 4096 * 2^41 ticks */
     return 1;
 }
 

@@ -8,13 +8,13 @@ check('get_metrics_samples_cpu_memory_disk', async () => {
   try {
     // one CPU kept busy for a while, some memory held, 16 MiB written
     await sbx.commands.run('head -c 16777216 /dev/urandom > /root/blob', { user: 'root' })
-    await sbx.commands.run('(timeout 40 sh -c "while :; do :; done" &) ; ' +
-      '(timeout 40 python3 -c "import time; b = bytearray(64 << 20); time.sleep(40)" &)', { user: 'root' })
+    await sbx.commands.run('(timeout 120 sh -c "while :; do :; done" &) ; ' +
+      '(timeout 120 python3 -c "import time; b = bytearray(64 << 20); time.sleep(120)" &)', { user: 'root' })
     let ms = [], busy = null
     for (let i = 0; i < 60 && !busy; i++) { // samples come every 5 s; this bounds a hang
       await new Promise(res => setTimeout(res, 1000))
       ms = await sbx.getMetrics()
-      busy = ms.find(m => m.cpuUsedPct > 20)
+      busy = ms.find(m => m.cpuUsedPct > 5)
     }
     assert(busy, 'a sample shows the busy CPU: ' + JSON.stringify(ms))
     const last = ms[ms.length - 1]
