@@ -8,6 +8,8 @@
  *     max_tasks = 2                  ; overrides user_max_tasks
  *     tasks_per_minute = 5           ; overrides user_tasks_per_minute
  *     max_upload_mb = 50             ; overrides user_max_upload_mb
+ *     max_sandboxes = 2              ; overrides user_max_sandboxes (sandbox API, E2B)
+ *     sandboxes_per_minute = 10      ; overrides user_sandboxes_per_minute
  *
  * `llmbox user add NAME` prints a fresh token and these lines. */
 #include "config_priv.h"
