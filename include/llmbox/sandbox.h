@@ -58,7 +58,8 @@
  *            kind "file"|"dir"|"symlink"|"fifo"|"socket"|"chardev"|"blockdev"|"other",
  *            mode (the 07777 bits), uid, gid (as the sandbox sees them; 65534 for
  *            an id outside its range), mtime (s), mtime_ns, target (a symlink's,
- *            read without following it; absent if longer than 4096 bytes).
+ *            read without following it; absent if longer than 4096 bytes),
+ *            st_size (the filesystem's size of any kind, a directory's too).
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
  *            may be sent while an exec on the same connection is waiting:
@@ -303,6 +304,7 @@ typedef struct lbsb_entry {
     uint32_t uid, gid;          /* as the sandbox sees them (0..65535) */
     int64_t mtime_s;            /* modification time, s since the epoch */
     uint32_t mtime_ns;          /* and ns (0..999999999) */
+    uint64_t fs_size;           /* the filesystem's size of any kind (st_size: a directory's too); size if not sent */
     char *target;               /* a symlink's target, owned; NULL if none or unknown */
 } lbsb_entry;
 
@@ -446,6 +448,16 @@ LLMBOX_MUST_CHECK int lbsb_proc_signal(lbsb_conn *c, const char *id, uint32_t pi
                                        size_t errsz);
 /* *json: the array of proc_list's answer as JSON text (caller frees). */
 LLMBOX_MUST_CHECK int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size_t errsz);
+
+/* One sample of a sandbox's use (sandboxd's metrics request). A counter
+ * sandboxd could not read is -1. */
+typedef struct lbsb_metrics {
+    double cpu_usage_us;        /* CPU time of its processes, microseconds */
+    int cpu_count;              /* the CPUs it may use */
+    double mem_used, mem_total, mem_cache;  /* bytes */
+    double disk_used, disk_total;           /* bytes of its root's filesystem */
+} lbsb_metrics;
+LLMBOX_MUST_CHECK int lbsb_metrics_get(lbsb_conn *c, const char *id, lbsb_metrics *m, char *errbuf, size_t errsz);
 /* issue 17: *fd_out gets a TCP socket connected to 127.0.0.1:port inside
  * the sandbox (the caller closes it). LB_E_NOTFOUND: nothing listens
  * there. c must be idle (no answer owed). */

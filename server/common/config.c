@@ -454,6 +454,8 @@ static const lb_cfg_key lb_keys[] = {
     {"listen", "LLMBOX_LISTEN", NULL, set_listen, F(listen), 0, 0, "127.0.0.1:8080"},
     KEY_INT("user_max_tasks", "LLMBOX_USER_MAX_TASKS", user_max_tasks, 4, 0, 4096),
     KEY_INT("user_tasks_per_minute", "LLMBOX_USER_TASKS_PER_MINUTE", user_tasks_per_minute, 10, 0, 1000),
+    KEY_INT("user_max_sandboxes", "LLMBOX_USER_MAX_SANDBOXES", user_max_sandboxes, 4, 0, 4096),
+    KEY_INT("user_sandboxes_per_minute", "LLMBOX_USER_SANDBOXES_PER_MINUTE", user_sandboxes_per_minute, 20, 0, 1000),
     KEY_MIB("user_max_upload_mb", "LLMBOX_USER_MAX_UPLOAD_MB", user_max_upload_bytes, 0, 0, 1 << 20),
     /* object storage (issue 13): checked by lb_s3_from_config when s3_bucket is set */
     KEY_STR("s3_endpoint", "LLMBOX_S3_ENDPOINT", s3_endpoint, ""),

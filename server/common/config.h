@@ -67,6 +67,8 @@ typedef struct lb_user_cfg {
     int n_tokens;
     int max_tasks;                   /* tasks queued or running at once; 0 = no per-user limit */
     int tasks_per_minute;            /* task starts in any 60 s; 0 = no per-user limit */
+    int max_sandboxes;               /* sandbox API (and E2B) sandboxes at once with its token; 0 = no own limit */
+    int sandboxes_per_minute;        /* sandbox creates in any 60 s; 0 = no per-user limit */
     uint64_t max_upload_bytes;       /* one task's upload; never above max_upload_bytes */
     char network_egress_max[2048];   /* network rules this user's sandboxes may ask for, within the service's
                                         network_egress_max; "" = the service's (common/netpolicy.h) */
@@ -250,6 +252,8 @@ typedef struct lb_config {
                                         (scripts/run.sh writes it into the nginx config it starts) */
     int user_max_tasks;              /* user_max_tasks | LLMBOX_USER_MAX_TASKS, default 4: per user, queued or running */
     int user_tasks_per_minute;       /* user_tasks_per_minute | LLMBOX_USER_TASKS_PER_MINUTE, default 10 */
+    int user_max_sandboxes;          /* user_max_sandboxes | LLMBOX_USER_MAX_SANDBOXES, default 4 */
+    int user_sandboxes_per_minute;   /* user_sandboxes_per_minute | LLMBOX_USER_SANDBOXES_PER_MINUTE, default 20 */
     uint64_t user_max_upload_bytes;  /* user_max_upload_mb | LLMBOX_USER_MAX_UPLOAD_MB, default 0 = max_upload_mb */
     int session_ttl_s;               /* session_ttl_s | LLMBOX_SESSION_TTL_S, default 604800 (7 days) from login */
     char cookie_secure[8];           /* cookie_secure | LLMBOX_COOKIE_SECURE: "auto" (Secure when the request came

@@ -8,6 +8,8 @@
  *     max_tasks = 2                  ; overrides user_max_tasks
  *     tasks_per_minute = 5           ; overrides user_tasks_per_minute
  *     max_upload_mb = 50             ; overrides user_max_upload_mb
+ *     max_sandboxes = 2              ; overrides user_max_sandboxes (sandbox API, E2B)
+ *     sandboxes_per_minute = 10      ; overrides user_sandboxes_per_minute
  *
  * `llmbox user add NAME` prints a fresh token and these lines. */
 #include "config_priv.h"
@@ -46,6 +48,16 @@ static int u_max_tasks(lb_user_cfg *u, const char *v, char *why, size_t whysz)
 static int u_per_minute(lb_user_cfg *u, const char *v, char *why, size_t whysz)
 {
     return u_intval(&u->tasks_per_minute, v, 0, 1000, why, whysz);
+}
+
+static int u_max_sandboxes(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    return u_intval(&u->max_sandboxes, v, 0, 4096, why, whysz);
+}
+
+static int u_sandboxes_per_minute(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    return u_intval(&u->sandboxes_per_minute, v, 0, 1000, why, whysz);
 }
 
 static int u_upload(lb_user_cfg *u, const char *v, char *why, size_t whysz)
@@ -125,6 +137,8 @@ static const struct {
     {"tasks_per_minute", u_per_minute},
     {"max_upload_mb", u_upload},
     {"network_egress_max", u_egress},
+    {"max_sandboxes", u_max_sandboxes},
+    {"sandboxes_per_minute", u_sandboxes_per_minute},
 };
 #define LB_N_USER_KEYS (sizeof lb_user_keys / sizeof lb_user_keys[0])
 
@@ -157,6 +171,7 @@ int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf)
             memset(u, 0, sizeof *u);
             memcpy(u->name, name, strlen(name) + 1); /* model_name_ok: at most 63 */
             u->max_tasks = u->tasks_per_minute = -1;
+            u->max_sandboxes = u->sandboxes_per_minute = -1;
             u->line = e->line;
         }
         if (!strcmp(e->name, "token"))
@@ -170,7 +185,7 @@ int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf)
         if (k == LB_N_USER_KEYS)
             return lb_cfgi_fail(LB_E_INVAL,
                                 "%s:%d: unknown key '%s' in [%s] (a user has token_sha256, max_tasks, "
-                                "tasks_per_minute, max_upload_mb)",
+                                "tasks_per_minute, max_upload_mb, max_sandboxes, sandboxes_per_minute)",
                                 cf->path, e->line, e->name, e->section);
         if (lb_user_keys[k].set(u, e->value, why, sizeof why) != LB_OK)
             /* a hash is not secret, but a pasted token would be: never echo it */
@@ -196,6 +211,10 @@ int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf)
             u->max_tasks = c->user_max_tasks;
         if (u->tasks_per_minute < 0)
             u->tasks_per_minute = c->user_tasks_per_minute;
+        if (u->max_sandboxes < 0)
+            u->max_sandboxes = c->user_max_sandboxes;
+        if (u->sandboxes_per_minute < 0)
+            u->sandboxes_per_minute = c->user_sandboxes_per_minute;
         if (!u->max_upload_bytes)
             u->max_upload_bytes = upload;
         if (u->max_upload_bytes > c->max_upload_bytes) /* nginx and the backend cap every upload */

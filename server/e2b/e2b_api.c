@@ -3,6 +3,7 @@
 
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_envd.h"
+#include "e2b/e2b_metrics.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "llmbox/sandbox.h"
@@ -10,6 +11,7 @@
 #include "web/req_body.h"
 #include "sbxapi/sandbox_leases.h"
 #include "sbxapi/sandbox_node.h" /* issue 13 */
+#include "sbxapi/sandbox_owner.h"
 #include "sbxapi/sandbox_registry.h"
 #include "sbxapi/sandbox_rows.h" /* issue 13 */
 #include "sbxapi/sandbox_spec.h"
@@ -58,11 +60,18 @@ int lb_e2b_auth_ok(lb_req *r)
     }
     const char *got = lb_http_param(r, "HTTP_X_API_KEY");
     char a[LB_SHA256_HEX], b[LB_SHA256_HEX];
+    r->user = NULL;
+    /* a user's own API token: that user's sandboxes only (sandbox_owner.h) */
+    const lb_user_cfg *u = got && *got && strlen(got) <= LB_TOKEN_MAX ? lb_cfg_user_by_token(r->cfg, got, strlen(got)) : NULL;
+    if (u) {
+        r->user = u;
+        return 1;
+    }
     /* digests, so neither the key's content nor its length shows in the time */
     if (!got || !*got || strlen(got) > LB_E2B_KEY_MAX || lb_sha256_hex(got, strlen(got), a) != LB_OK ||
         lb_sha256_hex(want, strlen(want), b) != LB_OK || !lb_ct_equal(a, b, 64)) {
         lb_e2b_error(r, 401, "%s",
-                     got && *got ? "The X-API-KEY is not this server's sandbox API token (LLMBOX_SANDBOX_API_TOKEN)."
+                     got && *got ? "The X-API-KEY is neither this server's sandbox API token (LLMBOX_SANDBOX_API_TOKEN) nor a user's API token."
                                  : "Send the sandbox API token (LLMBOX_SANDBOX_API_TOKEN) as X-API-KEY: set E2B_API_KEY.");
         return 0;
     }
@@ -281,7 +290,23 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;
     }
-    int st = lb_sbx_open(cfg, &sp, cfg->sandbox_api_ttl_max_s, &s, msg, sizeof msg);
+    lb_sbx_quota_ticket qt;
+    int retry_s = 0, st = lb_sbx_owner_quota(r, &sp, &qt, msg, sizeof msg, &retry_s);
+    if (st) { /* E2B's 429 is {code, message} (the SDK's RateLimitError), waited out by Retry-After */
+        char hdr[64] = "";
+        if (retry_s)
+            snprintf(hdr, sizeof hdr, "Retry-After: %d\r\n", retry_s);
+        cJSON *eo = cJSON_CreateObject();
+        if (eo && cJSON_AddNumberToObject(eo, "code", st) && cJSON_AddStringToObject(eo, "message", msg))
+            lb_http_json(r, st, eo, hdr[0] ? hdr : NULL);
+        else
+            lb_e2b_error(r, 500, "Out of memory.");
+        cJSON_Delete(eo);
+        goto out;
+    }
+    st = lb_sbx_open(cfg, &sp, cfg->sandbox_api_ttl_max_s, &s, msg, sizeof msg);
+    if (st)
+        lb_sbx_owner_refund(r, &qt);
     if (st == 400 && strcmp(tname, "base") && !snap) {
         lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/): templates "
                              "built from Dockerfiles by E2B's template builder are not supported (docs/E2B.md).",
@@ -450,7 +475,9 @@ static void lb_e2b_list(lb_req *r)
      * each with its spec */
     int cluster = r->cfg->node_name[0] != '\0';
     cJSON *all = NULL;
-    int rc = cluster ? lb_sbx_rows_list(r->store, r->cfg, 1, &all) : (all = lb_sbx_list_json()) ? LB_OK : LB_E_NOMEM;
+    /* a user's token: this node's sandboxes of that user (the store's rows record no owner) */
+    int rc = cluster && !r->user ? lb_sbx_rows_list(r->store, r->cfg, 1, &all)
+             : (all = lb_sbx_list_json_of(lb_sbx_owner_name(r))) ? LB_OK : LB_E_NOMEM;
     const cJSON *arr = rc ? NULL : cJSON_GetObjectItemCaseSensitive(all, "sandboxes");
     int cap = cJSON_GetArraySize(arr), kept = 0;
     lb_e2b_listed *keep = rc ? NULL : calloc((size_t)(cap > 0 ? cap : 1), sizeof *keep);
@@ -537,6 +564,7 @@ static void lb_e2b_snapshot(lb_req *r, lb_sbx *s)
         return;
     }
     lb_info("web: e2b: snapshot %s of %s (%llu bytes)", id, s->id, (unsigned long long)bytes);
+    lb_snapshot_owner_save(r, id);
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddStringToObject(o, "snapshotID", id) || !cJSON_AddArrayToObject(o, "names")) {
         cJSON_Delete(o);
@@ -580,9 +608,14 @@ static void lb_e2b_snapshots_list(lb_req *r)
     }
     /* the API's only (other states of the web's uid are no snapshots), newest first */
     size_t pl = strlen(LB_SNAPSHOT_PREFIX), kept = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!strncmp(st[i].name, LB_SNAPSHOT_PREFIX, pl) && lb_id_valid(st[i].name + pl))
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(st[i].name, LB_SNAPSHOT_PREFIX, pl) || !lb_id_valid(st[i].name + pl))
+            continue;
+        char sid[LB_NODE_ID_MAX + 1];
+        snprintf(sid, sizeof sid, "%s%s%s", r->cfg->node_name, r->cfg->node_name[0] ? "." : "", st[i].name + pl);
+        if (lb_snapshot_owner_sees(r, sid)) /* a user's token: that user's only */
             st[kept++] = st[i];
+    }
     for (size_t i = 1; i < kept; i++) /* insertion sort: at most the states sandboxd keeps */
         for (size_t j = i; j > 0 && (st[j].mtime > st[j - 1].mtime ||
                                      (st[j].mtime == st[j - 1].mtime && strcmp(st[j].name, st[j - 1].name) < 0)); j--) {
@@ -634,8 +667,10 @@ static void lb_e2b_snapshot_delete(lb_req *r, const char *id)
         lb_e2b_error(r, 404, "There is no snapshot %s.", id);
     else if (rc)
         lb_e2b_error(r, 503, "The sandbox daemon could not delete the snapshot: %s.", err);
-    else
+    else {
+        lb_snapshot_owner_forget(r, id);
         lb_http_head(r, 204, NULL, NULL);
+    }
 }
 
 /* ---- /sandboxes/{id}[/...] ---- */
@@ -647,7 +682,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         lb_e2b_error(r, 404, "Resume a paused sandbox with POST /v2/sandboxes/%.40s/connect (Sandbox.connect).", id);
         return;
     }
-    if (!strcmp(rest, "/metrics") || !strcmp(rest, "/fork") ||
+    if (!strcmp(rest, "/fork") ||
         !strcmp(rest, "/network") || !strcmp(rest, "/logs")) {
         lb_e2b_error(r, 501, "%s of a sandbox is not supported by llmbox (docs/E2B.md).", rest + 1);
         return;
@@ -657,6 +692,11 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         return;
     cJSON *body = NULL, *o = NULL;
     int auto_resumed = 0;
+    if (!strcmp(rest, "/metrics") && !strcmp(m, "GET")) {
+        lb_e2b_metrics(r, s); /* e2b_metrics.h: the samples of the last minutes */
+        lb_sbx_put(s);
+        return;
+    }
     if (!rest[0] && !strcmp(m, "DELETE")) {
         lb_http_drain(r);
         if (lb_sbx_remove(id, LB_SBX_GONE_DELETED) != LB_OK) {
@@ -746,6 +786,7 @@ void lb_h_e2b_api(lb_req *r)
 {
     const char *p = r->path, *m = r->method, *rest = NULL;
     char id[LB_NODE_ID_MAX + 1];
+    lb_e2b_metrics_start(); /* the samples of getMetrics, from the first E2B client on */
     if (!strcmp(p, "/e2b/v2/sandboxes") || !strcmp(p, "/e2b/sandboxes")) {
         if (!strcmp(m, "POST"))
             lb_e2b_create(r);

@@ -164,7 +164,8 @@ cJSON *lb_e2b_entry_db(const char *path, const lbsb_entry *e, const lb_e2b_iddb 
         return NULL;
     const char *slash = strrchr(path, '/');
     char sz[24], perm[32], owner[40], group[40], when[48];
-    snprintf(sz, sizeof sz, "%llu", (unsigned long long)e->size);
+    /* envd's size is the filesystem's, a directory's 4096 included */
+    snprintf(sz, sizeof sz, "%llu", (unsigned long long)(e->has_meta ? e->fs_size : e->size));
     int kind = e->has_meta ? e->kind : e->type == 1 ? LBSB_KIND_FILE : e->type == 2 ? LBSB_KIND_DIR : LBSB_KIND_OTHER;
     /* symlinks are never followed: their own entry, with the target */
     const char *t = kind == LBSB_KIND_FILE ? "FILE_TYPE_FILE" : kind == LBSB_KIND_DIR ? "FILE_TYPE_DIRECTORY"

@@ -21,6 +21,8 @@
 #include "sbxapi/handlers_sandboxes.h"
 #include "sbxapi/handlers_sandbox_fsmeta.h"
 #include "sbxapi/handlers_sandbox_network.h"
+#include "sbxapi/sandbox_owner.h"
+#include "e2b/e2b_connect.h"
 #include "web/handlers_session.h"
 #include "web/handlers_tasks.h"
 #include "web/handlers_task_network.h"
@@ -280,6 +282,57 @@ static int lb_route_ids_ok(lb_req *r, const char *pattern)
     return 1;
 }
 
+/* What a user's own API token may reach of the sandbox API and E2B's:
+ * its own sandboxes and snapshots; another user's id answers the 404 of
+ * an absent one (sandbox_owner.h). The shared sandbox token reaches all. */
+static int lb_route_owner_ok(lb_req *r, const lb_route_def *g)
+{
+    if (!r->user)
+        return 1;
+    if (g->who == LB_WHO_SANDBOX) {
+        int snap = !strncmp(g->pattern, "/api/snapshots/{sandbox}", 24);
+        if (!strstr(g->pattern, "{sandbox}") ||
+            (snap ? lb_snapshot_owner_sees(r, r->sandbox) : lb_sbx_owner_sees(r, r->sandbox)))
+            return 1;
+        lb_http_drain(r);
+        if (snap) /* the words of an absent one's 404 */
+            lb_http_error(r, 404, "not_found", "There is no snapshot %s.", r->sandbox);
+        else
+            lb_http_error(r, 404, "not_found",
+                          "There is no sandbox with id \"%s\" (it may have been deleted or expired a while ago, or "
+                          "the service restarted).", r->sandbox);
+        return 0;
+    }
+    /* E2B: /sandboxes/<id>[/...] (also /v2/), and DELETE /templates/<snapshot id> */
+    const char *p = r->path, *id = NULL;
+    int snap = 0;
+    if (!strncmp(p, "/e2b/v2/sandboxes/", 18))
+        id = p + 18;
+    else if (!strncmp(p, "/e2b/sandboxes/", 15))
+        id = p + 15;
+    else if (!strncmp(p, "/e2b/templates/", 15))
+        id = p + 15, snap = 1;
+    if (!id)
+        return 1;
+    char one[LB_NODE_ID_MAX + 1];
+    size_t n = strcspn(id, "/");
+    if (n > LB_NODE_ID_MAX)
+        return 1; /* no id: the handler says what ids look like */
+    memcpy(one, id, n);
+    one[n] = '\0';
+    if (!lb_node_id_valid(one) || (snap ? lb_snapshot_owner_sees(r, one) : lb_sbx_owner_sees(r, one)))
+        return 1;
+    char msg[256];
+    if (snap)
+        snprintf(msg, sizeof msg, "There is no snapshot %s.", one);
+    else
+        snprintf(msg, sizeof msg, "There is no sandbox with id \"%s\" (it may have been deleted or expired a while "
+                 "ago, or the service restarted).", one);
+    lb_http_drain(r);
+    lb_e2b_error_json(r, 404, NULL, msg);
+    return 0;
+}
+
 /* The one place that enforces a route's lb_who: the credentials, the
  * shape of the path's ids, then what the caller may see of them. Answers
  * (401, 403, 404) and returns 0 when r may not go on. */
@@ -302,6 +355,8 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     if (!ok)
         return 0;
     if (!lb_route_ids_ok(r, g->pattern))
+        return 0;
+    if ((g->who == LB_WHO_SANDBOX || g->who == LB_WHO_E2B) && !lb_route_owner_ok(r, g))
         return 0;
     if (g->who == LB_WHO_OWNER)
         return lb_auth_task_visible(r);

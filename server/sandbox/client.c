@@ -680,6 +680,8 @@ static int lbsb_meta_parse(const cJSON *o, lbsb_entry *e)
     e->gid = gid < 0 ? 65534 : (uint32_t)gid;
     e->mtime_s = mt == -1 ? 0 : (int64_t)mt;
     e->mtime_ns = ns < 0 ? 0 : (uint32_t)ns;
+    double fsz = lbsb_num_in(o, "st_size", 0, 9e15);
+    e->fs_size = fsz < 0 ? e->size : (uint64_t)fsz;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "target");
     if (e->kind == LBSB_KIND_SYMLINK && cJSON_IsString(t) && strlen(t->valuestring) <= LBSB_TARGET_MAX &&
         !(e->target = strdup(t->valuestring)))
@@ -1219,6 +1221,34 @@ int lbsb_proc_list(lbsb_conn *c, const char *id, char **json, char *errbuf, size
         lbsb_err(errbuf, errsz, "sandboxd's process list could not be read");
         return LB_E_PROTO;
     }
+    return LB_OK;
+}
+
+/* A number of the metrics answer in [0, 2^53], else -1 (sandboxd's answer
+ * is checked like any other input). */
+static double lbsb_metric(const cJSON *o, const char *key)
+{
+    return lbsb_num_in(o, key, 0, 9007199254740992.0);
+}
+
+int lbsb_metrics_get(lbsb_conn *c, const char *id, lbsb_metrics *m, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *resp;
+    rc = lbsb_call_bounded(c, lbsb_req("metrics", id), NULL, 0, &resp, errbuf, errsz);
+    if (rc)
+        return rc;
+    double n = lbsb_num_in(resp, "cpu_count", 1, 4096);
+    m->cpu_usage_us = lbsb_metric(resp, "cpu_usage_us");
+    m->cpu_count = n < 0 ? 1 : (int)n;
+    m->mem_used = lbsb_metric(resp, "mem_used");
+    m->mem_total = lbsb_metric(resp, "mem_total");
+    m->mem_cache = lbsb_metric(resp, "mem_cache");
+    m->disk_used = lbsb_metric(resp, "disk_used");
+    m->disk_total = lbsb_metric(resp, "disk_total");
+    cJSON_Delete(resp);
     return LB_OK;
 }
 

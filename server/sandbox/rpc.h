@@ -91,6 +91,9 @@ typedef enum lbsd_op {
     /* issue 17: port_connect {id, port} -> {port} with a connected socket
      * (SCM_RIGHTS) to 127.0.0.1:port in the sandbox (sandboxd/sandbox_port.c) */
     LBSD_OP_PORT_CONNECT,
+    /* metrics {id} -> one sample of its CPU time, memory and disk
+     * (sandboxd/sandbox_metrics.h) */
+    LBSD_OP_METRICS,
 } lbsd_op;
 
 /* network modes of a sandbox */

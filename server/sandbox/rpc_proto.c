@@ -24,6 +24,7 @@ static const char *const lbsd_op_names[] = {
     [LBSD_OP_PROC_START] = "proc_start", [LBSD_OP_PROC_ATTACH] = "proc_attach",
     [LBSD_OP_PROC_INPUT] = "proc_input", [LBSD_OP_PROC_SIGNAL] = "proc_signal",
     [LBSD_OP_PROC_LIST] = "proc_list", [LBSD_OP_PORT_CONNECT] = "port_connect",
+    [LBSD_OP_METRICS] = "metrics",
 };
 
 const char *lbsd_op_name(lbsd_op op)
@@ -194,6 +195,7 @@ static const struct {
     {"proc_start", LBSD_OP_PROC_START}, {"proc_attach", LBSD_OP_PROC_ATTACH},
     {"proc_input", LBSD_OP_PROC_INPUT}, {"proc_signal", LBSD_OP_PROC_SIGNAL},
     {"proc_list", LBSD_OP_PROC_LIST}, {"port_connect", LBSD_OP_PORT_CONNECT},
+    {"metrics", LBSD_OP_METRICS},
 };
 
 /* A saved state's name from member key into req->state (required when need). */
@@ -431,6 +433,7 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
     case LBSD_OP_PROC_SIGNAL:
     case LBSD_OP_PROC_LIST:
     case LBSD_OP_PORT_CONNECT:
+    case LBSD_OP_METRICS:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
             return rc;
         break;

@@ -196,6 +196,8 @@ static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *l
     cJSON_AddNumberToObject(o, "gid", fs_inner_id(sb, (uint32_t)s->st_gid));
     cJSON_AddNumberToObject(o, "mtime", (double)s->st_mtim.tv_sec);
     cJSON_AddNumberToObject(o, "mtime_ns", (double)s->st_mtim.tv_nsec);
+    /* the filesystem's own size of any kind (a directory's 4096 on ext4), as envd reports it */
+    cJSON_AddNumberToObject(o, "st_size", (double)s->st_size);
     if (S_ISLNK(s->st_mode)) {
         char t[LBSB_TARGET_MAX + 1];
         ssize_t n = readlinkat(dfd, leaf, t, sizeof t);

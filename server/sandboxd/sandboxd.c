@@ -21,6 +21,7 @@
 #include "sandboxd/sandbox_egress.h"
 #include "sandboxd/sandbox_exec.h"
 #include "sandboxd/sandbox_fs.h"
+#include "sandboxd/sandbox_metrics.h"
 #include "sandboxd/sandbox_net.h"
 #include "sandboxd/sandbox_proc.h"
 #include "sandboxd/sandbox_restore.h"
@@ -577,6 +578,13 @@ static void h_list(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *da
     lbsd_fs_list(c, sb, req);
 }
 
+/* a sandbox's CPU, memory and disk now (sandbox_metrics.c) */
+static void h_metrics(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    (void)req, (void)data, (void)dlen;
+    lbsd_metrics_request(c, sb);
+}
+
 static void h_stat(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
 {
     lbsd_fs_stat(c, sb, req);
@@ -627,6 +635,7 @@ static const struct lbsd_route {
     {LBSD_OP_WRITE, LBSD_R_SANDBOX | LBSD_R_THAWED, h_write},
     {LBSD_OP_LIST, LBSD_R_SANDBOX | LBSD_R_THAWED, h_list},
     {LBSD_OP_STAT, LBSD_R_SANDBOX | LBSD_R_THAWED, h_stat},
+    {LBSD_OP_METRICS, LBSD_R_SANDBOX | LBSD_R_THAWED, h_metrics},
 };
 
 static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t dlen)

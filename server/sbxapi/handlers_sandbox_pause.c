@@ -7,6 +7,7 @@
 
 #include "sbxapi/handlers_sandboxes.h"
 #include "web/http.h"
+#include "sbxapi/sandbox_owner.h"
 #include "sbxapi/sandbox_registry.h"
 
 #include "common/config.h" /* checksrc: allow unused-include (r->cfg->sandbox_state_max_age_s needs lb_config whole) */
@@ -162,6 +163,7 @@ void lb_h_sbx_snapshot(lb_req *r)
         cJSON_AddNumberToObject(o, "files", (double)files);
     }
     lb_info("web: sandbox API: snapshot %s of %s (%llu bytes)", id, s->id, (unsigned long long)bytes);
+    lb_snapshot_owner_save(r, id);
     char loc[160];
     snprintf(loc, sizeof loc, "Location: /api/snapshots/%s\r\n", id);
     lb_http_json(r, 201, o, loc);
@@ -203,6 +205,10 @@ void lb_h_snapshots_list(lb_req *r)
         /* only the API's: other states of the web's uid are not snapshots */
         if (strncmp(st[i].name, LB_SNAPSHOT_PREFIX, pl) || !lb_id_valid(st[i].name + pl))
             continue;
+        char own[LB_NODE_ID_MAX + 1];
+        snprintf(own, sizeof own, "%s%s%s", r->cfg->node_name, r->cfg->node_name[0] ? "." : "", st[i].name + pl);
+        if (!lb_snapshot_owner_sees(r, own))
+            continue; /* another user's: as if absent */
         cJSON *e = cJSON_CreateObject();
         if (!e)
             break;
@@ -250,6 +256,7 @@ void lb_h_snapshot_delete(lb_req *r)
         return;
     }
     lb_info("web: sandbox API: deleted snapshot %s", r->sandbox);
+    lb_snapshot_owner_forget(r, r->sandbox);
     cJSON *o = cJSON_CreateObject();
     if (o) {
         cJSON_AddStringToObject(o, "snapshot_id", r->sandbox);

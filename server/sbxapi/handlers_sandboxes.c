@@ -17,11 +17,13 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/token.h"
 #include "common/util.h"
 #include "llmbox/sandbox.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/sandbox_leases.h"
 #include "sbxapi/sandbox_node.h"
+#include "sbxapi/sandbox_owner.h"
 #include "sbxapi/sandbox_registry.h"
 #include "sbxapi/sandbox_rows.h" /* issue 13 */
 #include "sbxapi/sandbox_spec.h"
@@ -95,12 +97,21 @@ int lb_sandbox_auth_ok(lb_req *r)
                           "LLMBOX_SANDBOX_API_TOKEN.");
         return 0;
     }
-    if (tlen > LB_SBX_TOKEN_MAX || !lb_token_equal(tok, tlen, want)) {
+    r->user = NULL;
+    if (tlen <= LB_SBX_TOKEN_MAX && lb_token_equal(tok, tlen, want))
+        return 1;
+    /* a user's own API token: that user's sandboxes only (sandbox_owner.h) */
+    const lb_user_cfg *u = tlen <= LB_TOKEN_MAX ? lb_cfg_user_by_token(r->cfg, tok, tlen) : NULL;
+    if (u) {
+        r->user = u;
+        return 1;
+    }
+    {
         lb_http_drain(r);
         lb_http_error_hdr(r, 401, "unauthorized",
                           "WWW-Authenticate: Bearer realm=\"llmbox sandboxes\", error=\"invalid_token\"\r\n",
-                          "The bearer token is not the sandbox API token this server is configured with "
-                          "(LLMBOX_SANDBOX_API_TOKEN).");
+                          "The bearer token is neither the sandbox API token this server is configured with "
+                          "(LLMBOX_SANDBOX_API_TOKEN) nor a user's API token.");
         return 0;
     }
     return 1;
@@ -320,7 +331,15 @@ int lb_sbx_open(const lb_config *cfg, lb_sbx_spec *sp, int rpc_ttl_s, lb_sbx **o
         snprintf(msg, msgsz, "Out of memory.");
         return 500;
     }
-    int rc = lb_sbx_reserve(cfg->node_name, sp->ttl_s, spec_echo, sp->metadata, sp->env, sp->workdir, &s);
+    int rc = lb_sbx_reserve_owned(cfg->node_name, sp->owner, sp->owner_max, sp->ttl_s, spec_echo, sp->metadata,
+                                  sp->env, sp->workdir, &s);
+    if (rc == LB_E_BUSY) {
+        cJSON_Delete(spec_echo);
+        snprintf(msg, msgsz,
+                 "You already hold %d sandbox%s, your limit (max_sandboxes); kill one or wait for one to expire.",
+                 sp->owner_max, sp->owner_max == 1 ? "" : "es");
+        return 429;
+    }
     if (rc == LB_E_TOOBIG) {
         cJSON_Delete(spec_echo);
         snprintf(msg, msgsz,
@@ -382,8 +401,18 @@ void lb_h_sbx_create(lb_req *r)
     }
     if (sp.snapshot[0] && !lb_snapshot_id_here(r, sp.snapshot))
         goto out; /* issue 13: another node's snapshot: 421 naming it */
-    int st = lb_sbx_open(r->cfg, &sp, 0, &s, msg, sizeof msg);
+    lb_sbx_quota_ticket qt;
+    int retry_s = 0, st = lb_sbx_owner_quota(r, &sp, &qt, msg, sizeof msg, &retry_s);
     if (st) {
+        char hdr[64] = "";
+        if (retry_s)
+            snprintf(hdr, sizeof hdr, "Retry-After: %d\r\n", retry_s);
+        lb_http_error_hdr(r, st, st == 429 ? "rate_limited" : st == 404 ? "not_found" : NULL, hdr, "%s", msg);
+        goto out;
+    }
+    st = lb_sbx_open(r->cfg, &sp, 0, &s, msg, sizeof msg);
+    if (st) {
+        lb_sbx_owner_refund(r, &qt);
         lb_http_error(r, st,
                       st == 429   ? "too_many_sandboxes"
                       : st == 404 ? "not_found"
@@ -414,8 +443,10 @@ void lb_h_sbx_list(lb_req *r)
 {
     cJSON *o = NULL;
     /* issue 13: in a cluster every node's, from the store (sandbox_rows.h) */
-    int rc = r->cfg->node_name[0] ? lb_sbx_rows_list(r->store, r->cfg, 0, &o)
-                                  : (o = lb_sbx_list_json()) ? LB_OK : LB_E_NOMEM;
+    /* a user's token: this node's sandboxes of that user only (the store's
+     * rows of a cluster record no owner) */
+    int rc = r->cfg->node_name[0] && !r->user ? lb_sbx_rows_list(r->store, r->cfg, 0, &o)
+             : (o = lb_sbx_list_json_of(lb_sbx_owner_name(r))) ? LB_OK : LB_E_NOMEM;
     if (rc) {
         if (rc == LB_E_NOMEM)
             lb_http_error(r, 500, NULL, "Out of memory.");

@@ -58,6 +58,7 @@ void lb_sbx_lease_save(lb_sbx *s)
              cJSON_AddNumberToObject(o, "created_ms", (double)s->created_ms) &&
              cJSON_AddNumberToObject(o, "expires_ms", (double)s->expires_ms) &&
              cJSON_AddNumberToObject(o, "ttl_s", s->ttl_s) && cJSON_AddStringToObject(o, "workdir", s->workdir) &&
+             cJSON_AddStringToObject(o, "owner", s->owner) &&
              lb_add_dup(o, "spec", s->spec) && lb_add_dup(o, "metadata", s->metadata) && lb_add_dup(o, "env", s->env);
     char *txt = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
@@ -115,6 +116,8 @@ static void lb_adopt_record(const char *path)
         keep = rc == LB_E_EXISTS;
         goto out;
     }
+    /* the user whose token made it (cut to a name's length; "" the shared token's) */
+    lb_sbx_set_owner(s, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "owner")));
     pthread_mutex_lock(&s->op_mu);
     rc = lbsb_connect(lb_ls_cfg->sandboxd_socket, &s->cancel, &s->conn, err, sizeof err);
     if (rc == LB_OK)

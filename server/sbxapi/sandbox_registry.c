@@ -201,8 +201,46 @@ int lb_sbx_reserve(const char *node, int ttl_s, cJSON *spec, cJSON *metadata, cJ
     return lb_sbx_reserve_as(id, now, now + (int64_t)ttl_s * 1000, ttl_s, spec, metadata, env, workdir, out);
 }
 
+static int lb_reserve(const char *id, const char *owner, int owner_max, int64_t created_ms, int64_t expires_ms,
+                      int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir, lb_sbx **out);
+
+int lb_sbx_reserve_owned(const char *node, const char *owner, int owner_max, int ttl_s, cJSON *spec,
+                         cJSON *metadata, cJSON *env, const char *workdir, lb_sbx **out)
+{
+    char id[LB_NODE_ID_MAX + 1];
+    if (lb_node_id_new(node, id, sizeof id) != LB_OK)
+        return LB_E_INTERNAL;
+    int64_t now = lb_now_ms();
+    return lb_reserve(id, owner, owner_max, now, now + (int64_t)ttl_s * 1000, ttl_s, spec, metadata, env, workdir,
+                      out);
+}
+
+void lb_sbx_set_owner(lb_sbx *s, const char *owner)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    snprintf(s->owner, sizeof s->owner, "%s", owner ? owner : "");
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
+int lb_sbx_visible(const char *id, const char *owner)
+{
+    if (!owner || !owner[0])
+        return 1;
+    pthread_mutex_lock(&lb_reg_mu);
+    int i = lb_find_locked(id);
+    int ok = i < 0 || !strcmp(lb_tab[i]->owner, owner);
+    pthread_mutex_unlock(&lb_reg_mu);
+    return ok;
+}
+
 int lb_sbx_reserve_as(const char *id, int64_t created_ms, int64_t expires_ms, int ttl_s, cJSON *spec,
                       cJSON *metadata, cJSON *env, const char *workdir, lb_sbx **out)
+{
+    return lb_reserve(id, "", 0, created_ms, expires_ms, ttl_s, spec, metadata, env, workdir, out);
+}
+
+static int lb_reserve(const char *id, const char *owner, int owner_max, int64_t created_ms, int64_t expires_ms,
+                      int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir, lb_sbx **out)
 {
     *out = NULL;
     lb_sbx *s = calloc(1, sizeof *s);
@@ -218,7 +256,17 @@ int lb_sbx_reserve_as(const char *id, int64_t created_ms, int64_t expires_ms, in
     /* the TTL on the monotonic clock, from what is left of it now */
     s->deadline_mono = lb_mono_ms() + (expires_ms - lb_now_ms());
     snprintf(s->workdir, sizeof s->workdir, "%s", workdir ? workdir : "/testbed");
+    snprintf(s->owner, sizeof s->owner, "%s", owner ? owner : "");
     pthread_mutex_lock(&lb_reg_mu);
+    int held = 0;
+    for (int i = 0; owner_max > 0 && s->owner[0] && i < lb_tab_n; i++)
+        held += !strcmp(lb_tab[i]->owner, s->owner);
+    if (owner_max > 0 && held >= owner_max) {
+        pthread_mutex_unlock(&lb_reg_mu);
+        pthread_mutex_destroy(&s->op_mu);
+        free(s);
+        return LB_E_BUSY;
+    }
     if (!lb_tab || lb_tab_n >= lb_tab_cap || lb_find_locked(s->id) >= 0) {
         int full = !lb_tab || lb_tab_n >= lb_tab_cap;
         pthread_mutex_unlock(&lb_reg_mu);
@@ -477,6 +525,11 @@ cJSON *lb_sbx_json(lb_sbx *s)
 
 cJSON *lb_sbx_list_json(void)
 {
+    return lb_sbx_list_json_of(NULL);
+}
+
+cJSON *lb_sbx_list_json_of(const char *owner)
+{
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = o ? cJSON_AddArrayToObject(o, "sandboxes") : NULL;
     if (!arr) {
@@ -490,6 +543,8 @@ cJSON *lb_sbx_list_json(void)
         lb_sbx *s = lb_tab[i];
         if (s->state != LB_SBX_STARTING && now >= s->deadline_mono)
             continue; /* expired: about to be reaped */
+        if (owner && owner[0] && strcmp(s->owner, owner))
+            continue; /* another user's: as if absent */
         cJSON *it = lb_sbx_json_locked(s, 0);
         if (!it || !cJSON_AddItemToArray(arr, it)) {
             cJSON_Delete(it);

@@ -76,6 +76,7 @@ typedef struct lb_sbx {
     cJSON *metadata;            /* the client's object, or NULL */
     cJSON *env;                 /* object of strings: every exec's base env */
     char workdir[LB_PATH_MAX + 2];   /* absolute, cleaned */
+    char owner[64];             /* the user whose API token made it; "" for the shared sandbox token */
 } lb_sbx;
 
 /* Allocates the table of max entries (sandbox_api_max) and starts the
@@ -88,6 +89,19 @@ LB_MUST_CHECK int lb_sbx_registry_init(int max);
  * (each may be NULL) on success only. LB_E_TOOBIG when the table is full. */
 LB_MUST_CHECK int lb_sbx_reserve(const char *node, int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
                                  lb_sbx **out);
+
+/* lb_sbx_reserve for a user (owner, "" for the shared token) who may hold
+ * at most owner_max sandboxes at once (0: no own limit): LB_E_BUSY when
+ * they hold that many already, counted under the same lock that adds it,
+ * so two creates at once cannot both take the last place. */
+LB_MUST_CHECK int lb_sbx_reserve_owned(const char *node, const char *owner, int owner_max, int ttl_s, cJSON *spec,
+                                       cJSON *metadata, cJSON *env, const char *workdir, lb_sbx **out);
+/* Sets the owner of an entry reserve_as made (leases: before it runs). */
+void lb_sbx_set_owner(lb_sbx *s, const char *owner);
+/* Whether id names a sandbox in the table that owner may see: a user sees
+ * their own, the shared token ("" or NULL) every one. 1 also when there is
+ * no such sandbox (the handler answers that 404 with its reason). */
+int lb_sbx_visible(const char *id, const char *owner);
 
 /* lb_sbx_reserve for a sandbox of an earlier web (sandbox_leases.c): its
  * API id and times as recorded. LB_E_EXISTS if the id is in the table. */
@@ -153,6 +167,8 @@ LB_MUST_CHECK int lb_sbx_remove(const char *id, lb_sbx_gone why);
 cJSON *lb_sbx_json(lb_sbx *s);
 /* {"sandboxes":[...], "count", "max"} */
 cJSON *lb_sbx_list_json(void);
+/* The same, of owner's sandboxes only (NULL: every one). */
+cJSON *lb_sbx_list_json_of(const char *owner);
 /* Sandboxes in the table (any state). */
 int lb_sbx_count(void);
 

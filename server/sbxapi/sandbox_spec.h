@@ -55,6 +55,8 @@ typedef struct lb_sbx_spec {
     lb_sbx_file *files;            /* owned */
     size_t nfiles;
     char snapshot[LB_NODE_ID_MAX + 1]; /* issue 14: "" or the snapshot it starts from ([node.]32 hex) */
+    char owner[64];                /* not of the body: the user whose API token asks ("" the shared token) */
+    int owner_max;                 /* that user's sandboxes at once (0: no own limit) */
 } lb_sbx_spec;
 
 /* Parses a create body. Defaults and limits come from cfg (ttl, memory,

@@ -92,6 +92,19 @@ check('files_metadata_getinfo_and_list', async () => {
   eq([moved.path, moved.permissions, moved.size], ['/tmp/meta/g', 'urwxr-x---', 3])
 })
 
+check('files_directory_size_is_the_filesystems', async () => {
+  // envd gives a directory's size as the filesystem reports it (4096 on
+  // ext4), not 0; a symlink's is its text's length
+  await sbx.commands.run('mkdir -p /home/user/sized && ln -sfn abcdef /home/user/sized/ln')
+  const want = (await sbx.commands.run('stat -c %s /home/user/sized /home/user/sized/ln')).stdout.split('\n')
+  const d = await sbx.files.getInfo('/home/user/sized')
+  assert(Number(want[0]) > 0, 'the filesystem gives the directory a size: ' + want[0])
+  eq([d.type, d.size], [FileType.DIR, Number(want[0])], 'getInfo')
+  const listed = (await sbx.files.list('/home/user')).find(e => e.name === 'sized')
+  eq(listed.size, Number(want[0]), 'list')
+  eq((await sbx.files.getInfo('/home/user/sized/ln')).size, Number(want[1]), 'a symlink\'s')
+})
+
 check('files_symlink_out_is_not_followed', async () => {
   // a link the sandbox made to a host-looking path: read never follows it
   await sbx.commands.run('ln -s /etc/shadow /tmp/link; mkdir -p /tmp/ld; ln -s / /tmp/ld/root')

@@ -8,6 +8,7 @@ Connect envelopes, a client that never reads its stream. Needs root
 """
 import base64
 import gzip
+import hashlib
 import http.client
 import json
 import os
@@ -24,6 +25,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from stack import Reporter, Stack, image_ready  # noqa: E402
 
 TOKEN = "e2b-test-" + os.urandom(16).hex()
+# users with their own API tokens (llmbox.conf's [user] sections): each
+# token is an E2B_API_KEY and a sandbox API bearer token of its own
+USERS = {name: "%s-%s" % (name, os.urandom(16).hex()) for name in ("alice", "bob", "carol", "dave")}
+USERS_CONF = "".join('[user "%s"]\ntoken_sha256 = %s\n%s' % (
+    n, hashlib.sha256(t.encode()).hexdigest(), "max_sandboxes = 1\nsandboxes_per_minute = 2\n" if n in ("carol", "dave") else "")
+    for n, t in USERS.items())
 E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
 
 
@@ -37,7 +44,9 @@ def sdk_env(stack, key=TOKEN):
 
 def run_script(stack, name, timeout=600):
     """Runs tests/e2b/<name> with node; returns (rc, stdout, stderr)."""
-    p = subprocess.run(["node", name], cwd=E2B_DIR, env=sdk_env(stack), capture_output=True, text=True,
+    env = sdk_env(stack)
+    env.update({"E2B_KEY_" + n.upper(): t for n, t in USERS.items()})
+    p = subprocess.run(["node", name], cwd=E2B_DIR, env=env, capture_output=True, text=True,
                        timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
@@ -105,7 +114,7 @@ def t_readme_example(stack):
 # ---- raw HTTP: what the SDK never sends ----
 
 def t_keys(stack):
-    for key, want in ((None, "E2B_API_KEY"), ("wrong", "not this server's")):
+    for key, want in ((None, "E2B_API_KEY"), ("wrong", "neither this server's")):
         st, _, data = api(stack, "GET", "/e2b/v2/sandboxes", key=key)
         o = json.loads(data)
         assert st == 401 and o["code"] == 401 and want in o["message"], (st, o)
@@ -124,6 +133,63 @@ def t_keys(stack):
     finally:
         for s in (a, b):
             api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
+
+
+def t_users_raw(stack):
+    """The sandbox API with users' bearer tokens: each reaches its own; another
+    user's id answers exactly what an unknown id answers; E2B's 429 shape."""
+    def sbx(method, path, token, body=None):
+        h = {"Authorization": "Bearer " + token}
+        if body is not None:
+            body = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        st, hd, data = stack.request(method, path, body, h, timeout=60)
+        return st, hd, json.loads(data) if data else None
+    st, _, a = sbx("POST", "/api/sandboxes", USERS["alice"], {})
+    assert st == 201, (st, a)
+    try:
+        exec_body = {"command": "echo hi"}
+        st, _, o = sbx("POST", "/api/sandboxes/%s/exec" % a["id"], USERS["alice"], exec_body)
+        assert st == 200 and o["stdout"] == "hi\n", (st, o)
+        st, _, o = sbx("POST", "/api/sandboxes/%s/exec" % a["id"], TOKEN, exec_body)
+        assert st == 200, ("the shared token reaches every sandbox", st, o)
+        unknown = "0" * 32
+        for path in ("/api/sandboxes/%s", "/api/sandboxes/%s/exec", "/api/sandboxes/%s/files/tmp/x",
+                     "/api/sandboxes/%s/stat/tmp"):
+            method = "POST" if path.endswith("exec") else "GET"
+            st, _, o = sbx(method, path % a["id"], USERS["bob"], exec_body if method == "POST" else None)
+            st2, _, o2 = sbx(method, path % unknown, USERS["bob"], exec_body if method == "POST" else None)
+            assert st == 404 == st2, (path, st, o, st2, o2)
+            assert o["error"]["message"].replace(a["id"], unknown) == o2["error"]["message"], (o, o2)
+        st, _, o = sbx("DELETE", "/api/sandboxes/" + a["id"], USERS["bob"])
+        assert st == 404, (st, o)
+        st, _, o = sbx("GET", "/api/sandboxes", USERS["bob"])
+        assert st == 200 and a["id"] not in [x["id"] for x in o["sandboxes"]], o
+        st, _, o = sbx("GET", "/api/sandboxes", USERS["alice"])
+        assert st == 200 and a["id"] in [x["id"] for x in o["sandboxes"]], o
+        st, _, o = sbx("GET", "/api/sandboxes", TOKEN)
+        assert st == 200 and a["id"] in [x["id"] for x in o["sandboxes"]], o
+        st, _, o = sbx("GET", "/api/sandboxes", "not-a-token-of-anyone")
+        assert st == 401, (st, o)
+    finally:
+        sbx("DELETE", "/api/sandboxes/" + a["id"], TOKEN)
+    # dave may hold one at once: the second answers E2B's 429 shape
+    one = json.loads(api(stack, "POST", "/e2b/v2/sandboxes", {}, key=USERS["dave"])[2])
+    try:
+        st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {}, key=USERS["dave"])
+        o = json.loads(data)
+        assert st == 429 and o["code"] == 429 and "max_sandboxes" in o["message"], (st, o)
+    finally:
+        api(stack, "DELETE", "/e2b/sandboxes/" + one["sandboxID"])
+    # ... and creates two a minute: the third answers 429 with Retry-After
+    st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {}, key=USERS["dave"])
+    assert st == 201, (st, data)
+    api(stack, "DELETE", "/e2b/sandboxes/" + json.loads(data)["sandboxID"])
+    st, hd, data = api(stack, "POST", "/e2b/v2/sandboxes", {}, key=USERS["dave"])
+    o = json.loads(data)
+    assert st == 429 and o["code"] == 429 and "sandboxes_per_minute" in o["message"], (st, o)
+    retry = int({k.lower(): v for k, v in hd.items()}.get("retry-after", "0"))
+    assert 1 <= retry <= 60, hd
 
 
 def t_envelopes(stack):
@@ -493,7 +559,7 @@ def main():
     ca, crt, key = make_tls(tmp, "e2b.test")
     tls = {"ca": ca, "addr": free_loopback_443()}
     stack_tls = {"listen": tls["addr"] + ":443", "cert": crt, "key": key, "names": "*.e2b.test"}
-    with Stack(model=False, web_env=env, tls=stack_tls) as st:
+    with Stack(model=False, web_env=env, tls=stack_tls, conf=USERS_CONF) as st:
         r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
         r.run("sdk_watch", t_sdk, st, "sdk_watch.mjs")
@@ -503,6 +569,9 @@ def main():
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
         r.run("sdk_parity", t_sdk, st, "sdk_parity.mjs")
         r.run("sdk_base_user", t_sdk, st, "sdk_base_user.mjs")
+        r.run("sdk_users", t_sdk, st, "sdk_users.mjs")
+        r.run("sdk_metrics", t_sdk, st, "sdk_metrics.mjs")
+        r.run("users_raw", t_users_raw, st)
         r.run("gzip_files_raw", t_gzip_raw, st)
         r.run("signed_urls_raw", t_signed_raw, st)
         r.run("readme_example_unchanged", t_readme_example, st)
