@@ -194,8 +194,10 @@ def main():
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=MCP_DIR, check=True,
                        stdout=sys.stderr)
     users = {n: new_user(n) for n in ("alice", "bob")}
+    # bob may have one task queued or running: the API's limit, which task_run must meet too
     conf = "user_tasks_per_minute = 0\nuser_max_tasks = 0\n" + "".join(
-        '[user "%s"]\ntoken_sha256 = %s\n' % (n, h) for n, (t, h) in users.items())
+        '[user "%s"]\ntoken_sha256 = %s\n%s' % (n, h, "max_tasks = 1\n" if n == "bob" else "")
+        for n, (t, h) in users.items())
     with Stack(scenario=SCENARIO, conf=conf, web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN,
                                                      "LLMBOX_SANDBOX_API_MAX": "8"}) as st:
         r.run("initialize_raw", t_initialize_raw, st, users)

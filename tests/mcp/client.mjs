@@ -188,6 +188,28 @@ await check("other_users_refused", async () => {
   assert(r.status === 404, `bob used alice's session: ${r.status}`);
 });
 
+await check("user_limits_apply", async () => {
+  // bob may have one task queued or running (max_tasks = 1 in llmbox.conf): the API's limit, said as an error result
+  const first = await bob.client.callTool({ name: "task_run", arguments: { prompt: "[long] one", wait: false } });
+  assert(!first.isError && first.structuredContent.id, `first ${text(first)}`);
+  const second = await bob.client.callTool({ name: "task_run", arguments: { prompt: "[long] two", wait: false } });
+  assertToolError(second, /limit/);
+  const c = await bob.client.callTool({ name: "task_cancel", arguments: { task_id: first.structuredContent.id } });
+  assert(!c.isError, `cancel ${text(c)}`);
+});
+
+await check("session_resumed", async () => {
+  // a client that kept its session id goes on without a new initialize
+  const transport = new StreamableHTTPClientTransport(URL_, { sessionId: alice.transport.sessionId,
+    requestInit: { headers: { Authorization: `Bearer ${process.env.ALICE_TOKEN}` } } });
+  const client = new Client({ name: "llmbox-test-resumed", version: "1.0.0" });
+  await client.connect(transport);
+  assert(transport.sessionId === alice.transport.sessionId, "the session id changed");
+  const st = await client.callTool({ name: "task_status", arguments: { task_id: aliceTask } });
+  assert(st.structuredContent.status === "succeeded", `resumed: ${text(st)}`);
+  await client.close();
+});
+
 await check("no_token_refused", async () => {
   let threw = null;
   try { await connect(null); } catch (e) { threw = e; }
