@@ -12,6 +12,9 @@
 #include "mcp/mcp_resources.h"
 #include "mcp/mcp_sub.h"
 #include "store/store.h"
+#include "web/auth.h"
+#include "web/http.h"
+#include "web/sse_admit.h"
 
 #include <fcgiapp.h>
 #include <openssl/evp.h>
@@ -140,6 +143,21 @@ static int client_left(lb_req *r)
 {
     struct pollfd p = {.fd = r->fcgi->ipcFd, .events = POLLRDHUP};
     return p.fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* A place among the web's open event streams for a task_run that waits:
+ * it holds a worker thread as long as a stream does, so it counts as one
+ * (web/sse_admit.h: per user, or per address without users, and in
+ * total). 1 when taken (*slot set), 0 when full. */
+static int wait_admit(lb_req *r, int *slot)
+{
+    char key[LB_SSE_KEY_MAX];
+    const char *addr = lb_http_param(r, "REMOTE_ADDR");
+    if (r->user)
+        snprintf(key, sizeof key, "u:%s", lb_auth_owner(r));
+    else
+        snprintf(key, sizeof key, "a:%s", addr && *addr ? addr : "?");
+    return lb_sse_admit_take(key, slot) == LB_OK;
 }
 
 /* The task as a tool result: the answer, links to its files. */
@@ -275,6 +293,12 @@ cJSON *lb_mcp_tool_task_run(lb_mcp_call *c)
         res = task_result(c, id, "The task runs on; follow it with task_status.");
         goto out;
     }
+    int slot = -1;
+    if (!wait_admit(c->r, &slot)) {
+        res = task_result(c, id, "The task runs on, but this server already has as many clients waiting on tasks "
+                                 "as it allows; follow it with task_status.");
+        goto out;
+    }
     follow f = {.c = c};
     int64_t end = lb_mono_ms() + wait_ms;
     char status[32] = "queued";
@@ -294,6 +318,7 @@ cJSON *lb_mcp_tool_task_run(lb_mcp_call *c)
     /* the events the task's end wrote */
     if (c->wants_progress && !f.gone)
         LB_IGNORE(lb_store_events_after(c->r->store, id, f.last, 100, on_event, &f)); /* the answer has the end */
+    lb_sse_admit_release(slot);
     res = task_result(c, id, ended(status) ? NULL : "The task is still running; follow it with task_status.");
 out:
     lb_mcp_answer_free(&a);

@@ -199,7 +199,8 @@ def main():
         '[user "%s"]\ntoken_sha256 = %s\n%s' % (n, h, "max_tasks = 1\n" if n == "bob" else "")
         for n, (t, h) in users.items())
     with Stack(scenario=SCENARIO, conf=conf, web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN,
-                                                     "LLMBOX_SANDBOX_API_MAX": "8"}) as st:
+                                                     "LLMBOX_SANDBOX_API_MAX": "8",
+                                                     "LLMBOX_SSE_MAX_PER_CLIENT": "1"}) as st:
         r.run("initialize_raw", t_initialize_raw, st, users)
         r.run("malformed_jsonrpc", t_malformed_jsonrpc, st, users)
         r.run("transport_refusals", t_transport_refusals, st, users)

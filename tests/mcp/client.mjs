@@ -167,6 +167,32 @@ await check("task_cancel", async () => {
   throw new Error("the task was not cancelled");
 });
 
+await check("task_run_waits_within_the_stream_limit", async () => {
+  // a waiting task_run holds a worker thread as an event stream does, and counts as one
+  // (LLMBOX_SSE_MAX_PER_CLIENT=1 in this stack): a second one of alice returns at once
+  const first = alice.client.callTool({ name: "task_run", arguments: { prompt: "[long] hold the place" } },
+    undefined, { timeout: 300000 });
+  let second = null;
+  for (let i = 0; i < 50; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    second = await alice.client.callTool({ name: "task_run", arguments: { prompt: "[mcp] shout again",
+      files: [{ path: "in.txt", content: "again" }] } });
+    if (/as many clients waiting/.test(text(second))) break;
+  }
+  assert(second && /as many clients waiting/.test(text(second)) && !second.isError, `second ${text(second)}`);
+  // find the held task and cancel it: the first call then ends with it
+  const { resources } = await alice.client.listResources();
+  const ids = [...new Set(resources.map((r) => r.uri.split("/")[3]))];
+  for (const id of ids) {
+    const st = await alice.client.callTool({ name: "task_status", arguments: { task_id: id } });
+    if (["queued", "running"].includes(st.structuredContent.status) && id !== second.structuredContent.id)
+      await alice.client.callTool({ name: "task_cancel", arguments: { task_id: id } });
+  }
+  const r = await first;
+  assertToolError(r);
+  assert(r.structuredContent.status === "cancelled", `first ${JSON.stringify(r.structuredContent)}`);
+});
+
 await check("other_users_refused", async () => {
   // the sandbox API takes its own token only: a user's is refused, as on /api/sandboxes
   const e = await alice.client.callTool({ name: "sandbox_exec", arguments: { sandbox_id: sandboxId, command: "id" } });
