@@ -44,6 +44,17 @@ typedef struct mcp_session {
 static mcp_session sessions[LB_MCP_SESSIONS_MAX];
 static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* tools/call requests that run now, so that notifications/cancelled
+ * (another POST, on another thread) can reach them: a task_run that waits
+ * stops waiting. A call that finds the table full runs uncancellable. */
+#define INFLIGHT_MAX 256
+typedef struct mcp_inflight {
+    char session[33];         /* "" when free */
+    char id[LB_MCP_ID_STR_MAX + 8]; /* the request's id as compact JSON ("\"a\"", "7") */
+    int cancelled;            /* __atomic */
+} mcp_inflight;
+static mcp_inflight inflight[INFLIGHT_MAX];
+
 static const char *const versions[] = {LB_MCP_PROTOCOL_LATEST, "2025-06-18", "2025-03-26"};
 
 int lb_mcp_version_known(const char *v)
@@ -177,6 +188,59 @@ static int session_touch(const char *id, const char *who, int end)
     return found;
 }
 
+/* The request's id as compact JSON into out: 0, or -1 when it does not fit. */
+static int id_key(const cJSON *id, char *out, size_t outsz)
+{
+    char *t = id ? cJSON_PrintUnformatted(id) : NULL;
+    int ok = t && strlen(t) < outsz;
+    if (ok)
+        snprintf(out, outsz, "%s", t);
+    free(t);
+    return ok ? 0 : -1;
+}
+
+/* Registers a running call: its slot, or -1. */
+static int inflight_add(const char *session, const cJSON *id)
+{
+    char key[LB_MCP_ID_STR_MAX + 8];
+    if (id_key(id, key, sizeof key))
+        return -1;
+    int at = -1;
+    pthread_mutex_lock(&sessions_mu);
+    for (int i = 0; i < INFLIGHT_MAX && at < 0; i++)
+        if (!inflight[i].session[0])
+            at = i;
+    if (at >= 0) {
+        snprintf(inflight[at].session, sizeof inflight[at].session, "%s", session);
+        snprintf(inflight[at].id, sizeof inflight[at].id, "%s", key);
+        __atomic_store_n(&inflight[at].cancelled, 0, __ATOMIC_SEQ_CST);
+    }
+    pthread_mutex_unlock(&sessions_mu);
+    return at;
+}
+
+static void inflight_remove(int at)
+{
+    if (at < 0)
+        return;
+    pthread_mutex_lock(&sessions_mu);
+    inflight[at].session[0] = '\0';
+    pthread_mutex_unlock(&sessions_mu);
+}
+
+/* notifications/cancelled: marks the session's call of params.requestId. */
+static void inflight_cancel(const char *session, const cJSON *params)
+{
+    char key[LB_MCP_ID_STR_MAX + 8];
+    if (id_key(cJSON_GetObjectItemCaseSensitive(params, "requestId"), key, sizeof key))
+        return;
+    pthread_mutex_lock(&sessions_mu);
+    for (int i = 0; i < INFLIGHT_MAX; i++)
+        if (inflight[i].session[0] && !strcmp(inflight[i].session, session) && !strcmp(inflight[i].id, key))
+            __atomic_store_n(&inflight[i].cancelled, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&sessions_mu);
+}
+
 /* ---- answers ---- */
 
 typedef struct mcp_out {
@@ -185,6 +249,7 @@ typedef struct mcp_out {
     cJSON *token;             /* the request's progressToken, or NULL */
     int sse;                  /* the answer is an event stream (head sent) */
     int broken;               /* the client went away */
+    int cancelled;            /* the client cancelled the call: no response then */
     pthread_mutex_t mu;       /* notifications may come from a tool's thread */
 } mcp_out;
 
@@ -287,6 +352,7 @@ static cJSON *initialize(const lb_mcp_msg *m)
 /* tools/call: the tool's result, or a JSON-RPC error into *code/why. */
 static cJSON *call_tool(lb_req *r, mcp_out *o, const lb_mcp_msg *m, int *code, const char **why)
 {
+    int at = -1;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(m->params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(m->params, "arguments");
     if (!cJSON_IsString(name)) {
@@ -306,9 +372,12 @@ static cJSON *call_tool(lb_req *r, mcp_out *o, const lb_mcp_msg *m, int *code, c
         return NULL;
     }
     cJSON *empty = args ? NULL : cJSON_CreateObject();
+    at = inflight_add(o->session, m->id);
     lb_mcp_call c = {.r = r, .args = args ? args : empty, .wants_progress = o->token != NULL,
-                     .progress = progress, .transport = o};
+                     .cancelled = at >= 0 ? &inflight[at].cancelled : NULL, .progress = progress, .transport = o};
     cJSON *res = c.args ? t->run(&c) : NULL;
+    o->cancelled = at >= 0 && __atomic_load_n(&inflight[at].cancelled, __ATOMIC_SEQ_CST);
+    inflight_remove(at);
     cJSON_Delete(empty);
     if (!res) {
         *code = LB_RPC_INTERNAL_ERROR;
@@ -450,7 +519,9 @@ void lb_h_mcp_post(lb_req *r)
     }
     if (m.kind != LB_MCP_REQUEST) {
         /* notifications (initialized, cancelled, progress) and the client's
-         * answers: nothing here waits for them */
+         * answers: nothing here waits for them; a cancel reaches its call */
+        if (m.kind == LB_MCP_NOTIFICATION && !strcmp(m.method, "notifications/cancelled"))
+            inflight_cancel(o.session, m.params);
         char extra[96];
         session_header(&o, extra, sizeof extra);
         lb_http_head(r, 202, NULL, extra[0] ? extra : NULL);
@@ -469,7 +540,9 @@ void lb_h_mcp_post(lb_req *r)
     cJSON *result = dispatch(r, &o, &m, &code, &why);
     cJSON *reply = result ? lb_mcp_rpc_result(m.id, result) : lb_mcp_rpc_error(m.id, code, why);
     if (o.sse) {
-        if (reply && sse_send(&o, reply) < 0)
+        /* a cancelled request gets no response (the protocol says so); its
+         * stream just ends */
+        if (reply && !o.cancelled && sse_send(&o, reply) < 0)
             lb_info("web: mcp: the client left before the answer of %s", m.method);
         cJSON_Delete(reply);
     } else {

@@ -17,6 +17,8 @@ typedef struct lb_mcp_call {
     lb_req *r;                 /* the POST /mcp request: its credentials run the inner requests */
     const cJSON *args;         /* "arguments": an object (an empty one when absent) */
     int wants_progress;        /* the request had a progressToken */
+    const int *cancelled;      /* nonzero (read with __atomic_load_n) once the client sent
+                                * notifications/cancelled for this call; may be NULL */
     /* Sends notifications/progress when the client asked for them (a
      * progressToken), else nothing. total <= 0: unknown. Returns 0, or -1
      * when the client has gone (the tool may stop waiting). */

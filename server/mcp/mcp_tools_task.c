@@ -302,7 +302,7 @@ cJSON *lb_mcp_tool_task_run(lb_mcp_call *c)
     follow f = {.c = c};
     int64_t end = lb_mono_ms() + wait_ms;
     char status[32] = "queued";
-    while (lb_mono_ms() < end && !f.gone) {
+    while (lb_mono_ms() < end && !f.gone && !(c->cancelled && __atomic_load_n(c->cancelled, __ATOMIC_SEQ_CST))) {
         if (c->wants_progress) {
             int rc = lb_store_events_after(c->r->store, id, f.last, 100, on_event, &f);
             if (rc != LB_OK && rc != 1)

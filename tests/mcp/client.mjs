@@ -193,6 +193,33 @@ await check("task_run_waits_within_the_stream_limit", async () => {
   assert(r.structuredContent.status === "cancelled", `first ${JSON.stringify(r.structuredContent)}`);
 });
 
+await check("task_run_cancelled_stops_waiting", async () => {
+  // the SDK sends notifications/cancelled when a call is aborted: the server stops waiting,
+  // so alice's one waiting place (LLMBOX_SSE_MAX_PER_CLIENT=1) is free again at once
+  const ac = new AbortController();
+  const p = alice.client.callTool({ name: "task_run", arguments: { prompt: "[long] cancel me" } }, undefined,
+    { signal: ac.signal, onprogress: () => {}, timeout: 300000 });
+  await new Promise((r) => setTimeout(r, 1500));
+  ac.abort();
+  let threw = null;
+  try { await p; } catch (e) { threw = e; }
+  assert(threw, "the aborted call did not end");
+  let r = null;
+  for (let i = 0; i < 25; i++) {
+    await new Promise((res) => setTimeout(res, 200));
+    r = await alice.client.callTool({ name: "task_run", arguments: { prompt: "[mcp] after the cancel",
+      files: [{ path: "in.txt", content: "x" }] } });
+    if (!/as many clients waiting/.test(text(r))) break;
+  }
+  assert(r && r.structuredContent.status === "succeeded", `after the cancel: ${text(r)}`);
+  const { resources } = await alice.client.listResources();
+  for (const id of new Set(resources.map((x) => x.uri.split("/")[3]))) {
+    const st = await alice.client.callTool({ name: "task_status", arguments: { task_id: id } });
+    if (["queued", "running"].includes(st.structuredContent.status))
+      await alice.client.callTool({ name: "task_cancel", arguments: { task_id: id } });
+  }
+});
+
 await check("other_users_refused", async () => {
   // the sandbox API takes its own token only: a user's is refused, as on /api/sandboxes
   const e = await alice.client.callTool({ name: "sandbox_exec", arguments: { sandbox_id: sandboxId, command: "id" } });
