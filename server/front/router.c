@@ -33,6 +33,7 @@
 #include "web/http.h"
 #include "sbxapi/sandbox_node.h" /* issue 13 */
 #include "web/sse.h"
+#include "mcp/mcp_http.h"
 
 #include "common/config.h" /* checksrc: allow unused-include (r->cfg->n_users needs lb_config whole) */
 #include "common/node_id.h" /* issue 13 */
@@ -124,6 +125,9 @@ const lb_route_def lb_routes[] = {
     /* issue 13: a signed link's file fetched from the object store; only nginx's @dl_fetch sends a link here,
      * and the handler checks the link's signature (the link is the permission, as in nginx) */
     {LB_M_GET,    "/dl/*",                                  LB_WHO_NGINX,   "dl_fetch",        lb_h_dl_fetch},
+    /* MCP's Streamable HTTP (docs/MCP.md): GET is a 405, there is no server-initiated stream */
+    {LB_M_POST,   "/mcp",                                   LB_WHO_MCP,     "mcp",             lb_h_mcp_post},
+    {LB_M_DELETE, "/mcp",                                   LB_WHO_MCP,     "mcp",             lb_h_mcp_delete},
     {LB_M_ANY,    "*",                                      LB_WHO_NGINX,   "unknown",         lb_route_not_found},
 };
 /* clang-format on */
@@ -344,6 +348,7 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     case LB_WHO_SANDBOX: ok = lb_sandbox_auth_ok(r); break;
     case LB_WHO_ROLLOUT: ok = lb_rollout_auth_ok(r); break;
     case LB_WHO_E2B: ok = lb_e2b_auth_ok(r); break;
+    case LB_WHO_MCP: ok = lb_mcp_auth_ok(r); break;
     case LB_WHO_ANYONE:
     case LB_WHO_PREVIEW: ok = r->cfg->n_users || lb_auth_request_ok(r); break;
     case LB_WHO_USER:

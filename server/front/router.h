@@ -32,6 +32,10 @@ typedef enum lb_who {
     /* E2B's protocol (docs/E2B.md) */
     LB_WHO_E2B,       /* the sandbox API token as X-API-KEY (e2b_api.c); envd's
                        * /e2b/sandbox/... checks its sandbox's access token */
+    /* MCP (docs/MCP.md) */
+    LB_WHO_MCP,       /* the sandbox API token, or what LB_WHO_USER takes
+                       * (mcp_http.c); each tool's inner request is then
+                       * admitted by its own route's rule */
 } lb_who;
 
 /* One row: a method and a path pattern. A pattern is literal text with

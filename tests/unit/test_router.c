@@ -46,7 +46,7 @@ TEST(every_route_has_a_rule)
     for (size_t i = 0; i < lb_routes_n; i++) {
         const lb_route_def *d = &lb_routes[i];
         CHECK(d->pattern && d->route && d->handler && d->methods);
-        CHECK(d->who >= LB_WHO_NGINX && d->who <= LB_WHO_E2B);
+        CHECK(d->who >= LB_WHO_NGINX && d->who <= LB_WHO_MCP);
         /* the rows of one pattern stand together, share their rule, and
          * take each method once */
         for (size_t j = 0; j < i; j++)
@@ -148,6 +148,7 @@ TEST(allow_lists)
         {"/dl/" ID "/a/b.txt", "GET, HEAD"}, /* issue 13 */
         {"/api/sandboxes/" ID "/network", "GET, HEAD, PATCH"}, /* a sandbox's network policy and record */
         {"/api/tasks/" ID "/network", "GET, HEAD"},
+        {"/mcp", "POST, DELETE"},
     };
     char allow[64];
     size_t seen = 0;
