@@ -592,7 +592,134 @@ static int lb_export_word(lb_buf *b, const cJSON *kv)
     return rc ? rc : lb_buf_append(b, "'", 1);
 }
 
+/* Bash's builtins and reserved words: a command starting with one of these
+ * (but the few below that change nothing in the shell) may change the
+ * shell itself (cd, export, exit, exec, set, trap, ulimit, read, ...), so it
+ * always runs in the subshell. */
+static const char *const lb_sh_builtins[] = {
+    ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen", "complete",
+    "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec", "exit", "export",
+    "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let", "local", "logout",
+    "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray", "readonly", "return", "set", "shift",
+    "shopt", "source", "suspend", "test", "times", "trap", "true", "type", "typeset", "ulimit", "umask",
+    "unalias", "unset", "wait", "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while",
+    "until", "do", "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]", NULL};
+/* Builtins that only print or give a status: as cheap to run in the
+ * persistent shell as an external program, and they change nothing. */
+static const char *const lb_sh_inert[] = {"true", "false", ":", "echo", "pwd", NULL};
+
+static int lb_in_list(const char *const *l, const char *w, size_t n)
+{
+    for (; *l; l++)
+        if (strlen(*l) == n && memcmp(*l, w, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* True when cmd is one simple command of plain words (letters, digits and
+ * _ . / : , + = % - separated by spaces) whose first word is not an
+ * assignment and is an external program or an inert builtin: nothing in it
+ * is expanded, so running it as `command WORDS` does exactly what eval
+ * would, and it cannot change the shell it runs in. Sets *first and *first_n to
+ * its first word. */
+static int lb_exec_plain(const char *cmd, const char **first, size_t *first_n)
+{
+    size_t n = strlen(cmd);
+    if (n == 0 || n > 4096)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = cmd[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr(" _./:,+=%-", c) != NULL))
+            return 0;
+    }
+    const char *w = cmd;
+    while (*w == ' ')
+        w++;
+    size_t wn = strcspn(w, " ");
+    if (wn == 0 || memchr(w, '=', wn) != NULL)
+        return 0;
+    if (lb_in_list(lb_sh_builtins, w, wn) && !lb_in_list(lb_sh_inert, w, wn))
+        return 0;
+    *first = w;
+    *first_n = wn;
+    return 1;
+}
+
+/* The fast form of a plain command without stdin: in the persistent shell
+ * itself, no subshell (a fork of bash costs several ms on a loaded VM,
+ * most of an exec of `true`). What a subshell would keep from leaking is
+ * put back by hand: the cwd and OLDPWD (also when a timeout's SIGINT
+ * unwinds it: the INT trap; sandboxd's wrapper resets the trap after),
+ * the hashall flag (off, so no command is remembered in bash's hash
+ * table), the helper variables; env goes in as temporary assignments of
+ * the one command. `builtin command` skips functions and aliases, which a
+ * subshell's eval would run: when the shell has a function of that name or
+ * expands aliases, the subshell form runs instead, decided in the shell.
+ * The exit status is handed back with `return`, which leaves the sourced
+ * script sandboxd wraps each command in (sandbox_exec.c). */
+static int lb_exec_fast(const lb_sbx_exec_req *er, const cJSON *base_env, const char *first, size_t first_n,
+                        lb_buf *slow, lb_buf *out)
+{
+    static const char restore[] = "builtin cd -- \"$__lb_d\" 2>/dev/null; OLDPWD=$__lb_o; "
+                                  "[[ $__lb_h == *h* ]] && builtin set -h; builtin unset __lb_d __lb_o __lb_h";
+    int rc = lb_buf_printf(out, "if builtin shopt -q expand_aliases || builtin declare -F -- '%.*s' >/dev/null "
+                                "2>&1; then ", (int)first_n, first);
+    if (!rc)
+        rc = lb_buf_append(out, slow->data, slow->len);
+    if (!rc)
+        rc = lb_buf_printf(out, "; else __lb_d=$PWD __lb_o=$OLDPWD __lb_h=$-; builtin set +h; "
+                                "builtin trap '%s; builtin return 130 2>/dev/null' INT; builtin cd -- ",
+                           restore);
+    if (!rc)
+        rc = lb_sh_quote(out, er->cwd);
+    if (!rc)
+        rc = lb_buf_appends(out, " &&");
+    const cJSON *envs[2] = {base_env, er->env};
+    for (int k = 0; k < 2 && !rc; k++) {
+        const cJSON *kv;
+        if (!envs[k])
+            continue;
+        cJSON_ArrayForEach(kv, envs[k])
+        {
+            /* NAME='value': an assignment word, for this command only */
+            if (!rc && cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string))
+                rc = lb_buf_printf(out, " %s='", kv->string);
+            if (!rc && cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string))
+                rc = lb_sh_quote_body(out, kv->valuestring);
+            if (!rc && cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string))
+                rc = lb_buf_append(out, "'", 1);
+        }
+    }
+    if (!rc)
+        rc = lb_buf_printf(out, " builtin command %s < /dev/null; __lb_r=$?; %s; "
+                                "builtin eval \"builtin unset __lb_r; builtin return $__lb_r\"; fi",
+                           er->command, restore);
+    return rc;
+}
+
 int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out)
+{
+    const char *first;
+    size_t first_n;
+    if (!stdin_path && lb_exec_plain(er->command, &first, &first_n)) {
+        lb_buf slow;
+        int rc = lb_sbx_exec_line_sub(er, base_env, NULL, &slow);
+        if (rc)
+            return rc;
+        lb_buf_init(out, LB_SBX_LINE_MAX);
+        rc = lb_exec_fast(er, base_env, first, first_n, &slow, out);
+        lb_buf_free(&slow);
+        if (rc) {
+            lb_buf_free(out);
+            return rc == LB_E_NOMEM ? rc : LB_E_TOOBIG;
+        }
+        return LB_OK;
+    }
+    return lb_sbx_exec_line_sub(er, base_env, stdin_path, out);
+}
+
+int lb_sbx_exec_line_sub(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out)
 {
     lb_buf_init(out, LB_SBX_LINE_MAX);
     int rc = lb_buf_appends(out, "( ");

@@ -91,6 +91,15 @@ LB_MUST_CHECK int lb_sbx_exec_parse(const cJSON *body, const lb_config *cfg, con
  * the subshell has it open, so nothing is left even if the command is
  * killed. LB_E_TOOBIG when the line would be over LB_SBX_LINE_MAX. */
 LB_MUST_CHECK int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out);
+/* lb_sbx_exec_line chooses between two lines with the same effect: the
+ * subshell above (always, with stdin), and for one plain command (words of
+ * letters, digits and _./:,+=%- only; no builtin that can change the shell)
+ * a line that runs it in the persistent shell without a fork and puts back
+ * the cwd by itself; it falls back to the subshell, decided in the shell,
+ * when that name is a shell function or aliases are on. This is the
+ * subshell line alone. */
+LB_MUST_CHECK int lb_sbx_exec_line_sub(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path,
+                                       lb_buf *out);
 
 /* Cleans a sandbox path of n bytes (which may hold NULs: refused). An
  * absolute path stands alone; a relative one is taken from base (absolute
