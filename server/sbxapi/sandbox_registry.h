@@ -71,6 +71,7 @@ typedef struct lb_sbx {
     cJSON *metadata;            /* the client's object, or NULL */
     cJSON *env;                 /* object of strings: every exec's base env */
     char workdir[LB_PATH_MAX + 2];   /* absolute, cleaned */
+    int exec_helper;            /* the shell has __llmbox_exec (sandbox_spec.h); set under the lock */
 } lb_sbx;
 
 /* Allocates the table of max entries (sandbox_api_max) and starts the

@@ -620,9 +620,8 @@ static int lb_in_list(const char *const *l, const char *w, size_t n)
  * _ . / : , + = % - separated by spaces) whose first word is not an
  * assignment and is an external program or an inert builtin: nothing in it
  * is expanded, so running it as `command WORDS` does exactly what eval
- * would, and it cannot change the shell it runs in. Sets *first and *first_n to
- * its first word. */
-static int lb_exec_plain(const char *cmd, const char **first, size_t *first_n)
+ * would, and it cannot change the shell it runs in. */
+static int lb_exec_plain(const char *cmd)
 {
     size_t n = strlen(cmd);
     if (n == 0 || n > 4096)
@@ -637,44 +636,53 @@ static int lb_exec_plain(const char *cmd, const char **first, size_t *first_n)
     while (*w == ' ')
         w++;
     size_t wn = strcspn(w, " ");
-    if (wn == 0 || memchr(w, '=', wn) != NULL)
+    /* an assignment; an option to `command` itself; a job spec (%1 is fg) */
+    if (wn == 0 || w[0] == '-' || memchr(w, '=', wn) != NULL || memchr(w, '%', wn) != NULL)
         return 0;
     if (lb_in_list(lb_sh_builtins, w, wn) && !lb_in_list(lb_sh_inert, w, wn))
         return 0;
-    *first = w;
-    *first_n = wn;
+    /* the helper's own name: its "command not found" must mean the helper */
+    if (strstr(cmd, "__llmbox") != NULL)
+        return 0;
     return 1;
 }
 
-/* The fast form of a plain command without stdin: in the persistent shell
- * itself, no subshell (a fork of bash costs several ms on a loaded VM,
- * most of an exec of `true`). What a subshell would keep from leaking is
- * put back by hand: the cwd and OLDPWD (also when a timeout's SIGINT
- * unwinds it: the INT trap; sandboxd's wrapper resets the trap after),
- * the hashall flag (off, so no command is remembered in bash's hash
- * table), the helper variables; env goes in as temporary assignments of
- * the one command. `builtin command` skips functions and aliases, which a
- * subshell's eval would run: when the shell has a function of that name or
- * expands aliases, the subshell form runs instead, decided in the shell.
- * The exit status is handed back with `return`, which leaves the sourced
- * script sandboxd wraps each command in (sandbox_exec.c). */
-static int lb_exec_fast(const lb_sbx_exec_req *er, const cJSON *base_env, const char *first, size_t first_n,
-                        lb_buf *slow, lb_buf *out)
+/* The helper behind the fast form (sandbox_spec.h), defined in the
+ * persistent shell by the first fast exec. It takes the cwd and the words;
+ * env comes as temporary assignments of the call, which bash exports to
+ * what the function runs and drops after. A subshell would keep cd, OLDPWD
+ * and bash's hash table from leaking; here they are put back by hand (the
+ * hashall flag is off while the command runs, so nothing is hashed), also
+ * when a timeout's SIGINT unwinds it (its INT trap; sandboxd's wrapper
+ * resets the trap after). `builtin command` skips functions and aliases,
+ * which the subshell's eval would run: when that name is a function or
+ * aliases are on, it runs the subshell form itself. */
+static const char lb_exec_helper[] =
+    "__llmbox_exec() { local __d=$PWD __o=$OLDPWD __h=$- __r; "
+    "if builtin shopt -q expand_aliases || builtin declare -F -- \"$2\" >/dev/null; then "
+    "( builtin cd -- \"$1\" && builtin shift && builtin eval \"$*\" ) </dev/null; builtin return; fi; "
+    "builtin set +h; builtin trap 'builtin cd -- \"$__d\" 2>/dev/null; OLDPWD=$__o; "
+    "[[ $__h == *h* ]] && builtin set -h; builtin return 130' INT; "
+    "builtin cd -- \"$1\" && builtin shift && builtin command \"$@\" </dev/null; __r=$?; "
+    "builtin cd -- \"$__d\" 2>/dev/null; OLDPWD=$__o; [[ $__h == *h* ]] && builtin set -h; "
+    "builtin return $__r; }";
+
+const char *lb_sbx_exec_helper(void)
 {
-    static const char restore[] = "builtin cd -- \"$__lb_d\" 2>/dev/null; OLDPWD=$__lb_o; "
-                                  "[[ $__lb_h == *h* ]] && builtin set -h; builtin unset __lb_d __lb_o __lb_h";
-    int rc = lb_buf_printf(out, "if builtin shopt -q expand_aliases || builtin declare -F -- '%.*s' >/dev/null "
-                                "2>&1; then ", (int)first_n, first);
-    if (!rc)
-        rc = lb_buf_append(out, slow->data, slow->len);
-    if (!rc)
-        rc = lb_buf_printf(out, "; else __lb_d=$PWD __lb_o=$OLDPWD __lb_h=$-; builtin set +h; "
-                                "builtin trap '%s; builtin return 130 2>/dev/null' INT; builtin cd -- ",
-                           restore);
-    if (!rc)
-        rc = lb_sh_quote(out, er->cwd);
-    if (!rc)
-        rc = lb_buf_appends(out, " &&");
+    return lb_exec_helper;
+}
+
+/* The fast form's call: as short as can be, because bash reads a command
+ * line from its pipe one byte at a time and sandboxd sends most
+ * punctuation as four bytes (\xHH): the line's length is most of the cost
+ * of an exec of `true` (a fork of bash is the rest of a subshell's). In a
+ * shell without the helper (a new shell after a stuck one was replaced, a
+ * restored state) bash answers "__llmbox_exec: command not found" before
+ * anything ran: the web sends the definition and runs it again
+ * (handlers_sandboxes.c). */
+static int lb_exec_fast(const lb_sbx_exec_req *er, const cJSON *base_env, lb_buf *out)
+{
+    int rc = LB_OK;
     const cJSON *envs[2] = {base_env, er->env};
     for (int k = 0; k < 2 && !rc; k++) {
         const cJSON *kv;
@@ -682,34 +690,30 @@ static int lb_exec_fast(const lb_sbx_exec_req *er, const cJSON *base_env, const 
             continue;
         cJSON_ArrayForEach(kv, envs[k])
         {
-            /* NAME='value': an assignment word, for this command only */
-            if (!rc && cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string))
-                rc = lb_buf_printf(out, " %s='", kv->string);
-            if (!rc && cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string))
+            /* NAME='value' : an assignment word, for this call only */
+            int ok = cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string);
+            if (!rc && ok)
+                rc = lb_buf_printf(out, "%s='", kv->string);
+            if (!rc && ok)
                 rc = lb_sh_quote_body(out, kv->valuestring);
-            if (!rc && cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string))
-                rc = lb_buf_append(out, "'", 1);
+            if (!rc && ok)
+                rc = lb_buf_appends(out, "' ");
         }
     }
     if (!rc)
-        rc = lb_buf_printf(out, " builtin command %s < /dev/null; __lb_r=$?; %s; "
-                                "builtin eval \"builtin unset __lb_r; builtin return $__lb_r\"; fi",
-                           er->command, restore);
+        rc = lb_buf_appends(out, "__llmbox_exec ");
+    if (!rc)
+        rc = lb_sh_quote(out, er->cwd);
+    if (!rc)
+        rc = lb_buf_printf(out, " %s", er->command);
     return rc;
 }
 
 int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out)
 {
-    const char *first;
-    size_t first_n;
-    if (!stdin_path && lb_exec_plain(er->command, &first, &first_n)) {
-        lb_buf slow;
-        int rc = lb_sbx_exec_line_sub(er, base_env, NULL, &slow);
-        if (rc)
-            return rc;
+    if (!stdin_path && lb_exec_plain(er->command)) {
         lb_buf_init(out, LB_SBX_LINE_MAX);
-        rc = lb_exec_fast(er, base_env, first, first_n, &slow, out);
-        lb_buf_free(&slow);
+        int rc = lb_exec_fast(er, base_env, out);
         if (rc) {
             lb_buf_free(out);
             return rc == LB_E_NOMEM ? rc : LB_E_TOOBIG;
@@ -717,6 +721,15 @@ int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const cha
         return LB_OK;
     }
     return lb_sbx_exec_line_sub(er, base_env, stdin_path, out);
+}
+
+int lb_sbx_exec_fast_missing(int exit_code, const char *out, size_t out_len, const char *err, size_t err_len)
+{
+    static const char tail[] = "__llmbox_exec: command not found\n";
+    size_t t = sizeof tail - 1;
+    (void)out;
+    return exit_code == 127 && out_len == 0 && err && err_len >= t && err_len < t + 200 &&
+           memcmp(err + err_len - t, tail, t) == 0;
 }
 
 int lb_sbx_exec_line_sub(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out)
