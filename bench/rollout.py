@@ -59,6 +59,7 @@ def level(c, size, per_slot, delay_ms):
     with Stack(scenario={"eval": True, "tokens": "vllm"}, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN},
                model_args=["--delay-ms", str(delay_ms)], model_log=True) as s:
         ids = []
+        cpu0 = stack_cpu(s)
         t0 = time.time()
         for b in range(0, ngroups, BATCH):
             body = {"groups": [group(i, size) for i in range(b, min(ngroups, b + BATCH))]}
@@ -76,6 +77,7 @@ def level(c, size, per_slot, delay_ms):
                     groups.append(g)
                     break
         wall = time.time() - t0
+        cpu1 = stack_cpu(s)
         samples = [x for g in groups for x in g["samples"]]
         tok = check_tokens(s, samples)
     samples = [x for g in groups for x in g["samples"]]
@@ -94,9 +96,64 @@ def level(c, size, per_slot, delay_ms):
           "outcomes %s; ceiling %7.0f/min, ratio %.2fx; overhead/turn p50 %.0f ms p90 %.0f ms" % (
               c, n, len(groups), size, wall, t_posted, spm, right, json.dumps(outcomes, sort_keys=True), ceiling,
               spm / ceiling, p50, p90))
+    per = {k: (cpu1.get(k, 0) - cpu0.get(k, 0)) * 1000.0 / max(1, n) for k in cpu1}
+    print("         cpu per sample: %.1f ms (%s; from /proc, the fake model not counted)" % (
+        sum(per.values()), ", ".join("%s %.1f" % (k, v) for k, v in sorted(per.items()))))
     print("         tokens: %d turns stored, %d equal to an answer the server sent, %d not, %d samples without "
           "tokens.jsonl; %.0f bytes of token data per turn (tokens.jsonl)" % tok)
     sys.stdout.flush()
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """(own CPU s, CPU s of reaped children) of pid from /proc, or (0, 0)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0, 0.0
+    return (int(st[11]) + int(st[12])) / TICK, (int(st[13]) + int(st[14])) / TICK
+
+
+def children_map():
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def stack_cpu(s):
+    """CPU seconds so far, by process kind, read from /proc: each named
+    process itself, and everything under it (its live descendants' own and
+    reaped-children time, plus its own reaped children): agents and
+    scorers under the web, the sandboxes under sandboxd."""
+    kids = children_map()
+    out = {}
+    for name in ("web", "sandboxd", "nginx"):
+        ent = s.named.get(name)
+        if not ent:
+            continue
+        root = ent[0].pid
+        own, reaped = proc_cpu(root)
+        below = reaped
+        todo = list(kids.get(root, []))
+        while todo:
+            p = todo.pop()
+            a, b = proc_cpu(p)
+            below += a + b
+            todo += kids.get(p, [])
+        out[name] = own
+        out[name + " children"] = below
+    return out
 
 
 def sent_answers(model_log):

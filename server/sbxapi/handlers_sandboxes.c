@@ -578,7 +578,34 @@ void lb_h_sbx_exec(lb_req *r)
             goto out;
         }
     }
-    rc = lbsb_exec(s->conn, s->sbx_id, line.data, er.timeout_ms, &eo, err, sizeof err);
+    /* the fast form's helper, once per sandbox: later lines only call it;
+     * a shell that lost it (replaced, restored) says so before running
+     * anything, and gets it again with the same command */
+    int fast = strncmp(line.data, "( ", 2) != 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int send_helper = fast && !s->exec_helper && line.len + strlen(lb_sbx_exec_helper()) + 2 <= LB_SBX_LINE_MAX;
+        lb_buf full;
+        lb_buf_init(&full, LB_SBX_LINE_MAX + 4096);
+        if (send_helper && (lb_buf_appends(&full, lb_sbx_exec_helper()) || lb_buf_appends(&full, "; ") ||
+                            lb_buf_append(&full, line.data, line.len)))
+            send_helper = 0; /* out of memory: the call alone, which may be refused below */
+        rc = lbsb_exec(s->conn, s->sbx_id, send_helper ? full.data : line.data, er.timeout_ms, &eo, err, sizeof err);
+        lb_buf_free(&full);
+        if (fast && rc == LB_OK && eo.state == LLMBOX_EXEC_EXITED &&
+            lb_sbx_exec_fast_missing(eo.exit_code, eo.out, eo.out_len, eo.err, eo.err_len)) {
+            s->exec_helper = 0;
+            if (attempt == 0) {
+                lbsb_exec_out_free(&eo);
+                memset(&eo, 0, sizeof eo);
+                continue;
+            }
+        } else if (send_helper && rc == LB_OK && eo.state == LLMBOX_EXEC_EXITED) {
+            s->exec_helper = 1;
+        }
+        break;
+    }
+    if (eo.shell_restarted)
+        s->exec_helper = 0; /* a fresh shell has no helper */
     lb_sbx_unlock(s);
     locked = 0;
     const char *note = NULL;

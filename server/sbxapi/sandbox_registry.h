@@ -77,6 +77,7 @@ typedef struct lb_sbx {
     cJSON *env;                 /* object of strings: every exec's base env */
     char workdir[LB_PATH_MAX + 2];   /* absolute, cleaned */
     char owner[64];             /* the user whose API token made it; "" for the shared sandbox token */
+    int exec_helper;            /* the shell has __llmbox_exec (sandbox_spec.h); set under the lock */
 } lb_sbx;
 
 /* Allocates the table of max entries (sandbox_api_max) and starts the

@@ -648,7 +648,147 @@ static int lb_export_word(lb_buf *b, const cJSON *kv)
     return rc ? rc : lb_buf_append(b, "'", 1);
 }
 
+/* Bash's builtins and reserved words: a command starting with one of these
+ * (but the few below that change nothing in the shell) may change the
+ * shell itself (cd, export, exit, exec, set, trap, ulimit, read, ...), so it
+ * always runs in the subshell. */
+static const char *const lb_sh_builtins[] = {
+    ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen", "complete",
+    "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec", "exit", "export",
+    "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let", "local", "logout",
+    "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray", "readonly", "return", "set", "shift",
+    "shopt", "source", "suspend", "test", "times", "trap", "true", "type", "typeset", "ulimit", "umask",
+    "unalias", "unset", "wait", "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while",
+    "until", "do", "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]", NULL};
+/* Builtins that only print or give a status: as cheap to run in the
+ * persistent shell as an external program, and they change nothing. */
+static const char *const lb_sh_inert[] = {"true", "false", ":", "echo", "pwd", NULL};
+
+static int lb_in_list(const char *const *l, const char *w, size_t n)
+{
+    for (; *l; l++)
+        if (strlen(*l) == n && memcmp(*l, w, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* True when cmd is one simple command of plain words (letters, digits and
+ * _ . / : , + = % - separated by spaces) whose first word is not an
+ * assignment and is an external program or an inert builtin: nothing in it
+ * is expanded, so running it as `command WORDS` does exactly what eval
+ * would, and it cannot change the shell it runs in. */
+static int lb_exec_plain(const char *cmd)
+{
+    size_t n = strlen(cmd);
+    if (n == 0 || n > 4096)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = cmd[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr(" _./:,+=%-", c) != NULL))
+            return 0;
+    }
+    const char *w = cmd;
+    while (*w == ' ')
+        w++;
+    size_t wn = strcspn(w, " ");
+    /* an assignment; an option to `command` itself; a job spec (%1 is fg) */
+    if (wn == 0 || w[0] == '-' || memchr(w, '=', wn) != NULL || memchr(w, '%', wn) != NULL)
+        return 0;
+    if (lb_in_list(lb_sh_builtins, w, wn) && !lb_in_list(lb_sh_inert, w, wn))
+        return 0;
+    /* the helper's own name: its "command not found" must mean the helper */
+    if (strstr(cmd, "__llmbox") != NULL)
+        return 0;
+    return 1;
+}
+
+/* The helper behind the fast form (sandbox_spec.h), defined in the
+ * persistent shell by the first fast exec. It takes the cwd and the words;
+ * env comes as temporary assignments of the call, which bash exports to
+ * what the function runs and drops after. A subshell would keep cd, OLDPWD
+ * and bash's hash table from leaking; here they are put back by hand (the
+ * hashall flag is off while the command runs, so nothing is hashed), also
+ * when a timeout's SIGINT unwinds it (its INT trap; sandboxd's wrapper
+ * resets the trap after). `builtin command` skips functions and aliases,
+ * which the subshell's eval would run: when that name is a function or
+ * aliases are on, it runs the subshell form itself. */
+static const char lb_exec_helper[] =
+    "__llmbox_exec() { local __d=$PWD __o=$OLDPWD __h=$- __r; "
+    "if builtin shopt -q expand_aliases || builtin declare -F -- \"$2\" >/dev/null; then "
+    "( builtin cd -- \"$1\" && builtin shift && builtin eval \"$*\" ) </dev/null; builtin return; fi; "
+    "builtin set +h; builtin trap 'builtin cd -- \"$__d\" 2>/dev/null; OLDPWD=$__o; "
+    "[[ $__h == *h* ]] && builtin set -h; builtin return 130' INT; "
+    "builtin cd -- \"$1\" && builtin shift && builtin command \"$@\" </dev/null; __r=$?; "
+    "builtin cd -- \"$__d\" 2>/dev/null; OLDPWD=$__o; [[ $__h == *h* ]] && builtin set -h; "
+    "builtin return $__r; }";
+
+const char *lb_sbx_exec_helper(void)
+{
+    return lb_exec_helper;
+}
+
+/* The fast form's call: as short as can be, because bash reads a command
+ * line from its pipe one byte at a time and sandboxd sends most
+ * punctuation as four bytes (\xHH): the line's length is most of the cost
+ * of an exec of `true` (a fork of bash is the rest of a subshell's). In a
+ * shell without the helper (a new shell after a stuck one was replaced, a
+ * restored state) bash answers "__llmbox_exec: command not found" before
+ * anything ran: the web sends the definition and runs it again
+ * (handlers_sandboxes.c). */
+static int lb_exec_fast(const lb_sbx_exec_req *er, const cJSON *base_env, lb_buf *out)
+{
+    int rc = LB_OK;
+    const cJSON *envs[2] = {base_env, er->env};
+    for (int k = 0; k < 2 && !rc; k++) {
+        const cJSON *kv;
+        if (!envs[k])
+            continue;
+        cJSON_ArrayForEach(kv, envs[k])
+        {
+            /* NAME='value' : an assignment word, for this call only */
+            int ok = cJSON_IsString(kv) && lb_sbx_env_name_ok(kv->string);
+            if (!rc && ok)
+                rc = lb_buf_printf(out, "%s='", kv->string);
+            if (!rc && ok)
+                rc = lb_sh_quote_body(out, kv->valuestring);
+            if (!rc && ok)
+                rc = lb_buf_appends(out, "' ");
+        }
+    }
+    if (!rc)
+        rc = lb_buf_appends(out, "__llmbox_exec ");
+    if (!rc)
+        rc = lb_sh_quote(out, er->cwd);
+    if (!rc)
+        rc = lb_buf_printf(out, " %s", er->command);
+    return rc;
+}
+
 int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out)
+{
+    if (!stdin_path && lb_exec_plain(er->command)) {
+        lb_buf_init(out, LB_SBX_LINE_MAX);
+        int rc = lb_exec_fast(er, base_env, out);
+        if (rc) {
+            lb_buf_free(out);
+            return rc == LB_E_NOMEM ? rc : LB_E_TOOBIG;
+        }
+        return LB_OK;
+    }
+    return lb_sbx_exec_line_sub(er, base_env, stdin_path, out);
+}
+
+int lb_sbx_exec_fast_missing(int exit_code, const char *out, size_t out_len, const char *err, size_t err_len)
+{
+    static const char tail[] = "__llmbox_exec: command not found\n";
+    size_t t = sizeof tail - 1;
+    (void)out;
+    return exit_code == 127 && out_len == 0 && err && err_len >= t && err_len < t + 200 &&
+           memcmp(err + err_len - t, tail, t) == 0;
+}
+
+int lb_sbx_exec_line_sub(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out)
 {
     lb_buf_init(out, LB_SBX_LINE_MAX);
     int rc = lb_buf_appends(out, "( ");

@@ -95,6 +95,26 @@ LB_MUST_CHECK int lb_sbx_exec_parse(const cJSON *body, const lb_config *cfg, con
  * the subshell has it open, so nothing is left even if the command is
  * killed. LB_E_TOOBIG when the line would be over LB_SBX_LINE_MAX. */
 LB_MUST_CHECK int lb_sbx_exec_line(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path, lb_buf *out);
+/* lb_sbx_exec_line chooses between two lines with the same effect: the
+ * subshell above (always, with stdin), and for one plain command (words of
+ * letters, digits and _./:,+=%- only; no builtin that can change the
+ * shell; not naming __llmbox*) a short call of a shell function,
+ *   [NAME='value' ...] __llmbox_exec 'CWD' WORDS
+ * (lb_sbx_exec_helper) that runs it in the persistent shell without a fork
+ * and puts the cwd back by itself; the function runs the subshell form
+ * when the command's name is a shell function or aliases are on. The
+ * caller sends the definition first when the shell may lack it, and again
+ * when lb_sbx_exec_fast_missing says the shell lacked it (nothing ran
+ * then). lb_sbx_exec_line_sub is the subshell line alone. */
+LB_MUST_CHECK int lb_sbx_exec_line_sub(const lb_sbx_exec_req *er, const cJSON *base_env, const char *stdin_path,
+                                       lb_buf *out);
+/* The definition of __llmbox_exec, one line of shell: the web sends it
+ * (followed by "; " and the exec's line) once per sandbox. */
+const char *lb_sbx_exec_helper(void);
+/* True when a fast-form exec's result is bash's "command not found" for
+ * __llmbox_exec itself (exit 127, no stdout, that one line on stderr): the
+ * shell had no helper and the command did not run. */
+int lb_sbx_exec_fast_missing(int exit_code, const char *out, size_t out_len, const char *err, size_t err_len);
 
 /* Cleans a sandbox path of n bytes (which may hold NULs: refused). An
  * absolute path stands alone; a relative one is taken from base (absolute

@@ -229,6 +229,27 @@ def t_exec(stack):
         r = api.exec(sid, "pwd; echo ${LEAK:-none}")
         assert r["stdout"] == "/testbed\nnone\n", r
 
+        # a plain command (words only) runs in the shell itself, without a
+        # subshell: the same cwd, env, exit code and isolation. $OLDPWD in a
+        # subshell exec is the persistent shell's own cwd: it must not move
+        home = api.exec(sid, "echo $OLDPWD")["stdout"]
+        r = api.exec(sid, "printenv ONLY OVER", env={"ONLY": "x y"}, cwd="/tmp")
+        assert r["stdout"] == "x y\nspec\n" and r["return_code"] == 0, r
+        r = api.exec(sid, "printenv ONLY")
+        assert r["stdout"] == "" and r["return_code"] == 1, r
+        r = api.exec(sid, "ls /nope-plain")
+        assert r["return_code"] == 2 and "nope-plain" in r["stderr"], r
+        r = api.exec(sid, "pwd", cwd="/etc")
+        assert r["stdout"] == "/etc\n", r
+        r = api.exec(sid, "uname")  # hashed only in a subshell, never in the shell
+        assert r["return_code"] == 0, r
+        r = api.exec(sid, "hash; echo $OLDPWD")
+        assert "uname" not in r["stdout"] and r["stdout"].endswith(home), (r, home)
+        r = api.exec(sid, "sleep 20", cwd="/tmp", timeout_s=1)
+        assert r["error_type"] == "timeout", r
+        r = api.exec(sid, "echo $OLDPWD; echo ${__lb_d:-clean}")
+        assert r["stdout"] == home + "clean\n", (r, home)
+
         # a command with quotes, comments and parentheses is run as written
         r = api.exec(sid, "echo 'a)'; echo b # a comment with a ) and a '")
         assert r["stdout"] == "a)\nb\n" and r["return_code"] == 0, r

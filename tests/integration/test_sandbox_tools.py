@@ -144,6 +144,56 @@ def same_as_agent(api, sid, want):
     assert st == 200 and o["truncated"] is True and len(o["observation"]) < 300000, (len(o["observation"]),)
 
 
+def t_exec_beside_tools(s, api):
+    """The API's exec of a plain command runs in the persistent shell the
+    bash tool uses, by a helper function: it leaves that shell's cwd, its
+    functions and variables as they were, respects a function of the
+    command's name as a subshell would, and still works when the shell
+    lost the helper (the web defines it again; the command runs once)."""
+    sid = api.create()
+
+    def ex(cmd, **kw):
+        body = dict(kw, command=cmd)
+        st, o = api.call("POST", "/api/sandboxes/%s/exec" % sid, body)
+        assert st == 200, (st, o)
+        return o
+
+    def sh(cmd):
+        st, o = api.tool(sid, "bash", {"command": cmd})
+        assert st == 200, (st, o)
+        return o["observation"]
+
+    try:
+        sh("cd /usr && export KEEP=kept")
+        r = ex("pwd", cwd="/etc")
+        assert r["stdout"] == "/etc\n" and r["return_code"] == 0, r
+        r = ex("printenv KEEP")
+        assert r["stdout"] == "kept\n", r
+        assert "/usr\nkept" in sh("pwd; echo $KEEP; hash"), sh("pwd")
+        # the helper gone from the shell: defined again, the command runs once
+        sh("unset -f __llmbox_exec")
+        assert "__llmbox_exec" not in sh("declare -F")
+        r = ex("mkdir /tmp/once-dir")  # a second run would fail: it exists
+        assert r["return_code"] == 0 and r["stderr"] == "", r
+        assert "declare -f __llmbox_exec" in sh("declare -F")
+        r = ex("pwd", cwd="/tmp")
+        assert r["stdout"] == "/tmp\n" and r["stderr"] == "", r
+        assert "/usr\n" in sh("pwd"), sh("pwd")
+        # a function of the command's name runs, as in a subshell, and its cd stays there
+        sh("uname() { echo from-function; cd /; }")
+        r = ex("uname", cwd="/etc")
+        assert r["stdout"] == "from-function\n", r
+        assert "/usr\n" in sh("pwd"), sh("pwd")
+        # a timeout in a plain command: the shell's cwd is put back
+        r = ex("sleep 30", cwd="/etc", timeout_s=1)
+        assert r["error_type"] == "timeout", r
+        assert "/usr\n" in sh("pwd"), sh("pwd")
+        r = ex("pwd")
+        assert r["stdout"] == "/testbed\n", r
+    finally:
+        api.call("DELETE", "/api/sandboxes/" + sid)
+
+
 def t_errors(s, api):
     sid = api.create()
     try:
@@ -311,6 +361,7 @@ def main():
         api = Api(s)
         r.run("tools_same_as_agent", t_same_as_agent, s, api)
         r.run("tools_errors", t_errors, s, api)
+        r.run("tools_exec_beside_tools", t_exec_beside_tools, s, api)
         r.run("tools_crash_and_destroy", t_crash_and_destroy, s, api)
         r.run("tools_host_dies_with_web", t_web_exit, s, api)
     d = plugin_dir()

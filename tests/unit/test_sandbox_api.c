@@ -279,10 +279,50 @@ TEST(exec_line)
     cJSON_Delete(j);
     j = cJSON_Parse("{\"command\":\"true\"}");
     CHECK(lb_sbx_exec_parse(j, &cfg, "/", &er, msg, sizeof msg) == LB_OK);
-    CHECK(lb_sbx_exec_line(&er, NULL, NULL, &line) == LB_OK);
+    CHECK(lb_sbx_exec_line_sub(&er, NULL, NULL, &line) == LB_OK);
     CHECK_STR(line.data, "( cd -- '/' && eval 'true' ) < /dev/null");
     lb_buf_free(&line);
+    /* one plain command: a call of the helper in the persistent shell, no
+     * subshell; the subshell line when the shell lacks the helper */
+    CHECK(lb_sbx_exec_line(&er, NULL, NULL, &line) == LB_OK);
+    CHECK_STR(line.data, "__llmbox_exec '/' true");
+    CHECK(strncmp(lb_sbx_exec_helper(), "__llmbox_exec() { ", 18) == 0);
+    /* the shell without the helper: only bash's own answer counts */
+    const char *nf = "bash: line 1: __llmbox_exec: command not found\n";
+    CHECK(lb_sbx_exec_fast_missing(127, "", 0, nf, strlen(nf)));
+    CHECK(!lb_sbx_exec_fast_missing(1, "", 0, nf, strlen(nf)));
+    CHECK(!lb_sbx_exec_fast_missing(127, "x", 1, nf, strlen(nf)));
+    CHECK(!lb_sbx_exec_fast_missing(127, "", 0, "bash: true: command not found\n", 30));
+    lb_buf_free(&line);
     cJSON_Delete(j);
+    /* which commands take the fast form: plain words, no builtin that can
+     * change the shell, no assignment, no stdin */
+    const struct {
+        const char *cmd;
+        int fast;
+    } forms[] = {{"ls -l /nope", 1},  {"python3 main.py --n=3", 1}, {"./run.sh a,b", 1}, {"echo hi", 1},
+                 {"pwd", 1},          {"cd /etc", 0},               {"export A=1", 0},    {"exit 3", 0},
+                 {"exec ls", 0},      {"set -e", 0},                {"A=1 ls", 0},        {"echo $HOME", 0},
+                 {"ls; cd /", 0},     {"ls | wc", 0},               {"ls > x", 0},        {"echo 'a'", 0},
+                 {"printf x", 0},     {"source x", 0},              {". x", 0},           {"ulimit -n 1", 0},
+                 {"time ls", 0},      {"ls *", 0},                  {"read x", 0},        {"ls\nls", 0},
+                 {"   ", 0},          {"-v ls", 0},                 {"%1", 0},            {"ls 50%", 1},
+                 {"__llmbox_exec x", 0}};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        er.command = forms[i].cmd;
+        CHECK(lb_sbx_exec_line(&er, NULL, NULL, &line) == LB_OK);
+        CHECK((strncmp(line.data, "__llmbox_exec ", 14) == 0) == forms[i].fast);
+        lb_buf_free(&line);
+    }
+    er.command = "ls";
+    CHECK(lb_sbx_exec_line(&er, NULL, "/tmp/.in", &line) == LB_OK);
+    CHECK(strncmp(line.data, "( rm -f", 7) == 0);
+    lb_buf_free(&line);
+    cJSON *envj = cJSON_Parse("{\"A\":\"it's\"}");
+    CHECK(lb_sbx_exec_line(&er, envj, NULL, &line) == LB_OK);
+    CHECK_STR(line.data, "A='it'\\''s' __llmbox_exec '/' ls");
+    lb_buf_free(&line);
+    cJSON_Delete(envj);
     /* a command of quotes only grows fourfold: over the line cap it is refused */
     char *q = malloc(LB_SBX_COMMAND_MAX + 1);
     memset(q, '\'', LB_SBX_COMMAND_MAX);
