@@ -562,9 +562,9 @@ def run_isolation(c, var, tmp, sock, sid):
                     " && sed -i 's/^/#/' /etc/hostname && chown 4242:4242 /etc/hostname"
                     " && stat -c %u:%g /etc/hostname && mkdir -p " + site +
                     " && echo 'V = 7' > " + site + "/lbpkg.py && python3 -c 'import lbpkg; print(lbpkg.V)'"
-                    " && useradd -m -u 1000 lbuser && su -s /bin/sh lbuser -c 'touch ~/mine; id -u'")
+                    " && useradd -m -u 1234 lbuser && su -s /bin/sh lbuser -c 'touch ~/mine; id -u'")
     report("root_writes_usr_and_etc",
-           r.get("stdout") == "tool-ok\n1\n4242:4242\n7\n1000\n" and r.get("exit_code") == 0,
+           r.get("stdout") == "tool-ok\n1\n4242:4242\n7\n1234\n" and r.get("exit_code") == 0,
            repr(r))
     root = init_root(ns)
     try:
@@ -572,8 +572,9 @@ def run_isolation(c, var, tmp, sock, sid):
         seen = (st.st_uid, st.st_gid)
     except (OSError, TypeError) as e:
         seen = repr(e)
-    report("sandbox_user_1000_is_host_root_plus_1000", seen == (sbroot + 1000, sbroot + 1000),
-           "%r (want %d)" % (seen, sbroot + 1000))
+    # (uid 1234: the image's own `user` is 1000)
+    report("sandbox_user_1234_is_host_root_plus_1234", seen == (sbroot + 1234, sbroot + 1234),
+           "%r (want %d)" % (seen, sbroot + 1234))
 
     # files sandboxd made (input copy, write RPC) belong to the sandbox's root
     r = c.exec(sid, "stat -c %u:%g:%a /testbed/input/data.csv /testbed/input/sub && "
