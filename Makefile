@@ -42,7 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 .PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster cluster-sandboxes capacity
 all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(BUILD)/llmbox-unpack $(PLUGINS)
 
-# build/llmbox-stateio packs and unpacks a sandbox's saved state (issue 14;
+# build/llmbox-stateio packs and unpacks a sandbox's saved state (follow-ups;
 # server/stateio/stateio.h): sandboxd starts it inside the sandbox's user
 # namespace, so libarchive never runs in the root daemon nor as host root.
 ST_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/stateio/*.c))
@@ -160,34 +160,34 @@ load: deps
 	@$(MAKE) --no-print-directory all image
 	@tests/load/run.sh
 
-# issue 13: the queue at full size: 2,000 llm-mode tasks over three `llmbox
+# several nodes: the queue at full size: 2,000 llm-mode tasks over three `llmbox
 # node` processes on a real PostgreSQL, each claimed once (make test runs
 # 300 of them in tests/integration/test_node_queue.py)
 cluster-load: deps
 	@$(MAKE) --no-print-directory all
 	@LLMBOX_NODE_LOAD_N=2000 python3 tests/integration/test_node_queue.py claims_once
-# issue 13, stateless webs: tests/integration/test_stateless_webs.py at full
+# several nodes, stateless webs: tests/integration/test_stateless_webs.py at full
 # size (200 event streams over two webs, and through HAProxy with one web
 # killed under them); `make test` runs it with 12.
 webs-full: deps
 	@$(MAKE) --no-print-directory all image
 	@LLMBOX_TEST_STREAMS=200 python3 tests/integration/test_stateless_webs.py
 
-# issue 13: what one web node and one sandbox node sustain, each beside a
+# several nodes: what one web node and one sandbox node sustain, each beside a
 # peer in the same run (bench/capacity.py; figures in bench/RESULTS.md).
 # `make bench` runs it too; CAPACITY_ARGS=--quick for a minute's version.
 capacity: deps
 	@$(MAKE) --no-print-directory all image
 	@python3 bench/capacity.py $(CAPACITY_ARGS)
 
-# issue 13: a cluster on one machine (scripts/cluster.sh; docs/OPERATIONS.md
+# several nodes: a cluster on one machine (scripts/cluster.sh; docs/OPERATIONS.md
 # "A cluster on one machine"): up, prints the balancer's URL, Ctrl-C = down
 cluster: deps
 	@$(MAKE) --no-print-directory all PLUGINS_KEEP_GOING=1
 	@$(MAKE) --no-print-directory image
 	@scripts/cluster.sh run
 
-# issue 13's acceptance for API sandboxes: 1,000 through the balancer of
+# several nodes's acceptance for API sandboxes: 1,000 through the balancer of
 # scripts/cluster.sh (create, upload, exec, download, destroy), spread over
 # the three nodes within 15 %, nothing left: tests/integration/test_cluster.py
 # at full size (`make test` runs it with 60)
@@ -212,7 +212,7 @@ build-fuzz/obj/%.o: %.c
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $< $(FUZZ_LIBOBJ) $(TEST_LDLIBS)
-# the state helper's name check (issue 14) is not in LIBOBJ: its own object
+# the state helper's name check (follow-ups) is not in LIBOBJ: its own object
 build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/stateio/stateio_path.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Long API commands at once: N concurrent `sleep S` execs through nginx.
 
-Issue 12 asks that running API commands either not each hold a web worker
+Sandboxd v2 asks that running API commands either not each hold a web worker
 thread for their whole duration, or that the threads be cheap enough for
 1,000 long commands at once. The web serves FastCGI with blocking threads
 (one request, one thread; docs/ARCHITECTURE.md), and the sandbox API holds

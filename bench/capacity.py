@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What one web node and one sandbox node each sustain (issue 13), each
+"""What one web node and one sandbox node each sustain (several nodes), each
 beside a peer measured in the same run on the same machine.
 
   web     One web node: nginx + `llmbox web` on PostgreSQL with
@@ -823,7 +823,7 @@ def main():
         return 0
     load.raise_nofile(65536)
     t_all = time.time()
-    say("capacity benchmark (issue 13), %s", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    say("capacity benchmark (several nodes), %s", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     say("machine: %s", load.machine())
     say("command: python3 bench/capacity.py %s", " ".join(sys.argv[1:]))
     tok = "bench-" + os.urandom(16).hex()

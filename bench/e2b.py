@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""E2B's SDK against the native sandbox API, in the same run (issue 17).
+"""E2B's SDK against the native sandbox API, in the same run (E2B's protocol).
 
 Starts the stack of tests/lib/stack.py with the sandbox API on and runs
 bench/e2b.mjs with the pinned e2b package (tests/e2b/node_modules, `npm ci`
@@ -13,7 +13,7 @@ native figure is also taken with that same line, the like-for-like peer.
 Prints p50/p90/max of each and the differences. A benchmark: nothing is
 asserted. Needs root, make all and the default image.
 
-With --fin it runs bench/e2b_fin.mjs instead (issue 17's file metadata,
+With --fin it runs bench/e2b_fin.mjs instead (E2B's protocol's file metadata,
 watchDir and pty, RT rounds each, each beside its peer: see that file).
 
     python3 bench/e2b.py [--n 100] [--rt 200] [--fin]

@@ -1,4 +1,4 @@
-// Issue 17's last pieces through the E2B SDK, each beside a peer measured
+// E2B's protocol's last pieces through the E2B SDK, each beside a peer measured
 // in the same run (bench/e2b.py --fin starts the stack):
 //   stat: files.getInfo(path) vs the native GET /api/sandboxes/{id}/stat/{path}
 //     of the same file in the same sandbox (an E2B sandbox is an API one);

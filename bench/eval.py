@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Evaluation harness benchmark (issue 11): rows per minute in each mode at
+"""Evaluation harness benchmark (the evaluation harness): rows per minute in each mode at
 concurrency 8 and 64 with a 200 ms model, the harness's own overhead per
 row, and people's tasks while a large evaluation runs.
 

@@ -3,7 +3,7 @@
 
 Starts the whole service (sandboxd, web, nginx: tests/lib/stack.py, private
 var dir, the image store of this checkout). One attacker sandbox runs, in
-turn, each exhaustion attempt of issue 15 for a few seconds; meanwhile a
+turn, each exhaustion attempt of the second security review for a few seconds; meanwhile a
 victim sandbox runs `true` in a loop on its own connection to sandboxd
 (the exec round trip an agent or an RL rollout waits on), and a third
 thread asks GET /api/health through nginx every 100 ms. The same two

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Follow-ups (issue 14): time from "send" (POST /api/tasks/{id}/messages)
+"""Follow-ups: time from "send" (POST /api/tasks/{id}/messages)
 to the model's first request of the new round, with the sandbox kept
 (adopted and thawed) and with it restored from the state saved at the end
 of the last round, for a /testbed of 50 MB; the time the save adds at the

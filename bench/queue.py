@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The queue's claim (issue 13): claims per second and the latency of one
+"""The queue's claim (several nodes): claims per second and the latency of one
 claim call, on PostgreSQL (FOR UPDATE SKIP LOCKED) and SQLite (under its
 write lock), with --claimers processes claiming at once from one queue of
 --tasks tasks, --batch tasks per call (a node asks for its free capacity).

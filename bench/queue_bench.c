@@ -1,4 +1,4 @@
-/* The queue's claim, measured (issue 13, bench/queue.py drives it):
+/* The queue's claim, measured (several nodes, bench/queue.py drives it):
  *
  *   queue_bench WHERE fill N           N queued, claimable tasks
  *   queue_bench WHERE claim NODE B     registers NODE, claims B at a time

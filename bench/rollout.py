@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rollout benchmark (issue 18): rollout samples per minute at group size 8
+"""Rollout benchmark (RL rollouts): rollout samples per minute at group size 8
 and concurrency 64, 256 and 512 with a 200 ms model, and the harness's
 overhead per turn.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Save, restore and freeze of a sandbox (issue 14), against a fresh
+"""Save, restore and freeze of a sandbox (follow-ups), against a fresh
 sandboxd (tests/lib/sandbox_rpc.Daemon; run as root from the repo root):
 
   - save and restore time of a sandbox whose /testbed holds 50 MB: half

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The store on PostgreSQL against SQLite (issue 13), on this machine, in
+"""The store on PostgreSQL against SQLite (several nodes), on this machine, in
 the same run, engines taken in turn (A B A B ...) so that load drifts hit
 both alike.
 

@@ -25,7 +25,7 @@ static file: the health and task JSON as they were answered, the two
 artifacts. Each pair runs interleaved (llmbox, peer, llmbox, peer ...,
 --rounds) and the ratio is of the mean throughputs. The CPU time the
 server processes spent per request is printed for both sides (llmbox: its
-nginx and the web; the peer: its nginx). Targets (issue 6):
+nginx and the web; the peer: its nginx). Targets (reliability work):
 downloads (signed links, as the page makes them) >= 0.9x the peer. The
 API and its download route have no target; the ratio says what the
 FastCGI round trip and the backend cost.

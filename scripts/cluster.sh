@@ -1,5 +1,5 @@
 #!/bin/bash
-# A cluster on one machine (issue 13; docs/OPERATIONS.md "A cluster on one
+# A cluster on one machine (several nodes; docs/OPERATIONS.md "A cluster on one
 # machine"): PostgreSQL, Ceph's radosgw, HAProxy, two webs (w1, w2) and
 # three sandbox nodes (n1, n2, n3), each web and node in its own network
 # namespace on a private bridge, with its own LLMBOX_HOME. Every member
@@ -129,7 +129,7 @@ infra_up() {
     {
         echo "LLMBOX_DB_URL=$db"
         echo "LLMBOX_SANDBOX_API_TOKEN=$sbx"
-        # issue 13's 1,000 API sandboxes at once are ~340 a node: room for
+        # several nodes's 1,000 API sandboxes at once are ~340 a node: room for
         # them (each holds a sandboxd connection of its web)
         echo "LLMBOX_SANDBOX_API_MAX=1024"
         echo "LLMBOX_SANDBOXD_MAX_CONNS=1536"

@@ -23,11 +23,11 @@ command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 # manifests with `kubectl kustomize`; Debian's kubectl (1.20) is installed
 # only when there is none, since another kubectl package may own the path
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
-# issue 13, PostgreSQL as the store: libpq-dev to build (the client), and
+# several nodes, PostgreSQL as the store: libpq-dev to build (the client), and
 # postgresql for the real server of tests/lib/pg_server.py
 # (tests/integration/test_store_pg.py, bench/store.py)
 PKGS="$PKGS libpq-dev postgresql"
-# issue 13, stateless webs: HAProxy in front of several webs
+# several nodes, stateless webs: HAProxy in front of several webs
 # (deploy/haproxy/llmbox.cfg, tests/integration/test_haproxy.py)
 PKGS="$PKGS haproxy"
 # images from registries: the Distribution registry, skopeo and umoci

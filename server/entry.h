@@ -20,7 +20,7 @@ int lb_config_main(int argc, char **argv);   /* server/web/cmd_user.c */
 /* `llmbox score` (server/eval/score_main.c): one answer scored, JSON in
  * on stdin, one JSON line out */
 int lb_score_main(int argc, char **argv, const struct lb_config *cfg);
-/* `llmbox node` (server/node/node_main.c, issue 13): claims and runs
+/* `llmbox node` (server/node/node_main.c, several nodes): claims and runs
  * queued tasks on this host */
 int lb_node_main(int argc, char **argv, const struct lb_config *cfg);
 

@@ -1,8 +1,8 @@
 /* llmbox: one multi-call binary. Each subcommand lives in its own folder. */
-#include "common/blob_cli.h" /* issue 13: llmbox blob */
+#include "common/blob_cli.h" /* several nodes: llmbox blob */
 #include "images/build_cli.h" /* llmbox image build -f */
 #include "images/registry_cli.h" /* llmbox image pull|push */
-#include "web/shared_secrets.h" /* issue 13: llmbox secrets */
+#include "web/shared_secrets.h" /* several nodes: llmbox secrets */
 #include "common/config.h"
 #include "common/status.h"
 #include "images/image_cli.h" /* llmbox image import|ls|rm|gc */
@@ -142,11 +142,11 @@ int main(int argc, char **argv)
         return exec_sandboxd(lb_cfg(), "image", argc, argv);
     if (!strcmp(cmd, "config"))
         return lb_config_main(argc, argv);
-    if (!strcmp(cmd, "node")) /* issue 13: the queue's runner */
+    if (!strcmp(cmd, "node")) /* several nodes: the queue's runner */
         return lb_node_main(argc, argv, lb_cfg());
-    if (!strcmp(cmd, "blob")) /* issue 13: object storage */
+    if (!strcmp(cmd, "blob")) /* several nodes: object storage */
         return lb_blob_main(argc, argv, lb_cfg());
-    if (!strcmp(cmd, "secrets")) /* issue 13: shared signing secrets */
+    if (!strcmp(cmd, "secrets")) /* several nodes: shared signing secrets */
         return lb_secrets_cmd(argc, argv, lb_cfg());
     if (!strcmp(cmd, "score"))
         return lb_score_main(argc, argv, lb_cfg());

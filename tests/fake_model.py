@@ -77,7 +77,7 @@ When the steps run out, the server answers with a call of the finish
 tool (arguments {}), so a run always ends.
 
 Eval behaviour ({"eval": true} as the scenario): no steps; each answer is
-computed from the request, for the evaluation harness's tests (issue 11):
+computed from the request, for the evaluation harness's tests (the evaluation harness):
   - a request without tools (llm mode) is answered with text: "The answer
     is X." for a marker LLM-ANSWER[X] in its last user message, else "I do
     not know.". CTX-ERROR-ONCE in that message: the first such request of
@@ -104,7 +104,7 @@ computed from the request, for the evaluation harness's tests (issue 11):
     in sandbox mode each turn's prompt grows by exactly the previous reply's
     completion_tokens plus the observations' tokens.
 
-Exact tokens (issue 18): "tokens" in a step, or at the top of the scenario
+Exact tokens (RL rollouts): "tokens" in a step, or at the top of the scenario
 object for every step (with "eval" too), answers as an inference server
 that returns token ids does, when the request asks (return_token_ids for
 ids, logprobs for log-probabilities; the OpenAI API only):

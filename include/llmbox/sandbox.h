@@ -54,7 +54,7 @@
  *   list     {id, path, max_depth, max_entries}         -> {entries:[{path,type:"file"|"dir"|"other",size}], truncated?}
  *            symlinks and special files are reported with type "other" and never followed.
  *   stat     {id, path}                                 -> {type:"missing"|"file"|"dir"|"other", size}
- *            list's entries and stat (but "missing") also carry (issue 17, appended):
+ *            list's entries and stat (but "missing") also carry (E2B's protocol, appended):
  *            kind "file"|"dir"|"symlink"|"fifo"|"socket"|"chardev"|"blockdev"|"other",
  *            mode (the 07777 bits), uid, gid (as the sandbox sees them; 65534 for
  *            an id outside its range), mtime (s), mtime_ns, target (a symlink's,
@@ -99,7 +99,7 @@
  *            (leased_unheld). What the web uses to keep API sandboxes
  *            across its own restart.
  *
- *   -- a sandbox's state (issue 14) --
+ *   -- a sandbox's state (follow-ups) --
  *   freeze   {id} -> {}   none of the sandbox's processes gets CPU (cgroup
  *            freezer; where there is none, SIGSTOP to each process, logged);
  *            its memory stays counted. While frozen, exec, read, write, list
@@ -140,7 +140,7 @@
  *            (mtime: Unix seconds). States older than
  *            sandbox_state_max_age_s (default 7 days) are removed by a sweep.
  *
- *   -- processes of sandboxd's own (issue 17; sandboxd/sandbox_proc.h) --
+ *   -- processes of sandboxd's own (E2B's protocol; sandboxd/sandbox_proc.h) --
  *   Commands beside the shell, forked by a spawner the sandbox's init
  *   forks as it forks the shell (same namespaces, cgroup, user, rlimits,
  *   no_new_privs, seccomp, OOM score),
@@ -189,7 +189,7 @@
  *
  *   port_connect {id, port: 1..65535} -> {port, fd: true}, the answer's
  *            first byte carrying (SCM_RIGHTS) a TCP socket connected to
- *            127.0.0.1:port in the sandbox's network namespace (issue 17,
+ *            127.0.0.1:port in the sandbox's network namespace (E2B's protocol,
  *            E2B's getHost). The sandbox gets no new network access; a
  *            connection of the creator's uid only; "notfound" when nothing
  *            listens; send it on a connection with no answer owed ("busy").
@@ -269,14 +269,14 @@ typedef struct lbsb_exec_opts {
     int soft_timeout_ms;        /* answer LLMBOX_EXEC_RUNNING after this long; 0: never */
 } lbsb_exec_opts;
 
-/* issue 17: watchDir's watcher, one of sandboxd's processes run inside the
+/* E2B's protocol: watchDir's watcher, one of sandboxd's processes run inside the
  * sandbox for argv {LBSB_WATCH_ARGV0, dir, "0"|"1" recursive}; what it
  * writes: server/insandbox/sandbox_watch.h */
 #define LBSB_WATCH_ARGV0 "llmbox:watch"  /* no '/', so never a program the PATH finds */
 #define LBSB_WATCH_DIRS 4096              /* directories one recursive watcher watches */
 #define LBSB_WATCH_LEVELS 128             /* levels below the watched dir one recursive watcher goes */
 
-/* issue 17: E2B's pty. argv {LBSB_PTY_ARGV0, cols, rows, program, args...}
+/* E2B's protocol: E2B's pty. argv {LBSB_PTY_ARGV0, cols, rows, program, args...}
  * with stdin: the spawner runs program on a pty of the sandbox's own devpts
  * (server/insandbox/sandbox_pty.h); its stdout is the terminal's output.
  * Its stdin carries frames, never raw bytes: 'd' + 4-byte big-endian length
@@ -285,7 +285,7 @@ typedef struct lbsb_exec_opts {
 #define LBSB_PTY_ARGV0 "llmbox:pty"
 #define LBSB_PTY_FRAME_MAX (1u << 20)   /* payload of one 'd' frame */
 
-/* issue 17: what a file is beyond file/dir/other (lbsb_entry.kind) */
+/* E2B's protocol: what a file is beyond file/dir/other (lbsb_entry.kind) */
 #define LBSB_TARGET_MAX 4096    /* bytes of a symlink's target stat and list answer (PATH_MAX) */
 enum lbsb_kind {
     LBSB_KIND_UNKNOWN = 0,      /* an older sandboxd did not say */
@@ -297,7 +297,7 @@ typedef struct lbsb_entry {
     char *path;                 /* relative to the listed dir; owned (NULL from lbsb_stat_entry) */
     int type;                   /* 1 file, 2 dir, 3 other */
     uint64_t size;
-    /* issue 17: metadata; has_meta 0 when sandboxd sent none */
+    /* E2B's protocol: metadata; has_meta 0 when sandboxd sent none */
     int has_meta;
     int kind;                   /* enum lbsb_kind */
     uint32_t mode;              /* permission bits with setuid, setgid, sticky (07777) */
@@ -366,7 +366,7 @@ void lbsb_entries_free(lbsb_entry *ents, size_t n);
 /* *type: 0 missing, 1 file, 2 dir, 3 other */
 LLMBOX_MUST_CHECK int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_t *size,
                                 char *errbuf, size_t errsz);
-/* issue 17: the same with the metadata in *out (out->type 0: missing);
+/* E2B's protocol: the same with the metadata in *out (out->type 0: missing);
  * lbsb_entry_clear frees what it holds. */
 LLMBOX_MUST_CHECK int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out,
                                       char *errbuf, size_t errsz);
@@ -385,7 +385,7 @@ LLMBOX_MUST_CHECK int lbsb_renew(lbsb_conn *c, const char *id, int lease_s, char
 LLMBOX_MUST_CHECK int lbsb_adopt(lbsb_conn *c, const char *id, const char *key, int lease_s, char *errbuf,
                                  size_t errsz);
 
-/* A sandbox's state (issue 14). Freeze: none of its processes gets CPU
+/* A sandbox's state (follow-ups). Freeze: none of its processes gets CPU
  * (its memory stays); exec, read, write, list and stat fail with LB_E_BUSY
  * until thaw. Freezing a frozen sandbox, or thawing a running one, is a
  * no-op. */
@@ -405,7 +405,7 @@ LLMBOX_MUST_CHECK int lbsb_state_delete(lbsb_conn *c, const char *state, char *e
 /* This uid's saved states: *out (caller frees with free()) and *n. */
 LLMBOX_MUST_CHECK int lbsb_state_list(lbsb_conn *c, lbsb_state **out, size_t *n, char *errbuf, size_t errsz);
 
-/* Processes of sandboxd's own (issue 17; the ops above). */
+/* Processes of sandboxd's own (E2B's protocol; the ops above). */
 typedef struct lbsb_proc_spec {
     const char *const *argv;    /* argc strings; argv[0] without '/' is looked up in PATH */
     int argc;
@@ -458,7 +458,7 @@ typedef struct lbsb_metrics {
     double disk_used, disk_total;           /* bytes of its root's filesystem */
 } lbsb_metrics;
 LLMBOX_MUST_CHECK int lbsb_metrics_get(lbsb_conn *c, const char *id, lbsb_metrics *m, char *errbuf, size_t errsz);
-/* issue 17: *fd_out gets a TCP socket connected to 127.0.0.1:port inside
+/* E2B's protocol: *fd_out gets a TCP socket connected to 127.0.0.1:port inside
  * the sandbox (the caller closes it). LB_E_NOTFOUND: nothing listens
  * there. c must be idle (no answer owed). */
 LLMBOX_MUST_CHECK int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char *errbuf,

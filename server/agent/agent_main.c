@@ -11,7 +11,7 @@
 #include "agent/sink_store.h"
 #include "agent/tool_host.h"
 #include "agent/toolcall_parse.h"
-#include "common/blob_task.h" /* issue 13: the cache trim's marker */
+#include "common/blob_task.h" /* several nodes: the cache trim's marker */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/netpolicy.h"
@@ -20,7 +20,7 @@
 #include "common/task_opts.h"
 #include "common/util.h"
 #include "entry.h"
-#include "store/store_queue.h" /* issue 13: the fence */
+#include "store/store_queue.h" /* several nodes: the fence */
 #include "store/store_round.h"
 
 #include <errno.h>
@@ -133,7 +133,7 @@ static void sandbox_made(void *arg, const char *sb_id, const char *key, const ch
     rc = lb_store_round_set_sandbox(k->st, k->id, how);
     if (rc != LB_OK)
         lb_warn("task %s: cannot record how the round got its sandbox: %s", k->id, lb_strerror(rc));
-    /* issue 13: this node's sandboxd holds it (and the states saved from
+    /* several nodes: this node's sandboxd holds it (and the states saved from
      * it), so the next round comes back here while this node lives */
     rc = lb_store_queue_set_home(k->st, k->id);
     if (rc != LB_OK)
@@ -141,7 +141,7 @@ static void sandbox_made(void *arg, const char *sb_id, const char *key, const ch
                 "sandbox): %s", k->id, lb_strerror(rc));
 }
 
-/* issue 13: a later round claimed by a node other than the one that holds
+/* several nodes: a later round claimed by a node other than the one that holds
  * the task's sandbox and saved states (that node is gone: the claim leaves
  * a round to its node while the node is live). Fills note (the sentence
  * for the user's events and the model) and returns 1; 0 when the round is
@@ -184,7 +184,7 @@ static void sandbox_gone(void *arg)
     LB_IGNORE(lb_store_kept_clear(k->st, k->id)); /* a stale record only makes the next round's adopt fail */
 }
 
-/* issue 13: an agent that `llmbox node` started gets its claim in
+/* several nodes: an agent that `llmbox node` started gets its claim in
  * LLMBOX_NODE_FENCE ("<node>:<attempt>"); every write it makes is fenced
  * with it (store_queue.h). Unset: the web's agent, unfenced. */
 static int agent_fence(lb_store *st, const char *id)
@@ -324,7 +324,7 @@ static int run_task(lb_config *cfg, const char *id)
         end_task(st, id, "the task directory could not be created");
         goto out;
     }
-    /* issue 13: what follows is written here first: the cache trim keeps
+    /* several nodes: what follows is written here first: the cache trim keeps
      * the folder until the round marks it stored */
     if (lb_blob_task_mark_agent(cfg, task_dir) != LB_OK) {
         lb_error("cannot mark %s as an agent's", task_dir);
@@ -360,7 +360,7 @@ static int run_task(lb_config *cfg, const char *id)
         /* the last round's saved state, for when its kept sandbox is gone */
         if (lb_store_round_get(st, id, nround - 1, &prev) != LB_OK)
             memset(&prev, 0, sizeof prev);
-        /* issue 13: both live on another node, which is gone: fresh here */
+        /* several nodes: both live on another node, which is gone: fresh here */
         if (round_moved(st, id, moved, sizeof moved)) {
             lb_warn("task %s: %s", id, moved);
             kept.sandbox_id[0] = '\0';

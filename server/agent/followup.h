@@ -1,4 +1,4 @@
-/* Follow-up rounds in the agent (issue 14): the conversation so far, made
+/* Follow-up rounds in the agent (follow-ups): the conversation so far, made
  * to fit, the message that opens a round, and files copied into a
  * sandbox that already runs (a round's new inputs; the last outputs into
  * a fresh sandbox). The loop (loop.c) calls these; the store side is

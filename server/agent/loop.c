@@ -26,7 +26,7 @@
 #include "agent/toolcall_parse.h"
 #include "agent/trajectory.h"
 #include "agent/watchdog.h"
-#include "common/blob_task.h" /* issue 13 */
+#include "common/blob_task.h" /* several nodes */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -120,7 +120,7 @@ typedef struct run {
     char lease_key[40];
     lb_followup_sandbox how;
     int n_cut;                  /* earlier tool outputs cut to fit the conversation */
-    int outputs_stored;         /* issue 13: -1 none collected, 0 not stored, 1 in the object store */
+    int outputs_stored;         /* several nodes: -1 none collected, 0 not stored, 1 in the object store */
 } run;
 
 /* The result's status (a name, as lb_loop_result carries it). */
@@ -356,7 +356,7 @@ static int start_sandbox(run *r)
     int rc = lbsb_connect(cfg->sandboxd_socket, o->sb_interrupt, &r->conn, err, sizeof err);
     int adopted = 0;
     if (rc == LB_OK && round > 1 && o->moved_note)
-        lb_run_emit_error(&r->st, o->moved_note); /* issue 13: where the earlier computer was, and that it is lost */
+        lb_run_emit_error(&r->st, o->moved_note); /* several nodes: where the earlier computer was, and that it is lost */
     if (rc == LB_OK && round > 1) {
         rc = adopt_kept(r, err, sizeof err);
         if (rc == LB_E_NOTFOUND && !o->fresh && o->restore_state && *o->restore_state)
@@ -440,7 +440,7 @@ static int add_opening(run *r)
     char *text = lb_followup_opening(r->st.o->round, r->st.o->prompt, r->st.o->round_inputs, r->how, r->n_cut,
                                      r->st.o->max_turns, r->words.finish);
     if (text && r->st.o->moved_note) {
-        /* issue 13: the model is told too, before what the fresh sandbox holds */
+        /* several nodes: the model is told too, before what the fresh sandbox holds */
         size_t a = strlen(text), b = strlen(r->st.o->moved_note);
         char *both = malloc(a + b + 2);
         if (both) {
@@ -888,7 +888,7 @@ static char *read_head(const char *path, size_t max, size_t *len)
     return buf;
 }
 
-/* issue 13: the record (trajectory.json, tokens.jsonl, rounds/<n>.json)
+/* several nodes: the record (trajectory.json, tokens.jsonl, rounds/<n>.json)
  * into the object store too, so any web serves it and the node that runs
  * the next round goes on with the conversation (a no-op with local files).
  * The task's status stays: the trajectory already says it, and the local
@@ -1008,7 +1008,7 @@ static void finalize(run *r)
          * saying so again would only be noise */
         if (notes[0] && res_status(r) != LB_TASK_CANCELLED)
             lb_run_emit_error(&r->st, notes);
-        /* issue 13: the collected outputs into the object store too (a
+        /* several nodes: the collected outputs into the object store too (a
          * no-op with local files). A task whose outputs are not stored did
          * not succeed: no other node could serve them; the local copy stays. */
         char blob_err[600];

@@ -42,7 +42,7 @@ typedef struct lb_loop_opts {
     volatile int *timed_out;    /* set with *cancel when the task timer fires */
     const struct lb_task_opts *run_opts; /* the task's options (common/task_opts.h);
                                  * NULL: the defaults */
-    /* Follow-up rounds (issue 14, agent/followup.h). Round 1 with keep_s 0
+    /* Follow-up rounds (follow-ups, agent/followup.h). Round 1 with keep_s 0
      * runs a task as before. */
     int round;                  /* this round's number; 0 is taken as 1 */
     const cJSON *history;       /* round > 1: the conversation so far (the last trajectory.json's
@@ -54,7 +54,7 @@ typedef struct lb_loop_opts {
     int keep_s;                 /* > 0: the sandbox is leased, its state saved at the end of the
                                  * round, and it is kept this long after the round, frozen */
     const char *restore_state;  /* round > 1: the state saved at the end of the last round, or NULL */
-    const char *moved_note;     /* issue 13: round > 1 runs fresh on another node than the one that held
+    const char *moved_note;     /* several nodes: round > 1 runs fresh on another node than the one that held
                                  * the sandbox (gone): this sentence says so in an error event and in the
                                  * round's opening message; NULL otherwise */
     const char *round_trajectory_path; /* where this round's trajectory.json is kept too (a hard

@@ -172,7 +172,7 @@ int lb_replay_load(const char *path, cJSON **steps, char *err, size_t errsz)
         cJSON_AddItemToArray(out, s);
         n++;
     }
-    /* a conversation of several rounds (issue 14) plays back as one run:
+    /* a conversation of several rounds (follow-ups) plays back as one run:
      * the finish calls that ended its earlier rounds would end it early */
     const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(root, "round");
     if (rc == LB_OK && cJSON_IsNumber(rounds) && rounds->valueint > 1)

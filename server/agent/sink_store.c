@@ -23,7 +23,7 @@ typedef struct store_sink {
 } store_sink;
 
 static store_sink the_store_sink; /* one task per agent process */
-static int lb_fenced_out; /* issue 13: the store refused this agent's claim */
+static int lb_fenced_out; /* several nodes: the store refused this agent's claim */
 
 int lb_sink_store_fenced_out(void) { return lb_fenced_out; }
 
@@ -78,7 +78,7 @@ static void log_event(const store_sink *s, const char *type, const cJSON *data, 
  * shell) must not cost the task its events or its end: the sink waits
  * again, up to this many times. */
 #define LB_SINK_BUSY_TRIES 12
-/* A database server out of reach (PostgreSQL restarting, issue 13): the
+/* A database server out of reach (PostgreSQL restarting, several nodes): the
  * store answers at once, so the sink waits a second between tries, for up
  * to this many seconds, before the event is reported lost. */
 #define LB_SINK_DOWN_TRIES 60
@@ -126,7 +126,7 @@ static void ev(void *arg, const char *type, const cJSON *data)
             break;
     }
     if (rc == LB_E_DENIED) {
-        /* issue 13: the store refused this agent's fence (its node lost
+        /* several nodes: the store refused this agent's fence (its node lost
          * the lease, or the task was claimed again): the task is no longer
          * this process's to run. SIGTERM takes the agent's own way out
          * (sandbox destroyed, nothing more written). */

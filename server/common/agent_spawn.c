@@ -1,5 +1,5 @@
 /* Starting agent processes, shared by the web (web/spawn.c) and the
- * nodes (node/node_agents.c, issue 13); the contract is agent_spawn.h. */
+ * nodes (node/node_agents.c, several nodes); the contract is agent_spawn.h. */
 #include "common/agent_spawn.h"
 
 #include "common/config.h"

@@ -1,5 +1,5 @@
 /* Starting agent processes: what the web (web/spawn.c) and `llmbox node`
- * (node/node_agents.c, issue 13) share, so that an agent starts the same
+ * (node/node_agents.c, several nodes) share, so that an agent starts the same
  * way whoever runs it: its own session, an empty signal mask, stdin
  * /dev/null, stdout and stderr appended to agent-<id>.log. */
 #ifndef LB_COMMON_AGENT_SPAWN_H

@@ -1,4 +1,4 @@
-/* An evaluation's dataset in the object store (blob_eval.c), issue 13:
+/* An evaluation's dataset in the object store (blob_eval.c), several nodes:
  * stored when the evaluation is uploaded, fetched by whichever web drives
  * it (a takeover on another host), deleted with it. Keys are
  * "evals/<eval id>/<path in the eval's folder>" ("evals" is no task id,

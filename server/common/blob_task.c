@@ -70,7 +70,7 @@ int lb_blob_task_put_outputs(const lb_config *cfg, const char *task_id, const ch
 static int fetch_key(const lb_blobstore *b, const lb_config *cfg, const char *key, uint64_t want_size, char *why,
                      size_t whysz);
 
-/* issue 13: inputs, at most this many objects (an upload's files are
+/* several nodes: inputs, at most this many objects (an upload's files are
  * capped by the web, well below) */
 #define LB_BLOB_INPUTS_MAX 100000
 

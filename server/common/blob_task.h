@@ -1,4 +1,4 @@
-/* A task's files and the artifact store (blob_task.c), issue 13: what the
+/* A task's files and the artifact store (blob_task.c), several nodes: what the
  * web and the agent call at the few points where files change hands. With
  * no s3_bucket every call is a no-op: the local folder is the store. */
 #ifndef LB_COMMON_BLOB_TASK_H
@@ -29,19 +29,19 @@ LB_MUST_CHECK int lb_blob_task_fetch_output(const struct lb_config *cfg, const c
  * local copy is missing or of another size: before a bundle is built. */
 LB_MUST_CHECK int lb_blob_task_fetch_outputs(const struct lb_config *cfg, const char *task_id, const char *folder,
                                              char *why, size_t whysz);
-/* issue 13: makes the task's inputs (<id>/input/...) present under
+/* several nodes: makes the task's inputs (<id>/input/...) present under
  * artifacts/<id>/input, fetched from the store when missing or of another
  * size: the node that claimed a task another host admitted does this
  * before it starts the agent. No-op without a bucket (web and node then
  * share the folder). */
 LB_MUST_CHECK int lb_blob_task_fetch_inputs(const struct lb_config *cfg, const char *task_id, char *why,
                                             size_t whysz);
-/* issue 13: a follow-up message's new inputs (dir: the message's own
+/* several nodes: a follow-up message's new inputs (dir: the message's own
  * folder, before they join artifacts/<id>/input) as <id>/input/<path>,
  * before the round is queued, so the node that claims it finds them. */
 LB_MUST_CHECK int lb_blob_task_put_new_inputs(const struct lb_config *cfg, const char *task_id, const char *dir,
                                               char *why, size_t whysz);
-/* issue 13: the task's record, what a round's agent writes beside the
+/* several nodes: the task's record, what a round's agent writes beside the
  * outputs: trajectory.json, tokens.jsonl (a run that captured tokens) and
  * rounds/<round>.json, stored as <id>/<name> when the round ends, so any
  * web serves them and any node goes on with the conversation. Only for
@@ -61,7 +61,7 @@ int lb_blob_record_name_ok(const char *name);
 LB_MUST_CHECK int lb_blob_task_fetch_record(const struct lb_config *cfg, const char *task_id, const char *name,
                                             char *why, size_t whysz);
 
-/* issue 13: round's files as they are now the task's last outputs
+/* several nodes: round's files as they are now the task's last outputs
  * (<id>/output/<path> of every path in artifacts_json, the round's list
  * [{"path":..}, ...]) copied to <id>/rounds/<round>/output/<path>, when a
  * message starts the next round: the page's links to an earlier round's
@@ -76,7 +76,7 @@ LB_MUST_CHECK int lb_blob_task_keep_round(const struct lb_config *cfg, const cha
 LB_MUST_CHECK int lb_blob_task_fetch_round_file(const struct lb_config *cfg, const char *task_id, int round,
                                                 int last, const char *path, uint64_t size, char *why, size_t whysz);
 
-/* issue 13: the markers the web's cache trim (web/cache_trim.h) reads in
+/* several nodes: the markers the web's cache trim (web/cache_trim.h) reads in
  * a task's folder, with a bucket only. An agent writes LB_BLOB_MARK_AGENT
  * before anything else: the folder may hold what only this host has. It
  * writes LB_BLOB_MARK_STORED (the round's number) once its round's

@@ -247,13 +247,13 @@ static int set_cookie_secure(lb_config *c, const lb_cfg_key *k, const char *v, c
     return set_str(c, k, v, why, whysz);
 }
 
-/* issue 17: a lowercase DNS name, labels of [a-z0-9-] */
+/* E2B's protocol: a lowercase DNS name, labels of [a-z0-9-] */
 static int set_e2b_domain(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
     return lb_cfgi_e2b_domain_norm(v, field(c, k), k->size, why, whysz);
 }
 
-/* issue 13: "" or a PostgreSQL URL. The value is never repeated in the
+/* several nodes: "" or a PostgreSQL URL. The value is never repeated in the
  * sentence: it may hold a password. */
 static int set_db_url(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
@@ -269,7 +269,7 @@ static int set_db_url(lb_config *c, const lb_cfg_key *k, const char *v, char *wh
     return set_secret(c, k, v, why, whysz);
 }
 
-/* issue 13: who runs a task's agent: the web itself, or a node that
+/* several nodes: who runs a task's agent: the web itself, or a node that
  * claims it from the queue in the store */
 static int set_task_runner(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
@@ -280,7 +280,7 @@ static int set_task_runner(lb_config *c, const lb_cfg_key *k, const char *v, cha
     return set_str(c, k, v, why, whysz);
 }
 
-/* issue 13: a node's name prefixes its sandbox ids and is its row in the
+/* several nodes: a node's name prefixes its sandbox ids and is its row in the
  * nodes table: [a-z0-9-], at most 63, "" for the host name */
 static int set_node_name(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
 {
@@ -347,7 +347,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("insecure_registries", "LLMBOX_INSECURE_REGISTRIES", insecure_registries, ""),
     KEY_STR("registry_auth_file", "LLMBOX_REGISTRY_AUTH_FILE", registry_auth_file, ""),
     KEY_PATH("db_path", "LLMBOX_DB", db_path, 1, "web/llmbox.db"),
-    {"db_url", "LLMBOX_DB_URL", NULL, set_db_url, F(db_url), 0, 0, ""}, /* issue 13 */
+    {"db_url", "LLMBOX_DB_URL", NULL, set_db_url, F(db_url), 0, 0, ""}, /* several nodes */
     KEY_PATH("web_socket", "LLMBOX_WEB_SOCKET", web_socket, 1, "web/web.sock"),
     KEY_PATH("sandboxd_socket", "LLMBOX_SANDBOXD_SOCKET", sandboxd_socket, 1, "run/sandboxd.sock"),
     KEY_STR("web_user", "LLMBOX_WEB_USER", web_user, ""),
@@ -386,7 +386,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_pids", "LLMBOX_SANDBOX_PIDS", sandbox_pids, 512, 16, 1 << 22),
     KEY_STR("image", "LLMBOX_IMAGE", default_image, "default"),
     KEY_INT("bash_soft_timeout_s", "LLMBOX_BASH_SOFT_TIMEOUT_S", bash_soft_timeout_s, 10, 1, 86400),
-    /* follow-ups (issue 14): a task's sandbox kept between rounds, and how
+    /* follow-ups: a task's sandbox kept between rounds, and how
      * many may be kept across the machine at once (a count: each holds its
      * sandbox_memory_mib at most) */
     KEY_INT("followup_keep_s", "LLMBOX_FOLLOWUP_KEEP_S", followup_keep_s, 600, 0, 86400),
@@ -423,7 +423,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
     {"network_egress_max", "LLMBOX_NETWORK_EGRESS_MAX", NULL, set_netceiling, F(network_egress_max), 0, 0, ""},
-    /* saved sandbox states (issue 14, sandboxd/sandbox_save.c) */
+    /* saved sandbox states (follow-ups, sandboxd/sandbox_save.c) */
     KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),
     KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 604800, 60,
             366 * 86400),
@@ -457,7 +457,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("user_max_sandboxes", "LLMBOX_USER_MAX_SANDBOXES", user_max_sandboxes, 4, 0, 4096),
     KEY_INT("user_sandboxes_per_minute", "LLMBOX_USER_SANDBOXES_PER_MINUTE", user_sandboxes_per_minute, 20, 0, 1000),
     KEY_MIB("user_max_upload_mb", "LLMBOX_USER_MAX_UPLOAD_MB", user_max_upload_bytes, 0, 0, 1 << 20),
-    /* object storage (issue 13): checked by lb_s3_from_config when s3_bucket is set */
+    /* object storage (several nodes): checked by lb_s3_from_config when s3_bucket is set */
     KEY_STR("s3_endpoint", "LLMBOX_S3_ENDPOINT", s3_endpoint, ""),
     KEY_STR("s3_bucket", "LLMBOX_S3_BUCKET", s3_bucket, ""),
     KEY_STR("s3_region", "LLMBOX_S3_REGION", s3_region, "us-east-1"),
@@ -470,17 +470,17 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("artifacts_cache_trim_s", "LLMBOX_ARTIFACTS_CACHE_TRIM_S", artifacts_cache_trim_s, 300, 1, 86400),
     KEY_INT("artifacts_cache_min_age_s", "LLMBOX_ARTIFACTS_CACHE_MIN_AGE_S", artifacts_cache_min_age_s, 600, 0,
             30 * 86400),
-    /* issue 13: the queue and the nodes (server/node/, store/store_queue.h) */
+    /* several nodes: the queue and the nodes (server/node/, store/store_queue.h) */
     {"task_runner", "LLMBOX_TASK_RUNNER", NULL, set_task_runner, F(task_runner), 0, 0, "local"},
     {"node_name", "LLMBOX_NODE_NAME", NULL, set_node_name, F(node_name), 0, 0, ""},
     KEY_INT("node_capacity", "LLMBOX_NODE_CAPACITY", node_capacity, 4, 1, 256),
     KEY_INT("node_lease_s", "LLMBOX_NODE_LEASE_S", node_lease_s, 15, 2, 3600),
     {"node_listen", "LLMBOX_NODE_LISTEN", NULL, set_listen, F(node_listen), 0, 0, "127.0.0.1:8090"},
-    KEY_INT("runner_lease_s", "LLMBOX_RUNNER_LEASE_S", runner_lease_s, 15, 2, 3600), /* issue 13: store_claim.h */
+    KEY_INT("runner_lease_s", "LLMBOX_RUNNER_LEASE_S", runner_lease_s, 15, 2, 3600), /* several nodes: store_claim.h */
     KEY_INT("session_ttl_s", "LLMBOX_SESSION_TTL_S", session_ttl_s, 604800, 60, 366 * 86400),
     {"cookie_secure", "LLMBOX_COOKIE_SECURE", NULL, set_cookie_secure, F(cookie_secure), 0, 0, "auto"},
     {"allowed_hosts", "LLMBOX_ALLOWED_HOSTS", NULL, set_allowed_hosts, F(allowed_hosts), 0, 0, ""},
-    {"e2b_domain", "LLMBOX_E2B_DOMAIN", NULL, set_e2b_domain, F(e2b_domain), 0, 0, ""}, /* issue 17 */
+    {"e2b_domain", "LLMBOX_E2B_DOMAIN", NULL, set_e2b_domain, F(e2b_domain), 0, 0, ""}, /* E2B's protocol */
     {"tools", "LLMBOX_TOOLS", NULL, set_tools, F(tools), 0, 0, LB_CFG_DEFAULT_TOOLS},
     {"default_model", "LLMBOX_DEFAULT_MODEL", NULL, set_model_ref, F(default_model), 0, 0, ""},
 };

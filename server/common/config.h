@@ -28,7 +28,7 @@
 #define LB_CFG_LISTEN 80              /* "ADDR:PORT" */
 #define LB_CFG_ALLOWED_HOSTS 512      /* allowed_hosts, normalized */
 #define LB_CFG_MAX_ALLOWED_HOSTS 16   /* names in allowed_hosts */
-#define LB_CFG_E2B_DOMAIN 254         /* e2b_domain (issue 17): a DNS name */
+#define LB_CFG_E2B_DOMAIN 254         /* e2b_domain (E2B's protocol): a DNS name */
 
 typedef enum lb_cfg_tool_mode {
     LB_CFG_TOOLS_NATIVE = 0,
@@ -90,7 +90,7 @@ typedef struct lb_config {
     char registry_auth_file[LB_CFG_PATH]; /* registry_auth_file | LLMBOX_REGISTRY_AUTH_FILE, default "": a Docker-style
                                         auth.json with registry credentials */
     char db_path[LB_CFG_PATH];       /* db_path | LLMBOX_DB, default $var/web/llmbox.db */
-    /* issue 13: db_url | LLMBOX_DB_URL, default "": the store in SQLite at
+    /* several nodes: db_url | LLMBOX_DB_URL, default "": the store in SQLite at
      * db_path. A postgresql:// URL: the store in that PostgreSQL database
      * (a secret: it may hold a password, never echoed nor logged). db_path's
      * folder still holds the logs, evaluations and leases. */
@@ -161,7 +161,7 @@ typedef struct lb_config {
     char default_image[64];          /* image | LLMBOX_IMAGE, default "default" */
     int bash_soft_timeout_s;         /* bash_soft_timeout_s | LLMBOX_BASH_SOFT_TIMEOUT_S, default 10: a bash
                                         call returns "still running" after this; the command goes on */
-    /* follow-ups (issue 14) */
+    /* follow-ups */
     int followup_keep_s;             /* followup_keep_s | LLMBOX_FOLLOWUP_KEEP_S, default 600: a task's sandbox
                                         is kept this long after a round for the next message (0: never) */
     int followup_max_kept;           /* followup_max_kept | LLMBOX_FOLLOWUP_MAX_KEPT, default 16: sandboxes kept
@@ -198,7 +198,7 @@ typedef struct lb_config {
                                         sandbox's network {"allow": [...]} may use, through the gateway (netgw/;
                                         common/netpolicy.h); "" allows no rules */
     char network_allow[64];          /* network_allow | LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
-    /* saved sandbox states (issue 14): var/sandboxd/states/ */
+    /* saved sandbox states (follow-ups): var/sandboxd/states/ */
     int sandbox_state_max_mib;       /* sandbox_state_max_mib | LLMBOX_SANDBOX_STATE_MAX_MIB, default 1024: cap of one
                                         saved state, compressed */
     int sandbox_state_max_age_s;     /* sandbox_state_max_age_s | LLMBOX_SANDBOX_STATE_MAX_AGE_S, default 7 days:
@@ -258,7 +258,7 @@ typedef struct lb_config {
     int session_ttl_s;               /* session_ttl_s | LLMBOX_SESSION_TTL_S, default 604800 (7 days) from login */
     char cookie_secure[8];           /* cookie_secure | LLMBOX_COOKIE_SECURE: "auto" (Secure when the request came
                                         over TLS) or "on" (always) */
-    /* issue 17: E2B_DOMAIN host names <port>-<sandbox id>.<e2b_domain> are
+    /* E2B's protocol: E2B_DOMAIN host names <port>-<sandbox id>.<e2b_domain> are
      * this service's, and each names that sandbox's envd (docs/E2B.md) */
     char e2b_domain[LB_CFG_E2B_DOMAIN]; /* e2b_domain | LLMBOX_E2B_DOMAIN, default "": none */
     char allowed_hosts[LB_CFG_ALLOWED_HOSTS]; /* allowed_hosts | LLMBOX_ALLOWED_HOSTS, default "": the names (with an
@@ -266,7 +266,7 @@ typedef struct lb_config {
                                         address, e.g. "llmbox.example.org"; stored lowercase, comma-separated.
                                         Any other Host header is refused (DNS rebinding), and an Origin naming
                                         one of them counts as this service's own (a proxy that rewrites Host) */
-    /* Object storage (issue 13, common/s3.c, common/blobstore.c): task inputs
+    /* Object storage (several nodes, common/s3.c, common/blobstore.c): task inputs
      * and outputs in an S3-compatible bucket when s3_bucket is set; local
      * files under artifacts_dir otherwise (the default). */
     char s3_endpoint[256];           /* s3_endpoint | LLMBOX_S3_ENDPOINT: http(s)://host[:port] */
@@ -284,7 +284,7 @@ typedef struct lb_config {
     int artifacts_cache_trim_s;      /* artifacts_cache_trim_s | LLMBOX_ARTIFACTS_CACHE_TRIM_S, default 300 */
     int artifacts_cache_min_age_s;   /* artifacts_cache_min_age_s | LLMBOX_ARTIFACTS_CACHE_MIN_AGE_S, default
                                         600: a task folder written to less than this ago is kept */
-    /* The queue and the nodes (issue 13, server/node/, store/store_queue.h) */
+    /* The queue and the nodes (several nodes, server/node/, store/store_queue.h) */
     char task_runner[8];             /* task_runner | LLMBOX_TASK_RUNNER: local (default: the web spawns agents)
                                         or queue (the web only queues; `llmbox node` runs them) */
     char node_name[64];              /* node_name | LLMBOX_NODE_NAME, default "": the host name's first label */
@@ -376,13 +376,13 @@ int lb_cfg_host_split(const char *v, size_t n, char *host, size_t hostsz, int *p
 /* Whether host (lowercase, no brackets) and port (0: none) are named by
  * allowed_hosts: an entry without a port names the host on any port. */
 int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port);
-/* issue 17: whether host (no port) is "<digits>-<id>.<e2b_domain>" (id:
+/* E2B's protocol: whether host (no port) is "<digits>-<id>.<e2b_domain>" (id:
  * common/node_id.h, "[<node>.]<32 hex>"),
  * an E2B sandbox host name; never when e2b_domain is "". */
 int lb_cfg_e2b_host(const lb_config *cfg, const char *host);
 
 /* Where the store is: db_url when set (a PostgreSQL URL), else db_path
- * (issue 13). What lb_store_open takes. */
+ * (several nodes). What lb_store_open takes. */
 const char *lb_cfg_store_where(const lb_config *cfg);
 
 /* "log/" next to the database: where agent logs and crash notes go. */

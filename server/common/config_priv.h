@@ -76,7 +76,7 @@ LB_MUST_CHECK int lb_cfgi_listen_check(const char *v, char *why, size_t whysz);
 /* allowed_hosts: v (names with an optional :port, separated by commas or
  * spaces) checked and written lowercase, comma-separated, into out. */
 LB_MUST_CHECK int lb_cfgi_allowed_hosts_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz);
-/* issue 17: e2b_domain, lowercased into out; "" stays "" */
+/* E2B's protocol: e2b_domain, lowercased into out; "" stays "" */
 LB_MUST_CHECK int lb_cfgi_e2b_domain_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz);
 /* The checks that need both: listen beyond loopback needs users. */
 LB_MUST_CHECK int lb_cfgi_check_access(const lb_config *c);

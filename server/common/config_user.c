@@ -411,7 +411,7 @@ int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port)
     return 0;
 }
 
-/* ---- e2b_domain (issue 17) ------------------------------------------------ */
+/* ---- e2b_domain (E2B's protocol) ------------------------------------------------ */
 
 int lb_cfgi_e2b_domain_norm(const char *v, char *out, size_t outsz, char *why, size_t whysz)
 {
@@ -442,7 +442,7 @@ int lb_cfgi_e2b_domain_norm(const char *v, char *out, size_t outsz, char *why, s
 
 int lb_cfg_e2b_host(const lb_config *cfg, const char *host)
 {
-    /* issue 13: the id may be "<node>.<32 hex>", one label more */
+    /* several nodes: the id may be "<node>.<32 hex>", one label more */
     char id[LB_NODE_ID_MAX + 1];
     int port;
     return cfg->e2b_domain[0] && lb_node_id_host(host, strlen(host), cfg->e2b_domain, id, sizeof id, &port);

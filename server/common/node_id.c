@@ -1,4 +1,4 @@
-/* issue 13: sandbox ids with the node prefix (node_id.h). */
+/* several nodes: sandbox ids with the node prefix (node_id.h). */
 #include "common/node_id.h"
 
 #include "common/util.h"

@@ -1,4 +1,4 @@
-/* issue 13: API sandbox ids that say which node holds them.
+/* several nodes: API sandbox ids that say which node holds them.
  *
  * A web with node_name set names its API sandboxes "<node>.<32 hex>" so a
  * balancer (HAProxy, deploy/haproxy/llmbox.cfg) can send every call on a

@@ -44,7 +44,7 @@ LB_MUST_CHECK int lb_s3_get_file(const lb_s3 *s, const char *key, const char *de
 LB_MUST_CHECK int lb_s3_head(const lb_s3 *s, const char *key, uint64_t *size, char *why, size_t whysz);
 /* Deletes key (no error when it did not exist: S3 answers 204 either way). */
 LB_MUST_CHECK int lb_s3_delete(const lb_s3 *s, const char *key, char *why, size_t whysz);
-/* issue 13: copies the object src_key to key inside the bucket
+/* several nodes: copies the object src_key to key inside the bucket
  * (CopyObject: the store copies, nothing passes through here). */
 LB_MUST_CHECK int lb_s3_copy(const lb_s3 *s, const char *src_key, const char *key, char *why, size_t whysz);
 /* Every object whose key starts with prefix, page by page, at most

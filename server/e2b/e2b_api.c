@@ -10,15 +10,15 @@
 #include "web/http.h"
 #include "web/req_body.h"
 #include "sbxapi/sandbox_leases.h"
-#include "sbxapi/sandbox_node.h" /* issue 13 */
+#include "sbxapi/sandbox_node.h" /* several nodes */
 #include "sbxapi/sandbox_owner.h"
 #include "sbxapi/sandbox_registry.h"
-#include "sbxapi/sandbox_rows.h" /* issue 13 */
+#include "sbxapi/sandbox_rows.h" /* several nodes */
 #include "sbxapi/sandbox_spec.h"
 
 #include "common/config.h"
 #include "common/log.h"
-#include "common/node_id.h" /* issue 13 */
+#include "common/node_id.h" /* several nodes */
 #include "common/token.h"
 #include "common/util.h"
 
@@ -138,7 +138,7 @@ static int lb_e2b_sbx_path(const char *path, char id[LB_NODE_ID_MAX + 1], const 
     if (!p)
         return 0;
     size_t n = strcspn(p, "/");
-    if (n > LB_NODE_ID_MAX) /* issue 13: "[<node>.]<32 hex>", checked by lb_e2b_get */
+    if (n > LB_NODE_ID_MAX) /* several nodes: "[<node>.]<32 hex>", checked by lb_e2b_get */
         n = 0;
     memcpy(id, p, n);
     id[n] = '\0';
@@ -153,7 +153,7 @@ static lb_sbx *lb_e2b_get(lb_req *r, const char *id)
                     "prefixed with the node's name and a dot in a cluster.";
     char node[LB_NODE_ID_NAME_MAX + 1];
     if (lb_node_id_valid(id) && !lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node)) {
-        lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg); /* issue 13: sandbox_node.h */
+        lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg); /* several nodes: sandbox_node.h */
         lb_e2b_error(r, 421, "%s", msg);
         return NULL;
     }
@@ -471,7 +471,7 @@ static void lb_e2b_list(lb_req *r)
     if (lb_query_get(r->query, "state", state, sizeof state) != LB_OK)
         snprintf(state, sizeof state, "running,paused");
     lb_http_drain(r);
-    /* issue 13: in a cluster every node's, from the store (sandbox_rows.h),
+    /* several nodes: in a cluster every node's, from the store (sandbox_rows.h),
      * each with its spec */
     int cluster = r->cfg->node_name[0] != '\0';
     cJSON *all = NULL;
@@ -716,7 +716,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
     } else if (!strcmp(rest, "/snapshots") && !strcmp(m, "POST")) {
         lb_e2b_snapshot(r, s);
     } else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
-        /* issue 14's pause (its "memory" is always kept: a frozen cgroup) */
+        /* follow-ups's pause (its "memory" is always kept: a frozen cgroup) */
         char err[512] = "";
         int same = 0, rc;
         if (!(body = lb_req_json(r, 65536, "pause")))

@@ -8,11 +8,11 @@
 #include "e2b/e2b_process.h"
 #include "e2b/e2b_sign.h"
 #include "web/http.h"
-#include "sbxapi/sandbox_node.h" /* issue 13 */
+#include "sbxapi/sandbox_node.h" /* several nodes */
 #include "sbxapi/sandbox_registry.h"
 #include "sbxapi/sandbox_spec.h"
 
-#include "common/node_id.h" /* issue 13 */
+#include "common/node_id.h" /* several nodes */
 #include "common/token.h"
 
 #include <cjson/cJSON.h>
@@ -27,7 +27,7 @@ int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t 
 {
     if (outsz < LB_SHA256_HEX || !cfg->sandbox_api_token[0])
         return LB_E_INVAL;
-    char data[128]; /* issue 13: the id may be "<node>.<32 hex>" */
+    char data[128]; /* several nodes: the id may be "<node>.<32 hex>" */
     int n = snprintf(data, sizeof data, "e2b-envd-access:%.96s", id);
     return lb_hmac_sha256_hex(cfg->sandbox_api_token, strlen(cfg->sandbox_api_token), data, (size_t)n, out);
 }
@@ -46,7 +46,7 @@ static void lb_e2b_target(lb_req *r, char id[LB_NODE_ID_MAX + 1], int *port)
             snprintf(id, LB_NODE_ID_MAX + 1, "%s", h);
         return;
     }
-    /* issue 13: "<port>-<node>.<32 hex>.<domain>" too (common/node_id.h) */
+    /* several nodes: "<port>-<node>.<32 hex>.<domain>" too (common/node_id.h) */
     const char *host = lb_http_param(r, "HTTP_HOST");
     int p;
     if (host && lb_node_id_host(host, strnlen(host, 512), r->cfg->e2b_domain, id, LB_NODE_ID_MAX + 1, &p))
@@ -128,7 +128,7 @@ void lb_h_e2b_envd(lb_req *r)
         return;
     }
     char node[LB_NODE_ID_NAME_MAX + 1];
-    if (!lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node)) { /* issue 13: sandbox_node.h */
+    if (!lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node)) { /* several nodes: sandbox_node.h */
         lb_sbx_id_elsewhere_msg(r->cfg->node_name, id, node, msg, sizeof msg);
         lb_http_drain(r);
         lb_e2b_error_json(r, 421, "misdirected", msg);
@@ -140,7 +140,7 @@ void lb_h_e2b_envd(lb_req *r)
         return;
     }
     if (port != LB_E2B_ENVD_PORT_N) {
-        /* issue 17: a server of the sandbox's (e2b_port.h), behind its token */
+        /* E2B's protocol: a server of the sandbox's (e2b_port.h), behind its token */
         const char *t = lb_http_param(r, "HTTP_E2B_TRAFFIC_ACCESS_TOKEN");
         if (!lb_e2b_token_ok(r, id, t ? t : lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
             lb_http_drain(r);

@@ -1,5 +1,5 @@
 /* E2B's sbx.getHost(port): https://<port>-<id>.<e2b_domain> reaches a
- * server the sandbox's code runs on 127.0.0.1:<port> (issue 17). */
+ * server the sandbox's code runs on 127.0.0.1:<port> (E2B's protocol). */
 #ifndef LB_E2B_PORT_H
 #define LB_E2B_PORT_H
 

@@ -1,5 +1,5 @@
 /*
- * E2B's pty for the SDK's sbx.pty (issue 17): the pieces e2b_process.c
+ * E2B's pty for the SDK's sbx.pty (E2B's protocol): the pieces e2b_process.c
  * uses to run a process on a terminal through sandboxd's pty relay
  * (include/llmbox/sandbox.h LBSB_PTY_ARGV0, server/insandbox/sandbox_pty.h):
  * the size of a StartRequest's or an UpdateRequest's `pty`, the frames the

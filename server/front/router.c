@@ -8,7 +8,7 @@
 #include "web/auth.h"
 #include "e2b/e2b_api.h"
 #include "e2b/e2b_envd.h"
-#include "web/handlers_dl_fetch.h" /* issue 13 */
+#include "web/handlers_dl_fetch.h" /* several nodes */
 #include "jobs/handlers_evals.h"
 #include "web/handlers_files.h"
 #include "front/handlers_info.h"
@@ -31,12 +31,12 @@
 #include "web/handlers_fork.h"
 #include "web/handlers_tokens.h"
 #include "web/http.h"
-#include "sbxapi/sandbox_node.h" /* issue 13 */
+#include "sbxapi/sandbox_node.h" /* several nodes */
 #include "web/sse.h"
 #include "mcp/mcp_http.h"
 
 #include "common/config.h" /* checksrc: allow unused-include (r->cfg->n_users needs lb_config whole) */
-#include "common/node_id.h" /* issue 13 */
+#include "common/node_id.h" /* several nodes */
 #include "common/util.h"
 
 #include <stdio.h>
@@ -56,10 +56,10 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_get_file},
     {LB_M_PUT,    "/api/sandboxes/{sandbox}/files/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_put_file},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/tools/{path}",  LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_tool},
-    /* issue 17: file metadata (handlers_sandbox_fsmeta.c) */
+    /* E2B's protocol: file metadata (handlers_sandbox_fsmeta.c) */
     {LB_M_GET,    "/api/sandboxes/{sandbox}/stat/{path}",   LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_stat},
     {LB_M_GET,    "/api/sandboxes/{sandbox}/list/{path}",   LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_list_dir},
-    /* issue 14: pause, resume, snapshots ({sandbox} of /api/snapshots is the snapshot's id) */
+    /* follow-ups: pause, resume, snapshots ({sandbox} of /api/snapshots is the snapshot's id) */
     {LB_M_POST,   "/api/sandboxes/{sandbox}/pause",         LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_pause},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/resume",        LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_resume},
     {LB_M_POST,   "/api/sandboxes/{sandbox}/snapshot",      LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_snapshot},
@@ -90,7 +90,7 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/tasks/{task}/tokens.jsonl",         LB_WHO_OWNER,   "task_tokens",     lb_h_tokens},
     {LB_M_POST,   "/api/tasks/{task}/cancel",               LB_WHO_OWNER,   "task_cancel",     lb_h_task_cancel},
     {LB_M_POST,   "/api/tasks/{task}/rerun",                LB_WHO_OWNER,   "task_rerun",      lb_h_task_rerun},
-    /* follow-ups (issue 14) */
+    /* follow-ups */
     {LB_M_POST,   "/api/tasks/{task}/messages",             LB_WHO_OWNER,   "task_messages",   lb_h_task_message},
     {LB_M_GET,    "/api/tasks/{task}/rounds/{path}",        LB_WHO_OWNER,   "task_round_file", lb_h_round_artifact},
     {LB_M_POST,   "/api/tasks/{task}/fork",                 LB_WHO_OWNER,   "task_fork",       lb_h_task_fork},
@@ -122,7 +122,7 @@ const lb_route_def lb_routes[] = {
     /* what no row above takes: a 404, after the credentials of its part */
     {LB_M_ANY,    "/api/tasks/{task}/*",                    LB_WHO_OWNER,   "unknown",         lb_route_not_found},
     {LB_M_ANY,    "/api/*",                                 LB_WHO_USER,    "unknown",         lb_route_not_found},
-    /* issue 13: a signed link's file fetched from the object store; only nginx's @dl_fetch sends a link here,
+    /* several nodes: a signed link's file fetched from the object store; only nginx's @dl_fetch sends a link here,
      * and the handler checks the link's signature (the link is the permission, as in nginx) */
     {LB_M_GET,    "/dl/*",                                  LB_WHO_NGINX,   "dl_fetch",        lb_h_dl_fetch},
     /* MCP's Streamable HTTP (docs/MCP.md): GET is a 405, there is no server-initiated stream */
@@ -276,10 +276,10 @@ static int lb_route_ids_ok(lb_req *r, const char *pattern)
                       "prefixed with the name of the node that holds them and a dot in a cluster (n1.<32 hex>).");
         return 0;
     }
-    /* issue 13: snapshot ids name their node as sandbox ids do */
+    /* several nodes: snapshot ids name their node as sandbox ids do */
     if (strstr(pattern, "/api/snapshots/{sandbox}") && !lb_snapshot_id_here(r, r->sandbox))
         return 0;
-    /* issue 13: an id of another node reached this web (a balancer's map
+    /* several nodes: an id of another node reached this web (a balancer's map
      * that is out of date, or a client that bypassed it) */
     if (strstr(pattern, "/api/sandboxes/{sandbox}") && !lb_sbx_id_here(r, r->sandbox))
         return 0;
@@ -379,7 +379,7 @@ void lb_route(lb_req *r)
         r->route = "refused";
         return;
     }
-    /* issue 17: on an E2B sandbox host name (<port>-<id>.<e2b_domain>) every
+    /* E2B's protocol: on an E2B sandbox host name (<port>-<id>.<e2b_domain>) every
      * path is that sandbox's envd: /health is /e2b/sandbox/health */
     char host[256];
     int port;

@@ -61,7 +61,7 @@ extern const size_t lb_routes_n;
 
 /* Whether path matches pattern; *rest (may be NULL) gets where {path} or *
  * starts. The segments of {task} and {sandbox} go into task (33 bytes) and
- * sandbox (LB_NODE_ID_MAX + 1 bytes: issue 13's "<node>.<hex>"), each may be
+ * sandbox (LB_NODE_ID_MAX + 1 bytes: several nodes's "<node>.<hex>"), each may be
  * NULL ({eval} goes into task), "" when longer than an id. Pure. */
 int lb_route_match(const char *pattern, const char *path, const char **rest, char *task, char *sandbox);
 /* The row for path and method, or NULL when the path's pattern does not

@@ -20,7 +20,7 @@
 #include "web/spawn.h"
 #include "web/user_limits.h"
 #include "store/store.h"
-#include "web/shared_secrets.h" /* issue 13 */
+#include "web/shared_secrets.h" /* several nodes */
 
 #include "common/config.h"
 #include "common/log.h"
@@ -30,7 +30,7 @@
 #include "web/req_body.h"
 #include "sbxapi/sandbox_leases.h"
 #include "sbxapi/sandbox_registry.h"
-#include "sbxapi/sandbox_rows.h" /* issue 13 */
+#include "sbxapi/sandbox_rows.h" /* several nodes */
 #include "web/sse_admit.h"
 #include "web/sse_watch.h"
 #include "web/tombstones.h"
@@ -126,7 +126,7 @@ static void lb_handle(const lb_config *cfg, FCGX_Request *fr, lb_store *s)
         lb_http_error(&r, 404, "not_found", "The request URI is too long.");
     } else if (!s) {
         lb_http_drain(&r);
-        /* issue 13: a database server that is restarting comes back; this
+        /* several nodes: a database server that is restarting comes back; this
          * thread connects again at its next request */
         lb_http_error_hdr(&r, 503, NULL, "Retry-After: 2\r\n", "The task database cannot be opened; see the web log.");
     } else {
@@ -215,7 +215,7 @@ static void *lb_stopper(void *arg)
 {
     (void)arg;
     lb_stop_at("handing back the runner's claims");
-    lb_eval_runner_stop(2000); /* issue 13: its claims back, so another web goes on at once */
+    lb_eval_runner_stop(2000); /* several nodes: its claims back, so another web goes on at once */
     lb_stop_at("stopping the event-stream watcher");
     lb_sse_watch_stop(); /* its connection closed */
     lb_stop_at(NULL);
@@ -467,7 +467,7 @@ int lb_web_main(int argc, char **argv)
         return 1;
     }
     lb_web_recover(s);
-    /* issue 13: the signing secrets and start windows every web on this
+    /* several nodes: the signing secrets and start windows every web on this
      * store shares (shared_secrets.c) */
     rc = lb_secrets_start(cfg, s);
     lb_store_close(s);
@@ -506,7 +506,7 @@ int lb_web_main(int argc, char **argv)
         fprintf(stderr, "llmbox web: cannot start the sandbox API (no memory or no thread)\n");
         return 1;
     }
-    /* issue 13: in a cluster the store holds a row per API sandbox, so any
+    /* several nodes: in a cluster the store holds a row per API sandbox, so any
      * web lists every node's; cleared first, the adoption writes them again */
     if (lb_sbx_rows_start(cfg) != LB_OK)
         lb_warn("web: sandbox API: cannot start refreshing this node's sandboxes in the store: other webs stop "
@@ -514,10 +514,10 @@ int lb_web_main(int argc, char **argv)
     /* the API sandboxes of the web before this one, and their leases */
     if (lb_sbx_leases_start(cfg) != LB_OK)
         lb_warn("web: sandbox API: sandboxes will not survive a restart of the web (see above)");
-    /* issue 13: this host's copies of the bucket under their cap */
+    /* several nodes: this host's copies of the bucket under their cap */
     if (lb_cache_trim_start(cfg) != LB_OK)
         lb_warn("web: cannot start the artifacts cache's trim: artifacts/ grows without bound");
-    /* issue 13: copies here of tasks deleted through another web */
+    /* several nodes: copies here of tasks deleted through another web */
     if (lb_tombstones_start(cfg) != LB_OK)
         lb_warn("web: cannot start the thread that removes the copies of tasks deleted through other webs: their "
                 "links go on working here until download_link_ttl_s");

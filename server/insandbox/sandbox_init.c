@@ -62,7 +62,7 @@
 
 #define INIT_CTL_FD 3
 #define INIT_IDMAP_FD 4   /* the idmap user namespace (lbsd_init_cfg.idmap_fd), until mounted */
-#define INIT_UPPER_FD LBSD_INIT_UPPER_FD /* sandboxd.h (issue 14) */
+#define INIT_UPPER_FD LBSD_INIT_UPPER_FD /* sandboxd.h (follow-ups) */
 
 static int g_idmap_fd = -1;
 
@@ -385,7 +385,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
      * the upper layer is inert. The source names this installation
      * (lbsd_install_tag, handed in as cfg->tag), which is how stale.c
      * finds a sandbox's processes after a crash of sandboxd. */
-    /* redirect_dir=off (issue 14): a renamed image folder is copied, so
+    /* redirect_dir=off (follow-ups): a renamed image folder is copied, so
      * the upper layer alone says what the sandbox holds (a save reads it) */
     /* a layered image: lower is its store's layers/, each layer a
      * lowerdir of its own (image_layers.h), top first */
@@ -393,7 +393,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
     snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=upper,workdir=work,redirect_dir=off",
              cfg->lowerdirs ? cfg->lowerdirs : "lower");
     init_mount(cfg->tag, "merged", "overlay", MS_NODEV | MS_NOSUID, ovl);
-    /* issue 14: keep the upper dir (INIT_UPPER_FD) for saves */
+    /* follow-ups: keep the upper dir (INIT_UPPER_FD) for saves */
     int up = open("upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (up < 0 || (up != INIT_UPPER_FD && dup3(up, INIT_UPPER_FD, O_CLOEXEC) < 0))
         init_fail("keep the upper dir");
@@ -632,7 +632,7 @@ static void init_loop(pid_t shell)
                 nfds = 0; /* kept */
                 init_send("PARKED %u %d %d %d", seq, g_parked[0], g_parked[1], g_parked[2]);
             } else if (!strcmp(msg, "PROCSOCK") && nfds == 1) {
-                lbsd_initproc_spawn(fds[0]); /* issue 17: sandbox_proc.h */
+                lbsd_initproc_spawn(fds[0]); /* E2B's protocol: sandbox_proc.h */
                 nfds = 0;
             } else if (!strcmp(msg, "UNPARK")) {
                 init_unpark();

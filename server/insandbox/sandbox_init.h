@@ -41,7 +41,7 @@ typedef struct lbsd_init_cfg {
 } lbsd_init_cfg;
 __attribute__((noreturn)) void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl);
 /* Init holds the overlay's upper dir at this fd for the sandbox's life, so
- * that sandboxd can save it (issue 14, sandbox_save.c opens
+ * that sandboxd can save it (follow-ups, sandbox_save.c opens
  * /proc/<init>/fd/5): once the old root is detached nothing else reaches
  * it. The sandbox cannot: init is not dumpable, so its fds need
  * CAP_SYS_PTRACE over the host. */

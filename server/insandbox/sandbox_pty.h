@@ -1,5 +1,5 @@
 /*
- * E2B's pty (issue 17): a relay that runs inside the sandbox, forked by the
+ * E2B's pty (E2B's protocol): a relay that runs inside the sandbox, forked by the
  * spawner like any of sandboxd's processes (sandbox_proc.h), so it has the
  * sandbox's confinement. It opens a pty on the sandbox's own devpts
  * (/dev/ptmx there; the peer through TIOCGPTPEER, never a path), starts the

@@ -1,5 +1,5 @@
 /*
- * watchDir for E2B (issue 17): a watcher that runs inside the sandbox.
+ * watchDir for E2B (E2B's protocol): a watcher that runs inside the sandbox.
  *
  * Why inside and not inotify in sandboxd: inotify instances and watches are
  * counted per host uid (fs.inotify.max_user_instances, 128 by default, and

@@ -20,8 +20,8 @@
  * takes every free slot first tick after tick. */
 #include "jobs/eval_runner.h"
 
-#include "common/blob_eval.h" /* issue 13 */
-#include "common/blob_task.h" /* issue 13 */
+#include "common/blob_eval.h" /* several nodes */
+#include "common/blob_task.h" /* several nodes */
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -60,9 +60,9 @@ static const lb_config *lb_er_cfg;
 static pthread_mutex_t lb_er_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lb_er_wake = PTHREAD_COND_INITIALIZER;
 static int lb_er_woken;
-/* issue 13: the evals this web drives (runner thread only) */
+/* several nodes: the evals this web drives (runner thread only) */
 static lb_runner_held lb_er_held = {.kind = LB_RUNNER_EVALS};
-/* issue 13: a stop asked (lb_eval_runner_stop), and done: under lb_er_mu */
+/* several nodes: a stop asked (lb_eval_runner_stop), and done: under lb_er_mu */
 static int lb_er_stop, lb_er_stopped;
 
 /* ---- options ---- */
@@ -186,7 +186,7 @@ static void ds_drop(int i)
     memset(&lb_er_cache[lb_er_ncache], 0, sizeof lb_er_cache[0]);
 }
 
-/* issue 13: evals whose dataset waits for the object store (runner thread
+/* several nodes: evals whose dataset waits for the object store (runner thread
  * only): said once in the log, tried again at a look at most every
  * LB_EVAL_STORE_RETRY_MS (a store that hangs holds the runner up to its
  * timeout at each try). */
@@ -232,7 +232,7 @@ static void dataset_here(const lb_eval_rec *e, char *out, size_t outsz)
         snprintf(out, outsz, "%s", ds);
 }
 
-/* Makes the eval's dataset present in its folder here (issue 13: fetched
+/* Makes the eval's dataset present in its folder here (several nodes: fetched
  * from the object store when missing or of another size). LB_OK: load
  * path. LB_E_UNAVAILABLE: the store cannot be read now (said once; the eval
  * waits). Else err says why the eval cannot run. */
@@ -335,7 +335,7 @@ typedef struct lb_er_job {
     char *row_id, *domain, *scorer, *gt_json, *row_json, *script;
     char judge_model[LB_CFG_MODEL_NAME];
     int judge_votes;
-    lb_runner_fence fence;      /* issue 13: the claim the run was queued under */
+    lb_runner_fence fence;      /* several nodes: the claim the run was queued under */
 } lb_er_job;
 
 static void job_free(lb_er_job *j)
@@ -358,7 +358,7 @@ static int count_capabilities(const char *task_id, lb_capability_counts *c)
 {
     memset(c, 0, sizeof *c);
     char path[LB_CFG_PATH + 80], why[600];
-    /* issue 13: a run another host ran (none anywhere: no capabilities) */
+    /* several nodes: a run another host ran (none anywhere: no capabilities) */
     if (lb_blob_task_fetch_record(lb_er_cfg, task_id, "trajectory.json", why, sizeof why) != LB_OK)
         return 0;
     snprintf(path, sizeof path, "%s/%s/trajectory.json", lb_er_cfg->artifacts_dir, task_id);
@@ -645,7 +645,7 @@ static int adopt_run(lb_store *s, const lb_runner_fence *f, const lb_eval_run *r
 /* Makes run r's task under fence f. LB_OK (started, or not pending any
  * more), LB_E_BUSY (no slot of the service now: try later), LB_E_TOOBIG
  * (the owner has max_tasks tasks going: this eval tries later),
- * LB_E_DENIED (issue 13: the claim is lost, another web drives the eval),
+ * LB_E_DENIED (several nodes: the claim is lost, another web drives the eval),
  * or another error (the run cannot be made). */
 static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e, lb_er_ds *c, const lb_eval_run *r)
 {
@@ -689,7 +689,7 @@ static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e
                      .network = c->o.network[0] ? c->o.network : NULL, /* handlers_evals.c checked it */
                      /* the owner's limit holds for an eval's tasks as for the owner's own */
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};
-    /* issue 13: the task's id goes on the run first, under the claim: a
+    /* several nodes: the task's id goes on the run first, under the claim: a
      * web that dies between making the task and recording it leaves a name
      * the next holder adopts (adopt_run) rather than a second task */
     rc = lb_store_eval_run_reserve(s, f, r->rid, a.id);
@@ -876,7 +876,7 @@ static void eval_tick(lb_store *s, const char *id, int *no_slot)
 {
     lb_runner_fence f;
     if (!lb_runner_held_fence(&lb_er_held, id, &f))
-        return; /* issue 13: no fresh lease: nothing is written until it is renewed */
+        return; /* several nodes: no fresh lease: nothing is written until it is renewed */
     lb_eval_rec e;
     int rc = lb_store_eval_load(s, id, &e);
     if (rc != LB_OK) {
@@ -939,7 +939,7 @@ static void eval_tick(lb_store *s, const char *id, int *no_slot)
         lb_runner_held_drop(&lb_er_held, id); /* ended: nothing more to drive */
 out:
     if (rc == LB_E_DENIED) {
-        /* issue 13: another web drives it now (this one stalled past its lease) */
+        /* several nodes: another web drives it now (this one stalled past its lease) */
         lb_info("eval %s: another web drives it now; this web lets go", e.id);
         lb_runner_held_drop(&lb_er_held, id);
     }
@@ -947,7 +947,7 @@ out:
 }
 
 /* One look at every eval this web holds (the evals' job source), after
- * renewing its claims and claiming what it has room for (issue 13). */
+ * renewing its claims and claiming what it has room for (several nodes). */
 static void evals_tick(lb_store *s, int *no_slot)
 {
     static lb_runner_claim ids[LB_RUNNER_CLAIM_MAX]; /* runner thread only */
@@ -1090,7 +1090,7 @@ static void load_capabilities(const lb_config *cfg)
 int lb_eval_runner_start(const lb_config *cfg)
 {
     lb_er_cfg = cfg;
-    lb_runner_identity_init(cfg); /* issue 13: the claims' owner id and lease */
+    lb_runner_identity_init(cfg); /* several nodes: the claims' owner id and lease */
     load_capabilities(cfg);
     lb_spawn_set_exit_hook(lb_eval_runner_wake);
     pthread_t t;

@@ -82,7 +82,7 @@ LB_MUST_CHECK int lb_eval_runner_start(const lb_config *cfg);
  * poll. Safe from any thread, and before the start (does nothing). */
 void lb_eval_runner_wake(void);
 
-/* Another job source's claims, given back when the web stops (issue 13,
+/* Another job source's claims, given back when the web stops (several nodes,
  * jobs/runner.h): called on the runner thread. Before
  * lb_eval_runner_start; LB_E_TOOBIG past a few. */
 typedef void (*lb_runner_release_fn)(struct lb_store *s, size_t *released);

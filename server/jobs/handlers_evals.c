@@ -901,7 +901,7 @@ void lb_h_eval_create(lb_req *r)
     }
     if (u.have_resume && resume_read(r, u.resume_path, &prev, &nprev) != LB_OK)
         goto out; /* answered */
-    /* issue 13: the dataset into the object store before the row exists,
+    /* several nodes: the dataset into the object store before the row exists,
      * so a web on another host can drive the eval (a takeover); only what
      * the runner reads: the unpacked folder of an archive, else the file
      * (the archive and resume.jsonl are read by this upload alone) */
@@ -1264,7 +1264,7 @@ void lb_h_eval_delete(lb_req *r)
     char dir[LB_CFG_PATH + 64];
     lb_eval_dir(r->cfg, e.id, dir, sizeof dir);
     LB_IGNORE(lb_rmtree(dir)); /* the row is gone: what is left on disk is only disk */
-    char blob_err[700]; /* issue 13: its dataset in the object store too (no-op without a bucket) */
+    char blob_err[700]; /* several nodes: its dataset in the object store too (no-op without a bucket) */
     if (lb_blob_eval_delete(r->cfg, e.id, blob_err, sizeof blob_err) != LB_OK)
         lb_warn("web: eval %s: its files in the object store are left: %s", e.id, blob_err);
     lb_info("web: eval %s deleted", e.id);

@@ -32,7 +32,7 @@
 #define LB_RR_FILE_MAX (64u << 20) /* one decoded file (the body's cap bounds them anyway) */
 
 static const lb_config *lb_rr_cfg;
-/* issue 13: the groups this web drives (runner thread only) */
+/* several nodes: the groups this web drives (runner thread only) */
 static lb_runner_held lb_rr_held = {.kind = LB_RUNNER_ROLLOUTS};
 
 /* ---- parsed requests of active groups (runner thread only) ---- */
@@ -104,7 +104,7 @@ typedef struct lb_rr_job {
     int idx;
     char *scorer, *gt_json, *script, *model;
     int timeout_s;
-    lb_runner_fence fence;      /* issue 13: the claim it was queued under */
+    lb_runner_fence fence;      /* several nodes: the claim it was queued under */
 } lb_rr_job;
 
 static void job_free(lb_rr_job *j)
@@ -354,7 +354,7 @@ static int adopt_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
 
 /* Makes sample idx's task under fence f. LB_OK (started, or not queued
  * any more), LB_E_BUSY (no slot now), LB_E_TOOBIG (the owner's own limit:
- * this group waits), LB_E_DENIED (issue 13: the claim is lost), or another
+ * this group waits), LB_E_DENIED (several nodes: the claim is lost), or another
  * error (the sample cannot be made: it ends as sandbox_error). */
 static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_rec *g, const cJSON *req, int idx,
                         char *err, size_t errsz)
@@ -397,7 +397,7 @@ static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
                      .owner = g->owner,
                      .options_json = opts,
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};
-    /* issue 13: the task's id goes on the sample first, under the claim:
+    /* several nodes: the task's id goes on the sample first, under the claim:
      * a web that dies before recording the task leaves a name the next
      * holder adopts (adopt_sample) rather than a second task */
     rc = lb_store_rollout_sample_reserve(s, f, g->id, idx, a.id);
@@ -536,7 +536,7 @@ static void group_tick(lb_store *s, const char *id, int64_t *running, int *no_sl
 {
     lb_runner_fence f;
     if (!lb_runner_held_fence(&lb_rr_held, id, &f))
-        return; /* issue 13: no fresh lease: nothing is written until it is renewed */
+        return; /* several nodes: no fresh lease: nothing is written until it is renewed */
     int ended = 0;
     int rc = group_look(s, &f, id, running, no_slot, &ended);
     if (ended)
@@ -548,7 +548,7 @@ static void group_tick(lb_store *s, const char *id, int64_t *running, int *no_sl
 }
 
 /* One look at every group this web holds (the rollouts' job source), after
- * renewing its claims and claiming what it has room for (issue 13). */
+ * renewing its claims and claiming what it has room for (several nodes). */
 static void rollouts_tick(lb_store *s, int *no_slot)
 {
     static lb_runner_claim ids[LB_RUNNER_CLAIM_MAX]; /* runner thread only */

@@ -4,7 +4,7 @@
  * claims a source holds and the recovery of a unit of work whose task was
  * made by a runner that stopped before recording it.
  *
- * The claims (issue 13): the evaluations' and the rollout groups' runners
+ * The claims (several nodes): the evaluations' and the rollout groups' runners
  * drive only the work they have claimed in the store (store/store_claim.h),
  * so of several webs on one store exactly one drives each evaluation or
  * group, and another takes it over once the holder's lease lapses.

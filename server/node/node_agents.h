@@ -1,4 +1,4 @@
-/* The agents one `llmbox node` runs (issue 13): started the web's way
+/* The agents one `llmbox node` runs (several nodes): started the web's way
  * (common/agent_spawn.h) with the claim's fence in LLMBOX_NODE_FENCE,
  * reaped, and killed all at once when the node loses its lease. Used by
  * the node's main thread only. */

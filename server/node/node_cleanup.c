@@ -1,4 +1,4 @@
-/* issue 13: the sandboxes an earlier run of this node left (node_cleanup.h). */
+/* several nodes: the sandboxes an earlier run of this node left (node_cleanup.h). */
 #include "node/node_cleanup.h"
 
 #include "common/log.h"

@@ -1,4 +1,4 @@
-/* issue 13: the sandboxes an earlier run of this node left.
+/* several nodes: the sandboxes an earlier run of this node left.
  *
  * An agent that keeps its sandbox between rounds (follow-ups) creates it
  * with a lease, so it outlives the agent's connection; when the node dies

@@ -1,4 +1,4 @@
-/* `llmbox node`'s GET /healthz (issue 13): one thread answering on
+/* `llmbox node`'s GET /healthz (several nodes): one thread answering on
  * node_listen with {name, state, tasks, capacity, lease_expires}; 200
  * while the node holds its lease (state "running" or "draining"), 503
  * otherwise ("starting", "lapsed"), so Kubernetes and balancers see a

@@ -1,4 +1,4 @@
-/* `llmbox node` (issue 13): one per sandbox host, beside its sandboxd.
+/* `llmbox node` (several nodes): one per sandbox host, beside its sandboxd.
  *
  * It holds a lease in the store's nodes table (renewed every third of
  * node_lease_s), claims queued tasks up to node_capacity, runs each one's
@@ -102,7 +102,7 @@ typedef struct lb_node {
     int held;                 /* the lease is ours (renewed, not run out) */
     int64_t held_until_mono;  /* monotonic: the renewal's start + the lease */
     int64_t lease_expires_ms; /* the database's clock, for /healthz */
-    int orphans_done;         /* issue 13: the earlier runs' kept sandboxes were destroyed (node_cleanup.h) */
+    int orphans_done;         /* several nodes: the earlier runs' kept sandboxes were destroyed (node_cleanup.h) */
 } lb_node;
 
 static void lb_node_publish(const lb_node *n)
@@ -137,11 +137,11 @@ static void lb_node_renew(lb_node *n)
                     n->name, l.nleft);
         lb_node_agents_kill_all("the node's lease had lapsed; their tasks were ended");
         lb_node_agents_kill_left(&l);
-        /* issue 13: and the sandboxes they kept (leased, so not gone with them) */
+        /* several nodes: and the sandboxes they kept (leased, so not gone with them) */
         LB_IGNORE(lb_node_cleanup_left(n->cfg, n->s, n->name, &l));
     }
     free(l.left);
-    /* issue 13: once, before this run starts any agent (a task of this run
+    /* several nodes: once, before this run starts any agent (a task of this run
      * may end a moment before its agent records the sandbox as kept) */
     if (!n->orphans_done) {
         LB_IGNORE(lb_node_cleanup_orphans(n->cfg, n->s, n->name)); /* each is logged; never fails the node */

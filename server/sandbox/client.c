@@ -646,7 +646,7 @@ static int lbsb_type_code(const char *t)
     return 3;
 }
 
-/* ---- issue 17: file metadata (stat and list) ---- */
+/* ---- E2B's protocol: file metadata (stat and list) ---- */
 static int lbsb_kind_code(const char *k)
 {
     static const char *const names[] = {"file", "dir", "symlink", "fifo", "socket", "chardev", "blockdev"};
@@ -695,7 +695,7 @@ void lbsb_entry_clear(lbsb_entry *e)
     free(e->target);
     memset(e, 0, sizeof *e);
 }
-/* ---- end issue 17 ---- */
+/* ---- end E2B's protocol ---- */
 
 int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
               size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
@@ -817,7 +817,7 @@ int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *
     return rc;
 }
 
-/* {id} -> {}: destroy, and issue 14's freeze and thaw */
+/* {id} -> {}: destroy, and follow-ups's freeze and thaw */
 static int lbsb_simple(lbsb_conn *c, const char *op, const char *id, char *errbuf, size_t errsz)
 {
     int rc = lbsb_check_id(id, errbuf, errsz);
@@ -886,7 +886,7 @@ int lbsb_adopt(lbsb_conn *c, const char *id, const char *key, int lease_s, char 
     return lbsb_lease_call(c, "adopt", id, key, lease_s, errbuf, errsz);
 }
 
-/* ---- a sandbox's state (issue 14) ------------------------------------------ */
+/* ---- a sandbox's state (follow-ups) ------------------------------------------ */
 
 int lbsb_freeze(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
 {
@@ -989,7 +989,7 @@ int lbsb_state_list(lbsb_conn *c, lbsb_state **out, size_t *n, char *errbuf, siz
     return LB_OK;
 }
 
-/* ---- processes of sandboxd's own (issue 17) ------------------------------- */
+/* ---- processes of sandboxd's own (E2B's protocol) ------------------------------- */
 
 static cJSON *lbsb_proc_req(const char *op, const char *id, uint32_t pid, const char *tag)
 {
@@ -1252,7 +1252,7 @@ int lbsb_metrics_get(lbsb_conn *c, const char *id, lbsb_metrics *m, char *errbuf
     return LB_OK;
 }
 
-/* issue 17: port_connect. The answer's first byte carries the connected
+/* E2B's protocol: port_connect. The answer's first byte carries the connected
  * socket (SCM_RIGHTS), so it is read with recvmsg; a descriptor that comes
  * with anything else is closed. */
 static ssize_t lbsb_recv_fd(int sock, void *buf, size_t len, int *fd)

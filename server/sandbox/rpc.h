@@ -72,7 +72,7 @@ typedef enum lbsd_op {
      * adopt {id, key, lease_s?} -> {id, lease_s, ttl_s?}. */
     LBSD_OP_RENEW,
     LBSD_OP_ADOPT,
-    /* A sandbox's state (issue 14; include/llmbox/sandbox.h): freeze {id},
+    /* A sandbox's state (follow-ups; include/llmbox/sandbox.h): freeze {id},
      * thaw {id}, save {id, state, max_mib?}, state_delete {state},
      * state_list {}; and create's "restore". */
     LBSD_OP_FREEZE,
@@ -80,7 +80,7 @@ typedef enum lbsd_op {
     LBSD_OP_SAVE,
     LBSD_OP_STATE_DELETE,
     LBSD_OP_STATE_LIST,
-    /* Processes of sandboxd's own (issue 17; include/llmbox/sandbox.h,
+    /* Processes of sandboxd's own (E2B's protocol; include/llmbox/sandbox.h,
      * sandboxd/sandbox_proc.h): proc_start, proc_attach, proc_input (may
      * carry a data frame), proc_signal, proc_list. */
     LBSD_OP_PROC_START,
@@ -88,7 +88,7 @@ typedef enum lbsd_op {
     LBSD_OP_PROC_INPUT,
     LBSD_OP_PROC_SIGNAL,
     LBSD_OP_PROC_LIST,
-    /* issue 17: port_connect {id, port} -> {port} with a connected socket
+    /* E2B's protocol: port_connect {id, port} -> {port} with a connected socket
      * (SCM_RIGHTS) to 127.0.0.1:port in the sandbox (sandboxd/sandbox_port.c) */
     LBSD_OP_PORT_CONNECT,
     /* metrics {id} -> one sample of its CPU time, memory and disk
@@ -116,7 +116,7 @@ int lbsd_network_parse(const char *s); /* -1 if unknown */
 #define LBSD_READ_MAX (LLMBOX_RPC_MAX_FRAME - 1024)
 #define LBSD_LIST_MAX_DEPTH 32
 #define LBSD_LIST_MAX_ENTRIES 100000
-#define LBSD_STATE_NAME_MAX 64       /* saved state names: [a-z0-9_-]{1,64} (issue 14) */
+#define LBSD_STATE_NAME_MAX 64       /* saved state names: [a-z0-9_-]{1,64} (follow-ups) */
 #define LBSD_STATE_MAX_MIB (1 << 20) /* a save's max_mib: the configuration caps it lower */
 
 /* A validated request. String fields point into `json`, which it owns. */
@@ -151,7 +151,7 @@ typedef struct lbsd_req {
     int max_depth;
     size_t max_entries;
     int has_data;                    /* a binary frame follows */
-    /* saved states (issue 14) */
+    /* saved states (follow-ups) */
     const char *state;               /* save, state_delete: its name; create: "restore", the state
                                         the new sandbox starts from (NULL: none) */
     int max_mib;                     /* save: cap of the compressed state; 0: the daemon's */
@@ -168,7 +168,7 @@ int lbsd_image_name_valid(const char *s);
 /* True when s is a debootstrap image name or an image reference
  * (common/image_ref.h, local names allowed): what create takes. */
 int lbsd_image_spec_valid(const char *s);
-/* True for [a-z0-9_-]{1,64}: a saved state's name (issue 14). */
+/* True for [a-z0-9_-]{1,64}: a saved state's name (follow-ups). */
 int lbsd_state_name_valid(const char *s);
 /* Turns an absolute sandbox path into a cleaned relative one ("" for "/"). */
 LB_MUST_CHECK int lbsd_sandbox_path(const char *abs, char *out, size_t outsz);

@@ -17,10 +17,10 @@ static const char *const lbsd_op_names[] = {
     [LBSD_OP_WRITE] = "write",   [LBSD_OP_READ] = "read",     [LBSD_OP_LIST] = "list",
     [LBSD_OP_STAT] = "stat",     [LBSD_OP_DESTROY] = "destroy", [LBSD_OP_PING] = "ping",
     [LBSD_OP_INTERRUPT] = "interrupt", [LBSD_OP_RENEW] = "renew", [LBSD_OP_ADOPT] = "adopt",
-    /* a sandbox's state (issue 14) */
+    /* a sandbox's state (follow-ups) */
     [LBSD_OP_FREEZE] = "freeze", [LBSD_OP_THAW] = "thaw", [LBSD_OP_SAVE] = "save",
     [LBSD_OP_STATE_DELETE] = "state_delete", [LBSD_OP_STATE_LIST] = "state_list",
-    /* processes of sandboxd's own (issue 17) */
+    /* processes of sandboxd's own (E2B's protocol) */
     [LBSD_OP_PROC_START] = "proc_start", [LBSD_OP_PROC_ATTACH] = "proc_attach",
     [LBSD_OP_PROC_INPUT] = "proc_input", [LBSD_OP_PROC_SIGNAL] = "proc_signal",
     [LBSD_OP_PROC_LIST] = "proc_list", [LBSD_OP_PORT_CONNECT] = "port_connect",
@@ -188,10 +188,10 @@ static const struct {
     {"read", LBSD_OP_READ},     {"list", LBSD_OP_LIST}, {"stat", LBSD_OP_STAT},
     {"destroy", LBSD_OP_DESTROY}, {"ping", LBSD_OP_PING}, {"interrupt", LBSD_OP_INTERRUPT},
     {"renew", LBSD_OP_RENEW},   {"adopt", LBSD_OP_ADOPT},
-    /* a sandbox's state (issue 14) */
+    /* a sandbox's state (follow-ups) */
     {"freeze", LBSD_OP_FREEZE}, {"thaw", LBSD_OP_THAW}, {"save", LBSD_OP_SAVE},
     {"state_delete", LBSD_OP_STATE_DELETE}, {"state_list", LBSD_OP_STATE_LIST},
-    /* processes of sandboxd's own (issue 17) */
+    /* processes of sandboxd's own (E2B's protocol) */
     {"proc_start", LBSD_OP_PROC_START}, {"proc_attach", LBSD_OP_PROC_ATTACH},
     {"proc_input", LBSD_OP_PROC_INPUT}, {"proc_signal", LBSD_OP_PROC_SIGNAL},
     {"proc_list", LBSD_OP_PROC_LIST}, {"port_connect", LBSD_OP_PORT_CONNECT},
@@ -408,7 +408,7 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
             return rc;
         req->lease_s = (int)d;
         break;
-    /* a sandbox's state (issue 14) */
+    /* a sandbox's state (follow-ups) */
     case LBSD_OP_FREEZE:
     case LBSD_OP_THAW:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
@@ -425,7 +425,7 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
         if ((rc = lbsd_get_state(o, "state", 1, req, msg, msgsz)))
             return rc;
         break;
-    /* processes of sandboxd's own (issue 17): the id here, the rest where
+    /* processes of sandboxd's own (E2B's protocol): the id here, the rest where
      * the op is served (sandboxd/sandbox_proc.c), each field capped there */
     case LBSD_OP_PROC_START:
     case LBSD_OP_PROC_ATTACH:

@@ -625,7 +625,7 @@ static LB_MUST_CHECK int cg_freeze_kill(const char *dir)
     return LB_OK;
 }
 
-/* issue 14: freeze and thaw (sandbox_freeze.c) */
+/* follow-ups: freeze and thaw (sandbox_freeze.c) */
 int lbsd_cg_freeze(const lbsd_cgroup *cg, int on)
 {
     if (cg->v2[0])

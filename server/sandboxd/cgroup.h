@@ -61,7 +61,7 @@ LB_MUST_CHECK int lbsd_cg_kill(const lbsd_cgroup *cg);
  * (no wait): for a process in the groups that is not in the sandbox's pid
  * namespace, should there ever be one. Returns how many. */
 int lbsd_cg_kill_members(const lbsd_cgroup *cg);
-/* issue 14: freezes (on) or thaws the groups: v2 cgroup.freeze, v1
+/* follow-ups: freezes (on) or thaws the groups: v2 cgroup.freeze, v1
  * freezer.state. LB_E_IO (errno set) without a freezer or when refused.
  * The freezer is asynchronous: lbsd_cg_is_frozen says when it is done. */
 LB_MUST_CHECK int lbsd_cg_freeze(const lbsd_cgroup *cg, int on);

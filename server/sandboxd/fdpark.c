@@ -43,7 +43,7 @@ void lbsd_park_init(int max_conns, int workers)
 
 /* No command (running, or ended and not yet collected), a shell, not used
  * for min_age ms, and neither frozen (its init could not answer) nor being
- * saved (a worker reads it through its root: issue 14, sandbox_save.c). */
+ * saved (a worker reads it through its root: follow-ups, sandbox_save.c). */
 static int park_idle(const lbsd_sandbox *sb, int64_t now, int64_t min_age)
 {
     int64_t last = sb->used_ms > sb->created_ms ? sb->used_ms : sb->created_ms;

@@ -166,7 +166,7 @@ typedef struct lbsd_sandbox {
     int park_fd[3];                /* their numbers in init's table (parked == 2) */
     uint64_t park_dev[3], park_ino[3]; /* what they were, checked when they come back */
     int64_t used_ms;               /* lb_mono_ms() of the last request that named it */
-    /* its state (issue 14: sandbox_freeze.c, sandbox_save.c) */
+    /* its state (follow-ups: sandbox_freeze.c, sandbox_save.c) */
     int frozen;                    /* LBSD_FROZEN_* of sandbox_freeze.h; 0: running */
     int saving;                    /* a save of it is with a worker */
 } lbsd_sandbox;

@@ -30,7 +30,7 @@ void lbsd_retire(lbsd_sandbox *sb, lbsd_conn *c, int answer, const char *msg)
     /* on the loop: what touches its connection or sandboxd's children
      * other than init (the slirp4netns helper is waited for here) */
     lbsd_exec_abandon(sb);
-    /* issue 17: its processes' watchers learn why (sandbox_proc.h) */
+    /* E2B's protocol: its processes' watchers learn why (sandbox_proc.h) */
     lbsd_proc_sandbox_gone(sb, answer == LBSD_ANSWER_EXPIRED && msg ? msg : "the sandbox was destroyed");
     lbsd_net_detach(sb);
     lbsd_job *j = lbsd_job_new(LBSD_JOB_DESTROY, g_retire_cfg, NULL);

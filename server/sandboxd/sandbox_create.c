@@ -664,7 +664,7 @@ void lbsd_sandbox_destroy(lbsd_sandbox *sb)
          * SIGKILLs every member (zap_pid_ns_processes). v2's cgroup.kill
          * does the same at once and costs nothing to wait for, so it stays;
          * v1's freeze + kill + thaw waited for the freezer (1 ms steps) for
-         * no more than that, and is gone from this path (issue 12, part 4):
+         * no more than that, and is gone from this path (sandboxd v2, part 4):
          * v1 kills what its groups list once instead, without a wait.
          * A cgroup-frozen sandbox is thawed after the kill: its members die
          * as they thaw. */

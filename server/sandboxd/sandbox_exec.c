@@ -338,7 +338,7 @@ char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_
                            "'; trap 'return 130 2>/dev/null' INT; "
                            ". /proc/self/fd/3 3<<<'exec 3<&-; eval \"$__lbsd_c\"' </dev/null; "
                            "__lbsd_rc=$?; trap : INT; unset __lbsd_c; jobs >/dev/null 2>&1; "
-                           /* issue 14: the shell's cwd and exported variables, in the
+                           /* follow-ups: the shell's cwd and exported variables, in the
                             * layer, for a saved state's restore (sandbox_restore.c) */
                            "{ builtin printf 'builtin cd -- %%q\\n' \"$PWD\"; builtin export -p; } "
                            /* stderr first: an image without /run, or a User that may

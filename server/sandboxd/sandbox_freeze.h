@@ -1,4 +1,4 @@
-/* Freezing a sandbox (issue 14): none of its processes gets CPU, its
+/* Freezing a sandbox (follow-ups): none of its processes gets CPU, its
  * memory stays where it is (and counted). The cgroup freezer (v2
  * cgroup.freeze, v1 freezer.state) stops the whole group at once; without
  * one, SIGSTOP to every process but init, with a warning logged once. */

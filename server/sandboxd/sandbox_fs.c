@@ -171,7 +171,7 @@ static const char *fs_type_name(mode_t m)
     return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : "other";
 }
 
-/* ---- issue 17: file metadata (stat and list answer it for E2B's EntryInfo) ----
+/* ---- E2B's protocol: file metadata (stat and list answer it for E2B's EntryInfo) ----
  * Appended fields, so older clients read type and size as before:
  * kind (what "other" is), mode (07777), uid and gid as the sandbox sees
  * them (its user namespace maps 0..65535 to uid_root..; anything else is
@@ -208,7 +208,7 @@ static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *l
         }
     }
 }
-/* ---- end issue 17 ---- */
+/* ---- end E2B's protocol ---- */
 
 void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {

@@ -1,5 +1,5 @@
 /*
- * Processes of sandboxd's own (issue 17): commands started beside the
+ * Processes of sandboxd's own (E2B's protocol): commands started beside the
  * sandbox's shell, each with its own pipes, whose output and exit are
  * pushed as frames to the connections attached to them.
  *

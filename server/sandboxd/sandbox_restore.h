@@ -1,4 +1,4 @@
-/* create's "restore" (issue 14): a fresh sandbox takes a saved state's
+/* create's "restore" (follow-ups): a fresh sandbox takes a saved state's
  * files (build/llmbox-stateio applies them through the sandbox's own root,
  * with its own rights) and its shell the saved cwd and exported variables. */
 #ifndef LBSD_SANDBOX_RESTORE_H

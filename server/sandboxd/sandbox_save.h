@@ -1,4 +1,4 @@
-/* A sandbox's saved states (issue 14): the store under
+/* A sandbox's saved states (follow-ups): the store under
  * <var>/sandboxd/states/u<uid>/<name>.state (one name space per client
  * uid), the freeze / thaw / save / state_delete / state_list requests, and
  * the start of build/llmbox-stateio, which does the packing and unpacking

@@ -1,5 +1,5 @@
 /* Starting build/llmbox-stateio (server/stateio/stateio.h), which packs
- * and unpacks saved states inside a sandbox's user namespace (issue 14). */
+ * and unpacks saved states inside a sandbox's user namespace (follow-ups). */
 #ifndef LBSD_SANDBOX_STATEIO_H
 #define LBSD_SANDBOX_STATEIO_H
 

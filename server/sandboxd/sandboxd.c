@@ -79,7 +79,7 @@ static void lbsd_destroy(lbsd_sandbox *sb)
 static int lbsd_creating(void)
 {
     return lbsd_workers_inflight(LBSD_JOB_CREATE) + lbsd_workers_inflight(LBSD_JOB_INPUT) +
-           lbsd_restores_inflight(); /* issue 14 */
+           lbsd_restores_inflight(); /* follow-ups */
 }
 
 /* ---- life cycle: TTL reaper, create from the pool, network ------------------ */
@@ -126,7 +126,7 @@ static void lbsd_reap_expired(int64_t now)
         int lease_out = s->lease_expires_ms && s->lease_expires_ms <= now;
         if (!ttl_out && !lease_out)
             continue;
-        /* issue 17: its processes' watchers learn why (sandbox_proc.h) */
+        /* E2B's protocol: its processes' watchers learn why (sandbox_proc.h) */
         lbsd_proc_sandbox_gone(s, ttl_out ? "its time to live (ttl_s) ran out and it was destroyed"
                                           : "its lease was not renewed and it was destroyed");
         lbsd_conn *c = s->owner;
@@ -350,13 +350,13 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
         lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
         return;
     }
-    /* issue 14: a state to restore must exist before a sandbox is made for it */
+    /* follow-ups: a state to restore must exist before a sandbox is made for it */
     char msg[256];
     if (req->state && lbsd_restore_check(g_cfg, c->uid, req->state, msg, sizeof msg) != LB_OK) {
         lbsd_reply_error(c, LB_E_NOTFOUND, "%s", msg);
         return;
     }
-    /* issue 14: with a restore, the inputs are copied after it (the
+    /* follow-ups: with a restore, the inputs are copied after it (the
      * restore job does it), so that they land beside the saved files */
     const char *restore_input = req->state ? req->input_dir : NULL;
     if (restore_input)
@@ -379,10 +379,10 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
     j->uid = c->uid;
     j->gid = c->gid;
     j->net = net;
-    j->state = (void *)restore_input; /* issue 14: into j->req.json, which the job owns */
+    j->state = (void *)restore_input; /* follow-ups: into j->req.json, which the job owns */
     c->creating = 1;
     if (sb && !j->req.input_dir) {
-        lbsd_restore_submit(j); /* issue 14: a pool hit goes straight to its restore */
+        lbsd_restore_submit(j); /* follow-ups: a pool hit goes straight to its restore */
         return;
     }
     lbsd_workers_submit(j);
@@ -427,7 +427,7 @@ static void lbsd_jobs_collect(void)
             c = c->next;
         if (c)
             c->creating = 0;
-        /* issue 14: a save is answered here; a restore ends as the create it is */
+        /* follow-ups: a save is answered here; a restore ends as the create it is */
         if (j->kind == LBSD_JOB_STATE && !lbsd_state_job_done(j, c && !c->dead ? c : NULL)) {
             lbsd_job_free(j);
             continue;
@@ -447,7 +447,7 @@ static void lbsd_jobs_collect(void)
         } else if (j->rc != LB_OK || !j->sb) {
             lbsd_reply_error(c, j->rc ? j->rc : LB_E_SANDBOX, "%s", j->msg);
         } else if (j->kind != LBSD_JOB_STATE && j->req.state) {
-            /* issue 14: made (and filled): now its saved state */
+            /* follow-ups: made (and filled): now its saved state */
             c->creating = 1;
             lbsd_restore_submit(j);
             continue;
@@ -725,7 +725,7 @@ static void lbsd_conn_close(lbsd_conn *c)
         }
     }
     g_nconns--;
-    lbsd_proc_conn_closed(c); /* issue 17: attached to nothing any more */
+    lbsd_proc_conn_closed(c); /* E2B's protocol: attached to nothing any more */
     /* a connection's sandboxes die with it: that is how an agent that
      * crashed or was cancelled leaves nothing behind */
     int n = 0, kept = 0;
@@ -935,7 +935,7 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
     if (t >= 0 && (timeout < 0 || t < timeout))
         timeout = t;
     if (timeout < 0 || timeout > 60000)
-        timeout = 60000; /* issue 14: the saved states' sweep runs once a minute */
+        timeout = 60000; /* follow-ups: the saved states' sweep runs once a minute */
     return timeout;
 }
 
@@ -956,7 +956,7 @@ static void lbsd_lifecycle_tick(int64_t now)
         g_park_seen_parks = lbsd_park_changes();
         g_park_scan_ms = now;
     }
-    lbsd_state_sweep(g_cfg, now); /* issue 14: old saved states */
+    lbsd_state_sweep(g_cfg, now); /* follow-ups: old saved states */
     lbsd_refill_maybe(lb_mono_ms());
 }
 
@@ -969,7 +969,7 @@ typedef struct {
     void *obj;
 } lbsd_pref;
 
-/* issue 17: the descriptors of sandboxd's own processes (sandbox_proc.h) */
+/* E2B's protocol: the descriptors of sandboxd's own processes (sandbox_proc.h) */
 typedef struct {
     struct pollfd *pfd;
     lbsd_pref *ref;
@@ -1050,7 +1050,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
     lbsd_pref *ref = NULL;
     int quit = 0;
     while (!quit) {
-        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)lbsd_set_count() + lbsd_proc_fd_count(); /* issue 17 */
+        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)lbsd_set_count() + lbsd_proc_fd_count(); /* E2B's protocol */
         if (want > cap) {
             size_t nc = want * 2;
             struct pollfd *np = realloc(pfd, nc * sizeof *np);
@@ -1119,7 +1119,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
                 timeout = pt;
         }
         {
-            lbsd_pollset ps = {pfd, ref, n, cap}; /* issue 17 */
+            lbsd_pollset ps = {pfd, ref, n, cap}; /* E2B's protocol */
             lbsd_proc_poll(lbsd_poll_add_proc, &ps);
             n = ps.n;
         }
@@ -1179,7 +1179,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
                 if (!t || pfd[i].fd < 0)
                     break;
                 if (ref[i].kind == PK_PROC) {
-                    lbsd_proc_on_ready(s, pfd[i].fd, re); /* issue 17 */
+                    lbsd_proc_on_ready(s, pfd[i].fd, re); /* E2B's protocol */
                 } else if (ref[i].kind == PK_CTL && pfd[i].fd == s->ctl_fd) {
                     if (lbsd_ctl_handle(s) < 0) {
                         close(s->ctl_fd);

@@ -209,7 +209,7 @@ int lbsd_serve_main(int argc, char **argv)
      * its scratch dirs and cgroups */
     lbsd_kill_stale_procs();
     lbsd_cleanup_stale(cfg);
-    lbsd_state_startup(cfg); /* issue 14: saved states' store; saves cut short go */
+    lbsd_state_startup(cfg); /* follow-ups: saved states' store; saves cut short go */
     /* once per image (and after a change of LLMBOX_SANDBOX_UID_BASE) */
     lbsd_idmap_startup(cfg->image_store, cfg->sandbox_uid_base);
     /* one host uid range per sandbox, or the shared one (and why) */

@@ -87,7 +87,7 @@ static void job_run(lbsd_job *j)
         lbsd_sandbox_destroy(j->sb);
         j->sb = NULL;
         break;
-    case LBSD_JOB_STATE: /* issue 14 */
+    case LBSD_JOB_STATE: /* follow-ups */
         j->run(j);
         break;
     }

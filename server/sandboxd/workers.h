@@ -24,7 +24,7 @@ typedef enum lbsd_job_kind {
     LBSD_JOB_INPUT,   /* copy req's input_dir into sb (a sandbox from the pool) */
     LBSD_JOB_REFILL,  /* make a sandbox for the warm pool (pool_img says which image) */
     LBSD_JOB_DESTROY, /* tear sb down (it is unlinked from everything already) */
-    LBSD_JOB_STATE,   /* issue 14: a save or a restore (sandbox_save.c, sandbox_restore.c): run(job) */
+    LBSD_JOB_STATE,   /* follow-ups: a save or a restore (sandbox_save.c, sandbox_restore.c): run(job) */
 } lbsd_job_kind;
 
 #define LBSD_ANSWER_OK 1
@@ -46,7 +46,7 @@ typedef struct lbsd_job {
                                * connection's deferred replies (its exec ended with the TTL) */
     int rc;                   /* the outcome: LB_OK or why not, with msg */
     char msg[1024];
-    /* STATE (issue 14): the work, its data (freed with the job by state_free) */
+    /* STATE (follow-ups): the work, its data (freed with the job by state_free) */
     void (*run)(struct lbsd_job *job);
     void *state;
     void (*state_free)(void *state);

@@ -1,5 +1,5 @@
 /*
- * issue 17: a file's metadata through the native sandbox API, as sandboxd's
+ * E2B's protocol: a file's metadata through the native sandbox API, as sandboxd's
  * stat and list answer it (include/llmbox/sandbox.h):
  *   GET /api/sandboxes/{id}/stat/{path}          -> one entry, 404 if missing
  *   GET /api/sandboxes/{id}/list/{path}?depth=N   -> {path, entries, truncated}

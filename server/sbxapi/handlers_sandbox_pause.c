@@ -25,7 +25,7 @@
 
 void lb_snapshot_state_name(const char *id, char *out, size_t outsz)
 {
-    /* issue 13: "<node>.<hex>" names its node, whose sandboxd keeps it as
+    /* several nodes: "<node>.<hex>" names its node, whose sandboxd keeps it as
      * api-<hex>; the router and the spec let only valid ids through */
     const char *dot = strchr(id, '.');
     snprintf(out, outsz, LB_SNAPSHOT_PREFIX "%.32s", dot ? dot + 1 : id);
@@ -136,7 +136,7 @@ void lb_h_sbx_snapshot(lb_req *r)
     if (!s)
         return;
     char id[LB_NODE_ID_MAX + 1], state[LB_SNAPSHOT_STATE_MAX], err[512] = "", gone[400];
-    if (lb_node_id_new(r->cfg->node_name, id, sizeof id) != LB_OK) { /* issue 13: named by its node */
+    if (lb_node_id_new(r->cfg->node_name, id, sizeof id) != LB_OK) { /* several nodes: named by its node */
         lb_http_error(r, 500, NULL, "No randomness for a snapshot id.");
         lb_sbx_put(s);
         return;
@@ -217,7 +217,7 @@ void lb_h_snapshots_list(lb_req *r)
         struct tm tm;
         if (gmtime_r(&t, &tm))
             strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        char sid[LB_NODE_ID_MAX + 1]; /* issue 13: named by this node, as when it was made */
+        char sid[LB_NODE_ID_MAX + 1]; /* several nodes: named by this node, as when it was made */
         snprintf(sid, sizeof sid, "%s%s%s", r->cfg->node_name, r->cfg->node_name[0] ? "." : "", st[i].name + pl);
         cJSON_AddStringToObject(e, "snapshot_id", sid);
         cJSON_AddNumberToObject(e, "bytes", (double)st[i].bytes);

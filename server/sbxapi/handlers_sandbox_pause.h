@@ -1,4 +1,4 @@
-/* Pause, resume and snapshots of API sandboxes (issue 14,
+/* Pause, resume and snapshots of API sandboxes (follow-ups,
  * handlers_sandbox_pause.c); routes in router.c:
  *
  *   POST   /api/sandboxes/{id}/pause      sandboxd freeze: no CPU, memory kept

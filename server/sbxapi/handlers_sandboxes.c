@@ -25,7 +25,7 @@
 #include "sbxapi/sandbox_node.h"
 #include "sbxapi/sandbox_owner.h"
 #include "sbxapi/sandbox_registry.h"
-#include "sbxapi/sandbox_rows.h" /* issue 13 */
+#include "sbxapi/sandbox_rows.h" /* several nodes */
 #include "sbxapi/sandbox_spec.h"
 #include "web/req_body.h"
 
@@ -147,7 +147,7 @@ int lb_sbx_rpc_fail(lb_sbx *s, int rc, const char *what, const char *err, char *
         snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
         return 413;
     case LB_E_EXISTS:
-    case LB_E_BUSY: /* issue 14: a paused sandbox, or one being snapshotted */
+    case LB_E_BUSY: /* follow-ups: a paused sandbox, or one being snapshotted */
         snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
         return 409;
     case LB_E_UNAVAILABLE:
@@ -261,7 +261,7 @@ static int lb_sbx_build(const lb_config *cfg, lb_sbx *s, const lb_sbx_spec *sp, 
         /* outlives this web (a restart adopts it: sandbox_leases.h) */
         .lease_s = cfg->sandbox_api_lease_s,
     };
-    /* issue 14: started from a snapshot (handlers_sandbox_pause.c names them) */
+    /* follow-ups: started from a snapshot (handlers_sandbox_pause.c names them) */
     char state[LB_SNAPSHOT_STATE_MAX];
     if (sp->snapshot[0]) {
         lb_snapshot_state_name(sp->snapshot, state, sizeof state);
@@ -272,7 +272,7 @@ static int lb_sbx_build(const lb_config *cfg, lb_sbx *s, const lb_sbx_spec *sp, 
     if (rc == LB_E_UNAVAILABLE && !err[0])
         snprintf(err, sizeof err, "%s", lb_strerror(rc));
     if (sp->snapshot[0] && (rc == LB_E_NOTFOUND || rc == LB_E_INVAL || rc == LB_E_TOOBIG)) {
-        return lb_snapshot_restore_error(sp->snapshot, rc, err, msg, msgsz); /* issue 14: 404, 413, 400 or 422 */
+        return lb_snapshot_restore_error(sp->snapshot, rc, err, msg, msgsz); /* follow-ups: 404, 413, 400 or 422 */
     }
     if (rc == LB_E_INVAL || rc == LB_E_NOTFOUND) { /* notfound: no such image */
         snprintf(msg, msgsz, "The sandbox daemon refused the spec: %s.", err);
@@ -400,7 +400,7 @@ void lb_h_sbx_create(lb_req *r)
         goto out;
     }
     if (sp.snapshot[0] && !lb_snapshot_id_here(r, sp.snapshot))
-        goto out; /* issue 13: another node's snapshot: 421 naming it */
+        goto out; /* several nodes: another node's snapshot: 421 naming it */
     lb_sbx_quota_ticket qt;
     int retry_s = 0, st = lb_sbx_owner_quota(r, &sp, &qt, msg, sizeof msg, &retry_s);
     if (st) {
@@ -442,7 +442,7 @@ out:
 void lb_h_sbx_list(lb_req *r)
 {
     cJSON *o = NULL;
-    /* issue 13: in a cluster every node's, from the store (sandbox_rows.h) */
+    /* several nodes: in a cluster every node's, from the store (sandbox_rows.h) */
     /* a user's token: this node's sandboxes of that user only (the store's
      * rows of a cluster record no owner) */
     int rc = r->cfg->node_name[0] && !r->user ? lb_sbx_rows_list(r->store, r->cfg, 0, &o)

@@ -209,7 +209,7 @@ int lb_sbx_leases_start(const lb_config *cfg)
         while ((de = readdir(dd))) {
             size_t len = strlen(de->d_name);
             char id[LB_NODE_ID_MAX + 1];
-            /* issue 13: "[<node>.]<32 hex>.json" */
+            /* several nodes: "[<node>.]<32 hex>.json" */
             if (len < 5 || len - 5 > LB_NODE_ID_MAX || strcmp(de->d_name + len - 5, ".json") != 0)
                 continue;
             memcpy(id, de->d_name, len - 5);

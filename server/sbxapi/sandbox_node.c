@@ -1,4 +1,4 @@
-/* issue 13: sandbox ids of this node or another (sandbox_node.h). */
+/* several nodes: sandbox ids of this node or another (sandbox_node.h). */
 #include "sbxapi/sandbox_node.h"
 
 #include "common/config.h" /* checksrc: allow unused-include (r->cfg->node_name needs lb_config whole) */

@@ -1,4 +1,4 @@
-/* issue 13: which node an API sandbox id names, and the answer for an id
+/* several nodes: which node an API sandbox id names, and the answer for an id
  * of another node that reached this web.
  *
  * In a cluster each node's own `llmbox web` serves the sandboxes of its

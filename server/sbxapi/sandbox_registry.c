@@ -5,7 +5,7 @@
 #include "sbxapi/handlers_sandbox_pause.h"
 
 #include "sbxapi/sandbox_leases.h"
-#include "sbxapi/sandbox_rows.h" /* issue 13 */
+#include "sbxapi/sandbox_rows.h" /* several nodes */
 #include "sbxapi/tool_hosts.h"
 
 #include "common/log.h"
@@ -364,7 +364,7 @@ void lb_sbx_set_running(lb_sbx *s)
         lb_sbx_row_put(s);
 }
 
-/* issue 14: pause and resume (handlers_sandbox_pause.c) */
+/* follow-ups: pause and resume (handlers_sandbox_pause.c) */
 void lb_sbx_set_paused(lb_sbx *s, int paused)
 {
     pthread_mutex_lock(&lb_reg_mu);
@@ -484,7 +484,7 @@ static cJSON *lb_sbx_json_locked(lb_sbx *s, int with_spec)
              cJSON_AddNumberToObject(o, "ttl_s", s->ttl_s);
     if (ok && s->state == LB_SBX_ERROR)
         ok = cJSON_AddStringToObject(o, "error", s->error) != NULL;
-    if (ok) /* issue 14 */
+    if (ok) /* follow-ups */
         ok = cJSON_AddBoolToObject(o, "paused", s->paused) != NULL;
     if (ok) {
         cJSON *m = s->metadata ? cJSON_Duplicate(s->metadata, 1) : cJSON_CreateObject();

@@ -47,7 +47,7 @@ typedef enum lb_sbx_gone {
 } lb_sbx_gone;
 
 typedef struct lb_sbx {
-    char id[LB_NODE_ID_MAX + 1]; /* the API id ([<node_name>.]<32 random hex>: issue 13), immutable */
+    char id[LB_NODE_ID_MAX + 1]; /* the API id ([<node_name>.]<32 random hex>: several nodes), immutable */
     /* guarded by op_mu */
     pthread_mutex_t op_mu;      /* one sandboxd call at a time on conn */
     lbsb_conn *conn;            /* NULL before connect and after teardown */
@@ -63,7 +63,7 @@ typedef struct lb_sbx {
     int tool_busy;              /* a tool call runs (lb_sbx_tool_claim) */
     lb_sbx_state state;
     char error[300];            /* why state is ERROR */
-    int paused;                 /* issue 14: frozen by POST .../pause until .../resume */
+    int paused;                 /* follow-ups: frozen by POST .../pause until .../resume */
     int64_t created_ms, expires_ms;  /* wall clock */
     int64_t deadline_mono;      /* expiry on the monotonic clock */
     int ttl_s;
@@ -85,7 +85,7 @@ typedef struct lb_sbx {
 LB_MUST_CHECK int lb_sbx_registry_init(int max);
 
 /* Makes a STARTING entry with a fresh id (prefixed with node and a dot
- * unless node is "": issue 13), ttl_s counted from now, and one
+ * unless node is "": several nodes), ttl_s counted from now, and one
  * reference for the caller. Takes ownership of spec, metadata and env
  * (each may be NULL) on success only. LB_E_TOOBIG when the table is full. */
 LB_MUST_CHECK int lb_sbx_reserve(const char *node, int ttl_s, cJSON *spec, cJSON *metadata, cJSON *env, const char *workdir,
@@ -112,10 +112,10 @@ LB_MUST_CHECK int lb_sbx_reserve_as(const char *id, int64_t created_ms, int64_t 
  * count. */
 int lb_sbx_running_ids(char (*ids)[33], int max);
 
-/* issue 13: the API ids of the running sandboxes, at most max, into ids;
+/* several nodes: the API ids of the running sandboxes, at most max, into ids;
  * the count (sandbox_rows.c mends the store's rows with them). */
 int lb_sbx_running_api_ids(char (*ids)[LB_NODE_ID_MAX + 1], int max);
-/* issue 13: s's created_ms and expires_ms (wall clock), read together. */
+/* several nodes: s's created_ms and expires_ms (wall clock), read together. */
 void lb_sbx_times(lb_sbx *s, int64_t *created_ms, int64_t *expires_ms);
 
 /* Finds a sandbox in the table and takes a reference. NULL when there is
@@ -139,7 +139,7 @@ void lb_sbx_tool_release(lb_sbx *s);
 /* State changes (registry lock taken inside). */
 void lb_sbx_set_running(lb_sbx *s);
 void lb_sbx_set_error(lb_sbx *s, const char *why);
-/* issue 14: whether the sandbox is paused, for its status object */
+/* follow-ups: whether the sandbox is paused, for its status object */
 void lb_sbx_set_paused(lb_sbx *s, int paused);
 /* E2B's autoPause: at its timeout s is paused instead of destroyed (its
  * end moves to hard_end_ms, sandboxd's own, past which it is destroyed

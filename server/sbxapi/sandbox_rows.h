@@ -1,5 +1,5 @@
 /* The store's rows of this web's API sandboxes, so that any web of a
- * cluster lists every node's (issue 13; the table is
+ * cluster lists every node's (several nodes; the table is
  * store/store_sandbox.h).
  *
  * Kept only when node_name is set (a cluster); on one machine every

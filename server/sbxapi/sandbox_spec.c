@@ -495,7 +495,7 @@ int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, 
         snprintf(sp->network, sizeof sp->network, "%s", s ? s : "");
     }
 
-    /* issue 14: a snapshot to start from (POST /api/sandboxes/{id}/snapshot) */
+    /* follow-ups: a snapshot to start from (POST /api/sandboxes/{id}/snapshot) */
     if ((rc = lb_get_str(body, "snapshot", 64, &s, msg, msgsz)))
         return rc;
     if (s && !lb_node_id_valid(s))
@@ -569,7 +569,7 @@ cJSON *lb_sbx_spec_echo(const lb_sbx_spec *sp)
              cJSON_AddNumberToObject(res, "pids", sp->pids);
     if (ok)
         ok = cJSON_AddStringToObject(o, "network", sp->network[0] ? sp->network : "none") != NULL;
-    if (ok && sp->snapshot[0]) /* issue 14 */
+    if (ok && sp->snapshot[0]) /* follow-ups */
         ok = cJSON_AddStringToObject(o, "snapshot", sp->snapshot) != NULL;
     if (!ok) {
         cJSON_Delete(o);

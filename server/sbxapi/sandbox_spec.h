@@ -54,7 +54,7 @@ typedef struct lb_sbx_spec {
     cJSON *metadata;               /* owned object or NULL */
     lb_sbx_file *files;            /* owned */
     size_t nfiles;
-    char snapshot[LB_NODE_ID_MAX + 1]; /* issue 14: "" or the snapshot it starts from ([node.]32 hex) */
+    char snapshot[LB_NODE_ID_MAX + 1]; /* follow-ups: "" or the snapshot it starts from ([node.]32 hex) */
     char owner[64];                /* not of the body: the user whose API token asks ("" the shared token) */
     int owner_max;                 /* that user's sandboxes at once (0: no own limit) */
 } lb_sbx_spec;

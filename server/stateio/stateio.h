@@ -1,6 +1,6 @@
 /*
  * build/llmbox-stateio: packs and unpacks a sandbox's writable state
- * (issue 14). sandboxd (root, linking no archive library) starts it for one
+ * (follow-ups). sandboxd (root, linking no archive library) starts it for one
  * save or one restore, already inside the sandbox's user namespace as that
  * namespace's root (a host uid of the sandbox's own range, never host
  * root), with no_new_privs, and hands it only file descriptors:

@@ -1,4 +1,4 @@
-/* The one check of a saved state's entry names (issue 14): what
+/* The one check of a saved state's entry names (follow-ups): what
  * build/llmbox-stateio's restore accepts as a path, apart from everything
  * else so that a fuzz driver (tests/fuzz/fuzz_state_path.c) can hold it to
  * its promise. */

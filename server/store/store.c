@@ -17,10 +17,10 @@
 #include "store/db.h"
 #include "store/store_priv.h"
 #include "store/store_sql.h"
-#include "store/store_claim.h" /* issue 13: schema v12, the runners' claims */
-#include "store/store_queue.h" /* issue 13: schema v10, the fence */
-#include "store/store_sandbox.h" /* issue 13: schema v14, the nodes' API sandboxes */
-#include "store/store_tombstone.h" /* issue 13: schema v13, deleted tasks */
+#include "store/store_claim.h" /* several nodes: schema v12, the runners' claims */
+#include "store/store_queue.h" /* several nodes: schema v10, the fence */
+#include "store/store_sandbox.h" /* several nodes: schema v14, the nodes' API sandboxes */
+#include "store/store_tombstone.h" /* several nodes: schema v13, deleted tasks */
 
 #include "common/log.h"
 #include "common/path.h"
@@ -228,7 +228,7 @@ static const char *const lb_sql_pg[Q__COUNT] = {
 struct lb_store {
     lb_db *db;
     struct lb_sql_cache *sql;      /* its statements, kept (store_sql.h) */
-    /* issue 13: an agent a node started writes with the (node, attempt)
+    /* several nodes: an agent a node started writes with the (node, attempt)
      * of its claim (lb_store_set_fence); "" when not fenced */
     char fence_node[64];
     int fence_attempt;
@@ -432,10 +432,10 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
                                             lb_schema_v5, lb_schema_v6, lb_schema_v7_evals,
                                             lb_schema_v8_rollouts, lb_schema_v9_rounds,
                                             lb_schema_v10_queue,
-                                            lb_schema_v11_home, /* issue 13: tasks.sandbox_node */
-                                            lb_schema_v12_claims, /* issue 13: the runners' claims */
-                                            lb_schema_v13_tombstones, /* issue 13: deleted tasks */
-                                            lb_schema_v14_api_sandboxes, /* issue 13: listing every node's */
+                                            lb_schema_v11_home, /* several nodes: tasks.sandbox_node */
+                                            lb_schema_v12_claims, /* several nodes: the runners' claims */
+                                            lb_schema_v13_tombstones, /* several nodes: deleted tasks */
+                                            lb_schema_v14_api_sandboxes, /* several nodes: listing every node's */
 };
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -444,10 +444,10 @@ _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA
  * whole (store_schema_pg.c); a version added later appends to both lists. */
 static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                                lb_schema_pg_v9, lb_schema_pg_v10_queue,
-                                               lb_schema_pg_v11_home, /* issue 13: tasks.sandbox_node */
-                                               lb_schema_pg_v12_claims, /* issue 13: the runners' claims */
-                                               lb_schema_pg_v13_tombstones, /* issue 13: deleted tasks */
-                                               lb_schema_pg_v14_api_sandboxes, /* issue 13: listing every node's */
+                                               lb_schema_pg_v11_home, /* several nodes: tasks.sandbox_node */
+                                               lb_schema_pg_v12_claims, /* several nodes: the runners' claims */
+                                               lb_schema_pg_v13_tombstones, /* several nodes: deleted tasks */
+                                               lb_schema_pg_v14_api_sandboxes, /* several nodes: listing every node's */
 };
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");
@@ -671,7 +671,7 @@ static int lb_task_status_read(lb_store *s, const char *id, char *status, size_t
     return rc;
 }
 
-/* issue 13: the fence of an agent a node started. Read under the task's
+/* several nodes: the fence of an agent a node started. Read under the task's
  * row lock that lb_task_status_read just took (PostgreSQL: FOR UPDATE;
  * SQLite: the write lock), which every writer of the task takes first, so
  * the answer holds until this transaction ends: the claim is still this
@@ -965,7 +965,7 @@ int lb_store_task_set_usage(lb_store *s, const char *id, const lb_task_usage *u)
              (long long)u->context_tokens, (long long)u->model_ms, (long long)u->tools_ms,
              (long long)u->sandbox_ms, src_ok ? ",\"answer_source\":\"" : "", src_ok ? src : "",
              src_ok ? "\"" : "", tok);
-    /* issue 13: a fenced agent's usage goes through the fence too */
+    /* several nodes: a fenced agent's usage goes through the fence too */
     int fenced = s->fence_node[0] != '\0', rc;
     if (fenced && (rc = lb_begin_live(s, id)))
         return rc;
@@ -1423,7 +1423,7 @@ int lb_store_artifacts_set(lb_store *s, const char *task_id, const lb_artifact *
             strcmp(clean, a[i].path) != 0)
             return LB_E_INVAL;
     }
-    /* issue 13: a fenced agent's outputs go through the fence too */
+    /* several nodes: a fenced agent's outputs go through the fence too */
     int rc = s->fence_node[0] ? lb_begin_live(s, task_id) : lb_begin(s);
     if (rc)
         return rc;

@@ -98,9 +98,9 @@ typedef struct lb_artifact {
 } lb_artifact;
 
 /* Opens (creating and migrating) the database at path: a SQLite file, or
- * a PostgreSQL database when path is a postgresql:// URL (issue 13). */
+ * a PostgreSQL database when path is a postgresql:// URL (several nodes). */
 LB_MUST_CHECK int lb_store_open(const char *path, lb_store **out);
-/* where (a file or a postgresql:// URL, issue 13) as it may be shown in a
+/* where (a file or a postgresql:// URL, several nodes) as it may be shown in a
  * message: any password replaced by "***". */
 void lb_store_where_shown(const char *where, char *out, size_t outsz);
 void lb_store_close(lb_store *s);
@@ -155,7 +155,7 @@ LB_MUST_CHECK int lb_store_task_delete(lb_store *s, const char *id);
  * the array and each string. */
 LB_MUST_CHECK int lb_store_tasks_active(lb_store *s, char ***ids, int **pids, size_t *n);
 
-/* PostgreSQL (issue 13): the connection s listens for new events (any
+/* PostgreSQL (several nodes): the connection s listens for new events (any
  * task's); LB_E_INVAL on SQLite (no notifications: ask
  * lb_store_data_version instead). */
 LB_MUST_CHECK int lb_store_listen_events(lb_store *s);
@@ -170,7 +170,7 @@ LB_MUST_CHECK int lb_store_event_append(lb_store *s, const char *task_id, const 
  * whose outcome it does not know (LB_E_UNAVAILABLE: the database server
  * went away, maybe after it committed): an event of the task with the same
  * ts_ms, type and data is the one that try stored, and its seq is answered
- * instead of a second copy (issue 13: every event stored once). */
+ * instead of a second copy (several nodes: every event stored once). */
 LB_MUST_CHECK int lb_store_event_append_at(lb_store *s, const char *task_id, int64_t ts_ms, const char *type,
                                            const char *data_json, int again, int64_t *seq_out);
 typedef int (*lb_event_cb)(void *arg, int64_t seq, int64_t ts_ms, const char *type,

@@ -230,7 +230,7 @@ int lb_store_evals_active(lb_store *s, char ***ids, size_t *n)
                       "list active evals", ids, n);
 }
 
-/* issue 13: a write transaction under fence f (NULL: none); LB_E_DENIED
+/* several nodes: a write transaction under fence f (NULL: none); LB_E_DENIED
  * (nothing begun) when f's claim is no longer held */
 static int fence_begin(lb_store *s, const lb_runner_fence *f)
 {
@@ -438,7 +438,7 @@ int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64
     return LB_OK;
 }
 
-/* issue 13: one fenced write of eval_runs: sql with ?1 rid, ?2 task_id
+/* several nodes: one fenced write of eval_runs: sql with ?1 rid, ?2 task_id
  * and, when with_now, ?3 now */
 static int run_write(lb_store *s, const lb_runner_fence *f, const char *sql, int64_t rid, const char *task_id,
                      int with_now, const char *what)

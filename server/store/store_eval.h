@@ -12,7 +12,7 @@
  * the last three are final. Deleting an eval deletes its runs (the tasks
  * it made stay: they are ordinary tasks of its owner).
  *
- * issue 13: the writes of the runner take the fence of its claim on the
+ * several nodes: the writes of the runner take the fence of its claim on the
  * eval (store_claim.h; NULL: unfenced, for tests and tools) and are
  * refused with LB_E_DENIED, changing nothing, once another web holds the
  * eval or the claim's lease has expired. A run is started in two fenced
@@ -27,7 +27,7 @@
 
 #include "common/status.h"
 #include "store/store.h"
-#include "store/store_claim.h" /* issue 13: the runner's fence */
+#include "store/store_claim.h" /* several nodes: the runner's fence */
 
 /* One eval as stored. Strings malloc'd (NULL where the column is NULL);
  * times -1 when not yet. Free with lb_eval_rec_free. */
@@ -65,7 +65,7 @@ typedef struct lb_eval_run {
     char task_id[33];           /* "" while it has none */
     char *result_json;          /* NULL until done or error */
     int64_t started_ms, finished_ms; /* -1: not yet */
-    char start_task[33];        /* issue 13: a pending run's task being made ("" : none) */
+    char start_task[33];        /* several nodes: a pending run's task being made ("" : none) */
 } lb_eval_run;
 
 /* Runs per status of one eval; failed: the done ones whose result's
@@ -120,7 +120,7 @@ typedef enum lb_eval_runs_of {
  * *out: free with lb_eval_runs_free. */
 LB_MUST_CHECK int lb_store_eval_runs(lb_store *s, const char *id, lb_eval_runs_of which, int64_t offset, int limit,
                                      lb_eval_run **out, size_t *n);
-/* issue 13: a pending run's task is about to be made with id task_id
+/* several nodes: a pending run's task is about to be made with id task_id
  * (start_task). LB_E_EXISTS when the run is not pending. */
 LB_MUST_CHECK int lb_store_eval_run_reserve(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *task_id);
 /* pending -> running with its task and started_ms (start_task cleared).
@@ -131,7 +131,7 @@ LB_MUST_CHECK int lb_store_eval_run_start(lb_store *s, const lb_runner_fence *f,
  * done or error). LB_E_EXISTS when the run was not in from. */
 LB_MUST_CHECK int lb_store_eval_run_move(lb_store *s, const lb_runner_fence *f, int64_t rid, const char *from,
                                          const char *to, const char *result_json);
-/* issue 13: run rid's task_id and start_task (33 bytes each; "" : none).
+/* several nodes: run rid's task_id and start_task (33 bytes each; "" : none).
  * LB_E_NOTFOUND. */
 LB_MUST_CHECK int lb_store_eval_run_task(lb_store *s, int64_t rid, char *task_id, char *start_task);
 

@@ -28,7 +28,7 @@ LB_MUST_CHECK int lb_store_owner_lock(lb_store *s, const char *owner);
  * or done), logged with what when it is an error (store.c). */
 LB_MUST_CHECK int lb_store_sql_err(lb_store *s, int src, const char *what);
 
-/* issue 13: ends task id (not final yet) as status with reason, and its
+/* several nodes: ends task id (not final yet) as status with reason, and its
  * "done" event, inside the caller's write transaction (the sweep of a
  * lapsed node ends all its tasks in one): LB_E_EXISTS when it was final
  * already, LB_E_NOTFOUND; LB_E_INVAL outside a transaction (store.c). */

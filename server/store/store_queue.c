@@ -1,4 +1,4 @@
-/* The task queue and the nodes' leases (issue 13); the contract is
+/* The task queue and the nodes' leases (several nodes); the contract is
  * store_queue.h. */
 #include "store/store_queue.h"
 
@@ -382,7 +382,7 @@ out:
     return rc;
 }
 
-/* issue 13: the tasks of node that ended while a round of theirs held a
+/* several nodes: the tasks of node that ended while a round of theirs held a
  * kept sandbox (kept_until_ms NULL: the agent died in the round), e.g. swept
  * by another node while this one was dead */
 static const char lb_orphans_sql[] =

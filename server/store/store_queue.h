@@ -1,4 +1,4 @@
-/* The task queue and the nodes that run it (issue 13, schema v10).
+/* The task queue and the nodes that run it (several nodes, schema v10).
  *
  * With task_runner = queue a web stores a task and marks it claimable
  * instead of spawning its agent; an `llmbox node` (server/node/) claims
@@ -86,7 +86,7 @@ LB_MUST_CHECK int lb_store_queue_listen(lb_store *s);
 /* Waits up to timeout_ms for such a notification (*woke 1) after
  * lb_store_queue_listen. */
 LB_MUST_CHECK int lb_store_queue_wait(lb_store *s, int timeout_ms, int *woke);
-/* issue 13: node's ended tasks whose round still held a kept sandbox (its
+/* several nodes: node's ended tasks whose round still held a kept sandbox (its
  * agent died in the round), in out->left (pids 0), for node_cleanup.c to
  * destroy at the node's start. free(out->left). */
 LB_MUST_CHECK int lb_store_node_orphans(lb_store *s, const char *node, lb_node_lease *out);
@@ -99,7 +99,7 @@ LB_MUST_CHECK int lb_store_node_remove(lb_store *s, const char *node);
  * (node, attempt) or node's lease has expired (store.c). */
 LB_MUST_CHECK int lb_store_set_fence(lb_store *s, const char *node, int attempt);
 
-/* issue 13, v11: the node whose sandboxd holds a task's kept sandbox and
+/* several nodes, v11: the node whose sandboxd holds a task's kept sandbox and
  * saved states. Its next round is claimed by that node alone while the
  * node is live (lb_store_queue_claim); once it is not, by any node, whose
  * agent runs the round in a fresh sandbox and says where the old one was.

@@ -197,7 +197,7 @@ int lb_store_rollout_running(lb_store *s, int64_t *n)
     return rc;
 }
 
-/* issue 13: a write transaction under fence f (NULL: none); LB_E_DENIED
+/* several nodes: a write transaction under fence f (NULL: none); LB_E_DENIED
  * (nothing begun) when f's claim is no longer held */
 static int fence_begin(lb_store *s, const lb_runner_fence *f)
 {

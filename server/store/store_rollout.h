@@ -9,7 +9,7 @@
  * done, then done; or cancelled. Deleting a group deletes its samples'
  * rows (their tasks stay: ordinary tasks of the owner).
  *
- * issue 13: the runner's writes take the fence of its claim on the group
+ * several nodes: the runner's writes take the fence of its claim on the group
  * (store_claim.h; NULL: unfenced, for tests and tools): LB_E_DENIED,
  * nothing changed, once another web holds it or the lease has expired. A
  * sample is started in two fenced steps around the making of its task,
@@ -22,7 +22,7 @@
 
 #include "common/status.h"
 #include "store/store.h"
-#include "store/store_claim.h" /* issue 13: the runner's fence */
+#include "store/store_claim.h" /* several nodes: the runner's fence */
 
 #define LB_ROLLOUT_N_MAX 64 /* samples of one group (the contract's 1..64) */
 
@@ -47,7 +47,7 @@ typedef struct lb_rollout_sample {
     double reward;
     char *result_json;          /* the scored sample's fields (rollout_runner.c), or NULL */
     int64_t started_ms, finished_ms;
-    char start_task[33];        /* issue 13: a queued sample's task being made ("" : none) */
+    char start_task[33];        /* several nodes: a queued sample's task being made ("" : none) */
 } lb_rollout_sample;
 
 void lb_rollout_rec_free(lb_rollout_rec *g);
@@ -66,7 +66,7 @@ LB_MUST_CHECK int lb_store_rollout_samples(lb_store *s, const char *id, lb_rollo
 LB_MUST_CHECK int lb_store_rollouts_active(lb_store *s, char ***ids, size_t *n);
 /* Samples running in every group (the rollout_max_samples bound). */
 LB_MUST_CHECK int lb_store_rollout_running(lb_store *s, int64_t *n);
-/* issue 13: a queued sample's task is about to be made with id task_id
+/* several nodes: a queued sample's task is about to be made with id task_id
  * (start_task). LB_E_EXISTS when it is not queued. */
 LB_MUST_CHECK int lb_store_rollout_sample_reserve(lb_store *s, const lb_runner_fence *f, const char *id, int idx,
                                                   const char *task_id);
@@ -74,7 +74,7 @@ LB_MUST_CHECK int lb_store_rollout_sample_reserve(lb_store *s, const lb_runner_f
  * it was not queued or is being started with another task. */
 LB_MUST_CHECK int lb_store_rollout_sample_start(lb_store *s, const lb_runner_fence *f, const char *id, int idx,
                                                 const char *task_id);
-/* issue 13: sample idx's task_id and start_task (33 bytes each; "" :
+/* several nodes: sample idx's task_id and start_task (33 bytes each; "" :
  * none). LB_E_NOTFOUND. */
 LB_MUST_CHECK int lb_store_rollout_sample_task(lb_store *s, const char *id, int idx, char *task_id, char *start_task);
 /* from -> to; when to is done: outcome, the reward (has_reward 0: null)

@@ -121,7 +121,7 @@ static const char lb_round_insert_sql[] =
 static const char lb_round_task_sql[] =
     "UPDATE tasks SET round = ?2, status = 'queued', reason = NULL, answer = NULL, started_ms = NULL,"
     " finished_ms = NULL, pid = NULL, turns = 0, prompt_tokens = 0, completion_tokens = 0, usage = NULL,"
-    " node = NULL," /* issue 13: the last round's claim is over (attempt keeps counting) */
+    " node = NULL," /* several nodes: the last round's claim is over (attempt keeps counting) */
     " inputs = (SELECT json_group_array(json(value)) FROM (SELECT value FROM json_each(tasks.inputs)"
     "  UNION ALL SELECT value FROM json_each(?3)))"
     " WHERE id = ?1";
@@ -235,7 +235,7 @@ static const char lb_fork_task_sql[] =
     "  (SELECT json_group_array(json(j.value)) FROM rounds q, json_each(q.inputs) j"
     "   WHERE q.task_id = ?2 AND q.n <= ?3),"
     "  t.token_budget, t.timeout_s, t.network, t.image, ?4, t.options, ?3, ?2, ?3, r.turns, r.prompt_tokens,"
-    "  r.completion_tokens, r.usage, t.sandbox_node" /* issue 13: the states it restores are on that node */
+    "  r.completion_tokens, r.usage, t.sandbox_node" /* several nodes: the states it restores are on that node */
     " FROM tasks t JOIN rounds r ON r.task_id = t.id AND r.n = ?3"
     " WHERE t.id = ?2 AND r.status IN ('succeeded', 'failed', 'cancelled')";
 static const char lb_fork_task_sql_pg[] =

@@ -1,5 +1,5 @@
 /* The API sandboxes of a cluster's nodes, for listing them from any web
- * (issue 13, schema v14).
+ * (several nodes, schema v14).
  *
  * In a cluster each node runs its own web beside its sandboxd, and an API
  * sandbox lives in the registry of the web that made it

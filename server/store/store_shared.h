@@ -1,4 +1,4 @@
-/* What webs behind a balancer share through the store (issue 13, stateless
+/* What webs behind a balancer share through the store (several nodes, stateless
  * webs): the secrets links are signed with, and the per-user start windows.
  * store_shared.c. */
 #ifndef LB_STORE_SHARED_H

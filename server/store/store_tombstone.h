@@ -1,4 +1,4 @@
-/* issue 13: the tombstones of deleted tasks (store_tombstone.c).
+/* several nodes: the tombstones of deleted tasks (store_tombstone.c).
  *
  * A task deleted through one web leaves copies of its files on other
  * hosts (each web's artifacts/ is the object store's cache there), and a

@@ -1,12 +1,12 @@
 /* Admission of new tasks; the contract is admission.h. */
 #include "web/admission.h"
 
-#include "common/blob_task.h" /* issue 13 */
+#include "common/blob_task.h" /* several nodes */
 #include "common/log.h"
 #include "common/status.h"
 #include "common/task.h"
 #include "common/util.h"
-#include "store/store_queue.h" /* issue 13 */
+#include "store/store_queue.h" /* several nodes */
 #include "web/artifact_access.h"
 #include "web/http.h"
 #include "web/spawn.h"
@@ -36,7 +36,7 @@ static void lb_admit_dir_failed(lb_req *r, const char *dir)
 static int lb_admit_take(const lb_config *cfg, lb_admission *a, int person, int keep_free, const char *stage,
                          char *dir_failed, size_t dsz)
 {
-    /* issue 13: a queue web runs no agent, so a person's task takes no
+    /* several nodes: a queue web runs no agent, so a person's task takes no
      * slot of its (max_tasks bounds this host's agents; the nodes' capacity
      * and the user's own max_tasks bound the queue). The runs of an
      * evaluation or a rollout group still take one: it is how they are
@@ -46,7 +46,7 @@ static int lb_admit_take(const lb_config *cfg, lb_admission *a, int person, int 
             return LB_E_BUSY;
         a->slot = 1;
     }
-    a->cfg = cfg; /* issue 13: for the inputs' upload at commit */
+    a->cfg = cfg; /* several nodes: for the inputs' upload at commit */
     if (lb_random_hex(a->id, sizeof a->id, 16) != LB_OK)
         return LB_E_INTERNAL;
     snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, a->id);
@@ -121,7 +121,7 @@ int lb_admit_begin_internal(const lb_config *cfg, int keep_free, lb_admission *a
 
 /* Spawns the agent of stored task id with a's slot; a failed spawn ends
  * the task (its round) as failed. */
-/* issue 13: task_runner = queue: the stored task waits for a node
+/* several nodes: task_runner = queue: the stored task waits for a node
  * (store_queue.h) instead; the web's slot is given back at once. A task
  * that cannot be queued ends failed, as a failed spawn does. */
 static void lb_admit_queue(lb_store *s, lb_admission *a, const char *id)
@@ -171,7 +171,7 @@ static void lb_admit_spawn(lb_store *s, lb_admission *a, const char *id, int nic
  * failed spawn ends the task as failed), else the store's status. */
 static int lb_admit_store_spawn(lb_store *s, lb_admission *a, const lb_task_new *t, int nice_value)
 {
-    /* issue 13: the inputs go to the object store once, before the task
+    /* several nodes: the inputs go to the object store once, before the task
      * exists (no-op with local files); a store that cannot take them
      * refuses the task rather than start one whose inputs are missing */
     int rc = a->cfg ? lb_blob_task_put_inputs(a->cfg, a->id, a->input_dir, a->blob_err, sizeof a->blob_err) : LB_OK;
@@ -206,7 +206,7 @@ int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
                       t->owner_max_active);
         return LB_E_BUSY;
     }
-    if (rc == LB_E_UNAVAILABLE && a->blob_err[0]) { /* issue 13 */
+    if (rc == LB_E_UNAVAILABLE && a->blob_err[0]) { /* several nodes */
         lb_http_error_hdr(r, 503, NULL, "Retry-After: 5\r\n",
                           "The task's files could not be stored in the object store: %s", a->blob_err);
         return rc;
@@ -230,7 +230,7 @@ int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new *t)
     return LB_OK;
 }
 
-/* ---- follow-up rounds (issue 14) ---- */
+/* ---- follow-up rounds (follow-ups) ---- */
 
 int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id)
 {
@@ -245,7 +245,7 @@ int lb_admit_begin_round(lb_req *r, lb_admission *a, const char *task_id)
         }
         a->slot = 1;
     }
-    a->cfg = cfg; /* issue 13: the task runner */
+    a->cfg = cfg; /* several nodes: the task runner */
     snprintf(a->id, sizeof a->id, "%s", task_id);
     snprintf(a->task_dir, sizeof a->task_dir, "%s/%s", cfg->artifacts_dir, task_id);
     snprintf(a->input_dir, sizeof a->input_dir, "%s/input", a->task_dir);

@@ -30,7 +30,7 @@ typedef struct lb_admission {
     int slot;                           /* a task slot is held (lb_spawn_reserve) */
     int dir_made;                       /* task_dir exists and is ours to remove */
     int committed;                      /* the task is stored: all of it is the task's now */
-    /* issue 13: inputs into the object store at commit (common/blob_task.c) */
+    /* several nodes: inputs into the object store at commit (common/blob_task.c) */
     const lb_config *cfg;               /* set by begin */
     char blob_err[512];                 /* why the inputs could not be stored */
 } lb_admission;
@@ -63,7 +63,7 @@ LB_MUST_CHECK int lb_admit_commit(lb_req *r, lb_admission *a, const lb_task_new 
 LB_MUST_CHECK int lb_admit_begin_internal(const lb_config *cfg, int keep_free, lb_admission *a, char *err,
                                           size_t errsz);
 LB_MUST_CHECK int lb_admit_commit_internal(lb_store *s, lb_admission *a, const lb_task_new *t);
-/* Follow-up rounds (issue 14, handlers_messages.c): the next round of
+/* Follow-up rounds (follow-ups, handlers_messages.c): the next round of
  * an existing task comes in like a new task, without a new id or folder
  * (a->id and the folders are the task's; dir_made stays 0, so nothing of
  * the task is ever removed here). begin: the user's start and a task

@@ -23,7 +23,7 @@
  *      own images and scripts would all be 401 otherwise. The key is an
  *      HMAC of the task id under a secret (128 bits, as hard to guess as a
  *      task id), shown only to the owner in the task object
- *      ("preview_base"), and kept out of every log (access.c). Issue 13:
+ *      ("preview_base"), and kept out of every log (access.c). Several nodes:
  *      the secret is the store's, made once and shared by every web, so
  *      a preview link works on any web and survives restarts; rotated
  *      with `llmbox secrets rotate preview` (shared_secrets.c). Relative links inside a previewed page keep the key.
@@ -45,8 +45,8 @@
  *     files and names that are not clean, within the output caps.
  */
 #include "web/artifact_access.h"
-#include "web/blob_ready.h" /* issue 13 */
-#include "web/shared_secrets.h" /* issue 13 */
+#include "web/blob_ready.h" /* several nodes */
+#include "web/shared_secrets.h" /* several nodes */
 
 #include "web/http.h"
 
@@ -85,7 +85,7 @@ void lb_artifact_preview_key(const char *id, char out[33])
 }
 
 /* 1 when key (32 characters) is id's under the store's preview secret or
- * the one before it; read again once when neither matches (issue 13). */
+ * the one before it; read again once when neither matches (several nodes). */
 static int lb_preview_key_valid(lb_store *s, const char *id, const char *key)
 {
     for (int pass = 0; pass < 2; pass++) {
@@ -208,7 +208,7 @@ int lb_artifact_find(lb_req *r, lb_artifact *a)
     }
     char outdir[LB_CFG_PATH + 64];
     snprintf(outdir, sizeof outdir, "%s/%s/output", r->cfg->artifacts_dir, r->id);
-    if (!lb_blob_ready(r, a->path, 0)) /* issue 13: from the object store when not here; answered */
+    if (!lb_blob_ready(r, a->path, 0)) /* several nodes: from the object store when not here; answered */
         return LB_E_UNAVAILABLE;
     if (!lb_artifact_is_file(outdir, a->path)) {
         lb_http_error(r, 404, "not_found", "The file of artifact \"%s\" is missing.", a->path);

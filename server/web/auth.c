@@ -146,7 +146,7 @@ static int lb_host_is_ours(lb_req *r, const char *host, int port)
     const char *sa = lb_http_param(r, "SERVER_ADDR");
     if (sa && *sa && !strcasecmp(sa, host))
         return 1;
-    if (lb_cfg_e2b_host(cfg, host)) /* issue 17: <port>-<sandbox>.<e2b_domain> */
+    if (lb_cfg_e2b_host(cfg, host)) /* E2B's protocol: <port>-<sandbox>.<e2b_domain> */
         return 1;
     return lb_cfg_host_allowed(cfg, host, port);
 }

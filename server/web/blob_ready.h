@@ -1,4 +1,4 @@
-/* issue 13: a task's output files made local from the object store before
+/* several nodes: a task's output files made local from the object store before
  * nginx serves them (blob_ready.c). */
 #ifndef LB_WEB_BLOB_READY_H
 #define LB_WEB_BLOB_READY_H

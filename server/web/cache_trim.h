@@ -1,4 +1,4 @@
-/* issue 13: the web keeps this host's artifacts/ (the object store's
+/* several nodes: the web keeps this host's artifacts/ (the object store's
  * cache here) under artifacts_cache_max_mb (cache_trim.c).
  *
  * With s3_bucket set every task's files are in the bucket, and each host's

@@ -15,7 +15,7 @@
  *
  * The key: 32 random bytes in var/web/download.key, made by
  * scripts/nginx-local.sh (run by prepare-dirs.sh), which also hands it to
- * nginx. Issue 13: the store holds the key every web signs with (the
+ * nginx. Several nodes: the store holds the key every web signs with (the
  * first web's file key; shared_secrets.c), and a web writes it to its
  * file when they differ. MD5 is the only digest stock nginx checks; with the secret at the
  * end of the message a forger would need a preimage or a collision of
@@ -30,7 +30,7 @@
 #include "web/http.h"
 
 #include "web/artifact_access.h"
-#include "web/shared_secrets.h" /* issue 13 */
+#include "web/shared_secrets.h" /* several nodes */
 
 #include "common/config.h"
 #include "common/log.h"
@@ -41,7 +41,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h> /* CRYPTO_memcmp: issue 13 */
+#include <openssl/crypto.h> /* CRYPTO_memcmp: several nodes */
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
@@ -134,7 +134,7 @@ static int lb_dl_check_key(const char *key, long long expires, const char *task_
     return s && strlen(sig) == strlen(s + 3) && CRYPTO_memcmp(sig, s + 3, strlen(sig)) == 0;
 }
 
-/* issue 13: the same check nginx's secure_link made, made again by the
+/* several nodes: the same check nginx's secure_link made, made again by the
  * backend before it serves a link nginx handed over: with the store's
  * key and the one before it (a rotation's overlap), read again once when
  * both fail (another web may have seen a rotation first). */

@@ -13,7 +13,7 @@ struct lb_config; /* common/config.h */
 struct lb_store;  /* store/store.h */
 
 /* Once, before the worker threads and after lb_secrets_start (the key is
- * the store's, issue 13): keeps cfg's download_link_ttl_s. Links are off
+ * the store's, several nodes): keeps cfg's download_link_ttl_s. Links are off
  * when download_link_ttl_s is 0 (one info line) or the store gave no key
  * (one warning). */
 void lb_download_links_init(const struct lb_config *cfg);
@@ -21,7 +21,7 @@ void lb_download_links_init(const struct lb_config *cfg);
  * at `expires` (seconds since 1970), into out. */
 LB_MUST_CHECK int lb_download_link_sign(const char *key, long long expires, const char *task_id, const char *path, char *out,
                                         size_t outsz);
-/* issue 13: 1 when sig is the signature of task_id's path (clean) with
+/* several nodes: 1 when sig is the signature of task_id's path (clean) with
  * expiry `expires`, under the store's key or the one before it (s: to read
  * them again once when neither matches), and `expires` is not past; 0
  * otherwise (also when links are off). For a link nginx handed to the

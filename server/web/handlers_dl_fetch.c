@@ -1,6 +1,6 @@
 /* nginx serves a signed link (/dl/) from artifacts/ without the backend;
  * when the file is not there it hands the request here (@dl_fetch in
- * nginx.conf), and issue 13: a link nginx's key does not verify (signed
+ * nginx.conf), and several nodes: a link nginx's key does not verify (signed
  * with the store's key before this host's nginx read it, or after a
  * rotation). No client reaches this route otherwise: every /dl/ URI is
  * served by nginx's own locations. The signature is checked here with the

@@ -1,4 +1,4 @@
-/* issue 13: a signed download link whose file is not on this machine
+/* several nodes: a signed download link whose file is not on this machine
  * (handlers_dl_fetch.c). */
 #ifndef LB_WEB_HANDLERS_DL_FETCH_H
 #define LB_WEB_HANDLERS_DL_FETCH_H

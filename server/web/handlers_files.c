@@ -5,7 +5,7 @@
  * support, sendfile, and without following symlinks. */
 #include "web/handlers_files.h"
 
-#include "web/blob_ready.h" /* issue 13 */
+#include "web/blob_ready.h" /* several nodes */
 #include "web/bundle.h"
 #include "web/http.h"
 #include "common/path.h"
@@ -68,7 +68,7 @@ void lb_h_trajectory(lb_req *r)
     char status[16];
     if (!lb_task_exists(r, status, sizeof status))
         return;
-    if (!lb_blob_record_ready(r, "trajectory.json")) /* issue 13: another node's round; answered */
+    if (!lb_blob_record_ready(r, "trajectory.json")) /* several nodes: another node's round; answered */
         return;
     char file[LB_CFG_PATH + 128];
     snprintf(file, sizeof file, "%s/%s/trajectory.json", cfg->artifacts_dir, r->id);
@@ -136,7 +136,7 @@ static void lb_h_bundle(lb_req *r, const char *format)
         lb_http_error(r, 500, NULL, "Could not name the bundle's file.");
         return;
     }
-    if (!lb_blob_ready(r, folder, 1)) /* issue 13: built from the store's files; answered */
+    if (!lb_blob_ready(r, folder, 1)) /* several nodes: built from the store's files; answered */
         return;
     if (!folder[0] && !lb_blob_record_ready(r, "trajectory.json")) /* the whole task's has it; answered */
         return;

@@ -17,7 +17,7 @@
  * failed fork leaves no folder. */
 #include "web/handlers_fork.h"
 
-#include "common/blob_task.h" /* issue 13 */
+#include "common/blob_task.h" /* several nodes */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -83,7 +83,7 @@ static int lb_fork_link_list(const char *src, const char *dst, const char *sub, 
 static int lb_fork_link_history(const lb_config *cfg, const char *src_id, const char *src, const char *dst, int n,
                                 int src_last)
 {
-    /* issue 13: the rounds another node ran, from the object store (none
+    /* several nodes: the rounds another node ran, from the object store (none
      * there or no bucket: what is here) */
     char why[600];
     for (int k = 1; k <= n; k++) {
@@ -218,7 +218,7 @@ void lb_h_task_fork(lb_req *r)
     lb_rounds_free(rv, nr);
     char *inputs_json = inputs ? cJSON_PrintUnformatted(inputs) : NULL;
     cJSON_Delete(inputs);
-    /* issue 13: the source's files here (another node may have run it),
+    /* several nodes: the source's files here (another node may have run it),
      * and the fork's in the object store before it exists, for the node
      * that runs its next round (all no-ops without a bucket) */
     char blob_err[1024] = "";

@@ -1,4 +1,4 @@
-/* POST /api/tasks/{id}/fork?round=N (issue 14, handlers_fork.c): a new
+/* POST /api/tasks/{id}/fork?round=N (follow-ups, handlers_fork.c): a new
  * task that begins with the conversation and the files of task {id} as
  * they were at the end of its round N. */
 #ifndef LB_WEB_HANDLERS_FORK_H

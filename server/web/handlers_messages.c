@@ -1,4 +1,4 @@
-/* POST /api/tasks/{id}/messages: the next round of a task (issue 14).
+/* POST /api/tasks/{id}/messages: the next round of a task (follow-ups).
  *
  * The body is multipart like POST /api/tasks: `prompt`, files, `unpack`,
  * and `fresh=1` (continue in a fresh sandbox with the files only). The
@@ -13,7 +13,7 @@
  * it follows. */
 #include "web/handlers_messages.h"
 
-#include "common/blob_task.h" /* issue 13 */
+#include "common/blob_task.h" /* several nodes */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -129,7 +129,7 @@ void lb_h_round_artifact(lb_req *r)
     char dir[LB_CFG_PATH + 96], disp[1600], uri[sizeof enc + 160];
     snprintf(dir, sizeof dir, "%s/%s/rounds/%ld/output", r->cfg->artifacts_dir, r->id, n);
     if (listed && !lb_artifact_is_file(dir, clean)) {
-        /* issue 13: a round another host ran: its copy is in the bucket */
+        /* several nodes: a round another host ran: its copy is in the bucket */
         char why[1024] = "";
         lb_task t;
         memset(&t, 0, sizeof t);
@@ -330,7 +330,7 @@ void lb_h_task_message(lb_req *r)
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
-    /* issue 13: the last round's files as they are now, kept in the bucket
+    /* several nodes: the last round's files as they are now, kept in the bucket
      * under its round before the next round changes them (the page links
      * to them from any web) */
     if (r->cfg->s3_bucket[0] && task.round > 0) {
@@ -350,7 +350,7 @@ void lb_h_task_message(lb_req *r)
             goto out;
         }
     }
-    /* issue 13: in the object store before the round is queued, so the
+    /* several nodes: in the object store before the round is queued, so the
      * node that claims it (maybe on another host) finds them; the same
      * answer as a new task's when the store is away */
     char blob_err[1024];

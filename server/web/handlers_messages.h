@@ -1,4 +1,4 @@
-/* Follow-up rounds of a task on the web side (issue 14,
+/* Follow-up rounds of a task on the web side (follow-ups,
  * handlers_messages.c): POST /api/tasks/{id}/messages, and the kept
  * sandbox of a task let go when the task is deleted. */
 #ifndef LB_WEB_HANDLERS_MESSAGES_H

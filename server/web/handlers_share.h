@@ -1,4 +1,4 @@
-/* Share links of a task (issue 14, handlers_share.c): a read-only view of
+/* Share links of a task (follow-ups, handlers_share.c): a read-only view of
  * a task (its thread, answers and files) for someone without an account,
  * expiring, revocable by deleting the link or the task. */
 #ifndef LB_WEB_HANDLERS_SHARE_H

@@ -17,7 +17,7 @@
 #include "common/path.h"
 #include "store/store.h"
 #include "common/buf.h"
-#include "common/blob_task.h" /* issue 13 */
+#include "common/blob_task.h" /* several nodes */
 #include "common/config.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -750,7 +750,7 @@ void lb_h_task_delete(lb_req *r)
     snprintf(path, sizeof path, "%s/%s", cfg->artifacts_dir, r->id);
     if (lb_rmtree(path) != LB_OK)
         lb_warn("web: task %s: cannot remove %s completely: %s", r->id, path, strerror(errno));
-    char blob_err[700]; /* issue 13: its objects in the store too (no-op with local files) */
+    char blob_err[700]; /* several nodes: its objects in the store too (no-op with local files) */
     if (lb_blob_task_delete(cfg, r->id, blob_err, sizeof blob_err) != LB_OK)
         lb_warn("web: task %s: its files in the object store are left: %s", r->id, blob_err);
     char logdir[LB_CFG_PATH];

@@ -22,7 +22,7 @@ void lb_h_tokens(lb_req *r)
         lb_http_store_error(r, rc, "read the task");
         return;
     }
-    if (!lb_blob_record_ready(r, "tokens.jsonl")) /* issue 13: another node's round; answered */
+    if (!lb_blob_record_ready(r, "tokens.jsonl")) /* several nodes: another node's round; answered */
         return;
     char file[LB_CFG_PATH + 128];
     snprintf(file, sizeof file, "%s/%s/tokens.jsonl", r->cfg->artifacts_dir, r->id);

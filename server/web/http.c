@@ -32,7 +32,7 @@ const char *lb_http_reason(int status)
     case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
-    case 421: return "Misdirected Request"; /* issue 13: a sandbox id of another node */
+    case 421: return "Misdirected Request"; /* several nodes: a sandbox id of another node */
     case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -167,7 +167,7 @@ void lb_http_store_error(lb_req *r, int rc, const char *what)
         lb_http_error(r, 404, "not_found", "There is no task with id \"%s\".", r->id);
     else if (rc == LB_E_TIMEOUT)
         lb_http_error_hdr(r, 503, NULL, "Retry-After: 1\r\n", "The task database is busy; try again in a moment.");
-    else if (rc == LB_E_UNAVAILABLE) /* issue 13: a database server restarting or out of reach */
+    else if (rc == LB_E_UNAVAILABLE) /* several nodes: a database server restarting or out of reach */
         lb_http_error_hdr(r, 503, NULL, "Retry-After: 2\r\n", "The task database cannot be reached; try again in a moment.");
     else if (rc == LB_E_NOSPACE)
         lb_http_disk_full(r, what);

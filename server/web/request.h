@@ -38,7 +38,7 @@ typedef struct lb_req {
     size_t body_bytes;         /* request body bytes read (req_body.c): large ones trim the heap after */
     /* route parameters (router.c) */
     char id[33];               /* {task} or {eval} of the route: validated before the handler */
-    char sandbox[97];          /* {sandbox} of the route: validated before the handler; issue 13:
+    char sandbox[97];          /* {sandbox} of the route: validated before the handler; several nodes:
                                 * "[<node>.]<32 hex>" (common/node_id.h) */
     const char *rest;          /* {path} or * of the route: raw, percent-encoded */
     int preview;               /* served through a preview key (inline, no login) */

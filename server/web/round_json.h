@@ -1,4 +1,4 @@
-/* The rounds of a task as API JSON (issue 14): what GET /api/tasks/{id}
+/* The rounds of a task as API JSON (follow-ups): what GET /api/tasks/{id}
  * adds to a task (round_json.c). */
 #ifndef LB_WEB_ROUND_JSON_H
 #define LB_WEB_ROUND_JSON_H

@@ -1,5 +1,5 @@
 /* The secrets links are signed with, shared by every web on one store
- * (the contract is shared_secrets.h; issue 13, stateless webs).
+ * (the contract is shared_secrets.h; several nodes, stateless webs).
  *
  *   download  the key of signed download links (download_link.c), which
  *             nginx checks too: each host's nginx reads it from
@@ -10,7 +10,7 @@
  *             Until then nginx hands a link it cannot verify to the
  *             backend (@dl_fetch), which checks it against the store's.
  *   preview   the secret preview keys are HMACs under (artifact_access.c);
- *             before issue 13 made at each start, so a restart or another
+ *             before several nodes made at each start, so a restart or another
  *             web broke every preview link handed out.
  *
  * Rotation (`llmbox secrets rotate NAME`): a new generation signs; the one

@@ -1,5 +1,5 @@
 /* The secrets every web behind a balancer signs and checks links with,
- * kept in the store and cached here (shared_secrets.c; issue 13). */
+ * kept in the store and cached here (shared_secrets.c; several nodes). */
 #ifndef LB_WEB_SHARED_SECRETS_H
 #define LB_WEB_SHARED_SECRETS_H
 

@@ -250,7 +250,7 @@ int lb_spawn_kill_wait(const char *id, int timeout_ms)
     return rc;
 }
 
-/* follow-ups (issue 14): one agent per task at a time */
+/* follow-ups: one agent per task at a time */
 int lb_spawn_wait_gone(const char *id, int timeout_ms)
 {
     pthread_mutex_lock(&lb_sp_mu);
@@ -553,7 +553,7 @@ static void *lb_reaper_main(void *arg)
             lb_orphan_scan(&s);
         }
         lb_deadlines_read(&s);
-        /* the reserve is SQLite's (store.h); PostgreSQL's disk is its server's (issue 13) */
+        /* the reserve is SQLite's (store.h); PostgreSQL's disk is its server's (several nodes) */
         if (now - last_reserve >= LB_RESERVE_CHECK_MS && !lb_sp_cfg->db_url[0]) {
             last_reserve = now;
             LB_IGNORE(lb_store_reserve_keep(lb_sp_cfg->db_path)); /* no room yet: tried again at the next check */

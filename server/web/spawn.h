@@ -39,13 +39,13 @@ LB_MUST_CHECK int lb_spawn_cancel(const char *id);
 /* SIGKILLs the agent of task id and waits (up to timeout_ms) until it is
  * reaped. LB_E_NOTFOUND when there is none. */
 LB_MUST_CHECK int lb_spawn_kill_wait(const char *id, int timeout_ms);
-/* Follow-ups (issue 14): waits (up to timeout_ms) until the agent of task
+/* Follow-ups: waits (up to timeout_ms) until the agent of task
  * id, if any, has been reaped, so that a task's next round never has two
  * agents (the last round's, still exiting, and its own). LB_OK, or
  * LB_E_TIMEOUT when one is still there. */
 LB_MUST_CHECK int lb_spawn_wait_gone(const char *id, int timeout_ms);
 /* lb_spawn_attr, the agent's log and file actions: common/agent_spawn.h
- * (shared with `llmbox node`, issue 13) */
+ * (shared with `llmbox node`, several nodes) */
 /* Runs argv (argv[0] a path) with stdin /dev/null, captures up to max bytes
  * of stdout, kills it after timeout_ms. The caller frees *out. */
 LB_MUST_CHECK int lb_spawn_capture(char *const argv[], size_t max, int timeout_ms, char **out, size_t *outlen,

@@ -2,7 +2,7 @@
  *
  * A stream holds one of the web's worker threads for as long as it is
  * open, so one client with many streams could take every thread and
- * freeze everyone's API (issue 15: 40 streams of one user took all 32).
+ * freeze everyone's API (the second security review: 40 streams of one user took all 32).
  * Two bounds, both checked before the stream's answer starts:
  *   - per client: at most per_client streams per user (with users) or per
  *     client address (REMOTE_ADDR, which nginx sets from the connection;

@@ -22,7 +22,7 @@
  * stream empties its eventfd before it reads, and reads by seq from the
  * store: a late or needless wake repeats and loses nothing.
  *
- * On PostgreSQL (issue 13) the thread LISTENs instead (every statement
+ * On PostgreSQL (several nodes) the thread LISTENs instead (every statement
  * that adds events NOTIFYs, store_schema_pg.c): it looks when told, at
  * once, and besides every LB_SSE_WATCH_BACKSTOP_MS in case a notification
  * was lost with a connection. The same look, so the same argument: a

@@ -15,7 +15,7 @@
 #include "common/status.h"
 
 #define LB_SSE_WATCH_TICK_MS 100   /* how often the watcher looks */
-#define LB_SSE_WATCH_BACKSTOP_MS 1000 /* on PostgreSQL, besides its notifications (issue 13) */
+#define LB_SSE_WATCH_BACKSTOP_MS 1000 /* on PostgreSQL, besides its notifications (several nodes) */
 #define LB_SSE_WATCH_MAX 4096      /* tasks watched at once, at most */
 
 /* One open stream; lives in the stream's own frame. Fields belong to

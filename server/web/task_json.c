@@ -104,7 +104,7 @@ int lb_store_task_get(lb_store *s, const char *id, cJSON **out)
     rc = lb_task_artifacts_json(s, id, &arts);
     if (rc == LB_OK)
         rc = lb_task_json(&t, arts, out);
-    /* follow-ups (issue 14): the conversation's rounds */
+    /* follow-ups: the conversation's rounds */
     if (rc == LB_OK && (rc = lb_task_rounds_json(s, id, *out)) != LB_OK) {
         cJSON_Delete(*out);
         *out = NULL;

@@ -1,4 +1,4 @@
-/* issue 13: a web removes its copies of tasks deleted through other webs
+/* several nodes: a web removes its copies of tasks deleted through other webs
  * (tombstones.c; the store's side is store/store_tombstone.h).
  *
  * With an object store (s3_bucket), each host's artifacts/ is a cache of

@@ -8,7 +8,7 @@
  * Starts per minute: a sliding window, one slot per start a user may make
  * in 60 s holding the time it was taken. A start takes a slot older than
  * 60 s; a request that makes no task gives its slot back, so a refused
- * upload (400, 413) does not count against the user. Issue 13: the slots
+ * upload (400, 413) does not count against the user. Several nodes: the slots
  * are rows of the store (store_shared.c), taken by compare-and-swap, so
  * every web on one database counts the same starts, and a restart of a
  * web forgets none. Their times are the wall clock: webs on several

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Follow-ups in the page (issue 14), in headless Chromium against the real
+// Follow-ups in the page (follow-ups), in headless Chromium against the real
 // stack (test_followups_page.py starts it with a task that has ended):
 //   the message box under the ended task, a message with a file sent from
 //   it, the second round streaming in under its divider, the conversation

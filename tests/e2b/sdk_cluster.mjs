@@ -1,4 +1,4 @@
-// Issue 13: the real e2b SDK through HAProxy in front of two nodes' webs
+// Several nodes: the real e2b SDK through HAProxy in front of two nodes' webs
 // (tests/integration/test_node_ids.py), or scripts/cluster.sh's three
 // (tests/integration/test_cluster.py): sandboxes with prefixed ids
 // (n1.<32 hex>, n2.<32 hex>) are created, run commands, write and read

@@ -7,7 +7,7 @@ let sbx
 
 check('create_with_metadata_and_env', async () => {
   sbx = await Sandbox.create({ metadata: { suite: tag, role: 'main' }, envs: { GREETING: 'hi from env' } })
-  assert(/^([a-z0-9][a-z0-9-]{0,62}\.)?[0-9a-f]{32}$/.test(sbx.sandboxId), sbx.sandboxId) // issue 13: n1.<hex> on a node
+  assert(/^([a-z0-9][a-z0-9-]{0,62}\.)?[0-9a-f]{32}$/.test(sbx.sandboxId), sbx.sandboxId) // several nodes: n1.<hex> on a node
   const info = await sbx.getInfo()
   eq(info.metadata, { suite: tag, role: 'main' }, 'metadata')
   eq(info.state, 'running')

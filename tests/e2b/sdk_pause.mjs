@@ -1,4 +1,4 @@
-// Pause and resume (issue 14's freeze / thaw) through the real e2b SDK:
+// Pause and resume (follow-ups's freeze / thaw) through the real e2b SDK:
 // sbx.pause(), Sandbox.connect() of a paused one resumes it.
 import { Sandbox, SandboxNotFoundError } from 'e2b'
 import { check, assert, eq, raises, runChecks } from './lib.mjs'

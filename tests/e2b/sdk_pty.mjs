@@ -1,4 +1,4 @@
-// sbx.pty through the real e2b SDK (issue 17): a terminal of the sandbox's
+// sbx.pty through the real e2b SDK (E2B's protocol): a terminal of the sandbox's
 // own devpts, through sandboxd's pty relay (server/insandbox/sandbox_pty.h).
 import { Sandbox, CommandExitError } from 'e2b'
 import { check, assert, eq, raises, runChecks } from './lib.mjs'

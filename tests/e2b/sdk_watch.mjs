@@ -1,4 +1,4 @@
-// files.watchDir through the real e2b SDK (issue 17): a watcher that
+// files.watchDir through the real e2b SDK (E2B's protocol): a watcher that
 // sandboxd runs inside the sandbox (server/insandbox/sandbox_watch.h).
 import { Sandbox, FilesystemEventType, NotFoundError } from 'e2b'
 import { check, assert, eq, raises, runChecks } from './lib.mjs'

@@ -1,4 +1,4 @@
-/* libFuzzer target for issue 13's sandbox ids with the node prefix
+/* libFuzzer target for several nodes's sandbox ids with the node prefix
  * (server/common/node_id.c), from a URL path segment, the E2b-Sandbox-Id
  * header or an E2B host name (any bytes a client sends). Promises:
  * lb_node_id_valid agrees with a plain reference ("[<name>.]<32 hex>",

@@ -1,4 +1,4 @@
-/* libFuzzer target: the entry names of a saved sandbox state (issue 14,
+/* libFuzzer target: the entry names of a saved sandbox state (follow-ups,
  * server/stateio/stateio_path.c: lbst_entry_path), which build/llmbox-stateio
  * checks before it creates, replaces or deletes anything in a restored
  * sandbox. Input: one tar entry name, any bytes. Promise checked: an

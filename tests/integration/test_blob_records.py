@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A task's files cross hosts through the object store (issue 13): two
+"""A task's files cross hosts through the object store (several nodes): two
 hosts (two Stacks, each its own LLMBOX_HOME, artifacts folder and
 sandboxd) share a real PostgreSQL and a real Ceph radosgw; webs run with
 task_runner = queue and `llmbox node`s claim the work.

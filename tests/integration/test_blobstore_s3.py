@@ -1,4 +1,4 @@
-"""Task inputs and outputs in a real S3 server (issue 13, object storage):
+"""Task inputs and outputs in a real S3 server (several nodes, object storage):
 one-node Ceph with radosgw (tests/lib/s3_server.py), started once for this
 file, and the real stack (nginx, web, agent, sandboxd, fake model) with
 LLMBOX_S3_* set. The inputs are stored when the task is created, the

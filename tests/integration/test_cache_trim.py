@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The artifacts cache's trim (issue 13; server/web/cache_trim.h): with an
+"""The artifacts cache's trim (several nodes; server/web/cache_trim.h): with an
 object store, a host's artifacts/ is a cache of the bucket, kept under
 artifacts_cache_max_mb. A real Ceph radosgw, one stack, tasks that each
 leave 700 KB of output, a cap of 1 MiB and a look every second:

@@ -1,4 +1,4 @@
-"""scripts/cluster.sh (issue 13, a cluster on one machine), scaled to fit
+"""scripts/cluster.sh (several nodes, a cluster on one machine), scaled to fit
 `make test`: the real script brings up PostgreSQL (over TCP on the
 bridge), radosgw, HAProxy, two webs and three sandbox nodes in their
 network namespaces, with the fake model (tests/fake_model.py) on the

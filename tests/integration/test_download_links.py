@@ -192,7 +192,7 @@ def t_deleted_task_link_gone(E):
 
 def t_no_links_without_key_or_ttl(_unused):
     """download_link_ttl_s = 0: no links, a line in the log saying why, and
-    downloads through the API as before. Issue 13: no key file, or a bad
+    downloads through the API as before. Several nodes: no key file, or a bad
     one, no longer turns links off: the key is the store's (made by the
     first web), the web writes it to the file, and a link nginx (started
     with the old file) cannot check goes through the backend's check."""
@@ -226,7 +226,7 @@ def t_no_links_without_key_or_ttl(_unused):
 
 
 def t_bad_stored_secret_stops_web(_unused):
-    """Issue 13: a secret in the store that is not hex (written by hand)
+    """Several nodes: a secret in the store that is not hex (written by hand)
     is never used: `llmbox web` stops at start with a sentence saying
     which and how to mend it, and no part of the value in it."""
     import shutil

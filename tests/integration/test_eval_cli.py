@@ -1,4 +1,4 @@
-"""`llmbox eval`, the command a researcher runs (issue 11, docs/EVAL.md
+"""`llmbox eval`, the command a researcher runs (the evaluation harness, docs/EVAL.md
 "Running it"), end to end against the real stack and the fake model's
 eval behaviour (tests/fake_model.py, {"eval": true}: LLM-ANSWER[x] is the
 llm-mode reply, SANDBOX-ANSWER[x] what sandbox mode writes to the answer

@@ -1,4 +1,4 @@
-"""Task options for evaluations (issue 11): the llm mode, the two layouts,
+"""Task options for evaluations (the evaluation harness): the llm mode, the two layouts,
 the answer file, official tool names and bad options, through `llmbox
 agent --task` on stored tasks (read back through the API) and through
 `llmbox run`, against the fake model's eval behaviour

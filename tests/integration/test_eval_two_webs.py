@@ -1,4 +1,4 @@
-"""An evaluation with two webs on one PostgreSQL (issue 13: the runners
+"""An evaluation with two webs on one PostgreSQL (several nodes: the runners
 claim their work in the store, store/store_claim.h).
 
 Two full stacks w1 and w2 (each its own nginx, web, sandboxd and prefix)

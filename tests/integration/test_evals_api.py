@@ -1,4 +1,4 @@
-"""The evaluations API (issue 11, docs/API.md "Evaluations"): a bad
+"""The evaluations API (the evaluation harness, docs/API.md "Evaluations"): a bad
 dataset refused with file, line and field before any model call,
 duplicate ids, a row that cannot run reported while the others run, an
 eval in both modes scored row by row, results.jsonl and summary.md,

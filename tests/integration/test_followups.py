@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Follow-up rounds of a task (issue 14), through the real stack (nginx,
+"""Follow-up rounds of a task (follow-ups), through the real stack (nginx,
 web, agents, sandboxd as root) and tests/fake_model.py:
 
   - a three-round conversation: round 2 uses a file, a shell variable, the

@@ -1,4 +1,4 @@
-"""API sandbox ids that name their node, through a real HAProxy (issue 13).
+"""API sandbox ids that name their node, through a real HAProxy (several nodes).
 
 Two stacks on this machine, as two sandbox hosts would be (each its own
 nginx, `llmbox web` and sandboxd), with node_name n1 and n2, behind HAProxy
@@ -385,7 +385,7 @@ def main():
     if pg_server.missing():
         run(None)  # a store each: everything but listing across the nodes (test 8 says SKIP)
     else:
-        # one store for both webs, as a cluster's (issue 13)
+        # one store for both webs, as a cluster's (several nodes)
         with pg_server.PgServer() as pg:
             pg.sql('CREATE DATABASE "nodeids"')
             run(pg.url.replace("/%s?" % pg.db, "/nodeids?"))

@@ -1,4 +1,4 @@
-"""The task queue and `llmbox node` (issue 13) on a real PostgreSQL
+"""The task queue and `llmbox node` (several nodes) on a real PostgreSQL
 (tests/lib/pg_server.py), several nodes as processes on this machine, each
 with its own LLMBOX_HOME, and the fake model of tests/fake_model.py in its
 eval behaviour. Tasks are llm-mode rows put in the queue directly (a
@@ -414,7 +414,7 @@ def test_sigterm(pg):
             time.sleep(0.05)
         node.send_signal(signal.SIGTERM)
         # at once, while its task still runs: capacity 0 in its row, so the
-        # rounds whose sandboxes it holds go to other nodes (issue 13)
+        # rounds whose sandboxes it holds go to other nodes (several nodes)
         deadline, cap = time.time() + 10, None
         while cap != [["0"]]:
             cap = c.sql("SELECT capacity FROM nodes WHERE name = 's1'")
@@ -606,7 +606,7 @@ def test_queue_web_takes_no_slot(pg):
 
 
 def test_left_sandboxes(pg):
-    """Issue 13: a node killed -9 while its agent holds a leased (kept)
+    """Several nodes: a node killed -9 while its agent holds a leased (kept)
     sandbox; the agent killed too, the sandbox stays in sandboxd (its
     lease); the node restarted under the same name destroys it."""
     left_sandboxes(pg, "left", swept=False)

@@ -519,7 +519,7 @@ def test_nemo_gym_provider_against_the_standin(ctx):
     assert o["many"] == ["0\n", "1\n", "2\n"] and o["left"] == 0, o
 
 
-# ---- rollouts and tool calls (issue 18's server side) -------------------------------
+# ---- rollouts and tool calls (RL rollouts's server side) -------------------------------
 
 def has_rollouts(stack):
     """POST /api/rollouts with no prompt: 400 where the route exists."""

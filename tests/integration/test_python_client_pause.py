@@ -2,7 +2,7 @@
 """The Python client's pause, resume and snapshots (clients/python:
 Sandbox.pause, resume, snapshot; SandboxSpec.snapshot; Client.list_snapshots,
 delete_snapshot), from the repository's copy of the package against the
-real stack (sandboxd, web, nginx). Issue 14.
+real stack (sandboxd, web, nginx). Follow-ups.
 """
 import os
 import sys

@@ -1,4 +1,4 @@
-"""Rollout groups (issue 18, docs/API.md "Rollouts"): a group of n samples,
+"""Rollout groups (RL rollouts, docs/API.md "Rollouts"): a group of n samples,
 each a task in its own sandbox, scored after its episode by `llmbox
 score`; rewards right and wrong; the request's files reach each sample's
 input folder; a failing sample classified while the others finish; a hung

@@ -338,7 +338,7 @@ def t_files(stack):
 
 
 def t_stat_list(stack):
-    """issue 17: GET .../stat/{path} and .../list/{path}: sandboxd's metadata
+    """E2B's protocol: GET .../stat/{path} and .../list/{path}: sandboxd's metadata
     (type, size, mode, uid, gid, mtime, a symlink's target, never followed)."""
     api = Api(stack)
     sid = api.create({"ttl_s": 300})["id"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pause, resume and snapshots of API sandboxes (issue 14;
+"""Pause, resume and snapshots of API sandboxes (follow-ups;
 docs/API.md "Pause, resume and snapshots"), through nginx against the real
 web and sandboxd:
 

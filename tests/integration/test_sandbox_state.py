@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A sandbox's state in sandboxd (issue 14; include/llmbox/sandbox.h:
+"""A sandbox's state in sandboxd (follow-ups; include/llmbox/sandbox.h:
 freeze, thaw, save, create's restore, state_list, state_delete), over the
 RPC (python3 stdlib only, run as root):
 

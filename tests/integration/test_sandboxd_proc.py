@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Processes of sandboxd's own (issue 17: proc_start, proc_attach,
+"""Processes of sandboxd's own (E2B's protocol: proc_start, proc_attach,
 proc_input, proc_signal, proc_list; include/llmbox/sandbox.h), at the RPC
 level against a real sandboxd (python3 stdlib only, run as root):
 
@@ -347,7 +347,7 @@ def open_read(p):
 
 
 def check_stat_list_metadata(d):
-    """issue 17: stat and list carry kind, mode, uid/gid as the sandbox sees
+    """E2B's protocol: stat and list carry kind, mode, uid/gid as the sandbox sees
     them, mtime and a symlink's target (read, never followed); old fields
     as they were."""
     c = d.connect()
@@ -393,7 +393,7 @@ def watch_lines(c, until):
 
 
 def check_watcher(d):
-    """issue 17: the watcher of E2B's watchDir (sandbox_watch.h) runs in the
+    """E2B's protocol: the watcher of E2B's watchDir (sandbox_watch.h) runs in the
     sandbox as one of sandboxd's processes: armed, then create, write,
     rename, chmod, remove in order, recursive into a new directory, a
     newline in a name escaped; it ends when the watched dir goes, refuses
@@ -464,7 +464,7 @@ def pty_out_until(c, needle, limit=2000):
 
 
 def check_pty(d):
-    """issue 17: E2B's pty, a relay in the sandbox (sandbox_pty.h): the
+    """E2B's protocol: E2B's pty, a relay in the sandbox (sandbox_pty.h): the
     program runs on a terminal of the sandbox's own devpts with the size
     asked, input and resizes come as frames on stdin, it exits as the
     program did, a malformed frame ends it, a kill ends the program."""

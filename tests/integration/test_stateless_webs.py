@@ -1,4 +1,4 @@
-"""Two webs on one store answer the same (issue 13, stateless webs).
+"""Two webs on one store answer the same (several nodes, stateless webs).
 
 A real PostgreSQL (tests/lib/pg_server.py), a real Ceph radosgw
 (tests/lib/s3_server.py: outputs in a bucket, as a cluster keeps them) and

@@ -1,4 +1,4 @@
-"""The store on PostgreSQL (issue 13): a real PostgreSQL started for this
+"""The store on PostgreSQL (several nodes): a real PostgreSQL started for this
 file (tests/lib/pg_server.py: initdb + postgres as an unprivileged user on
 a unix socket in a temporary folder).
 
@@ -27,11 +27,11 @@ import pg_server  # noqa: E402
 
 BUILD = os.environ.get("BUILD", os.path.join(REPO, "build"))
 UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_eval", "test_store_rollout", "test_sse_watch",
-        "test_store_queue",  # issue 13: the queue, leases, sweep, fence
-        "test_store_claim",  # issue 13: the runners' claims on evals and rollout groups
-        "test_store_shared",  # test_store_shared: issue 13, stateless webs
-        "test_store_tombstone",  # issue 13: deleted tasks' tombstones
-        "test_store_sandbox"]  # issue 13: the nodes' API sandboxes, listed from any web
+        "test_store_queue",  # several nodes: the queue, leases, sweep, fence
+        "test_store_claim",  # several nodes: the runners' claims on evals and rollout groups
+        "test_store_shared",  # test_store_shared: several nodes, stateless webs
+        "test_store_tombstone",  # several nodes: deleted tasks' tombstones
+        "test_store_sandbox"]  # several nodes: the nodes' API sandboxes, listed from any web
 
 
 def run_unit(url, name):

@@ -1,4 +1,4 @@
-"""Exact tokens (issue 18): a model with capture_tokens = true makes the
+"""Exact tokens (RL rollouts): a model with capture_tokens = true makes the
 agent ask the inference server for token ids and log-probabilities and
 store, per turn, exactly what came back, in trajectory.json (NeMo Gym's
 names) and tokens.jsonl, served at GET /api/tasks/{id}/tokens.jsonl to the

@@ -50,7 +50,7 @@ def missing():
 
 class PgServer:
     def __init__(self, db="llmbox", role="llmbox", max_connections=200, host=None):
-        # max_connections: issue 13 stateless webs at full size (every open
+        # max_connections: several nodes stateless webs at full size (every open
         # event stream holds a web thread and its connection)
         self.max_connections = max_connections
         # host: a TCP address to listen on as well (the socket stays)

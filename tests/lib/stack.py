@@ -79,7 +79,7 @@ def pg_fresh_db(url):
     """A new, empty database on the PostgreSQL server of url (a
     postgresql:// URL, e.g. tests/lib/pg_server.py's); its URL. With
     LLMBOX_TEST_PG_URL set, every Stack gets one: any suite then runs on
-    PostgreSQL (issue 13), e.g.
+    PostgreSQL (several nodes), e.g.
         LLMBOX_TEST_PG_URL=postgresql://llmbox@/llmbox?host=/tmp/llmbox-pg-x/sock \\
             python3 tests/integration/test_rollouts.py
     (a suite that reads var/web/llmbox.db itself fails there)."""
@@ -104,7 +104,7 @@ class Stack:
         model-log/ (thousands of them cost the load tests time).
         prepare: called with the prefix once its folders exist and before
         any llmbox process starts (e.g. to mount a small disk on them).
-        tls (issue 17, E2B_DOMAIN host names): {"listen": "ADDR:PORT",
+        tls (E2B's protocol, E2B_DOMAIN host names): {"listen": "ADDR:PORT",
         "cert": path, "key": path, "names": "*.e2b.test"}: the server block
         also listens there with TLS and takes those names, as docs/E2B.md
         tells an operator to do.
@@ -142,7 +142,7 @@ class Stack:
         for old, new in self.nginx_subst:
             assert old in conf, "nginx.conf has no %r" % old
             conf = conf.replace(old, new)
-        if self.tls:  # issue 17: docs/E2B.md's TLS lines, in the one server block
+        if self.tls:  # E2B's protocol: docs/E2B.md's TLS lines, in the one server block
             listen = "listen 127.0.0.1:%d;" % self.port
             assert listen in conf and "server_name localhost;" in conf
             conf = conf.replace(listen, "%s\n        listen %s ssl;\n        ssl_certificate %s;\n"
@@ -188,7 +188,7 @@ class Stack:
             "LLMBOX_WEB_USER": "llmbox",
             "LLMBOX_LLM_URL": llm_url,
             "LLMBOX_LLM_MODEL": "fake-model",
-            # follow-ups (issue 14) keep a task's sandbox after it ends; the
+            # follow-ups keep a task's sandbox after it ends; the
             # suites that check nothing is left behind expect the old way:
             # a test of follow-ups asks for a keep time in env
             "LLMBOX_FOLLOWUP_KEEP_S": "0",

@@ -1,4 +1,4 @@
-"""bench/capacity.py (issue 13) at a smoke size: the benchmark runs to its
+"""bench/capacity.py (several nodes) at a smoke size: the benchmark runs to its
 end and prints its figures, and what it measures holds at that size.
 
 1. figures: every part printed its lines: the web mix for the PostgreSQL

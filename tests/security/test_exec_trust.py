@@ -5,7 +5,7 @@ fights back (docs/SANDBOX.md, "What an exec result can be trusted for").
 Every command runs inside the sandbox's one persistent shell (that is how
 cd, exports and venvs persist), so a command owns that shell: a DEBUG trap
 sees the wrapper's next sentinel and can print it first, with any exit code
-and any output (issue 15, break 11; reading /proc/<shell>/mem is only one
+and any output (the second security review, break 11; reading /proc/<shell>/mem is only one
 way to the same place). No wrapper inside the shell can stop that, so these
 checks pin down what stays true while a forger owns the shell:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile saved states (issue 14): a state is the sandbox's own bytes, so
+"""Hostile saved states (follow-ups): a state is the sandbox's own bytes, so
 create's restore treats it as hostile input (server/stateio/stateio.h).
 Each state below is written straight into sandboxd's store, as if a
 sandbox had crafted it, and restored:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Security: each sandbox has its own host uid range (issue 15, breaks 9 and 13).
+"""Security: each sandbox has its own host uid range (the second security review, breaks 9 and 13).
 
 Per-user kernel counters (pipe buffer pages, unix fds in flight, ...) are
 kept per *host* uid. When every sandbox ran as the same host ids, one live

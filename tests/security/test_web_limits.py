@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Security: the web's own resources under one hostile client (issue 15,
+"""Security: the web's own resources under one hostile client (the second security review,
 breaks 4-6), against the real stack (fake model, sandboxd, web, nginx).
 
 - JSON bombs on the sandbox API: a 100 MB array body gets a quick 413 and

@@ -459,7 +459,7 @@ TEST(v1_attach_oom_count_freeze_kill_and_remove)
     }
 }
 
-/* issue 14: freeze and thaw write the freezer; frozen is what the group says */
+/* follow-ups: freeze and thaw write the freezer; frozen is what the group says */
 TEST(freeze_and_thaw_write_the_freezer)
 {
     fresh();

@@ -19,9 +19,9 @@ static const char *const vars[] = {
     "LLMBOX_DEFAULT_MODEL", "QWEN_TEST_KEY", "LLMBOX_LLM_EXTRA_BODY", "LLMBOX_REPLAY_FILE", "LLMBOX_POOL_IMAGES", "LLMBOX_IMAGE",
     "LLMBOX_SANDBOX_API_TOKEN", "LLMBOX_SANDBOX_API_TTL_S", "LLMBOX_SANDBOX_API_TTL_MAX_S",
     "LLMBOX_SANDBOX_UID_BASE", "LLMBOX_ALLOWED_HOSTS",
-    "LLMBOX_S3_BUCKET", "LLMBOX_S3_SECRET_KEY", "LLMBOX_S3_RETRIES", /* issue 13 */
-    "LLMBOX_TASK_RUNNER", "LLMBOX_NODE_NAME", "LLMBOX_NODE_LEASE_S", /* issue 13: nodes */
-    "LLMBOX_RUNNER_LEASE_S", NULL, /* issue 13: the runners' claims */
+    "LLMBOX_S3_BUCKET", "LLMBOX_S3_SECRET_KEY", "LLMBOX_S3_RETRIES", /* several nodes */
+    "LLMBOX_TASK_RUNNER", "LLMBOX_NODE_NAME", "LLMBOX_NODE_LEASE_S", /* several nodes: nodes */
+    "LLMBOX_RUNNER_LEASE_S", NULL, /* several nodes: the runners' claims */
 };
 
 static void clean_env(void)
@@ -294,7 +294,7 @@ TEST(sandbox_keys)
     clean_env();
 }
 
-/* issue 13: the object store's keys, their defaults (no bucket: local
+/* several nodes: the object store's keys, their defaults (no bucket: local
  * files), the environment winning, the secret never repeated. */
 TEST(s3_keys)
 {
@@ -314,7 +314,7 @@ TEST(s3_keys)
     clean_env();
 }
 
-/* issue 13: the queue's and the nodes' keys: defaults, checks, the
+/* several nodes: the queue's and the nodes' keys: defaults, checks, the
  * environment winning. */
 TEST(node_keys)
 {
@@ -378,7 +378,7 @@ TEST(allowed_hosts)
     CHECK(!lb_cfg_host_split("[]", 2, h, sizeof h, &port) && !lb_cfg_host_split("[::1]x", 6, h, sizeof h, &port));
 }
 
-/* e2b_domain (issue 17): a DNS name, lowercased; which hosts are its sandboxes' */
+/* e2b_domain (E2B's protocol): a DNS name, lowercased; which hosts are its sandboxes' */
 TEST(e2b_domain)
 {
     clean_env();
@@ -400,7 +400,7 @@ TEST(e2b_domain)
     CHECK(!lb_cfg_e2b_host(c, h));
     snprintf(h, sizeof h, "49983-%s.e2b.example.evil", id);
     CHECK(!lb_cfg_e2b_host(c, h) && !lb_cfg_e2b_host(c, "e2b.example") && !lb_cfg_e2b_host(c, ".e2b.example"));
-    /* issue 13: a node's sandbox, "<port>-<node>.<32 hex>.<domain>" */
+    /* several nodes: a node's sandbox, "<port>-<node>.<32 hex>.<domain>" */
     snprintf(h, sizeof h, "49983-n1.%s.e2b.example", id);
     CHECK(lb_cfg_e2b_host(c, h));
     snprintf(h, sizeof h, "49983-n1.n2.%s.e2b.example", id);

@@ -68,7 +68,7 @@ TEST(code_http_follows_the_connect_table)
     CHECK(lb_e2b_code_http("no_such_code") == 500);
 }
 
-/* issue 17: a server's answer head, from inside a sandbox, into FastCGI's */
+/* E2B's protocol: a server's answer head, from inside a sandbox, into FastCGI's */
 static int port_head(const char *in, char *out, size_t outsz, int *status)
 {
     lb_buf b;
@@ -110,7 +110,7 @@ TEST(port_head_refuses_what_is_not_an_http_head)
     }
 }
 
-/* issue 17: EntryInfo as envd answers it (Go's FileMode.String, protobuf's Timestamp) */
+/* E2B's protocol: EntryInfo as envd answers it (Go's FileMode.String, protobuf's Timestamp) */
 TEST(entry_permissions_follow_go_file_mode_string)
 {
     static const struct { int kind; uint32_t mode; const char *want; } cases[] = {
@@ -161,7 +161,7 @@ TEST(entry_carries_metadata_and_symlink_target)
     cJSON_Delete(o);
 }
 
-/* issue 17: the watcher's lines are hostile (the sandbox's code can replace it) */
+/* E2B's protocol: the watcher's lines are hostile (the sandbox's code can replace it) */
 TEST(watch_line_parses_events_and_refuses_the_rest)
 {
     char k, name[64];
@@ -185,7 +185,7 @@ TEST(watch_line_parses_events_and_refuses_the_rest)
     CHECK(lb_e2b_watch_line(longl, sizeof longl, &k, name, sizeof name) == -1); /* over namesz */
 }
 
-/* issue 17: the pty's size and the frames its relay reads */
+/* E2B's protocol: the pty's size and the frames its relay reads */
 TEST(pty_size_and_frames)
 {
     int cols = 0, rows = 0;

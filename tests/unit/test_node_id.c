@@ -1,4 +1,4 @@
-/* Unit tests for issue 13's sandbox ids with the node prefix
+/* Unit tests for several nodes's sandbox ids with the node prefix
  * (server/common/node_id.c) and which node holds an id
  * (server/sbxapi/sandbox_node.c). The HTTP side, through HAProxy, is
  * tests/integration/test_node_ids.py. */

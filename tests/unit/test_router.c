@@ -64,7 +64,7 @@ TEST(every_route_has_a_rule)
         if (!strncmp(d->pattern, "/e2b/", 5))
             CHECK(d->who == LB_WHO_E2B);
         /* "/dl/" + anything: only nginx's @dl_fetch sends a signed link there, and its
-         * handler checks the signature (issue 13, handlers_dl_fetch.c) */
+         * handler checks the signature (several nodes, handlers_dl_fetch.c) */
         if (d->who == LB_WHO_NGINX)
             CHECK(!strcmp(d->pattern, "/metrics") || !strcmp(d->pattern, "*") || !strcmp(d->pattern, "/dl/*"));
     }
@@ -137,15 +137,15 @@ TEST(allow_lists)
         {"/api/sandboxes/" ID "/exec", "POST"},
         {"/api/sandboxes/" ID "/tools/bash", "POST"},
         {"/api/sandboxes/" ID "/files/tmp/x", "GET, HEAD, PUT"},
-        {"/api/sandboxes/" ID "/stat/tmp/x", "GET, HEAD"},   /* issue 17 */
+        {"/api/sandboxes/" ID "/stat/tmp/x", "GET, HEAD"},   /* E2B's protocol */
         {"/api/sandboxes/" ID "/list/tmp", "GET, HEAD"},
-        /* issue 14 */
+        /* follow-ups */
         {"/api/sandboxes/" ID "/pause", "POST"},
         {"/api/sandboxes/" ID "/resume", "POST"},
         {"/api/sandboxes/" ID "/snapshot", "POST"},
         {"/api/snapshots", "GET, HEAD"},
         {"/api/snapshots/" ID, "DELETE"},
-        {"/dl/" ID "/a/b.txt", "GET, HEAD"}, /* issue 13 */
+        {"/dl/" ID "/a/b.txt", "GET, HEAD"}, /* several nodes */
         {"/api/sandboxes/" ID "/network", "GET, HEAD, PATCH"}, /* a sandbox's network policy and record */
         {"/api/tasks/" ID "/network", "GET, HEAD"},
         {"/mcp", "POST, DELETE"},
@@ -237,7 +237,7 @@ TEST(match_takes_ids_and_rest)
     CHECK(lb_route_match("*", "/anything/at/all", &rest, NULL, NULL) && !strcmp(rest, "/anything/at/all"));
 }
 
-/* issue 13: {sandbox} takes "<node>.<32 hex>" (up to LB_NODE_ID_MAX), {task} only 32 */
+/* several nodes: {sandbox} takes "<node>.<32 hex>" (up to LB_NODE_ID_MAX), {task} only 32 */
 TEST(match_takes_node_ids)
 {
     char task[33] = "x", sbx[LB_NODE_ID_MAX + 1] = "x", name63[64], path[300];

@@ -214,7 +214,7 @@ TEST(req_refuses_garbage)
     lbsd_req_free(&r);
 }
 
-/* issue 14: freeze, thaw, save, state_delete, state_list and create's restore */
+/* follow-ups: freeze, thaw, save, state_delete, state_list and create's restore */
 TEST(req_state_ops)
 {
     lbsd_req r;
@@ -620,7 +620,7 @@ TEST(client_against_fake_daemon)
     unlink(path);
 }
 
-/* issue 14: the state calls put their fields on the wire and read the answers */
+/* follow-ups: the state calls put their fields on the wire and read the answers */
 TEST(client_state_calls)
 {
     char path[108];
@@ -671,7 +671,7 @@ TEST(client_state_calls)
     unlink(path);
 }
 
-/* issue 17: stat and list carry the file metadata; out-of-range values from
+/* E2B's protocol: stat and list carry the file metadata; out-of-range values from
  * sandboxd (which reads a hostile tree) are not passed on as they came */
 TEST(client_stat_and_list_metadata)
 {
@@ -866,7 +866,7 @@ TEST(client_reports_missing_daemon)
 }
 
 
-/* issue 17: the process ops need an id; only proc_input may carry data */
+/* E2B's protocol: the process ops need an id; only proc_input may carry data */
 TEST(req_proc_ops)
 {
     static const char *const ops[] = {"proc_start", "proc_attach", "proc_input", "proc_signal", "proc_list"};
@@ -893,7 +893,7 @@ static void send_frames(int fd, const char *const *frames, size_t n)
         LB_IGNORE(lbsd_frame_send(fd, frames[i], strlen(frames[i]), NULL)); /* into a socketpair's empty buffer */
 }
 
-/* issue 17: a start with attach, then its events; list and the refusals */
+/* E2B's protocol: a start with attach, then its events; list and the refusals */
 TEST(client_proc_calls)
 {
     int sv[2];
@@ -975,7 +975,7 @@ static void send_frame_fd(int sock, const char *json, int fd)
     CHECK(sendmsg(sock, &m, 0) == (ssize_t)(n + 4));
 }
 
-/* issue 17: port_connect takes the descriptor that comes with the answer;
+/* E2B's protocol: port_connect takes the descriptor that comes with the answer;
  * one that comes with a refusal is closed, the refusal reported */
 TEST(client_port_connect_takes_the_descriptor)
 {

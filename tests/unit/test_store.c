@@ -195,7 +195,7 @@ static int again_count_cb(void *arg, int64_t seq, int64_t ts, const char *type, 
     return 0;
 }
 
-/* issue 13: a writer that tries again after an unanswered try (the
+/* several nodes: a writer that tries again after an unanswered try (the
  * server went away, maybe after its commit) does not store the event twice */
 TEST(event_again_is_stored_once)
 {

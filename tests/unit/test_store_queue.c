@@ -298,7 +298,7 @@ TEST(a_restarted_node_ends_what_its_last_run_left)
     lb_store_close(s);
 }
 
-/* issue 13: the ended tasks of a node whose round still held its kept
+/* several nodes: the ended tasks of a node whose round still held its kept
  * sandbox (the agent died in it), for the node's start-up cleanup */
 TEST(orphans_are_a_nodes_ended_tasks_with_a_sandbox_in_use)
 {
@@ -384,7 +384,7 @@ static void next_round(lb_store *s, const char *id, const char *node, int attemp
     CHECK(lb_store_queue_push(s, id) == LB_OK);
 }
 
-/* issue 13 (v11): a round is claimed by the node that holds its sandbox
+/* several nodes (v11): a round is claimed by the node that holds its sandbox
  * while that node is live, even with another node idle; tasks behind it
  * are not held up; once the node is not live (lease lapsed, swept,
  * draining with capacity 0, gone) any node takes it, and the sentence

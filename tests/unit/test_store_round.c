@@ -294,7 +294,7 @@ TEST(v8_database_migrates_to_rounds)
     lb_store_close(s);
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
-                       /* issue 13: v14's API sandboxes, v13's tombstones, v12's claims, v11's sandbox node, then v10's queue */
+                       /* several nodes: v14's API sandboxes, v13's tombstones, v12's claims, v11's sandbox node, then v10's queue */
                        LB_DOWN_V14_API_SANDBOXES "DROP TRIGGER tasks_tombstone; DROP TABLE task_tombstones;" LB_DOWN_V12_CLAIMS "ALTER TABLE tasks DROP COLUMN sandbox_node;"
                        "DROP TABLE web_secrets; DROP TABLE rate_slots; DROP TABLE nodes; DROP INDEX tasks_claimable; DROP INDEX tasks_node;"
                        "ALTER TABLE tasks DROP COLUMN claimable; ALTER TABLE tasks DROP COLUMN node;"

@@ -1,4 +1,4 @@
-/* Unit tests of the store's rows of the nodes' API sandboxes (issue 13;
+/* Unit tests of the store's rows of the nodes' API sandboxes (several nodes;
  * server/store/store_sandbox.h): written, rewritten only while there,
  * deleted; listed every node's together, oldest first, only while fresh
  * and unexpired; refreshed by node, forgotten by node, swept by age. Run

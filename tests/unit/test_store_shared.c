@@ -1,4 +1,4 @@
-/* Unit tests for what webs share through the store (issue 13, stateless
+/* Unit tests for what webs share through the store (several nodes, stateless
  * webs; server/store/store_shared.h): secrets made once by whichever web
  * comes first, rotated with one generation of overlap, and per-user start
  * windows that two connections (two webs) count together, also when they

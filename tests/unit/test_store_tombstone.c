@@ -1,4 +1,4 @@
-/* Unit tests of the tombstones of deleted tasks (issue 13;
+/* Unit tests of the tombstones of deleted tasks (several nodes;
  * server/store/store_tombstone.h): a deleted task leaves one, in the same
  * statement, whichever way its row goes; they are read from a time on and
  * trimmed by age. Run on SQLite here and on PostgreSQL by test_store_pg.py. */

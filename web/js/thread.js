@@ -1,4 +1,4 @@
-// A task as a conversation (issue 14): its rounds, each with the message
+// A task as a conversation (follow-ups): its rounds, each with the message
 // that started it, its answer and its outputs marked against the round
 // before (new, changed, removed), and the message box under a task that
 // has ended. All model and sandbox text goes in as text.
