@@ -446,6 +446,7 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
                                             lb_schema_v12_claims, /* issue 13: the runners' claims */
                                             lb_schema_v13_tombstones, /* issue 13: deleted tasks */
                                             lb_schema_v14_api_sandboxes, /* issue 13: listing every node's */
+                                            lb_schema_v15_fork_shares, /* forks share their source's events */
 };
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -458,6 +459,7 @@ static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NUL
                                                lb_schema_pg_v12_claims, /* issue 13: the runners' claims */
                                                lb_schema_pg_v13_tombstones, /* issue 13: deleted tasks */
                                                lb_schema_pg_v14_api_sandboxes, /* issue 13: listing every node's */
+                                               lb_schema_pg_v15_fork_shares, /* forks share their source's events */
 };
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");
