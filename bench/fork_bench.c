@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "store/store_round.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ static long long store_bytes(const char *where)
         lb_db_prepare(db, sql, 0, &st) == LB_OK && lb_db_step(st) == LB_DB_ROW)
         v = lb_db_col_int64(st, 0);
     lb_db_finalize(st);
+    st = NULL;
     if (!pg && v >= 0 && lb_db_prepare(db, "PRAGMA page_size", 0, &st) == LB_OK && lb_db_step(st) == LB_DB_ROW)
         v *= lb_db_col_int64(st, 0);
     lb_db_finalize(st);
@@ -63,11 +65,17 @@ int main(int argc, char **argv)
     if ((rc = lb_store_task_insert(s, &t)))
         return fail("insert", rc);
     char *data = malloc((size_t)evb + 64);
+    uint64_t x = 88172645463325252ull;
     for (int i = 0; i < turns; i++) {
-        /* a tool's output: text that compresses as little as a log does */
+        /* a tool's output (random letters: PostgreSQL's TOAST compresses
+         * a repeating text, which would hide what a copy costs) */
         int n = snprintf(data, 64, "{\"turn\":%d,\"out\":\"", i);
-        for (int k = 0; k < evb; k++)
-            data[n + k] = "abcdefghijklmnopqrstuvwxyz0123456789 "[(unsigned)(k * 7919 + i * 104729) % 37];
+        for (int k = 0; k < evb; k++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            data[n + k] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ."[x % 64];
+        }
         snprintf(data + n + evb, 8, "\"}");
         int64_t seq;
         if ((rc = lb_store_event_append(s, src, "tool", data, &seq)))
