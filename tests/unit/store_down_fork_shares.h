@@ -11,10 +11,11 @@
 static inline const char *lb_down_v15_fork_shares(void)
 {
     return tw_pg() ? "DROP TRIGGER tasks_events_handover ON tasks; DROP FUNCTION lb_events_handover();"
+                     " DROP TRIGGER tasks_events_own ON tasks; DROP FUNCTION lb_events_own();"
                      " DROP VIEW events; DROP FUNCTION lb_events_insert(); DROP TABLE event_shares;"
-                     " ALTER TABLE event_rows RENAME TO events;"
-                   : "DROP TRIGGER tasks_events_handover; DROP VIEW events; DROP TABLE event_shares;"
-                     " ALTER TABLE event_rows RENAME TO events;";
+                     " DROP INDEX event_rows_round; ALTER TABLE event_rows RENAME TO events;"
+                   : "DROP TRIGGER tasks_events_handover; DROP TRIGGER tasks_events_own; DROP VIEW events;"
+                     " DROP TABLE event_shares; DROP INDEX event_rows_round; ALTER TABLE event_rows RENAME TO events;";
 }
 
 #endif
