@@ -237,6 +237,14 @@ typedef struct lb_config {
                                         (or waited for) at once, each in a web thread; more are refused (503) */
     int bundle_max_per_user;         /* bundle_max_per_user | LLMBOX_BUNDLE_MAX_PER_USER, default 2: of those, per user
                                         (per client address without users); more are refused (429) */
+    int unpack_max_running;          /* unpack_max_running | LLMBOX_UNPACK_MAX_RUNNING, default 4: uploaded archives (task
+                                        inputs, eval datasets) unpacked at once, each in a web thread; more: 503 */
+    int unpack_max_per_user;         /* unpack_max_per_user | LLMBOX_UNPACK_MAX_PER_USER, default 2: of those, per user
+                                        (per client address without users); more: 429 */
+    int blob_fetch_max;              /* blob_fetch_max | LLMBOX_BLOB_FETCH_MAX, default 8: files fetched from the object
+                                        store at once before nginx serves them, each in a web thread; more: 503 */
+    int blob_fetch_max_per_user;     /* blob_fetch_max_per_user | LLMBOX_BLOB_FETCH_MAX_PER_USER, default 4: of those, per
+                                        user (per client address without users); more: 429 */
     int e2b_port_max;                /* e2b_port_max | LLMBOX_E2B_PORT_MAX, default 0 (a quarter of web_threads): requests
                                         relayed to sandboxes' ports at once, each in a web thread (503 past it) */
     int e2b_port_max_per_sandbox;    /* e2b_port_max_per_sandbox | LLMBOX_E2B_PORT_MAX_PER_SANDBOX, default 8: of those,

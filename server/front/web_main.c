@@ -33,6 +33,7 @@
 #include "sbxapi/sandbox_rows.h" /* several nodes */
 #include "web/sse_admit.h"
 #include "web/sse_watch.h"
+#include "web/task_trash.h"
 #include "web/tombstones.h"
 #include "web/cache_trim.h"
 
@@ -517,6 +518,10 @@ int lb_web_main(int argc, char **argv)
     /* several nodes: this host's copies of the bucket under their cap */
     if (lb_cache_trim_start(cfg) != LB_OK)
         lb_warn("web: cannot start the artifacts cache's trim: artifacts/ grows without bound");
+    /* deleted tasks' folders, removed off the request threads; first what a
+     * web before this one left in artifacts/.trash */
+    if (lb_task_trash_start(cfg) != LB_OK)
+        lb_warn("web: cannot start the thread that removes deleted tasks' files: each delete removes them itself");
     /* several nodes: copies here of tasks deleted through another web */
     if (lb_tombstones_start(cfg) != LB_OK)
         lb_warn("web: cannot start the thread that removes the copies of tasks deleted through other webs: their "

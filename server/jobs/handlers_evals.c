@@ -30,6 +30,7 @@
 #include "web/multipart.h"
 #include "web/spawn.h"
 #include "web/unpack.h"
+#include "web/work_slots.h"
 #include "web/user_limits.h"
 
 #include <cjson/cJSON.h>
@@ -417,7 +418,19 @@ static int dataset_unpack(lb_req *r, lb_eval_up *u, lb_archive_kind kind)
                             .max_bytes = r->cfg->eval_max_upload_bytes, .max_ratio = LB_UNPACK_MAX_RATIO,
                             .ratio_slack = LB_UNPACK_RATIO_SLACK};
     lb_unpack_totals tot = {0};
-    int rc = lb_unpack(u->dataset_path, kind, u->dataset_name, fd, "", &lim, &tot, NULL, NULL, err, sizeof err);
+    /* one of the bounded places for unpacking in a request's thread (unpack.h) */
+    char key[LB_SLOT_KEY_MAX];
+    lb_unpack_place_key(r, key, sizeof key);
+    int rc = lb_unpack_place_take(r->cfg, key);
+    if (rc != LB_OK) {
+        close(fd);
+        const char *code = NULL;
+        int st = lb_unpack_place_refusal(r->cfg, rc, key, err, sizeof err, &code);
+        lb_http_error_hdr(r, st, code, "Retry-After: 5\r\n", "%s", err);
+        return LB_E_BUSY;
+    }
+    rc = lb_unpack(u->dataset_path, kind, u->dataset_name, fd, "", &lim, &tot, NULL, NULL, err, sizeof err);
+    lb_unpack_place_release(key);
     close(fd);
     if (rc != LB_OK) {
         int st = rc == LB_E_TOOBIG ? 413 : (rc == LB_E_INVAL || rc == LB_E_EXISTS) ? 400 : 500;

@@ -42,5 +42,8 @@ extern const char lb_schema_v8_rollouts[];
 extern const char lb_schema_v9_rounds[];
 /* PostgreSQL's schema, starting at version 9 (store_schema_pg.c). */
 extern const char lb_schema_pg_v9[];
+/* v15: forks share their source's events (store_round.c) */
+extern const char lb_schema_v15_fork_shares[];
+extern const char lb_schema_pg_v15_fork_shares[];
 
 #endif

@@ -134,12 +134,15 @@ static const char lb_round_task_sql_pg[] =
     "   UNION ALL SELECT b.v, 2, b.o FROM jsonb_array_elements(?3::jsonb) WITH ORDINALITY AS b(v, o)) x)"
     " WHERE id = ?1";
 static const char lb_round_event_sql_pg[] =
-    "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
+    "INSERT INTO event_rows(task_id, seq, ts_ms, type, data, round)"
     " SELECT ?1::text, COALESCE(MAX(seq), 0) + 1, ?3::bigint, 'round', json_build_object('round', ?2::bigint,"
     "  'prompt', ?4::text, 'inputs', ?5::json, 'fresh', ?6::bigint <> 0)::text, ?2::bigint"
     " FROM events WHERE task_id = ?1";
+/* into event_rows (schema v15): SQLite counts no change for a row put
+ * through the events view's trigger, and this write checks that it made
+ * one; the seq is still the view's, after any rows a fork shares */
 static const char lb_round_event_sql[] =
-    "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
+    "INSERT INTO event_rows(task_id, seq, ts_ms, type, data, round)"
     " SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?3, 'round', json_object('round', ?2, 'prompt', ?4,"
     "  'inputs', json(?5), 'fresh', json(CASE WHEN ?6 THEN 'true' ELSE 'false' END)), ?2"
     " FROM events WHERE task_id = ?1";
@@ -250,8 +253,10 @@ static const char lb_fork_task_sql_pg[] =
     "  r.turns, r.prompt_tokens, r.completion_tokens, r.usage, t.sandbox_node"
     " FROM tasks t JOIN rounds r ON r.task_id = t.id AND r.n = ?3"
     " WHERE t.id = ?2 AND r.status IN ('succeeded', 'failed', 'cancelled')";
-/* its rounds and events are the source's up to round ?3 (the insert's
- * trigger made a round ?3 of the task's first prompt: replaced) */
+/* its rounds are the source's up to round ?3 (the insert's trigger made a
+ * round ?3 of the task's first prompt: replaced). Its events are shared,
+ * not copied (schema v15 below): the fork reads what the source reads (its
+ * own rows and those it shares), clipped to round ?3. */
 static const char lb_fork_rounds_sql[] =
     "DELETE FROM rounds WHERE task_id = ?1;"
     "INSERT INTO rounds(task_id, n, prompt, inputs, status, reason, answer, artifacts, usage, sandbox, state,"
@@ -259,13 +264,118 @@ static const char lb_fork_rounds_sql[] =
     " SELECT ?1, n, prompt, inputs, status, reason, answer, artifacts, usage, sandbox, state, state_bytes, fresh,"
     "  turns, prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms"
     " FROM rounds WHERE task_id = ?2 AND n <= ?3;"
-    "INSERT INTO events(task_id, seq, ts_ms, type, data, round)"
-    " SELECT ?1, seq, ts_ms, type, data, round FROM events WHERE task_id = ?2 AND round <= ?3;"
+    "INSERT INTO event_shares(task_id, src_id, max_round)"
+    " SELECT ?1, src_id, CASE WHEN max_round < ?3 THEN max_round ELSE ?3 END FROM event_shares WHERE task_id = ?2;"
     /* the files on disk are the source's last round's: only a fork of that
      * round has them (the web links them) */
     "INSERT INTO artifacts(task_id, path, size, mime, sha256)"
     " SELECT ?1, a.path, a.size, a.mime, a.sha256 FROM artifacts a WHERE a.task_id = ?2"
     " AND ?3 = (SELECT round FROM tasks WHERE id = ?2);";
+static const char lb_fork_rounds_sql_pg[] =
+    "DELETE FROM rounds WHERE task_id = ?1;"
+    "INSERT INTO rounds(task_id, n, prompt, inputs, status, reason, answer, artifacts, usage, sandbox, state,"
+    " state_bytes, fresh, turns, prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms)"
+    " SELECT ?1, n, prompt, inputs, status, reason, answer, artifacts, usage, sandbox, state, state_bytes, fresh,"
+    "  turns, prompt_tokens, completion_tokens, created_ms, started_ms, finished_ms"
+    " FROM rounds WHERE task_id = ?2 AND n <= ?3;"
+    "INSERT INTO event_shares(task_id, src_id, max_round)"
+    " SELECT ?1::text, src_id, LEAST(max_round, ?3::bigint) FROM event_shares WHERE task_id = ?2::text;"
+    "INSERT INTO artifacts(task_id, path, size, mime, sha256)"
+    " SELECT ?1, a.path, a.size, a.mime, a.sha256 FROM artifacts a WHERE a.task_id = ?2"
+    " AND ?3 = (SELECT round FROM tasks WHERE id = ?2);";
+
+/* v15: shared events. A fork used to copy its source's events (tool
+ * outputs: most of a store), so sixty forks of one long task multiplied
+ * it. Now the rows are event_rows, and event_shares says whose rows a task
+ * reads up to which round: every task reads its own (a row made with the
+ * task, max_round LB_ROUND_ALL), a fork also what its source reads,
+ * clipped to the forked round. `events` is a view of that join, so every
+ * reader and writer of events works unchanged: a fork's next seq (MAX + 1
+ * over the view) comes after the shared rows, and inserts go to
+ * event_rows. The view is one join, not a UNION, so SQLite flattens it
+ * into a reader's query: MAX(seq) of a task reads the index
+ * event_rows_round only (a UNION view is a co-routine that reads every
+ * row's data: 100 times slower for a long task).
+ * A source deleted while forks share its rows hands them over: the fork
+ * sharing the most rounds (the heir) takes the rows up to its round, and
+ * the other forks read them from the heir instead (or drop the span when
+ * they already read the heir's, which holds the same rows). SQLite counts
+ * no change for a row inserted through the view (its INSTEAD OF trigger):
+ * a writer that checks its insert made a row inserts into event_rows,
+ * reading the next seq from the view. */
+#define LB_V15_SELF "9223372036854775807" /* a task's own rows: every round */
+#define LB_V15_HEIR "(SELECT task_id FROM event_shares WHERE src_id = OLD.id AND task_id <> OLD.id" \
+                    " ORDER BY max_round DESC, task_id LIMIT 1)"
+const char lb_schema_v15_fork_shares[] =
+    "ALTER TABLE events RENAME TO event_rows;"
+    "CREATE INDEX event_rows_round ON event_rows(task_id, round);"
+    "CREATE TABLE event_shares("
+    "  task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
+    "  src_id TEXT NOT NULL,"
+    "  max_round INTEGER NOT NULL,"
+    "  PRIMARY KEY(task_id, src_id)) WITHOUT ROWID;"
+    "CREATE INDEX event_shares_src ON event_shares(src_id, max_round);"
+    "INSERT INTO event_shares(task_id, src_id, max_round) SELECT id, id, " LB_V15_SELF " FROM tasks;"
+    "CREATE TRIGGER tasks_events_own AFTER INSERT ON tasks BEGIN"
+    "  INSERT INTO event_shares(task_id, src_id, max_round) VALUES(NEW.id, NEW.id, " LB_V15_SELF ");"
+    " END;"
+    "CREATE VIEW events(task_id, seq, ts_ms, type, data, round) AS"
+    " SELECT s.task_id, e.seq, e.ts_ms, e.type, e.data, e.round FROM event_shares s"
+    "  JOIN event_rows e ON e.task_id = s.src_id AND e.round <= s.max_round;"
+    /* a writer that names no round (older code, tests) gets the default */
+    "CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN"
+    "  INSERT INTO event_rows(task_id, seq, ts_ms, type, data, round)"
+    "  VALUES(NEW.task_id, NEW.seq, NEW.ts_ms, NEW.type, NEW.data, COALESCE(NEW.round, 1));"
+    " END;"
+    /* LB_V15_HEIR reads the shares unchanged until the last statement
+     * drops those of the source's rows */
+    "CREATE TRIGGER tasks_events_handover BEFORE DELETE ON tasks"
+    " WHEN EXISTS (SELECT 1 FROM event_shares WHERE src_id = OLD.id AND task_id <> OLD.id) BEGIN"
+    "  UPDATE event_rows SET task_id = " LB_V15_HEIR
+    "   WHERE task_id = OLD.id AND round <= (SELECT MAX(max_round) FROM event_shares"
+    "   WHERE src_id = OLD.id AND task_id <> OLD.id);"
+    "  UPDATE event_shares SET src_id = " LB_V15_HEIR
+    "   WHERE src_id = OLD.id AND task_id <> OLD.id AND task_id <> " LB_V15_HEIR
+    "   AND NOT EXISTS (SELECT 1 FROM event_shares h WHERE h.task_id = event_shares.task_id"
+    "   AND h.src_id = " LB_V15_HEIR ");"
+    "  DELETE FROM event_shares WHERE src_id = OLD.id AND task_id <> OLD.id;"
+    " END;";
+const char lb_schema_pg_v15_fork_shares[] =
+    "ALTER TABLE events RENAME TO event_rows;"
+    "CREATE INDEX event_rows_round ON event_rows(task_id, round, seq);"
+    "CREATE TABLE event_shares("
+    "  task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
+    "  src_id TEXT NOT NULL,"
+    "  max_round BIGINT NOT NULL,"
+    "  PRIMARY KEY(task_id, src_id));"
+    "CREATE INDEX event_shares_src ON event_shares(src_id, max_round);"
+    "INSERT INTO event_shares(task_id, src_id, max_round) SELECT id, id, " LB_V15_SELF " FROM tasks;"
+    "CREATE FUNCTION lb_events_own() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    "  INSERT INTO event_shares(task_id, src_id, max_round) VALUES(NEW.id, NEW.id, " LB_V15_SELF ");"
+    "  RETURN NULL; END $$;"
+    "CREATE TRIGGER tasks_events_own AFTER INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION lb_events_own();"
+    "CREATE VIEW events(task_id, seq, ts_ms, type, data, round) AS"
+    " SELECT s.task_id, e.seq, e.ts_ms, e.type, e.data, e.round FROM event_shares s"
+    "  JOIN event_rows e ON e.task_id = s.src_id AND e.round <= s.max_round;"
+    "CREATE FUNCTION lb_events_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    "  NEW.round := COALESCE(NEW.round, 1);"
+    "  INSERT INTO event_rows(task_id, seq, ts_ms, type, data, round)"
+    "  VALUES(NEW.task_id, NEW.seq, NEW.ts_ms, NEW.type, NEW.data, NEW.round);"
+    "  RETURN NEW; END $$;"
+    "CREATE TRIGGER events_insert INSTEAD OF INSERT ON events FOR EACH ROW EXECUTE FUNCTION lb_events_insert();"
+    "CREATE FUNCTION lb_events_handover() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " DECLARE heir text; top bigint; BEGIN"
+    "  SELECT task_id, max_round INTO heir, top FROM event_shares WHERE src_id = OLD.id AND task_id <> OLD.id"
+    "   ORDER BY max_round DESC, task_id LIMIT 1;"
+    "  IF heir IS NULL THEN RETURN OLD; END IF;"
+    "  UPDATE event_rows SET task_id = heir WHERE task_id = OLD.id AND round <= top;"
+    "  UPDATE event_shares s SET src_id = heir WHERE s.src_id = OLD.id AND s.task_id <> OLD.id"
+    "   AND s.task_id <> heir"
+    "   AND NOT EXISTS (SELECT 1 FROM event_shares h WHERE h.task_id = s.task_id AND h.src_id = heir);"
+    "  DELETE FROM event_shares WHERE src_id = OLD.id AND task_id <> OLD.id;"
+    "  RETURN OLD; END $$;"
+    "CREATE TRIGGER tasks_events_handover BEFORE DELETE ON tasks FOR EACH ROW"
+    " EXECUTE FUNCTION lb_events_handover();";
 
 /* Runs one statement of a fork's script with its parameters. */
 static int lb_fork_step(lb_store *s, lb_db_stmt *st, const lb_fork *f, int64_t now, const char *what,
@@ -299,7 +409,7 @@ int lb_store_task_fork(lb_store *s, const lb_fork *f)
     /* no row: no such task, no such round, or that round has not ended */
     if ((rc = lb_fork_step(s, st, f, now, "fork task", LB_E_NOTFOUND)))
         goto out;
-    const char *sql = lb_fork_rounds_sql;
+    const char *sql = lb_sql_pick(s, lb_fork_rounds_sql, lb_fork_rounds_sql_pg);
     /* one statement at a time (no ';' inside the script's strings) */
     while (rc == LB_OK && *sql) {
         char one[1024];

@@ -320,7 +320,7 @@ void lb_h_task_message(lb_req *r)
     char why[300];
     int status = 0;
     if (unpack && lb_task_upload_unpack(&u, &status, why, sizeof why) != LB_OK) {
-        lb_http_error(r, status, NULL, "%s", why);
+        lb_task_upload_refuse(r, status, why); /* a refused unpacking place: 429/503 with Retry-After */
         goto out;
     }
     if (lb_message_names_free(r, real_input, u.inputs) != LB_OK)

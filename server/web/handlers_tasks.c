@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "web/admission.h"
 #include "web/multipart.h"
+#include "web/task_trash.h"
 #include "web/unpack.h"
 
 #include <cjson/cJSON.h>
@@ -258,7 +259,7 @@ int lb_task_upload_unpack(lb_upload *u, int *status, char *msg, size_t msgsz)
     lb_unpack_totals tot = {0};
     lb_unpack_ctx c = {.out = cJSON_CreateArray()};
     int root = open(u->input_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int rc = LB_OK;
+    int rc = LB_OK, placed = 0;
     *status = 500;
     if (!c.out || root < 0) {
         snprintf(msg, msgsz, "Could not open the task's input folder.");
@@ -279,6 +280,17 @@ int lb_task_upload_unpack(lb_upload *u, int *status, char *msg, size_t msgsz)
                 goto out;
             }
             continue;
+        }
+        /* one place for all the archives of this upload, taken at the first */
+        if (!placed) {
+            rc = lb_unpack_place_take(cfg, u->place_key);
+            if (rc != LB_OK) {
+                const char *code = NULL;
+                *status = lb_unpack_place_refusal(cfg, rc, u->place_key, msg, msgsz, &code);
+                rc = LB_E_BUSY;
+                goto out;
+            }
+            placed = 1;
         }
         char file[LB_CFG_PATH + LB_PATH_MAX + 100], prefix[LB_PATH_MAX + 1];
         if (lb_path_join(file, sizeof file, u->input_dir, path) != LB_OK) {
@@ -320,10 +332,21 @@ int lb_task_upload_unpack(lb_upload *u, int *status, char *msg, size_t msgsz)
     u->inputs = c.out;
     c.out = NULL;
 out:
+    if (placed)
+        lb_unpack_place_release(u->place_key);
     if (root >= 0)
         close(root);
     cJSON_Delete(c.out);
     return rc;
+}
+
+void lb_task_upload_refuse(lb_req *r, int status, const char *msg)
+{
+    if (status == 429 || status == 503)
+        lb_http_error_hdr(r, status, status == 429 ? "too_many_unpacks" : "unpacks_busy", "Retry-After: 5\r\n",
+                          "%s", msg);
+    else
+        lb_http_error(r, status, NULL, "%s", msg);
 }
 
 /* The fields of a create form, checked: what the task asks for. */
@@ -420,7 +443,7 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
         if (rc != LB_OK) {
             if (status == 500)
                 lb_error("web: task %s: unpacking: %s", u->id, why);
-            lb_http_error(r, status, NULL, "%s", why);
+            lb_task_upload_refuse(r, status, why);
             return LB_E_INVAL;
         }
     }
@@ -468,6 +491,7 @@ int lb_task_upload_stream(lb_req *r, lb_upload *u, uint64_t max_upload)
     char boundary[LB_MP_BOUNDARY_MAX + 1];
     char *chunk = NULL;
     int ret = LB_E_INVAL;
+    lb_unpack_place_key(r, u->place_key, sizeof u->place_key);
     if (lb_mp_boundary(r->content_type, boundary, sizeof boundary) != LB_OK) {
         lb_http_drain(r);
         lb_http_error(r, 400, NULL, "The Content-Type has no valid multipart boundary.");
@@ -748,8 +772,13 @@ void lb_h_task_delete(lb_req *r)
         return;
     }
     snprintf(path, sizeof path, "%s/%s", cfg->artifacts_dir, r->id);
-    if (lb_rmtree(path) != LB_OK)
-        lb_warn("web: task %s: cannot remove %s completely: %s", r->id, path, strerror(errno));
+    /* one rename here; the files go in the trash's thread (task_trash.h),
+     * so a task with a million files holds no web thread */
+    if (lb_task_trash_put(cfg, path, r->id) != LB_OK) {
+        lb_warn("web: task %s: cannot move %s into the trash (%s): removing it here", r->id, path, strerror(errno));
+        if (lb_rmtree(path) != LB_OK)
+            lb_warn("web: task %s: cannot remove %s completely: %s", r->id, path, strerror(errno));
+    }
     char blob_err[700]; /* several nodes: its objects in the store too (no-op with local files) */
     if (lb_blob_task_delete(cfg, r->id, blob_err, sizeof blob_err) != LB_OK)
         lb_warn("web: task %s: its files in the object store are left: %s", r->id, blob_err);

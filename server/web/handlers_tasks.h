@@ -38,6 +38,7 @@ typedef struct lb_upload {
     char rel[LB_PATH_MAX + 1];
     cJSON *inputs;      /* [{path,size}] */
     size_t nfiles;
+    char place_key[112]; /* whose unpacking place (lb_unpack_place_key; LB_SLOT_KEY_MAX) */
     int http_status;    /* set with msg when a callback refuses */
     char msg[600];
 } lb_upload;
@@ -53,6 +54,9 @@ LB_MUST_CHECK int lb_task_upload_stream(lb_req *r, lb_upload *u, uint64_t max_up
  * contents, unpacked next to it (data/x.zip -> data/...). *status gets
  * the HTTP status of a failure, msg its sentence. */
 LB_MUST_CHECK int lb_task_upload_unpack(lb_upload *u, int *status, char *msg, size_t msgsz);
+/* Answers lb_task_upload_unpack's failure: a refused place (429, 503) as
+ * a JSON error with its code and Retry-After, the rest as they are. */
+void lb_task_upload_refuse(lb_req *r, int status, const char *msg);
 
 void lb_h_task_create(lb_req *r);
 void lb_h_task_list(lb_req *r);

@@ -1,9 +1,13 @@
 /* Unpacking uploaded archives safely; see unpack.h for the rules. */
 #include "web/unpack.h"
 
+#include "common/config.h"
 #include "common/path.h"
 #include "common/status.h"
 #include "common/util.h"
+#include "web/http.h"
+#include "web/request.h"
+#include "web/work_slots.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -375,4 +379,45 @@ out:
     if (old_locale)
         uselocale(old_locale);
     return rc;
+}
+
+/* ---- places: archives unpacked at once ---- */
+
+static lb_slots lb_unpack_slots = LB_SLOTS_INIT;
+
+int lb_unpack_place_take(const lb_config *cfg, const char *key)
+{
+    return lb_slots_take(&lb_unpack_slots, cfg->unpack_max_running, cfg->unpack_max_per_user, key);
+}
+
+void lb_unpack_place_release(const char *key)
+{
+    lb_slots_release(&lb_unpack_slots, key);
+}
+
+void lb_unpack_place_key(lb_req *r, char *key, size_t keysz)
+{
+    /* per user with users; without, per address (nginx's, never a header) */
+    const char *addr = lb_http_param(r, "REMOTE_ADDR");
+    if (r->user)
+        snprintf(key, keysz, "u:%s", r->user->name);
+    else
+        snprintf(key, keysz, "a:%s", addr && *addr ? addr : "?");
+}
+
+int lb_unpack_place_refusal(const lb_config *cfg, int rc, const char *key, char *msg, size_t msgsz,
+                            const char **code)
+{
+    if (rc == LB_E_TOOBIG) {
+        *code = "too_many_unpacks";
+        snprintf(msg, msgsz, "%s already has %d archives being unpacked, the most one may have "
+                 "(LLMBOX_UNPACK_MAX_PER_USER); nothing was kept: send it again once they are done.",
+                 key[0] == 'u' ? "This user" : "This client address", cfg->unpack_max_per_user);
+        return 429;
+    }
+    *code = "unpacks_busy";
+    snprintf(msg, msgsz, "The server is already unpacking %d archives, the most it unpacks at once so that "
+             "other requests are still answered (LLMBOX_UNPACK_MAX_RUNNING); nothing was kept: send it again "
+             "in a moment.", cfg->unpack_max_running);
+    return 503;
 }

@@ -24,6 +24,9 @@
 
 #include "common/status.h"
 
+struct lb_config;
+struct lb_req;
+
 #define LB_UNPACK_DEPTH_MAX 24      /* folders below the input root */
 
 typedef enum lb_archive_kind {
@@ -64,6 +67,22 @@ lb_archive_kind lb_archive_kind_of(const char *name);
  *   LB_E_IO, LB_E_NOMEM  our own failure (a 500)
  * err always gets a sentence for the client. What was written before a
  * failure stays: the caller removes the task folder. */
+/* Places for unpacking in a request's thread (work_slots.h): an archive
+ * of max_unpack_mb takes a thread for seconds, so one user sending many
+ * at once would take every thread. key is "u:" + the user's name, or
+ * "a:" + the client address without users (lb_unpack_place_key). LB_OK
+ * (give it back with lb_unpack_place_release), LB_E_TOOBIG (the key holds
+ * unpack_max_per_user places: a 429) or LB_E_BUSY (unpack_max_running are
+ * held: a 503). */
+LB_MUST_CHECK int lb_unpack_place_take(const struct lb_config *cfg, const char *key);
+void lb_unpack_place_release(const char *key);
+/* The place key of r's user or client address, into key (LB_SLOT_KEY_MAX). */
+void lb_unpack_place_key(struct lb_req *r, char *key, size_t keysz);
+/* The sentence for a refused place (rc of lb_unpack_place_take), and its
+ * JSON error code: too_many_unpacks (429) or unpacks_busy (503). */
+int lb_unpack_place_refusal(const struct lb_config *cfg, int rc, const char *key, char *msg, size_t msgsz,
+                            const char **code);
+
 LB_MUST_CHECK int lb_unpack(const char *archive_path, lb_archive_kind kind, const char *shown, int root_fd,
                             const char *prefix, const lb_unpack_limits *lim, lb_unpack_totals *tot,
                             lb_unpack_file_cb cb, void *arg, char *err, size_t errsz);

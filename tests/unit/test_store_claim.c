@@ -7,6 +7,7 @@
  * takes over its earlier process's items. Run on SQLite here and on
  * PostgreSQL by tests/integration/test_store_pg.py. */
 #include "store_down_claims.h"
+#include "store_down_fork_shares.h"
 #include "store_down_api_sandboxes.h"
 #include "store_down_tombstones.h"
 #include "store_where.h"
@@ -300,6 +301,7 @@ TEST(v11_database_migrates_to_the_claims)
     CHECK(insert_eval(s, e, 1000) == LB_OK && insert_group(s, g, 1, 1000) == LB_OK);
     lb_store_close(s);
     const char *down = LB_DOWN_V12_CLAIMS "UPDATE meta SET value = '11' WHERE key = 'schema_version'";
+    CHECK(tw_exec(db_path, lb_down_v15_fork_shares()) == LB_OK);
     CHECK(tw_exec(db_path, LB_DOWN_V14_API_SANDBOXES) == LB_OK);
     CHECK(tw_exec(db_path, lb_down_v13_tombstones()) == LB_OK);
     CHECK(tw_exec(db_path, down) == LB_OK);

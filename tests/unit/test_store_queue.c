@@ -3,6 +3,7 @@
  * a round goes back to the node that holds its sandbox). Run on
  * SQLite here and on PostgreSQL by tests/integration/test_store_pg.py. */
 #include "store_down_claims.h"
+#include "store_down_fork_shares.h"
 #include "store_down_api_sandboxes.h"
 #include "store_down_tombstones.h"
 #include "store_where.h"
@@ -344,6 +345,7 @@ TEST(v9_database_migrates_to_the_queue)
     CHECK(insert_task(s, id, 5) == LB_OK);
     lb_store_close(s);
     /* v12's claims (store_down_claims.h) and v11's column first, then v10 */
+    CHECK(tw_exec(db_path, lb_down_v15_fork_shares()) == LB_OK);
     CHECK(tw_exec(db_path, LB_DOWN_V14_API_SANDBOXES) == LB_OK);
     CHECK(tw_exec(db_path, lb_down_v13_tombstones()) == LB_OK);
     CHECK(tw_exec(db_path, LB_DOWN_V12_CLAIMS "ALTER TABLE tasks DROP COLUMN sandbox_node") == LB_OK);
@@ -490,6 +492,7 @@ TEST(v10_database_migrates_to_sandbox_nodes)
     char ran[33], local[33];
     CHECK(insert_task(s, ran, 5) == LB_OK && insert_task(s, local, 6) == LB_OK);
     lb_store_close(s);
+    CHECK(tw_exec(db_path, lb_down_v15_fork_shares()) == LB_OK);
     CHECK(tw_exec(db_path, LB_DOWN_V14_API_SANDBOXES) == LB_OK);
     CHECK(tw_exec(db_path, lb_down_v13_tombstones()) == LB_OK);
     CHECK(tw_exec(db_path, LB_DOWN_V12_CLAIMS "ALTER TABLE tasks DROP COLUMN sandbox_node;"

@@ -2,12 +2,14 @@
  * (server/store/store_round.h, schema v9). */
 #include "store_down_api_sandboxes.h"
 #include "store_down_claims.h"
+#include "store_down_fork_shares.h"
 #include "store_v1.h"
 #include "store_where.h"
 #include "testlib.h"
 
 #include "common/status.h"
 #include "common/util.h"
+#include "store/db.h"
 #include "store/store.h"
 #include "store/store_round.h"
 
@@ -272,6 +274,116 @@ TEST(a_fork_copies_the_conversation_up_to_its_round)
     lb_store_close(s);
 }
 
+/* a single number SQL gives on this test's database (-1: none) */
+static int64_t count_of(const char *sql)
+{
+    lb_db *db = NULL;
+    lb_db_stmt *st = NULL;
+    int64_t v = -1;
+    if (lb_db_open(db_path, &db) == LB_OK && lb_db_prepare(db, sql, 0, &st) == LB_OK && lb_db_step(st) == LB_DB_ROW)
+        v = lb_db_col_int64(st, 0);
+    lb_db_finalize(st);
+    lb_db_close(db);
+    return v;
+}
+
+/* the types of task id's events in order, "," after each, and their seqs */
+typedef struct ev_list {
+    char types[512];
+    int64_t seqs[64];
+    int n;
+} ev_list;
+
+static int ev_list_cb(void *arg, int64_t seq, int64_t ts_ms, const char *type, const char *data_json)
+{
+    ev_list *l = arg;
+    (void)ts_ms;
+    (void)data_json;
+    size_t k = strlen(l->types);
+    snprintf(l->types + k, sizeof l->types - k, "%s,", type);
+    if (l->n < 64)
+        l->seqs[l->n++] = seq;
+    return 0;
+}
+
+static const char *ev_types(lb_store *s, const char *id, ev_list *l)
+{
+    memset(l, 0, sizeof *l);
+    CHECK(lb_store_events_after(s, id, 0, 1000, ev_list_cb, l) == LB_OK);
+    for (int i = 1; i < l->n; i++)
+        CHECK(l->seqs[i] > l->seqs[i - 1]); /* in order, each once */
+    return l->types;
+}
+
+static void end_round(lb_store *s, const char *id, const char *type, const char *answer)
+{
+    int64_t seq = 0;
+    CHECK(lb_store_event_append(s, id, type, "{\"out\":\"a tool's output\"}", &seq) == LB_OK);
+    CHECK(lb_store_task_end(s, id, LB_TASK_SUCCEEDED, NULL, answer) == LB_OK);
+}
+
+static void next_round(lb_store *s, const char *id, int want)
+{
+    lb_round_new m = {.task_id = id, .prompt = "more"};
+    int n = 0;
+    CHECK(lb_store_round_begin(s, &m, &n) == LB_OK && n == want);
+}
+
+/* A fork stores no event of its source's: it reads them (the store grows
+ * by no event row per fork), appends its own after them, and keeps them
+ * when the source, or a fork between, is deleted. */
+TEST(a_fork_shares_its_sources_events)
+{
+    lb_store *s = open_fresh("forkshare");
+    CHECK(s != NULL);
+    char src[33], a[33], b[33], c[33];
+    ev_list l;
+    CHECK(insert_task(s, src, "ann") == LB_OK);
+    end_round(s, src, "t1", "one");
+    next_round(s, src, 2);
+    end_round(s, src, "t2", "two");
+    const char *want_src = "t1,done,round,t2,done,";
+    CHECK_STR(ev_types(s, src, &l), want_src);
+    int64_t rows = count_of("SELECT COUNT(*) FROM event_rows");
+    CHECK(rows == 5); /* each round: its event and the end's */
+    /* a at round 1, b at round 2, c of a after a's own round 2 */
+    CHECK(lb_random_hex(a, sizeof a, 16) == LB_OK && lb_random_hex(b, sizeof b, 16) == LB_OK);
+    lb_fork fa = {.src_id = src, .round = 1, .new_id = a, .owner = "bob"};
+    lb_fork fb = {.src_id = src, .round = 2, .new_id = b, .owner = "bob"};
+    CHECK(lb_store_task_fork(s, &fa) == LB_OK && lb_store_task_fork(s, &fb) == LB_OK);
+    CHECK(count_of("SELECT COUNT(*) FROM event_rows") == rows); /* no row copied */
+    CHECK_STR(ev_types(s, a, &l), "t1,done,");
+    CHECK_STR(ev_types(s, b, &l), want_src);
+    next_round(s, a, 2);
+    end_round(s, a, "a2", "a-two");
+    CHECK_STR(ev_types(s, a, &l), "t1,done,round,a2,done,");
+    CHECK(l.n == 5 && l.seqs[1] == 2 && l.seqs[2] == 3); /* its own after the shared ones */
+    CHECK_STR(ev_types(s, src, &l), want_src);          /* the source does not see the fork's */
+    CHECK(lb_random_hex(c, sizeof c, 16) == LB_OK);
+    lb_fork fc = {.src_id = a, .round = 2, .new_id = c};
+    CHECK(lb_store_task_fork(s, &fc) == LB_OK);
+    CHECK_STR(ev_types(s, c, &l), "t1,done,round,a2,done,");
+    rows = count_of("SELECT COUNT(*) FROM event_rows");
+    /* the source goes: b (round 2, the most) takes its rows, a and c keep reading them */
+    CHECK(lb_store_task_delete(s, src) == LB_OK);
+    CHECK_STR(ev_types(s, b, &l), want_src);
+    CHECK_STR(ev_types(s, a, &l), "t1,done,round,a2,done,");
+    CHECK_STR(ev_types(s, c, &l), "t1,done,round,a2,done,");
+    CHECK(count_of("SELECT COUNT(*) FROM event_rows") == rows);
+    /* then a, between b and c */
+    CHECK(lb_store_task_delete(s, a) == LB_OK);
+    CHECK_STR(ev_types(s, c, &l), "t1,done,round,a2,done,");
+    CHECK_STR(ev_types(s, b, &l), want_src);
+    /* b's round 2 rows, only b reads them: with b gone, c keeps what it reads */
+    CHECK(lb_store_task_delete(s, b) == LB_OK);
+    CHECK_STR(ev_types(s, c, &l), "t1,done,round,a2,done,");
+    CHECK(count_of("SELECT COUNT(*) FROM event_rows") == 5);
+    CHECK(lb_store_task_delete(s, c) == LB_OK);
+    CHECK(count_of("SELECT COUNT(*) FROM event_rows") == 0);
+    CHECK(count_of("SELECT COUNT(*) FROM event_shares") == 0);
+    lb_store_close(s);
+}
+
 /* A database of schema v8 (written before rounds) becomes v9: each task
  * a one-round conversation with its answer, usage and outputs; its
  * events round 1's. The v8 database is made by this build's own
@@ -292,6 +404,7 @@ TEST(v8_database_migrates_to_rounds)
      * service wrote, then the v9 migration */
     CHECK(lb_store_open(db_path, &s) == LB_OK);
     lb_store_close(s);
+    CHECK(tw_exec(db_path, lb_down_v15_fork_shares()) == LB_OK);
     CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
                        /* several nodes: v14's API sandboxes, v13's tombstones, v12's claims, v11's sandbox node, then v10's queue */
@@ -339,6 +452,7 @@ int main(void)
     RUN(kept_sandboxes_are_capped_across_tasks);
     RUN(shares_expire_and_go_with_their_task);
     RUN(a_fork_copies_the_conversation_up_to_its_round);
+    RUN(a_fork_shares_its_sources_events);
     /* SQLite's older schemas: PostgreSQL starts at version 9 */
     if (!tw_pg())
         RUN(v8_database_migrates_to_rounds);
