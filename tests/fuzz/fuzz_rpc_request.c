@@ -21,7 +21,7 @@ static void check_req(const char *frame, size_t len)
         if (req.timeout_ms < 0 || req.memory_mib < 0 || req.pids < 0 || req.ttl_s < 0 ||
             req.cpu_milli < 0 || req.disk_mib < 0 || (req.mode & ~0777))
             __builtin_trap();
-        if (req.image[0] && !lbsd_image_name_valid(req.image))
+        if (req.image[0] && !lbsd_image_spec_valid(req.image)) /* a name or a reference */
             __builtin_trap();
     }
     lbsd_req_free(&req);

@@ -240,7 +240,8 @@ def host_uid_ranges(d):
             p.expect(r >= base + ID_COUNT and (r - base) % ID_COUNT == 0 and r + ID_COUNT <= 1 << 31,
                      "range %d is not a slot above the image's (base %d) below 2^31" % (r, base))
         for sid, root, other in ((ids[0], roots[0], roots[1]), (ids[1], roots[1], roots[0])):
-            sh(c, sid, "sleep 30 >/dev/null 2>&1 & touch /tmp/r /testbed/r; useradd -u 1000 u1 "
+            # uid 1234: the image has E2B's `user` at 1000 already
+            sh(c, sid, "sleep 30 >/dev/null 2>&1 & touch /tmp/r /testbed/r; useradd -u 1234 u1 "
                        ">/dev/null 2>&1; su -s /bin/sh u1 -c 'touch /tmp/u' ; true")
             c.call({"op": "write", "id": sid, "path": "/testbed/output/w.txt"}, b"w\n")
             ns = pidns_of(c, sid)
@@ -255,7 +256,7 @@ def host_uid_ranges(d):
             p.expect(not any(other <= u < other + ID_COUNT for u in uids),
                      "sandbox %s runs inside the other's range" % sid[:8])
             top = "/proc/%d/root" % init_hostpid(ns)
-            want = {"/tmp/r": root, "/testbed/r": root, "/tmp/u": root + 1000,
+            want = {"/tmp/r": root, "/testbed/r": root, "/tmp/u": root + 1234,
                     "/testbed/output/w.txt": root, "/testbed/input/in.txt": root,
                     "/usr/bin/ls": root, "/etc/passwd": root}
             for path, uid in want.items():
@@ -266,7 +267,7 @@ def host_uid_ranges(d):
                     seen = repr(e)
                 p.expect(seen == (uid, uid), "%s in %s: host owner %r, want %d" % (path, sid[:8], seen, uid))
             inside = sh(c, sid, "stat -c %u:%g /usr/bin/ls /etc/shadow /testbed/input/in.txt /tmp/u")
-            p.expect(inside == "0:0\n0:42\n0:0\n1000:1000\n", "owners seen inside: %r" % inside)
+            p.expect(inside == "0:0\n0:42\n0:0\n1234:1234\n", "owners seen inside: %r" % inside)
         for s in ids:
             c.destroy(s)
     p.raise_if()
