@@ -216,13 +216,13 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBOBJ)
 build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/stateio/stateio_path.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
-build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/common/image_ref.o
+build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/common/image_ref.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
 build-fuzz/fuzz_reg_challenge: tests/fuzz/fuzz_reg_challenge.c build-fuzz/obj/server/images/registry_auth.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson -lcrypto
 
-build-fuzz/fuzz_dockerfile: tests/fuzz/fuzz_dockerfile.c build-fuzz/obj/server/images/dockerfile_parse.o build-fuzz/obj/server/common/buf.o build-fuzz/obj/server/common/path.o build-fuzz/obj/server/common/utf8.o build-fuzz/obj/server/common/status.o
+build-fuzz/fuzz_dockerfile: tests/fuzz/fuzz_dockerfile.c build-fuzz/obj/server/images/dockerfile_parse.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/buf.o build-fuzz/obj/server/common/path.o build-fuzz/obj/server/common/utf8.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
 
 # the unpacker's name check (server/unpack/) is not in LIBOBJ either

@@ -1,23 +1,12 @@
 /* Image references: parse, normalize, format, and the file name of one
  * (image_ref.h). The grammar is the distribution spec's reference grammar
  * (Docker's "reference" package), narrowed to sha256 digests. */
+#include "common/util.h"
 #include "common/image_ref.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
 
 static int is_lower_alnum(char c)
 {
@@ -39,19 +28,19 @@ static int is_hex_lower(char c)
 static int component_ok(const char *s, size_t n, char *msg, size_t msgsz)
 {
     if (n == 0) {
-        say(msg, msgsz, "The image reference has an empty path component (\"//\", or a '/' at an end).");
+        lb_say(msg, msgsz, "The image reference has an empty path component (\"//\", or a '/' at an end).");
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c >= 'A' && c <= 'Z') {
-            say(msg, msgsz, "An image repository name must be lowercase.");
+            lb_say(msg, msgsz, "An image repository name must be lowercase.");
             return 0;
         }
         if (is_lower_alnum(c))
             continue;
         if (c != '.' && c != '_' && c != '-') {
-            say(msg, msgsz, "An image repository name may hold only lowercase letters, digits, '.', '_', '-' and '/'.");
+            lb_say(msg, msgsz, "An image repository name may hold only lowercase letters, digits, '.', '_', '-' and '/'.");
             return 0;
         }
         /* a separator run: one '.', one or two '_', or any number of '-',
@@ -62,7 +51,7 @@ static int component_ok(const char *s, size_t n, char *msg, size_t msgsz)
         size_t run = j - i;
         if (i == 0 || j == n || (c == '.' && run > 1) || (c == '_' && run > 2) ||
             !is_lower_alnum(s[j])) {
-            say(msg, msgsz, "An image repository name's parts must start and end with a letter or digit, "
+            lb_say(msg, msgsz, "An image repository name's parts must start and end with a letter or digit, "
                             "with single '.', one or two '_' or dashes between.");
             return 0;
         }
@@ -80,12 +69,12 @@ static int host_ok(const char *s, size_t n, char *out, size_t outsz, char *msg, 
     if (n && s[0] == '[') {
         const char *close = memchr(s, ']', n);
         if (!close || close == s + 1) {
-            say(msg, msgsz, "The image registry's IPv6 address is not closed with ']'.");
+            lb_say(msg, msgsz, "The image registry's IPv6 address is not closed with ']'.");
             return 0;
         }
         for (const char *p = s + 1; p < close; p++)
             if (!is_hex_lower(*p) && !(*p >= 'A' && *p <= 'F') && *p != ':' && *p != '.') {
-                say(msg, msgsz, "The image registry's IPv6 address may hold only hex digits, ':' and '.'.");
+                lb_say(msg, msgsz, "The image registry's IPv6 address may hold only hex digits, ':' and '.'.");
                 return 0;
             }
         i = (size_t)(close - s) + 1;
@@ -95,50 +84,50 @@ static int host_ok(const char *s, size_t n, char *out, size_t outsz, char *msg, 
             char c = s[i];
             if (c == '.') {
                 if (label == 0 || s[i - 1] == '-') {
-                    say(msg, msgsz, "The image registry's host name has an empty label or one ending in '-'.");
+                    lb_say(msg, msgsz, "The image registry's host name has an empty label or one ending in '-'.");
                     return 0;
                 }
                 label = 0;
                 continue;
             }
             if (!is_alnum(c) && c != '-') {
-                say(msg, msgsz, "The image registry's host name may hold only letters, digits, '-' and '.'.");
+                lb_say(msg, msgsz, "The image registry's host name may hold only letters, digits, '-' and '.'.");
                 return 0;
             }
             if (c == '-' && label == 0) {
-                say(msg, msgsz, "A label of the image registry's host name starts with '-'.");
+                lb_say(msg, msgsz, "A label of the image registry's host name starts with '-'.");
                 return 0;
             }
             if (++label > 63) {
-                say(msg, msgsz, "A label of the image registry's host name is longer than 63 characters.");
+                lb_say(msg, msgsz, "A label of the image registry's host name is longer than 63 characters.");
                 return 0;
             }
         }
         if (label == 0 || s[i - 1] == '-') {
-            say(msg, msgsz, "The image registry's host name is empty or ends in '.' or '-'.");
+            lb_say(msg, msgsz, "The image registry's host name is empty or ends in '.' or '-'.");
             return 0;
         }
     }
     if (i < n) {
         if (s[i] != ':' || i + 1 == n || n - i - 1 > 5) {
-            say(msg, msgsz, "The image registry's port must be a number from 1 to 65535.");
+            lb_say(msg, msgsz, "The image registry's port must be a number from 1 to 65535.");
             return 0;
         }
         long port = 0;
         for (size_t j = i + 1; j < n; j++) {
             if (s[j] < '0' || s[j] > '9') {
-                say(msg, msgsz, "The image registry's port must be a number from 1 to 65535.");
+                lb_say(msg, msgsz, "The image registry's port must be a number from 1 to 65535.");
                 return 0;
             }
             port = port * 10 + (s[j] - '0');
         }
         if (port < 1 || port > 65535 || s[i + 1] == '0') {
-            say(msg, msgsz, "The image registry's port must be a number from 1 to 65535.");
+            lb_say(msg, msgsz, "The image registry's port must be a number from 1 to 65535.");
             return 0;
         }
     }
     if (n >= outsz) {
-        say(msg, msgsz, "The image registry's name is too long.");
+        lb_say(msg, msgsz, "The image registry's name is too long.");
         return 0;
     }
     for (size_t j = 0; j < n; j++)
@@ -179,12 +168,12 @@ int lb_image_ref_parse(const char *s, unsigned flags, lb_image_ref *out, char *m
     lb_image_ref r;
     memset(&r, 0, sizeof r);
     if (!s || !*s) {
-        say(msg, msgsz, "The image reference is empty.");
+        lb_say(msg, msgsz, "The image reference is empty.");
         return LB_E_INVAL;
     }
     size_t n = strnlen(s, LB_IMAGE_REF_INPUT_MAX + 1);
     if (n > LB_IMAGE_REF_INPUT_MAX) {
-        say(msg, msgsz, "The image reference is longer than %d bytes.", LB_IMAGE_REF_INPUT_MAX);
+        lb_say(msg, msgsz, "The image reference is longer than %d bytes.", LB_IMAGE_REF_INPUT_MAX);
         return LB_E_TOOBIG;
     }
     /* the digest: after the last '@' */
@@ -193,7 +182,7 @@ int lb_image_ref_parse(const char *s, unsigned flags, lb_image_ref *out, char *m
     if (at) {
         size_t dn = n - (size_t)(at - s) - 1;
         if (memchr(at + 1, '@', dn) || !digest_ok(at + 1, dn)) {
-            say(msg, msgsz, "An image digest must be \"sha256:\" followed by 64 lowercase hex digits.");
+            lb_say(msg, msgsz, "An image digest must be \"sha256:\" followed by 64 lowercase hex digits.");
             return LB_E_INVAL;
         }
         memcpy(r.digest, at + 1, dn);
@@ -209,7 +198,7 @@ int lb_image_ref_parse(const char *s, unsigned flags, lb_image_ref *out, char *m
     if (colon) {
         size_t tn = name_end - (size_t)(colon - s) - 1;
         if (!tag_ok(colon + 1, tn)) {
-            say(msg, msgsz, "An image tag must be 1 to 128 of letters, digits, '_', '.' and '-', "
+            lb_say(msg, msgsz, "An image tag must be 1 to 128 of letters, digits, '_', '.' and '-', "
                             "not starting with '.' or '-'.");
             return LB_E_INVAL;
         }
@@ -217,7 +206,7 @@ int lb_image_ref_parse(const char *s, unsigned flags, lb_image_ref *out, char *m
         name_end = (size_t)(colon - s);
     }
     if (name_end == 0) {
-        say(msg, msgsz, "The image reference has no name.");
+        lb_say(msg, msgsz, "The image reference has no name.");
         return LB_E_INVAL;
     }
     /* the registry: the first part, when it looks like one and more follows */
@@ -236,7 +225,7 @@ int lb_image_ref_parse(const char *s, unsigned flags, lb_image_ref *out, char *m
             start = i + 1;
         }
     if (rn > LB_IMAGE_REF_MAX) {
-        say(msg, msgsz, "The image name is longer than %d bytes.", LB_IMAGE_REF_MAX);
+        lb_say(msg, msgsz, "The image name is longer than %d bytes.", LB_IMAGE_REF_MAX);
         return LB_E_TOOBIG;
     }
     int prefix = 0;
@@ -247,13 +236,13 @@ int lb_image_ref_parse(const char *s, unsigned flags, lb_image_ref *out, char *m
     if (!strcmp(r.host, "docker.io") && !memchr(name, '/', rn))
         prefix = 1; /* Docker Hub's official images live under library/ */
     if (rn + (prefix ? 8 : 0) > LB_IMAGE_REF_MAX) {
-        say(msg, msgsz, "The image name is longer than %d bytes.", LB_IMAGE_REF_MAX);
+        lb_say(msg, msgsz, "The image name is longer than %d bytes.", LB_IMAGE_REF_MAX);
         return LB_E_TOOBIG;
     }
     snprintf(r.repo, sizeof r.repo, "%s%.*s", prefix ? "library/" : "", (int)rn, name);
     if (!r.host[0]) {
         if (r.digest[0]) {
-            say(msg, msgsz, "A local image name cannot carry a digest; name a registry to pull by digest.");
+            lb_say(msg, msgsz, "A local image name cannot carry a digest; name a registry to pull by digest.");
             return LB_E_INVAL;
         }
         if (!strcmp(r.tag, "latest"))
@@ -263,7 +252,7 @@ int lb_image_ref_parse(const char *s, unsigned flags, lb_image_ref *out, char *m
     }
     char text[LB_IMAGE_REF_MAX + 1];
     if (lb_image_ref_format(&r, text, sizeof text) != LB_OK) {
-        say(msg, msgsz, "The image reference is longer than %d bytes once normalized.", LB_IMAGE_REF_MAX);
+        lb_say(msg, msgsz, "The image reference is longer than %d bytes once normalized.", LB_IMAGE_REF_MAX);
         return LB_E_TOOBIG;
     }
     *out = r;
@@ -307,13 +296,13 @@ int lb_image_ref_from_file_name(const char *name, lb_image_ref *out, char *msg, 
     char text[LB_IMAGE_REF_MAX + 1];
     size_t n = name ? strnlen(name, sizeof text) : 0;
     if (!n || n > LB_IMAGE_REF_MAX) {
-        say(msg, msgsz, "The file name is not one of an image reference.");
+        lb_say(msg, msgsz, "The file name is not one of an image reference.");
         return LB_E_INVAL;
     }
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
         if (c == '/' || c == ':' || c == '@') {
-            say(msg, msgsz, "The file name is not one of an image reference.");
+            lb_say(msg, msgsz, "The file name is not one of an image reference.");
             return LB_E_INVAL;
         }
         text[i] = c == '+' ? '/' : c == '=' ? ':' : c == ',' ? '@' : c;
@@ -326,7 +315,7 @@ int lb_image_ref_from_file_name(const char *name, lb_image_ref *out, char *msg, 
     /* only the name we would have written: one reference, one file name */
     char back[LB_IMAGE_REF_MAX + 1];
     if (lb_image_ref_file_name(&r, back, sizeof back) != LB_OK || strcmp(back, name)) {
-        say(msg, msgsz, "The file name is not the normalized name of an image reference.");
+        lb_say(msg, msgsz, "The file name is not the normalized name of an image reference.");
         return LB_E_INVAL;
     }
     *out = r;

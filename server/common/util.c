@@ -2,6 +2,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -274,4 +275,14 @@ int lb_thread_detached(void *(*fn)(void *), void *arg)
     int e = pthread_create(&t, &at, fn, arg);
     pthread_attr_destroy(&at);
     return e ? LB_E_NOMEM : LB_OK;
+}
+
+void lb_say(char *msg, size_t msgsz, const char *fmt, ...)
+{
+    if (!msg || !msgsz)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msgsz, fmt, ap);
+    va_end(ap);
 }

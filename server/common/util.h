@@ -34,6 +34,9 @@ LB_MUST_CHECK int lb_read_file(const char *path, size_t max, char **data, size_t
 LB_MUST_CHECK int lb_mkdirs(const char *path, int mode);
 /* rm -rf that never follows symlinks and never crosses mount points. */
 LB_MUST_CHECK int lb_rmtree(const char *path);
+/* Writes a sentence for a person into msg (the "char *msg, size_t msgsz"
+ * of a failing call); a NULL msg or a size of 0 writes nothing. */
+void lb_say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Starts fn(arg) on a detached thread (a stack of 256 KiB: the service's
  * helper threads loop on small work): LB_OK or LB_E_NOMEM. */
 LB_MUST_CHECK int lb_thread_detached(void *(*fn)(void *), void *arg);

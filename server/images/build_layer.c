@@ -1,6 +1,7 @@
 /* A saved state into an OCI layer tar (build_layer.h). */
 #include "images/build_layer.h"
 
+#include "common/util.h"
 #include "common/path.h"
 
 #include <archive.h>
@@ -14,18 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
 
 typedef struct sink {
     int fd;
@@ -74,7 +63,7 @@ static int entry_ok(struct archive_entry *e, char *rel, size_t relsz, char *msg,
 {
     const char *p = archive_entry_pathname(e);
     if (!p || strncmp(p, "layer/", 6)) {
-        say(msg, msgsz, "The saved state has an entry outside layer/: %.200s.", p ? p : "(no name)");
+        lb_say(msg, msgsz, "The saved state has an entry outside layer/: %.200s.", p ? p : "(no name)");
         return LB_E_INVAL;
     }
     p += 6;
@@ -86,16 +75,16 @@ static int entry_ok(struct archive_entry *e, char *rel, size_t relsz, char *msg,
         return LB_OK; /* layer/ itself */
     }
     if (lb_path_clean_rel(p, n, rel, relsz) != LB_OK) {
-        say(msg, msgsz, "The saved state's entry layer/%.200s is not a clean path.", p);
+        lb_say(msg, msgsz, "The saved state's entry layer/%.200s is not a clean path.", p);
         return LB_E_INVAL;
     }
     if (archive_entry_hardlink(e)) {
-        say(msg, msgsz, "The saved state's entry layer/%.200s is a hard link.", rel);
+        lb_say(msg, msgsz, "The saved state's entry layer/%.200s is a hard link.", rel);
         return LB_E_INVAL;
     }
     mode_t t = archive_entry_filetype(e);
     if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) {
-        say(msg, msgsz, "The saved state's entry layer/%.200s is not a folder, a file or a symlink.", rel);
+        lb_say(msg, msgsz, "The saved state's entry layer/%.200s is not a folder, a file or a symlink.", rel);
         return LB_E_INVAL;
     }
     return LB_OK;
@@ -106,7 +95,7 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
 {
     char tmp[4200];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= sizeof tmp) {
-        say(msg, msgsz, "The layer's path is too long.");
+        lb_say(msg, msgsz, "The layer's path is too long.");
         return LB_E_TOOBIG;
     }
     struct archive *in = archive_read_new(), *wr = archive_write_new();
@@ -123,20 +112,20 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
     archive_read_support_filter_zstd(in);
     archive_read_support_filter_gzip(in);
     if (archive_read_open_filename(in, state_path, 65536) != ARCHIVE_OK) {
-        say(msg, msgsz, "Cannot read the saved state %s: %s.", state_path, archive_error_string(in));
+        lb_say(msg, msgsz, "Cannot read the saved state %s: %s.", state_path, archive_error_string(in));
         rc = LB_E_IO;
         goto out;
     }
     s.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (s.fd < 0) {
-        say(msg, msgsz, "Cannot write %s: %s.", tmp, strerror(errno));
+        lb_say(msg, msgsz, "Cannot write %s: %s.", tmp, strerror(errno));
         rc = LB_E_IO;
         goto out;
     }
     /* the ustar/pax form tools read; no compression: the layer's digest is its diff_id */
     if (archive_write_set_format_pax_restricted(wr) != ARCHIVE_OK || archive_write_set_bytes_in_last_block(wr, 1) ||
         archive_write_open2(wr, &s, NULL, sink_write, NULL, NULL) != ARCHIVE_OK) {
-        say(msg, msgsz, "Cannot start the layer: %s.", archive_error_string(wr));
+        lb_say(msg, msgsz, "Cannot start the layer: %s.", archive_error_string(wr));
         rc = LB_E_IO;
         goto out;
     }
@@ -146,7 +135,7 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
         if (r == ARCHIVE_EOF)
             break;
         if (r != ARCHIVE_OK) {
-            say(msg, msgsz, "The saved state is damaged: %s.", archive_error_string(in));
+            lb_say(msg, msgsz, "The saved state is damaged: %s.", archive_error_string(in));
             rc = LB_E_INVAL;
             goto out;
         }
@@ -159,13 +148,13 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
         if (!rel[0] || sandbox_own(rel))
             continue;
         if (++entries > LB_BUILD_LAYER_ENTRIES_MAX) {
-            say(msg, msgsz, "The saved state has more than %d entries.", LB_BUILD_LAYER_ENTRIES_MAX);
+            lb_say(msg, msgsz, "The saved state has more than %d entries.", LB_BUILD_LAYER_ENTRIES_MAX);
             rc = LB_E_TOOBIG;
             goto out;
         }
         long long sz = archive_entry_filetype(e) == AE_IFREG ? archive_entry_size(e) : 0;
         if (sz < 0 || sz > max_bytes - bytes) {
-            say(msg, msgsz, "The saved state's files are more than %lld bytes together (at layer/%.200s).", max_bytes,
+            lb_say(msg, msgsz, "The saved state's files are more than %lld bytes together (at layer/%.200s).", max_bytes,
                 rel);
             rc = LB_E_TOOBIG;
             goto out;
@@ -175,20 +164,20 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
         /* setuid and setgid do not carry into an image (a restore drops them too) */
         archive_entry_set_perm(e, archive_entry_perm(e) & 01777);
         if (archive_write_header(wr, e) != ARCHIVE_OK) {
-            say(msg, msgsz, "Cannot write the layer's entry %.200s: %s.", rel, archive_error_string(wr));
+            lb_say(msg, msgsz, "Cannot write the layer's entry %.200s: %s.", rel, archive_error_string(wr));
             rc = LB_E_IO;
             goto out;
         }
         for (long long left = sz; left > 0;) {
             la_ssize_t k = archive_read_data(in, buf, 65536);
             if (k <= 0 || k > left) {
-                say(msg, msgsz, "The saved state's file layer/%.200s is cut short or longer than its header says.",
+                lb_say(msg, msgsz, "The saved state's file layer/%.200s is cut short or longer than its header says.",
                     rel);
                 rc = LB_E_INVAL;
                 goto out;
             }
             if (archive_write_data(wr, buf, (size_t)k) != k) {
-                say(msg, msgsz, "Cannot write the layer's file %.200s: %s.", rel, archive_error_string(wr));
+                lb_say(msg, msgsz, "Cannot write the layer's file %.200s: %s.", rel, archive_error_string(wr));
                 rc = LB_E_IO;
                 goto out;
             }
@@ -196,7 +185,7 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
         }
     }
     if (archive_write_close(wr) != ARCHIVE_OK || s.failed || fsync(s.fd)) {
-        say(msg, msgsz, "Cannot finish the layer %s: %s.", tmp, strerror(errno));
+        lb_say(msg, msgsz, "Cannot finish the layer %s: %s.", tmp, strerror(errno));
         rc = LB_E_IO;
         goto out;
     }
@@ -210,7 +199,7 @@ int lb_build_layer_from_state(const char *state_path, const char *out_path, long
     out->entries = entries;
     if (close(s.fd) || rename(tmp, out_path)) {
         s.fd = -1;
-        say(msg, msgsz, "Cannot store the layer %s: %s.", out_path, strerror(errno));
+        lb_say(msg, msgsz, "Cannot store the layer %s: %s.", out_path, strerror(errno));
         rc = LB_E_IO;
         goto out;
     }

@@ -1,6 +1,7 @@
 /* The Dockerfile parser and variable expansion (dockerfile_parse.h). */
 #include "images/dockerfile_parse.h"
 
+#include "common/util.h"
 #include "common/buf.h"
 #include "common/path.h"
 
@@ -23,18 +24,6 @@ static const struct {
 /* Docker's other instructions: named as such in the refusal */
 static const char *const UNSUPPORTED[] = {"CMD", "ENTRYPOINT", "EXPOSE", "VOLUME", "ONBUILD", "STOPSIGNAL",
                                           "HEALTHCHECK", "MAINTAINER"};
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
 
 const char *lb_df_kind_name(lb_df_kind k)
 {
@@ -145,7 +134,7 @@ static int split_quoted(lb_df_step *s, const char *p, char esc, char *msg, size_
             rc = rc ? rc : lb_buf_append(&w, &c, 1);
         }
         if (q) {
-            say(msg, msgsz, "Dockerfile:%d: %s has an unclosed quote.", line, lb_df_kind_name(s->kind));
+            lb_say(msg, msgsz, "Dockerfile:%d: %s has an unclosed quote.", line, lb_df_kind_name(s->kind));
             rc = LB_E_INVAL;
         }
         if (!rc)
@@ -196,7 +185,7 @@ static int source_ok(const lb_df_step *s, const char *src, char *msg, size_t msg
 {
     const char *k = lb_df_kind_name(s->kind);
     if (strstr(src, "://") || !strncmp(src, "git@", 4)) {
-        say(msg, msgsz, "Dockerfile:%d: %s takes files from the build context only, not from a URL; "
+        lb_say(msg, msgsz, "Dockerfile:%d: %s takes files from the build context only, not from a URL; "
                         "download in a RUN step.", line, k);
         return LB_E_INVAL;
     }
@@ -209,7 +198,7 @@ static int source_ok(const lb_df_step *s, const char *src, char *msg, size_t msg
         return LB_OK;
     char clean[LB_PATH_MAX + 1];
     if (lb_path_clean_rel(p, strlen(p), clean, sizeof clean) != LB_OK) {
-        say(msg, msgsz, "Dockerfile:%d: %s's source %.200s is not a path inside the build context.", line, k, src);
+        lb_say(msg, msgsz, "Dockerfile:%d: %s's source %.200s is not a path inside the build context.", line, k, src);
         return LB_E_INVAL;
     }
     return LB_OK;
@@ -238,7 +227,7 @@ static int flags(lb_df_step *s, const char **rest, char *msg, size_t msgsz, int 
                    !strncmp(v, "linux/amd64", 11)) {
             /* the only platform llmbox runs */
         } else {
-            say(msg, msgsz, "Dockerfile:%d: %s %.*s is not supported%s.", line, k, (int)(kl > 40 ? 40 : kl), p,
+            lb_say(msg, msgsz, "Dockerfile:%d: %s %.*s is not supported%s.", line, k, (int)(kl > 40 ? 40 : kl), p,
                 copy && kl == 6 && !strncmp(p, "--from", 6) ? " (multi-stage builds are not)" : "");
             return LB_E_INVAL;
         }
@@ -258,7 +247,7 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
     while ((p[wl] >= 'A' && p[wl] <= 'Z') || (p[wl] >= 'a' && p[wl] <= 'z'))
         wl++;
     if (!wl || (p[wl] && !is_space(p[wl]))) {
-        say(msg, msgsz, "Dockerfile:%d: a line must start with an instruction.", line);
+        lb_say(msg, msgsz, "Dockerfile:%d: a line must start with an instruction.", line);
         return LB_E_INVAL;
     }
     lb_df_kind kind = 0;
@@ -273,15 +262,15 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         up[n] = '\0';
         for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof UNSUPPORTED[0]; i++)
             if (!strcmp(up, UNSUPPORTED[i])) {
-                say(msg, msgsz, "Dockerfile:%d: %s is not supported by llmbox's builder (it takes FROM, RUN, COPY, "
+                lb_say(msg, msgsz, "Dockerfile:%d: %s is not supported by llmbox's builder (it takes FROM, RUN, COPY, "
                                 "ADD, ENV, ARG, WORKDIR, USER, LABEL and SHELL).", line, up);
                 return LB_E_INVAL;
             }
-        say(msg, msgsz, "Dockerfile:%d: unknown instruction %s%s.", line, up, wl > n ? "..." : "");
+        lb_say(msg, msgsz, "Dockerfile:%d: unknown instruction %s%s.", line, up, wl > n ? "..." : "");
         return LB_E_INVAL;
     }
     if (df->n >= LB_DF_STEPS_MAX) {
-        say(msg, msgsz, "Dockerfile:%d: more than %d instructions.", line, LB_DF_STEPS_MAX);
+        lb_say(msg, msgsz, "Dockerfile:%d: more than %d instructions.", line, LB_DF_STEPS_MAX);
         return LB_E_TOOBIG;
     }
     const char *k = lb_df_kind_name(kind);
@@ -293,20 +282,20 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
     while (is_space(*rest))
         rest++;
     if (!*rest) {
-        say(msg, msgsz, "Dockerfile:%d: %s needs arguments.", line, k);
+        lb_say(msg, msgsz, "Dockerfile:%d: %s needs arguments.", line, k);
         return LB_E_INVAL;
     }
     if (kind == LB_DF_FROM && df->from_index >= 0) {
-        say(msg, msgsz, "Dockerfile:%d: a second FROM: multi-stage builds are not supported.", line);
+        lb_say(msg, msgsz, "Dockerfile:%d: a second FROM: multi-stage builds are not supported.", line);
         return LB_E_INVAL;
     }
     if (kind != LB_DF_FROM && kind != LB_DF_ARG && df->from_index < 0) {
-        say(msg, msgsz, "Dockerfile:%d: %s before FROM; only ARG may come before it.", line, k);
+        lb_say(msg, msgsz, "Dockerfile:%d: %s before FROM; only ARG may come before it.", line, k);
         return LB_E_INVAL;
     }
     int rc = LB_OK;
     if (kind == LB_DF_RUN && !strncmp(rest, "--", 2)) {
-        say(msg, msgsz, "Dockerfile:%d: RUN %.*s is not supported.", line, (int)strcspn(rest, " \t="), rest);
+        lb_say(msg, msgsz, "Dockerfile:%d: RUN %.*s is not supported.", line, (int)strcspn(rest, " \t="), rest);
         return LB_E_INVAL;
     }
     if ((kind == LB_DF_COPY || kind == LB_DF_ADD || kind == LB_DF_FROM) && (rc = flags(s, &rest, msg, msgsz, line)))
@@ -317,7 +306,7 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         if ((rc = split_plain(s, rest)))
             break;
         if (!(s->argc == 1 || (s->argc == 3 && !strcasecmp(s->argv[1], "AS") && name_ok(s->argv[2], strlen(s->argv[2]))))) {
-            say(msg, msgsz, "Dockerfile:%d: FROM takes an image and optionally AS and a name.", line);
+            lb_say(msg, msgsz, "Dockerfile:%d: FROM takes an image and optionally AS and a name.", line);
             return LB_E_INVAL;
         }
         break;
@@ -325,13 +314,13 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         if (!try_exec_form(s, rest, &rc) && !rc)
             rc = add_arg(s, rest, strlen(rest));
         if (!rc && !s->argc) {
-            say(msg, msgsz, "Dockerfile:%d: RUN has an empty command.", line);
+            lb_say(msg, msgsz, "Dockerfile:%d: RUN has an empty command.", line);
             return LB_E_INVAL;
         }
         break;
     case LB_DF_SHELL:
         if (!try_exec_form(s, rest, &rc) || rc || !s->argc) {
-            say(msg, msgsz, "Dockerfile:%d: SHELL takes a JSON array of strings, such as [\"/bin/bash\", \"-c\"].",
+            lb_say(msg, msgsz, "Dockerfile:%d: SHELL takes a JSON array of strings, such as [\"/bin/bash\", \"-c\"].",
                 line);
             return rc ? rc : LB_E_INVAL;
         }
@@ -343,7 +332,7 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         if (rc)
             break;
         if (s->argc < 2) {
-            say(msg, msgsz, "Dockerfile:%d: %s takes one or more sources and a destination.", line, k);
+            lb_say(msg, msgsz, "Dockerfile:%d: %s takes one or more sources and a destination.", line, k);
             return LB_E_INVAL;
         }
         for (int i = 0; i < s->argc - 1; i++)
@@ -359,7 +348,7 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
             while (is_space(*v))
                 v++;
             if (!name_ok(rest, first) || !*v) {
-                say(msg, msgsz, "Dockerfile:%d: ENV takes NAME=value pairs (or NAME and a value).", line);
+                lb_say(msg, msgsz, "Dockerfile:%d: ENV takes NAME=value pairs (or NAME and a value).", line);
                 return LB_E_INVAL;
             }
             lb_buf kv;
@@ -377,7 +366,7 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
             const char *eq = strchr(s->argv[i], '=');
             size_t nl = eq ? (size_t)(eq - s->argv[i]) : 0;
             if (!eq || !nl || (kind == LB_DF_ENV && !name_ok(s->argv[i], nl))) {
-                say(msg, msgsz, "Dockerfile:%d: %s takes NAME=value pairs; \"%.60s\" is not one.", line, k,
+                lb_say(msg, msgsz, "Dockerfile:%d: %s takes NAME=value pairs; \"%.60s\" is not one.", line, k,
                     s->argv[i]);
                 return LB_E_INVAL;
             }
@@ -390,7 +379,7 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         for (int i = 0; i < s->argc; i++) {
             size_t nl = strcspn(s->argv[i], "=");
             if (!name_ok(s->argv[i], nl)) {
-                say(msg, msgsz, "Dockerfile:%d: ARG takes NAME or NAME=default; \"%.60s\" is not one.", line,
+                lb_say(msg, msgsz, "Dockerfile:%d: ARG takes NAME or NAME=default; \"%.60s\" is not one.", line,
                     s->argv[i]);
                 return LB_E_INVAL;
             }
@@ -406,9 +395,9 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
     }
     }
     if (rc == LB_E_TOOBIG)
-        say(msg, msgsz, "Dockerfile:%d: %s has more than %d arguments.", line, k, LB_DF_ARGS_MAX);
+        lb_say(msg, msgsz, "Dockerfile:%d: %s has more than %d arguments.", line, k, LB_DF_ARGS_MAX);
     else if (rc)
-        say(msg, msgsz, "Dockerfile:%d: out of memory.", line);
+        lb_say(msg, msgsz, "Dockerfile:%d: out of memory.", line);
     return rc;
 }
 
@@ -417,11 +406,11 @@ int lb_dockerfile_parse(const char *text, size_t n, lb_dockerfile *out, char *ms
     memset(out, 0, sizeof *out);
     out->from_index = -1;
     if (n > LB_DF_FILE_MAX) {
-        say(msg, msgsz, "Dockerfile:1: the file is larger than %d bytes.", LB_DF_FILE_MAX);
+        lb_say(msg, msgsz, "Dockerfile:1: the file is larger than %d bytes.", LB_DF_FILE_MAX);
         return LB_E_TOOBIG;
     }
     if (memchr(text, '\0', n)) {
-        say(msg, msgsz, "Dockerfile:1: the file holds a NUL byte; it is not text.");
+        lb_say(msg, msgsz, "Dockerfile:1: the file holds a NUL byte; it is not text.");
         return LB_E_INVAL;
     }
     out->steps = calloc(LB_DF_STEPS_MAX, sizeof *out->steps);
@@ -458,7 +447,7 @@ int lb_dockerfile_parse(const char *text, size_t n, lb_dockerfile *out, char *ms
                     if (dl == 8 && (d[7] == '\\' || d[7] == '`')) {
                         esc = d[7];
                     } else {
-                        say(msg, msgsz, "Dockerfile:%d: the escape directive takes \\ or `.", line);
+                        lb_say(msg, msgsz, "Dockerfile:%d: the escape directive takes \\ or `.", line);
                         rc = LB_E_INVAL;
                     }
                     continue;
@@ -478,7 +467,7 @@ int lb_dockerfile_parse(const char *text, size_t n, lb_dockerfile *out, char *ms
             t--;
         int cont = t > b && l[t - 1] == esc;
         if ((rc = lb_buf_append(&logical, l + b, cont ? t - 1 - b : (open ? ll - b : t - b)))) {
-            say(msg, msgsz, "Dockerfile:%d: an instruction longer than %d bytes.", start, LB_DF_LINE_MAX);
+            lb_say(msg, msgsz, "Dockerfile:%d: an instruction longer than %d bytes.", start, LB_DF_LINE_MAX);
             break;
         }
         if (cont) {
@@ -493,7 +482,7 @@ int lb_dockerfile_parse(const char *text, size_t n, lb_dockerfile *out, char *ms
         rc = parse_step(out, logical.data, start, esc, msg, msgsz);
     lb_buf_free(&logical);
     if (!rc && out->from_index < 0) {
-        say(msg, msgsz, "Dockerfile:%d: there is no FROM.", line ? line : 1);
+        lb_say(msg, msgsz, "Dockerfile:%d: there is no FROM.", line ? line : 1);
         rc = LB_E_INVAL;
     }
     return rc;
@@ -523,7 +512,7 @@ int lb_df_expand(const char *s, const char *(*lookup)(void *ctx, const char *nam
             while (name_ok(q, nl + 1) && nl < sizeof name - 1)
                 nl++;
             if (!nl) {
-                say(msg, msgsz, "A ${...} has no variable name.");
+                lb_say(msg, msgsz, "A ${...} has no variable name.");
                 rc = LB_E_INVAL;
                 break;
             }
@@ -538,7 +527,7 @@ int lb_df_expand(const char *s, const char *(*lookup)(void *ctx, const char *nam
                 q = NULL;
             }
             if (!q) {
-                say(msg, msgsz, "A ${%s...} is not closed or uses an operator other than :- and :+.", name);
+                lb_say(msg, msgsz, "A ${%s...} is not closed or uses an operator other than :- and :+.", name);
                 rc = LB_E_INVAL;
                 break;
             }
@@ -567,7 +556,7 @@ int lb_df_expand(const char *s, const char *(*lookup)(void *ctx, const char *nam
         p += nl;
     }
     if (rc == LB_E_TOOBIG)
-        say(msg, msgsz, "An argument is longer than %d bytes once its variables are expanded.", LB_DF_EXPAND_MAX);
+        lb_say(msg, msgsz, "An argument is longer than %d bytes once its variables are expanded.", LB_DF_EXPAND_MAX);
     if (rc) {
         lb_buf_free(&b);
         return rc;

@@ -21,18 +21,6 @@
     "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "   \
     "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
 
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
-
 static void hex_of(const unsigned char *md, char *out)
 {
     for (int i = 0; i < 32; i++)
@@ -77,16 +65,16 @@ static int descriptor(const cJSON *d, long long max, char *digest, long long *si
     const cJSON *dg = cJSON_GetObjectItemCaseSensitive(d, "digest");
     const cJSON *sz = cJSON_GetObjectItemCaseSensitive(d, "size");
     if (!cJSON_IsString(dg) || !digest_ok(dg->valuestring)) {
-        say(msg, msgsz, "The image's %s has a digest that is not sha256 and 64 lowercase hex digits.", what);
+        lb_say(msg, msgsz, "The image's %s has a digest that is not sha256 and 64 lowercase hex digits.", what);
         return LB_E_INVAL;
     }
     if (!cJSON_IsNumber(sz) || sz->valuedouble < 0 || sz->valuedouble > 9e15 ||
         sz->valuedouble != (double)(long long)sz->valuedouble) {
-        say(msg, msgsz, "The image's %s %s has no valid size.", what, dg->valuestring);
+        lb_say(msg, msgsz, "The image's %s %s has no valid size.", what, dg->valuestring);
         return LB_E_INVAL;
     }
     if ((long long)sz->valuedouble > max) {
-        say(msg, msgsz, "The image's %s %s is %.0f bytes, more than the %lld allowed.", what, dg->valuestring,
+        lb_say(msg, msgsz, "The image's %s %s is %.0f bytes, more than the %lld allowed.", what, dg->valuestring,
             sz->valuedouble, max);
         return LB_E_TOOBIG;
     }
@@ -111,7 +99,7 @@ static int get_manifest(lb_reg_client *c, const char *reference, lb_buf *body, c
     if (rc)
         return rc;
     if (rs.status == 404) {
-        say(msg, msgsz, "The registry at %s has no image %s:%s%s%s.", c->host, c->repo, reference,
+        lb_say(msg, msgsz, "The registry at %s has no image %s:%s%s%s.", c->host, c->repo, reference,
             rs.errbody[0] ? ": " : "", rs.errbody);
         return LB_E_NOTFOUND;
     }
@@ -121,7 +109,7 @@ static int get_manifest(lb_reg_client *c, const char *reference, lb_buf *body, c
     }
     sha256_digest(body->data ? body->data : "", body->len, digest);
     if (!strncmp(reference, "sha256:", 7) && strcmp(reference, digest)) {
-        say(msg, msgsz, "The manifest the registry at %s sent for %s is not what its digest says (%s).", c->host,
+        lb_say(msg, msgsz, "The manifest the registry at %s sent for %s is not what its digest says (%s).", c->host,
             reference, digest);
         return LB_E_PROTO;
     }
@@ -140,7 +128,7 @@ static int get_manifest(lb_reg_client *c, const char *reference, lb_buf *body, c
         cJSON_Delete(doc);
     }
     if (!is_index_type(type) && !is_manifest_type(type)) {
-        say(msg, msgsz, "The registry at %s sent a manifest of a kind llmbox does not read (%s); "
+        lb_say(msg, msgsz, "The registry at %s sent a manifest of a kind llmbox does not read (%s); "
                         "Docker's old schema 1 is not supported.", c->host, type[0] ? type : "no type");
         return LB_E_INVAL;
     }
@@ -154,7 +142,7 @@ static int pick_platform(const lb_buf *body, char *digest, char *msg, size_t msg
     const cJSON *ms = doc ? cJSON_GetObjectItemCaseSensitive(doc, "manifests") : NULL;
     int rc = LB_E_NOTFOUND;
     if (!cJSON_IsArray(ms)) {
-        say(msg, msgsz, "The image's manifest list is not JSON with a \"manifests\" array.");
+        lb_say(msg, msgsz, "The image's manifest list is not JSON with a \"manifests\" array.");
         cJSON_Delete(doc);
         return LB_E_INVAL;
     }
@@ -172,7 +160,7 @@ static int pick_platform(const lb_buf *body, char *digest, char *msg, size_t msg
         break;
     }
     if (rc == LB_E_NOTFOUND)
-        say(msg, msgsz, "The image's manifest list has no linux/amd64 image.");
+        lb_say(msg, msgsz, "The image's manifest list has no linux/amd64 image.");
     cJSON_Delete(doc);
     return rc;
 }
@@ -195,7 +183,7 @@ static int get_blob(lb_reg_client *c, const lb_pull_opts *o, const char *dir, co
         return LB_OK; /* verified when it was renamed into place */
     int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
-        say(msg, msgsz, "Cannot write %s: %s.", part, strerror(errno));
+        lb_say(msg, msgsz, "Cannot write %s: %s.", part, strerror(errno));
         return LB_E_IO;
     }
     EVP_MD_CTX *sha = EVP_MD_CTX_new();
@@ -212,7 +200,7 @@ static int get_blob(lb_reg_client *c, const lb_pull_opts *o, const char *dir, co
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            say(msg, msgsz, "Cannot read %s: %s.", part, strerror(errno));
+            lb_say(msg, msgsz, "Cannot read %s: %s.", part, strerror(errno));
             rc = LB_E_IO;
             goto out;
         }
@@ -243,7 +231,7 @@ static int get_blob(lb_reg_client *c, const lb_pull_opts *o, const char *dir, co
             fprintf(stderr, "llmbox: pull: %s %.19s resumes at %lld of %lld bytes\n", what, digest, have, size);
         rc = lb_reg_do(c, &rq, &rs, msg, msgsz);
         if (rc == LB_E_TOOBIG)
-            say(msg, msgsz, "The registry at %s sent more than the %lld bytes the manifest gives for %s %s.",
+            lb_say(msg, msgsz, "The registry at %s sent more than the %lld bytes the manifest gives for %s %s.",
                 c->host, size, what, digest);
         if (rc)
             goto out;
@@ -264,13 +252,13 @@ static int get_blob(lb_reg_client *c, const lb_pull_opts *o, const char *dir, co
         /* a corrupt or truncated blob is not kept for the next try */
         LB_IGNORE(ftruncate(fd, 0)); /* the unlink below removes it anyway */
         unlink(part);
-        say(msg, msgsz, "The %s the registry at %s sent is not what its digest says: %lld bytes with %s, "
+        lb_say(msg, msgsz, "The %s the registry at %s sent is not what its digest says: %lld bytes with %s, "
                         "expected %lld bytes with %s; nothing was kept.", what, c->host, have, got, size, digest);
         rc = LB_E_PROTO;
         goto out;
     }
     if (fsync(fd) || rename(part, path)) {
-        say(msg, msgsz, "Cannot store %s: %s.", path, strerror(errno));
+        lb_say(msg, msgsz, "Cannot store %s: %s.", path, strerror(errno));
         rc = LB_E_IO;
         goto out;
     }
@@ -285,7 +273,7 @@ static int put_doc(const char *dir, const char *digest, const lb_buf *b, char *m
     char path[4200];
     snprintf(path, sizeof path, "%s/blobs/sha256/%s", dir, digest + 7);
     if (lb_write_file_atomic(path, b->data ? b->data : "", b->len, 0644) != LB_OK) {
-        say(msg, msgsz, "Cannot write %s: %s.", path, strerror(errno));
+        lb_say(msg, msgsz, "Cannot write %s: %s.", path, strerror(errno));
         return LB_E_IO;
     }
     return LB_OK;
@@ -298,7 +286,7 @@ static int write_index(const char *dir, const char *type, const char *digest, si
     snprintf(path, sizeof path, "%s/oci-layout", dir);
     const char *layout = "{\"imageLayoutVersion\":\"1.0.0\"}";
     if (lb_write_file_atomic(path, layout, strlen(layout), 0644) != LB_OK) {
-        say(msg, msgsz, "Cannot write %s: %s.", path, strerror(errno));
+        lb_say(msg, msgsz, "Cannot write %s: %s.", path, strerror(errno));
         return LB_E_IO;
     }
     cJSON *idx = cJSON_CreateObject();
@@ -323,7 +311,7 @@ static int write_index(const char *dir, const char *type, const char *digest, si
     int rc = text && lb_write_file_atomic(path, text, strlen(text), 0644) == LB_OK ? LB_OK : LB_E_IO;
     cJSON_free(text);
     if (rc)
-        say(msg, msgsz, "Cannot write %s: %s.", path, strerror(errno));
+        lb_say(msg, msgsz, "Cannot write %s: %s.", path, strerror(errno));
     return rc;
 }
 
@@ -340,14 +328,14 @@ int lb_pull_image(const lb_pull_opts *o, char *canon, size_t canonsz, char *mani
     char blobs[4200];
     snprintf(blobs, sizeof blobs, "%s/blobs/sha256", o->layout_dir);
     if (lb_mkdirs(blobs, 0755) != LB_OK) {
-        say(msg, msgsz, "Cannot create %s: %s.", blobs, strerror(errno));
+        lb_say(msg, msgsz, "Cannot create %s: %s.", blobs, strerror(errno));
         return LB_E_IO;
     }
     /* a layout being written never looks whole: index.json comes back last */
     char idx[4200];
     snprintf(idx, sizeof idx, "%s/index.json", o->layout_dir);
     if (unlink(idx) && errno != ENOENT) {
-        say(msg, msgsz, "Cannot remove %s: %s.", idx, strerror(errno));
+        lb_say(msg, msgsz, "Cannot remove %s: %s.", idx, strerror(errno));
         return LB_E_IO;
     }
     lb_reg_client c;
@@ -368,7 +356,7 @@ int lb_pull_image(const lb_pull_opts *o, char *canon, size_t canonsz, char *mani
         if ((rc = get_manifest(&c, want, &body, type, sizeof type, digest, msg, msgsz)))
             goto out;
         if (!is_manifest_type(type)) {
-            say(msg, msgsz, "The image's linux/amd64 entry is itself a list.");
+            lb_say(msg, msgsz, "The image's linux/amd64 entry is itself a list.");
             rc = LB_E_INVAL;
             goto out;
         }
@@ -377,13 +365,13 @@ int lb_pull_image(const lb_pull_opts *o, char *canon, size_t canonsz, char *mani
     const cJSON *cfgd = doc ? cJSON_GetObjectItemCaseSensitive(doc, "config") : NULL;
     const cJSON *layers = doc ? cJSON_GetObjectItemCaseSensitive(doc, "layers") : NULL;
     if (!cJSON_IsObject(cfgd) || !cJSON_IsArray(layers)) {
-        say(msg, msgsz, "The image's manifest is not JSON with a config and layers.");
+        lb_say(msg, msgsz, "The image's manifest is not JSON with a config and layers.");
         rc = LB_E_INVAL;
         goto out;
     }
     int nl = cJSON_GetArraySize(layers);
     if (nl > LB_PULL_LAYERS_MAX) {
-        say(msg, msgsz, "The image has %d layers, more than the %d allowed.", nl, LB_PULL_LAYERS_MAX);
+        lb_say(msg, msgsz, "The image has %d layers, more than the %d allowed.", nl, LB_PULL_LAYERS_MAX);
         rc = LB_E_TOOBIG;
         goto out;
     }
@@ -403,7 +391,7 @@ int lb_pull_image(const lb_pull_opts *o, char *canon, size_t canonsz, char *mani
             goto out;
         total += size;
         if (total > o->total_max) {
-            say(msg, msgsz, "The image is more than the %lld bytes allowed for one image.", o->total_max);
+            lb_say(msg, msgsz, "The image is more than the %lld bytes allowed for one image.", o->total_max);
             rc = LB_E_TOOBIG;
             goto out;
         }

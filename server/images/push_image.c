@@ -19,18 +19,6 @@
 
 #define DOC_MAX (4 << 20) /* index.json and a manifest, as pull_image.h's cap */
 
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
-
 static int digest_ok(const char *d)
 {
     if (!d || strlen(d) != 71 || strncmp(d, "sha256:", 7))
@@ -46,7 +34,7 @@ static int pick(const cJSON *idx, const cJSON **out, char *msg, size_t msgsz)
 {
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(idx, "manifests");
     if (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) < 1) {
-        say(msg, msgsz, "The layout's index.json lists no manifest.");
+        lb_say(msg, msgsz, "The layout's index.json lists no manifest.");
         return LB_E_INVAL;
     }
     if (cJSON_GetArraySize(ms) == 1) {
@@ -64,7 +52,7 @@ static int pick(const cJSON *idx, const cJSON **out, char *msg, size_t msgsz)
             return LB_OK;
         }
     }
-    say(msg, msgsz, "The layout holds several images and none for linux/amd64.");
+    lb_say(msg, msgsz, "The layout holds several images and none for linux/amd64.");
     return LB_E_NOTFOUND;
 }
 
@@ -94,7 +82,7 @@ static int push_blob(lb_reg_client *c, const lb_push_opts *o, const char *d, lon
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size != size) {
-        say(msg, msgsz, "The layout's %s %s is missing or not %lld bytes.", what, d, size);
+        lb_say(msg, msgsz, "The layout's %s %s is missing or not %lld bytes.", what, d, size);
         if (fd >= 0)
             close(fd);
         return LB_E_INVAL;
@@ -159,7 +147,7 @@ static int read_doc(const char *path, char **data, size_t *len, char *msg, size_
 {
     int rc = lb_read_file(path, DOC_MAX, data, len);
     if (rc)
-        say(msg, msgsz, "Cannot read %s: %s.", path, lb_strerror(rc));
+        lb_say(msg, msgsz, "Cannot read %s: %s.", path, lb_strerror(rc));
     return rc;
 }
 
@@ -180,7 +168,7 @@ int lb_push_image(const lb_push_opts *o, char *manifest, size_t manifestsz, char
     idx = cJSON_ParseWithLength(idx_text, idx_len);
     const cJSON *md = NULL;
     if (!idx) {
-        say(msg, msgsz, "The layout's index.json is not JSON.");
+        lb_say(msg, msgsz, "The layout's index.json is not JSON.");
         rc = LB_E_INVAL;
         goto out;
     }
@@ -189,7 +177,7 @@ int lb_push_image(const lb_push_opts *o, char *manifest, size_t manifestsz, char
     const cJSON *mdg = cJSON_GetObjectItemCaseSensitive(md, "digest");
     const cJSON *mmt = cJSON_GetObjectItemCaseSensitive(md, "mediaType");
     if (!cJSON_IsString(mdg) || !digest_ok(mdg->valuestring) || !cJSON_IsString(mmt)) {
-        say(msg, msgsz, "The layout's manifest descriptor has no sha256 digest or media type.");
+        lb_say(msg, msgsz, "The layout's manifest descriptor has no sha256 digest or media type.");
         rc = LB_E_INVAL;
         goto out;
     }
@@ -206,12 +194,12 @@ int lb_push_image(const lb_push_opts *o, char *manifest, size_t manifestsz, char
     for (int i = 0; i < 32; i++)
         snprintf(got + 7 + 2 * i, 3, "%02x", h[i]);
     if (strcmp(got, mdigest)) {
-        say(msg, msgsz, "The layout's manifest is not what its digest says.");
+        lb_say(msg, msgsz, "The layout's manifest is not what its digest says.");
         rc = LB_E_PROTO;
         goto out;
     }
     if (strstr(mtype, "index") || strstr(mtype, "list")) {
-        say(msg, msgsz, "Pushing a list of platforms is not supported; push one image.");
+        lb_say(msg, msgsz, "Pushing a list of platforms is not supported; push one image.");
         rc = LB_E_INVAL;
         goto out;
     }
@@ -219,7 +207,7 @@ int lb_push_image(const lb_push_opts *o, char *manifest, size_t manifestsz, char
     const cJSON *cfgd = mdoc ? cJSON_GetObjectItemCaseSensitive(mdoc, "config") : NULL;
     const cJSON *layers = mdoc ? cJSON_GetObjectItemCaseSensitive(mdoc, "layers") : NULL;
     if (!cJSON_IsObject(cfgd) || !cJSON_IsArray(layers)) {
-        say(msg, msgsz, "The layout's manifest is not JSON with a config and layers.");
+        lb_say(msg, msgsz, "The layout's manifest is not JSON with a config and layers.");
         rc = LB_E_INVAL;
         goto out;
     }
@@ -233,7 +221,7 @@ int lb_push_image(const lb_push_opts *o, char *manifest, size_t manifestsz, char
         char what[32];
         snprintf(what, sizeof what, i ? "layer %d/%d" : "config", i, n);
         if (!cJSON_IsString(dg) || !digest_ok(dg->valuestring) || !cJSON_IsNumber(sz) || sz->valuedouble < 0) {
-            say(msg, msgsz, "The layout's manifest has a %s without a sha256 digest and a size.", what);
+            lb_say(msg, msgsz, "The layout's manifest has a %s without a sha256 digest and a size.", what);
             rc = LB_E_INVAL;
             goto out;
         }

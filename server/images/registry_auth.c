@@ -12,18 +12,6 @@
 #include <string.h>
 #include <strings.h>
 
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
-
 static int is_token_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -42,11 +30,11 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
     lb_reg_challenge c;
     memset(&c, 0, sizeof c);
     if (!s || n == 0) {
-        say(msg, msgsz, "The registry asked for credentials without saying how (no WWW-Authenticate).");
+        lb_say(msg, msgsz, "The registry asked for credentials without saying how (no WWW-Authenticate).");
         return LB_E_PROTO;
     }
     if (n > LB_REG_CHALLENGE_MAX) {
-        say(msg, msgsz, "The registry's WWW-Authenticate header is longer than %d bytes.", LB_REG_CHALLENGE_MAX);
+        lb_say(msg, msgsz, "The registry's WWW-Authenticate header is longer than %d bytes.", LB_REG_CHALLENGE_MAX);
         return LB_E_TOOBIG;
     }
     size_t i = skip_ows(s, 0, n);
@@ -59,11 +47,11 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
     } else if (sl == 5 && !strncasecmp(s + start, "basic", 5)) {
         c.bearer = 0;
     } else {
-        say(msg, msgsz, "The registry asks for an authentication scheme other than Basic or Bearer.");
+        lb_say(msg, msgsz, "The registry asks for an authentication scheme other than Basic or Bearer.");
         return LB_E_PROTO;
     }
     if (i < n && s[i] != ' ' && s[i] != '\t') {
-        say(msg, msgsz, "The registry's WWW-Authenticate header is malformed.");
+        lb_say(msg, msgsz, "The registry's WWW-Authenticate header is malformed.");
         return LB_E_PROTO;
     }
     for (;;) {
@@ -78,7 +66,7 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
         size_t kl = i - ks;
         i = skip_ows(s, i, n);
         if (kl == 0 || i >= n || s[i] != '=') {
-            say(msg, msgsz, "The registry's WWW-Authenticate header has a parameter without a value.");
+            lb_say(msg, msgsz, "The registry's WWW-Authenticate header has a parameter without a value.");
             return LB_E_PROTO;
         }
         i = skip_ows(s, i + 1, n);
@@ -88,7 +76,7 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
             i++;
             for (;;) {
                 if (i >= n) {
-                    say(msg, msgsz, "The registry's WWW-Authenticate header has an unclosed quote.");
+                    lb_say(msg, msgsz, "The registry's WWW-Authenticate header has an unclosed quote.");
                     return LB_E_PROTO;
                 }
                 char ch = s[i++];
@@ -96,17 +84,17 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
                     break;
                 if (ch == '\\') {
                     if (i >= n) {
-                        say(msg, msgsz, "The registry's WWW-Authenticate header has an unclosed quote.");
+                        lb_say(msg, msgsz, "The registry's WWW-Authenticate header has an unclosed quote.");
                         return LB_E_PROTO;
                     }
                     ch = s[i++];
                 }
                 if ((unsigned char)ch < 0x20 || ch == 0x7f) {
-                    say(msg, msgsz, "The registry's WWW-Authenticate header holds a control character.");
+                    lb_say(msg, msgsz, "The registry's WWW-Authenticate header holds a control character.");
                     return LB_E_PROTO;
                 }
                 if (vl >= LB_REG_REALM_MAX) {
-                    say(msg, msgsz, "A WWW-Authenticate parameter is longer than %d bytes.", LB_REG_REALM_MAX);
+                    lb_say(msg, msgsz, "A WWW-Authenticate parameter is longer than %d bytes.", LB_REG_REALM_MAX);
                     return LB_E_TOOBIG;
                 }
                 val[vl++] = ch;
@@ -114,7 +102,7 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
         } else {
             while (i < n && is_token_char(s[i])) {
                 if (vl >= LB_REG_REALM_MAX) {
-                    say(msg, msgsz, "A WWW-Authenticate parameter is longer than %d bytes.", LB_REG_REALM_MAX);
+                    lb_say(msg, msgsz, "A WWW-Authenticate parameter is longer than %d bytes.", LB_REG_REALM_MAX);
                     return LB_E_TOOBIG;
                 }
                 val[vl++] = s[i++];
@@ -123,7 +111,7 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
         val[vl] = '\0';
         i = skip_ows(s, i, n);
         if (i < n && s[i] != ',') {
-            say(msg, msgsz, "The registry's WWW-Authenticate header is malformed.");
+            lb_say(msg, msgsz, "The registry's WWW-Authenticate header is malformed.");
             return LB_E_PROTO;
         }
         char *dst = NULL;
@@ -140,14 +128,14 @@ int lb_reg_challenge_parse(const char *s, size_t n, lb_reg_challenge *out, char 
         }
         if (dst) {
             if (vl >= dsz) {
-                say(msg, msgsz, "A WWW-Authenticate parameter is too long.");
+                lb_say(msg, msgsz, "A WWW-Authenticate parameter is too long.");
                 return LB_E_TOOBIG;
             }
             memcpy(dst, val, vl + 1);
         }
     }
     if (c.bearer && strncmp(c.realm, "https://", 8) && strncmp(c.realm, "http://", 7)) {
-        say(msg, msgsz, "The registry's token server (the Bearer realm) is not an http(s) URL.");
+        lb_say(msg, msgsz, "The registry's token server (the Bearer realm) is not an http(s) URL.");
         return LB_E_PROTO;
     }
     *out = c;
@@ -190,7 +178,7 @@ int lb_reg_credentials(const char *host, const char *auth_file, char *user, char
     const char *eu = getenv("LLMBOX_REGISTRY_USER"), *ep = getenv("LLMBOX_REGISTRY_PASSWORD");
     if (eu && *eu && ep) {
         if (strlen(eu) >= credsz || strlen(ep) >= credsz) {
-            say(msg, msgsz, "LLMBOX_REGISTRY_USER or LLMBOX_REGISTRY_PASSWORD is too long.");
+            lb_say(msg, msgsz, "LLMBOX_REGISTRY_USER or LLMBOX_REGISTRY_PASSWORD is too long.");
             return LB_E_TOOBIG;
         }
         snprintf(user, credsz, "%s", eu);
@@ -206,7 +194,7 @@ int lb_reg_credentials(const char *host, const char *auth_file, char *user, char
     if (rc == LB_E_NOTFOUND)
         return LB_OK;
     if (rc) {
-        say(msg, msgsz, "Cannot read the registry auth file %s: %s.", auth_file, lb_strerror(rc));
+        lb_say(msg, msgsz, "Cannot read the registry auth file %s: %s.", auth_file, lb_strerror(rc));
         return rc;
     }
     cJSON *doc = cJSON_ParseWithLength(data, len);
@@ -214,7 +202,7 @@ int lb_reg_credentials(const char *host, const char *auth_file, char *user, char
     cJSON *auths = doc ? cJSON_GetObjectItemCaseSensitive(doc, "auths") : NULL;
     if (!cJSON_IsObject(auths)) {
         cJSON_Delete(doc);
-        say(msg, msgsz, "The registry auth file %s is not a JSON object with \"auths\".", auth_file);
+        lb_say(msg, msgsz, "The registry auth file %s is not a JSON object with \"auths\".", auth_file);
         return LB_E_INVAL;
     }
     cJSON *e = cJSON_GetObjectItemCaseSensitive(auths, host);
@@ -237,7 +225,7 @@ int lb_reg_credentials(const char *host, const char *auth_file, char *user, char
             rc = LB_E_INVAL;
         }
         if (rc)
-            say(msg, msgsz, "The entry for %s in the registry auth file %s is not base64 \"user:password\".",
+            lb_say(msg, msgsz, "The entry for %s in the registry auth file %s is not base64 \"user:password\".",
                 host, auth_file);
         else
             *found = 1;

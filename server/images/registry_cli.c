@@ -22,18 +22,6 @@
 #define TOTAL_MAX (64LL << 30)  /* one image */
 
 
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
-
 int lb_registry_cli_handles(int argc, char **argv)
 {
     return argc >= 2 && (!strcmp(argv[1], "pull") || !strcmp(argv[1], "push"));
@@ -110,7 +98,7 @@ int lb_pull_ensure(const lb_config *cfg, const char *ref, char *msg, size_t msgs
     if (fd >= 0)
         close(fd); /* releases the lock */
     if (rc)
-        say(msg, msgsz, "This node does not have the image %s and cannot pull it: %s", ref, why);
+        lb_say(msg, msgsz, "This node does not have the image %s and cannot pull it: %s", ref, why);
     return rc;
 }
 
@@ -179,7 +167,7 @@ static int stored_layout(const lb_config *cfg, const char *name, char *dir, size
         return rc;
     snprintf(path, sizeof path, "%s/oci/refs/%s.json", cfg->image_store, fname);
     if ((rc = lb_read_file(path, 1 << 20, &data, &len))) {
-        say(msg, msgsz, "There is no stored image %s%s.", name,
+        lb_say(msg, msgsz, "There is no stored image %s%s.", name,
             rc == LB_E_NOTFOUND ? "" : " that can be read");
         return rc;
     }
@@ -190,7 +178,7 @@ static int stored_layout(const lb_config *cfg, const char *name, char *dir, size
     if (!cJSON_IsString(m) || strlen(m->valuestring) != 71 || strncmp(m->valuestring, "sha256:", 7) ||
         strspn(m->valuestring + 7, "0123456789abcdef") != 64) {
         cJSON_Delete(rec);
-        say(msg, msgsz, "The record of the stored image %s names no manifest.", name);
+        lb_say(msg, msgsz, "The record of the stored image %s names no manifest.", name);
         return LB_E_INVAL;
     }
     snprintf(digest, sizeof digest, "%s", m->valuestring);
@@ -198,7 +186,7 @@ static int stored_layout(const lb_config *cfg, const char *name, char *dir, size
     /* the manifest's own mediaType (a Docker schema 2 or an OCI one) */
     snprintf(path, sizeof path, "%s/oci/blobs/sha256/%s", cfg->image_store, digest + 7);
     if ((rc = lb_read_file(path, 4 << 20, &data, &len))) {
-        say(msg, msgsz, "The stored image %s has no manifest blob %s.", name, digest);
+        lb_say(msg, msgsz, "The stored image %s has no manifest blob %s.", name, digest);
         return rc;
     }
     cJSON *man = cJSON_ParseWithLength(data, len);
@@ -220,7 +208,7 @@ static int stored_layout(const lb_config *cfg, const char *name, char *dir, size
     snprintf(path, sizeof path, "%s/index.json", dir);
     if (k < 0 || (size_t)k >= sizeof index || lb_mkdirs(dir, 0700) != LB_OK || symlink(blobs, link_at) ||
         lb_write_file_atomic(path, index, (size_t)k, 0600) != LB_OK) {
-        say(msg, msgsz, "Cannot stage the stored image %s in %s: %s.", name, dir, strerror(errno));
+        lb_say(msg, msgsz, "Cannot stage the stored image %s in %s: %s.", name, dir, strerror(errno));
         LB_IGNORE(lb_rmtree(dir)); /* the next writer of the store removes what is left */
         return LB_E_IO;
     }

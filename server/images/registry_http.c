@@ -1,4 +1,5 @@
 /* The registry's HTTP client on libcurl (registry_http.h). */
+#include "common/util.h"
 #include "images/registry_http.h"
 
 #include <arpa/inet.h>
@@ -14,18 +15,6 @@
 #include <unistd.h>
 
 #define TOKEN_MAX 65536 /* a token server's answer: Docker Hub's is ~5 KiB */
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...)
-{
-    if (!msg || !msgsz)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, msgsz, fmt, ap);
-    va_end(ap);
-}
 
 /* host without its port, into out */
 static void host_name(const char *host, char *out, size_t outsz)
@@ -249,13 +238,13 @@ static int perform(lb_reg_client *c, const lb_reg_req *rq, lb_reg_resp *rs, char
         size_t bl = strlen(c->base);
         if (strncmp(rq->url, c->base, bl) || (rq->url[bl] != '/' && rq->url[bl] != '\0')) {
             lb_buf_free(&x.err);
-            say(msg, msgsz, "The registry at %s sent an upload location on another host.", c->host);
+            lb_say(msg, msgsz, "The registry at %s sent an upload location on another host.", c->host);
             return LB_E_PROTO;
         }
         snprintf(url, sizeof url, "%s", rq->url);
     } else if ((size_t)snprintf(url, sizeof url, "%s%s", c->base, rq->url) >= sizeof url) {
         lb_buf_free(&x.err);
-        say(msg, msgsz, "A registry URL is too long.");
+        lb_say(msg, msgsz, "A registry URL is too long.");
         return LB_E_TOOBIG;
     }
     curl_easy_reset(h);
@@ -321,15 +310,15 @@ static int perform(lb_reg_client *c, const lb_reg_req *rq, lb_reg_resp *rs, char
     lb_buf_free(&x.err);
     if (x.failed) {
         if (x.failed == LB_E_TOOBIG)
-            say(msg, msgsz, "The registry at %s sent more than allowed for %s %s.", c->host, rq->method, rq->url);
+            lb_say(msg, msgsz, "The registry at %s sent more than allowed for %s %s.", c->host, rq->method, rq->url);
         else
-            say(msg, msgsz, "Cannot write what the registry at %s sent: %s.", c->host, strerror(errno));
+            lb_say(msg, msgsz, "Cannot write what the registry at %s sent: %s.", c->host, strerror(errno));
         return x.failed;
     }
     if (cc != CURLE_OK) {
         int ssl = cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_PEER_FAILED_VERIFICATION ||
                   cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_RECV_ERROR;
-        say(msg, msgsz, "Cannot reach the registry at %s (%s): %s%s", c->host, c->base, curl_easy_strerror(cc),
+        lb_say(msg, msgsz, "Cannot reach the registry at %s (%s): %s%s", c->host, c->base, curl_easy_strerror(cc),
             ssl && !strncmp(c->base, "https:", 6)
                 ? ". A registry other than loopback must speak TLS; if this one speaks plain HTTP, "
                   "list it in insecure_registries."
@@ -354,7 +343,7 @@ static int answer_challenge(lb_reg_client *c, const char *www, char *msg, size_t
         size_t hl = strcspn(ch.realm + 7, "/?#");
         snprintf(rh, sizeof rh, "%.*s", (int)(hl < sizeof rh - 1 ? hl : sizeof rh - 1), ch.realm + 7);
         if (!lb_reg_host_is_loopback(rh) && !lb_reg_host_is_insecure(rh, c->insecure)) {
-            say(msg, msgsz, "The registry at %s sends us to a token server over plain HTTP (%s); credentials "
+            lb_say(msg, msgsz, "The registry at %s sends us to a token server over plain HTTP (%s); credentials "
                             "are not sent there unless it is listed in insecure_registries.", c->host, ch.realm);
             return LB_E_DENIED;
         }
@@ -365,7 +354,7 @@ static int answer_challenge(lb_reg_client *c, const char *www, char *msg, size_t
     }
     if (!ch.bearer) {
         if (!c->have_creds) {
-            say(msg, msgsz, "The registry at %s needs a user and password (LLMBOX_REGISTRY_USER and "
+            lb_say(msg, msgsz, "The registry at %s needs a user and password (LLMBOX_REGISTRY_USER and "
                             "LLMBOX_REGISTRY_PASSWORD, or registry_auth_file).", c->host);
             return LB_E_DENIED;
         }
@@ -420,15 +409,15 @@ static int answer_challenge(lb_reg_client *c, const char *www, char *msg, size_t
     lb_buf_free(&x.err);
     rc = LB_OK;
     if (cc != CURLE_OK || x.failed) {
-        say(msg, msgsz, "Cannot get a token from the registry's token server %s: %s.", ch.realm,
+        lb_say(msg, msgsz, "Cannot get a token from the registry's token server %s: %s.", ch.realm,
             x.failed ? "its answer is too long" : curl_easy_strerror(cc));
         rc = LB_E_UNAVAILABLE;
     } else if (code == 401 || code == 403) {
-        say(msg, msgsz, "The registry's token server %s refused %s for %s (HTTP %ld)%s.", ch.realm, c->actions,
+        lb_say(msg, msgsz, "The registry's token server %s refused %s for %s (HTTP %ld)%s.", ch.realm, c->actions,
             c->repo, code, c->have_creds ? "" : "; no credentials were given");
         rc = LB_E_DENIED;
     } else if (code != 200) {
-        say(msg, msgsz, "The registry's token server %s answered HTTP %ld.", ch.realm, code);
+        lb_say(msg, msgsz, "The registry's token server %s answered HTTP %ld.", ch.realm, code);
         rc = LB_E_PROTO;
     }
     if (!rc) {
@@ -445,7 +434,7 @@ static int answer_challenge(lb_reg_client *c, const char *www, char *msg, size_t
             snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", t->valuestring);
             c->authed = 1;
         } else {
-            say(msg, msgsz, "The registry's token server %s did not answer with a usable token.", ch.realm);
+            lb_say(msg, msgsz, "The registry's token server %s did not answer with a usable token.", ch.realm);
             rc = LB_E_PROTO;
         }
         cJSON_Delete(doc);
@@ -460,7 +449,7 @@ int lb_reg_do(lb_reg_client *c, const lb_reg_req *rq, lb_reg_resp *rs, char *msg
     if (rc || rs->status != 401)
         return rc;
     if (rq->out_fd >= 0 && rs->written) {
-        say(msg, msgsz, "The registry at %s refused a transfer half way.", c->host);
+        lb_say(msg, msgsz, "The registry at %s refused a transfer half way.", c->host);
         return LB_E_PROTO;
     }
     char www[LB_REG_CHALLENGE_MAX + 1];
@@ -473,7 +462,7 @@ int lb_reg_do(lb_reg_client *c, const lb_reg_req *rq, lb_reg_resp *rs, char *msg
 void lb_reg_say_status(const lb_reg_client *c, const lb_reg_req *rq, const lb_reg_resp *rs, char *msg,
                        size_t msgsz)
 {
-    say(msg, msgsz, "The registry at %s answered HTTP %ld to %s %s%s%s", c->host, rs->status, rq->method, rq->url,
+    lb_say(msg, msgsz, "The registry at %s answered HTTP %ld to %s %s%s%s", c->host, rs->status, rq->method, rq->url,
         rs->errbody[0] ? ": " : ".", rs->errbody);
 }
 
@@ -491,7 +480,7 @@ int lb_reg_open(lb_reg_client *c, const char *host, const char *repo, const char
     snprintf(c->base, sizeof c->base, "%s://%s", plain ? "http" : "https", api);
     c->curl = curl_easy_init();
     if (!c->curl) {
-        say(msg, msgsz, "Cannot start an HTTP client (libcurl).");
+        lb_say(msg, msgsz, "Cannot start an HTTP client (libcurl).");
         return LB_E_NOMEM;
     }
     int rc = lb_reg_credentials(host, auth_file, c->user, c->pass, sizeof c->user, &c->have_creds, msg, msgsz);
@@ -508,7 +497,7 @@ int lb_reg_open(lb_reg_client *c, const char *host, const char *repo, const char
     if (rc)
         return rc;
     if (rs.status == 401 || rs.status == 403) {
-        say(msg, msgsz, "The registry at %s refused our credentials (HTTP %ld).", host, rs.status);
+        lb_say(msg, msgsz, "The registry at %s refused our credentials (HTTP %ld).", host, rs.status);
         return LB_E_DENIED;
     }
     if (rs.status != 200) {
