@@ -1,10 +1,15 @@
 #include "buf.h"
 #include "status.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 void lb_buf_init(lb_buf *b, size_t max)
 {
@@ -106,4 +111,35 @@ char *lb_buf_steal(lb_buf *b, size_t *len)
     b->data = NULL;
     b->len = b->cap = 0;
     return d;
+}
+
+static int64_t buf_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int lb_buf_read_fd(lb_buf *b, int fd, int timeout_ms)
+{
+    int64_t deadline = buf_mono_ms() + timeout_ms;
+    char chunk[8192];
+    for (;;) {
+        int64_t left = deadline - buf_mono_ms();
+        if (left <= 0)
+            return LB_E_TIMEOUT;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            return pr == 0 ? LB_E_TIMEOUT : LB_E_IO;
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return LB_OK;
+        if (lb_buf_append(b, chunk, (size_t)n) != LB_OK)
+            return LB_E_TOOBIG;
+    }
 }

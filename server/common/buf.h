@@ -17,6 +17,11 @@ void lb_buf_init(lb_buf *b, size_t max);
 void lb_buf_free(lb_buf *b);
 void lb_buf_reset(lb_buf *b);            /* len = 0, keeps memory */
 LB_MUST_CHECK int lb_buf_append(lb_buf *b, const void *p, size_t n);   /* all or nothing */
+/* Reads fd into b until end of file, for at most timeout_ms in all (a
+ * child's pipe: the output of a helper run with a deadline). LB_OK at end
+ * of file; LB_E_TIMEOUT when the time is up first, LB_E_TOOBIG past b's
+ * max, LB_E_IO on a read or poll error. What was read stays in b. */
+LB_MUST_CHECK int lb_buf_read_fd(lb_buf *b, int fd, int timeout_ms);
 LB_MUST_CHECK int lb_buf_appends(lb_buf *b, const char *s);
 LB_MUST_CHECK int lb_buf_printf(lb_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

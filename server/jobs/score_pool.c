@@ -340,32 +340,7 @@ static int run_capture(char *const argv[], const char *stdin_path, size_t max, i
     }
     close(p[1]);
     p[1] = -1;
-    int64_t deadline = lb_mono_ms() + timeout_ms;
-    char chunk[8192];
-    for (;;) {
-        int64_t left = deadline - lb_mono_ms();
-        if (left <= 0) {
-            rc = LB_E_TIMEOUT;
-            break;
-        }
-        struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0) {
-            rc = pr == 0 ? LB_E_TIMEOUT : LB_E_IO;
-            break;
-        }
-        ssize_t n = read(p[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (lb_buf_append(&b, chunk, (size_t)n) != LB_OK) {
-            rc = LB_E_TOOBIG;
-            break;
-        }
-    }
+    rc = lb_buf_read_fd(&b, p[0], timeout_ms);
 out:
     if (pid > 0) {
         if (rc != LB_OK)
