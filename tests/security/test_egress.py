@@ -402,7 +402,12 @@ def check_api_record_and_patch(d):
         sid = o["id"]
         code = ("import socket\ns = socket.create_connection(('allowed.test', 80), 5)\n"
                 "s.sendall(b'GET / HTTP/1.1\\r\\nHost: allowed.test\\r\\nConnection: close\\r\\n\\r\\n')\n"
-                "print(s.recv(4096).decode().splitlines()[-1])\n")
+                "buf = b''\n"
+                "while True:\n"
+                "    b = s.recv(4096)\n"
+                "    if not b: break\n"
+                "    buf += b\n"
+                "print(buf.decode().splitlines()[-1])\n")
         status, o = call("POST", "/api/sandboxes/%s/exec" % sid, {"command": "python3 -c \"%s\"" %
                                                                   code.replace('"', '\\"')})
         assert status == 200 and "server 45.1.1.10" in o.get("stdout", ""), (status, o)
