@@ -1204,6 +1204,10 @@ static int end_run(run *r)
     if (res_status(r) != LB_TASK_SUCCEEDED && res_status(r) != LB_TASK_CANCELLED && r->st.res->reason[0])
         lb_debug("task %s failed: %s", r->st.o->task_id, r->st.res->reason);
     finalize(r);
+    /* the sandbox's network record into the task's files: the gateway's
+     * folder goes when the sandbox ends */
+    if (r->sb_id[0] && r->st.o->network && r->st.o->network[0] == '{')
+        lb_netrecord_keep_task(r->st.o->cfg, r->st.o->task_id, r->sb_id);
     keep_sandbox(r);
     int rc = LB_OK;
     if (r->st.sink->finish)

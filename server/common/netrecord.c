@@ -1,6 +1,8 @@
 /* The gateway's files as the web reads and writes them; the contract is
  * netrecord.h. The record is JSON lines the gateway appends whole; a line
- * that does not parse (the last one, while it is written) is skipped. */
+ * that does not parse (the last one, while it is written) is skipped. A
+ * task's copy outlives the gateway's folder (removed when its sandbox
+ * ends): one JSON document in the task's folder. */
 #include "common/netrecord.h"
 
 #include "common/config.h"
@@ -186,4 +188,64 @@ int lb_netrecord_task_sandbox(const lb_config *cfg, const char *task_id, char *o
         snprintf(out, outsz, "%s", b);
     free(b);
     return ok;
+}
+
+/* <artifacts_dir>/<task>/network.json, for an id that cannot walk out of it */
+static int task_copy_path(const lb_config *cfg, const char *task_id, char *out, size_t outsz)
+{
+    if (!task_id || !*task_id || strspn(task_id, "0123456789abcdef") != strlen(task_id) || strlen(task_id) > 40)
+        return 0;
+    snprintf(out, outsz, "%s/%s/network.json", cfg->artifacts_dir, task_id);
+    return 1;
+}
+
+void lb_netrecord_keep_task(const lb_config *cfg, const char *task_id, const char *sbx_id)
+{
+    char path[LB_CFG_PATH + 96], err[300];
+    if (!task_copy_path(cfg, task_id, path, sizeof path) || !id_ok(sbx_id))
+        return;
+    cJSON *o = NULL;
+    if (lb_netrecord_read(cfg->var_dir, sbx_id, &o, err, sizeof err) != LB_OK) {
+        lb_warn("task %s: its network record is not kept: %s", task_id, err);
+        return;
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!text || lb_write_file_atomic(path, text, strlen(text), 0640) != LB_OK)
+        lb_warn("task %s: cannot write %s: its network record is lost when its sandbox ends", task_id, path);
+    cJSON_free(text);
+}
+
+int lb_netrecord_task_read(const lb_config *cfg, const char *task_id, cJSON **out, char *err, size_t errsz)
+{
+    *out = NULL;
+    char sid[33], path[LB_CFG_PATH + 96];
+    if (lb_netrecord_task_sandbox(cfg, task_id, sid, sizeof sid)) {
+        int rc = lb_netrecord_read(cfg->var_dir, sid, out, err, errsz);
+        if (rc != LB_E_NOTFOUND)
+            return rc; /* live: the sandbox runs or is kept */
+    }
+    if (!task_copy_path(cfg, task_id, path, sizeof path)) {
+        snprintf(err, errsz, "There is no task with that id.");
+        return LB_E_NOTFOUND;
+    }
+    /* the copy holds at most LB_NETRECORD_READ_MAX of lines, with the
+     * JSON's own text around them */
+    size_t len = 0;
+    int trunc = 0;
+    char *b = slurp(path, LB_NETRECORD_READ_MAX + (1u << 20), &len, &trunc);
+    if (!b) {
+        snprintf(err, errsz, "This task's sandbox has no network record: its network is not a policy of rules, or "
+                             "its sandbox has not started.");
+        return LB_E_NOTFOUND;
+    }
+    cJSON *o = trunc ? NULL : cJSON_ParseWithLength(b, len);
+    free(b);
+    if (!cJSON_IsObject(o) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "connections"))) {
+        cJSON_Delete(o);
+        snprintf(err, errsz, "This task's network record (%s) cannot be read.", path);
+        return LB_E_IO;
+    }
+    *out = o;
+    return LB_OK;
 }

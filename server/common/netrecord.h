@@ -34,5 +34,18 @@ void lb_netrecord_note_task(const struct lb_config *cfg, const char *task_id, co
 /* The sandboxd id noted for task_id into out (33 bytes): 1, or 0 when the
  * task's sandbox had no gateway. */
 int lb_netrecord_task_sandbox(const struct lb_config *cfg, const char *task_id, char *out, size_t outsz);
+/* The agent, at the end of each round, before its sandbox ends (sandboxd
+ * then removes the gateway's folder): the record of sandbox sbx_id as GET
+ * answers it, written into the task's own files,
+ * <artifacts_dir>/<task>/network.json (atomically; it goes with the task).
+ * A failure is logged: the task's answer stands, only the record after the
+ * sandbox's end is lost. */
+void lb_netrecord_keep_task(const struct lb_config *cfg, const char *task_id, const char *sbx_id);
+/* A task's record: its sandbox's live one while the gateway's folder is
+ * there (the sandbox runs, or waits kept for a follow-up), else the copy
+ * lb_netrecord_keep_task made. LB_OK with *out (the caller frees it);
+ * LB_E_NOTFOUND (no gateway, or no copy) with a sentence; LB_E_NOMEM. */
+LB_MUST_CHECK int lb_netrecord_task_read(const struct lb_config *cfg, const char *task_id, cJSON **out, char *err,
+                                         size_t errsz);
 
 #endif

@@ -4,6 +4,7 @@
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_envd.h"
 #include "e2b/e2b_metrics.h"
+#include "e2b/e2b_network.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "llmbox/sandbox.h"
@@ -683,7 +684,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         return;
     }
     if (!strcmp(rest, "/fork") ||
-        !strcmp(rest, "/network") || !strcmp(rest, "/logs")) {
+        (!strcmp(rest, "/network") && strcmp(m, "PUT")) || !strcmp(rest, "/logs")) {
         lb_e2b_error(r, 501, "%s of a sandbox is not supported by llmbox (docs/E2B.md).", rest + 1);
         return;
     }
@@ -692,6 +693,11 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         return;
     cJSON *body = NULL, *o = NULL;
     int auto_resumed = 0;
+    if (!strcmp(rest, "/network") && !strcmp(m, "PUT")) { /* updateNetwork: e2b_network.h */
+        lb_e2b_network_put(r, s);
+        lb_sbx_put(s);
+        return;
+    }
     if (!strcmp(rest, "/metrics") && !strcmp(m, "GET")) {
         lb_e2b_metrics(r, s); /* e2b_metrics.h: the samples of the last minutes */
         lb_sbx_put(s);

@@ -279,7 +279,8 @@ static int reward_check(const cJSON *rw, cJSON *out, char *msg, size_t msgsz)
 /* A group's network ("none", "nat" or a policy of rules) into *out as a
  * task's network column holds it (the caller frees it); a policy beyond
  * the operator's network_egress_max, or nat where network_allow lacks it,
- * is refused naming it (LB_E_INVAL: 400, as the rest of the request). */
+ * is refused naming it (LB_E_INVAL: 400, as the rest of the request; a
+ * rule beyond the ceiling LB_E_DENIED: 403, as for tasks and evaluations). */
 static int network_check(const lb_req *r, const cJSON *v, char **out, char *msg, size_t msgsz)
 {
     const lb_config *cfg = r->cfg;
@@ -297,11 +298,9 @@ static int network_check(const lb_req *r, const cJSON *v, char **out, char *msg,
         rc = fail(msg, msgsz, "network \"nat\" is not allowed on this service (network_allow).");
         goto out;
     }
-    if (lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, msg, msgsz) !=
-        LB_OK) {
-        rc = LB_E_INVAL;
-        goto out;
-    }
+    rc = lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, msg, msgsz);
+    if (rc != LB_OK)
+        goto out; /* LB_E_DENIED naming the rule, or LB_E_NOMEM */
     if (lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
         rc = fail(msg, msgsz, "network is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
         goto out;
@@ -604,12 +603,12 @@ void lb_h_rollout_create(lb_req *r)
         const cJSON *in = batch ? cJSON_GetArrayItem(groups, i) : body;
         char why[500];
         rc = group_check(r, in, &norm[i], &ns[i], why, sizeof why);
-        if (rc == LB_E_INVAL) {
+        if (rc == LB_E_INVAL || rc == LB_E_DENIED) {
             if (batch)
                 snprintf(msg, sizeof msg, "groups[%d]: %s", i, why);
             else
                 snprintf(msg, sizeof msg, "%s", why);
-            lb_http_error(r, 400, NULL, "%s", msg);
+            lb_http_error(r, rc == LB_E_DENIED ? 403 : 400, NULL, "%s", msg);
             goto out;
         }
         if (rc != LB_OK) {

@@ -21,7 +21,11 @@
  *
  * Files: <var>/netgw/<sandbox id>/ belongs to the gateway's user: policy
  * (written here, replaced by the web on PATCH, then SIGHUP), record.jsonl
- * (the gateway's), netgw.log (its stderr), pid.
+ * (the gateway's), netgw.log (its stderr), pid. The folder goes when the
+ * sandbox ends (detach), and a restarted sandboxd removes what a killed one
+ * left (lbsd_egress_cleanup_stale): a record that must outlive its sandbox
+ * is copied out by whoever needs it before the end (a task's, by its agent:
+ * common/netrecord.h).
  */
 #include "sandboxd/sandbox_egress.h"
 
@@ -31,6 +35,7 @@
 #include "common/status.h"
 #include "common/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -154,8 +159,77 @@ int lbsd_egress_stash(const void *conn, const char *policy)
     return LB_OK;
 }
 
+/* Removes <g_dir>/<id>/ and what is in it. The folder is the gateway's
+ * user's, so its entries are unlinked relative to a descriptor of the
+ * folder opened without following links: nothing in it can send root
+ * elsewhere. The gateway makes no subfolders; an empty one is removed, a
+ * full one left and logged. */
+static void rm_gw_dir(const char *id)
+{
+    if (!lb_id_valid(id))
+        return;
+    char dir[LB_CFG_PATH + 64];
+    snprintf(dir, sizeof dir, "%s/%s", g_dir, id);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            lb_warn("egress: cannot open %s to remove it: %s", dir, strerror(errno));
+        return;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        lb_warn("egress: cannot read %s to remove it: %s", dir, strerror(errno));
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (unlinkat(fd, de->d_name, 0) != 0 && (errno != EISDIR || unlinkat(fd, de->d_name, AT_REMOVEDIR) != 0))
+            lb_warn("egress: cannot remove %s/%s: %s", dir, de->d_name, strerror(errno));
+    }
+    closedir(d);
+    if (rmdir(dir) != 0)
+        lb_warn("egress: cannot remove %s: %s", dir, strerror(errno));
+}
+
+void lbsd_egress_cleanup_stale(void)
+{
+    DIR *d = g_dir[0] ? opendir(g_dir) : NULL;
+    if (!d)
+        return; /* none yet, or rules were never on here */
+    /* no sandbox of an earlier sandboxd lives on (lbsd_kill_stale_procs),
+     * so every gateway folder is a leftover; collected first, removed
+     * after, so that readdir never walks a folder that changes under it */
+    char (*ids)[LB_ID_HEX_LEN + 1] = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!lb_id_valid(de->d_name))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            void *g = realloc(ids, nc * sizeof *ids);
+            if (!g)
+                break; /* the rest wait for the next start */
+            ids = g;
+            cap = nc;
+        }
+        memcpy(ids[n++], de->d_name, LB_ID_HEX_LEN + 1); /* lb_id_valid: exactly that long */
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        rm_gw_dir(ids[i]);
+    if (n)
+        lb_info("egress: removed %zu gateway folder(s) a previous sandboxd left in %s", n, g_dir);
+    free(ids);
+}
+
 static void eg_free(eg *e)
 {
+    if (e->id[0])
+        rm_gw_dir(e->id); /* a detach, or an attach that failed after naming it */
     for (eg **pp = &g_eg; *pp; pp = &(*pp)->next)
         if (*pp == e) {
             *pp = e->next;
@@ -477,7 +551,7 @@ void lbsd_egress_detach(lbsd_sandbox *sb)
             for (int i = 0; i < 500 && waitpid(e->gw, &st, WNOHANG) == 0; i++)
                 usleep(2000);
         }
-        eg_free(e); /* its namespace goes with the last fd and socket */
+        eg_free(e); /* its namespace goes with the last fd and socket, its folder here */
         return;
     }
 }

@@ -27,8 +27,12 @@ LB_MUST_CHECK int lbsd_egress_stash(const void *conn, const char *policy);
 /* Gives sb (its owner's stashed policy) the gateway; on failure a sentence
  * in msg and nothing left behind. */
 LB_MUST_CHECK int lbsd_egress_attach(struct lbsd_sandbox *sb, char *msg, size_t msgsz);
-/* Stops sb's gateway and drops its namespace; its record stays. */
+/* Stops sb's gateway, drops its namespace and removes its folder (the
+ * record with it: a task's agent has copied it into the task's files). */
 void lbsd_egress_detach(struct lbsd_sandbox *sb);
+/* After the var dir's lock and lbsd_kill_stale_procs: removes the gateway
+ * folders a previous sandboxd left (it was killed before its detach). */
+void lbsd_egress_cleanup_stale(void);
 /* SIGCHLD: 1 when pid was sb's gateway. */
 int lbsd_egress_child_exited(struct lbsd_sandbox *sb, pid_t pid, int status);
 

@@ -209,6 +209,7 @@ int lbsd_serve_main(int argc, char **argv)
      * its scratch dirs and cgroups */
     lbsd_kill_stale_procs();
     lbsd_cleanup_stale(cfg);
+    lbsd_egress_cleanup_stale(); /* gateway folders of sandboxes that died with it */
     lbsd_state_startup(cfg); /* follow-ups: saved states' store; saves cut short go */
     /* once per image (and after a change of LLMBOX_SANDBOX_UID_BASE) */
     lbsd_idmap_startup(cfg->image_store, cfg->sandbox_uid_base);

@@ -56,11 +56,43 @@ void lb_h_sbx_network_get(lb_req *r)
     cJSON_Delete(o);
 }
 
+int lb_sbx_network_apply(const lb_req *r, const char *sbx_id, const cJSON *v, char *text, char *err, size_t errsz,
+                         int *status)
+{
+    const lb_config *cfg = r->cfg;
+    lb_netpolicy *p = malloc(sizeof *p);
+    if (!p) {
+        snprintf(err, errsz, "Out of memory.");
+        *status = 500;
+        return LB_E_NOMEM;
+    }
+    int rc = lb_netpolicy_from_json(v, p, err, errsz);
+    if (rc == LB_OK && p->mode != LB_NETPOL_RULES) {
+        snprintf(err, errsz, "A running sandbox's network changes only between policies of rules "
+                             "({\"allow\": [...], \"deny\": [...]}); \"none\" is {\"allow\": []}.");
+        rc = LB_E_INVAL;
+    }
+    if (rc == LB_OK)
+        rc = lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, err,
+                                errsz);
+    if (rc == LB_OK && lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
+        snprintf(err, errsz, "The network policy is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
+        rc = LB_E_TOOBIG;
+    }
+    if (rc == LB_OK)
+        rc = lb_netrecord_set_policy(cfg->var_dir, sbx_id, text, err, errsz);
+    free(p);
+    *status = rc == LB_OK            ? 200
+              : rc == LB_E_DENIED    ? 403
+              : rc == LB_E_NOTFOUND  ? 404
+              : rc == LB_E_IO || rc == LB_E_NOMEM ? 500
+                                     : 400;
+    return rc;
+}
+
 void lb_h_sbx_network_patch(lb_req *r)
 {
     char sid[33], err[400];
-    const lb_config *cfg = r->cfg;
-    lb_netpolicy *p = NULL;
     char *text = NULL;
     cJSON *body = lb_req_json(r, LB_NETPOL_TEXT_MAX * 2, "network policy");
     if (!body)
@@ -70,29 +102,13 @@ void lb_h_sbx_network_patch(lb_req *r)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "network");
     if (!v)
         v = body;
-    p = malloc(sizeof *p);
     text = malloc(LB_NETPOL_TEXT_MAX + 1);
-    if (!p || !text) {
+    if (!text) {
         lb_http_error(r, 500, NULL, "Out of memory.");
         goto out;
     }
-    int rc = lb_netpolicy_from_json(v, p, err, sizeof err);
-    if (rc == LB_OK && p->mode != LB_NETPOL_RULES) {
-        snprintf(err, sizeof err, "A running sandbox's network changes only between policies of rules "
-                                  "({\"allow\": [...], \"deny\": [...]}); \"none\" is {\"allow\": []}.");
-        rc = LB_E_INVAL;
-    }
-    if (rc == LB_OK)
-        rc = lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, err,
-                                sizeof err);
-    if (rc == LB_OK && lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
-        snprintf(err, sizeof err, "The network policy is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
-        rc = LB_E_TOOBIG;
-    }
-    if (rc == LB_OK)
-        rc = lb_netrecord_set_policy(cfg->var_dir, sid, text, err, sizeof err);
-    if (rc != LB_OK) {
-        int st = rc == LB_E_DENIED ? 403 : rc == LB_E_NOTFOUND ? 404 : rc == LB_E_IO ? 500 : 400;
+    int st = 0;
+    if (lb_sbx_network_apply(r, sid, v, text, err, sizeof err, &st) != LB_OK) {
         lb_http_error(r, st, NULL, "%s", err);
         goto out;
     }
@@ -107,7 +123,6 @@ void lb_h_sbx_network_patch(lb_req *r)
     lb_http_json(r, 200, o, NULL);
     cJSON_Delete(o);
 out:
-    free(p);
     free(text);
     cJSON_Delete(body);
 }

@@ -19,4 +19,7 @@ python3 test_origin.py || rc=1
 python3 test_evals_page.py || rc=1
 # follow-ups: the message box, the thread of rounds and its marks (about 10 s)
 python3 test_followups_page.py || rc=1
+# the task view's network record: allowed and refused rows, hostile text
+# as text (about 10 s; in the egress test's network namespaces)
+python3 test_network_page.py || rc=1
 exit $rc

@@ -124,8 +124,10 @@ class World:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def outer():
-    """Makes the world, runs this file again inside the host namespace."""
+def outer(script=None):
+    """Makes the world, runs this file (or script, another suite that
+    shares the world: test_egress_e2b.py, tests/browser/test_network_page.py)
+    again inside the host namespace, with --inner."""
     from seclib import skip_reason
     why = skip_reason()
     if not why and not shutil.which("nft"):
@@ -139,7 +141,7 @@ def outer():
     try:
         w.up()
         env = dict(os.environ, EGRESS_HITS=w.hits, EGRESS_NS=HOST_NS + " " + INET_NS)
-        return subprocess.call(["ip", "netns", "exec", HOST_NS, sys.executable, os.path.abspath(__file__),
+        return subprocess.call(["ip", "netns", "exec", HOST_NS, sys.executable, os.path.abspath(script or __file__),
                                 "--inner"] + sys.argv[1:], env=env)
     finally:
         w.down()
@@ -423,7 +425,11 @@ def check_api_record_and_patch(d):
         status, o = call("POST", "/api/sandboxes/%s/exec" % sid,
                          {"command": "getent hosts allowed.test; echo rc=$?; getent hosts later.test"})
         assert status == 200 and "rc=2" in o["stdout"] and "45.1.1.20" in o["stdout"], (status, o)
+        netgw = os.path.join(st.prefix, "var", "netgw")
+        assert len(os.listdir(netgw)) == 1, os.listdir(netgw)
         call("DELETE", "/api/sandboxes/%s" % sid)
+        # the gateway's folder goes with its sandbox
+        assert os.listdir(netgw) == [], os.listdir(netgw)
 
         # E2B's create: network {allowOut, denyOut} becomes the same rules
         def e2b(body):
@@ -447,6 +453,21 @@ def check_api_record_and_patch(d):
         status, o = e2b({"templateID": "base", "network": {"allowOut": ["evil.example"], "denyOut": ["0.0.0.0/0"]}})
         assert status == 403 and "evil.example" in json.dumps(o), (status, o)
 
+        # a sandboxd killed with a sandbox of rules running: the restarted
+        # one removes the gateway folder it left
+        status, o = call("POST", "/api/sandboxes", {"network": {"allow": ["allowed.test"]}})
+        assert status in (200, 201) and len(os.listdir(netgw)) == 1, (status, o, os.listdir(netgw))
+        st.kill("sandboxd")
+        assert len(os.listdir(netgw)) == 1, os.listdir(netgw)
+        st.restart("sandboxd")
+        for _ in range(100):  # bounds a hang
+            if not os.listdir(netgw):
+                break
+            time.sleep(0.1)
+        with open(os.path.join(st.prefix, "var", "log", "sandboxd.log")) as f:
+            log = f.read()
+        assert os.listdir(netgw) == [], (os.listdir(netgw), log[-3000:])
+
 
 def check_task_through_gateway(d):
     """A task whose network is a policy: 403 beyond the ceiling; its agent's
@@ -466,14 +487,16 @@ def check_task_through_gateway(d):
     with Stack(scenario=scen, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": tok}) as st:
         # a rollout's network: the same rules and ceiling
         import http.client
-        for net, want in (({"allow": ["evil.example"]}, 400), ({"allow": ["allowed.test"]}, 201)):
+        for net, want in (({"allow": ["evil.example"]}, 403), ({"allow": ["10.0.0.0/8", "allowed.test"]}, 403),
+                          ({"allow": ["nope nope"]}, 400), ({"allow": ["allowed.test"]}, 201)):
             c = http.client.HTTPConnection("127.0.0.1", st.port, timeout=60)
             c.request("POST", "/api/rollouts", json.dumps({"prompt": "roll", "n": 1, "network": net}),
                       {"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
             resp = c.getresponse()
             body = resp.read().decode()
             c.close()
-            assert resp.status == want and (want != 400 or "evil.example" in body), (resp.status, body)
+            assert resp.status == want and (want != 403 or "beyond what this service allows" in body), (resp.status,
+                                                                                                    body)
         # an evaluation's network: the same rules and ceiling
         from stack import multipart
         row = {"id": "r1", "domain": "math", "ground_truth": "4", "scorer": "numeric", "problem_statement": "2+2"}
@@ -499,6 +522,14 @@ def check_task_through_gateway(d):
         assert len(tcp) == 1 and tcp[0]["allowed"] and tcp[0]["name"] == "allowed.test" and tcp[0]["bytes_in"] > 0, o
         dns = [x for x in o["connections"] if x["kind"] == "dns" and not x["allowed"]]
         assert any(x["name"] == "later.test" for x in dns), o
+        # the sandbox has ended: its gateway's folder is gone, the record
+        # above came from the task's own files
+        assert os.listdir(os.path.join(st.prefix, "var", "netgw")) == [], os.listdir(os.path.join(st.prefix, "var",
+                                                                                                 "netgw"))
+        with open(os.path.join(st.prefix, "artifacts", tid, "network.json")) as f:
+            kept = json.load(f)
+        assert kept["connections"] == o["connections"] and kept["network"]["allow"] == ["allowed.test"], \
+            (kept, o)
 
 
 def check_connection_cap_refuses_at_once(d):

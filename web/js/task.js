@@ -15,6 +15,7 @@ import { statusLabel, isFinal } from './status.js';
 import { Timeline } from './timeline.js';
 import { renderGallery, renderTree, summarize } from './artifacts.js';
 import { renderThread } from './thread.js';
+import { NetworkView, hasRules } from './network.js';
 
 const EVENT_TYPES = ['status', 'model', 'tool', 'answer', 'artifacts', 'error', 'done', 'round'];
 const RECONNECT_MS = 3000;
@@ -145,6 +146,9 @@ export class TaskView {
     // follow-ups: the rounds of the conversation and the message box
     this.threadEl = h('section', { class: 'thread', hidden: true });
     this.root.append(head, this.results, this.threadEl, steps);
+    // a task with network rules: its sandbox's names and connections (network.js)
+    this.network = new NetworkView();
+    this.root.insertBefore(this.network.el, this.threadEl);
   }
 
   togglePrompt() {
@@ -176,6 +180,7 @@ export class TaskView {
       ...item('Tokens', usageTokens(task.usage)),
       ...item('Time', usageTime(task.usage)),
       ...item('Network', task.network === 'nat' ? 'internet (outbound)' : ''),
+      ...item('Network', hasRules(task) ? 'by rules (see Network below)' : ''),
       ...item('Image', task.image ? String(task.image) : ''),
       ...item('Run again of', task.rerun_of ? h('a', { href: `#task=${encodeURIComponent(task.rerun_of)}` }, String(task.rerun_of).slice(0, 8)) : ''),
       ...item('Id', h('span', { class: 'mono' }, String(task.id || this.id))),
@@ -209,6 +214,10 @@ export class TaskView {
     // then replays its steps into the timeline.
     if (isFinal(this.status)) this.end(this.status, this.reason);
     this.connect();
+    if (hasRules(this.task)) { // the record while it runs, then once more at the end
+      this.network.load(id);
+      this.timers.push(setInterval(() => { if (!this.ended && this.id === id) this.network.load(id); }, 5000));
+    }
     // The clock in the meter while the task runs.
     this.timers.push(setInterval(() => { if (!this.ended) this.renderMeter(); }, 1000));
   }
@@ -582,6 +591,7 @@ export class TaskView {
     this.renderMeter();
     this.renderResults();
     this.renderThread();
+    if (hasRules(this.task)) this.network.load(id);
     this.onFinished(id);
   }
 
