@@ -47,6 +47,21 @@ check('create_with_allow_out_then_update_network', async () => {
     assert(/server 45\.1\.1\.10/.test(a), 'allowed.test reached again: ' + a)
     assert(/dns=nx/.test(l), 'later.test denied: ' + l)
 
+    // shapes the SDK never sends: 400 with a sentence each, nothing changed
+    const put = async (body) => {
+      const r = await fetch(`${process.env.E2B_API_URL}/sandboxes/${sbx.sandboxId}/network`, {
+        method: 'PUT', body, headers: { 'X-API-KEY': process.env.E2B_API_KEY, 'Content-Type': 'application/json' } })
+      return [r.status, await r.text()]
+    }
+    for (const [body, want] of [['{"allowOut": "allowed.test"}', /lists of rules/],
+      ['{"allow_internet_access": "yes"}', /true or false/], ['[1]', /JSON object/],
+      ['{"allowOut": [7]}', /./], ['{"allowOut": ["a b"]}', /./], ['{"allowOut": [', /./]]) {
+      const [st, text] = await put(body)
+      assert(st === 400 && want.test(text), `${body}: ${st} ${text}`)
+    }
+    a = await reach(sbx, 'allowed.test')
+    assert(/server 45\.1\.1\.10/.test(a), 'refused bodies changed nothing: ' + a)
+
     // what llmbox does not have is refused with a sentence, not ignored
     const p = await raises(() => sbx.updateNetwork({ allowOut: ['allowed.test'],
       egressProxy: { address: 'proxy.test:1080' } }))
