@@ -63,6 +63,10 @@ def outer():
     if os.geteuid() != 0:
         print("SKIP network_page: needs root (network namespaces, sandboxd)")
         return 0
+    if not os.path.isdir(os.path.join(HERE, "node_modules", "playwright-core")):
+        # from the registry before the world: inside it nothing is reachable
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=HERE, check=True,
+                       stdout=sys.stderr)
     import test_egress
     return test_egress.outer(__file__)
 
