@@ -8,13 +8,16 @@
 // console errors. Screenshots to $SHOTS: network-record.png (the page),
 // network-card.png (the section).
 //
-//   node network_e2e.mjs http://127.0.0.1:PORT/ TASK_ID
+// Then a task still running (its sandbox busy after one fetch): the live
+// record shows its row while the task runs (read again every 5 s).
+//
+//   node network_e2e.mjs http://127.0.0.1:PORT/ TASK_ID RUNNING_TASK_ID
 import { chromium } from 'playwright-core';
 import { block, check, exitStatus } from './harness.mjs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
-const [base, taskId] = process.argv.slice(2);
+const [base, taskId, slowId] = process.argv.slice(2);
 const shots = process.env.SHOTS || tmpdir();
 
 const browser = await chromium.launch({
@@ -64,6 +67,15 @@ await block('network_page', async () => {
   await card.locator('tr', { hasText: '<img src=x' }).hover();
   check('network_hostile_ran_nothing', (await page.evaluate(() => window.__xss)) === undefined);
   check('network_no_console_errors', errors.length === 0, errors.join(' | '));
+});
+
+await block('network_page_live', async () => {
+  await page.goto(`${base}#task=${slowId}`);
+  const row = page.locator('.network-card tr.net-allowed', { hasText: 'connection' }).filter({ hasText: 'allowed.test' });
+  await row.waitFor({ timeout: 20000 });
+  const chip = await page.locator('.task-chip').innerText();
+  check('network_live_record_while_running', /running/i.test(chip) && /45\.1\.1\.10:80/.test(await row.innerText()),
+    chip);
 });
 
 await browser.close();

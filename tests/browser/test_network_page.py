@@ -5,8 +5,9 @@ scripted model fetches an allowed name (allowed.test), a refused one
 rows (time, name, address:port, allowed or refused with the rule, bytes)
 from the record the agent kept in the task's files when its sandbox ended.
 A record line with hostile text (a name like <img src=x onerror=...>.test)
-shows as text. Screenshot: tests/browser/screenshots/network-record.png
-(SHOTS overrides).
+shows as text. A task still running shows its sandbox's live record.
+Screenshots: tests/browser/screenshots/network-record.png and
+network-card.png (SHOTS overrides).
 
 It runs in tests/security/test_egress.py's world (two network namespaces,
 the fake internet at 45.1.1.x and its DNS; nothing leaves the machine):
@@ -26,7 +27,12 @@ FETCH = ("curl -s -m 8 http://allowed.test/page; echo; curl -s -m 8 http://denie
 SCENARIO = {"steps": [{"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}],
             "scenarios": [{"match": "[net]", "steps": [
                 {"tool_calls": [{"name": "bash", "arguments": {"command": FETCH}}], "delay_ms": 200},
-                {"tool_calls": [{"name": "finish", "arguments": {"answer": "fetched"}}]}]}]}
+                {"tool_calls": [{"name": "finish", "arguments": {"answer": "fetched"}}]}]},
+                # fetches, then stays busy: the page shows the live record
+                {"match": "[netslow]", "steps": [
+                    {"tool_calls": [{"name": "bash", "arguments": {
+                        "command": "curl -s -m 8 http://allowed.test/live; sleep 25"}}]},
+                    {"tool_calls": [{"name": "finish", "arguments": {"answer": "slow"}}]}]}]}
 HOSTILE = {"time_ms": 1765090000999, "kind": "tcp", "name": "<img src=x onerror=\"window.__xss=1\">.test",
            "addr": "<script>window.__xss=2</script>", "port": 80, "allowed": False,
            "rule": "<b onmouseover=\"window.__xss=3\">deny</b>", "bytes_out": 0, "bytes_in": 0}
@@ -54,7 +60,10 @@ def inner():
         with open(path + ".tmp", "w") as f:
             json.dump(rec, f)
         os.rename(path + ".tmp", path)
-        r = subprocess.run(["node", os.path.join(HERE, "network_e2e.mjs"), "http://127.0.0.1:%d/" % s.port, t["id"]],
+        code, slow = s.create_task("[netslow] fetch and wait", network=json.dumps({"allow": ["allowed.test"]}))
+        assert code == 201, (code, slow)
+        r = subprocess.run(["node", os.path.join(HERE, "network_e2e.mjs"), "http://127.0.0.1:%d/" % s.port, t["id"],
+                            slow["id"]],
                            cwd=HERE, timeout=180, env=dict(os.environ, SHOTS=shots))
     return r.returncode
 
