@@ -101,8 +101,9 @@ export class NetworkView {
       if (this.taskId === id) this.render(rec);
     } catch (e) {
       if (this.taskId !== id) return;
+      // 404: the server's sentence says why (no sandbox yet, or none kept)
       this.note.textContent = e instanceof ApiError && e.status === 404
-        ? 'No network record yet: the sandbox has not started.'
+        ? e.message
         : `The network record could not be loaded. ${e.message}`;
     } finally {
       this.busy = false;
