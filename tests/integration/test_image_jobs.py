@@ -9,7 +9,8 @@ What a user relies on:
   - image_job_start pull + image_job_poll: the image is registered, the log
     holds the puller's lines; the same reference asked again while it runs
     is the same job;
-  - a task naming a registry reference the node lacks is created and runs
+  - a task or a sandbox API sandbox naming a registry reference the node
+    lacks is created and runs
     (the web, not root, has sandboxd pull it); two creates of one missing
     reference at once pull it once (manifest GETs counted at the proxy);
   - a registry that cannot be reached fails the create with a sentence;
@@ -349,7 +350,8 @@ def check_web_first_use_pull_and_api(ctx):
     proxy = ctx["proxy"]
     scen = [step(("bash", {"command": "cat /hello; id -u"})), step(("finish", {"answer": "ok"}))] * 3
     env = {"LLMBOX_IMAGE_STORE": STORE, "LLMBOX_POOL_SIZE": "0", "LLMBOX_IMAGE_PULL_WAIT_S": "240"}
-    with Stack(scenario=scen, env=env) as s:
+    token = "imgjobs-" + os.urandom(16).hex()
+    with Stack(scenario=scen, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": token}) as s:
         ps = subprocess.run(["ps", "-o", "user=", "-p", str(s.pid("web"))], capture_output=True, text=True).stdout
         assert ps.strip() and ps.strip() != "root", "the web runs as %r: the check needs it unprivileged" % ps
         # a task naming a reference this node lacks
@@ -384,6 +386,18 @@ def check_web_first_use_pull_and_api(ctx):
         text = json.dumps(o)
         assert st == 400 and "does not have the image %s and cannot pull it: Cannot reach" % dead in text, (st, o)
         assert "needs root" not in text, o
+        # a sandbox API create naming a missing reference
+        ref4 = "%s/team/f:1" % proxy
+        ah = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+        st, _, body = s.request("POST", "/api/sandboxes", json.dumps({"image": ref4}).encode(), ah, timeout=300)
+        assert st in (200, 201), (st, body)
+        sid = json.loads(body)["id"]
+        st, _, body = s.request("POST", "/api/sandboxes/%s/exec" % sid, json.dumps({"command": "cat /hello"}).encode(),
+                                ah)
+        assert st == 200 and json.loads(body)["stdout"] == "pulled\n", (st, body)
+        s.request("DELETE", "/api/sandboxes/" + sid, None, ah)
+        st, _, body = s.request("POST", "/api/sandboxes", json.dumps({"image": dead}).encode(), ah)
+        assert st == 400 and "cannot pull it: Cannot reach" in body.decode(), (st, body)
         # the API: a pull and its log
         ref3 = "%s/team/e:1" % proxy
         h = {"Content-Type": "application/json"}
@@ -442,7 +456,7 @@ def main():
         with open(os.path.join(root, "hello"), "w") as f:
             f.write("pulled\n")
         lay = umoci_image(TMP, root, tag="t")
-        for repo in ("team/a:1", "team/b:1", "team/c:1", "team/e:1", "team/slow:1"):
+        for repo in ("team/a:1", "team/b:1", "team/c:1", "team/e:1", "team/f:1", "team/slow:1"):
             push(lay, repo)
         ctx["proxy"] = proxy
         sd = ctx["sd"] = Sandboxd().start()
