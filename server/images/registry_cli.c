@@ -105,15 +105,19 @@ static int ensure_via_sandboxd(const lb_config *cfg, const char *ref, char *why,
     char err[1024] = "", job[33];
     int rc = lbsb_connect(cfg->sandboxd_socket, NULL, &c, err, sizeof err);
     lbsb_image_job_spec spec = {.kind = "pull", .ref = ref};
-    if (rc == LB_OK)
-        rc = lbsb_image_job_start(c, &spec, job, err, sizeof err);
+    int64_t end = lb_mono_ms() + (int64_t)cfg->image_pull_wait_s * 1000;
+    int wait_ms = PULL_POLL_MIN_MS;
+    /* all of image_jobs_max busy: wait for one to end, within the same time */
+    while (rc == LB_OK && (rc = lbsb_image_job_start(c, &spec, job, err, sizeof err)) == LB_E_BUSY &&
+           lb_mono_ms() < end) {
+        usleep((useconds_t)PULL_POLL_MAX_MS * 1000);
+        rc = LB_OK;
+    }
     if (rc != LB_OK) {
         snprintf(why, whysz, "sandboxd cannot pull it for this service: %s.", err);
         lbsb_close(c);
         return rc;
     }
-    int64_t end = lb_mono_ms() + (int64_t)cfg->image_pull_wait_s * 1000;
-    int wait_ms = PULL_POLL_MIN_MS;
     for (;;) {
         lbsb_image_job_status st;
         if ((rc = lbsb_image_job_poll(c, job, 0, 0, &st, err, sizeof err)) != LB_OK) {

@@ -18,6 +18,7 @@ What a user relies on:
   - hostile build contexts are refused: "../x", a symlink for the folder,
     a symlink for the Dockerfile (nothing is read through them);
   - a build from a context the web wrote registers the image;
+  - more than image_jobs_max jobs at once: "busy";
   - kill -9 of sandboxd in the middle of a pull: its child dies too, the
     next start clears the job's leftovers, nothing is registered, and a
     pull after it works.
@@ -151,7 +152,8 @@ class Sandboxd:
         self.var = os.path.join(TMP, "sd-var")
         self.sock = os.path.join(TMP, "sd.sock")
         self.env = dict(os.environ, LLMBOX_VAR=self.var, LLMBOX_IMAGE_STORE=STORE, LLMBOX_HOME=REPO,
-                        LLMBOX_SANDBOXD_SOCKET=self.sock, LLMBOX_POOL_SIZE="0", LLMBOX_WEB_USER="llmbox")
+                        LLMBOX_SANDBOXD_SOCKET=self.sock, LLMBOX_POOL_SIZE="0", LLMBOX_WEB_USER="llmbox",
+                        LLMBOX_IMAGE_JOBS_MAX="2")
         self.proc = None
 
     def start(self):
@@ -311,11 +313,16 @@ def check_build_from_a_context(ctx):
 def check_kill9_mid_pull(ctx):
     sd = ctx["sd"]
     ref = "%s/team/slow:1" % ctx["proxy"]
-    Proxy.stall = "/team/slow/"
+    Proxy.stall = "/team/slow"
     try:
         with sd.conn() as c:
             r = c.call({"op": "image_job_start", "kind": "pull", "ref": ref})
             assert r.get("ok"), r
+            # image_jobs_max (2 here): a third job at once is refused as busy
+            r2 = c.call({"op": "image_job_start", "kind": "pull", "ref": "%s/team/slow2:1" % ctx["proxy"]})
+            assert r2.get("ok"), r2
+            r3 = c.call({"op": "image_job_start", "kind": "pull", "ref": "%s/team/e:1" % ctx["proxy"]})
+            assert not r3.get("ok") and r3["error"] == "busy" and "image_jobs_max" in r3["message"], r3
             end = time.time() + 60
             while not [p for p in Proxy.blob_gets if "/team/slow/" in p]:
                 assert time.time() < end, "the pull never asked for a blob"
@@ -456,7 +463,7 @@ def main():
         with open(os.path.join(root, "hello"), "w") as f:
             f.write("pulled\n")
         lay = umoci_image(TMP, root, tag="t")
-        for repo in ("team/a:1", "team/b:1", "team/c:1", "team/e:1", "team/f:1", "team/slow:1"):
+        for repo in ("team/a:1", "team/b:1", "team/c:1", "team/e:1", "team/f:1", "team/slow:1", "team/slow2:1"):
             push(lay, repo)
         ctx["proxy"] = proxy
         sd = ctx["sd"] = Sandboxd().start()
