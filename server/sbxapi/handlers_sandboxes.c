@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "common/token.h"
 #include "common/util.h"
+#include "images/registry_cli.h" /* the first-use pull */
 #include "llmbox/sandbox.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/sandbox_leases.h"
@@ -401,6 +402,12 @@ void lb_h_sbx_create(lb_req *r)
     }
     if (sp.snapshot[0] && !lb_snapshot_id_here(r, sp.snapshot))
         goto out; /* several nodes: another node's snapshot: 421 naming it */
+    /* a registry image this node lacks: pulled on first use, through sandboxd
+     * when the web is not root (images/registry_cli.h) */
+    if (lb_image_is_registry_ref(sp.image) && lb_pull_ensure(r->cfg, sp.image, msg, sizeof msg) != LB_OK) {
+        lb_http_error(r, 400, NULL, "%s", msg);
+        goto out;
+    }
     lb_sbx_quota_ticket qt;
     int retry_s = 0, st = lb_sbx_owner_quota(r, &sp, &qt, msg, sizeof msg, &retry_s);
     if (st) {
