@@ -65,6 +65,11 @@ def kill9_during(tmp, src, op):
         d.log.close()
         d2 = Daemon(tmp, var, {"LLMBOX_POOL_SIZE": "0"}, name=op + "-restarted")
         try:
+            # the socket exists before the stale cleanup runs; the first
+            # answer comes after it (sandboxd serves once it is done)
+            pc = d2.conn()
+            assert pc.call({"op": "ping"}).get("ok"), "the restarted sandboxd does not answer"
+            pc.close()
             end = time.time() + 10
             while time.time() < end and (still_alive(procs) or procs_with(sandbox_mark(var))):
                 time.sleep(0.1)
