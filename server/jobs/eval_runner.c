@@ -333,6 +333,7 @@ typedef struct lb_er_job {
     char eval_id[33], task_id[33], mode[8];
     int repeat;
     char *row_id, *domain, *scorer, *gt_json, *row_json, *script;
+    char *image;                /* the row's own image, shown in its result; NULL: the evaluation's */
     char judge_model[LB_CFG_MODEL_NAME];
     int judge_votes;
     lb_runner_fence fence;      /* several nodes: the claim the run was queued under */
@@ -348,6 +349,7 @@ static void job_free(lb_er_job *j)
     free(j->gt_json);
     free(j->row_json);
     free(j->script);
+    free(j->image);
     free(j);
 }
 
@@ -414,6 +416,7 @@ static void score_one(lb_store *s, lb_er_job *j)
     res.score = -1;
     res.ground_truth_json = j->gt_json;
     res.task_id = j->task_id;
+    res.image = j->image;
     int rc = lb_store_task_load(s, j->task_id, &t);
     if (rc != LB_OK) {
         res.status = "error";
@@ -530,9 +533,10 @@ static void queue_score(const lb_er_ds *c, const lb_eval_run *r, const lb_runner
     j->gt_json = row && row->ground_truth_json ? strdup(row->ground_truth_json) : NULL;
     j->row_json = row && row->row_json ? strdup(row->row_json) : NULL;
     j->script = c->d.script ? strdup(c->d.script) : NULL;
+    j->image = row && row->image ? strdup(row->image) : NULL;
     snprintf(j->judge_model, sizeof j->judge_model, "%s", c->o.judge_model[0] ? c->o.judge_model : c->o.model);
     j->judge_votes = c->o.judge_votes;
-    if (!j->row_id || !j->domain || !j->scorer) {
+    if (!j->row_id || !j->domain || !j->scorer || (row && row->image && !j->image)) {
         job_free(j);
         return;
     }
@@ -687,6 +691,7 @@ static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e
                      .token_budget = tl.token_budget, .timeout_s = tl.timeout_s, .inputs_json = inputs_json,
                      .owner = e->owner, .options_json = opts,
                      .network = c->o.network[0] ? c->o.network : NULL, /* handlers_evals.c checked it */
+                     .image = row->image, /* the row's own, checked with the dataset (handlers_evals.c) */
                      /* the owner's limit holds for an eval's tasks as for the owner's own */
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};
     /* several nodes: the task's id goes on the run first, under the claim: a
