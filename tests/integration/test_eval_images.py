@@ -2,7 +2,9 @@
 an evaluation whose rows run in two images (the default debootstrap one
 and a small layered one imported here with `llmbox image import`), each
 run's command reading the same file, whose text differs between the two
-images, so each answer proves where its row ran; results.jsonl and the
+images, so each answer proves where its row ran, and a script scorer
+that scores 1 only in the layered image, so the score proves where the
+scorer ran; results.jsonl and the
 runs show each row's image; a dataset naming an image this host neither
 has nor can pull, or one that is not an image reference, is refused up
 front with the row and the name, and nothing runs.
@@ -44,6 +46,9 @@ def llmbox_image(*args):
 def make_layered(tmp):
     """A small layered image whose /etc/debian_version says MARK."""
     root = tiny_rootfs(os.path.join(tmp, "rootfs"))
+    for prog in ("chmod", "head", "tail", "rm"):  # what the script scorer's runner uses besides the shell
+        if shutil.which(prog):
+            shutil.copy2(shutil.which(prog), os.path.join(root, "usr", "bin", prog))
     lay = Layout(os.path.join(tmp, "oci"))
     top = tar_layer([entry("etc", "dir"), entry("etc/debian_version", data=(MARK + "\n").encode())])
     lay.image([tar_layer(dir_entries(root)), top], ref="v1")
@@ -65,7 +70,12 @@ def check_rows_run_in_their_own_images(s):
     deb = default_version()
     # "deb" has no image: the evaluation's (the default); "tiny" names the
     # layered one; "deb2" names the default by its name
-    rows = [row("deb", deb), row("tiny", MARK, image=NAME), row("deb2", deb, image="default")]
+    # the scorer's sandbox is the row's image too: this script scores 1 only
+    # where /etc/debian_version holds MARK
+    script = "#!/bin/sh\ngrep -q %s /etc/debian_version && echo 1 || echo 0\n" % MARK
+    rows = [row("deb", deb), row("tiny", MARK, image=NAME), row("deb2", deb, image="default"),
+            row("tiny-scored", "x", image=NAME, scorer="script", scorer_script=script),
+            row("deb-scored", "x", scorer="script", scorer_script=script)]
     st, o = post_eval(s, jsonl(rows), mode="sandbox", layout="llmbox")
     assert st == 201, (st, o)
     e = wait_eval(s, o["id"])
@@ -76,6 +86,8 @@ def check_rows_run_in_their_own_images(s):
     assert res["tiny"]["answer"].strip() == MARK and res["tiny"]["score"] == 1, res["tiny"]
     assert res["deb"]["answer"].strip() == deb and res["deb"]["score"] == 1, res["deb"]
     assert res["deb2"]["answer"].strip() == deb and res["deb2"]["score"] == 1, res["deb2"]
+    assert res["tiny-scored"]["score"] == 1 and res["deb-scored"]["score"] == 0, (res["tiny-scored"],
+                                                                                  res["deb-scored"])
     assert res["tiny"]["image"] == NAME and res["deb"]["image"] is None and res["deb2"]["image"] == "default", res
     runs = {x["id"]: x for x in e["runs"]}
     assert runs["tiny"]["image"] == NAME and runs["deb"]["image"] is None, runs
