@@ -25,7 +25,8 @@ only, run as root; needs umoci):
   - two stages: stage one RUNs something making a file, stage two COPY
     --from's it with --chown by names (the image's own /etc/passwd and
     /etc/group): the result has it and none of stage one's other files or
-    layers, and a second build takes every step from the cache; a --from
+    layers, and a second build takes every step from the cache; COPY
+    --from= an image of the store copies its file; a --from
     source that links out of the stage's root, a --chown name the image
     lacks and one read through a symlinked /etc/passwd are refused
     (checked against the old code: the parser refused a second FROM and
@@ -340,6 +341,13 @@ def check_two_stages(e):
     c.destroy(sid)
     assert r2["stdout"] == "built-by-stage-one\n1000:50\n1000:1001\n", r2
     assert not [n for n in e.images() if n.startswith("llmbox-build/")], e.images().keys()
+    # --from= an image of the store (a reference: it has a tag)
+    e.build("FROM %s\nCOPY --from=%s /etc/group /copied-group\n" % (BASE, BASE), "team/fromimg:1")
+    c = e.d.connect()
+    sid = c.create(image="team/fromimg:1")
+    r3 = c.exec(sid, "cat /copied-group")
+    c.destroy(sid)
+    assert r3["stdout"].startswith("root:x:0:") and "app:x:1001:" in r3["stdout"], r3
     # the cache works per stage: nothing runs again
     r = e.build(TWO_STAGES, "team/two:2")
     assert "6 steps, 0 run in a sandbox, 4 from the cache" in r.stdout, (r.stdout, r.stderr)
