@@ -666,9 +666,12 @@ static int from_layers(bld *b, const lb_df_step *s, char **rel, int *nrel)
             return failf(b, LB_E_NOTFOUND, "the image %s's layers are not extracted in the store (reimport it)",
                          s->from);
     }
-    for (int i = nl - 1; i >= 0; i--)
-        if (asprintf(&rel[(*nrel)++], "%s/root", ls[i].hex) < 0)
-            return failf(b, LB_E_NOMEM, "out of memory");
+    for (int i = nl - 1; i >= 0; i--) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/root", ls[i].hex) < 0)
+            return failf(b, LB_E_NOMEM, "out of memory"); /* p is undefined then: not kept */
+        rel[(*nrel)++] = p;
+    }
     return LB_OK;
 }
 
