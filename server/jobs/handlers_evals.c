@@ -81,7 +81,7 @@ static int eval_visible(lb_req *r, lb_eval_rec *e)
 typedef struct lb_eval_up {
     char dir[LB_CFG_PATH + 64];        /* var/evals/<id> */
     lb_buf mode, model, repeats, concurrency, limit, layout, max_turns, timeout_s, token_budget, judge_model,
-        judge_votes, max_tokens, name, network;
+        judge_votes, max_tokens, name, network, image;
     lb_buf *field;
     int fd;
     int which;                         /* 1: dataset, 2: resume */
@@ -108,10 +108,10 @@ static lb_buf *up_field(lb_eval_up *u, const char *name)
 {
     static const char *const names[] = {"mode", "model", "repeats", "concurrency", "limit", "layout", "max_turns",
                                         "timeout_s", "token_budget", "judge_model", "judge_votes", "max_tokens",
-                                        "name", "network"};
+                                        "name", "network", "image"};
     lb_buf *bufs[] = {&u->mode, &u->model, &u->repeats, &u->concurrency, &u->limit, &u->layout, &u->max_turns,
                       &u->timeout_s, &u->token_budget, &u->judge_model, &u->judge_votes, &u->max_tokens,
-                      &u->name, &u->network};
+                      &u->name, &u->network, &u->image};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(name, names[i]))
             return bufs[i];
@@ -129,7 +129,7 @@ static int up_begin(void *arg, const lb_mp_part *p)
             return up_fail(u, 400, LB_E_INVAL,
                            "The form field \"%.64s\" is not one of: dataset, resume, mode, model, repeats, "
                            "concurrency, limit, layout, max_turns, timeout_s, token_budget, judge_model, "
-                           "judge_votes, max_tokens, name, network.", p->name);
+                           "judge_votes, max_tokens, name, network, image.", p->name);
         if (u->field->len)
             return up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
         return 0;
@@ -349,6 +349,20 @@ static int fields_check(lb_req *r, lb_eval_up *u, cJSON **out)
         o = NULL;
     }
     free(net);
+    /* the evaluation's image: its rows' sandboxes and scorers but for a
+     * row's own (row_images_check), checked as a task's is */
+    char img[LB_EVAL_FIELD_MAX + 1] = "", why[600];
+    if (o && u->image.data && !blank(u->image.data)) {
+        if (field_word(&u->image, img, sizeof img) != LB_OK || lb_image_check(cfg, img, why, sizeof why) != LB_OK) {
+            lb_http_error(r, 400, NULL, "image: %s", img[0] ? why : "it must be one word.");
+            cJSON_Delete(o);
+            return LB_E_INVAL;
+        }
+        if (!cJSON_AddStringToObject(o, "image", img)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+    }
     if (!o || !cJSON_AddStringToObject(o, "mode", mode[0] ? mode : "both") ||
         !cJSON_AddStringToObject(o, "model", mc->name) || !cJSON_AddNumberToObject(o, "repeats", (double)repeats) ||
         !cJSON_AddNumberToObject(o, "concurrency", (double)conc) || !cJSON_AddNumberToObject(o, "limit", (double)limit) ||
@@ -843,7 +857,7 @@ void lb_h_eval_create(lb_req *r)
     u.fd = -1;
     lb_buf *all[] = {&u.mode, &u.model, &u.repeats, &u.concurrency, &u.limit, &u.layout, &u.max_turns,
                      &u.timeout_s, &u.token_budget, &u.judge_model, &u.judge_votes, &u.max_tokens, &u.name,
-                     &u.network};
+                     &u.network, &u.image};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         lb_buf_init(all[i], all[i] == &u.name      ? LB_EVAL_NAME_MAX
                             : all[i] == &u.network ? LB_NETPOL_TEXT_MAX /* a policy of rules, as JSON text */

@@ -7,7 +7,8 @@ that scores 1 only in the layered image, so the score proves where the
 scorer ran; results.jsonl and the
 runs show each row's image; a dataset naming an image this host neither
 has nor can pull, or one that is not an image reference, is refused up
-front with the row and the name, and nothing runs.
+front with the row and the name, and nothing runs; the evaluation's own
+`image` (a form field) is where rows without one run and are scored.
 
 Against the real stack with the fake model's eval behaviour
 (tests/fake_model.py, {"eval": true}: ANSWER-FROM-INPUT[NAME] runs `cat
@@ -96,6 +97,27 @@ def check_rows_run_in_their_own_images(s):
     assert st == 200 and t["image"] == NAME, (st, t)
 
 
+def check_the_evaluations_own_image(s):
+    """The form's `image`: rows without their own run in it (and are scored
+    in it), a row naming the default still runs in the default."""
+    deb = default_version()
+    script = "#!/bin/sh\ngrep -q %s /etc/debian_version && echo 1 || echo 0\n" % MARK
+    rows = [row("plain", MARK), row("own", deb, image="default"),
+            row("scored", "x", scorer="script", scorer_script=script)]
+    st, o = post_eval(s, jsonl(rows), mode="sandbox", layout="llmbox", image=NAME)
+    assert st == 201, (st, o)
+    e = wait_eval(s, o["id"])
+    assert e["status"] == "succeeded", json.dumps(e)[:2000]
+    st, _, body = s.request("GET", "/api/evals/%s/results.jsonl" % o["id"])
+    res = {x["id"]: x for x in (json.loads(line) for line in body.decode().splitlines() if line.strip())}
+    assert res["plain"]["answer"].strip() == MARK and res["plain"]["image"] == NAME, res["plain"]
+    assert res["own"]["answer"].strip() == deb and res["own"]["image"] == "default", res["own"]
+    assert res["scored"]["score"] == 1, res["scored"]
+    # an evaluation image this host lacks: refused, nothing made
+    st, o = post_eval(s, jsonl([row("a", "x")]), mode="sandbox", image="evalrows/nothere:2")
+    assert st == 400 and "evalrows/nothere:2" in o["error"]["message"], (st, o)
+
+
 def check_bad_images_refused_up_front(s):
     st, before = s.get_json("/api/evals")
     assert st == 200, (st, before)
@@ -131,6 +153,7 @@ def main():
         with Stack(scenario={"eval": True}, env={"LLMBOX_POOL_SIZE": "0"}) as s:
             rep.run("rows_run_in_their_own_images", check_rows_run_in_their_own_images, s)
             rep.run("bad_images_refused_up_front", check_bad_images_refused_up_front, s)
+            rep.run("the_evaluations_own_image", check_the_evaluations_own_image, s)
     finally:
         subprocess.run([LLMBOX, "image", "rm", NAME], env=dict(os.environ, LLMBOX_IMAGE_STORE=STORE),
                        capture_output=True, timeout=120)
