@@ -3,6 +3,7 @@
  * names the row's file and line; a whole-dataset problem stops the load
  * before anything runs, a row's own problem only marks that row. */
 #include "eval/dataset.h"
+#include "common/image_ref.h"
 #include "common/path.h"
 #include "common/utf8.h"
 #include "common/util.h"
@@ -65,6 +66,7 @@ void lb_eval_row_free(lb_eval_row *row)
     free(row->domain);
     free(row->problem);
     free(row->qa_type);
+    free(row->image);
     free(row->scorer);
     free(row->ground_truth_json);
     for (size_t i = 0; i < row->nfiles; i++) {
@@ -353,6 +355,31 @@ static long line_at(const char *text, size_t off, long first_line)
 }
 
 /* Fills row from the object o (the fields of dataset.h). */
+/* The row's optional `image`: a debootstrap name or an image reference
+ * (common/image_ref.h, local names allowed). A malformed one refuses the
+ * whole dataset, not the row alone: the evaluation would run half its rows
+ * in an image nobody asked for. Whether it exists is the caller's check
+ * (the store and the registries are not the parser's). */
+static int take_image(const cJSON *o, const where *w, char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "image");
+    if (!v || cJSON_IsNull(v))
+        return LB_OK;
+    if (!cJSON_IsString(v))
+        return fail(w, LB_E_INVAL, "image", "not a string");
+    size_t n = strlen(v->valuestring);
+    if (n < 1 || n > LB_IMAGE_REF_MAX)
+        return fail(w, LB_E_INVAL, "image", "must be 1 to %d bytes, is %zu", LB_IMAGE_REF_MAX, n);
+    if (!printable(v->valuestring, n))
+        return fail(w, LB_E_INVAL, "image", "not printable UTF-8 (control characters or invalid bytes)");
+    lb_image_ref ref;
+    char why[200];
+    if (lb_image_ref_parse(v->valuestring, LB_IMAGE_REF_LOCAL, &ref, why, sizeof why) != LB_OK)
+        return fail(w, LB_E_INVAL, "image", "\"%s\" is not an image name or reference: %s", v->valuestring, why);
+    *out = strdup(v->valuestring);
+    return *out ? LB_OK : LB_E_NOMEM;
+}
+
 static int row_from_object(const cJSON *o, const lb_eval_limits *lim, const char *default_id, const where *w,
                            lb_eval_row *row)
 {
@@ -388,6 +415,9 @@ static int row_from_object(const cJSON *o, const lb_eval_limits *lim, const char
     rc = take_label(o, "qa_type", QA_TYPE_MAX, 0, w, &row->qa_type);
     if (rc == LB_OK)
         rc = take_label(o, "scorer", SCORER_MAX, 0, w, &row->scorer);
+    if (rc != LB_OK)
+        return rc;
+    rc = take_image(o, w, &row->image);
     if (rc != LB_OK)
         return rc;
     if (row->scorer && !lb_eval_scorer_known(row->scorer)) {

@@ -8,7 +8,7 @@
  *  - a folder: one sub-folder per row holding row.json (one row object)
  *    and optionally files/ with the row's input files, binary or text.
  * A row: {id, domain, problem_statement, ground_truth, input_files?,
- * qa_type?, documents?, scorer?, ...}; every other field is kept in
+ * qa_type?, documents?, scorer?, image?, ...}; every other field is kept in
  * row_json and handed to scorers. A dataset is hostile input: every size
  * is capped (lb_eval_limits) and every error names file, line and field. */
 #ifndef LB_EVAL_DATASET_H
@@ -29,6 +29,8 @@ typedef struct lb_eval_row {
     char *domain;            /* as given (1-64 bytes of printable UTF-8) */
     char *problem;           /* problem_statement (or `problem`) */
     char *qa_type;           /* NULL when the row has none */
+    char *image;             /* the row's own sandbox image (a debootstrap name or an image reference, checked
+                              * for its form only: the caller checks it exists); NULL: the evaluation's */
     char *scorer;            /* the row's `scorer`, else the domain's default (lb_eval_default_scorer) */
     char *ground_truth_json; /* the ground_truth value as compact JSON */
     lb_eval_file *files;

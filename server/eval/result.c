@@ -24,6 +24,7 @@ void lb_eval_result_free(lb_eval_result *r)
     free(r->error_class);
     free(r->task_id);
     free(r->score_detail);
+    free(r->image);
     memset(r, 0, sizeof *r);
 }
 
@@ -76,7 +77,8 @@ char *lb_eval_result_to_json(const lb_eval_result *r)
     } else if (ok) {
         ok = cJSON_AddNullToObject(o, "capabilities") != NULL;
     }
-    ok = ok && add_str(o, "task_id", r->task_id) && add_str(o, "score_detail", r->score_detail);
+    ok = ok && add_str(o, "task_id", r->task_id) && add_str(o, "score_detail", r->score_detail) &&
+         add_str(o, "image", r->image);
     if (ok)
         out = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -152,8 +154,9 @@ int lb_eval_result_from_json(const char *text, size_t len, lb_eval_result *r, ch
             r->score = sc->valuedouble;
         }
     }
-    static const char *const strs[] = {"scorer", "answer", "error", "error_class", "task_id", "score_detail"};
-    char **dst[] = {&r->scorer, &r->answer, &r->error, &r->error_class, &r->task_id, &r->score_detail};
+    static const char *const strs[] = {"scorer", "answer", "error", "error_class", "task_id", "score_detail",
+                                       "image"};
+    char **dst[] = {&r->scorer, &r->answer, &r->error, &r->error_class, &r->task_id, &r->score_detail, &r->image};
     for (size_t i = 0; rc == LB_OK && i < sizeof strs / sizeof strs[0]; i++)
         rc = get_str(o, strs[i], 0, dst[i], err, errsz);
     if (rc == LB_OK)

@@ -32,6 +32,7 @@ typedef struct lb_eval_result {
     lb_capability_counts capabilities;
     char *task_id;
     char *score_detail;      /* the scorer's why */
+    char *image;             /* the row's own sandbox image (its task's and its scorer's); NULL: the evaluation's */
 } lb_eval_result;
 
 /* The result as one JSON line (no newline): every field, null where a

@@ -124,7 +124,11 @@ static const char *str_field(const cJSON *o, const char *k)
 static void sandbox_of(const lb_config *cfg, const req *r, lb_score_sandbox *sb)
 {
     sb->socket = cfg->sandboxd_socket;
-    sb->image = cfg->default_image[0] ? cfg->default_image : NULL;
+    /* a row with its own image (docs/EVAL.md, "A row's own image") is scored
+     * in it as it ran in it: its scorer may need what only that image has;
+     * the daemon checks the name as it checks any */
+    const char *own = str_field(r->row, "image");
+    sb->image = own && own[0] ? own : cfg->default_image[0] ? cfg->default_image : NULL;
     sb->memory_mib = cfg->sandbox_memory_mib > 0 && cfg->sandbox_memory_mib < SCORE_MEMORY_MIB
                          ? cfg->sandbox_memory_mib
                          : SCORE_MEMORY_MIB;

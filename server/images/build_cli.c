@@ -193,7 +193,15 @@ int lb_build_cli_main(int argc, char **argv, const lb_config *cfg)
             }
             free(ref);
         }
-        if (s->kind == LB_DF_COPY || s->kind == LB_DF_ADD) {
+        if (s->kind == LB_DF_COPY && s->from && s->from_stage < 0) {
+            lb_image_ref r; /* COPY --from= an image: a reference, pulled when the step runs */
+            if (lb_image_ref_parse(s->from, LB_IMAGE_REF_LOCAL, &r, msg, sizeof msg) != LB_OK) {
+                fprintf(stderr, "llmbox: image build: Dockerfile:%d: COPY --from=%s: %s\n", s->line, s->from, msg);
+                goto out;
+            }
+        }
+        /* COPY --from's sources are a stage's or an image's, checked in its tree when the step runs */
+        if ((s->kind == LB_DF_COPY || s->kind == LB_DF_ADD) && !s->from) {
             for (int j = 0; j < s->argc - 1; j++) {
                 char *src = NULL;
                 if (lb_df_expand(s->argv[j], lookup, v, &src, msg, sizeof msg) != LB_OK) {

@@ -7,6 +7,7 @@
 #include "images/build_copy.h"
 #include "images/build_layer.h"
 #include "images/image_admin.h"
+#include "images/image_ids.h"
 #include "images/import.h"
 #include "images/registry_cli.h"
 #include "images/store.h"
@@ -22,8 +23,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +43,15 @@ typedef struct layer {
     char mt[128];              /* its media type in the manifest */
     long long size;
 } layer;
+
+/* An earlier stage's result, kept for a later FROM or COPY --from. */
+typedef struct stage_res {
+    layer *layers;
+    int nl;
+    cJSON *config;
+    char chain[65];
+    char image[128];           /* registered under this name once its files were needed, or "" */
+} stage_res;
 
 typedef struct bld {
     const lb_config *cfg;
@@ -58,6 +71,8 @@ typedef struct bld {
     char *tmpimg[TMP_IMAGES_MAX];
     int ntmp;
     lbsb_conn *conn;
+    stage_res stages[LB_DF_STAGES_MAX];
+    int nglobal;               /* variables set before the first FROM: the only ones a new stage keeps */
     int step, nsteps, run, cached, seq;
     char *msg;
     size_t msgsz;
@@ -281,21 +296,21 @@ static int put_json_blob(bld *b, const char *text, char hex[65])
     return access(p, F_OK) == 0 ? LB_OK : lb_write_file_atomic(p, text, strlen(text), 0644);
 }
 
-/* An OCI layout of the image so far at dir (its blobs hard-linked from the
- * stage), for the store's import. */
-static int write_layout(bld *b, const char *dir)
+/* An OCI layout of the image of ls (nl layers) and config at dir (its
+ * blobs hard-linked from the stage), for the store's import. */
+static int write_layout_of(bld *b, const char *dir, const layer *ls, int nl, cJSON *config)
 {
     char p[BPATH], chex[65], mhex[65];
     snprintf(p, sizeof p, "%s/blobs/sha256", dir);
     if (lb_mkdirs(p, 0700) != LB_OK)
         return failf(b, LB_E_IO, "cannot make %s: %s", p, strerror(errno));
-    cJSON_DeleteItemFromObject(b->config, "created");
+    cJSON_DeleteItemFromObject(config, "created");
     char now[32];
     time_t t = time(NULL);
     struct tm tmv;
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tmv));
-    cJSON_AddStringToObject(b->config, "created", now);
-    char *ctext = cJSON_PrintUnformatted(b->config);
+    cJSON_AddStringToObject(config, "created", now);
+    char *ctext = cJSON_PrintUnformatted(config);
     cJSON *man = cJSON_CreateObject();
     cJSON_AddNumberToObject(man, "schemaVersion", 2);
     cJSON_AddStringToObject(man, "mediaType", "application/vnd.oci.image.manifest.v1+json");
@@ -306,14 +321,14 @@ static int write_layout(bld *b, const char *dir)
     cJSON_AddStringToObject(cd, "digest", p);
     cJSON_AddNumberToObject(cd, "size", ctext ? (double)strlen(ctext) : 0);
     free(ctext);
-    cJSON *ls = cJSON_AddArrayToObject(man, "layers");
-    for (int i = 0; i < b->nl; i++) {
+    cJSON *jl = cJSON_AddArrayToObject(man, "layers");
+    for (int i = 0; i < nl; i++) {
         cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "mediaType", b->layers[i].mt);
-        snprintf(p, sizeof p, "sha256:%s", b->layers[i].hex);
+        cJSON_AddStringToObject(d, "mediaType", ls[i].mt);
+        snprintf(p, sizeof p, "sha256:%s", ls[i].hex);
         cJSON_AddStringToObject(d, "digest", p);
-        cJSON_AddNumberToObject(d, "size", (double)b->layers[i].size);
-        cJSON_AddItemToArray(ls, d);
+        cJSON_AddNumberToObject(d, "size", (double)ls[i].size);
+        cJSON_AddItemToArray(jl, d);
     }
     char *mtext = cJSON_PrintUnformatted(man);
     cJSON_Delete(man);
@@ -325,8 +340,8 @@ static int write_layout(bld *b, const char *dir)
     int nh = 0;
     hexes[nh++] = chex;
     hexes[nh++] = mhex;
-    for (int i = 0; i < b->nl; i++)
-        hexes[nh++] = b->layers[i].hex;
+    for (int i = 0; i < nl; i++)
+        hexes[nh++] = ls[i].hex;
     for (int i = 0; !rc && i < nh; i++) {
         char src[BPATH], dst[BPATH];
         snprintf(src, sizeof src, "%s/blobs/sha256/%s", b->stage, hexes[i]);
@@ -346,6 +361,72 @@ static int write_layout(bld *b, const char *dir)
         rc = lb_write_file_atomic(p, "{\"imageLayoutVersion\":\"1.0.0\"}", 30, 0644);
     if (rc)
         return failf(b, rc, "cannot write the image layout %s: %s", dir, strerror(errno));
+    return LB_OK;
+}
+
+static int write_layout(bld *b, const char *dir)
+{
+    return write_layout_of(b, dir, b->layers, b->nl, b->config);
+}
+
+/* Registers the image of ls and config in the store under a name of this
+ * build (removed at its end) into tname: a RUN's sandbox is made of it,
+ * and the store extracts its layers, which COPY --from and --chown read. */
+static int register_image(bld *b, const layer *ls, int nl, cJSON *config, char *tname, size_t tsz)
+{
+    char dir[BPATH], canon[LB_IMAGE_REF_MAX + 8], m[1024];
+    snprintf(dir, sizeof dir, "%s/img-%d", b->stage, b->seq);
+    snprintf(tname, tsz, "llmbox-build/%s:step%d", b->tag, b->seq++);
+    int rc = write_layout_of(b, dir, ls, nl, config);
+    if (rc)
+        return rc;
+    if (b->ntmp >= TMP_IMAGES_MAX)
+        return failf(b, LB_E_TOOBIG, "more than %d images made for RUN steps and stages", TMP_IMAGES_MAX);
+    if ((rc = lb_image_import_layout(b->cfg, dir, tname, NULL, LB_IMPORT_MOVE, canon, sizeof canon, m, sizeof m)))
+        return failf(b, rc, "the image so far could not be registered: %s", m);
+    if (!(b->tmpimg[b->ntmp] = strdup(tname)))
+        return failf(b, LB_E_NOMEM, "out of memory");
+    b->ntmp++;
+    if (lb_rmtree(dir) != LB_OK)
+        fprintf(stderr, "llmbox: build: could not remove %s\n", dir);
+    return LB_OK;
+}
+
+/* True when every layer of ls is extracted in the store (its root there). */
+static int extracted(bld *b, const layer *ls, int nl)
+{
+    for (int i = 0; i < nl; i++) {
+        char p[BPATH];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/layers/sha256/%s/root", b->oci, ls[i].hex);
+        if (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+            return 0;
+    }
+    return 1;
+}
+
+/* The ids of a COPY --chown that names a user or a group, from the image
+ * so far's own /etc/passwd and /etc/group (images/image_ids.h): its layers
+ * are registered first when some are not extracted yet (a RUN's, a
+ * COPY's). */
+static int chown_by_name(bld *b, const char *spec, long *uid, long *gid)
+{
+    char tname[128], m[512];
+    int rc = LB_OK;
+    if (!extracted(b, b->layers, b->nl) && (rc = register_image(b, b->layers, b->nl, b->config, tname, sizeof tname)))
+        return rc;
+    char p[BPATH];
+    snprintf(p, sizeof p, "%s/layers/sha256", b->oci);
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return failf(b, LB_E_IO, "cannot open %s: %s", p, strerror(errno));
+    const char *hexes[LB_BUILD_LAYERS_MAX];
+    for (int i = 0; i < b->nl; i++)
+        hexes[i] = b->layers[i].hex;
+    rc = lb_image_ids_resolve(fd, hexes, b->nl, spec, uid, gid, m, sizeof m);
+    close(fd);
+    if (rc)
+        return failf(b, rc, "--chown=%.64s: %s", spec, m);
     return LB_OK;
 }
 
@@ -469,22 +550,9 @@ static int do_run(bld *b, const lb_df_step *s)
     }
     /* the image so far, registered under a name of this build for the
      * sandbox (removed at the end) */
-    char dir[BPATH], tname[128], canon[LB_IMAGE_REF_MAX + 8], m[1024];
-    snprintf(dir, sizeof dir, "%s/img-%d", b->stage, b->seq);
-    snprintf(tname, sizeof tname, "llmbox-build/%s:step%d", b->tag, b->seq++);
-    if ((rc = write_layout(b, dir)))
+    char tname[128], m[1024];
+    if ((rc = register_image(b, b->layers, b->nl, b->config, tname, sizeof tname)))
         goto out;
-    if (b->ntmp >= TMP_IMAGES_MAX) {
-        rc = failf(b, LB_E_TOOBIG, "more than %d RUN steps", TMP_IMAGES_MAX);
-        goto out;
-    }
-    if ((rc = lb_image_import_layout(b->cfg, dir, tname, NULL, LB_IMPORT_MOVE, canon, sizeof canon, m, sizeof m))) {
-        rc = failf(b, rc, "the image so far could not be registered for the sandbox: %s", m);
-        goto out;
-    }
-    b->tmpimg[b->ntmp++] = strdup(tname);
-    if (lb_rmtree(dir) != LB_OK)
-        fprintf(stderr, "llmbox: build: could not remove %s\n", dir);
     if (!b->conn && (rc = lbsb_connect(b->cfg->sandboxd_socket, NULL, &b->conn, m, sizeof m))) {
         rc = failf(b, rc, "cannot reach sandboxd at %s: %s", b->cfg->sandboxd_socket, m);
         goto out;
@@ -561,6 +629,133 @@ out:
     return rc;
 }
 
+static int image_layers(bld *b, const char *ref, layer *ls, int *nl, cJSON **config, char chain[65]);
+
+/* What copy_from's child hands back. */
+typedef struct copy_reply {
+    int rc;
+    lb_build_tar t;
+    char msg[1024];
+} copy_reply;
+
+/* The source folder of COPY --from=: the earlier stage's layers (its image
+ * registered when some are not extracted yet) or the image's, top first,
+ * into rel as paths relative to the store's layers/sha256/. */
+static int from_layers(bld *b, const lb_df_step *s, char **rel, int *nrel)
+{
+    layer *ls = NULL;
+    int nl = 0, rc = LB_OK;
+    cJSON *config = NULL;
+    layer img[LB_BUILD_LAYERS_MAX];
+    char chain[65];
+    *nrel = 0;
+    if (s->from_stage >= 0) {
+        stage_res *r = &b->stages[s->from_stage];
+        if (!r->layers)
+            return failf(b, LB_E_NOMEM, "out of memory");
+        ls = r->layers;
+        nl = r->nl;
+        if (!extracted(b, ls, nl) && (rc = register_image(b, ls, nl, r->config, r->image, sizeof r->image)))
+            return rc;
+    } else {
+        if ((rc = image_layers(b, s->from, img, &nl, &config, chain)))
+            return rc;
+        cJSON_Delete(config);
+        ls = img;
+        if (!extracted(b, ls, nl))
+            return failf(b, LB_E_NOTFOUND, "the image %s's layers are not extracted in the store (reimport it)",
+                         s->from);
+    }
+    for (int i = nl - 1; i >= 0; i--) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/root", ls[i].hex) < 0)
+            return failf(b, LB_E_NOMEM, "out of memory"); /* p is undefined then: not kept */
+        rel[(*nrel)++] = p;
+    }
+    return LB_OK;
+}
+
+/* COPY --from=: the source's layers mounted as one read-only tree (an
+ * overlay of the extracted layers, whiteouts and all, in a child of its own
+ * mount namespace, so nothing is left mounted), and the layer written
+ * from it as from a context: sources resolved in that tree must stay
+ * inside it (a symlink out of it is refused, never followed) and links
+ * below a copied folder are kept as links. */
+static int copy_from(bld *b, const lb_df_step *s, char **words, int nw, const char *dest, long uid, long gid,
+                     int mode, char **roots, int nr, const char *lpath, lb_build_tar *t, char *m, size_t msz)
+{
+    char *rel[LB_BUILD_LAYERS_MAX];
+    int nrel = 0;
+    int rc = from_layers(b, s, rel, &nrel);
+    char merged[BPATH], layers_dir[BPATH], opts[4096];
+    snprintf(merged, sizeof merged, "%s/from-%d", b->stage, b->seq++);
+    snprintf(layers_dir, sizeof layers_dir, "%s/layers/sha256", b->oci);
+    size_t ol = 0;
+    ol += (size_t)snprintf(opts, sizeof opts, "lowerdir=");
+    for (int i = 0; !rc && i < nrel; i++) {
+        int n = snprintf(opts + ol, sizeof opts - ol, "%s%s", i ? ":" : "", rel[i]);
+        if (n < 0 || (size_t)n >= sizeof opts - ol)
+            rc = failf(b, LB_E_TOOBIG, "--from=%s has too many layers to mount at once", s->from);
+        else
+            ol += (size_t)n;
+    }
+    int pfd[2] = {-1, -1};
+    if (!rc && (mkdir(merged, 0700) != 0 || pipe2(pfd, O_CLOEXEC) != 0))
+        rc = failf(b, LB_E_IO, "cannot make %s: %s", merged, strerror(errno));
+    pid_t pid = -1;
+    if (!rc && (pid = fork()) < 0)
+        rc = failf(b, LB_E_IO, "cannot fork: %s", strerror(errno));
+    if (!rc && pid == 0) {
+        copy_reply r;
+        memset(&r, 0, sizeof r);
+        close(pfd[0]);
+        /* a mount namespace of its own: the tree goes with the child */
+        if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            chdir(layers_dir) != 0) {
+            r.rc = LB_E_IO;
+            snprintf(r.msg, sizeof r.msg, "cannot make a mount namespace: %s", strerror(errno));
+        } else if (nrel == 1 ? mount(rel[0], merged, NULL, MS_BIND, NULL) != 0 ||
+                                   mount(NULL, merged, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) != 0
+                             : mount("overlay", merged, "overlay", MS_RDONLY, opts) != 0) {
+            r.rc = LB_E_IO;
+            snprintf(r.msg, sizeof r.msg, "cannot mount the layers of %s: %s", s->from, strerror(errno));
+        } else {
+            r.rc = lb_build_copy_layer(merged, (const char *const *)words, nw - 1, dest, uid, gid, mode,
+                                       (const char *const *)roots, nr, (long long)b->cfg->image_layer_max_mib << 20,
+                                       lpath, &r.t, r.msg, sizeof r.msg);
+        }
+        _exit(lb_write_all(pfd[1], &r, sizeof r) == LB_OK ? 0 : 1);
+    }
+    if (pfd[1] >= 0)
+        close(pfd[1]);
+    if (pid > 0) {
+        copy_reply r;
+        size_t got = 0;
+        if (lb_read_full(pfd[0], &r, sizeof r) == LB_OK)
+            got = sizeof r;
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        if (got != sizeof r) {
+            rc = LB_E_IO;
+            snprintf(m, msz, "the copy's process ended without an answer");
+        } else {
+            rc = r.rc;
+            *t = r.t;
+            r.msg[sizeof r.msg - 1] = '\0';
+            snprintf(m, msz, "%s", r.msg);
+        }
+        rmdir(merged);
+    } else if (rc) {
+        m[0] = '\0'; /* failf said it, with the step */
+    }
+    if (pfd[0] >= 0)
+        close(pfd[0]);
+    for (int i = 0; i < nrel; i++)
+        free(rel[i]);
+    return rc;
+}
+
 static int do_copy(bld *b, const lb_df_step *s)
 {
     char *words[LB_DF_ARGS_MAX], *roots[LB_BUILD_LAYERS_MAX];
@@ -587,10 +782,15 @@ static int do_copy(bld *b, const lb_df_step *s)
         char *e = NULL;
         uid = strtol(s->chown, &e, 10);
         gid = uid;
-        if (e && *e == ':')
+        if (e && *e == ':' && e[1] >= '0' && e[1] <= '9')
             gid = strtol(e + 1, &e, 10);
-        if (e == s->chown || (e && *e) || uid < 0 || gid < 0 || uid > 65535 || gid > 65535) {
-            rc = failf(b, LB_E_INVAL, "--chown takes numeric ids UID[:GID] of 0-65535 here (%.64s)", s->chown);
+        if (e == s->chown || (e && *e)) {
+            /* a name: the image's own /etc/passwd and /etc/group say its ids */
+            if ((rc = chown_by_name(b, s->chown, &uid, &gid)))
+                goto out;
+        } else if (uid < 0 || gid < 0 || uid > 65535 || gid > 65535) {
+            rc = failf(b, LB_E_INVAL, "--chown takes ids of 0-65535 or names of the image's users (%.64s)",
+                       s->chown);
             goto out;
         }
     }
@@ -600,15 +800,22 @@ static int do_copy(bld *b, const lb_df_step *s)
     char lpath[BPATH], m[1024];
     snprintf(lpath, sizeof lpath, "%s/layer-%d.tar", b->stage, b->seq++);
     lb_build_tar t;
-    rc = lb_build_copy_layer(b->ctx, (const char *const *)words, nw - 1, dest, uid, gid, mode,
-                             (const char *const *)roots, nr, (long long)b->cfg->image_layer_max_mib << 20, lpath, &t,
-                             m, sizeof m);
+    if (s->from)
+        rc = copy_from(b, s, words, nw, dest, uid, gid, mode, roots, nr, lpath, &t, m, sizeof m);
+    else
+        rc = lb_build_copy_layer(b->ctx, (const char *const *)words, nw - 1, dest, uid, gid, mode,
+                                 (const char *const *)roots, nr, (long long)b->cfg->image_layer_max_mib << 20, lpath,
+                                 &t, m, sizeof m);
     if (rc) {
-        rc = failf(b, rc, "%s", m);
+        if (s->from && m[0])
+            rc = failf(b, rc, "--from=%.255s: %s", s->from, m);
+        else if (!s->from)
+            rc = failf(b, rc, "%s", m);
         goto out;
     }
     char extra[PATH_MAX + 160];
-    snprintf(extra, sizeof extra, "%s %s %ld:%ld %d", t.content, dest, uid, gid, mode);
+    /* a stage's or an image's files: the content digest keys the cache as the context's does */
+    snprintf(extra, sizeof extra, "%s %s %ld:%ld %d %s", t.content, dest, uid, gid, mode, s->from ? "from" : "ctx");
     chain_step(b, lb_df_kind_name(s->kind), words, nw, extra);
     char hex[65];
     long long size;
@@ -654,31 +861,26 @@ static int do_workdir(bld *b, const lb_df_step *s)
     return push_layer(b, t.digest + 7, t.size, lpath);
 }
 
-static int do_from(bld *b, const lb_df_step *s)
+/* The layers (bottom first, into ls, *nl of them), config (*config, the
+ * caller's) and manifest digest (chain) of the stored image ref, pulled
+ * first when it is a registry's the store lacks. */
+static int image_layers(bld *b, const char *ref, layer *ls, int *nl, cJSON **config, char chain[65])
 {
-    char *ref = NULL, m[1024];
-    int rc = expand(b, s->argv[0], &ref);
-    if (rc)
-        return rc;
+    char m[1024];
     cJSON *rec = NULL;
-    rc = lb_image_record_read(b->cfg, ref, &rec, m, sizeof m);
-    if (rc == LB_E_NOTFOUND && lb_image_is_debootstrap(b->cfg, ref)) {
-        rc = failf(b, LB_E_INVAL, "%s is a debootstrap image, which cannot be a build's base; FROM takes a "
-                                  "layered image (llmbox image import or pull) or a registry reference", ref);
-        free(ref);
-        return rc;
-    }
+    *nl = 0;
+    *config = NULL;
+    int rc = lb_image_record_read(b->cfg, ref, &rec, m, sizeof m);
+    if (rc == LB_E_NOTFOUND && lb_image_is_debootstrap(b->cfg, ref))
+        return failf(b, LB_E_INVAL, "%s is a debootstrap image, which cannot be a build's base; FROM takes a "
+                                    "layered image (llmbox image import or pull) or a registry reference", ref);
     if (rc == LB_E_NOTFOUND && lb_image_is_registry_ref(ref)) {
         fprintf(stderr, "Step %d/%d: pulling %s\n", b->step + 1, b->nsteps, ref);
         if ((rc = lb_pull_ensure(b->cfg, ref, m, sizeof m)) == LB_OK)
             rc = lb_image_record_read(b->cfg, ref, &rec, m, sizeof m);
     }
-    if (rc) {
-        rc = failf(b, rc, "%s: %s", ref, m);
-        free(ref);
-        return rc;
-    }
-    free(ref);
+    if (rc)
+        return failf(b, rc, "%s: %s", ref, m);
     cJSON *mdig = cJSON_GetObjectItem(rec, "manifest"), *cdig = cJSON_GetObjectItem(rec, "config");
     char p[BPATH], *text = NULL;
     size_t n = 0;
@@ -693,19 +895,19 @@ static int do_from(bld *b, const lb_df_step *s)
         text = NULL;
         snprintf(p, sizeof p, "%s/blobs/sha256/%s", b->oci, cdig->valuestring + 7);
         if (man && lb_read_file(p, 8u << 20, &text, &n) == LB_OK)
-            b->config = cJSON_ParseWithLength(text, n);
+            *config = cJSON_ParseWithLength(text, n);
         free(text);
-        memcpy(b->chain, mdig->valuestring + 7, 64);
-        b->chain[64] = '\0';
+        memcpy(chain, mdig->valuestring + 7, 64);
+        chain[64] = '\0';
     }
-    cJSON *ls = man ? cJSON_GetObjectItem(man, "layers") : NULL;
-    cJSON *rootfs = b->config ? cJSON_GetObjectItem(b->config, "rootfs") : NULL;
+    cJSON *jl = man ? cJSON_GetObjectItem(man, "layers") : NULL;
+    cJSON *rootfs = *config ? cJSON_GetObjectItem(*config, "rootfs") : NULL;
     cJSON *ids = rootfs ? cJSON_GetObjectItem(rootfs, "diff_ids") : NULL;
-    if (cJSON_IsArray(ls) && cJSON_IsArray(ids) && cJSON_GetArraySize(ls) == cJSON_GetArraySize(ids) &&
-        cJSON_GetArraySize(ls) <= LB_BUILD_LAYERS_MAX) {
+    if (cJSON_IsArray(jl) && cJSON_IsArray(ids) && cJSON_GetArraySize(jl) == cJSON_GetArraySize(ids) &&
+        cJSON_GetArraySize(jl) <= LB_BUILD_LAYERS_MAX) {
         rc = LB_OK;
         cJSON *id = ids->child;
-        for (cJSON *l = ls->child; l && !rc; l = l->next, id = id->next) {
+        for (cJSON *l = jl->child; l && !rc; l = l->next, id = id->next) {
             cJSON *dg = cJSON_GetObjectItem(l, "digest"), *mt = cJSON_GetObjectItem(l, "mediaType"),
                   *sz = cJSON_GetObjectItem(l, "size");
             if (!cJSON_IsString(dg) || strlen(dg->valuestring) != 71 || !cJSON_IsString(id) ||
@@ -713,19 +915,77 @@ static int do_from(bld *b, const lb_df_step *s)
                 rc = LB_E_INVAL;
                 break;
             }
-            layer *x = &b->layers[b->nl++];
+            layer *x = &ls[(*nl)++];
             snprintf(x->hex, sizeof x->hex, "%s", dg->valuestring + 7);
             snprintf(x->diff, sizeof x->diff, "%s", id->valuestring);
             snprintf(x->mt, sizeof x->mt, "%s", cJSON_IsString(mt) ? mt->valuestring : LAYER_MT);
             x->size = (long long)sz->valuedouble;
-            if (stage_blob(b, x->hex, NULL) != LB_OK)
-                rc = LB_E_NOTFOUND;
         }
     }
     cJSON_Delete(man);
     cJSON_Delete(rec);
+    if (rc) {
+        cJSON_Delete(*config);
+        *config = NULL;
+        return failf(b, rc, "the image %s's manifest or config is not in the store (reimport it)", ref);
+    }
+    return LB_OK;
+}
+
+/* The end of a stage (a FROM follows): its result kept for a later FROM or
+ * COPY --from, and the builder's state made new, but for the variables set
+ * before the first FROM (the build's global ARGs). */
+static void stage_end(bld *b, int idx)
+{
+    stage_res *r = &b->stages[idx];
+    r->layers = malloc(sizeof *r->layers * (size_t)(b->nl ? b->nl : 1));
+    if (r->layers) {
+        memcpy(r->layers, b->layers, sizeof *r->layers * (size_t)b->nl);
+        r->nl = b->nl;
+    }
+    r->config = b->config;
+    memcpy(r->chain, b->chain, sizeof r->chain);
+    b->config = NULL;
+    b->nl = b->nbase = 0;
+    memset(b->chain, 0, sizeof b->chain);
+    for (int j = 0; j < b->nshell; j++)
+        free(b->shell[j]);
+    b->shell[0] = strdup("/bin/sh");
+    b->shell[1] = strdup("-c");
+    b->nshell = b->shell[0] && b->shell[1] ? 2 : 0;
+    while (b->nv > b->nglobal) {
+        b->nv--;
+        free(b->vnames[b->nv]);
+        free(b->vvals[b->nv]);
+    }
+}
+
+static int do_from(bld *b, const lb_df_step *s)
+{
+    if (s->from_stage >= 0) {
+        /* an earlier stage's result: its blobs are in this build's stage already */
+        stage_res *r = &b->stages[s->from_stage];
+        if (!r->layers || !r->config || !(b->config = cJSON_Duplicate(r->config, 1)))
+            return failf(b, LB_E_NOMEM, "out of memory");
+        memcpy(b->layers, r->layers, sizeof *r->layers * (size_t)r->nl);
+        b->nl = r->nl;
+        memcpy(b->chain, r->chain, sizeof b->chain);
+        b->nbase = b->nl;
+        history(b, "FROM", 1);
+        return LB_OK;
+    }
+    char *ref = NULL;
+    int rc = expand(b, s->argv[0], &ref);
     if (rc)
-        return failf(b, rc, "the base image's manifest, config or layer blobs are not in the store (reimport it)");
+        return rc;
+    rc = image_layers(b, ref, b->layers, &b->nl, &b->config, b->chain);
+    free(ref);
+    for (int i = 0; !rc && i < b->nl; i++)
+        if (stage_blob(b, b->layers[i].hex, NULL) != LB_OK)
+            rc = failf(b, LB_E_NOTFOUND, "the base image's layer blob sha256:%s is not in the store (reimport it)",
+                       b->layers[i].hex);
+    if (rc)
+        return rc;
     b->nbase = b->nl;
     history(b, "FROM", 1);
     return LB_OK;
@@ -894,7 +1154,11 @@ int lb_build_run(const lb_config *cfg, const lb_dockerfile *df, const char *ctxr
     char rnd[17];
     int rc = lb_random_hex(rnd, sizeof rnd, 6);
     snprintf(b->tag, sizeof b->tag, "%ld-%s", (long)getpid(), rc ? "0" : rnd);
-    snprintf(b->oci, sizeof b->oci, "%s/oci", cfg->image_store);
+    /* absolute: COPY --from's child changes its folder */
+    char store_real[PATH_MAX];
+    const char *sr = realpath(cfg->image_store, store_real) && strlen(store_real) < LB_CFG_PATH ? store_real
+                                                                                               : cfg->image_store;
+    snprintf(b->oci, sizeof b->oci, "%.*s/oci", (int)(LB_CFG_PATH - 1), sr);
     snprintf(b->cache, sizeof b->cache, "%s/build-cache", b->oci);
     /* the stage is the cache's neighbour, not in the store's tmp/: the
      * store's import, called from this process, clears tmp/ of entries of
@@ -925,6 +1189,10 @@ int lb_build_run(const lb_config *cfg, const lb_dockerfile *df, const char *ctxr
             rc = failf(b, LB_E_INVAL, "comes before FROM");
             break;
         }
+        if (s->kind == LB_DF_FROM && s->stage == 0)
+            b->nglobal = b->nv;
+        else if (s->kind == LB_DF_FROM && s->stage > 0 && s->stage < LB_DF_STAGES_MAX)
+            stage_end(b, s->stage - 1);
         rc = do_step(b, s);
     }
     if (!rc) {
@@ -957,6 +1225,10 @@ done:
     }
     for (int i = 0; i < b->nshell; i++)
         free(b->shell[i]);
+    for (int i = 0; i < LB_DF_STAGES_MAX; i++) {
+        free(b->stages[i].layers);
+        cJSON_Delete(b->stages[i].config);
+    }
     cJSON_Delete(b->config);
     free(b);
     return rc;

@@ -40,6 +40,7 @@ static void step_free(lb_df_step *s)
     free(s->argv);
     free(s->chown);
     free(s->chmod);
+    free(s->from);
     memset(s, 0, sizeof *s);
 }
 
@@ -50,6 +51,8 @@ void lb_dockerfile_free(lb_dockerfile *df)
     for (int i = 0; i < df->n; i++)
         step_free(&df->steps[i]);
     free(df->steps);
+    for (int i = 0; i < LB_DF_STAGES_MAX; i++)
+        free(df->stage_names[i]);
     memset(df, 0, sizeof *df);
 }
 
@@ -204,6 +207,118 @@ static int source_ok(const lb_df_step *s, const char *src, char *msg, size_t msg
     return LB_OK;
 }
 
+/* A stage's AS name: [a-z][a-z0-9._-]*, any case (Docker's), capped. */
+static int stage_name_ok(const char *p)
+{
+    size_t n = strlen(p);
+    if (!n || n > LB_DF_STAGE_NAME_MAX || !((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= 'A' && p[0] <= 'Z')))
+        return 0;
+    return strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* The index of the stage named name (without case) among stages [0, upto), or -1. */
+static int stage_find(const lb_dockerfile *df, const char *name, int upto)
+{
+    for (int i = 0; i < upto && i < LB_DF_STAGES_MAX; i++)
+        if (df->stage_names[i] && !strcasecmp(df->stage_names[i], name))
+            return i;
+    return -1;
+}
+
+/* FROM's stage: its AS name recorded (once in the file), and an image
+ * that names an earlier stage builds on it; naming itself is refused here,
+ * a later stage once the whole file is read (stages_check). */
+static int from_stage(lb_dockerfile *df, lb_df_step *s, char *msg, size_t msgsz)
+{
+    if (s->argc == 3) {
+        if (stage_find(df, s->argv[2], s->stage) >= 0) {
+            lb_say(msg, msgsz, "Dockerfile:%d: the stage name \"%s\" is used twice.", s->line, s->argv[2]);
+            return LB_E_INVAL;
+        }
+        if (!strcasecmp(s->argv[0], s->argv[2])) {
+            lb_say(msg, msgsz, "Dockerfile:%d: FROM %s names its own stage; a stage builds on an image or an "
+                               "earlier stage.", s->line, s->argv[0]);
+            return LB_E_INVAL;
+        }
+        if (!(df->stage_names[s->stage] = strdup(s->argv[2])))
+            return LB_E_NOMEM;
+        for (char *c = df->stage_names[s->stage]; *c; c++)
+            *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    }
+    s->from_stage = stage_find(df, s->argv[0], s->stage);
+    return LB_OK;
+}
+
+/* A number of 0..LB_DF_STAGES_MAX-1 (a stage's index), else -1. */
+static int stage_number(const char *v)
+{
+    if (!*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 2)
+        return -1;
+    long n = strtol(v, NULL, 10); /* at most two digits, checked above */
+    return n < LB_DF_STAGES_MAX ? (int)n : -1;
+}
+
+/* True when v reads as an image reference rather than a stage's name: it
+ * has a registry, a path, a tag or a digest. */
+static int looks_like_image(const char *v)
+{
+    return strpbrk(v, "/:@.") != NULL;
+}
+
+/* COPY --from=: an earlier stage (by name or number), or an image
+ * reference; itself, a later stage and an unknown name are refused (the
+ * later ones once the whole file is read, stages_check). */
+static int copy_from_stage(lb_dockerfile *df, lb_df_step *s, char *msg, size_t msgsz)
+{
+    int own = s->stage, num = stage_number(s->from);
+    int named = stage_find(df, s->from, own + 1);
+    if (num == own || named == own) {
+        lb_say(msg, msgsz, "Dockerfile:%d: COPY --from=%s names its own stage; it may copy from an earlier one.",
+               s->line, s->from);
+        return LB_E_INVAL;
+    }
+    if (num >= 0) {
+        if (num > own) {
+            lb_say(msg, msgsz, "Dockerfile:%d: COPY --from=%d names a later stage; it may copy from an earlier one.",
+                   s->line, num);
+            return LB_E_INVAL;
+        }
+        s->from_stage = num;
+        return LB_OK;
+    }
+    s->from_stage = named;
+    if (named < 0 && strchr(s->from, '$')) {
+        lb_say(msg, msgsz, "Dockerfile:%d: COPY --from= takes a stage or an image as written, without variables.",
+               s->line);
+        return LB_E_INVAL;
+    }
+    return LB_OK;
+}
+
+/* Once every stage is known: a FROM or COPY --from that names a stage
+ * declared later (the way a cycle would be made), or a --from that is
+ * neither a stage nor an image reference, is refused. */
+static int stages_check(const lb_dockerfile *df, char *msg, size_t msgsz)
+{
+    for (int i = 0; i < df->n; i++) {
+        const lb_df_step *s = &df->steps[i];
+        const char *v = s->kind == LB_DF_FROM ? s->argv[0] : s->kind == LB_DF_COPY ? s->from : NULL;
+        if (!v || s->from_stage >= 0)
+            continue;
+        if (stage_find(df, v, df->nstages) >= 0) {
+            lb_say(msg, msgsz, "Dockerfile:%d: %s %s names a later stage; a stage builds on and copies from "
+                               "earlier ones only.", s->line, s->kind == LB_DF_FROM ? "FROM" : "COPY --from", v);
+            return LB_E_INVAL;
+        }
+        if (s->kind == LB_DF_COPY && !looks_like_image(v)) {
+            lb_say(msg, msgsz, "Dockerfile:%d: COPY --from=%s names no stage of this Dockerfile (an image "
+                               "reference has a tag, a registry or a path: name:tag).", s->line, v);
+            return LB_E_INVAL;
+        }
+    }
+    return LB_OK;
+}
+
 /* --flags at the start of rest: COPY/ADD --chown= and --chmod=, FROM
  * --platform=linux/amd64; anything else refused. Returns rest past them. */
 static int flags(lb_df_step *s, const char **rest, char *msg, size_t msgsz, int line)
@@ -223,12 +338,20 @@ static int flags(lb_df_step *s, const char **rest, char *msg, size_t msgsz, int 
                    strspn(v, "01234567") >= vl) {
             if (!(s->chmod = strndup(v, vl)))
                 return LB_E_NOMEM;
+        } else if (s->kind == LB_DF_COPY && kl == 6 && !strncmp(p, "--from", 6) && vl && !s->from) {
+            if (vl > LB_DF_FROM_MAX) {
+                lb_say(msg, msgsz, "Dockerfile:%d: COPY --from= takes a stage or an image of at most %d bytes.", line,
+                       LB_DF_FROM_MAX);
+                return LB_E_INVAL;
+            }
+            if (!(s->from = strndup(v, vl)))
+                return LB_E_NOMEM;
         } else if (s->kind == LB_DF_FROM && kl == 10 && !strncmp(p, "--platform", 10) && vl == 11 &&
                    !strncmp(v, "linux/amd64", 11)) {
             /* the only platform llmbox runs */
         } else {
             lb_say(msg, msgsz, "Dockerfile:%d: %s %.*s is not supported%s.", line, k, (int)(kl > 40 ? 40 : kl), p,
-                copy && kl == 6 && !strncmp(p, "--from", 6) ? " (multi-stage builds are not)" : "");
+                s->kind == LB_DF_ADD && kl == 6 && !strncmp(p, "--from", 6) ? " (COPY takes --from)" : "");
             return LB_E_INVAL;
         }
         p += n;
@@ -285,10 +408,12 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         lb_say(msg, msgsz, "Dockerfile:%d: %s needs arguments.", line, k);
         return LB_E_INVAL;
     }
-    if (kind == LB_DF_FROM && df->from_index >= 0) {
-        lb_say(msg, msgsz, "Dockerfile:%d: a second FROM: multi-stage builds are not supported.", line);
-        return LB_E_INVAL;
+    if (kind == LB_DF_FROM && df->nstages >= LB_DF_STAGES_MAX) {
+        lb_say(msg, msgsz, "Dockerfile:%d: more than %d stages (FROM).", line, LB_DF_STAGES_MAX);
+        return LB_E_TOOBIG;
     }
+    s->stage = df->nstages - (kind == LB_DF_FROM ? 0 : 1);
+    s->from_stage = -1;
     if (kind != LB_DF_FROM && kind != LB_DF_ARG && df->from_index < 0) {
         lb_say(msg, msgsz, "Dockerfile:%d: %s before FROM; only ARG may come before it.", line, k);
         return LB_E_INVAL;
@@ -302,13 +427,18 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         return rc;
     switch (kind) {
     case LB_DF_FROM:
-        df->from_index = df->n - 1;
+        if (df->from_index < 0)
+            df->from_index = df->n - 1;
+        df->nstages++;
         if ((rc = split_plain(s, rest)))
             break;
-        if (!(s->argc == 1 || (s->argc == 3 && !strcasecmp(s->argv[1], "AS") && name_ok(s->argv[2], strlen(s->argv[2]))))) {
-            lb_say(msg, msgsz, "Dockerfile:%d: FROM takes an image and optionally AS and a name.", line);
+        if (!(s->argc == 1 || (s->argc == 3 && !strcasecmp(s->argv[1], "AS") && stage_name_ok(s->argv[2])))) {
+            lb_say(msg, msgsz, "Dockerfile:%d: FROM takes an image and optionally AS and a stage name "
+                               "([a-z][a-z0-9._-]*, at most %d bytes).", line, LB_DF_STAGE_NAME_MAX);
             return LB_E_INVAL;
         }
+        if ((rc = from_stage(df, s, msg, msgsz)) != LB_E_NOMEM && rc)
+            return rc; /* the sentence is said */
         break;
     case LB_DF_RUN:
         if (!try_exec_form(s, rest, &rc) && !rc)
@@ -338,6 +468,8 @@ static int parse_step(lb_dockerfile *df, const char *text, int line, char esc, c
         for (int i = 0; i < s->argc - 1; i++)
             if ((rc = source_ok(s, s->argv[i], msg, msgsz, line)))
                 return rc;
+        if (s->from && (rc = copy_from_stage(df, s, msg, msgsz)))
+            return rc; /* the sentence is said */
         break;
     case LB_DF_ENV:
     case LB_DF_LABEL: {
@@ -485,6 +617,8 @@ int lb_dockerfile_parse(const char *text, size_t n, lb_dockerfile *out, char *ms
         lb_say(msg, msgsz, "Dockerfile:%d: there is no FROM.", line ? line : 1);
         rc = LB_E_INVAL;
     }
+    if (!rc)
+        rc = stages_check(out, msg, msgsz);
     return rc;
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/image_ref.h"
 #include "common/util.h"
+#include "images/image_ids.h"
 #include "images/oci_json.h"
 #include "images/store.h"
 #include "images/unpack_run.h"
@@ -398,127 +399,18 @@ static cJSON *strv_json(char **v, int n)
     return a;
 }
 
-#define IMP_PASSWD_MAX (4u << 20) /* an image's /etc/passwd or /etc/group */
-
-/* The image's file rel (etc/passwd), read from the topmost layer that has
- * it beneath its root through no symlink; a whiteout there (a character
- * device) means the image has none. NULL when none. */
-static char *layer_file(imp *m, const lb_oci_manifest *man, const char *rel)
-{
-    for (int i = man->nlayers - 1; i >= 0; i--) {
-        char root[128];
-        snprintf(root, sizeof root, "%s/root", man->layers[i].digest + 7);
-        int rfd = openat(m->st.layers_fd, root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (rfd < 0)
-            return NULL;
-        struct stat st;
-        int fd = open_beneath(rfd, rel, O_RDONLY | O_NONBLOCK, 0);
-        if (fd < 0) {
-            int e = errno;
-            struct stat ws;
-            int whiteout = fstatat(rfd, rel, &ws, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(ws.st_mode);
-            close(rfd);
-            if (e == ENOENT && !whiteout)
-                continue;
-            return NULL;
-        }
-        close(rfd);
-        char *buf = NULL;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= IMP_PASSWD_MAX &&
-            (buf = malloc((size_t)st.st_size + 1)) && lb_read_full(fd, buf, (size_t)st.st_size) == LB_OK)
-            buf[st.st_size] = '\0';
-        else {
-            free(buf);
-            buf = NULL;
-        }
-        close(fd);
-        return buf;
-    }
-    return NULL;
-}
-
-/* The id of name in a passwd or group file's text (field 3), or -1. */
-static long file_id(const char *text, const char *name, int *gid_out)
-{
-    size_t nl = strlen(name);
-    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        if (strncmp(l, name, nl) != 0 || l[nl] != ':')
-            continue;
-        const char *f = strchr(l + nl + 1, ':');
-        if (!f)
-            return -1;
-        char *end;
-        long id = strtol(f + 1, &end, 10);
-        if (end == f + 1 || *end != ':' || id < 0 || id > 65535)
-            return -1;
-        if (gid_out) {
-            char *gend;
-            long g = strtol(end + 1, &gend, 10);
-            *gid_out = gend != end + 1 && g >= 0 && g <= 65535 ? (int)g : -1;
-        }
-        return id;
-    }
-    return -1;
-}
-
-static int numeric_id(const char *s, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < 0 || v > 65535)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* The config's User ("name|uid[:group|gid]") as ids, names looked up in
- * the image's /etc/passwd and /etc/group (a user's gid from passwd when no
- * group is given). The sandboxes map ids 0..65535 only. */
+/* The config's User ("name|uid[:group|gid]") as ids, looked up in the
+ * image's own /etc/passwd and /etc/group (images/image_ids.h). */
 static int resolve_user(imp *m, const lb_oci_manifest *man, const char *user, long *uid, long *gid)
 {
-    *uid = *gid = -1;
-    if (!user[0])
-        return LB_OK;
-    char u[LB_OCI_USER_MAX + 1], *g = NULL;
-    snprintf(u, sizeof u, "%s", user);
-    if ((g = strchr(u, ':')))
-        *g++ = '\0';
-    char *passwd = NULL, *group = NULL;
-    int pgid = -1, rc = LB_OK;
-    if (numeric_id(u, uid) != 0) {
-        passwd = layer_file(m, man, "etc/passwd");
-        if (!passwd || (*uid = file_id(passwd, u, &pgid)) < 0)
-            rc = fail(m, LB_E_INVAL, "the image's User \"%s\" is not in its /etc/passwd (nor a number of 0 to 65535)",
-                      user);
-    } else if (!g) {
-        passwd = layer_file(m, man, "etc/passwd");
-        char num[16];
-        snprintf(num, sizeof num, "%ld", *uid);
-        /* a number's user, when passwd has it, brings its group */
-        for (const char *l = passwd; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-            const char *f1 = strchr(l, ':'), *f2 = f1 ? strchr(f1 + 1, ':') : NULL;
-            if (f2 && !strncmp(f2 + 1, num, strlen(num)) && f2[1 + strlen(num)] == ':') {
-                char *end;
-                long gg = strtol(f2 + 2 + strlen(num), &end, 10);
-                if (*end == ':' && gg >= 0 && gg <= 65535)
-                    pgid = (int)gg;
-                break;
-            }
-        }
-    }
-    if (rc == LB_OK) {
-        if (!g || !*g)
-            *gid = pgid >= 0 ? pgid : *uid;
-        else if (numeric_id(g, gid) != 0) {
-            group = layer_file(m, man, "etc/group");
-            if (!group || (*gid = file_id(group, g, NULL)) < 0)
-                rc = fail(m, LB_E_INVAL, "the image's User \"%s\" names a group not in its /etc/group", user);
-        }
-    }
-    free(passwd);
-    free(group);
-    return rc;
+    const char *hexes[LB_OCI_LAYERS_MAX];
+    int n = 0;
+    for (int i = 0; i < man->nlayers && n < LB_OCI_LAYERS_MAX; i++)
+        hexes[n++] = man->layers[i].digest + 7;
+    char why[400];
+    if (lb_image_ids_resolve(m->st.layers_fd, hexes, n, user, uid, gid, why, sizeof why) != LB_OK)
+        return fail(m, LB_E_INVAL, "the image's User \"%s\": %s", user, why);
+    return LB_OK;
 }
 
 /* The record, last: refs/<file>, replacing the old one, which moves to

@@ -107,7 +107,7 @@ int lb_eval_opts_parse(const char *json, lb_eval_opts *o)
         goto out;
     if (opt_str(j, "model", o->model, sizeof o->model) || opt_str(j, "layout", o->layout, sizeof o->layout) ||
         opt_str(j, "judge_model", o->judge_model, sizeof o->judge_model) ||
-        opt_str(j, "network", o->network, sizeof o->network))
+        opt_str(j, "network", o->network, sizeof o->network) || opt_str(j, "image", o->image, sizeof o->image))
         goto out;
     if (!o->layout[0])
         snprintf(o->layout, sizeof o->layout, "official");
@@ -333,6 +333,7 @@ typedef struct lb_er_job {
     char eval_id[33], task_id[33], mode[8];
     int repeat;
     char *row_id, *domain, *scorer, *gt_json, *row_json, *script;
+    char *image;                /* the row's own image, shown in its result; NULL: the evaluation's */
     char judge_model[LB_CFG_MODEL_NAME];
     int judge_votes;
     lb_runner_fence fence;      /* several nodes: the claim the run was queued under */
@@ -348,6 +349,7 @@ static void job_free(lb_er_job *j)
     free(j->gt_json);
     free(j->row_json);
     free(j->script);
+    free(j->image);
     free(j);
 }
 
@@ -414,6 +416,7 @@ static void score_one(lb_store *s, lb_er_job *j)
     res.score = -1;
     res.ground_truth_json = j->gt_json;
     res.task_id = j->task_id;
+    res.image = j->image;
     int rc = lb_store_task_load(s, j->task_id, &t);
     if (rc != LB_OK) {
         res.status = "error";
@@ -530,9 +533,22 @@ static void queue_score(const lb_er_ds *c, const lb_eval_run *r, const lb_runner
     j->gt_json = row && row->ground_truth_json ? strdup(row->ground_truth_json) : NULL;
     j->row_json = row && row->row_json ? strdup(row->row_json) : NULL;
     j->script = c->d.script ? strdup(c->d.script) : NULL;
+    const char *img = row && row->image ? row->image : c->o.image[0] ? c->o.image : NULL;
+    j->image = img ? strdup(img) : NULL;
+    if (img && row && !row->image && j->row_json) {
+        /* the scorer's sandbox takes the row's `image` (score_main.c): the
+         * evaluation's goes into the row it is handed */
+        cJSON *rj = cJSON_Parse(j->row_json);
+        char *with = rj && cJSON_AddStringToObject(rj, "image", img) ? cJSON_PrintUnformatted(rj) : NULL;
+        cJSON_Delete(rj);
+        if (with) {
+            free(j->row_json);
+            j->row_json = with;
+        }
+    }
     snprintf(j->judge_model, sizeof j->judge_model, "%s", c->o.judge_model[0] ? c->o.judge_model : c->o.model);
     j->judge_votes = c->o.judge_votes;
-    if (!j->row_id || !j->domain || !j->scorer) {
+    if (!j->row_id || !j->domain || !j->scorer || (img && !j->image)) {
         job_free(j);
         return;
     }
@@ -687,6 +703,8 @@ static int start_run(lb_store *s, const lb_runner_fence *f, const lb_eval_rec *e
                      .token_budget = tl.token_budget, .timeout_s = tl.timeout_s, .inputs_json = inputs_json,
                      .owner = e->owner, .options_json = opts,
                      .network = c->o.network[0] ? c->o.network : NULL, /* handlers_evals.c checked it */
+                     /* the row's own, else the evaluation's: checked when it was made (handlers_evals.c) */
+                     .image = row->image ? row->image : c->o.image[0] ? c->o.image : NULL,
                      /* the owner's limit holds for an eval's tasks as for the owner's own */
                      .owner_max_active = user ? (user->max_tasks ? user->max_tasks : 0) : 0};
     /* several nodes: the task's id goes on the run first, under the claim: a

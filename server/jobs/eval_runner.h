@@ -41,6 +41,7 @@ typedef struct lb_eval_opts {
     char judge_model[LB_CFG_MODEL_NAME]; /* "" : the eval's model */
     int judge_votes;            /* 1..9 */
     char network[LB_NETPOL_TEXT_MAX + 1]; /* its tasks' network as a task holds it; "": none */
+    char image[257];            /* its rows' image but for a row's own (a name or a reference); "": the default */
 } lb_eval_opts;
 
 /* Reads options JSON text into *o. LB_E_INVAL when it is not an object of

@@ -29,6 +29,7 @@
 #include "web/http.h"
 #include "web/multipart.h"
 #include "web/spawn.h"
+#include "web/task_options.h" /* a row's own image is checked as a task's */
 #include "web/unpack.h"
 #include "web/work_slots.h"
 #include "web/user_limits.h"
@@ -80,7 +81,7 @@ static int eval_visible(lb_req *r, lb_eval_rec *e)
 typedef struct lb_eval_up {
     char dir[LB_CFG_PATH + 64];        /* var/evals/<id> */
     lb_buf mode, model, repeats, concurrency, limit, layout, max_turns, timeout_s, token_budget, judge_model,
-        judge_votes, max_tokens, name, network;
+        judge_votes, max_tokens, name, network, image;
     lb_buf *field;
     int fd;
     int which;                         /* 1: dataset, 2: resume */
@@ -107,10 +108,10 @@ static lb_buf *up_field(lb_eval_up *u, const char *name)
 {
     static const char *const names[] = {"mode", "model", "repeats", "concurrency", "limit", "layout", "max_turns",
                                         "timeout_s", "token_budget", "judge_model", "judge_votes", "max_tokens",
-                                        "name", "network"};
+                                        "name", "network", "image"};
     lb_buf *bufs[] = {&u->mode, &u->model, &u->repeats, &u->concurrency, &u->limit, &u->layout, &u->max_turns,
                       &u->timeout_s, &u->token_budget, &u->judge_model, &u->judge_votes, &u->max_tokens,
-                      &u->name, &u->network};
+                      &u->name, &u->network, &u->image};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(name, names[i]))
             return bufs[i];
@@ -128,7 +129,7 @@ static int up_begin(void *arg, const lb_mp_part *p)
             return up_fail(u, 400, LB_E_INVAL,
                            "The form field \"%.64s\" is not one of: dataset, resume, mode, model, repeats, "
                            "concurrency, limit, layout, max_turns, timeout_s, token_budget, judge_model, "
-                           "judge_votes, max_tokens, name, network.", p->name);
+                           "judge_votes, max_tokens, name, network, image.", p->name);
         if (u->field->len)
             return up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
         return 0;
@@ -348,6 +349,20 @@ static int fields_check(lb_req *r, lb_eval_up *u, cJSON **out)
         o = NULL;
     }
     free(net);
+    /* the evaluation's image: its rows' sandboxes and scorers but for a
+     * row's own (row_images_check), checked as a task's is */
+    char img[LB_EVAL_FIELD_MAX + 1] = "", why[600];
+    if (o && u->image.data && !blank(u->image.data)) {
+        if (field_word(&u->image, img, sizeof img) != LB_OK || lb_image_check(cfg, img, why, sizeof why) != LB_OK) {
+            lb_http_error(r, 400, NULL, "image: %s", img[0] ? why : "it must be one word.");
+            cJSON_Delete(o);
+            return LB_E_INVAL;
+        }
+        if (!cJSON_AddStringToObject(o, "image", img)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+    }
     if (!o || !cJSON_AddStringToObject(o, "mode", mode[0] ? mode : "both") ||
         !cJSON_AddStringToObject(o, "model", mc->name) || !cJSON_AddNumberToObject(o, "repeats", (double)repeats) ||
         !cJSON_AddNumberToObject(o, "concurrency", (double)conc) || !cJSON_AddNumberToObject(o, "limit", (double)limit) ||
@@ -529,6 +544,45 @@ static void dataset_refused(lb_req *r, const lb_eval_up *u, int rc, const char *
     cJSON_Delete(o);
 }
 
+/* Distinct images the rows of one dataset may name: each may be pulled
+ * before the evaluation is stored, so a dataset cannot make the upload
+ * pull without end. */
+#define LB_EVAL_ROW_IMAGES_MAX 16
+
+/* Checks every row's own image before anything is stored or run: each must
+ * be an image of this host or a registry's reference it can pull (pulled
+ * now, once, as a task's is). LB_OK; else answered 400 naming the row's
+ * number, id and image, and nothing runs. */
+static int row_images_check(lb_req *r, const lb_eval_up *u, const lb_eval_dataset *ds)
+{
+    const char *seen[LB_EVAL_ROW_IMAGES_MAX];
+    size_t nseen = 0;
+    for (size_t i = 0; i < ds->n; i++) {
+        const char *img = ds->rows[i].image;
+        size_t k = 0;
+        while (img && k < nseen && strcmp(seen[k], img))
+            k++;
+        if (!img || k < nseen || !strcmp(img, r->cfg->default_image[0] ? r->cfg->default_image : "default"))
+            continue; /* the evaluation's image (every task's, checked at start), or checked already */
+        char err[600], why[1200];
+        int rc = LB_OK;
+        if (nseen == LB_EVAL_ROW_IMAGES_MAX) {
+            snprintf(err, sizeof err, "the rows name more than %d different images", LB_EVAL_ROW_IMAGES_MAX);
+            rc = LB_E_TOOBIG;
+        } else if (lb_image_check(r->cfg, img, err, sizeof err) != LB_OK) {
+            rc = LB_E_NOTFOUND;
+        }
+        if (rc != LB_OK) {
+            snprintf(why, sizeof why, "row %zu (id \"%.100s\"): field `image`: \"%.255s\": %s Nothing was run.", i + 1,
+                     ds->rows[i].id, img, err);
+            dataset_refused(r, u, LB_E_INVAL, why);
+            return rc;
+        }
+        seen[nseen++] = img;
+    }
+    return LB_OK;
+}
+
 /* ---- resume: a previous results.jsonl ---- */
 
 typedef struct lb_prev {
@@ -669,6 +723,7 @@ static char *row_error_line(const lb_eval_row *row, const char *mode, int repeat
     res.status = "skipped";
     res.error = row->error;
     res.error_class = "bad_row";
+    res.image = row->image;
     return lb_eval_result_to_json(&res);
 }
 
@@ -802,7 +857,7 @@ void lb_h_eval_create(lb_req *r)
     u.fd = -1;
     lb_buf *all[] = {&u.mode, &u.model, &u.repeats, &u.concurrency, &u.limit, &u.layout, &u.max_turns,
                      &u.timeout_s, &u.token_budget, &u.judge_model, &u.judge_votes, &u.max_tokens, &u.name,
-                     &u.network};
+                     &u.network, &u.image};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         lb_buf_init(all[i], all[i] == &u.name      ? LB_EVAL_NAME_MAX
                             : all[i] == &u.network ? LB_NETPOL_TEXT_MAX /* a policy of rules, as JSON text */
@@ -912,6 +967,8 @@ void lb_h_eval_create(lb_req *r)
         dataset_refused(r, &u, lrc, why);
         goto out;
     }
+    if (row_images_check(r, &u, &ds) != LB_OK)
+        goto out; /* answered */
     if (u.have_resume && resume_read(r, u.resume_path, &prev, &nprev) != LB_OK)
         goto out; /* answered */
     /* several nodes: the dataset into the object store before the row exists,
@@ -1063,7 +1120,7 @@ static cJSON *run_json(const lb_eval_run *run)
         cJSON_AddNumberToObject(o, "score", sc->valuedouble);
     else
         cJSON_AddNullToObject(o, "score");
-    static const char *const keys[] = {"scorer", "error", "error_class", "score_detail"};
+    static const char *const keys[] = {"scorer", "error", "error_class", "score_detail", "image"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, keys[i]));
         if (v)

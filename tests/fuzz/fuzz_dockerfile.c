@@ -2,8 +2,10 @@
  * (server/images/dockerfile_parse.c), any bytes a user gives as a
  * Dockerfile. Promises: no read past the input (it is not
  * NUL-terminated); a failure says "Dockerfile:LINE:" with LINE within the
- * file; an accepted file has exactly one FROM, at from_index, with only
- * ARGs before it, at most LB_DF_STEPS_MAX steps of at most LB_DF_ARGS_MAX
+ * file; an accepted file has its first FROM at from_index, with only
+ * ARGs before it, 1 to LB_DF_STAGES_MAX stages, every step in the stage of
+ * the FROM before it, every FROM and COPY --from that names a stage naming
+ * an earlier one (no cycle), at most LB_DF_STEPS_MAX steps of at most LB_DF_ARGS_MAX
  * words, lines that only grow, and no COPY/ADD source that names a URL;
  * expanding any word either fails with a sentence or gives a string of at
  * most LB_DF_EXPAND_MAX bytes. */
@@ -42,13 +44,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (df.from_index < 0 || df.from_index >= df.n || df.n > LB_DF_STEPS_MAX ||
             df.steps[df.from_index].kind != LB_DF_FROM)
             __builtin_trap();
-        int last = 0;
+        int last = 0, stage = -1;
+        if (df.nstages < 1 || df.nstages > LB_DF_STAGES_MAX)
+            __builtin_trap();
         for (int i = 0; i < df.n; i++) {
             const lb_df_step *st = &df.steps[i];
             if (st->argc < 1 || st->argc > LB_DF_ARGS_MAX || st->line < last)
                 __builtin_trap();
             last = st->line;
-            if ((i < df.from_index && st->kind != LB_DF_ARG) || (i > df.from_index && st->kind == LB_DF_FROM))
+            if (i < df.from_index && st->kind != LB_DF_ARG)
+                __builtin_trap();
+            if (st->kind == LB_DF_FROM)
+                stage++;
+            if (st->stage != (i < df.from_index ? -1 : stage) || st->from_stage >= (st->stage < 0 ? 0 : st->stage) ||
+                st->from_stage < -1 || (st->from_stage >= 0 && st->kind != LB_DF_FROM && st->kind != LB_DF_COPY) ||
+                (st->from && st->kind != LB_DF_COPY))
                 __builtin_trap();
             for (int j = 0; j < st->argc; j++) {
                 if (!st->argv[j])

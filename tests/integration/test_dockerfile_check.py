@@ -69,7 +69,9 @@ def test_refusals_name_line_and_instruction():
                                                                 "context only, not from a URL"),
         ("FROM debian\nCOPY ../outside /x\n", "Dockerfile:2: COPY's source ../outside is not a path inside"),
         ("FROM debian\nCOPY escape /x\n", "Dockerfile:2: COPY's source escape is not in the build context"),
-        ("FROM a AS b\nFROM b\n", "Dockerfile:2: a second FROM"),
+        ("FROM b AS a\nFROM a AS b\n", "Dockerfile:1: FROM b names a later stage"),
+        ("FROM debian AS a\nCOPY --from=a /x /y\n", "Dockerfile:2: COPY --from=a names its own stage"),
+        ("FROM debian\nCOPY --from=nosuch /x /y\n", "Dockerfile:2: COPY --from=nosuch names no stage"),
         ("FROM debian\nBOGUS x\n", "Dockerfile:2: unknown instruction BOGUS"),
     ]
     for text, words in cases:

@@ -21,7 +21,16 @@ only, run as root; needs umoci):
     name, and the next build removes its stage and its RUN image;
   - COPY of a path outside the context (.., an absolute path that climbs,
     a symlink in the context that points out) refused before any sandbox,
-    and a URL in ADD refused.
+    and a URL in ADD refused;
+  - two stages: stage one RUNs something making a file, stage two COPY
+    --from's it with --chown by names (the image's own /etc/passwd and
+    /etc/group): the result has it and none of stage one's other files or
+    layers, and a second build takes every step from the cache; COPY
+    --from= an image of the store copies its file; a --from
+    source that links out of the stage's root, a --chown name the image
+    lacks and one read through a symlinked /etc/passwd are refused
+    (checked against the old code: the parser refused a second FROM and
+    COPY --from, --chown took numbers only).
 
     python3 tests/integration/test_image_build.py   (from the repo root)
 
@@ -302,6 +311,71 @@ def check_kill9_mid_build_cleaned_by_the_next(e):
     assert leftovers(e)[0::2] == ([], []), leftovers(e)
 
 
+TWO_STAGES = """\
+FROM team/base:1 AS build
+RUN mkdir -p /out && echo built-by-stage-one > /out/tool && echo scratch > /stage-one-only
+COPY links/ /out/
+FROM team/base:1
+COPY --from=build --chown=app:staff /out/tool /usr/local/bin/tool
+COPY --from=0 --chown=app /out/tool /home/app/tool2
+"""
+
+
+def check_two_stages(e):
+    """Stage one RUNs something that makes a file, stage two COPY --from's
+    it: the result has that file, owned by the names' ids from the image's
+    own /etc/passwd and /etc/group, and none of stage one's other files or
+    layers; a second build takes every step from the cache."""
+    os.makedirs(os.path.join(e.ctx, "links"), exist_ok=True)
+    if not os.path.lexists(os.path.join(e.ctx, "links", "out")):
+        os.symlink("/etc/hostname", os.path.join(e.ctx, "links", "out"))  # points out of any stage's root
+    r = e.build(TWO_STAGES, "team/two:1")
+    assert "built team/two:1: 6 steps, 1 run in a sandbox, 0 from the cache" in r.stdout, (r.stdout, r.stderr)
+    rec, base = e.record("team/two:1"), e.record(BASE)
+    # only the last stage's layers: the base's and its two COPYs
+    assert rec["layers"][:len(base["layers"])] == base["layers"] and len(rec["layers"]) == len(base["layers"]) + 2, rec
+    c = e.d.connect()
+    sid = c.create(image="team/two:1")
+    r2 = c.exec(sid, "cat /usr/local/bin/tool; stat -c %u:%g /usr/local/bin/tool /home/app/tool2; "
+                     "test -e /stage-one-only && echo LEAKED; test -e /out && echo LEAKED-OUT; true")
+    c.destroy(sid)
+    assert r2["stdout"] == "built-by-stage-one\n1000:50\n1000:1001\n", r2
+    assert not [n for n in e.images() if n.startswith("llmbox-build/")], e.images().keys()
+    # --from= an image of the store (a reference: it has a tag)
+    e.build("FROM %s\nCOPY --from=%s /etc/group /copied-group\n" % (BASE, BASE), "team/fromimg:1")
+    c = e.d.connect()
+    sid = c.create(image="team/fromimg:1")
+    r3 = c.exec(sid, "cat /copied-group")
+    c.destroy(sid)
+    assert r3["stdout"].startswith("root:x:0:") and "app:x:1001:" in r3["stdout"], r3
+    # the cache works per stage: nothing runs again
+    r = e.build(TWO_STAGES, "team/two:2")
+    assert "6 steps, 0 run in a sandbox, 4 from the cache" in r.stdout, (r.stdout, r.stderr)
+    assert e.record("team/two:2")["layers"] == rec["layers"]
+
+
+def check_copy_from_refusals(e):
+    """A --from source that is a symlink out of the stage's root is refused,
+    not followed; a --chown name the image lacks, and one read through a
+    symlinked /etc/passwd, are refused; nothing is registered."""
+    df = "FROM %s AS build\nCOPY links/ /out/\nFROM %s\nCOPY --from=build /out/out /x\n" % (BASE, BASE)
+    r = e.build(df, "team/bad:1", check=False)
+    assert r.returncode != 0 and "Dockerfile:4: step 4/4 COPY: --from=build:" in r.stderr, r.stderr
+    assert "outside" in r.stderr, r.stderr
+    r = e.build("FROM %s\nCOPY --chown=nosuchuser data.txt /d\n" % BASE, "team/bad:1", check=False)
+    assert r.returncode != 0 and 'the user "nosuchuser" is not in the image\'s /etc/passwd' in r.stderr, r.stderr
+    # the image's /etc/passwd made a symlink (to a file that has "app"): not followed
+    os.makedirs(os.path.join(e.ctx, "pwlink"), exist_ok=True)
+    with open(os.path.join(e.ctx, "pwlink", "passwd.real"), "w") as f:
+        f.write("app:x:1000:1001::/home/app:/bin/sh\n")
+    if not os.path.lexists(os.path.join(e.ctx, "pwlink", "passwd")):
+        os.symlink("passwd.real", os.path.join(e.ctx, "pwlink", "passwd"))
+    r = e.build("FROM %s\nCOPY pwlink/ /etc/\nCOPY --chown=app data.txt /d\n" % BASE, "team/bad:1", check=False)
+    assert r.returncode != 0 and "Dockerfile:3:" in r.stderr and "/etc/passwd" in r.stderr, r.stderr
+    assert "team/bad:1" not in e.images()
+    assert leftovers(e) == ([], [], []), leftovers(e)
+
+
 def main():
     rep = Reporter("image_build/")
     if os.geteuid() != 0:
@@ -326,6 +400,8 @@ def main():
             rep.run("from_a_registry_reference_pulls_it_first", check_from_a_registry_reference_pulls, e)
             rep.run("network_setting_reaches_the_sandbox", check_network_setting_reaches_the_sandbox, e)
             rep.run("kill9_mid_build_cleaned_by_the_next_build", check_kill9_mid_build_cleaned_by_the_next, e)
+            rep.run("two_stages_copy_from_and_chown_by_name", check_two_stages, e)
+            rep.run("copy_from_link_out_and_chown_names_refused", check_copy_from_refusals, e)
     finally:
         e.close()
     return rep.exit_code()

@@ -93,9 +93,8 @@ TEST(what_the_builder_cannot_do_is_refused)
                                                               "inside the build context") != NULL);
     CHECK(strstr(refusal("FROM debian\nCOPY a/../../b /x\n"), "not a path inside") != NULL);
     CHECK_STR(refusal("FROM debian\nCOPY /etc/hosts /x\n"), "OK"); /* absolute means the context's */
-    CHECK(strstr(refusal("FROM debian AS a\nFROM debian\n"), "Dockerfile:2: a second FROM") != NULL);
-    CHECK(strstr(refusal("FROM debian\nCOPY --from=a /x /y\n"), "Dockerfile:2: COPY --from is not supported "
-                                                                 "(multi-stage builds are not)") != NULL);
+    CHECK(strstr(refusal("FROM debian\nADD --from=a /x /y\n"), "Dockerfile:2: ADD --from is not supported "
+                                                                "(COPY takes --from)") != NULL);
     CHECK(strstr(refusal("FROM debian\nRUN --mount=type=cache,target=/x true\n"),
                  "Dockerfile:2: RUN --mount is not supported") != NULL);
     CHECK(strstr(refusal("FROM --platform=linux/arm64 debian\n"), "Dockerfile:1: FROM --platform") != NULL);
@@ -109,6 +108,48 @@ TEST(what_the_builder_cannot_do_is_refused)
     CHECK(strstr(refusal("FROM debian\nWORKDIR\n"), "Dockerfile:2: WORKDIR needs arguments") != NULL);
     CHECK(strstr(refusal("FROM debian\nCOPY onlyone\n"), "Dockerfile:2: COPY takes one or more sources") != NULL);
     CHECK(strstr(refusal("FROM debian x y z\n"), "Dockerfile:1: FROM takes an image") != NULL);
+}
+
+TEST(multi_stage_builds_name_earlier_stages)
+{
+    lb_dockerfile df;
+    char msg[512];
+    const char *ok = "ARG V=1\nFROM debian AS Build\nRUN make\nFROM build AS test\nCOPY --from=0 /a /b\n"
+                     "FROM alpine:3\nCOPY --from=BUILD /out /usr/bin/\nCOPY --from=team/img:1 /x /y\n"
+                     "COPY --from=1 /t /t\n";
+    CHECK(parse(ok, &df, msg, sizeof msg) == LB_OK);
+    CHECK(df.nstages == 3 && df.from_index == 1 && !strcmp(df.stage_names[0], "build") &&
+          !strcmp(df.stage_names[1], "test") && df.stage_names[2] == NULL);
+    CHECK(df.steps[0].stage == -1 && df.steps[1].stage == 0 && df.steps[1].from_stage == -1);
+    CHECK(df.steps[3].stage == 1 && df.steps[3].from_stage == 0); /* FROM build: the stage, not an image */
+    CHECK(df.steps[4].from_stage == 0 && df.steps[5].from_stage == -1 && df.steps[6].from_stage == 0);
+    CHECK(df.steps[7].from_stage == -1 && !strcmp(df.steps[7].from, "team/img:1"));
+    CHECK(df.steps[8].stage == 2 && df.steps[8].from_stage == 1);
+    lb_dockerfile_free(&df);
+    /* hostile: itself, later stages (a cycle), unknown names, twice the same name, too many stages */
+    CHECK(strstr(refusal("FROM debian AS a\nCOPY --from=a /x /y\n"), "Dockerfile:2: COPY --from=a names its own "
+                                                                      "stage") != NULL);
+    CHECK(strstr(refusal("FROM debian AS a\nCOPY --from=0 /x /y\n"), "names its own stage") != NULL);
+    CHECK(strstr(refusal("FROM debian AS a\nCOPY --from=1 /x /y\nFROM debian AS b\n"),
+                 "Dockerfile:2: COPY --from=1 names a later stage") != NULL);
+    CHECK(strstr(refusal("FROM debian AS a\nCOPY --from=b /x /y\nFROM debian AS b\nCOPY --from=a /y /z\n"),
+                 "Dockerfile:2: COPY --from b names a later stage") != NULL);
+    CHECK(strstr(refusal("FROM b AS a\nFROM a AS b\n"), "Dockerfile:1: FROM b names a later stage") != NULL);
+    CHECK(strstr(refusal("FROM a AS a\n"), "Dockerfile:1: FROM a names its own stage") != NULL);
+    CHECK(strstr(refusal("FROM debian AS a\nCOPY --from=nosuch /x /y\n"),
+                 "Dockerfile:2: COPY --from=nosuch names no stage of this Dockerfile") != NULL);
+    CHECK(strstr(refusal("FROM debian AS a\nFROM debian AS A\n"), "Dockerfile:2: the stage name \"A\" is used "
+                                                                      "twice") != NULL);
+    CHECK(strstr(refusal("FROM debian AS 1a\n"), "Dockerfile:1: FROM takes an image and optionally AS") != NULL);
+    CHECK(strstr(refusal("FROM debian\nCOPY --from=$X /x /y\n"), "without variables") != NULL);
+    CHECK(strstr(refusal("FROM debian\nCOPY --from=a --from=b /x /y\n"), "COPY --from is not supported") != NULL);
+    char big[4096] = "";
+    for (int i = 0; i <= LB_DF_STAGES_MAX; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "FROM debian AS s%d\n", i);
+    CHECK(strstr(refusal(big), "Dockerfile:17: more than 16 stages") != NULL);
+    /* COPY --from's sources are checked as the context's are: no way out of the stage's root */
+    CHECK(strstr(refusal("FROM debian AS a\nFROM debian\nCOPY --from=a ../../etc/shadow /x\n"),
+                 "Dockerfile:3: COPY's source ../../etc/shadow is not a path inside") != NULL);
 }
 
 TEST(escape_directive_and_line_numbers)
@@ -203,6 +244,7 @@ int main(void)
     RUN(the_papers_dockerfile);
     RUN(other_instructions_are_refused_with_line_and_name);
     RUN(what_the_builder_cannot_do_is_refused);
+    RUN(multi_stage_builds_name_earlier_stages);
     RUN(escape_directive_and_line_numbers);
     RUN(caps);
     RUN(variables_expand);

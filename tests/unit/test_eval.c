@@ -134,6 +134,25 @@ TEST(dataset_text_in_memory_parses_as_a_file_would)
     CHECK(err_has("e.json:1:"));
 }
 
+TEST(a_rows_image_is_kept_and_a_malformed_one_refuses_the_dataset)
+{
+    const char *t = "{\"id\":\"a\",\"domain\":\"math\",\"problem_statement\":\"x\",\"ground_truth\":1}\n"
+                    "{\"id\":\"b\",\"domain\":\"math\",\"problem_statement\":\"x\",\"ground_truth\":1,"
+                    "\"image\":\"127.0.0.1:5000/team/img:1\"}\n";
+    lb_eval_dataset d;
+    CHECK(lb_eval_dataset_parse(t, strlen(t), "i.jsonl", NULL, &d, errbuf, sizeof errbuf) == LB_OK);
+    CHECK(d.n == 2 && !d.rows[0].image && d.rows[1].image && !strcmp(d.rows[1].image, "127.0.0.1:5000/team/img:1"));
+    lb_eval_dataset_free(&d);
+    static const char *const bad[] = {"\"Upper/Case\"", "3", "\"\"", "\"a b\"", "\"x@sha256:12\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char row[512];
+        snprintf(row, sizeof row, "{\"id\":\"a\",\"domain\":\"m\",\"problem_statement\":\"x\",\"ground_truth\":1}\n"
+                 "{\"id\":\"b\",\"domain\":\"m\",\"problem_statement\":\"x\",\"ground_truth\":1,\"image\":%s}\n", bad[i]);
+        CHECK(lb_eval_dataset_parse(row, strlen(row), "i.jsonl", NULL, &d, errbuf, sizeof errbuf) == LB_E_INVAL);
+        CHECK(err_has("i.jsonl:2: field `image`:") && d.n == 0);
+    }
+}
+
 TEST(bad_rows_name_file_line_and_field)
 {
     struct {
@@ -633,6 +652,7 @@ int main(void)
     RUN(jsonl_rows_load_with_their_fields);
     RUN(json_array_rows_load_and_errors_name_the_line);
     RUN(dataset_text_in_memory_parses_as_a_file_would);
+    RUN(a_rows_image_is_kept_and_a_malformed_one_refuses_the_dataset);
     RUN(bad_rows_name_file_line_and_field);
     RUN(row_problems_mark_the_row_and_the_rest_load);
     RUN(dataset_caps_refuse_the_whole_dataset);

@@ -313,6 +313,7 @@ export class EvalView {
         h('td', null, r.id),
         h('td', null, r.domain || ''),
         h('td', null, r.mode),
+        h('td', null, r.image || ''),
         h('td', { class: 'num' }, String(r.repeat + 1)),
         h('td', null, r.status === 'done' && r.result_status === 'failed' ? 'failed' : r.status),
         h('td', { class: `num score${typeof r.score === 'number' ? (r.score >= 1 ? ' score-right' : r.score <= 0 ? ' score-wrong' : '') : ''}` }, score),
@@ -325,7 +326,7 @@ export class EvalView {
         total > runs.length ? `(the first ${count(runs.length)} of ${count(total)}: results.jsonl has them all)`
           : `(${count(runs.length)})`)),
       h('div', { class: 'table-wrap' }, h('table', { class: 'eval-table', id: 'eval-runs' },
-        h('thead', null, h('tr', null, ['Row', 'Domain', 'Mode', '#', 'Status', 'Score', 'Scorer', 'Answer', 'Task']
+        h('thead', null, h('tr', null, ['Row', 'Domain', 'Mode', 'Image', '#', 'Status', 'Score', 'Scorer', 'Answer', 'Task']
           .map((x) => h('th', { scope: 'col' }, x)))),
         body)));
   }
