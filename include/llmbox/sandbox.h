@@ -194,6 +194,25 @@
  *            connection of the creator's uid only; "notfound" when nothing
  *            listens; send it on a connection with no answer owed ("busy").
  *
+ *   -- image work for an unprivileged client (sandboxd/image_jobs.h) --
+ *   The layered image store is root's; sandboxd runs `llmbox image pull`
+ *   or `llmbox image build` as its child for a client that is not root
+ *   (the web). Any connection may start and poll jobs.
+ *   image_job_start {kind:"pull", ref} | {kind:"build", ref, context, dockerfile?, build_args?:["K=V"]}
+ *            -> {job}  (32 hex). pull: `llmbox image pull --if-missing ref`;
+ *            the same ref already being pulled answers that job. build:
+ *            ref is the NAME the image gets; context a folder name
+ *            [a-z0-9-]{1,64} under <var_dir>/image-contexts/ (not a
+ *            symlink); dockerfile a file name in it (absent: Dockerfile);
+ *            at most 64 build args of <= 4 KiB each. More than
+ *            image_jobs_max jobs running: "busy".
+ *   image_job_poll {job, offset?, max?} -> {state, exit_code?, next_offset,
+ *            log_bytes, error?, data: true} + a data frame: the job's log
+ *            (stdout and stderr) from offset, at most max bytes (<= 1 MiB).
+ *            state: running | succeeded | failed; error: the last line the
+ *            job printed when it failed. Finished jobs are forgotten after
+ *            a while ("notfound"); none survives a restart of sandboxd.
+ *
  * Sandboxes without a lease belong to the connection that created them:
  * when it closes (the agent exits, is killed or cancelled), sandboxd
  * destroys them. That is how cancel and agent crashes leave nothing behind.
@@ -463,6 +482,33 @@ LLMBOX_MUST_CHECK int lbsb_metrics_get(lbsb_conn *c, const char *id, lbsb_metric
  * there. c must be idle (no answer owed). */
 LLMBOX_MUST_CHECK int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char *errbuf,
                                         size_t errsz);
+
+/* Image work sandboxd runs for an unprivileged client (image_job_start,
+ * image_job_poll above). */
+typedef struct lbsb_image_job_spec {
+    const char *kind;            /* "pull" or "build" */
+    const char *ref;             /* pull: the reference; build: the NAME the image gets */
+    const char *context;         /* build: a folder NAME [a-z0-9-]{1,64} under <var_dir>/image-contexts/ that the
+                                    web wrote (holds the Dockerfile) */
+    const char *dockerfile;      /* build: file name inside it (NULL: "Dockerfile") */
+    const char *const *build_args; size_t n_build_args;   /* build: "K=V" */
+} lbsb_image_job_spec;
+/* Starts a job (or finds the pull of the same ref already running):
+ * job_id gets its id (32 hex). */
+LLMBOX_MUST_CHECK int lbsb_image_job_start(lbsb_conn *c, const lbsb_image_job_spec *s, char job_id[33], char *errbuf,
+                                           size_t errsz);
+typedef struct lbsb_image_job_status {
+    char state[16];      /* "running", "succeeded", "failed" */
+    int exit_code;       /* when ended */
+    char *log; size_t log_len;   /* log bytes from the offset asked (caller frees with lbsb_image_job_status_free) */
+    int64_t next_offset;
+    char error[512];     /* failed: the last sentence the job printed */
+} lbsb_image_job_status;
+/* The job's state and up to log_max bytes of its log from log_offset.
+ * LB_E_NOTFOUND: no such job (or it ended long ago). */
+LLMBOX_MUST_CHECK int lbsb_image_job_poll(lbsb_conn *c, const char *job_id, int64_t log_offset, size_t log_max,
+                                          lbsb_image_job_status *st, char *errbuf, size_t errsz);
+void lbsb_image_job_status_free(lbsb_image_job_status *st);
 
 #ifdef __cplusplus
 }

@@ -420,6 +420,9 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandboxd_workers", "LLMBOX_SANDBOXD_WORKERS", sandboxd_workers, 4, 1, 64),
     KEY_INT("sandboxd_max_conns", "LLMBOX_SANDBOXD_MAX_CONNS", sandboxd_max_conns, 256, 16, 65536),
     KEY_STR("pool_images", "LLMBOX_POOL_IMAGES", pool_images, ""), /* "": the default image */
+    /* image work sandboxd runs for the web (sandboxd/image_jobs.h) */
+    KEY_INT("image_jobs_max", "LLMBOX_IMAGE_JOBS_MAX", image_jobs_max, 4, 1, 64),
+    KEY_INT("image_pull_wait_s", "LLMBOX_IMAGE_PULL_WAIT_S", image_pull_wait_s, 600, 5, 86400),
     KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
     {"network_egress_max", "LLMBOX_NETWORK_EGRESS_MAX", NULL, set_netceiling, F(network_egress_max), 0, 0, ""},

@@ -192,6 +192,10 @@ typedef struct lb_config {
     int sandboxd_max_conns;          /* sandboxd_max_conns | LLMBOX_SANDBOXD_MAX_CONNS, default 256: client
                                         connections sandboxd serves at once (the web holds one per API
                                         sandbox: at least sandbox_api_max + a few) */
+    int image_jobs_max;              /* image_jobs_max | LLMBOX_IMAGE_JOBS_MAX, default 4: image pulls and builds
+                                        sandboxd runs at once for the web (sandboxd/image_jobs.h) */
+    int image_pull_wait_s;           /* image_pull_wait_s | LLMBOX_IMAGE_PULL_WAIT_S, default 600: how long a create
+                                        waits for the first-use pull sandboxd runs for the web */
     char pool_images[256];           /* pool_images | LLMBOX_POOL_IMAGES, default the default image: comma-separated */
     int sandbox_ttl_max_s;           /* sandbox_ttl_max_s | LLMBOX_SANDBOX_TTL_MAX_S, default 0 (none): caps every sandbox's ttl_s */
     char network_egress_max[2048];   /* network_egress_max | LLMBOX_NETWORK_EGRESS_MAX, default "": the rules a

@@ -6,6 +6,7 @@
 #include "images/import.h"
 #include "images/pull_image.h"
 #include "images/push_image.h"
+#include "llmbox/sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -68,38 +69,106 @@ static int pull_register(const lb_config *cfg, const char *ref, int quiet, char 
     return LB_OK;
 }
 
-int lb_pull_ensure(const lb_config *cfg, const char *ref, char *msg, size_t msgsz)
+/* The pull as root: under the spool's lock, so that two that want the
+ * same reference at once pull once (the second waits and finds it). */
+static int ensure_root(const lb_config *cfg, const char *ref, const char *fname, int quiet, char *why,
+                       size_t whysz)
+{
+    char dir[LB_CFG_PATH + 64], lock[LB_CFG_PATH + 400];
+    int fd = -1, rc = LB_OK;
+    snprintf(dir, sizeof dir, "%s/oci/spool", cfg->image_store);
+    snprintf(lock, sizeof lock, "%s/%s.lock", dir, fname);
+    if (lb_mkdirs(dir, 0700) != LB_OK ||
+        (fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock(fd, LOCK_EX)) {
+        snprintf(why, whysz, "cannot lock %s: %s.", lock, strerror(errno));
+        rc = LB_E_IO;
+    } else if (!stored(cfg, fname)) {
+        /* the one that held the lock before us did not register it: our turn */
+        char canon[LB_IMAGE_REF_MAX + 1];
+        rc = pull_register(cfg, ref, quiet, canon, sizeof canon, why, whysz);
+    }
+    if (fd >= 0)
+        close(fd); /* releases the lock */
+    return rc;
+}
+
+#define PULL_POLL_MIN_MS 100
+#define PULL_POLL_MAX_MS 1000
+
+/* The pull for a caller that is not root: sandboxd (root) runs `llmbox
+ * image pull --if-missing REF` as its child; the same reference asked
+ * twice is one job. Waits at most image_pull_wait_s for its end. *own:
+ * whether why is already the whole sentence (the job's). */
+static int ensure_via_sandboxd(const lb_config *cfg, const char *ref, char *why, size_t whysz, int *own)
+{
+    lbsb_conn *c = NULL;
+    char err[1024] = "", job[33];
+    int rc = lbsb_connect(cfg->sandboxd_socket, NULL, &c, err, sizeof err);
+    lbsb_image_job_spec spec = {.kind = "pull", .ref = ref};
+    if (rc == LB_OK)
+        rc = lbsb_image_job_start(c, &spec, job, err, sizeof err);
+    if (rc != LB_OK) {
+        snprintf(why, whysz, "sandboxd cannot pull it for this service: %s.", err);
+        lbsb_close(c);
+        return rc;
+    }
+    int64_t end = lb_mono_ms() + (int64_t)cfg->image_pull_wait_s * 1000;
+    int wait_ms = PULL_POLL_MIN_MS;
+    for (;;) {
+        lbsb_image_job_status st;
+        if ((rc = lbsb_image_job_poll(c, job, 0, 0, &st, err, sizeof err)) != LB_OK) {
+            snprintf(why, whysz, "its pull (sandboxd's image job %s) cannot be followed: %s.", job, err);
+            break;
+        }
+        lbsb_image_job_status_free(&st);
+        if (!strcmp(st.state, "succeeded"))
+            break;
+        if (!strcmp(st.state, "failed")) {
+            rc = LB_E_UNAVAILABLE;
+            *own = !strncmp(st.error, "This node does not have the image", 33);
+            snprintf(why, whysz, "%s", st.error[0] ? st.error : "the pull failed.");
+            break;
+        }
+        if (lb_mono_ms() >= end) {
+            rc = LB_E_TIMEOUT;
+            snprintf(why, whysz, "its pull (sandboxd's image job %s) did not end within image_pull_wait_s (%d s); "
+                                 "it goes on, and a later create finds the image once it is done.",
+                     job, cfg->image_pull_wait_s);
+            break;
+        }
+        usleep((useconds_t)wait_ms * 1000);
+        wait_ms = wait_ms * 2 > PULL_POLL_MAX_MS ? PULL_POLL_MAX_MS : wait_ms * 2;
+    }
+    lbsb_close(c);
+    return rc;
+}
+
+static int ensure(const lb_config *cfg, const char *ref, int quiet, char *msg, size_t msgsz)
 {
     lb_image_ref r;
     int rc = lb_image_ref_parse(ref, 0, &r, msg, msgsz);
     if (rc)
         return rc;
-    char fname[LB_IMAGE_REF_MAX + 1], dir[LB_CFG_PATH + 64], lock[LB_CFG_PATH + 400], why[2048] = "";
+    char fname[LB_IMAGE_REF_MAX + 1], why[2048] = "";
     if ((rc = lb_image_ref_file_name(&r, fname, sizeof fname)))
         return rc;
     if (stored(cfg, fname))
         return LB_OK;
-    int fd = -1;
-    snprintf(dir, sizeof dir, "%s/oci/spool", cfg->image_store);
-    snprintf(lock, sizeof lock, "%s/%s.lock", dir, fname);
-    if (geteuid() != 0) {
-        /* the store is root's: a web that runs as its own user cannot register */
-        snprintf(why, sizeof why, "registering an image needs root; run `llmbox image pull %s` as root here.", ref);
-        rc = LB_E_DENIED;
-    } else if (lb_mkdirs(dir, 0700) != LB_OK ||
-               (fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock(fd, LOCK_EX)) {
-        snprintf(why, sizeof why, "cannot lock %s: %s.", lock, strerror(errno));
-        rc = LB_E_IO;
-    } else if (!stored(cfg, fname)) {
-        /* the one that held the lock before us did not register it: our turn */
-        char canon[LB_IMAGE_REF_MAX + 1];
-        rc = pull_register(cfg, ref, 1, canon, sizeof canon, why, sizeof why);
-    }
-    if (fd >= 0)
-        close(fd); /* releases the lock */
-    if (rc)
+    int own = 0;
+    if (geteuid() != 0)
+        rc = ensure_via_sandboxd(cfg, ref, why, sizeof why, &own); /* the store is root's */
+    else
+        rc = ensure_root(cfg, ref, fname, quiet, why, sizeof why);
+    if (rc && own)
+        snprintf(msg, msgsz, "%s", why);
+    else if (rc)
         lb_say(msg, msgsz, "This node does not have the image %s and cannot pull it: %s", ref, why);
     return rc;
+}
+
+int lb_pull_ensure(const lb_config *cfg, const char *ref, char *msg, size_t msgsz)
+{
+    return ensure(cfg, ref, 1, msg, msgsz);
 }
 
 static int usage(void)
@@ -130,7 +199,8 @@ static int cmd_pull(int argc, char **argv, const lb_config *cfg)
     char canon[LB_IMAGE_REF_MAX + 1], digest[72] = "", msg[2048];
     int rc;
     if (if_missing) {
-        if (lb_pull_ensure(cfg, ref, msg, sizeof msg) != LB_OK) {
+        /* with progress unless --quiet: sandboxd's image job keeps it as its log */
+        if (ensure(cfg, ref, quiet, msg, sizeof msg) != LB_OK) {
             fprintf(stderr, "llmbox: image pull: %s\n", msg);
             return 1;
         }

@@ -23,8 +23,11 @@ int lb_image_is_registry_ref(const char *s);
  * nothing when it is; otherwise pulls and registers it, under a lock
  * (flock on <image_store>/oci/spool/<file name>.lock) so that two
  * creates that want it at once pull once: the second waits and finds it.
- * LB_E_* with a sentence in msg when it cannot be pulled. Needs root
- * (registering writes the root-owned store). */
+ * LB_E_* with a sentence in msg when it cannot be pulled. Registering
+ * writes the root-owned store: a caller that is not root (the web, its
+ * own user) asks sandboxd to run the pull (image_job_start, one job per
+ * reference however many ask) and waits for its end, at most
+ * image_pull_wait_s; a failed pull's sentence is the job's. */
 LB_MUST_CHECK int lb_pull_ensure(const lb_config *cfg, const char *ref, char *msg, size_t msgsz);
 
 #endif

@@ -1351,3 +1351,107 @@ int lbsb_port_connect(lbsb_conn *c, const char *id, int port, int *fd_out, char 
     cJSON_Delete(r);
     return rc;
 }
+
+/* ---- image work sandboxd runs for an unprivileged client ------------------------ */
+
+#define LBSB_IMAGE_LOG_MAX (1u << 20) /* one poll's log bytes: as sandboxd's cap */
+
+int lbsb_image_job_start(lbsb_conn *c, const lbsb_image_job_spec *s, char job_id[33], char *errbuf, size_t errsz)
+{
+    job_id[0] = '\0';
+    if (!s || !s->kind || !s->ref) {
+        lbsb_err(errbuf, errsz, "an image job needs a kind and a reference");
+        return LB_E_INVAL;
+    }
+    cJSON *req = lbsb_req("image_job_start", NULL), *args = NULL;
+    int ok = req && cJSON_AddStringToObject(req, "kind", s->kind) && cJSON_AddStringToObject(req, "ref", s->ref) &&
+             (!s->context || cJSON_AddStringToObject(req, "context", s->context)) &&
+             (!s->dockerfile || cJSON_AddStringToObject(req, "dockerfile", s->dockerfile));
+    if (ok && s->n_build_args) {
+        ok = (args = cJSON_AddArrayToObject(req, "build_args")) != NULL;
+        for (size_t i = 0; ok && i < s->n_build_args; i++) {
+            cJSON *a = s->build_args[i] ? cJSON_CreateString(s->build_args[i]) : NULL;
+            ok = a && cJSON_AddItemToArray(args, a);
+        }
+    }
+    if (!ok) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    int rc = lbsb_call_bounded(c, req, NULL, 0, &resp, errbuf, errsz);
+    if (rc)
+        return rc;
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(resp, "job");
+    if (!cJSON_IsString(j) || !lb_id_valid(j->valuestring)) {
+        cJSON_Delete(resp);
+        lbsb_err(errbuf, errsz, "sandboxd named no image job");
+        return LB_E_PROTO;
+    }
+    snprintf(job_id, 33, "%s", j->valuestring);
+    cJSON_Delete(resp);
+    return LB_OK;
+}
+
+int lbsb_image_job_poll(lbsb_conn *c, const char *job_id, int64_t log_offset, size_t log_max,
+                        lbsb_image_job_status *st, char *errbuf, size_t errsz)
+{
+    memset(st, 0, sizeof *st);
+    if (!lb_id_valid(job_id)) {
+        lbsb_err(errbuf, errsz, "invalid image job id");
+        return LB_E_INVAL;
+    }
+    if (!c) {
+        lbsb_err(errbuf, errsz, "no sandboxd connection");
+        return LB_E_INVAL;
+    }
+    if (log_offset < 0)
+        log_offset = 0;
+    if (log_max > LBSB_IMAGE_LOG_MAX)
+        log_max = LBSB_IMAGE_LOG_MAX;
+    cJSON *req = lbsb_req("image_job_poll", NULL);
+    if (req && (!cJSON_AddStringToObject(req, "job", job_id) ||
+                !cJSON_AddNumberToObject(req, "offset", (double)log_offset) ||
+                !cJSON_AddNumberToObject(req, "max", (double)log_max))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    char *data = NULL;
+    size_t len = 0;
+    c->op_ms = LBSB_PROC_CALL_MS;
+    int rc = lbsb_call(c, req, NULL, 0, &resp, &data, &len, log_max, errbuf, errsz);
+    c->op_ms = 0;
+    if (rc)
+        return rc;
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(resp, "state");
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(resp, "error");
+    double next = lbsb_num_in(resp, "next_offset", 0, 9007199254740992.0);
+    if (!cJSON_IsString(state) || (strcmp(state->valuestring, "running") && strcmp(state->valuestring, "succeeded") &&
+                                   strcmp(state->valuestring, "failed")) || next < 0) {
+        /* sandboxd's answer is checked like any other input */
+        cJSON_Delete(resp);
+        free(data);
+        lbsb_err(errbuf, errsz, "sandboxd sent an image job state that cannot be read");
+        return LB_E_PROTO;
+    }
+    snprintf(st->state, sizeof st->state, "%s", state->valuestring);
+    double code = lbsb_num_in(resp, "exit_code", -1, 255);
+    st->exit_code = code < -1 ? -1 : (int)code;
+    st->next_offset = (int64_t)next;
+    if (cJSON_IsString(err))
+        snprintf(st->error, sizeof st->error, "%s", err->valuestring);
+    st->log = data;
+    st->log_len = len;
+    cJSON_Delete(resp);
+    return LB_OK;
+}
+
+void lbsb_image_job_status_free(lbsb_image_job_status *st)
+{
+    if (!st)
+        return;
+    free(st->log);
+    st->log = NULL;
+    st->log_len = 0;
+}

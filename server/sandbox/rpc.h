@@ -94,6 +94,12 @@ typedef enum lbsd_op {
     /* metrics {id} -> one sample of its CPU time, memory and disk
      * (sandboxd/sandbox_metrics.h) */
     LBSD_OP_METRICS,
+    /* image work for an unprivileged client (sandboxd/image_jobs.h):
+     * image_job_start {kind, ref, context?, dockerfile?, build_args?} ->
+     * {job}; image_job_poll {job, offset?, max?} -> {state, ...} + data.
+     * Their fields are checked where they are served. */
+    LBSD_OP_IMAGE_JOB_START,
+    LBSD_OP_IMAGE_JOB_POLL,
 } lbsd_op;
 
 /* network modes of a sandbox */

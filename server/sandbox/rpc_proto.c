@@ -25,6 +25,7 @@ static const char *const lbsd_op_names[] = {
     [LBSD_OP_PROC_INPUT] = "proc_input", [LBSD_OP_PROC_SIGNAL] = "proc_signal",
     [LBSD_OP_PROC_LIST] = "proc_list", [LBSD_OP_PORT_CONNECT] = "port_connect",
     [LBSD_OP_METRICS] = "metrics",
+    [LBSD_OP_IMAGE_JOB_START] = "image_job_start", [LBSD_OP_IMAGE_JOB_POLL] = "image_job_poll",
 };
 
 const char *lbsd_op_name(lbsd_op op)
@@ -196,6 +197,8 @@ static const struct {
     {"proc_input", LBSD_OP_PROC_INPUT}, {"proc_signal", LBSD_OP_PROC_SIGNAL},
     {"proc_list", LBSD_OP_PROC_LIST}, {"port_connect", LBSD_OP_PORT_CONNECT},
     {"metrics", LBSD_OP_METRICS},
+    /* image work (sandboxd/image_jobs.h) */
+    {"image_job_start", LBSD_OP_IMAGE_JOB_START}, {"image_job_poll", LBSD_OP_IMAGE_JOB_POLL},
 };
 
 /* A saved state's name from member key into req->state (required when need). */
@@ -437,6 +440,9 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
             return rc;
         break;
+    /* image work: its fields are checked in sandboxd/image_jobs.c */
+    case LBSD_OP_IMAGE_JOB_START:
+    case LBSD_OP_IMAGE_JOB_POLL:
     case LBSD_OP_STATE_LIST:
     case LBSD_OP_PING:
     case LBSD_OP_NONE:

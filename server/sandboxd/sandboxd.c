@@ -13,6 +13,7 @@
 
 #include "sandboxd/cgroup.h"
 #include "sandboxd/fdpark.h"
+#include "sandboxd/image_jobs.h"
 #include "sandboxd/filewatch.h"
 #include "sandboxd/pool.h"
 #include "sandboxd/reply.h"
@@ -590,6 +591,12 @@ static void h_stat(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *da
     lbsd_fs_stat(c, sb, req);
 }
 
+/* image pulls and builds for an unprivileged client (image_jobs.c) */
+static void h_image_job(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_image_job_request(c, req);
+}
+
 static void h_unsupported(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data,
                           size_t dlen)
 {
@@ -636,6 +643,8 @@ static const struct lbsd_route {
     {LBSD_OP_LIST, LBSD_R_SANDBOX | LBSD_R_THAWED, h_list},
     {LBSD_OP_STAT, LBSD_R_SANDBOX | LBSD_R_THAWED, h_stat},
     {LBSD_OP_METRICS, LBSD_R_SANDBOX | LBSD_R_THAWED, h_metrics},
+    {LBSD_OP_IMAGE_JOB_START, 0, h_image_job},
+    {LBSD_OP_IMAGE_JOB_POLL, 0, h_image_job},
 };
 
 static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t dlen)
@@ -887,6 +896,8 @@ static void lbsd_reap(void)
             }
         }
         if (!known)
+            known = lbsd_image_jobs_child_exited(pid, st); /* image_jobs.h */
+        if (!known)
             lbsd_pool_child_exited(pid);
     }
 }
@@ -934,6 +945,9 @@ static int lbsd_lifecycle_timeout(int64_t now, int timeout)
         t = p;
     if (t >= 0 && (timeout < 0 || t < timeout))
         timeout = t;
+    int ij = lbsd_image_jobs_tick(now); /* image_jobs.h */
+    if (ij >= 0 && (timeout < 0 || ij < timeout))
+        timeout = ij;
     if (timeout < 0 || timeout > 60000)
         timeout = 60000; /* follow-ups: the saved states' sweep runs once a minute */
     return timeout;
@@ -957,12 +971,13 @@ static void lbsd_lifecycle_tick(int64_t now)
         g_park_scan_ms = now;
     }
     lbsd_state_sweep(g_cfg, now); /* follow-ups: old saved states */
+    (void)lbsd_image_jobs_tick(now); /* image jobs: slow ones killed, old ones forgotten */
     lbsd_refill_maybe(lb_mono_ms());
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-typedef enum { PK_LISTEN, PK_SIG, PK_JOBS, PK_CONN, PK_CTL, PK_SHIN, PK_SHOUT, PK_SHERR, PK_PROC } lbsd_pk;
+typedef enum { PK_LISTEN, PK_SIG, PK_JOBS, PK_CONN, PK_CTL, PK_SHIN, PK_SHOUT, PK_SHERR, PK_PROC, PK_IMGJOB } lbsd_pk;
 
 typedef struct {
     lbsd_pk kind;
@@ -1019,6 +1034,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
     g_cfg = cfg;
     lbsd_retire_init(cfg);
     g_started_ms = lb_mono_ms();
+    lbsd_image_jobs_init(cfg); /* before the workers: its folders, an earlier run's leftovers gone */
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -1050,7 +1066,8 @@ int lbsd_serve(const lb_config *cfg, int lfd)
     lbsd_pref *ref = NULL;
     int quit = 0;
     while (!quit) {
-        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)lbsd_set_count() + lbsd_proc_fd_count(); /* E2B's protocol */
+        size_t want = 3 + (size_t)g_nconns + 4 * (size_t)lbsd_set_count() + lbsd_proc_fd_count() /* E2B's protocol */
+                      + lbsd_image_jobs_fd_count(); /* image_jobs.h */
         if (want > cap) {
             size_t nc = want * 2;
             struct pollfd *np = realloc(pfd, nc * sizeof *np);
@@ -1123,6 +1140,12 @@ int lbsd_serve(const lb_config *cfg, int lfd)
             lbsd_proc_poll(lbsd_poll_add_proc, &ps);
             n = ps.n;
         }
+        {
+            size_t k = lbsd_image_jobs_fds(pfd + n, cap - n); /* image_jobs.h */
+            for (size_t e = 0; e < k; e++)
+                ref[n + e] = (lbsd_pref){PK_IMGJOB, NULL};
+            n += k;
+        }
         timeout = lbsd_lifecycle_timeout(now, timeout);
         unsigned polled_gen = lbsd_set_gen();
         int r = poll(pfd, n, timeout);
@@ -1140,6 +1163,9 @@ int lbsd_serve(const lb_config *cfg, int lfd)
                 break;
             case PK_JOBS:
                 lbsd_jobs_collect();
+                break;
+            case PK_IMGJOB:
+                lbsd_image_jobs_on_ready(pfd[i].fd);
                 break;
             case PK_SIG: {
                 struct signalfd_siginfo si;
@@ -1220,6 +1246,7 @@ int lbsd_serve(const lb_config *cfg, int lfd)
     /* shutdown: every sandbox goes, also those a worker is making */
     while (g_conns)
         lbsd_conn_close(g_conns);
+    lbsd_image_jobs_shutdown();
     while (lbsd_set_first())
         lbsd_destroy(lbsd_set_first());
     lbsd_workers_stop(); /* every queued job done, destroys too */
