@@ -311,8 +311,8 @@ static void lb_e2b_create(lb_req *r)
     if (st)
         lb_sbx_owner_refund(r, &qt);
     if (st == 400 && strcmp(tname, "base") && !snap) {
-        lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/): templates "
-                             "built from Dockerfiles by E2B's template builder are not supported (docs/E2B.md).",
+        lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/), or of a "
+                             "template built with Template.build (docs/E2B.md).",
                      msg, tname);
         goto out;
     }

@@ -51,6 +51,7 @@
 #define TPL_LOG_BYTES (4u << 20)
 #define TPL_LOG_LINE_MAX 4096              /* one entry: a longer line is cut */
 #define TPL_JOB_READ 65536                 /* log bytes asked of sandboxd per poll */
+#define TPL_LINES_MAX (3 * LB_E2B_TPL_STEPS_MAX + 4) /* a RUN with a user is three lines */
 #define TPL_BODY_MAX (1u << 20)            /* the JSON bodies: the steps of 200 long commands fit */
 
 enum { TPL_WAITING = 1, TPL_BUILDING, TPL_READY, TPL_ERROR };
@@ -80,6 +81,7 @@ typedef struct tpl_build {
     int cut;
     char reason[1024];
     char step[16];
+    int line_steps[TPL_LINES_MAX];         /* the E2B step of each Dockerfile line (e2b_template_steps.h) */
     char up[TPL_COPIES_MAX][65];           /* hashes uploaded */
     int n_up;
     int uploading;                         /* uploads unpacking now (one at a time: io) */
@@ -702,7 +704,8 @@ static void trigger(lb_req *r, const char *name, const char *id)
     }
     b->state = TPL_BUILDING; /* no more uploads: the context is being made */
     pthread_mutex_unlock(&tpl_mu);
-    int rc = hashes ? lb_e2b_tpl_dockerfile(body, &df, hashes, TPL_COPIES_MAX, &nh, msg, sizeof msg, step)
+    int rc = hashes ? lb_e2b_tpl_dockerfile(body, &df, hashes, TPL_COPIES_MAX, &nh, b->line_steps, TPL_LINES_MAX,
+                                            msg, sizeof msg, step)
                     : LB_E_NOMEM;
     if (!hashes)
         snprintf(msg, sizeof msg, "Out of memory.");
@@ -787,9 +790,19 @@ static void poll_job(const lb_config *cfg, tpl_build *b, const char *job, int64_
             for (int i = b->n_lines - 1; i >= 0 && !last; i--)
                 if (strstr(b->lines[i].text, "Dockerfile:"))
                     last = b->lines[i].text;
-            /* the builder's "Dockerfile:LINE: step N/M RUN: ..." says the most */
+            /* the builder's "Dockerfile:LINE: step N/M RUN: ..." says the most,
+             * and its line names the user's step (the SDK shows its source) */
+            long long ln = 0;
+            char sn[16] = "", num[16] = "";
+            const char *d = last ? strstr(last, "Dockerfile:") : NULL;
+            size_t dl = d ? strspn(d + 11, "0123456789") : 0;
+            if (dl && dl < sizeof num) {
+                memcpy(num, d + 11, dl);
+                if (lb_parse_ll(num, 1, TPL_LINES_MAX - 1, &ln) == LB_OK && b->line_steps[ln] > 0)
+                    snprintf(sn, sizeof sn, "%d", b->line_steps[ln]);
+            }
             if (last)
-                build_fail(b, NULL, "%s", last);
+                build_fail(b, sn[0] ? sn : NULL, "%s", last);
             else if (st.error[0])
                 build_fail(b, NULL, "%s", st.error);
             else

@@ -267,9 +267,25 @@ static int do_env(tr *t, const char *sn, const char **a, int n)
     return rc ? rc : lb_buf_append(t->out, "\n", 1);
 }
 
-int lb_e2b_tpl_dockerfile(const cJSON *tpl, lb_buf *out, char (*hashes)[65], int max_hashes, int *n_hashes,
-                          char *msg, size_t msgsz, char step[16])
+/* Marks the lines written since *from (1-based: *line) as step's. */
+static void mark_lines(const lb_buf *out, size_t *from, int *line, int step, int *line_steps, int max_lines)
 {
+    for (size_t i = *from; i < out->len; i++)
+        if (out->data[i] == '\n') {
+            if (line_steps && *line < max_lines)
+                line_steps[*line] = step;
+            (*line)++;
+        }
+    *from = out->len;
+}
+
+int lb_e2b_tpl_dockerfile(const cJSON *tpl, lb_buf *out, char (*hashes)[65], int max_hashes, int *n_hashes,
+                          int *line_steps, int max_lines, char *msg, size_t msgsz, char step[16])
+{
+    for (int l = 0; line_steps && l < max_lines; l++)
+        line_steps[l] = 0;
+    size_t marked = 0;
+    int line = 1;
     tr t = {out, msg, msgsz, step, NULL};
     *n_hashes = 0;
     msg[0] = '\0';
@@ -302,6 +318,7 @@ int lb_e2b_tpl_dockerfile(const cJSON *tpl, lb_buf *out, char (*hashes)[65], int
         return fail(&t, "base", LB_E_TOOBIG, "The template has %d steps; llmbox builds at most %d.",
                     cJSON_GetArraySize(steps), LB_E2B_TPL_STEPS_MAX);
     int rc = lb_buf_printf(out, "# llmbox: from an E2B template (Template.build)\nFROM %s\n", b);
+    mark_lines(out, &marked, &line, 0, line_steps, max_lines);
     int i = 0;
     const cJSON *s;
     cJSON_ArrayForEach(s, steps) {
@@ -341,6 +358,8 @@ int lb_e2b_tpl_dockerfile(const cJSON *tpl, lb_buf *out, char (*hashes)[65], int
             rc = fail(&t, sn, LB_E_INVAL, "Step %s: the step type \"%.20s\" is not one llmbox's builder runs "
                       "(RUN, COPY, ENV, WORKDIR, USER).", sn, k);
         }
+        if (!rc)
+            mark_lines(out, &marked, &line, i, line_steps, max_lines);
         if (rc == LB_E_TOOBIG && !msg[0])
             rc = fail(&t, sn, rc, "The template's Dockerfile is larger than llmbox takes.");
         else if (rc == LB_E_NOMEM && !msg[0])

@@ -25,8 +25,12 @@
  * Returns LB_OK, or LB_E_INVAL / LB_E_TOOBIG with a sentence in msg and
  * in step the SDK's name of the step it came from: "base" (fromImage and
  * its kin), "finalize" (startCmd, readyCmd) or the 1-based step number as
- * a string (the SDK's stack trace index). Pure. */
+ * a string (the SDK's stack trace index). line_steps (may be NULL) gets,
+ * for each Dockerfile line l < max_lines, the step it came from (0: the
+ * FROM), so the builder's "Dockerfile:LINE:" can name the user's step.
+ * Pure. */
 LB_MUST_CHECK int lb_e2b_tpl_dockerfile(const cJSON *tpl, lb_buf *out, char (*hashes)[65], int max_hashes,
-                                        int *n_hashes, char *msg, size_t msgsz, char step[16]);
+                                        int *n_hashes, int *line_steps, int max_lines, char *msg, size_t msgsz,
+                                        char step[16]);
 
 #endif

@@ -18,6 +18,9 @@ fs.mkdirSync(path.join(dir, 'linked'))
 fs.writeFileSync(path.join(dir, 'linked', 'a.txt'), 'a\n')
 fs.symlinkSync('/etc/passwd', path.join(dir, 'linked', 'out'))
 
+// The line this is called from (the SDK's BuildError points at a step's line).
+function callerLine() { return new Error().stack.split('\n')[2].match(/:(\d+):\d+\)?$/)[1] }
+
 check('build_with_logs_then_a_sandbox_of_it', async () => {
   const logs = []
   const tpl = Template({ fileContextPath: dir })
@@ -48,11 +51,12 @@ check('build_with_logs_then_a_sandbox_of_it', async () => {
 
 check('failing_run_is_a_build_error_with_the_sentence', async () => {
   const logs = []
-  const tpl = Template().fromImage(BASE).runCmd('echo going-to-fail; exit 3')
+  const tpl = Template().fromImage(BASE).runCmd('echo going-to-fail; exit 3'); const line = callerLine()
   const e = await raises(() => Template.build(tpl, { alias: 'tpl-fail', onBuildLogs: (l) => logs.push(l.message) }))
   assert(e instanceof BuildError, 'BuildError: ' + e)
   assert(/RUN/.test(e.message) && /3/.test(e.message), 'the step and its exit code: ' + e.message)
   assert(logs.join('\n').includes('going-to-fail'), 'the failing step\'s output was streamed')
+  assert(String(e.stack).includes(`sdk_template.mjs:${line}:`), `the error points at the runCmd line ${line}: ` + e.stack)
   const e2 = await raises(() => Sandbox.create('tpl-fail'))
   assert(/tpl-fail/.test(e2.message), 'nothing was registered under the name: ' + e2)
 })

@@ -18,7 +18,7 @@
 #define H1 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 static char msg[1024], step[16], hashes[8][65];
-static int nh;
+static int nh, line_steps[64];
 
 /* The Dockerfile of a template given as JSON text, or NULL (msg, step). */
 static char *translate(const char *json)
@@ -26,7 +26,7 @@ static char *translate(const char *json)
     cJSON *j = cJSON_Parse(json);
     lb_buf b;
     lb_buf_init(&b, 1 << 20);
-    int rc = lb_e2b_tpl_dockerfile(j, &b, hashes, 8, &nh, msg, sizeof msg, step);
+    int rc = lb_e2b_tpl_dockerfile(j, &b, hashes, 8, &nh, line_steps, 64, msg, sizeof msg, step);
     cJSON_Delete(j);
     if (rc) {
         lb_buf_free(&b);
@@ -134,6 +134,10 @@ TEST(a_run_with_a_user_switches_for_that_command_only)
     CHECK_STR(word(df, 4, 0), "user");
     CHECK_STR(word(df, 5, 2), "id");
     free(df);
+    /* the builder's "Dockerfile:LINE:" names the user's step: line 1 is the
+     * comment, 2 FROM, 3-5 step 2 (USER root, RUN, USER user), 6 step 3 */
+    CHECK(line_steps[2] == 0 && line_steps[3] == 1 && line_steps[4] == 2 && line_steps[5] == 2 &&
+          line_steps[6] == 2 && line_steps[7] == 3);
     /* no USER before it: back to root, Docker's default */
     df = translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"RUN\",\"args\":[\"id\",\"user\"]}]}");
     CHECK_STR(word(df, 1, 0), "user");
