@@ -79,6 +79,9 @@ const lb_route_def lb_routes[] = {
     {LB_M_GET,    "/api/models",                            LB_WHO_USER,    "models",          lb_h_models},
     {LB_M_GET,    "/api/info",                              LB_WHO_USER,    "info",            lb_h_info},
     {LB_M_GET,    "/api/images",                            LB_WHO_USER,    "images",          lb_h_images},
+    /* a pull sandboxd runs for the web; a user can start one anyway by naming the reference in a task */
+    {LB_M_POST,   "/api/images/pull",                       LB_WHO_USER,    "images_pull",     lb_h_image_pull},
+    {LB_M_GET,    "/api/images/jobs/{path}",                LB_WHO_USER,    "images_job",      lb_h_image_job},
     {LB_M_GET,    "/api/tools",                             LB_WHO_USER,    "tools",           lb_h_tools},
     {LB_M_GET,    "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_list},
     {LB_M_POST,   "/api/tasks",                             LB_WHO_USER,    "tasks",           lb_h_task_create},

@@ -530,7 +530,7 @@ static void ij_start(lbsd_conn *c, const lbsd_req *req)
         return;
     }
     if (!ref || strlen(ref) > LBSD_IMAGE_REF_MAX || ref[0] == '-' ||
-        lb_image_ref_parse(ref, build ? LB_IMAGE_REF_LOCAL : 0, &r, why, sizeof why) != LB_OK) {
+        lb_image_ref_parse(ref, LB_IMAGE_REF_LOCAL, &r, why, sizeof why) != LB_OK) {
         lbsd_reply_error(c, LB_E_INVAL, "\"ref\" must be an image reference%s%s", why[0] ? ": " : "", why);
         return;
     }

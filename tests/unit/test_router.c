@@ -149,6 +149,8 @@ TEST(allow_lists)
         {"/api/sandboxes/" ID "/network", "GET, HEAD, PATCH"}, /* a sandbox's network policy and record */
         {"/api/tasks/" ID "/network", "GET, HEAD"},
         {"/mcp", "POST, DELETE"},
+        {"/api/images/pull", "POST"}, /* image pulls sandboxd runs for the web */
+        {"/api/images/jobs/" ID, "GET, HEAD"},
     };
     char allow[64];
     size_t seen = 0;
