@@ -1042,6 +1042,64 @@ TEST(client_call_deadline_and_leaving_caller)
     close(wp[0]);
 }
 
+/* image jobs (sandboxd/image_jobs.h): the ops parse, the client puts the
+ * spec on the wire and reads the answers; a daemon's bad answer is refused */
+TEST(client_image_job_calls)
+{
+    lbsd_req r;
+    char msg[256];
+    CHECK(parse("{\"op\":\"image_job_start\",\"kind\":\"pull\",\"ref\":\"127.0.0.1:5000/a:1\"}", &r, msg) ==
+          LB_OK && r.op == LBSD_OP_IMAGE_JOB_START);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"image_job_poll\",\"job\":\"" ID "\"}", &r, msg) == LB_OK &&
+          r.op == LBSD_OP_IMAGE_JOB_POLL);
+    lbsd_req_free(&r);
+    char path[108];
+    snprintf(path, sizeof path, "/tmp/llmbox-unit-ij-%d.sock", (int)getpid());
+    static const char *const resp[] = {
+        "{\"ok\":true,\"job\":\"" ID "\"}",
+        "{\"ok\":true,\"state\":\"running\",\"next_offset\":7,\"data\":true}|llmbox:",
+        "{\"ok\":true,\"state\":\"failed\",\"exit_code\":1,\"next_offset\":7,"
+        "\"error\":\"Cannot reach the registry.\",\"data\":true}|",
+        "{\"ok\":false,\"error\":\"busy\",\"message\":\"sandboxd runs 4 image jobs already\"}",
+        "{\"ok\":true,\"job\":\"../x\"}",
+        "{\"ok\":true,\"state\":\"exploded\",\"next_offset\":0,\"data\":true}|",
+    };
+    pid_t pid = fake_daemon(path, resp, sizeof resp / sizeof resp[0]);
+    CHECK(pid > 0);
+    if (pid <= 0)
+        return;
+    lbsb_conn *c = NULL;
+    char err[256], job[33];
+    CHECK(lbsb_connect(path, NULL, &c, err, sizeof err) == LB_OK);
+    const char *args[] = {"A=1"};
+    lbsb_image_job_spec spec = {.kind = "build", .ref = "team/app:1", .context = "ctx-1", .build_args = args,
+                                .n_build_args = 1};
+    CHECK(lbsb_image_job_start(c, &spec, job, err, sizeof err) == LB_OK);
+    CHECK_STR(job, ID);
+    lbsb_image_job_status st;
+    CHECK(lbsb_image_job_poll(c, job, 0, 100, &st, err, sizeof err) == LB_OK);
+    CHECK_STR(st.state, "running");
+    CHECK(st.log_len == 7 && st.log && !memcmp(st.log, "llmbox:", 7) && st.next_offset == 7);
+    lbsb_image_job_status_free(&st);
+    CHECK(lbsb_image_job_poll(c, job, 7, 100, &st, err, sizeof err) == LB_OK);
+    CHECK(!strcmp(st.state, "failed") && st.exit_code == 1 && st.log_len == 0);
+    CHECK_STR(st.error, "Cannot reach the registry.");
+    lbsb_image_job_status_free(&st);
+    lbsb_image_job_spec pull = {.kind = "pull", .ref = "127.0.0.1:5000/a:1"};
+    CHECK(lbsb_image_job_start(c, &pull, job, err, sizeof err) == LB_E_BUSY);
+    CHECK(lbsb_image_job_start(c, &pull, job, err, sizeof err) == LB_E_PROTO && !job[0]);
+    CHECK(lbsb_image_job_poll(c, ID, 0, 100, &st, err, sizeof err) == LB_E_PROTO && !st.log);
+    /* argument checks never reach the wire */
+    CHECK(lbsb_image_job_poll(c, "nope", 0, 100, &st, err, sizeof err) == LB_E_INVAL);
+    lbsb_image_job_spec none = {.kind = "pull"};
+    CHECK(lbsb_image_job_start(c, &none, job, err, sizeof err) == LB_E_INVAL);
+    lbsb_close(c);
+    int wst;
+    waitpid(pid, &wst, 0);
+    unlink(path);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1073,5 +1131,6 @@ int main(void)
     RUN(client_proc_calls);
     RUN(client_port_connect_takes_the_descriptor);
     RUN(client_call_deadline_and_leaving_caller);
+    RUN(client_image_job_calls);
     return testlib_done();
 }
