@@ -723,8 +723,9 @@ static void trigger(lb_req *r, const char *name, const char *id)
         lb_say(msg, sizeof msg, "Could not write %s: %s.", path, strerror(errno));
         rc = LB_E_IO;
     }
-    if (!rc)
-        rc = publish(cfg, b, msg, sizeof msg);
+    int published = 0;
+    if (!rc && !(rc = publish(cfg, b, msg, sizeof msg)))
+        published = 1;
     char job[33] = "";
     if (!rc) {
         lbsb_conn *c = NULL;
@@ -736,10 +737,15 @@ static void trigger(lb_req *r, const char *name, const char *id)
         if (rc && !msg[0])
             snprintf(msg, sizeof msg, "sandboxd did not start the build.");
     }
+    char ctx[LB_CFG_PATH + 100];
+    ctx_dir(cfg, ctx, sizeof ctx);
+    size_t cl = strlen(ctx);
+    snprintf(ctx + cl, sizeof ctx - cl, "/%s", b->name);
     pthread_mutex_lock(&tpl_mu);
     if (rc) {
         build_fail(b, step[0] ? step : NULL, "%s", msg);
-        LB_IGNORE(lb_rmtree(b->stage)); /* not published, or published and swapped: either way nothing builds it */
+        /* the uploads go: from the stage, or from the context no job took */
+        LB_IGNORE(lb_rmtree(published ? ctx : b->stage)); /* a context left is swapped out by the next build */
     } else {
         snprintf(b->job, sizeof b->job, "%s", job);
         log_addf(b, "Building the image \"%s\" (sandboxd's job %s).", b->name, job);

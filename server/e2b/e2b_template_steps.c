@@ -8,6 +8,7 @@
  * (a newline would start an instruction of the client's choosing). */
 #include "e2b/e2b_template_steps.h"
 
+#include "common/image_ref.h"
 #include "common/path.h"
 
 #include <stdarg.h>
@@ -44,6 +45,29 @@ static int word_ok(const char *s, int allow_nl)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == 0x7f || (c < 0x20 && !(allow_nl && (c == '\n' || c == '\t'))))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether every ${...} in s is one the builder expands (lb_df_expand's
+ * grammar: ${NAME}, ${NAME:-word}, ${NAME:+word}), so a value left to the
+ * builder's expansion cannot fail the build later with a harder sentence. */
+static int vars_ok(const char *s)
+{
+    for (const char *p = strchr(s, '$'); p; p = strchr(p + 1, '$')) {
+        if (p[1] != '{')
+            continue;
+        const char *q = p + 2;
+        size_t n = 0;
+        while ((q[n] >= 'A' && q[n] <= 'Z') || (q[n] >= 'a' && q[n] <= 'z') || q[n] == '_' ||
+               (n && q[n] >= '0' && q[n] <= '9'))
+            n++;
+        if (!n || n > 255)
+            return 0;
+        if (q[n] == '}')
+            continue;
+        if (q[n] != ':' || (q[n + 1] != '-' && q[n + 1] != '+') || !strchr(q + n + 2, '}'))
             return 0;
     }
     return 1;
@@ -259,6 +283,9 @@ static int do_env(tr *t, const char *sn, const char **a, int n)
         if (!word_ok(a[i + 1], 0))
             return fail(t, sn, LB_E_INVAL, "Step %s (setEnvs): the value of %s holds a control character or is longer "
                         "than %d bytes.", sn, a[i], LB_E2B_TPL_WORD_MAX);
+        if (!vars_ok(a[i + 1]))
+            return fail(t, sn, LB_E_INVAL, "Step %s (setEnvs): the value of %s has a ${...} that is not ${NAME}, "
+                        "${NAME:-default} or ${NAME:+alternative}.", sn, a[i]);
         rc = lb_buf_printf(t->out, " %s=\"", a[i]);
         for (const char *p = a[i + 1]; !rc && *p; p++)
             rc = (*p == '"' || *p == '\\') ? lb_buf_printf(t->out, "\\%c", *p) : lb_buf_append(t->out, p, 1);
@@ -307,8 +334,13 @@ int lb_e2b_tpl_dockerfile(const cJSON *tpl, lb_buf *out, char (*hashes)[65], int
     if (!cJSON_IsString(base) || !base->valuestring[0])
         return fail(&t, "base", LB_E_INVAL, "The template has no fromImage.");
     const char *b = base->valuestring;
-    if (strlen(b) > 512 || !word_ok(b, 0) || strpbrk(b, " \"'\\$"))
-        return fail(&t, "base", LB_E_INVAL, "The base image \"%.80s\" is not an image reference.", b);
+    /* the one reference parser (common/image_ref.h): it also keeps out
+     * blanks, quotes, '$' and a leading '-' (FROM would read a flag) */
+    lb_image_ref ref;
+    char rm[256];
+    if (!word_ok(b, 0) || lb_image_ref_parse(b, LB_IMAGE_REF_LOCAL, &ref, rm, sizeof rm) != LB_OK)
+        return fail(&t, "base", LB_E_INVAL, "The base image \"%.80s\" is not an image reference: %s", b,
+                    word_ok(b, 0) ? rm : "it holds a control character.");
     if ((cJSON_IsString(start) && start->valuestring[0]) || (cJSON_IsString(ready) && ready->valuestring[0]))
         return fail(&t, "finalize", LB_E_INVAL, "setStartCmd and setReadyCmd are not supported by llmbox: a sandbox "
                     "starts no command of its image; start it with commands.run after Sandbox.create.");
@@ -343,9 +375,10 @@ int lb_e2b_tpl_dockerfile(const cJSON *tpl, lb_buf *out, char (*hashes)[65], int
         } else if (!strcmp(k, "ENV")) {
             rc = do_env(&t, sn, a, n);
         } else if (!strcmp(k, "WORKDIR")) {
-            if (n != 1 || !a[0][0] || !word_ok(a[0], 0) || a[0][0] == ' ' || a[0][strlen(a[0]) - 1] == ' ')
-                rc = fail(&t, sn, LB_E_INVAL, "Step %s (setWorkdir) needs one path without control characters or "
-                          "blanks at its ends.", sn);
+            if (n != 1 || !a[0][0] || !word_ok(a[0], 0) || a[0][0] == ' ' || a[0][strlen(a[0]) - 1] == ' ' ||
+                strchr(a[0], '\\') || !vars_ok(a[0]))
+                rc = fail(&t, sn, LB_E_INVAL, "Step %s (setWorkdir) needs one path without control characters, "
+                          "backslashes, blanks at its ends or a broken ${...}.", sn);
             else
                 rc = lb_buf_printf(out, "WORKDIR %s\n", a[0]);
         } else if (!strcmp(k, "USER")) {

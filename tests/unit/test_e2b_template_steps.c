@@ -108,6 +108,8 @@ TEST(a_newline_cannot_start_an_instruction)
     CHECK(strstr(msg, "control character") != NULL);
     CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"WORKDIR\",\"args\":[\"/a\\nRUN evil\"]}]}") == NULL);
     CHECK(translate("{\"fromImage\":\"x\\nRUN evil\",\"steps\":[]}") == NULL);
+    CHECK(translate("{\"fromImage\":\"--platform=x\",\"steps\":[]}") == NULL); /* FROM would read a flag */
+    CHECK(translate("{\"fromImage\":\"a b\",\"steps\":[]}") == NULL);
     CHECK_STR(step, "base");
     CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"USER\",\"args\":[\"u\\nRUN evil\"]}]}") == NULL);
     CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"COPY\",\"args\":[\"a\",\"/b\\nRUN x\"],"
@@ -197,6 +199,13 @@ TEST(what_llmbox_cannot_build_is_refused_with_a_sentence)
     CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"RUN\",\"args\":[1]}]}") == NULL);
     CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"ENV\",\"args\":[\"1A\",\"v\"]}]}") == NULL);
     CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"ENV\",\"args\":[\"A\"]}]}") == NULL);
+    /* a ${...} the builder could not expand is refused here, with the step */
+    CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"ENV\",\"args\":[\"A\",\"${A:\\\"-x}\"]}]}") == NULL);
+    CHECK(strstr(msg, "${NAME}") != NULL);
+    CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"WORKDIR\",\"args\":[\"/a/${\"]}]}") == NULL);
+    char *ok = translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"ENV\",\"args\":[\"P\",\"/o:${PATH:-/b}:$H$\"]}]}");
+    CHECK(ok != NULL);
+    free(ok);
     CHECK(translate("{\"fromImage\":\"x\",\"steps\":[{\"type\":\"RUN\",\"args\":[\"true\",\"-x\"]}]}") == NULL);
 }
 
