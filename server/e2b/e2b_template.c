@@ -544,11 +544,11 @@ static void files_upload(lb_req *r, const char *rest)
         if (tpl_builds[i].used && lb_id_valid(id) && !strcmp(tpl_builds[i].id, id))
             b = &tpl_builds[i];
     /* the token in constant time; a wrong one answers as an unknown build */
-    if (!b || strlen(tok) != 64 || !lb_ct_equal(tok, b->token, 64) || !hash_ok(hash) || b->state != TPL_WAITING) {
-        int waiting = b && b->state == TPL_WAITING;
+    int known = b && strlen(tok) == 64 && lb_ct_equal(tok, b->token, 64) && hash_ok(hash);
+    if (!known || b->state != TPL_WAITING) {
         pthread_mutex_unlock(&tpl_mu);
-        tpl_error(r, 404, "%s", waiting || !b ? "This upload URL is not valid (wrong build, token or hash)."
-                                              : "This build takes no more files: its steps came already.");
+        tpl_error(r, 404, "%s", !known ? "This upload URL is not valid (wrong build, token or hash)."
+                                       : "This build takes no more files: its steps came already, or it ended.");
         return;
     }
     if (uploaded(b, hash)) {
