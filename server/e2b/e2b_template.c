@@ -783,15 +783,17 @@ static void poll_job(const lb_config *cfg, tpl_build *b, const char *job, int64_
         if (st.log && st.log_len)
             log_feed(b, st.log, st.log_len);
         b->job_off = st.next_offset;
-        /* finished only once its whole log is read */
-        if (!strcmp(st.state, "succeeded") && !(st.log_len)) {
+        /* finished once its whole log is read: a read shorter than asked
+         * of an ended job is its end (one poll of the SDK's 200 ms sooner) */
+        int whole = st.log_len < TPL_JOB_READ;
+        if (!strcmp(st.state, "succeeded") && whole) {
             if (b->partial_len)
                 log_add(b, b->partial, b->partial_len);
             b->partial_len = 0;
             log_addf(b, "The template \"%s\" is built: Sandbox.create(\"%s\") runs in it.", b->name, b->name);
             b->state = TPL_READY;
             b->ended_ms = lb_now_ms();
-        } else if (!strcmp(st.state, "failed") && !st.log_len) {
+        } else if (!strcmp(st.state, "failed") && whole) {
             const char *last = NULL;
             for (int i = b->n_lines - 1; i >= 0 && !last; i--)
                 if (strstr(b->lines[i].text, "Dockerfile:"))
