@@ -5,6 +5,7 @@
 #include "e2b/e2b_envd.h"
 #include "e2b/e2b_metrics.h"
 #include "e2b/e2b_network.h"
+#include "e2b/e2b_template.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "llmbox/sandbox.h"
@@ -52,6 +53,8 @@ static void lb_e2b_error(lb_req *r, int status, const char *fmt, ...)
 int lb_e2b_auth_ok(lb_req *r)
 {
     if (!strncmp(r->path, "/e2b/sandbox/", 13))
+        return 1;
+    if (lb_e2b_tpl_is_upload(r->path)) /* the URL's one-time token is checked there (e2b_template.h) */
         return 1;
     const char *want = r->cfg->sandbox_api_token;
     if (!want[0]) {
@@ -309,8 +312,8 @@ static void lb_e2b_create(lb_req *r)
     if (st)
         lb_sbx_owner_refund(r, &qt);
     if (st == 400 && strcmp(tname, "base") && !snap) {
-        lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/): templates "
-                             "built from Dockerfiles by E2B's template builder are not supported (docs/E2B.md).",
+        lb_e2b_error(r, 400, "%s The template \"%.64s\" must be the name of an llmbox image (images/), or of a "
+                             "template built with Template.build (docs/E2B.md).",
                      msg, tname);
         goto out;
     }
@@ -804,12 +807,14 @@ void lb_h_e2b_api(lb_req *r)
         lb_e2b_one(r, id, rest);
     } else if (!strcmp(p, "/e2b/snapshots") && !strcmp(m, "GET")) {
         lb_e2b_snapshots_list(r);
+    } else if (lb_e2b_tpl_handle(r)) {
+        /* template builds (e2b_template.h) */
     } else if (!strncmp(p, "/e2b/templates/", 15) && lb_node_id_valid(p + 15) && !strcmp(m, "DELETE")) {
         lb_e2b_snapshot_delete(r, p + 15); /* a snapshot is a template to E2B */
     } else if (!strncmp(p, "/e2b/templates", 14) || !strncmp(p, "/e2b/v2/templates", 17) ||
                !strncmp(p, "/e2b/v3/templates", 17)) {
-        lb_e2b_error(r, 501, "Building templates from Dockerfiles is not supported by llmbox: build an llmbox image "
-                             "(images/, `make image`) and pass its name as the template (docs/E2B.md).");
+        lb_e2b_error(r, 501, "This template call is not supported by llmbox: Template.build and Template.exists "
+                             "are; tags, listing and deleting templates are not (docs/E2B.md).");
     } else {
         lb_e2b_error(r, 404, "There is no E2B route %.80s here (docs/E2B.md lists them).", p);
     }
