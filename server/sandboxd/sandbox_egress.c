@@ -25,6 +25,7 @@
  */
 #include "sandboxd/sandbox_egress.h"
 
+#include "sandboxd/egress_secrets.h"
 #include "sandboxd/objects.h"
 
 #include "common/log.h"
@@ -111,6 +112,7 @@ void lbsd_egress_configure(const lb_config *cfg)
     int dl = slash ? (int)(slash - cfg->self_exe) : 1;
     snprintf(g_gwexe, sizeof g_gwexe, "%.*s/llmbox", dl, slash ? cfg->self_exe : ".");
     snprintf(g_dir, sizeof g_dir, "%s/netgw", cfg->var_dir);
+    lbsd_egsec_configure(cfg); /* secrets, bandwidth (egress_secrets.h) */
     g_enabled = 0;
     if (!cfg->network_egress_max[0])
         snprintf(g_why, sizeof g_why, "this host allows no network rules (network_egress_max is empty)");
@@ -404,7 +406,8 @@ __attribute__((noreturn)) static void gw_child(pid_t parent, int tcp, int udp, c
         setresuid(uid, uid, uid) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         _exit(125);
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* cleared by the uid change */
-    char *const argv[] = {g_gwexe, "netgw", "--dir", (char *)dir, "--max-conns", "64", NULL};
+    char *argv[8 + LBSD_EGSEC_ARGS] = {g_gwexe, "netgw", "--dir", (char *)dir, "--max-conns", "64"};
+    argv[lbsd_egsec_args(argv, 6)] = NULL; /* --bandwidth-max, --upstream-ca */
     char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
     execve(g_gwexe, argv, envp);
     _exit(127);
@@ -429,9 +432,10 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     uid_t uid = c->uid ? c->uid : EG_NOBODY;
     gid_t gid = c->uid ? c->gid : EG_NOBODY;
     char dir[LB_CFG_PATH + 64];
-    int tcp = -1, udp = -1;
+    int tcp = -1, udp = -1, named = 0;
     int64_t t0 = lb_mono_ms();
     if (make_dir(sb->id, e->policy, uid, gid, dir, sizeof dir, msg, msgsz) != LB_OK ||
+        lbsd_egsec_write(e->policy, dir, uid, gid, &named, msg, msgsz) != LB_OK ||
         make_ns(&e->nsfd, &tcp, &udp, msg, msgsz) != LB_OK || wire(e->nsfd, sb->init_pid, msg, msgsz) != LB_OK) {
         if (tcp >= 0)
             close(tcp);
@@ -452,6 +456,11 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     e->gw = pid;
     free(e->policy);
     e->policy = NULL;
+    if (named && lbsd_egsec_install_ca(sb, dir, uid, msg, msgsz) != LB_OK) { /* the secrets' CA, into its trust */
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        goto fail;
+    }
     char pidpath[LB_CFG_PATH + 96], pidtext[24];
     snprintf(pidpath, sizeof pidpath, "%s/pid", dir);
     snprintf(pidtext, sizeof pidtext, "%d\n", (int)pid);
