@@ -225,6 +225,10 @@ build-fuzz/fuzz_reg_challenge: tests/fuzz/fuzz_reg_challenge.c build-fuzz/obj/se
 build-fuzz/fuzz_dockerfile: tests/fuzz/fuzz_dockerfile.c build-fuzz/obj/server/images/dockerfile_parse.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/buf.o build-fuzz/obj/server/common/path.o build-fuzz/obj/server/common/utf8.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
 
+# the gateway's request reader alone: no other object needed
+build-fuzz/fuzz_netgw_http: tests/fuzz/fuzz_netgw_http.c build-fuzz/obj/server/netgw/netgw_http.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
+
 # the unpacker's name check (server/unpack/) is not in LIBOBJ either
 build-fuzz/fuzz_layer_path: tests/fuzz/fuzz_layer_path.c build-fuzz/obj/server/unpack/unpack_path.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^

@@ -116,10 +116,13 @@ def make_certs(d):
             "subjectAltName=DNS:untrusted.test", cwd=d)
 
 
-def outer():
+def outer(script=None):
+    """Makes the world, runs script (this file) again inside the host
+    namespace with --inner."""
     from seclib import skip_reason
     import shutil
     why = skip_reason()
+    name = os.path.splitext(os.path.basename(script or __file__))[0]
     if not why and not shutil.which("nft"):
         why = "nft is not installed (apt-get install nftables)"
     if not why and not shutil.which("dnsmasq"):
@@ -127,7 +130,7 @@ def outer():
     if not why and not shutil.which("openssl"):
         why = "openssl is not installed"
     if why:
-        print("SKIP security/test_egress_secrets: %s" % why, flush=True)
+        print("SKIP security/%s: %s" % (name, why), flush=True)
         return 0
     w = te.World()
     try:
@@ -158,8 +161,8 @@ def outer():
         time.sleep(0.5)
         env = dict(os.environ, EGRESS_HITS=w.hits, TLS_HITS=hits, EGRESS_NS=te.HOST_NS + " " + te.INET_NS,
                    SECRET_VALUE=value, SECRET_CONF=conf)
-        return subprocess.call(["ip", "netns", "exec", te.HOST_NS, sys.executable, os.path.abspath(__file__),
-                                "--inner"] + sys.argv[1:], env=env)
+        return subprocess.call(["ip", "netns", "exec", te.HOST_NS, sys.executable,
+                                script or os.path.abspath(__file__), "--inner"] + sys.argv[1:], env=env)
     finally:
         w.down()
 
