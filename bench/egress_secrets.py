@@ -89,4 +89,4 @@ def inner():
 
 
 if __name__ == "__main__":
-    sys.exit(inner() if "--inner" in sys.argv else T.outer(os.path.abspath(__file__)))
+    sys.exit(inner() if "--inner" in sys.argv else T.outer(os.path.abspath(__file__), bandwidth_max=0))

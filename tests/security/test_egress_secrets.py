@@ -116,9 +116,9 @@ def make_certs(d):
             "subjectAltName=DNS:untrusted.test", cwd=d)
 
 
-def outer(script=None):
+def outer(script=None, bandwidth_max=8000000):
     """Makes the world, runs script (this file) again inside the host
-    namespace with --inner."""
+    namespace with --inner; the operator's network_bandwidth_max."""
     from seclib import skip_reason
     import shutil
     why = skip_reason()
@@ -153,11 +153,11 @@ def outer(script=None):
         with open(conf, "w") as f:
             f.write("network_egress_max = *.test secret:gh\n"
                     "network_upstream_ca = %s\n"
-                    "network_bandwidth_max = 8000000\n"
+                    "network_bandwidth_max = %d\n"
                     "[secret \"gh\"]\n"
                     "hosts = allowed.test, untrusted.test\n"
                     "header = Authorization: Bearer {value}\n"
-                    "value_file = %s\n" % (os.path.join(certs, "ca.crt"), tok))
+                    "value_file = %s\n" % (os.path.join(certs, "ca.crt"), bandwidth_max, tok))
         time.sleep(0.5)
         env = dict(os.environ, EGRESS_HITS=w.hits, TLS_HITS=hits, EGRESS_NS=te.HOST_NS + " " + te.INET_NS,
                    SECRET_VALUE=value, SECRET_CONF=conf)
