@@ -422,6 +422,48 @@ def check_flood_does_not_slow_another_sandbox(d):
     assert done["r"]["s"] >= 5, done  # it was held at its own limit all along
 
 
+def check_api_secret_ceiling_and_record(d):
+    """Through the sandbox API: a secret network_egress_max does not list
+    is a 403 naming it; one it lists works, and the record the API answers
+    names the secret's use, never its value."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from stack import Stack
+    import http.client
+    value = os.environ["SECRET_VALUE"]
+    with open(os.environ["SECRET_CONF"]) as f:
+        conf = f.read()
+    conf = conf.replace("secret:gh", "secret:gh secret:spare") + "[secret \"spare\"]\nhosts = other.test\n" \
+        "header = X-Key: {value}\nvalue_env = SPARE_KEY\n"
+    conf_no = conf.replace("secret:gh secret:spare", "secret:spare")
+    tok = "egress-" + uuid.uuid4().hex
+    env = {"LLMBOX_SANDBOX_API_TOKEN": tok, "SPARE_KEY": "spare-" + uuid.uuid4().hex}
+    for text, want in ((conf_no, 403), (conf, 201)):
+        with Stack(model=False, env=env, web_env=env, conf=text) as st:
+            def call(method, path, body=None):
+                c = http.client.HTTPConnection("127.0.0.1", st.port, timeout=60)
+                c.request(method, path, json.dumps(body) if body is not None else None,
+                          {"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
+                r = c.getresponse()
+                data = r.read()
+                c.close()
+                return r.status, (json.loads(data) if data else None)
+            status, o = call("POST", "/api/sandboxes", {"network": {"allow": ["allowed.test"], "secrets": ["gh"]}})
+            if want == 403:
+                assert status == 403 and "\"gh\"" in o["error"]["message"], (status, o)
+                continue
+            assert status in (200, 201), (status, o)
+            sid = o["id"]
+            status, o = call("POST", "/api/sandboxes/%s/exec" % sid, {"command": "curl -sS https://allowed.test/api1"})
+            assert status == 200 and o.get("stdout") == "hello /api1\n", (status, o)
+            h = tls_hits("/api1")
+            assert len(h) == 1 and h[0]["auth"] == ["Bearer " + value], h
+            status, o = call("GET", "/api/sandboxes/%s/network" % sid)
+            assert status == 200 and o["network"].get("secrets") == ["gh"], (status, o)
+            assert any("secret header added" in x["rule"] for x in o["connections"]), o
+            assert value not in json.dumps(o), "the record holds the value"
+            call("DELETE", "/api/sandboxes/%s" % sid)
+
+
 CHECKS = [
     ("world_is_closed", te.check_world_is_closed),
     ("secret_goes_to_listed_host_only", check_secret_goes_to_listed_host_only),
@@ -431,6 +473,7 @@ CHECKS = [
     ("bandwidth_limit_holds_across_connections", check_bandwidth_limit_holds_across_connections),
     ("operator_caps_bandwidth", check_operator_caps_bandwidth),
     ("flood_does_not_slow_another_sandbox", check_flood_does_not_slow_another_sandbox),
+    ("api_secret_ceiling_and_record", check_api_secret_ceiling_and_record),
 ]
 
 
