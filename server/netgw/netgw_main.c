@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -436,21 +437,26 @@ static void secrets_for(const char *name, lb_tls_add *add)
     pthread_mutex_unlock(&g.mu);
 }
 
-/* DIR/secrets, from sandboxd: {"secrets": [{"name", "hosts", "header",
- * "value"}]}. Read once and removed, so the values live only in this
- * process. LB_OK (also when there is none). */
-static int load_secrets(void)
+/* The secrets from sandboxd, on the pipe fd: {"secrets": [{"name",
+ * "hosts", "header", "value"}]}, read to its end and closed, so the values
+ * live only in this process. LB_OK, or LB_E_INVAL. */
+static int load_secrets(int fd)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/secrets", g.dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno == ENOENT ? LB_OK : LB_E_IO;
     char *text = malloc(GW_SECRETS_FILE_MAX + 1);
-    ssize_t n = text ? read(fd, text, GW_SECRETS_FILE_MAX + 1) : -1;
+    ssize_t n = 0;
+    while (text && n <= GW_SECRETS_FILE_MAX) {
+        ssize_t r = read(fd, text + n, (size_t)(GW_SECRETS_FILE_MAX + 1 - n));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r < 0)
+                n = -1;
+            break;
+        }
+        n += r;
+    }
     close(fd);
-    unlink(path);
-    cJSON *j = n >= 0 && n <= GW_SECRETS_FILE_MAX ? (text[n] = '\0', cJSON_Parse(text)) : NULL;
+    cJSON *j = text && n >= 0 && n <= GW_SECRETS_FILE_MAX ? (text[n] = '\0', cJSON_Parse(text)) : NULL;
     if (text) {
         memset(text, 0, GW_SECRETS_FILE_MAX + 1);
         free(text);
@@ -487,7 +493,7 @@ static int load_secrets(void)
     }
     cJSON_Delete(j); /* the values were in it: cJSON frees, the copies above stay */
     if (rc != LB_OK)
-        gw_log("%s is not a list of secrets from sandboxd; no secret is added", path);
+        gw_log("the secrets from sandboxd (--secrets-fd) are not a list of secrets; the gateway stops");
     return rc;
 }
 
@@ -579,7 +585,7 @@ done:
 static void usage(void)
 {
     fprintf(stderr, "usage: llmbox netgw --dir DIR [--max-conns N] [--max-bytes N] [--bandwidth-max BYTES_PER_S]\n"
-                    "                    [--upstream-ca FILE]\n"
+                    "                    [--upstream-ca FILE] [--secrets-fd FD]\n"
                     "  fd 3: the TCP socket nftables redirects to; fd 4: the DNS socket (sandboxd passes both)\n");
 }
 
@@ -599,6 +605,7 @@ int lb_netgw_main(int argc, char **argv)
 {
     g.max_conns = 64;
     const char *upstream_ca = NULL;
+    int secfd = -1;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
@@ -624,6 +631,12 @@ int lb_netgw_main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--upstream-ca") && i + 1 < argc) {
             upstream_ca = argv[++i];
+        } else if (!strcmp(argv[i], "--secrets-fd") && i + 1 < argc) {
+            secfd = (int)strtol(argv[++i], &end, 10);
+            if (*end || secfd < 5 || secfd > 1023) {
+                gw_log("--secrets-fd must be a descriptor from 5 to 1023");
+                return 2;
+            }
         } else {
             usage();
             return 2;
@@ -644,7 +657,10 @@ int lb_netgw_main(int argc, char **argv)
         gw_log("running as root: sandboxd should start the gateway as an unprivileged user");
     if (load_policy() != LB_OK)
         return 1;
-    if (load_secrets() != LB_OK)
+    /* the values are in this process from here on: no core file, and no
+     * ptrace or /proc/PID/mem for other processes of the same user */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (secfd >= 0 && load_secrets(secfd) != LB_OK)
         return 1;
     if (g.nsecrets) {
         char why[300];

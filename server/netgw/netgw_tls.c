@@ -211,7 +211,8 @@ static void answer(SSL *cs, int code, const char *reason, const char *why)
     char sink[4096];
     size_t drained = 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (drained < (1 << 20) && poll(&p, 1, 1000) == 1) {
+    time_t until = time(NULL) + 2;
+    while (drained < (1 << 20) && time(NULL) < until && poll(&p, 1, 500) == 1) {
         ssize_t n = recv(fd, sink, sizeof sink, 0);
         if (n <= 0)
             break;

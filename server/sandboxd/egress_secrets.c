@@ -1,8 +1,7 @@
 /* The gateway's secrets, bandwidth and CA, on sandboxd's side; the
  * contract is egress_secrets.h. The values are read here, as root, only
- * when a sandbox names the secret (the web never holds them), written into
- * the gateway's own folder for its user, and the gateway removes the file
- * as soon as it has read it. Files written into a sandbox go through its
+ * when a sandbox names the secret (the web never holds them), and handed
+ * to that sandbox's gateway through a pipe it inherits: never a file. Files written into a sandbox go through its
  * root fd with no symlink followed, each a temporary file renamed over
  * the old one. */
 #include "sandboxd/egress_secrets.h"
@@ -41,8 +40,14 @@ void lbsd_egsec_configure(const lb_config *cfg)
     snprintf(g_bw, sizeof g_bw, "%d", cfg->network_bandwidth_max);
 }
 
-int lbsd_egsec_args(char **argv, int at)
+int lbsd_egsec_args(char **argv, int at, int secrets)
 {
+    static char fdword[8];
+    if (secrets) {
+        snprintf(fdword, sizeof fdword, "%d", LBSD_EGSEC_FD);
+        argv[at++] = "--secrets-fd";
+        argv[at++] = fdword;
+    }
     if (!g_cfg)
         return at;
     if (g_cfg->network_bandwidth_max > 0) {
@@ -106,10 +111,9 @@ static int read_value(const lb_secret_cfg *s, char *out, size_t outsz, char *msg
     return LB_OK;
 }
 
-int lbsd_egsec_write(const char *policy, const char *dir, uid_t uid, gid_t gid, int *named, char *msg,
-                     size_t msgsz)
+int lbsd_egsec_pipe(const char *policy, int *fd, char *msg, size_t msgsz)
 {
-    *named = 0;
+    *fd = -1;
     lb_netpolicy *p = malloc(sizeof *p);
     char err[300];
     if (!p)
@@ -157,22 +161,23 @@ int lbsd_egsec_write(const char *policy, const char *dir, uid_t uid, gid_t gid, 
             snprintf(msg, msgsz, "out of memory");
         return rc;
     }
-    char path[LB_CFG_PATH + 96], tmp[LB_CFG_PATH + 96];
-    snprintf(path, sizeof path, "%s/secrets", dir);
-    snprintf(tmp, sizeof tmp, "%s/.secrets.tmp", dir);
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int ok = fd >= 0 && fchown(fd, uid, gid) == 0 && lb_write_all(fd, text, strlen(text)) == LB_OK;
-    if (fd >= 0)
-        close(fd);
-    memset(text, 0, strlen(text));
+    /* the whole text fits the pipe (16 values of 4 KiB at most): written
+     * now, before the gateway runs, it never blocks */
+    int pp[2] = {-1, -1};
+    size_t len = strlen(text);
+    int ok = pipe2(pp, O_CLOEXEC) == 0 && fcntl(pp[1], F_SETPIPE_SZ, 1 << 20) >= (int)len &&
+             lb_write_all(pp[1], text, len) == LB_OK;
+    memset(text, 0, len);
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        snprintf(msg, msgsz, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
+    if (pp[1] >= 0)
+        close(pp[1]);
+    if (!ok) {
+        snprintf(msg, msgsz, "cannot hand the secrets to the network gateway: %s", strerror(errno));
+        if (pp[0] >= 0)
+            close(pp[0]);
         return LB_E_IO;
     }
-    *named = 1;
+    *fd = pp[0];
     return LB_OK;
 }
 

@@ -15,20 +15,23 @@
 
 struct lbsd_sandbox;
 
-#define LBSD_EGSEC_ARGS 4 /* argv words lbsd_egsec_args may add */
+#define LBSD_EGSEC_ARGS 6 /* argv words lbsd_egsec_args may add */
+#define LBSD_EGSEC_FD 5   /* the gateway's fd of the secrets pipe */
 
 /* At startup: the secrets, network_bandwidth_max and network_upstream_ca. */
 void lbsd_egsec_configure(const lb_config *cfg);
 
 /* When the policy (text) names secrets: their values read (value_file or
- * value_env) and written to dir/secrets for the gateway (uid, gid; mode
- * 0600), *named set to 1. LB_OK; a code and a sentence naming the secret. */
-LB_MUST_CHECK int lbsd_egsec_write(const char *policy, const char *dir, uid_t uid, gid_t gid, int *named,
-                                   char *msg, size_t msgsz);
+ * value_env) and written as JSON into a pipe whose read end goes to *fd
+ * (close-on-exec; the gateway gets it as LBSD_EGSEC_FD), so that the
+ * values are never in a file; *fd is -1 when the policy names none. LB_OK;
+ * a code and a sentence naming the secret. */
+LB_MUST_CHECK int lbsd_egsec_pipe(const char *policy, int *fd, char *msg, size_t msgsz);
 
-/* Appends the gateway's --bandwidth-max and --upstream-ca to argv (at most
- * LBSD_EGSEC_ARGS words from argv[at]); returns the new count. */
-int lbsd_egsec_args(char **argv, int at);
+/* Appends the gateway's --bandwidth-max, --upstream-ca and (secrets: 1)
+ * --secrets-fd to argv (at most LBSD_EGSEC_ARGS words from argv[at]);
+ * returns the new count. */
+int lbsd_egsec_args(char **argv, int at, int secrets);
 
 /* Waits for the gateway's dir/ca.crt (owned by uid) and writes it into the
  * sandbox: /etc/llmbox/ca.crt, /etc/llmbox/ca-bundle.crt (the image's
