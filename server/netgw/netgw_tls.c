@@ -257,10 +257,13 @@ static void append(char *why, size_t whysz, const char *fmt, ...)
 {
     size_t l = strlen(why);
     if (l + 3 < whysz) {
-        snprintf(why + l, whysz - l, "; ");
+        if (l) { /* "; " between phrases */
+            snprintf(why + l, whysz - l, "; ");
+            l += 2;
+        }
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(why + l + 2, whysz - l - 2, fmt, ap);
+        vsnprintf(why + l, whysz - l, fmt, ap);
         va_end(ap);
     }
 }

@@ -210,7 +210,7 @@ def check_secret_goes_to_listed_host_only(d):
     assert len(h) == 1 and h[0]["auth"] == [], h
     rec = te.record(d, sid)
     tcp = [x for x in rec if x["kind"] == "tcp" and x["allowed"] and x["port"] == 443]
-    assert sum("secret header added" in x["rule"] for x in tcp) == 3, tcp
+    assert sum(x["rule"] == "allow allowed.test; secret header added" for x in tcp) == 3, tcp
     assert all("secret" not in x["rule"] for x in tcp if x["name"] == "other.test"), tcp
 
 
