@@ -469,7 +469,8 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     e->policy = NULL;
     if (named && lbsd_egsec_install_ca(sb, dir, uid, msg, msgsz) != LB_OK) { /* the secrets' CA, into its trust */
         kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        for (int i = 0; i < 500 && waitpid(pid, NULL, WNOHANG) == 0; i++)
+            usleep(2000);
         goto fail;
     }
     char pidpath[LB_CFG_PATH + 96], pidtext[24];

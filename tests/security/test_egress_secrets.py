@@ -157,7 +157,11 @@ def outer(script=None, bandwidth_max=8000000):
                     "[secret \"gh\"]\n"
                     "hosts = allowed.test, untrusted.test\n"
                     "header = Authorization: Bearer {value}\n"
-                    "value_file = %s\n" % (os.path.join(certs, "ca.crt"), bandwidth_max, tok))
+                    "value_file = %s\n"
+                    "[secret \"unset\"]\n"
+                    "hosts = other.test\n"
+                    "header = X-Key: {value}\n"
+                    "value_env = LLMBOX_TEST_UNSET_SECRET\n" % (os.path.join(certs, "ca.crt"), bandwidth_max, tok))
         time.sleep(0.5)
         env = dict(os.environ, EGRESS_HITS=w.hits, TLS_HITS=hits, EGRESS_NS=te.HOST_NS + " " + te.INET_NS,
                    SECRET_VALUE=value, SECRET_CONF=conf)
@@ -464,6 +468,23 @@ def check_api_secret_ceiling_and_record(d):
             call("DELETE", "/api/sandboxes/%s" % sid)
 
 
+def check_secret_without_value_is_refused(d):
+    """A secret no [secret] section defines, or one whose value is not
+    there, refuses the create with a sentence naming it (and no gateway)."""
+    from seclib import RpcError
+    os.chmod(d.tmp, 0o711)
+    os.chmod(d.var, 0o711)
+    c = d.connect()
+    for name, want in (("nosuch", "network secret \"nosuch\" is not defined"),
+                       ("unset", "LLMBOX_TEST_UNSET_SECRET (value_env) is not set")):
+        try:
+            sid = c.create(network="egress", policy=json.dumps({"allow": ["other.test"], "secrets": [name]}))
+        except RpcError as e:
+            assert want in str(e), e
+            continue
+        raise AssertionError("a sandbox naming secret %s was made: %s" % (name, sid))
+
+
 CHECKS = [
     ("world_is_closed", te.check_world_is_closed),
     ("secret_goes_to_listed_host_only", check_secret_goes_to_listed_host_only),
@@ -474,6 +495,7 @@ CHECKS = [
     ("operator_caps_bandwidth", check_operator_caps_bandwidth),
     ("flood_does_not_slow_another_sandbox", check_flood_does_not_slow_another_sandbox),
     ("api_secret_ceiling_and_record", check_api_secret_ceiling_and_record),
+    ("secret_without_value_is_refused", check_secret_without_value_is_refused),
 ]
 
 
