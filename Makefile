@@ -4,7 +4,7 @@ CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2
 CPPFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Iserver -I/usr/include/postgresql -MMD -MP
 HARDEN   := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
-LDLIBS   := -linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lpq -lcrypto -ldl -lpthread -lyaml
+LDLIBS   := -linih -lfcgi -lcurl -lcjson -larchive -lmagic -lsqlite3 -lpq -lssl -lcrypto -ldl -lpthread -lyaml
 # the unit tests and fuzz drivers link every object but the two main()s
 TEST_LDLIBS := $(LDLIBS) -lseccomp
 BUILD    := build
@@ -23,7 +23,7 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,
 # parts of server/common/ listed here, with SD_LDLIBS: no libcurl,
 # libarchive, libmagic, libfcgi, SQLite or OpenSSL in the root process
 # (tests/integration/test_sandboxd_binary.py checks `ldd`).
-SD_COMMON := buf config config_file config_host config_model config_user image_ref log netcheck node_id path status token_check util utf8 netpolicy
+SD_COMMON := buf config config_file config_host config_model config_user image_ref log netcheck node_id path status token_check util utf8 netpolicy config_secret
 SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c server/insandbox/*.c server/sandboxd_image/*.c)) \
             $(BUILD)/server/sandbox/rpc_frame.o $(BUILD)/server/sandbox/rpc_proto.o \
             $(SD_COMMON:%=$(BUILD)/server/common/%.o)
@@ -227,6 +227,9 @@ build-fuzz/fuzz_dockerfile: tests/fuzz/fuzz_dockerfile.c build-fuzz/obj/server/i
 
 build-fuzz/fuzz_e2b_template_steps: tests/fuzz/fuzz_e2b_template_steps.c build-fuzz/obj/server/e2b/e2b_template_steps.o build-fuzz/obj/server/common/image_ref.o build-fuzz/obj/server/images/dockerfile_parse.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/buf.o build-fuzz/obj/server/common/path.o build-fuzz/obj/server/common/utf8.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
+# the gateway's request reader alone: no other object needed
+build-fuzz/fuzz_netgw_http: tests/fuzz/fuzz_netgw_http.c build-fuzz/obj/server/netgw/netgw_http.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
 # the unpacker's name check (server/unpack/) is not in LIBOBJ either
 build-fuzz/fuzz_layer_path: tests/fuzz/fuzz_layer_path.c build-fuzz/obj/server/unpack/unpack_path.o

@@ -9,7 +9,8 @@ nginx-light debootstrap python3 zip unzip curl ca-certificates procps
 iproute2 util-linux bubblewrap chromium slirp4netns libinih-dev libyaml-dev python3-yaml
 wrk hyperfine clang valgrind python3-venv
 ceph-mon ceph-osd radosgw ceph-common
-nftables dnsmasq-base"
+nftables dnsmasq-base openssl"
+# (openssl: the test CAs and certificates of tests/security/test_egress_secrets.py)
 # (nftables: the rules of a sandbox whose network is a policy, server/sandboxd/sandbox_egress.c;
 # dnsmasq-base: the test internet's DNS server of tests/security/test_egress.py)
 # (clang: the libFuzzer targets and make check-asan; valgrind: tests/leaks;

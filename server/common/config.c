@@ -426,6 +426,8 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("sandbox_ttl_max_s", "LLMBOX_SANDBOX_TTL_MAX_S", sandbox_ttl_max_s, 0, 0, 7 * 24 * 3600),
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
     {"network_egress_max", "LLMBOX_NETWORK_EGRESS_MAX", NULL, set_netceiling, F(network_egress_max), 0, 0, ""},
+    KEY_INT("network_bandwidth_max", "LLMBOX_NETWORK_BANDWIDTH_MAX", network_bandwidth_max, 0, 0, 2000000000),
+    KEY_STR("network_upstream_ca", "LLMBOX_NETWORK_UPSTREAM_CA", network_upstream_ca, ""),
     /* saved sandbox states (follow-ups, sandboxd/sandbox_save.c) */
     KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),
     KEY_INT("sandbox_state_max_age_s", "LLMBOX_SANDBOX_STATE_MAX_AGE_S", sandbox_state_max_age_s, 604800, 60,
@@ -601,6 +603,8 @@ int lb_config_load(lb_config *cfg)
         rc = lb_cfgi_apply_models(cfg, have_file ? &cf : NULL);
     if (rc == LB_OK)
         rc = lb_cfgi_apply_users(cfg, have_file ? &cf : NULL);
+    if (rc == LB_OK)
+        rc = lb_cfgi_apply_secrets(cfg, have_file ? &cf : NULL);
     if (rc == LB_OK)
         rc = lb_cfgi_check_access(cfg);
     lb_conf_free(&cf);

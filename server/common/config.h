@@ -58,6 +58,20 @@ typedef struct lb_model_cfg {
     char origin[LB_CFG_PATH + 32];   /* where it was defined: "llmbox.conf:12" or "the environment" */
 } lb_model_cfg;
 
+/* A secret the network gateway adds to sandboxes' HTTPS requests
+ * ([secret "NAME"] in llmbox.conf, config_secret.c; docs/NETWORK.md). The
+ * value itself is never kept here: only where sandboxd reads it when a
+ * sandbox names the secret (a file, or sandboxd's environment). */
+#define LB_CFG_MAX_SECRETS 16
+typedef struct lb_secret_cfg {
+    char name[64];                   /* [A-Za-z0-9._-], as a policy's "secrets" names it */
+    char hosts[1024];                /* names (a.com, *.a.com) the header goes to; commas or blanks */
+    char header[512];                /* "Name: text{value}text", {value} once */
+    char value_file[LB_CFG_PATH];    /* the value: this file's content (one trailing newline cut) */
+    char value_env[128];             /* or this variable of sandboxd's environment */
+    int line;
+} lb_secret_cfg;
+
 /* One user of the service ([user "NAME"] in llmbox.conf). Only SHA-256
  * hashes of the user's API tokens are kept: tokens are 256 random bits
  * (`llmbox user add` makes them), so a plain hash cannot be reversed. */
@@ -203,6 +217,13 @@ typedef struct lb_config {
                                         sandbox's network {"allow": [...]} may use, through the gateway (netgw/;
                                         common/netpolicy.h); "" allows no rules */
     char network_allow[64];          /* network_allow | LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
+    int network_bandwidth_max;       /* network_bandwidth_max | LLMBOX_NETWORK_BANDWIDTH_MAX, default 0 (none): bytes
+                                        per second each way a sandbox's gateway relays; caps a policy's "bandwidth" */
+    char network_upstream_ca[LB_CFG_PATH]; /* network_upstream_ca | LLMBOX_NETWORK_UPSTREAM_CA, default "": the
+                                        gateway trusts these CA certificates upstream instead of the system's
+                                        (tests; a private CA) */
+    lb_secret_cfg secrets[LB_CFG_MAX_SECRETS]; /* [secret "NAME"] sections (config_secret.c) */
+    int n_secrets;
     /* saved sandbox states (follow-ups): var/sandboxd/states/ */
     int sandbox_state_max_mib;       /* sandbox_state_max_mib | LLMBOX_SANDBOX_STATE_MAX_MIB, default 1024: cap of one
                                         saved state, compressed */

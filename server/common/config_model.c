@@ -307,11 +307,13 @@ int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf)
     char why[300], name[LB_CFG_SECTION_MAX];
     for (size_t i = 0; cf && i < cf->n; i++) {
         const lb_entry *e = &cf->e[i];
-        if (!e->section[0] || lb_conf_user_section(e->section, name, sizeof name))
+        if (!e->section[0] || lb_conf_user_section(e->section, name, sizeof name) ||
+            lb_conf_secret_section(e->section, name, sizeof name))
             continue;
         if (!lb_conf_model_section(e->section, name, sizeof name))
             return lb_cfgi_fail(LB_E_INVAL,
-                                "%s:%d: unknown section [%s]; sections are [model \"NAME\"] and [user \"NAME\"]",
+                                "%s:%d: unknown section [%s]; sections are [model \"NAME\"], [user \"NAME\"] and "
+                                "[secret \"NAME\"]",
                                 cf->path, e->line, e->section);
         if (!lb_cfgi_model_name_ok(name))
             return lb_cfgi_fail(LB_E_INVAL,

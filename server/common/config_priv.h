@@ -42,6 +42,7 @@ void lb_conf_free(lb_conf *cf);
 int lb_conf_model_section(const char *section, char *name, size_t namesz);
 /* [user "alice"] or [user.alice] -> "alice"; 0 when not a user section. */
 int lb_conf_user_section(const char *section, char *name, size_t namesz);
+int lb_conf_secret_section(const char *section, char *name, size_t namesz);
 
 /* Helpers (config.c). */
 int lb_cfgi_printable(const char *v);
@@ -70,6 +71,8 @@ LB_MUST_CHECK int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf);
 int lb_cfgi_is_user_key(const char *name);
 /* The file's [user] sections, with the user_* defaults filled in. */
 LB_MUST_CHECK int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf);
+/* [secret "NAME"] sections (config_secret.c) */
+LB_MUST_CHECK int lb_cfgi_apply_secrets(lb_config *c, const lb_conf *cf);
 /* "ADDR:PORT" with ADDR an IPv4 or [IPv6] literal: LB_OK, or LB_E_INVAL
  * with a phrase in why. */
 LB_MUST_CHECK int lb_cfgi_listen_check(const char *v, char *why, size_t whysz);

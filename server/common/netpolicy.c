@@ -83,6 +83,47 @@ int lb_netpolicy_rule_parse(const char *word, lb_netpol_rule *r, char *err, size
     return rc;
 }
 
+int lb_netpolicy_secret_name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (!n || n >= LB_NETPOL_SECRET_NAME)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
+              *s == '_' || *s == '-'))
+            return 0;
+    return 1;
+}
+
+/* "secrets" of a policy: an array of distinct secret names. */
+static int secrets_from_json(const cJSON *arr, lb_netpolicy *p, char *err, size_t errsz)
+{
+    if (!arr || cJSON_IsNull(arr))
+        return LB_OK;
+    if (!cJSON_IsArray(arr)) {
+        snprintf(err, errsz, "network.secrets must be an array of secret names (strings)");
+        return LB_E_INVAL;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        if (!cJSON_IsString(it) || !lb_netpolicy_secret_name_ok(it->valuestring)) {
+            snprintf(err, errsz, "network.secrets must hold secret names (1 to %d letters, digits, '.', '_' or "
+                                 "'-')", LB_NETPOL_SECRET_NAME - 1);
+            return LB_E_INVAL;
+        }
+        if (p->nsecrets == LB_NETPOL_SECRETS_MAX) {
+            snprintf(err, errsz, "network.secrets names more than %d secrets", LB_NETPOL_SECRETS_MAX);
+            return LB_E_TOOBIG;
+        }
+        int dup = 0;
+        for (int i = 0; i < p->nsecrets; i++)
+            dup |= !strcmp(p->secrets[i], it->valuestring);
+        if (!dup)
+            snprintf(p->secrets[p->nsecrets++], LB_NETPOL_SECRET_NAME, "%s", it->valuestring);
+    }
+    return LB_OK;
+}
+
 /* The rules of array arr ("allow" or "deny" of v) into out, *n of them. */
 static int rules_from_json(const cJSON *arr, const char *key, lb_netpol_rule *out, int *n, char *err,
                            size_t errsz)
@@ -132,12 +173,27 @@ int lb_netpolicy_from_json(const cJSON *v, lb_netpolicy *p, char *err, size_t er
     }
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
-        if (strcmp(it->string, "allow") && strcmp(it->string, "deny")) {
-            snprintf(err, errsz, "network has an unknown key \"%.40s\" (known: allow, deny)", it->string);
+        if (strcmp(it->string, "allow") && strcmp(it->string, "deny") && strcmp(it->string, "secrets") &&
+            strcmp(it->string, "bandwidth")) {
+            snprintf(err, errsz, "network has an unknown key \"%.40s\" (known: allow, deny, secrets, bandwidth)",
+                     it->string);
             return LB_E_INVAL;
         }
     }
     p->mode = LB_NETPOL_RULES;
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(v, "bandwidth");
+    if (bw && !cJSON_IsNull(bw)) {
+        double d = cJSON_IsNumber(bw) ? bw->valuedouble : -1;
+        if (d < 1024 || d > (double)LB_NETPOL_BANDWIDTH_MAX || d != (double)(long long)d) {
+            snprintf(err, errsz, "network.bandwidth must be a whole number of bytes per second from 1024 to %lld",
+                     LB_NETPOL_BANDWIDTH_MAX);
+            return LB_E_INVAL;
+        }
+        p->bandwidth = (long long)d;
+    }
+    int src = secrets_from_json(cJSON_GetObjectItemCaseSensitive(v, "secrets"), p, err, errsz);
+    if (src != LB_OK)
+        return src;
     int rc = rules_from_json(cJSON_GetObjectItemCaseSensitive(v, "allow"), "allow", p->allow, &p->nallow, err,
                              errsz);
     if (rc == LB_OK)
@@ -190,6 +246,22 @@ int lb_netpolicy_list_parse(const char *text, lb_netpolicy *p, char *err, size_t
             snprintf(err, errsz, "the list of network rules has more than %d rules", LB_NETPOL_RULES_MAX);
             return LB_E_TOOBIG;
         }
+        if (w > 7 && !strncmp(q, "secret:", 7)) {
+            char name[LB_NETPOL_SECRET_NAME];
+            if (w - 7 >= sizeof name || (snprintf(name, sizeof name, "%.*s", (int)(w - 7), q + 7),
+                                         !lb_netpolicy_secret_name_ok(name))) {
+                snprintf(err, errsz, "\"%.*s\" is not secret:NAME (a name of 1 to %d letters, digits, '.', '_' or "
+                                     "'-')", (int)(w > 80 ? 80 : w), q, LB_NETPOL_SECRET_NAME - 1);
+                return LB_E_INVAL;
+            }
+            if (p->nsecrets == LB_NETPOL_SECRETS_MAX) {
+                snprintf(err, errsz, "the list of network rules names more than %d secrets", LB_NETPOL_SECRETS_MAX);
+                return LB_E_TOOBIG;
+            }
+            memcpy(p->secrets[p->nsecrets++], name, strlen(name) + 1);
+            q += w;
+            continue;
+        }
         char word[LB_NETPOL_WORD_MAX + 1];
         if (w >= sizeof word) {
             snprintf(err, errsz, "network rule \"%.40s...\" is longer than %d bytes", q, LB_NETPOL_WORD_MAX - 1);
@@ -227,7 +299,29 @@ int lb_netpolicy_text(const lb_netpolicy *p, char *out, size_t outsz)
             len += (size_t)k;
         }
     }
-    int k = snprintf(out + len, outsz - len, "]}");
+    int k = snprintf(out + len, outsz - len, "]");
+    if (k < 0 || (size_t)k >= outsz - len)
+        return LB_E_TOOBIG;
+    len += (size_t)k;
+    for (int i = 0; i < p->nsecrets; i++) {
+        /* a secret's name is [A-Za-z0-9._-]: nothing to escape */
+        k = snprintf(out + len, outsz - len, "%s\"%s\"", i ? "," : ",\"secrets\":[", p->secrets[i]);
+        if (k < 0 || (size_t)k >= outsz - len)
+            return LB_E_TOOBIG;
+        len += (size_t)k;
+    }
+    if (p->nsecrets) {
+        if ((k = snprintf(out + len, outsz - len, "]")) < 0 || (size_t)k >= outsz - len)
+            return LB_E_TOOBIG;
+        len += (size_t)k;
+    }
+    if (p->bandwidth) {
+        if ((k = snprintf(out + len, outsz - len, ",\"bandwidth\":%lld", p->bandwidth)) < 0 ||
+            (size_t)k >= outsz - len)
+            return LB_E_TOOBIG;
+        len += (size_t)k;
+    }
+    k = snprintf(out + len, outsz - len, "}");
     return k < 0 || (size_t)k >= outsz - len ? LB_E_TOOBIG : LB_OK;
 }
 
@@ -281,6 +375,16 @@ int lb_netpolicy_within(const lb_netpolicy *p, const lb_netpolicy *ceiling, char
         if (!ok) {
             snprintf(err, errsz, "network rule \"%s\" is beyond what this service allows sandboxes to reach "
                                  "(network_egress_max)", p->allow[i].text);
+            return LB_E_DENIED;
+        }
+    }
+    for (int i = 0; i < p->nsecrets; i++) {
+        int ok = 0;
+        for (int j = 0; ceiling && j < ceiling->nsecrets && !ok; j++)
+            ok = !strcmp(p->secrets[i], ceiling->secrets[j]);
+        if (!ok) {
+            snprintf(err, errsz, "network secret \"%s\" is beyond what this service allows sandboxes to use "
+                                 "(network_egress_max lists the secrets they may name as secret:NAME)", p->secrets[i]);
             return LB_E_DENIED;
         }
     }

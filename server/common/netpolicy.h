@@ -33,6 +33,9 @@
 #define LB_NETPOL_RULES_MAX 64     /* allow rules, and deny rules, each */
 #define LB_NETPOL_TEXT_MAX 8192    /* a policy as JSON text, in bytes */
 #define LB_NETPOL_WORD_MAX 272     /* one rule as written: a name, '*.', ':' and a port */
+#define LB_NETPOL_SECRETS_MAX 16   /* secrets a policy names, or a ceiling lists (secret:NAME) */
+#define LB_NETPOL_SECRET_NAME 64   /* a secret's name: 1 to 63 of [A-Za-z0-9._-] */
+#define LB_NETPOL_BANDWIDTH_MAX 2000000000LL /* bytes per second a policy may ask for */
 
 enum { LB_NETPOL_NONE = 1, LB_NETPOL_NAT, LB_NETPOL_RULES };
 
@@ -47,9 +50,19 @@ typedef struct lb_netpolicy {
     lb_netpol_rule allow[LB_NETPOL_RULES_MAX];
     lb_netpol_rule deny[LB_NETPOL_RULES_MAX];
     int nallow, ndeny;
+    /* "secrets": names of the operator's [secret "NAME"] sections whose
+     * header the gateway adds to HTTPS requests to the secret's hosts; in
+     * a ceiling, the secret:NAME words (which secrets sandboxes may name) */
+    char secrets[LB_NETPOL_SECRETS_MAX][LB_NETPOL_SECRET_NAME];
+    int nsecrets;
+    long long bandwidth; /* "bandwidth": bytes per second each way, 0: the operator's network_bandwidth_max */
 } lb_netpolicy;
 
-/* Parses v (a cJSON string "none"/"nat" or an object {allow, deny}) into
+/* Whether s is a well-formed secret name (1 to 63 of [A-Za-z0-9._-]). */
+int lb_netpolicy_secret_name_ok(const char *s);
+
+/* Parses v (a cJSON string "none"/"nat" or an object {allow, deny,
+ * secrets, bandwidth}) into
  * *p. LB_OK; LB_E_INVAL or LB_E_TOOBIG with a sentence in err naming the
  * rule or key that is wrong. */
 LB_MUST_CHECK int lb_netpolicy_from_json(const cJSON *v, lb_netpolicy *p, char *err, size_t errsz);
@@ -59,7 +72,8 @@ LB_MUST_CHECK int lb_netpolicy_parse(const char *text, lb_netpolicy *p, char *er
 /* Parses one rule (the grammar above) into *r. LB_OK or LB_E_INVAL. */
 LB_MUST_CHECK int lb_netpolicy_rule_parse(const char *word, lb_netpol_rule *r, char *err, size_t errsz);
 /* An operator's list of rules (network_egress_max: rules separated by
- * commas or blanks) into p's allow rules, mode LB_NETPOL_RULES. LB_OK;
+ * commas or blanks) into p's allow rules, mode LB_NETPOL_RULES; a word
+ * secret:NAME goes to p's secrets (the secrets sandboxes may name). LB_OK;
  * LB_E_INVAL or LB_E_TOOBIG with err naming the rule. */
 LB_MUST_CHECK int lb_netpolicy_list_parse(const char *text, lb_netpolicy *p, char *err, size_t errsz);
 /* The policy as canonical text into out: "none", "nat" or compact JSON
@@ -71,7 +85,8 @@ LB_MUST_CHECK int lb_netpolicy_text(const lb_netpolicy *p, char *out, size_t out
  * LB_E_DENIED with a sentence in err that names the first rule beyond it.
  * A name is within an equal name, a wider "*." rule or "*"; a network
  * within a network containing it; a rule with a port within a ceiling rule
- * of no port or the same port. "none" is within every ceiling; "nat" is
+ * of no port or the same port; a secret within a ceiling that lists it
+ * (secret:NAME). "none" is within every ceiling; "nat" is
  * the operator's network_allow, not this function's. */
 LB_MUST_CHECK int lb_netpolicy_within(const lb_netpolicy *p, const lb_netpolicy *ceiling, char *err,
                                       size_t errsz);

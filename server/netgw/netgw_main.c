@@ -21,6 +21,8 @@
 #include "common/util.h"
 #include "netgw/netgw_dns.h"
 #include "netgw/netgw_peek.h"
+#include "netgw/netgw_rate.h"
+#include "netgw/netgw_tls.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -38,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -54,6 +57,16 @@
 #define GW_DNS_TTL 30
 #define GW_DNS_THREADS 16        /* questions resolved at once; more are SERVFAIL */
 #define GW_RECORD_MAX (64 << 20) /* bytes of record; past it attempts are counted, not written */
+#define GW_SECRETS_FILE_MAX (256 << 10)
+
+/* A secret handed over by sandboxd (DIR/secrets, read once and removed):
+ * the header line it adds, for the names its hosts list. */
+typedef struct gw_secret {
+    char name[LB_NETPOL_SECRET_NAME];
+    char hname[64];
+    char *line;        /* "Name: value", never logged or recorded */
+    lb_netpolicy *hosts;
+} gw_secret;
 
 typedef struct gw_name {
     char name[254];
@@ -72,7 +85,9 @@ static struct {
     gw_name names[GW_NAMES];
     int nnames, next;
     int active, max_conns, dns_active;
-    uint64_t bytes, max_bytes;
+    uint64_t bw_max;
+    gw_secret secrets[LB_NETPOL_SECRETS_MAX];
+    int nsecrets;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .recfd = -1};
 
 static void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -116,6 +131,11 @@ static int load_policy(void)
     lb_netpolicy *old = g.pol;
     g.pol = p;
     pthread_mutex_unlock(&g.mu);
+    /* the policy's bandwidth, within the operator's */
+    uint64_t bw = (uint64_t)p->bandwidth;
+    if (g.bw_max && (!bw || bw > g.bw_max))
+        bw = g.bw_max;
+    lb_rate_set(bw);
     p = old;
     rc = LB_OK;
     /* "applied", newer than the policy: what the web waits for after it
@@ -383,12 +403,7 @@ static void relay(int c, int u, uint64_t *out, uint64_t *in, char *why, size_t w
             ssize_t n = read(p[k].fd, buf, sizeof buf);
             if (n <= 0)
                 return;
-            pthread_mutex_lock(&g.mu);
-            int over = g.max_bytes && g.bytes + (uint64_t)n > g.max_bytes;
-            if (!over)
-                g.bytes += (uint64_t)n;
-            pthread_mutex_unlock(&g.mu);
-            if (over) {
+            if (!lb_rate_count(k ? LB_RATE_IN : LB_RATE_OUT, (size_t)n)) {
                 snprintf(why, whysz, "the sandbox's byte limit was reached");
                 return;
             }
@@ -402,6 +417,84 @@ static void relay(int c, int u, uint64_t *out, uint64_t *in, char *why, size_t w
             *(k ? in : out) += (uint64_t)n;
         }
     }
+}
+
+/* The header lines of the secrets the policy names whose hosts list name. */
+static void secrets_for(const char *name, lb_tls_add *add)
+{
+    pthread_mutex_lock(&g.mu);
+    for (int i = 0; i < g.nsecrets && add->n < LB_TLS_ADD_MAX; i++) {
+        int named = 0, listed = 0;
+        for (int k = 0; k < g.pol->nsecrets && !named; k++)
+            named = !strcmp(g.pol->secrets[k], g.secrets[i].name);
+        for (int k = 0; named && k < g.secrets[i].hosts->nallow && !listed; k++)
+            listed = lb_netrule_host(&g.secrets[i].hosts->allow[k].r, name);
+        if (listed) {
+            add->line[add->n] = g.secrets[i].line;
+            add->name[add->n++] = g.secrets[i].hname;
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* The secrets from sandboxd, on the pipe fd: {"secrets": [{"name",
+ * "hosts", "header", "value"}]}, read to its end and closed, so the values
+ * live only in this process. LB_OK, or LB_E_INVAL. */
+static int load_secrets(int fd)
+{
+    char *text = malloc(GW_SECRETS_FILE_MAX + 1);
+    ssize_t n = 0;
+    while (text && n <= GW_SECRETS_FILE_MAX) {
+        ssize_t r = read(fd, text + n, (size_t)(GW_SECRETS_FILE_MAX + 1 - n));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r < 0)
+                n = -1;
+            break;
+        }
+        n += r;
+    }
+    close(fd);
+    cJSON *j = text && n >= 0 && n <= GW_SECRETS_FILE_MAX ? (text[n] = '\0', cJSON_Parse(text)) : NULL;
+    if (text) {
+        memset(text, 0, GW_SECRETS_FILE_MAX + 1);
+        free(text);
+    }
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "secrets"), *it;
+    int rc = cJSON_IsArray(arr) ? LB_OK : LB_E_INVAL;
+    cJSON_ArrayForEach(it, arr) {
+        const char *nm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+        const char *hosts = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "hosts"));
+        const char *hdr = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "header"));
+        const char *val = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "value"));
+        const char *at = hdr ? strstr(hdr, "{value}") : NULL;
+        size_t hn = hdr ? strcspn(hdr, ":") : 0;
+        if (g.nsecrets == LB_NETPOL_SECRETS_MAX || !nm || !lb_netpolicy_secret_name_ok(nm) || !hosts || !at ||
+            !val || !hn || hn >= sizeof g.secrets[0].hname || hdr[hn] != ':' || strpbrk(val, "\r\n")) {
+            rc = LB_E_INVAL;
+            break;
+        }
+        gw_secret *s = &g.secrets[g.nsecrets];
+        char err[300];
+        s->hosts = malloc(sizeof *s->hosts);
+        size_t ll = strlen(hdr) - 7 + strlen(val) + 1;
+        s->line = malloc(ll);
+        if (!s->hosts || !s->line || lb_netpolicy_list_parse(hosts, s->hosts, err, sizeof err) != LB_OK) {
+            free(s->hosts);
+            free(s->line);
+            rc = LB_E_INVAL;
+            break;
+        }
+        snprintf(s->line, ll, "%.*s%s%s", (int)(at - hdr), hdr, val, at + 7);
+        snprintf(s->name, sizeof s->name, "%s", nm);
+        snprintf(s->hname, sizeof s->hname, "%.*s", (int)hn, hdr);
+        g.nsecrets++;
+    }
+    cJSON_Delete(j); /* the values were in it: cJSON frees, the copies above stay */
+    if (rc != LB_OK)
+        gw_log("the secrets from sandboxd (--secrets-fd) are not a list of secrets; the gateway stops");
+    return rc;
 }
 
 static void *conn_thread(void *arg)
@@ -462,8 +555,21 @@ static void *conn_thread(void *arg)
         record("tcp", name, &dst, port, 0, why, 0, 0);
         goto done;
     }
-    char endwhy[120] = "";
-    relay(c, u, &out, &in, endwhy, sizeof endwhy);
+    char endwhy[300] = "";
+    lb_tls_add add = {0};
+    if (port == 443 && peeked)
+        secrets_for(name, &add);
+    if (add.n) {
+        /* a secret goes to this name: TLS ends here and starts again */
+        if (!lb_tls_serve(c, u, name, &add, &out, &in, endwhy, sizeof endwhy)) {
+            close(u);
+            reset_close(c);
+            record("tcp", name, &dst, port, 0, endwhy, 0, 0);
+            goto done;
+        }
+    } else {
+        relay(c, u, &out, &in, endwhy, sizeof endwhy);
+    }
     close(u);
     close(c);
     if (endwhy[0])
@@ -478,7 +584,8 @@ done:
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: llmbox netgw --dir DIR [--max-conns N] [--max-bytes N]\n"
+    fprintf(stderr, "usage: llmbox netgw --dir DIR [--max-conns N] [--max-bytes N] [--bandwidth-max BYTES_PER_S]\n"
+                    "                    [--upstream-ca FILE] [--secrets-fd FD]\n"
                     "  fd 3: the TCP socket nftables redirects to; fd 4: the DNS socket (sandboxd passes both)\n");
 }
 
@@ -497,6 +604,8 @@ static int start_thread(void *(*fn)(void *), void *arg)
 int lb_netgw_main(int argc, char **argv)
 {
     g.max_conns = 64;
+    const char *upstream_ca = NULL;
+    int secfd = -1;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
@@ -508,9 +617,24 @@ int lb_netgw_main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
-            g.max_bytes = strtoull(argv[++i], &end, 10);
+            uint64_t mb = strtoull(argv[++i], &end, 10);
             if (*end) {
                 gw_log("--max-bytes must be a number of bytes (0: no limit)");
+                return 2;
+            }
+            lb_rate_allowance_set(mb);
+        } else if (!strcmp(argv[i], "--bandwidth-max") && i + 1 < argc) {
+            g.bw_max = strtoull(argv[++i], &end, 10);
+            if (*end) {
+                gw_log("--bandwidth-max must be a number of bytes per second (0: no limit)");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--upstream-ca") && i + 1 < argc) {
+            upstream_ca = argv[++i];
+        } else if (!strcmp(argv[i], "--secrets-fd") && i + 1 < argc) {
+            secfd = (int)strtol(argv[++i], &end, 10);
+            if (*end || secfd < 5 || secfd > 1023) {
+                gw_log("--secrets-fd must be a descriptor from 5 to 1023");
                 return 2;
             }
         } else {
@@ -533,6 +657,18 @@ int lb_netgw_main(int argc, char **argv)
         gw_log("running as root: sandboxd should start the gateway as an unprivileged user");
     if (load_policy() != LB_OK)
         return 1;
+    /* the values are in this process from here on: no core file, and no
+     * ptrace or /proc/PID/mem for other processes of the same user */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (secfd >= 0 && load_secrets(secfd) != LB_OK)
+        return 1;
+    if (g.nsecrets) {
+        char why[300];
+        if (lb_tls_init(g.dir, upstream_ca, why, sizeof why) != LB_OK) {
+            gw_log("%s", why);
+            return 1;
+        }
+    }
     char rec[600];
     snprintf(rec, sizeof rec, "%s/record.jsonl", g.dir);
     g.recfd = open(rec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -29,6 +29,7 @@
  */
 #include "sandboxd/sandbox_egress.h"
 
+#include "sandboxd/egress_secrets.h"
 #include "sandboxd/objects.h"
 
 #include "common/log.h"
@@ -116,6 +117,7 @@ void lbsd_egress_configure(const lb_config *cfg)
     int dl = slash ? (int)(slash - cfg->self_exe) : 1;
     snprintf(g_gwexe, sizeof g_gwexe, "%.*s/llmbox", dl, slash ? cfg->self_exe : ".");
     snprintf(g_dir, sizeof g_dir, "%s/netgw", cfg->var_dir);
+    lbsd_egsec_configure(cfg); /* secrets, bandwidth (egress_secrets.h) */
     g_enabled = 0;
     if (!cfg->network_egress_max[0])
         snprintf(g_why, sizeof g_why, "this host allows no network rules (network_egress_max is empty)");
@@ -457,8 +459,8 @@ static int make_dir(const char *id, const char *policy, uid_t uid, gid_t gid, ch
     return LB_OK;
 }
 
-__attribute__((noreturn)) static void gw_child(pid_t parent, int tcp, int udp, const char *dir, uid_t uid,
-                                               gid_t gid)
+__attribute__((noreturn)) static void gw_child(pid_t parent, int tcp, int udp, int sec, const char *dir,
+                                               uid_t uid, gid_t gid)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
@@ -468,17 +470,24 @@ __attribute__((noreturn)) static void gw_child(pid_t parent, int tcp, int udp, c
     int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     /* fds 3 and 4 from wherever they are, through fds above them */
     int t = fcntl(tcp, F_DUPFD_CLOEXEC, 10), u = fcntl(udp, F_DUPFD_CLOEXEC, 10);
+    int sc = sec >= 0 ? fcntl(sec, F_DUPFD_CLOEXEC, 10) : -1;
+    if (sec >= 0 && sc < 0)
+        _exit(126);
     if (t < 0 || u < 0 || lfd < 0 || dup2(t, 3) != 3 || dup2(u, 4) != 4 || dup2(lfd, 2) != 2 || dup2(lfd, 1) != 1)
         _exit(126);
     int null = open("/dev/null", O_RDONLY);
     if (null < 0 || dup2(null, 0) != 0)
         _exit(126);
-    syscall(SYS_close_range, 5, ~0U, 0);
+    /* fd 5: the secrets' pipe (egress_secrets.h), or nothing */
+    if (sec >= 0 && dup2(sc, LBSD_EGSEC_FD) != LBSD_EGSEC_FD)
+        _exit(126);
+    syscall(SYS_close_range, sec >= 0 ? LBSD_EGSEC_FD + 1 : 5, ~0U, 0);
     if (fchown(2, uid, gid) != 0 || setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0 ||
         setresuid(uid, uid, uid) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         _exit(125);
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* cleared by the uid change */
-    char *const argv[] = {g_gwexe, "netgw", "--dir", (char *)dir, "--max-conns", "64", NULL};
+    char *argv[8 + LBSD_EGSEC_ARGS] = {g_gwexe, "netgw", "--dir", (char *)dir, "--max-conns", "64"};
+    argv[lbsd_egsec_args(argv, 6, sec >= 0)] = NULL; /* --bandwidth-max, --upstream-ca, --secrets-fd */
     char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
     execve(g_gwexe, argv, envp);
     _exit(127);
@@ -503,10 +512,13 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     uid_t uid = c->uid ? c->uid : EG_NOBODY;
     gid_t gid = c->uid ? c->gid : EG_NOBODY;
     char dir[LB_CFG_PATH + 64];
-    int tcp = -1, udp = -1;
+    int tcp = -1, udp = -1, sec = -1;
     int64_t t0 = lb_mono_ms();
     if (make_dir(sb->id, e->policy, uid, gid, dir, sizeof dir, msg, msgsz) != LB_OK ||
+        lbsd_egsec_pipe(e->policy, &sec, msg, msgsz) != LB_OK ||
         make_ns(&e->nsfd, &tcp, &udp, msg, msgsz) != LB_OK || wire(e->nsfd, sb->init_pid, msg, msgsz) != LB_OK) {
+        if (sec >= 0)
+            close(sec);
         if (tcp >= 0)
             close(tcp);
         if (udp >= 0)
@@ -516,9 +528,12 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     pid_t self = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        gw_child(self, tcp, udp, dir, uid, gid);
+        gw_child(self, tcp, udp, sec, dir, uid, gid);
     close(tcp);
     close(udp);
+    int named = sec >= 0;
+    if (named)
+        close(sec);
     if (pid < 0) {
         snprintf(msg, msgsz, "cannot start the network gateway: %s", strerror(errno));
         goto fail;
@@ -526,6 +541,12 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     e->gw = pid;
     free(e->policy);
     e->policy = NULL;
+    if (named && lbsd_egsec_install_ca(sb, dir, uid, msg, msgsz) != LB_OK) { /* the secrets' CA, into its trust */
+        kill(pid, SIGKILL);
+        for (int i = 0; i < 500 && waitpid(pid, NULL, WNOHANG) == 0; i++)
+            usleep(2000);
+        goto fail;
+    }
     char pidpath[LB_CFG_PATH + 96], pidtext[24];
     snprintf(pidpath, sizeof pidpath, "%s/pid", dir);
     snprintf(pidtext, sizeof pidtext, "%d\n", (int)pid);

@@ -3,6 +3,7 @@
 
 #include "sandboxd/image_layers.h"
 
+#include "sandboxd/egress_secrets.h"
 #include "sandboxd/fdpass.h"
 #include "sandboxd/hostlimits.h"
 
@@ -490,6 +491,13 @@ static int lp_spec(const lbsd_sandbox *sb, const lbsd_req *req, uint32_t seq, in
         size_t nl = (size_t)(strchr(lp_base_env[i], '=') - lp_base_env[i]);
         if (!lp_env_over(env, img, lp_base_env[i], nl) && !rc)
             rc = lb_buf_append(b, lp_base_env[i], strlen(lp_base_env[i]) + 1);
+    }
+    /* a gateway that adds secrets: its CA in the bundle (egress_secrets.h) */
+    int has_ca = lbsd_egsec_has_ca(sb);
+    for (int i = 0; has_ca && lbsd_egsec_env[i]; i++) {
+        const char *kv = lbsd_egsec_env[i];
+        if (!lp_env_over(env, img, kv, strcspn(kv, "=")) && !rc)
+            rc = lb_buf_append(b, kv, strlen(kv) + 1);
     }
     /* the image's Env, under the request's */
     for (size_t at = 0; img && at < img->envlen; at += strlen(img->env + at) + 1) {
