@@ -353,6 +353,10 @@ LLMBOX_MUST_CHECK int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd
 void lbsb_exec_out_free(lbsb_exec_out *o);
 LLMBOX_MUST_CHECK int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                                  size_t len, int excl, char *errbuf, size_t errsz);
+/* lbsb_write whose file (and the folders it makes) belong to user, a user of
+ * the sandbox's /etc/passwd (NULL: root); LB_E_NOTFOUND without one. */
+LLMBOX_MUST_CHECK int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
+                                    int excl, const char *user, char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
                                 char **data, size_t *len, char *errbuf, size_t errsz);
 /* Up to max bytes (at most LBSD_READ_MAX, ~64 MiB: one frame) of the file
@@ -415,6 +419,10 @@ typedef struct lbsb_proc_spec {
     int with_stdin;             /* a pipe for lbsb_proc_input; else /dev/null */
     const char *tag;            /* NULL: none; else selects it like its pid */
     const char *meta;           /* NULL: none; the caller's note, returned by lbsb_proc_list */
+    const char *user;           /* NULL: the image's user, with no_new_privs (as the shell);
+                                   else a user of the sandbox's /etc/passwd ("root": 0 always),
+                                   its groups from /etc/group, HOME/USER/LOGNAME its own,
+                                   without no_new_privs (sudo works): E2B's commands */
 } lbsb_proc_spec;
 
 enum { LBSB_PROC_OUT = 1, LBSB_PROC_EXIT = 2, LBSB_PROC_GONE = 3 };

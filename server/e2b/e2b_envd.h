@@ -24,6 +24,9 @@
  * sandbox API token, so it survives a restart of the web without being
  * stored, and one sandbox's token opens no other. out >= 65 bytes. */
 LB_MUST_CHECK int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t outsz);
+/* The user r names (Authorization or ?username=) into name ("" none); 1
+ * when it is one llmbox answers as ("root", "user" or none). */
+int lb_e2b_call_user(lb_req *r, char *name, size_t namesz);
 /* The handler of /e2b/sandbox/... (router.c). */
 void lb_h_e2b_envd(lb_req *r);
 

@@ -3,6 +3,7 @@
 
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_entry.h"
+#include "e2b/e2b_envd.h"
 #include "e2b/e2b_gzip.h"
 #include "e2b/e2b_watch.h"
 #include "sbxapi/handlers_sandboxes.h"
@@ -48,6 +49,18 @@ void lb_e2b_home(lb_sbx *s, char *out, size_t outsz)
             s->e2b_home = dir;
     }
     snprintf(out, outsz, "%s", dir > 0 ? LB_E2B_HOME : s->workdir);
+}
+
+const char *lb_e2b_run_as(lb_req *r, lb_sbx *s)
+{
+    char name[80], home[LB_PATH_MAX + 2];
+    lb_e2b_call_user(r, name, sizeof name); /* checked by the dispatch (e2b_envd.c) */
+    if (!strcmp(name, "root"))
+        return "root";
+    if (!strcmp(name, "user"))
+        return "user";
+    lb_e2b_home(s, home, sizeof home);
+    return s->e2b_home > 0 ? "user" : NULL;
 }
 
 /* A client's path, relative ones from E2B's home (lb_e2b_home): "/"+cleaned
@@ -306,9 +319,26 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
         return;
     }
     lb_buf line;
-    lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 64);
-    int rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
+    lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 128);
+    /* as E2B's user when the call is its (lb_e2b_run_as): what mkdir makes
+     * is the user's, and what it may not touch fails as on E2B. The shell
+     * is root with no_new_privs, which a drop to a user does not need;
+     * without setpriv (util-linux) in the image it runs as root. */
+    const char *as = lb_e2b_run_as(r, s);
+    int rc = as && strcmp(as, "root") ? lb_buf_printf(&line, "if command -v setpriv >/dev/null 2>&1; then setpriv "
+                                                            "--reuid=%s --regid=%s --init-groups -- ", as, as)
+                                      : 0;
+    if (!rc)
+        rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
                 : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
+    if (!rc && as && strcmp(as, "root")) {
+        rc = lb_buf_appends(&line, "; else ");
+        if (!rc)
+            rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
+                    : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
+        if (!rc)
+            rc = lb_buf_appends(&line, "; fi");
+    }
     snprintf(what, sizeof what, "%s %s%s%s", mv ? "move" : rm ? "remove" : "make the directory", path,
              mv ? " to " : "", mv ? dest : "");
     if (rc)
@@ -425,6 +455,7 @@ typedef struct lb_upload {
     lb_req *r;
     lb_sbx *s;
     const char *qpath;             /* the ?path= of a single-file upload, "" if none */
+    const char *as;                /* who owns what it writes (lb_e2b_run_as; NULL: root) */
     lb_buf data;                   /* the part being received */
     cJSON *out;                    /* [{name, type, path}] */
     int st;                        /* HTTP status of a failure, 0 */
@@ -439,7 +470,7 @@ static int lb_upload_write(lb_upload *up, const char *path, const char *data, si
         up->st = 502;
         return -1;
     }
-    int rc = lbsb_write(up->s->conn, up->s->sbx_id, path, data ? data : "", len, 0, err, sizeof err);
+    int rc = lbsb_write_as(up->s->conn, up->s->sbx_id, path, data ? data : "", len, 0, up->as, err, sizeof err);
     lb_sbx_unlock(up->s);
     if (rc) {
         snprintf(what, sizeof what, "write %s", path);
@@ -501,6 +532,7 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
     up.r = r;
     up.s = s;
     up.qpath = qpath;
+    up.as = lb_e2b_run_as(r, s);
     lb_buf_init(&up.data, LB_SBX_FILE_MAX);
     up.out = cJSON_CreateArray();
     lb_buf b;

@@ -548,6 +548,12 @@ void lbsb_exec_out_free(lbsb_exec_out *o)
 int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                size_t len, int excl, char *errbuf, size_t errsz)
 {
+    return lbsb_write_as(c, id, path, data, len, excl, NULL, errbuf, errsz);
+}
+
+int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
+                  const char *user, char *errbuf, size_t errsz)
+{
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
         return rc;
@@ -558,7 +564,8 @@ int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
     }
     cJSON *req = lbsb_req("write", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
-                !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0))) {
+                !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0) ||
+                (user && !cJSON_AddStringToObject(req, "user", user)))) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -1043,6 +1050,8 @@ int lbsb_proc_start(lbsb_conn *c, const char *id, const lbsb_proc_spec *spec, in
         ok = cJSON_AddStringToObject(o, "tag", spec->tag) != NULL;
     if (ok && spec->meta)
         ok = cJSON_AddStringToObject(o, "meta", spec->meta) != NULL;
+    if (ok && spec->user)
+        ok = cJSON_AddStringToObject(o, "user", spec->user) != NULL;
     if (ok && spec->with_stdin)
         ok = cJSON_AddTrueToObject(o, "stdin") != NULL;
     if (ok && attach)

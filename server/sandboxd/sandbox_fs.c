@@ -11,10 +11,12 @@
  * Only regular files are read or written; symlinks and special files are
  * reported as "other". What write creates (files and missing parents)
  * belongs to the sandbox's root (the first host uid of its range,
- * uidslot.h), so the sandbox can change and delete it.
+ * uidslot.h), so the sandbox can change and delete it, or to the user the
+ * write names (E2B's `user`, uid 1000 of the sandbox).
  */
 #include "sandboxd/sandbox_fs.h"
 
+#include "sandboxd/image_user.h"
 #include "sandboxd/reply.h"
 
 #include "common/path.h"
@@ -41,11 +43,17 @@ static int fs_allowed_fs(int fd)
     return sf.f_type == OVERLAYFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
 }
 
-/* Hands a file or directory we created to the sandbox's root: the first
- * host id of its own range (uidslot.h), never another sandbox's. */
+/* The owner, in the sandbox's ids, of what the write being served
+ * creates: root (0:0), or the request's named "user" (E2B's; image_user.h).
+ * Set and put back by lbsd_fs_write alone (the loop serves one at a time). */
+static uint32_t fs_owner_uid, fs_owner_gid;
+
+/* Hands a file or directory we created to the sandbox's root, or to the
+ * write's named user: a host id of the sandbox's own range (uidslot.h,
+ * below uid_root + 65536), never another sandbox's. */
 static int fs_give(const lbsd_sandbox *sb, int fd)
 {
-    return fchown(fd, (uid_t)sb->uid_root, (gid_t)sb->uid_root);
+    return fchown(fd, (uid_t)(sb->uid_root + fs_owner_uid), (gid_t)(sb->uid_root + fs_owner_gid));
 }
 
 static int fs_errno_status(int e)
@@ -327,8 +335,30 @@ out:
     close(dfd);
 }
 
+static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len);
+
 void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data,
                    size_t len)
+{
+    /* E2B's protocol: "user" names who owns what the write makes */
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(req->json, "user");
+    if (user) {
+        char msg[512];
+        lbsd_user_ids ids;
+        int rc = cJSON_IsString(user) ? lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg)
+                                      : LB_E_INVAL;
+        if (rc) {
+            lbsd_reply_error(c, rc, "%s", cJSON_IsString(user) ? msg : "\"user\" must be a user's name");
+            return;
+        }
+        fs_owner_uid = ids.uid;
+        fs_owner_gid = ids.gid;
+    }
+    fs_write_owned(c, sb, req, data, len);
+    fs_owner_uid = fs_owner_gid = 0;
+}
+
+static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len)
 {
     char leaf[LB_NAME_MAX + 1], msg[512], tmp[LB_NAME_MAX + 64], rnd[17];
     int st, fd = -1;
