@@ -287,6 +287,13 @@ typedef struct lbsb_exec_opts {
 
 /* E2B's protocol: what a file is beyond file/dir/other (lbsb_entry.kind) */
 #define LBSB_TARGET_MAX 4096    /* bytes of a symlink's target stat and list answer (PATH_MAX) */
+/* E2B's file metadata (envd 0.6.2): a regular file's user.e2b.<key> extended
+ * attributes; keys are 1 to LBSB_META_KEY_MAX of the HTTP token characters,
+ * values up to LBSB_META_VALUE_MAX printable ASCII bytes, at most
+ * LBSB_META_KEYS of them (more, or others, are not written and not read) */
+#define LBSB_META_KEYS 32
+#define LBSB_META_KEY_MAX 64
+#define LBSB_META_VALUE_MAX 1024
 enum lbsb_kind {
     LBSB_KIND_UNKNOWN = 0,      /* an older sandboxd did not say */
     LBSB_KIND_FILE, LBSB_KIND_DIR, LBSB_KIND_SYMLINK, LBSB_KIND_FIFO, LBSB_KIND_SOCKET,
@@ -306,6 +313,7 @@ typedef struct lbsb_entry {
     uint32_t mtime_ns;          /* and ns (0..999999999) */
     uint64_t fs_size;           /* the filesystem's size of any kind (st_size: a directory's too); size if not sent */
     char *target;               /* a symlink's target, owned; NULL if none or unknown */
+    char *file_meta;            /* E2B's file metadata as a JSON object of strings, owned; NULL: none */
 } lbsb_entry;
 
 /* All functions return an lb_status code (server/common/status.h numbering:
@@ -357,6 +365,11 @@ LLMBOX_MUST_CHECK int lbsb_write(lbsb_conn *c, const char *id, const char *path,
  * the sandbox's /etc/passwd (NULL: root); LB_E_NOTFOUND without one. */
 LLMBOX_MUST_CHECK int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
                                     int excl, const char *user, char *errbuf, size_t errsz);
+/* lbsb_write_as with E2B's file metadata: meta holds nmeta key, value pairs
+ * (2 * nmeta strings; LBSB_META_* caps, else LB_E_INVAL, nothing written). */
+LLMBOX_MUST_CHECK int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
+                                      int excl, const char *user, const char *const *meta, int nmeta, char *errbuf,
+                                      size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
                                 char **data, size_t *len, char *errbuf, size_t errsz);
 /* Up to max bytes (at most LBSD_READ_MAX, ~64 MiB: one frame) of the file

@@ -14,9 +14,9 @@
 #include "web/request.h"
 
 /* the envd whose features we answer: closeStdin (0.5.2), octet-stream and
- * gzip uploads (0.5.7), includeEntry on watch events (0.6.3); file
- * metadata (0.6.2) is refused with a sentence (e2b_fs.c), network mounts
- * (0.6.4) are not claimed */
+ * gzip uploads (0.5.7), file metadata (0.6.2, the files' user.e2b.*
+ * attributes: e2b_fs.c), includeEntry on watch events (0.6.3); network
+ * mounts (0.6.4) are not claimed */
 #define LB_E2B_ENVD_VERSION "0.6.3"
 #define LB_E2B_TOKEN_HEX 64
 

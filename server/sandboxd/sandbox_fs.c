@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define LBSD_FS_MAX_DEPTH 64    /* components in one path */
@@ -196,6 +197,80 @@ static double fs_inner_id(const lbsd_sandbox *sb, uint32_t host)
     return host >= sb->uid_root && host - sb->uid_root < 65536u ? (double)(host - sb->uid_root) : 65534.0;
 }
 
+/* E2B's file metadata (envd 0.6.2): user.e2b.<key> extended attributes of
+ * a regular file. A key is 1 to LBSB_META_KEY_MAX HTTP token characters
+ * (the SDK's own rule), a value printable ASCII; the sandbox's code can set
+ * such attributes itself, so what is read is checked as written. */
+#define FS_META_PREFIX "user.e2b."
+
+static int fs_meta_key_ok(const char *k, size_t n)
+{
+    if (n < 1 || n > LBSB_META_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= '0' && k[i] <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", k[i])) || !k[i])
+            return 0;
+    return 1;
+}
+
+static int fs_meta_value_ok(const char *v, size_t n)
+{
+    if (n > LBSB_META_VALUE_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] < 0x20 || v[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* The write's "meta" (absent, or an object of valid strings): 1 when usable. */
+static int fs_meta_req_ok(const cJSON *m)
+{
+    if (!m)
+        return 1;
+    if (!cJSON_IsObject(m) || cJSON_GetArraySize(m) > LBSB_META_KEYS)
+        return 0;
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, m)
+    {
+        if (!kv->string || !fs_meta_key_ok(kv->string, strlen(kv->string)) || !cJSON_IsString(kv) ||
+            !fs_meta_value_ok(kv->valuestring, strlen(kv->valuestring)))
+            return 0;
+    }
+    return 1;
+}
+
+/* The user.e2b.* attributes of dfd/leaf (a regular file) into o's "meta";
+ * never through a symlink (l*xattr on our own descriptor's path). */
+static void fs_read_meta(cJSON *o, int dfd, const char *leaf)
+{
+    char path[64 + LB_NAME_MAX], names[4096], val[LBSB_META_VALUE_MAX + 1];
+    snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dfd, leaf);
+    ssize_t n = llistxattr(path, names, sizeof names);
+    if (n <= 0)
+        return; /* none, or more names than we read: as none */
+    cJSON *m = NULL;
+    int count = 0;
+    for (ssize_t at = 0; at < n && count < LBSB_META_KEYS;) {
+        const char *name = names + at;
+        size_t nl = strnlen(name, (size_t)(n - at));
+        at += (ssize_t)nl + 1;
+        size_t pl = sizeof FS_META_PREFIX - 1;
+        if (nl <= pl || strncmp(name, FS_META_PREFIX, pl) || !fs_meta_key_ok(name + pl, nl - pl))
+            continue;
+        ssize_t vl = lgetxattr(path, name, val, sizeof val - 1);
+        if (vl < 0 || !fs_meta_value_ok(val, (size_t)vl))
+            continue;
+        val[vl] = '\0';
+        if (!m && !(m = cJSON_AddObjectToObject(o, "meta")))
+            return;
+        cJSON_DeleteItemFromObjectCaseSensitive(m, name + pl);
+        if (cJSON_AddStringToObject(m, name + pl, val))
+            count++;
+    }
+}
+
 static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *leaf, const struct stat *s)
 {
     cJSON_AddStringToObject(o, "kind", fs_kind_name(s->st_mode));
@@ -206,6 +281,8 @@ static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *l
     cJSON_AddNumberToObject(o, "mtime_ns", (double)s->st_mtim.tv_nsec);
     /* the filesystem's own size of any kind (a directory's 4096 on ext4), as envd reports it */
     cJSON_AddNumberToObject(o, "st_size", (double)s->st_size);
+    if (S_ISREG(s->st_mode) && leaf[0])
+        fs_read_meta(o, dfd, leaf);
     if (S_ISLNK(s->st_mode)) {
         char t[LBSB_TARGET_MAX + 1];
         ssize_t n = readlinkat(dfd, leaf, t, sizeof t);
@@ -342,6 +419,12 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
 {
     /* E2B's protocol: "user" names who owns what the write makes */
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(req->json, "user");
+    if (!fs_meta_req_ok(cJSON_GetObjectItemCaseSensitive(req->json, "meta"))) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"meta\" must be an object of at most %d keys of 1 to %d HTTP token "
+                         "characters, each a printable ASCII string of at most %d bytes", LBSB_META_KEYS,
+                         LBSB_META_KEY_MAX, LBSB_META_VALUE_MAX);
+        return;
+    }
     if (user) {
         char msg[512];
         lbsd_user_ids ids;
@@ -401,6 +484,19 @@ static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, 
         int e = errno;
         lbsd_reply_error(c, fs_errno_status(e), "write /%s: %s", req->path, strerror(e));
         goto out;
+    }
+    /* E2B's file metadata, on the new file before it is in place */
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, cJSON_GetObjectItemCaseSensitive(req->json, "meta"))
+    {
+        char an[sizeof FS_META_PREFIX + LBSB_META_KEY_MAX];
+        snprintf(an, sizeof an, FS_META_PREFIX "%s", kv->string);
+        if (fsetxattr(fd, an, kv->valuestring, strlen(kv->valuestring), 0) != 0) {
+            int e = errno;
+            lbsd_reply_error(c, e == ENOSPC || e == EDQUOT ? LB_E_TOOBIG : LB_E_INTERNAL,
+                             "cannot keep the metadata of /%s: %s", req->path, strerror(e));
+            goto out;
+        }
     }
     /* owner first: chown would clear mode bits set before it */
     if (fs_give(sb, fd) != 0) {

@@ -10,7 +10,9 @@ at the RPC level against a real sandboxd (python3 stdlib only, run as root):
   - refusals that run nothing and write nothing, each with a sentence: a
     user that is not a string, a name that is no name, a user the sandbox
     does not have, an /etc/passwd that is a symlink, a fifo or over 256 KiB;
-  - "root" works whatever the sandbox did to its /etc/passwd.
+  - "root" works whatever the sandbox did to its /etc/passwd;
+  - write's "meta" (E2B's file metadata): malformed ones refused, nothing
+    written; a good one comes back in stat.
 
     python3 tests/integration/test_sandboxd_user.py   (from the repo root)
 """
@@ -93,6 +95,24 @@ def check_refusals(d):
     c.destroy(sid)
 
 
+def check_meta_refusals(d):
+    """E2B's file metadata on write: anything but an object of at most 32 token
+    keys with short printable values is refused, nothing written."""
+    c = d.connect()
+    sid = c.create()
+    bad = ["v", {"k": 1}, {"a b": "v"}, {"k": "a\x01"}, {"k": "v" * 1025}, {"k" * 65: "v"},
+           {"k%d" % i: "v" for i in range(33)}]
+    for meta in bad:
+        r = c.call({"op": "write", "id": sid, "path": "/tmp/m.txt", "meta": meta}, b"x")
+        assert not r.get("ok") and "meta" in r.get("message", ""), (meta, r)
+    assert c.exec(sid, "test -e /tmp/m.txt && echo yes || echo no")["stdout"] == "no\n"
+    r = c.call({"op": "write", "id": sid, "path": "/tmp/m.txt", "meta": {"k": "v", "x-y": "z w"}}, b"x")
+    assert r.get("ok"), r
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m.txt"})
+    assert r.get("meta") == {"k": "v", "x-y": "z w"}, r
+    c.destroy(sid)
+
+
 def main():
     p = Reporter("sandboxd_user/")
     why = skip_reason()
@@ -101,7 +121,8 @@ def main():
         return 0
     with Daemon(env={"LLMBOX_POOL_SIZE": "0"}) as d:
         for name, fn in [("user_groups_env_and_sudo", check_user_and_sudo), ("write_owner", check_write_owner),
-                         ("refusals_run_and_write_nothing", check_refusals)]:
+                         ("refusals_run_and_write_nothing", check_refusals),
+                         ("file_metadata_refusals", check_meta_refusals)]:
             p.run(name, fn, d)
     return p.exit_code()
 
