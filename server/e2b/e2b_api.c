@@ -722,11 +722,14 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         int same = 0, rc;
         if (!(body = lb_req_json(r, 65536, "pause")))
             goto out;
-        if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(body, "memory")))
+        int drop = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(body, "memory"));
+        if (drop)
             rc = lb_sbx_pause_drop(s, &same, err, sizeof err);
         else
             rc = lb_sbx_pause_set(s, 1, &same, err, sizeof err);
-        if (rc == LB_E_NOTFOUND)
+        if (rc == LB_E_BUSY && drop) /* not 409: the SDK takes that as "paused already" */
+            lb_e2b_error(r, 503, "Cannot pause %s without its memory now: %s.", id, err);
+        else if (rc == LB_E_NOTFOUND)
             lb_e2b_error(r, 404, "%s", err);
         else if (rc)
             lb_e2b_error(r, rc == LB_E_BUSY ? 409 : 500, "Cannot pause %s: %s.", id, err);

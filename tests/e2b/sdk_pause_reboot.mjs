@@ -34,6 +34,23 @@ check('pause_keep_memory_false_ends_processes_keeps_files', async () => {
   await back.kill()
 })
 
+check('waits_for_a_native_exec', async () => {
+  // the shell that ends the processes is the native API's: a pause without
+  // memory waits for a native exec that runs there, which keeps its result
+  const sbx = await Sandbox.create()
+  const api = process.env.E2B_API_URL.replace(/\/e2b$/, '')
+  const slow = fetch(`${api}/api/sandboxes/${sbx.sandboxId}/exec`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${process.env.E2B_API_KEY}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ command: 'sleep 2; echo done' }),
+  }).then(r => r.json())
+  await sleep(500)
+  eq(await sbx.pause({ keepMemory: false }), true, 'paused')
+  const r = await slow
+  eq([r.stdout, r.return_code], ['done\n', 0], 'the exec ran to its end first')
+  await Sandbox.kill(sbx.sandboxId)
+})
+
 check('pause_keeps_memory_by_default', async () => {
   // the old code's behaviour stays for keepMemory's default
   const sbx = await Sandbox.create()
