@@ -30,6 +30,17 @@ check('write_getinfo_list', async () => {
   eq((await sbx.files.getInfo('/home/user/m.txt')).owner, 'user', 'and is still user\'s')
 })
 
+check('a_snapshot_of_a_file_with_metadata', async () => {
+  // a snapshot (the saved state) carries no extended attributes: the file
+  // comes back, its metadata does not (docs/E2B.md); the snapshot must not fail
+  await sbx.files.write('/home/user/s.txt', 'snap', { metadata: { k: 'v' } })
+  const snap = await sbx.createSnapshot()
+  const t = await Sandbox.create(snap.snapshotId)
+  eq(await t.files.read('/home/user/s.txt'), 'snap', 'the file')
+  eq((await t.files.getInfo('/home/user/s.txt')).metadata, undefined, 'without its metadata')
+  await t.kill()
+})
+
 check('caps_and_hostile_attributes', async () => {
   const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => ['k' + i, 'v']))
   const e = await raises(() => sbx.files.write('/tmp/many.txt', 'x', { metadata: many }))
