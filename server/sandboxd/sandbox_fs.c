@@ -203,7 +203,7 @@ static double fs_inner_id(const lbsd_sandbox *sb, uint32_t host)
  * such attributes itself, so what is read is checked as written. */
 #define FS_META_PREFIX "user.e2b."
 
-static int fs_meta_key_ok(const char *k, size_t n)
+int lbsd_fs_meta_key_ok(const char *k, size_t n)
 {
     if (n < 1 || n > LBSB_META_KEY_MAX)
         return 0;
@@ -214,7 +214,7 @@ static int fs_meta_key_ok(const char *k, size_t n)
     return 1;
 }
 
-static int fs_meta_value_ok(const char *v, size_t n)
+int lbsd_fs_meta_value_ok(const char *v, size_t n)
 {
     if (n > LBSB_META_VALUE_MAX)
         return 0;
@@ -234,11 +234,28 @@ static int fs_meta_req_ok(const cJSON *m)
     const cJSON *kv;
     cJSON_ArrayForEach(kv, m)
     {
-        if (!kv->string || !fs_meta_key_ok(kv->string, strlen(kv->string)) || !cJSON_IsString(kv) ||
-            !fs_meta_value_ok(kv->valuestring, strlen(kv->valuestring)))
+        if (!kv->string || !lbsd_fs_meta_key_ok(kv->string, strlen(kv->string)) || !cJSON_IsString(kv) ||
+            !lbsd_fs_meta_value_ok(kv->valuestring, strlen(kv->valuestring)))
             return 0;
     }
     return 1;
+}
+
+int lbsd_fs_meta_next(const char *names, size_t n, size_t *at, const char **key)
+{
+    const size_t pl = sizeof FS_META_PREFIX - 1;
+    while (*at < n) {
+        const char *name = names + *at;
+        size_t nl = strnlen(name, n - *at);
+        if (nl == n - *at)
+            return 0; /* no NUL before the end: not a name */
+        *at += nl + 1;
+        if (nl > pl && !strncmp(name, FS_META_PREFIX, pl) && lbsd_fs_meta_key_ok(name + pl, nl - pl)) {
+            *key = name + pl;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* The user.e2b.* attributes of dfd/leaf (a regular file) into o's "meta";
@@ -252,21 +269,18 @@ static void fs_read_meta(cJSON *o, int dfd, const char *leaf)
         return; /* none, or more names than we read: as none */
     cJSON *m = NULL;
     int count = 0;
-    for (ssize_t at = 0; at < n && count < LBSB_META_KEYS;) {
-        const char *name = names + at;
-        size_t nl = strnlen(name, (size_t)(n - at));
-        at += (ssize_t)nl + 1;
-        size_t pl = sizeof FS_META_PREFIX - 1;
-        if (nl <= pl || strncmp(name, FS_META_PREFIX, pl) || !fs_meta_key_ok(name + pl, nl - pl))
-            continue;
+    size_t at = 0;
+    const char *key;
+    while (count < LBSB_META_KEYS && lbsd_fs_meta_next(names, (size_t)n, &at, &key)) {
+        const char *name = key - (sizeof FS_META_PREFIX - 1);
         ssize_t vl = lgetxattr(path, name, val, sizeof val - 1);
-        if (vl < 0 || !fs_meta_value_ok(val, (size_t)vl))
+        if (vl < 0 || !lbsd_fs_meta_value_ok(val, (size_t)vl))
             continue;
         val[vl] = '\0';
         if (!m && !(m = cJSON_AddObjectToObject(o, "meta")))
             return;
-        cJSON_DeleteItemFromObjectCaseSensitive(m, name + pl);
-        if (cJSON_AddStringToObject(m, name + pl, val))
+        cJSON_DeleteItemFromObjectCaseSensitive(m, key);
+        if (cJSON_AddStringToObject(m, key, val))
             count++;
     }
 }
