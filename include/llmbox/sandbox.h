@@ -306,6 +306,13 @@ typedef struct lbsb_exec_opts {
 
 /* E2B's protocol: what a file is beyond file/dir/other (lbsb_entry.kind) */
 #define LBSB_TARGET_MAX 4096    /* bytes of a symlink's target stat and list answer (PATH_MAX) */
+/* E2B's file metadata (envd 0.6.2): a regular file's user.e2b.<key> extended
+ * attributes; keys are 1 to LBSB_META_KEY_MAX of the HTTP token characters,
+ * values up to LBSB_META_VALUE_MAX printable ASCII bytes, at most
+ * LBSB_META_KEYS of them (more, or others, are not written and not read) */
+#define LBSB_META_KEYS 32
+#define LBSB_META_KEY_MAX 64
+#define LBSB_META_VALUE_MAX 1024
 enum lbsb_kind {
     LBSB_KIND_UNKNOWN = 0,      /* an older sandboxd did not say */
     LBSB_KIND_FILE, LBSB_KIND_DIR, LBSB_KIND_SYMLINK, LBSB_KIND_FIFO, LBSB_KIND_SOCKET,
@@ -325,6 +332,7 @@ typedef struct lbsb_entry {
     uint32_t mtime_ns;          /* and ns (0..999999999) */
     uint64_t fs_size;           /* the filesystem's size of any kind (st_size: a directory's too); size if not sent */
     char *target;               /* a symlink's target, owned; NULL if none or unknown */
+    char *file_meta;            /* E2B's file metadata as a JSON object of strings, owned; NULL: none */
 } lbsb_entry;
 
 /* All functions return an lb_status code (server/common/status.h numbering:
@@ -372,6 +380,15 @@ LLMBOX_MUST_CHECK int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd
 void lbsb_exec_out_free(lbsb_exec_out *o);
 LLMBOX_MUST_CHECK int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                                  size_t len, int excl, char *errbuf, size_t errsz);
+/* lbsb_write whose file (and the folders it makes) belong to user, a user of
+ * the sandbox's /etc/passwd (NULL: root); LB_E_NOTFOUND without one. */
+LLMBOX_MUST_CHECK int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
+                                    int excl, const char *user, char *errbuf, size_t errsz);
+/* lbsb_write_as with E2B's file metadata: meta holds nmeta key, value pairs
+ * (2 * nmeta strings; LBSB_META_* caps, else LB_E_INVAL, nothing written). */
+LLMBOX_MUST_CHECK int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
+                                      int excl, const char *user, const char *const *meta, int nmeta, char *errbuf,
+                                      size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
                                 char **data, size_t *len, char *errbuf, size_t errsz);
 /* Up to max bytes (at most LBSD_READ_MAX, ~64 MiB: one frame) of the file
@@ -434,6 +451,10 @@ typedef struct lbsb_proc_spec {
     int with_stdin;             /* a pipe for lbsb_proc_input; else /dev/null */
     const char *tag;            /* NULL: none; else selects it like its pid */
     const char *meta;           /* NULL: none; the caller's note, returned by lbsb_proc_list */
+    const char *user;           /* NULL: the image's user, with no_new_privs (as the shell);
+                                   else a user of the sandbox's /etc/passwd ("root": 0 always),
+                                   its groups from /etc/group, HOME/USER/LOGNAME its own,
+                                   without no_new_privs (sudo works): E2B's commands */
 } lbsb_proc_spec;
 
 enum { LBSB_PROC_OUT = 1, LBSB_PROC_EXIT = 2, LBSB_PROC_GONE = 3 };

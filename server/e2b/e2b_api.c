@@ -258,11 +258,8 @@ static void lb_e2b_create(lb_req *r)
     int auto_pause = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "autoPause"));
     const cJSON *apm = cJSON_GetObjectItemCaseSensitive(body, "autoPauseMemory");
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(body, "autoResume");
-    if (cJSON_IsFalse(apm)) {
-        lb_e2b_error(r, 400, "onTimeout keepMemory: false is not supported by llmbox: a paused sandbox always keeps "
-                             "its memory (docs/E2B.md).");
-        goto out;
-    }
+    /* keepMemory: false: its processes end at the pause (lb_sbx_pause_drop) */
+    int auto_pause_drop = auto_pause && cJSON_IsFalse(apm);
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ar, "enabled"))) {
         lb_e2b_error(r, 400, "autoResume is not supported by llmbox: traffic does not resume a paused sandbox; "
                              "Sandbox.connect does (docs/E2B.md).");
@@ -324,7 +321,10 @@ static void lb_e2b_create(lb_req *r)
     if (auto_pause) { /* sandboxd's own end (its TTL, set to the API's maximum) bounds it */
         int64_t created_ms, end_ms;
         lb_sbx_times(s, &created_ms, &end_ms);
-        lb_sbx_set_auto_pause(s, created_ms + (int64_t)cfg->sandbox_api_ttl_max_s * 1000);
+        if (auto_pause_drop)
+            lb_sbx_set_auto_pause_drop(s, created_ms + (int64_t)cfg->sandbox_api_ttl_max_s * 1000);
+        else
+            lb_sbx_set_auto_pause(s, created_ms + (int64_t)cfg->sandbox_api_ttl_max_s * 1000);
     }
     out = lb_e2b_created(r, s, tname);
     if (!out) {
@@ -725,13 +725,20 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
     } else if (!strcmp(rest, "/snapshots") && !strcmp(m, "POST")) {
         lb_e2b_snapshot(r, s);
     } else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
-        /* follow-ups's pause (its "memory" is always kept: a frozen cgroup) */
+        /* follow-ups's pause (its "memory" kept: a frozen cgroup), or with
+         * {memory: false} (keepMemory: false) every process ended first */
         char err[512] = "";
         int same = 0, rc;
         if (!(body = lb_req_json(r, 65536, "pause")))
             goto out;
-        rc = lb_sbx_pause_set(s, 1, &same, err, sizeof err);
-        if (rc == LB_E_NOTFOUND)
+        int drop = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(body, "memory"));
+        if (drop)
+            rc = lb_sbx_pause_drop(s, &same, err, sizeof err);
+        else
+            rc = lb_sbx_pause_set(s, 1, &same, err, sizeof err);
+        if (rc == LB_E_BUSY && drop) /* not 409: the SDK takes that as "paused already" */
+            lb_e2b_error(r, 503, "Cannot pause %s without its memory now: %s.", id, err);
+        else if (rc == LB_E_NOTFOUND)
             lb_e2b_error(r, 404, "%s", err);
         else if (rc)
             lb_e2b_error(r, rc == LB_E_BUSY ? 409 : 500, "Cannot pause %s: %s.", id, err);

@@ -190,6 +190,13 @@ cJSON *lb_e2b_entry_db(const char *path, const lbsb_entry *e, const lb_e2b_iddb 
             lb_e2b_link_abs(path, e->target, abs, sizeof abs);
             ok = cJSON_AddStringToObject(o, "symlinkTarget", abs) != NULL;
         }
+        /* envd 0.6.2's file metadata (checked by the client: an object of
+         * short strings) */
+        cJSON *m = ok && e->file_meta ? cJSON_Parse(e->file_meta) : NULL;
+        if (m && !cJSON_AddItemToObject(o, "metadata", m)) {
+            cJSON_Delete(m);
+            ok = 0;
+        }
     }
     if (!ok) {
         cJSON_Delete(o);

@@ -72,10 +72,10 @@ static int lb_e2b_token_ok(lb_req *r, const char *id, const char *got)
 }
 
 /* The user a call names (Authorization: Basic base64("<user>:"), or the
- * files routes' ?username=): llmbox runs every command and file as the
- * sandbox's root, so "root" and E2B's default "user" (what the SDK sends
- * when none is given) are both that, and any other name is refused rather
- * than silently run as root. 1 when it is one of those or none. */
+ * files routes' ?username=): "root", E2B's "user" (uid 1000 of E2B's base
+ * template and images/default), or none (the sandbox's default:
+ * lb_e2b_run_as); any other name is refused rather than run as another
+ * user in silence. 1 when it is one of those or none. */
 static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
 {
     char q[64] = "";
@@ -98,6 +98,11 @@ static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
         return 0;
     }
     return !name[0] || !strcmp(name, "root") || !strcmp(name, "user");
+}
+
+int lb_e2b_call_user(lb_req *r, char *name, size_t namesz)
+{
+    return lb_e2b_user_ok(r, name, namesz);
 }
 
 void lb_h_e2b_envd(lb_req *r)
@@ -186,8 +191,8 @@ void lb_h_e2b_envd(lb_req *r)
     if (!lb_e2b_user_ok(r, user, sizeof user)) {
         const char *ct = lb_http_param(r, "CONTENT_TYPE");
         char why[300];
-        snprintf(why, sizeof why, "llmbox runs every command and file of a sandbox as its root: the user may be "
-                 "\"root\" or \"user\" (both mean that), not \"%.64s\" (docs/E2B.md).", user);
+        snprintf(why, sizeof why, "llmbox runs E2B's commands and files as \"user\" (the default) or \"root\", "
+                 "not \"%.64s\" (docs/E2B.md).", user);
         lb_http_drain(r);
         /* a streaming call (Start, Connect) reads its error as the stream's end */
         if (ct && !strncmp(ct, "application/connect+", 20))

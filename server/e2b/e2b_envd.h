@@ -14,9 +14,9 @@
 #include "web/request.h"
 
 /* the envd whose features we answer: closeStdin (0.5.2), octet-stream and
- * gzip uploads (0.5.7), includeEntry on watch events (0.6.3); file
- * metadata (0.6.2) is refused with a sentence (e2b_fs.c), network mounts
- * (0.6.4) are not claimed */
+ * gzip uploads (0.5.7), file metadata (0.6.2, the files' user.e2b.*
+ * attributes: e2b_fs.c), includeEntry on watch events (0.6.3); network
+ * mounts (0.6.4) are not claimed */
 #define LB_E2B_ENVD_VERSION "0.6.3"
 #define LB_E2B_TOKEN_HEX 64
 
@@ -24,6 +24,9 @@
  * sandbox API token, so it survives a restart of the web without being
  * stored, and one sandbox's token opens no other. out >= 65 bytes. */
 LB_MUST_CHECK int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t outsz);
+/* The user r names (Authorization or ?username=) into name ("" none); 1
+ * when it is one llmbox answers as ("root", "user" or none). */
+int lb_e2b_call_user(lb_req *r, char *name, size_t namesz);
 /* The handler of /e2b/sandbox/... (router.c). */
 void lb_h_e2b_envd(lb_req *r);
 

@@ -3,6 +3,7 @@
 
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_entry.h"
+#include "e2b/e2b_envd.h"
 #include "e2b/e2b_gzip.h"
 #include "e2b/e2b_watch.h"
 #include "sbxapi/handlers_sandboxes.h"
@@ -48,6 +49,18 @@ void lb_e2b_home(lb_sbx *s, char *out, size_t outsz)
             s->e2b_home = dir;
     }
     snprintf(out, outsz, "%s", dir > 0 ? LB_E2B_HOME : s->workdir);
+}
+
+const char *lb_e2b_run_as(lb_req *r, lb_sbx *s)
+{
+    char name[80], home[LB_PATH_MAX + 2];
+    lb_e2b_call_user(r, name, sizeof name); /* checked by the dispatch (e2b_envd.c) */
+    if (!strcmp(name, "root"))
+        return "root";
+    if (!strcmp(name, "user"))
+        return "user";
+    lb_e2b_home(s, home, sizeof home);
+    return s->e2b_home > 0 ? "user" : NULL;
 }
 
 /* A client's path, relative ones from E2B's home (lb_e2b_home): "/"+cleaned
@@ -306,9 +319,26 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
         return;
     }
     lb_buf line;
-    lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 64);
-    int rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
+    lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 128);
+    /* as E2B's user when the call is its (lb_e2b_run_as): what mkdir makes
+     * is the user's, and what it may not touch fails as on E2B. The shell
+     * is root with no_new_privs, which a drop to a user does not need;
+     * without setpriv (util-linux) in the image it runs as root. */
+    const char *as = lb_e2b_run_as(r, s);
+    int rc = as && strcmp(as, "root") ? lb_buf_printf(&line, "if command -v setpriv >/dev/null 2>&1; then setpriv "
+                                                            "--reuid=%s --regid=%s --init-groups -- ", as, as)
+                                      : 0;
+    if (!rc)
+        rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
                 : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
+    if (!rc && as && strcmp(as, "root")) {
+        rc = lb_buf_appends(&line, "; else ");
+        if (!rc)
+            rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
+                    : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
+        if (!rc)
+            rc = lb_buf_appends(&line, "; fi");
+    }
     snprintf(what, sizeof what, "%s %s%s%s", mv ? "move" : rm ? "remove" : "make the directory", path,
              mv ? " to " : "", mv ? dest : "");
     if (rc)
@@ -425,11 +455,49 @@ typedef struct lb_upload {
     lb_req *r;
     lb_sbx *s;
     const char *qpath;             /* the ?path= of a single-file upload, "" if none */
+    const char *as;                /* who owns what it writes (lb_e2b_run_as; NULL: root) */
+    const char *meta[2 * LBSB_META_KEYS]; /* E2B's file metadata: key, value pairs (lb_upload_meta) */
+    char meta_keys[LBSB_META_KEYS][LBSB_META_KEY_MAX + 1];
+    int nmeta;
     lb_buf data;                   /* the part being received */
     cJSON *out;                    /* [{name, type, path}] */
     int st;                        /* HTTP status of a failure, 0 */
     char msg[1400];
 } lb_upload;
+
+/* The request's X-Metadata-* headers into up->meta: 0, or -1 with up->msg. */
+static int lb_upload_meta(lb_req *r, lb_upload *up)
+{
+    for (char **ev = r->fcgi ? r->fcgi->envp : NULL; ev && *ev; ev++) {
+        if (strncmp(*ev, "HTTP_X_METADATA_", 16))
+            continue;
+        const char *k = *ev + 16, *eq = strchr(k, '=');
+        size_t kl = eq ? (size_t)(eq - k) : 0;
+        if (up->nmeta >= LBSB_META_KEYS || kl < 1 || kl > LBSB_META_KEY_MAX) {
+            snprintf(up->msg, sizeof up->msg, "File metadata: at most %d keys of 1 to %d characters.",
+                     LBSB_META_KEYS, LBSB_META_KEY_MAX);
+            return -1;
+        }
+        char *key = up->meta_keys[up->nmeta];
+        for (size_t i = 0; i < kl; i++)
+            key[i] = k[i] == '_' ? '-' : (char)((k[i] >= 'A' && k[i] <= 'Z') ? k[i] - 'A' + 'a' : k[i]);
+        key[kl] = '\0';
+        const char *v = eq + 1;
+        size_t vl = strlen(v);
+        int ok = vl <= LBSB_META_VALUE_MAX;
+        for (size_t i = 0; ok && i < vl; i++)
+            ok = v[i] >= 0x20 && v[i] <= 0x7e;
+        if (!ok) {
+            snprintf(up->msg, sizeof up->msg, "File metadata: the value of \"%s\" must be printable ASCII of at most "
+                     "%d bytes.", key, LBSB_META_VALUE_MAX);
+            return -1;
+        }
+        up->meta[2 * up->nmeta] = key;
+        up->meta[2 * up->nmeta + 1] = v;
+        up->nmeta++;
+    }
+    return 0;
+}
 
 /* Writes one file; 0, or sets up->st and msg. */
 static int lb_upload_write(lb_upload *up, const char *path, const char *data, size_t len)
@@ -439,7 +507,8 @@ static int lb_upload_write(lb_upload *up, const char *path, const char *data, si
         up->st = 502;
         return -1;
     }
-    int rc = lbsb_write(up->s->conn, up->s->sbx_id, path, data ? data : "", len, 0, err, sizeof err);
+    int rc = lbsb_write_meta(up->s->conn, up->s->sbx_id, path, data ? data : "", len, 0, up->as, up->meta,
+                             up->nmeta, err, sizeof err);
     lb_sbx_unlock(up->s);
     if (rc) {
         snprintf(what, sizeof what, "write %s", path);
@@ -456,6 +525,9 @@ static int lb_upload_write(lb_upload *up, const char *path, const char *data, si
         snprintf(up->msg, sizeof up->msg, "Out of memory.");
         return -1;
     }
+    cJSON *m = up->nmeta ? cJSON_AddObjectToObject(e, "metadata") : NULL;
+    for (int i = 0; m && i < up->nmeta; i++)
+        cJSON_AddStringToObject(m, up->meta[2 * i], up->meta[2 * i + 1]);
     return 0;
 }
 
@@ -501,6 +573,7 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
     up.r = r;
     up.s = s;
     up.qpath = qpath;
+    up.as = lb_e2b_run_as(r, s);
     lb_buf_init(&up.data, LB_SBX_FILE_MAX);
     up.out = cJSON_CreateArray();
     lb_buf b;
@@ -511,18 +584,17 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
         cJSON_Delete(up.out);
         return;
     }
-    /* envd 0.6.2's file metadata (X-Metadata-<key> headers, kept in the
-     * file's xattrs): sandboxd has no xattr call, so it is refused rather
-     * than dropped in silence */
-    for (char **ev = r->fcgi->envp; ev && *ev; ev++) {
-        if (!strncmp(*ev, "HTTP_X_METADATA_", 16)) {
-            lb_buf_free(&b);
-            lb_buf_free(&up.data);
-            cJSON_Delete(up.out);
-            lb_e2b_error_json(r, 400, NULL, "File metadata (files.write's metadata, X-Metadata-* headers) is not "
-                                            "supported by llmbox: sandboxd keeps no extended attributes (docs/E2B.md).");
-            return;
-        }
+    /* envd 0.6.2's file metadata (X-Metadata-<key> headers): kept as the
+     * file's user.e2b.<key> attributes (sandboxd). envd lowercases the key;
+     * FastCGI hands it over as HTTP_X_METADATA_<KEY> with '-' made '_', and
+     * nginx drops a header whose name has '_' (or any character but
+     * letters, digits and '-'), so '_' here was '-' */
+    if (lb_upload_meta(r, &up) != 0) {
+        lb_buf_free(&b);
+        lb_buf_free(&up.data);
+        cJSON_Delete(up.out);
+        lb_e2b_error_json(r, 400, NULL, up.msg);
+        return;
     }
     /* Content-Encoding: gzip is the whole body's, multipart or not (envd
      * unpacks before it looks at the type); the unpacked size has the

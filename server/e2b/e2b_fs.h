@@ -18,6 +18,11 @@
  * the sandbox has it as a directory (E2B's user, images/default), else
  * the sandbox's workdir. */
 void lb_e2b_home(lb_sbx *s, char *out, size_t outsz);
+/* Who an E2B call runs as (commands, pty, files.write, makeDir, rename,
+ * remove): "root" when it names root, "user" when it names user or none
+ * and the sandbox has LB_E2B_HOME (E2B's user), else NULL (the image's own
+ * user, root for images without E2B's). */
+const char *lb_e2b_run_as(lb_req *r, lb_sbx *s);
 /* The sandbox's /etc/passwd and /etc/group for the owners' names: read
  * through sandboxd (capped at 256 KiB each, never through a symlink);
  * what cannot be read stays NULL (ids are then numbers). Takes s's lock;

@@ -40,6 +40,7 @@ typedef struct lb_e2b_start {
     int has_stdin;
     char *meta;                    /* {cmd, args, envs, cwd} for List */
     int pty;                       /* on a terminal: argv starts with the relay's (e2b_pty.h) */
+    const char *user;              /* who it runs as (lb_e2b_run_as) */
     char dims[2][8];               /* its cols and rows as the relay's arguments */
 } lb_e2b_start;
 
@@ -132,6 +133,8 @@ static int lb_start_parse(const cJSON *req, lb_sbx *s, lb_e2b_start *st, char *m
     }
     char home[LB_PATH_MAX + 2];
     lb_e2b_home(s, home, sizeof home); /* E2B's base template starts in its user's home */
+    if (st->user && !strcmp(st->user, "root"))
+        snprintf(home, sizeof home, "/root"); /* envd starts root's in root's */
     if (cwd && !cJSON_IsNull(cwd)) {
         if (!cJSON_IsString(cwd) ||
             lb_sbx_path(cwd->valuestring, strlen(cwd->valuestring), home, 1, st->cwd, sizeof st->cwd) != LB_OK) {
@@ -398,6 +401,7 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     cJSON *req = lb_e2b_request(r, 1);
     if (!req)
         return;
+    st.user = lb_e2b_run_as(r, s);
     if (lb_start_parse(req, s, &st, msg, sizeof msg) != 0) {
         lb_e2b_stream_end(r, "invalid_argument", "%s", msg);
         goto done;
@@ -406,7 +410,7 @@ static void lb_e2b_start_run(lb_req *r, lb_sbx *s)
     if (!c)
         goto done;
     lbsb_proc_spec sp = {.argv = st.argv, .argc = st.argc, .env = st.env, .envc = st.envc, .cwd = st.cwd,
-                         .with_stdin = st.has_stdin, .tag = st.tag, .meta = st.meta};
+                         .with_stdin = st.has_stdin, .tag = st.tag, .meta = st.meta, .user = st.user};
     uint32_t pid = 0;
     int rc = lbsb_proc_start(c, s->sbx_id, &sp, 1, &pid, msg, sizeof msg);
     if (rc)

@@ -381,8 +381,13 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
         init_fail("scratch dirs");
     init_mkdir_owned("tmp", 01777, root);
     init_lower(cfg);
-    /* nodev, nosuid: a device node or setuid file that reaches the image or
-     * the upper layer is inert. The source names this installation
+    /* nodev: a device node that reaches the image or the upper layer is
+     * inert. Not nosuid: E2B's user runs sudo (seccomp.h). A setuid file
+     * here raises only to ids of the sandbox's own range, only in a process
+     * without no_new_privs (E2B's, as a named user: the shell and the
+     * native API's processes set it), and only inside this mount
+     * namespace, which no host process enters (the lower layers, the
+     * scratch tmpfs and /tmp stay nosuid). The source names this installation
      * (lbsd_install_tag, handed in as cfg->tag), which is how stale.c
      * finds a sandbox's processes after a crash of sandboxd. */
     /* redirect_dir=off (follow-ups): a renamed image folder is copied, so
@@ -392,7 +397,7 @@ static void init_filesystem(const lbsd_init_cfg *cfg)
     char ovl[LBSD_LOWERDIRS_MAX + 96];
     snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=upper,workdir=work,redirect_dir=off",
              cfg->lowerdirs ? cfg->lowerdirs : "lower");
-    init_mount(cfg->tag, "merged", "overlay", MS_NODEV | MS_NOSUID, ovl);
+    init_mount(cfg->tag, "merged", "overlay", MS_NODEV, ovl);
     /* follow-ups: keep the upper dir (INIT_UPPER_FD) for saves */
     int up = open("upper", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (up < 0 || (up != INIT_UPPER_FD && dup3(up, INIT_UPPER_FD, O_CLOEXEC) < 0))
@@ -544,6 +549,9 @@ __attribute__((noreturn)) static void init_exec_shell(int fds[3])
     if (wd[0] ? chdir(wd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
         _exit(126);
     if (lbsd_img_proc_become() != 0)
+        _exit(126);
+    /* the native API's shell and all it starts: no exec raises privileges */
+    if (lbsd_no_new_privs() != LB_OK)
         _exit(126);
     char *argv[] = {"bash", "--noprofile", "--norc", NULL};
     static const char *const base_env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -761,10 +769,15 @@ void lbsd_init_main(const lbsd_init_cfg *cfg, int ctl)
     init_loopback();
     init_limits(cfg);
     init_userns(cfg);
+    /* The filter first, while init still holds CAP_SYS_ADMIN in its user
+     * namespace: then it needs no no_new_privs, which every child would
+     * inherit for good. The shell sets no_new_privs itself
+     * (init_exec_shell); E2B's processes, forked by the spawner, do not,
+     * so that sudo works for E2B's user (seccomp.h). */
+    if (lbsd_seccomp_install() != LB_OK)
+        init_fail("seccomp");
     if (lbsd_drop_caps() != LB_OK)
         init_fail("drop capabilities");
-    if (lbsd_seccomp_apply() != LB_OK)
-        init_fail("seccomp");
     /* the first shell now, with exactly the privileges any later one gets;
      * SIGCHLD blocked first, so that its death is never lost (init_loop) */
     sigset_t chld;

@@ -548,6 +548,22 @@ void lbsb_exec_out_free(lbsb_exec_out *o)
 int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                size_t len, int excl, char *errbuf, size_t errsz)
 {
+    return lbsb_write_as(c, id, path, data, len, excl, NULL, errbuf, errsz);
+}
+
+int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
+                  const char *user, char *errbuf, size_t errsz)
+{
+    return lbsb_write_meta(c, id, path, data, len, excl, user, NULL, 0, errbuf, errsz);
+}
+
+int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
+                    const char *user, const char *const *meta, int nmeta, char *errbuf, size_t errsz)
+{
+    if (nmeta < 0 || nmeta > LBSB_META_KEYS) {
+        lbsb_err(errbuf, errsz, "at most %d metadata keys", LBSB_META_KEYS);
+        return LB_E_INVAL;
+    }
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
         return rc;
@@ -558,10 +574,17 @@ int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
     }
     cJSON *req = lbsb_req("write", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
-                !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0))) {
+                !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0) ||
+                (user && !cJSON_AddStringToObject(req, "user", user)))) {
         cJSON_Delete(req);
         req = NULL;
     }
+    cJSON *mo = req && nmeta ? cJSON_AddObjectToObject(req, "meta") : NULL;
+    for (int i = 0; req && i < nmeta; i++)
+        if (!mo || !cJSON_AddStringToObject(mo, meta[2 * i], meta[2 * i + 1])) {
+            cJSON_Delete(req);
+            req = NULL;
+        }
     cJSON *resp;
     /* a zero-length file still sends its (empty) data frame */
     rc = lbsb_call(c, req, data ? data : "", len, &resp, NULL, NULL, 0, errbuf, errsz);
@@ -686,6 +709,15 @@ static int lbsb_meta_parse(const cJSON *o, lbsb_entry *e)
     if (e->kind == LBSB_KIND_SYMLINK && cJSON_IsString(t) && strlen(t->valuestring) <= LBSB_TARGET_MAX &&
         !(e->target = strdup(t->valuestring)))
         return LB_E_NOMEM;
+    /* E2B's file metadata: an object of at most LBSB_META_KEYS short strings */
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "meta"), *kv;
+    int ok = cJSON_IsObject(m) && cJSON_GetArraySize(m) > 0 && cJSON_GetArraySize(m) <= LBSB_META_KEYS;
+    const cJSON *walk = ok ? m : NULL;
+    cJSON_ArrayForEach(kv, walk)
+        ok = ok && cJSON_IsString(kv) && kv->string && strlen(kv->string) <= LBSB_META_KEY_MAX &&
+             strlen(kv->valuestring) <= LBSB_META_VALUE_MAX;
+    if (ok && !(e->file_meta = cJSON_PrintUnformatted(m)))
+        return LB_E_NOMEM;
     return LB_OK;
 }
 
@@ -693,6 +725,7 @@ void lbsb_entry_clear(lbsb_entry *e)
 {
     free(e->path);
     free(e->target);
+    free(e->file_meta);
     memset(e, 0, sizeof *e);
 }
 /* ---- end E2B's protocol ---- */
@@ -1043,6 +1076,8 @@ int lbsb_proc_start(lbsb_conn *c, const char *id, const lbsb_proc_spec *spec, in
         ok = cJSON_AddStringToObject(o, "tag", spec->tag) != NULL;
     if (ok && spec->meta)
         ok = cJSON_AddStringToObject(o, "meta", spec->meta) != NULL;
+    if (ok && spec->user)
+        ok = cJSON_AddStringToObject(o, "user", spec->user) != NULL;
     if (ok && spec->with_stdin)
         ok = cJSON_AddTrueToObject(o, "stdin") != NULL;
     if (ok && attach)

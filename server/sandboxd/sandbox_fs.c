@@ -11,10 +11,12 @@
  * Only regular files are read or written; symlinks and special files are
  * reported as "other". What write creates (files and missing parents)
  * belongs to the sandbox's root (the first host uid of its range,
- * uidslot.h), so the sandbox can change and delete it.
+ * uidslot.h), so the sandbox can change and delete it, or to the user the
+ * write names (E2B's `user`, uid 1000 of the sandbox).
  */
 #include "sandboxd/sandbox_fs.h"
 
+#include "sandboxd/image_user.h"
 #include "sandboxd/reply.h"
 
 #include "common/path.h"
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define LBSD_FS_MAX_DEPTH 64    /* components in one path */
@@ -41,11 +44,17 @@ static int fs_allowed_fs(int fd)
     return sf.f_type == OVERLAYFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
 }
 
-/* Hands a file or directory we created to the sandbox's root: the first
- * host id of its own range (uidslot.h), never another sandbox's. */
+/* The owner, in the sandbox's ids, of what the write being served
+ * creates: root (0:0), or the request's named "user" (E2B's; image_user.h).
+ * Set and put back by lbsd_fs_write alone (the loop serves one at a time). */
+static uint32_t fs_owner_uid, fs_owner_gid;
+
+/* Hands a file or directory we created to the sandbox's root, or to the
+ * write's named user: a host id of the sandbox's own range (uidslot.h,
+ * below uid_root + 65536), never another sandbox's. */
 static int fs_give(const lbsd_sandbox *sb, int fd)
 {
-    return fchown(fd, (uid_t)sb->uid_root, (gid_t)sb->uid_root);
+    return fchown(fd, (uid_t)(sb->uid_root + fs_owner_uid), (gid_t)(sb->uid_root + fs_owner_gid));
 }
 
 static int fs_errno_status(int e)
@@ -188,6 +197,94 @@ static double fs_inner_id(const lbsd_sandbox *sb, uint32_t host)
     return host >= sb->uid_root && host - sb->uid_root < 65536u ? (double)(host - sb->uid_root) : 65534.0;
 }
 
+/* E2B's file metadata (envd 0.6.2): user.e2b.<key> extended attributes of
+ * a regular file. A key is 1 to LBSB_META_KEY_MAX HTTP token characters
+ * (the SDK's own rule), a value printable ASCII; the sandbox's code can set
+ * such attributes itself, so what is read is checked as written. */
+#define FS_META_PREFIX "user.e2b."
+
+int lbsd_fs_meta_key_ok(const char *k, size_t n)
+{
+    if (n < 1 || n > LBSB_META_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= '0' && k[i] <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", k[i])) || !k[i])
+            return 0;
+    return 1;
+}
+
+int lbsd_fs_meta_value_ok(const char *v, size_t n)
+{
+    if (n > LBSB_META_VALUE_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] < 0x20 || v[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* The write's "meta" (absent, or an object of valid strings): 1 when usable. */
+static int fs_meta_req_ok(const cJSON *m)
+{
+    if (!m)
+        return 1;
+    if (!cJSON_IsObject(m) || cJSON_GetArraySize(m) > LBSB_META_KEYS)
+        return 0;
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, m)
+    {
+        if (!kv->string || !lbsd_fs_meta_key_ok(kv->string, strlen(kv->string)) || !cJSON_IsString(kv) ||
+            !lbsd_fs_meta_value_ok(kv->valuestring, strlen(kv->valuestring)))
+            return 0;
+    }
+    return 1;
+}
+
+int lbsd_fs_meta_next(const char *names, size_t n, size_t *at, const char **key)
+{
+    const size_t pl = sizeof FS_META_PREFIX - 1;
+    while (*at < n) {
+        const char *name = names + *at;
+        size_t nl = strnlen(name, n - *at);
+        if (nl == n - *at)
+            return 0; /* no NUL before the end: not a name */
+        *at += nl + 1;
+        if (nl > pl && !strncmp(name, FS_META_PREFIX, pl) && lbsd_fs_meta_key_ok(name + pl, nl - pl)) {
+            *key = name + pl;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The user.e2b.* attributes of dfd/leaf (a regular file) into o's "meta";
+ * never through a symlink (l*xattr on our own descriptor's path). */
+static void fs_read_meta(cJSON *o, int dfd, const char *leaf)
+{
+    char path[64 + LB_NAME_MAX], names[4096], val[LBSB_META_VALUE_MAX + 1];
+    snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dfd, leaf);
+    ssize_t n = llistxattr(path, names, sizeof names);
+    if (n <= 0)
+        return; /* none, or more names than we read: as none */
+    cJSON *m = NULL;
+    int count = 0;
+    size_t at = 0;
+    const char *key;
+    while (count < LBSB_META_KEYS && lbsd_fs_meta_next(names, (size_t)n, &at, &key)) {
+        const char *name = key - (sizeof FS_META_PREFIX - 1);
+        ssize_t vl = lgetxattr(path, name, val, sizeof val - 1);
+        if (vl < 0 || !lbsd_fs_meta_value_ok(val, (size_t)vl))
+            continue;
+        val[vl] = '\0';
+        if (!m && !(m = cJSON_AddObjectToObject(o, "meta")))
+            return;
+        cJSON_DeleteItemFromObjectCaseSensitive(m, key);
+        if (cJSON_AddStringToObject(m, key, val))
+            count++;
+    }
+}
+
 static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *leaf, const struct stat *s)
 {
     cJSON_AddStringToObject(o, "kind", fs_kind_name(s->st_mode));
@@ -198,6 +295,8 @@ static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *l
     cJSON_AddNumberToObject(o, "mtime_ns", (double)s->st_mtim.tv_nsec);
     /* the filesystem's own size of any kind (a directory's 4096 on ext4), as envd reports it */
     cJSON_AddNumberToObject(o, "st_size", (double)s->st_size);
+    if (S_ISREG(s->st_mode) && leaf[0])
+        fs_read_meta(o, dfd, leaf);
     if (S_ISLNK(s->st_mode)) {
         char t[LBSB_TARGET_MAX + 1];
         ssize_t n = readlinkat(dfd, leaf, t, sizeof t);
@@ -327,8 +426,36 @@ out:
     close(dfd);
 }
 
+static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len);
+
 void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data,
                    size_t len)
+{
+    /* E2B's protocol: "user" names who owns what the write makes */
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(req->json, "user");
+    if (!fs_meta_req_ok(cJSON_GetObjectItemCaseSensitive(req->json, "meta"))) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"meta\" must be an object of at most %d keys of 1 to %d HTTP token "
+                         "characters, each a printable ASCII string of at most %d bytes", LBSB_META_KEYS,
+                         LBSB_META_KEY_MAX, LBSB_META_VALUE_MAX);
+        return;
+    }
+    if (user) {
+        char msg[512];
+        lbsd_user_ids ids;
+        int rc = cJSON_IsString(user) ? lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg)
+                                      : LB_E_INVAL;
+        if (rc) {
+            lbsd_reply_error(c, rc, "%s", cJSON_IsString(user) ? msg : "\"user\" must be a user's name");
+            return;
+        }
+        fs_owner_uid = ids.uid;
+        fs_owner_gid = ids.gid;
+    }
+    fs_write_owned(c, sb, req, data, len);
+    fs_owner_uid = fs_owner_gid = 0;
+}
+
+static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len)
 {
     char leaf[LB_NAME_MAX + 1], msg[512], tmp[LB_NAME_MAX + 64], rnd[17];
     int st, fd = -1;
@@ -371,6 +498,19 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
         int e = errno;
         lbsd_reply_error(c, fs_errno_status(e), "write /%s: %s", req->path, strerror(e));
         goto out;
+    }
+    /* E2B's file metadata, on the new file before it is in place */
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, cJSON_GetObjectItemCaseSensitive(req->json, "meta"))
+    {
+        char an[sizeof FS_META_PREFIX + LBSB_META_KEY_MAX];
+        snprintf(an, sizeof an, FS_META_PREFIX "%s", kv->string);
+        if (fsetxattr(fd, an, kv->valuestring, strlen(kv->valuestring), 0) != 0) {
+            int e = errno;
+            lbsd_reply_error(c, e == ENOSPC || e == EDQUOT ? LB_E_TOOBIG : LB_E_INTERNAL,
+                             "cannot keep the metadata of /%s: %s", req->path, strerror(e));
+            goto out;
+        }
     }
     /* owner first: chown would clear mode bits set before it */
     if (fs_give(sb, fd) != 0) {

@@ -16,4 +16,14 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
 void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 
+/* E2B's file metadata: the next user.e2b.<key> name with a well-formed key
+ * in names[*at..n) (an llistxattr list: NUL-ended names, the sandbox's to
+ * choose); *key points at the key inside names, NUL-ended there. 1 found,
+ * 0 at the end. */
+int lbsd_fs_meta_next(const char *names, size_t n, size_t *at, const char **key);
+/* A key of 1 to LBSB_META_KEY_MAX HTTP token characters; a value of at most
+ * LBSB_META_VALUE_MAX printable ASCII bytes. */
+int lbsd_fs_meta_key_ok(const char *k, size_t n);
+int lbsd_fs_meta_value_ok(const char *v, size_t n);
+
 #endif

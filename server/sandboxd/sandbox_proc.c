@@ -2,6 +2,7 @@
 #include "sandboxd/sandbox_proc.h"
 
 #include "sandboxd/image_layers.h"
+#include "sandboxd/image_user.h"
 
 #include "sandboxd/egress_secrets.h"
 #include "sandboxd/fdpass.h"
@@ -453,8 +454,24 @@ static int lp_env_over(const cJSON *env, const lbsd_image *img, const char *kv, 
     return 0;
 }
 
-static int lp_spec(const lbsd_sandbox *sb, const lbsd_req *req, uint32_t seq, int has_stdin, lb_buf *b, char *msg,
-                   size_t msgsz)
+/* A named user's ids for the spawner: "uid:gid:g1,g2,..." ("" for the
+ * image's own user, as the shell's). */
+static int lp_ids(lb_buf *b, const lbsd_user_ids *u)
+{
+    int rc = u ? lb_buf_printf(b, "%u:%u:", u->uid, u->gid) : 0;
+    for (int i = 0; u && !rc && i < u->ngroups; i++)
+        rc = lb_buf_printf(b, "%s%u", i ? "," : "", u->groups[i]);
+    return rc ? rc : lb_buf_append(b, "", 1);
+}
+
+/* The variable of the base environment that u (a named user) sets itself. */
+static int lp_user_var(const lbsd_user_ids *u, const char *kv)
+{
+    return u && (!strncmp(kv, "HOME=", 5) || !strncmp(kv, "USER=", 5) || !strncmp(kv, "LOGNAME=", 8));
+}
+
+static int lp_spec(const lbsd_sandbox *sb, const lbsd_req *req, uint32_t seq, int has_stdin,
+                   const lbsd_user_ids *u, lb_buf *b, char *msg, size_t msgsz)
 {
     const lbsd_image *img = sb->img;
     const cJSON *o = req->json;
@@ -476,7 +493,11 @@ static int lp_spec(const lbsd_sandbox *sb, const lbsd_req *req, uint32_t seq, in
     }
     /* no cwd: the image's WorkingDir, if it names one */
     const char *dir = cwd ? cwd->valuestring : img && img->workdir[0] ? img->workdir : "";
-    int rc = lb_buf_printf(b, "START%c%u%c%d%c%s%c%d%c", 0, seq, 0, has_stdin, 0, dir, 0, argc, 0);
+    int rc = lb_buf_printf(b, "START%c%u%c%d%c%s%c", 0, seq, 0, has_stdin, 0, dir, 0);
+    if (!rc)
+        rc = lp_ids(b, u);
+    if (!rc)
+        rc = lb_buf_printf(b, "%d%c", argc, 0);
     const cJSON *a;
     cJSON_ArrayForEach(a, argv)
     {
@@ -489,7 +510,7 @@ static int lp_spec(const lbsd_sandbox *sb, const lbsd_req *req, uint32_t seq, in
     }
     for (size_t i = 0; i < sizeof lp_base_env / sizeof lp_base_env[0]; i++) {
         size_t nl = (size_t)(strchr(lp_base_env[i], '=') - lp_base_env[i]);
-        if (!lp_env_over(env, img, lp_base_env[i], nl) && !rc)
+        if (!lp_env_over(env, img, lp_base_env[i], nl) && !lp_user_var(u, lp_base_env[i]) && !rc)
             rc = lb_buf_append(b, lp_base_env[i], strlen(lp_base_env[i]) + 1);
     }
     /* a gateway that adds secrets: its CA in the bundle (egress_secrets.h) */
@@ -499,6 +520,13 @@ static int lp_spec(const lbsd_sandbox *sb, const lbsd_req *req, uint32_t seq, in
         if (!lp_env_over(env, img, kv, strcspn(kv, "=")) && !rc)
             rc = lb_buf_append(b, kv, strlen(kv) + 1);
     }
+    /* a named user's own HOME, USER and LOGNAME (as login sets them) */
+    if (u && !lp_env_over(env, img, "HOME=", 4) && !rc)
+        rc = lb_buf_printf(b, "HOME=%s%c", u->home, 0);
+    if (u && !lp_env_over(env, img, "USER=", 4) && !rc)
+        rc = lb_buf_printf(b, "USER=%s%c", u->name, 0);
+    if (u && !lp_env_over(env, img, "LOGNAME=", 7) && !rc)
+        rc = lb_buf_printf(b, "LOGNAME=%s%c", u->name, 0);
     /* the image's Env, under the request's */
     for (size_t at = 0; img && at < img->envlen; at += strlen(img->env + at) + 1) {
         const char *kv = img->env + at;
@@ -559,10 +587,25 @@ static void lp_start(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         lbsd_reply_error(c, LB_E_BUSY, "sandbox %s runs %d processes already, the most it may", sb->id, LBSD_PROC_MAX);
         return;
     }
+    /* a named user (E2B's `user`): its ids from the sandbox's own
+     * /etc/passwd and /etc/group, read from here (image_user.h) */
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(o, "user");
+    lbsd_user_ids ids;
+    if (user && !cJSON_IsString(user)) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"user\" must be a user's name");
+        return;
+    }
+    if (user) {
+        int urc = lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg);
+        if (urc) {
+            lbsd_reply_error(c, urc, "%s", msg);
+            return;
+        }
+    }
     lb_buf spec;
     lb_buf_init(&spec, LBSD_PROC_SPEC_MAX);
     uint32_t seq = set ? set->seq + 1 : 1;
-    int rc = lp_spec(sb, req, seq, has_stdin, &spec, msg, sizeof msg);
+    int rc = lp_spec(sb, req, seq, has_stdin, user ? &ids : NULL, &spec, msg, sizeof msg);
     if (rc) {
         lb_buf_free(&spec);
         lbsd_reply_error(c, rc, "%s", msg);

@@ -6,8 +6,11 @@
  * A spawner forked by the sandbox's init (as init forks the shell) forks
  * them (sandbox_proc_init.c), so they run with everything the shell runs
  * with: the sandbox's namespaces, cgroup, user, rlimits, capabilities,
- * no_new_privs, seccomp filter, and an oom_score_adj sandboxd set from the
- * host. sandboxd talks to the spawner over a channel of their own (a
+ * seccomp filter, no_new_privs, and an oom_score_adj sandboxd set from
+ * the host. One exception: a process started as a named user
+ * (proc_start's "user", resolved from the sandbox's /etc/passwd and
+ * /etc/group: image_user.h) runs without no_new_privs, so that sudo works
+ * as on E2B; the seccomp filter holds for it all the same (seccomp.h). sandboxd talks to the spawner over a channel of their own (a
  * SOCK_SEQPACKET pair handed to init on the first start, "PROCSOCK"), so
  * nothing of the shell's control traffic (sandbox_create.c, fdpark.c)
  * sees them:
@@ -15,6 +18,7 @@
  *   spawner -> sandboxd "HELLO"                   (first; its host pid comes
  *                                                  with the credentials)
  *   sandboxd -> spawner "START" \0 seq \0 stdin(0|1) \0 cwd \0
+ *                      ids ("uid:gid:g1,g2,..." or "": the image's user) \0
  *                      argc \0 argv... \0 env... \0     + 2 or 3 fds
  *                      (stdout, stderr[, stdin]: sandboxd keeps the other ends)
  *                      "KILL <pid> <signal>"      (the process's group, then it)

@@ -2,7 +2,8 @@
  * The sandbox's side of sandboxd's own processes (sandbox_proc.h): the
  * spawner. When the channel arrives, init forks it (as it forks the shell,
  * so it has everything init set up: namespaces, cgroup, user, rlimits,
- * capabilities, no_new_privs, seccomp) and goes back to its own work. The
+ * capabilities, seccomp; not no_new_privs, which each child sets itself
+ * unless it runs as a named user) and goes back to its own work. The
  * spawner says HELLO first: sandboxd takes its host pid from the message's
  * credentials and sets its oom_score_adj from the host, as for the shell
  * (init's copy is shielded, and a score set by a privileged writer is
@@ -42,6 +43,9 @@ static char g_msg[LBSD_PROC_SPEC_MAX + 1024];
 static char *g_argv[LBSD_PROC_ARGS_MAX + 1];
 static char *g_envp[LBSD_PROC_ENV_MAX + 1];
 static char g_path[4096 + 256];
+/* the START's named user (g_has_ids), else the image's own */
+static lbsd_user_ids g_ids;
+static int g_has_ids;
 
 
 static void ip_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -137,8 +141,12 @@ __attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int err
     int err = 0;
     if (cwd[0] ? chdir(cwd) != 0 : (chdir("/testbed") != 0 && chdir("/") != 0))
         err = errno;
-    /* a layered image's User (image_user.h) */
-    if (!err && lbsd_img_proc_become() != 0)
+    /* a named user (E2B's), else a layered image's User (image_user.h).
+     * no_new_privs as the shell's, but for a named user: E2B's runs sudo.
+     * The seccomp filter init installed stays either way (seccomp.h). */
+    if (!err && (g_has_ids ? lbsd_user_become(&g_ids) : lbsd_img_proc_become()) != 0)
+        err = errno;
+    if (!err && !g_has_ids && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         err = errno;
     if (!err && !strcmp(g_argv[0], LBSB_PTY_ARGV0)) {
         close(3); /* started; the program's exec failure shows on the terminal */
@@ -157,19 +165,45 @@ __attribute__((noreturn)) static void ip_child(const int *fds, int nfds, int err
     _exit(127);
 }
 
+/* "uid:gid:g1,g2,..." into g_ids ("" : none); -1 when malformed. */
+static int ip_ids(const char *s)
+{
+    g_has_ids = 0;
+    if (!*s)
+        return 0;
+    memset(&g_ids, 0, sizeof g_ids);
+    char *end;
+    unsigned long u = strtoul(s, &end, 10);
+    if (*end != ':')
+        return -1;
+    unsigned long g = strtoul(end + 1, &end, 10);
+    if (*end != ':' || u >= LBSD_USER_ID_LIMIT || g >= LBSD_USER_ID_LIMIT)
+        return -1;
+    g_ids.uid = (uint32_t)u;
+    g_ids.gid = (uint32_t)g;
+    for (const char *p = end + 1; *p && g_ids.ngroups < LBSD_USER_GROUPS_MAX; p = *end ? end + 1 : end) {
+        unsigned long x = strtoul(p, &end, 10);
+        if (end == p || (*end && *end != ',') || x >= LBSD_USER_ID_LIMIT)
+            return -1;
+        g_ids.groups[g_ids.ngroups++] = (uint32_t)x;
+    }
+    g_has_ids = 1;
+    return 0;
+}
+
 static void ip_start(size_t len, int *fds, int nfds)
 {
     size_t at = 0;
     char *f[5];
-    for (int i = 0; i < 4; i++)
-        f[i] = ip_field(g_msg, len, &at); /* START, seq, stdin, cwd */
+    for (int i = 0; i < 5; i++)
+        f[i] = ip_field(g_msg, len, &at); /* START, seq, stdin, cwd, ids */
     char *argc_s = ip_field(g_msg, len, &at);
-    if (!f[3] || !argc_s)
+    if (!f[4] || !argc_s)
         return; /* sandboxd never sends that */
     unsigned seq = (unsigned)strtoul(f[1], NULL, 10);
     int want_stdin = f[2][0] == '1';
     long argc = strtol(argc_s, NULL, 10);
-    if (argc < 1 || argc > LBSD_PROC_ARGS_MAX || nfds != (want_stdin ? 3 : 2)) {
+    if (argc < 1 || argc > LBSD_PROC_ARGS_MAX || nfds != (want_stdin ? 3 : 2) || ip_ids(f[4]) != 0) {
         ip_send("FAILED %u %d", seq, EINVAL);
         return;
     }

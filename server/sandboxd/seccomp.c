@@ -243,10 +243,10 @@ out:
     return rc;
 }
 
-int lbsd_seccomp_apply(void)
+/* The filter alone. Without no_new_privs the kernel asks for CAP_SYS_ADMIN
+ * in the caller's user namespace, which init holds until lbsd_drop_caps. */
+int lbsd_seccomp_install(void)
 {
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return LB_E_DENIED;
     if (lbsd_bpf) {
         struct sock_fprog fp = {.len = lbsd_bpf_len, .filter = lbsd_bpf};
         return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) == 0 ? LB_OK : LB_E_DENIED;
@@ -254,7 +254,19 @@ int lbsd_seccomp_apply(void)
     scmp_filter_ctx ctx = lbsd_seccomp_build();
     if (!ctx)
         return LB_E_INTERNAL;
-    int rc = seccomp_load(ctx) == 0 ? LB_OK : LB_E_DENIED;
+    /* libseccomp would set no_new_privs itself: that is the caller's to say */
+    int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) == 0 && seccomp_load(ctx) == 0 ? LB_OK : LB_E_DENIED;
     seccomp_release(ctx);
     return rc;
+}
+
+int lbsd_no_new_privs(void)
+{
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? LB_OK : LB_E_DENIED;
+}
+
+int lbsd_seccomp_apply(void)
+{
+    int rc = lbsd_no_new_privs();
+    return rc ? rc : lbsd_seccomp_install();
 }

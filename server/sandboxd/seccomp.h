@@ -17,5 +17,14 @@ LB_MUST_CHECK int lbsd_seccomp_prepare(void);
  * compiled here if there is none). The last step before the sandbox runs
  * anything it did not choose. */
 LB_MUST_CHECK int lbsd_seccomp_apply(void);
+/* The seccomp deny list without no_new_privs: needs CAP_SYS_ADMIN in the
+ * caller's user namespace (init, before lbsd_drop_caps). Everything the
+ * caller forks inherits the filter, which no process can remove; whether
+ * an exec may raise privileges (a setuid binary) is then each child's
+ * choice: the shell sets no_new_privs, E2B's processes do not
+ * (docs/SECURITY.md). */
+LB_MUST_CHECK int lbsd_seccomp_install(void);
+/* PR_SET_NO_NEW_PRIVS on the calling process (and what it forks). */
+LB_MUST_CHECK int lbsd_no_new_privs(void);
 
 #endif

@@ -93,6 +93,35 @@ int lb_sbx_pause_set(lb_sbx *s, int pause, int *same, char *err, size_t errsz)
     return rc;
 }
 
+int lb_sbx_pause_drop(lb_sbx *s, int *same, char *err, size_t errsz)
+{
+    if (lb_sbx_lock(s, err, errsz) != LB_OK)
+        return LB_E_NOTFOUND;
+    if (same && (*same = s->paused)) {
+        lb_sbx_unlock(s);
+        return LB_OK;
+    }
+    /* kill(-1) from the shell's own builtin: every process of the sandbox's
+     * pid namespace but init and the caller (the shell), E2B's spawner
+     * included (sandboxd makes a new one at the next start) */
+    lbsb_exec_out eo;
+    memset(&eo, 0, sizeof eo);
+    int rc = lbsb_exec(s->conn, s->sbx_id, "kill -KILL -1 2>/dev/null; true", 30000, &eo, err, errsz);
+    lbsb_exec_out_free(&eo);
+    if (!rc)
+        rc = lbsb_freeze(s->conn, s->sbx_id, err, errsz);
+    if (!rc)
+        lb_sbx_set_paused(s, 1);
+    lb_sbx_unlock(s);
+    if (rc == LB_E_NOTFOUND || rc == LB_E_CANCELLED) {
+        snprintf(err, errsz, "The sandbox %s was deleted or expired while trying to pause it.", s->id);
+        rc = LB_E_NOTFOUND;
+    } else if (rc == LB_E_BUSY) {
+        snprintf(err, errsz, "a command of the native sandbox API runs in its shell; try again when it has ended");
+    }
+    return rc;
+}
+
 /* pause and resume: {id, paused} */
 static void lb_pause_set(lb_req *r, int pause)
 {

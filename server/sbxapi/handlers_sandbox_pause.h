@@ -38,6 +38,12 @@ LB_MUST_CHECK int lb_snapshot_restore_error(const char *id, int rc, const char *
  * nothing is asked of sandboxd (E2B's pause of a paused one, a connect of
  * a running one). */
 LB_MUST_CHECK int lb_sbx_pause_set(lb_sbx *s, int pause, int *same, char *err, size_t errsz);
+/* E2B's pause without memory (keepMemory: false): every process of s but
+ * sandboxd's own (init and the persistent shell) is killed, then s is
+ * paused as lb_sbx_pause_set does; its files stay, and a resume finds no
+ * process of before (E2B's reboot). Answers as lb_sbx_pause_set; LB_E_BUSY
+ * while a native exec runs in the shell. */
+LB_MUST_CHECK int lb_sbx_pause_drop(lb_sbx *s, int *same, char *err, size_t errsz);
 
 void lb_h_sbx_pause(lb_req *r);
 void lb_h_sbx_resume(lb_req *r);

@@ -112,7 +112,10 @@ static void *lb_sbx_autopause(void *arg)
 {
     lb_sbx *s = arg;
     char err[512] = "";
-    int same = 0, rc = lb_sbx_pause_set(s, 1, &same, err, sizeof err);
+    pthread_mutex_lock(&lb_reg_mu);
+    int drop = s->auto_pause_drop;
+    pthread_mutex_unlock(&lb_reg_mu);
+    int same = 0, rc = drop ? lb_sbx_pause_drop(s, &same, err, sizeof err) : lb_sbx_pause_set(s, 1, &same, err, sizeof err);
     if (rc == LB_OK) {
         pthread_mutex_lock(&lb_reg_mu);
         int64_t now = lb_now_ms();
@@ -377,6 +380,15 @@ void lb_sbx_set_auto_pause(lb_sbx *s, int64_t hard_end_ms)
 {
     pthread_mutex_lock(&lb_reg_mu);
     s->auto_pause = 1;
+    s->hard_end_ms = hard_end_ms;
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
+void lb_sbx_set_auto_pause_drop(lb_sbx *s, int64_t hard_end_ms)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    s->auto_pause = 1;
+    s->auto_pause_drop = 1;
     s->hard_end_ms = hard_end_ms;
     pthread_mutex_unlock(&lb_reg_mu);
 }

@@ -71,6 +71,7 @@ typedef struct lb_sbx {
     int64_t hard_end_ms;        /* wall clock: sandboxd's own end, past which nothing keeps it */
     int auto_paused;            /* paused by autoPause at its timeout (a resume clears paused) */
     int auto_pausing;           /* the reaper's autoPause of it runs */
+    int auto_pause_drop;        /* autoPause without memory: its processes end first (lb_sbx_pause_drop) */
     /* set by lb_sbx_reserve, then immutable */
     cJSON *spec;                /* the spec as echoed (no file contents, no metadata) */
     cJSON *metadata;            /* the client's object, or NULL */
@@ -145,6 +146,9 @@ void lb_sbx_set_paused(lb_sbx *s, int paused);
  * end moves to hard_end_ms, sandboxd's own, past which it is destroyed
  * paused or not). Not kept across a restart of the web. */
 void lb_sbx_set_auto_pause(lb_sbx *s, int64_t hard_end_ms);
+/* The same without memory (E2B's keepMemory: false): at its timeout its
+ * processes end (lb_sbx_pause_drop) before the pause. */
+void lb_sbx_set_auto_pause_drop(lb_sbx *s, int64_t hard_end_ms);
 /* Whether s was paused at its timeout by autoPause and is still paused
  * (then forgotten: the caller resumes it and gives it a timeout again). */
 int lb_sbx_take_auto_paused(lb_sbx *s);

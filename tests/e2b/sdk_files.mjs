@@ -65,7 +65,7 @@ check('files_metadata_getinfo_and_list', async () => {
   // (1000 is E2B's `user` in the default image; 1234 has no name there)
   await sbx.commands.run('mkdir -p /tmp/meta && cd /tmp/meta && printf abc > f && chown 1000:1234 f && ' +
     'chmod 4750 f && touch -d "2021-02-03 04:05:06.5 UTC" f && ln -s /etc/shadow l && ' +
-    'mkdir d && chmod 1777 d')
+    'mkdir d && chmod 1777 d && chown user:user /tmp/meta', { user: 'root' })
   const f = await sbx.files.getInfo('/tmp/meta/f')
   eq([f.type, f.size, f.mode, f.permissions, f.owner, f.group],
     [FileType.FILE, 3, 0o750, 'urwxr-x---', 'user', '1234'])
@@ -87,7 +87,7 @@ check('files_metadata_getinfo_and_list', async () => {
   const made = await sbx.files.makeDir('/tmp/meta/made')
   eq(made, true)
   const m = await sbx.files.getInfo('/tmp/meta/made')
-  eq([m.type, m.permissions, m.owner], [FileType.DIR, 'drwxr-xr-x', 'root'])
+  eq([m.type, m.permissions, m.owner], [FileType.DIR, 'drwxr-xr-x', 'user'], 'made as E2B\'s user')
   const moved = await sbx.files.rename('/tmp/meta/f', '/tmp/meta/g')
   eq([moved.path, moved.permissions, moved.size], ['/tmp/meta/g', 'urwxr-x---', 3])
 })

@@ -168,10 +168,11 @@ check('envd_0_6_3_watch_include_entry', async () => {
   assert(plain.every(e => e.entry === undefined), 'no entry unless asked')
 })
 
-check('file_metadata_is_refused_with_a_sentence', async () => {
-  const e = await raises(() => sbx.files.write('/tmp/md.txt', 'x', { metadata: { k: 'v' } }))
-  assert(e instanceof InvalidArgumentError && /metadata/.test(e.message), 'said: ' + e)
-  eq(await sbx.files.exists('/tmp/md.txt'), false, 'nothing written')
+check('file_metadata_is_kept', async () => {
+  // envd 0.6.2's metadata (tests/e2b/sdk_file_metadata.mjs has the rest)
+  const w = await sbx.files.write('/tmp/md.txt', 'x', { metadata: { k: 'v' } })
+  eq(w.metadata, { k: 'v' }, 'the write answers it')
+  eq((await sbx.files.getInfo('/tmp/md.txt')).metadata, { k: 'v' }, 'getInfo')
 })
 
 check('create_snapshot_and_start_from_it', async () => {

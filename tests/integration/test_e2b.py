@@ -566,6 +566,8 @@ def main():
         r.run("sdk_pty", t_sdk, st, "sdk_pty.mjs")
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
+        r.run("sdk_pause_reboot", t_sdk, st, "sdk_pause_reboot.mjs")
+        r.run("sdk_file_metadata", t_sdk, st, "sdk_file_metadata.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
         r.run("sdk_parity", t_sdk, st, "sdk_parity.mjs")
         r.run("sdk_base_user", t_sdk, st, "sdk_base_user.mjs")

@@ -615,8 +615,10 @@ def run_isolation(c, var, tmp, sock, sid):
                res.get("denied", {}).get("ok") is False and res.get("create", {}).get("ok")
                and res.get("exec", {}).get("stdout") == "0:0\n0:0\nok\n", repr(res))
 
-    # mounts: every writable one nosuid+nodev (devpts holds only ptys), no /sys,
-    # /proc's host-wide files masked or read-only
+    # mounts: every writable one nosuid+nodev (devpts holds only ptys), but
+    # the root overlay, which is nodev and not nosuid (E2B's sudo:
+    # docs/SANDBOX.md, "Privileges inside the sandbox"), no /sys, /proc's
+    # host-wide files masked or read-only
     r = c.exec(sid, "cat /proc/self/mountinfo")
     bad, fstypes = [], []
     for line in r.get("stdout", "").splitlines():
@@ -625,7 +627,8 @@ def run_isolation(c, var, tmp, sock, sid):
             continue
         opts, fstype = f[5].split(","), line.split(" - ")[1].split()[0]
         fstypes.append(fstype)
-        if "rw" in opts and not ("nosuid" in opts and ("nodev" in opts or fstype == "devpts")):
+        suid_ok = f[4] == "/" and fstype == "overlay"
+        if "rw" in opts and not ((suid_ok or "nosuid" in opts) and ("nodev" in opts or fstype == "devpts")):
             bad.append(f[4] + " " + f[5])
     report("writable_mounts_nosuid_nodev", fstypes and not bad, repr(bad))
     r = c.exec(sid, "ls -A /sys | wc -l; for f in kcore kallsyms keys timer_list sched_debug kmsg "

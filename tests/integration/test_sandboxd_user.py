@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""A named user of proc_start and write (E2B's `user`; sandboxd/image_user.h),
+at the RPC level against a real sandboxd (python3 stdlib only, run as root):
+
+  - "user" runs as uid 1000 with its groups from the sandbox's /etc/group,
+    its HOME, USER and LOGNAME, without no_new_privs, under the seccomp
+    filter; sudo raises to the sandbox's root, still under the filter;
+  - no user: the image's own (root), with no_new_privs, as before;
+  - write with "user": the file and the folders it makes are uid 1000's;
+  - refusals that run nothing and write nothing, each with a sentence: a
+    user that is not a string, a name that is no name, a user the sandbox
+    does not have, an /etc/passwd that is a symlink, a fifo or over 256 KiB;
+  - "root" works whatever the sandbox did to its /etc/passwd;
+  - write's "meta" (E2B's file metadata): malformed ones refused, nothing
+    written; a good one comes back in stat.
+
+    python3 tests/integration/test_sandboxd_user.py   (from the repo root)
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sandbox_rpc import Daemon, Reporter, skip_reason  # noqa: E402
+
+
+def run(c, sid, argv, **kw):
+    """Starts argv attached; returns (stdout, exit code)."""
+    r = c.call(dict(kw, op="proc_start", id=sid, argv=argv, attach=True))
+    assert r.get("ok"), r
+    out, code = b"", None
+    while True:
+        e = c.recv()
+        if e.get("event") == "out" and e.get("fd") == 1:
+            out += e.get("_data", b"")
+        if e.get("event") in ("exit", "gone"):
+            code = e.get("exit_code")
+            break
+    return out.decode(), code
+
+
+def status_flags(text):
+    return dict(l.split(":\t") for l in text.splitlines() if l.startswith(("NoNewPrivs:", "Seccomp:")))
+
+
+def check_user_and_sudo(d):
+    c = d.connect()
+    sid = c.create()
+    out, code = run(c, sid, ["sh", "-c", "id -u; id -g; id -G; echo $HOME $USER $LOGNAME"], user="user")
+    lines = out.splitlines()
+    assert code == 0 and lines[0:2] == ["1000", "1000"], out
+    assert "27" in lines[2].split(), ("the sudo group from /etc/group", out)
+    assert lines[3] == "/home/user user user", out
+    out, _ = run(c, sid, ["cat", "/proc/self/status"], user="user")
+    assert status_flags(out) == {"NoNewPrivs": "0", "Seccomp": "2"}, status_flags(out)
+    out, code = run(c, sid, ["sudo", "-n", "sh", "-c", "id -u; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
+                             "unshare -U true 2>/dev/null && echo unshared || echo refused"], user="user")
+    assert code == 0 and out.split("\n")[0] == "0" and "Seccomp:\t2" in out and out.endswith("refused\n"), out
+    # no user: the image's own, with no_new_privs (the shell's confinement)
+    out, _ = run(c, sid, ["sh", "-c", "id -u; cat /proc/self/status"])
+    assert out.startswith("0\n") and status_flags(out) == {"NoNewPrivs": "1", "Seccomp": "2"}, out
+    c.destroy(sid)
+
+
+def check_write_owner(d):
+    c = d.connect()
+    sid = c.create()
+    r = c.call({"op": "write", "id": sid, "path": "/tmp/w/deep/f.txt", "user": "user"}, b"x")
+    assert r.get("ok"), r
+    r = c.call({"op": "write", "id": sid, "path": "/tmp/r.txt"}, b"x")
+    assert r.get("ok"), r
+    out = c.exec(sid, "stat -c '%u:%g' /tmp/w /tmp/w/deep /tmp/w/deep/f.txt /tmp/r.txt")["stdout"]
+    assert out == "1000:1000\n1000:1000\n1000:1000\n0:0\n", out
+    c.destroy(sid)
+
+
+def check_refusals(d):
+    c = d.connect()
+    sid = c.create()
+    for user, want in [(7, "user"), ("a b", "name"), ("", "name"), ("x" * 40, "name"), ("ghost", "ghost")]:
+        r = c.call({"op": "proc_start", "id": sid, "argv": ["touch", "/tmp/ran"], "user": user})
+        assert not r.get("ok") and want in r.get("message", ""), (user, r)
+        r = c.call({"op": "write", "id": sid, "path": "/tmp/written", "user": user}, b"x")
+        assert not r.get("ok") and want in r.get("message", ""), (user, r)
+    assert c.exec(sid, "ls /tmp/ran /tmp/written 2>&1 | grep -c 'No such'")["stdout"] == "2\n", "nothing ran or was written"
+    # the sandbox's own /etc/passwd, made hostile: never followed or read past the cap
+    for setup, want in [("ln -sf /tmp/pw /etc/passwd", "symlinks"), ("mkfifo /etc/passwd", "not a regular file"),
+                        ("head -c 300000 /dev/zero > /etc/passwd", "over")]:
+        c.exec(sid, "cp -n /etc/passwd /tmp/pw; rm -f /etc/passwd; " + setup)
+        r = c.call({"op": "proc_start", "id": sid, "argv": ["true"], "user": "user"})
+        assert not r.get("ok") and want in r.get("message", ""), (setup, r)
+        out, code = run(c, sid, ["id", "-u"], user="root")
+        assert (out, code) == ("0\n", 0), ("root works whatever the files say", setup, out, code)
+    c.exec(sid, "rm -f /etc/passwd; cp /tmp/pw /etc/passwd")
+    assert run(c, sid, ["id", "-un"], user="user") == ("user\n", 0)
+    c.destroy(sid)
+
+
+def check_meta_refusals(d):
+    """E2B's file metadata on write: anything but an object of at most 32 token
+    keys with short printable values is refused, nothing written."""
+    c = d.connect()
+    sid = c.create()
+    bad = ["v", {"k": 1}, {"a b": "v"}, {"k": "a\x01"}, {"k": "v" * 1025}, {"k" * 65: "v"},
+           {"k%d" % i: "v" for i in range(33)}]
+    for meta in bad:
+        r = c.call({"op": "write", "id": sid, "path": "/tmp/m.txt", "meta": meta}, b"x")
+        assert not r.get("ok") and "meta" in r.get("message", ""), (meta, r)
+    assert c.exec(sid, "test -e /tmp/m.txt && echo yes || echo no")["stdout"] == "no\n"
+    r = c.call({"op": "write", "id": sid, "path": "/tmp/m.txt", "meta": {"k": "v", "x-y": "z w"}}, b"x")
+    assert r.get("ok"), r
+    r = c.call({"op": "stat", "id": sid, "path": "/tmp/m.txt"})
+    assert r.get("meta") == {"k": "v", "x-y": "z w"}, r
+    c.destroy(sid)
+
+
+def main():
+    p = Reporter("sandboxd_user/")
+    why = skip_reason()
+    if why:
+        print("SKIP sandboxd_user: %s" % why)
+        return 0
+    with Daemon(env={"LLMBOX_POOL_SIZE": "0"}) as d:
+        for name, fn in [("user_groups_env_and_sudo", check_user_and_sudo), ("write_owner", check_write_owner),
+                         ("refusals_run_and_write_nothing", check_refusals),
+                         ("file_metadata_refusals", check_meta_refusals)]:
+            p.run(name, fn, d)
+    return p.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
