@@ -37,6 +37,9 @@ static magic_t lb_magic_open(void)
 static pthread_mutex_t lb_preload_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t lb_preload_thread;
 static int lb_preload_pending;
+/* lb_mime_warm_here's handle, made before this process was forked (the
+ * agent zygote): each forked agent takes its own copy, already warm */
+static magic_t lb_inherited;
 
 static void *lb_preload_main(void *arg)
 {
@@ -47,10 +50,18 @@ static void *lb_preload_main(void *arg)
     return m;
 }
 
+void lb_mime_warm_here(void)
+{
+    pthread_mutex_lock(&lb_preload_mu);
+    if (!lb_inherited)
+        lb_inherited = lb_preload_main(NULL);
+    pthread_mutex_unlock(&lb_preload_mu);
+}
+
 void lb_mime_preload(void)
 {
     pthread_mutex_lock(&lb_preload_mu);
-    if (!lb_preload_pending) {
+    if (!lb_preload_pending && !lb_inherited) {
         /* signals stay with the caller's threads: the helper blocks them all */
         sigset_t all, old;
         sigfillset(&all);
@@ -71,7 +82,11 @@ void lb_mime_release(void)
             m = ret;
         lb_preload_pending = 0;
     }
+    magic_t warm = lb_inherited;
+    lb_inherited = NULL;
     pthread_mutex_unlock(&lb_preload_mu);
+    if (warm)
+        magic_close(warm);
     if (m)
         magic_close(m);
     if (lb_magic) {
@@ -86,7 +101,10 @@ static magic_t lb_magic_get(void)
         return lb_magic;
     magic_t m = NULL;
     pthread_mutex_lock(&lb_preload_mu);
-    if (lb_preload_pending) {
+    if (lb_inherited) {
+        m = lb_inherited;
+        lb_inherited = NULL;
+    } else if (lb_preload_pending) {
         void *ret = NULL;
         if (pthread_join(lb_preload_thread, &ret) == 0)
             m = ret;

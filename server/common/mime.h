@@ -14,6 +14,11 @@ LB_MUST_CHECK int lb_mime_of_file(const char *path, char *out, size_t outsz);
  * that typing its outputs at the end does not wait ~5 ms for libmagic's
  * first use. Optional; safe to call more than once. */
 void lb_mime_preload(void);
+/* Makes and warms a handle on the calling thread and keeps it for the
+ * first lb_mime_of_file (lb_mime_preload then starts no thread): for a
+ * single-threaded process that forks workers (the agent zygote), whose
+ * children each inherit a warm copy instead of paying ~5 ms each. */
+void lb_mime_warm_here(void);
 /* Closes this thread's handle and a preloaded one nobody took (a task that
  * ended before its outputs were collected): the end of a task. */
 void lb_mime_release(void);
