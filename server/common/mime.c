@@ -56,6 +56,11 @@ void lb_mime_warm_here(void)
     if (!lb_inherited)
         lb_inherited = lb_preload_main(NULL);
     pthread_mutex_unlock(&lb_preload_mu);
+    /* OpenSSL loads its provider and builds its method tables on the
+     * first digest (~1 ms): done here once, inherited by every fork */
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    (void)EVP_Digest("", 0, md, &mdlen, EVP_sha256(), NULL); /* a warm-up: its digest is not used */
 }
 
 void lb_mime_preload(void)

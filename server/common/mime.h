@@ -15,9 +15,10 @@ LB_MUST_CHECK int lb_mime_of_file(const char *path, char *out, size_t outsz);
  * first use. Optional; safe to call more than once. */
 void lb_mime_preload(void);
 /* Makes and warms a handle on the calling thread and keeps it for the
- * first lb_mime_of_file (lb_mime_preload then starts no thread): for a
- * single-threaded process that forks workers (the agent zygote), whose
- * children each inherit a warm copy instead of paying ~5 ms each. */
+ * first lb_mime_of_file (lb_mime_preload then starts no thread), and makes
+ * libcrypto's first SHA-256: for a single-threaded process that forks
+ * workers (the agent zygote), whose children each inherit both warm
+ * instead of paying ~5 ms each. */
 void lb_mime_warm_here(void);
 /* Closes this thread's handle and a preloaded one nobody took (a task that
  * ended before its outputs were collected): the end of a task. */
