@@ -734,8 +734,13 @@ static pid_t lb_spare_take(const char *id, int logfd)
         close(go[1]);
         return (pid_t)reply;
     }
-    /* a forked agent, if there is one, reads end-of-file and exits unrun */
+    /* a forked agent, if there is one, reads end-of-file and exits unrun;
+     * one whose pid we know is our child and reaped here. One whose answer
+     * never came (a zygote stuck 2 s) stays a zombie of ours: rare, and
+     * harmless but for its pid */
     close(go[1]);
+    if (n == (ssize_t)sizeof reply && reply > 0)
+        waitpid((pid_t)reply, NULL, 0);
     pid_t z = lb_spare_pid;
     if (n == (ssize_t)sizeof reply && reply < 0) { /* it could not fork now: it stays */
         lb_warn("web: the agent zygote could not fork (%s); task %s starts by exec", strerror(-reply), id);
