@@ -40,6 +40,8 @@ static int lb_preload_pending;
 /* lb_mime_warm_here's handle, made before this process was forked (the
  * agent zygote): each forked agent takes its own copy, already warm */
 static magic_t lb_inherited;
+/* the same handle once taken: never closed (lb_mime_release) */
+static magic_t lb_inherited_taken;
 
 static void *lb_preload_main(void *arg)
 {
@@ -87,15 +89,18 @@ void lb_mime_release(void)
             m = ret;
         lb_preload_pending = 0;
     }
-    magic_t warm = lb_inherited;
-    lb_inherited = NULL;
+    /* the inherited handle is not closed: its memory is the parent's,
+     * shared copy-on-write, and freeing its thousands of allocations
+     * (compiled regexes) would copy every page they touch (~4 ms of a
+     * forked agent's CPU, bench/RESULTS.md); the process ends with its
+     * task, and a static pointer keeps it reachable */
+    magic_t taken = lb_inherited_taken;
     pthread_mutex_unlock(&lb_preload_mu);
-    if (warm)
-        magic_close(warm);
     if (m)
         magic_close(m);
     if (lb_magic) {
-        magic_close(lb_magic);
+        if (lb_magic != taken)
+            magic_close(lb_magic);
         lb_magic = NULL;
     }
 }
@@ -108,6 +113,7 @@ static magic_t lb_magic_get(void)
     pthread_mutex_lock(&lb_preload_mu);
     if (lb_inherited) {
         m = lb_inherited;
+        lb_inherited_taken = m;
         lb_inherited = NULL;
     } else if (lb_preload_pending) {
         void *ret = NULL;

@@ -21,7 +21,9 @@ void lb_mime_preload(void);
  * instead of paying ~5 ms each. */
 void lb_mime_warm_here(void);
 /* Closes this thread's handle and a preloaded one nobody took (a task that
- * ended before its outputs were collected): the end of a task. */
+ * ended before its outputs were collected): the end of a task. A handle
+ * made by lb_mime_warm_here before a fork is kept, not freed (freeing
+ * would copy its pages from the parent; the forked process ends soon). */
 void lb_mime_release(void);
 /* Lowercase hex SHA-256 of the file into out (65 bytes). */
 LB_MUST_CHECK int lb_sha256_file(const char *path, char out[65]);
