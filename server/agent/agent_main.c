@@ -478,5 +478,15 @@ int lb_agent_main(int argc, char **argv)
         fprintf(stderr, "llmbox agent: '%s' is not a task id (32 lowercase hex characters)\n", task);
         return 2;
     }
-    return run_task(cfg, task);
+    int ret = run_task(cfg, task);
+    if (spare) {
+        /* an agent forked from the zygote: exit's handlers (OpenSSL's
+         * cleanup, the libraries' destructors) would free what the zygote
+         * allocated, copying each page they touch (~4% of a sample's CPU,
+         * bench/RESULTS.md) for a process that is ending; the task's files
+         * and its store connection are closed by now */
+        fflush(NULL);
+        _exit(ret);
+    }
+    return ret;
 }
