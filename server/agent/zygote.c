@@ -38,6 +38,8 @@ static size_t z_robust_len;
 /* A child of our parent (the web), or -errno. 0 in the child. */
 static pid_t clone_sibling(void)
 {
+    if (!z_tidp)
+        return -ENOSYS; /* no PR_GET_TID_ADDRESS: the web starts agents by exec */
     struct clone_args ca;
     memset(&ca, 0, sizeof ca);
     /* exit_signal stays 0: with CLONE_PARENT the kernel takes ours (SIGCHLD) */
@@ -105,8 +107,8 @@ static void become_agent(int logfd, int gofd)
 
 int lb_agent_zygote_serve(char id[33])
 {
-    if (prctl(PR_GET_TID_ADDRESS, &z_tidp, 0, 0, 0) != 0 || !z_tidp)
-        return 1; /* the web starts agents by exec then */
+    if (prctl(PR_GET_TID_ADDRESS, &z_tidp, 0, 0, 0) != 0)
+        z_tidp = NULL; /* each request is answered ENOSYS */
     if (syscall(SYS_get_robust_list, 0, &z_robust, &z_robust_len) != 0)
         z_robust = NULL;
     lb_mime_warm_here(); /* every agent types its outputs: its libmagic comes warm */

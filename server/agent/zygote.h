@@ -11,7 +11,8 @@
  * its end. Each message is a task id (32 hex characters) with two
  * descriptors (SCM_RIGHTS): the task's log and the read end of a "go"
  * pipe. For each, it forks an agent and answers with its pid (an int32;
- * a negative errno when the fork failed). Returns:
+ * a negative errno when the fork failed: -ENOSYS when this kernel, or a
+ * tool like valgrind, cannot make one: the web then stops asking). Returns:
  * - 0 in a forked agent, with id filled: fd 0 is /dev/null, fds 1 and 2
  *   the task's log, its own session; it ran on only after the web wrote
  *   one byte to the go pipe (the web has recorded its pid by then); when

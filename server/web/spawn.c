@@ -636,6 +636,7 @@ int lb_spawn_init(const lb_config *cfg)
 
 static pid_t lb_spare_pid;     /* 0: none */
 static int lb_spare_fd = -1;   /* our end of its socketpair */
+static int lb_spare_off;       /* the zygote answered ENOSYS: agents by exec from then on */
 
 static void lb_spare_start(void)
 {
@@ -643,7 +644,7 @@ static void lb_spare_start(void)
     if (!cfg->agent_spare)
         return;
     pthread_mutex_lock(&lb_sp_mu);
-    int have = lb_spare_pid > 0;
+    int have = lb_spare_pid > 0 || lb_spare_off;
     pthread_mutex_unlock(&lb_sp_mu);
     if (have)
         return;
@@ -742,16 +743,24 @@ static pid_t lb_spare_take(const char *id, int logfd)
     if (n == (ssize_t)sizeof reply && reply > 0)
         waitpid((pid_t)reply, NULL, 0);
     pid_t z = lb_spare_pid;
-    if (n == (ssize_t)sizeof reply && reply < 0) { /* it could not fork now: it stays */
+    if (n == (ssize_t)sizeof reply && reply < 0 && reply != -ENOSYS) { /* it could not fork now: it stays */
         lb_warn("web: the agent zygote could not fork (%s); task %s starts by exec", strerror(-reply), id);
         return 0;
     }
+    int never = n == (ssize_t)sizeof reply && reply == -ENOSYS;
     kill(z, SIGKILL);
     waitpid(z, NULL, 0);
     close(lb_spare_fd);
     lb_spare_pid = 0;
     lb_spare_fd = -1;
-    lb_warn("web: the agent zygote %d did not answer; task %s starts by exec and a new zygote follows", (int)z, id);
+    if (never) {
+        lb_spare_off = 1; /* it never will: no zygote is started again */
+        lb_warn("web: agents start by exec: the agent zygote cannot fork them here (no clone3 with "
+                "CLONE_PARENT, or no PR_GET_TID_ADDRESS)");
+    } else {
+        lb_warn("web: the agent zygote %d did not answer; task %s starts by exec and a new zygote follows", (int)z,
+                id);
+    }
     return 0;
 }
 
