@@ -26,6 +26,11 @@ equal one answer the server sent (the fake model keeps each answer as
 response-NNNN.json), compared as ints and as the same doubles.
 
     python3 bench/rollout.py [--concurrency 64,256,512] [--group-size 8] [--samples-per-slot 2] [--delay-ms 200]
+                             [--peer DIR [--rounds 2]]
+
+--peer DIR: the same levels on the checkout in DIR (built there, e.g. main
+in a second worktree), alternating with this one --rounds times, each in a
+fresh stack; prints the CPU per sample of each and their ratio.
 """
 import argparse
 import json
@@ -34,6 +39,10 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# --repo DIR: the service of another checkout (its build, its tests/lib), for
+# a peer measured in the same run (--peer)
+if "--repo" in sys.argv:
+    REPO = os.path.abspath(sys.argv[sys.argv.index("--repo") + 1])
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 from stack import Stack, image_ready  # noqa: E402
 import load  # noqa: E402
@@ -102,6 +111,7 @@ def level(c, size, per_slot, delay_ms):
     print("         tokens: %d turns stored, %d equal to an answer the server sent, %d not, %d samples without "
           "tokens.jsonl; %.0f bytes of token data per turn (tokens.jsonl)" % tok)
     sys.stdout.flush()
+    return {"cpu_ms": sum(per.values()), "spm": spm, "n": n, "right": right}
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -202,9 +212,22 @@ def main():
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--samples-per-slot", type=int, default=2)
     ap.add_argument("--delay-ms", type=int, default=200)
+    ap.add_argument("--repo", help="run the service of this checkout (default: this one)")
+    ap.add_argument("--peer", help="a second checkout, measured alternately in the same run")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json-out", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if os.geteuid() != 0 or not image_ready():
         print("rollout benchmark: needs root and the sandbox image (make image); skipped")
+        return 0
+    if a.peer:
+        return with_peer(a)
+    if a.json_out:
+        res = {}
+        for c in [int(x) for x in a.concurrency.split(",") if x.strip()]:
+            res[c] = level(c, a.group_size, a.samples_per_slot, a.delay_ms)
+        with open(a.json_out, "w") as f:
+            json.dump(res, f)
         return 0
     print("rollout benchmark, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
@@ -212,6 +235,36 @@ def main():
         a.concurrency, a.group_size, a.samples_per_slot, a.delay_ms))
     for c in [int(x) for x in a.concurrency.split(",") if x.strip()]:
         level(c, a.group_size, a.samples_per_slot, a.delay_ms)
+    print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
+    return 0
+
+
+def with_peer(a):
+    """Each level on this checkout and on a.peer, alternating, a.rounds
+    times; the CPU per sample of each and the ratio this / peer."""
+    import subprocess
+    import tempfile
+    me = os.path.abspath(__file__)
+    print("rollout benchmark against a peer, %s" % time.strftime("%Y-%m-%d %H:%M"))
+    print("machine: %s" % load.machine())
+    print("command: python3 bench/rollout.py --concurrency %s --group-size %d --samples-per-slot %d --delay-ms %d "
+          "--peer %s --rounds %d" % (a.concurrency, a.group_size, a.samples_per_slot, a.delay_ms, a.peer, a.rounds))
+    got = {"this": [], "peer": []}
+    for r in range(a.rounds):
+        for who, repo in (("peer", os.path.abspath(a.peer)), ("this", REPO)):
+            with tempfile.NamedTemporaryFile(suffix=".json") as tf:
+                print("round %d, %s (%s):" % (r + 1, who, repo))
+                sys.stdout.flush()
+                subprocess.run([sys.executable, me, "--repo", repo, "--concurrency", a.concurrency,
+                                "--group-size", str(a.group_size), "--samples-per-slot", str(a.samples_per_slot),
+                                "--delay-ms", str(a.delay_ms), "--json-out", tf.name], check=True)
+                got[who].append(json.load(open(tf.name)))
+    for c in [x.strip() for x in a.concurrency.split(",") if x.strip()]:
+        this = [g[c]["cpu_ms"] for g in got["this"]]
+        peer = [g[c]["cpu_ms"] for g in got["peer"]]
+        t, p = sum(this) / len(this), sum(peer) / len(peer)
+        print("  c=%s cpu per sample: this %s ms (mean %.1f), peer %s ms (mean %.1f): ratio %.2fx" % (
+            c, ", ".join("%.1f" % x for x in this), t, ", ".join("%.1f" % x for x in peer), p, t / p))
     print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
     return 0
 

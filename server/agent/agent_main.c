@@ -11,6 +11,7 @@
 #include "agent/sink_store.h"
 #include "agent/tool_host.h"
 #include "agent/toolcall_parse.h"
+#include "agent/zygote.h"
 #include "common/blob_task.h" /* several nodes: the cache trim's marker */
 #include "common/config.h"
 #include "common/log.h"
@@ -37,46 +38,9 @@ static volatile int g_cancel, g_sb_interrupt, g_timed_out;
 static void usage(FILE *f)
 {
     fprintf(f, "usage: llmbox agent --task ID\n"
-               "       llmbox agent --spare      (started by the web: waits on fd 0 for a task)\n"
+               "       llmbox agent --spare      (started by the web: forks an agent per task asked on fd 0)\n"
                "       llmbox agent --list-tools\n"
                "       llmbox agent --tool-host  (started by the web: tool calls for one API sandbox on fd 0)\n");
-}
-
-/* --spare: the web started this agent ahead of need. Waits on fd 0 (a
- * socketpair) for one message: the task id, with the task's log file as
- * SCM_RIGHTS. The log becomes stdout and stderr. 0 with id filled, or -1
- * when the web went away (end of file) or sent something else. */
-static int wait_for_task(char id[33])
-{
-    char buf[64], ctl[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf - 1};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
-    ssize_t n;
-    do
-        n = recvmsg(0, &mh, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    int logfd = -1;
-    for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(&logfd, CMSG_DATA(cm), sizeof(int));
-    if (n <= 0 || logfd < 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-        if (logfd >= 0)
-            close(logfd);
-        return -1;
-    }
-    buf[n] = '\0';
-    if (!lb_id_valid(buf) || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) {
-        close(logfd);
-        return -1;
-    }
-    close(logfd);
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null >= 0) {
-        dup2(null, 0); /* the socketpair is done with */
-        close(null);
-    }
-    memcpy(id, buf, 33);
-    return 0;
 }
 
 static int list_tools(const lb_config *cfg)
@@ -481,7 +445,8 @@ int lb_agent_main(int argc, char **argv)
     if (tool_host)
         return lb_tool_host_main(cfg);
     if (spare) {
-        if (wait_for_task(spare_id) != 0)
+        /* the zygote (agent/zygote.h): only its forked agents come back */
+        if (lb_agent_zygote_serve(spare_id) != 0)
             return 0; /* the web has gone, or never needed this one */
         task = spare_id;
         /* the spare read llmbox.conf long before this task: read it again,
@@ -493,10 +458,17 @@ int lb_agent_main(int argc, char **argv)
             lb_warn("spare agent: the configuration did not load again (%s); the one read at start is used",
                     fresh ? lb_config_error() : "out of memory");
         free(fresh);
-        /* "--task ................................" (the web's placeholder)
-         * becomes "--task ID" in /proc/<pid>/cmdline */
-        if (task_arg && strlen(argv[task_arg]) == 32)
-            memcpy(argv[task_arg], spare_id, 32);
+        /* "--spare --task ................................" (the web's
+         * placeholder) becomes "--task ID" in /proc/<pid>/cmdline, as an
+         * agent started by exec shows it: the same memory, the rest NULs */
+        if (task_arg == 3 && argc == 4 && !strcmp(argv[1], "--spare") && !strcmp(argv[2], "--task") &&
+            strlen(argv[3]) == 32) {
+            char *p = argv[1];
+            size_t room = (size_t)(argv[3] + 33 - p);
+            memset(p, 0, room);
+            memcpy(p, "--task", 7);
+            memcpy(p + 7, spare_id, 32);
+        }
     }
     if (!task) {
         usage(stderr);
@@ -506,5 +478,22 @@ int lb_agent_main(int argc, char **argv)
         fprintf(stderr, "llmbox agent: '%s' is not a task id (32 lowercase hex characters)\n", task);
         return 2;
     }
-    return run_task(cfg, task);
+    int ret = run_task(cfg, task);
+#if defined(__SANITIZE_ADDRESS__)
+    spare = 0; /* make check-asan: exit's leak check runs in every agent */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    spare = 0; /* the same under clang */
+#endif
+#endif
+    if (spare) {
+        /* an agent forked from the zygote: exit's handlers (OpenSSL's
+         * cleanup, the libraries' destructors) would free what the zygote
+         * allocated, copying each page they touch (~4% of a sample's CPU,
+         * bench/RESULTS.md) for a process that is ending; the task's files
+         * and its store connection are closed by now */
+        fflush(NULL);
+        _exit(ret);
+    }
+    return ret;
 }

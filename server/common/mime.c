@@ -37,6 +37,11 @@ static magic_t lb_magic_open(void)
 static pthread_mutex_t lb_preload_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t lb_preload_thread;
 static int lb_preload_pending;
+/* lb_mime_warm_here's handle, made before this process was forked (the
+ * agent zygote): each forked agent takes its own copy, already warm */
+static magic_t lb_inherited;
+/* the same handle once taken: never closed (lb_mime_release) */
+static magic_t lb_inherited_taken;
 
 static void *lb_preload_main(void *arg)
 {
@@ -47,10 +52,23 @@ static void *lb_preload_main(void *arg)
     return m;
 }
 
+void lb_mime_warm_here(void)
+{
+    pthread_mutex_lock(&lb_preload_mu);
+    if (!lb_inherited)
+        lb_inherited = lb_preload_main(NULL);
+    pthread_mutex_unlock(&lb_preload_mu);
+    /* OpenSSL loads its provider and builds its method tables on the
+     * first digest (~1 ms): done here once, inherited by every fork */
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    (void)EVP_Digest("", 0, md, &mdlen, EVP_sha256(), NULL); /* a warm-up: its digest is not used */
+}
+
 void lb_mime_preload(void)
 {
     pthread_mutex_lock(&lb_preload_mu);
-    if (!lb_preload_pending) {
+    if (!lb_preload_pending && !lb_inherited) {
         /* signals stay with the caller's threads: the helper blocks them all */
         sigset_t all, old;
         sigfillset(&all);
@@ -71,11 +89,18 @@ void lb_mime_release(void)
             m = ret;
         lb_preload_pending = 0;
     }
+    /* the inherited handle is not closed: its memory is the parent's,
+     * shared copy-on-write, and freeing its thousands of allocations
+     * (compiled regexes) would copy every page they touch (~4 ms of a
+     * forked agent's CPU, bench/RESULTS.md); the process ends with its
+     * task, and a static pointer keeps it reachable */
+    magic_t taken = lb_inherited_taken;
     pthread_mutex_unlock(&lb_preload_mu);
     if (m)
         magic_close(m);
     if (lb_magic) {
-        magic_close(lb_magic);
+        if (lb_magic != taken)
+            magic_close(lb_magic);
         lb_magic = NULL;
     }
 }
@@ -86,7 +111,11 @@ static magic_t lb_magic_get(void)
         return lb_magic;
     magic_t m = NULL;
     pthread_mutex_lock(&lb_preload_mu);
-    if (lb_preload_pending) {
+    if (lb_inherited) {
+        m = lb_inherited;
+        lb_inherited_taken = m;
+        lb_inherited = NULL;
+    } else if (lb_preload_pending) {
         void *ret = NULL;
         if (pthread_join(lb_preload_thread, &ret) == 0)
             m = ret;

@@ -14,8 +14,16 @@ LB_MUST_CHECK int lb_mime_of_file(const char *path, char *out, size_t outsz);
  * that typing its outputs at the end does not wait ~5 ms for libmagic's
  * first use. Optional; safe to call more than once. */
 void lb_mime_preload(void);
+/* Makes and warms a handle on the calling thread and keeps it for the
+ * first lb_mime_of_file (lb_mime_preload then starts no thread), and makes
+ * libcrypto's first SHA-256: for a single-threaded process that forks
+ * workers (the agent zygote), whose children each inherit both warm
+ * instead of paying ~5 ms each. */
+void lb_mime_warm_here(void);
 /* Closes this thread's handle and a preloaded one nobody took (a task that
- * ended before its outputs were collected): the end of a task. */
+ * ended before its outputs were collected): the end of a task. A handle
+ * made by lb_mime_warm_here before a fork is kept, not freed (freeing
+ * would copy its pages from the parent; the forked process ends soon). */
 void lb_mime_release(void);
 /* Lowercase hex SHA-256 of the file into out (65 bytes). */
 LB_MUST_CHECK int lb_sha256_file(const char *path, char out[65]);

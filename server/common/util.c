@@ -201,6 +201,13 @@ int lb_mkdirs(const char *path, int mode)
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof tmp)
         return LB_E_INVAL;
+    /* most calls make one folder in one that exists, or none: a single
+     * mkdir answers those (an agent calls this dozens of times a task);
+     * only a missing parent walks the path from the root */
+    if (mkdir(path, (mode_t)mode) == 0 || errno == EEXIST)
+        return LB_OK;
+    if (errno != ENOENT)
+        return LB_E_IO;
     memcpy(tmp, path, n + 1);
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/')

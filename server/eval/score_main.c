@@ -21,6 +21,7 @@
 #include "entry.h"
 #include "eval/dataset.h"
 #include "eval/score_judge.h"
+#include "eval/score_request.h"
 #include "eval/score_sandbox.h"
 #include "eval/score_text.h"
 
@@ -32,7 +33,6 @@
 #include <unistd.h>
 
 #define LB_SCORE_REQUEST_MAX ((size_t)32 << 20) /* a 64 KiB answer file or a long llm reply, a row with documents */
-#define TRUTHS_MAX 64                            /* accepted answers of one ground-truth list */
 #define TIMEOUT_DEFAULT_S 60
 #define TIMEOUT_MAX_S 600
 #define SCORE_MEMORY_MIB 1024 /* SymPy and a scorer script need little; a blow-up stops here */
@@ -81,38 +81,6 @@ __attribute__((format(printf, 2, 3))) static int bad_request(const char *scorer,
     vsnprintf(s.detail, sizeof s.detail, fmt, ap);
     va_end(ap);
     return emit(scorer, &s);
-}
-
-/* The ground truth as candidate texts: a string; a number's text; each
- * element of a list; anything else as its JSON. Returns how many (the
- * texts are malloc'd). */
-static size_t truth_texts(const cJSON *gt, char **v, size_t *lens, size_t max)
-{
-    size_t n = 0;
-    const cJSON *one = gt;
-    const cJSON *it = cJSON_IsArray(gt) ? gt->child : NULL;
-    if (cJSON_IsArray(gt))
-        one = it;
-    while (one && n < max) {
-        char *t = cJSON_IsString(one) ? strdup(one->valuestring) : cJSON_PrintUnformatted(one);
-        if (!t)
-            break;
-        v[n] = t;
-        lens[n] = strlen(t);
-        n++;
-        if (!cJSON_IsArray(gt))
-            break;
-        one = one->next;
-    }
-    return n;
-}
-
-static double num_field(const cJSON *a, const cJSON *b, const char *k, double def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, k);
-    if (!cJSON_IsNumber(v))
-        v = cJSON_GetObjectItemCaseSensitive(b, k);
-    return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : def;
 }
 
 static const char *str_field(const cJSON *o, const char *k)
@@ -233,8 +201,8 @@ static void score_judge(const lb_config *cfg, const req *r, const char *referenc
 static int run(const lb_config *cfg, const char *text, size_t len)
 {
     cJSON *o = cJSON_ParseWithLength(text, len);
-    char *truths[TRUTHS_MAX];
-    size_t lens[TRUTHS_MAX], nt = 0;
+    char *truths[LB_SCORE_TRUTHS_MAX];
+    size_t lens[LB_SCORE_TRUTHS_MAX], nt = 0;
     int ret;
     if (!cJSON_IsObject(o)) {
         cJSON_Delete(o);
@@ -274,20 +242,12 @@ static int run(const lb_config *cfg, const char *text, size_t len)
         goto out;
     }
     if (r.truth && !cJSON_IsNull(r.truth))
-        nt = truth_texts(r.truth, truths, lens, TRUTHS_MAX);
+        nt = lb_score_truth_texts(r.truth, truths, lens, LB_SCORE_TRUTHS_MAX);
     lb_score s;
     memset(&s, 0, sizeof s);
     const char *const *tv = (const char *const *)truths;
-    if (!strcmp(r.scorer, "exact")) {
-        lb_score_exact(r.answer, r.alen, tv, lens, nt, &s);
-    } else if (!strcmp(r.scorer, "choice")) {
-        lb_score_choice(r.answer, r.alen, tv, lens, nt, &s);
-    } else if (!strcmp(r.scorer, "numeric")) {
-        double rel = num_field(o, r.row, "rel_tol", 1e-2), abs_tol = num_field(o, r.row, "abs_tol", 1e-6);
-        s.score = 0;
-        /* any accepted value matches */
-        for (size_t i = 0; i < (nt ? nt : 1) && s.score < 1; i++)
-            lb_score_numeric(r.answer, r.alen, nt ? truths[i] : "", nt ? lens[i] : 0, rel, abs_tol, &s);
+    if (lb_score_is_text(r.scorer)) {
+        lb_score_text_run(r.scorer, r.answer, r.alen, tv, lens, nt, o, r.row, &s);
     } else if (!strcmp(r.scorer, "boxed")) {
         score_boxed(cfg, &r, nt ? truths[0] : "", &s);
     } else if (!strcmp(r.scorer, "script")) {
@@ -299,8 +259,7 @@ static int run(const lb_config *cfg, const char *text, size_t len)
         s.error_class = "scorer_error";
     ret = emit(r.scorer, &s);
 out:
-    for (size_t i = 0; i < nt; i++)
-        free(truths[i]);
+    lb_score_truths_free(truths, nt);
     cJSON_Delete(o);
     return ret;
 }

@@ -5,7 +5,9 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "common/util.h"
+#include "eval/score_request.h"
 #include "store/store.h"
 
 #include <cjson/cJSON.h>
@@ -403,6 +405,55 @@ out:
     return text;
 }
 
+/* The text scorers (exact, numeric, choice) here, with the checks and
+ * the answer `llmbox score` would give (score_main.c's run and emit):
+ * pure string work on capped text, where a process of its own cost ~15
+ * ms of loading for microseconds of scoring (bench/RESULTS.md). */
+static int score_text_here(const lb_score_req *q, lb_score_out *o)
+{
+    int rc = LB_OK;
+    char *truths[LB_SCORE_TRUTHS_MAX];
+    size_t lens[LB_SCORE_TRUTHS_MAX], nt = 0;
+    cJSON *gt = q->gt_json ? cJSON_Parse(q->gt_json) : NULL;
+    cJSON *row = q->row_json ? cJSON_Parse(q->row_json) : NULL;
+    lb_score s;
+    memset(&s, 0, sizeof s);
+    if ((q->gt_json && !gt) || (q->row_json && !row)) {
+        snprintf(o->error_class, sizeof o->error_class, "scorer_error");
+        o->detail = strdup("out of memory making the scorer's request");
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    if (row && !cJSON_IsObject(row) && !cJSON_IsNull(row)) {
+        s.error_class = "bad_request";
+        snprintf(s.detail, sizeof s.detail, "field `row`: not an object");
+    } else if (!gt || cJSON_IsNull(gt)) {
+        s.error_class = "bad_request";
+        snprintf(s.detail, sizeof s.detail, "field `ground_truth`: missing (the %s scorer compares with it)",
+                 q->scorer);
+    } else {
+        const char *answer = q->answer ? q->answer : "";
+        nt = lb_score_truth_texts(gt, truths, lens, LB_SCORE_TRUTHS_MAX);
+        lb_score_text_run(q->scorer, answer, strlen(answer), (const char *const *)truths, lens, nt, NULL, row, &s);
+    }
+    size_t dl = 0;
+    o->detail = lb_utf8_sanitize(s.detail, strlen(s.detail), &dl);
+    if (!o->detail) {
+        snprintf(o->error_class, sizeof o->error_class, "scorer_error");
+        rc = LB_E_NOMEM;
+        goto out;
+    }
+    /* no verdict, no number: a failed scorer must not read as a wrong answer */
+    o->score = s.error_class || s.score > 1 || s.score < 0 ? -1 : s.score;
+    if (s.error_class)
+        snprintf(o->error_class, sizeof o->error_class, "%s", s.error_class);
+out:
+    lb_score_truths_free(truths, nt);
+    cJSON_Delete(gt);
+    cJSON_Delete(row);
+    return rc;
+}
+
 int lb_score_exec(const lb_config *cfg, const lb_score_req *q, lb_score_out *o)
 {
     o->score = -1;
@@ -418,6 +469,8 @@ int lb_score_exec(const lb_config *cfg, const lb_score_req *q, lb_score_out *o)
         o->detail = strdup("not scored: its rollout group or evaluation was cancelled");
         return LB_E_CANCELLED;
     }
+    if (lb_score_is_text(q->scorer))
+        return score_text_here(q, o);
     char *text = request_text(q);
     if (!text) {
         snprintf(o->error_class, sizeof o->error_class, "scorer_error");

@@ -42,7 +42,9 @@ typedef struct lb_score_out {
                                  * (lb_score_pool_cancel) */
 } lb_score_out;
 
-/* Runs `llmbox score` on q and waits (at most q->timeout_s plus a grace).
+/* Scores q: exact, numeric and choice here, in this process (pure string
+ * work: eval/score_request.h), the others by running `llmbox score` and
+ * waiting (at most q->timeout_s plus a grace).
  * LB_OK when it printed a result line (o->error_class may still name an
  * error); else an error with error_class and detail set: LB_E_CANCELLED
  * (error_class "cancelled") when, on a pool thread, its job's group was

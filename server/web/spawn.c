@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@
 #define LB_REAP_INTERVAL_MS 100
 #define LB_KILL_GRACE_MS 1500
 #define LB_ORPHAN_SCAN_MS 2000 /* one query of the active tasks and a /proc read each */
+#define LB_ZYGOTE_REPLY_MS 2000 /* a fork takes a millisecond; a zygote this late is stuck */
 
 extern char **environ;
 
@@ -65,7 +67,7 @@ typedef struct lb_child {
     int overdue;         /* killed by the reaper at its deadline */
 } lb_child;
 
-/* The spare agent (lb_spare_*, below): started ahead, waiting for a task. */
+/* The agent zygote (lb_spare_*, below): started once, forks each task's agent. */
 static pid_t lb_spare_take(const char *id, int logfd);
 static void lb_spare_start(void);
 
@@ -140,8 +142,8 @@ int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
     char *argv[] = {(char *)cfg->self_exe, "agent", "--task", (char *)id, NULL};
     pid_t pid;
     pthread_mutex_lock(&lb_sp_mu);
-    /* the spare, when there is one, has paid the exec and the loading of
-     * the binary's libraries already (~18 ms a task: bench/RESULTS.md) */
+    /* the zygote, when there is one, has paid the exec and the loading of
+     * the binary's libraries once for all (~15 ms a task: bench/RESULTS.md) */
     pid = lb_spare_take(id, logfd);
     int took_spare = pid > 0;
     int e = took_spare ? 0 : posix_spawn(&pid, cfg->self_exe, &fa, &at, argv, environ);
@@ -162,8 +164,8 @@ int lb_spawn_agent(const char *id, int *pid_out, char *err, size_t errsz)
         goto out;
     }
     *pid_out = (int)pid;
-    lb_info("web: task %s: agent started, pid %d%s", id, (int)pid, took_spare ? " (the spare)" : "");
-    lb_spare_start(); /* the next one (or a new one, if it had died), while this task runs */
+    lb_info("web: task %s: agent started, pid %d%s", id, (int)pid, took_spare ? " (forked by the zygote)" : "");
+    lb_spare_start(); /* a new zygote, if it had died */
 out:
     if (!consumed) /* the slot was taken by the caller's lb_spawn_reserve */
         lb_spawn_unreserve();
@@ -620,18 +622,21 @@ int lb_spawn_init(const lb_config *cfg)
     return LB_OK;
 }
 
-/* ---- the spare agent ----
+/* ---- the agent zygote ----
  *
- * `llmbox agent --spare` is started ahead with one end of a socketpair as
- * its stdin; it loads and waits. A task hands it its id and its log file
- * (SCM_RIGHTS) in one message; the agent then runs it exactly as
- * `llmbox agent --task ID` would, and a new spare is started. A spare that
- * died meanwhile is reaped here and the task gets a fresh agent. When the
- * web exits, the spare reads end-of-file and exits too. All under
- * lb_sp_mu, except the start (a spawn). */
+ * `llmbox agent --spare` is started once with one end of a socketpair as
+ * its stdin; it loads and waits. A task hands it its id, its log file and
+ * the read end of a go pipe (SCM_RIGHTS) in one message; the zygote forks
+ * an agent that is our child (agent/zygote.h), which runs the task exactly
+ * as `llmbox agent --task ID` would, and answers with its pid. A zygote
+ * that died or does not answer is reaped here, the task gets an agent by
+ * exec and a new zygote is started. When the web exits, the zygote reads
+ * end-of-file and exits too. All under lb_sp_mu, except the start (a
+ * spawn). */
 
 static pid_t lb_spare_pid;     /* 0: none */
 static int lb_spare_fd = -1;   /* our end of its socketpair */
+static int lb_spare_off;       /* the zygote answered ENOSYS: agents by exec from then on */
 
 static void lb_spare_start(void)
 {
@@ -639,13 +644,13 @@ static void lb_spare_start(void)
     if (!cfg->agent_spare)
         return;
     pthread_mutex_lock(&lb_sp_mu);
-    int have = lb_spare_pid > 0;
+    int have = lb_spare_pid > 0 || lb_spare_off;
     pthread_mutex_unlock(&lb_sp_mu);
     if (have)
         return;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-        lb_warn("web: no spare agent: socketpair: %s", strerror(errno));
+        lb_warn("web: no agent zygote: socketpair: %s", strerror(errno));
         return;
     }
     posix_spawn_file_actions_t fa;
@@ -672,12 +677,12 @@ static void lb_spare_start(void)
     posix_spawn_file_actions_destroy(&fa);
     close(sv[1]);
     if (!ok || e != 0) {
-        lb_warn("web: no spare agent: %s", e ? strerror(e) : "out of memory");
+        lb_warn("web: no agent zygote: %s", e ? strerror(e) : "out of memory");
         close(sv[0]);
         return;
     }
     pthread_mutex_lock(&lb_sp_mu);
-    if (lb_spare_pid > 0) { /* another thread was quicker: one spare is enough */
+    if (lb_spare_pid > 0) { /* another thread was quicker: one zygote is enough */
         pthread_mutex_unlock(&lb_sp_mu);
         close(sv[0]); /* it reads end-of-file and exits */
         waitpid(pid, NULL, 0);
@@ -688,34 +693,74 @@ static void lb_spare_start(void)
     pthread_mutex_unlock(&lb_sp_mu);
 }
 
+/* A zygote's agent for task id (its pid), or 0 when there is no zygote or
+ * it did not answer (the caller then starts one by exec). The agent is
+ * already our child (CLONE_PARENT: agent/zygote.h) when the zygote answers
+ * and runs only once we wrote its go byte, which happens here, under
+ * lb_sp_mu, before the caller records it: the reaper can never meet an
+ * agent it does not know. A zygote that failed is killed and a new one
+ * started by lb_spare_start. */
 static pid_t lb_spare_take(const char *id, int logfd)
 {
     if (lb_spare_pid <= 0)
         return 0;
-    pid_t pid = lb_spare_pid;
-    int fd = lb_spare_fd;
-    lb_spare_pid = 0;
-    lb_spare_fd = -1;
-    char ctl[CMSG_SPACE(sizeof(int))];
+    int go[2] = {-1, -1};
+    if (pipe2(go, O_CLOEXEC) != 0)
+        return 0; /* this task by exec; the zygote stays */
+    char ctl[CMSG_SPACE(2 * sizeof(int))];
     memset(ctl, 0, sizeof ctl);
+    int fds[2] = {logfd, go[0]};
     struct iovec iov = {.iov_base = (void *)id, .iov_len = strlen(id)};
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &logfd, sizeof(int));
+    cm->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(cm), fds, sizeof fds);
     ssize_t n;
     do
-        n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        n = sendmsg(lb_spare_fd, &mh, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
-    close(fd);
-    if (n == (ssize_t)iov.iov_len && waitpid(pid, NULL, WNOHANG) == 0)
-        return pid;
-    /* it died while it waited (or cannot take the task): gone for good */
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    lb_warn("web: the spare agent %d was gone; starting a new agent for task %s", (int)pid, id);
+    close(go[0]);
+    int32_t reply = 0;
+    if (n == (ssize_t)iov.iov_len) {
+        struct pollfd pf = {.fd = lb_spare_fd, .events = POLLIN};
+        int pr;
+        do
+            pr = poll(&pf, 1, LB_ZYGOTE_REPLY_MS);
+        while (pr < 0 && errno == EINTR);
+        n = pr == 1 ? recv(lb_spare_fd, &reply, sizeof reply, MSG_DONTWAIT) : -1;
+    }
+    if (n == (ssize_t)sizeof reply && reply > 0 && write(go[1], "g", 1) == 1) {
+        close(go[1]);
+        return (pid_t)reply;
+    }
+    /* a forked agent, if there is one, reads end-of-file and exits unrun;
+     * one whose pid we know is our child and reaped here. One whose answer
+     * never came (a zygote stuck 2 s) stays a zombie of ours: rare, and
+     * harmless but for its pid */
+    close(go[1]);
+    if (n == (ssize_t)sizeof reply && reply > 0)
+        waitpid((pid_t)reply, NULL, 0);
+    pid_t z = lb_spare_pid;
+    if (n == (ssize_t)sizeof reply && reply < 0 && reply != -ENOSYS) { /* it could not fork now: it stays */
+        lb_warn("web: the agent zygote could not fork (%s); task %s starts by exec", strerror(-reply), id);
+        return 0;
+    }
+    int never = n == (ssize_t)sizeof reply && reply == -ENOSYS;
+    kill(z, SIGKILL);
+    waitpid(z, NULL, 0);
+    close(lb_spare_fd);
+    lb_spare_pid = 0;
+    lb_spare_fd = -1;
+    if (never) {
+        lb_spare_off = 1; /* it never will: no zygote is started again */
+        lb_warn("web: agents start by exec: the agent zygote cannot fork them here (no clone3 with "
+                "CLONE_PARENT, or no PR_GET_TID_ADDRESS)");
+    } else {
+        lb_warn("web: the agent zygote %d did not answer; task %s starts by exec and a new zygote follows", (int)z,
+                id);
+    }
     return 0;
 }
 

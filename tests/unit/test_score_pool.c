@@ -4,7 +4,8 @@
  * behind slow ones; cancelling a group kills its running scorer process
  * and answers its queued jobs without starting one. The pool runs here
  * with 2 slow threads, a share of 1 and 1 fast thread, on a store in a
- * temporary folder; "llmbox score" is a script that sleeps. */
+ * temporary folder; "llmbox score" is a script that sleeps. The text
+ * scorers answer without it. */
 #include "testlib.h"
 
 #include "common/config.h"
@@ -92,6 +93,51 @@ static int wait_for(const int *v, int ms)
         usleep(5000);
     }
     return get(v);
+}
+
+/* exact, numeric and choice answer from the web's own process, with what
+ * `llmbox score` says (its checks included): here "llmbox score" is the
+ * sleeping script, so a scorer process would end in scorer_timeout. */
+static void text_score(const char *scorer, const char *answer, const char *gt, const char *row, lb_score_out *o,
+                       int *rc)
+{
+    char req[300];
+    snprintf(req, sizeof req, "%s/req-text.json", T);
+    lb_score_req q = {.scorer = scorer, .answer = answer, .gt_json = gt, .row_json = row, .timeout_s = 1,
+                      .req_path = req};
+    *rc = lb_score_exec(lb_cfg(), &q, o);
+}
+
+TEST(text_scorers_answer_without_a_process)
+{
+    lb_score_out o;
+    int rc;
+    text_score("numeric", "so the answer is 1,234.5 meters", "1234.5", NULL, &o, &rc);
+    CHECK(rc == LB_OK && o.score == 1 && !o.error_class[0] && !strcmp(o.scorer, "numeric"));
+    CHECK(o.detail && strstr(o.detail, "numeric"));
+    free(o.detail);
+    text_score("exact", "  Paris\n", "[\"London\", \"paris\"]", "{}", &o, &rc);
+    CHECK(rc == LB_OK && o.score == 1 && !o.error_class[0]);
+    free(o.detail);
+    text_score("exact", "Rome", "\"Paris\"", NULL, &o, &rc);
+    CHECK(rc == LB_OK && o.score == 0 && !o.error_class[0]);
+    free(o.detail);
+    text_score("choice", "The answer is (B).", "\"B\"", NULL, &o, &rc);
+    CHECK(rc == LB_OK && o.score == 1 && !o.error_class[0] && !strcmp(o.scorer, "choice"));
+    free(o.detail);
+    /* the row's tolerance, as the scorer process reads it */
+    text_score("numeric", "10.4", "10", "{\"rel_tol\": 0.05}", &o, &rc);
+    CHECK(rc == LB_OK && o.score == 1);
+    free(o.detail);
+    /* no verdict without a ground truth: an error, never a zero */
+    text_score("numeric", "3", NULL, NULL, &o, &rc);
+    CHECK(rc == LB_OK && o.score == -1 && !strcmp(o.error_class, "bad_request"));
+    CHECK(o.detail && strstr(o.detail, "ground_truth"));
+    free(o.detail);
+    /* a detail that quotes invalid UTF-8 comes back valid */
+    text_score("exact", "\xff\xfe", "\"x\"", NULL, &o, &rc);
+    CHECK(rc == LB_OK && o.score == 0 && o.detail && !strstr(o.detail, "\xff"));
+    free(o.detail);
 }
 
 TEST(one_users_slow_jobs_leave_room_for_another)
@@ -213,6 +259,7 @@ int main(void)
     RUN(one_users_slow_jobs_leave_room_for_another);
     RUN(the_user_served_least_recently_goes_first);
     RUN(cancel_kills_a_running_scorer_and_answers_queued_jobs);
+    RUN(text_scorers_answer_without_a_process);
     LB_IGNORE(lb_rmtree(T)); /* a temporary folder left behind is only disk */
     return testlib_done();
 }
