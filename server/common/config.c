@@ -599,6 +599,8 @@ int lb_config_load(lb_config *cfg)
     if (rc == LB_OK)
         rc = lb_cfgi_apply_users(cfg, have_file ? &cf : NULL);
     if (rc == LB_OK)
+        rc = lb_cfgi_apply_mcp(cfg, have_file ? &cf : NULL);
+    if (rc == LB_OK)
         rc = lb_cfgi_check_access(cfg);
     lb_conf_free(&cf);
     if (rc != LB_OK)

@@ -215,3 +215,8 @@ int lb_conf_user_section(const char *section, char *name, size_t namesz)
 {
     return lb_conf_named_section(section, "user", name, namesz);
 }
+
+int lb_conf_mcp_section(const char *section, char *name, size_t namesz)
+{
+    return lb_conf_named_section(section, "mcp", name, namesz);
+}
