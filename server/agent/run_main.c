@@ -300,7 +300,7 @@ int lb_run_main(int argc, char **argv)
             }
             *(budget ? &token_budget : &timeout_s) = v;
         } else if ((!strcmp(a, "--mode") || !strcmp(a, "--layout") || !strcmp(a, "--tool-names") ||
-                    !strcmp(a, "--max-tokens")) && more) {
+                    !strcmp(a, "--max-tokens") || !strcmp(a, "--mcp")) && more) {
             /* the task options (common/task_opts.h), checked as a stored task's are */
             char name[16], why[300];
             snprintf(name, sizeof name, "%s", a + 2);

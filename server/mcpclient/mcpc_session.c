@@ -76,8 +76,14 @@ static int wait_for(lb_mcpc_session *s, int64_t id, const char *method, int64_t 
                  !s->list_changed++)
             lb_info("mcp %s: the server changed its tool list; this task keeps the tools it was offered at its "
                     "start", s->name);
-        else if (rc != LB_OK)
-            lb_debug("mcp %s: a message was set aside: %s", s->name, why);
+        else if (rc != LB_OK) {
+            /* stdout (or the answer) carries messages only: a text that is
+             * not one, or over the budget, may be our response, so the
+             * request fails now rather than at its timeout */
+            snprintf(err, errsz, "The MCP server %s sent a message this client refuses during %s: %s.", s->name,
+                     method, why);
+            return rc == LB_E_NOMEM ? rc : LB_E_PROTO;
+        }
         lb_mcpc_msg_free(&m);
         s->other++;
         if (++other > LB_MCPC_OTHER_MAX) {

@@ -8,7 +8,9 @@
  * server that floods cannot hold the agent past that, nor past the
  * timeout); a request of the server's is answered (ping with {}, any
  * other with "method not found": this client offers no sampling, roots or
- * elicitation). notifications/tools/list_changed is logged once and
+ * elicitation). A text that is not a JSON-RPC message, or is over the
+ * budget of mcpc_msg.h, fails the waiting request at once with the reason
+ * (it may have been the response). notifications/tools/list_changed is logged once and
  * otherwise ignored: the model keeps the tools it was offered at the
  * task's start, so its conversation, the trajectory and a replay stay
  * consistent. */
