@@ -47,7 +47,7 @@ int lb_mcpc_lines_next(lb_mcpc_lines *l, const char **line, size_t *len)
         size_t avail = l->pend.len - l->off;
         char *nl = memchr(s, '\n', avail);
         if (!nl) {
-            if (avail > l->max) {
+            if (avail > l->max + 1) { /* + 1: a "\r" before the "\n" still to come */
                 /* no end in sight within the cap: drop what is held, and
                  * the rest of the line as it comes */
                 l->skipping = 1;

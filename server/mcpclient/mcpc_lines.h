@@ -2,7 +2,8 @@
  * lines ended by "\n" (a "\r" before it is dropped). The bytes come from
  * a server run inside the task's sandbox, so they are hostile: a line
  * over the cap is dropped whole (up to its newline) and counted, never
- * kept; what is held is at most the cap plus the last chunk fed. */
+ * kept; what is held is at most the cap (and a "\r") plus the last chunk
+ * fed. */
 #ifndef LB_MCPC_LINES_H
 #define LB_MCPC_LINES_H
 
