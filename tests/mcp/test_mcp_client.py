@@ -35,6 +35,9 @@ offered, so the model's calls were "Unknown tool"):
 - server_everything_echo: everything__echo's answer reaches the model.
 - unknown_names_refused: `llmbox run --mcp nope` and a model naming an
   unknown server are refused with a sentence.
+- rollout_chooses_servers: a rollout request's mcp ["nope"] is a 400 with
+  the sentence; mcp ["gate"] gives its sample the server gate (which sees
+  one more initialize) and no other (its trajectory's tools).
 
     python3 tests/mcp/test_mcp_client.py
 """
@@ -54,6 +57,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from stack import LLMBOX, Reporter, Stack, free_port, image_ready  # noqa: E402
 
 SECRET = "secret-xyz-4711"
+TOKEN = "mcp-client-test-token-0123456789abcdef"
 
 
 def call(name, args=None):
@@ -242,6 +246,30 @@ def t_unknown_names_refused(st, run):
     assert p.returncode != 0 and 'There is no MCP server called "ghost"' in out, out
 
 
+def t_rollout_chooses_servers(st, run):
+    auth = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
+    body = {"prompt": "go", "n": 1, "reward": {"scorer": "numeric", "ground_truth": 0}}
+    code, _, raw = st.request("POST", "/api/rollouts", json.dumps(dict(body, mcp=["nope"])).encode(), auth)
+    assert code == 400 and b'There is no MCP server called \\"nope\\"' in raw, (code, raw)
+    before = sum(1 for m, _, _, _ in Gate.seen if m == "initialize")
+    code, _, raw = st.request("POST", "/api/rollouts", json.dumps(dict(body, mcp=["gate"])).encode(), auth)
+    assert code in (200, 201, 202), (code, raw)
+    gid = json.loads(raw)["id"]
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        code, _, raw = st.request("GET", "/api/rollouts/" + gid, None, auth)
+        if json.loads(raw)["status"] != "running":
+            break
+        time.sleep(0.3)
+    after = sum(1 for m, _, _, _ in Gate.seen if m == "initialize")
+    assert after == before + 1, (before, after, raw[:500])
+    # the request's list replaced the model's: only gate's tools were offered
+    sample = json.loads(raw)["samples"][0]
+    code, _, raw = st.request("GET", sample["trajectory_url"], None, auth)
+    offered = [t["function"]["name"] for t in json.loads(raw)["tools"]]
+    assert "gate__check" in offered and not any(n.startswith("box__") for n in offered), offered
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -270,7 +298,8 @@ def main():
                 time.sleep(0.2)
         with open(os.path.join(HERE, "mcp_stdio_server.py"), "rb") as f:
             server_py = f.read()
-        with Stack(scenario=STEPS, conf=conf(gate.server_address[1], every_port)) as st:
+        with Stack(scenario=STEPS, conf=conf(gate.server_address[1], every_port),
+                   web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN}) as st:
             run = Run()
             code, t = st.create_task("Use the MCP tools.", files=[("mcp_stdio_server.py", server_py)])
             assert code == 201, (code, t)
@@ -290,7 +319,8 @@ def main():
                              ("image_written_in_sandbox", t_image_written_in_sandbox),
                              ("http_header_and_session", t_http_header_and_session),
                              ("server_everything_echo", t_server_everything_echo),
-                             ("unknown_names_refused", t_unknown_names_refused)]:
+                             ("unknown_names_refused", t_unknown_names_refused),
+                             ("rollout_chooses_servers", t_rollout_chooses_servers)]:
                 r.run(name, fn, st, run)
     finally:
         every.terminate()
