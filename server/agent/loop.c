@@ -569,8 +569,23 @@ static int start_mcp(run *r)
         return rc;
     }
     lb_mcpc_hub_offer(r->mcp, r->tools);
-    if (r->traj.root)
+    if (r->traj.root) {
         cJSON_ReplaceItemInObjectCaseSensitive(r->traj.root, "tools", cJSON_Duplicate(r->tools, 1));
+        /* the run's configuration names the servers asked for and the tools offered (no URL, no header) */
+        cJSON *conf = cJSON_GetObjectItemCaseSensitive(r->traj.root, "config");
+        cJSON *names = cJSON_GetObjectItemCaseSensitive(conf, "tools");
+        cJSON *servers = conf ? cJSON_AddArrayToObject(conf, "mcp") : NULL;
+        for (int i = 0; servers && i < r->n_mcp; i++)
+            cJSON_AddItemToArray(servers, cJSON_CreateString(r->mcp_names[i]));
+        const cJSON *t, *each = cJSON_IsArray(names) ? r->tools : NULL;
+        cJSON_ArrayForEach(t, each)
+        {
+            const char *tn = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name"));
+            if (tn && lb_mcpc_hub_server_of(r->mcp, tn))
+                cJSON_AddItemToArray(names, cJSON_CreateString(tn));
+        }
+    }
     return LB_OK;
 }
 

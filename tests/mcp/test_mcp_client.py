@@ -180,6 +180,9 @@ def t_trajectory_names_server(st, run):
     assert "mcp_server" not in by["bash"], by["bash"]
     offered = [t["function"]["name"] for t in run.traj["tools"]]
     assert "box__whoami" in offered and "gate__check" in offered and "bash" in offered, offered
+    conf = run.traj["config"]
+    assert conf["mcp"] == ["box", "hang", "flood", "huge", "gate", "everything"], conf
+    assert "box__whoami" in conf["tools"] and "huge__deep" not in conf["tools"], conf["tools"]
     tools = [d for _, e, d in run.events if e == "tool"]
     assert any(d.get("mcp_server") == "box" and d["name"] == "box__whoami" for d in tools), tools
 
