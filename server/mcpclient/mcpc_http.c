@@ -289,6 +289,13 @@ static void ht_close(lb_mcpc_transport *t)
     free(h);
 }
 
+static void ht_forget(lb_mcpc_transport *t)
+{
+    http_t *h = (http_t *)t;
+    h->session[0] = '\0';
+    t->proto[0] = '\0';
+}
+
 int lb_mcpc_http_open(const lb_mcp_cfg *m, volatile int *cancel, lb_mcpc_transport **out, char *err, size_t errsz)
 {
     http_t *h = calloc(1, sizeof *h);
@@ -300,6 +307,7 @@ int lb_mcpc_http_open(const lb_mcp_cfg *m, volatile int *cancel, lb_mcpc_transpo
     h->base.send = ht_send;
     h->base.recv = ht_recv;
     h->base.close = ht_close;
+    h->base.forget = ht_forget;
     h->m = m;
     h->cancel = cancel;
     lb_buf_init(&h->body, LB_MCPC_MSG_MAX);

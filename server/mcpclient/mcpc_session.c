@@ -94,8 +94,9 @@ static int wait_for(lb_mcpc_session *s, int64_t id, const char *method, int64_t 
     }
 }
 
-int lb_mcpc_session_request(lb_mcpc_session *s, const char *method, cJSON *params, cJSON **result, char *err,
-                            size_t errsz)
+/* One request, sent once. */
+static int request_once(lb_mcpc_session *s, const char *method, cJSON *params, cJSON **result, char *err,
+                        size_t errsz)
 {
     *result = NULL;
     if (!s->t) {
@@ -125,36 +126,30 @@ int lb_mcpc_session_request(lb_mcpc_session *s, const char *method, cJSON *param
     return wait_for(s, id, method, deadline, result, err, errsz);
 }
 
-int lb_mcpc_session_start(lb_mcpc_session *s, const char *name, lb_mcpc_transport *t, int timeout_ms, char *err,
-                          size_t errsz)
+/* initialize and notifications/initialized on s->t. */
+static int handshake(lb_mcpc_session *s, char *err, size_t errsz)
 {
-    memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "%s", name);
-    s->t = t;
-    s->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
+    lb_mcpc_transport *t = s->t;
+    const char *name = s->name;
     cJSON *p = cJSON_CreateObject();
     cJSON *info = p ? cJSON_AddObjectToObject(p, "clientInfo") : NULL;
     if (!info || !cJSON_AddStringToObject(p, "protocolVersion", LB_MCPC_PROTOCOL) ||
         !cJSON_AddObjectToObject(p, "capabilities") || !cJSON_AddStringToObject(info, "name", "llmbox") ||
         !cJSON_AddStringToObject(info, "version", "1")) {
         cJSON_Delete(p);
-        lb_mcpc_session_close(s);
         snprintf(err, errsz, "Out of memory.");
         return LB_E_NOMEM;
     }
     cJSON *res = NULL;
-    int rc = lb_mcpc_session_request(s, "initialize", p, &res, err, errsz);
-    if (rc != LB_OK) {
-        lb_mcpc_session_close(s);
+    int rc = request_once(s, "initialize", p, &res, err, errsz);
+    if (rc != LB_OK)
         return rc;
-    }
     const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "protocolVersion"));
     const char *sn = cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "serverInfo"), "name"));
     if (!cJSON_IsObject(res) || !v || !*v || strlen(v) >= sizeof t->proto ||
         strspn(v, "0123456789-") != strlen(v)) {
         cJSON_Delete(res);
-        lb_mcpc_session_close(s);
         snprintf(err, errsz, "The MCP server %s answered initialize without a protocol version this client can "
                  "read.", name);
         return LB_E_PROTO;
@@ -170,9 +165,41 @@ int lb_mcpc_session_start(lb_mcpc_session *s, const char *name, lb_mcpc_transpor
     rc = note ? t->send(t, note, strlen(note), lb_mono_ms() + s->timeout_ms, why, sizeof why) : LB_E_NOMEM;
     free(note);
     if (rc != LB_OK) {
-        lb_mcpc_session_close(s);
         snprintf(err, errsz, "The MCP server %s could not be sent notifications/initialized: %s.", name, why);
         return rc;
     }
     return LB_OK;
+}
+
+int lb_mcpc_session_start(lb_mcpc_session *s, const char *name, lb_mcpc_transport *t, int timeout_ms, char *err,
+                          size_t errsz)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->t = t;
+    s->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
+    int rc = handshake(s, err, errsz);
+    if (rc != LB_OK)
+        lb_mcpc_session_close(s);
+    return rc;
+}
+
+int lb_mcpc_session_request(lb_mcpc_session *s, const char *method, cJSON *params, cJSON **result, char *err,
+                            size_t errsz)
+{
+    cJSON *again = params && s->t && s->t->forget ? cJSON_Duplicate(params, 1) : NULL;
+    int rc = request_once(s, method, params, result, err, errsz);
+    if (rc == LB_E_NOTFOUND && s->t && s->t->forget) {
+        /* the server forgot the session (HTTP 404): the protocol's answer
+         * is a new session, and the request once more in it */
+        lb_info("mcp %s: the server no longer knows the session; starting a new one", s->name);
+        s->t->forget(s->t);
+        rc = handshake(s, err, errsz);
+        if (rc == LB_OK) {
+            rc = request_once(s, method, again, result, err, errsz);
+            again = NULL; /* request_once took it */
+        }
+    }
+    cJSON_Delete(again);
+    return rc;
 }

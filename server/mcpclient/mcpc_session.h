@@ -44,7 +44,9 @@ typedef struct lb_mcpc_session {
  * initialize within 60 s", "answered initialize with an error: ..."). */
 LB_MUST_CHECK int lb_mcpc_session_start(lb_mcpc_session *s, const char *name, lb_mcpc_transport *t,
                                         int timeout_ms, char *err, size_t errsz);
-/* One request: params taken (may be NULL). LB_OK with *result (the
+/* One request: params taken (may be NULL). When an HTTP server answers
+ * 404 (it forgot the session), a new session is started and the request
+ * sent once more in it, as the protocol says. LB_OK with *result (the
  * response's result, caller frees); LB_E_PROTO with the server's error
  * as a sentence in err when it answered with one; LB_E_TIMEOUT,
  * LB_E_TOOBIG (flooded) and the transport's failures with a sentence. */

@@ -25,6 +25,10 @@ struct lb_mcpc_transport {
     int (*recv)(lb_mcpc_transport *t, int64_t deadline_ms, const char **msg, size_t *len, char *err, size_t errsz);
     /* Stops the server (stdio) or ends the session (HTTP) and frees t. */
     void (*close)(lb_mcpc_transport *t);
+    /* HTTP: forgets the session id and the protocol version, so that the
+     * next send is a new session's initialize (the server answered 404:
+     * it no longer knows the session). NULL for stdio. */
+    void (*forget)(lb_mcpc_transport *t);
     /* HTTP: the protocol version the session agreed, sent as
      * MCP-Protocol-Version on every later request ("" before). */
     char proto[32];

@@ -30,7 +30,8 @@ offered, so the model's calls were "Unknown tool"):
   for its nesting, and huge__deep was never offered.
 - image_written_in_sandbox: box__image's picture is a file under /tmp/mcp.
 - http_header_and_session: gate saw the configured header and its session
-  id; the header's secret is in no model request and not in the
+  id; when it forgets the session (404), a new one is started and the call
+  goes through; the header's secret is in no model request and not in the
   trajectory.
 - server_everything_echo: everything__echo's answer reaches the model.
 - unknown_names_refused: `llmbox run --mcp nope` and a model naming an
@@ -74,6 +75,7 @@ STEPS = [
     call("everything__echo", {"message": "hello from llmbox"}),  # 8
     call("box__echo", {"text": "after the hang"}),        # 9
     call("bash", {"command": "ls /tmp/mcp"}),             # 10
+    call("gate__check"),                                  # 11: gate forgot the session: a new one
     call("finish", {"answer": "done"}),
 ]
 
@@ -82,6 +84,8 @@ class Gate(http.server.BaseHTTPRequestHandler):
     """A Streamable HTTP MCP server: JSON answers, and an event stream for
     tools/call (a notification first, then the response)."""
     seen = []  # (method, authorization, session id, protocol version)
+    sessions = 0  # sessions given; the second check of session 1 is a 404 (the server restarted)
+    checks = 0
 
     def log_message(self, *a):
         pass
@@ -103,7 +107,14 @@ class Gate(http.server.BaseHTTPRequestHandler):
             self.send_response(202)
             self.end_headers()
             return
+        if sid == "gate-session-1" and m == "tools/call":
+            Gate.checks += 1
+            if Gate.checks == 2:
+                self.send_response(404)
+                self.end_headers()
+                return
         if m == "initialize":
+            Gate.sessions += 1
             res = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                    "serverInfo": {"name": "gate", "version": "1"}}
         elif m == "tools/list":
@@ -125,7 +136,7 @@ class Gate(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         if m == "initialize":
-            self.send_header("Mcp-Session-Id", "gate-session-1")
+            self.send_header("Mcp-Session-Id", "gate-session-%d" % Gate.sessions)
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
@@ -224,6 +235,8 @@ def t_http_header_and_session(st, run):
     assert o.startswith("authorized; session=gate-session-1; protocol=2025-06-18"), o
     methods = [m for m, _, _, _ in Gate.seen]
     assert methods[:3] == ["initialize", "notifications/initialized", "tools/list"], Gate.seen
+    o = observation(run.reqs, 11)
+    assert o.startswith("authorized; session=gate-session-2;"), o
     for r in run.reqs:
         assert SECRET not in json.dumps(r), "the header's secret reached the model"
     assert SECRET not in json.dumps(run.traj)
@@ -310,7 +323,7 @@ def main():
             run.events = st.events(t["id"])
             code, run.traj = st.get_json("/api/tasks/%s/trajectory" % t["id"])
             run.reqs = requests(st)
-            if run.task["status"] != "succeeded" or len(run.reqs) < 10:
+            if run.task["status"] != "succeeded" or len(run.reqs) < 11:
                 print(json.dumps(run.task, indent=1)[:3000], file=sys.stderr)
                 print(st.logs()[-6000:], file=sys.stderr)
             for name, fn in [("stdio_result_reaches_model", t_stdio_result_reaches_model),
