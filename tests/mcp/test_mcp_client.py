@@ -5,7 +5,7 @@ fake model, whose model section offers five servers:
 
   box     tests/mcp/mcp_stdio_server.py (the task's input file) run INSIDE
           the sandbox over stdio: whoami, fail, image, echo
-  hang    the same script, never answering tools/call (timeout_s 3)
+  hang    the same script, never answering tools/call (timeout_s 5)
   flood   the same script, answering tools/call with 5000 notifications
   huge    the same script, listing a tool whose schema nests 40 levels
   gate    a Streamable HTTP server on loopback (below, in this file) that
@@ -24,7 +24,7 @@ offered, so the model's calls were "Unknown tool"):
 - tool_error_is_error_observation: isError comes back as "Error from the
   MCP server box: ..." with status "error".
 - hang_times_out_and_task_goes_on: hang__wait answers "did not answer
-  tools/call within 3 s", and a later call of box still works.
+  tools/call within 5 s", and a later call of box still works.
 - flood_is_bounded: flood__spam fails with "more than 1000 other messages".
 - huge_schema_refused: the task's log says the server huge was left out
   for its nesting, and huge__deep was never offered.
@@ -147,7 +147,7 @@ def conf(gate_port, every_port):
     return ("[model \"default\"]\nbase_url = {model_url}\nmodel = fake-model\n"
             "mcp = box, hang, flood, huge, gate, everything\n\n"
             "[mcp \"box\"]\ncommand = %s box\ntimeout_s = 30\n\n"
-            "[mcp \"hang\"]\ncommand = %s hang\ntimeout_s = 3\n\n"
+            "[mcp \"hang\"]\ncommand = %s hang\ntimeout_s = 5\n\n"
             "[mcp \"flood\"]\ncommand = %s flood\ntimeout_s = 30\n\n"
             "[mcp \"huge\"]\ncommand = %s huge\n\n"
             "[mcp \"gate\"]\nurl = http://127.0.0.1:%d/mcp\nheader = Authorization: Bearer %s\n\n"
@@ -207,7 +207,7 @@ def t_tool_error_is_error_observation(st, run):
 
 def t_hang_times_out_and_task_goes_on(st, run):
     o = observation(run.reqs, 4)
-    assert "The MCP server hang did not answer tools/call within 3 s." in o, o
+    assert "The MCP server hang did not answer tools/call within 5 s." in o, o
     assert "echo: after the hang" in observation(run.reqs, 9), observation(run.reqs, 9)
     assert run.task["status"] == "succeeded", run.task
 
