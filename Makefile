@@ -23,7 +23,7 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,
 # parts of server/common/ listed here, with SD_LDLIBS: no libcurl,
 # libarchive, libmagic, libfcgi, SQLite or OpenSSL in the root process
 # (tests/integration/test_sandboxd_binary.py checks `ldd`).
-SD_COMMON := buf config config_file config_host config_model config_user image_ref log netcheck node_id path status token_check util utf8 netpolicy config_secret
+SD_COMMON := buf config config_file config_host config_mcp config_model config_user image_ref log netcheck node_id path status token_check util utf8 netpolicy config_secret
 SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c server/insandbox/*.c server/sandboxd_image/*.c)) \
             $(BUILD)/server/sandbox/rpc_frame.o $(BUILD)/server/sandbox/rpc_proto.o \
             $(SD_COMMON:%=$(BUILD)/server/common/%.o)

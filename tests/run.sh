@@ -77,6 +77,9 @@ for t in tests/integration/test_*.py; do
     [ -f "$t" ] || continue
     run_suite "integration/$(basename "$t" .py)" python3 "$t"
 done
+# MCP servers' tools for the agent: stdio inside the sandbox, Streamable HTTP
+# (server-everything from tests/mcp's pinned npm packages) (about 10 s)
+run_suite "mcp/test_mcp_client" python3 tests/mcp/test_mcp_client.py
 # every parser's libFuzzer target, a few seconds each (make fuzz: longer)
 run_suite "fuzz" env FUZZ_SECONDS="${FUZZ_SECONDS:-4}" tests/fuzz/run.sh
 # many tasks, event streams and wrk at once, scaled down (make load: full size)

@@ -37,6 +37,7 @@
 #include "common/task_opts.h"
 #include "common/utf8.h"
 #include "common/util.h"
+#include "mcpclient/mcpc_hub.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +122,12 @@ typedef struct run {
     lb_followup_sandbox how;
     int n_cut;                  /* earlier tool outputs cut to fit the conversation */
     int outputs_stored;         /* several nodes: -1 none collected, 0 not stored, 1 in the object store */
+    /* MCP servers' tools (server/mcpclient/): the servers the task is
+     * offered, started once the sandbox is (stdio ones run inside it) */
+    char mcp_names[LB_CFG_MAX_MCP][LB_CFG_MCP_NAME];
+    int n_mcp;
+    lb_mcpc_hub *mcp;
+    int mcp_calls;              /* numbers the images a result writes */
 } run;
 
 /* The result's status (a name, as lb_loop_result carries it). */
@@ -502,6 +509,86 @@ static void add_tool_message(run *r, const char *call_id, const char *content, i
     free(full);
 }
 
+/* One call of an MCP server's tool (mcpclient/mcpc_hub.h): the same
+ * event, trajectory result and tool message as a plugin's, each with the
+ * server's name ("mcp_server"). LB_OK unless out of memory. */
+static int run_mcp_call(run *r, int turn, const lb_toolcall *c, cJSON *results, int left)
+{
+    lb_mcpc_outcome oc;
+    int rc = lb_mcpc_hub_call(r->mcp, c->name, c->arguments, strlen(c->arguments), ++r->mcp_calls, &oc);
+    if (rc != LB_OK) {
+        lb_mcpc_outcome_free(&oc);
+        return rc;
+    }
+    r->st.res->usage.tools_ms += oc.duration_ms;
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddNumberToObject(d, "turn", turn);
+    cJSON_AddStringToObject(d, "call_id", c->id);
+    cJSON_AddStringToObject(d, "name", c->name);
+    cJSON_AddStringToObject(d, "arguments", c->arguments);
+    cJSON_AddStringToObject(d, "status", oc.status);
+    cJSON_AddStringToObject(d, "mcp_server", oc.server);
+    cJSON_AddStringToObject(d, "mcp_tool", oc.tool);
+    if (oc.text)
+        cJSON_AddStringToObject(d, "text", oc.text);
+    cJSON_AddNumberToObject(d, "duration_ms", (double)oc.duration_ms);
+    lb_run_emit(&r->st, "tool", d);
+
+    cJSON *tr = cJSON_CreateObject();
+    cJSON_AddStringToObject(tr, "call_id", c->id);
+    cJSON_AddStringToObject(tr, "name", c->name);
+    cJSON_AddStringToObject(tr, "status", oc.status);
+    cJSON_AddStringToObject(tr, "mcp_server", oc.server);
+    cJSON_AddStringToObject(tr, "mcp_tool", oc.tool);
+    cJSON_AddNumberToObject(tr, "duration_ms", (double)oc.duration_ms);
+    cJSON_AddItemToArray(results, tr);
+
+    add_tool_message(r, c->id, oc.observation ? oc.observation : "", left);
+    lb_mcpc_outcome_free(&oc);
+    return LB_OK;
+}
+
+/* Starts the task's MCP servers once its sandbox is up, and offers their
+ * tools beside the plugins' (also in the trajectory's tools). A server
+ * left out is said on the task; the task goes on without it. */
+static int start_mcp(run *r)
+{
+    if (!r->n_mcp)
+        return LB_OK;
+    cJSON *notes = cJSON_CreateArray();
+    int rc = notes ? lb_mcpc_hub_start(r->st.o->cfg, (const char (*)[LB_CFG_MCP_NAME])r->mcp_names, r->n_mcp,
+                                       r->st.o->cfg->sandboxd_socket, r->conn, r->sb_id, r->st.o->sb_interrupt,
+                                       &r->mcp, notes)
+                   : LB_E_NOMEM;
+    const cJSON *n;
+    cJSON_ArrayForEach(n, notes)
+        lb_run_emit_error(&r->st, n->valuestring);
+    cJSON_Delete(notes);
+    if (rc != LB_OK) {
+        lb_run_final(&r->st, LB_TASK_FAILED, "out of memory while starting the MCP servers");
+        return rc;
+    }
+    lb_mcpc_hub_offer(r->mcp, r->tools);
+    if (r->traj.root) {
+        cJSON_ReplaceItemInObjectCaseSensitive(r->traj.root, "tools", cJSON_Duplicate(r->tools, 1));
+        /* the run's configuration names the servers asked for and the tools offered (no URL, no header) */
+        cJSON *conf = cJSON_GetObjectItemCaseSensitive(r->traj.root, "config");
+        cJSON *names = cJSON_GetObjectItemCaseSensitive(conf, "tools");
+        cJSON *servers = conf ? cJSON_AddArrayToObject(conf, "mcp") : NULL;
+        for (int i = 0; servers && i < r->n_mcp; i++)
+            cJSON_AddItemToArray(servers, cJSON_CreateString(r->mcp_names[i]));
+        const cJSON *t, *each = cJSON_IsArray(names) ? r->tools : NULL;
+        cJSON_ArrayForEach(t, each)
+        {
+            const char *tn = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name"));
+            if (tn && lb_mcpc_hub_server_of(r->mcp, tn))
+                cJSON_AddItemToArray(names, cJSON_CreateString(tn));
+        }
+    }
+    return LB_OK;
+}
+
 /* Runs the calls of one reply in order. Returns nonzero when the loop
  * must stop (finish, cancel, sandbox lost). */
 static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
@@ -515,6 +602,13 @@ static int run_calls(run *r, int turn, const lb_model_reply *rep, cJSON *tturn)
             add_tool_message(r, c->id, lb_ctx_finished(r->ctx, NULL, NULL)
                                            ? "Not run: finish was called earlier in this reply."
                                            : "Not run: the task was cancelled.", left);
+            continue;
+        }
+        if (lb_mcpc_hub_server_of(r->mcp, c->name)) {
+            if (run_mcp_call(r, turn, c, results, left) != LB_OK) {
+                lb_run_final(&r->st, LB_TASK_FAILED, "out of memory while running a tool");
+                return 1;
+            }
             continue;
         }
         lb_tool_outcome oc;
@@ -1325,6 +1419,15 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     r.tools = lb_plugins_openai_tools(r.plugins);
     char abuf[LB_TASK_OPTS_DIR_MAX + 16];
     lb_tools_adapt(r.tools, r.official, lb_task_opts_answer_file(&r.opts, abuf, sizeof abuf));
+    {
+        /* the MCP servers the task is offered: its option, else its model's */
+        const lb_model_cfg *mc = lb_cfg_model(cfg, o->model_name);
+        if (lb_mcpc_pick(cfg, (const char (*)[32])r.opts.mcp, r.opts.n_mcp, mc ? mc->mcp : NULL, r.mcp_names,
+                         &r.n_mcp, err, sizeof err) != LB_OK) {
+            lb_run_final(&r.st, LB_TASK_FAILED, "bad task options: %s", err);
+            goto end;
+        }
+    }
     if (lb_model_init(&r.model, cfg, o->model_name, o->cancel, err, sizeof err) != LB_OK) {
         lb_run_final(&r.st, LB_TASK_FAILED, "%s", err);
         goto end;
@@ -1348,6 +1451,8 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         goto end;
     if (resumed && add_opening(&r) != LB_OK)
         goto end;
+    if (start_mcp(&r) != LB_OK)
+        goto end;
     {
         /* the page shows "starting the sandbox" until this one */
         cJSON *d = cJSON_CreateObject();
@@ -1358,6 +1463,8 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
     }
     loop(&r);
 end:;
+    lb_mcpc_hub_free(r.mcp); /* before the sandbox's connection closes: its servers are stopped on it */
+    r.mcp = NULL;
     int rc = end_run(&r);
     lb_watchdog_stop();
     lb_mime_release(); /* the preloaded libmagic handle, taken or not */

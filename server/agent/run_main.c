@@ -39,7 +39,7 @@ static void usage(FILE *f)
             "                  [--token-budget N] [--timeout S] [--mode llm|sandbox]\n"
             "                  [--layout llmbox|official] [--tool-names llmbox|official]\n"
             "                  [--answer-file] [--max-tokens N] [--capture-tokens]\n"
-            "                  \"prompt\"\n"
+            "                  [--mcp NAME,...] \"prompt\"\n"
             "\n"
             "Runs one task in a sandbox and prints each step.\n"
             "  -i, --input FILE   copy FILE into /testbed/input (repeatable)\n"
@@ -63,6 +63,8 @@ static void usage(FILE *f)
             "  --capture-tokens   record each turn's exact token ids and log-probabilities\n"
             "                     (trajectory.json, tokens.jsonl; default: the model's\n"
             "                     capture_tokens)\n"
+            "  --mcp NAME,...     the MCP servers ([mcp \"NAME\"] of llmbox.conf) whose tools are\n"
+            "                     offered beside the plugins' (default: the model's mcp list)\n"
             "  prompt             the task; \"-\" reads it from standard input\n"
             "\n"
             "Models come from llmbox.conf ([model \"NAME\"] sections) or, for the model\n"
@@ -300,7 +302,7 @@ int lb_run_main(int argc, char **argv)
             }
             *(budget ? &token_budget : &timeout_s) = v;
         } else if ((!strcmp(a, "--mode") || !strcmp(a, "--layout") || !strcmp(a, "--tool-names") ||
-                    !strcmp(a, "--max-tokens")) && more) {
+                    !strcmp(a, "--max-tokens") || !strcmp(a, "--mcp")) && more) {
             /* the task options (common/task_opts.h), checked as a stored task's are */
             char name[16], why[300];
             snprintf(name, sizeof name, "%s", a + 2);

@@ -606,6 +606,8 @@ int lb_config_load(lb_config *cfg)
     if (rc == LB_OK)
         rc = lb_cfgi_apply_secrets(cfg, have_file ? &cf : NULL);
     if (rc == LB_OK)
+        rc = lb_cfgi_apply_mcp(cfg, have_file ? &cf : NULL);
+    if (rc == LB_OK)
         rc = lb_cfgi_check_access(cfg);
     lb_conf_free(&cf);
     if (rc != LB_OK)

@@ -29,6 +29,10 @@
 #define LB_CFG_ALLOWED_HOSTS 512      /* allowed_hosts, normalized */
 #define LB_CFG_MAX_ALLOWED_HOSTS 16   /* names in allowed_hosts */
 #define LB_CFG_E2B_DOMAIN 254         /* e2b_domain (E2B's protocol): a DNS name */
+#define LB_CFG_MAX_MCP 16             /* [mcp "NAME"] sections */
+#define LB_CFG_MCP_NAME 32            /* [A-Za-z0-9_-]{1,31} without "__": NAME__tool fits in 64 */
+#define LB_CFG_MCP_HEADERS 4          /* header, header2, header3, header4 */
+#define LB_CFG_MCP_LIST 256           /* a model's mcp = a, b (names, comma-separated) */
 
 typedef enum lb_cfg_tool_mode {
     LB_CFG_TOOLS_NATIVE = 0,
@@ -56,6 +60,8 @@ typedef struct lb_model_cfg {
     int capture_tokens;              /* 1: ask for exact token ids and log-probabilities
                                       * (openai provider; the task option may override) */
     char origin[LB_CFG_PATH + 32];   /* where it was defined: "llmbox.conf:12" or "the environment" */
+    char mcp[LB_CFG_MCP_LIST];       /* MCP servers its tasks are offered: names of [mcp] sections,
+                                      * comma-separated; "" = none (a task's mcp option wins) */
 } lb_model_cfg;
 
 /* A secret the network gateway adds to sandboxes' HTTPS requests
@@ -88,6 +94,22 @@ typedef struct lb_user_cfg {
                                         network_egress_max; "" = the service's (common/netpolicy.h) */
     int line;                        /* the line of its first key in the file */
 } lb_user_cfg;
+
+/* One MCP server whose tools the agent may offer ([mcp "NAME"] in
+ * llmbox.conf; config_mcp.c). Exactly one of command (a stdio server: run
+ * inside the task's sandbox, with its isolation and network) and url (a
+ * Streamable HTTP server, reached from the host). The headers are secrets:
+ * sent only to url, never echoed, logged, shown to the model or put into
+ * a sandbox. */
+typedef struct lb_mcp_cfg {
+    char name[LB_CFG_MCP_NAME];
+    char command[512];               /* sh -c command inside the sandbox; "" for url */
+    char url[LB_CFG_PATH];           /* http(s)://...; "" for command */
+    char headers[LB_CFG_MCP_HEADERS][512]; /* "Name: value" */
+    int n_headers;
+    int timeout_s;                   /* one request (initialize, tools/list, tools/call); default 60 */
+    int line;                        /* of its first key in the file */
+} lb_mcp_cfg;
 
 typedef struct lb_config {
     char home[LB_CFG_PATH];          /* LLMBOX_HOME, default: the cwd (environment only) */
@@ -328,6 +350,8 @@ typedef struct lb_config {
     char node_listen[LB_CFG_LISTEN]; /* node_listen | LLMBOX_NODE_LISTEN, default 127.0.0.1:8090: GET /healthz */
     int runner_lease_s;              /* runner_lease_s | LLMBOX_RUNNER_LEASE_S, default 15: a web's claim on an
                                         evaluation or rollout group (store/store_claim.h), renewed every third */
+    lb_mcp_cfg mcp[LB_CFG_MAX_MCP];  /* [mcp "NAME"] sections (config_mcp.c) */
+    int n_mcp;
 } lb_config;
 
 /* Fills cfg from the defaults, the config file and the environment;
@@ -414,6 +438,21 @@ int lb_cfg_host_allowed(const lb_config *cfg, const char *host, int port);
  * common/node_id.h, "[<node>.]<32 hex>"),
  * an E2B sandbox host name; never when e2b_domain is "". */
 int lb_cfg_e2b_host(const lb_config *cfg, const char *host);
+
+/* The MCP server called name, or NULL (config_mcp.c). */
+const lb_mcp_cfg *lb_cfg_mcp(const lb_config *cfg, const char *name);
+/* The configured MCP server names, "a, b" ("none" when there is none;
+ * truncated to outsz). */
+void lb_cfg_mcp_names(const lb_config *cfg, char *out, size_t outsz);
+/* Whether name may name an MCP server: [A-Za-z0-9_-]{1,31}, no "__", not
+ * ending in '_' (so NAME__tool splits one way). A boolean. Pure. */
+int lb_cfg_mcp_name_ok(const char *name);
+/* Checks a list of MCP server names (commas and blanks between them) and
+ * copies each into names (at most max): LB_OK, or LB_E_NOTFOUND / LB_E_INVAL
+ * with a sentence in err naming the server that is not configured or the
+ * list that is too long. *n gets the count. */
+LB_MUST_CHECK int lb_cfg_mcp_list(const lb_config *cfg, const char *list, char (*names)[LB_CFG_MCP_NAME], int max,
+                                  int *n, char *err, size_t errsz);
 
 /* Where the store is: db_url when set (a PostgreSQL URL), else db_path
  * (several nodes). What lb_store_open takes. */

@@ -220,3 +220,8 @@ int lb_conf_secret_section(const char *section, char *name, size_t namesz)
 {
     return lb_conf_named_section(section, "secret", name, namesz);
 }
+
+int lb_conf_mcp_section(const char *section, char *name, size_t namesz)
+{
+    return lb_conf_named_section(section, "mcp", name, namesz);
+}

@@ -196,7 +196,23 @@ M_INT(timeout_s, 1, 86400)
 M_INT(retries, 0, 10)
 M_INT(context_length, 0, 100000000)
 
+/* mcp = a, b: names of [mcp] sections, checked against them once every
+ * section is read (config_mcp.c) */
+static int m_mcp(lb_model_cfg *m, const char *home, const char *v, char *why, size_t whysz)
+{
+    (void)home;
+    if (strlen(v) >= sizeof m->mcp || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-, ")
+                                           != strlen(v)) {
+        snprintf(why, whysz, "must be names of [mcp \"NAME\"] sections separated by commas, at most %d bytes",
+                 LB_CFG_MCP_LIST - 1);
+        return LB_E_INVAL;
+    }
+    snprintf(m->mcp, sizeof m->mcp, "%s", v);
+    return LB_OK;
+}
+
 static const lb_model_key lb_model_keys[] = {
+    {"mcp", m_mcp},
     {"provider", m_provider},
     {"base_url", m_url},
     {"model", m_model},
@@ -308,12 +324,13 @@ int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf)
     for (size_t i = 0; cf && i < cf->n; i++) {
         const lb_entry *e = &cf->e[i];
         if (!e->section[0] || lb_conf_user_section(e->section, name, sizeof name) ||
-            lb_conf_secret_section(e->section, name, sizeof name))
+            lb_conf_secret_section(e->section, name, sizeof name) ||
+            lb_conf_mcp_section(e->section, name, sizeof name))
             continue;
         if (!lb_conf_model_section(e->section, name, sizeof name))
             return lb_cfgi_fail(LB_E_INVAL,
-                                "%s:%d: unknown section [%s]; sections are [model \"NAME\"], [user \"NAME\"] and "
-                                "[secret \"NAME\"]",
+                                "%s:%d: unknown section [%s]; sections are [model \"NAME\"], [user \"NAME\"], "
+                                "[secret \"NAME\"] and [mcp \"NAME\"]",
                                 cf->path, e->line, e->section);
         if (!lb_cfgi_model_name_ok(name))
             return lb_cfgi_fail(LB_E_INVAL,

@@ -44,6 +44,9 @@ int lb_conf_model_section(const char *section, char *name, size_t namesz);
 int lb_conf_user_section(const char *section, char *name, size_t namesz);
 int lb_conf_secret_section(const char *section, char *name, size_t namesz);
 
+/* [mcp "name"] or [mcp.name] -> "name"; 0 when not an MCP server section. */
+int lb_conf_mcp_section(const char *section, char *name, size_t namesz);
+
 /* Helpers (config.c). */
 int lb_cfgi_printable(const char *v);
 /* dst = v when absolute, else base/v; LB_E_TOOBIG when it does not fit. */
@@ -66,6 +69,10 @@ lb_model_cfg *lb_cfgi_find_model(lb_config *c, const char *name);
  * model "default", then the checks that need a whole model. Skips [user]
  * sections. */
 LB_MUST_CHECK int lb_cfgi_apply_models(lb_config *c, const lb_conf *cf);
+
+/* MCP servers (config_mcp.c): the file's [mcp] sections, then each
+ * model's mcp list checked against them. Skips other sections. */
+LB_MUST_CHECK int lb_cfgi_apply_mcp(lb_config *c, const lb_conf *cf);
 
 /* Users and listen (config_user.c). */
 int lb_cfgi_is_user_key(const char *name);

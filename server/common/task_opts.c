@@ -31,6 +31,35 @@ void lb_task_opts_default(lb_task_opts *o)
     o->input_dir[0] = o->output_dir[0] = '\0';
     o->verbatim_prompts = 0;
     o->finish_answer = 1;
+    o->n_mcp = 0;
+}
+
+/* mcp: names of MCP servers, as a comma-separated text; whether they are
+ * configured is the agent's to say (it has the configuration) */
+static int mcp_names(lb_task_opts *o, const char *v, char *err, size_t errsz)
+{
+    o->n_mcp = 0;
+    for (const char *p = v;;) {
+        p += strspn(p, ", ");
+        if (!*p)
+            break;
+        size_t n = strcspn(p, ", ");
+        if (n >= LB_TASK_OPTS_MCP_NAME || strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") < n ||
+            o->n_mcp == LB_TASK_OPTS_MCP_MAX) {
+            snprintf(err, errsz, "task option mcp must name 1 to %d MCP servers, each 1 to %d of A-Z, a-z, 0-9, - "
+                     "and _.", LB_TASK_OPTS_MCP_MAX, LB_TASK_OPTS_MCP_NAME - 1);
+            o->n_mcp = 0;
+            return LB_E_INVAL;
+        }
+        memcpy(o->mcp[o->n_mcp], p, n);
+        o->mcp[o->n_mcp++][n] = '\0';
+        p += n;
+    }
+    if (!o->n_mcp) {
+        snprintf(err, errsz, "task option mcp must name 1 to %d MCP servers.", LB_TASK_OPTS_MCP_MAX);
+        return LB_E_INVAL;
+    }
+    return LB_OK;
 }
 
 int lb_task_opts_url_ok(const char *url)
@@ -134,13 +163,15 @@ int lb_task_opts_set(lb_task_opts *o, const char *name, const char *value, char 
             return LB_E_INVAL;
         }
         o->max_tokens = (int)n;
+    } else if (!strcmp(name, "mcp")) {
+        return mcp_names(o, v, err, errsz);
     } else {
         char nm[48];
         shown(name, nm, sizeof nm);
         snprintf(err, errsz,
                  "unknown task option \"%s\" (the options are mode, layout, answer_file, tool_names, max_tokens, "
                  "temperature, top_p, top_k, capture_tokens, system_prompt, tools, model_url, model_id, input_dir, "
-                 "output_dir, working_dir, verbatim_prompts and finish_answer).",
+                 "output_dir, working_dir, verbatim_prompts, finish_answer and mcp).",
                  nm);
         return LB_E_INVAL;
     }
@@ -204,6 +235,28 @@ static int text_option(const cJSON *it, lb_task_opts *o, char *err, size_t errsz
         snprintf(o->model_id, sizeof o->model_id, "%s", it->valuestring);
         return LB_OK;
     }
+    if (!strcmp(it->string, "mcp")) {
+        /* a list of names, or one string of them */
+        char text[LB_TASK_OPTS_MCP_MAX * (LB_TASK_OPTS_MCP_NAME + 1)] = "";
+        size_t at = 0;
+        const cJSON *t;
+        if (cJSON_IsString(it) && strlen(it->valuestring) < sizeof text)
+            snprintf(text, sizeof text, "%s", it->valuestring);
+        else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) <= LB_TASK_OPTS_MCP_MAX)
+            cJSON_ArrayForEach(t, it)
+            {
+                const char *v = cJSON_GetStringValue(t);
+                if (!v || !*v || strchr(v, ',') || strlen(v) >= LB_TASK_OPTS_MCP_NAME) {
+                    text[0] = ',';
+                    text[1] = '\0';
+                    break;
+                }
+                at += (size_t)snprintf(text + at, sizeof text - at, "%s,", v);
+            }
+        else
+            snprintf(text, sizeof text, ",");
+        return mcp_names(o, text, err, errsz);
+    }
     if (!strcmp(it->string, "system_prompt")) {
         if (!cJSON_IsString(it) || !it->valuestring[0] || strlen(it->valuestring) > LB_TASK_OPTS_SYSTEM_MAX) {
             snprintf(err, errsz, "task option system_prompt must be a string of 1 to %d bytes.",
@@ -260,7 +313,8 @@ int lb_task_opts_parse(const char *json, lb_task_opts *o, char *err, size_t errs
                                             "finish_answer"};
         /* an unknown name is refused as such, whatever its value */
         if (it->string && (!strcmp(it->string, "system_prompt") || !strcmp(it->string, "tools") ||
-                           !strcmp(it->string, "model_url") || !strcmp(it->string, "model_id")))
+                           !strcmp(it->string, "model_url") || !strcmp(it->string, "model_id") ||
+                           !strcmp(it->string, "mcp")))
             rc = text_option(it, o, err, errsz);
         else if (pick(it->string, known, (int)(sizeof known / sizeof known[0])) < 0)
             rc = lb_task_opts_set(o, it->string ? it->string : "", "", err, errsz);

@@ -35,6 +35,10 @@
  *   verbatim_prompts true/"1": system_prompt is the system message as given and the task's
  *                prompt the first user message as given (rendered by llmbox eval --benchmark
  *                the official way), neither rendered with llmbox's templates
+ *   mcp          a list of 1..LB_TASK_OPTS_MCP_MAX names of [mcp "NAME"] sections of
+ *                llmbox.conf (or one string "a,b"): their tools are offered beside the
+ *                plugins' (server/mcpclient/), in place of the model's mcp list; a name
+ *                the configuration does not have fails the task with a sentence
  *   finish_answer true (default) / false: with answer_file, whether a missing or empty answer
  *                file falls back to the finish tool's answer; false: the answer is then empty,
  *                as the official runner reads it */
@@ -53,6 +57,8 @@
 #define LB_TASK_OPTS_URL_MAX 512
 #define LB_TASK_OPTS_MODEL_ID_MAX 256
 #define LB_TASK_OPTS_DIR_MAX 200 /* input_dir, output_dir */
+#define LB_TASK_OPTS_MCP_MAX 8    /* MCP servers one task is offered */
+#define LB_TASK_OPTS_MCP_NAME 32  /* LB_CFG_MCP_NAME */
 
 typedef enum lb_run_mode {
     LB_RUN_SANDBOX = 0,
@@ -88,6 +94,9 @@ typedef struct lb_task_opts {
     char output_dir[LB_TASK_OPTS_DIR_MAX + 1]; /* "": the layout's answer file */
     int verbatim_prompts;       /* 1: system_prompt and the prompt are sent as given */
     int finish_answer;          /* 1 (default): a missing answer file falls back to finish's answer */
+    int n_mcp;                  /* 0: the model's mcp list */
+    char mcp[LB_TASK_OPTS_MCP_MAX][LB_TASK_OPTS_MCP_NAME]; /* names, checked against the configuration
+                                 * by the agent (server/mcpclient/mcpc_hub.h) */
 } lb_task_opts;
 
 /* The defaults: sandbox, llmbox layout, no answer file, the model's tool

@@ -322,7 +322,7 @@ static int group_check(const lb_req *r, const cJSON *in, cJSON **out, int *n, ch
     static const char *const known[] = {"prompt",    "files",        "system_prompt",  "tools",     "model",
                                         "sampling",  "max_turns",    "timeout_s",      "token_budget",
                                         "capture_tokens", "n",       "reward",         "metadata",  "model_url",
-                                        "model_id",  "network"};
+                                        "model_id",  "network",      "mcp"};
     *out = NULL;
     if (!cJSON_IsObject(in))
         return fail(msg, msgsz, "a rollout request must be a JSON object.");
@@ -367,6 +367,27 @@ static int group_check(const lb_req *r, const cJSON *in, cJSON **out, int *n, ch
             if (!v || !len || v[len] || len >= LB_TASK_OPTS_TOOL_NAME)
                 return fail(msg, msgsz, "tools: each name is a tool's name as GET /api/tools lists it (a-z, 0-9, _).");
         }
+    }
+    /* MCP servers (docs/MCP.md): names of the operator's [mcp] sections, refused up front when unknown */
+    const cJSON *mcp = cJSON_GetObjectItemCaseSensitive(in, "mcp");
+    if (mcp && !cJSON_IsNull(mcp)) {
+        char list[LB_CFG_MAX_MCP * (LB_CFG_MCP_NAME + 1) + 1] = "", names[LB_CFG_MAX_MCP][LB_CFG_MCP_NAME];
+        size_t at = 0;
+        int nm = 0, ok = cJSON_IsArray(mcp) && cJSON_GetArraySize(mcp) >= 1 &&
+                         cJSON_GetArraySize(mcp) <= LB_TASK_OPTS_MCP_MAX;
+        const cJSON *each = ok ? mcp : NULL;
+        cJSON_ArrayForEach(it, each)
+        {
+            const char *v = cJSON_GetStringValue(it);
+            ok &= v && *v && !strpbrk(v, ", ") && strlen(v) < LB_CFG_MCP_NAME;
+            if (ok)
+                at += (size_t)snprintf(list + at, sizeof list - at, "%s,", v);
+        }
+        if (!ok)
+            return fail(msg, msgsz, "mcp must be a list of 1 to %d names of MCP servers.", LB_TASK_OPTS_MCP_MAX);
+        char why[700];
+        if (lb_cfg_mcp_list(cfg, list, names, LB_CFG_MAX_MCP, &nm, why, sizeof why) != LB_OK)
+            return fail(msg, msgsz, "mcp: %s", why);
     }
     const char *prompt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "prompt"));
     if (!prompt || !prompt[0])
@@ -456,6 +477,7 @@ static int group_check(const lb_req *r, const cJSON *in, cJSON **out, int *n, ch
         (cJSON_IsString(murl) && !cJSON_AddStringToObject(o, "model_url", murl->valuestring)) ||
         (cJSON_IsString(mid) && !cJSON_AddStringToObject(o, "model_id", mid->valuestring)) ||
         (cJSON_IsArray(tools) && !cJSON_AddItemToObject(o, "tools", cJSON_Duplicate(tools, 1))) ||
+        (cJSON_IsArray(mcp) && !cJSON_AddItemToObject(o, "mcp", cJSON_Duplicate(mcp, 1))) ||
         (cJSON_IsObject(md) && !cJSON_AddItemToObject(o, "metadata", cJSON_Duplicate(md, 1)))) {
         cJSON_Delete(o);
         return LB_E_NOMEM;

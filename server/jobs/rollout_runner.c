@@ -322,6 +322,7 @@ char *lb_rollout_task_options(const cJSON *req)
     const cJSON *top_k = cJSON_GetObjectItemCaseSensitive(req, "top_k");
     const char *sp = jstr(req, "system_prompt");
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+    const cJSON *mcp = cJSON_GetObjectItemCaseSensitive(req, "mcp");
     if (o && cJSON_AddStringToObject(o, "mode", "sandbox") &&
         (!mt || cJSON_AddNumberToObject(o, "max_tokens", (double)mt)) &&
         (!cJSON_IsNumber(temp) || cJSON_AddNumberToObject(o, "temperature", temp->valuedouble)) &&
@@ -331,7 +332,8 @@ char *lb_rollout_task_options(const cJSON *req)
         (!sp || cJSON_AddStringToObject(o, "system_prompt", sp)) &&
         (!jstr(req, "model_url") || cJSON_AddStringToObject(o, "model_url", jstr(req, "model_url"))) &&
         (!jstr(req, "model_id") || cJSON_AddStringToObject(o, "model_id", jstr(req, "model_id"))) &&
-        (!cJSON_IsArray(tools) || cJSON_AddItemToObject(o, "tools", cJSON_Duplicate(tools, 1))))
+        (!cJSON_IsArray(tools) || cJSON_AddItemToObject(o, "tools", cJSON_Duplicate(tools, 1))) &&
+        (!cJSON_IsArray(mcp) || cJSON_AddItemToObject(o, "mcp", cJSON_Duplicate(mcp, 1))))
         s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;

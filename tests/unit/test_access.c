@@ -152,7 +152,7 @@ TEST(user_mistakes_name_their_line)
     CHECK(load(text) == LB_E_INVAL && error_has(":3: unknown key 'provider' in [user \"a\"]"));
     snprintf(text, sizeof text, "[user \"a\"]\ntoken_sha256 = %s, %s, %s, %s, %s\n", ha, hb, hc, ha, hb);
     CHECK(load(text) != LB_OK); /* at most four, and the line is too long anyway */
-    CHECK(load("[users]\nx = 1\n") == LB_E_INVAL && error_has("sections are [model \"NAME\"] and [user \"NAME\"]"));
+    CHECK(load("[users]\nx = 1\n") == LB_E_INVAL && error_has("sections are [model \"NAME\"], [user \"NAME\"], [secret \"NAME\"] and [mcp \"NAME\"]"));
     CHECK(load("cookie_secure = yes\n") == LB_E_INVAL && error_has("must be auto"));
     CHECK(load("session_ttl_s = 5\n") == LB_E_INVAL && error_has("session_ttl_s"));
 }

@@ -264,6 +264,11 @@ function argsView(name, args) {
 
 function setResult(call, ev) {
   call.done = true;
+  // a tool of an MCP server (docs/MCP.md): the server's name beside the tool's
+  if (ev.mcp_server && !call.el.querySelector('.mcp-server')) {
+    const name = call.el.querySelector('.tool-name');
+    if (name) name.after(h('span', { class: 'mcp-server muted small' }, `MCP server ${String(ev.mcp_server)}`));
+  }
   const status = String(ev.status || 'done');
   call.chip.className = `chip chip-${toolChipKind(status)}`;
   call.chip.textContent = status;
