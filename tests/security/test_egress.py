@@ -40,6 +40,8 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = ("server %s host %s path %s\n" % (self.connection.getsockname()[0],
                 self.headers.get("Host"), self.path)).encode()
+        if self.path.startswith("/big/"):  # a download of that many bytes
+            body = b"x" * min(int(self.path[5:]), 1 << 26)
         with open(sys.argv[1], "a") as f:
             f.write(json.dumps({"server": self.connection.getsockname()[0], "port":
                     self.connection.getsockname()[1], "host": self.headers.get("Host")}) + "\n")
@@ -570,6 +572,28 @@ out({"refused": refused, "reset": reset, "s": time.time() - t})''')
     assert len(capped) >= 16, capped
 
 
+def check_byte_allowance_cuts_and_refuses(d):
+    """A policy's max_bytes (within the operator's network_max_mb, which
+    this suite sets): a download past it is cut, the next connection is
+    refused at once, and the record says why for both."""
+    c, sid = make(d, {"allow": ["allowed.test"], "max_bytes": 300000})
+    r = probe(c, sid, r'''
+addr = resolve("allowed.test")["addrs"][0]
+big = http(addr, "allowed.test", path="/big/4000000")
+t = time.time()
+after = http(addr, "allowed.test")
+out({"big": {k: v for k, v in big.items() if k not in ("body", "got")}, "after": after, "after_s": time.time() - t})''')
+    got = r["big"].get("recv", len(r["big"].get("got", "")))
+    assert "error" in r["big"] or got < 400000, r  # cut well before 4 MB
+    assert "error" in r["after"] and "body" not in r["after"] and r["after_s"] < 3, r
+    rec = [x for x in record(d, sid) if x["kind"] == "tcp"]
+    why = "byte allowance (max_bytes) is spent"
+    cut = [x for x in rec if x["allowed"] and why in x["rule"]]
+    refused = [x for x in rec if not x["allowed"] and why in x["rule"]]
+    assert len(cut) == 1 and 200000 < cut[0]["bytes_in"] + cut[0]["bytes_out"] <= 300000, rec
+    assert refused and refused[0]["name"] == "allowed.test", rec
+
+
 CHECKS = [
     ("world_is_closed", check_world_is_closed),
     ("allowed_name_is_reached", check_allowed_name_is_reached),
@@ -582,6 +606,7 @@ CHECKS = [
     ("api_record_and_patch", check_api_record_and_patch),
     ("task_through_gateway", check_task_through_gateway),
     ("connection_cap_refuses_at_once", check_connection_cap_refuses_at_once),
+    ("byte_allowance_cuts_and_refuses", check_byte_allowance_cuts_and_refuses),
 ]
 
 
@@ -590,7 +615,7 @@ def inner():
     sys.argv = [sys.argv[0]] + [a for a in sys.argv[1:] if a != "--inner"]
     if sys.argv[1:] and "world_is_closed" not in sys.argv[1:]:
         sys.argv.insert(1, "world_is_closed")  # always first
-    return suite_main("security/", CHECKS, env={"LLMBOX_NETWORK_EGRESS_MAX": "*"})
+    return suite_main("security/", CHECKS, env={"LLMBOX_NETWORK_EGRESS_MAX": "*", "LLMBOX_NETWORK_MAX_MB": "64"})
 
 
 if __name__ == "__main__":
