@@ -572,6 +572,45 @@ out({"refused": refused, "reset": reset, "s": time.time() - t})''')
     assert len(capped) >= 16, capped
 
 
+def check_eval_counts_external_by_traffic(d):
+    """An evaluation in sandbox mode with network rules, whose row's command
+    fetches the allowed upstream with Python's socket module (no external
+    pattern matches it): its result counts the connection by traffic, and
+    the summary says both numbers (0 by pattern, all runs by traffic)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from stack import Stack, multipart
+    cmd = ("python3 -c \"import socket; s = socket.create_connection(('allowed.test', 80), 10); "
+           "s.sendall(b'GET /ev HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n'); print(s.recv(4096).decode())\"")
+    steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]},
+             {"tool_calls": [{"name": "finish", "arguments": {"answer": "4"}}]}]
+    scen = {"scenarios": [{"match": "[netfetch]", "steps": steps}], "steps": steps[1:]}
+    with Stack(scenario=scen, env={"LLMBOX_NETWORK_EGRESS_MAX": "*.test"}) as st:
+        row = {"id": "n1", "domain": "math", "ground_truth": "4", "scorer": "numeric",
+               "problem_statement": "[netfetch] 2+2"}
+        ctype, body = multipart({"mode": "sandbox", "network": json.dumps({"allow": ["allowed.test"]})},
+                                [("dataset", "set.jsonl", (json.dumps(row) + "\n").encode())])
+        status, _, resp = st.request("POST", "/api/evals", body, {"Content-Type": ctype})
+        assert status == 201, (status, resp)
+        eid = json.loads(resp)["id"]
+        deadline = time.time() + 180
+        while True:
+            status, e = st.get_json("/api/evals/" + eid)
+            if e.get("status") in ("succeeded", "failed", "cancelled") or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        assert e.get("status") == "succeeded", e
+        status, _, body = st.request("GET", "/api/evals/%s/results.jsonl" % eid)
+        line = json.loads(body.decode().splitlines()[0])
+        assert any(h.get("host") == "allowed.test" for h in hits()), "the row's command reached no upstream"
+        caps = line["capabilities"]
+        assert caps and caps["external"] == 0 and caps["external_connections"] == 1, line
+        c = e["summary"]["overall"]["capabilities"]
+        assert c["traffic_rows"] == 1 and c["external_runs_by_pattern"] == 0, c
+        assert c["external_runs_by_traffic"] == 1 and c["external_connections"] == 1, c
+        status, _, md = st.request("GET", "/api/evals/%s/summary.md" % eid)
+        assert b"## External access by traffic" in md and b"| **Overall** | 0.0% | 100.0% | 1 | 1 |" in md, md
+
+
 def check_byte_allowance_cuts_and_refuses(d):
     """A policy's max_bytes (within the operator's network_max_mb, which
     this suite sets): a download past it is cut, the next connection is
@@ -607,6 +646,7 @@ CHECKS = [
     ("task_through_gateway", check_task_through_gateway),
     ("connection_cap_refuses_at_once", check_connection_cap_refuses_at_once),
     ("byte_allowance_cuts_and_refuses", check_byte_allowance_cuts_and_refuses),
+    ("eval_counts_external_by_traffic", check_eval_counts_external_by_traffic),
 ]
 
 
