@@ -483,7 +483,7 @@ def check_task_through_gateway(d):
     steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]},
              {"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
     tok = "egress-" + uuid.uuid4().hex
-    env = {"LLMBOX_NETWORK_EGRESS_MAX": "*.test"}
+    env = {"LLMBOX_NETWORK_EGRESS_MAX": "*.test", "LLMBOX_NETWORK_MAX_MB": "1"}
     finish = [{"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
     scen = {"scenarios": [{"match": "[fetch]", "steps": steps}], "steps": finish}
     with Stack(scenario=scen, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": tok}) as st:
@@ -510,6 +510,10 @@ def check_task_through_gateway(d):
             assert status == want and (want != 403 or b"evil.example" in resp), (status, resp)
         status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["evil.example"]}))
         assert status == 403 and "evil.example" in json.dumps(b), (status, b)
+        # a byte allowance beyond the operator's network_max_mb (1 MiB here)
+        status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["allowed.test"],
+                                                                     "max_bytes": (1 << 20) + 1}))
+        assert status == 403 and "network_max_mb" in json.dumps(b) and "1048577" in json.dumps(b), (status, b)
         status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["allowed.test"]}))
         assert status == 201, (status, b)
         tid = b["id"]
