@@ -617,23 +617,38 @@ def check_eval_counts_external_by_traffic(d):
 
 def check_byte_allowance_cuts_and_refuses(d):
     """A policy's max_bytes (within the operator's network_max_mb, which
-    this suite sets): a download past it is cut, the next connection is
-    refused at once, and the record says why for both."""
+    this suite sets): a download past it is cut, a connection left idle
+    meanwhile is cut within seconds, the next connection is refused at
+    once, and the record says why for each."""
     c, sid = make(d, {"allow": ["allowed.test"], "max_bytes": 300000})
     r = probe(c, sid, r'''
 addr = resolve("allowed.test")["addrs"][0]
+idle = socket.create_connection((addr, 80), 10)
+idle.sendall(b"GET /idle HTTP/1.1\r\nHost: allowed.test\r\n")  # the server waits for the rest
+time.sleep(1.5)  # past the gateway's wait for the Host: relayed
 big = http(addr, "allowed.test", path="/big/4000000")
 t = time.time()
 after = http(addr, "allowed.test")
-out({"big": {k: v for k, v in big.items() if k not in ("body", "got")}, "after": after, "after_s": time.time() - t})''')
+after_s = time.time() - t
+idle.settimeout(10)
+try:
+    idle_end = "eof" if idle.recv(100) == b"" else "data"
+except socket.timeout:
+    idle_end = "still open"
+except OSError as e:
+    idle_end = type(e).__name__
+out({"big": {k: v for k, v in big.items() if k not in ("body", "got")}, "after": after, "after_s": after_s,
+     "idle": idle_end, "idle_s": time.time() - t})''')
     got = r["big"].get("recv", len(r["big"].get("got", "")))
     assert "error" in r["big"] or got < 400000, r  # cut well before 4 MB
     assert "error" in r["after"] and "body" not in r["after"] and r["after_s"] < 3, r
+    assert r["idle"] in ("eof", "ConnectionResetError") and r["idle_s"] < 8, r  # cut, not left open
     rec = [x for x in record(d, sid) if x["kind"] == "tcp"]
     why = "byte allowance (max_bytes) is spent"
     cut = [x for x in rec if x["allowed"] and why in x["rule"]]
     refused = [x for x in rec if not x["allowed"] and why in x["rule"]]
-    assert len(cut) == 1 and 200000 < cut[0]["bytes_in"] + cut[0]["bytes_out"] <= 300000, rec
+    big = [x for x in cut if x["bytes_in"] > 100000]
+    assert len(cut) == 2 and len(big) == 1 and 200000 < big[0]["bytes_in"] + big[0]["bytes_out"] <= 300000, rec
     assert refused and refused[0]["name"] == "allowed.test", rec
 
 
