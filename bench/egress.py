@@ -12,10 +12,17 @@ each, from inside:
                        (connection setup is most of it)
   throughput           one TCP connection reading 256 MiB from a server
                        that writes as fast as it can
+  CPU per connection   N more requests like the first (--conns, 2000):
+                       the CPU time of the network's helper process
+                       (the gateway, `llmbox netgw`, or slirp4netns), from
+                       its /proc/PID/stat before and after, and of the
+                       sandbox's client process (its own user + system
+                       time, which holds the sandbox side of the kernel's
+                       TCP work), each divided by N
 
 Run as root:
 
-    python3 bench/egress.py
+    python3 bench/egress.py [--conns N]
 """
 import json
 import os
@@ -75,6 +82,46 @@ out({"median_ms": lat[len(lat) // 2] * 1000, "p90_ms": lat[int(len(lat) * 0.9)] 
 '''
 
 
+CONNS = r'''
+import socket, time
+addr = socket.getaddrinfo("allowed.test", 80, socket.AF_INET)[0][4][0]
+req = b"GET / HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n"
+c0, t0 = time.process_time(), time.perf_counter()
+for i in range(%d):
+    s = socket.create_connection((addr, 80), 10)
+    s.sendall(req)
+    while s.recv(65536):
+        pass
+    s.close()
+out({"client_cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0})
+'''
+
+
+def cpu_s(pid):
+    """utime + stime of process pid (all its threads, ended ones too)."""
+    with open("/proc/%d/stat" % pid) as f:
+        f_ = f.read().rsplit(")", 1)[1].split()
+    return (int(f_[11]) + int(f_[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def slirps(root):
+    from seclib import descendants
+    out = set()
+    for pid in descendants(root):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if f.read().startswith(b"slirp4netns:"):
+                    out.add(pid)
+        except OSError:
+            pass
+    return out
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
 def inner():
     from seclib import Daemon
     d = Daemon(env={"LLMBOX_NETWORK_ALLOW": "none,nat", "LLMBOX_NETWORK_EGRESS_MAX": "*"}).start()
@@ -84,10 +131,24 @@ def inner():
         os.chmod(d.tmp, 0o711)
         os.chmod(d.var, 0o711)
         res = {}
+        nconn = int(sys.argv[sys.argv.index("--conns") + 1]) if "--conns" in sys.argv else 2000
         for name, spec in (("nat", {"network": "nat"}),
                            ("gateway", {"network": "egress", "policy": json.dumps({"allow": ["allowed.test"]})})):
+            before = slirps(d.proc.pid)
             sid = c.create(**spec)
             res[name] = T.probe(c, sid, PROBE)
+            if name == "nat":
+                helper = sorted(slirps(d.proc.pid) - before)
+                assert len(helper) == 1, "no slirp4netns of this sandbox: %s" % helper
+                helper = helper[0]
+            else:
+                with open(os.path.join(d.var, "netgw", sid, "pid")) as f:
+                    helper = int(f.read())
+            h0 = cpu_s(helper)
+            r = T.probe(c, sid, CONNS % nconn)
+            r["helper_cpu_s"] = cpu_s(helper) - h0
+            r["load"] = load()
+            res[name].update(r)
             c.destroy(sid)
         print(json.dumps(res))
         n, g = res["nat"], res["gateway"]
@@ -95,6 +156,12 @@ def inner():
               % (n["median_ms"], g["median_ms"], g["median_ms"] / n["median_ms"], n["p90_ms"], g["p90_ms"]))
         print("throughput, one connection: nat %.0f MiB/s, gateway %.0f MiB/s (gateway/nat %.2fx)"
               % (n["mib_s"], g["mib_s"], g["mib_s"] / n["mib_s"]))
+        us = {k: (res[k]["helper_cpu_s"] * 1e6 / nconn, res[k]["client_cpu_s"] * 1e6 / nconn) for k in res}
+        print("CPU per connection over %d: helper nat (slirp4netns) %.0f us, gateway (netgw) %.0f us "
+              "(gateway/nat %.2fx); sandbox client nat %.0f us, gateway %.0f us; both together gateway/nat %.2fx; "
+              "load %s / %s" % (nconn, us["nat"][0], us["gateway"][0], us["gateway"][0] / max(us["nat"][0], 1e-9),
+                                us["nat"][1], us["gateway"][1], sum(us["gateway"]) / max(sum(us["nat"]), 1e-9),
+                                res["nat"]["load"], res["gateway"]["load"]))
     finally:
         d.stop()
     return 0

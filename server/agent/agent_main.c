@@ -181,7 +181,8 @@ static int network_policy_ok(const lb_config *cfg, const char *text, char *why, 
         return 0;
     }
     int ok = lb_netpolicy_parse(text, p, why, whysz) == LB_OK &&
-             lb_netpolicy_admit(p, cfg->network_egress_max, NULL, why, whysz) == LB_OK;
+             lb_netpolicy_admit(p, cfg->network_egress_max, NULL, why, whysz) == LB_OK &&
+             lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, 0, why, whysz) == LB_OK;
     free(p);
     return ok;
 }

@@ -427,6 +427,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_STR("network_allow", "LLMBOX_NETWORK_ALLOW", network_allow, "none"),
     {"network_egress_max", "LLMBOX_NETWORK_EGRESS_MAX", NULL, set_netceiling, F(network_egress_max), 0, 0, ""},
     KEY_INT("network_bandwidth_max", "LLMBOX_NETWORK_BANDWIDTH_MAX", network_bandwidth_max, 0, 0, 2000000000),
+    KEY_MIB("network_max_mb", "LLMBOX_NETWORK_MAX_MB", network_max_bytes, 0, 0, 1 << 30),
     KEY_STR("network_upstream_ca", "LLMBOX_NETWORK_UPSTREAM_CA", network_upstream_ca, ""),
     /* saved sandbox states (follow-ups, sandboxd/sandbox_save.c) */
     KEY_INT("sandbox_state_max_mib", "LLMBOX_SANDBOX_STATE_MAX_MIB", sandbox_state_max_mib, 1024, 1, 1 << 20),

@@ -92,6 +92,7 @@ typedef struct lb_user_cfg {
     uint64_t max_upload_bytes;       /* one task's upload; never above max_upload_bytes */
     char network_egress_max[2048];   /* network rules this user's sandboxes may ask for, within the service's
                                         network_egress_max; "" = the service's (common/netpolicy.h) */
+    uint64_t network_max_bytes;      /* network_max_mb: bytes a sandbox's gateway relays; 0 = the service's */
     int line;                        /* the line of its first key in the file */
 } lb_user_cfg;
 
@@ -241,6 +242,8 @@ typedef struct lb_config {
     char network_allow[64];          /* network_allow | LLMBOX_NETWORK_ALLOW, default "none": modes clients may ask for ("none,nat") */
     int network_bandwidth_max;       /* network_bandwidth_max | LLMBOX_NETWORK_BANDWIDTH_MAX, default 0 (none): bytes
                                         per second each way a sandbox's gateway relays; caps a policy's "bandwidth" */
+    uint64_t network_max_bytes;      /* network_max_mb | LLMBOX_NETWORK_MAX_MB, default 0 (none): bytes, both ways
+                                        together, a sandbox's gateway relays in its life; caps a policy's "max_bytes" */
     char network_upstream_ca[LB_CFG_PATH]; /* network_upstream_ca | LLMBOX_NETWORK_UPSTREAM_CA, default "": the
                                         gateway trusts these CA certificates upstream instead of the system's
                                         (tests; a private CA) */

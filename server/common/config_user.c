@@ -71,6 +71,19 @@ static int u_upload(lb_user_cfg *u, const char *v, char *why, size_t whysz)
     return LB_OK;
 }
 
+/* network_max_mb in a user's section: the bytes one sandbox's gateway
+ * relays, within the service's network_max_mb (netpolicy.h) */
+static int u_net_max(lb_user_cfg *u, const char *v, char *why, size_t whysz)
+{
+    long long x;
+    if (lb_parse_ll(v, 1, 1LL << 30, &x) != LB_OK) {
+        snprintf(why, whysz, "must be a whole number of MiB from 1 to %lld", 1LL << 30);
+        return LB_E_INVAL;
+    }
+    u->network_max_bytes = (uint64_t)x << 20;
+    return LB_OK;
+}
+
 /* One or more hashes, separated by commas or blanks (indented lines
  * continue the value: config_file.c). */
 static int u_tokens(lb_user_cfg *u, const char *v, char *why, size_t whysz)
@@ -137,6 +150,7 @@ static const struct {
     {"tasks_per_minute", u_per_minute},
     {"max_upload_mb", u_upload},
     {"network_egress_max", u_egress},
+    {"network_max_mb", u_net_max},
     {"max_sandboxes", u_max_sandboxes},
     {"sandboxes_per_minute", u_sandboxes_per_minute},
 };
@@ -185,7 +199,8 @@ int lb_cfgi_apply_users(lb_config *c, const lb_conf *cf)
         if (k == LB_N_USER_KEYS)
             return lb_cfgi_fail(LB_E_INVAL,
                                 "%s:%d: unknown key '%s' in [%s] (a user has token_sha256, max_tasks, "
-                                "tasks_per_minute, max_upload_mb, max_sandboxes, sandboxes_per_minute)",
+                                "tasks_per_minute, max_upload_mb, max_sandboxes, sandboxes_per_minute, network_egress_max, "
+                                "network_max_mb)",
                                 cf->path, e->line, e->name, e->section);
         if (lb_user_keys[k].set(u, e->value, why, sizeof why) != LB_OK)
             /* a hash is not secret, but a pasted token would be: never echo it */

@@ -174,8 +174,9 @@ int lb_netpolicy_from_json(const cJSON *v, lb_netpolicy *p, char *err, size_t er
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
         if (strcmp(it->string, "allow") && strcmp(it->string, "deny") && strcmp(it->string, "secrets") &&
-            strcmp(it->string, "bandwidth")) {
-            snprintf(err, errsz, "network has an unknown key \"%.40s\" (known: allow, deny, secrets, bandwidth)",
+            strcmp(it->string, "bandwidth") && strcmp(it->string, "max_bytes")) {
+            snprintf(err, errsz,
+                     "network has an unknown key \"%.40s\" (known: allow, deny, secrets, bandwidth, max_bytes)",
                      it->string);
             return LB_E_INVAL;
         }
@@ -190,6 +191,16 @@ int lb_netpolicy_from_json(const cJSON *v, lb_netpolicy *p, char *err, size_t er
             return LB_E_INVAL;
         }
         p->bandwidth = (long long)d;
+    }
+    const cJSON *mb = cJSON_GetObjectItemCaseSensitive(v, "max_bytes");
+    if (mb && !cJSON_IsNull(mb)) {
+        double d = cJSON_IsNumber(mb) ? mb->valuedouble : -1;
+        if (d < 1 || d > (double)LB_NETPOL_MAX_BYTES_MAX || d != (double)(long long)d) {
+            snprintf(err, errsz, "network.max_bytes must be a whole number of bytes from 1 to %lld",
+                     LB_NETPOL_MAX_BYTES_MAX);
+            return LB_E_INVAL;
+        }
+        p->max_bytes = (long long)d;
     }
     int src = secrets_from_json(cJSON_GetObjectItemCaseSensitive(v, "secrets"), p, err, errsz);
     if (src != LB_OK)
@@ -321,6 +332,12 @@ int lb_netpolicy_text(const lb_netpolicy *p, char *out, size_t outsz)
             return LB_E_TOOBIG;
         len += (size_t)k;
     }
+    if (p->max_bytes) {
+        if ((k = snprintf(out + len, outsz - len, ",\"max_bytes\":%lld", p->max_bytes)) < 0 ||
+            (size_t)k >= outsz - len)
+            return LB_E_TOOBIG;
+        len += (size_t)k;
+    }
     k = snprintf(out + len, outsz - len, "}");
     return k < 0 || (size_t)k >= outsz - len ? LB_E_TOOBIG : LB_OK;
 }
@@ -420,6 +437,27 @@ int lb_netpolicy_admit(const lb_netpolicy *p, const char *service, const char *u
     }
     free(c);
     return rc == LB_OK || rc == LB_E_NOMEM ? rc : LB_E_DENIED;
+}
+
+int lb_netpolicy_admit_bytes(lb_netpolicy *p, unsigned long long service, unsigned long long user, char *err,
+                             size_t errsz)
+{
+    if (p->mode != LB_NETPOL_RULES)
+        return LB_OK;
+    unsigned long long want = (unsigned long long)p->max_bytes;
+    if (service && want > service) {
+        snprintf(err, errsz, "network max_bytes %llu is beyond what this service allows a sandbox to move "
+                             "(network_max_mb: %llu bytes)", want, service);
+        return LB_E_DENIED;
+    }
+    if (user && want > user) {
+        snprintf(err, errsz, "network max_bytes %llu is beyond what this service allows a sandbox to move "
+                             "(network_max_mb: %llu bytes) for this user", want, user);
+        return LB_E_DENIED;
+    }
+    if (!want && user)
+        p->max_bytes = (long long)user;
+    return LB_OK;
 }
 
 /* Whether rule r (a name rule or "*") names name on port (0: any). */

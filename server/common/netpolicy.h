@@ -36,6 +36,7 @@
 #define LB_NETPOL_SECRETS_MAX 16   /* secrets a policy names, or a ceiling lists (secret:NAME) */
 #define LB_NETPOL_SECRET_NAME 64   /* a secret's name: 1 to 63 of [A-Za-z0-9._-] */
 #define LB_NETPOL_BANDWIDTH_MAX 2000000000LL /* bytes per second a policy may ask for */
+#define LB_NETPOL_MAX_BYTES_MAX (1LL << 50) /* bytes a policy's "max_bytes" may ask for */
 
 enum { LB_NETPOL_NONE = 1, LB_NETPOL_NAT, LB_NETPOL_RULES };
 
@@ -56,6 +57,8 @@ typedef struct lb_netpolicy {
     char secrets[LB_NETPOL_SECRETS_MAX][LB_NETPOL_SECRET_NAME];
     int nsecrets;
     long long bandwidth; /* "bandwidth": bytes per second each way, 0: the operator's network_bandwidth_max */
+    long long max_bytes; /* "max_bytes": bytes both ways the gateway relays in the sandbox's life, 0: the
+                            operator's network_max_mb */
 } lb_netpolicy;
 
 /* Whether s is a well-formed secret name (1 to 63 of [A-Za-z0-9._-]). */
@@ -97,6 +100,13 @@ LB_MUST_CHECK int lb_netpolicy_within(const lb_netpolicy *p, const lb_netpolicy 
  * setting; LB_E_NOMEM. */
 LB_MUST_CHECK int lb_netpolicy_admit(const lb_netpolicy *p, const char *service, const char *user, char *err,
                                      size_t errsz);
+
+/* The operator's byte allowances applied to p (service and user: bytes,
+ * 0 for none): a "max_bytes" above either is LB_E_DENIED with a sentence
+ * naming the setting; a policy of rules with none gets the user's, so it
+ * travels to the gateway (the service's reaches it as --max-bytes). */
+LB_MUST_CHECK int lb_netpolicy_admit_bytes(lb_netpolicy *p, unsigned long long service, unsigned long long user,
+                                           char *err, size_t errsz);
 
 /* Whether the gateway answers a DNS question for name: 1 when an allow
  * rule names it (or is "*") and no deny rule of every port names it. The

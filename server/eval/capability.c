@@ -317,7 +317,7 @@ int lb_capability_count_trajectory(const char *trajectory_json_text, size_t len,
         cJSON_Delete(t);
         return LB_E_INVAL;
     }
-    lb_capability_counts c = {0, 0, 0, 0};
+    lb_capability_counts c = {0, 0, 0, 0, 0, 0};
     const cJSON *m;
     cJSON_ArrayForEach(m, msgs) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
@@ -333,5 +333,27 @@ int lb_capability_count_trajectory(const char *trajectory_json_text, size_t len,
     }
     cJSON_Delete(t);
     *out = c;
+    return LB_OK;
+}
+
+int lb_capability_count_network(const char *network_json_text, size_t len, lb_capability_counts *out)
+{
+    cJSON *t = cJSON_ParseWithLength(network_json_text, len);
+    const cJSON *conns = cJSON_GetObjectItemCaseSensitive(t, "connections"), *x;
+    if (!cJSON_IsArray(conns)) {
+        cJSON_Delete(t);
+        return LB_E_INVAL;
+    }
+    long long n = 0;
+    cJSON_ArrayForEach(x, conns) {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(x, "kind");
+        /* a lookup alone moves nothing; a refused connection reached nothing */
+        n += cJSON_IsString(kind) && !strcmp(kind->valuestring, "tcp") &&
+             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "allowed")) &&
+             cJSON_IsString(cJSON_GetObjectItemCaseSensitive(x, "name"));
+    }
+    cJSON_Delete(t);
+    out->external_conns = n;
+    out->traffic = 1;
     return LB_OK;
 }

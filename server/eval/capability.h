@@ -9,6 +9,11 @@
 /* Turns whose actions matched each capability, and all turns. */
 typedef struct lb_capability_counts {
     long long external, file, compute, turns;
+    /* external access by traffic, where the task ran with network rules:
+     * its gateway's allowed connections to names (network.json); traffic
+     * is 1 when the task had such a record (no rules: the patterns alone say) */
+    long long external_conns;
+    int traffic;
 } lb_capability_counts;
 
 enum { LB_CAP_EXTERNAL = 0, LB_CAP_FILE = 1, LB_CAP_COMPUTE = 2, LB_CAP__COUNT };
@@ -45,5 +50,12 @@ unsigned lb_capability_match(const char *s);
  * a trajectory (not JSON, no `messages` array); *out untouched then. */
 LB_MUST_CHECK int lb_capability_count_trajectory(const char *trajectory_json_text, size_t len,
                                                  lb_capability_counts *out);
+
+/* Counts, in a task's network.json text (len bytes, docs/NETWORK.md), the
+ * allowed TCP connections to a name (what the sandbox fetched from
+ * outside) into out->external_conns, and out->traffic = 1. LB_E_INVAL when the text is not a
+ * record (not JSON, no `connections` array); *out untouched then. */
+LB_MUST_CHECK int lb_capability_count_network(const char *network_json_text, size_t len,
+                                              lb_capability_counts *out);
 
 #endif

@@ -74,6 +74,9 @@ char *lb_eval_result_to_json(const lb_eval_result *r)
              add_num(c, "file", (double)r->capabilities.file) &&
              add_num(c, "compute", (double)r->capabilities.compute) &&
              add_num(c, "turns", (double)r->capabilities.turns);
+        /* by traffic, only for a task that ran with network rules */
+        if (ok && r->capabilities.traffic)
+            ok = add_num(c, "external_connections", (double)r->capabilities.external_conns);
     } else if (ok) {
         ok = cJSON_AddNullToObject(o, "capabilities") != NULL;
     }
@@ -176,7 +179,11 @@ int lb_eval_result_from_json(const char *text, size_t len, lb_eval_result *r, ch
     const cJSON *caps = cJSON_GetObjectItemCaseSensitive(o, "capabilities");
     if (rc == LB_OK && cJSON_IsObject(caps)) {
         r->has_capabilities = 1;
-        rc = get_num(caps, "external", &r->capabilities.external, err, errsz);
+        const cJSON *xc = cJSON_GetObjectItemCaseSensitive(caps, "external_connections");
+        r->capabilities.traffic = xc && !cJSON_IsNull(xc);
+        rc = get_num(caps, "external_connections", &r->capabilities.external_conns, err, errsz);
+        if (rc == LB_OK)
+            rc = get_num(caps, "external", &r->capabilities.external, err, errsz);
         if (rc == LB_OK)
             rc = get_num(caps, "file", &r->capabilities.file, err, errsz);
         if (rc == LB_OK)

@@ -20,6 +20,9 @@ typedef struct acc {
     long long rows, runs, errors, failed, skipped;
     double prompt, completion, env, traj, model_ms, tool_ms, wall_ms;
     long long cap[LB_CAP__COUNT], cap_turns, cap_rows;
+    /* runs with a network record: how many, how many by pattern and by
+     * traffic used something outside, and their connections */
+    long long net_rows, net_by_pattern, net_by_traffic, net_conns;
 } acc;
 
 typedef struct ctx {
@@ -106,6 +109,12 @@ static void add_run(acc *a, const lb_eval_result *r)
         a->cap[LB_CAP_COMPUTE] += r->capabilities.compute;
         a->cap_turns += r->capabilities.turns;
         a->cap_rows++;
+        if (r->capabilities.traffic) {
+            a->net_rows++;
+            a->net_by_pattern += r->capabilities.external > 0;
+            a->net_by_traffic += r->capabilities.external_conns > 0;
+            a->net_conns += r->capabilities.external_conns;
+        }
     }
 }
 
@@ -157,7 +166,12 @@ static cJSON *caps_json(const acc *a)
     if (o && add_ratio(o, "external", (double)a->cap[LB_CAP_EXTERNAL], t) &&
         add_ratio(o, "file", (double)a->cap[LB_CAP_FILE], t) &&
         add_ratio(o, "compute", (double)a->cap[LB_CAP_COMPUTE], t) && cJSON_AddNumberToObject(o, "turns", t) &&
-        cJSON_AddNumberToObject(o, "rows", (double)a->cap_rows))
+        cJSON_AddNumberToObject(o, "rows", (double)a->cap_rows) &&
+        (!a->net_rows ||
+         (cJSON_AddNumberToObject(o, "traffic_rows", (double)a->net_rows) &&
+          add_ratio(o, "external_runs_by_pattern", (double)a->net_by_pattern, (double)a->net_rows) &&
+          add_ratio(o, "external_runs_by_traffic", (double)a->net_by_traffic, (double)a->net_rows) &&
+          cJSON_AddNumberToObject(o, "external_connections", (double)a->net_conns))))
         return o;
     cJSON_Delete(o);
     return NULL;
@@ -427,6 +441,25 @@ static int cap_row(lb_buf *b, const cJSON *g)
     return lb_buf_printf(b, " %s | %s | %s | %s |\n", x[0], x[1], x[2], t);
 }
 
+/* External access of the runs that had network rules, by pattern and by
+ * their gateway's record, side by side. */
+static int net_row(lb_buf *b, const cJSON *g)
+{
+    const cJSON *c = get(g, "capabilities");
+    const char *k[2] = {"external_runs_by_pattern", "external_runs_by_traffic"};
+    char x[2][32], n[32], r[32];
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = get(c, k[i]);
+        if (cJSON_IsNumber(v))
+            snprintf(x[i], sizeof x[i], "%.1f%%", 100.0 * v->valuedouble);
+        else
+            snprintf(x[i], sizeof x[i], "–");
+    }
+    fmt_num(n, sizeof n, get(c, "external_connections"), 0, "");
+    fmt_num(r, sizeof r, get(c, "traffic_rows"), 0, "");
+    return lb_buf_printf(b, " %s | %s | %s | %s |\n", x[0], x[1], n, r);
+}
+
 /* One table: a header, a row per domain, the overall row in bold. */
 static int table(lb_buf *b, const cJSON *s, const char *head, row_fn fn)
 {
@@ -510,6 +543,14 @@ char *lb_eval_summary_markdown(const cJSON *s)
                    "| Domain | External resources | File management | Computation | Turns |\n"
                    "| --- | ---: | ---: | ---: | ---: |\n",
                    cap_row);
+    if (rc == LB_OK && cJSON_IsNumber(get(get(get(s, "overall"), "capabilities"), "traffic_rows")))
+        rc = table(&b, s,
+                   "## External access by traffic\n\nRuns that had network rules: the share whose turns match "
+                   "the external patterns, and the share whose gateway recorded an allowed connection to a "
+                   "name (what they really fetched).\n\n"
+                   "| Domain | By pattern | By traffic | Connections | Runs |\n"
+                   "| --- | ---: | ---: | ---: | ---: |\n",
+                   net_row);
     if (rc != LB_OK) {
         lb_buf_free(&b);
         return NULL;

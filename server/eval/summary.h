@@ -28,6 +28,10 @@
  *                            line without wall_ms)}
  * CAPS = {"external", "file", "compute": turns with a match / all turns, "turns": all turns,
  *         "rows": sandbox runs counted} (sandbox runs with capabilities only)
+ *        and, when some of those runs had network rules (a gateway record), external access both ways
+ *        over those runs: "traffic_rows": such runs, "external_runs_by_pattern": share of them with a
+ *        turn the external patterns match, "external_runs_by_traffic": share with an allowed
+ *        connection to a name in their record, "external_connections": those connections in all
  * Accuracy: each row's score is the mean over its repeats, then the mean
  * over rows. A run with status error or failed, or without a score, counts
  * as 0 (and is counted in errors / failed); a skipped run (the row could

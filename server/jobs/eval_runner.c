@@ -372,6 +372,15 @@ static int count_capabilities(const char *task_id, lb_capability_counts *c)
     if (!ok)
         memset(c, 0, sizeof *c);
     free(text);
+    /* a task that ran with network rules: its gateway's record says what
+     * it really fetched (written by the agent at each round's end); none,
+     * or one that does not read, leaves the patterns' count alone */
+    snprintf(path, sizeof path, "%s/%s/network.json", lb_er_cfg->artifacts_dir, task_id);
+    text = NULL;
+    if (ok && lb_read_file(path, LB_EVAL_TRAJ_MAX, &text, &len) == LB_OK &&
+        lb_capability_count_network(text, len, c) != LB_OK)
+        lb_warn("task %s: network.json is not a network record; its traffic is not counted", task_id);
+    free(text);
     return ok;
 }
 

@@ -250,7 +250,9 @@ static char *network_check(lb_req *r, const char *text)
             st = 403;
             snprintf(err, sizeof err, "network \"nat\" is not allowed on this service (network_allow).");
         } else if (lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL,
-                                      err, sizeof err) != LB_OK) {
+                                      err, sizeof err) != LB_OK ||
+                   lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, r->user ? r->user->network_max_bytes : 0,
+                                            err, sizeof err) != LB_OK) {
             st = 403;
         } else if (lb_netpolicy_text(p, out, LB_NETPOL_TEXT_MAX + 1) == LB_OK) {
             free(p);

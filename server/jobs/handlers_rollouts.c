@@ -299,6 +299,9 @@ static int network_check(const lb_req *r, const cJSON *v, char **out, char *msg,
         goto out;
     }
     rc = lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, msg, msgsz);
+    if (rc == LB_OK)
+        rc = lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, r->user ? r->user->network_max_bytes : 0, msg,
+                                      msgsz);
     if (rc != LB_OK)
         goto out; /* LB_E_DENIED naming the rule, or LB_E_NOMEM */
     if (lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {

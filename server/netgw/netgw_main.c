@@ -58,6 +58,8 @@
 #define GW_DNS_THREADS 16        /* questions resolved at once; more are SERVFAIL */
 #define GW_RECORD_MAX (64 << 20) /* bytes of record; past it attempts are counted, not written */
 #define GW_SECRETS_FILE_MAX (256 << 10)
+/* why a connection was refused or cut once the allowance is spent */
+#define GW_SPENT "the sandbox's byte allowance (max_bytes) is spent"
 
 /* A secret handed over by sandboxd (DIR/secrets, read once and removed):
  * the header line it adds, for the names its hosts list. */
@@ -85,7 +87,7 @@ static struct {
     gw_name names[GW_NAMES];
     int nnames, next;
     int active, max_conns, dns_active;
-    uint64_t bw_max;
+    uint64_t bw_max, max_bytes; /* the operator's caps: --bandwidth-max, --max-bytes */
     gw_secret secrets[LB_NETPOL_SECRETS_MAX];
     int nsecrets;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .recfd = -1};
@@ -136,6 +138,11 @@ static int load_policy(void)
     if (g.bw_max && (!bw || bw > g.bw_max))
         bw = g.bw_max;
     lb_rate_set(bw);
+    /* the policy's byte allowance, within the operator's */
+    uint64_t mb = (uint64_t)p->max_bytes;
+    if (g.max_bytes && (!mb || mb > g.max_bytes))
+        mb = g.max_bytes;
+    lb_rate_allowance_set(mb);
     p = old;
     rc = LB_OK;
     /* "applied", newer than the policy: what the web waits for after it
@@ -392,9 +399,15 @@ static void relay(int c, int u, uint64_t *out, uint64_t *in, char *why, size_t w
     char buf[65536];
     struct pollfd p[2] = {{.fd = c, .events = POLLIN}, {.fd = u, .events = POLLIN}};
     for (;;) {
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
+        /* wakes each second: a connection idle while others spent the
+         * allowance is cut too, not left open */
+        int pr = poll(p, 2, 1000);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            return;
+        if (lb_rate_spent()) {
+            snprintf(why, whysz, "%s", GW_SPENT);
             return;
         }
         for (int k = 0; k < 2; k++) {
@@ -404,7 +417,7 @@ static void relay(int c, int u, uint64_t *out, uint64_t *in, char *why, size_t w
             if (n <= 0)
                 return;
             if (!lb_rate_count(k ? LB_RATE_IN : LB_RATE_OUT, (size_t)n)) {
-                snprintf(why, whysz, "the sandbox's byte limit was reached");
+                snprintf(why, whysz, "%s", GW_SPENT);
                 return;
             }
             int to = k ? c : u;
@@ -531,6 +544,12 @@ static void *conn_thread(void *arg)
         if (!peeked)
             name[0] = '\0';
     }
+    if (lb_rate_spent()) {
+        /* nothing more moves: refused before any upstream is opened */
+        reset_close(c);
+        record("tcp", name, &dst, port, 0, GW_SPENT, 0, 0);
+        goto done;
+    }
     pthread_mutex_lock(&g.mu);
     if (peeked && !names_has(name, (const unsigned char *)&dst.sin_addr)) {
         /* the Host or SNI must agree with where the connection goes: a name
@@ -622,6 +641,7 @@ int lb_netgw_main(int argc, char **argv)
                 gw_log("--max-bytes must be a number of bytes (0: no limit)");
                 return 2;
             }
+            g.max_bytes = mb;
             lb_rate_allowance_set(mb);
         } else if (!strcmp(argv[i], "--bandwidth-max") && i + 1 < argc) {
             g.bw_max = strtoull(argv[++i], &end, 10);

@@ -11,6 +11,7 @@ static struct {
     pthread_mutex_t mu;
     uint64_t rate;
     uint64_t bytes, max_bytes;
+    int spent; /* a count was refused: the next bytes would not fit */
     double tokens[2];
     double last[2];
 } r = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -68,6 +69,8 @@ void lb_rate_take(int dir, size_t n)
 void lb_rate_allowance_set(uint64_t max_bytes)
 {
     pthread_mutex_lock(&r.mu);
+    if (r.max_bytes != max_bytes)
+        r.spent = 0; /* a new policy's allowance: judged afresh */
     r.max_bytes = max_bytes;
     pthread_mutex_unlock(&r.mu);
 }
@@ -78,9 +81,19 @@ int lb_rate_count(int dir, size_t n)
     int over = r.max_bytes && r.bytes + n > r.max_bytes;
     if (!over)
         r.bytes += n;
+    else
+        r.spent = 1;
     pthread_mutex_unlock(&r.mu);
     if (over)
         return 0;
     lb_rate_take(dir, n);
     return 1;
+}
+
+int lb_rate_spent(void)
+{
+    pthread_mutex_lock(&r.mu);
+    int spent = r.max_bytes && (r.spent || r.bytes >= r.max_bytes);
+    pthread_mutex_unlock(&r.mu);
+    return spent;
 }

@@ -21,6 +21,9 @@ void lb_rate_allowance_set(uint64_t max_bytes);
  * (below). 1, or 0 when the allowance is spent (nothing taken). */
 int lb_rate_count(int dir, size_t n);
 
+/* 1 once the allowance is spent (a count refused, or nothing left). */
+int lb_rate_spent(void);
+
 /* Takes n bytes from direction dir's bucket, sleeping until they are
  * there (a debt paid by waiting: a big read waits in proportion). */
 void lb_rate_take(int dir, size_t n);

@@ -27,7 +27,7 @@
 #define EGSEC_CA_WAIT_MS 5000
 
 static const lb_config *g_cfg;
-static char g_bw[24];
+static char g_bw[24], g_maxb[24];
 
 const char *const lbsd_egsec_env[] = {
     "SSL_CERT_FILE=/etc/llmbox/ca-bundle.crt", "REQUESTS_CA_BUNDLE=/etc/llmbox/ca-bundle.crt",
@@ -38,6 +38,7 @@ void lbsd_egsec_configure(const lb_config *cfg)
 {
     g_cfg = cfg;
     snprintf(g_bw, sizeof g_bw, "%d", cfg->network_bandwidth_max);
+    snprintf(g_maxb, sizeof g_maxb, "%llu", (unsigned long long)cfg->network_max_bytes);
 }
 
 int lbsd_egsec_args(char **argv, int at, int secrets)
@@ -53,6 +54,10 @@ int lbsd_egsec_args(char **argv, int at, int secrets)
     if (g_cfg->network_bandwidth_max > 0) {
         argv[at++] = "--bandwidth-max";
         argv[at++] = g_bw;
+    }
+    if (g_cfg->network_max_bytes) {
+        argv[at++] = "--max-bytes";
+        argv[at++] = g_maxb;
     }
     if (g_cfg->network_upstream_ca[0]) {
         argv[at++] = "--upstream-ca";

@@ -15,7 +15,7 @@
 
 struct lbsd_sandbox;
 
-#define LBSD_EGSEC_ARGS 6 /* argv words lbsd_egsec_args may add */
+#define LBSD_EGSEC_ARGS 8 /* argv words lbsd_egsec_args may add */
 #define LBSD_EGSEC_FD 5   /* the gateway's fd of the secrets pipe */
 
 /* At startup: the secrets, network_bandwidth_max and network_upstream_ca. */

@@ -75,6 +75,9 @@ int lb_sbx_network_apply(const lb_req *r, const char *sbx_id, const cJSON *v, ch
     if (rc == LB_OK)
         rc = lb_netpolicy_admit(p, cfg->network_egress_max, r->user ? r->user->network_egress_max : NULL, err,
                                 errsz);
+    if (rc == LB_OK)
+        rc = lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, r->user ? r->user->network_max_bytes : 0, err,
+                                      errsz);
     if (rc == LB_OK && lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
         snprintf(err, errsz, "The network policy is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
         rc = LB_E_TOOBIG;

@@ -410,7 +410,8 @@ static int spec_network_policy(const cJSON *v, const lb_config *cfg, lb_sbx_spec
         goto out;
     }
     if ((rc = lb_netpolicy_from_json(v, p, msg, msgsz)) != LB_OK ||
-        (rc = lb_netpolicy_admit(p, cfg->network_egress_max, NULL, msg, msgsz)) != LB_OK)
+        (rc = lb_netpolicy_admit(p, cfg->network_egress_max, NULL, msg, msgsz)) != LB_OK ||
+        (rc = lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, 0, msg, msgsz)) != LB_OK)
         goto out;
     if (lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
         rc = lb_fail(msg, msgsz, LB_E_TOOBIG, "\"network\" is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);

@@ -42,6 +42,8 @@ int lb_network_check_for(const lb_config *cfg, const lb_user_cfg *user, const ch
         if (rc == LB_OK)
             rc = lb_netpolicy_admit(p, cfg->network_egress_max, user ? user->network_egress_max : NULL, err,
                                     errsz);
+        if (rc == LB_OK)
+            rc = lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, user ? user->network_max_bytes : 0, err, errsz);
         if (rc == LB_OK && canon && lb_netpolicy_text(p, canon, canonsz) != LB_OK) {
             snprintf(err, errsz, "network is longer than %zu bytes", canonsz);
             rc = LB_E_TOOBIG;

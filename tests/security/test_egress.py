@@ -40,6 +40,8 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = ("server %s host %s path %s\n" % (self.connection.getsockname()[0],
                 self.headers.get("Host"), self.path)).encode()
+        if self.path.startswith("/big/"):  # a download of that many bytes
+            body = b"x" * min(int(self.path[5:]), 1 << 26)
         with open(sys.argv[1], "a") as f:
             f.write(json.dumps({"server": self.connection.getsockname()[0], "port":
                     self.connection.getsockname()[1], "host": self.headers.get("Host")}) + "\n")
@@ -481,7 +483,7 @@ def check_task_through_gateway(d):
     steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]},
              {"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
     tok = "egress-" + uuid.uuid4().hex
-    env = {"LLMBOX_NETWORK_EGRESS_MAX": "*.test"}
+    env = {"LLMBOX_NETWORK_EGRESS_MAX": "*.test", "LLMBOX_NETWORK_MAX_MB": "1"}
     finish = [{"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
     scen = {"scenarios": [{"match": "[fetch]", "steps": steps}], "steps": finish}
     with Stack(scenario=scen, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": tok}) as st:
@@ -508,6 +510,10 @@ def check_task_through_gateway(d):
             assert status == want and (want != 403 or b"evil.example" in resp), (status, resp)
         status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["evil.example"]}))
         assert status == 403 and "evil.example" in json.dumps(b), (status, b)
+        # a byte allowance beyond the operator's network_max_mb (1 MiB here)
+        status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["allowed.test"],
+                                                                     "max_bytes": (1 << 20) + 1}))
+        assert status == 403 and "network_max_mb" in json.dumps(b) and "1048577" in json.dumps(b), (status, b)
         status, b = st.create_task("[fetch] go", network=json.dumps({"allow": ["allowed.test"]}))
         assert status == 201, (status, b)
         tid = b["id"]
@@ -570,6 +576,82 @@ out({"refused": refused, "reset": reset, "s": time.time() - t})''')
     assert len(capped) >= 16, capped
 
 
+def check_eval_counts_external_by_traffic(d):
+    """An evaluation in sandbox mode with network rules, whose row's command
+    fetches the allowed upstream with Python's socket module (no external
+    pattern matches it): its result counts the connection by traffic, and
+    the summary says both numbers (0 by pattern, all runs by traffic)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from stack import Stack, multipart
+    cmd = ("python3 -c \"import socket; s = socket.create_connection(('allowed.test', 80), 10); "
+           "s.sendall(b'GET /ev HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n'); print(s.recv(4096).decode())\"")
+    steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]},
+             {"tool_calls": [{"name": "finish", "arguments": {"answer": "4"}}]}]
+    scen = {"scenarios": [{"match": "[netfetch]", "steps": steps}], "steps": steps[1:]}
+    with Stack(scenario=scen, env={"LLMBOX_NETWORK_EGRESS_MAX": "*.test"}) as st:
+        row = {"id": "n1", "domain": "math", "ground_truth": "4", "scorer": "numeric",
+               "problem_statement": "[netfetch] 2+2"}
+        ctype, body = multipart({"mode": "sandbox", "network": json.dumps({"allow": ["allowed.test"]})},
+                                [("dataset", "set.jsonl", (json.dumps(row) + "\n").encode())])
+        status, _, resp = st.request("POST", "/api/evals", body, {"Content-Type": ctype})
+        assert status == 201, (status, resp)
+        eid = json.loads(resp)["id"]
+        deadline = time.time() + 180
+        while True:
+            status, e = st.get_json("/api/evals/" + eid)
+            if e.get("status") in ("succeeded", "failed", "cancelled") or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        assert e.get("status") == "succeeded", e
+        status, _, body = st.request("GET", "/api/evals/%s/results.jsonl" % eid)
+        line = json.loads(body.decode().splitlines()[0])
+        assert any(h.get("host") == "allowed.test" for h in hits()), "the row's command reached no upstream"
+        caps = line["capabilities"]
+        assert caps and caps["external"] == 0 and caps["external_connections"] == 1, line
+        c = e["summary"]["overall"]["capabilities"]
+        assert c["traffic_rows"] == 1 and c["external_runs_by_pattern"] == 0, c
+        assert c["external_runs_by_traffic"] == 1 and c["external_connections"] == 1, c
+        status, _, md = st.request("GET", "/api/evals/%s/summary.md" % eid)
+        assert b"## External access by traffic" in md and b"| **Overall** | 0.0% | 100.0% | 1 | 1 |" in md, md
+
+
+def check_byte_allowance_cuts_and_refuses(d):
+    """A policy's max_bytes (within the operator's network_max_mb, which
+    this suite sets): a download past it is cut, a connection left idle
+    meanwhile is cut within seconds, the next connection is refused at
+    once, and the record says why for each."""
+    c, sid = make(d, {"allow": ["allowed.test"], "max_bytes": 300000})
+    r = probe(c, sid, r'''
+addr = resolve("allowed.test")["addrs"][0]
+idle = socket.create_connection((addr, 80), 10)
+idle.sendall(b"GET /idle HTTP/1.1\r\nHost: allowed.test\r\n")  # the server waits for the rest
+time.sleep(1.5)  # past the gateway's wait for the Host: relayed
+big = http(addr, "allowed.test", path="/big/4000000")
+t = time.time()
+after = http(addr, "allowed.test")
+after_s = time.time() - t
+idle.settimeout(10)
+try:
+    idle_end = "eof" if idle.recv(100) == b"" else "data"
+except socket.timeout:
+    idle_end = "still open"
+except OSError as e:
+    idle_end = type(e).__name__
+out({"big": {k: v for k, v in big.items() if k not in ("body", "got")}, "after": after, "after_s": after_s,
+     "idle": idle_end, "idle_s": time.time() - t})''')
+    got = r["big"].get("recv", len(r["big"].get("got", "")))
+    assert "error" in r["big"] or got < 400000, r  # cut well before 4 MB
+    assert "error" in r["after"] and "body" not in r["after"] and r["after_s"] < 3, r
+    assert r["idle"] in ("eof", "ConnectionResetError") and r["idle_s"] < 8, r  # cut, not left open
+    rec = [x for x in record(d, sid) if x["kind"] == "tcp"]
+    why = "byte allowance (max_bytes) is spent"
+    cut = [x for x in rec if x["allowed"] and why in x["rule"]]
+    refused = [x for x in rec if not x["allowed"] and why in x["rule"]]
+    big = [x for x in cut if x["bytes_in"] > 100000]
+    assert len(cut) == 2 and len(big) == 1 and 200000 < big[0]["bytes_in"] + big[0]["bytes_out"] <= 300000, rec
+    assert refused and refused[0]["name"] == "allowed.test", rec
+
+
 CHECKS = [
     ("world_is_closed", check_world_is_closed),
     ("allowed_name_is_reached", check_allowed_name_is_reached),
@@ -582,6 +664,8 @@ CHECKS = [
     ("api_record_and_patch", check_api_record_and_patch),
     ("task_through_gateway", check_task_through_gateway),
     ("connection_cap_refuses_at_once", check_connection_cap_refuses_at_once),
+    ("byte_allowance_cuts_and_refuses", check_byte_allowance_cuts_and_refuses),
+    ("eval_counts_external_by_traffic", check_eval_counts_external_by_traffic),
 ]
 
 
@@ -590,7 +674,7 @@ def inner():
     sys.argv = [sys.argv[0]] + [a for a in sys.argv[1:] if a != "--inner"]
     if sys.argv[1:] and "world_is_closed" not in sys.argv[1:]:
         sys.argv.insert(1, "world_is_closed")  # always first
-    return suite_main("security/", CHECKS, env={"LLMBOX_NETWORK_EGRESS_MAX": "*"})
+    return suite_main("security/", CHECKS, env={"LLMBOX_NETWORK_EGRESS_MAX": "*", "LLMBOX_NETWORK_MAX_MB": "64"})
 
 
 if __name__ == "__main__":

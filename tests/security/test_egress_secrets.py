@@ -283,6 +283,83 @@ out({"found": found, "keys": keys, "files": files, "env": env, "ca": ca, "bundle
         assert value.encode() not in f.read(), "the value is in sandboxd's log"
 
 
+def scan_memory(pid, needles):
+    """Which of needles (bytes) are in process pid's memory: every readable
+    region of /proc/PID/maps read through /proc/PID/mem (as root, from the
+    host), in chunks that overlap by a needle's length. Returns (found
+    needles, bytes read)."""
+    found, total = set(), 0
+    keep = max(len(n) for n in needles)
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            maps = f.read().splitlines()
+        fd = os.open("/proc/%d/mem" % pid, os.O_RDONLY)
+    except OSError:
+        return found, total  # the process has ended
+    try:
+        for line in maps:
+            parts = line.split()
+            if len(parts) < 2 or parts[1][0] != "r" or (len(parts) > 5 and parts[5] == "[vvar]"):
+                continue
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            tail, at = b"", lo
+            while at < hi:
+                try:
+                    b = os.pread(fd, min(4 << 20, hi - at), at)
+                except OSError:
+                    break
+                if not b:
+                    break
+                total += len(b)
+                buf = tail + b
+                found.update(n for n in needles if n in buf)
+                tail = buf[-keep:]
+                at += len(b)
+    finally:
+        os.close(fd)
+    return found, total
+
+
+def check_sandbox_memory_never_holds_the_value(d):
+    """After the sandbox used the secret (curl, and a Python process that
+    fetched and stays alive), no byte of any of its processes' memory holds
+    the value: read as root from the host through /proc/PID/mem. A marker a
+    sandbox process holds only in its heap is found, so the scan sees
+    memory and not just command lines."""
+    from seclib import pidns_of, procs_in
+    value = os.environ["SECRET_VALUE"].encode()
+    c, sid = te.make(d, SECRETS_POLICY)
+    assert curl(c, sid, ["https://allowed.test/mem1"])["rc"] == 0
+    half = uuid.uuid4().hex
+    code = ("import urllib.request, time\n"
+            "b = urllib.request.urlopen('https://allowed.test/mem2', timeout=20).read()\n"
+            "m = ''.join(['memmark-', %r])\n"
+            "open('/tmp/fetched', 'wb').write(b)\n"
+            "time.sleep(300)\n" % half)
+    r = c.call({"op": "proc_start", "id": sid, "argv": ["python3", "-c", code]})
+    assert r.get("ok"), r
+    for _ in range(100):
+        if c.exec(sid, "cat /tmp/fetched").get("stdout") == "hello /mem2\n":
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the sandbox's python did not fetch https://allowed.test/mem2")
+    h = tls_hits("/mem2")
+    assert len(h) == 1 and h[0]["auth"] == ["Bearer " + value.decode()], "the secret was not used"
+    marker = ("memmark-" + half).encode()
+    pids = procs_in(pidns_of(c, sid))
+    assert len(pids) >= 2, pids
+    seen, total = {}, 0
+    for pid in pids:
+        f, n = scan_memory(pid, [value, marker])
+        total += n
+        for x in f:
+            seen.setdefault(x, []).append(pid)
+    assert total > 1 << 20, "only %d bytes of the sandbox's memory were read" % total
+    assert marker in seen, "the scan missed a marker in a sandbox process's heap (%d bytes read)" % total
+    assert value not in seen, "the secret's value is in the memory of sandbox processes %s" % seen[value]
+
+
 def check_unverified_upstream_is_refused(d):
     """untrusted.test is listed for the secret but its certificate does not
     verify: the connection is refused and recorded, no request reaches it."""
@@ -468,6 +545,43 @@ def check_api_secret_ceiling_and_record(d):
             call("DELETE", "/api/sandboxes/%s" % sid)
 
 
+def check_task_trajectory_never_holds_the_value(d):
+    """A task whose network names the secret: its command's request reaches
+    the upstream with the value, and nothing the task keeps (trajectory,
+    network record, outputs, every file of artifacts/<task>/) holds it."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from stack import Stack
+    value = os.environ["SECRET_VALUE"]
+    with open(os.environ["SECRET_CONF"]) as f:
+        conf = f.read()
+    cmd = "curl -sS -H 'Authorization: Bearer placeholder' https://allowed.test/task1; env; cat /etc/llmbox/ca.crt"
+    steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]},
+             {"tool_calls": [{"name": "finish", "arguments": {"answer": "done"}}]}]
+    scen = {"scenarios": [{"match": "[secret]", "steps": steps}], "steps": steps[1:]}
+    with Stack(scenario=scen, conf=conf) as st:
+        status, b = st.create_task("[secret] go", network=json.dumps({"allow": ["allowed.test"], "secrets": ["gh"]}))
+        assert status == 201, (status, b)
+        tid = b["id"]
+        t = st.wait_task(tid, timeout=120)
+        assert t["status"] == "succeeded", t
+        h = tls_hits("/task1")
+        assert len(h) == 1 and h[0]["auth"] == ["Bearer " + value], "the task's request did not carry the secret"
+        root = os.path.join(st.prefix, "artifacts", tid)
+        with open(os.path.join(root, "trajectory.json")) as f:
+            traj = f.read()
+        assert "hello /task1" in traj, "the trajectory lacks the command's output"
+        files = 0
+        for base, _, names in os.walk(root):
+            for n in names:
+                with open(os.path.join(base, n), "rb") as f:
+                    assert value.encode() not in f.read(), "the value is in %s" % os.path.join(base, n)
+                files += 1
+        assert files >= 2, files
+        status, o = st.get_json("/api/tasks/%s/network" % tid)
+        assert status == 200 and any("secret header added" in x["rule"] for x in o["connections"]), (status, o)
+        assert value not in json.dumps(o), "the task's network record holds the value"
+
+
 def check_secret_without_value_is_refused(d):
     """A secret no [secret] section defines, or one whose value is not
     there, refuses the create with a sentence naming it (and no gateway)."""
@@ -489,6 +603,8 @@ CHECKS = [
     ("world_is_closed", te.check_world_is_closed),
     ("secret_goes_to_listed_host_only", check_secret_goes_to_listed_host_only),
     ("sandbox_never_sees_the_value_or_the_key", check_sandbox_never_sees_the_value_or_the_key),
+    ("sandbox_memory_never_holds_the_value", check_sandbox_memory_never_holds_the_value),
+    ("task_trajectory_never_holds_the_value", check_task_trajectory_never_holds_the_value),
     ("unverified_upstream_is_refused", check_unverified_upstream_is_refused),
     ("hostile_requests", check_hostile_requests),
     ("bandwidth_limit_holds_across_connections", check_bandwidth_limit_holds_across_connections),

@@ -110,7 +110,8 @@ TEST(users_parse_with_defaults_and_overrides)
              "[user.bob]\n"
              "token_sha256 = %s\n"
              "max_tasks = 1\n"
-             "max_upload_mb = 500\n",
+             "max_upload_mb = 500\n"
+             "network_max_mb = 5\n",
              ha, hc, hb);
     CHECK(load(text) == LB_OK);
     const lb_config *c = lb_cfg();
@@ -128,6 +129,12 @@ TEST(users_parse_with_defaults_and_overrides)
     CHECK(lb_cfg_user_by_token(c, "", 0) == NULL);
     CHECK(lb_cfg_user_has_token(a, hc) && !lb_cfg_user_has_token(a, hb) && !lb_cfg_user_has_token(NULL, ha));
     CHECK(lb_cfg_user(c, "carol") == NULL && lb_cfg_user(c, "") == NULL);
+    /* the byte allowance of a user's sandboxes; none: the service's */
+    CHECK(b && b->network_max_bytes == 5ull << 20 && a && a->network_max_bytes == 0);
+    snprintf(text, sizeof text, "network_max_mb = 64\n[user \"a\"]\ntoken_sha256 = %s\nnetwork_max_mb = 0\n", ha);
+    CHECK(load(text) == LB_E_INVAL && error_has("network_max_mb"));
+    snprintf(text, sizeof text, "network_max_mb = 64\n[user \"a\"]\ntoken_sha256 = %s\n", ha);
+    CHECK(load(text) == LB_OK && lb_cfg()->network_max_bytes == 64ull << 20);
 }
 
 TEST(user_mistakes_name_their_line)

@@ -358,7 +358,7 @@ TEST(result_lines_round_trip)
     r.tool_ms = 6;
     r.wall_ms = 12;
     r.has_capabilities = 1;
-    r.capabilities = (lb_capability_counts){1, 2, 3, 4};
+    r.capabilities = (lb_capability_counts){1, 2, 3, 4, 0, 0};
     r.task_id = "t1";
     r.score_detail = "equal";
     char *line = lb_eval_result_to_json(&r);
@@ -376,7 +376,7 @@ TEST(result_lines_round_trip)
     free(line);
     r.score = -1;
     r.has_capabilities = 0;
-    r.capabilities = (lb_capability_counts){0, 0, 0, 0};
+    r.capabilities = (lb_capability_counts){0, 0, 0, 0, 0, 0};
     line = lb_eval_result_to_json(&r);
     CHECK(line && strstr(line, "\"score\":null") && strstr(line, "\"capabilities\":null"));
     CHECK(lb_eval_result_from_json(line, strlen(line), &b, errbuf, sizeof errbuf) == LB_OK);
@@ -384,7 +384,7 @@ TEST(result_lines_round_trip)
     lb_eval_result_free(&b);
     free(line);
     /* counted turns mean counts, even when the writer did not set the flag */
-    r.capabilities = (lb_capability_counts){0, 1, 0, 2};
+    r.capabilities = (lb_capability_counts){0, 1, 0, 2, 0, 0};
     line = lb_eval_result_to_json(&r);
     CHECK(line && strstr(line, "\"capabilities\":{\"external\":0,\"file\":1,\"compute\":0,\"turns\":2}"));
     CHECK(lb_eval_result_from_json(line, strlen(line), &b, errbuf, sizeof errbuf) == LB_OK);
@@ -461,9 +461,9 @@ TEST(summary_figures_are_exact)
     v[4].model_ms = 3000;
     v[4].tool_ms = 1000;
     v[4].has_capabilities = 1;
-    v[4].capabilities = (lb_capability_counts){1, 2, 0, 4};
+    v[4].capabilities = (lb_capability_counts){1, 2, 0, 4, 0, 0};
     v[9].has_capabilities = 1;
-    v[9].capabilities = (lb_capability_counts){0, 1, 2, 4};
+    v[9].capabilities = (lb_capability_counts){0, 1, 2, 4, 0, 0};
     cJSON *s = lb_eval_summary(v, n, 60, 120);
     CHECK(s != NULL);
     if (!s)
@@ -583,16 +583,67 @@ TEST(capability_counts_turns_of_a_trajectory)
         "\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"python3 -c 'import itertools'\\\"}\"}}]},"
         "{\"role\":\"assistant\",\"content\":\"<bash>ls /testbed</bash>\"},"
         "{\"role\":\"assistant\",\"content\":\"The answer is 4.\"}]}";
-    lb_capability_counts c = {9, 9, 9, 9};
+    lb_capability_counts c = {9, 9, 9, 9, 9, 9};
     CHECK(lb_capability_count_trajectory(t, strlen(t), &c) == LB_OK);
     CHECK(c.turns == 4);
     CHECK(c.external == 1);
     CHECK(c.file == 2);
     CHECK(c.compute == 1);
-    lb_capability_counts d = {9, 9, 9, 9};
+    lb_capability_counts d = {9, 9, 9, 9, 9, 9};
     CHECK(lb_capability_count_trajectory("{\"x\":1}", 7, &d) == LB_E_INVAL);
     CHECK(lb_capability_count_trajectory("\x00\xff", 2, &d) == LB_E_INVAL);
     CHECK(d.turns == 9);
+}
+
+/* External access by traffic: the allowed TCP connections to names of a
+ * task's network.json, and the summary's by-pattern and by-traffic
+ * shares side by side over the runs that had a record. */
+TEST(capability_counts_traffic_of_a_network_record)
+{
+    const char *rec = "{\"id\":\"t\",\"network\":{\"allow\":[\"a.test\"]},\"connections\":["
+                      "{\"kind\":\"dns\",\"name\":\"a.test\",\"allowed\":true,\"rule\":\"resolved\"},"
+                      "{\"kind\":\"tcp\",\"name\":\"a.test\",\"allowed\":true,\"rule\":\"allow a.test\"},"
+                      "{\"kind\":\"tcp\",\"name\":\"a.test\",\"allowed\":true,\"rule\":\"allow a.test\"},"
+                      "{\"kind\":\"tcp\",\"name\":\"b.test\",\"allowed\":false,\"rule\":\"no rule\"},"
+                      "{\"kind\":\"tcp\",\"name\":null,\"allowed\":true,\"rule\":\"allow 1.2.3.4\"}],"
+                      "\"truncated\":false}";
+    lb_capability_counts c = {0};
+    CHECK(lb_capability_count_network(rec, strlen(rec), &c) == LB_OK);
+    CHECK(c.external_conns == 2 && c.traffic == 1);
+    lb_capability_counts d = {0};
+    CHECK(lb_capability_count_network("{\"x\":1}", 7, &d) == LB_E_INVAL && !d.traffic);
+    CHECK(lb_capability_count_network("\x00\xff", 2, &d) == LB_E_INVAL && !d.traffic);
+
+    /* two sandbox runs with records: one fetched by python (no pattern,
+     * 3 connections), one ran curl that reached nothing; one run without */
+    lb_eval_result v[] = {
+        mk("m1", "math", "sandbox", 0, 1, "ok", 10, 1),
+        mk("m2", "math", "sandbox", 0, 1, "ok", 10, 1),
+        mk("m3", "math", "sandbox", 0, 1, "ok", 10, 1),
+    };
+    for (int i = 0; i < 3; i++)
+        v[i].has_capabilities = 1;
+    v[0].capabilities = (lb_capability_counts){0, 0, 1, 2, 3, 1};
+    v[1].capabilities = (lb_capability_counts){1, 0, 0, 2, 0, 1};
+    v[2].capabilities = (lb_capability_counts){1, 0, 0, 2, 0, 0};
+    char *line = lb_eval_result_to_json(&v[0]);
+    CHECK(line && strstr(line, "\"external_connections\":3"));
+    lb_eval_result b;
+    CHECK(line && lb_eval_result_from_json(line, strlen(line), &b, errbuf, sizeof errbuf) == LB_OK);
+    CHECK(b.capabilities.traffic == 1 && b.capabilities.external_conns == 3);
+    lb_eval_result_free(&b);
+    free(line);
+    line = lb_eval_result_to_json(&v[2]);
+    CHECK(line && !strstr(line, "external_connections"));
+    free(line);
+    cJSON *s = lb_eval_summary(v, 3, 0, 0);
+    CHECK(s && num(s, "capabilities.traffic_rows") == 2 && num(s, "capabilities.external_connections") == 3);
+    CHECK(s && num(s, "capabilities.external_runs_by_pattern") == 0.5);
+    CHECK(s && num(s, "capabilities.external_runs_by_traffic") == 0.5);
+    char *md = s ? lb_eval_summary_markdown(s) : NULL;
+    CHECK(md && strstr(md, "## External access by traffic") && strstr(md, "| **Overall** | 50.0% | 50.0% | 3 | 2 |"));
+    free(md);
+    cJSON_Delete(s);
 }
 
 TEST(capability_conf_errors_name_the_line)
@@ -664,6 +715,7 @@ int main(void)
     RUN(capability_file_matches_the_compiled_in_copy);
     RUN(capability_patterns_classify_actions);
     RUN(capability_counts_turns_of_a_trajectory);
+    RUN(capability_counts_traffic_of_a_network_record);
     RUN(capability_conf_errors_name_the_line);
     RUN(the_example_sets_load);
     LB_IGNORE(lb_rmtree(T)); /* a temporary folder: a leftover is harmless */

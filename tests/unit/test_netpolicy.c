@@ -200,6 +200,31 @@ TEST(the_ceiling_names_the_rule_beyond_it)
     CHECK(parse("{\"allow\":[\"a.com\"]}") == LB_OK && lb_netpolicy_within(&pol, NULL, err, sizeof err) != LB_OK);
 }
 
+/* A policy's "max_bytes": parsed, kept in its text, and held to the
+ * operator's network_max_mb (service and user) with a 403 sentence that
+ * names the setting; a policy with none gets the user's allowance. */
+TEST(max_bytes_is_capped_by_the_operator)
+{
+    char err[300], text[512];
+    CHECK(parse("{\"allow\":[\"a.com\"],\"max_bytes\":5000}") == LB_OK && pol.max_bytes == 5000);
+    CHECK(lb_netpolicy_text(&pol, text, sizeof text) == LB_OK && strstr(text, "\"max_bytes\":5000") != NULL);
+    CHECK(lb_netpolicy_admit_bytes(&pol, 0, 0, err, sizeof err) == LB_OK && pol.max_bytes == 5000);
+    CHECK(lb_netpolicy_admit_bytes(&pol, 5000, 5000, err, sizeof err) == LB_OK);
+    err[0] = '\0';
+    CHECK(lb_netpolicy_admit_bytes(&pol, 4999, 0, err, sizeof err) == LB_E_DENIED);
+    CHECK(strstr(err, "max_bytes 5000") != NULL && strstr(err, "network_max_mb") != NULL);
+    err[0] = '\0';
+    CHECK(lb_netpolicy_admit_bytes(&pol, 1 << 20, 4096, err, sizeof err) == LB_E_DENIED);
+    CHECK(strstr(err, "network_max_mb") != NULL && strstr(err, "for this user") != NULL);
+    CHECK(parse("{\"allow\":[\"a.com\"]}") == LB_OK && pol.max_bytes == 0);
+    CHECK(lb_netpolicy_admit_bytes(&pol, 1 << 20, 4096, err, sizeof err) == LB_OK && pol.max_bytes == 4096);
+    const char *bad[] = {"0", "-1", "1.5", "\"5\"", "1125899906842625"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "{\"allow\":[\"a.com\"],\"max_bytes\":%s}", bad[i]);
+        CHECK(fails_with(text, "max_bytes"));
+    }
+}
+
 int main(void)
 {
     RUN(modes_and_rules_parse);
@@ -208,5 +233,6 @@ int main(void)
     RUN(destinations_follow_the_rules);
     RUN(star_is_every_name_and_public_address_only);
     RUN(the_ceiling_names_the_rule_beyond_it);
+    RUN(max_bytes_is_capped_by_the_operator);
     return testlib_done();
 }
