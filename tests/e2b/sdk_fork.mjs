@@ -80,6 +80,17 @@ check('fork_refusals', async () => {
   const src = made[0]
   const e2 = await raises(() => src.fork({ count: 17 }))
   assert(/count must be/.test(e2.message), 'count beyond the cap: ' + e2)
+  // shapes the SDK never sends: 400 with a sentence, no fork made
+  const before = (await Sandbox.list().nextItems()).length
+  for (const [body, want] of [['{"count": "2"}', /count must be/], ['{"count": 1.5}', /count must be/],
+    ['{"count": 0}', /count must be/], ['{"timeout": 0}', /timeout must be/], ['{"timeout": 1e9}', /timeout must be/],
+    ['[1]', /JSON object/], ['{"count": ', /./]]) {
+    const r = await fetch(`${process.env.E2B_API_URL}/sandboxes/${src.sandboxId}/fork`, {
+      method: 'POST', body, headers: { 'X-API-KEY': process.env.E2B_API_KEY, 'Content-Type': 'application/json' } })
+    const text = await r.text()
+    assert(r.status === 400 && want.test(text), `${body}: ${r.status} ${text}`)
+  }
+  eq((await Sandbox.list().nextItems()).length, before, 'no fork made by a refused request')
 })
 
 check('cleanup', async () => {
