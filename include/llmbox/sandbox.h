@@ -513,6 +513,9 @@ typedef struct lbsb_image_job_spec {
                                     web wrote (holds the Dockerfile) */
     const char *dockerfile;      /* build: file name inside it (NULL: "Dockerfile") */
     const char *const *build_args; size_t n_build_args;   /* build: "K=V" */
+    const char *network;         /* build: the RUN steps' network, "none" or "nat" (the builder's --network);
+                                    NULL: the builder's default ("none"). sandboxd refuses one beyond the
+                                    operator's network_allow (LB_E_INVAL, saying so) */
 } lbsb_image_job_spec;
 /* Starts a job (or finds the pull of the same ref already running):
  * job_id gets its id (32 hex). */

@@ -3,6 +3,7 @@
 
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_envd.h"
+#include "e2b/e2b_fork.h"
 #include "e2b/e2b_metrics.h"
 #include "e2b/e2b_network.h"
 #include "e2b/e2b_template.h"
@@ -87,7 +88,7 @@ int lb_e2b_auth_ok(lb_req *r)
 /* {sandboxID, templateID, clientID, envdVersion, envdAccessToken,
  * trafficAccessToken} of create and connect; the traffic token (what
  * reaches the sandbox's ports, e2b_port.h) is the same one */
-static cJSON *lb_e2b_created(lb_req *r, lb_sbx *s, const char *template_id)
+cJSON *lb_e2b_created(lb_req *r, lb_sbx *s, const char *template_id)
 {
     char tok[LB_SHA256_HEX];
     if (lb_e2b_access_token(r->cfg, s->id, tok, sizeof tok) != LB_OK)
@@ -686,8 +687,7 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
         lb_e2b_error(r, 404, "Resume a paused sandbox with POST /v2/sandboxes/%.40s/connect (Sandbox.connect).", id);
         return;
     }
-    if (!strcmp(rest, "/fork") ||
-        (!strcmp(rest, "/network") && strcmp(m, "PUT")) || !strcmp(rest, "/logs")) {
+    if ((!strcmp(rest, "/network") && strcmp(m, "PUT")) || !strcmp(rest, "/logs")) {
         lb_e2b_error(r, 501, "%s of a sandbox is not supported by llmbox (docs/E2B.md).", rest + 1);
         return;
     }
@@ -724,6 +724,8 @@ static void lb_e2b_one(lb_req *r, const char *id, const char *rest)
             lb_e2b_error(r, 500, "Out of memory.");
     } else if (!strcmp(rest, "/snapshots") && !strcmp(m, "POST")) {
         lb_e2b_snapshot(r, s);
+    } else if (!strcmp(rest, "/fork") && !strcmp(m, "POST")) {
+        lb_e2b_fork(r, s); /* e2b_fork.h: its files into new sandboxes */
     } else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
         /* follow-ups's pause (its "memory" kept: a frozen cgroup), or with
          * {memory: false} (keepMemory: false) every process ended first */

@@ -6,6 +6,8 @@
 #ifndef LB_E2B_API_H
 #define LB_E2B_API_H
 
+#include <cjson/cJSON.h>
+
 #include "common/status.h"
 #include "web/request.h"
 
@@ -14,6 +16,11 @@
  * /e2b/sandbox/... (envd) passes: its handler checks the sandbox's own
  * access token. The router calls it for every LB_WHO_E2B route. */
 LB_MUST_CHECK int lb_e2b_auth_ok(lb_req *r);
+/* E2B's {sandboxID, templateID, clientID, envdVersion, envdAccessToken,
+ * trafficAccessToken} of create and connect for the API sandbox s; NULL
+ * on OOM (e2b_fork.c answers its forks with it too). */
+struct lb_sbx;
+cJSON *lb_e2b_created(lb_req *r, struct lb_sbx *s, const char *template_id);
 /* The handler of /e2b/... (router.c) but envd's /e2b/sandbox/.... */
 void lb_h_e2b_api(lb_req *r);
 

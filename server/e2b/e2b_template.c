@@ -444,6 +444,19 @@ static int uploaded(const tpl_build *b, const char *hash)
     return 0;
 }
 
+/* Whether the template body has a RUN step (the SDK's runCmd and the
+ * installs built on it): what needs the build's network. */
+static int tpl_has_run(const cJSON *body)
+{
+    const cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(body, "steps")) {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(s, "type");
+        if (cJSON_IsString(ty) && !strcmp(ty->valuestring, "RUN"))
+            return 1;
+    }
+    return 0;
+}
+
 /* The origin the client reached us at, for the upload URL: its Host
  * (allowed_hosts' check has passed: auth.c) and TLS as nginx says. */
 static void origin(lb_req *r, char *out, size_t outsz)
@@ -729,7 +742,18 @@ static void trigger(lb_req *r, const char *name, const char *id)
     char job[33] = "";
     if (!rc) {
         lbsb_conn *c = NULL;
-        lbsb_image_job_spec sp = {.kind = "build", .ref = b->name, .context = b->name};
+        /* E2B's builds reach the internet: aptInstall, pipInstall,
+         * npmInstall, gitClone and runCmd all arrive as RUN steps, so a
+         * template with one builds with nat where the operator allows it
+         * (network_allow; sandboxd checks it again), else loopback only */
+        const char *net = tpl_has_run(body) && lb_cfg_network_allowed(cfg, "nat") ? "nat" : NULL;
+        lbsb_image_job_spec sp = {.kind = "build", .ref = b->name, .context = b->name, .network = net};
+        pthread_mutex_lock(&tpl_mu);
+        if (tpl_has_run(body))
+            log_addf(b, "%s", net ? "The RUN steps have the network (nat)."
+                                  : "The RUN steps have loopback only: this server's network_allow does not "
+                                    "include nat (apt-get, pip and npm installs need it).");
+        pthread_mutex_unlock(&tpl_mu);
         rc = lbsb_connect(cfg->sandboxd_socket, NULL, &c, msg, sizeof msg);
         if (!rc)
             rc = lbsb_image_job_start(c, &sp, job, msg, sizeof msg);

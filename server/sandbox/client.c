@@ -1401,7 +1401,8 @@ int lbsb_image_job_start(lbsb_conn *c, const lbsb_image_job_spec *s, char job_id
     cJSON *req = lbsb_req("image_job_start", NULL), *args = NULL;
     int ok = req && cJSON_AddStringToObject(req, "kind", s->kind) && cJSON_AddStringToObject(req, "ref", s->ref) &&
              (!s->context || cJSON_AddStringToObject(req, "context", s->context)) &&
-             (!s->dockerfile || cJSON_AddStringToObject(req, "dockerfile", s->dockerfile));
+             (!s->dockerfile || cJSON_AddStringToObject(req, "dockerfile", s->dockerfile)) &&
+             (!s->network || cJSON_AddStringToObject(req, "network", s->network));
     if (ok && s->n_build_args) {
         ok = (args = cJSON_AddArrayToObject(req, "build_args")) != NULL;
         for (size_t i = 0; ok && i < s->n_build_args; i++) {

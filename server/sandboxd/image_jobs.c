@@ -522,6 +522,7 @@ static void ij_start(lbsd_conn *c, const lbsd_req *req)
     const char *kind = ij_str(o, "kind"), *ref = ij_str(o, "ref");
     const char *ctx = ij_str(o, "context"), *df = ij_str(o, "dockerfile");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "build_args");
+    const cJSON *netv = cJSON_GetObjectItemCaseSensitive(o, "network");
     char why[256] = "";
     lb_image_ref r;
     int build = kind && !strcmp(kind, "build");
@@ -563,8 +564,20 @@ static void ij_start(lbsd_conn *c, const lbsd_req *req)
                 return;
             }
         }
-    } else if (ctx || df || args) {
-        lbsd_reply_error(c, LB_E_INVAL, "a pull takes no context, dockerfile nor build_args");
+        /* the build's network (the builder's --network): never more than
+         * the operator lets any sandbox have (network_allow), since the
+         * build's RUN sandboxes are sandboxes of sandboxd's own */
+        if (netv && (!cJSON_IsString(netv) || (strcmp(netv->valuestring, "none") && strcmp(netv->valuestring, "nat")))) {
+            lbsd_reply_error(c, LB_E_INVAL, "\"network\" of a build must be \"none\" or \"nat\"");
+            return;
+        }
+        if (netv && strcmp(netv->valuestring, "none") && !lb_cfg_network_allowed(g_cfg, netv->valuestring)) {
+            lbsd_reply_error(c, LB_E_INVAL, "a build with network \"%s\" is not allowed here: the operator's "
+                                             "network_allow is \"%s\"", netv->valuestring, g_cfg->network_allow);
+            return;
+        }
+    } else if (ctx || df || args || netv) {
+        lbsd_reply_error(c, LB_E_INVAL, "a pull takes no context, dockerfile, build_args nor network");
         return;
     }
     /* one pull per reference: the same one running is the answer */
@@ -616,7 +629,7 @@ static void ij_start(lbsd_conn *c, const lbsd_req *req)
              slash ? g_cfg->self_exe : ".");
     snprintf(ctxpath, sizeof ctxpath, "%s/%s.ctx", g_dir, id);
     snprintf(dfpath, sizeof dfpath, "%s/%s", ctxpath, dockerfile);
-    char *argv[8 + 2 * LBSD_IMGJOB_ARGS_MAX];
+    char *argv[10 + 2 * LBSD_IMGJOB_ARGS_MAX];
     int n = 0;
     argv[n++] = "llmbox";
     argv[n++] = "image";
@@ -628,6 +641,10 @@ static void ij_start(lbsd_conn *c, const lbsd_req *req)
         cJSON_ArrayForEach(a, args) {
             argv[n++] = "--build-arg";
             argv[n++] = a->valuestring;
+        }
+        if (netv) {
+            argv[n++] = "--network";
+            argv[n++] = netv->valuestring;
         }
         argv[n++] = (char *)ref;
         argv[n++] = ctxpath;

@@ -40,6 +40,18 @@ check('create_with_allow_out_then_update_network', async () => {
     assert(/dns=nx/.test(a) && /curl=6/.test(a), 'allowed.test refused after the update: ' + a)
     assert(/dns=ok/.test(l) && /server 45\.1\.1\.20 host later\.test/.test(l), 'later.test reached: ' + l)
 
+    // a fork (e2b_fork.c) gets the rules as they are now, not as created
+    const [fk] = await sbx.fork({ timeoutMs: 60000 })
+    assert(fk instanceof Sandbox, 'the fork started: ' + fk)
+    try {
+      a = await reach(fk, 'allowed.test')
+      l = await reach(fk, 'later.test')
+      assert(/dns=nx/.test(a) && /curl=6/.test(a), 'the fork refuses allowed.test, as the source now: ' + a)
+      assert(/server 45\.1\.1\.20 host later\.test/.test(l), 'the fork reaches later.test, as the source now: ' + l)
+    } finally {
+      await fk.kill()
+    }
+
     // denyOut alone: the internet ("*") but the denied name
     await sbx.updateNetwork({ denyOut: ['later.test'] })
     a = await reach(sbx, 'allowed.test')

@@ -21,6 +21,23 @@ fs.symlinkSync('/etc/passwd', path.join(dir, 'linked', 'out'))
 // The line this is called from (the SDK's BuildError points at a step's line).
 function callerLine() { return new Error().stack.split('\n')[2].match(/:(\d+):\d+\)?$/)[1] }
 
+// aptInstall, pipInstall and npmInstall arrive as RUN steps: the build asks
+// sandboxd for the network (nat) where network_allow allows it, which
+// test_e2b_template.py's stack does (TPL_NAT=1): the RUN's sandbox has
+// slirp4netns's tap0 beside lo, where without it it has lo only
+check('run_steps_get_the_build_network', async () => {
+  const logs = []
+  const tpl = Template().fromImage(BASE).runCmd('cat /proc/net/dev')
+  await Template.build(tpl, { alias: 'tpl-net', onBuildLogs: (e) => logs.push(e.message) })
+  const all = logs.join('\n')
+  if (process.env.TPL_NAT === '1') {
+    assert(/The RUN steps have the network \(nat\)/.test(all), 'the build says its network: ' + all.slice(-2000))
+    assert(/tap0:/.test(all), 'the RUN has the network: ' + all.slice(-2000))
+  } else {
+    assert(/loopback only/.test(all) && !/tap0:/.test(all), 'without nat allowed, loopback only: ' + all.slice(-2000))
+  }
+})
+
 check('build_with_logs_then_a_sandbox_of_it', async () => {
   const logs = []
   const tpl = Template({ fileContextPath: dir })

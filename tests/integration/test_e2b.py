@@ -27,9 +27,10 @@ from stack import Reporter, Stack, image_ready  # noqa: E402
 TOKEN = "e2b-test-" + os.urandom(16).hex()
 # users with their own API tokens (llmbox.conf's [user] sections): each
 # token is an E2B_API_KEY and a sandbox API bearer token of its own
-USERS = {name: "%s-%s" % (name, os.urandom(16).hex()) for name in ("alice", "bob", "carol", "dave")}
+USERS = {name: "%s-%s" % (name, os.urandom(16).hex()) for name in ("alice", "bob", "carol", "dave", "erin")}
 USERS_CONF = "".join('[user "%s"]\ntoken_sha256 = %s\n%s' % (
-    n, hashlib.sha256(t.encode()).hexdigest(), "max_sandboxes = 1\nsandboxes_per_minute = 2\n" if n in ("carol", "dave") else "")
+    n, hashlib.sha256(t.encode()).hexdigest(), "max_sandboxes = 1\nsandboxes_per_minute = 2\n" if n in ("carol", "dave")
+    else "max_sandboxes = 2\n" if n == "erin" else "")  # erin: sdk_fork.mjs's forks counted
     for n, t in USERS.items())
 E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
 
@@ -308,7 +309,7 @@ def t_e2b_domain_host_names(stack):
 def t_unsupported_said(stack):
     s = create(stack)
     try:
-        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/fork" % s["sandboxID"], {})
+        st, _, data = api(stack, "GET", "/e2b/sandboxes/%s/logs" % s["sandboxID"])
         assert st == 501 and "not supported" in json.loads(data)["message"], (st, data)
         st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/resume" % s["sandboxID"], {})
         assert st == 404 and "/connect" in json.loads(data)["message"], (st, data)
@@ -573,6 +574,7 @@ def main():
         r.run("sdk_base_user", t_sdk, st, "sdk_base_user.mjs")
         r.run("sdk_users", t_sdk, st, "sdk_users.mjs")
         r.run("sdk_metrics", t_sdk, st, "sdk_metrics.mjs")
+        r.run("sdk_fork", t_sdk, st, "sdk_fork.mjs")
         r.run("users_raw", t_users_raw, st)
         r.run("gzip_files_raw", t_gzip_raw, st)
         r.run("signed_urls_raw", t_signed_raw, st)

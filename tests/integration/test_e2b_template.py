@@ -57,7 +57,7 @@ def api(st, method, path, body=None, key=TOKEN, headers=None):
 
 def t_sdk(st):
     env = dict(os.environ, E2B_API_URL="http://127.0.0.1:%d/e2b" % st.port,
-               E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % st.port, E2B_API_KEY=TOKEN, TPL_BASE=BASE)
+               E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % st.port, E2B_API_KEY=TOKEN, TPL_BASE=BASE, TPL_NAT="1")
     p = subprocess.run(["node", "sdk_template.mjs"], cwd=E2B_DIR, env=env, capture_output=True, text=True,
                        timeout=900)
     lines = [l for l in p.stdout.splitlines() if l.startswith(("PASS ", "FAIL "))]
@@ -207,7 +207,8 @@ def main():
         lay = umoci_image(tmp, root, env=["PATH=/usr/bin:/bin"], tag="v1")
         subprocess.run([LLMBOX, "image", "import", lay, BASE], check=True, capture_output=True,
                        env=dict(os.environ, LLMBOX_IMAGE_STORE=store))
-        env = {"LLMBOX_IMAGE_STORE": store, "LLMBOX_POOL_SIZE": "0"}
+        # nat allowed: the RUN steps of a template build get it (sdk_template.mjs)
+        env = {"LLMBOX_IMAGE_STORE": store, "LLMBOX_POOL_SIZE": "0", "LLMBOX_NETWORK_ALLOW": "none,nat"}
         with Stack(model=False, env=env, web_env={"LLMBOX_SANDBOX_API_TOKEN": TOKEN}, conf=USERS_CONF) as st:
             rep.run("sdk_template", t_sdk, st)
             rep.run("hostile_upload_refused", t_hostile_upload, st)

@@ -17,7 +17,9 @@ What a user relies on:
   - POST /api/images/pull and GET /api/images/jobs/{id}: state and log;
   - hostile build contexts are refused: "../x", a symlink for the folder,
     a symlink for the Dockerfile (nothing is read through them);
-  - a build from a context the web wrote registers the image;
+  - a build from a context the web wrote registers the image (with the
+    build's network asked: "none"); a network beyond the operator's
+    network_allow, or not a builder mode, is refused with a sentence;
   - more than image_jobs_max jobs at once: "busy";
   - kill -9 of sandboxd in the middle of a pull: its child dies too, the
     next start clears the job's leftovers, nothing is registered, and a
@@ -153,7 +155,7 @@ class Sandboxd:
         self.sock = os.path.join(TMP, "sd.sock")
         self.env = dict(os.environ, LLMBOX_VAR=self.var, LLMBOX_IMAGE_STORE=STORE, LLMBOX_HOME=REPO,
                         LLMBOX_SANDBOXD_SOCKET=self.sock, LLMBOX_POOL_SIZE="0", LLMBOX_WEB_USER="llmbox",
-                        LLMBOX_IMAGE_JOBS_MAX="2")
+                        LLMBOX_IMAGE_JOBS_MAX="2", LLMBOX_NETWORK_ALLOW="none")
         self.proc = None
 
     def start(self):
@@ -247,7 +249,15 @@ def check_rpc_refuses_bad_fields(ctx):
                            "file name"),
                           ({"kind": "build", "ref": "team/b:1", "context": "ok", "build_args": ["A"]}, "K=V"),
                           ({"kind": "build", "ref": "team/b:1", "context": "ok", "build_args": ["A=x"] * 65},
-                           "K=V")):
+                           "K=V"),
+                          # the build's network: a builder mode, within the operator's network_allow
+                          ({"kind": "build", "ref": "team/b:1", "context": "ok", "network": "host"},
+                           '"none" or "nat"'),
+                          ({"kind": "build", "ref": "team/b:1", "context": "ok", "network": ["nat"]},
+                           '"none" or "nat"'),
+                          ({"kind": "build", "ref": "team/b:1", "context": "ok", "network": "nat"},
+                           "network_allow"),
+                          ({"kind": "pull", "ref": "127.0.0.1:1/a:1", "network": "none"}, "network")):
             r = c.call(dict(req, op="image_job_start"))
             assert not r.get("ok") and r["error"] == "invalid" and word in r["message"], (req, r)
         r = c.call({"op": "image_job_poll", "job": "0" * 32})
@@ -294,7 +304,7 @@ def check_build_from_a_context(ctx):
         f.write("hello from the context\n")
     with ctx["sd"].conn() as c:
         r = c.call({"op": "image_job_start", "kind": "build", "ref": "team/app:1", "context": "app-1",
-                    "dockerfile": "Build.df", "build_args": ["GREETING=hi"]})
+                    "dockerfile": "Build.df", "build_args": ["GREETING=hi"], "network": "none"})
         assert r.get("ok"), r
         assert not os.path.exists(d), "the context stays where the web can change it"
         r, log = wait_job(c, r["job"], timeout=400)

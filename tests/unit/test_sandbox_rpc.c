@@ -538,8 +538,16 @@ static pid_t fake_daemon(const char *path, const char *const *responses, size_t 
                 _exit(1);
             free(d);
         }
-        free(req);
         const char *r = responses[i];
+        /* "?want?json": json only when the request holds want (what the
+         * client put on the wire), "!want!json" only when it does not;
+         * else an error the client sees */
+        if (r[0] == '?' || r[0] == '!') {
+            const char *q = strchr(r + 1, r[0]);
+            int has = q && memmem(req, len, r + 1, (size_t)(q - r - 1)) != NULL;
+            r = q && has == (r[0] == '?') ? q + 1 : "{\"ok\":false,\"error\":\"invalid\",\"message\":\"not the request expected\"}";
+        }
+        free(req);
         const char *bar = strchr(r, '|'); /* "json|data" */
         size_t jl = bar ? (size_t)(bar - r) : strlen(r);
         LB_IGNORE(lbsd_frame_send(fd, r, jl, NULL)); /* a peer that hung up is what the client side checks */
@@ -1057,13 +1065,16 @@ TEST(client_image_job_calls)
     char path[108];
     snprintf(path, sizeof path, "/tmp/llmbox-unit-ij-%d.sock", (int)getpid());
     static const char *const resp[] = {
-        "{\"ok\":true,\"job\":\"" ID "\"}",
+        "?\"build_args\":[\"A=1\"]?{\"ok\":true,\"job\":\"" ID "\"}",
         "{\"ok\":true,\"state\":\"running\",\"next_offset\":7,\"data\":true}|llmbox:",
         "{\"ok\":true,\"state\":\"failed\",\"exit_code\":1,\"next_offset\":7,"
         "\"error\":\"Cannot reach the registry.\",\"data\":true}|",
         "{\"ok\":false,\"error\":\"busy\",\"message\":\"sandboxd runs 4 image jobs already\"}",
         "{\"ok\":true,\"job\":\"../x\"}",
         "{\"ok\":true,\"state\":\"exploded\",\"next_offset\":0,\"data\":true}|",
+        /* the build's network goes on the wire as "network"; none asked: no field */
+        "?\"network\":\"nat\"?{\"ok\":true,\"job\":\"" ID "\"}",
+        "!\"network\"!{\"ok\":true,\"job\":\"" ID "\"}",
     };
     pid_t pid = fake_daemon(path, resp, sizeof resp / sizeof resp[0]);
     CHECK(pid > 0);
@@ -1090,6 +1101,11 @@ TEST(client_image_job_calls)
     CHECK(lbsb_image_job_start(c, &pull, job, err, sizeof err) == LB_E_BUSY);
     CHECK(lbsb_image_job_start(c, &pull, job, err, sizeof err) == LB_E_PROTO && !job[0]);
     CHECK(lbsb_image_job_poll(c, ID, 0, 100, &st, err, sizeof err) == LB_E_PROTO && !st.log);
+    lbsb_image_job_spec netb = {.kind = "build", .ref = "team/app:2", .context = "ctx-2", .network = "nat"};
+    CHECK(lbsb_image_job_start(c, &netb, job, err, sizeof err) == LB_OK);
+    CHECK_STR(job, ID);
+    netb.network = NULL;
+    CHECK(lbsb_image_job_start(c, &netb, job, err, sizeof err) == LB_OK);
     /* argument checks never reach the wire */
     CHECK(lbsb_image_job_poll(c, "nope", 0, 100, &st, err, sizeof err) == LB_E_INVAL);
     lbsb_image_job_spec none = {.kind = "pull"};
