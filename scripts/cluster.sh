@@ -13,7 +13,9 @@
 # Runs as root (sandboxd, namespaces). Environment:
 #   LLMBOX_CLUSTER_DIR   state folder (default /tmp/llmbox-cluster)
 #   LLMBOX_CLUSTER_REGISTRY_PORT  the image registry's port on the bridge
-#                        address (5000); its blobs are in radosgw's bucket
+#                        address (5050: Debian's own docker-registry service
+#                        listens on every address's 5000); its blobs are in
+#                        radosgw's bucket
 #                        llmbox-registry
 #   LLMBOX_CLUSTER_NET   the first three octets of the bridge's /24 (10.213.0)
 #   LLMBOX_CLUSTER_PORT  HAProxy's port on 127.0.0.1 (8480)
@@ -27,7 +29,7 @@ DIR="${LLMBOX_CLUSTER_DIR:-/tmp/llmbox-cluster}"
 NET="${LLMBOX_CLUSTER_NET:-10.213.0}"
 PORT="${LLMBOX_CLUSTER_PORT:-8480}"
 LEASE="${LLMBOX_CLUSTER_LEASE:-15}"
-REG_PORT="${LLMBOX_CLUSTER_REGISTRY_PORT:-5000}"
+REG_PORT="${LLMBOX_CLUSTER_REGISTRY_PORT:-5050}"
 REG_BUCKET=llmbox-registry
 BR=lbxc-br0
 HOST_IP="$NET.1"
