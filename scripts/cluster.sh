@@ -12,6 +12,11 @@
 #
 # Runs as root (sandboxd, namespaces). Environment:
 #   LLMBOX_CLUSTER_DIR   state folder (default /tmp/llmbox-cluster)
+#   LLMBOX_CLUSTER_REGISTRY_PORT  the image registry's port on the bridge
+#                        address (5050: Debian's own docker-registry service
+#                        listens on every address's 5000); its blobs are in
+#                        radosgw's bucket
+#                        llmbox-registry
 #   LLMBOX_CLUSTER_NET   the first three octets of the bridge's /24 (10.213.0)
 #   LLMBOX_CLUSTER_PORT  HAProxy's port on 127.0.0.1 (8480)
 #   LLMBOX_CLUSTER_LEASE node_lease_s of the nodes (15)
@@ -24,6 +29,8 @@ DIR="${LLMBOX_CLUSTER_DIR:-/tmp/llmbox-cluster}"
 NET="${LLMBOX_CLUSTER_NET:-10.213.0}"
 PORT="${LLMBOX_CLUSTER_PORT:-8480}"
 LEASE="${LLMBOX_CLUSTER_LEASE:-15}"
+REG_PORT="${LLMBOX_CLUSTER_REGISTRY_PORT:-5050}"
+REG_BUCKET=llmbox-registry
 BR=lbxc-br0
 HOST_IP="$NET.1"
 WEBS="w1 w2"
@@ -139,7 +146,9 @@ infra_up() {
         echo "LLMBOX_PLUGINS=$REPO/plugins"
         echo "LLMBOX_PROMPTS=$REPO/server/agent/prompts"
         echo "LLMBOX_IMAGES=$REPO/images"
-        echo "LLMBOX_IMAGE_STORE=$REPO/var/images"
+        # the image store is each member's own (member_env), as on hosts
+        # of their own: a node pulls a registry's image on first use
+        echo "LLMBOX_INSECURE_REGISTRIES=$HOST_IP:$REG_PORT"
         echo "LLMBOX_WEB_USER=llmbox"
         echo "LLMBOX_NODE_LEASE_S=$LEASE"
         # the model: as make run has it (environment, else the repository's llmbox.conf)
@@ -157,6 +166,70 @@ infra_up() {
         fail "creating the bucket: $out"
         return 1
     fi
+    registry_up
+}
+
+# The image registry (Debian's docker-registry, the Distribution registry)
+# on the bridge address, plain HTTP (the nodes list it in
+# insecure_registries), its blobs in radosgw through the registry's S3
+# storage driver: a bucket of its own, the cluster's credentials. It runs
+# as nobody: it needs no file but its configuration.
+registry_up() {
+    local d="$DIR/infra/registry" ep ak sk out i
+    ep=$(grep '^LLMBOX_S3_ENDPOINT=' "$DIR/infra/s3.out" | head -n1 | cut -d= -f2-)
+    ak=$(grep '^LLMBOX_S3_ACCESS_KEY=' "$DIR/infra/s3.out" | head -n1 | cut -d= -f2-)
+    sk=$(grep '^LLMBOX_S3_SECRET_KEY=' "$DIR/infra/s3.out" | head -n1 | cut -d= -f2-)
+    [ -n "$ep" ] && [ -n "$ak" ] && [ -n "$sk" ] || { fail "radosgw's endpoint and keys are not in $DIR/infra/s3.out"; return 1; }
+    command -v docker-registry >/dev/null || { fail "docker-registry is not there (make deps)"; return 1; }
+    say "bucket $REG_BUCKET (the registry's blobs)"
+    if ! out=$(env $(cat "$DIR/cluster.env") LLMBOX_S3_BUCKET="$REG_BUCKET" LLMBOX_HOME=/ build/llmbox blob mkbucket 2>&1); then
+        fail "creating the bucket $REG_BUCKET: $out"
+        return 1
+    fi
+    mkdir -p "$d" && chmod 0755 "$d"
+    # the secret key is in it: 0600, owned by nobody, who reads it
+    (umask 077; cat > "$d/config.yml.tmp") <<EOF2
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  s3:
+    accesskey: "$ak"
+    secretkey: "$sk"
+    region: us-east-1
+    regionendpoint: "$ep"
+    bucket: $REG_BUCKET
+    secure: false
+    v4auth: true
+  # blobs served by the registry itself, not a redirect to radosgw
+  redirect:
+    disable: true
+  delete:
+    enabled: true
+  cache:
+    blobdescriptor: inmemory
+http:
+  addr: $HOST_IP:$REG_PORT
+  secret: $(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+EOF2
+    chown 65534:65534 "$d/config.yml.tmp" && mv "$d/config.yml.tmp" "$d/config.yml" || { fail "writing $d/config.yml"; return 1; }
+    say "image registry (docker-registry, blobs in radosgw's $REG_BUCKET) on http://$HOST_IP:$REG_PORT"
+    # a clean environment: the registry reads REGISTRY_* variables as
+    # configuration, and the AWS SDK AWS_* ones (a CA bundle it then
+    # cannot load makes it panic at start)
+    setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin setpriv --reuid=65534 --regid=65534 --clear-groups \
+        docker-registry serve "$d/config.yml" \
+        >"$DIR/infra/registry.out" 2>&1 </dev/null &
+    echo $! > "$DIR/pids/infra.registry"
+    for i in $(seq 300); do
+        curl -fsS -m 2 -o /dev/null "http://$HOST_IP:$REG_PORT/v2/" 2>/dev/null && return 0
+        alive "$DIR/pids/infra.registry" || break
+        sleep 0.1
+    done
+    fail "the image registry did not answer on $HOST_IP:$REG_PORT: $(grep -m1 -v '^\s*$' "$DIR/infra/registry.out"; tail -n 3 "$DIR/infra/registry.out")"
+    return 1
 }
 
 # One user, admin, on every web: a web without users answers only
@@ -180,6 +253,14 @@ home_up() {
     ln -sfn "$REPO/web" "$h/web"
     (cd "$h" && "$REPO/scripts/prepare-dirs.sh" llmbox >/dev/null) || return 1
     sed "s|listen 127.0.0.1:8080;|listen $(addr "$m"):8080;|" nginx.conf > "$h/var/run/nginx.conf" || return 1
+    # its own image store: the repository's debootstrap images linked in
+    # (read-only, shared), the layered ones it pulls its own
+    mkdir -p "$h/var/images" && chmod 0755 "$h/var/images" || return 1
+    local img
+    for img in "$REPO"/var/images/*; do
+        [ -e "$img/rootfs" ] && ln -sfn "$img" "$h/var/images/$(basename "$img")"
+    done
+    return 0
 }
 
 # runs llmbox with the cluster's environment and member $1's
@@ -187,6 +268,7 @@ member_env() {
     local m="$1"
     echo "LLMBOX_HOME=$DIR/$m"
     cat "$DIR/cluster.env"
+    echo "LLMBOX_IMAGE_STORE=$DIR/$m/var/images"
     case "$m" in
         n*) echo "LLMBOX_NODE_NAME=$m"
             echo "LLMBOX_NODE_LISTEN=$(addr "$m"):8090" ;;
@@ -293,6 +375,7 @@ up() {
     say "up; the model at ${LLMBOX_LLM_URL:-$(grep '^LLMBOX_LLM_URL=' "$DIR/cluster.env" | cut -d= -f2-)}"
     say "log in with the token in $DIR/token (Authorization: Bearer ...)"
     say "the sandbox API (and E2B's API key): the token in $DIR/sandbox_token"
+    say "the image registry: $HOST_IP:$REG_PORT (skopeo copy --dest-tls-verify=false ... docker://$HOST_IP:$REG_PORT/team/img:1)"
     echo "http://127.0.0.1:$PORT/"
 }
 
@@ -390,6 +473,7 @@ down() {
     for m in $NODES; do sandboxd_again "$m"; done
     stop_pids "$DIR"/pids/*.sandboxd
     for m in $WEBS $NODES; do member_gone "$m"; done
+    stop_pids "$DIR/pids/infra.registry"
     stop_pids "$DIR/pids/infra.pg" "$DIR/pids/infra.s3"
     for m in $WEBS $NODES; do
         ip link del "lbxc-$m" 2>/dev/null
@@ -442,6 +526,11 @@ print("tasks %s/%s sandboxes %s" % (t.get("running"), t.get("max"), a.get("sandb
             echo "$m  web down  $(addr "$m"):8080"
         fi
     done
+    if curl -fsS -m 2 -o /dev/null "http://$HOST_IP:$REG_PORT/v2/" 2>/dev/null; then
+        echo "registry up    $HOST_IP:$REG_PORT (blobs in radosgw's $REG_BUCKET)"
+    else
+        echo "registry down  $HOST_IP:$REG_PORT"
+    fi
     for m in $NODES; do
         if j=$(curl -sS -m 2 "http://$(addr "$m"):8090/healthz" 2>/dev/null) && [ -n "$j" ]; then
             echo "$m  node $(echo "$j" | python3 -c 'import json,sys

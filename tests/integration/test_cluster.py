@@ -19,6 +19,15 @@ bridge's host address and a short lease.
 4. The Python client (clients/python) and the E2B SDK (tests/e2b,
    sdk_cluster.mjs) create, run commands and read files through the
    balancer, on ids of the three nodes.
+4b. The cluster's image registry (docker-registry on the bridge, its
+   blobs in radosgw): an image made with umoci is pushed with skopeo;
+   its manifest, config and layer are in the bucket llmbox-registry;
+   `status` shows the registry up; n1 and n2 each get two API sandbox
+   creates of that reference at once: each node pulls it once (one image
+   job), n3 not at all, and every sandbox reads the file the image holds;
+   a reference to a tag the registry lacks fails the create with the
+   node's sentence. (LLMBOX_CLUSTER_TEST_STEPS=registry runs only up,
+   this and down.)
 5. node loss and a partition: 12 tasks through the balancer (bash
    `sleep`, then finish) spread over n1, n2, n3; streams of some on w1
    and some on w2; once every task runs, `kill-node n2` and `cut n3`:
@@ -55,6 +64,7 @@ from stack import REPO, Reporter, Stack, free_port, image_ready  # noqa: E402
 import pg_server  # noqa: E402
 import s3_server  # noqa: E402
 from test_sandbox_lifecycle import install_tag  # noqa: E402
+from oci_images import tiny_rootfs, umoci_image  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -67,6 +77,9 @@ NODES = ("n1", "n2", "n3")
 SANDBOXES = int(os.environ.get("LLMBOX_CLUSTER_SANDBOXES", "60"))
 WORKERS = int(os.environ.get("LLMBOX_CLUSTER_SANDBOX_WORKERS", "6"))
 SCRIPT = os.path.join(REPO, "scripts", "cluster.sh")
+# only these steps (comma-separated names) besides up and down: quicker
+# to iterate on one; all of them when unset (make test)
+ONLY = [w for w in os.environ.get("LLMBOX_CLUSTER_TEST_STEPS", "").split(",") if w]
 E2B_DIR = os.path.join(REPO, "tests", "e2b")
 SCEN = {"scenarios": [{"match": "[cluster]", "steps": [
     {"content": "", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 8; echo slept"}}]},
@@ -85,7 +98,9 @@ class Cluster:
         self.port = free_port()
         self.model_port = free_port()
         self.model = None
+        self.reg_port = free_port()
         self.env = dict(os.environ, LLMBOX_CLUSTER_DIR=self.dir, LLMBOX_CLUSTER_PORT=str(self.port),
+                        LLMBOX_CLUSTER_REGISTRY_PORT=str(self.reg_port),
                         LLMBOX_CLUSTER_LEASE=str(LEASE), LLMBOX_CLUSTER_NET=NET,
                         LLMBOX_LLM_URL="http://%s.1:%d/v1" % (NET, self.model_port),
                         LLMBOX_LLM_MODEL="fake-model")
@@ -291,6 +306,101 @@ def sandboxes_left(c, nodes=NODES):
     return left
 
 
+def node_create(c, m, body, timeout=300):
+    """An API sandbox create on node m's own web: (status, body)."""
+    cn = http.client.HTTPConnection("%s.%d" % (NET, 20 + int(m[1:])), 8080, timeout=timeout)
+    try:
+        cn.request("POST", "/api/sandboxes", json.dumps(body).encode(),
+                   {"Authorization": "Bearer " + c.sbx_token, "Content-Type": "application/json"})
+        r = cn.getresponse()
+        return r.status, r.read()
+    finally:
+        cn.close()
+
+
+def registry_images(c):
+    """Step 4b: the cluster's registry, its blobs in radosgw, and nodes
+    that pull on first use."""
+    reg = "%s.1:%d" % (NET, c.reg_port)
+    work = os.path.join(c.base, "img")
+    os.makedirs(work)
+    root = tiny_rootfs(os.path.join(work, "rootfs"))
+    word = "from-the-cluster-registry-" + os.urandom(6).hex()
+    with open(os.path.join(root, "hello"), "w") as f:
+        f.write(word + "\n")
+    lay = umoci_image(work, root, tag="t")
+    ref = "%s/team/cluster:1" % reg
+    p = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", "oci:%s:t" % lay, "docker://" + ref],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout[-1000:], p.stderr[-2000:])
+    # the blobs the layout holds (manifest, config, layers) are in the bucket
+    with open(os.path.join(lay, "index.json")) as f:
+        mdig = [m["digest"] for m in json.load(f)["manifests"]
+                if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == "t"][0]
+    with open(os.path.join(lay, "blobs", "sha256", mdig.split(":")[1])) as f:
+        man = json.load(f)
+    want = [(man["config"]["digest"], man["config"]["size"])] + [(la["digest"], la["size"]) for la in man["layers"]]
+    with open(os.path.join(c.dir, "cluster.env")) as f:
+        env = dict(ln.rstrip("\n").split("=", 1) for ln in f if "=" in ln)
+    env.update(LLMBOX_S3_BUCKET="llmbox-registry", LLMBOX_HOME="/", PATH=os.environ["PATH"])
+    p = subprocess.run([os.path.join(REPO, "build", "llmbox"), "blob", "ls", "docker/registry/v2/blobs"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    for d, size in want:
+        h = d.split(":")[1]
+        key = "%d docker/registry/v2/blobs/sha256/%s/%s/data" % (size, h[:2], h)
+        assert key in p.stdout.splitlines(), ("not in the bucket llmbox-registry", key, p.stdout[-2000:])
+    assert "docker/registry/v2/repositories/team/cluster/" not in p.stdout  # only blobs were listed
+    rc, out, err = c.run("status")
+    assert "registry up    %s (blobs in radosgw's llmbox-registry)" % reg in out.splitlines(), out
+    # two creates on n1 and two on n2, all at once
+    jobs = lambda m: glob.glob(os.path.join(c.dir, m, "var", "sandboxd", "image-jobs", "*.log"))  # noqa: E731
+    assert not any(jobs(m) for m in NODES), {m: jobs(m) for m in NODES}
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        res = list(ex.map(lambda m: (m, node_create(c, m, {"image": ref})), ("n1", "n2", "n1", "n2")))
+    t1 = time.time()
+    made = []
+    for m, (st, b) in res:
+        if st in (200, 201):
+            made.append((json.loads(b)["id"], m))
+    try:
+        assert len(made) == 4, res
+        for sid, m in made:
+            assert sid.startswith(m + "."), (sid, m)
+            cn = http.client.HTTPConnection("%s.%d" % (NET, 20 + int(m[1:])), 8080, timeout=60)
+            cn.request("POST", "/api/sandboxes/%s/exec" % sid, json.dumps({"command": "cat /hello"}).encode(),
+                       {"Authorization": "Bearer " + c.sbx_token, "Content-Type": "application/json"})
+            r = cn.getresponse()
+            o = json.loads(r.read())
+            cn.close()
+            assert r.status == 200 and o["stdout"] == word + "\n" and o["return_code"] == 0, (sid, r.status, o)
+    finally:
+        for sid, m in made:
+            cn = http.client.HTTPConnection("%s.%d" % (NET, 20 + int(m[1:])), 8080, timeout=60)
+            cn.request("DELETE", "/api/sandboxes/" + sid, headers={"Authorization": "Bearer " + c.sbx_token})
+            cn.getresponse().read()
+            cn.close()
+    got = {m: len(jobs(m)) for m in NODES}
+    assert got == {"n1": 1, "n2": 1, "n3": 0}, ("image jobs (pulls) per node", got)
+    for m in ("n1", "n2"):
+        refs = glob.glob(os.path.join(c.dir, m, "var", "images", "oci", "refs", "*.json"))
+        assert len(refs) == 1, (m, refs)
+    assert not os.path.exists(os.path.join(c.dir, "n3", "var", "images", "oci", "refs")) or \
+        not os.listdir(os.path.join(c.dir, "n3", "var", "images", "oci", "refs"))
+    # a tag the registry lacks: the node says it cannot pull it
+    gone = "%s/team/cluster:missing" % reg
+    st, b = node_create(c, "n3", {"image": gone})
+    assert st == 400 and ("This node does not have the image %s and cannot pull it: " % gone) in b.decode(), (st, b)
+    print("# the cluster's registry: pushed %d blobs, all in radosgw's bucket; 2 creates on n1 and 2 on n2 at once"
+          " in %.1f s, one pull per node; a missing tag: %s" % (len(want) + 1, t1 - t0, b.decode()[:300]),
+          file=sys.stderr)
+    deadline = time.time() + 20
+    while sandboxes_left(c) and time.time() < deadline:
+        time.sleep(0.3)
+    assert not sandboxes_left(c), sandboxes_left(c)
+
+
 def netns_agents(m):
     """{pid: task id} of the agents running in member m's network namespace."""
     want = os.stat("/run/netns/lbxc-" + m).st_ino
@@ -388,6 +498,14 @@ def main():
         print("SKIP test_cluster: " + why)
         return 0
     rep = Reporter()
+    if ONLY:
+        run = rep.run
+
+        def only(name, fn, *args):
+            if name in ("down_when_nothing_runs", "up", "down_leaves_nothing") or name in ONLY:
+                return run(name, fn, *args)
+            print("# skipped %s (LLMBOX_CLUSTER_TEST_STEPS)" % name, file=sys.stderr)
+        rep.run = only
     c = Cluster()
     tags = ["%s" % install_tag(os.path.join(c.dir, n, "var")) for n in ("n1", "n2", "n3")]
     try:
@@ -507,6 +625,7 @@ def main():
                 time.sleep(0.3)
             assert not sandboxes_left(c), sandboxes_left(c)
         rep.run("python_client_and_e2b_sdk", clients)
+        rep.run("registry", registry_images, c)
 
         def loss_and_partition():
             ids = [create(c, "task %d [cluster]" % i) for i in range(TASKS)]
@@ -690,7 +809,8 @@ def main():
             rc, out, err = c.run("down")
             stop.set()
             assert rc == 0, (rc, out[-2000:], err[-2000:])
-            assert "n2: sandboxd was killed" in out, out
+            if not ONLY or "node_loss_and_partition" in ONLY:
+                assert "n2: sandboxd was killed" in out, out
             left = nothing_left(c, tags)
             assert not left, left
             print("# down in %.1f s, nothing left" % (time.time() - t0), file=sys.stderr)
