@@ -37,20 +37,6 @@
 #define LB_E2B_PAGE_MAX 1000          /* sandboxes in one list page */
 #define LB_E2B_QUERY_MAX 8192
 
-/* E2B's error body: {"code": <HTTP status>, "message"}: the SDK compares
- * code with 404 and shows message. */
-static void lb_e2b_error(lb_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void lb_e2b_error(lb_req *r, int status, const char *fmt, ...)
-{
-    char msg[1400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    lb_http_drain(r);
-    lb_e2b_error_json(r, status, NULL, msg);
-}
-
 int lb_e2b_auth_ok(lb_req *r)
 {
     if (!strncmp(r->path, "/e2b/sandbox/", 13))

@@ -88,6 +88,17 @@ void lb_e2b_error_json(lb_req *r, int status, const char *code, const char *msg)
     cJSON_Delete(o);
 }
 
+void lb_e2b_error(lb_req *r, int status, const char *fmt, ...)
+{
+    char msg[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    lb_http_drain(r);
+    lb_e2b_error_json(r, status, NULL, msg);
+}
+
 void lb_e2b_unary_error(lb_req *r, const char *code, const char *fmt, ...)
 {
     char msg[1200];

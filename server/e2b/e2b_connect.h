@@ -23,6 +23,9 @@ void lb_e2b_unary(lb_req *r, const cJSON *msg);
  * name, or NULL for E2B's REST shape (the status as a number, which the
  * SDK compares with 404). */
 void lb_e2b_error_json(lb_req *r, int status, const char *code, const char *msg);
+/* E2B's REST error ({"code": status, "message"}) with a formatted sentence,
+ * after draining the request's body: what every control-plane route answers. */
+void lb_e2b_error(lb_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A unary error: the HTTP status of code, {"code":code,"message":...}. */
 void lb_e2b_unary_error(lb_req *r, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Starts a streamed answer: 200, application/connect+json. */

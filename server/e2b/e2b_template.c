@@ -99,18 +99,6 @@ static void tpl_init(void)
         pthread_mutex_init(&tpl_builds[i].io, NULL);
 }
 
-static void tpl_error(lb_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void tpl_error(lb_req *r, int status, const char *fmt, ...)
-{
-    char msg[1400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    lb_http_drain(r);
-    lb_e2b_error_json(r, status, NULL, msg);
-}
-
 /* An answer of {}: the SDK's client parses every 2xx body as JSON. */
 static void empty_json(lb_req *r, int status)
 {
@@ -315,22 +303,22 @@ static void request_build(lb_req *r)
     char owner[LB_CFG_USER_NAME] = "", ctx[LB_CFG_PATH + 16], op[LB_CFG_PATH + 100];
     tpl_build *b = NULL;
     if (strchr(name, ':') || (cJSON_IsArray(tags) && cJSON_GetArraySize(tags) > 0)) {
-        tpl_error(r, 400, "Template tags (\"name:tag\", tags) are not supported by llmbox: a template is one image "
+        lb_e2b_error(r, 400, "Template tags (\"name:tag\", tags) are not supported by llmbox: a template is one image "
                   "named by its name (docs/E2B.md).");
         goto out;
     }
     if (!name_ok(name)) {
-        tpl_error(r, 400, "The template name \"%.80s\" is not one llmbox takes: 1 to 64 of a-z, 0-9 and '-', not "
+        lb_e2b_error(r, 400, "The template name \"%.80s\" is not one llmbox takes: 1 to 64 of a-z, 0-9 and '-', not "
                   "starting with '-' and not 32 hex digits (a snapshot's id).", name);
         goto out;
     }
     int orc = owner_of(cfg, name, owner, sizeof owner);
     if (orc == LB_OK && r->user && strcmp(owner, me)) {
-        tpl_error(r, 403, "The template \"%s\" belongs to another user.", name);
+        lb_e2b_error(r, 403, "The template \"%s\" belongs to another user.", name);
         goto out;
     }
     if (orc != LB_OK && r->user && image_exists(cfg, name)) {
-        tpl_error(r, 403, "\"%s\" is an image of this server that no template build made: choose another name.",
+        lb_e2b_error(r, 403, "\"%s\" is an image of this server that no template build made: choose another name.",
                   name);
         goto out;
     }
@@ -338,12 +326,12 @@ static void request_build(lb_req *r)
     ctx_dir(cfg, ctx, sizeof ctx);
     owner_path(cfg, "", op, sizeof op);
     if (access(ctx, W_OK) != 0) {
-        tpl_error(r, 503, "The build contexts' folder %s cannot be written (%s): sandboxd makes it for the web at "
+        lb_e2b_error(r, 503, "The build contexts' folder %s cannot be written (%s): sandboxd makes it for the web at "
                   "its start.", ctx, strerror(errno));
         goto out;
     }
     if (lb_mkdirs(op, 0750) != LB_OK) {
-        tpl_error(r, 500, "Could not make %s: %s.", op, strerror(errno));
+        lb_e2b_error(r, 500, "Could not make %s: %s.", op, strerror(errno));
         goto out;
     }
     pthread_once(&tpl_once, tpl_init);
@@ -362,7 +350,7 @@ static void request_build(lb_req *r)
             mine += !strcmp(x->owner, me);
             if (!strcmp(x->name, name)) {
                 pthread_mutex_unlock(&tpl_mu);
-                tpl_error(r, 409, "A build of the template \"%s\" is under way (build %s): wait for it to end.",
+                lb_e2b_error(r, 409, "A build of the template \"%s\" is under way (build %s): wait for it to end.",
                           name, x->id);
                 goto out;
             }
@@ -373,10 +361,10 @@ static void request_build(lb_req *r)
     if (mine >= TPL_USER_RUNNING || all >= TPL_RUNNING_MAX || (slot < 0 && oldest < 0)) {
         pthread_mutex_unlock(&tpl_mu);
         if (mine >= TPL_USER_RUNNING)
-            tpl_error(r, 429, "%d template builds of yours are under way; llmbox runs at most %d at once per key.",
+            lb_e2b_error(r, 429, "%d template builds of yours are under way; llmbox runs at most %d at once per key.",
                       mine, TPL_USER_RUNNING);
         else
-            tpl_error(r, 429, "%d template builds are under way; llmbox runs at most %d at once.", all,
+            lb_e2b_error(r, 429, "%d template builds are under way; llmbox runs at most %d at once.", all,
                       TPL_RUNNING_MAX);
         goto out;
     }
@@ -388,7 +376,7 @@ static void request_build(lb_req *r)
     if (lb_random_hex(b->id, sizeof b->id, LB_ID_HEX_LEN / 2) != LB_OK ||
         lb_random_hex(b->token, sizeof b->token, 32) != LB_OK) {
         pthread_mutex_unlock(&tpl_mu);
-        tpl_error(r, 500, "Could not draw random bytes for the build's id.");
+        lb_e2b_error(r, 500, "Could not draw random bytes for the build's id.");
         goto out;
     }
     b->used = 1;
@@ -408,7 +396,7 @@ static void request_build(lb_req *r)
         pthread_mutex_lock(&tpl_mu);
         build_fail(b, NULL, "Could not make the build's folder or owner record.");
         pthread_mutex_unlock(&tpl_mu);
-        tpl_error(r, 500, "Could not make %s or %s: %s.", b->stage, pth, strerror(errno));
+        lb_e2b_error(r, 500, "Could not make %s or %s: %s.", b->stage, pth, strerror(errno));
         goto out;
     }
     out = cJSON_CreateObject();
@@ -420,7 +408,7 @@ static void request_build(lb_req *r)
         !cJSON_AddBoolToObject(out, "public", 0)) {
         if (!cJSON_GetObjectItemCaseSensitive(out, "aliases"))
             cJSON_Delete(al);
-        tpl_error(r, 500, "Out of memory.");
+        lb_e2b_error(r, 500, "Out of memory.");
         goto out;
     }
     lb_http_json(r, 202, out, NULL);
@@ -472,7 +460,7 @@ static void files_link(lb_req *r, const char *name, const char *hash)
 {
     char url[600], org[300];
     if (!hash_ok(hash)) {
-        tpl_error(r, 400, "A files hash is 64 lowercase hex digits (the SDK's sha256).");
+        lb_e2b_error(r, 400, "A files hash is 64 lowercase hex digits (the SDK's sha256).");
         return;
     }
     origin(r, org, sizeof org);
@@ -487,7 +475,7 @@ static void files_link(lb_req *r, const char *name, const char *hash)
     }
     if (!b) {
         pthread_mutex_unlock(&tpl_mu);
-        tpl_error(r, 404, "No build of the template \"%s\" is waiting for files: request a build first.", name);
+        lb_e2b_error(r, 404, "No build of the template \"%s\" is waiting for files: request a build first.", name);
         return;
     }
     int present = uploaded(b, hash);
@@ -496,7 +484,7 @@ static void files_link(lb_req *r, const char *name, const char *hash)
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddBoolToObject(o, "present", present) || (!present && !cJSON_AddStringToObject(o, "url", url))) {
         cJSON_Delete(o);
-        tpl_error(r, 500, "Out of memory.");
+        lb_e2b_error(r, 500, "Out of memory.");
         return;
     }
     lb_http_json(r, 200, o, NULL);
@@ -542,7 +530,7 @@ static void files_upload(lb_req *r, const char *rest)
     char id[40] = "", tok[80] = "", hash[80] = "", msg[600] = "", arch[LB_CFG_PATH + 200], pre[80];
     const char *s1 = strchr(rest, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
     if (strcmp(r->method, "PUT")) {
-        tpl_error(r, 405, "Upload the files with PUT.");
+        lb_e2b_error(r, 405, "Upload the files with PUT.");
         return;
     }
     if (s1 && s2 && s1 - rest < (long)sizeof id && s2 - s1 - 1 < (long)sizeof tok && strlen(s2 + 1) < sizeof hash) {
@@ -560,7 +548,7 @@ static void files_upload(lb_req *r, const char *rest)
     int known = b && strlen(tok) == 64 && lb_ct_equal(tok, b->token, 64) && hash_ok(hash);
     if (!known || b->state != TPL_WAITING) {
         pthread_mutex_unlock(&tpl_mu);
-        tpl_error(r, 404, "%s", !known ? "This upload URL is not valid (wrong build, token or hash)."
+        lb_e2b_error(r, 404, "%s", !known ? "This upload URL is not valid (wrong build, token or hash)."
                                        : "This build takes no more files: its steps came already, or it ended.");
         return;
     }
@@ -572,7 +560,7 @@ static void files_upload(lb_req *r, const char *rest)
     }
     if (b->n_up + b->uploading >= TPL_COPIES_MAX) {
         pthread_mutex_unlock(&tpl_mu);
-        tpl_error(r, 413, "A build takes at most %d uploads.", TPL_COPIES_MAX);
+        lb_e2b_error(r, 413, "A build takes at most %d uploads.", TPL_COPIES_MAX);
         return;
     }
     b->uploading++;
@@ -665,7 +653,7 @@ out:
     b->uploading--;
     pthread_mutex_unlock(&tpl_mu);
     if (status > 0)
-        tpl_error(r, status, "%s", msg);
+        lb_e2b_error(r, status, "%s", msg);
     else if (!status)
         empty_json(r, 200);
 }
@@ -708,9 +696,9 @@ static void trigger(lb_req *r, const char *name, const char *id)
         int st = b ? b->state : 0, up = b ? b->uploading : 0;
         pthread_mutex_unlock(&tpl_mu);
         if (!b)
-            tpl_error(r, 404, "There is no build %.40s of the template \"%.64s\".", id, name);
+            lb_e2b_error(r, 404, "There is no build %.40s of the template \"%.64s\".", id, name);
         else
-            tpl_error(r, 409, "%s", up ? "Files of this build are still being uploaded."
+            lb_e2b_error(r, 409, "%s", up ? "Files of this build are still being uploaded."
                                        : st == TPL_BUILDING ? "This build has started already."
                                                             : "This build has ended.");
         goto out;
@@ -865,7 +853,7 @@ static void status(lb_req *r, const char *name, const char *id)
     char q[32] = "";
     long long off = 0;
     if (lb_query_get(r->query, "logsOffset", q, sizeof q) == LB_OK && (lb_parse_ll(q, 0, INT32_MAX, &off) != LB_OK)) {
-        tpl_error(r, 400, "logsOffset must be a whole number from 0.");
+        lb_e2b_error(r, 400, "logsOffset must be a whole number from 0.");
         return;
     }
     pthread_once(&tpl_once, tpl_init);
@@ -873,7 +861,7 @@ static void status(lb_req *r, const char *name, const char *id)
     tpl_build *b = find(r, name, id);
     if (!b) {
         pthread_mutex_unlock(&tpl_mu);
-        tpl_error(r, 404, "There is no build %.40s of the template \"%.64s\".", id, name);
+        lb_e2b_error(r, 404, "There is no build %.40s of the template \"%.64s\".", id, name);
         return;
     }
     if (b->state == TPL_BUILDING && b->job[0] && !b->polling) {
@@ -913,7 +901,7 @@ static void status(lb_req *r, const char *name, const char *id)
         ents = logs = NULL;
         lb_http_json(r, 200, o, NULL);
     } else {
-        tpl_error(r, 500, "Out of memory.");
+        lb_e2b_error(r, 500, "Out of memory.");
     }
     cJSON_Delete(ents);
     cJSON_Delete(logs);
@@ -926,17 +914,17 @@ static void alias(lb_req *r, const char *name)
 {
     char owner[LB_CFG_USER_NAME];
     if (!name_ok(name) || owner_of(r->cfg, name, owner, sizeof owner) != LB_OK || !image_exists(r->cfg, name)) {
-        tpl_error(r, 404, "There is no template \"%.64s\".", name);
+        lb_e2b_error(r, 404, "There is no template \"%.64s\".", name);
         return;
     }
     if (r->user && strcmp(owner, lb_sbx_owner_name(r))) { /* E2B's answer for another team's: the SDK reads "exists" */
-        tpl_error(r, 403, "The template \"%s\" belongs to another user.", name);
+        lb_e2b_error(r, 403, "The template \"%s\" belongs to another user.", name);
         return;
     }
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddStringToObject(o, "templateID", name) || !cJSON_AddBoolToObject(o, "public", 0)) {
         cJSON_Delete(o);
-        tpl_error(r, 500, "Out of memory.");
+        lb_e2b_error(r, 500, "Out of memory.");
         return;
     }
     lb_http_json(r, 200, o, NULL);
@@ -972,7 +960,7 @@ int lb_e2b_tpl_handle(lb_req *r)
     }
     if (!strcmp(p, "/e2b/v3/templates") || !strcmp(p, "/e2b/v2/templates")) {
         if (strcmp(m, "POST"))
-            tpl_error(r, 405, "Use POST on %s to request a template build.", p);
+            lb_e2b_error(r, 405, "Use POST on %s to request a template build.", p);
         else
             request_build(r);
         return 1;
