@@ -39,7 +39,7 @@ FIXTURES     := $(patsubst tests/plugins/%/,tests/plugins/%.so,$(FIXTURE_DIRS))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster cluster-sandboxes capacity
+.PHONY: all deps run test image clean unit fixtures bench load demo fuzz fuzz-build check-asan check-valgrind cluster-load webs-full cluster cluster-sandboxes images-1000 capacity
 all: $(BUILD)/llmbox $(BUILD)/llmbox-sandboxd $(BUILD)/llmbox-stateio $(BUILD)/llmbox-unpack $(PLUGINS)
 
 # build/llmbox-stateio packs and unpacks a sandbox's saved state (follow-ups;
@@ -194,6 +194,11 @@ cluster: deps
 cluster-sandboxes: deps
 	@$(MAKE) --no-print-directory all image
 	@LLMBOX_CLUSTER_SANDBOXES=1000 python3 tests/integration/test_cluster.py
+
+# 1,000 layered images on one shared base (make test imports 150)
+images-1000: deps
+	@$(MAKE) --no-print-directory all image
+	@LLMBOX_SHARED_BASE_IMAGES=1000 python3 tests/integration/test_images_shared_base.py
 
 # ---- fuzzing (libFuzzer, clang) and sanitizer builds ----------------------
 # `make fuzz` runs every tests/fuzz/fuzz_*.c target for FUZZ_SECONDS each on
