@@ -18,7 +18,7 @@
 void lb_h_images(lb_req *r)
 {
     uint64_t total = 0;
-    cJSON *list = lb_image_list_json(r->cfg, &total);
+    cJSON *list = lb_image_list_json(r->cfg, &total, 0);
     cJSON *o = list ? cJSON_CreateObject() : NULL;
     if (!o || !cJSON_AddItemToObject(o, "images", list)) {
         if (!o)

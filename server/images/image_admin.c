@@ -13,10 +13,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #define ADM_LAYERS_MAX 100000  /* layers gc weighs in one run: far more than any store holds */
+#define ADM_HOLDERS_MAX 4096    /* sandbox ids counted per image: sandbox_max is far below */
 #define ADM_RETIRED_GRACE_S 60 /* a record retired this recently may be being mounted */
 
 int lb_image_record_in_use(int dirfd, const char *file)
@@ -27,6 +29,63 @@ int lb_image_record_in_use(int dirfd, const char *file)
     int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     close(fd); /* drops our lock, if we got it */
     return busy;
+}
+
+#define ADM_LOCKS_LINES_MAX 200000 /* /proc/locks lines read: a host with more is not waited on */
+
+/* The sandbox id a process's cgroup path ends in ("" when none does). */
+static void pid_sandbox_id(long pid, char id[33])
+{
+    id[0] = 0;
+    char p[64], line[1024];
+    snprintf(p, sizeof p, "/proc/%ld/cgroup", pid);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return;
+    while (!id[0] && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        const char *last = strrchr(line, '/');
+        if (!last || strlen(last + 1) != 32)
+            continue;
+        int hex = 1;
+        for (const char *q = last + 1; *q && hex; q++)
+            hex = (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f');
+        if (hex)
+            memcpy(id, last + 1, 33);
+    }
+    fclose(f);
+}
+
+size_t lb_image_record_holders(int dirfd, const char *file, char (*ids)[33], size_t max)
+{
+    struct stat st;
+    if (max == 0 || fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    FILE *f = fopen("/proc/locks", "re");
+    if (!f)
+        return 0;
+    size_t n = 0;
+    char line[256];
+    for (int k = 0; k < ADM_LOCKS_LINES_MAX && n < max && fgets(line, sizeof line, f); k++) {
+        /* "N: FLOCK  ADVISORY  READ  PID MAJ:MIN:INODE 0 EOF"; "N: -> ..." are waiters */
+        char kind[16];
+        long pid;
+        unsigned maj, min;
+        unsigned long long ino;
+        if (strstr(line, "->") || sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) != 5 ||
+            strcmp(kind, "FLOCK") || pid <= 0 || ino != (unsigned long long)st.st_ino || maj != major(st.st_dev) ||
+            min != minor(st.st_dev))
+            continue;
+        char id[33];
+        pid_sandbox_id(pid, id);
+        int seen = !id[0];
+        for (size_t i = 0; i < n && !seen; i++)
+            seen = !strcmp(ids[i], id);
+        if (!seen)
+            memcpy(ids[n++], id, 33);
+    }
+    fclose(f);
+    return n;
 }
 
 static cJSON *read_json_at(int dirfd, const char *file)
@@ -86,7 +145,7 @@ typedef struct lcount {
     int users;
 } lcount;
 
-cJSON *lb_image_list_json(const lb_config *cfg, uint64_t *total_bytes)
+cJSON *lb_image_list_json(const lb_config *cfg, uint64_t *total_bytes, int with_ids)
 {
     cJSON *out = cJSON_CreateArray();
     if (!out)
@@ -119,6 +178,7 @@ cJSON *lb_image_list_json(const lb_config *cfg, uint64_t *total_bytes)
     cJSON *recs = cJSON_CreateArray();
     lcount *lc = NULL;
     size_t nlc = 0, cap = 0;
+    char (*ids)[33] = calloc(ADM_HOLDERS_MAX, sizeof *ids); /* NULL: counted as none */
     while ((de = readdir(d))) {
         size_t l = strlen(de->d_name);
         if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0 || strstr(de->d_name, ".tmp."))
@@ -127,6 +187,11 @@ cJSON *lb_image_list_json(const lb_config *cfg, uint64_t *total_bytes)
         if (!j)
             continue;
         cJSON_AddBoolToObject(j, "in_use", lb_image_record_in_use(dirfd(d), de->d_name));
+        size_t nh = ids ? lb_image_record_holders(dirfd(d), de->d_name, ids, ADM_HOLDERS_MAX) : 0;
+        cJSON_AddNumberToObject(j, "sandboxes", (double)nh);
+        cJSON *ja = with_ids ? cJSON_AddArrayToObject(j, "sandbox_ids") : NULL;
+        for (size_t i = 0; ja && i < nh; i++)
+            cJSON_AddItemToArray(ja, cJSON_CreateString(ids[i]));
         cJSON_AddItemToArray(recs, j);
         const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j, "layers"),
                     *lb = cJSON_GetObjectItemCaseSensitive(j, "layer_bytes"), *x;
@@ -184,6 +249,10 @@ cJSON *lb_image_list_json(const lb_config *cfg, uint64_t *total_bytes)
         cJSON_AddNumberToObject(o, "bytes", bytes);
         cJSON_AddNumberToObject(o, "shared_bytes", shared);
         cJSON_AddBoolToObject(o, "in_use", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "in_use")));
+        cJSON_AddItemToObject(o, "sandboxes", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "sandboxes"), 1));
+        if (with_ids)
+            cJSON_AddItemToObject(o, "sandbox_ids",
+                                  cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "sandbox_ids"), 1));
         cJSON_AddBoolToObject(o, "pool", in_pool(cfg, ref->valuestring));
         cJSON_AddBoolToObject(o, "default", is_default(cfg, ref->valuestring));
         static const char *const keep[] = {"env", "workdir", "user", "cmd", "entrypoint", "created"};
@@ -196,6 +265,7 @@ cJSON *lb_image_list_json(const lb_config *cfg, uint64_t *total_bytes)
     }
     cJSON_Delete(recs);
     free(lc);
+    free(ids);
     return out;
 }
 

@@ -36,7 +36,7 @@ static void mib(char *out, size_t outsz, double bytes)
 static int cmd_ls(const lb_config *cfg, int json)
 {
     uint64_t total = 0;
-    cJSON *l = lb_image_list_json(cfg, &total);
+    cJSON *l = lb_image_list_json(cfg, &total, 1);
     if (!l) {
         fprintf(stderr, "llmbox image ls: out of memory\n");
         return 1;
@@ -61,7 +61,12 @@ static int cmd_ls(const lb_config *cfg, int json)
             mib(disk, sizeof disk, cJSON_GetObjectItem(e, "bytes")->valuedouble);
             mib(shared, sizeof shared, cJSON_GetObjectItem(e, "shared_bytes")->valuedouble);
         }
-        snprintf(used, sizeof used, "%s%s%s", cJSON_IsTrue(cJSON_GetObjectItem(e, "in_use")) ? "sandboxes " : "",
+        const cJSON *nsb = cJSON_GetObjectItem(e, "sandboxes");
+        char sbs[32] = "";
+        if (cJSON_IsTrue(cJSON_GetObjectItem(e, "in_use")))
+            snprintf(sbs, sizeof sbs, "%d sandbox%s ", cJSON_IsNumber(nsb) ? nsb->valueint : 0,
+                     cJSON_IsNumber(nsb) && nsb->valueint == 1 ? "" : "es");
+        snprintf(used, sizeof used, "%s%s%s", sbs,
                  cJSON_IsTrue(cJSON_GetObjectItem(e, "pool")) ? "pool " : "",
                  cJSON_IsTrue(cJSON_GetObjectItem(e, "default")) ? "default" : "");
         const cJSON *nl = cJSON_GetObjectItem(e, "layers");

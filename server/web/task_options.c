@@ -107,7 +107,7 @@ cJSON *lb_images_list(const lb_config *cfg)
     }
     qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
     /* then the layered images (images/image_admin.h), by their references */
-    cJSON *layered = lb_image_list_json(cfg, NULL);
+    cJSON *layered = lb_image_list_json(cfg, NULL, 0);
     const cJSON *li;
     cJSON_ArrayForEach(li, layered) {
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(li, "kind"), *nm = cJSON_GetObjectItemCaseSensitive(li, "name");

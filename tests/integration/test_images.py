@@ -190,6 +190,13 @@ def check_gc_while_in_use(e, d):
     before = e.layers()
     c = d.connect()
     sid = c.create(image=REF)
+    sid2 = c.create(image=REF)
+    # the operator's ls names the sandboxes that run it, and only those
+    imgs = {i["name"]: i for i in e.ls()["images"]}
+    assert imgs[REF]["sandboxes"] == 2 and sorted(imgs[REF]["sandbox_ids"]) == sorted([sid, sid2]), imgs[REF]
+    assert imgs[other]["sandboxes"] == 0 and imgs[other]["sandbox_ids"] == [], imgs[other]
+    assert "2 sandboxes" in e.llmbox("ls").stdout
+    c.destroy(sid2)
     r = e.llmbox("rm", REF, check=False)
     assert r.returncode == 1 and "used by a sandbox" in r.stderr, r
     e.llmbox("rm", other)
@@ -244,6 +251,8 @@ def check_task_api_e2b(e):
         st, _, body = s.request("GET", "/api/images", None, {"Authorization": "Bearer " + TOKEN})
         imgs = {i["name"]: i for i in json.loads(body)["images"]}
         assert st == 200 and imgs[REF]["in_use"] and imgs[REF]["layers"] == 5, (st, body)
+        # how many sandboxes run it, never whose (any user reads this list)
+        assert imgs[REF]["sandboxes"] == 1 and "sandbox_ids" not in imgs[REF], imgs[REF]
         s.request("DELETE", "/api/sandboxes/" + sid, None, h)
         # E2B: the template is the image's reference
         eh = {"X-API-KEY": TOKEN, "Content-Type": "application/json"}
