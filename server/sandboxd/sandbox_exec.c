@@ -13,13 +13,14 @@
  * a short command's line most of its cost. A payload that fits PIPE_BUF
  * with its header goes as
  *
- *   IFS= builtin read -rN<payload length> __lbsd_w&&builtin eval "$__lbsd_w"
+ *   builtin read -rN<payload length> __lbsd_w&&builtin eval "$__lbsd_w"
  *   <payload line>
  *
  * in one write: only the header is read byte by byte, `read -N` takes the
  * payload in one read() (it asks for exactly that many bytes, so it reads
- * nothing past it; the payload is ASCII, so characters are bytes). A
- * longer one is sent as the line itself.
+ * nothing past it; the payload is ASCII, so characters are bytes; -N
+ * does not split on IFS, whatever the command set it to). A longer one is
+ * sent as the line itself.
  *
  * S is a fresh 128-bit random sentinel, so nothing the command prints can
  * end it early by accident or by replaying an old one.
@@ -374,7 +375,7 @@ char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_
         return NULL;
     }
     char head[96];
-    int hn = snprintf(head, sizeof head, "IFS= builtin read -rN%zu __lbsd_w&&builtin eval \"$__lbsd_w\"\n", b.len);
+    int hn = snprintf(head, sizeof head, "builtin read -rN%zu __lbsd_w&&builtin eval \"$__lbsd_w\"\n", b.len);
     if (hn <= 0 || (size_t)hn >= sizeof head || (size_t)hn + b.len > LBSD_BULK_MAX)
         return lb_buf_steal(&b, outlen); /* long: the payload itself is the line */
     /* bulk: bash reads a command line from a pipe one byte per read() (it
