@@ -12,12 +12,16 @@ on all alike:
                   (`__llmbox_exec '/testbed' true`, the helper defined once)
   rpc ping        one RPC frame each way, no shell
 
-Prints each p50 and the API's exec against the RPC's `true`.
+Prints each p50 and the API's exec against the RPC's `true`. --peer DIR:
+the same on the checkout in DIR (built there, e.g. main in a second
+worktree), in a second stack, each step alternating between the two.
 
-    python3 bench/exec_split.py [--n 300]
+    python3 bench/exec_split.py [--n 300] [--peer DIR]
 """
 import argparse
 import ast
+import contextlib
+import importlib.util
 import http.client
 import json
 import os
@@ -33,70 +37,110 @@ import load  # noqa: E402
 import sandbox as sb  # noqa: E402 - its RPC client (Conn)
 
 
-def helper_text():
-    """The API's helper definition, read from its C source."""
-    src = open(os.path.join(REPO, "server", "sbxapi", "sandbox_spec.c")).read()
+def helper_text(repo):
+    """The API's helper definition, read from repo's C source."""
+    src = open(os.path.join(repo, "server", "sbxapi", "sandbox_spec.c")).read()
     a = src.index("static const char lb_exec_helper[] =")
     b = src.index(";\n", a)
     return "".join(ast.literal_eval(x.strip()) for x in src[a:b].split("=", 1)[1].strip().splitlines())
 
 
+def peer_stack_class(repo):
+    """tests/lib/stack.py of another checkout: its Stack runs that
+    checkout's build (the module finds its binaries beside itself)."""
+    spec = importlib.util.spec_from_file_location("peer_stack", os.path.join(repo, "tests", "lib", "stack.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Stack
+
+
+def open_side(es, stack_cls, repo):
+    """One stack with one API sandbox and one RPC sandbox (the helper
+    defined in it); returns the steps, each a (name, function)."""
+    tok = "bench-" + os.urandom(16).hex()
+    st = es.enter_context(stack_cls(model=False, env={"LLMBOX_POOL_SIZE": "2"},
+                                    web_env={"LLMBOX_SANDBOX_API_TOKEN": tok}))
+    hc = http.client.HTTPConnection("127.0.0.1", st.port, timeout=60)
+    hdr = {"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
+
+    def req(method, path, body=None):
+        hc.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=hdr)
+        r = hc.getresponse()
+        data = r.read()
+        if r.status >= 300:
+            raise RuntimeError("%s %s: %d %s" % (method, path, r.status, data[:200]))
+        return json.loads(data) if data else None
+
+    sid = req("POST", "/api/sandboxes", {})["id"]
+    c = sb.Conn(os.path.join(st.prefix, "var", "run", "sandboxd.sock"))
+    rs = c.create()
+    r = c.call({"op": "exec", "id": rs, "command": helper_text(repo) + "; true", "timeout_ms": 20000})
+    if r.get("exit_code") != 0:
+        raise RuntimeError("the helper's definition failed: %s" % r)
+
+    def close():
+        req("DELETE", "/api/sandboxes/" + sid)
+        c.destroy(rs)
+        c.close()
+        hc.close()
+    es.callback(close)
+
+    def rpc(cmd):
+        r = c.call({"op": "exec", "id": rs, "command": cmd, "timeout_ms": 20000})
+        if r.get("exit_code") != 0:
+            raise RuntimeError("%s: %s" % (cmd, r))
+
+    def api_exec():
+        r = req("POST", "/api/sandboxes/%s/exec" % sid, {"command": "true"})
+        if r.get("return_code") != 0:
+            raise RuntimeError("api exec of true: %s" % r)
+
+    return [("api exec", api_exec),
+            ("api status", lambda: req("GET", "/api/sandboxes/%s" % sid)),
+            ("rpc true", lambda: rpc("true")),
+            ("rpc helper", lambda: rpc("__llmbox_exec '/testbed' true")),
+            ("rpc ping", lambda: c.call({"op": "ping"}))]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--peer", help="a second checkout (built there, e.g. main), measured alternately in the same run")
     a = ap.parse_args()
     if os.geteuid() != 0 or not image_ready():
         print("exec split: needs root and the sandbox image (make image); skipped")
         return 0
     print("exec split, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
-    print("command: python3 bench/exec_split.py --n %d" % a.n)
-    tok = "bench-" + os.urandom(16).hex()
-    with Stack(model=False, env={"LLMBOX_POOL_SIZE": "2"}, web_env={"LLMBOX_SANDBOX_API_TOKEN": tok}) as st:
-        hc = http.client.HTTPConnection("127.0.0.1", st.port, timeout=60)
-        hdr = {"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
-
-        def req(method, path, body=None):
-            hc.request(method, path, body=json.dumps(body).encode() if body is not None else None, headers=hdr)
-            r = hc.getresponse()
-            data = r.read()
-            if r.status >= 300:
-                raise RuntimeError("%s %s: %d %s" % (method, path, r.status, data[:200]))
-            return json.loads(data) if data else None
-
-        sid = req("POST", "/api/sandboxes", {})["id"]
-        c = sb.Conn(os.path.join(st.prefix, "var", "run", "sandboxd.sock"))
-        rs = c.create()
-        r = c.call({"op": "exec", "id": rs, "command": helper_text() + "; true", "timeout_ms": 20000})
-        if r.get("exit_code") != 0:
-            raise RuntimeError("the helper's definition failed: %s" % r)
-
-        def rpc(cmd):
-            r = c.call({"op": "exec", "id": rs, "command": cmd, "timeout_ms": 20000})
-            if r.get("exit_code") != 0:
-                raise RuntimeError("%s: %s" % (cmd, r))
-
-        steps = [("api exec", lambda: req("POST", "/api/sandboxes/%s/exec" % sid, {"command": "true"})),
-                 ("api status", lambda: req("GET", "/api/sandboxes/%s" % sid)),
-                 ("rpc true", lambda: rpc("true")),
-                 ("rpc helper", lambda: rpc("__llmbox_exec '/testbed' true")),
-                 ("rpc ping", lambda: c.call({"op": "ping"}))]
-        got = {k: [] for k, _ in steps}
+    print("command: python3 bench/exec_split.py --n %d%s" % (a.n, " --peer " + a.peer if a.peer else ""))
+    sides = [("this", REPO)] + ([("peer", os.path.abspath(a.peer))] if a.peer else [])
+    load0 = open("/proc/loadavg").read().split()[0]
+    with contextlib.ExitStack() as es:
+        steps = {}
+        for who, repo in sides:
+            steps[who] = open_side(es, Stack if who == "this" else peer_stack_class(repo), repo)
+        got = {(who, k): [] for who, _ in sides for k, _ in steps[who]}
         for i in range(a.n + 20):
-            for k, fn in steps:
-                t0 = time.perf_counter()
-                fn()
-                if i >= 20:
-                    got[k].append((time.perf_counter() - t0) * 1000)
-        req("DELETE", "/api/sandboxes/" + sid)
-        c.destroy(rs)
-        c.close()
-        hc.close()
-    p50 = {k: statistics.median(v) for k, v in got.items()}
-    for k, _ in steps:
-        print("  %-11s p50 %.3f ms" % (k, p50[k]))
-    print("  api exec / rpc true: %.2fx (target <= 1.5x)" % (p50["api exec"] / p50["rpc true"]))
-    print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
+            # each step on each side in turn, the order of the sides flipped
+            # every round: load falls on both alike
+            order = sides if i % 2 == 0 else sides[::-1]
+            for j in range(len(steps["this"])):
+                for who, _ in order:
+                    k, fn = steps[who][j]
+                    t0 = time.perf_counter()
+                    fn()
+                    if i >= 20:
+                        got[(who, k)].append((time.perf_counter() - t0) * 1000)
+    p50 = {key: statistics.median(v) for key, v in got.items()}
+    for who, _ in sides:
+        if a.peer:
+            print("%s (%s):" % (who, dict(sides)[who]))
+        for k, _ in steps[who]:
+            print("  %-11s p50 %.3f ms" % (k, p50[(who, k)]))
+        print("  api exec / rpc true: %.2fx (target <= 1.5x)" % (p50[(who, "api exec")] / p50[(who, "rpc true")]))
+    if a.peer:
+        print("api exec, this / peer: %.2fx" % (p50[("this", "api exec")] / p50[("peer", "api exec")]))
+    print("load at the start %s, at the end %s" % (load0, open("/proc/loadavg").read().split()[0]))
     return 0
 
 

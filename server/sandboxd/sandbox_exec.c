@@ -1,18 +1,35 @@
 /*
  * Running commands in a sandbox's persistent bash session.
  *
- * Each command is sent to the shell as one line:
+ * Each command is sent to the shell as one payload line:
  *
- *   __lbsd_c=$'<command, bytes escaped>'; trap 'return 130 2>/dev/null' INT;
+ *   unset __lbsd_w; __lbsd_c=$'<command, bytes escaped>'; trap 'return 130 2>/dev/null' INT;
  *   . /proc/self/fd/3 3<<<'exec 3<&-; eval "$__lbsd_c"' </dev/null; __lbsd_rc=$?;
  *   trap : INT; unset __lbsd_c; jobs >/dev/null 2>&1;
  *   printf '\n%s%d\n' S "$__lbsd_rc"; printf '\n%s\n' S >&2
+ *
+ * Bash reads its command lines from the pipe one byte per read() (so that
+ * it never takes what a child should read), which made the ~450 bytes of
+ * a short command's line most of its cost. A payload that fits PIPE_BUF
+ * with its header goes as
+ *
+ *   builtin read -rN<payload length> __lbsd_w&&builtin eval "$__lbsd_w"
+ *   <payload line>
+ *
+ * in one write: only the header is read byte by byte, `read -N` takes the
+ * payload in one read() (it asks for exactly that many bytes, so it reads
+ * nothing past it; the payload is ASCII, so characters are bytes; -N
+ * does not split on IFS, whatever the command set it to). A longer one is
+ * sent as the line itself.
  *
  * S is a fresh 128-bit random sentinel, so nothing the command prints can
  * end it early by accident or by replaying an old one.
  *
  * - The command runs in the shell itself (eval), so cd, exports, declare,
  *   functions and venvs persist.
+ * - The command's stdin is /dev/null (the `. ... </dev/null`), never the
+ *   shell's command pipe: nothing a command reads can eat the next line.
+ *   The sandbox API's exec helper relies on it (sbxapi/sandbox_spec.c).
  * - The here-string's fd 3 is closed before the eval (bash has read the
  *   whole sourced text by then), or every process the command starts would
  *   inherit it (tests/security: inherited_fds).
@@ -320,11 +337,17 @@ void lbsd_scan_show(lbsd_scan *s, lbsd_capture *cap)
 
 /* ---- the wrapper line ------------------------------------------------------ */
 
+/* The longest wrapper sent in the bulk form: one write of at most
+ * PIPE_BUF bytes into the shell's (idle, empty) pipe is atomic, so the
+ * whole payload is there when bash reads the header, and `read -N` takes
+ * it in one read() that cannot block or be cut by a signal. */
+#define LBSD_BULK_MAX 4096
+
 char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_t *outlen)
 {
     lb_buf b;
-    lb_buf_init(&b, 4 * len + 512);
-    int rc = lb_buf_appends(&b, "__lbsd_c=$'");
+    lb_buf_init(&b, 4 * len + 640);
+    int rc = lb_buf_appends(&b, "unset __lbsd_w; __lbsd_c=$'");
     for (size_t i = 0; rc == LB_OK && i < len; i++) {
         unsigned char c = (unsigned char)cmd[i];
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -351,7 +374,24 @@ char *lbsd_exec_wrapper(const char *cmd, size_t len, const char *sentinel, size_
         lb_buf_free(&b);
         return NULL;
     }
-    return lb_buf_steal(&b, outlen);
+    char head[96];
+    int hn = snprintf(head, sizeof head, "builtin read -rN%zu __lbsd_w&&builtin eval \"$__lbsd_w\"\n", b.len);
+    if (hn <= 0 || (size_t)hn >= sizeof head || (size_t)hn + b.len > LBSD_BULK_MAX)
+        return lb_buf_steal(&b, outlen); /* long: the payload itself is the line */
+    /* bulk: bash reads a command line from a pipe one byte per read() (it
+     * must not read past the line), ~1 us each in a sandbox: only the short
+     * header is read so, the payload (its newline included) in one read */
+    lb_buf w;
+    lb_buf_init(&w, LBSD_BULK_MAX + 1);
+    rc = lb_buf_append(&w, head, (size_t)hn);
+    if (rc == LB_OK)
+        rc = lb_buf_append(&w, b.data, b.len);
+    lb_buf_free(&b);
+    if (rc != LB_OK) {
+        lb_buf_free(&w);
+        return NULL;
+    }
+    return lb_buf_steal(&w, outlen);
 }
 
 /* ---- life of one command ---------------------------------------------------- */

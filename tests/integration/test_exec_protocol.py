@@ -180,6 +180,26 @@ def protocol(c, sid):
            and el < 2.5 and r2.get("stdout") == "fresh\n/testbed\n",
            "%.2f s %r" % (el, [short(x) for x in (r, i, r2)]))
 
+    # a command goes to the shell in one of two forms: a short wrapper is
+    # read whole by `read -N` (PIPE_BUF at most), a longer one as the line
+    # itself. Commands across the boundary, with bytes that are escaped
+    # (quotes, $, newlines, UTF-8) and one that reads stdin, run exactly
+    # as written and leave the shell's stream in step.
+    bad = []
+
+    def shq(w):
+        return "'" + w.replace("'", "'\\''") + "'"
+
+    unit = "a'b\"$x\\\u00e9;\n"  # all but a, b, x escaped: ~4.6 bytes a character
+    words = ["a" * n for n in range(3500, 3700, 5)] + [(unit * 200)[:n] for n in range(690, 900, 5)]
+    for word in words + ["", unit * 3000]:
+        r = ex(c, sid, "printf '%s' " + shq(word) + "; cat; echo \"$?\"")
+        if r.get("exit_code") != 0 or r.get("stdout") != word + "0\n":
+            bad.append((len(word), short(r)))
+    r = ex(c, sid, "echo in-step")
+    report("bulk_and_long_forms_run_as_written",
+           not bad and r.get("stdout") == "in-step\n", repr(bad[:2] or short(r))[:600])
+
     # a long line in flight is not held back from a "running" answer
     r = ex(c, sid, "printf 'no newline yet'; sleep 1", soft_ms=300)
     r2 = ex(c, sid, "", soft_ms=5000)

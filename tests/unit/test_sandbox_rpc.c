@@ -293,29 +293,69 @@ TEST(error_codes_roundtrip)
 
 /* ---- exec wrapper, scanner, capture -------------------------------------------- */
 
-TEST(wrapper_escapes_everything_dangerous)
+/* The payload line of a wrapper w (bulk form: after its header). */
+static const char *wrapper_payload(const char *w, size_t n, size_t *plen)
 {
-    const char *cmd = "echo 'a' \"$b\" `c` \\ ; \n x";
+    const char *p = w;
+    if (strncmp(w, "builtin read -rN", 16) == 0) {
+        char *end = NULL;
+        unsigned long want = strtoul(w + 16, &end, 10);
+        const char *nl = strchr(w, '\n');
+        CHECK(end && strncmp(end, " __lbsd_w&&builtin eval \"$__lbsd_w\"\n", 36) == 0);
+        p = nl ? nl + 1 : w + n;
+        /* read -N takes exactly the rest: nothing left for bash to parse */
+        CHECK(want == (unsigned long)(w + n - p));
+    }
+    *plen = (size_t)(w + n - p);
+    return p;
+}
+
+static void check_wrapper(const char *cmd, size_t cmdlen, int bulk)
+{
     size_t n;
-    char *w = lbsd_exec_wrapper(cmd, strlen(cmd), "__LBSD_S__", &n);
+    char *w = lbsd_exec_wrapper(cmd, cmdlen, "__LBSD_S__", &n);
     CHECK(w != NULL);
-    /* exactly one newline (the end), no raw quote or backslash from cmd
-     * inside the $'...' literal */
-    CHECK(w && strchr(w, '\n') == w + n - 1);
-    const char *lit = w ? strstr(w, "__lbsd_c=$'") : NULL;
-    CHECK(lit == w);
+    if (!w)
+        return;
+    CHECK((strncmp(w, "builtin read -rN", 16) == 0) == bulk);
+    CHECK(!bulk || n <= 4096); /* one atomic pipe write */
+    size_t pn;
+    const char *pl = wrapper_payload(w, n, &pn);
+    /* exactly one newline in the payload (its end), no raw quote or
+     * backslash from cmd inside the $'...' literal */
+    CHECK(pn > 0 && memchr(pl, '\n', pn) == pl + pn - 1);
+    const char *lit = strstr(pl, "__lbsd_c=$'");
+    CHECK(lit == pl + strlen("unset __lbsd_w; "));
     if (lit) {
         lit += strlen("__lbsd_c=$'");
         const char *end = strstr(lit, "'; trap ");
         CHECK(end != NULL);
         for (const char *p = lit; end && p < end; p++) {
-            CHECK(*p != '\'' && *p != '"' && *p != '`' && *p != '$' && *p != ';');
+            CHECK(*p != '\'' && *p != '"' && *p != '`' && *p != '$' && *p != ';' && *p != '\n');
+            CHECK((unsigned char)*p < 0x80); /* ASCII: read -N counts characters */
             if (*p == '\\')
                 CHECK(p[1] == 'x');
         }
     }
-    CHECK(w && strstr(w, "'__LBSD_S__' \"$__lbsd_rc\"") != NULL);
+    CHECK(strstr(pl, "'__LBSD_S__' \"$__lbsd_rc\"") != NULL);
     free(w);
+}
+
+TEST(wrapper_escapes_everything_dangerous)
+{
+    const char *cmd = "echo 'a' \"$b\" `c` \\ ; \n x \xc3\xa9";
+    check_wrapper(cmd, strlen(cmd), 1);
+    /* past one pipe write: the payload alone, still one line */
+    size_t big = 3000;
+    char *long_cmd = malloc(big + 1);
+    CHECK(long_cmd != NULL);
+    if (long_cmd) {
+        for (size_t i = 0; i < big; i++)
+            long_cmd[i] = "a;'\n"[i % 4];
+        long_cmd[big] = '\0';
+        check_wrapper(long_cmd, big, 0);
+        free(long_cmd);
+    }
 }
 
 static void feed_all(lbsd_scan *s, lbsd_capture *cap, const char *sent, int code, const char *in,
