@@ -460,6 +460,11 @@ void lb_h_info(lb_req *r)
         cJSON_AddItemToArray(modes, cJSON_CreateString("nat"));
     cJSON_AddStringToObject(net, "default", "none");
     cJSON_AddStringToObject(o, "default_image", cfg->default_image);
+    /* the MCP servers a task may choose (POST /api/tasks mcp): names only,
+     * never their urls, headers or commands */
+    cJSON *mcp = cJSON_AddArrayToObject(o, "mcp");
+    for (int i = 0; mcp && i < cfg->n_mcp; i++)
+        cJSON_AddItemToArray(mcp, cJSON_CreateString(cfg->mcp[i].name));
     static const char *const kinds[] = {"zip", "tar.gz", "tgz", "tar"};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         cJSON_AddItemToArray(arch, cJSON_CreateString(kinds[i]));

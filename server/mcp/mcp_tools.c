@@ -231,7 +231,15 @@ static void *sub_thread(void *arg)
 int lb_mcp_sub_progress(lb_mcp_call *c, const char *method, const char *path, const char *ctype, const void *body,
                         size_t len, size_t max, lb_mcp_answer *a, const char *what)
 {
-    if (!c->wants_progress || !c->progress)
+    return lb_mcp_sub_watch(c, method, path, ctype, body, len, max, a, what, NULL, NULL);
+}
+
+int lb_mcp_sub_watch(lb_mcp_call *c, const char *method, const char *path, const char *ctype, const void *body,
+                     size_t len, size_t max, lb_mcp_answer *a, const char *what, void (*on_cancel)(void *, int),
+                     void *arg)
+{
+    int notes = c->wants_progress && c->progress, watch = on_cancel && c->cancelled;
+    if (!notes && !watch)
         return lb_mcp_sub(c->r, method, path, ctype, body, len, max, a);
     sub_job j = {.r = c->r, .method = method, .path = path, .ctype = ctype, .body = body, .len = len, .max = max,
                  .a = a};
@@ -247,25 +255,38 @@ int lb_mcp_sub_progress(lb_mcp_call *c, const char *method, const char *path, co
         pthread_mutex_destroy(&j.mu);
         return lb_mcp_sub(c->r, method, path, ctype, body, len, max, a);
     }
-    int secs = 0, gone = 0;
+    /* ticks of 200 ms: a cancel is passed on within one; a note every 5th */
+    int ticks = 0, secs = 0, gone = 0, fired = 0;
     pthread_mutex_lock(&j.mu);
     while (!j.done) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
         pthread_cond_timedwait(&j.cv, &j.mu, &ts);
-        if (j.done || gone)
+        if (j.done)
             continue;
         pthread_mutex_unlock(&j.mu);
-        char msg[200];
-        snprintf(msg, sizeof msg, "%s: %d s", what, ++secs);
-        /* a client that left stops getting notes; the command still ends
-         * (its own timeout) and the thread with it */
-        gone = c->progress(c, secs, 0, msg) < 0;
+        if (watch && !fired && __atomic_load_n(c->cancelled, __ATOMIC_SEQ_CST)) {
+            on_cancel(arg, 1);
+            fired = 1;
+        }
+        if (notes && !gone && !fired && ++ticks % 5 == 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%s: %d s", what, ++secs);
+            /* a client that left stops getting notes; the command still ends
+             * (its own timeout) and the thread with it */
+            gone = c->progress(c, secs, 0, msg) < 0;
+        }
         pthread_mutex_lock(&j.mu);
     }
     pthread_mutex_unlock(&j.mu);
     pthread_join(th, NULL);
+    if (fired)
+        on_cancel(arg, 0);
     pthread_cond_destroy(&j.cv);
     pthread_mutex_destroy(&j.mu);
     return j.rc;

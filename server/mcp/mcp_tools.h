@@ -62,6 +62,16 @@ cJSON *lb_mcp_result_refused(const lb_mcp_answer *a, const char *what);
 LB_MUST_CHECK int lb_mcp_sub_progress(lb_mcp_call *c, const char *method, const char *path, const char *ctype,
                                       const void *body, size_t len, size_t max, lb_mcp_answer *a, const char *what);
 
+/* lb_mcp_sub_progress that also watches the client's
+ * notifications/cancelled for this call (the inner request runs on a
+ * thread then, with or without a progressToken): within 200 ms of the
+ * cancel, on_cancel(arg, 1) asks the inner request to stop; once it has
+ * returned, on_cancel(arg, 0) undoes what the first call set. on_cancel
+ * NULL: lb_mcp_sub_progress. */
+LB_MUST_CHECK int lb_mcp_sub_watch(lb_mcp_call *c, const char *method, const char *path, const char *ctype,
+                                   const void *body, size_t len, size_t max, lb_mcp_answer *a, const char *what,
+                                   void (*on_cancel)(void *arg, int start), void *arg);
+
 /* Arguments: a string (NULL when absent or not one), a whole number
  * (def when absent; -1 when present but not one in [lo, hi]). */
 const char *lb_mcp_arg_str(const lb_mcp_call *c, const char *name);

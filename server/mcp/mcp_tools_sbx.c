@@ -7,9 +7,12 @@
 #include "common/node_id.h"
 #include "common/utf8.h"
 #include "mcp/mcp_sub.h"
+#include "sbxapi/sandbox_owner.h"    /* lb_sbx_owner_sees */
+#include "sbxapi/sandbox_registry.h" /* the sandbox's cancel flag */
 #include "web/http.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +107,36 @@ static char *exec_text(const cJSON *o)
     return t;
 }
 
+/* notifications/cancelled of a sandbox_exec: the sandbox's cancel flag,
+ * the one its teardown sets, makes the running call ask sandboxd to
+ * interrupt the command (the RPC's interrupt op) and return; the flag is
+ * cleared under the sandbox's lock once the call has returned, so the
+ * sandbox's next command runs. Only a sandbox the caller may reach. */
+typedef struct exec_cancel {
+    lb_req *r;
+    const char *id;
+    lb_sbx *s;                /* the reference taken at the cancel, NULL before */
+} exec_cancel;
+
+static void exec_cancel_fire(void *arg, int start)
+{
+    exec_cancel *x = arg;
+    if (start) {
+        char msg[200];
+        if (!lb_sbx_owner_sees(x->r, x->id) || !(x->s = lb_sbx_get(x->id, msg, sizeof msg)))
+            return; /* another's, gone, or on another node: the command runs to its end */
+        x->s->cancel = 1;
+        return;
+    }
+    if (!x->s)
+        return;
+    pthread_mutex_lock(&x->s->op_mu);
+    x->s->cancel = 0;
+    pthread_mutex_unlock(&x->s->op_mu);
+    lb_sbx_put(x->s);
+    x->s = NULL;
+}
+
 cJSON *lb_mcp_tool_sbx_exec(lb_mcp_call *c)
 {
     cJSON *err = NULL;
@@ -126,8 +159,9 @@ cJSON *lb_mcp_tool_sbx_exec(lb_mcp_call *c)
         goto out;
     char path[160];
     snprintf(path, sizeof path, "/api/sandboxes/%s/exec", id);
-    if (lb_mcp_sub_progress(c, "POST", path, "application/json", text, strlen(text), SBX_ANSWER_MAX, &a,
-                            "the command runs") != LB_OK)
+    exec_cancel x = {.r = c->r, .id = id};
+    if (lb_mcp_sub_watch(c, "POST", path, "application/json", text, strlen(text), SBX_ANSWER_MAX, &a,
+                         "the command runs", exec_cancel_fire, &x) != LB_OK)
         goto out;
     if (a.status != 200) {
         res = lb_mcp_result_refused(&a, "run the command");

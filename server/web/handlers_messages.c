@@ -158,6 +158,18 @@ void lb_h_round_artifact(lb_req *r)
     lb_http_accel(r, uri, "application/octet-stream", disp);
 }
 
+/* Whether a task's options are only its choice of MCP servers (the mcp
+ * field of POST /api/tasks): such a task is the user's own, not a run of an
+ * evaluation or rollout, so it takes follow-ups (each round reads the same
+ * options, so the same servers). A boolean. */
+static int lb_options_only_mcp(const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    int only = cJSON_IsObject(o) && cJSON_GetArraySize(o) == 1 && cJSON_GetObjectItemCaseSensitive(o, "mcp");
+    cJSON_Delete(o);
+    return only;
+}
+
 /* Whether task t may take a follow-up at all: answered (409) when not. */
 static int lb_message_allowed(lb_req *r, const lb_task *t)
 {
@@ -183,7 +195,7 @@ static int lb_message_allowed(lb_req *r, const lb_task *t)
     /* run options are an evaluation's run or a rollout's sample: their
      * runner reads the task's end as the sample's outcome, which a later
      * round must not change */
-    if (t->options_json && *t->options_json) {
+    if (t->options_json && *t->options_json && !lb_options_only_mcp(t->options_json)) {
         lb_http_error(r, 409, NULL, "This task is a run of an evaluation or a sample of a rollout group; its "
                                     "outcome is scored and cannot be continued. Start a new task instead.");
         return 0;

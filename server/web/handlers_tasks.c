@@ -20,6 +20,7 @@
 #include "common/blob_task.h" /* several nodes */
 #include "common/config.h"
 #include "common/log.h"
+#include "common/task_opts.h" /* LB_TASK_OPTS_MCP_MAX */
 #include "common/status.h"
 #include "common/task.h"
 #include "common/utf8.h"
@@ -98,6 +99,15 @@ static int lb_up_begin(void *arg, const lb_mp_part *p)
         u->field = &u->unpack;
     else if (!strcmp(p->name, "fresh"))
         u->field = &u->fresh;
+    else if (!strcmp(p->name, "mcp")) {
+        /* the one field that may repeat: each is one more name (or list) */
+        char msg[LB_MP_NAME_MAX + 96];
+        int st = u->mcp.len ? lb_mp_field_append(&u->mcp, p->name, ",", 1, msg, sizeof msg) : 0;
+        if (st)
+            return lb_up_fail(u, st, st == 400 ? LB_E_INVAL : LB_E_TOOBIG, "%s", msg);
+        u->field = &u->mcp;
+        return 0;
+    }
     if (u->field) {
         if (u->field->len)
             return lb_up_fail(u, 400, LB_E_INVAL, "The form field \"%s\" appears twice.", p->name);
@@ -356,6 +366,7 @@ typedef struct lb_create_fields {
     long long token_budget;     /* -1: nothing asked */
     long long timeout_s;        /* 0: nothing asked */
     const char *network, *image; /* NULL: the defaults */
+    char options[LB_TASK_OPTS_MCP_MAX * (LB_CFG_MCP_NAME + 3) + 16]; /* {"mcp":[...]}, or "" */
 } lb_create_fields;
 
 /* Checks the fields of u (streamed in whole) into *f and unpacks its
@@ -428,6 +439,19 @@ static int lb_create_fields_check(lb_req *r, lb_upload *u, const lb_config *cfg,
         }
         f->image = u->image.data;
     }
+    if (u->mcp.data && !lb_blank(u->mcp.data)) {
+        /* configured names only; the answer names them, never their urls */
+        char names[LB_TASK_OPTS_MCP_MAX][LB_CFG_MCP_NAME];
+        int n = 0;
+        if (lb_cfg_mcp_list(cfg, u->mcp.data, names, LB_TASK_OPTS_MCP_MAX, &n, why, sizeof why) != LB_OK) {
+            lb_http_error(r, 400, NULL, "%s", why);
+            return LB_E_INVAL;
+        }
+        size_t at = (size_t)snprintf(f->options, sizeof f->options, "{\"mcp\":[");
+        for (int i = 0; i < n; i++)
+            at += (size_t)snprintf(f->options + at, sizeof f->options - at, "%s\"%s\"", i ? "," : "", names[i]);
+        snprintf(f->options + at, sizeof f->options - at, "]}");
+    }
     int unpack = 1; /* archives are unpacked unless the client says not to */
     if (u->unpack.data && !lb_blank(u->unpack.data)) {
         int v = lb_form_bool(u->unpack.data);
@@ -464,6 +488,7 @@ void lb_task_upload_init(lb_upload *u, const lb_config *cfg)
     lb_buf_init(&u->image, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u->unpack, LB_UPLOAD_SMALL_FIELD);
     lb_buf_init(&u->fresh, LB_UPLOAD_SMALL_FIELD);
+    lb_buf_init(&u->mcp, LB_UPLOAD_SMALL_FIELD);
 }
 
 void lb_task_upload_free(lb_upload *u)
@@ -483,6 +508,7 @@ void lb_task_upload_free(lb_upload *u)
     lb_buf_free(&u->image);
     lb_buf_free(&u->unpack);
     lb_buf_free(&u->fresh);
+    lb_buf_free(&u->mcp);
 }
 
 int lb_task_upload_stream(lb_req *r, lb_upload *u, uint64_t max_upload)
@@ -559,7 +585,7 @@ void lb_h_task_create(lb_req *r)
         lb_http_drain(r);
         lb_http_error(r, 415, NULL,
                       "Send the task as multipart/form-data (fields: prompt, files, model, max_turns, "
-                      "token_budget, timeout_s, network, image, unpack).");
+                      "token_budget, timeout_s, network, image, unpack, mcp).");
         goto out;
     }
     if (r->content_length > 0 && (uint64_t)r->content_length > max_upload) {
@@ -600,7 +626,8 @@ void lb_h_task_create(lb_req *r)
     lb_task_new t = {.id = u.id, .prompt = u.prompt.data, .model = f.model, .max_turns = tl.max_turns,
                      .token_budget = tl.token_budget, .timeout_s = tl.timeout_s, .inputs_json = inputs_json,
                      .network = f.network, .image = f.image, .owner = lb_auth_owner(r),
-                     .owner_max_active = r->user ? r->user->max_tasks : 0};
+                     .owner_max_active = r->user ? r->user->max_tasks : 0,
+                     .options_json = f.options[0] ? f.options : NULL};
     /* answered either way (201, or why not); lb_admit_end below gives
      * back what a task that was not stored held */
     LB_IGNORE(lb_admit_commit(r, &adm, &t));

@@ -31,6 +31,7 @@ typedef struct lb_upload {
     char stage_dir[LB_CFG_PATH + 80];  /* artifacts/<id>/.upload: temp files */
     lb_buf prompt, model, max_turns, token_budget, timeout_s, network, image, unpack;
     lb_buf fresh;       /* a follow-up's fresh=1 */
+    lb_buf mcp;         /* MCP server names, commas between (a repeated field is joined) */
     int no_replace;     /* a file may not replace one already in input_dir (a follow-up's) */
     lb_buf *field;      /* the field being read, NULL for a file or an ignored part */
     int fd;             /* the file being written, -1 if none */

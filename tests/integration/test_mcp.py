@@ -6,7 +6,8 @@ progress notifications, task_run driven by the fake model, tool errors as
 isError results, another user's task and a user's token on the sandboxes
 refused, no token refused. Raw HTTP plays what the SDK never sends:
 malformed JSON-RPC, missing and unknown sessions, oversized and too deep
-messages, a caller that opens session after session. Needs root
+messages, a caller that opens session after session. The MCP Inspector's
+CLI mode (@modelcontextprotocol/inspector-cli) lists the tools. Needs root
 (sandboxd), the built image and node; Python stdlib only.
 """
 import json
@@ -81,6 +82,27 @@ def t_sdk_client(st, users):
     fails = [ln for ln in lines if ln.startswith("FAIL ")]
     assert p.returncode == 0 and len(lines) >= 9 and not fails, "rc %d\n%s\n%s" % (
         p.returncode, "\n".join(fails or lines), p.stderr[-2000:])
+
+
+def t_inspector_cli(st, users):
+    # the MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli, pinned in
+    # tests/mcp/package.json) lists /mcp's tools with the bearer token
+    cli = os.path.join(MCP_DIR, "node_modules", ".bin", "mcp-inspector-cli")
+    # the CLI looks for its own package.json at "../package.json" from the
+    # current folder (then imports it relative to itself): a folder whose
+    # parent holds a package.json
+    cwd = os.path.join(MCP_DIR, "node_modules")
+    p = subprocess.run([cli, "--cli", "http://127.0.0.1:%d/mcp" % st.port, "--transport", "http",
+                        "--header", "Authorization: Bearer " + TOKEN, "--method", "tools/list"],
+                       cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    out = p.stdout[p.stdout.index("{"):]
+    names = [t["name"] for t in json.loads(out)["tools"]]
+    assert "sandbox_exec" in names and "task_run" in names, names
+    # without the token it is refused, and says so
+    p = subprocess.run([cli, "--cli", "http://127.0.0.1:%d/mcp" % st.port, "--transport", "http",
+                        "--method", "tools/list"], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0, (p.stdout[-2000:], p.stderr[-2000:])
 
 
 # ---- raw HTTP ----
@@ -190,7 +212,7 @@ def main():
     except (OSError, subprocess.CalledProcessError):
         print("FAIL mcp: node is missing (scripts/deps.sh installs it)")
         sys.exit(1)
-    if not os.path.isdir(os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "sdk")):
+    if not os.path.isdir(os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "inspector-cli")):
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=MCP_DIR, check=True,
                        stdout=sys.stderr)
     users = {n: new_user(n) for n in ("alice", "bob")}
@@ -206,6 +228,7 @@ def main():
         r.run("transport_refusals", t_transport_refusals, st, users)
         r.run("sessions_capped_per_caller", t_sessions_capped, st, users)
         r.run("sdk_client", t_sdk_client, st, users)
+        r.run("inspector_cli", t_inspector_cli, st, users)
     r.done()
 
 

@@ -104,6 +104,27 @@ await check("sandbox_exec_progress", async () => {
   assert(/the command runs/.test(notes[0].message), `note ${notes[0].message}`);
 });
 
+await check("sandbox_exec_cancelled_stops_command", async () => {
+  // the SDK sends notifications/cancelled when a call is aborted: the command is interrupted,
+  // so what it would do after its sleep never happens and no sleep is left (the old server ran
+  // it on to its end, holding the sandbox, so the next exec saw /tmp/x)
+  const ac = new AbortController();
+  let noted;
+  const firstNote = new Promise((r) => { noted = r; });
+  const p = sbx.client.callTool({ name: "sandbox_exec",
+    arguments: { sandbox_id: sandboxId, command: "rm -f /tmp/x; sleep 30; touch /tmp/x" } }, undefined,
+  { signal: ac.signal, onprogress: () => noted(), timeout: 120000 });
+  await firstNote;
+  ac.abort();
+  let threw = null;
+  try { await p; } catch (e) { threw = e; }
+  assert(threw, "the aborted call did not end");
+  await new Promise((r) => setTimeout(r, 2000));
+  const e = await sbx.client.callTool({ name: "sandbox_exec",
+    arguments: { sandbox_id: sandboxId, command: "test -e /tmp/x && echo exists; pgrep -x sleep; echo end" } });
+  assert(!e.isError && e.structuredContent.stdout === "end\n", `after the cancel: ${text(e)}`);
+});
+
 await check("tool_error_keeps_session", async () => {
   const bad = await sbx.client.callTool({ name: "sandbox_exec", arguments: { sandbox_id: "f".repeat(32), command: "true" } });
   assertToolError(bad, /sandbox/i);

@@ -36,6 +36,11 @@ offered, so the model's calls were "Unknown tool"):
 - server_everything_echo: everything__echo's answer reaches the model.
 - unknown_names_refused: `llmbox run --mcp nope` and a model naming an
   unknown server are refused with a sentence.
+- task_form_chooses_servers: POST /api/tasks with mcp=nope is a 400 with
+  the sentence; GET /api/info lists the names (no header secret); mcp=gate
+  offers gate's tools and not the model's box; a follow-up of that task is
+  taken (the old web refused it as an evaluation's run) and its round
+  starts gate again and calls it.
 - rollout_chooses_servers: a rollout request's mcp ["nope"] is a 400 with
   the sentence; mcp ["gate"] gives its sample the server gate (which sees
   one more initialize) and no other (its trajectory's tools).
@@ -55,7 +60,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from stack import LLMBOX, Reporter, Stack, free_port, image_ready  # noqa: E402
+from stack import LLMBOX, Reporter, Stack, free_port, image_ready, multipart  # noqa: E402
 
 SECRET = "secret-xyz-4711"
 TOKEN = "mcp-client-test-token-0123456789abcdef"
@@ -77,6 +82,11 @@ STEPS = [
     call("bash", {"command": "ls /tmp/mcp"}),             # 10
     call("gate__check"),                                  # 11: gate forgot the session: a new one
     call("finish", {"answer": "done"}),
+    # the task made through the API with mcp=gate (task_form_chooses_servers)
+    call("gate__check"),
+    call("finish", {"answer": "form"}),
+    call("gate__check"),                                  # its follow-up
+    call("finish", {"answer": "again"}),
 ]
 
 
@@ -286,6 +296,42 @@ def t_rollout_chooses_servers(st, run):
     assert "gate__check" in offered and not any(n.startswith("box__") for n in offered), offered
 
 
+def initializes():
+    return sum(1 for m, _, _, _ in Gate.seen if m == "initialize")
+
+
+def t_task_form_chooses_servers(st, run):
+    # an unknown name is refused with a sentence, and nothing is made
+    code, t = st.create_task("form mcp", mcp="nope")
+    assert code == 400 and 'There is no MCP server called "nope"' in str(t), (code, t)
+    code, info = st.get_json("/api/info")
+    assert code == 200 and "gate" in info["mcp"] and SECRET not in json.dumps(info), info
+    before = initializes()
+    code, t = st.create_task("form mcp", mcp="gate")
+    assert code == 201, (code, t)
+    task = st.wait_task(t["id"], 120)
+    assert task["status"] == "succeeded", task
+    assert initializes() == before + 1, (before, initializes())
+    code, traj = st.get_json("/api/tasks/%s/trajectory" % t["id"])
+    offered = [x["function"]["name"] for x in traj["tools"]]
+    assert "gate__check" in offered and not any(n.startswith("box__") for n in offered), offered
+    # the choice is the user's, not an evaluation's run: a follow-up works
+    # and its round is offered the same server
+    ctype, body = multipart({"prompt": "again", "fresh": "1"}, [])  # the stack keeps no sandbox between rounds
+    code, _, raw = st.request("POST", "/api/tasks/%s/messages" % t["id"], body, {"Content-Type": ctype})
+    assert code in (200, 201, 202), (code, raw)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        code, task = st.get_json("/api/tasks/" + t["id"])
+        if task.get("round", 1) >= 2 and task["status"] in ("succeeded", "failed", "cancelled"):
+            break
+        time.sleep(0.3)
+    assert task["status"] == "succeeded", task
+    assert initializes() == before + 2, (before, initializes())
+    obs = [m for m in requests(st)[-1]["messages"] if m.get("role") == "tool"]
+    assert "authorized; session=" in json.dumps(obs[-1]), obs[-1]
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -336,6 +382,7 @@ def main():
                              ("http_header_and_session", t_http_header_and_session),
                              ("server_everything_echo", t_server_everything_echo),
                              ("unknown_names_refused", t_unknown_names_refused),
+                             ("task_form_chooses_servers", t_task_form_chooses_servers),
                              ("rollout_chooses_servers", t_rollout_chooses_servers)]:
                 r.run(name, fn, st, run)
     finally:

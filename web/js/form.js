@@ -119,6 +119,10 @@ export class TaskForm {
       this.image.appendChild(h('option', { value: img.name, selected: Boolean(img.default) }, img.name));
     }
     show($('#image-field'), images.length > 1);
+    // MCP servers a task may choose: offered only when some are configured.
+    const mcp = Array.isArray(info.mcp) ? info.mcp.filter((n) => typeof n === 'string') : [];
+    $('#mcp-names').textContent = mcp.join(', ');
+    show($('#mcp-field'), mcp.length > 0);
     this.renderFiles();
   }
 
@@ -314,6 +318,8 @@ export class TaskForm {
     if (!$('#model-field').hidden && this.modelSelect.value) fields.model = this.modelSelect.value;
     if (!$('#network-field').hidden) fields.network = this.network.checked ? 'nat' : 'none';
     if (!$('#image-field').hidden && this.image.value) fields.image = this.image.value;
+    const mcp = $('#mcp').value.trim();
+    if (!$('#mcp-field').hidden && mcp) fields.mcp = mcp;
     return fields;
   }
 
