@@ -22,4 +22,7 @@ python3 test_followups_page.py || rc=1
 # the task view's network record: allowed and refused rows, hostile text
 # as text (about 10 s; in the egress test's network namespaces)
 python3 test_network_page.py || rc=1
+# the task form's MCP servers: tick boxes by name, the ticked ones sent
+# (about 5 s)
+python3 test_mcp_page.py || rc=1
 exit $rc

@@ -121,7 +121,12 @@ export class TaskForm {
     show($('#image-field'), images.length > 1);
     // MCP servers a task may choose: offered only when some are configured.
     const mcp = Array.isArray(info.mcp) ? info.mcp.filter((n) => typeof n === 'string') : [];
-    $('#mcp-names').textContent = mcp.join(', ');
+    const list = $('#mcp-list');
+    clear(list);
+    for (const name of mcp) {
+      list.appendChild(h('label', { class: 'check' },
+        h('input', { type: 'checkbox', name: 'mcp', value: name }), h('span', {}, name)));
+    }
     show($('#mcp-field'), mcp.length > 0);
     this.renderFiles();
   }
@@ -318,8 +323,8 @@ export class TaskForm {
     if (!$('#model-field').hidden && this.modelSelect.value) fields.model = this.modelSelect.value;
     if (!$('#network-field').hidden) fields.network = this.network.checked ? 'nat' : 'none';
     if (!$('#image-field').hidden && this.image.value) fields.image = this.image.value;
-    const mcp = $('#mcp').value.trim();
-    if (!$('#mcp-field').hidden && mcp) fields.mcp = mcp;
+    const mcp = Array.from(document.querySelectorAll('#mcp-list input:checked')).map((c) => c.value);
+    if (!$('#mcp-field').hidden && mcp.length) fields.mcp = mcp.join(',');
     return fields;
   }
 
