@@ -247,9 +247,12 @@ static void lb_e2b_create(lb_req *r)
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(body, "autoResume");
     /* keepMemory: false: its processes end at the pause (lb_sbx_pause_drop) */
     int auto_pause_drop = auto_pause && cJSON_IsFalse(apm);
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ar, "enabled"))) {
-        lb_e2b_error(r, 400, "autoResume is not supported by llmbox: traffic does not resume a paused sandbox; "
-                             "Sandbox.connect does (docs/E2B.md).");
+    /* autoResume: envd calls and port traffic resume it when paused
+     * (lb_e2b_auto_resume); only with a pause that keeps its memory, as E2B */
+    int auto_resume = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ar, "enabled"));
+    if (auto_resume && (!auto_pause || auto_pause_drop)) {
+        lb_e2b_error(r, 400, "autoResume needs autoPause (lifecycle onTimeout 'pause') with its memory kept: "
+                             "traffic cannot resume a sandbox whose processes ended; Sandbox.connect does.");
         goto out;
     }
     int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
@@ -312,6 +315,8 @@ static void lb_e2b_create(lb_req *r)
             lb_sbx_set_auto_pause_drop(s, created_ms + (int64_t)cfg->sandbox_api_ttl_max_s * 1000);
         else
             lb_sbx_set_auto_pause(s, created_ms + (int64_t)cfg->sandbox_api_ttl_max_s * 1000);
+        if (auto_resume)
+            lb_sbx_set_auto_resume(s);
     }
     out = lb_e2b_created(r, s, tname);
     if (!out) {
@@ -784,6 +789,27 @@ out:
     cJSON_Delete(body);
     cJSON_Delete(o);
     lb_sbx_put(s);
+}
+
+lb_status lb_e2b_auto_resume(const lb_config *cfg, lb_sbx *s, char *err, size_t errsz)
+{
+    if (!lb_sbx_auto_resume_of(s) || !lb_sbx_is_paused(s))
+        return LB_OK;
+    /* as a connect without a timeout: the resume, then one paused at its
+     * timeout gets E2B's default timeout again; one paused by pause()
+     * keeps its end */
+    int auto_resumed = lb_sbx_take_auto_paused(s);
+    int same = 0, rc = lb_sbx_pause_set(s, 0, &same, err, errsz);
+    if (rc)
+        return rc;
+    if (auto_resumed) {
+        int left = cfg->sandbox_api_ttl_max_s - (int)((lb_now_ms() - s->created_ms) / 1000);
+        lb_sbx_set_expiry(s, left < LB_E2B_DEFAULT_TIMEOUT_S ? (left > 1 ? left : 1) : LB_E2B_DEFAULT_TIMEOUT_S);
+        lb_sbx_lease_save(s);
+    }
+    if (!same)
+        lb_info("web: e2b: %s resumed by traffic (autoResume)", s->id);
+    return LB_OK;
 }
 
 void lb_h_e2b_api(lb_req *r)

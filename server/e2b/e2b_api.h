@@ -21,6 +21,12 @@ LB_MUST_CHECK int lb_e2b_auth_ok(lb_req *r);
  * on OOM (e2b_fork.c answers its forks with it too). */
 struct lb_sbx;
 cJSON *lb_e2b_created(lb_req *r, struct lb_sbx *s, const char *template_id);
+/* E2B's autoResume: when s was made with it and is paused, resumes it as
+ * Sandbox.connect does (one paused at its timeout gets E2B's default
+ * timeout again); LB_OK and nothing done otherwise. err: why it failed.
+ * envd calls and port traffic (e2b_envd.c) call it first. */
+struct lb_config;
+LB_MUST_CHECK lb_status lb_e2b_auto_resume(const struct lb_config *cfg, struct lb_sbx *s, char *err, size_t errsz);
 /* The handler of /e2b/... (router.c) but envd's /e2b/sandbox/.... */
 void lb_h_e2b_api(lb_req *r);
 

@@ -2,6 +2,7 @@
  * which service answers. */
 #include "e2b/e2b_envd.h"
 
+#include "e2b/e2b_api.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_fs.h"
 #include "e2b/e2b_port.h"
@@ -60,6 +61,21 @@ static void lb_e2b_gone(lb_req *r, const char *msg)
 {
     lb_http_drain(r);
     lb_e2b_error_json(r, 502, "unavailable", msg);
+}
+
+/* E2B's autoResume: an authenticated envd call or port request to a
+ * paused sandbox made with it resumes it first (the health check does
+ * not, so isRunning() still tells a paused one). Without autoResume a
+ * paused one is left as it is and sandboxd refuses the call. 0 when it
+ * answered r with why the resume failed. */
+static int lb_e2b_resume_first(lb_req *r, lb_sbx *s)
+{
+    char err[512] = "", msg[600];
+    if (lb_e2b_auto_resume(r->cfg, s, err, sizeof err) == LB_OK)
+        return 1;
+    snprintf(msg, sizeof msg, "The paused sandbox could not be resumed (autoResume): %s", err);
+    lb_e2b_gone(r, msg);
+    return 0;
 }
 
 /* The X-Access-Token of the request against the sandbox's, in constant time. */
@@ -153,6 +169,8 @@ void lb_h_e2b_envd(lb_req *r)
                                             "E2b-Traffic-Access-Token (docs/E2B.md).");
         } else if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {
             lb_e2b_gone(r, "The sandbox is not running (still starting, or failed).");
+        } else if (!lb_e2b_resume_first(r, s)) {
+            /* answered */
         } else {
             lb_e2b_port(r, s, port);
         }
@@ -205,6 +223,8 @@ void lb_h_e2b_envd(lb_req *r)
         lb_e2b_gone(r, "The sandbox is not running (still starting, or failed).");
         goto out;
     }
+    if (!lb_e2b_resume_first(r, s))
+        goto out;
     if (!strncmp(sub, "/process.Process/", 17))
         lb_e2b_process(r, s, sub + 17);
     else if (!strncmp(sub, "/filesystem.Filesystem/", 23))

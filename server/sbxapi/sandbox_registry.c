@@ -393,6 +393,21 @@ void lb_sbx_set_auto_pause_drop(lb_sbx *s, int64_t hard_end_ms)
     pthread_mutex_unlock(&lb_reg_mu);
 }
 
+void lb_sbx_set_auto_resume(lb_sbx *s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    s->auto_resume = 1;
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
+int lb_sbx_auto_resume_of(lb_sbx *s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    int a = s->auto_resume;
+    pthread_mutex_unlock(&lb_reg_mu);
+    return a;
+}
+
 int lb_sbx_take_auto_paused(lb_sbx *s)
 {
     pthread_mutex_lock(&lb_reg_mu);

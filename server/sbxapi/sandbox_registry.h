@@ -72,6 +72,7 @@ typedef struct lb_sbx {
     int auto_paused;            /* paused by autoPause at its timeout (a resume clears paused) */
     int auto_pausing;           /* the reaper's autoPause of it runs */
     int auto_pause_drop;        /* autoPause without memory: its processes end first (lb_sbx_pause_drop) */
+    int auto_resume;            /* E2B's autoResume: an envd call or port traffic resumes it when paused */
     /* set by lb_sbx_reserve, then immutable */
     cJSON *spec;                /* the spec as echoed (no file contents, no metadata) */
     cJSON *metadata;            /* the client's object, or NULL */
@@ -152,6 +153,11 @@ void lb_sbx_set_auto_pause_drop(lb_sbx *s, int64_t hard_end_ms);
 /* Whether s was paused at its timeout by autoPause and is still paused
  * (then forgotten: the caller resumes it and gives it a timeout again). */
 int lb_sbx_take_auto_paused(lb_sbx *s);
+/* E2B's autoResume: traffic to s while paused resumes it first
+ * (lb_e2b_auto_resume). Not kept across a restart of the web. */
+void lb_sbx_set_auto_resume(lb_sbx *s);
+/* Whether s was made with autoResume. */
+int lb_sbx_auto_resume_of(lb_sbx *s);
 /* Whether it is paused now (E2B's envd health answers a paused one as gone). */
 int lb_sbx_is_paused(lb_sbx *s);
 /* E2B's setTimeout and connect (e2b_api.c): s now expires ttl_s seconds
