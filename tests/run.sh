@@ -78,7 +78,8 @@ for t in tests/integration/test_*.py; do
     run_suite "integration/$(basename "$t" .py)" python3 "$t"
 done
 # MCP servers' tools for the agent: stdio inside the sandbox, Streamable HTTP
-# (server-everything from tests/mcp's pinned npm packages) (about 10 s)
+# (server-everything from tests/mcp's pinned npm packages; over stdio in a
+# sandbox of an image the suite builds with node, about 30 s more) (about 45 s)
 run_suite "mcp/test_mcp_client" python3 tests/mcp/test_mcp_client.py
 # every parser's libFuzzer target, a few seconds each (make fuzz: longer)
 run_suite "fuzz" env FUZZ_SECONDS="${FUZZ_SECONDS:-4}" tests/fuzz/run.sh

@@ -45,12 +45,24 @@ offered, so the model's calls were "Unknown tool"):
   the sentence; mcp ["gate"] gives its sample the server gate (which sees
   one more initialize) and no other (its trajectory's tools).
 
+A second stack runs server-everything over STDIO inside a sandbox: an image
+built once per run with llmbox's builder (node_image.py: the host's node and
+tests/mcp/node_modules COPYed onto a tiny base) is the task's image, and
+[mcp "everything"] is `node .../server-everything/dist/index.js stdio`:
+- everything_stdio_in_sandbox: a bash call in the task's sandbox finds the
+  server's process in the sandbox's own /proc (its pid namespace) and the
+  host has no /opt/se, so it ran there; everything__echo's text and
+  everything__get-sum's "The sum of 2 and 40 is 42." reach the model, and
+  the trajectory names the server. Checked against the old code: the same
+  as above (the tools were not offered: "Unknown tool").
+
     python3 tests/mcp/test_mcp_client.py
 """
 import glob
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -60,6 +72,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from node_image import ENTRY, build_node_image  # noqa: E402
 from stack import LLMBOX, Reporter, Stack, free_port, image_ready, multipart  # noqa: E402
 
 SECRET = "secret-xyz-4711"
@@ -332,6 +345,60 @@ def t_task_form_chooses_servers(st, run):
     assert "authorized; session=" in json.dumps(obs[-1]), obs[-1]
 
 
+# the server-everything-over-stdio stack: its own scenario
+NODE_STEPS = [
+    # the pattern's [.] keeps grep's own command line from matching
+    call("bash", {"command": "grep -a -c 'server-everything/dist/index[.]js stdio' /proc/[0-9]*/cmdline"
+                             " | grep -v ':0$'"}),                       # request 2
+    call("everything__echo", {"message": "hello from the sandbox"}),    # 3
+    call("everything__get-sum", {"a": 2, "b": 40}),                     # 4
+    call("finish", {"answer": "node"}),
+]
+
+
+def node_conf():
+    return ("[model \"default\"]\nbase_url = {model_url}\nmodel = fake-model\nmcp = everything\n\n"
+            "[mcp \"everything\"]\ncommand = /usr/local/bin/node %s stdio\ntimeout_s = 60\n" % ENTRY)
+
+
+def t_everything_stdio_in_sandbox(st, run):
+    assert run.task["status"] == "succeeded", run.task
+    o = observation(run.reqs, 2)
+    # the server's process is in the sandbox's pid namespace; the host has no such path
+    assert "/cmdline:1" in o, o
+    assert not os.path.exists("/opt/se"), "the host has /opt/se: the check proves nothing here"
+    o = observation(run.reqs, 3)
+    assert "hello from the sandbox" in o and not o.startswith("Error"), o
+    o = observation(run.reqs, 4)
+    assert "The sum of 2 and 40 is 42." in o, o
+    results = {r["name"]: r for t in run.traj["turns"] for r in t.get("tool_results", [])}
+    assert results["everything__get-sum"].get("mcp_server") == "everything", results
+    assert results["everything__echo"]["status"] == "ok", results
+
+
+def node_stack(r):
+    """server-everything over stdio in a sandbox of an image built here."""
+    tmp = tempfile.mkdtemp(prefix="llmbox-mcp-node-")
+    os.chmod(tmp, 0o755)  # the web (an unprivileged user) looks the image up in the store
+    try:
+        t0 = time.time()
+        store, image = build_node_image(tmp)
+        print("node image built in %.1f s" % (time.time() - t0), file=sys.stderr)
+        with Stack(scenario=NODE_STEPS, conf=node_conf(), env={"LLMBOX_IMAGE_STORE": store}) as st:
+            run = Run()
+            code, t = st.create_task("Use the everything server.", image=image)
+            assert code == 201, (code, t)
+            run.task = st.wait_task(t["id"], 180)
+            code, run.traj = st.get_json("/api/tasks/%s/trajectory" % t["id"])
+            run.reqs = requests(st)
+            if run.task["status"] != "succeeded" or len(run.reqs) < 4:
+                print(json.dumps(run.task, indent=1)[:3000], file=sys.stderr)
+                print(st.logs()[-6000:], file=sys.stderr)
+            r.run("everything_stdio_in_sandbox", t_everything_stdio_in_sandbox, st, run)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -389,6 +456,10 @@ def main():
         every.terminate()
         every.wait(10)
         gate.shutdown()
+    if shutil.which("umoci"):
+        node_stack(r)
+    else:
+        print("SKIP mcp_client everything_stdio_in_sandbox: umoci is not installed (scripts/deps.sh)")
     r.done()
 
 
