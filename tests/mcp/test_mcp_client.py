@@ -361,7 +361,7 @@ def t_image_reaches_anthropic_model(st, run):
         assert parts[1]["type"] == "image" and src == {"type": "base64", "media_type": "image/png", "data": png}, \
             parts[1]
         code, traj = a.get_json("/api/tasks/%s/trajectory" % t["id"])
-        tool = [m for m in traj["messages"] if m.get("role") == "tool"][-1]
+        tool = [m for m in traj["messages"] if m.get("role") == "tool" and "box-1-1.png" in m["content"]][0]
         assert tool["images"] == [{"path": "/tmp/mcp/box-1-1.png", "media_type": "image/png"}], tool
         assert png not in json.dumps(traj), "the trajectory holds the image's bytes"
 
