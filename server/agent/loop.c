@@ -17,6 +17,7 @@
 #include "agent/followup.h"
 #include "agent/llm_run.h"
 #include "agent/model_http.h"
+#include "agent/obs_images.h"
 #include "agent/plugin_host.h"
 #include "agent/prompts.h"
 #include "agent/run_state.h"
@@ -128,6 +129,7 @@ typedef struct run {
     int n_mcp;
     lb_mcpc_hub *mcp;
     int mcp_calls;              /* numbers the images a result writes */
+    lb_obs_images images;       /* their bytes, for a provider that takes them (model.images) */
 } run;
 
 /* The result's status (a name, as lb_loop_result carries it). */
@@ -544,6 +546,23 @@ static int run_mcp_call(run *r, int turn, const lb_toolcall *c, cJSON *results, 
     cJSON_AddItemToArray(results, tr);
 
     add_tool_message(r, c->id, oc.observation ? oc.observation : "", left);
+    /* Anthropic's tool results take images: the message names them (the
+     * trajectory keeps that), the store holds the bytes sent. OpenAI's
+     * tool messages take text only: there the text names the files. */
+    cJSON *tm = cJSON_GetArrayItem(r->messages, cJSON_GetArraySize(r->messages) - 1);
+    cJSON *ims = oc.n_images && r->model.provider == LB_PROVIDER_ANTHROPIC && tm ? cJSON_AddArrayToObject(tm, "images")
+                                                                                  : NULL;
+    for (int i = 0; ims && i < oc.n_images; i++) {
+        cJSON *ref = cJSON_CreateObject();
+        if (!ref || !cJSON_AddItemToArray(ims, ref)) {
+            cJSON_Delete(ref);
+            break;
+        }
+        cJSON_AddStringToObject(ref, "path", oc.images[i].path);
+        cJSON_AddStringToObject(ref, "media_type", oc.images[i].media_type);
+        /* one the store cannot take is named in the text still */
+        LB_IGNORE(lb_obs_images_add(&r->images, oc.images[i].path, oc.images[i].media_type, oc.images[i].b64));
+    }
     lb_mcpc_outcome_free(&oc);
     return LB_OK;
 }
@@ -1433,6 +1452,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         goto end;
     }
     r.model_ready = 1;
+    r.model.images = &r.images;
     if (r.opts.max_tokens > 0)
         r.model.max_tokens = r.opts.max_tokens;
     lb_model_apply_opts(&r.model, &r.opts);
@@ -1473,6 +1493,7 @@ end:;
     lb_ctx_free(r.ctx);
     if (r.model_ready)
         lb_model_free(&r.model);
+    lb_obs_images_free(&r.images);
     lb_traj_free(&r.traj);
     cJSON_Delete(r.tools);
     cJSON_Delete(r.messages);

@@ -6,13 +6,16 @@
  *   system messages      -> the top-level "system"
  *   assistant tool_calls -> tool_use blocks {id, name, input}
  *   "thinking_blocks"    -> sent back first and verbatim (signed by the API)
- *   tool messages        -> tool_result blocks in a user message
+ *   tool messages        -> tool_result blocks in a user message, with
+ *                           image blocks for the images they name whose
+ *                           bytes m->images still holds (obs_images.h)
  * Strings are referenced, not copied: the conversation can be megabytes.
  * The HTTP side (retries, cancel, errors) is model_http.c; the response
  * parser is lb_parse_anthropic_response in toolcall_parse.c. */
 #include "agent/model_anthropic.h"
 
 #include "agent/model_http.h"
+#include "agent/obs_images.h"
 #include "agent/prompts.h"
 #include "agent/toolcall_parse.h"
 
@@ -106,7 +109,26 @@ static int add_assistant(cJSON *out, const cJSON *msg)
     return 0;
 }
 
-static int add_tool_result(cJSON *out, const cJSON *msg)
+/* {"type":"image","source":{"type":"base64","media_type","data"}} appended
+ * to content; data is referenced, not copied. */
+static int add_image_block(cJSON *content, const char *media_type, const char *data)
+{
+    cJSON *b = cJSON_CreateObject();
+    if (!b || !cJSON_AddItemToArray(content, b)) {
+        cJSON_Delete(b);
+        return -1;
+    }
+    cJSON *src = cJSON_AddObjectToObject(b, "source");
+    cJSON *d = cJSON_CreateStringReference(data);
+    if (!cJSON_AddStringToObject(b, "type", "image") || !src || !cJSON_AddStringToObject(src, "type", "base64") ||
+        !cJSON_AddStringToObject(src, "media_type", media_type) || !d || !cJSON_AddItemToObject(src, "data", d)) {
+        cJSON_Delete(d);
+        return -1;
+    }
+    return 0;
+}
+
+static int add_tool_result(const lb_model *m, cJSON *out, const cJSON *msg)
 {
     cJSON *content = turn(out, "user");
     cJSON *b = cJSON_CreateObject();
@@ -115,10 +137,26 @@ static int add_tool_result(cJSON *out, const cJSON *msg)
         return -1;
     }
     const char *id = str_of(msg, "tool_call_id"), *text = str_of(msg, "content");
+    if (!cJSON_AddStringToObject(b, "type", "tool_result") || !cJSON_AddStringToObject(b, "tool_use_id", id ? id : ""))
+        return -1;
+    /* images the message names and the store still holds: the content
+     * becomes a list, its text first (it names each file too) */
+    cJSON *parts = NULL;
+    const cJSON *im;
+    cJSON_ArrayForEach(im, cJSON_GetObjectItemCaseSensitive(msg, "images"))
+    {
+        const char *mt = NULL, *data = lb_obs_images_get(m->images, str_of(im, "path"), &mt);
+        if (!data)
+            continue;
+        if (!parts && (!(parts = cJSON_AddArrayToObject(b, "content")) || add_text_block(parts, text ? text : "")))
+            return -1;
+        if (add_image_block(parts, mt, data))
+            return -1;
+    }
+    if (parts)
+        return 0;
     cJSON *t = cJSON_CreateStringReference(text ? text : "");
-    if (!cJSON_AddStringToObject(b, "type", "tool_result") ||
-        !cJSON_AddStringToObject(b, "tool_use_id", id ? id : "") || !t ||
-        !cJSON_AddItemToObject(b, "content", t)) {
+    if (!t || !cJSON_AddItemToObject(b, "content", t)) {
         cJSON_Delete(t);
         return -1;
     }
@@ -126,7 +164,7 @@ static int add_tool_result(cJSON *out, const cJSON *msg)
 }
 
 /* Fills req's "system" and "messages" from the OpenAI-shaped messages. */
-static int add_conversation(cJSON *req, const cJSON *messages)
+static int add_conversation(const lb_model *m, cJSON *req, const cJSON *messages)
 {
     cJSON *out = cJSON_AddArrayToObject(req, "messages");
     if (!out)
@@ -155,7 +193,7 @@ static int add_conversation(cJSON *req, const cJSON *messages)
             if (add_assistant(out, msg))
                 return -1;
         } else if (!strcmp(role, "tool")) {
-            if (add_tool_result(out, msg))
+            if (add_tool_result(m, out, msg))
                 return -1;
         } else if (text && *text) {
             cJSON *content = turn(out, "user");
@@ -205,7 +243,7 @@ char *lb_anthropic_request_body(const lb_model *m, const cJSON *messages, const 
     if (!cJSON_AddStringToObject(req, "model", m->model) ||
         !cJSON_AddNumberToObject(req, "max_tokens", m->max_tokens > 0 ? m->max_tokens : 8192))
         goto out;
-    if (add_conversation(req, messages) || add_tools(req, tools))
+    if (add_conversation(m, req, messages) || add_tools(req, tools))
         goto out;
     lb_model_add_sampling(m, req);
     /* e.g. {"thinking":{"type":"enabled","budget_tokens":4096}} or a

@@ -66,6 +66,9 @@ typedef struct lb_model {
     struct lb_netallow *allow;
     int host_named;
     char refused[64];
+    /* borrowed, may be NULL: the bytes of the images tool messages name
+     * (obs_images.h), sent by the providers whose tool results take them */
+    const struct lb_obs_images *images;
 } lb_model;
 
 /* The model of cfg called name (NULL or "": the default model); m keeps a

@@ -205,11 +205,15 @@ void lb_mcpc_outcome_free(lb_mcpc_outcome *o)
 {
     free(o->text);
     free(o->observation);
+    for (int i = 0; i < o->n_images; i++)
+        free(o->images[i].b64);
     memset(o, 0, sizeof *o);
 }
 
-/* Writes one image into the sandbox; its path, or a sentence why not, in out. */
-static void write_image(lb_mcpc_hub *h, const char *server, int call_no, int i, const lb_mcpc_image *im, char *out,
+/* Writes one image into the sandbox; its path, or a sentence why not, in
+ * out. When written and of a type a model takes, im->path and
+ * im->media_type say so (the loop may then send it to the model). */
+static void write_image(lb_mcpc_hub *h, const char *server, int call_no, int i, lb_mcpc_image *im, char *out,
                         size_t outsz)
 {
     size_t n = strlen(im->b64);
@@ -228,7 +232,12 @@ static void write_image(lb_mcpc_hub *h, const char *server, int call_no, int i, 
     char path[200], why[300] = "";
     snprintf(path, sizeof path, "%s/%s-%d-%d.%s", LB_MCPC_IMAGE_DIR, server, call_no, i + 1, im->ext);
     int rc = lbsb_write(h->conn, h->sb_id, path, raw, (size_t)k, 0, why, sizeof why);
+    const char *type = lb_mcpc_image_sniff(raw, (size_t)k);
     free(raw);
+    if (rc == LB_OK && type) {
+        snprintf(im->path, sizeof im->path, "%s", path);
+        snprintf(im->media_type, sizeof im->media_type, "%s", type);
+    }
     if (rc == LB_OK)
         snprintf(out, outsz, "an image (%d bytes) was written to %s", k, path);
     else
@@ -329,6 +338,11 @@ int lb_mcpc_hub_call(lb_mcpc_hub *h, const char *name, const char *args, size_t 
     if (!b.len)
         LB_IGNORE(lb_buf_appends(&b, "(no output)")); /* within the cap */
     int is_error = r.is_error;
+    for (int i = 0; i < r.n_images; i++)
+        if (r.images[i].path[0]) { /* handed on: the outcome owns its bytes */
+            o->images[o->n_images++] = r.images[i];
+            r.images[i].b64 = NULL;
+        }
     lb_mcpc_result_free(&r);
     size_t bl;
     char *text = lb_buf_steal(&b, &bl);

@@ -6,8 +6,9 @@
  * or whose tools are refused is left out with a sentence for the task's
  * log; the task goes on with the others and the plugins' tools. Images
  * in a result are written into the sandbox under /tmp/mcp/ and named in
- * the observation (the tool messages of the chat APIs llmbox speaks carry
- * text only). */
+ * the observation; their bytes come back in the outcome too, for the
+ * providers whose tool results take images (Anthropic's; OpenAI's tool
+ * messages carry text only). */
 #ifndef LB_MCPC_HUB_H
 #define LB_MCPC_HUB_H
 
@@ -19,6 +20,7 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "llmbox/sandbox.h"
+#include "mcpclient/mcpc_result.h"
 
 #define LB_MCPC_IMAGE_DIR "/tmp/mcp"  /* where a result's images are written in the sandbox */
 
@@ -57,6 +59,11 @@ typedef struct lb_mcpc_outcome {
     char status[64];            /* "ok", "error" (isError), "failed" (no result: timeout, protocol) */
     char *text;                 /* for the trajectory and the page */
     char *observation;          /* what the model reads */
+    /* the images written into the sandbox whose bytes are of a type a
+     * model takes (png, jpeg, gif, webp), b64 owned: the loop sends them
+     * where the provider takes images in a tool result (Anthropic) */
+    lb_mcpc_image images[LB_MCPC_IMAGES];
+    int n_images;
     int64_t duration_ms;
 } lb_mcpc_outcome;
 

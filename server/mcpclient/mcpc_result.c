@@ -37,6 +37,19 @@ static const char *ext_of(const char *mime)
     return "bin";
 }
 
+const char *lb_mcpc_image_sniff(const unsigned char *raw, size_t n)
+{
+    if (n >= 8 && !memcmp(raw, "\x89PNG\r\n\x1a\n", 8))
+        return "image/png";
+    if (n >= 3 && !memcmp(raw, "\xff\xd8\xff", 3))
+        return "image/jpeg";
+    if (n >= 6 && (!memcmp(raw, "GIF87a", 6) || !memcmp(raw, "GIF89a", 6)))
+        return "image/gif";
+    if (n >= 12 && !memcmp(raw, "RIFF", 4) && !memcmp(raw + 8, "WEBP", 4))
+        return "image/webp";
+    return NULL;
+}
+
 static int b64_ok(const char *s)
 {
     size_t n = strlen(s);

@@ -399,6 +399,40 @@ def node_stack(r):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def t_image_reaches_anthropic_model(st, run):
+    """An image of a tool result goes to an Anthropic model as an image
+    block in the tool_result (the same base64 the server sent), and the
+    trajectory names the file, not the bytes; to an OpenAI-compatible model
+    (the main run) the tool message is text only and names the file."""
+    o = [m for m in run.reqs[5]["messages"] if m.get("role") == "tool"][-1]
+    assert "images" not in o and "iVBORw0KGgo" not in json.dumps(run.reqs[5]), o
+    assert "was written to /tmp/mcp/box-" in o["content"], o
+    with open(os.path.join(HERE, "mcp_stdio_server.py"), "rb") as f:
+        server_py = f.read()
+    png = [ln for ln in server_py.decode().splitlines() if ln.startswith("PNG = ")][0].split('"')[1]
+    cf = ("[model \"default\"]\nprovider = anthropic\nbase_url = {model_url}\nmodel = fake-claude\nmcp = box\n\n"
+          "[mcp \"box\"]\ncommand = python3 /testbed/input/mcp_stdio_server.py box\ntimeout_s = 30\n")
+    with Stack(scenario=[call("box__image"), call("finish", {"answer": "seen"})], conf=cf) as a:
+        code, t = a.create_task("Look at the picture.", files=[("mcp_stdio_server.py", server_py)])
+        assert code == 201, (code, t)
+        task = a.wait_task(t["id"], 180)
+        assert task["status"] == "succeeded", (task, a.logs()[-3000:])
+        reqs = requests(a)
+        assert len(reqs) == 2, len(reqs)
+        results = [b for m in reqs[1]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+                   for b in m["content"] if b.get("type") == "tool_result"]
+        parts = results[-1]["content"]
+        assert isinstance(parts, list), results[-1]
+        assert parts[0]["type"] == "text" and "/tmp/mcp/box-1-1.png" in parts[0]["text"], parts[0]
+        src = parts[1]["source"]
+        assert parts[1]["type"] == "image" and src == {"type": "base64", "media_type": "image/png", "data": png}, \
+            parts[1]
+        code, traj = a.get_json("/api/tasks/%s/trajectory" % t["id"])
+        tool = [m for m in traj["messages"] if m.get("role") == "tool" and "box-1-1.png" in m["content"]][0]
+        assert tool["images"] == [{"path": "/tmp/mcp/box-1-1.png", "media_type": "image/png"}], tool
+        assert png not in json.dumps(traj), "the trajectory holds the image's bytes"
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -446,6 +480,7 @@ def main():
                              ("flood_is_bounded", t_flood_is_bounded),
                              ("huge_schema_refused", t_huge_schema_refused),
                              ("image_written_in_sandbox", t_image_written_in_sandbox),
+                             ("image_reaches_anthropic_model", t_image_reaches_anthropic_model),
                              ("http_header_and_session", t_http_header_and_session),
                              ("server_everything_echo", t_server_everything_echo),
                              ("unknown_names_refused", t_unknown_names_refused),
