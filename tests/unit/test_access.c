@@ -3,6 +3,7 @@
  * sessions and task owners (schema v4). */
 #include "store_where.h"
 #include "testlib.h"
+#include "conf_file.h"
 
 #include "common/config.h"
 #include "common/status.h"
@@ -16,27 +17,9 @@
 #include <unistd.h>
 
 static char dir[] = "/tmp/llmbox-test-access-XXXXXX";
-static char conf[300];
 
 /* sha256("alice-token") and sha256("bob-token"), as `llmbox user hash` prints them */
 static char ha[65], hb[65], hc[65];
-
-static int load(const char *text)
-{
-    FILE *f = fopen(conf, "w");
-    fputs(text, f);
-    fclose(f);
-    setenv("LLMBOX_CONF", conf, 1);
-    return lb_config_load(lb_cfg_mut());
-}
-
-static int error_has(const char *what)
-{
-    int ok = strstr(lb_config_error(), what) != NULL;
-    if (!ok)
-        printf("    error was: %s\n", lb_config_error());
-    return ok;
-}
 
 /* ---- token.c ---- */
 

@@ -1,6 +1,7 @@
 /* llmbox.conf and the environment: values, precedence, named models, and
  * an error naming file:line for every kind of mistake. */
 #include "testlib.h"
+#include "conf_file.h"
 
 #include "common/config.h"
 #include "common/status.h"
@@ -10,7 +11,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static char conf[64];
 
 /* Every variable these tests touch, cleared between cases. */
 static const char *const vars[] = {
@@ -28,36 +28,6 @@ static void clean_env(void)
 {
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
-}
-
-/* Writes text as the config file and loads it. */
-static int load(const char *text)
-{
-    FILE *f = fopen(conf, "w");
-    fputs(text, f);
-    fclose(f);
-    setenv("LLMBOX_CONF", conf, 1);
-    return lb_config_load(lb_cfg_mut());
-}
-
-/* The error names file:line and says what. */
-static int error_is(int line, const char *what)
-{
-    char where[128];
-    snprintf(where, sizeof where, "%s:%d: ", conf, line);
-    const char *e = lb_config_error();
-    int ok = !strncmp(e, where, strlen(where)) && strstr(e, what);
-    if (!ok)
-        printf("    error was: %s\n", e);
-    return ok;
-}
-
-static int error_has(const char *what)
-{
-    int ok = strstr(lb_config_error(), what) != NULL;
-    if (!ok)
-        printf("    error was: %s\n", lb_config_error());
-    return ok;
 }
 
 TEST(defaults_without_a_file)

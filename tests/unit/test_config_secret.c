@@ -2,6 +2,7 @@
  * gateway's two settings: a good section loads, and every mistake is an
  * error naming file:line, without ever repeating a value. */
 #include "testlib.h"
+#include "conf_file.h"
 
 #include "common/config.h"
 #include "common/status.h"
@@ -11,27 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static char conf[64];
-
-static int load(const char *text)
-{
-    FILE *f = fopen(conf, "w");
-    fputs(text, f);
-    fclose(f);
-    setenv("LLMBOX_CONF", conf, 1);
-    return lb_config_load(lb_cfg_mut());
-}
-
-static int error_is(int line, const char *what)
-{
-    char where[128];
-    snprintf(where, sizeof where, "%s:%d: ", conf, line);
-    const char *e = lb_config_error();
-    int ok = !strncmp(e, where, strlen(where)) && strstr(e, what);
-    if (!ok)
-        printf("    error was: %s\n", e);
-    return ok;
-}
 
 TEST(a_secret_loads)
 {

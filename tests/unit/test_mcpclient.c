@@ -5,6 +5,7 @@
  * matched out of order, a server's request answered, a flood bounded, a
  * silent server timed out). */
 #include "testlib.h"
+#include "conf_file.h"
 
 #include "common/config.h"
 #include "common/status.h"
@@ -23,24 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static char conf[64];
-
-static int load(const char *text)
-{
-    FILE *f = fopen(conf, "w");
-    fputs(text, f);
-    fclose(f);
-    setenv("LLMBOX_CONF", conf, 1);
-    return lb_config_load(lb_cfg_mut());
-}
-
-static int error_has(const char *what)
-{
-    int ok = strstr(lb_config_error(), what) != NULL;
-    if (!ok)
-        printf("    error was: %s\n", lb_config_error());
-    return ok;
-}
 
 TEST(config_sections_and_model_lists)
 {
