@@ -188,6 +188,18 @@ class T:
             assert st == 200 and o["stdout"] == "kept\n" and h.get("x-llmbox-web") == "n1", (st, h, o, rec)
         finally:
             self.destroy(made, "n1")
+        # the balanced backend takes the restarted web back only after two
+        # good health checks (2 s apart): the next tests need both nodes in
+        # its rotation, so wait until a create lands on n1 again
+        deadline = time.time() + 60
+        back = False
+        while not back and time.time() < deadline:
+            sid, node = self.create()
+            self.destroy(sid, node)
+            back = node == "n1"
+            if not back:
+                time.sleep(0.5)
+        assert back, "the balancer did not send a create to the restarted n1 within 60 s"
 
     def test_5_e2b_sdk_through_the_balancer(self):
         if not os.path.isdir(os.path.join(E2B_DIR, "node_modules", "e2b")):
