@@ -304,6 +304,8 @@ export class EvalView {
   /** The runs table: the first page of runs (1,000; results.jsonl has them all). */
   runs(runs, total) {
     const body = h('tbody');
+    // the Image column only when a row named its own image
+    const images = runs.some((r) => r.image);
     for (const r of runs) {
       const score = typeof r.score === 'number' ? r.score.toFixed(2) : '—';
       const answer = r.answer ? h('details', { class: 'eval-answer' },
@@ -313,7 +315,7 @@ export class EvalView {
         h('td', null, r.id),
         h('td', null, r.domain || ''),
         h('td', null, r.mode),
-        h('td', null, r.image || ''),
+        images ? h('td', null, r.image || '—') : null,
         h('td', { class: 'num' }, String(r.repeat + 1)),
         h('td', null, r.status === 'done' && r.result_status === 'failed' ? 'failed' : r.status),
         h('td', { class: `num score${typeof r.score === 'number' ? (r.score >= 1 ? ' score-right' : r.score <= 0 ? ' score-wrong' : '') : ''}` }, score),
@@ -326,8 +328,8 @@ export class EvalView {
         total > runs.length ? `(the first ${count(runs.length)} of ${count(total)}: results.jsonl has them all)`
           : `(${count(runs.length)})`)),
       h('div', { class: 'table-wrap' }, h('table', { class: 'eval-table', id: 'eval-runs' },
-        h('thead', null, h('tr', null, ['Row', 'Domain', 'Mode', 'Image', '#', 'Status', 'Score', 'Scorer', 'Answer', 'Task']
-          .map((x) => h('th', { scope: 'col' }, x)))),
+        h('thead', null, h('tr', null, ['Row', 'Domain', 'Mode', images ? 'Image' : null, '#', 'Status', 'Score', 'Scorer',
+          'Answer', 'Task'].filter(Boolean).map((x) => h('th', { scope: 'col' }, x)))),
         body)));
   }
 }
