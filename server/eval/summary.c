@@ -425,18 +425,22 @@ static int time_row(lb_buf *b, const cJSON *g)
     return lb_buf_printf(b, " %s | %s | %s |\n", et, e, t);
 }
 
+/* A share (0..1) as a percentage with one decimal; "–" when it is absent. */
+static void fmt_share(char *out, size_t outsz, const cJSON *v)
+{
+    if (cJSON_IsNumber(v))
+        snprintf(out, outsz, "%.1f%%", 100.0 * v->valuedouble);
+    else
+        snprintf(out, outsz, "–");
+}
+
 static int cap_row(lb_buf *b, const cJSON *g)
 {
     const cJSON *c = get(g, "capabilities");
     char x[3][32], t[32];
     const char *k[3] = {"external", "file", "compute"};
-    for (int i = 0; i < 3; i++) {
-        const cJSON *v = get(c, k[i]);
-        if (cJSON_IsNumber(v))
-            snprintf(x[i], sizeof x[i], "%.1f%%", 100.0 * v->valuedouble);
-        else
-            snprintf(x[i], sizeof x[i], "–");
-    }
+    for (int i = 0; i < 3; i++)
+        fmt_share(x[i], sizeof x[i], get(c, k[i]));
     fmt_num(t, sizeof t, get(c, "turns"), 0, "");
     return lb_buf_printf(b, " %s | %s | %s | %s |\n", x[0], x[1], x[2], t);
 }
@@ -448,13 +452,8 @@ static int net_row(lb_buf *b, const cJSON *g)
     const cJSON *c = get(g, "capabilities");
     const char *k[2] = {"external_runs_by_pattern", "external_runs_by_traffic"};
     char x[2][32], n[32], r[32];
-    for (int i = 0; i < 2; i++) {
-        const cJSON *v = get(c, k[i]);
-        if (cJSON_IsNumber(v))
-            snprintf(x[i], sizeof x[i], "%.1f%%", 100.0 * v->valuedouble);
-        else
-            snprintf(x[i], sizeof x[i], "–");
-    }
+    for (int i = 0; i < 2; i++)
+        fmt_share(x[i], sizeof x[i], get(c, k[i]));
     fmt_num(n, sizeof n, get(c, "external_connections"), 0, "");
     fmt_num(r, sizeof r, get(c, "traffic_rows"), 0, "");
     return lb_buf_printf(b, " %s | %s | %s | %s |\n", x[0], x[1], n, r);
