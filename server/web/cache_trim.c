@@ -22,12 +22,12 @@
 typedef struct trim_ent {
     char id[33];
     uint64_t bytes;
-    time_t newest;
+    struct timespec newest; /* to the nanosecond: folders written in one second still have an order */
 } trim_ent;
 
 /* what nftw's callback adds up (one pass at a time: the thread's) */
 static __thread uint64_t lb_tr_bytes;
-static __thread time_t lb_tr_newest;
+static __thread struct timespec lb_tr_newest;
 
 static int lb_tr_visit(const char *path, const struct stat *st, int flag, struct FTW *f)
 {
@@ -35,15 +35,20 @@ static int lb_tr_visit(const char *path, const struct stat *st, int flag, struct
     (void)flag;
     (void)f;
     lb_tr_bytes += (uint64_t)st->st_blocks * 512;
-    if (st->st_mtime > lb_tr_newest)
-        lb_tr_newest = st->st_mtime;
+    if (st->st_mtim.tv_sec > lb_tr_newest.tv_sec ||
+        (st->st_mtim.tv_sec == lb_tr_newest.tv_sec && st->st_mtim.tv_nsec > lb_tr_newest.tv_nsec))
+        lb_tr_newest = st->st_mtim;
     return 0;
 }
 
 static int lb_tr_oldest_first(const void *a, const void *b)
 {
     const trim_ent *x = a, *y = b;
-    return x->newest < y->newest ? -1 : x->newest > y->newest;
+    if (x->newest.tv_sec != y->newest.tv_sec)
+        return x->newest.tv_sec < y->newest.tv_sec ? -1 : 1;
+    if (x->newest.tv_nsec != y->newest.tv_nsec)
+        return x->newest.tv_nsec < y->newest.tv_nsec ? -1 : 1;
+    return strcmp(x->id, y->id); /* a stable order, whatever qsort does with ties */
 }
 
 /* The task folders of dir, measured: *out (malloc'd), *n, *total. */
@@ -64,7 +69,8 @@ static int lb_tr_measure(const char *dir, trim_ent **out, size_t *n, uint64_t *t
         char p[LB_CFG_PATH + 40];
         snprintf(p, sizeof p, "%s/%.32s", dir, e->d_name); /* a task id: 32 characters */
         lb_tr_bytes = 0;
-        lb_tr_newest = 0;
+        lb_tr_newest.tv_sec = 0;
+        lb_tr_newest.tv_nsec = 0;
         if (nftw(p, lb_tr_visit, 16, FTW_PHYS) != 0)
             continue; /* gone meanwhile, or unreadable: not ours to judge */
         if (*n == cap) {
@@ -127,7 +133,7 @@ int lb_cache_trim_once(const lb_config *cfg, size_t *removed, uint64_t *freed)
     time_t now = time(NULL);
     size_t kept = 0;
     for (size_t i = 0; i < n && total > max / 10 * 9; i++) {
-        if (now - v[i].newest < cfg->artifacts_cache_min_age_s)
+        if (now - v[i].newest.tv_sec < cfg->artifacts_cache_min_age_s)
             break; /* the rest is younger still */
         char dir[LB_CFG_PATH + 40];
         snprintf(dir, sizeof dir, "%s/%s", cfg->artifacts_dir, v[i].id);
@@ -144,6 +150,8 @@ int lb_cache_trim_once(const lb_config *cfg, size_t *removed, uint64_t *freed)
             lb_warn("web: the artifacts cache: cannot remove %s: %s", dir, strerror(errno));
             continue;
         }
+        lb_info("web: the artifacts cache: removed %s (%llu KiB, last written %lld)", v[i].id,
+                (unsigned long long)(v[i].bytes >> 10), (long long)v[i].newest.tv_sec);
         total -= v[i].bytes < total ? v[i].bytes : total;
         *freed += v[i].bytes;
         (*removed)++;

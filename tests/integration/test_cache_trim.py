@@ -78,7 +78,8 @@ def main():
                 b = run(s, "b")
                 assert b["status"] == "succeeded", b
                 wait_for("the older task's folder was not trimmed", lambda: not os.path.exists(folder(s, a["id"])))
-                assert os.path.exists(folder(s, b["id"])), "the newer task's folder went too"
+                trims = [ln for ln in open(os.path.join(s.prefix, "var", "log", "web.log")) if "artifacts cache" in ln]
+                assert os.path.exists(folder(s, b["id"])), ("the newer task's folder went too", a["id"], b["id"], trims)
                 st, _, arts = s.request("GET", "/api/tasks/%s/artifacts" % a["id"])
                 want = [x for x in json.loads(arts)["artifacts"] if x["path"] == "big.bin"][0]["sha256"]
                 st, _, body = s.request("GET", "/api/tasks/%s/artifacts/big.bin" % a["id"])
