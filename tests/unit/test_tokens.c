@@ -278,6 +278,29 @@ TEST(the_request_asks_only_when_capturing)
     cJSON_Delete(msgs);
 }
 
+/* A follow-up on an OpenAI-compatible model after an Anthropic one: the
+ * tool message's "images" (Anthropic's image blocks) is not sent, the
+ * conversation itself keeps it, the rest goes as it was. */
+TEST(an_openai_request_leaves_out_anthropic_images)
+{
+    lb_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.model, sizeof m.model, "x");
+    cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"tool\",\"tool_call_id\":\"c1\","
+                              "\"content\":\"see /tmp/a.png\",\"images\":[{\"path\":\"/tmp/a.png\","
+                              "\"media_type\":\"image/png\"}]}]");
+    char *b = lb_openai_request_body(&m, msgs, NULL);
+    CHECK(b && !strstr(b, "images") && !strstr(b, "media_type") && strstr(b, "\"tool_call_id\":\"c1\"") &&
+          strstr(b, "see /tmp/a.png"));
+    free(b);
+    CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 1), "images") != NULL);
+    m.tool_mode = LB_TOOL_MODE_TEXT;
+    b = lb_openai_request_body(&m, msgs, NULL);
+    CHECK(b && !strstr(b, "media_type"));
+    free(b);
+    cJSON_Delete(msgs);
+}
+
 TEST(the_reply_parser_reads_tokens_only_when_asked)
 {
     const char *body = "{\"prompt_token_ids\":[1],\"choices\":[{\"message\":{\"content\":\"hi\"},"
@@ -309,6 +332,7 @@ int main(void)
     RUN(doubles_round_trip_bit_for_bit);
     RUN(turn_fields_and_tokens_jsonl);
     RUN(the_request_asks_only_when_capturing);
+    RUN(an_openai_request_leaves_out_anthropic_images);
     RUN(the_reply_parser_reads_tokens_only_when_asked);
     lb_tokens_free(tk);
     return testlib_done();
