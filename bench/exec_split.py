@@ -45,11 +45,19 @@ import sandbox as sb  # noqa: E402 - its RPC client (Conn)
 
 
 def helper_text(repo):
-    """The API's helper definition, read from repo's C source."""
-    src = open(os.path.join(repo, "server", "sbxapi", "sandbox_spec.c")).read()
-    a = src.index("static const char lb_exec_helper[] =")
-    b = src.index(";\n", a)
-    return "".join(ast.literal_eval(x.strip()) for x in src[a:b].split("=", 1)[1].strip().splitlines())
+    """The API's helper definition, read from repo's C source; None when
+    that checkout has none (older ones: every exec in a subshell)."""
+    for rel in (("server", "sbxapi", "sandbox_spec.c"), ("server", "web", "sandbox_spec.c")):
+        path = os.path.join(repo, *rel)
+        if not os.path.exists(path):
+            continue
+        src = open(path).read()
+        if "static const char lb_exec_helper[] =" not in src:
+            return None
+        a = src.index("static const char lb_exec_helper[] =")
+        b = src.index(";\n", a)
+        return "".join(ast.literal_eval(x.strip()) for x in src[a:b].split("=", 1)[1].strip().splitlines())
+    return None
 
 
 def peer_stack_class(repo):
@@ -81,9 +89,13 @@ def open_side(es, stack_cls, repo):
     sid = req("POST", "/api/sandboxes", {})["id"]
     c = sb.Conn(os.path.join(st.prefix, "var", "run", "sandboxd.sock"))
     rs = c.create()
-    r = c.call({"op": "exec", "id": rs, "command": helper_text(repo) + "; true", "timeout_ms": 20000})
-    if r.get("exit_code") != 0:
-        raise RuntimeError("the helper's definition failed: %s" % r)
+    helper = helper_text(repo)
+    if helper is None:
+        print("%s has no exec helper: its \"rpc helper\" step runs `true`" % repo)
+    else:
+        r = c.call({"op": "exec", "id": rs, "command": helper + "; true", "timeout_ms": 20000})
+        if r.get("exit_code") != 0:
+            raise RuntimeError("the helper's definition failed: %s" % r)
 
     lean = sb.Lean(st.port, tok)
 
@@ -114,7 +126,7 @@ def open_side(es, stack_cls, repo):
             ("api exec lean", api_exec_lean),
             ("api status", lambda: req("GET", "/api/sandboxes/%s" % sid)),
             ("rpc true", lambda: rpc("true")),
-            ("rpc helper", lambda: rpc("__llmbox_exec '/testbed' true")),
+            ("rpc helper", lambda: rpc("__llmbox_exec '/testbed' true" if helper is not None else "true")),
             ("rpc ping", lambda: c.call({"op": "ping"}))]
 
 
