@@ -65,9 +65,9 @@ static void lb_sha256_fetch(void)
  * token differs (a test's second configuration): comparing the copy with
  * the configured token involves nothing a client sent. */
 typedef struct lb_want_digest {
-    char token[LB_SBX_TOKEN_MAX + 1];
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len; /* 0: none yet */
+    char token[LB_SBX_TOKEN_MAX + 1]; /* last: a thread touches only its first bytes (RSS per web thread) */
 } lb_want_digest;
 
 static _Thread_local lb_want_digest lb_want;
