@@ -28,6 +28,9 @@ command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 # postgresql for the real server of tests/lib/pg_server.py
 # (tests/integration/test_store_pg.py, bench/store.py)
 PKGS="$PKGS libpq-dev postgresql"
+# linux-perf: where the web's time per request goes (perf record of the web,
+# syscall tracepoints; bench/RESULTS.md, "The API's exec: the web's own time")
+PKGS="$PKGS linux-perf"
 # several nodes, stateless webs: HAProxy in front of several webs
 # (deploy/haproxy/llmbox.cfg, tests/integration/test_haproxy.py)
 PKGS="$PKGS haproxy"

@@ -90,7 +90,8 @@ void lb_web_recover(lb_store *s)
 
 /* ---- requests ---- */
 
-static void lb_handle(const lb_config *cfg, FCGX_Request *fr, lb_store *s)
+/* Returns the request, for its log line once answered (lb_worker). */
+static lb_req *lb_handle(const lb_config *cfg, FCGX_Request *fr, lb_store *s)
 {
     static _Thread_local lb_req r; /* large path buffer: not on the stack */
     memset(&r, 0, sizeof r);
@@ -139,11 +140,8 @@ static void lb_handle(const lb_config *cfg, FCGX_Request *fr, lb_store *s)
         lb_error("web: %s %s: handler sent no response", r.method, r.path);
         lb_http_error(&r, 500, NULL, "The server failed to answer this request.");
     }
-    lb_access_end(&r, t0);
-    if (r.body_bytes >= LB_JSON_TRIM_BYTES) {
-        FCGX_FFlush(fr->out); /* the answer first, then the housekeeping */
-        lb_req_trim(&r);
-    }
+    lb_access_close(&r, t0);
+    return &r;
 }
 
 /* arg: the configuration, handed to every request (read only) */
@@ -177,8 +175,12 @@ static void *lb_worker(void *arg)
         }
         if (!s && lb_store_open(lb_cfg_store_where(cfg), &s) != LB_OK)
             s = NULL;
-        lb_handle(cfg, &req, s);
+        lb_req *r = lb_handle(cfg, &req, s);
         FCGX_Finish_r(&req);
+        /* the answer is with nginx now: the access line, the metrics and
+         * the heap's trim are no part of the client's wait */
+        lb_access_log(r);
+        lb_req_trim(r);
     }
     return NULL;
 }

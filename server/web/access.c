@@ -89,13 +89,43 @@ void lb_access_path(const char *in, char *out, size_t outsz)
     }
 }
 
-void lb_access_end(lb_req *r, int64_t t0_ms)
+/* What lb_access_close takes from the request before FastCGI frees its
+ * parameters and streams (lb_access_log runs after FCGX_Finish_r): the
+ * client's address and nginx's request id are FastCGI parameters. */
+typedef struct lb_done {
+    int64_t ms, body;
+    const char *method;   /* lb_method_class: a static string */
+    char client[64];      /* REMOTE_ADDR: an IPv6 address with its zone fits */
+    char request_id[64];  /* nginx's $request_id: 32 hex */
+    int has_client, has_request_id;
+} lb_done;
+
+static _Thread_local lb_done lb_last;
+
+static void lb_copy_param(lb_req *r, const char *name, char *out, size_t outsz, int *has)
 {
-    int64_t ms = lb_mono_ms() - t0_ms;
+    const char *v = lb_http_param(r, name);
+    *has = v != NULL;
+    snprintf(out, outsz, "%s", v ? v : "");
+}
+
+void lb_access_close(lb_req *r, int64_t t0_ms)
+{
+    /* lb_cnt stays as it is: FCGX_Finish_r still flushes through
+     * lb_counting_flush, and the next lb_access_begin resets it */
+    lb_last.ms = lb_mono_ms() - t0_ms;
     int64_t total = lb_access_bytes(r);
-    int64_t body = total > r->head_bytes ? total - r->head_bytes : 0;
+    lb_last.body = total > r->head_bytes ? total - r->head_bytes : 0;
+    lb_last.method = lb_method_class(r->method);
+    lb_copy_param(r, "REMOTE_ADDR", lb_last.client, sizeof lb_last.client, &lb_last.has_client);
+    lb_copy_param(r, "REQUEST_ID", lb_last.request_id, sizeof lb_last.request_id, &lb_last.has_request_id);
+}
+
+void lb_access_log(const lb_req *r)
+{
+    int64_t ms = lb_last.ms, body = lb_last.body;
     const char *route = r->route ? r->route : "unknown";
-    const char *method = lb_method_class(r->method);
+    const char *method = lb_last.method ? lb_last.method : "other";
     char status[8];
     snprintf(status, sizeof status, "%d", r->status);
 
@@ -134,9 +164,9 @@ void lb_access_end(lb_req *r, int64_t t0_ms)
         LB_LF_INT("duration_ms", ms),
         LB_LF_STR("task", task),
         LB_LF_STR("new_task", new_task),
-        LB_LF_STR("client", lb_http_param(r, "REMOTE_ADDR")),
+        LB_LF_STR("client", lb_last.has_client ? lb_last.client : NULL),
         LB_LF_STR("user", r->user ? r->user->name : NULL),
-        LB_LF_STR("request_id", lb_http_param(r, "REQUEST_ID")),
+        LB_LF_STR("request_id", lb_last.has_request_id ? lb_last.request_id : NULL),
     };
     lb_log_fields(level, "request", f, (int)(sizeof f / sizeof f[0]));
 }

@@ -45,7 +45,10 @@ const char *lb_http_param(lb_req *r, const char *name)
     return FCGX_GetParam(name, r->fcgi->envp);
 }
 
-void lb_http_head(lb_req *r, int status, const char *content_type, const char *extra)
+/* length >= 0: the body's length, sent as Content-Length (a JSON answer):
+ * nginx then passes it on instead of chunking the answer, and a client
+ * reads the body in one piece. */
+static void lb_http_head_len(lb_req *r, int status, const char *content_type, const char *extra, int64_t length)
 {
     if (r->responded) {
         char path[256];
@@ -64,8 +67,15 @@ void lb_http_head(lb_req *r, int status, const char *content_type, const char *e
     FCGX_PutS("X-Content-Type-Options: nosniff\r\n", r->fcgi->out);
     if (extra)
         FCGX_PutS(extra, r->fcgi->out);
+    if (length >= 0)
+        FCGX_FPrintF(r->fcgi->out, "Content-Length: %lld\r\n", (long long)length);
     FCGX_PutS("\r\n", r->fcgi->out);
     r->head_bytes = lb_access_bytes(r); /* the access log counts the body only */
+}
+
+void lb_http_head(lb_req *r, int status, const char *content_type, const char *extra)
+{
+    lb_http_head_len(r, status, content_type, extra, -1);
 }
 
 void lb_http_json(lb_req *r, int status, const cJSON *body, const char *extra)
@@ -79,7 +89,9 @@ void lb_http_json(lb_req *r, int status, const cJSON *body, const char *extra)
         }
         return;
     }
-    lb_http_head(r, status, "application/json", extra);
+    size_t len = strlen(text);
+    /* HEAD: the length of the GET's body, none sent (RFC 9110 9.3.2) */
+    lb_http_head_len(r, status, "application/json", extra, (int64_t)len + 1);
     if (!r->is_head) {
         FCGX_PutS(text, r->fcgi->out);
         FCGX_PutChar('\n', r->fcgi->out);

@@ -566,6 +566,95 @@ def t_token_not_leaked(stack):
                 assert TOKEN.encode() not in f.read(), n
 
 
+class RawConn:
+    """One kept-alive HTTP/1.1 connection to nginx, read byte for byte: the
+    answer's head as sent, its body by Content-Length only."""
+
+    def __init__(self, stack):
+        self.s = socket.create_connection(("127.0.0.1", stack.port), timeout=30)
+        self.port = stack.port
+        self.buf = b""
+
+    def _fill(self):
+        d = self.s.recv(65536)
+        assert d, "nginx closed the kept-alive connection"
+        self.buf += d
+
+    def ask(self, method, path, body=None, token=TOKEN):
+        data = json.dumps(body).encode() if body is not None else b""
+        head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n" % (method, path, self.port, len(data))
+        if token:
+            head += "Authorization: Bearer %s\r\n" % token
+        if body is not None:
+            head += "Content-Type: application/json\r\n"
+        self.s.sendall((head + "\r\n").encode() + data)
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        i = self.buf.index(b"\r\n\r\n")
+        lines = self.buf[:i].decode("latin-1").split("\r\n")
+        self.buf = self.buf[i + 4:]
+        hdrs = {}
+        for h in lines[1:]:
+            k, _, v = h.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        status = int(lines[0].split()[1])
+        assert "transfer-encoding" not in hdrs, (method, path, lines)
+        assert "content-length" in hdrs, (method, path, lines)
+        n = int(hdrs["content-length"])
+        if method == "HEAD":
+            return status, hdrs, n
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return status, hdrs, out
+
+    def close(self):
+        self.s.close()
+
+
+def t_answers_have_length(stack):
+    """Every JSON answer says its length (Content-Length, no chunks), so a
+    client reads exactly the body and the next answer on the same
+    kept-alive connection starts where it should; a HEAD names the GET's
+    length; the access line of an exec (written after the answer is out)
+    still names the client and nginx's request id."""
+    c = RawConn(stack)
+    sid = None
+    try:
+        st, _, b = c.ask("POST", "/api/sandboxes", {})
+        assert st == 201, (st, b)
+        sid = json.loads(b)["id"]
+        st, hd, b = c.ask("POST", "/api/sandboxes/%s/exec" % sid, {"command": "printf '%s' caf\u00e9; echo"})
+        assert st == 200 and json.loads(b)["stdout"] == "caf\u00e9\n", (st, b)
+        rid = hd.get("x-request-id")
+        st, _, b = c.ask("GET", "/api/sandboxes/%s" % sid)
+        assert st == 200 and json.loads(b)["id"] == sid, (st, b)
+        st, _, n = c.ask("HEAD", "/api/sandboxes/%s" % sid)
+        assert st == 200 and n == len(b), (st, n, len(b))
+        st, _, b = c.ask("GET", "/api/sandboxes/" + "0" * 32)  # an error answer: JSON too
+        assert st == 404 and json.loads(b)["error"], (st, b)
+        st, _, b = c.ask("GET", "/api/sandboxes", token="not-the-token")
+        assert st == 401 and json.loads(b)["error"], (st, b)
+        st, _, b = c.ask("DELETE", "/api/sandboxes/" + sid)
+        assert st == 200 and json.loads(b)["deleted"] is True, (st, b)
+        sid = None
+    finally:
+        c.close()
+        if sid:
+            Api(stack).call("DELETE", "/api/sandboxes/" + sid)
+    assert rid, "nginx sent no X-Request-Id"
+    log = os.path.join(stack.prefix, "var", "log", "web.log")
+    end = time.time() + 10
+    got = []
+    while not got and time.time() < end:
+        got = [json.loads(x) for x in open(log, errors="replace") if rid in x]
+        time.sleep(0.05)
+    assert len(got) == 1, got
+    g = got[0]
+    assert g.get("msg") == "request" and g.get("status") == 200 and g.get("route") == "sandboxes", g
+    assert g.get("client") == "127.0.0.1" and g.get("method") == "POST", g
+
+
 def main():
     r = Reporter()
     if not image_ready():
@@ -584,7 +673,7 @@ def main():
                          ("traversal_refused", t_traversal), ("status_list", t_status_list),
                          ("destroy_idempotent", t_destroy), ("delete_during_exec", t_delete_during_exec),
                          ("ttl_expiry", t_ttl), ("spec_errors", t_spec_errors), ("cap_429", t_cap),
-                         ("token_not_leaked", t_token_not_leaked)]:
+                         ("token_not_leaked", t_token_not_leaked), ("answers_have_length", t_answers_have_length)]:
             r.run(name, fn, st)
         n = wait_sandboxd_count(st, 0)
         if n:
