@@ -298,6 +298,11 @@ def with_peer(a):
         t, p = sum(this) / len(this), sum(peer) / len(peer)
         print("  c=%s cpu per sample: this %s ms (mean %.1f), peer %s ms (mean %.1f): ratio %.2fx" % (
             c, ", ".join("%.1f" % x for x in this), t, ", ".join("%.1f" % x for x in peer), p, t / p))
+        this = [g[c]["spm"] for g in got["this"]]
+        peer = [g[c]["spm"] for g in got["peer"]]
+        t, p = sum(this) / len(this), sum(peer) / len(peer)
+        print("  c=%s samples per minute: this %s (mean %.0f), peer %s (mean %.0f): ratio %.2fx" % (
+            c, ", ".join("%.0f" % x for x in this), t, ", ".join("%.0f" % x for x in peer), p, t / p))
     print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
     return 0
 
