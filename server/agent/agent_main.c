@@ -316,11 +316,13 @@ static int run_task(lb_config *cfg, const char *id)
         model = LB_MODEL_ENDPOINT_TASK;
     }
 
-    char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200], logdir[LB_CFG_PATH], marker[LB_CFG_PATH + 64];
+    char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200], logdir[LB_CFG_PATH], marker[LB_CFG_PATH + 64],
+        logpath[LB_CFG_PATH + 64];
     lb_cfg_logdir(cfg, logdir, sizeof logdir);
     LB_IGNORE(lb_mkdirs(logdir, 0750)); /* the web made it; an agent started by hand may not have one */
     /* names the tool running, so that the web can say which one crashed */
     snprintf(marker, sizeof marker, "%s/agent-%s.tool", logdir, id);
+    snprintf(logpath, sizeof logpath, "%s/agent-%s.log", logdir, id); /* the web's (common/agent_spawn.c) */
     snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);
     snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
     snprintf(output_dir, sizeof output_dir, "%s/output", task_dir);
@@ -414,6 +416,7 @@ static int run_task(lb_config *cfg, const char *id)
         .timeout_s = lim.timeout_s,
         .model_name = model && *model ? model : NULL,
         .tool_marker = marker,
+        .tool_marker_on = logpath,
         .network = network,
         .image = image,
         .input_dir = has_input ? input_dir : NULL,
