@@ -69,6 +69,8 @@ def level(c, size, per_slot, delay_ms, perf=None):
                model_args=["--delay-ms", str(delay_ms)], model_log=True) as s:
         ids = []
         cpu0 = stack_cpu(s)
+        model = [p.pid for p in s.procs if "fake_model.py" in " ".join(map(str, p.args))]
+        m0 = proc_cpu(model[0])[0] if model else 0.0
         prof = perf_start(s, perf) if perf else None
         t0 = time.time()
         for b in range(0, ngroups, BATCH):
@@ -88,6 +90,7 @@ def level(c, size, per_slot, delay_ms, perf=None):
                     break
         wall = time.time() - t0
         cpu1 = stack_cpu(s)
+        m1 = proc_cpu(model[0])[0] if model else 0.0
         if prof:
             perf_stop(prof)
         samples = [x for g in groups for x in g["samples"]]
@@ -109,8 +112,8 @@ def level(c, size, per_slot, delay_ms, perf=None):
               c, n, len(groups), size, wall, t_posted, spm, right, json.dumps(outcomes, sort_keys=True), ceiling,
               spm / ceiling, p50, p90))
     per = {k: (cpu1.get(k, 0) - cpu0.get(k, 0)) * 1000.0 / max(1, n) for k in cpu1}
-    print("         cpu per sample: %.1f ms (%s; from /proc, the fake model not counted)" % (
-        sum(per.values()), ", ".join("%s %.1f" % (k, v) for k, v in sorted(per.items()))))
+    print("         cpu per sample: %.1f ms (%s; from /proc, the fake model not counted: it took %.1f ms a sample)" % (
+        sum(per.values()), ", ".join("%s %.1f" % (k, v) for k, v in sorted(per.items())), (m1 - m0) * 1000.0 / max(1, n)))
     print("         tokens: %d turns stored, %d equal to an answer the server sent, %d not, %d samples without "
           "tokens.jsonl; %.0f bytes of token data per turn (tokens.jsonl)" % tok)
     sys.stdout.flush()
