@@ -326,8 +326,8 @@ static void lb_retry_pending(lb_store **sp)
 }
 
 /* The tool whose code the agent was running when it died, from the marker
- * the agent keeps (agent/watchdog.h), into tool (>= 80 bytes; "" if none).
- * The marker is removed. */
+ * the agent keeps (agent/watchdog.h: an attribute of its log, else a file),
+ * into tool (>= 80 bytes; "" if none). The marker is removed. */
 static void lb_crash_tool(const char *id, char *tool, size_t toolsz)
 {
     char logdir[LB_CFG_PATH], path[LB_CFG_PATH + 64];
@@ -336,6 +336,8 @@ static void lb_crash_tool(const char *id, char *tool, size_t toolsz)
     /* the attribute of its log, where its file system takes one; else the file */
     snprintf(path, sizeof path, "%s/agent-%s.log", logdir, id);
     ssize_t xn = lgetxattr(path, LB_AGENT_TOOL_XATTR, tool, toolsz - 1);
+    if (xn >= 0) /* removed as the file is: a later round's agent that dies early is not blamed on it */
+        (void)lremovexattr(path, LB_AGENT_TOOL_XATTR);
     snprintf(path, sizeof path, "%s/agent-%s.tool", logdir, id);
     int fd = xn >= 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (xn >= 0 || fd >= 0) {

@@ -244,6 +244,12 @@ def t_tool_marker_on_log(s):
     t = s.wait_task(t["id"], 60)
     assert t["status"] == "failed", t
     assert t["reason"] == "the tool hangfix crashed (SIGTRAP); the task was stopped", t["reason"]
+    # read and removed, as the marker file was: nothing is left to blame a later agent's end on
+    try:
+        left = os.getxattr(log, "user.llmbox.tool")
+    except OSError:
+        left = None
+    assert left is None, left
 
 
 def t_crash_hang_flood(s):
