@@ -25,6 +25,12 @@ the same tasks on the idle service (the peer). The evaluation never takes
 the last eval_reserve_slots task slots (docs/EVAL.md "The service").
 
     python3 bench/eval.py [--rows 256] [--delay-ms 200] [--people-rows 500] [--only llm|sandbox|people]
+                          [--concurrency 8,64] [--peer DIR [--rounds 2]]
+
+--peer DIR: the llm and sandbox modes (--only one of them) on the checkout
+in DIR too (built there, e.g. main in a second worktree), alternating
+with this one --rounds times, each in a fresh stack; prints the rows per
+minute and the host CPU per row of each, and their ratios.
 """
 import argparse
 import http.client
@@ -36,9 +42,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# --repo DIR: the service of another checkout (its build, its tests/lib), for
+# a peer measured in the same run (--peer)
+if "--repo" in sys.argv:
+    REPO = os.path.abspath(sys.argv[sys.argv.index("--repo") + 1])
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 from stack import Stack, image_ready, multipart  # noqa: E402
 import load  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rollout  # noqa: E402  (its CPU count from /proc)
 
 ENV = {"LLMBOX_MAX_TASKS": "96", "LLMBOX_EVAL_RESERVE_SLOTS": "16", "LLMBOX_EVAL_MAX_ROWS": "20000"}
 
@@ -89,7 +101,10 @@ def direct_llm(port, n, conc, delay_ms):
 
 
 def report_mode(s, mode, n, conc, delay_ms):
+    cpu0 = rollout.stack_cpu(s)
     e, wall, res = run_eval(s, n, mode, conc)
+    cpu1 = rollout.stack_cpu(s)
+    cpu = sum(cpu1.get(k, 0) - cpu0.get(k, 0) for k in cpu1) * 1000.0 / max(1, len(res))
     ok = sum(1 for r in res if r["status"] == "ok" and r["score"] == 1)
     rpm = len(res) / wall * 60
     reqs = 1 if mode == "llm" else 2
@@ -106,7 +121,9 @@ def report_mode(s, mode, n, conc, delay_ms):
           "ratio %.2fx  overhead/row p50 %.0f ms, mean %.0f ms" % (
               mode, conc, len(res), wall, rpm, ok, peer_name, peer, rpm / peer, med,
               sum(over) / max(1, len(over))))
+    print("          cpu per row: %.1f ms (web, sandboxd, nginx and all under them, from /proc)" % cpu)
     sys.stdout.flush()
+    return {"rpm": rpm, "cpu_ms": cpu, "right": ok, "n": len(res)}
 
 
 def people(s, rows, during):
@@ -150,9 +167,28 @@ def main():
     ap.add_argument("--delay-ms", type=int, default=200)
     ap.add_argument("--people-rows", type=int, default=500)
     ap.add_argument("--only", default="")
+    ap.add_argument("--concurrency", default="8,64")
+    ap.add_argument("--repo", help="run the service of this checkout (default: this one)")
+    ap.add_argument("--peer", help="a second checkout, measured alternately in the same run")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json-out", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if os.geteuid() != 0 or not image_ready():
         print("eval benchmark: needs root and the sandbox image (make image); skipped")
+        return 0
+    concs = [int(x) for x in a.concurrency.split(",") if x.strip()]
+    modes = [m for m in ("llm", "sandbox") if not a.only or a.only == m]
+    if a.peer:
+        return with_peer(a, modes, concs)
+    if a.json_out:
+        out = {}
+        with Stack(scenario={"eval": True}, env=ENV, model_args=["--delay-ms", str(a.delay_ms)],
+                   model_log=False) as s:
+            for mode in modes:
+                for conc in concs:
+                    out["%s %d" % (mode, conc)] = report_mode(s, mode, a.rows, conc, a.delay_ms)
+        with open(a.json_out, "w") as f:
+            json.dump(out, f)
         return 0
     print("evaluation benchmark, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
@@ -163,7 +199,7 @@ def main():
         for mode in ("llm", "sandbox"):
             if a.only and a.only != mode:
                 continue
-            for conc in (8, 64):
+            for conc in concs:
                 report_mode(s, mode, a.rows, conc, a.delay_ms)
         if not a.only or a.only == "people":
             n0, r0, w0, l0, _ = people(s, 0, 20)
@@ -177,6 +213,45 @@ def main():
                   "wait p50 %5.0f ms max %5.0f, wall p50 %5.0f ms" % (
                       len(res), wall, len(res) / wall * 60, n1, r1, p50(w1), max(w1 or [0]), p50(l1)))
             print("    ratio of wall p50 (during / idle): %.2fx" % (p50(l1) / p50(l0)))
+    print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
+    return 0
+
+
+def with_peer(a, modes, concs):
+    """Each mode and concurrency on this checkout and on a.peer,
+    alternating, a.rounds times, each in a fresh stack; rows per minute and
+    CPU per row of each, and the ratios this / peer."""
+    import subprocess
+    import tempfile
+    me = os.path.abspath(__file__)
+    print("evaluation benchmark against a peer, %s" % time.strftime("%Y-%m-%d %H:%M"))
+    print("machine: %s" % load.machine())
+    print("command: python3 bench/eval.py --rows %d --delay-ms %d%s --concurrency %s --peer %s --rounds %d" % (
+        a.rows, a.delay_ms, " --only " + a.only if a.only else "", a.concurrency, a.peer, a.rounds))
+    got = {"this": [], "peer": []}
+    for r in range(a.rounds):
+        for who, repo in (("peer", os.path.abspath(a.peer)), ("this", REPO)):
+            with tempfile.NamedTemporaryFile(suffix=".json") as tf:
+                print("round %d, %s (%s), load %s:" % (r + 1, who, repo, open("/proc/loadavg").read().split()[0]))
+                sys.stdout.flush()
+                cmd = [sys.executable, me, "--repo", repo, "--rows", str(a.rows), "--delay-ms", str(a.delay_ms),
+                       "--concurrency", a.concurrency, "--json-out", tf.name]
+                if a.only:
+                    cmd += ["--only", a.only]
+                subprocess.run(cmd, check=True)
+                got[who].append(json.load(open(tf.name)))
+    for mode in modes:
+        for c in concs:
+            k = "%s %d" % (mode, c)
+            this = [g[k] for g in got["this"]]
+            peer = [g[k] for g in got["peer"]]
+            mean = lambda v, f: sum(x[f] for x in v) / len(v)
+            print("  %s c=%d rows/min: this %s (mean %.0f), peer %s (mean %.0f): ratio %.2fx; cpu per row: this "
+                  "%.1f ms, peer %.1f ms: ratio %.2fx" % (
+                      mode, c, ", ".join("%.0f" % x["rpm"] for x in this), mean(this, "rpm"),
+                      ", ".join("%.0f" % x["rpm"] for x in peer), mean(peer, "rpm"),
+                      mean(this, "rpm") / mean(peer, "rpm"), mean(this, "cpu_ms"), mean(peer, "cpu_ms"),
+                      mean(this, "cpu_ms") / mean(peer, "cpu_ms")))
     print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
     return 0
 

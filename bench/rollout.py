@@ -59,7 +59,7 @@ def group(i, size):
             "reward": {"scorer": "numeric", "ground_truth": i}}
 
 
-def level(c, size, per_slot, delay_ms):
+def level(c, size, per_slot, delay_ms, perf=None):
     env = {"LLMBOX_MAX_TASKS": str(c + RESERVE), "LLMBOX_EVAL_RESERVE_SLOTS": str(RESERVE),
            "LLMBOX_ROLLOUT_MAX_SAMPLES": str(c), "LLMBOX_WEB_THREADS": "64",
            # every agent holds one sandboxd connection: room for c of them
@@ -69,6 +69,9 @@ def level(c, size, per_slot, delay_ms):
                model_args=["--delay-ms", str(delay_ms)], model_log=True) as s:
         ids = []
         cpu0 = stack_cpu(s)
+        model = [p.pid for p in s.procs if "fake_model.py" in " ".join(map(str, p.args))]
+        m0 = proc_cpu(model[0])[0] if model else 0.0
+        prof = perf_start(s, perf) if perf else None
         t0 = time.time()
         for b in range(0, ngroups, BATCH):
             body = {"groups": [group(i, size) for i in range(b, min(ngroups, b + BATCH))]}
@@ -87,6 +90,9 @@ def level(c, size, per_slot, delay_ms):
                     break
         wall = time.time() - t0
         cpu1 = stack_cpu(s)
+        m1 = proc_cpu(model[0])[0] if model else 0.0
+        if prof:
+            perf_stop(prof)
         samples = [x for g in groups for x in g["samples"]]
         tok = check_tokens(s, samples)
     samples = [x for g in groups for x in g["samples"]]
@@ -106,12 +112,40 @@ def level(c, size, per_slot, delay_ms):
               c, n, len(groups), size, wall, t_posted, spm, right, json.dumps(outcomes, sort_keys=True), ceiling,
               spm / ceiling, p50, p90))
     per = {k: (cpu1.get(k, 0) - cpu0.get(k, 0)) * 1000.0 / max(1, n) for k in cpu1}
-    print("         cpu per sample: %.1f ms (%s; from /proc, the fake model not counted)" % (
-        sum(per.values()), ", ".join("%s %.1f" % (k, v) for k, v in sorted(per.items()))))
+    print("         cpu per sample: %.1f ms (%s; from /proc, the fake model not counted: it took %.1f ms a sample)" % (
+        sum(per.values()), ", ".join("%s %.1f" % (k, v) for k, v in sorted(per.items())), (m1 - m0) * 1000.0 / max(1, n)))
     print("         tokens: %d turns stored, %d equal to an answer the server sent, %d not, %d samples without "
           "tokens.jsonl; %.0f bytes of token data per turn (tokens.jsonl)" % tok)
     sys.stdout.flush()
     return {"cpu_ms": sum(per.values()), "spm": spm, "n": n, "right": right}
+
+
+def perf_start(s, out):
+    """`perf record -g` (Debian's linux-perf) of the web, sandboxd and
+    every process under them (the zygote and its agents, the sandboxes)
+    for the measured window, into out; perf follows the processes they
+    start from then on."""
+    import subprocess
+    kids = children_map()
+    pids = []
+    for name in ("web", "sandboxd"):
+        ent = s.named.get(name)
+        if ent:
+            todo = [ent[0].pid]
+            while todo:
+                p = todo.pop()
+                pids.append(p)
+                todo += kids.get(p, [])
+    p = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", out, "-p",
+                          ",".join(str(x) for x in pids)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # attached before the first sample is posted
+    return p
+
+
+def perf_stop(p):
+    import signal
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=120)
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -216,6 +250,8 @@ def main():
     ap.add_argument("--peer", help="a second checkout, measured alternately in the same run")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json-out", help=argparse.SUPPRESS)
+    ap.add_argument("--perf", metavar="FILE", help="perf record -g the web and sandboxd trees of the (single) level "
+                    "into FILE (no --peer)")
     a = ap.parse_args()
     if os.geteuid() != 0 or not image_ready():
         print("rollout benchmark: needs root and the sandbox image (make image); skipped")
@@ -234,7 +270,7 @@ def main():
     print("command: python3 bench/rollout.py --concurrency %s --group-size %d --samples-per-slot %d --delay-ms %d" % (
         a.concurrency, a.group_size, a.samples_per_slot, a.delay_ms))
     for c in [int(x) for x in a.concurrency.split(",") if x.strip()]:
-        level(c, a.group_size, a.samples_per_slot, a.delay_ms)
+        level(c, a.group_size, a.samples_per_slot, a.delay_ms, a.perf)
     print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
     return 0
 
@@ -265,6 +301,11 @@ def with_peer(a):
         t, p = sum(this) / len(this), sum(peer) / len(peer)
         print("  c=%s cpu per sample: this %s ms (mean %.1f), peer %s ms (mean %.1f): ratio %.2fx" % (
             c, ", ".join("%.1f" % x for x in this), t, ", ".join("%.1f" % x for x in peer), p, t / p))
+        this = [g[c]["spm"] for g in got["this"]]
+        peer = [g[c]["spm"] for g in got["peer"]]
+        t, p = sum(this) / len(this), sum(peer) / len(peer)
+        print("  c=%s samples per minute: this %s (mean %.0f), peer %s (mean %.0f): ratio %.2fx" % (
+            c, ", ".join("%.0f" % x for x in this), t, ", ".join("%.0f" % x for x in peer), p, t / p))
     print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
     return 0
 

@@ -10,6 +10,8 @@ iproute2 util-linux bubblewrap chromium slirp4netns libinih-dev libyaml-dev pyth
 wrk hyperfine clang valgrind python3-venv
 ceph-mon ceph-osd radosgw ceph-common
 nftables dnsmasq-base openssl"
+# (linux-perf: bench/rollout.py --perf, where a rollout sample's CPU goes)
+PKGS="$PKGS linux-perf"
 # (openssl: the test CAs and certificates of tests/security/test_egress_secrets.py)
 # (nftables: the rules of a sandbox whose network is a policy, server/sandboxd/sandbox_egress.c;
 # dnsmasq-base: the test internet's DNS server of tests/security/test_egress.py)

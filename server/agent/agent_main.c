@@ -35,6 +35,58 @@
 
 static volatile int g_cancel, g_sb_interrupt, g_timed_out;
 
+/* What the zygote saw of llmbox.conf when it (re)loaded the configuration:
+ * an agent forked from it reloads only when the file is not that one any
+ * more. The rest of what the configuration is made of cannot change under
+ * the zygote (its environment, its working folder, its binary). */
+typedef struct conf_ident {
+    int exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} conf_ident;
+
+static void conf_ident_of(const lb_config *cfg, conf_ident *id)
+{
+    char deflt[LB_CFG_PATH + 16];
+    snprintf(deflt, sizeof deflt, "%.*s/llmbox.conf", LB_CFG_PATH - 16, cfg->home);
+    struct stat st;
+    memset(id, 0, sizeof *id);
+    if (stat(cfg->conf_path[0] ? cfg->conf_path : deflt, &st) != 0)
+        return;
+    id->exists = 1;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->size = st.st_size;
+    id->mtime = st.st_mtim;
+    id->ctime = st.st_ctim;
+}
+
+static int conf_ident_same(const conf_ident *a, const conf_ident *b)
+{
+    if (a->exists != b->exists)
+        return 0;
+    return !a->exists || (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+                          a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+                          a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec);
+}
+
+/* Loads the configuration again into cfg; when it does not load, says so
+ * and cfg stays the one it was. */
+static LB_MUST_CHECK lb_status conf_reload(lb_config *cfg)
+{
+    lb_config *fresh = malloc(sizeof *fresh);
+    lb_status rc = fresh ? (lb_status)lb_config_load(fresh) : LB_E_NOMEM;
+    if (rc == LB_OK)
+        memcpy(cfg, fresh, sizeof *fresh);
+    else
+        lb_warn("spare agent: the configuration did not load again (%s); the one read at start is used",
+                fresh ? lb_config_error() : "out of memory");
+    free(fresh);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: llmbox agent --task ID\n"
@@ -264,11 +316,13 @@ static int run_task(lb_config *cfg, const char *id)
         model = LB_MODEL_ENDPOINT_TASK;
     }
 
-    char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200], logdir[LB_CFG_PATH], marker[LB_CFG_PATH + 64];
+    char task_dir[4096], input_dir[4200], output_dir[4200], traj[4200], logdir[LB_CFG_PATH], marker[LB_CFG_PATH + 64],
+        logpath[LB_CFG_PATH + 64];
     lb_cfg_logdir(cfg, logdir, sizeof logdir);
     LB_IGNORE(lb_mkdirs(logdir, 0750)); /* the web made it; an agent started by hand may not have one */
     /* names the tool running, so that the web can say which one crashed */
     snprintf(marker, sizeof marker, "%s/agent-%s.tool", logdir, id);
+    snprintf(logpath, sizeof logpath, "%s/agent-%s.log", logdir, id); /* the web's (common/agent_spawn.c) */
     snprintf(task_dir, sizeof task_dir, "%s/%s", cfg->artifacts_dir, id);
     snprintf(input_dir, sizeof input_dir, "%s/input", task_dir);
     snprintf(output_dir, sizeof output_dir, "%s/output", task_dir);
@@ -337,9 +391,18 @@ static int run_task(lb_config *cfg, const char *id)
         }
     }
     keep_rec krec = {.st = st, .id = id, .max_kept = cfg->followup_max_kept};
+    /* an evaluation's run or a rollout's sample never has a second round
+     * (the web refuses its messages): its one round's trajectory and files
+     * are the task's own, so no rounds/ copies are made (three folders and
+     * the links: ~5% of a rollout sample's agent CPU, bench/RESULTS.md); a
+     * download of its round 1 is served from output/ (handlers_messages.c) */
+    int one_round = nround == 1 && task.options_json && *task.options_json &&
+                    !lb_task_opts_only_mcp(task.options_json);
     char round_traj[4300];
-    snprintf(round_traj, sizeof round_traj, "%s/rounds", task_dir);
-    LB_IGNORE(lb_mkdirs(round_traj, 0750)); /* without it the round's trajectory is not kept: logged then */
+    if (!one_round) {
+        snprintf(round_traj, sizeof round_traj, "%s/rounds", task_dir);
+        LB_IGNORE(lb_mkdirs(round_traj, 0750)); /* without it the round's trajectory is not kept: logged then */
+    }
     snprintf(round_traj, sizeof round_traj, "%s/rounds/%d.json", task_dir, nround);
 
     lb_sink sink;
@@ -353,6 +416,7 @@ static int run_task(lb_config *cfg, const char *id)
         .timeout_s = lim.timeout_s,
         .model_name = model && *model ? model : NULL,
         .tool_marker = marker,
+        .tool_marker_on = logpath,
         .network = network,
         .image = image,
         .input_dir = has_input ? input_dir : NULL,
@@ -381,7 +445,7 @@ static int run_task(lb_config *cfg, const char *id)
         .state_saved = state_saved,
         .restore_state = prev.state,
         .moved_note = moved[0] ? moved : NULL,
-        .round_trajectory_path = round_traj,
+        .round_trajectory_path = one_round ? NULL : round_traj,
         .sandbox_arg = &krec,
     };
     if (nround > 1)
@@ -393,7 +457,7 @@ static int run_task(lb_config *cfg, const char *id)
     ret = rc == LB_OK && !lb_sink_store_fenced_out() ? 0 : 1;
     /* this round's files, kept for its downloads once later rounds change them */
     lb_round done;
-    if (opts.mode != LB_RUN_LLM && lb_store_round_get(st, id, nround, &done) == LB_OK) {
+    if (opts.mode != LB_RUN_LLM && !one_round && lb_store_round_get(st, id, nround, &done) == LB_OK) {
         size_t lost = lb_followup_keep_outputs(task_dir, nround, done.artifacts_json);
         if (lost)
             lb_warn("task %s: %zu output%s of round %d not kept for its downloads", id, lost, lost == 1 ? "" : "s",
@@ -446,19 +510,25 @@ int lb_agent_main(int argc, char **argv)
     if (tool_host)
         return lb_tool_host_main(cfg);
     if (spare) {
+        /* the file as it is now, then the configuration read again after
+         * it: what the zygote holds is at least as new as what it saw */
+        conf_ident seen, now;
+        conf_ident_of(cfg, &seen);
+        if (conf_reload(cfg) != LB_OK)
+            seen.exists = -1; /* no agent trusts the zygote's copy */
         /* the zygote (agent/zygote.h): only its forked agents come back */
         if (lb_agent_zygote_serve(spare_id) != 0)
             return 0; /* the web has gone, or never needed this one */
         task = spare_id;
-        /* the spare read llmbox.conf long before this task: read it again,
-         * so a changed tools list reaches this task, as it would a fresh agent */
-        lb_config *fresh = malloc(sizeof *fresh);
-        if (fresh && lb_config_load(fresh) == LB_OK)
-            memcpy(cfg, fresh, sizeof *fresh);
-        else
-            lb_warn("spare agent: the configuration did not load again (%s); the one read at start is used",
-                    fresh ? lb_config_error() : "out of memory");
-        free(fresh);
+        /* the spare read llmbox.conf long before this task: read it again
+         * when the file changed, so a changed tools list reaches this task,
+         * as it would a fresh agent. An unchanged file is not read again:
+         * loading it filled and copied the whole configuration (~1 MiB),
+         * every page a fault in a process forked from the zygote, ~8% of
+         * an agent's CPU (bench/RESULTS.md) */
+        conf_ident_of(cfg, &now);
+        if (!conf_ident_same(&seen, &now))
+            LB_IGNORE(conf_reload(cfg)); /* said when it fails; the zygote's copy is used then */
         /* "--spare --task ................................" (the web's
          * placeholder) becomes "--task ID" in /proc/<pid>/cmdline, as an
          * agent started by exec shows it: the same memory, the rest NULs */

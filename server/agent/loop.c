@@ -1413,7 +1413,7 @@ int lb_agent_run(const lb_loop_opts *o, const lb_sink *sink, lb_loop_result *res
         alarm((unsigned)r.timeout_s);
     lb_mime_preload(); /* ready by the time the outputs are collected */
     lb_run_emit_status(&r.st, lb_task_status_name(LB_TASK_RUNNING), NULL);
-    if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, on_hang, &r) != LB_OK)
+    if (lb_watchdog_start(cfg->tool_timeout_s, o->tool_marker, o->tool_marker_on, on_hang, &r) != LB_OK)
         lb_warn("the tool watchdog could not start; a hung tool will hold its task until the time limit");
 
     /* each plugin that failed is in perr (said on the task below); no tool at all fails the task */

@@ -28,6 +28,7 @@ typedef struct lb_loop_opts {
     int timeout_s;              /* wall clock */
     const char *model_name;     /* a configured model; NULL: the default model */
     const char *tool_marker;    /* file naming the tool running (for the web after a crash), or NULL */
+    const char *tool_marker_on; /* the agent's log: its attribute is the marker where it can be (watchdog.h) */
     /* Called when a hung tool ends the task from the watchdog thread,
      * just before the process exits (the loop cannot return then). */
     void (*on_abort)(void *arg, const lb_loop_result *res);

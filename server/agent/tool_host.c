@@ -155,7 +155,7 @@ int lb_tool_host_main(const lb_config *cfg)
     }
     lb_plugins_select(p, cfg, perr); /* the tools a task is offered, no more */
     cJSON_Delete(perr);
-    if (lb_watchdog_start(cfg->tool_timeout_s, NULL, on_stop, NULL) != LB_OK)
+    if (lb_watchdog_start(cfg->tool_timeout_s, NULL, NULL, on_stop, NULL) != LB_OK)
         lb_warn("tool host: the tool watchdog could not start; a hung tool holds its sandbox's calls");
     lbsb_conn *conn = NULL;
     if (lbsb_conn_from_fd(0, NULL, &conn) != LB_OK) {

@@ -8,6 +8,7 @@
 #include "agent/watchdog.h"
 
 #include "agent/crash.h"
+#include "common/agent_spawn.h" /* LB_AGENT_TOOL_XATTR */
 #include "common/log.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -18,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +52,7 @@ static struct {
     pthread_t thread, main_thread;
     int64_t limit_ms;
     int marker_fd;
+    int marker_xfd; /* the file whose attribute is the marker (marker_on), or -1 */
     char marker[4096];
     lb_watchdog_fn fn;
     void *arg;
@@ -57,7 +60,7 @@ static struct {
     volatile int armed, in_host;
     char tool[80];
     int64_t start_ms, host_ms, host_since;
-} W = {.marker_fd = -1};
+} W = {.marker_fd = -1, .marker_xfd = -1};
 
 static void wd_park(int sig)
 {
@@ -192,7 +195,7 @@ static void *wd_main(void *unused)
     return NULL;
 }
 
-int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_stop, void *arg)
+int lb_watchdog_start(int limit_s, const char *marker, const char *marker_on, lb_watchdog_fn on_stop, void *arg)
 {
     if (W.running)
         return LB_E_EXISTS;
@@ -203,7 +206,16 @@ int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_stop, v
     W.arg = arg;
     W.main_thread = pthread_self();
     W.marker[0] = '\0';
-    if (marker && *marker && strlen(marker) < sizeof W.marker) {
+    if (marker_on && *marker_on) {
+        /* the web's log of this agent, not created here: an attribute of
+         * an inode that exists costs no new one */
+        int fd = open(marker_on, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd >= 0 && fsetxattr(fd, LB_AGENT_TOOL_XATTR, "", 0, 0) == 0)
+            W.marker_xfd = fd;
+        else if (fd >= 0)
+            close(fd);
+    }
+    if (W.marker_xfd < 0 && marker && *marker && strlen(marker) < sizeof W.marker) {
         W.marker_fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
         if (W.marker_fd >= 0)
             snprintf(W.marker, sizeof W.marker, "%s", marker);
@@ -245,13 +257,21 @@ void lb_watchdog_stop(void)
         W.marker_fd = -1;
         unlink(W.marker);
     }
+    if (W.marker_xfd >= 0) {
+        close(W.marker_xfd); /* its value is "" between calls already */
+        W.marker_xfd = -1;
+    }
 }
 
 static void marker_set(const char *tool)
 {
+    size_t n = tool ? strlen(tool) : 0;
+    if (W.marker_xfd >= 0) {
+        (void)fsetxattr(W.marker_xfd, LB_AGENT_TOOL_XATTR, tool ? tool : "", n, 0); /* as the file's write: best effort */
+        return;
+    }
     if (W.marker_fd < 0)
         return;
-    size_t n = tool ? strlen(tool) : 0;
     if (n && pwrite(W.marker_fd, tool, n, 0) != (ssize_t)n)
         return;
     if (ftruncate(W.marker_fd, (off_t)n) != 0)

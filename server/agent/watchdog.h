@@ -35,8 +35,12 @@
 typedef void (*lb_watchdog_fn)(void *arg, const char *tool, int limit_s, int sig, const char *where);
 
 /* marker may be NULL; without on_stop only the marker is kept (no thread,
- * no crash handler). Returns an lb_status. */
-LB_MUST_CHECK int lb_watchdog_start(int limit_s, const char *marker, lb_watchdog_fn on_stop, void *arg);
+ * no crash handler). marker_on (or NULL): an existing file (the agent's
+ * log) whose attribute LB_AGENT_TOOL_XATTR holds the marker instead, when
+ * its file system takes one; the marker file is made only when it does
+ * not. Returns an lb_status. */
+LB_MUST_CHECK int lb_watchdog_start(int limit_s, const char *marker, const char *marker_on, lb_watchdog_fn on_stop,
+                                    void *arg);
 /* Stops the thread and removes the marker. */
 void lb_watchdog_stop(void);
 /* Around a plugin's invoke(). */

@@ -20,6 +20,11 @@ LB_MUST_CHECK int lb_spawn_attr(posix_spawnattr_t *at, int setsid);
 /* Opens (creating the folder) <logdir>/agent-<id>.log for appending: the
  * descriptor (O_CLOEXEC), or -1 with a sentence in err. */
 int lb_agent_log_open(const struct lb_config *cfg, const char *id, char *err, size_t errsz);
+/* The extended attribute of an agent's log file that names the tool whose
+ * code the agent is running ("" between calls): where the agent keeps its
+ * marker (agent/watchdog.h) when the file system takes user attributes, so
+ * a task makes no marker file (an inode, bench/RESULTS.md). */
+#define LB_AGENT_TOOL_XATTR "user.llmbox.tool"
 /* The agent's descriptors: stdin /dev/null, stdout and stderr logfd,
  * nothing else. LB_OK or LB_E_NOMEM. */
 LB_MUST_CHECK int lb_agent_spawn_files(posix_spawn_file_actions_t *fa, int logfd);

@@ -406,3 +406,11 @@ const char *lb_sandbox_dir_problem(const char *dir)
     return "is not under /testbed, /tmp, /home, /root, /workspace, /data, /mnt, /opt or /srv (the system's "
            "folders, /proc, /sys, /dev, /etc and the like, are refused)";
 }
+
+int lb_task_opts_only_mcp(const char *options_json)
+{
+    cJSON *o = options_json ? cJSON_Parse(options_json) : NULL;
+    int only = cJSON_IsObject(o) && cJSON_GetArraySize(o) == 1 && cJSON_GetObjectItemCaseSensitive(o, "mcp");
+    cJSON_Delete(o);
+    return only;
+}

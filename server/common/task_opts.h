@@ -116,6 +116,13 @@ LB_MUST_CHECK int lb_task_opts_set(lb_task_opts *o, const char *name, const char
  * LB_TASK_OPTS_URL_MAX. A boolean. Pure. */
 int lb_task_opts_url_ok(const char *url);
 
+/* Whether a task's options (options_json, NULL or "" for none) are only
+ * its choice of MCP servers (the mcp field of POST /api/tasks): such a
+ * task is the user's own and takes follow-ups; any other options are an
+ * evaluation's run or a rollout's sample, which never have a second round
+ * (the web refuses their messages). A boolean. */
+int lb_task_opts_only_mcp(const char *options_json);
+
 /* Where the layout puts things in the sandbox. */
 const char *lb_layout_input_dir(int layout);
 const char *lb_layout_answer_file(int layout);

@@ -26,6 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 #define LB_RR_CACHE 256 /* groups whose request is kept parsed */
 #define LB_RR_ANSWER_MAX (64u << 10) /* an answer as scored and shown (the agent's cap) */
@@ -41,17 +44,20 @@ typedef struct lb_rr_req {
     char id[33];
     cJSON *req;
     int seen;
+    /* the input folder of a sample of this group that holds the request's
+     * files (heap, NULL before the first): the next samples link them */
+    char *files_dir;
 } lb_rr_req;
 
 static lb_rr_req lb_rr_cache[LB_RR_CACHE];
 static int lb_rr_ncache;
 
-static const cJSON *req_get(lb_store *s, const char *id)
+static lb_rr_req *req_get(lb_store *s, const char *id)
 {
     for (int i = 0; i < lb_rr_ncache; i++)
         if (!strcmp(lb_rr_cache[i].id, id)) {
             lb_rr_cache[i].seen = 1;
-            return lb_rr_cache[i].req;
+            return &lb_rr_cache[i];
         }
     if (lb_rr_ncache == LB_RR_CACHE)
         return NULL; /* later groups wait for a place */
@@ -68,7 +74,8 @@ static const cJSON *req_get(lb_store *s, const char *id)
     snprintf(c->id, sizeof c->id, "%.32s", id);
     c->req = req;
     c->seen = 1;
-    return req;
+    c->files_dir = NULL;
+    return c;
 }
 
 static const char *jstr(const cJSON *o, const char *k)
@@ -262,11 +269,31 @@ static void queue_score(const lb_runner_fence *f, const cJSON *req, const lb_rol
 
 /* ---- starting samples ---- */
 
-/* Writes the request's files into the task's input folder; *inputs gets
- * [{path,size}]. */
-static int write_files(const char *input_dir, const cJSON *files, cJSON *inputs, char *err, size_t errsz)
+/* Links the file name of the folder from (an earlier sample's input
+ * folder, which the same request's files went into) as path: 0 when it is
+ * there, a regular file of len bytes, and was linked. Task folders' input
+ * files are never changed in place (sandboxd copies them into the
+ * sandbox; a later write replaces a name), so the samples of a group can
+ * share them: one inode, one write and one fsync per group, not per
+ * sample (the web's CPU per sample, bench/RESULTS.md). */
+static int link_file(const char *from, const char *name, const char *path, size_t len)
+{
+    char src[LB_CFG_PATH + LB_PATH_MAX + 100];
+    struct stat st;
+    if (!from || lb_path_join(src, sizeof src, from, name) != LB_OK || lstat(src, &st) != 0 ||
+        !S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)len)
+        return -1;
+    return linkat(AT_FDCWD, src, AT_FDCWD, path, 0);
+}
+
+/* Writes the request's files into the task's input folder (linked from
+ * link_from, an earlier sample's input folder, where they are there; *unlinked
+ * counts those that were not); *inputs gets [{path,size}]. */
+static int write_files(const char *input_dir, const cJSON *files, const char *link_from, int *unlinked,
+                       cJSON *inputs, char *err, size_t errsz)
 {
     const cJSON *f;
+    *unlinked = 0;
     cJSON_ArrayForEach(f, files)
     {
         const char *p = jstr(f, "path"), *text = jstr(f, "content"), *b64 = jstr(f, "content_base64");
@@ -287,11 +314,11 @@ static int write_files(const char *input_dir, const cJSON *files, cJSON *inputs,
         if (rc == LB_OK) {
             snprintf(parent, sizeof parent, "%s", path);
             *strrchr(parent, '/') = '\0';
-            if (lb_mkdirs(parent, 0750) != LB_OK || lb_write_file_atomic(path,
-                                                                         dec    ? dec
-                                                                         : text ? text
-                                                                                : "",
-                                                                         len, 0640) != LB_OK) {
+            int mk = lb_mkdirs(parent, 0750);
+            int linked = mk == LB_OK && link_file(link_from, name, path, len) == 0;
+            *unlinked += !linked;
+            const char *data = dec ? dec : text ? text : "";
+            if (mk != LB_OK || (!linked && lb_write_file_atomic(path, data, len, 0640) != LB_OK)) {
                 snprintf(err, errsz, "cannot write the input file %.200s: %s", name, strerror(errno));
                 rc = LB_E_IO;
             }
@@ -358,9 +385,10 @@ static int adopt_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
  * any more), LB_E_BUSY (no slot now), LB_E_TOOBIG (the owner's own limit:
  * this group waits), LB_E_DENIED (several nodes: the claim is lost), or another
  * error (the sample cannot be made: it ends as sandbox_error). */
-static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_rec *g, const cJSON *req, int idx,
+static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_rec *g, lb_rr_req *c, int idx,
                         char *err, size_t errsz)
 {
+    const cJSON *req = c->req;
     const lb_config *cfg = lb_rr_cfg;
     lb_admission a;
     int reserve = lb_eval_reserve_slots(cfg->eval_reserve_slots, cfg->max_concurrent_tasks);
@@ -373,7 +401,9 @@ static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
         rc = LB_E_NOMEM;
         goto out;
     }
-    if ((rc = write_files(a.input_dir, cJSON_GetObjectItemCaseSensitive(req, "files"), inputs, err, errsz)) != LB_OK)
+    int unlinked = 0;
+    if ((rc = write_files(a.input_dir, cJSON_GetObjectItemCaseSensitive(req, "files"), c->files_dir, &unlinked,
+                          inputs, err, errsz)) != LB_OK)
         goto out;
     opts = lb_rollout_task_options(req);
     inputs_json = cJSON_PrintUnformatted(inputs);
@@ -419,6 +449,12 @@ static int start_sample(lb_store *s, const lb_runner_fence *f, const lb_rollout_
     rc = lb_store_rollout_sample_start(s, f, g->id, idx, a.id);
     if (rc == LB_OK) {
         lb_info("rollout %s: sample %d started as task %s", g->id, idx, a.id);
+        if (!c->files_dir || unlinked) {
+            /* the files are in a started sample's folder now: the next
+             * samples link them from there (none: each writes its own) */
+            free(c->files_dir);
+            c->files_dir = strdup(a.input_dir);
+        }
     } else if (rc == LB_E_EXISTS) {
         /* cancelled while the task was made: stop it, it counts for nothing */
         lb_runner_stop_task(s, a.id, "cancelled with its rollout group");
@@ -455,7 +491,8 @@ static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int
     int rc = lb_store_rollout_load(s, id, 0, &g);
     if (rc != LB_OK)
         return rc;
-    const cJSON *req = req_get(s, id);
+    lb_rr_req *c = req_get(s, id);
+    const cJSON *req = c ? c->req : NULL;
     lb_rollout_sample *v = NULL;
     size_t n = 0;
     if (!req || (rc = lb_store_rollout_samples(s, id, &v, &n)) != LB_OK)
@@ -492,7 +529,7 @@ static int group_look(lb_store *s, const lb_runner_fence *f, const char *id, int
                 continue; /* adopted, or tried next look */
             }
             char err[512] = "";
-            rc = start_sample(s, f, &g, req, x->idx, err, sizeof err);
+            rc = start_sample(s, f, &g, c, x->idx, err, sizeof err);
             if (rc == LB_OK) {
                 (*running)++;
             } else if (rc == LB_E_BUSY) {
@@ -569,6 +606,7 @@ static void rollouts_tick(lb_store *s, int *no_slot)
     for (int i = 0; i < lb_rr_ncache;)
         if (!lb_rr_cache[i].seen) {
             cJSON_Delete(lb_rr_cache[i].req);
+            free(lb_rr_cache[i].files_dir);
             lb_rr_cache[i] = lb_rr_cache[--lb_rr_ncache];
         } else {
             i++;

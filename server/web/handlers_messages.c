@@ -128,6 +128,22 @@ void lb_h_round_artifact(lb_req *r)
     lb_round_free(&rd);
     char dir[LB_CFG_PATH + 96], disp[1600], uri[sizeof enc + 160];
     snprintf(dir, sizeof dir, "%s/%s/rounds/%ld/output", r->cfg->artifacts_dir, r->id, n);
+    const char *from = "rounds"; /* where the file is served from, under the task's folder */
+    if (listed && !lb_artifact_is_file(dir, clean)) {
+        /* a task that takes no follow-ups (an evaluation's run, a rollout's
+         * sample) has one round, whose files are its outputs: its agent
+         * keeps no rounds/1/ copy (agent_main.c) */
+        lb_task t;
+        memset(&t, 0, sizeof t);
+        char out[sizeof dir];
+        snprintf(out, sizeof out, "%s/%s/output", r->cfg->artifacts_dir, r->id);
+        if (n == 1 && lb_store_task_load(r->store, r->id, &t) == LB_OK && t.round <= 1 && t.options_json &&
+            *t.options_json && !lb_task_opts_only_mcp(t.options_json) && lb_artifact_is_file(out, clean)) {
+            snprintf(dir, sizeof dir, "%s", out);
+            from = "output";
+        }
+        lb_task_free(&t);
+    }
     if (listed && !lb_artifact_is_file(dir, clean)) {
         /* several nodes: a round another host ran: its copy is in the bucket */
         char why[1024] = "";
@@ -154,20 +170,11 @@ void lb_h_round_artifact(lb_req *r)
         lb_http_error(r, 500, NULL, "The file name is too long to serve.");
         return;
     }
-    snprintf(uri, sizeof uri, "/_artifacts/%s/rounds/%ld/output/%s", r->id, n, enc);
+    if (!strcmp(from, "output"))
+        snprintf(uri, sizeof uri, "/_artifacts/%s/output/%s", r->id, enc);
+    else
+        snprintf(uri, sizeof uri, "/_artifacts/%s/rounds/%ld/output/%s", r->id, n, enc);
     lb_http_accel(r, uri, "application/octet-stream", disp);
-}
-
-/* Whether a task's options are only its choice of MCP servers (the mcp
- * field of POST /api/tasks): such a task is the user's own, not a run of an
- * evaluation or rollout, so it takes follow-ups (each round reads the same
- * options, so the same servers). A boolean. */
-static int lb_options_only_mcp(const char *json)
-{
-    cJSON *o = cJSON_Parse(json);
-    int only = cJSON_IsObject(o) && cJSON_GetArraySize(o) == 1 && cJSON_GetObjectItemCaseSensitive(o, "mcp");
-    cJSON_Delete(o);
-    return only;
 }
 
 /* Whether task t may take a follow-up at all: answered (409) when not. */
@@ -195,7 +202,7 @@ static int lb_message_allowed(lb_req *r, const lb_task *t)
     /* run options are an evaluation's run or a rollout's sample: their
      * runner reads the task's end as the sample's outcome, which a later
      * round must not change */
-    if (t->options_json && *t->options_json && !lb_options_only_mcp(t->options_json)) {
+    if (t->options_json && *t->options_json && !lb_task_opts_only_mcp(t->options_json)) {
         lb_http_error(r, 409, NULL, "This task is a run of an evaluation or a sample of a rollout group; its "
                                     "outcome is scored and cannot be continued. Start a new task instead.");
         return 0;

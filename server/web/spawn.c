@@ -26,6 +26,7 @@
 
 #include "store/store.h"
 
+#include "common/agent_spawn.h"
 #include "common/buf.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -45,6 +46,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -324,18 +326,24 @@ static void lb_retry_pending(lb_store **sp)
 }
 
 /* The tool whose code the agent was running when it died, from the marker
- * the agent keeps (agent/watchdog.h), into tool (>= 80 bytes; "" if none).
- * The marker is removed. */
+ * the agent keeps (agent/watchdog.h: an attribute of its log, else a file),
+ * into tool (>= 80 bytes; "" if none). The marker is removed. */
 static void lb_crash_tool(const char *id, char *tool, size_t toolsz)
 {
     char logdir[LB_CFG_PATH], path[LB_CFG_PATH + 64];
     tool[0] = '\0';
     lb_cfg_logdir(lb_sp_cfg, logdir, sizeof logdir);
+    /* the attribute of its log, where its file system takes one; else the file */
+    snprintf(path, sizeof path, "%s/agent-%s.log", logdir, id);
+    ssize_t xn = lgetxattr(path, LB_AGENT_TOOL_XATTR, tool, toolsz - 1);
+    if (xn >= 0) /* removed as the file is: a later round's agent that dies early is not blamed on it */
+        (void)lremovexattr(path, LB_AGENT_TOOL_XATTR);
     snprintf(path, sizeof path, "%s/agent-%s.tool", logdir, id);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0) {
-        ssize_t n = read(fd, tool, toolsz - 1);
-        close(fd);
+    int fd = xn >= 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (xn >= 0 || fd >= 0) {
+        ssize_t n = xn >= 0 ? xn : read(fd, tool, toolsz - 1);
+        if (fd >= 0)
+            close(fd);
         tool[n > 0 ? n : 0] = '\0';
         /* written by a process running plugins: keep a tool name's characters only */
         for (char *p = tool; *p; p++)

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -201,6 +202,54 @@ def t_python_plugin(s):
     # the model read the classified results
     obs = [m for m in requests_for(s, "[python]")[-1][1]["messages"] if m["role"] == "tool"]
     assert "[status: exception (ZeroDivisionError)]" in obs[1]["content"], obs[1]["content"]
+
+
+def agent_pid(task_id):
+    """The pid of the agent running task_id (by its command line), or None."""
+    want = b"--task\0" + task_id.encode()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if want in open("/proc/%s/cmdline" % d, "rb").read():
+                    return int(d)
+            except OSError:
+                pass
+    return None
+
+
+def t_tool_marker_on_log(s):
+    """While a tool runs, the agent names it in an attribute of its log,
+    making no marker file; an agent that dies of a crash signal its own
+    handler does not take (SIGTRAP) in that tool has its task failed by
+    the web naming the tool, read from there."""
+    st, t = s.create_task("[hang] marked")
+    assert st == 201, t
+    logdir = os.path.join(s.prefix, "var", "web", "log")
+    log = os.path.join(logdir, "agent-%s.log" % t["id"])
+    deadline = time.time() + 60
+    val = None
+    while time.time() < deadline:
+        try:
+            val = os.getxattr(log, "user.llmbox.tool")
+        except OSError:
+            val = None
+        if val == b"hangfix":
+            break
+        time.sleep(0.01)
+    assert val == b"hangfix", val
+    assert not os.path.exists(os.path.join(logdir, "agent-%s.tool" % t["id"])), os.listdir(logdir)
+    pid = agent_pid(t["id"])
+    assert pid, "no agent process for the task"
+    os.kill(pid, signal.SIGTRAP)
+    t = s.wait_task(t["id"], 60)
+    assert t["status"] == "failed", t
+    assert t["reason"] == "the tool hangfix crashed (SIGTRAP); the task was stopped", t["reason"]
+    # read and removed, as the marker file was: nothing is left to blame a later agent's end on
+    try:
+        left = os.getxattr(log, "user.llmbox.tool")
+    except OSError:
+        left = None
+    assert left is None, left
 
 
 def t_crash_hang_flood(s):
@@ -439,6 +488,7 @@ def main():
             r.run("agent_web_crash_hang_flood_end_only_their_task", t_crash_hang_flood, s)
             r.run("agent_web_replay_without_model", t_replay_without_model, s)
             r.run("agent_web_large_output_file", t_large_output_file, s)
+            r.run("agent_web_tool_marker_on_log", t_tool_marker_on_log, s)
             r.run("agent_web_spare_agent", t_spare_agent, s)
             r.run("agent_web_spare_reads_tools_again", t_spare_reads_tools_again, s)
     finally:

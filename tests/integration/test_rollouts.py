@@ -93,6 +93,26 @@ def test_group_of_four_with_rewards_right_and_wrong(s):
     # the sample's task is readable with the same credential (no users here: any loopback client)
     st, t = call(s, "GET", "/api/tasks/" + done["samples"][0]["task_id"], headers={})
     assert st == 200 and t["status"] == "succeeded", (st, t)
+    # a sample never has a second round: its round 1 files are its outputs,
+    # served from output/; its agent made no rounds/ copies of them
+    tid = t["id"]
+    arts = [a["path"] for a in t["artifacts"]]
+    assert "answer.txt" in arts, t["artifacts"]
+    st, _, raw = s.request("GET", "/api/tasks/%s/rounds/1/answer.txt" % tid, None, AUTH)
+    assert st == 200 and raw.strip() == b"42", (st, raw[:300])
+    st, _, raw = s.request("GET", "/api/tasks/%s/rounds/1/nothing.txt" % tid, None, AUTH)
+    assert st == 404, (st, raw[:300])
+    tdir = os.path.join(s.prefix, "artifacts", tid)
+    assert os.path.isdir(tdir) and not os.path.exists(os.path.join(tdir, "rounds")), os.listdir(tdir)
+    # the group's input file is written once and linked into each sample's
+    # input folder: one file, each sample reading the request's content
+    ins = [os.path.join(s.prefix, "artifacts", x["task_id"], "input", "data", "x.txt") for x in done["samples"]]
+    assert all(open(p).read() == "42\n" for p in ins), ins
+    assert len({(os.stat(p).st_dev, os.stat(p).st_ino) for p in ins}) == 1, [os.stat(p) for p in ins]
+    # a deleted sample's task takes only its own name of the file
+    st, e = call(s, "DELETE", "/api/tasks/" + done["samples"][3]["task_id"])
+    assert st == 200, (st, e)
+    assert all(open(p).read() == "42\n" for p in ins[:3]), ins
     w = wait_group(s, bad["id"])
     assert [x["reward"] for x in w["samples"]] == [0, 0], w["samples"]
     assert all(x["outcome"] == "ok" for x in w["samples"]), w["samples"]

@@ -186,6 +186,19 @@ TEST(explicit_directories)
     CHECK(lb_sandbox_dir_problem("/testbed") == NULL && lb_sandbox_dir_problem("/tmp/x-1.2_b") == NULL);
 }
 
+/* A task whose options are only its MCP servers takes follow-ups; any
+ * other options (an evaluation's run, a rollout's sample) make a task of
+ * one round, whose agent keeps no rounds/ copies. */
+TEST(only_mcp_takes_followups)
+{
+    CHECK(lb_task_opts_only_mcp("{\"mcp\":[\"files\"]}"));
+    CHECK(!lb_task_opts_only_mcp(NULL) && !lb_task_opts_only_mcp("") && !lb_task_opts_only_mcp("{}"));
+    CHECK(!lb_task_opts_only_mcp("{\"mcp\":[\"files\"],\"mode\":\"sandbox\"}"));
+    CHECK(!lb_task_opts_only_mcp("{\"capture_tokens\":true}"));
+    CHECK(!lb_task_opts_only_mcp("[\"mcp\"]") && !lb_task_opts_only_mcp("{\"mcp\":") &&
+          !lb_task_opts_only_mcp("\"mcp\""));
+}
+
 int main(void)
 {
     RUN(none_is_the_defaults);
@@ -196,5 +209,6 @@ int main(void)
     RUN(one_option_as_text);
     RUN(system_prompt_and_tools);
     RUN(explicit_directories);
+    RUN(only_mcp_takes_followups);
     return testlib_done();
 }
