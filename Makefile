@@ -227,6 +227,9 @@ build-fuzz/fuzz_fs_meta: tests/fuzz/fuzz_fs_meta.c build-fuzz/obj/server/sandbox
 build-fuzz/fuzz_image_user: tests/fuzz/fuzz_image_user.c build-fuzz/obj/server/sandboxd/image_user.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
+build-fuzz/fuzz_volume_meta: tests/fuzz/fuzz_volume_meta.c build-fuzz/obj/server/volumes/volume_meta.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
+
 build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/common/image_ref.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
