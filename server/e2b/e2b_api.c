@@ -112,7 +112,8 @@ static cJSON *lb_e2b_info(const cJSON *st)
                                                                                                               : "running") &&
              cJSON_AddNumberToObject(o, "cpuCount", cJSON_IsNumber(cpu) && cpu->valuedouble >= 1 ? cpu->valuedouble : 1) &&
              cJSON_AddNumberToObject(o, "memoryMB", cJSON_IsNumber(mem) ? mem->valuedouble : 0) &&
-             cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION);
+             cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION) &&
+             lb_e2b_mounts_shape(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "id")), o);
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -321,6 +322,7 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, vst, "%s", msg);
         goto out;
     }
+    lb_e2b_mounts_remember(s->id, &mounts);
     if (auto_pause) { /* sandboxd's own end (its TTL, set to the API's maximum) bounds it */
         int64_t created_ms, end_ms;
         lb_sbx_times(s, &created_ms, &end_ms);

@@ -14,6 +14,7 @@
 #include "common/util.h"
 
 #include <fcgiapp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,4 +491,51 @@ int lb_e2b_mounts_apply(lb_req *r, struct lb_sbx *s, const lb_e2b_mounts *m, cha
         }
     }
     return 0;
+}
+
+/* getInfo's volumeMounts: a ring of the last sandboxes made with mounts */
+static struct {
+    char id[LB_NODE_ID_MAX + 1];
+    lb_e2b_mounts *m;
+} g_kept[LB_E2B_MOUNTS_KEPT];
+static size_t g_kept_next;
+static pthread_mutex_t g_kept_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void lb_e2b_mounts_remember(const char *id, const lb_e2b_mounts *m)
+{
+    if (!m->n || strlen(id) > LB_NODE_ID_MAX)
+        return;
+    lb_e2b_mounts *copy = malloc(sizeof *copy);
+    if (!copy)
+        return; /* getInfo then shows none: the mounts themselves are in place */
+    *copy = *m;
+    pthread_mutex_lock(&g_kept_mu);
+    size_t i = g_kept_next++ % LB_E2B_MOUNTS_KEPT;
+    free(g_kept[i].m);
+    snprintf(g_kept[i].id, sizeof g_kept[i].id, "%s", id);
+    g_kept[i].m = copy;
+    pthread_mutex_unlock(&g_kept_mu);
+}
+
+int lb_e2b_mounts_shape(const char *id, cJSON *o)
+{
+    cJSON *arr = cJSON_AddArrayToObject(o, "volumeMounts");
+    if (!arr)
+        return 0;
+    int ok = 1;
+    pthread_mutex_lock(&g_kept_mu);
+    for (size_t i = 0; id && i < LB_E2B_MOUNTS_KEPT; i++) {
+        if (!g_kept[i].m || strcmp(g_kept[i].id, id))
+            continue;
+        for (size_t k = 0; ok && k < g_kept[i].m->n; k++) {
+            cJSON *one = cJSON_CreateObject();
+            ok = one && cJSON_AddStringToObject(one, "name", g_kept[i].m->name[k]) &&
+                 cJSON_AddStringToObject(one, "path", g_kept[i].m->path[k]) && cJSON_AddItemToArray(arr, one);
+            if (!ok)
+                cJSON_Delete(one);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&g_kept_mu);
+    return ok;
 }

@@ -21,7 +21,8 @@
 
 struct lb_sbx;
 
-#define LB_E2B_MOUNTS_MAX 8 /* volumeMounts of one sandbox */
+#define LB_E2B_MOUNTS_MAX 8     /* volumeMounts of one sandbox */
+#define LB_E2B_MOUNTS_KEPT 1024 /* sandboxes whose mounts getInfo shows */
 
 /* GET, POST /e2b/volumes; GET, DELETE /e2b/volumes/{id} (router.c, LB_WHO_E2B). */
 void lb_h_e2b_volumes(lb_req *r);
@@ -48,5 +49,11 @@ typedef struct lb_e2b_mounts {
 int lb_e2b_mounts_parse(lb_req *r, const cJSON *body, lb_e2b_mounts *m, char *msg, size_t msgsz);
 /* Binds them into s (sandboxd's volume_mount): 0, or the HTTP status. */
 int lb_e2b_mounts_apply(lb_req *r, struct lb_sbx *s, const lb_e2b_mounts *m, char *msg, size_t msgsz);
+/* Keeps the mounts of sandbox id for getInfo (the web's memory: the last
+ * LB_E2B_MOUNTS_KEPT sandboxes made with mounts; a restart forgets them). */
+void lb_e2b_mounts_remember(const char *id, const lb_e2b_mounts *m);
+/* Adds getInfo's "volumeMounts": [{name, path}] of sandbox id to o ([]
+ * when none is kept). 0 when out of memory. */
+int lb_e2b_mounts_shape(const char *id, cJSON *o);
 
 #endif

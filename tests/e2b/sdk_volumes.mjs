@@ -71,6 +71,7 @@ if (phase === 'main') {
       a = await Sandbox.create({ volumeMounts: { '/mnt/vol': v } })
       b = await Sandbox.create({ volumeMounts: { '/data/shared': 'shared' } })
       eq((await a.commands.run('cat /mnt/vol/from-api.txt')).stdout, 'written by the API\n', 'the sandbox sees the API\'s file')
+      eq((await Sandbox.getInfo(b.sandboxId)).volumeMounts, [{ name: 'shared', path: '/data/shared' }], 'getInfo says the mount')
       await a.commands.run('echo from a > /mnt/vol/from-a.txt && mkdir -p /mnt/vol/sub && echo deep > /mnt/vol/sub/x')
       eq(await v.readFile('/from-a.txt'), 'from a\n', 'the API reads the sandbox\'s file')
       eq(await v.readFile('/sub/x'), 'deep\n', 'and its folders')
