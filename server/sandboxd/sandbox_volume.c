@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -281,9 +282,11 @@ int lbsd_volume_path_ok(const char *path, char *rel, size_t relsz, char *msg, si
     return 1;
 }
 
-/* The child that enters sb's mount namespace: makes rel's folders (as the
- * sandbox's root) from its root, never through a link, and moves the tree
- * onto the last. Only system calls: it is a fork of a threaded process. */
+/* The child that enters sb's mount namespace: makes rel's folders from its
+ * root, never through a link, with the file rights of the sandbox's own
+ * root (its host ids as the fsuid: what the sandbox's root may not make
+ * there, this does not make either), and moves the tree onto the last.
+ * Only system calls: it is a fork of a threaded process. */
 static void lbsd_vol_mount_child(int nsfd, int root_fd, char *rel, uint32_t root_id, int tree)
 {
     if (setns(nsfd, CLONE_NEWNS) != 0)
@@ -291,13 +294,17 @@ static void lbsd_vol_mount_child(int nsfd, int root_fd, char *rel, uint32_t root
     int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         _exit(11);
+    if (root_id) {
+        syscall(SYS_setfsgid, root_id);
+        syscall(SYS_setfsuid, root_id);
+    }
     char *p = rel;
     while (*p) {
         char *s = strchr(p, '/');
         if (s)
             *s = '\0';
-        if (mkdirat(fd, p, 0755) == 0)
-            LB_IGNORE(fchownat(fd, p, root_id, root_id, AT_SYMLINK_NOFOLLOW)); /* a root-owned folder still works */
+        if (mkdirat(fd, p, 0755) != 0 && errno != EEXIST)
+            _exit(13);
         int sub = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sub < 0)
             _exit(errno == ELOOP ? 12 : 13);
@@ -307,6 +314,8 @@ static void lbsd_vol_mount_child(int nsfd, int root_fd, char *rel, uint32_t root
             break;
         p = s + 1;
     }
+    syscall(SYS_setfsuid, 0);
+    syscall(SYS_setfsgid, 0);
     if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
         _exit(14);
     _exit(0);
@@ -366,7 +375,8 @@ static int lbsd_vol_bind(const lb_config *cfg, lbsd_sandbox *sb, int data_fd, ch
         return LB_OK;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (code == 12 || code == 13) {
-        snprintf(msg, msgsz, "/%s: a part of the mount path is a link or not a folder in the sandbox.", rel);
+        snprintf(msg, msgsz, "/%s: a part of the mount path is %s in the sandbox.", rel,
+                 code == 12 ? "a link" : "not a folder, or a folder its root may not make");
         return LB_E_INVAL;
     }
     snprintf(msg, msgsz, "the volume could not be mounted at /%s (step %d).", rel, code);

@@ -128,6 +128,8 @@ if (phase === 'main') {
         const e = await raises(() => Sandbox.create({ volumeMounts: { [p]: 'paths' } }), 'mount at ' + p)
         assert(/mount/i.test(e.message), p + ': said why: ' + e.message)
       }
+      const f = await raises(() => Sandbox.create({ volumeMounts: { '/etc/passwd/x': 'paths' } }), 'under a file')
+      assert(/not a folder/.test(f.message), 'a mount under a file said: ' + f.message)
       const e = await raises(() => Sandbox.create({ volumeMounts: { '/x': 'no-such-volume' } }))
       assert(/no volume named/.test(e.message), 'an unknown volume said: ' + e.message)
     } finally {
