@@ -474,7 +474,7 @@ static int lbvol_rm(int dirfd, const char *name, int depth)
     if (errno != EISDIR && errno != EPERM)
         return -1;
     if (depth > LBVOL_WALK_DEPTH_RM) {
-        errno = ELOOP;
+        errno = E2BIG; /* said as "too deep" by lbvol_fs_remove */
         return -1;
     }
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -515,8 +515,15 @@ int lbvol_fs_remove(const lbvol_fs *v, const char *path, char *msg, size_t msgsz
     int rc = lbvol_parent(v, rel, &pfd, &leaf, msg, msgsz);
     if (rc != LB_OK)
         return rc;
-    if (lbvol_rm(pfd, leaf, 0) != 0)
-        rc = lbvol_errno_status(errno == ELOOP ? EIO : errno, rel, "remove", msg, msgsz);
+    if (lbvol_rm(pfd, leaf, 0) != 0) {
+        if (errno == E2BIG) {
+            snprintf(msg, msgsz, "/%s holds folders more than %d levels deep: remove a deeper one first.", rel,
+                     LBVOL_WALK_DEPTH_RM);
+            rc = LB_E_TOOBIG;
+        } else {
+            rc = lbvol_errno_status(errno, rel, "remove", msg, msgsz);
+        }
+    }
     close(pfd);
     return rc;
 }

@@ -191,6 +191,15 @@ TEST(content_operations_and_caps)
     }
     CHECK(lbvol_fs_remove(&v, "/a", msg, sizeof msg) == LB_OK);
     CHECK(lbvol_fs_stat(&v, "/a", &e, msg, sizeof msg) == LB_E_NOTFOUND);
+    /* a tree deeper than a remove walks: said, and what is left is still there */
+    char deep[LB_PATH_MAX + 1] = "";
+    for (int i = 0; i < 140; i++)
+        snprintf(deep + strlen(deep), sizeof deep - strlen(deep), "%sd", i ? "/" : "");
+    CHECK(lbvol_fs_mkdir(&v, deep, NULL, 1, &e, msg, sizeof msg) == LB_OK);
+    cJSON_Delete(e);
+    CHECK(lbvol_fs_remove(&v, "/d", msg, sizeof msg) == LB_E_TOOBIG && strstr(msg, "levels deep"));
+    CHECK(lbvol_fs_remove(&v, deep + 2 * 20, msg, sizeof msg) == LB_OK); /* the folder at level 120, 20 levels below it */
+    CHECK(lbvol_fs_remove(&v, "/d", msg, sizeof msg) == LB_OK);
     close(v.data_fd);
     lbvol_store_close(&st);
 }
