@@ -216,7 +216,7 @@
  *            sandboxd's own store <var_dir>/volumes (no host path is ever
  *            named): create {owner, name} -> {volume:{id, name, owner,
  *            created_ms}}; list {} -> {volumes:[...]}; get {volume} ->
- *            {volume, bytes}; delete {volume} -> {}; on its content, each
+ *            {volume}; delete {volume} -> {}; on its content, each
  *            with {volume, path} (never through a link): stat -> {entry};
  *            list_dir {depth?} -> {entries}; mkdir {uid?, gid?, mode?,
  *            force?} -> {entry}; read -> {size} + a data frame; write

@@ -112,15 +112,9 @@ static void lbsd_vol_admin(lbsd_conn *c, const lb_config *cfg, lbvol_store *st, 
                              vid ? vid : "");
             return;
         }
-        uint64_t bytes = 0;
-        int partial = 0, fd = lbvol_store_data(st, m.id);
-        if (fd >= 0) {
-            LB_IGNORE(lbvol_store_usage(fd, &bytes, &partial)); /* 0 bytes when it cannot be walked */
-            close(fd);
-        }
+        /* no byte count here: every connect asks, and a walk of a full volume holds the loop */
         cJSON *r = cJSON_CreateObject();
-        if (r && (!cJSON_AddItemToObject(r, "volume", lbsd_vol_json(&m)) ||
-                  !cJSON_AddNumberToObject(r, "bytes", (double)bytes))) {
+        if (r && !cJSON_AddItemToObject(r, "volume", lbsd_vol_json(&m))) {
             cJSON_Delete(r);
             r = NULL;
         }
