@@ -14,11 +14,13 @@
 
 #include "common/path.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char g_dir[64];
@@ -129,13 +131,13 @@ TEST(content_never_follows_links)
     snprintf(p, sizeof p, "%s/dir", g_outside);
     CHECK(access(p, F_OK) != 0);
     /* a link is shown as itself */
-    CHECK(lbvol_fs_stat(&v, "/file-link", &e, msg, sizeof msg) == LB_OK);
-    CHECK_STR(cJSON_GetObjectItem(e, "type")->valuestring, "symlink");
-    CHECK_STR(cJSON_GetObjectItem(e, "target")->valuestring, secret);
+    CHECK(lbvol_fs_stat(&v, "/file-link", &e, msg, sizeof msg) == LB_OK && e);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(e, "type")), "symlink");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(e, "target")), secret);
     cJSON_Delete(e);
     /* a write over it replaces the link, never what it names */
-    CHECK(lbvol_fs_write(&v, "file-link", "new", 3, NULL, 0, &e, msg, sizeof msg) == LB_OK);
-    CHECK_STR(cJSON_GetObjectItem(e, "type")->valuestring, "file");
+    CHECK(lbvol_fs_write(&v, "file-link", "new", 3, NULL, 0, &e, msg, sizeof msg) == LB_OK && e);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(e, "type")), "file");
     cJSON_Delete(e);
     CHECK(stat(secret, &sb) == 0 && sb.st_size == 6);
     /* removing a link removes the link only */
@@ -181,8 +183,9 @@ TEST(content_operations_and_caps)
     CHECK(lbvol_store_owner_usage(&st, "dave", &bytes) == LB_OK && bytes == 2);
     if (geteuid() == 0) {
         lbvol_attrs a = {0, 0, 0640};
-        CHECK(lbvol_fs_chmeta(&v, "/a/b.txt", &a, &e, msg, sizeof msg) == LB_OK);
-        CHECK(cJSON_GetObjectItem(e, "uid")->valuedouble == 0 && cJSON_GetObjectItem(e, "mode")->valuedouble == 0640);
+        CHECK(lbvol_fs_chmeta(&v, "/a/b.txt", &a, &e, msg, sizeof msg) == LB_OK && e);
+        CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(e, "uid")) == 0 &&
+              cJSON_GetNumberValue(cJSON_GetObjectItem(e, "mode")) == 0640);
         cJSON_Delete(e);
         struct stat sb;
         CHECK(fstatat(v.data_fd, "a/b.txt", &sb, 0) == 0 && sb.st_uid == 100000); /* the images' ids on disk */
@@ -234,9 +237,14 @@ int main(void)
     chmod(secret, 0600);
     RUN(meta_round_trip_and_refusals);
     RUN(store_create_list_caps_delete);
-    RUN(content_never_follows_links);
-    RUN(content_operations_and_caps);
     RUN(mount_paths);
+    /* the content needs openat2 (Linux 5.6; valgrind does not know it yet) */
+    if (syscall(SYS_openat2, -1, "", NULL, 0) < 0 && errno == ENOSYS) {
+        printf("SKIP content_never_follows_links, content_operations_and_caps: no openat2 here\n");
+    } else {
+        RUN(content_never_follows_links);
+        RUN(content_operations_and_caps);
+    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", g_dir);
     if (system(cmd) != 0) /* checksrc: allow banned (a test's own temporary folder) */
