@@ -24,11 +24,11 @@ LIBOBJ   := $(filter-out $(BUILD)/server/main.o $(BUILD)/server/sandboxd/main.o,
 # libarchive, libmagic, libfcgi, SQLite or OpenSSL in the root process
 # (tests/integration/test_sandboxd_binary.py checks `ldd`).
 SD_COMMON := buf config config_file config_host config_mcp config_model config_user image_ref log netcheck node_id path status token_check util utf8 netpolicy config_secret
-SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c server/insandbox/*.c server/sandboxd_image/*.c)) \
+SD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard server/sandboxd/*.c server/insandbox/*.c server/sandboxd_image/*.c server/volumes/*.c)) \
             $(BUILD)/server/sandbox/rpc_frame.o $(BUILD)/server/sandbox/rpc_proto.o \
             $(SD_COMMON:%=$(BUILD)/server/common/%.o)
 SD_LDLIBS := -linih -lcjson -lseccomp -lpthread
-MAIN_OBJ := $(filter-out $(BUILD)/server/sandboxd/% $(BUILD)/server/insandbox/% $(BUILD)/server/sandboxd_image/%,$(OBJ))
+MAIN_OBJ := $(filter-out $(BUILD)/server/sandboxd/% $(BUILD)/server/insandbox/% $(BUILD)/server/sandboxd_image/% $(BUILD)/server/volumes/%,$(OBJ))
 
 PLUGIN_DIRS := $(wildcard plugins/*/)
 PLUGINS     := $(patsubst plugins/%/,plugins/%.so,$(PLUGIN_DIRS))
@@ -226,6 +226,9 @@ build-fuzz/fuzz_fs_meta: tests/fuzz/fuzz_fs_meta.c build-fuzz/obj/server/sandbox
 
 build-fuzz/fuzz_image_user: tests/fuzz/fuzz_image_user.c build-fuzz/obj/server/sandboxd/image_user.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
+
+build-fuzz/fuzz_volume_meta: tests/fuzz/fuzz_volume_meta.c build-fuzz/obj/server/volumes/volume_meta.o
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
 
 build-fuzz/fuzz_image_ref: tests/fuzz/fuzz_image_ref.c build-fuzz/obj/server/common/image_ref.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^

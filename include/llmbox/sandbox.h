@@ -212,6 +212,20 @@
  *            state: running | succeeded | failed; error: the last line the
  *            job printed when it failed. Finished jobs are forgotten after
  *            a while ("notfound"); none survives a restart of sandboxd.
+ *   volume   {action, ...}: E2B's volumes (sandboxd/sandbox_volume.h), on
+ *            sandboxd's own store <var_dir>/volumes (no host path is ever
+ *            named): create {owner, name} -> {volume:{id, name, owner,
+ *            created_ms}}; list {} -> {volumes:[...]}; get {volume} ->
+ *            {volume}; delete {volume} -> {}; on its content, each
+ *            with {volume, path} (never through a link): stat -> {entry};
+ *            list_dir {depth?} -> {entries}; mkdir {uid?, gid?, mode?,
+ *            force?} -> {entry}; read -> {size} + a data frame; write
+ *            {uid?, gid?, mode?, force?} + a data frame -> {entry}; remove
+ *            -> {}; chmeta {uid?, gid?, mode?} -> {entry}. Over the owner's
+ *            volume_max_per_owner "toobig", volume_max_mb_per_owner "nospace".
+ *   volume_mount {id, volume, path} -> {}: the volume bound read-write at
+ *            path (absolute, not /proc, /sys, /dev, no "..", made when
+ *            missing, never through a link) in sandbox id.
  *
  * Sandboxes without a lease belong to the connection that created them:
  * when it closes (the agent exits, is killed or cancelled), sandboxd
@@ -219,8 +233,9 @@
  *
  * Error codes: "invalid" (also: a network mode the operator does not
  * allow), "notfound" (also: a sandbox whose TTL ran out), "exists",
- * "toobig", "isdir", "sandbox" (the sandbox itself failed or expired under
- * a running command; nat could not be set up), "busy", "internal".
+ * "toobig", "isdir", "nospace" (a volume owner's room), "sandbox" (the
+ * sandbox itself failed or expired under a running command; nat could not
+ * be set up), "busy", "internal".
  */
 #ifndef LLMBOX_SANDBOX_H
 #define LLMBOX_SANDBOX_H
@@ -533,6 +548,16 @@ typedef struct lbsb_image_job_status {
 LLMBOX_MUST_CHECK int lbsb_image_job_poll(lbsb_conn *c, const char *job_id, int64_t log_offset, size_t log_max,
                                           lbsb_image_job_status *st, char *errbuf, size_t errsz);
 void lbsb_image_job_status_free(lbsb_image_job_status *st);
+
+/* E2B's volumes (the volume request above): req (taken, freed) gets its
+ * op; data, when not NULL, goes as its data frame (a write); the answer's
+ * data frame (a read) into *rdata, at most rmax bytes (free it). */
+struct cJSON;
+LLMBOX_MUST_CHECK int lbsb_volume_call(lbsb_conn *c, struct cJSON *req, const void *data, size_t dlen,
+                                       struct cJSON **resp, char **rdata, size_t *rlen, size_t rmax, char *errbuf, size_t errsz);
+/* Binds volume (its id) at path inside sandbox id (volume_mount above). */
+LLMBOX_MUST_CHECK int lbsb_volume_mount(lbsb_conn *c, const char *id, const char *volume, const char *path,
+                                        char *errbuf, size_t errsz);
 
 #ifdef __cplusplus
 }

@@ -302,6 +302,10 @@ typedef struct lb_config {
                                         per sandbox (429 past it) */
     int e2b_port_head_s;             /* e2b_port_head_s | LLMBOX_E2B_PORT_HEAD_S, default 30: a relayed request's whole
                                         sending and its answer's head, at most (then 504) */
+    int volume_max_per_owner;        /* volume_max_per_owner | LLMBOX_VOLUME_MAX_PER_OWNER, default 8: E2B volumes one
+                                        key (a user's, or the shared token) holds on a node (sandboxd checks) */
+    uint64_t volume_max_bytes_per_owner; /* volume_max_mb_per_owner | LLMBOX_VOLUME_MAX_MB_PER_OWNER, default 1024: the
+                                        bytes of files in one key's volumes (sandboxd checks, volumes/volume_store.h) */
 
     /* Access (config_user.c). With no user, the service has no login and
      * serves loopback only; listen beyond loopback is refused then. */

@@ -7,6 +7,7 @@
 #include "e2b/e2b_metrics.h"
 #include "e2b/e2b_network.h"
 #include "e2b/e2b_template.h"
+#include "e2b/e2b_volume.h"
 #include "sbxapi/handlers_sandbox_pause.h"
 #include "sbxapi/handlers_sandboxes.h"
 #include "llmbox/sandbox.h"
@@ -111,7 +112,8 @@ static cJSON *lb_e2b_info(const cJSON *st)
                                                                                                               : "running") &&
              cJSON_AddNumberToObject(o, "cpuCount", cJSON_IsNumber(cpu) && cpu->valuedouble >= 1 ? cpu->valuedouble : 1) &&
              cJSON_AddNumberToObject(o, "memoryMB", cJSON_IsNumber(mem) ? mem->valuedouble : 0) &&
-             cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION);
+             cJSON_AddStringToObject(o, "envdVersion", LB_E2B_ENVD_VERSION) &&
+             lb_e2b_mounts_shape(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "id")), o);
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -258,6 +260,13 @@ static void lb_e2b_create(lb_req *r)
     int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
     if (ttl < 0)
         goto out;
+    /* volumeMounts: the key's own volumes by name, checked before anything starts */
+    lb_e2b_mounts mounts;
+    int vst = lb_e2b_mounts_parse(r, body, &mounts, msg, sizeof msg);
+    if (vst) {
+        lb_e2b_error(r, vst, "%s", msg);
+        goto out;
+    }
     /* the llmbox spec it means: E2B's default template is the default image */
     /* a snapshot's id as the template (E2B's Sandbox.create(snapshotId)):
      * the sandbox API's snapshot, on the default image it was taken of */
@@ -308,6 +317,12 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, st, "%s", msg);
         goto out;
     }
+    if ((vst = lb_e2b_mounts_apply(r, s, &mounts, msg, sizeof msg)) != 0) {
+        LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* a sandbox without its volumes is not what was asked */
+        lb_e2b_error(r, vst, "%s", msg);
+        goto out;
+    }
+    lb_e2b_mounts_remember(s->id, &mounts);
     if (auto_pause) { /* sandboxd's own end (its TTL, set to the API's maximum) bounds it */
         int64_t created_ms, end_ms;
         lb_sbx_times(s, &created_ms, &end_ms);

@@ -8,6 +8,7 @@
 #include "web/auth.h"
 #include "e2b/e2b_api.h"
 #include "e2b/e2b_envd.h"
+#include "e2b/e2b_volume.h"
 #include "web/handlers_dl_fetch.h" /* several nodes */
 #include "jobs/handlers_evals.h"
 #include "web/handlers_files.h"
@@ -70,6 +71,13 @@ const lb_route_def lb_routes[] = {
     {LB_M_ANY,    "/api/sandboxes/{sandbox}/*",             LB_WHO_SANDBOX, "sandboxes",       lb_h_sbx_no_route},
     /* E2B's protocol (docs/E2B.md): envd of every sandbox, then the control plane */
     {LB_M_ANY,    "/e2b/sandbox/*",                         LB_WHO_E2B,     "e2b_envd",        lb_h_e2b_envd},
+    /* E2B's volumes (e2b_volume.c): the control plane with X-API-KEY (a user's key: its own volumes), the content with
+     * the volume's own token */
+    {LB_M_GET,    "/e2b/volumes",                           LB_WHO_E2B,     "e2b_volumes",     lb_h_e2b_volumes},
+    {LB_M_POST,   "/e2b/volumes",                           LB_WHO_E2B,     "e2b_volumes",     lb_h_e2b_volumes},
+    {LB_M_GET,    "/e2b/volumes/{path}",                    LB_WHO_E2B,     "e2b_volume",      lb_h_e2b_volume},
+    {LB_M_DELETE, "/e2b/volumes/{path}",                    LB_WHO_E2B,     "e2b_volume",      lb_h_e2b_volume},
+    {LB_M_ANY,    "/e2b/volumecontent/{path}",              LB_WHO_E2B_VOLUME, "e2b_volume_content", lb_h_e2b_volume_content},
     {LB_M_ANY,    "/e2b/*",                                 LB_WHO_E2B,     "e2b",             lb_h_e2b_api},
     {LB_M_GET,    "/api/health",                            LB_WHO_ANYONE,  "health",          lb_h_health},
     {LB_M_GET,    "/api/session",                           LB_WHO_ANYONE,  "session",         lb_h_session},
@@ -310,6 +318,12 @@ static int lb_route_owner_ok(lb_req *r, const lb_route_def *g)
                           "the service restarted).", r->sandbox);
         return 0;
     }
+    /* E2B's volumes: another user's is a 404, as an absent one */
+    if (!strncmp(r->path, "/e2b/volumes/", 13) && !lb_e2b_volume_owner_sees(r, r->path + 13)) {
+        lb_http_drain(r);
+        lb_e2b_error_json(r, 404, NULL, "There is no such volume.");
+        return 0;
+    }
     /* E2B: /sandboxes/<id>[/...] (also /v2/), and DELETE /templates/<snapshot id> */
     const char *p = r->path, *id = NULL;
     int snap = 0;
@@ -351,6 +365,7 @@ static int lb_route_admit(lb_req *r, const lb_route_def *g)
     case LB_WHO_SANDBOX: ok = lb_sandbox_auth_ok(r); break;
     case LB_WHO_ROLLOUT: ok = lb_rollout_auth_ok(r); break;
     case LB_WHO_E2B: ok = lb_e2b_auth_ok(r); break;
+    case LB_WHO_E2B_VOLUME: ok = lb_e2b_volume_auth_ok(r); break;
     case LB_WHO_MCP: ok = lb_mcp_auth_ok(r); break;
     case LB_WHO_ANYONE:
     case LB_WHO_PREVIEW: ok = r->cfg->n_users || lb_auth_request_ok(r); break;

@@ -32,6 +32,8 @@ typedef enum lb_who {
     /* E2B's protocol (docs/E2B.md) */
     LB_WHO_E2B,       /* the sandbox API token as X-API-KEY (e2b_api.c); envd's
                        * /e2b/sandbox/... checks its sandbox's access token */
+    LB_WHO_E2B_VOLUME, /* the Bearer token of the path's volume (E2B's volume
+                       * content API, e2b_volume.c) */
     /* MCP (docs/MCP.md) */
     LB_WHO_MCP,       /* the sandbox API token, or what LB_WHO_USER takes
                        * (mcp_http.c); each tool's inner request is then

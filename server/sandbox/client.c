@@ -1491,3 +1491,39 @@ void lbsb_image_job_status_free(lbsb_image_job_status *st)
     st->log = NULL;
     st->log_len = 0;
 }
+
+/* ---- E2B's volumes (sandboxd/sandbox_volume.h) ---------------------------------- */
+
+#define LBSB_VOLUME_CALL_MS 120000 /* a write of the largest file, or a walk of a full volume */
+
+int lbsb_volume_call(lbsb_conn *c, cJSON *req, const void *data, size_t dlen, cJSON **resp, char **rdata,
+                     size_t *rlen, size_t rmax, char *errbuf, size_t errsz)
+{
+    if (req && !cJSON_AddStringToObject(req, "op", "volume")) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    if (c)
+        c->op_ms = LBSB_VOLUME_CALL_MS;
+    int rc = lbsb_call(c, req, data, dlen, resp, rdata, rlen, rmax, errbuf, errsz);
+    if (c)
+        c->op_ms = 0;
+    return rc;
+}
+
+int lbsb_volume_mount(lbsb_conn *c, const char *id, const char *volume, const char *path, char *errbuf, size_t errsz)
+{
+    if (lbsb_check_id(id, errbuf, errsz) || !volume || !path) {
+        lbsb_err(errbuf, errsz, "a mount needs a sandbox, a volume and a path");
+        return LB_E_INVAL;
+    }
+    cJSON *req = lbsb_req("volume_mount", id);
+    if (req && (!cJSON_AddStringToObject(req, "volume", volume) || !cJSON_AddStringToObject(req, "path", path))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp = NULL;
+    int rc = lbsb_call_bounded(c, req, NULL, 0, &resp, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}

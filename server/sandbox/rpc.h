@@ -100,6 +100,12 @@ typedef enum lbsd_op {
      * Their fields are checked where they are served. */
     LBSD_OP_IMAGE_JOB_START,
     LBSD_OP_IMAGE_JOB_POLL,
+    /* E2B's volumes (volumes/volume_store.h, sandboxd/sandbox_volume.h):
+     * volume {action, ...} (a write carries a data frame) and
+     * volume_mount {id, volume, path}. Their fields are checked where they
+     * are served. */
+    LBSD_OP_VOLUME,
+    LBSD_OP_VOLUME_MOUNT,
 } lbsd_op;
 
 /* network modes of a sandbox */

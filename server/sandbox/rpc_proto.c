@@ -26,6 +26,8 @@ static const char *const lbsd_op_names[] = {
     [LBSD_OP_PROC_LIST] = "proc_list", [LBSD_OP_PORT_CONNECT] = "port_connect",
     [LBSD_OP_METRICS] = "metrics",
     [LBSD_OP_IMAGE_JOB_START] = "image_job_start", [LBSD_OP_IMAGE_JOB_POLL] = "image_job_poll",
+    /* E2B's volumes (sandboxd/sandbox_volume.h) */
+    [LBSD_OP_VOLUME] = "volume", [LBSD_OP_VOLUME_MOUNT] = "volume_mount",
 };
 
 const char *lbsd_op_name(lbsd_op op)
@@ -199,6 +201,8 @@ static const struct {
     {"metrics", LBSD_OP_METRICS},
     /* image work (sandboxd/image_jobs.h) */
     {"image_job_start", LBSD_OP_IMAGE_JOB_START}, {"image_job_poll", LBSD_OP_IMAGE_JOB_POLL},
+    /* E2B's volumes (sandboxd/sandbox_volume.h) */
+    {"volume", LBSD_OP_VOLUME}, {"volume_mount", LBSD_OP_VOLUME_MOUNT},
 };
 
 /* A saved state's name from member key into req->state (required when need). */
@@ -256,8 +260,8 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
     }
     if ((rc = lbsd_get_bool(o, "data", &req->has_data, msg, msgsz)))
         return rc;
-    if (req->has_data && req->op != LBSD_OP_WRITE && req->op != LBSD_OP_PROC_INPUT) {
-        lbsd_msg(msg, msgsz, "only write and proc_input carry a data frame");
+    if (req->has_data && req->op != LBSD_OP_WRITE && req->op != LBSD_OP_PROC_INPUT && req->op != LBSD_OP_VOLUME) {
+        lbsd_msg(msg, msgsz, "only write, proc_input and volume carry a data frame");
         return LB_E_INVAL;
     }
 
@@ -437,12 +441,14 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
     case LBSD_OP_PROC_LIST:
     case LBSD_OP_PORT_CONNECT:
     case LBSD_OP_METRICS:
+    case LBSD_OP_VOLUME_MOUNT:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
             return rc;
         break;
     /* image work: its fields are checked in sandboxd/image_jobs.c */
     case LBSD_OP_IMAGE_JOB_START:
     case LBSD_OP_IMAGE_JOB_POLL:
+    case LBSD_OP_VOLUME: /* its fields: sandboxd/sandbox_volume.c */
     case LBSD_OP_STATE_LIST:
     case LBSD_OP_PING:
     case LBSD_OP_NONE:
@@ -465,6 +471,7 @@ static const struct {
     {"invalid", LB_E_INVAL},    {"notfound", LB_E_NOTFOUND}, {"exists", LB_E_EXISTS},
     {"toobig", LB_E_TOOBIG},    {"sandbox", LB_E_SANDBOX},   {"busy", LB_E_BUSY},
     {"internal", LB_E_INTERNAL}, {"isdir", LB_E_ISDIR},
+    {"nospace", LB_E_NOSPACE}, /* a volume owner's room (sandboxd/sandbox_volume.h) */
 };
 
 const char *lbsd_status_code(int status)

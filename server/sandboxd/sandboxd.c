@@ -23,6 +23,7 @@
 #include "sandboxd/sandbox_exec.h"
 #include "sandboxd/sandbox_fs.h"
 #include "sandboxd/sandbox_metrics.h"
+#include "sandboxd/sandbox_volume.h"
 #include "sandboxd/sandbox_net.h"
 #include "sandboxd/sandbox_proc.h"
 #include "sandboxd/sandbox_restore.h"
@@ -597,6 +598,17 @@ static void h_image_job(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const cha
     lbsd_image_job_request(c, req);
 }
 
+/* E2B's volumes (sandbox_volume.c) */
+static void h_volume(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_volume_request(c, g_cfg, req, data, dlen);
+}
+
+static void h_volume_mount(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_volume_mount(c, g_cfg, sb, req);
+}
+
 static void h_unsupported(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data,
                           size_t dlen)
 {
@@ -645,6 +657,8 @@ static const struct lbsd_route {
     {LBSD_OP_METRICS, LBSD_R_SANDBOX | LBSD_R_THAWED, h_metrics},
     {LBSD_OP_IMAGE_JOB_START, 0, h_image_job},
     {LBSD_OP_IMAGE_JOB_POLL, 0, h_image_job},
+    {LBSD_OP_VOLUME, 0, h_volume},
+    {LBSD_OP_VOLUME_MOUNT, LBSD_R_SANDBOX | LBSD_R_THAWED, h_volume_mount},
 };
 
 static void lbsd_dispatch(lbsd_conn *c, lbsd_req *req, const char *data, size_t dlen)

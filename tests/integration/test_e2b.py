@@ -32,6 +32,8 @@ USERS_CONF = "".join('[user "%s"]\ntoken_sha256 = %s\n%s' % (
     n, hashlib.sha256(t.encode()).hexdigest(), "max_sandboxes = 1\nsandboxes_per_minute = 2\n" if n in ("carol", "dave")
     else "max_sandboxes = 2\n" if n == "erin" else "")  # erin: sdk_fork.mjs's forks counted
     for n, t in USERS.items())
+# E2B's volumes (sdk_volumes.mjs): small caps, so the test reaches them
+VOLUME_CONF = "volume_max_per_owner = 3\nvolume_max_mb_per_owner = 2\n"
 E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
 
 
@@ -39,15 +41,17 @@ def sdk_env(stack, key=TOKEN):
     env = dict(os.environ)
     env.update({"E2B_API_URL": "http://127.0.0.1:%d/e2b" % stack.port,
                 "E2B_SANDBOX_URL": "http://127.0.0.1:%d/e2b/sandbox" % stack.port,
+                "E2B_VOLUME_API_URL": "http://127.0.0.1:%d/e2b" % stack.port,
                 "E2B_API_KEY": key})
     return env
 
 
-def run_script(stack, name, timeout=600):
+def run_script(stack, name, timeout=600, args=(), more_env=None):
     """Runs tests/e2b/<name> with node; returns (rc, stdout, stderr)."""
     env = sdk_env(stack)
     env.update({"E2B_KEY_" + n.upper(): t for n, t in USERS.items()})
-    p = subprocess.run(["node", name], cwd=E2B_DIR, env=env, capture_output=True, text=True,
+    env.update(more_env or {})
+    p = subprocess.run(["node", name] + list(args), cwd=E2B_DIR, env=env, capture_output=True, text=True,
                        timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
@@ -105,6 +109,28 @@ def t_sdk(stack, script):
         print("   " + l, file=sys.stderr)
     fails = [l for l in lines if l.startswith("FAIL ")]
     assert rc == 0 and lines and not fails, "%s: rc %d\n%s\n%s" % (script, rc, "\n".join(fails or lines), err[-2000:])
+
+
+def t_sdk_volumes(stack):
+    """E2B's volumes with the SDK (sdk_volumes.mjs), then a restart of the
+    web and sandboxd, then the same volume again: its record and content
+    are kept, and it mounts."""
+    def one(args, more_env=None):
+        rc, out, err = run_script(stack, "sdk_volumes.mjs", args=args, more_env=more_env)
+        lines = [l for l in out.splitlines() if l.startswith(("PASS ", "FAIL "))]
+        for l in lines:
+            print("   " + l, file=sys.stderr)
+        fails = [l for l in lines if l.startswith("FAIL ")]
+        assert rc == 0 and lines and not fails, "rc %d\n%s\n%s" % (rc, "\n".join(fails or lines), err[-2000:])
+        return out
+    out = one([])
+    vid = [l.split("=", 1)[1] for l in out.splitlines() if l.startswith("PERSIST_VOLUME=")]
+    assert len(vid) == 1, out
+    stack.kill("web")
+    stack.kill("sandboxd")
+    stack.restart("sandboxd", wait=False)
+    stack.restart("web")
+    one(["after"], {"PERSIST_VOLUME": vid[0]})
 
 
 def t_readme_example(stack):
@@ -560,7 +586,7 @@ def main():
     ca, crt, key = make_tls(tmp, "e2b.test")
     tls = {"ca": ca, "addr": free_loopback_443()}
     stack_tls = {"listen": tls["addr"] + ":443", "cert": crt, "key": key, "names": "*.e2b.test"}
-    with Stack(model=False, web_env=env, tls=stack_tls, conf=USERS_CONF) as st:
+    with Stack(model=False, web_env=env, tls=stack_tls, conf=VOLUME_CONF + USERS_CONF) as st:
         r.run("sdk_commands", t_sdk, st, "sdk_commands.mjs")
         r.run("sdk_files", t_sdk, st, "sdk_files.mjs")
         r.run("sdk_watch", t_sdk, st, "sdk_watch.mjs")
@@ -587,6 +613,8 @@ def main():
         r.run("unsupported_said", t_unsupported_said, st)
         r.run("web_restart_keeps_sandbox_and_token", t_web_restart, st)
         r.run("e2b_domain_sdk_over_tls", t_e2b_domain_sdk, st, tls)
+        # last: it restarts sandboxd, which ends every sandbox
+        r.run("sdk_volumes", t_sdk_volumes, st)
     shutil.rmtree(tmp, ignore_errors=True)
     r.done()
 

@@ -60,9 +60,12 @@ TEST(every_route_has_a_rule)
             CHECK(d->who == LB_WHO_OWNER || d->who == LB_WHO_PREVIEW);
         if (!strncmp(d->pattern, "/api/sandboxes", 14))
             CHECK(d->who == LB_WHO_SANDBOX);
-        /* E2B's routes: the key, or envd's per-sandbox token (e2b_api.c) */
+        /* E2B's routes: the key, or envd's per-sandbox token (e2b_api.c); a
+         * volume's content: that volume's token (e2b_volume.c), and nothing else */
         if (!strncmp(d->pattern, "/e2b/", 5))
-            CHECK(d->who == LB_WHO_E2B);
+            CHECK(d->who == (strncmp(d->pattern, "/e2b/volumecontent/", 19) ? LB_WHO_E2B : LB_WHO_E2B_VOLUME));
+        if (d->who == LB_WHO_E2B_VOLUME)
+            CHECK(!strcmp(d->pattern, "/e2b/volumecontent/{path}"));
         /* "/dl/" + anything: only nginx's @dl_fetch sends a signed link there, and its
          * handler checks the signature (several nodes, handlers_dl_fetch.c) */
         if (d->who == LB_WHO_NGINX)
@@ -151,6 +154,8 @@ TEST(allow_lists)
         {"/mcp", "POST, DELETE"},
         {"/api/images/pull", "POST"}, /* image pulls sandboxd runs for the web */
         {"/api/images/jobs/" ID, "GET, HEAD"},
+        {"/e2b/volumes", "GET, HEAD, POST"}, /* E2B's volumes (e2b_volume.c) */
+        {"/e2b/volumes/" ID, "GET, HEAD, DELETE"},
     };
     char allow[64];
     size_t seen = 0;

@@ -935,6 +935,25 @@ TEST(req_proc_ops)
     }
 }
 
+/* E2B's volumes: "volume" carries a data frame (a write), "volume_mount" needs
+ * its sandbox; "nospace" (an owner's room) comes back as itself */
+TEST(req_volume_ops)
+{
+    lbsd_req r;
+    char msg[256] = "";
+    CHECK(parse("{\"op\":\"volume\",\"action\":\"write\",\"data\":true}", &r, msg) == LB_OK && r.op == LBSD_OP_VOLUME &&
+          r.has_data);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"volume_mount\",\"id\":\"" ID "\",\"volume\":\"" ID "\",\"path\":\"/v\"}", &r, msg) ==
+          LB_OK && r.op == LBSD_OP_VOLUME_MOUNT && !strcmp(lbsd_op_name(r.op), "volume_mount"));
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"volume_mount\",\"volume\":\"" ID "\"}", &r, msg) == LB_E_INVAL && msg[0]);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"volume_mount\",\"id\":\"" ID "\",\"data\":true}", &r, msg) == LB_E_INVAL);
+    lbsd_req_free(&r);
+    CHECK(lbsd_code_status(lbsd_status_code(LB_E_NOSPACE)) == LB_E_NOSPACE);
+}
+
 static void send_frames(int fd, const char *const *frames, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -1188,5 +1207,6 @@ int main(void)
     RUN(client_port_connect_takes_the_descriptor);
     RUN(client_call_deadline_and_leaving_caller);
     RUN(client_image_job_calls);
+    RUN(req_volume_ops);
     return testlib_done();
 }

@@ -1,0 +1,541 @@
+/* E2B's volumes: control plane, content API and mounts (e2b_volume.h). */
+#include "e2b/e2b_volume.h"
+
+#include "e2b/e2b_connect.h"
+#include "llmbox/sandbox.h"
+#include "sbxapi/sandbox_owner.h"
+#include "sbxapi/sandbox_registry.h"
+#include "web/http.h"
+#include "web/req_body.h"
+
+#include "common/buf.h"
+#include "common/config.h"
+#include "common/token.h"
+#include "common/util.h"
+
+#include <fcgiapp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LB_E2B_VOL_FILE_MAX (60u << 20) /* one file's body: sandboxd's cap (volumes/volume_fs.h) */
+#define LB_E2B_VOL_BODY_MAX 4096        /* a JSON body of these routes */
+
+/* The content token of volume id (64 hex). */
+static int lb_e2b_volume_token(const lb_config *cfg, const char *id, char out[LB_SHA256_HEX])
+{
+    if (!cfg->sandbox_api_token[0])
+        return LB_E_INVAL;
+    char data[96];
+    int n = snprintf(data, sizeof data, "e2b-volume-content:%.32s", id);
+    return lb_hmac_sha256_hex(cfg->sandbox_api_token, strlen(cfg->sandbox_api_token), data, (size_t)n, out);
+}
+
+/* A fresh connection to sandboxd, or NULL after answering 503. */
+static lbsb_conn *lb_e2b_vol_conn(lb_req *r)
+{
+    lbsb_conn *c = NULL;
+    char err[256];
+    if (lbsb_connect(r->cfg->sandboxd_socket, NULL, &c, err, sizeof err) != LB_OK) {
+        lb_e2b_error(r, 503, "The sandbox daemon cannot be reached: %s.", err);
+        return NULL;
+    }
+    return c;
+}
+
+/* One volume request to sandboxd; *resp (and *data for a read) on LB_OK. */
+static int lb_e2b_vol_call(lbsb_conn *c, cJSON *req, const void *body, size_t blen, cJSON **resp, char **data,
+                           size_t *dlen, char *err, size_t errsz)
+{
+    char *ignored = NULL;
+    size_t ilen = 0;
+    int rc = lbsb_volume_call(c, req, body, blen, resp, data ? data : &ignored, data ? dlen : &ilen,
+                              LB_E2B_VOL_FILE_MAX, err, errsz);
+    free(ignored);
+    return rc;
+}
+
+static cJSON *lb_e2b_vol_req(const char *action, const char *id)
+{
+    cJSON *q = cJSON_CreateObject();
+    if (q && (!cJSON_AddStringToObject(q, "action", action) || (id && !cJSON_AddStringToObject(q, "volume", id)))) {
+        cJSON_Delete(q);
+        return NULL;
+    }
+    return q;
+}
+
+/* The HTTP status of sandboxd's answer rc. */
+static int lb_e2b_vol_status(int rc)
+{
+    switch (rc) {
+    case LB_E_NOTFOUND: return 404;
+    case LB_E_EXISTS: return 409;
+    case LB_E_INVAL:
+    case LB_E_ISDIR: return 400;
+    case LB_E_TOOBIG: return 413;
+    case LB_E_NOSPACE: return 507;
+    case LB_E_UNAVAILABLE: return 503;
+    default: return 500;
+    }
+}
+
+/* The record of volume id: LB_OK with its owner and name. */
+static int lb_e2b_vol_get(lbsb_conn *c, const char *id, char owner[64], char name[65], char *err, size_t errsz)
+{
+    cJSON *resp = NULL;
+    int rc = lb_e2b_vol_call(c, lb_e2b_vol_req("get", id), NULL, 0, &resp, NULL, NULL, err, errsz);
+    if (rc != LB_OK)
+        return rc;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(resp, "volume");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(v, "owner"), *n = cJSON_GetObjectItemCaseSensitive(v, "name");
+    rc = cJSON_IsString(o) && cJSON_IsString(n) ? LB_OK : LB_E_PROTO;
+    if (rc == LB_OK) {
+        snprintf(owner, 64, "%s", o->valuestring);
+        snprintf(name, 65, "%s", n->valuestring);
+    }
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lb_e2b_volume_owner_sees(lb_req *r, const char *id)
+{
+    if (!r->user || !lb_id_valid(id))
+        return 1;
+    lbsb_conn *c = NULL;
+    char err[256], owner[64], name[65];
+    if (lbsb_connect(r->cfg->sandboxd_socket, NULL, &c, err, sizeof err) != LB_OK)
+        return 1; /* the handler answers 503 */
+    int rc = lb_e2b_vol_get(c, id, owner, name, err, sizeof err);
+    lbsb_close(c);
+    return rc != LB_OK || !strcmp(owner, lb_sbx_owner_name(r));
+}
+
+/* {volumeID, name, token} */
+static cJSON *lb_e2b_vol_shape(const lb_config *cfg, const char *id, const char *name, int with_token)
+{
+    char tok[LB_SHA256_HEX];
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "volumeID", id) || !cJSON_AddStringToObject(o, "name", name) ||
+        (with_token && (lb_e2b_volume_token(cfg, id, tok) != LB_OK || !cJSON_AddStringToObject(o, "token", tok)))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+void lb_h_e2b_volumes(lb_req *r)
+{
+    lbsb_conn *c = lb_e2b_vol_conn(r);
+    if (!c)
+        return;
+    char err[1400];
+    cJSON *resp = NULL, *body = NULL, *out = NULL;
+    const char *me = lb_sbx_owner_name(r);
+    if (!strcmp(r->method, "POST")) {
+        body = lb_req_json(r, LB_E2B_VOL_BODY_MAX, "volume");
+        if (!body)
+            goto done;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+        if (!cJSON_IsString(name)) {
+            lb_e2b_error(r, 400, "A volume needs a name.");
+            goto done;
+        }
+        cJSON *q = lb_e2b_vol_req("create", NULL);
+        if (q && (!cJSON_AddStringToObject(q, "owner", me) || !cJSON_AddStringToObject(q, "name", name->valuestring))) {
+            cJSON_Delete(q);
+            q = NULL;
+        }
+        int rc = lb_e2b_vol_call(c, q, NULL, 0, &resp, NULL, NULL, err, sizeof err);
+        if (rc != LB_OK) {
+            /* over the count is the key's limit, not the request's size */
+            lb_e2b_error(r, rc == LB_E_TOOBIG ? 400 : lb_e2b_vol_status(rc), "%s", err);
+            goto done;
+        }
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(resp, "volume");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
+        out = cJSON_IsString(id) ? lb_e2b_vol_shape(r->cfg, id->valuestring, name->valuestring, 1) : NULL;
+        if (!out)
+            lb_e2b_error(r, 500, "sandboxd named no volume.");
+        else
+            lb_http_json(r, 201, out, NULL);
+        goto done;
+    }
+    int rc = lb_e2b_vol_call(c, lb_e2b_vol_req("list", NULL), NULL, 0, &resp, NULL, NULL, err, sizeof err);
+    if (rc != LB_OK) {
+        lb_e2b_error(r, lb_e2b_vol_status(rc), "%s", err);
+        goto done;
+    }
+    out = cJSON_CreateArray();
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(resp, "volumes"))
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id"), *n = cJSON_GetObjectItemCaseSensitive(v, "name");
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(v, "owner");
+        /* a user's key: its own; the shared token: every one */
+        if (!cJSON_IsString(id) || !cJSON_IsString(n) || !cJSON_IsString(o) || (r->user && strcmp(o->valuestring, me)))
+            continue;
+        cJSON *one = lb_e2b_vol_shape(r->cfg, id->valuestring, n->valuestring, 0);
+        if (one && out)
+            cJSON_AddItemToArray(out, one);
+        else
+            cJSON_Delete(one);
+    }
+    if (out)
+        lb_http_json(r, 200, out, NULL);
+    else
+        lb_e2b_error(r, 500, "Out of memory.");
+done:
+    cJSON_Delete(out);
+    cJSON_Delete(resp);
+    cJSON_Delete(body);
+    lbsb_close(c);
+}
+
+void lb_h_e2b_volume(lb_req *r)
+{
+    const char *id = r->rest ? r->rest : "";
+    if (!lb_id_valid(id)) {
+        lb_http_drain(r);
+        lb_e2b_error(r, 404, "There is no volume %.64s: volume ids are 32 lowercase hexadecimal characters.", id);
+        return;
+    }
+    lbsb_conn *c = lb_e2b_vol_conn(r);
+    if (!c)
+        return;
+    char err[1400], owner[64], name[65];
+    int rc = lb_e2b_vol_get(c, id, owner, name, err, sizeof err);
+    /* the router let only the owner's key (or the shared token) through */
+    if (rc != LB_OK) {
+        lb_e2b_error(r, lb_e2b_vol_status(rc), "%s", rc == LB_E_NOTFOUND ? "There is no such volume." : err);
+    } else if (!strcmp(r->method, "DELETE")) {
+        cJSON *resp = NULL;
+        rc = lb_e2b_vol_call(c, lb_e2b_vol_req("delete", id), NULL, 0, &resp, NULL, NULL, err, sizeof err);
+        cJSON_Delete(resp);
+        if (rc != LB_OK)
+            lb_e2b_error(r, lb_e2b_vol_status(rc), "%s", err);
+        else
+            lb_http_head(r, 204, NULL, NULL);
+    } else {
+        cJSON *out = lb_e2b_vol_shape(r->cfg, id, name, 1);
+        if (out)
+            lb_http_json(r, 200, out, NULL);
+        else
+            lb_e2b_error(r, 500, "Out of memory.");
+        cJSON_Delete(out);
+    }
+    lbsb_close(c);
+}
+
+int lb_e2b_volume_auth_ok(lb_req *r)
+{
+    const char *rest = r->rest ? r->rest : "";
+    char id[33] = "";
+    size_t n = strcspn(rest, "/");
+    if (n == 32) {
+        memcpy(id, rest, 32);
+        id[32] = '\0';
+    }
+    const char *h = lb_http_param(r, "HTTP_AUTHORIZATION");
+    char want[LB_SHA256_HEX], got[LB_SHA256_HEX] = "";
+    if (h) {
+        while (*h == ' ')
+            h++;
+        if (!strncasecmp(h, "Bearer ", 7)) {
+            h += 7;
+            while (*h == ' ')
+                h++;
+            snprintf(got, sizeof got, "%.64s", h);
+        }
+    }
+    if (lb_id_valid(id) && strlen(got) == 64 && lb_e2b_volume_token(r->cfg, id, want) == LB_OK &&
+        lb_ct_equal(want, got, 64))
+        return 1;
+    lb_http_drain(r);
+    lb_e2b_error(r, 401, "%s", !r->cfg->sandbox_api_token[0]
+                     ? "Volumes are turned off because no sandbox API token is configured (LLMBOX_SANDBOX_API_TOKEN)."
+                     : "Send the volume's token (Volume.create and Volume.getInfo answer it) as Authorization: Bearer.");
+    return 0;
+}
+
+/* A query number into the request (absent: left out); 0 when it is not one. */
+static int lb_e2b_vol_qnum(lb_req *r, cJSON *q, const char *key)
+{
+    char v[32];
+    if (lb_query_get(r->query, key, v, sizeof v) != LB_OK || !v[0])
+        return 1;
+    long long x;
+    if (lb_parse_ll(v, 0, 1 << 20, &x) != LB_OK)
+        return 0;
+    return cJSON_AddNumberToObject(q, key, (double)x) != NULL;
+}
+
+/* Sends the entry or entries sandboxd answered under key. */
+static void lb_e2b_vol_entry_out(lb_req *r, cJSON *resp, const char *key)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(resp, key);
+    if (e)
+        lb_http_json(r, 200, e, NULL);
+    else
+        lb_e2b_error(r, 500, "sandboxd answered no entry.");
+}
+
+void lb_h_e2b_volume_content(lb_req *r)
+{
+    const char *rest = r->rest ? r->rest : "";
+    char id[33];
+    snprintf(id, sizeof id, "%.32s", rest);
+    const char *kind = rest[0] && strlen(rest) > 33 ? rest + 33 : "";
+    const char *m = r->method;
+    char path[LB_PATH_MAX + 2], err[1400];
+    if (lb_query_get(r->query, "path", path, sizeof path) != LB_OK) {
+        lb_http_drain(r);
+        lb_e2b_error(r, 400, "A path (?path=) of at most %d bytes is needed.", LB_PATH_MAX);
+        return;
+    }
+    const char *action = NULL, *entry_key = "entry";
+    int write = 0, read = 0;
+    if (!strcmp(kind, "dir") && !strcmp(m, "GET"))
+        action = "list_dir", entry_key = "entries";
+    else if (!strcmp(kind, "dir") && !strcmp(m, "POST"))
+        action = "mkdir";
+    else if (!strcmp(kind, "path") && !strcmp(m, "GET"))
+        action = "stat";
+    else if (!strcmp(kind, "path") && !strcmp(m, "PATCH"))
+        action = "chmeta";
+    else if (!strcmp(kind, "path") && !strcmp(m, "DELETE"))
+        action = "remove";
+    else if (!strcmp(kind, "file") && !strcmp(m, "GET"))
+        action = "read", read = 1;
+    else if (!strcmp(kind, "file") && !strcmp(m, "PUT"))
+        action = "write", write = 1;
+    if (!action) {
+        lb_http_drain(r);
+        lb_e2b_error(r, strcmp(kind, "dir") && strcmp(kind, "path") && strcmp(kind, "file") ? 404 : 405,
+                     "There is no volume content route %s %.8s.", m, kind);
+        return;
+    }
+    cJSON *q = lb_e2b_vol_req(action, id), *resp = NULL, *meta = NULL;
+    int ok = q && cJSON_AddStringToObject(q, "path", path);
+    char fq[16];
+    if (ok && lb_query_get(r->query, "force", fq, sizeof fq) == LB_OK && !strcmp(fq, "true"))
+        ok = cJSON_AddTrueToObject(q, "force") != NULL;
+    if (ok && !strcmp(action, "list_dir"))
+        ok = lb_e2b_vol_qnum(r, q, "depth");
+    if (ok && (write || !strcmp(action, "mkdir")))
+        ok = lb_e2b_vol_qnum(r, q, "uid") && lb_e2b_vol_qnum(r, q, "gid") && lb_e2b_vol_qnum(r, q, "mode");
+    if (ok && !strcmp(action, "chmeta")) {
+        /* {uid?, gid?, mode?}: numbers only */
+        meta = lb_req_json(r, LB_E2B_VOL_BODY_MAX, "metadata");
+        if (!meta) {
+            cJSON_Delete(q);
+            return;
+        }
+        static const char *const keys[] = {"uid", "gid", "mode"};
+        for (size_t i = 0; ok && i < 3; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, keys[i]);
+            if (v && !cJSON_IsNull(v))
+                ok = cJSON_IsNumber(v) ? cJSON_AddNumberToObject(q, keys[i], v->valuedouble) != NULL : -1;
+        }
+    }
+    if (ok != 1) {
+        if (!meta && !write)
+            lb_http_drain(r);
+        lb_e2b_error(r, 400, "uid, gid, mode and depth are whole numbers.");
+        cJSON_Delete(q);
+        cJSON_Delete(meta);
+        return;
+    }
+    lb_buf body;
+    lb_buf_init(&body, LB_E2B_VOL_FILE_MAX);
+    if (write && lb_req_body(r, LB_E2B_VOL_FILE_MAX, &body, "file") != LB_OK) {
+        cJSON_Delete(q);
+        lb_buf_free(&body);
+        return;
+    }
+    if (!write && !meta)
+        lb_http_drain(r);
+    lbsb_conn *c = lb_e2b_vol_conn(r);
+    char *data = NULL;
+    size_t dlen = 0;
+    int rc = c ? lb_e2b_vol_call(c, q, write ? (body.data ? body.data : "") : NULL, write ? body.len : 0, &resp,
+                                 read ? &data : NULL, &dlen, err, sizeof err)
+               : LB_E_UNAVAILABLE;
+    if (!c)
+        cJSON_Delete(q);
+    else if (rc != LB_OK)
+        lb_e2b_error(r, lb_e2b_vol_status(rc), "%s", err);
+    else if (read) {
+        char extra[64];
+        snprintf(extra, sizeof extra, "Content-Length: %zu\r\n", dlen);
+        lb_http_head(r, 200, "application/octet-stream", extra);
+        if (!r->is_head && dlen)
+            FCGX_PutStr(data, (int)dlen, r->fcgi->out);
+    } else if (!strcmp(action, "remove")) {
+        lb_http_head(r, 204, NULL, NULL);
+    } else {
+        lb_e2b_vol_entry_out(r, resp, entry_key);
+    }
+    free(data);
+    cJSON_Delete(resp);
+    cJSON_Delete(meta);
+    lb_buf_free(&body);
+    lbsb_close(c);
+}
+
+/* The mount path's shape, checked again by sandboxd (sandbox_volume.c). */
+static int lb_e2b_mount_path_ok(const char *p)
+{
+    size_t n = strlen(p);
+    if (!n || p[0] != '/' || n > LB_PATH_MAX || strstr(p, "/../") || (n >= 3 && !strcmp(p + n - 3, "/..")))
+        return 0;
+    static const char *const sys[] = {"/proc", "/sys", "/dev"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t k = strlen(sys[i]);
+        if (!strncmp(p, sys[i], k) && (p[k] == '\0' || p[k] == '/'))
+            return 0;
+    }
+    return strspn(p, "/") < n; /* not "/" */
+}
+
+int lb_e2b_mounts_parse(lb_req *r, const cJSON *body, lb_e2b_mounts *m, char *msg, size_t msgsz)
+{
+    memset(m, 0, sizeof *m);
+    const cJSON *vm = cJSON_GetObjectItemCaseSensitive(body, "volumeMounts");
+    if (!vm || cJSON_IsNull(vm))
+        return 0;
+    if (!cJSON_IsArray(vm) || cJSON_GetArraySize(vm) > LB_E2B_MOUNTS_MAX) {
+        snprintf(msg, msgsz, "volumeMounts is a list of at most %d {name, path}.", LB_E2B_MOUNTS_MAX);
+        return 400;
+    }
+    if (!cJSON_GetArraySize(vm))
+        return 0;
+    lbsb_conn *c = NULL;
+    char err[512];
+    if (lbsb_connect(r->cfg->sandboxd_socket, NULL, &c, err, sizeof err) != LB_OK) {
+        snprintf(msg, msgsz, "The sandbox daemon cannot be reached: %s.", err);
+        return 503;
+    }
+    cJSON *resp = NULL;
+    int rc = lb_e2b_vol_call(c, lb_e2b_vol_req("list", NULL), NULL, 0, &resp, NULL, NULL, err, sizeof err);
+    lbsb_close(c);
+    if (rc != LB_OK) {
+        snprintf(msg, msgsz, "The volumes cannot be listed: %s", err);
+        return lb_e2b_vol_status(rc);
+    }
+    const char *me = lb_sbx_owner_name(r);
+    int st = 0;
+    const cJSON *one;
+    cJSON_ArrayForEach(one, vm)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(one, "name");
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(one, "path");
+        if (!cJSON_IsString(name) || !cJSON_IsString(path) || !lb_e2b_mount_path_ok(path->valuestring)) {
+            snprintf(msg, msgsz, "Each volume mount is {name, path}, path absolute, not \"/\", not under /proc, /sys "
+                     "or /dev, without \"..\".");
+            st = 400;
+            break;
+        }
+        /* the key's own volume of that name; the shared token's own first, then any one */
+        const char *found = NULL;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(resp, "volumes"))
+        {
+            const cJSON *vn = cJSON_GetObjectItemCaseSensitive(v, "name");
+            const cJSON *vo = cJSON_GetObjectItemCaseSensitive(v, "owner");
+            const cJSON *vi = cJSON_GetObjectItemCaseSensitive(v, "id");
+            if (!cJSON_IsString(vn) || !cJSON_IsString(vo) || !cJSON_IsString(vi) || strcmp(vn->valuestring, name->valuestring))
+                continue;
+            if (!strcmp(vo->valuestring, me)) {
+                found = vi->valuestring;
+                break;
+            }
+            if (!r->user && !found)
+                found = vi->valuestring; /* an own volume of that name, later in the list, replaces it */
+        }
+        if (!found) {
+            snprintf(msg, msgsz, "There is no volume named \"%.64s\" (Volume.create makes one).", name->valuestring);
+            st = 400;
+            break;
+        }
+        for (size_t i = 0; i < m->n; i++)
+            if (!strcmp(m->path[i], path->valuestring))
+                st = 400;
+        if (st) {
+            snprintf(msg, msgsz, "Two volumes are mounted at %.200s.", path->valuestring);
+            break;
+        }
+        snprintf(m->id[m->n], sizeof m->id[0], "%s", found);
+        snprintf(m->name[m->n], sizeof m->name[0], "%s", name->valuestring);
+        snprintf(m->path[m->n], sizeof m->path[0], "%s", path->valuestring);
+        m->n++;
+    }
+    cJSON_Delete(resp);
+    return st;
+}
+
+int lb_e2b_mounts_apply(lb_req *r, struct lb_sbx *s, const lb_e2b_mounts *m, char *msg, size_t msgsz)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        char err[1400];
+        if (lb_sbx_lock(s, msg, msgsz) != LB_OK)
+            return 404;
+        int rc = s->conn && s->sbx_id[0] ? lbsb_volume_mount(s->conn, s->sbx_id, m->id[i], m->path[i], err, sizeof err)
+                                         : LB_E_NOTFOUND;
+        lb_sbx_unlock(s);
+        if (rc != LB_OK) {
+            snprintf(msg, msgsz, "The volume \"%s\" could not be mounted at %.200s: %s", m->name[i], m->path[i], err);
+            return lb_e2b_vol_status(rc);
+        }
+    }
+    return 0;
+}
+
+/* getInfo's volumeMounts: a ring of the last sandboxes made with mounts */
+static struct {
+    char id[LB_NODE_ID_MAX + 1];
+    lb_e2b_mounts *m;
+} g_kept[LB_E2B_MOUNTS_KEPT];
+static size_t g_kept_next;
+static pthread_mutex_t g_kept_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void lb_e2b_mounts_remember(const char *id, const lb_e2b_mounts *m)
+{
+    if (!m->n || strlen(id) > LB_NODE_ID_MAX)
+        return;
+    lb_e2b_mounts *copy = malloc(sizeof *copy);
+    if (!copy)
+        return; /* getInfo then shows none: the mounts themselves are in place */
+    *copy = *m;
+    pthread_mutex_lock(&g_kept_mu);
+    size_t i = g_kept_next++ % LB_E2B_MOUNTS_KEPT;
+    free(g_kept[i].m);
+    snprintf(g_kept[i].id, sizeof g_kept[i].id, "%s", id);
+    g_kept[i].m = copy;
+    pthread_mutex_unlock(&g_kept_mu);
+}
+
+int lb_e2b_mounts_shape(const char *id, cJSON *o)
+{
+    cJSON *arr = cJSON_AddArrayToObject(o, "volumeMounts");
+    if (!arr)
+        return 0;
+    int ok = 1;
+    pthread_mutex_lock(&g_kept_mu);
+    for (size_t i = 0; id && i < LB_E2B_MOUNTS_KEPT; i++) {
+        if (!g_kept[i].m || strcmp(g_kept[i].id, id))
+            continue;
+        for (size_t k = 0; ok && k < g_kept[i].m->n; k++) {
+            cJSON *one = cJSON_CreateObject();
+            ok = one && cJSON_AddStringToObject(one, "name", g_kept[i].m->name[k]) &&
+                 cJSON_AddStringToObject(one, "path", g_kept[i].m->path[k]) && cJSON_AddItemToArray(arr, one);
+            if (!ok)
+                cJSON_Delete(one);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&g_kept_mu);
+    return ok;
+}
