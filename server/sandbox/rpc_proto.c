@@ -465,6 +465,7 @@ static const struct {
     {"invalid", LB_E_INVAL},    {"notfound", LB_E_NOTFOUND}, {"exists", LB_E_EXISTS},
     {"toobig", LB_E_TOOBIG},    {"sandbox", LB_E_SANDBOX},   {"busy", LB_E_BUSY},
     {"internal", LB_E_INTERNAL}, {"isdir", LB_E_ISDIR},
+    {"denied", LB_E_DENIED},    /* a named user's file call it may not make (E2B's `user`) */
 };
 
 const char *lbsd_status_code(int status)

@@ -161,6 +161,9 @@ int lb_sbx_rpc_fail(lb_sbx *s, int rc, const char *what, const char *err, char *
     case LB_E_TOOBIG:
         snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
         return 413;
+    case LB_E_DENIED: /* E2B's `user`: a file call that user may not make */
+        snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
+        return 403;
     case LB_E_EXISTS:
     case LB_E_BUSY: /* follow-ups: a paused sandbox, or one being snapshotted */
         snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
