@@ -185,8 +185,11 @@ static int lb_e2b_fs_run(lb_req *r, lb_sbx *s, const char *what, lb_buf *line)
         size_t n = eo.err_len;
         while (n && (eo.err[n - 1] == '\n' || eo.err[n - 1] == '\r'))
             n--;
-        lb_e2b_unary_error(r, "invalid_argument", "Cannot %s: %.*s", what, (int)(n > 400 ? 400 : n),
-                           n ? eo.err : "the command failed");
+        /* refused by the user's permissions (the command runs as the user:
+         * lb_fs_change): envd's permission error, as for read and write */
+        int denied = n && (memmem(eo.err, n, "Permission denied", 17) || memmem(eo.err, n, "Operation not permitted", 23));
+        lb_e2b_unary_error(r, denied ? "permission_denied" : "invalid_argument", "Cannot %s: %.*s", what,
+                           (int)(n > 400 ? 400 : n), n ? eo.err : "the command failed");
     }
     lbsb_exec_out_free(&eo);
     return bad ? -1 : 0;

@@ -85,12 +85,18 @@ check('files_obey_the_users_permissions', async () => {
   // a folder user may not read
   await run('mkdir -p /srv/closed && chmod 700 /srv/closed', { user: 'root' })
   denied(await raises(() => sbx.files.list('/srv/closed')), 'list a 0700 root folder as user')
+  // makeDir, rename and remove as user: refused by its permissions, envd's error too
+  denied(await raises(() => sbx.files.makeDir('/etc/newd')), 'makeDir in /etc as user')
+  denied(await raises(() => sbx.files.rename('/etc/hostname', '/tmp/h')), 'rename a file of /etc as user')
+  denied(await raises(() => sbx.files.remove('/etc/hostname')), 'remove a file of /etc as user')
+  eq((await run('test -e /etc/newd || test ! -e /etc/hostname || echo kept', { user: 'root' })).stdout, 'kept\n')
   // user's own home: written, and the file is user:user
   await sbx.files.write('/home/user/mine/ok.txt', 'ok')
   eq((await run('stat -c %U:%G /home/user/mine /home/user/mine/ok.txt')).stdout, 'user:user\nuser:user\n')
   eq(await sbx.files.read('/home/user/mine/ok.txt'), 'ok')
   // root does all of it
   await sbx.files.write('/etc/x', 'yes', { user: 'root' })
+  eq(await sbx.files.makeDir('/etc/newd', { user: 'root' }), true, 'root makes a folder in /etc')
   eq(await sbx.files.read('/tmp/secret', { user: 'root' }), 's3cret')
   assert(Array.isArray(await sbx.files.list('/srv/closed', { user: 'root' })), 'root lists it')
   eq((await run('stat -c %U /etc/x', { user: 'root' })).stdout, 'root\n')
