@@ -396,7 +396,9 @@ void lbsb_exec_out_free(lbsb_exec_out *o);
 LLMBOX_MUST_CHECK int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                                  size_t len, int excl, char *errbuf, size_t errsz);
 /* lbsb_write whose file (and the folders it makes) belong to user, a user of
- * the sandbox's /etc/passwd (NULL: root); LB_E_NOTFOUND without one. */
+ * the sandbox's /etc/passwd (NULL: root); LB_E_NOTFOUND without one. A user
+ * other than root writes with its own permissions (LB_E_DENIED where it
+ * may not: lbsb_read_as). */
 LLMBOX_MUST_CHECK int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
                                     int excl, const char *user, char *errbuf, size_t errsz);
 /* lbsb_write_as with E2B's file metadata: meta holds nmeta key, value pairs
@@ -422,6 +424,19 @@ LLMBOX_MUST_CHECK int lbsb_stat(lbsb_conn *c, const char *id, const char *path, 
 LLMBOX_MUST_CHECK int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out,
                                       char *errbuf, size_t errsz);
 void lbsb_entry_clear(lbsb_entry *e);
+/* E2B's protocol: lbsb_read, lbsb_list and lbsb_stat_entry with the
+ * permissions of user, a user of the sandbox's /etc/passwd (NULL or
+ * "root": as root; no such user: LB_E_NOTFOUND): sandboxd makes the call
+ * with the user's ids and groups, so what the user may not read, search
+ * or list fails LB_E_DENIED, as in the sandbox. lbsb_write_as and
+ * lbsb_write_meta with a user other than root write as that user too. */
+LLMBOX_MUST_CHECK int lbsb_read_as(lbsb_conn *c, const char *id, const char *path, size_t max, const char *user,
+                                   char **data, size_t *len, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_list_as(lbsb_conn *c, const char *id, const char *path, int max_depth,
+                                   size_t max_entries, const char *user, lbsb_entry **ents, size_t *n,
+                                   char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const char *user,
+                                         lbsb_entry *out, char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* *info_json: the ping response, caller frees. */
 LLMBOX_MUST_CHECK int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);

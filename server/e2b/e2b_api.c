@@ -486,8 +486,8 @@ static void lb_e2b_list(lb_req *r)
      * each with its spec */
     int cluster = r->cfg->node_name[0] != '\0';
     cJSON *all = NULL;
-    /* a user's token: this node's sandboxes of that user (the store's rows record no owner) */
-    int rc = cluster && !r->user ? lb_sbx_rows_list(r->store, r->cfg, 1, &all)
+    /* a user's token: that user's sandboxes of every node (each row records its owner) */
+    int rc = cluster ? lb_sbx_rows_list_of(r->store, r->cfg, r->user ? lb_sbx_owner_name(r) : NULL, 1, &all)
              : (all = lb_sbx_list_json_of(lb_sbx_owner_name(r))) ? LB_OK : LB_E_NOMEM;
     const cJSON *arr = rc ? NULL : cJSON_GetObjectItemCaseSensitive(all, "sandboxes");
     int cap = cJSON_GetArraySize(arr), kept = 0;

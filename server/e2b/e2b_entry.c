@@ -96,6 +96,81 @@ int lb_e2b_id_lookup(const char *db, size_t len, uint32_t id, char *out, size_t 
     return 0;
 }
 
+int lb_e2b_user_name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n < 1 || n > 32 || name[0] == '-')
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        char ch = name[k];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '.' || ch == '-' || (ch == '$' && k == n - 1)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Field k (0-based) of the ':'-separated line [s, s+n) as [*f, *f+*fl);
+ * 0 when the line has fewer fields. */
+static int lb_e2b_field(const char *s, size_t n, int k, const char **f, size_t *fl)
+{
+    const char *p = s, *e = s + n;
+    for (int i = 0; i < k; i++) {
+        const char *c = memchr(p, ':', (size_t)(e - p));
+        if (!c)
+            return 0;
+        p = c + 1;
+    }
+    const char *c = memchr(p, ':', (size_t)(e - p));
+    *f = p;
+    *fl = (size_t)((c ? c : e) - p);
+    return 1;
+}
+
+/* a decimal id below 65536 (those a sandbox maps: sandboxd's image_user.h) */
+static int lb_e2b_small_id(const char *f, size_t n)
+{
+    if (n < 1 || n > 5)
+        return 0;
+    uint32_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] < '0' || f[i] > '9')
+            return 0;
+        v = v * 10 + (uint32_t)(f[i] - '0');
+    }
+    return v < 65536;
+}
+
+int lb_e2b_user_home(const char *db, size_t len, const char *name, char *out, size_t outsz)
+{
+    /* the same rules as sandboxd's lookup (image_user.c), which decides the
+     * ids: so a user this finds is one sandboxd runs as */
+    size_t nl = name ? strlen(name) : 0, i = 0;
+    if (outsz < 2 || !lb_e2b_user_name_ok(name))
+        return 0;
+    while (db && i < len) {
+        const char *line = db + i, *f, *h;
+        const char *end = memchr(line, '\n', len - i);
+        size_t n = end ? (size_t)(end - line) : len - i, fl, hl;
+        i += n + 1;
+        if (!lb_e2b_field(line, n, 0, &f, &fl) || fl != nl || memcmp(f, name, nl) ||
+            !lb_e2b_field(line, n, 2, &f, &fl) || !lb_e2b_small_id(f, fl) || !lb_e2b_field(line, n, 3, &f, &fl) ||
+            !lb_e2b_small_id(f, fl))
+            continue;
+        int ok = lb_e2b_field(line, n, 5, &h, &hl) && hl >= 1 && hl < outsz && h[0] == '/';
+        for (size_t k = 0; ok && k < hl; k++)
+            ok = (unsigned char)h[k] >= 0x20 && h[k] != 0x7f;
+        if (ok) {
+            memcpy(out, h, hl);
+            out[hl] = '\0';
+        } else {
+            snprintf(out, outsz, "/");
+        }
+        return 1;
+    }
+    return 0;
+}
+
 /* an owner's name from the sandbox's own /etc/passwd or /etc/group (db,
  * NULL when it could not be read); root for 0 always, the number for an
  * id without a name, as envd does */

@@ -37,6 +37,15 @@ typedef struct lb_e2b_iddb {
  * name is 1 to 32 of [A-Za-z0-9_.-] (not starting with '-', a '$' at the
  * end allowed) and fits out. 1 and the name in out, or 0. */
 int lb_e2b_id_lookup(const char *db, size_t len, uint32_t id, char *out, size_t outsz);
+/* 1 when name looks like a user's name: 1 to 32 of [A-Za-z0-9_.-], not
+ * starting with '-', a '$' at the end allowed (what useradd allows). */
+int lb_e2b_user_name_ok(const char *name);
+/* The home of user name in db, the text of an /etc/passwd (hostile): the
+ * first line whose first field is name and whose uid and gid fields are
+ * decimal ids below 65536 (those a sandbox maps); its sixth field when it
+ * is absolute, printable and fits out, else "/" (as login does). 1 and
+ * the home in out (outsz >= 2), or 0 when there is no such user. */
+int lb_e2b_user_home(const char *db, size_t len, const char *name, char *out, size_t outsz);
 /* lb_e2b_entry with the owner's and group's names from db (NULL: numbers,
  * root for 0). */
 cJSON *lb_e2b_entry_db(const char *path, const lbsb_entry *e, const lb_e2b_iddb *db);

@@ -89,9 +89,9 @@ static int lb_e2b_token_ok(lb_req *r, const char *id, const char *got)
 
 /* The user a call names (Authorization: Basic base64("<user>:"), or the
  * files routes' ?username=): "root", E2B's "user" (uid 1000 of E2B's base
- * template and images/default), or none (the sandbox's default:
- * lb_e2b_run_as); any other name is refused rather than run as another
- * user in silence. 1 when it is one of those or none. */
+ * template and images/default), another user of the sandbox (looked up
+ * by lb_e2b_user_known), or none (the sandbox's default: lb_e2b_run_as).
+ * 1 when it is none or looks like a user's name. */
 static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
 {
     char q[64] = "";
@@ -113,7 +113,9 @@ static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
         snprintf(name, namesz, "(too long)");
         return 0;
     }
-    return !name[0] || !strcmp(name, "root") || !strcmp(name, "user");
+    /* any user of the sandbox, as envd: a name that looks like one here
+     * (what useradd allows), whether the sandbox has it is asked below */
+    return !name[0] || lb_e2b_user_name_ok(name);
 }
 
 int lb_e2b_call_user(lb_req *r, char *name, size_t namesz)
@@ -209,14 +211,15 @@ void lb_h_e2b_envd(lb_req *r)
     if (!lb_e2b_user_ok(r, user, sizeof user)) {
         const char *ct = lb_http_param(r, "CONTENT_TYPE");
         char why[300];
-        snprintf(why, sizeof why, "llmbox runs E2B's commands and files as \"user\" (the default) or \"root\", "
-                 "not \"%.64s\" (docs/E2B.md).", user);
+        snprintf(why, sizeof why, "invalid username: '%.64s' (a user's name is 1 to 32 of [A-Za-z0-9_.-], not "
+                 "starting with '-')", user);
         lb_http_drain(r);
-        /* a streaming call (Start, Connect) reads its error as the stream's end */
+        /* envd cannot look such a name up either: its authentication error.
+         * A streaming call (Start, Connect) reads it as the stream's end */
         if (ct && !strncmp(ct, "application/connect+", 20))
-            lb_e2b_stream_end(r, "invalid_argument", "%s", why);
+            lb_e2b_stream_end(r, "unauthenticated", "%s", why);
         else
-            lb_e2b_unary_error(r, "invalid_argument", "%s", why);
+            lb_e2b_unary_error(r, "unauthenticated", "%s", why);
         goto out;
     }
     if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {
@@ -225,6 +228,20 @@ void lb_h_e2b_envd(lb_req *r)
     }
     if (!lb_e2b_resume_first(r, s))
         goto out;
+    /* a user other than root and E2B's own is looked up in the sandbox's
+     * /etc/passwd (as envd's Basic authentication does): unknown, the call
+     * is an authentication error, as envd answers it */
+    if (!lb_e2b_user_known(r, s, user)) {
+        char why[300];
+        snprintf(why, sizeof why, "invalid username: '%.64s' (the sandbox's /etc/passwd has no such user)", user);
+        const char *ct = lb_http_param(r, "CONTENT_TYPE");
+        lb_http_drain(r);
+        if (ct && !strncmp(ct, "application/connect+", 20))
+            lb_e2b_stream_end(r, "unauthenticated", "%s", why);
+        else
+            lb_e2b_unary_error(r, "unauthenticated", "%s", why);
+        goto out;
+    }
     if (!strncmp(sub, "/process.Process/", 17))
         lb_e2b_process(r, s, sub + 17);
     else if (!strncmp(sub, "/filesystem.Filesystem/", 23))

@@ -25,7 +25,8 @@
  * stored, and one sandbox's token opens no other. out >= 65 bytes. */
 LB_MUST_CHECK int lb_e2b_access_token(const lb_config *cfg, const char *id, char *out, size_t outsz);
 /* The user r names (Authorization or ?username=) into name ("" none); 1
- * when it is one llmbox answers as ("root", "user" or none). */
+ * when it is none or looks like a user's name (whether the sandbox has
+ * it: lb_e2b_user_known, e2b_fs.h). */
 int lb_e2b_call_user(lb_req *r, char *name, size_t namesz);
 /* The handler of /e2b/sandbox/... (router.c). */
 void lb_h_e2b_envd(lb_req *r);

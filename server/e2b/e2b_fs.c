@@ -51,6 +51,31 @@ void lb_e2b_home(lb_sbx *s, char *out, size_t outsz)
     snprintf(out, outsz, "%s", dir > 0 ? LB_E2B_HOME : s->workdir);
 }
 
+/* Another user of the sandbox this thread's request names (not root, not
+ * E2B's user), and its home: set by lb_e2b_user_known, which the dispatch
+ * calls first for every envd call, so a request never sees another's. */
+static _Thread_local char lb_e2b_other[33], lb_e2b_other_home[LB_PATH_MAX + 2];
+
+int lb_e2b_user_known(lb_req *r, lb_sbx *s, const char *name)
+{
+    lb_e2b_other[0] = lb_e2b_other_home[0] = '\0';
+    (void)r;
+    if (!name[0] || !strcmp(name, "root") || !strcmp(name, "user"))
+        return 1; /* root always is; a sandbox without `user` says so at the call (sandboxd) */
+    lb_e2b_iddb db;
+    lb_e2b_iddb_load(s, &db);
+    int found = lb_e2b_user_home(db.passwd, db.passwd_len, name, lb_e2b_other_home, sizeof lb_e2b_other_home);
+    lb_e2b_iddb_free(&db);
+    if (found)
+        snprintf(lb_e2b_other, sizeof lb_e2b_other, "%s", name);
+    return found;
+}
+
+const char *lb_e2b_user_home_of(const char *user)
+{
+    return user && lb_e2b_other[0] && !strcmp(user, lb_e2b_other) ? lb_e2b_other_home : NULL;
+}
+
 const char *lb_e2b_run_as(lb_req *r, lb_sbx *s)
 {
     char name[80], home[LB_PATH_MAX + 2];
@@ -59,6 +84,8 @@ const char *lb_e2b_run_as(lb_req *r, lb_sbx *s)
         return "root";
     if (!strcmp(name, "user"))
         return "user";
+    if (name[0] && !strcmp(name, lb_e2b_other))
+        return lb_e2b_other; /* looked up by lb_e2b_user_known */
     lb_e2b_home(s, home, sizeof home);
     return s->e2b_home > 0 ? "user" : NULL;
 }
@@ -118,6 +145,7 @@ static const char *lb_e2b_fs_code(lb_sbx *s, int rc, const char *what, const cha
     int st = lb_sbx_rpc_fail(s, rc, what, err, msg, msgsz);
     switch (st) {
     case 400: return "invalid_argument";
+    case 403: return "permission_denied";
     case 404: return "not_found";
     case 409: return "already_exists";
     case 413: return "resource_exhausted";
@@ -157,8 +185,11 @@ static int lb_e2b_fs_run(lb_req *r, lb_sbx *s, const char *what, lb_buf *line)
         size_t n = eo.err_len;
         while (n && (eo.err[n - 1] == '\n' || eo.err[n - 1] == '\r'))
             n--;
-        lb_e2b_unary_error(r, "invalid_argument", "Cannot %s: %.*s", what, (int)(n > 400 ? 400 : n),
-                           n ? eo.err : "the command failed");
+        /* refused by the user's permissions (the command runs as the user:
+         * lb_fs_change): envd's permission error, as for read and write */
+        int denied = n && (memmem(eo.err, n, "Permission denied", 17) || memmem(eo.err, n, "Operation not permitted", 23));
+        lb_e2b_unary_error(r, denied ? "permission_denied" : "invalid_argument", "Cannot %s: %.*s", what,
+                           (int)(n > 400 ? 400 : n), n ? eo.err : "the command failed");
     }
     lbsb_exec_out_free(&eo);
     return bad ? -1 : 0;
@@ -174,6 +205,8 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return -1;
     }
+    /* as sandboxd (root): a file's metadata is told even through a folder
+     * the user may not search, and with a broken /etc/passwd (docs/E2B.md) */
     int rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
@@ -239,11 +272,12 @@ static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
     }
     lbsb_entry *ents = NULL;
     size_t n = 0;
+    const char *as = lb_e2b_run_as(r, s); /* before the lock: it may stat E2B's home */
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return;
     }
-    int rc = lbsb_list(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, &ents, &n, err, sizeof err);
+    int rc = lbsb_list_as(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, as, &ents, &n, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
         lb_e2b_fs_fail(r, s, rc, "list", path, err);
@@ -420,11 +454,12 @@ static void lb_files_get(lb_req *r, lb_sbx *s, const char *path)
     char err[512] = "", msg[1400], what[LB_SBX_SPATH_MAX + 16];
     char *data = NULL;
     size_t len = 0;
+    const char *as = lb_e2b_run_as(r, s); /* before the lock: it may stat E2B's home */
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return;
     }
-    int rc = lbsb_read(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, &data, &len, err, sizeof err);
+    int rc = lbsb_read_as(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, as, &data, &len, err, sizeof err);
     lb_sbx_unlock(s);
     snprintf(what, sizeof what, "read %s", path);
     if (rc) {

@@ -20,9 +20,19 @@
 void lb_e2b_home(lb_sbx *s, char *out, size_t outsz);
 /* Who an E2B call runs as (commands, pty, files.write, makeDir, rename,
  * remove): "root" when it names root, "user" when it names user or none
- * and the sandbox has LB_E2B_HOME (E2B's user), else NULL (the image's own
- * user, root for images without E2B's). */
+ * and the sandbox has LB_E2B_HOME (E2B's user), the other user
+ * lb_e2b_user_known found, else NULL (the image's own user, root for
+ * images without E2B's). */
 const char *lb_e2b_run_as(lb_req *r, lb_sbx *s);
+/* Whether the sandbox has the user name (as the call names it: "" none):
+ * root, E2B's "user" and none always are (sandboxd says when the sandbox
+ * lacks `user`); another name is looked up in the sandbox's /etc/passwd
+ * (lb_e2b_iddb_load, lb_e2b_user_home) and kept for this thread's request,
+ * for lb_e2b_run_as and lb_e2b_user_home_of. 1 known, 0 not. */
+int lb_e2b_user_known(lb_req *r, lb_sbx *s, const char *name);
+/* The home of the other user lb_e2b_user_known found, when user is that
+ * user; else NULL. */
+const char *lb_e2b_user_home_of(const char *user);
 /* The sandbox's /etc/passwd and /etc/group for the owners' names: read
  * through sandboxd (capped at 256 KiB each, never through a symlink);
  * what cannot be read stays NULL (ids are then numbers). Takes s's lock;

@@ -135,6 +135,8 @@ static int lb_start_parse(const cJSON *req, lb_sbx *s, lb_e2b_start *st, char *m
     lb_e2b_home(s, home, sizeof home); /* E2B's base template starts in its user's home */
     if (st->user && !strcmp(st->user, "root"))
         snprintf(home, sizeof home, "/root"); /* envd starts root's in root's */
+    else if (lb_e2b_user_home_of(st->user))
+        snprintf(home, sizeof home, "%s", lb_e2b_user_home_of(st->user)); /* another user's in its own */
     if (cwd && !cJSON_IsNull(cwd)) {
         if (!cJSON_IsString(cwd) ||
             lb_sbx_path(cwd->valuestring, strlen(cwd->valuestring), home, 1, st->cwd, sizeof st->cwd) != LB_OK) {

@@ -595,7 +595,7 @@ int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *
 /* One read request: the whole file (offset < 0; over max: LB_E_TOOBIG)
  * or up to max bytes from offset. *resp is the reply, caller deletes. */
 static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t offset, size_t max,
-                         char **data, size_t *len, cJSON **resp, char *errbuf, size_t errsz)
+                         const char *user, char **data, size_t *len, cJSON **resp, char *errbuf, size_t errsz)
 {
     *data = NULL;
     *len = 0;
@@ -608,7 +608,8 @@ static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t
     cJSON *req = lbsb_req("read", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddNumberToObject(req, "max", (double)max) ||
-                (offset >= 0 && !cJSON_AddNumberToObject(req, "offset", (double)offset)))) {
+                (offset >= 0 && !cJSON_AddNumberToObject(req, "offset", (double)offset)) ||
+                (user && !cJSON_AddStringToObject(req, "user", user)))) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -628,8 +629,14 @@ static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t
 int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
               char **data, size_t *len, char *errbuf, size_t errsz)
 {
+    return lbsb_read_as(c, id, path, max, NULL, data, len, errbuf, errsz);
+}
+
+int lbsb_read_as(lbsb_conn *c, const char *id, const char *path, size_t max, const char *user, char **data,
+                 size_t *len, char *errbuf, size_t errsz)
+{
     cJSON *resp;
-    int rc = lbsb_read_req(c, id, path, -1, max, data, len, &resp, errbuf, errsz);
+    int rc = lbsb_read_req(c, id, path, -1, max, user, data, len, &resp, errbuf, errsz);
     cJSON_Delete(resp);
     return rc;
 }
@@ -639,7 +646,7 @@ int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t off
 {
     *file_size = 0;
     cJSON *resp;
-    int rc = lbsb_read_req(c, id, path, (int64_t)offset, max, data, len, &resp, errbuf, errsz);
+    int rc = lbsb_read_req(c, id, path, (int64_t)offset, max, NULL, data, len, &resp, errbuf, errsz);
     if (rc)
         return rc;
     const cJSON *fs = cJSON_GetObjectItemCaseSensitive(resp, "file_size");
@@ -733,6 +740,12 @@ void lbsb_entry_clear(lbsb_entry *e)
 int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
               size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
 {
+    return lbsb_list_as(c, id, path, max_depth, max_entries, NULL, ents, n, errbuf, errsz);
+}
+
+int lbsb_list_as(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
+                 const char *user, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
+{
     *ents = NULL;
     *n = 0;
     int rc = lbsb_check_id(id, errbuf, errsz);
@@ -747,7 +760,8 @@ int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
     cJSON *req = lbsb_req("list", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddNumberToObject(req, "max_depth", max_depth) ||
-                !cJSON_AddNumberToObject(req, "max_entries", (double)max_entries))) {
+                !cJSON_AddNumberToObject(req, "max_entries", (double)max_entries) ||
+                (user && !cJSON_AddStringToObject(req, "user", user)))) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -825,12 +839,18 @@ int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_
 
 int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out, char *errbuf, size_t errsz)
 {
+    return lbsb_stat_entry_as(c, id, path, NULL, out, errbuf, errsz);
+}
+
+int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const char *user, lbsb_entry *out,
+                       char *errbuf, size_t errsz)
+{
     memset(out, 0, sizeof *out);
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
         return rc;
     cJSON *req = lbsb_req("stat", id);
-    if (req && !cJSON_AddStringToObject(req, "path", path)) {
+    if (req && (!cJSON_AddStringToObject(req, "path", path) || (user && !cJSON_AddStringToObject(req, "user", user)))) {
         cJSON_Delete(req);
         req = NULL;
     }

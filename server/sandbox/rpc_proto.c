@@ -472,6 +472,7 @@ static const struct {
     {"toobig", LB_E_TOOBIG},    {"sandbox", LB_E_SANDBOX},   {"busy", LB_E_BUSY},
     {"internal", LB_E_INTERNAL}, {"isdir", LB_E_ISDIR},
     {"nospace", LB_E_NOSPACE}, /* a volume owner's room (sandboxd/sandbox_volume.h) */
+    {"denied", LB_E_DENIED},    /* a named user's file call it may not make (E2B's `user`) */
 };
 
 const char *lbsd_status_code(int status)

@@ -19,6 +19,7 @@
 #include "sandboxd/image_user.h"
 #include "sandboxd/reply.h"
 
+#include "common/log.h"
 #include "common/path.h"
 #include "common/status.h"
 
@@ -29,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -60,6 +63,9 @@ static int fs_give(const lbsd_sandbox *sb, int fd)
 static int fs_errno_status(int e)
 {
     switch (e) {
+    case EACCES:
+    case EPERM:
+        return LB_E_DENIED; /* a named user's call (fs_enter) it may not make */
     case ENOENT:
         return LB_E_NOTFOUND;
     case EEXIST:
@@ -73,6 +79,96 @@ static int fs_errno_status(int e)
     default:
         return LB_E_INVAL;
     }
+}
+
+/* ---- a named user's file calls (E2B's `user`) --------------------------------
+ * envd runs its file calls as the user, so what the user may not read or
+ * write fails. Here the loop thread that serves the call takes the user's
+ * host ids (uid_root + its sandbox ids: uidslot.h) as its filesystem ids
+ * and groups for the call, and puts sandboxd's back after: the kernel then
+ * checks every open, mkdir and rename of the walk below as it would the
+ * user's own inside the sandbox. Why a thread and not a helper process:
+ * the walk stays the same symlink-proof code on the same fds, with no fork
+ * per call; setfsuid and setfsgid are per thread (glibc does not broadcast
+ * them), and setgroups is the raw syscall because glibc's wrapper changes
+ * every thread's. Dropping the filesystem ids clears the loop thread's
+ * CAP_DAC_OVERRIDE, CAP_FOWNER and the like until they are put back, and
+ * no other thread is touched. `root` keeps host root's calls: the
+ * sandbox's root, whose user namespace maps all of the sandbox's ids. */
+static int fs_dropped;                          /* the call runs as a named user */
+static gid_t fs_saved_groups[LBSD_USER_GROUPS_MAX];
+static int fs_nsaved = -1;
+
+static void fs_leave(void)
+{
+    if (!fs_dropped)
+        return;
+    fs_dropped = 0;
+    setfsuid(0);
+    setfsgid(0);
+    /* a loop that stayed a user would serve the next call, of any
+     * sandbox, with that user's ids: nothing is better than going on */
+    if (syscall(SYS_setgroups, (size_t)(fs_nsaved > 0 ? fs_nsaved : 0), fs_saved_groups) != 0 ||
+        setfsuid((uid_t)-1) != 0 || setfsgid((gid_t)-1) != 0) {
+        lb_error("sandboxd: cannot take back root's filesystem ids after a user's file call: %s", strerror(errno));
+        abort();
+    }
+}
+
+/* The request's "user": none or "root" serve as root (0); another user of
+ * the sandbox's /etc/passwd makes the thread that user (1; fs_leave
+ * after); -1 when it has answered c (no such user, or the drop failed).
+ * *ids (may be NULL) gets the user's ids. */
+static int fs_enter(lbsd_conn *c, const lbsd_sandbox *sb, const lbsd_req *req, lbsd_user_ids *ids_out)
+{
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(req->json, "user");
+    lbsd_user_ids ids;
+    char msg[512];
+    memset(&ids, 0, sizeof ids);
+    if (ids_out)
+        memset(ids_out, 0, sizeof *ids_out);
+    if (!user)
+        return 0;
+    int rc = cJSON_IsString(user) ? lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg)
+                                  : LB_E_INVAL;
+    if (rc) {
+        lbsd_reply_error(c, rc, "%s", cJSON_IsString(user) ? msg : "\"user\" must be a user's name");
+        return -1;
+    }
+    if (ids_out)
+        *ids_out = ids;
+    if (ids.uid == 0)
+        return 0;
+    if (fs_nsaved < 0) {
+        int n = (int)syscall(SYS_getgroups, LBSD_USER_GROUPS_MAX, fs_saved_groups);
+        if (n < 0) {
+            lbsd_reply_error(c, LB_E_INTERNAL, "getgroups: %s", strerror(errno));
+            return -1;
+        }
+        fs_nsaved = n;
+    }
+    gid_t g[LBSD_USER_GROUPS_MAX];
+    int ng = ids.ngroups < LBSD_USER_GROUPS_MAX ? ids.ngroups : LBSD_USER_GROUPS_MAX;
+    for (int i = 0; i < ng; i++)
+        g[i] = (gid_t)(sb->uid_root + ids.groups[i]);
+    uid_t hu = (uid_t)(sb->uid_root + ids.uid);
+    gid_t hg = (gid_t)(sb->uid_root + ids.gid);
+    fs_dropped = 1;
+    if (syscall(SYS_setgroups, (size_t)ng, g) != 0) {
+        int e = errno;
+        fs_leave();
+        lbsd_reply_error(c, LB_E_INTERNAL, "cannot take the user's groups: %s", strerror(e));
+        return -1;
+    }
+    setfsgid(hg);
+    setfsuid(hu);
+    /* each returns the old id: asked again, they say whether it took */
+    if ((gid_t)setfsgid((gid_t)-1) != hg || (uid_t)setfsuid((uid_t)-1) != hu) {
+        fs_leave();
+        lbsd_reply_error(c, LB_E_INTERNAL, "cannot take the user's filesystem ids");
+        return -1;
+    }
+    return 1;
 }
 
 /* Opens the directory rel (cleaned, "" = root) under the sandbox root.
@@ -107,7 +203,9 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
         }
         memcpy(comp, p, n);
         comp[n] = '\0';
-        int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* as a user, O_PATH: passing through a folder takes only its search
+         * permission, as any path the user's own code opens */
+        int nfd = openat(fd, comp, (fs_dropped ? O_PATH : O_RDONLY) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0 && errno == ENOENT && mkdirs) {
             int made = mkdirat(fd, comp, 0755) == 0;
             if (!made && errno != EEXIST) {
@@ -309,12 +407,22 @@ static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *l
 }
 /* ---- end E2B's protocol ---- */
 
+static void fs_stat_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
+
 void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    if (fs_enter(c, sb, req, NULL) < 0)
+        return;
+    fs_stat_as(c, sb, req);
+    fs_leave();
+}
+
+static void fs_stat_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char leaf[LB_NAME_MAX + 1], msg[512];
     int st;
-    cJSON *r = cJSON_CreateObject();
     if (!req->path[0]) {
+        cJSON *r = cJSON_CreateObject();
         struct stat rs;
         cJSON_AddStringToObject(r, "type", "dir");
         cJSON_AddNumberToObject(r, "size", 0);
@@ -324,6 +432,11 @@ void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         return;
     }
     int dfd = fs_open_parent(sb, req->path, 0, leaf, &st, msg, sizeof msg);
+    if (dfd < 0 && st == LB_E_DENIED) {
+        lbsd_reply_error(c, st, "%s", msg); /* a user's call through a folder it may not search */
+        return;
+    }
+    cJSON *r = cJSON_CreateObject();
     if (dfd < 0) {
         /* a missing or non-directory parent means the path does not exist
          * as asked; a symlinked parent makes it "other" */
@@ -333,7 +446,13 @@ void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         return;
     }
     struct stat s;
-    if (fstatat(dfd, leaf, &s, AT_SYMLINK_NOFOLLOW) != 0) {
+    int sr = fstatat(dfd, leaf, &s, AT_SYMLINK_NOFOLLOW);
+    if (sr != 0 && errno == EACCES) {
+        cJSON_Delete(r);
+        close(dfd);
+        lbsd_reply_error(c, LB_E_DENIED, "cannot stat /%s: permission denied", req->path);
+        return;
+    } else if (sr != 0) {
         cJSON_AddStringToObject(r, "type", "missing");
         cJSON_AddNumberToObject(r, "size", 0);
     } else {
@@ -345,7 +464,17 @@ void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     lbsd_reply(c, r, NULL, 0, 0);
 }
 
+static void fs_read_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
+
 void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    if (fs_enter(c, sb, req, NULL) < 0)
+        return;
+    fs_read_as(c, sb, req);
+    fs_leave();
+}
+
+static void fs_read_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char leaf[LB_NAME_MAX + 1], msg[512];
     int st, fd = -1;
@@ -380,6 +509,10 @@ void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     /* O_NONBLOCK|O_NOCTTY: had the file been swapped for a fifo or a device
      * since the fstatat, opening it must not hang or grab a terminal */
     fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) {
+        lbsd_reply_error(c, LB_E_DENIED, "cannot open /%s: permission denied", req->path);
+        goto out;
+    }
     if (fd < 0 || fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || !fs_allowed_fs(fd)) {
         lbsd_reply_error(c, LB_E_INVAL, "/%s could not be opened as a regular file", req->path);
         goto out;
@@ -431,28 +564,22 @@ static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, 
 void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data,
                    size_t len)
 {
-    /* E2B's protocol: "user" names who owns what the write makes */
-    const cJSON *user = cJSON_GetObjectItemCaseSensitive(req->json, "user");
     if (!fs_meta_req_ok(cJSON_GetObjectItemCaseSensitive(req->json, "meta"))) {
         lbsd_reply_error(c, LB_E_INVAL, "\"meta\" must be an object of at most %d keys of 1 to %d HTTP token "
                          "characters, each a printable ASCII string of at most %d bytes", LBSB_META_KEYS,
                          LBSB_META_KEY_MAX, LBSB_META_VALUE_MAX);
         return;
     }
-    if (user) {
-        char msg[512];
-        lbsd_user_ids ids;
-        int rc = cJSON_IsString(user) ? lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg)
-                                      : LB_E_INVAL;
-        if (rc) {
-            lbsd_reply_error(c, rc, "%s", cJSON_IsString(user) ? msg : "\"user\" must be a user's name");
-            return;
-        }
-        fs_owner_uid = ids.uid;
-        fs_owner_gid = ids.gid;
-    }
+    /* as the user (fs_enter): what it may not write fails, what it makes
+     * is its own; root's is handed to the sandbox's root */
+    lbsd_user_ids ids;
+    if (fs_enter(c, sb, req, &ids) < 0)
+        return;
+    fs_owner_uid = ids.uid;
+    fs_owner_gid = ids.gid;
     fs_write_owned(c, sb, req, data, len);
     fs_owner_uid = fs_owner_gid = 0;
+    fs_leave();
 }
 
 static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len)
@@ -481,6 +608,12 @@ static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, 
         }
         /* a symlink or special file in the way is replaced by the rename,
          * never written through */
+        /* a user's write over a file it may not write fails, as envd's
+         * open for writing does, though the rename in its folder would not */
+        if (fs_dropped && S_ISREG(s.st_mode) && faccessat(dfd, leaf, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0) {
+            lbsd_reply_error(c, LB_E_DENIED, "cannot write /%s: permission denied", req->path);
+            goto out;
+        }
     }
     if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
         lbsd_reply_error(c, LB_E_INTERNAL, "no randomness");
@@ -636,8 +769,21 @@ void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char msg[512];
     int st;
+    if (fs_enter(c, sb, req, NULL) < 0)
+        return;
     int dfd = fs_open_dir(sb, req->path, 0, &st, msg, sizeof msg);
+    if (dfd >= 0 && fs_dropped) {
+        /* the walk's O_PATH fd: opened again to read, with the user's read
+         * permission checked */
+        int rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int e = errno;
+        close(dfd);
+        dfd = rd;
+        st = fs_errno_status(e);
+        snprintf(msg, sizeof msg, "cannot list /%.400s: %s", req->path, strerror(e));
+    }
     if (dfd < 0) {
+        fs_leave();
         lbsd_reply_error(c, st, "%s", msg);
         return;
     }
@@ -647,11 +793,13 @@ void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         cJSON_Delete(r);
         cJSON_Delete(L.arr);
         close(dfd);
+        fs_leave();
         lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
         return;
     }
     fs_list_dir(&L, dfd, "", 1);
     close(dfd);
+    fs_leave();
     cJSON_AddItemToObject(r, "entries", L.arr);
     cJSON_AddBoolToObject(r, "truncated", L.truncated);
     lbsd_reply(c, r, NULL, 0, 0);

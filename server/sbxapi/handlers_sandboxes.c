@@ -182,6 +182,9 @@ int lb_sbx_rpc_fail(lb_sbx *s, int rc, const char *what, const char *err, char *
     case LB_E_TOOBIG:
         snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
         return 413;
+    case LB_E_DENIED: /* E2B's `user`: a file call that user may not make */
+        snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
+        return 403;
     case LB_E_EXISTS:
     case LB_E_BUSY: /* follow-ups: a paused sandbox, or one being snapshotted */
         snprintf(msg, msgsz, "Cannot %s: %s.", what, err);
@@ -485,9 +488,10 @@ void lb_h_sbx_list(lb_req *r)
 {
     cJSON *o = NULL;
     /* several nodes: in a cluster every node's, from the store (sandbox_rows.h) */
-    /* a user's token: this node's sandboxes of that user only (the store's
-     * rows of a cluster record no owner) */
-    int rc = r->cfg->node_name[0] && !r->user ? lb_sbx_rows_list(r->store, r->cfg, 0, &o)
+    /* a user's token: that user's sandboxes only, of every node (each row
+     * records its owner) */
+    int rc = r->cfg->node_name[0]
+                 ? lb_sbx_rows_list_of(r->store, r->cfg, r->user ? lb_sbx_owner_name(r) : NULL, 0, &o)
              : (o = lb_sbx_list_json_of(lb_sbx_owner_name(r))) ? LB_OK : LB_E_NOMEM;
     if (rc) {
         if (rc == LB_E_NOMEM)

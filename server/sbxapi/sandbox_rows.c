@@ -50,7 +50,9 @@ static int lb_row_of(lb_sbx *s, char node[LB_NODE_ID_NAME_MAX + 1], lb_sbx_row *
     cJSON_Delete(o);
     if (!*info || !lb_node_id_node(s->id, node, LB_NODE_ID_NAME_MAX + 1))
         return LB_E_NOMEM;
-    *row = (lb_sbx_row){.id = s->id, .node = node, .paused = paused, .info = *info};
+    /* the owner, so that a user's list through any web finds it (set
+     * before the sandbox runs, never changed after) */
+    *row = (lb_sbx_row){.id = s->id, .node = node, .paused = paused, .info = *info, .owner = s->owner};
     lb_sbx_times(s, &row->created_ms, &row->expires_ms);
     return LB_OK;
 }
@@ -258,6 +260,11 @@ static int lb_list_row(void *arg, const lb_sbx_row *row)
 
 int lb_sbx_rows_list(lb_store *st, const lb_config *cfg, int with_spec, cJSON **out)
 {
+    return lb_sbx_rows_list_of(st, cfg, NULL, with_spec, out);
+}
+
+int lb_sbx_rows_list_of(lb_store *st, const lb_config *cfg, const char *owner, int with_spec, cJSON **out)
+{
     *out = NULL;
     cJSON *o = cJSON_CreateObject();
     lb_list_ctx c = {o ? cJSON_AddArrayToObject(o, "sandboxes") : NULL, with_spec, 0};
@@ -266,7 +273,8 @@ int lb_sbx_rows_list(lb_store *st, const lb_config *cfg, int with_spec, cJSON **
         return LB_E_NOMEM;
     }
     /* rows seen within node_lease_s: three refreshes of a live web */
-    int rc = lb_store_sbx_list(st, "", (int64_t)cfg->node_lease_s * 1000, LB_ROWS_LIST_MAX, lb_list_row, &c);
+    int rc = lb_store_sbx_list_of(st, "", owner, (int64_t)cfg->node_lease_s * 1000, LB_ROWS_LIST_MAX, lb_list_row,
+                                  &c);
     if (!rc && (!cJSON_AddNumberToObject(o, "count", c.count) ||
                 !cJSON_AddNumberToObject(o, "max", cfg->sandbox_api_max)))
         rc = LB_E_NOMEM;

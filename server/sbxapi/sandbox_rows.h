@@ -41,5 +41,9 @@ void lb_sbx_row_drop(const char *id);
  * its "spec" when with_spec: into *out (the caller's, cJSON_Delete). The
  * store's status otherwise (*out NULL). */
 LB_MUST_CHECK int lb_sbx_rows_list(lb_store *st, const lb_config *cfg, int with_spec, cJSON **out);
+/* The same, of owner's sandboxes only (a user's token: that user's on
+ * every node; each row records its owner); owner NULL: every one. */
+LB_MUST_CHECK int lb_sbx_rows_list_of(lb_store *st, const lb_config *cfg, const char *owner, int with_spec,
+                                      cJSON **out);
 
 #endif

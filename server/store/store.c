@@ -437,6 +437,7 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
                                             lb_schema_v13_tombstones, /* several nodes: deleted tasks */
                                             lb_schema_v14_api_sandboxes, /* several nodes: listing every node's */
                                             lb_schema_v15_fork_shares, /* forks share their source's events */
+                                            lb_schema_v16_api_sandbox_owner, /* several nodes: a user's list */
 };
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -450,6 +451,7 @@ static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NUL
                                                lb_schema_pg_v13_tombstones, /* several nodes: deleted tasks */
                                                lb_schema_pg_v14_api_sandboxes, /* several nodes: listing every node's */
                                                lb_schema_pg_v15_fork_shares, /* forks share their source's events */
+                                               lb_schema_pg_v16_api_sandbox_owner, /* several nodes: a user's list */
 };
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");

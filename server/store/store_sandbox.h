@@ -34,6 +34,7 @@ typedef struct lb_sbx_row {
     int64_t created_ms, expires_ms;
     int paused;
     const char *info;
+    const char *owner;          /* the user whose API token made it, "" (or NULL) the shared token (v16) */
 } lb_sbx_row;
 
 /* Writes row (insert, or replace the row of its id), seen now. LB_E_INVAL
@@ -62,9 +63,16 @@ typedef int (*lb_sbx_row_cb)(void *arg, const lb_sbx_row *row);
  * however old). */
 LB_MUST_CHECK int lb_store_sbx_list(lb_store *s, const char *node, int64_t fresh_ms, int limit, lb_sbx_row_cb cb,
                                     void *arg);
+/* The same, of owner's rows only (a user's list; "" the shared token's
+ * own); owner NULL: every owner's, as lb_store_sbx_list. */
+LB_MUST_CHECK int lb_store_sbx_list_of(lb_store *s, const char *node, const char *owner, int64_t fresh_ms, int limit,
+                                       lb_sbx_row_cb cb, void *arg);
 
 /* Schema v14 in both dialects (store.c's migration lists). */
 extern const char lb_schema_v14_api_sandboxes[];
 extern const char lb_schema_pg_v14_api_sandboxes[];
+/* Schema v16: the rows' owner, in both dialects. */
+extern const char lb_schema_v16_api_sandbox_owner[];
+extern const char lb_schema_pg_v16_api_sandbox_owner[];
 
 #endif

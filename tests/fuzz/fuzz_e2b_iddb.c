@@ -4,7 +4,8 @@
  * are the id looked up. Promise: a name handed back is 1 to 32 bytes of
  * [A-Za-z0-9_.-] (a '$' last allowed, no '-' first), NUL-terminated within
  * the buffer, and appears in the input at a line's start followed by ':';
- * nothing is read past the input. */
+ * nothing is read past the input. And a user's home (lb_e2b_user_home),
+ * for a name the first byte picks: absolute, printable, NUL-terminated. */
 #include "e2b/e2b_entry.h"
 
 #include <stdint.h>
@@ -40,6 +41,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             found = (i == 0 || db[i - 1] == '\n') && !memcmp(db + i, name, len) && db[i + len] == ':';
         if (!found)
             __builtin_trap();
+    }
+    /* a user's home (lb_e2b_user_home): a name the input's bytes pick, and
+     * the promise that a home handed back is absolute, printable and
+     * NUL-terminated within the buffer */
+    static const char *const names[] = {"user", "root", "a", "x$", "-bad", "", "www-data"};
+    const char *nm = names[data[0] % (sizeof names / sizeof names[0])];
+    char home[24];
+    memset(home, 'z', sizeof home);
+    if (lb_e2b_user_home(db, n, nm, home, (size_t)(data[1] % sizeof home) + 1)) {
+        size_t len = strnlen(home, sizeof home);
+        if (!lb_e2b_user_name_ok(nm) || len == 0 || len >= sizeof home || home[0] != '/')
+            __builtin_trap();
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)home[i] < 0x20 || home[i] == 0x7f)
+                __builtin_trap();
     }
     free(db);
     return 0;

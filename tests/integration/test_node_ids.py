@@ -37,9 +37,16 @@ set up by test_stateless_webs.py's haproxy_start and LB). Asserted:
    running): its sandboxes are still listed by n1's web right after, and
    no longer once its rows are older than node_lease_s (3 s here);
    restarted, it adopts them and they are listed again.
+8b. A user's list spans the nodes too (each row records its sandbox's
+   owner): alice and bob (llmbox.conf's [user] sections, their own API
+   tokens) and the shared token each make a sandbox on each node; a
+   user's GET /api/sandboxes and E2B's list, through either web and the
+   balancer, show exactly that user's two, one per node; the shared
+   token still lists every one.
 9. Nothing is left: no sandbox listed by either web, none in either
    sandboxd.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -58,6 +65,10 @@ SPREAD = int(os.environ.get("LLMBOX_TEST_SPREAD", "40"))
 HEX = "0123456789abcdef" * 2
 E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
 AUTH = {"Authorization": "Bearer " + TOKEN}
+# users with their own API tokens (llmbox.conf's [user] sections), the same on both webs (test 8b)
+USERS = {n: "%s-%s" % (n, os.urandom(16).hex()) for n in ("alice", "bob")}
+USERS_CONF = "".join('[user "%s"]\ntoken_sha256 = %s\n' % (n, hashlib.sha256(t.encode()).hexdigest())
+                     for n, t in USERS.items())
 LEASE_S = 3  # node_lease_s of the webs: a row unrefreshed for this long is not listed (test 8)
 
 
@@ -366,6 +377,39 @@ class T:
             got = self.listed(target)
             assert not any(i in got for i in made), got
 
+    def test_8b_a_users_list_spans_the_nodes(self):
+        if not self.shared:
+            raise Skip("needs PostgreSQL for a store the webs share (make deps)")
+        made = {}  # id: (owner, its web)
+        try:
+            # one of alice's, one of bob's and one of the shared token's on each node, made by its web
+            for web in (self.s1, self.s2):
+                for who in ("alice", "bob", None):
+                    h = {"Authorization": "Bearer " + USERS[who]} if who else {}
+                    st, _, o = call(web, "POST", "/api/sandboxes", {"metadata": {"suite": "users"}}, headers=h)
+                    assert st == 201, (who, st, o)
+                    made[o["id"]] = (who, web)
+            for who in ("alice", "bob"):
+                mine = sorted(i for i, (w, _) in made.items() if w == who)
+                assert {i.split(".")[0] for i in mine} == {"n1", "n2"}, mine
+                h = {"Authorization": "Bearer " + USERS[who]}
+                for name, target in (("n1's web", self.s1), ("n2's web", self.s2), ("the balancer", self.lb)):
+                    st, _, o = call(target, "GET", "/api/sandboxes", headers=h)
+                    got = sorted(x["id"] for x in o["sandboxes"]) if st == 200 else o
+                    # both nodes' of the user's, and no one else's
+                    assert got == mine and o["count"] == len(mine), (who, name, "native list", got, mine)
+                    st, _, o = call(target, "GET", "/e2b/v2/sandboxes?metadata=suite%3Dusers",
+                                    headers={"X-API-KEY": USERS[who], "Authorization": "Bearer " + USERS[who]})
+                    got = sorted(x["sandboxID"] for x in o) if st == 200 else o
+                    assert got == mine, (who, name, "E2B's list", got, mine)
+            # the shared token still lists every one of them
+            got = self.listed(self.s1)
+            assert all(i in got for i in made), (made, got)
+        finally:
+            for i, (_, web) in made.items():
+                st, _, o = call(web, "DELETE", "/api/sandboxes/" + i)
+                assert st in (200, 204), (i, st, o)
+
     def test_9_nothing_left(self):
         for s in (self.s1, self.s2):
             st, _, o = call(s, "GET", "/api/sandboxes")
@@ -391,8 +435,8 @@ def main():
                 "LLMBOX_E2B_DOMAIN": "e2b.test", "LLMBOX_NODE_LEASE_S": str(LEASE_S)}
 
     def run(db_url):
-        with Stack(model=False, web_env=web_env("n1"), db_url=db_url) as s1, \
-                Stack(model=False, web_env=web_env("n2"), db_url=db_url) as s2:
+        with Stack(model=False, web_env=web_env("n1"), db_url=db_url, conf=USERS_CONF) as s1, \
+                Stack(model=False, web_env=web_env("n2"), db_url=db_url, conf=USERS_CONF) as s2:
             behind_haproxy(s1, s2, lambda port: run_tests(rep, T(LB(port, TOKEN), s1, s2, bool(db_url))))
     if pg_server.missing():
         run(None)  # a store each: everything but listing across the nodes (test 8 says SKIP)

@@ -12,7 +12,9 @@ at the RPC level against a real sandboxd (python3 stdlib only, run as root):
     does not have, an /etc/passwd that is a symlink, a fifo or over 256 KiB;
   - "root" works whatever the sandbox did to its /etc/passwd;
   - write's "meta" (E2B's file metadata): malformed ones refused, nothing
-    written; a good one comes back in stat.
+    written; a good one comes back in stat;
+  - read, write, list and stat with "user" have that user's permissions
+    ("denied" where it may not), symlinks still refused; root's after.
 
     python3 tests/integration/test_sandboxd_user.py   (from the repo root)
 """
@@ -113,6 +115,47 @@ def check_meta_refusals(d):
     c.destroy(sid)
 
 
+def check_file_calls_as_the_user(d):
+    """read, write, list and stat with "user" have that user's permissions
+    (the loop thread takes its filesystem ids and groups), answered "denied";
+    root's calls, and another sandbox's, right after have root's again; a
+    symlink in the path is still refused, not followed, as the user."""
+    c = d.connect()
+    sid, other = c.create(), c.create()
+    c.exec(sid, "echo s3 > /tmp/secret && chmod 600 /tmp/secret && mkdir -m 700 /srv/closed && "
+                "mkdir -m 711 /srv/pass && echo hi > /srv/pass/f && chmod 644 /srv/pass/f && "
+                "groupadd -g 2345 devs && usermod -aG devs user && mkdir -m 770 /srv/team && chgrp devs /srv/team && "
+                "ln -s /etc /home/user/etclink")
+    for req, data in [({"op": "write", "path": "/etc/x"}, b"no"), ({"op": "write", "path": "/etc/newdir/x"}, b"no"),
+                      ({"op": "read", "path": "/tmp/secret", "max": 100}, None),
+                      ({"op": "list", "path": "/srv/closed", "max_depth": 1, "max_entries": 10}, None),
+                      ({"op": "stat", "path": "/srv/closed/x"}, None)]:
+        r = c.call(dict(req, id=sid, user="user"), data)
+        assert not r.get("ok") and r.get("error") == "denied" and "ermission denied" in r.get("message", ""), (req, r)
+    assert c.exec(sid, "ls -d /etc/x /etc/newdir 2>&1 | grep -c 'No such'")["stdout"] == "2\n", "nothing written"
+    # through a folder it may only search (0711): as any path the user opens
+    r = c.call({"op": "read", "id": sid, "path": "/srv/pass/f", "max": 100, "user": "user"})
+    assert r.get("ok") and r.get("_data") == b"hi\n", r
+    # a group of /etc/group (devs) opens the group's folder
+    r = c.call({"op": "write", "id": sid, "path": "/srv/team/t.txt", "user": "user"}, b"t")
+    assert r.get("ok"), r
+    # a symlink on the way is refused as ever, never followed to /etc
+    r = c.call({"op": "write", "id": sid, "path": "/home/user/etclink/y", "user": "user"}, b"no")
+    assert not r.get("ok") and "symlinks" in r.get("message", ""), r
+    # right after, root's calls (this sandbox's and another's) are root's
+    for s in (sid, other):
+        r = c.call({"op": "write", "id": s, "path": "/etc/rootwrite"}, b"ok")
+        assert r.get("ok"), r
+    r = c.call({"op": "read", "id": sid, "path": "/tmp/secret", "max": 100, "user": "root"})
+    assert r.get("ok") and r.get("_data") == b"s3\n", r
+    r = c.call({"op": "list", "id": sid, "path": "/srv/closed", "max_depth": 1, "max_entries": 10})
+    assert r.get("ok"), r
+    out = c.exec(sid, "stat -c '%u:%g' /srv/team/t.txt /etc/rootwrite")["stdout"]
+    assert out == "1000:1000\n0:0\n", out
+    c.destroy(sid)
+    c.destroy(other)
+
+
 def main():
     p = Reporter("sandboxd_user/")
     why = skip_reason()
@@ -122,7 +165,8 @@ def main():
     with Daemon(env={"LLMBOX_POOL_SIZE": "0"}) as d:
         for name, fn in [("user_groups_env_and_sudo", check_user_and_sudo), ("write_owner", check_write_owner),
                          ("refusals_run_and_write_nothing", check_refusals),
-                         ("file_metadata_refusals", check_meta_refusals)]:
+                         ("file_metadata_refusals", check_meta_refusals),
+                         ("file_calls_as_the_user", check_file_calls_as_the_user)]:
             p.run(name, fn, d)
     return p.exit_code()
 

@@ -1,7 +1,9 @@
 /* Unit tests of the store's rows of the nodes' API sandboxes (several nodes;
  * server/store/store_sandbox.h): written, rewritten only while there,
  * deleted; listed every node's together, oldest first, only while fresh
- * and unexpired; refreshed by node, forgotten by node, swept by age. Run
+ * and unexpired; refreshed by node, forgotten by node, swept by age; each
+ * row's owner (v16) filters a user's list, and v15 rows migrate as the
+ * shared token's. Run
  * on SQLite here and on PostgreSQL by test_store_pg.py. */
 #include "store_where.h"
 #include "testlib.h"
@@ -161,6 +163,63 @@ TEST(invalid_rows_are_refused)
     lb_store_close(s);
 }
 
+/* v16: the owner of each row; a user's list has that user's rows of every node only */
+TEST(owners_are_recorded_and_filter_the_list)
+{
+    lb_store *s = open_fresh("sbxowner");
+    CHECK(s != NULL);
+    int64_t now = lb_now_ms();
+    lb_sbx_row a = row_of(A, "n1", now - 30, "{}"), b = row_of(B, "n2", now - 20, "{}"), c = row_of(C, "n1", now - 10, "{}");
+    a.owner = "alice";
+    b.owner = "alice";
+    c.owner = NULL; /* the shared token's */
+    CHECK(lb_store_sbx_put(s, &a) == LB_OK && lb_store_sbx_put(s, &b) == LB_OK && lb_store_sbx_put(s, &c) == LB_OK);
+    seen v;
+    memset(&v, 0, sizeof v);
+    CHECK(lb_store_sbx_list_of(s, "", "alice", 60000, 100, collect, &v) == LB_OK && v.n == 2 &&
+          !strcmp(v.ids[0], A) && !strcmp(v.ids[1], B)); /* both nodes' */
+    memset(&v, 0, sizeof v);
+    CHECK(lb_store_sbx_list_of(s, "", "bob", 60000, 100, collect, &v) == LB_OK && v.n == 0);
+    memset(&v, 0, sizeof v);
+    CHECK(lb_store_sbx_list_of(s, "", "", 60000, 100, collect, &v) == LB_OK && v.n == 1 && !strcmp(v.ids[0], C));
+    CHECK(list_all(s, &v) == LB_OK && v.n == 3);
+    /* an update (pause, timeout) writes the owner it is given */
+    b.owner = "bob";
+    CHECK(lb_store_sbx_update(s, &b) == LB_OK);
+    memset(&v, 0, sizeof v);
+    CHECK(lb_store_sbx_list_of(s, "", "bob", 60000, 100, collect, &v) == LB_OK && v.n == 1 && !strcmp(v.ids[0], B));
+    char longname[80];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    a.owner = longname;
+    CHECK(lb_store_sbx_put(s, &a) == LB_E_INVAL);
+    CHECK(lb_store_sbx_list_of(s, "", longname, 60000, 100, collect, &v) == LB_E_INVAL);
+    lb_store_close(s);
+}
+
+/* a v15 store's rows (written by a web before owners) are the shared token's after the migration */
+TEST(v15_rows_migrate_as_the_shared_tokens)
+{
+    lb_store *s = open_fresh("sbxv15");
+    CHECK(s != NULL);
+    lb_store_close(s);
+    CHECK(tw_exec(db_path, "DROP INDEX api_sandboxes_owner; ALTER TABLE api_sandboxes DROP COLUMN owner;"
+                           "UPDATE meta SET value = '15' WHERE key = 'schema_version';") == LB_OK);
+    char ins[400];
+    snprintf(ins, sizeof ins, "INSERT INTO api_sandboxes(id, node, created_ms, expires_ms, paused, info, seen_ms)"
+                              " VALUES('%s', 'n1', 1, %lld, 0, '{}', %lld)", A, (long long)(lb_now_ms() + HOUR_MS),
+             (long long)lb_now_ms());
+    CHECK(tw_exec(db_path, ins) == LB_OK);
+    s = NULL;
+    CHECK(lb_store_open(db_path, &s) == LB_OK);
+    seen v;
+    memset(&v, 0, sizeof v);
+    CHECK(s && lb_store_sbx_list_of(s, "", "", 60000, 100, collect, &v) == LB_OK && v.n == 1 && !strcmp(v.ids[0], A));
+    memset(&v, 0, sizeof v);
+    CHECK(s && lb_store_sbx_list_of(s, "", "alice", 60000, 100, collect, &v) == LB_OK && v.n == 0);
+    lb_store_close(s);
+}
+
 int main(void)
 {
     if (tw_init())
@@ -168,5 +227,7 @@ int main(void)
     RUN(rows_are_written_rewritten_and_deleted);
     RUN(stale_or_expired_rows_are_not_listed_and_are_swept);
     RUN(invalid_rows_are_refused);
+    RUN(owners_are_recorded_and_filter_the_list);
+    RUN(v15_rows_migrate_as_the_shared_tokens);
     return testlib_done();
 }
