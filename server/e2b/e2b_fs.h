@@ -23,6 +23,10 @@ void lb_e2b_home(lb_sbx *s, char *out, size_t outsz);
  * and the sandbox has LB_E2B_HOME (E2B's user), else NULL (the image's own
  * user, root for images without E2B's). */
 const char *lb_e2b_run_as(lb_req *r, lb_sbx *s);
+/* The folder the call's relative file paths start in, as envd's (the
+ * user's home): /root when it runs as root (lb_e2b_run_as), else
+ * lb_e2b_home's. */
+void lb_e2b_user_home(lb_req *r, lb_sbx *s, char *out, size_t outsz);
 /* The sandbox's /etc/passwd and /etc/group for the owners' names: read
  * through sandboxd (capped at 256 KiB each, never through a symlink);
  * what cannot be read stays NULL (ids are then numbers). Takes s's lock;

@@ -576,6 +576,7 @@ def main():
         r.run("sdk_users", t_sdk, st, "sdk_users.mjs")
         r.run("sdk_metrics", t_sdk, st, "sdk_metrics.mjs")
         r.run("sdk_fork", t_sdk, st, "sdk_fork.mjs")
+        r.run("sdk_upstream_parity", t_sdk, st, "sdk_upstream_parity.mjs")
         r.run("users_raw", t_users_raw, st)
         r.run("gzip_files_raw", t_gzip_raw, st)
         r.run("signed_urls_raw", t_signed_raw, st)
