@@ -5,9 +5,11 @@
 // source); signed URLs answering envd's own words for an expired and a
 // wrong signature; an upload whose "file" field carries no file name
 // (FormData.append('file', 'text')); relative paths of a root call from
-// root's home, as envd's.
-import { Sandbox } from 'e2b'
-import { check, eq, runChecks } from './lib.mjs'
+// root's home, as envd's; watchDir's allowNetworkMounts (envd 0.6.4);
+// a snapshot's name and the sandbox it was taken of, which
+// listSnapshots({name, sandboxId}) filter by.
+import { Sandbox, FilesystemEventType } from 'e2b'
+import { check, eq, raises, runChecks } from './lib.mjs'
 
 let sbx
 // each check stands alone: one whose create failed leaves the others theirs
@@ -64,6 +66,47 @@ check('root_relative_paths_from_roots_home', async () => {
   const res = await fetch(url, { method: 'POST', body: form })
   eq([res.status, await res.json()], [200, [{ name: 'up2.txt', type: 'file', path: '/root/up2.txt' }]])
   eq((await sbx.files.list('.', { user: 'root' })).some(e => e.path === '/root/up2.txt'), true, 'list from /root')
+})
+
+check('watch_dir_allow_network_mounts', async () => {
+  await sandbox()
+  eq((await sbx.getInfo()).envdVersion, '0.6.4', 'the SDK refuses the flag below envd 0.6.4')
+  await sbx.files.makeDir('wd')
+  let seen
+  const got = new Promise(resolve => { seen = resolve })
+  const h = await sbx.files.watchDir('wd', e => {
+    if (e.type === FilesystemEventType.WRITE && e.name === 'w.txt') seen()
+  }, { allowNetworkMounts: true })
+  await sbx.files.write('wd/w.txt', 'x')
+  await Promise.race([got, new Promise((_, no) => setTimeout(() => no(new Error('no write event in 20 s')), 20000))])
+  await h.stop()
+})
+
+check('snapshot_names_and_sandbox_filters', async () => {
+  await sandbox()
+  const other = await Sandbox.create()
+  const tag = Math.random().toString(36).slice(2, 10)
+  const named = await sbx.createSnapshot({ name: `snap-${tag}` })
+  const plain = await sbx.createSnapshot()
+  const elsewhere = await other.createSnapshot({ name: `snap-${tag}-b` })
+  try {
+    eq(named.names, [`snap-${tag}`], 'createSnapshot answers its name')
+    eq(plain.names, [], 'none without one')
+    const ids = async opts => (await Sandbox.listSnapshots(opts).nextItems()).map(x => x.snapshotId).sort()
+    eq(await ids({ name: `snap-${tag}` }), [named.snapshotId], 'by name')
+    eq(await ids({ name: `snap-${tag}-none` }), [], 'an unknown name: none')
+    eq(await ids({ sandboxId: sbx.sandboxId }), [named.snapshotId, plain.snapshotId].sort(), 'by sandbox')
+    eq(await ids({ sandboxId: other.sandboxId }), [elsewhere.snapshotId], 'the other sandbox\'s')
+    const all = await Sandbox.listSnapshots().nextItems()
+    eq(all.find(x => x.snapshotId === named.snapshotId).names, [`snap-${tag}`], 'the list shows names')
+    const bad = await raises(() => sbx.createSnapshot({ name: 'no/slash' }), 'a name with a slash is refused')
+    eq(/name/.test(bad.message), true, 'the sentence says why: ' + bad.message)
+  } finally {
+    for (const x of [named, plain, elsewhere]) await Sandbox.deleteSnapshot(x.snapshotId)
+    await other.kill()
+  }
+  eq(await (async () => (await Sandbox.listSnapshots({ name: `snap-${tag}` }).nextItems()).length)(), 0,
+    'a deleted snapshot is gone from the filter')
   await sbx.kill()
 })
 
