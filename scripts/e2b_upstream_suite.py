@@ -149,6 +149,9 @@ def main():
     ap.add_argument("--node-modules", help="link this node_modules instead of installing")
     ap.add_argument("--workers", type=int, default=2, help="vitest workers (files at once)")
     ap.add_argument("--list", action="store_true", help="print what runs and what is left out, and why")
+    ap.add_argument("--host-names", action="store_true",
+                    help="reach sandboxes by E2B_DOMAIN host names over TLS (sbx.getHost works) instead of "
+                         "E2B_SANDBOX_URL: a throwaway CA and *.e2b.test certificate, as test_e2b.py does")
     a = ap.parse_intermixed_args()
     files = a.files or FILES + (GIT_FILES if a.git else [])
     if a.list:
@@ -173,11 +176,25 @@ def main():
         token = "e2b_" + os.urandom(20).hex()
         web_env = {"LLMBOX_SANDBOX_API_TOKEN": token, "LLMBOX_SANDBOX_API_MAX": "64"}
         out = os.path.join(work, "vitest.json")
-        with Stack(model=False, web_env=web_env) as st:
+        tls = None
+        if a.host_names:  # docs/E2B.md "E2B_DOMAIN host names", set up as test_e2b.py does
+            sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+            from test_e2b import free_loopback_443, make_tls
+            ca, crt, key = make_tls(work, "e2b.test")
+            addr = free_loopback_443()
+            tls = {"listen": addr + ":443", "cert": crt, "key": key, "names": "*.e2b.test"}
+            web_env["LLMBOX_E2B_DOMAIN"] = "e2b.test"
+        with Stack(model=False, web_env=web_env, tls=tls) as st:
             env = dict(os.environ, E2B_API_URL="http://127.0.0.1:%d/e2b" % st.port,
                        E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % st.port, E2B_API_KEY=token)
             env.pop("E2B_DOMAIN", None)
             env.pop("E2B_DEBUG", None)
+            if tls:
+                # *.e2b.test resolves to nginx's TLS address in node only (a
+                # preload standing in for the wildcard DNS record)
+                del env["E2B_SANDBOX_URL"]
+                env.update(E2B_DOMAIN="e2b.test", NODE_EXTRA_CA_CERTS=ca, LLMBOX_TEST_RESOLVE="e2b.test=" + addr,
+                           NODE_OPTIONS="--import " + os.path.join(REPO, "tests", "e2b", "resolve_test_domain.mjs"))
             # vitest's own lines (progress) to stderr; the summary from its JSON
             p = subprocess.run(["npx", "vitest", "run", "--config", "llmbox.vitest.config.mts",
                                 "--reporter=dot", "--reporter=json", "--outputFile.json=" + out], cwd=sdk,

@@ -256,6 +256,14 @@ static void lb_e2b_create(lb_req *r)
                              "traffic cannot resume a sandbox whose processes ended; Sandbox.connect does.");
         goto out;
     }
+    /* network.allowPublicTraffic: E2B's ports are public unless false;
+     * llmbox's need the traffic token unless the caller says true */
+    const cJSON *netb = cJSON_GetObjectItemCaseSensitive(body, "network");
+    const cJSON *pub = cJSON_IsObject(netb) ? cJSON_GetObjectItemCaseSensitive(netb, "allowPublicTraffic") : NULL;
+    if (pub && !cJSON_IsNull(pub) && !cJSON_IsBool(pub)) {
+        lb_e2b_error(r, 400, "network.allowPublicTraffic must be true or false.");
+        goto out;
+    }
     int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
     if (ttl < 0)
         goto out;
@@ -333,6 +341,8 @@ static void lb_e2b_create(lb_req *r)
         if (auto_resume)
             lb_sbx_set_auto_resume(s);
     }
+    if (cJSON_IsTrue(pub))
+        lb_sbx_set_public_ports(s);
     out = lb_e2b_created(r, s, tname);
     if (!out) {
         LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* nobody would know its id; already gone is fine */
