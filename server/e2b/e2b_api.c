@@ -237,8 +237,12 @@ static void lb_e2b_create(lb_req *r)
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(body, "metadata");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(body, "envVars");
     const char *tname = cJSON_IsString(tpl) ? tpl->valuestring : "base";
-    if (cJSON_GetObjectItemCaseSensitive(body, "mcp") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(body, "mcp"))) {
-        lb_e2b_error(r, 400, "MCP gateways are not supported by llmbox (docs/E2B.md).");
+    /* mcp: the SDK itself starts E2B's mcp-gateway in the sandbox once it
+     * is made (commands.run as root), and kills the sandbox when that
+     * fails; the API has nothing to do but take the object */
+    const cJSON *mcp = cJSON_GetObjectItemCaseSensitive(body, "mcp");
+    if (mcp && !cJSON_IsNull(mcp) && !cJSON_IsObject(mcp)) {
+        lb_e2b_error(r, 400, "mcp must be an object of MCP servers (E2B's mcp-gateway configuration).");
         goto out;
     }
     /* autoPause (lifecycle onTimeout 'pause'): paused at the timeout; its

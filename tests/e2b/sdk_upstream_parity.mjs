@@ -7,8 +7,9 @@
 // (FormData.append('file', 'text')); relative paths of a root call from
 // root's home, as envd's; watchDir's allowNetworkMounts (envd 0.6.4);
 // a snapshot's name and the sandbox it was taken of, which
-// listSnapshots({name, sandboxId}) filter by.
-import { Sandbox, FilesystemEventType } from 'e2b'
+// listSnapshots({name, sandboxId}) filter by; Sandbox.create({mcp}),
+// whose gateway the SDK starts itself in the sandbox.
+import { Sandbox, FilesystemEventType, SandboxError } from 'e2b'
 import { check, eq, raises, runChecks } from './lib.mjs'
 
 let sbx
@@ -108,6 +109,15 @@ check('snapshot_names_and_sandbox_filters', async () => {
   eq(await (async () => (await Sandbox.listSnapshots({ name: `snap-${tag}` }).nextItems()).length)(), 0,
     'a deleted snapshot is gone from the filter')
   await sbx.kill()
+})
+
+check('create_with_mcp_runs_the_sdks_gateway_start', async () => {
+  // the default image has no mcp-gateway: E2B's own answer for a template
+  // without it is the SDK's "Failed to start MCP gateway", the sandbox killed
+  const tag = Math.random().toString(36).slice(2, 10)
+  const e = await raises(() => Sandbox.create('base', { mcp: { some_server: {} }, metadata: { mcpTag: tag } }))
+  eq(e instanceof SandboxError && /Failed to start MCP gateway/.test(e.message), true, 'the SDK\'s error: ' + e)
+  eq((await Sandbox.list({ query: { metadata: { mcpTag: tag } } }).nextItems()).length, 0, 'and the sandbox is gone')
 })
 
 await runChecks()
