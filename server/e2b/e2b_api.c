@@ -6,6 +6,7 @@
 #include "e2b/e2b_fork.h"
 #include "e2b/e2b_metrics.h"
 #include "e2b/e2b_network.h"
+#include "e2b/e2b_snapshot_info.h"
 #include "e2b/e2b_template.h"
 #include "e2b/e2b_volume.h"
 #include "sbxapi/handlers_sandbox_pause.h"
@@ -238,8 +239,12 @@ static void lb_e2b_create(lb_req *r)
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(body, "metadata");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(body, "envVars");
     const char *tname = cJSON_IsString(tpl) ? tpl->valuestring : "base";
-    if (cJSON_GetObjectItemCaseSensitive(body, "mcp") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(body, "mcp"))) {
-        lb_e2b_error(r, 400, "MCP gateways are not supported by llmbox (docs/E2B.md).");
+    /* mcp: the SDK itself starts E2B's mcp-gateway in the sandbox once it
+     * is made (commands.run as root), and kills the sandbox when that
+     * fails; the API has nothing to do but take the object */
+    const cJSON *mcp = cJSON_GetObjectItemCaseSensitive(body, "mcp");
+    if (mcp && !cJSON_IsNull(mcp) && !cJSON_IsObject(mcp)) {
+        lb_e2b_error(r, 400, "mcp must be an object of MCP servers (E2B's mcp-gateway configuration).");
         goto out;
     }
     /* autoPause (lifecycle onTimeout 'pause'): paused at the timeout; its
@@ -255,6 +260,14 @@ static void lb_e2b_create(lb_req *r)
     if (auto_resume && (!auto_pause || auto_pause_drop)) {
         lb_e2b_error(r, 400, "autoResume needs autoPause (lifecycle onTimeout 'pause') with its memory kept: "
                              "traffic cannot resume a sandbox whose processes ended; Sandbox.connect does.");
+        goto out;
+    }
+    /* network.allowPublicTraffic: E2B's ports are public unless false;
+     * llmbox's need the traffic token unless the caller says true */
+    const cJSON *netb = cJSON_GetObjectItemCaseSensitive(body, "network");
+    const cJSON *pub = cJSON_IsObject(netb) ? cJSON_GetObjectItemCaseSensitive(netb, "allowPublicTraffic") : NULL;
+    if (pub && !cJSON_IsNull(pub) && !cJSON_IsBool(pub)) {
+        lb_e2b_error(r, 400, "network.allowPublicTraffic must be true or false.");
         goto out;
     }
     int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
@@ -286,6 +299,20 @@ static void lb_e2b_create(lb_req *r)
     if (net)
         cJSON_AddItemToObject(spec, "network", net);
     int rc = lb_sbx_spec_parse(spec, cfg, &sp, msg, sizeof msg);
+    /* E2B's SDK sends allow_internet_access true on every create that does
+     * not say false (E2B's default: the internet). Where the operator's
+     * ceiling has no "*", that default is this service's own (no network),
+     * not a refusal of every create; rules the caller listed still are. */
+    const cJSON *inet = cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access");
+    const cJSON *nbody = cJSON_GetObjectItemCaseSensitive(body, "network");
+    if (rc == LB_E_DENIED && cJSON_IsTrue(inet) &&
+        (!nbody || cJSON_IsNull(nbody) ||
+         (!cJSON_GetObjectItemCaseSensitive(nbody, "allowOut") && !cJSON_GetObjectItemCaseSensitive(nbody, "denyOut")))) {
+        lb_sbx_spec_free(&sp);
+        memset(&sp, 0, sizeof sp);
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "network");
+        rc = lb_sbx_spec_parse(spec, cfg, &sp, msg, sizeof msg);
+    }
     if (rc) {
         lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;
@@ -333,6 +360,8 @@ static void lb_e2b_create(lb_req *r)
         if (auto_resume)
             lb_sbx_set_auto_resume(s);
     }
+    if (cJSON_IsTrue(pub))
+        lb_sbx_set_public_ports(s);
     out = lb_e2b_created(r, s, tname);
     if (!out) {
         LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* nobody would know its id; already gone is fine */
@@ -556,7 +585,31 @@ static void lb_e2b_list(lb_req *r)
 static void lb_e2b_snapshot(lb_req *r, lb_sbx *s)
 {
     char id[LB_NODE_ID_MAX + 1], state[LB_SNAPSHOT_STATE_MAX], err[512] = "", msg[1400];
-    lb_http_drain(r);
+    lb_e2b_snap_info info;
+    memset(&info, 0, sizeof info);
+    /* {name?}: the SDK's createSnapshot({name}); no body is no name */
+    lb_buf b;
+    if (lb_req_body(r, 4096, &b, "snapshot request") != LB_OK)
+        return;
+    cJSON *body = NULL;
+    int jrc = LB_OK;
+    if (b.len && !(body = lb_json_parse_checked(b.data, b.len, "snapshot request", 64, 4, &jrc, msg, sizeof msg))) {
+        lb_buf_free(&b);
+        lb_e2b_error(r, jrc == LB_E_NOMEM ? 500 : 400, "%s", msg);
+        return;
+    }
+    lb_buf_free(&b);
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(body, "name");
+    if ((body && !cJSON_IsObject(body)) || (nm && !cJSON_IsNull(nm) && !cJSON_IsString(nm)) ||
+        (cJSON_IsString(nm) && !lb_e2b_snap_name_ok(nm->valuestring))) {
+        cJSON_Delete(body);
+        lb_e2b_error(r, 400, "A snapshot's name is 1 to %d of letters, digits, '.', '_' and '-'.",
+                     LB_E2B_SNAP_NAME_MAX);
+        return;
+    }
+    if (cJSON_IsString(nm))
+        snprintf(info.name, sizeof info.name, "%s", nm->valuestring);
+    cJSON_Delete(body);
     if (lb_node_id_new(r->cfg->node_name, id, sizeof id) != LB_OK) {
         lb_e2b_error(r, 500, "No randomness for a snapshot id.");
         return;
@@ -576,8 +629,11 @@ static void lb_e2b_snapshot(lb_req *r, lb_sbx *s)
     }
     lb_info("web: e2b: snapshot %s of %s (%llu bytes)", id, s->id, (unsigned long long)bytes);
     lb_snapshot_owner_save(r, id);
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddStringToObject(o, "snapshotID", id) || !cJSON_AddArrayToObject(o, "names")) {
+    snprintf(info.sandbox, sizeof info.sandbox, "%s", s->id);
+    lb_e2b_snap_info_save(r, id, &info);
+    cJSON *o = cJSON_CreateObject(), *names = o ? cJSON_AddArrayToObject(o, "names") : NULL;
+    if (!names || !cJSON_AddStringToObject(o, "snapshotID", id) ||
+        (info.name[0] && !cJSON_AddItemToArray(names, cJSON_CreateString(info.name)))) {
         cJSON_Delete(o);
         lb_e2b_error(r, 500, "Out of memory.");
         return;
@@ -590,18 +646,21 @@ static void lb_e2b_snapshot(lb_req *r, lb_sbx *s)
  * newest first, paged as the sandbox list (an offset in nextToken). */
 static void lb_e2b_snapshots_list(lb_req *r)
 {
-    char num[32], sbx[LB_NODE_ID_MAX + 8], err[512] = "";
+    char num[32], sbx[LB_NODE_ID_MAX + 8], name[LB_E2B_SNAP_NAME_MAX + 8], err[512] = "";
     long long limit = 100, from = 0;
+    /* listSnapshots({sandboxId, name}): by the records lb_e2b_snapshot kept */
     int qs = lb_query_get(r->query, "sandboxID", sbx, sizeof sbx);
+    int qn = lb_query_get(r->query, "name", name, sizeof name);
     lb_http_drain(r);
     if ((lb_query_get(r->query, "limit", num, sizeof num) == LB_OK && lb_parse_ll(num, 1, LB_E2B_PAGE_MAX, &limit)) ||
         (lb_query_get(r->query, "nextToken", num, sizeof num) == LB_OK && lb_parse_ll(num, 0, 1 << 30, &from))) {
         lb_e2b_error(r, 400, "Bad query: limit 1 to %d, nextToken as this server gave it.", LB_E2B_PAGE_MAX);
         return;
     }
-    if (qs != LB_E_NOTFOUND) {
-        lb_e2b_error(r, 400, "llmbox's snapshots do not record the sandbox they were taken of: list them without "
-                             "sandboxID (docs/E2B.md).");
+    if ((qs != LB_E_NOTFOUND && (qs != LB_OK || !lb_node_id_valid(sbx))) ||
+        (qn != LB_E_NOTFOUND && (qn != LB_OK || !lb_e2b_snap_name_ok(name)))) {
+        lb_e2b_error(r, 400, "Bad query: sandboxID is a sandbox's id, name 1 to %d of letters, digits, '.', '_' "
+                             "and '-'.", LB_E2B_SNAP_NAME_MAX);
         return;
     }
     lbsb_conn *c = NULL;
@@ -624,8 +683,14 @@ static void lb_e2b_snapshots_list(lb_req *r)
             continue;
         char sid[LB_NODE_ID_MAX + 1];
         snprintf(sid, sizeof sid, "%s%s%s", r->cfg->node_name, r->cfg->node_name[0] ? "." : "", st[i].name + pl);
-        if (lb_snapshot_owner_sees(r, sid)) /* a user's token: that user's only */
-            st[kept++] = st[i];
+        if (!lb_snapshot_owner_sees(r, sid)) /* a user's token: that user's only */
+            continue;
+        lb_e2b_snap_info info;
+        int irc = qs == LB_OK || qn == LB_OK ? lb_e2b_snap_info_load(r, sid, &info) : LB_E_NOTFOUND;
+        if ((qs == LB_OK && (irc != LB_OK || strcmp(info.sandbox, sbx))) ||
+            (qn == LB_OK && (irc != LB_OK || strcmp(info.name, name))))
+            continue;
+        st[kept++] = st[i];
     }
     for (size_t i = 1; i < kept; i++) /* insertion sort: at most the states sandboxd keeps */
         for (size_t j = i; j > 0 && (st[j].mtime > st[j - 1].mtime ||
@@ -645,7 +710,11 @@ static void lb_e2b_snapshots_list(lb_req *r)
             ok = 0;
             break;
         }
-        ok = cJSON_AddStringToObject(e, "snapshotID", sid) && cJSON_AddArrayToObject(e, "names");
+        lb_e2b_snap_info info;
+        cJSON *names = cJSON_AddArrayToObject(e, "names");
+        ok = names && cJSON_AddStringToObject(e, "snapshotID", sid);
+        if (ok && lb_e2b_snap_info_load(r, sid, &info) == LB_OK && info.name[0])
+            ok = cJSON_AddItemToArray(names, cJSON_CreateString(info.name));
     }
     free(st);
     if (!ok) {
@@ -680,6 +749,7 @@ static void lb_e2b_snapshot_delete(lb_req *r, const char *id)
         lb_e2b_error(r, 503, "The sandbox daemon could not delete the snapshot: %s.", err);
     else {
         lb_snapshot_owner_forget(r, id);
+        lb_e2b_snap_info_forget(r, id);
         lb_http_head(r, 204, NULL, NULL);
     }
 }

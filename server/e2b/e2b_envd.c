@@ -158,14 +158,28 @@ void lb_h_e2b_envd(lb_req *r)
         return;
     }
     lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);
+    if (!s && port != LB_E2B_ENVD_PORT_N) {
+        /* a port of a sandbox that is gone: E2B's edge's own answer, which
+         * clients of the sandbox's servers read (its id and code 502) */
+        cJSON *o = cJSON_CreateObject();
+        lb_http_drain(r);
+        if (o && cJSON_AddStringToObject(o, "message", "The sandbox was not found") &&
+            cJSON_AddStringToObject(o, "sandboxId", id) && cJSON_AddNumberToObject(o, "code", 502))
+            lb_http_json(r, 502, o, NULL);
+        else
+            lb_e2b_error_json(r, 500, NULL, "Out of memory.");
+        cJSON_Delete(o);
+        return;
+    }
     if (!s) {
         lb_e2b_gone(r, msg);
         return;
     }
     if (port != LB_E2B_ENVD_PORT_N) {
-        /* E2B's protocol: a server of the sandbox's (e2b_port.h), behind its token */
+        /* E2B's protocol: a server of the sandbox's (e2b_port.h), behind its
+         * token unless it was made with allowPublicTraffic true */
         const char *t = lb_http_param(r, "HTTP_E2B_TRAFFIC_ACCESS_TOKEN");
-        if (!lb_e2b_token_ok(r, id, t ? t : lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
+        if (!lb_sbx_public_ports_of(s) && !lb_e2b_token_ok(r, id, t ? t : lb_http_param(r, "HTTP_X_ACCESS_TOKEN"))) {
             lb_http_drain(r);
             lb_e2b_error_json(r, 403, NULL, "A sandbox's ports need its envdAccessToken in X-Access-Token or "
                                             "E2b-Traffic-Access-Token (docs/E2B.md).");

@@ -15,9 +15,11 @@
 
 /* the envd whose features we answer: closeStdin (0.5.2), octet-stream and
  * gzip uploads (0.5.7), file metadata (0.6.2, the files' user.e2b.*
- * attributes: e2b_fs.c), includeEntry on watch events (0.6.3); network
- * mounts (0.6.4) are not claimed */
-#define LB_E2B_ENVD_VERSION "0.6.3"
+ * attributes: e2b_fs.c), includeEntry on watch events (0.6.3),
+ * allowNetworkMounts on watchDir (0.6.4: envd refuses to watch a network
+ * mount without it; a sandbox's folders are all its own local filesystems,
+ * which the watcher's inotify sees, so it is taken and changes nothing) */
+#define LB_E2B_ENVD_VERSION "0.6.4"
 #define LB_E2B_TOKEN_HEX 64
 
 /* The envd access token of API sandbox id: an HMAC of the id under the

@@ -90,15 +90,27 @@ const char *lb_e2b_run_as(lb_req *r, lb_sbx *s)
     return s->e2b_home > 0 ? "user" : NULL;
 }
 
-/* A client's path, relative ones from E2B's home (lb_e2b_home): "/"+cleaned
- * in out. */
-static int lb_e2b_path(lb_sbx *s, const char *in, char *out, size_t outsz)
+void lb_e2b_call_home(lb_req *r, lb_sbx *s, char *out, size_t outsz)
+{
+    const char *as = lb_e2b_run_as(r, s);
+    const char *other = lb_e2b_user_home_of(as);
+    if (as && !strcmp(as, "root"))
+        snprintf(out, outsz, "/root"); /* envd: the call's user's home */
+    else if (other)
+        snprintf(out, outsz, "%s", other); /* another user of the sandbox: its own */
+    else
+        lb_e2b_home(s, out, outsz);
+}
+
+/* A client's path, relative ones from the call's user's home, as envd
+ * resolves them (lb_e2b_call_home): "/"+cleaned in out. */
+static int lb_e2b_path(lb_req *r, lb_sbx *s, const char *in, char *out, size_t outsz)
 {
     char home[LB_PATH_MAX + 2];
     if (in[0] == '/')
         snprintf(home, sizeof home, "/");
     else
-        lb_e2b_home(s, home, sizeof home);
+        lb_e2b_call_home(r, s, home, sizeof home);
     return lb_sbx_path(in, strlen(in), home, 1, out, outsz);
 }
 
@@ -220,7 +232,7 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
 static int lb_e2b_req_path(lb_req *r, lb_sbx *s, const cJSON *req, const char *name, char *out, size_t outsz)
 {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, name);
-    if (!cJSON_IsString(p) || lb_e2b_path(s, p->valuestring, out, outsz) != LB_OK) {
+    if (!cJSON_IsString(p) || lb_e2b_path(r, s, p->valuestring, out, outsz) != LB_OK) {
         lb_e2b_unary_error(r, "invalid_argument",
                            "%s must be a path in the sandbox without \"..\", NUL or control characters, at most "
                            "1024 bytes", name);
@@ -441,7 +453,7 @@ static int lb_files_query_path(lb_req *r, lb_sbx *s, char *out, size_t outsz)
     int rc = lb_query_get(r->query, "path", raw, sizeof raw);
     if (rc == LB_E_NOTFOUND)
         return 0;
-    if (rc || lb_e2b_path(s, raw, out, outsz) != LB_OK) {
+    if (rc || lb_e2b_path(r, s, raw, out, outsz) != LB_OK) {
         lb_http_drain(r);
         lb_e2b_unary_error(r, "invalid_argument", "The path parameter is not a usable path in the sandbox.");
         return -1;
@@ -573,16 +585,24 @@ static int lb_up_begin(void *arg, const lb_mp_part *p)
     return 0;
 }
 
+/* Whether a part is a file to write: one with a file name, or envd's
+ * field "file" without one (FormData.append('file', 'text') sends no file
+ * name; envd takes the part by its field name and the path from ?path=). */
+static int lb_up_is_file(const lb_upload *up, const lb_mp_part *p)
+{
+    return p->is_file || (!strcmp(p->name, "file") && up->qpath[0]);
+}
+
 static int lb_up_data(void *arg, const lb_mp_part *p, const char *d, size_t n)
 {
     lb_upload *up = arg;
-    return p->is_file && lb_buf_append(&up->data, d, n) != LB_OK ? LB_E_TOOBIG : 0;
+    return lb_up_is_file(up, p) && lb_buf_append(&up->data, d, n) != LB_OK ? LB_E_TOOBIG : 0;
 }
 
 static int lb_up_end(void *arg, const lb_mp_part *p)
 {
     lb_upload *up = arg;
-    if (!p->is_file)
+    if (!lb_up_is_file(up, p))
         return 0;
     char path[LB_SBX_SPATH_MAX];
     /* the part's file name is the path when several files go at once
@@ -590,7 +610,7 @@ static int lb_up_end(void *arg, const lb_mp_part *p)
     if (!up->qpath[0] || cJSON_GetArraySize(up->out) > 0) {
         char name[LB_SBX_SPATH_MAX + 1];
         snprintf(name, sizeof name, "%s%s", p->absolute ? "/" : "", p->filename);
-        if (!p->filename[0] || lb_e2b_path(up->s, name, path, sizeof path) != LB_OK) {
+        if (!p->filename[0] || lb_e2b_path(up->r, up->s, name, path, sizeof path) != LB_OK) {
             up->st = 400;
             snprintf(up->msg, sizeof up->msg, "A part of the upload has no usable file name (its path).");
             return LB_E_INVAL;
@@ -658,7 +678,9 @@ static void lb_files_post(lb_req *r, lb_sbx *s, const char *qpath)
         snprintf(up.msg, sizeof up.msg, "Out of memory.");
     } else if (lb_mp_is_form_data(r->content_type)) {
         char boundary[LB_MP_BOUNDARY_MAX + 1];
-        lb_mp_limits lim = {.max_parts = LB_E2B_UPLOAD_FILES, .max_header_bytes = 8192, .max_field_bytes = 4096,
+        lb_mp_limits lim = {.max_parts = LB_E2B_UPLOAD_FILES, .max_header_bytes = 8192,
+                            /* a field "file" without a file name is a file too (lb_up_is_file) */
+                            .max_field_bytes = LB_SBX_FILE_MAX,
                             .max_file_bytes = LB_SBX_FILE_MAX, .max_total_bytes = LB_SBX_FILE_MAX + (1u << 20), .absolute_names_ok = 1};
         lb_mp_callbacks cb = {lb_up_begin, lb_up_data, lb_up_end};
         int rc = lb_mp_boundary(r->content_type, boundary, sizeof boundary);

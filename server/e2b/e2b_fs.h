@@ -27,12 +27,16 @@ const char *lb_e2b_run_as(lb_req *r, lb_sbx *s);
 /* Whether the sandbox has the user name (as the call names it: "" none):
  * root, E2B's "user" and none always are (sandboxd says when the sandbox
  * lacks `user`); another name is looked up in the sandbox's /etc/passwd
- * (lb_e2b_iddb_load, lb_e2b_user_home) and kept for this thread's request,
+ * (lb_e2b_iddb_load and e2b_entry.h's lb_e2b_user_home) and kept for this thread's request,
  * for lb_e2b_run_as and lb_e2b_user_home_of. 1 known, 0 not. */
 int lb_e2b_user_known(lb_req *r, lb_sbx *s, const char *name);
 /* The home of the other user lb_e2b_user_known found, when user is that
  * user; else NULL. */
 const char *lb_e2b_user_home_of(const char *user);
+/* The folder the call's relative file paths start in, as envd's (the
+ * user's home): /root when it runs as root (lb_e2b_run_as), another user's
+ * own home (lb_e2b_user_known), else lb_e2b_home's. */
+void lb_e2b_call_home(lb_req *r, lb_sbx *s, char *out, size_t outsz);
 /* The sandbox's /etc/passwd and /etc/group for the owners' names: read
  * through sandboxd (capped at 256 KiB each, never through a symlink);
  * what cannot be read stays NULL (ids are then numbers). Takes s's lock;

@@ -44,7 +44,9 @@ int lb_e2b_signed(lb_req *r)
     return r->query && lb_query_get(r->query, "signature", sig, sizeof sig) != LB_E_NOTFOUND;
 }
 
-/* The signed URL's fields; 0, or -1 with why. */
+/* The signed URL's fields; 0, or -1 with why. Its expiration is checked
+ * after the signature (lb_sig_expired), as envd does: a forger never
+ * learns whether the time was the trouble. */
 static int lb_sig_fields(lb_req *r, char *path, size_t pathsz, char *user, size_t usersz, char *sig, char *exp,
                          size_t expsz, int *has_exp, char *why, size_t whysz)
 {
@@ -59,11 +61,18 @@ static int lb_sig_fields(lb_req *r, char *path, size_t pathsz, char *user, size_
         return -1;
     }
     *has_exp = re == LB_OK;
-    if (*has_exp && e < (long long)(lb_now_ms() / 1000)) {
-        snprintf(why, whysz, "The signed URL has expired (its signature_expiration has passed).");
-        return -1;
-    }
     return 0;
+}
+
+/* Whether a signed URL's expiration (checked by lb_sig_fields) has passed;
+ * envd's own words in why, which clients compare. */
+static int lb_sig_expired(const char *exp, int has_exp, char *why, size_t whysz)
+{
+    long long e = 0;
+    if (!has_exp || lb_parse_ll(exp, 0, 1LL << 40, &e) || e >= (long long)(lb_now_ms() / 1000))
+        return 0;
+    snprintf(why, whysz, "signature is already expired");
+    return 1;
 }
 
 /* Whether sig is the signature of the fields under id's token. */
@@ -84,11 +93,13 @@ int lb_e2b_signed_ok(lb_req *r, const char *id, const char *op, char *why, size_
     int has_exp;
     if (lb_sig_fields(r, path, sizeof path, user, sizeof user, sig, exp, sizeof exp, &has_exp, why, whysz))
         return 0;
+    /* envd's words (clients compare them): the signature is not this
+     * sandbox's for that operation, path and user */
     if (!lb_sig_match(r, id, op, path, user, sig, has_exp ? exp : NULL)) {
-        snprintf(why, whysz, "The URL's signature is not this sandbox's for a %s of that path and user.", op);
+        snprintf(why, whysz, "invalid signature");
         return 0;
     }
-    return 1;
+    return !lb_sig_expired(exp, has_exp, why, whysz);
 }
 
 int lb_e2b_signed_find(lb_req *r, const char *op, char id[LB_NODE_ID_MAX + 1])

@@ -26,12 +26,14 @@ LB_MUST_CHECK int lb_e2b_signature(const char *path, const char *op, const char 
 /* Whether the request carries a signature query parameter (a signed URL). */
 int lb_e2b_signed(lb_req *r);
 /* Checks the signed URL of sandbox id for op ("read" or "write"): 1 when
- * its signature is that sandbox's and not expired; 0 with the sentence in
- * why. */
+ * its signature is that sandbox's and not expired; 0 with why in why:
+ * envd's own words for a wrong signature ("invalid signature") and an
+ * expired one ("signature is already expired"), which clients compare. */
 int lb_e2b_signed_ok(lb_req *r, const char *id, const char *op, char *why, size_t whysz);
 /* The sandbox a signed URL without a sandbox id is for (the SDK builds
  * /files from E2B_SANDBOX_URL's origin, which names none): the running
- * sandbox whose access token makes its signature, into id. 1 when found. */
+ * sandbox whose access token makes its signature, into id. 1 when found,
+ * expired or not (lb_e2b_signed_ok then says which). */
 int lb_e2b_signed_find(lb_req *r, const char *op, char id[LB_NODE_ID_MAX + 1]);
 
 #endif

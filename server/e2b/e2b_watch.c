@@ -309,7 +309,7 @@ void lb_e2b_watchdir(lb_req *r, lb_sbx *s)
     int recursive = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "recursive"));
     int include_entry = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "includeEntry"));
     char home[LB_PATH_MAX + 2];
-    lb_e2b_home(s, home, sizeof home); /* relative paths from E2B's home, as the other file calls */
+    lb_e2b_call_home(r, s, home, sizeof home); /* relative paths from the user's home, as the other file calls */
     int bad = !cJSON_IsString(p) || lb_sbx_path(p->valuestring, strlen(p->valuestring), home, 1, path,
                                                  sizeof path) != LB_OK;
     cJSON_Delete(req);

@@ -408,6 +408,21 @@ int lb_sbx_auto_resume_of(lb_sbx *s)
     return a;
 }
 
+void lb_sbx_set_public_ports(lb_sbx *s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    s->public_ports = 1;
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
+int lb_sbx_public_ports_of(lb_sbx *s)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    int a = s->public_ports;
+    pthread_mutex_unlock(&lb_reg_mu);
+    return a;
+}
+
 int lb_sbx_take_auto_paused(lb_sbx *s)
 {
     pthread_mutex_lock(&lb_reg_mu);

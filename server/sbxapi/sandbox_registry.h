@@ -73,6 +73,7 @@ typedef struct lb_sbx {
     int auto_pausing;           /* the reaper's autoPause of it runs */
     int auto_pause_drop;        /* autoPause without memory: its processes end first (lb_sbx_pause_drop) */
     int auto_resume;            /* E2B's autoResume: an envd call or port traffic resumes it when paused */
+    int public_ports;           /* E2B's network.allowPublicTraffic true: its ports need no token */
     /* set by lb_sbx_reserve, then immutable */
     cJSON *spec;                /* the spec as echoed (no file contents, no metadata) */
     cJSON *metadata;            /* the client's object, or NULL */
@@ -158,6 +159,12 @@ int lb_sbx_take_auto_paused(lb_sbx *s);
 void lb_sbx_set_auto_resume(lb_sbx *s);
 /* Whether s was made with autoResume. */
 int lb_sbx_auto_resume_of(lb_sbx *s);
+/* E2B's network.allowPublicTraffic true: s's ports (not envd) are served
+ * without its traffic token (e2b_envd.c). Not kept across a restart of the
+ * web: the token is needed again, the safe side. */
+void lb_sbx_set_public_ports(lb_sbx *s);
+/* Whether s's ports were made public so. */
+int lb_sbx_public_ports_of(lb_sbx *s);
 /* Whether it is paused now (E2B's envd health answers a paused one as gone). */
 int lb_sbx_is_paused(lb_sbx *s);
 /* E2B's setTimeout and connect (e2b_api.c): s now expires ttl_s seconds

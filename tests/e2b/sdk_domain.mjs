@@ -122,6 +122,40 @@ check('get_host_reaches_a_server_in_the_sandbox', async () => {
   } finally {
     await sbx.kill()
   }
+  // a port of a killed sandbox: E2B's edge's answer, which clients read
+  const gone = await fetch(`https://${sbx.getHost(3000)}/`)
+  eq(gone.status, 502, 'a killed sandbox\'s port')
+  eq(await gone.json(), { message: 'The sandbox was not found', sandboxId: sbx.sandboxId, code: 502 },
+    'E2B\'s body for it')
+})
+
+// network.allowPublicTraffic true (E2B's own default): the sandbox's ports
+// answer without its traffic token; without it (llmbox's default) and with
+// false they need it; envd always needs its access token
+check('allow_public_traffic_true_opens_ports_only', async () => {
+  const open = await Sandbox.create({ network: { allowPublicTraffic: true } })
+  const closed = await Sandbox.create({ network: { allowPublicTraffic: false } })
+  try {
+    for (const s of [open, closed])
+      await s.commands.run('python3 -m http.server 8003 --bind 127.0.0.1 --directory /tmp', { background: true })
+    const get = async (s, h) => {
+      for (let i = 0; i < 50; i++) {
+        const res = await fetch(`https://${s.getHost(8003)}/`, { headers: h || {} })
+        if (res.status !== 502) return res.status
+        await new Promise(resolve => setTimeout(resolve, 100))
+      }
+      return 502
+    }
+    eq(await get(open), 200, 'public: no token needed')
+    eq(await get(closed), 403, 'allowPublicTraffic false: the token is needed')
+    eq(await get(closed, { 'e2b-traffic-access-token': closed.trafficAccessToken }), 200, 'and opens it')
+    const envd = await fetch(`https://${open.getHost(49983)}/process.Process/List`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })
+    eq(envd.status, 401, 'envd still needs the access token')
+  } finally {
+    await open.kill()
+    await closed.kill()
+  }
 })
 
 await runChecks()

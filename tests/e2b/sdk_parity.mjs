@@ -140,7 +140,7 @@ check('killed_during_command_says_killed', async () => {
 })
 
 check('envd_0_6_3_watch_include_entry', async () => {
-  eq((await sbx.getInfo()).envdVersion, '0.6.3', 'the envd version answered')
+  eq((await sbx.getInfo()).envdVersion, '0.6.4', 'the envd version answered')
   await sbx.files.makeDir('/tmp/ie')
   const evs = []
   const h = await sbx.files.watchDir('/tmp/ie', e => evs.push(e), { includeEntry: true })

@@ -543,6 +543,7 @@ def t_e2b_domain_sdk(stack, tls):
     p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "PASS sdk_reaches_envd_by_host_name_over_tls" in p.stdout, (p.stdout, p.stderr[-2000:])
     assert "PASS get_host_reaches_a_server_in_the_sandbox" in p.stdout, (p.stdout, p.stderr[-2000:])
+    assert "PASS allow_public_traffic_true_opens_ports_only" in p.stdout, (p.stdout, p.stderr[-2000:])
     print("   " + p.stdout.strip().replace("\n", "\n   "), file=sys.stderr)
     del env["NODE_EXTRA_CA_CERTS"]
     p = subprocess.run(argv, cwd=E2B_DIR, env=env, capture_output=True, text=True, timeout=120)
@@ -603,6 +604,7 @@ def main():
         r.run("sdk_users", t_sdk, st, "sdk_users.mjs")
         r.run("sdk_metrics", t_sdk, st, "sdk_metrics.mjs")
         r.run("sdk_fork", t_sdk, st, "sdk_fork.mjs")
+        r.run("sdk_upstream_parity", t_sdk, st, "sdk_upstream_parity.mjs")
         r.run("users_raw", t_users_raw, st)
         r.run("gzip_files_raw", t_gzip_raw, st)
         r.run("signed_urls_raw", t_signed_raw, st)
