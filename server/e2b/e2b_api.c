@@ -298,7 +298,7 @@ static void lb_e2b_create(lb_req *r)
         goto out;
     if (net)
         cJSON_AddItemToObject(spec, "network", net);
-    int rc = lb_sbx_spec_parse(spec, cfg, &sp, msg, sizeof msg);
+    int rc = lb_sbx_spec_parse(spec, cfg, r->user, &sp, msg, sizeof msg);
     /* E2B's SDK sends allow_internet_access true on every create that does
      * not say false (E2B's default: the internet). Where the operator's
      * ceiling has no "*", that default is this service's own (no network),
@@ -311,7 +311,7 @@ static void lb_e2b_create(lb_req *r)
         lb_sbx_spec_free(&sp);
         memset(&sp, 0, sizeof sp);
         cJSON_DeleteItemFromObjectCaseSensitive(spec, "network");
-        rc = lb_sbx_spec_parse(spec, cfg, &sp, msg, sizeof msg);
+        rc = lb_sbx_spec_parse(spec, cfg, r->user, &sp, msg, sizeof msg);
     }
     if (rc) {
         lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_DENIED ? 403 : 400, "%s", msg);

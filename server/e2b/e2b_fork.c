@@ -124,7 +124,7 @@ static cJSON *fork_one(lb_req *r, const cJSON *spec, const char *template_id)
     lb_sbx_spec sp;
     lb_sbx *f = NULL;
     cJSON *e = NULL;
-    int st = lb_sbx_spec_parse(spec, r->cfg, &sp, msg, sizeof msg);
+    int st = lb_sbx_spec_parse(spec, r->cfg, r->user, &sp, msg, sizeof msg);
     if (st) {
         e = fork_error(st == LB_E_TOOBIG ? 413 : st == LB_E_DENIED ? 403 : 400, msg);
         goto out;

@@ -432,7 +432,7 @@ void lb_h_sbx_create(lb_req *r)
     cJSON *body = lb_sbx_json_body(r, "sandbox spec");
     if (!body)
         return;
-    int rc = lb_sbx_spec_parse(body, r->cfg, &sp, msg, sizeof msg);
+    int rc = lb_sbx_spec_parse(body, r->cfg, r->user, &sp, msg, sizeof msg);
     if (rc) {
         lb_http_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_NOMEM ? 500 : rc == LB_E_DENIED ? 403 : 400, NULL, "%s",
                       msg);

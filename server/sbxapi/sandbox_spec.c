@@ -398,9 +398,11 @@ static int lb_parse_files(const cJSON *files, lb_sbx_spec *sp, char *msg, size_t
 }
 
 /* network as a policy object: parsed, held to the service's
- * network_egress_max (LB_E_DENIED names the rule beyond it) and kept as
- * canonical text, the form sandboxd hands the gateway. */
-static int spec_network_policy(const cJSON *v, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz)
+ * network_egress_max and byte allowance and to those of the user who asks
+ * (NULL: the shared token; LB_E_DENIED names the rule or setting beyond
+ * them), and kept as canonical text, the form sandboxd hands the gateway. */
+static int spec_network_policy(const cJSON *v, const lb_config *cfg, const lb_user_cfg *user, lb_sbx_spec *sp,
+                               char *msg, size_t msgsz)
 {
     lb_netpolicy *p = malloc(sizeof *p);
     char *text = malloc(LB_NETPOL_TEXT_MAX + 1);
@@ -410,8 +412,10 @@ static int spec_network_policy(const cJSON *v, const lb_config *cfg, lb_sbx_spec
         goto out;
     }
     if ((rc = lb_netpolicy_from_json(v, p, msg, msgsz)) != LB_OK ||
-        (rc = lb_netpolicy_admit(p, cfg->network_egress_max, NULL, msg, msgsz)) != LB_OK ||
-        (rc = lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, 0, msg, msgsz)) != LB_OK)
+        (rc = lb_netpolicy_admit(p, cfg->network_egress_max, user ? user->network_egress_max : NULL, msg, msgsz)) !=
+            LB_OK ||
+        (rc = lb_netpolicy_admit_bytes(p, cfg->network_max_bytes, user ? user->network_max_bytes : 0, msg, msgsz)) !=
+            LB_OK)
         goto out;
     if (lb_netpolicy_text(p, text, LB_NETPOL_TEXT_MAX + 1) != LB_OK) {
         rc = lb_fail(msg, msgsz, LB_E_TOOBIG, "\"network\" is longer than %d bytes as text.", LB_NETPOL_TEXT_MAX);
@@ -427,7 +431,8 @@ out:
     return rc;
 }
 
-int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz)
+int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, const lb_user_cfg *user, lb_sbx_spec *sp, char *msg,
+                      size_t msgsz)
 {
     static const char *const keys[] = {"image", "ttl_s", "workdir", "env", "files", "resources", "network",
                                        "metadata", "snapshot", NULL};
@@ -485,7 +490,7 @@ int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, 
 
     const cJSON *netv = cJSON_GetObjectItemCaseSensitive(body, "network");
     if (cJSON_IsObject(netv)) {
-        if ((rc = spec_network_policy(netv, cfg, sp, msg, msgsz)))
+        if ((rc = spec_network_policy(netv, cfg, user, sp, msg, msgsz)))
             return rc;
     } else {
         if ((rc = lb_get_str(body, "network", 16, &s, msg, msgsz)))

@@ -60,10 +60,12 @@ typedef struct lb_sbx_spec {
 } lb_sbx_spec;
 
 /* Parses a create body. Defaults and limits come from cfg (ttl, memory,
- * pids, image). On failure returns LB_E_INVAL (answer 400) or LB_E_TOOBIG
+ * pids, image) and, for a network policy, from user's too (the user whose
+ * token asks; NULL for the shared token). On failure returns LB_E_INVAL (answer 400) or LB_E_TOOBIG
  * (413) with a sentence in msg. The spec points into body: keep body alive
  * as long as sp. Always call lb_sbx_spec_free. */
-LB_MUST_CHECK int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, lb_sbx_spec *sp, char *msg, size_t msgsz);
+LB_MUST_CHECK int lb_sbx_spec_parse(const cJSON *body, const lb_config *cfg, const lb_user_cfg *user, lb_sbx_spec *sp,
+                                    char *msg, size_t msgsz);
 void lb_sbx_spec_free(lb_sbx_spec *sp);
 /* The spec as shown back to clients: everything but file contents (and
  * metadata, which the status object carries itself). NULL on OOM. */

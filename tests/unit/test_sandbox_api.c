@@ -115,16 +115,53 @@ TEST(base64)
     CHECK(lb_base64_decode("aGl=", 4, 100, &out, &n) == LB_E_INVAL); /* non-zero trailing bits */
 }
 
-static int parse_spec(const char *json, lb_sbx_spec *sp, char *msg, size_t msgsz)
+static int parse_spec_as(const char *json, const lb_user_cfg *user, lb_sbx_spec *sp, char *msg, size_t msgsz)
 {
     cJSON *j = cJSON_Parse(json);
-    int rc = lb_sbx_spec_parse(j, &cfg, sp, msg, msgsz);
+    int rc = lb_sbx_spec_parse(j, &cfg, user, sp, msg, msgsz);
     /* the spec may point into j: these tests only look at copied fields */
     for (size_t i = 0; i < sp->nfiles; i++)
         if (!sp->files[i].owned)
             sp->files[i].data = NULL;
     cJSON_Delete(j);
     return rc;
+}
+
+static int parse_spec(const char *json, lb_sbx_spec *sp, char *msg, size_t msgsz)
+{
+    return parse_spec_as(json, NULL, sp, msg, msgsz);
+}
+
+/* A user's own network_egress_max and network_max_mb hold at create, as
+ * they do for tasks and network updates: within the service's ceiling, a
+ * user with a narrower one gets a 403 naming the rule or the setting. */
+TEST(spec_network_within_the_users_ceiling)
+{
+    char saved[sizeof cfg.network_egress_max];
+    uint64_t saved_bytes = cfg.network_max_bytes;
+    snprintf(saved, sizeof saved, "%s", cfg.network_egress_max);
+    snprintf(cfg.network_egress_max, sizeof cfg.network_egress_max, "*");
+    cfg.network_max_bytes = 0;
+    lb_user_cfg alice;
+    memset(&alice, 0, sizeof alice);
+    snprintf(alice.name, sizeof alice.name, "alice");
+    snprintf(alice.network_egress_max, sizeof alice.network_egress_max, "pypi.org");
+    alice.network_max_bytes = 1 << 20;
+    lb_sbx_spec sp;
+    char msg[512];
+    const char *wide = "{\"network\":{\"allow\":[\"example.com\"]}}";
+    CHECK(parse_spec_as(wide, NULL, &sp, msg, sizeof msg) == LB_OK); /* the shared token: the service's */
+    lb_sbx_spec_free(&sp);
+    CHECK(parse_spec_as(wide, &alice, &sp, msg, sizeof msg) == LB_E_DENIED && strstr(msg, "example.com"));
+    lb_sbx_spec_free(&sp);
+    CHECK(parse_spec_as("{\"network\":{\"allow\":[\"pypi.org\"]}}", &alice, &sp, msg, sizeof msg) == LB_OK);
+    CHECK(sp.network_policy && strstr(sp.network_policy, "1048576")); /* her allowance travels to the gateway */
+    lb_sbx_spec_free(&sp);
+    CHECK(parse_spec_as("{\"network\":{\"allow\":[\"pypi.org\"],\"max_bytes\":2097152}}", &alice, &sp, msg,
+                        sizeof msg) == LB_E_DENIED);
+    lb_sbx_spec_free(&sp);
+    snprintf(cfg.network_egress_max, sizeof cfg.network_egress_max, "%s", saved);
+    cfg.network_max_bytes = saved_bytes;
 }
 
 TEST(spec_defaults_and_echo)
@@ -340,6 +377,7 @@ int main(void)
     RUN(env_names);
     RUN(base64);
     RUN(spec_defaults_and_echo);
+    RUN(spec_network_within_the_users_ceiling);
     RUN(spec_full);
     RUN(spec_refusals);
     RUN(spec_operator_caps);
