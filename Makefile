@@ -224,7 +224,7 @@ build-fuzz/fuzz_state_path: tests/fuzz/fuzz_state_path.c build-fuzz/obj/server/s
 build-fuzz/fuzz_fs_meta: tests/fuzz/fuzz_fs_meta.c build-fuzz/obj/server/sandboxd/sandbox_fs.o build-fuzz/obj/server/sandboxd/image_user.o build-fuzz/obj/server/sandboxd/reply.o build-fuzz/obj/server/common/path.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/buf.o build-fuzz/obj/server/common/status.o build-fuzz/obj/server/common/utf8.o build-fuzz/obj/server/common/log.o build-fuzz/obj/server/sandbox/rpc_frame.o build-fuzz/obj/server/sandbox/rpc_proto.o build-fuzz/obj/server/common/image_ref.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^ -lcjson
 
-build-fuzz/fuzz_image_user: tests/fuzz/fuzz_image_user.c build-fuzz/obj/server/sandboxd/image_user.o
+build-fuzz/fuzz_image_user: tests/fuzz/fuzz_image_user.c build-fuzz/obj/server/sandboxd/image_user.o build-fuzz/obj/server/common/util.o build-fuzz/obj/server/common/status.o
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -w -o $@ $^
 
 build-fuzz/fuzz_volume_meta: tests/fuzz/fuzz_volume_meta.c build-fuzz/obj/server/volumes/volume_meta.o

@@ -293,3 +293,18 @@ void lb_say(char *msg, size_t msgsz, const char *fmt, ...)
     vsnprintf(msg, msgsz, fmt, ap);
     va_end(ap);
 }
+
+int lb_colon_field(const char *s, const char *e, int k, const char **fs, const char **fe)
+{
+    const char *p = s;
+    for (int i = 0; i < k; i++) {
+        const char *c = memchr(p, ':', (size_t)(e - p));
+        if (!c)
+            return 0;
+        p = c + 1;
+    }
+    const char *c = memchr(p, ':', (size_t)(e - p));
+    *fs = p;
+    *fe = c ? c : e;
+    return 1;
+}

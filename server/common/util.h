@@ -46,6 +46,9 @@ LB_MUST_CHECK int lb_write_all(int fd, const void *p, size_t n);
  * lower and we may: root); returns the soft limit we end up with. */
 unsigned long long lb_raise_nofile(unsigned long long need);
 LB_MUST_CHECK int lb_read_full(int fd, void *p, size_t n); /* LB_E_IO on EOF before n */
+/* Field k (0-based) of the ':'-separated line [s, e) (an /etc/passwd or
+ * /etc/group line) as [*fs, *fe); 0 when the line has fewer fields. */
+int lb_colon_field(const char *s, const char *e, int k, const char **fs, const char **fe);
 /* Drops root to user name (setgroups, setgid, setuid); no-op when not root. */
 LB_MUST_CHECK int lb_drop_privileges(const char *user);
 

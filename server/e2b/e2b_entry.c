@@ -1,6 +1,8 @@
 /* E2B's EntryInfo from sandboxd's stat and list answers (e2b_entry.h). */
 #include "e2b/e2b_entry.h"
 
+#include "common/util.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -110,20 +112,14 @@ int lb_e2b_user_name_ok(const char *name)
     return 1;
 }
 
-/* Field k (0-based) of the ':'-separated line [s, s+n) as [*f, *f+*fl);
- * 0 when the line has fewer fields. */
+/* Field k of the ':'-separated line [s, s+n) as [*f, *f+*fl) (common/util.h's
+ * lb_colon_field, as lengths); 0 when the line has fewer fields. */
 static int lb_e2b_field(const char *s, size_t n, int k, const char **f, size_t *fl)
 {
-    const char *p = s, *e = s + n;
-    for (int i = 0; i < k; i++) {
-        const char *c = memchr(p, ':', (size_t)(e - p));
-        if (!c)
-            return 0;
-        p = c + 1;
-    }
-    const char *c = memchr(p, ':', (size_t)(e - p));
-    *f = p;
-    *fl = (size_t)((c ? c : e) - p);
+    const char *fe;
+    if (!lb_colon_field(s, s + n, k, f, &fe))
+        return 0;
+    *fl = (size_t)(fe - *f);
     return 1;
 }
 

@@ -118,6 +118,20 @@ static int lb_e2b_user_ok(lb_req *r, char *name, size_t namesz)
     return !name[0] || lb_e2b_user_name_ok(name);
 }
 
+/* A call's user that envd would not find: its authentication error, which a
+ * streaming call (Start, Connect) reads as the stream's end. */
+static void lb_e2b_user_refused(lb_req *r, const char *user, const char *reason)
+{
+    char why[300];
+    snprintf(why, sizeof why, "invalid username: '%.64s' (%s)", user, reason);
+    const char *ct = lb_http_param(r, "CONTENT_TYPE");
+    lb_http_drain(r);
+    if (ct && !strncmp(ct, "application/connect+", 20))
+        lb_e2b_stream_end(r, "unauthenticated", "%s", why);
+    else
+        lb_e2b_unary_error(r, "unauthenticated", "%s", why);
+}
+
 int lb_e2b_call_user(lb_req *r, char *name, size_t namesz)
 {
     return lb_e2b_user_ok(r, name, namesz);
@@ -223,17 +237,8 @@ void lb_h_e2b_envd(lb_req *r)
     }
     char user[80];
     if (!lb_e2b_user_ok(r, user, sizeof user)) {
-        const char *ct = lb_http_param(r, "CONTENT_TYPE");
-        char why[300];
-        snprintf(why, sizeof why, "invalid username: '%.64s' (a user's name is 1 to 32 of [A-Za-z0-9_.-], not "
-                 "starting with '-')", user);
-        lb_http_drain(r);
-        /* envd cannot look such a name up either: its authentication error.
-         * A streaming call (Start, Connect) reads it as the stream's end */
-        if (ct && !strncmp(ct, "application/connect+", 20))
-            lb_e2b_stream_end(r, "unauthenticated", "%s", why);
-        else
-            lb_e2b_unary_error(r, "unauthenticated", "%s", why);
+        /* envd cannot look such a name up either */
+        lb_e2b_user_refused(r, user, "a user's name is 1 to 32 of [A-Za-z0-9_.-], not starting with '-'");
         goto out;
     }
     if (lb_sbx_state_of(s, NULL, 0) != LB_SBX_RUNNING) {
@@ -246,14 +251,7 @@ void lb_h_e2b_envd(lb_req *r)
      * /etc/passwd (as envd's Basic authentication does): unknown, the call
      * is an authentication error, as envd answers it */
     if (!lb_e2b_user_known(r, s, user)) {
-        char why[300];
-        snprintf(why, sizeof why, "invalid username: '%.64s' (the sandbox's /etc/passwd has no such user)", user);
-        const char *ct = lb_http_param(r, "CONTENT_TYPE");
-        lb_http_drain(r);
-        if (ct && !strncmp(ct, "application/connect+", 20))
-            lb_e2b_stream_end(r, "unauthenticated", "%s", why);
-        else
-            lb_e2b_unary_error(r, "unauthenticated", "%s", why);
+        lb_e2b_user_refused(r, user, "the sandbox's /etc/passwd has no such user");
         goto out;
     }
     if (!strncmp(sub, "/process.Process/", 17))

@@ -5,6 +5,7 @@
 #include "sandboxd/image_layers.h"
 
 #include "common/status.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,23 +103,6 @@ static int iu_line(const char *db, size_t n, size_t *at, const char **s, const c
     return 1;
 }
 
-/* Field k (0-based) of the ':'-separated line [s, e) as [*fs, *fe); 0 when
- * the line has fewer fields. */
-static int iu_field(const char *s, const char *e, int k, const char **fs, const char **fe)
-{
-    const char *p = s;
-    for (int i = 0; i < k; i++) {
-        const char *c = memchr(p, ':', (size_t)(e - p));
-        if (!c)
-            return 0;
-        p = c + 1;
-    }
-    const char *c = memchr(p, ':', (size_t)(e - p));
-    *fs = p;
-    *fe = c ? c : e;
-    return 1;
-}
-
 static int iu_eq(const char *s, const char *e, const char *name)
 {
     size_t n = strlen(name);
@@ -158,8 +142,8 @@ int lbsd_user_parse(const char *pw, size_t pn, const char *gr, size_t gn, const 
     int found = 0;
     while (!found && pw && iu_line(pw, pn, &at, &s, &e)) {
         const char *us, *ue, *gs, *ge;
-        if (!iu_field(s, e, 0, &fs, &fe) || !iu_eq(fs, fe, name) || !iu_field(s, e, 2, &us, &ue) ||
-            !iu_field(s, e, 3, &gs, &ge))
+        if (!lb_colon_field(s, e, 0, &fs, &fe) || !iu_eq(fs, fe, name) || !lb_colon_field(s, e, 2, &us, &ue) ||
+            !lb_colon_field(s, e, 3, &gs, &ge))
             continue;
         int64_t uid = iu_id(us, ue), gid = iu_id(gs, ge);
         if (uid < 0 || gid < 0)
@@ -167,7 +151,7 @@ int lbsd_user_parse(const char *pw, size_t pn, const char *gr, size_t gn, const 
         out->uid = (uint32_t)uid;
         out->gid = (uint32_t)gid;
         /* home: absolute, printable, short; else "/" (as login does) */
-        int home_ok = iu_field(s, e, 5, &fs, &fe) && fe - fs >= 1 && fe - fs <= LBSD_USER_HOME_MAX && fs[0] == '/';
+        int home_ok = lb_colon_field(s, e, 5, &fs, &fe) && fe - fs >= 1 && fe - fs <= LBSD_USER_HOME_MAX && fs[0] == '/';
         for (const char *p = fs; home_ok && p < fe; p++)
             home_ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
         if (home_ok) {
@@ -190,7 +174,7 @@ int lbsd_user_parse(const char *pw, size_t pn, const char *gr, size_t gn, const 
     at = 0;
     while (gr && iu_line(gr, gn, &at, &s, &e)) {
         const char *ids, *ide;
-        if (!iu_field(s, e, 2, &ids, &ide) || !iu_field(s, e, 3, &fs, &fe))
+        if (!lb_colon_field(s, e, 2, &ids, &ide) || !lb_colon_field(s, e, 3, &fs, &fe))
             continue;
         int64_t gid = iu_id(ids, ide);
         if (gid < 0)
