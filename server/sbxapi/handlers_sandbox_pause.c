@@ -110,7 +110,7 @@ int lb_sbx_pause_drop(lb_sbx *s, int *same, char *err, size_t errsz)
     int rc = lbsb_exec(s->conn, s->sbx_id, "kill -KILL -1 2>/dev/null; true", 30000, &eo, err, errsz);
     lbsb_exec_out_free(&eo);
     if (!rc)
-        rc = lbsb_freeze(s->conn, s->sbx_id, err, errsz);
+        rc = lbsb_freeze_reboot(s->conn, s->sbx_id, err, errsz);
     if (!rc)
         lb_sbx_set_paused(s, 1);
     lb_sbx_unlock(s);

@@ -666,6 +666,7 @@ def main():
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
         r.run("sdk_pause_reboot", t_sdk, st, "sdk_pause_reboot.mjs")
+        r.run("sdk_boot_id", t_sdk, st, "sdk_boot_id.mjs")
         r.run("sdk_auto_resume", t_sdk, st, "sdk_auto_resume.mjs")
         r.run("sdk_file_metadata", t_sdk, st, "sdk_file_metadata.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
