@@ -456,6 +456,9 @@ LLMBOX_MUST_CHECK int lbsb_adopt(lbsb_conn *c, const char *id, const char *key, 
  * until thaw. Freezing a frozen sandbox, or thawing a running one, is a
  * no-op. */
 LLMBOX_MUST_CHECK int lbsb_freeze(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
+/* The same after every process but init has ended (E2B's pause without
+ * memory): the sandbox gets a new boot id, as a machine that booted again. */
+LLMBOX_MUST_CHECK int lbsb_freeze_reboot(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_thaw(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* Saves the sandbox's writable layer, cwd and exported environment as the
  * state `state` ([a-z0-9_-]{1,64}; replaces one of that name) of this

@@ -20,6 +20,7 @@
 #include "sbxapi/sandbox_registry.h"
 #include "sbxapi/sandbox_rows.h" /* several nodes */
 #include "sbxapi/sandbox_spec.h"
+#include "sbxapi/snapshot_records.h"
 
 #include "common/config.h"
 #include "common/log.h"
@@ -670,12 +671,14 @@ static void lb_e2b_snapshots_list(lb_req *r)
     }
     lbsb_state *st = NULL;
     size_t n = 0;
+    time_t asked = time(NULL);
     int rc = lbsb_state_list(c, &st, &n, err, sizeof err);
     lbsb_close(c);
     if (rc) {
         lb_e2b_error(r, 503, "The sandbox daemon could not list the snapshots: %s.", err);
         return;
     }
+    lb_snapshot_records_drop_unlisted(r->cfg, st, n, asked); /* of snapshots that expired by age */
     /* the API's only (other states of the web's uid are no snapshots), newest first */
     size_t pl = strlen(LB_SNAPSHOT_PREFIX), kept = 0;
     for (size_t i = 0; i < n; i++) {

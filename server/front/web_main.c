@@ -29,6 +29,7 @@
 #include "entry.h"
 #include "web/req_body.h"
 #include "sbxapi/sandbox_leases.h"
+#include "sbxapi/snapshot_records.h"
 #include "sbxapi/sandbox_registry.h"
 #include "sbxapi/sandbox_rows.h" /* several nodes */
 #include "web/sse_admit.h"
@@ -517,6 +518,8 @@ int lb_web_main(int argc, char **argv)
     /* the API sandboxes of the web before this one, and their leases */
     if (lb_sbx_leases_start(cfg) != LB_OK)
         lb_warn("web: sandbox API: sandboxes will not survive a restart of the web (see above)");
+    /* records of snapshots that expired by age while no web listed them */
+    lb_snapshot_records_sweep(cfg);
     /* several nodes: this host's copies of the bucket under their cap */
     if (lb_cache_trim_start(cfg) != LB_OK)
         lb_warn("web: cannot start the artifacts cache's trim: artifacts/ grows without bound");

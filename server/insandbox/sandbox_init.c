@@ -26,6 +26,7 @@
  */
 #include "insandbox/sandbox_init.h"
 
+#include "sandboxd/boot_id.h"
 #include "sandboxd/fdpass.h"
 #include "sandboxd/hostlimits.h"
 #include "sandboxd/idmap.h"
@@ -170,6 +171,27 @@ static void init_net_sysctl(const char *proc_dir, const char *name, const char *
     close(fd);
 }
 
+/* The sandbox's own boot id (sandboxd/boot_id.h): a file in the scratch
+ * tmpfs (the working folder here, out of the sandbox's sight once the root
+ * is pivoted), bound read-only over the host's. */
+static void init_chown(const char *p, uint32_t base);
+
+static void init_boot_id(const char *root, uint32_t uid_root)
+{
+    char p[1200], id[LBSD_BOOT_ID_LEN + 1];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/proc/sys/kernel/random/boot_id", root);
+    if (lstat(p, &st) != 0)
+        return; /* a kernel without it: nothing to stand in for */
+    int fd = open(LBSD_BOOT_ID_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd < 0 || lbsd_boot_id_new(id) != LB_OK || write(fd, id, LBSD_BOOT_ID_LEN) != LBSD_BOOT_ID_LEN)
+        init_fail("write the boot id");
+    close(fd);
+    init_chown(LBSD_BOOT_ID_FILE, uid_root); /* the sandbox's root's, as the kernel's is root's */
+    init_mount(LBSD_BOOT_ID_FILE, p, NULL, MS_BIND, NULL);
+    init_mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
 static void init_proc(const char *root, uint32_t uid_root)
 {
     char p[1200], null_ro[1200] = "";
@@ -208,6 +230,7 @@ static void init_proc(const char *root, uint32_t uid_root)
         snprintf(p, sizeof p, "%s/proc/%s", root, masked[i]);
         init_mask(p, null_ro, sizeof null_ro);
     }
+    init_boot_id(root, uid_root);
 }
 
 static void init_chown(const char *p, uint32_t base)

@@ -946,6 +946,21 @@ int lbsb_freeze(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
     return lbsb_simple(c, "freeze", id, errbuf, errsz);
 }
 
+int lbsb_freeze_reboot(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc)
+        return rc;
+    cJSON *req = lbsb_req("freeze", id), *resp = NULL;
+    if (req && !cJSON_AddBoolToObject(req, "reboot", 1)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
 int lbsb_thaw(lbsb_conn *c, const char *id, char *errbuf, size_t errsz)
 {
     return lbsb_simple(c, "thaw", id, errbuf, errsz);

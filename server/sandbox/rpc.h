@@ -156,6 +156,7 @@ typedef struct lbsd_req {
     int soft_timeout_ms;             /* exec: answer "running" after this long; 0: never */
     char path[1100];                 /* cleaned, relative to the sandbox root; "" = "/" */
     int excl;
+    int reboot;                      /* freeze: a new boot id first (every process but init ended) */
     int mode;                        /* file mode for write, 0644 default */
     size_t max;                      /* read cap */
     int64_t offset;                  /* read: -1 = the whole file (over max: LB_E_TOOBIG);

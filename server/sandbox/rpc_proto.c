@@ -420,6 +420,9 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
     case LBSD_OP_THAW:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)))
             return rc;
+        /* E2B's pause without memory: the sandbox boots again (boot_id.h) */
+        if (req->op == LBSD_OP_FREEZE && (rc = lbsd_get_bool(o, "reboot", &req->reboot, msg, msgsz)))
+            return rc;
         break;
     case LBSD_OP_SAVE:
         if ((rc = lbsd_need_id(o, req, msg, msgsz)) || (rc = lbsd_get_state(o, "state", 1, req, msg, msgsz)))

@@ -8,6 +8,8 @@
  * removes. */
 #include "sandboxd/sandbox_save.h"
 
+#include "sandboxd/boot_id.h"
+
 #include "sandboxd/sandbox_freeze.h"
 #include "sandboxd/sandbox_restore.h"
 #include "sandboxd/sandbox_stateio.h"
@@ -401,6 +403,10 @@ int lbsd_state_sandbox_request(const lb_config *cfg, lbsd_conn *c, lbsd_sandbox 
                              sb->id);
             return 1;
         }
+        /* the pause goes on without it: the sandbox's files and state are
+         * what the caller asked for, its boot id only a sign of the reboot */
+        if (req->op == LBSD_OP_FREEZE && req->reboot && lbsd_boot_id_renew(sb->init_pid) != LB_OK)
+            lb_warn("sandbox %s: cannot write its new boot id: %s", sb->id, strerror(errno));
         rc = req->op == LBSD_OP_FREEZE ? lbsd_sandbox_freeze(sb, msg, sizeof msg)
                                        : lbsd_sandbox_thaw(sb, msg, sizeof msg);
         if (rc != LB_OK)

@@ -9,6 +9,7 @@
 #include "web/http.h"
 #include "sbxapi/sandbox_owner.h"
 #include "sbxapi/sandbox_registry.h"
+#include "sbxapi/snapshot_records.h"
 
 #include "common/config.h" /* checksrc: allow unused-include (r->cfg->sandbox_state_max_age_s needs lb_config whole) */
 #include "common/log.h"
@@ -109,7 +110,7 @@ int lb_sbx_pause_drop(lb_sbx *s, int *same, char *err, size_t errsz)
     int rc = lbsb_exec(s->conn, s->sbx_id, "kill -KILL -1 2>/dev/null; true", 30000, &eo, err, errsz);
     lbsb_exec_out_free(&eo);
     if (!rc)
-        rc = lbsb_freeze(s->conn, s->sbx_id, err, errsz);
+        rc = lbsb_freeze_reboot(s->conn, s->sbx_id, err, errsz);
     if (!rc)
         lb_sbx_set_paused(s, 1);
     lb_sbx_unlock(s);
@@ -221,12 +222,14 @@ void lb_h_snapshots_list(lb_req *r)
     lbsb_state *st = NULL;
     size_t n = 0;
     char err[512] = "";
+    time_t asked = time(NULL);
     int rc = lbsb_state_list(c, &st, &n, err, sizeof err);
     lbsb_close(c);
     if (rc) {
         lb_http_error(r, 503, NULL, "The sandbox daemon could not list the snapshots: %s.", err);
         return;
     }
+    lb_snapshot_records_drop_unlisted(r->cfg, st, n, asked); /* of snapshots that expired by age */
     cJSON *o = cJSON_CreateObject(), *arr = o ? cJSON_AddArrayToObject(o, "snapshots") : NULL;
     int count = 0;
     size_t pl = strlen(LB_SNAPSHOT_PREFIX);

@@ -561,6 +561,77 @@ def t_e2b_domain_sdk(stack, tls):
         assert verified == ok, ("the wildcard certificate verifies only with the test CA", cafile)
 
 
+def t_snapshot_records_expire(stack):
+    """A snapshot that sandboxd drops by age (sandbox_state_max_age_s)
+    takes the web's records of it along (snapshot_owners/<id>, its owner,
+    and e2b_snapshots/<id>, its name and sandbox), at the next list and at
+    the web's start; a live snapshot keeps its records, and a record that
+    is a symbolic link is never followed. Restarts sandboxd and the web."""
+    key = USERS["alice"]  # a user's token: the owner record is written
+    st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {"templateID": "base"}, key=key)
+    assert st == 201, (st, data)
+    sbx = json.loads(data)["sandboxID"]
+    snaps = []
+    for name in ("will-expire", "stays"):
+        st, _, data = api(stack, "POST", "/e2b/sandboxes/%s/snapshots" % sbx, {"name": name}, key=key)
+        assert st == 201, (st, data)
+        snaps.append(json.loads(data)["snapshotID"])
+    old, live = snaps
+    api(stack, "DELETE", "/e2b/sandboxes/" + sbx, key=key)
+    recs = {}
+    for root, dirs, _ in os.walk(os.path.join(stack.prefix, "var")):
+        for d in ("snapshot_owners", "e2b_snapshots"):
+            if d in dirs:
+                recs[d] = os.path.join(root, d)
+    assert set(recs) == {"snapshot_owners", "e2b_snapshots"}, recs
+
+    def rec(d, sid):
+        return os.path.join(recs[d], sid)
+    aged = time.time() - 120  # a record is as old as its snapshot, at least sandbox_state_max_age_s's 60 s
+    for sid in snaps:
+        for d in recs:
+            assert os.path.isfile(rec(d, sid)), (d, sid)
+            os.utime(rec(d, sid), (aged, aged))
+    states = [os.path.join(root, f) for root, _, files in os.walk(os.path.join(stack.prefix, "var", "sandboxd"))
+              for f in files if f == "api-%s.state" % old.split(".")[-1]]
+    assert len(states) == 1, states
+    week = time.time() - 8 * 86400  # older than sandbox_state_max_age_s's default of 7 days
+    os.utime(states[0], (week, week))
+    stack.kill("sandboxd")
+    stack.restart("sandboxd")  # its start sweeps the states that are too old
+    deadline = time.time() + 60
+    while os.path.exists(states[0]):
+        assert time.time() < deadline, "sandboxd kept a state older than sandbox_state_max_age_s"
+        time.sleep(0.2)
+    st, _, data = api(stack, "GET", "/e2b/snapshots", key=key)
+    assert st == 200, (st, data)
+    listed = [e["snapshotID"] for e in json.loads(data)]
+    assert live in listed and old not in listed, (listed, old, live)
+    for d in recs:
+        assert not os.path.lexists(rec(d, old)), "%s/%s outlived its snapshot, which expired by age" % (d, old)
+        assert os.path.isfile(rec(d, live)), "%s/%s of a live snapshot was removed" % (d, live)
+    # left while no web listed: the web's start sweeps them; a link is only a
+    # link (its target stays), a live snapshot's records stay
+    gone = ".".join(live.split(".")[:-1] + [os.urandom(16).hex()])
+    outside = os.path.join(stack.prefix, "not-a-record")
+    with open(outside, "w") as f:
+        f.write("alice")
+    for d in recs:
+        shutil.copyfile(rec(d, live), rec(d, gone))
+        os.utime(rec(d, gone), (aged, aged))
+    link = rec("snapshot_owners", ".".join(live.split(".")[:-1] + [os.urandom(16).hex()]))
+    os.symlink(outside, link)
+    stack.kill("web")
+    stack.restart("web")
+    for d in recs:
+        assert not os.path.lexists(rec(d, gone)), "%s/%s of no snapshot outlived the web's start" % (d, gone)
+        assert os.path.isfile(rec(d, live)), "%s/%s of a live snapshot was removed" % (d, live)
+    assert os.path.isfile(outside) and os.path.islink(link), "the sweep followed or removed a link"
+    os.unlink(link)
+    st, _, data = api(stack, "DELETE", "/e2b/templates/" + live, key=key)
+    assert st in (200, 204), (st, data)
+
+
 def main():
     r = Reporter()
     # `python3 tests/integration/test_e2b.py NAME...` runs only those checks
@@ -595,6 +666,7 @@ def main():
         r.run("sdk_hostile", t_sdk, st, "sdk_hostile.mjs")
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
         r.run("sdk_pause_reboot", t_sdk, st, "sdk_pause_reboot.mjs")
+        r.run("sdk_boot_id", t_sdk, st, "sdk_boot_id.mjs")
         r.run("sdk_auto_resume", t_sdk, st, "sdk_auto_resume.mjs")
         r.run("sdk_file_metadata", t_sdk, st, "sdk_file_metadata.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
@@ -618,6 +690,8 @@ def main():
         r.run("e2b_domain_sdk_over_tls", t_e2b_domain_sdk, st, tls)
         # last: it restarts sandboxd, which ends every sandbox
         r.run("sdk_volumes", t_sdk_volumes, st)
+        # restarts sandboxd and the web too
+        r.run("snapshot_records_expire", t_snapshot_records_expire, st)
     shutil.rmtree(tmp, ignore_errors=True)
     r.done()
 

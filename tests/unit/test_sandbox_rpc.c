@@ -219,7 +219,11 @@ TEST(req_state_ops)
 {
     lbsd_req r;
     char msg[256];
-    CHECK(parse("{\"op\":\"freeze\",\"id\":\"" ID "\"}", &r, msg) == LB_OK && r.op == LBSD_OP_FREEZE);
+    CHECK(parse("{\"op\":\"freeze\",\"id\":\"" ID "\"}", &r, msg) == LB_OK && r.op == LBSD_OP_FREEZE &&
+          !r.reboot);
+    lbsd_req_free(&r);
+    /* E2B's pause without memory: a new boot id (sandboxd/boot_id.h) */
+    CHECK(parse("{\"op\":\"freeze\",\"id\":\"" ID "\",\"reboot\":true}", &r, msg) == LB_OK && r.reboot);
     lbsd_req_free(&r);
     CHECK(parse("{\"op\":\"thaw\",\"id\":\"" ID "\"}", &r, msg) == LB_OK && r.op == LBSD_OP_THAW);
     lbsd_req_free(&r);
@@ -238,6 +242,7 @@ TEST(req_state_ops)
     lbsd_req_free(&r);
     static const char *const bad[] = {
         "{\"op\":\"freeze\"}",
+        "{\"op\":\"freeze\",\"id\":\"" ID "\",\"reboot\":\"yes\"}", /* a boolean only */
         "{\"op\":\"save\",\"id\":\"" ID "\"}",                           /* no state */
         "{\"op\":\"save\",\"id\":\"" ID "\",\"state\":\"../x\"}",
         "{\"op\":\"save\",\"id\":\"" ID "\",\"state\":\"A\"}",
