@@ -674,6 +674,15 @@ const char *lb_cfg_store_where(const lb_config *cfg)
     return cfg->db_url[0] ? cfg->db_url : cfg->db_path;
 }
 
+int lb_cfg_beside_db(const lb_config *cfg, const char *folder, const char *leaf, char *out, size_t outsz)
+{
+    const char *db = cfg->db_path;
+    const char *slash = strrchr(db, '/');
+    int n = snprintf(out, outsz, "%.*s%s%s%s%s", slash ? (int)(slash - db) : 1, slash ? db : ".", folder ? "/" : "",
+                     folder ? folder : "", folder && leaf ? "/" : "", folder && leaf ? leaf : "");
+    return n > 0 && (size_t)n < outsz;
+}
+
 void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz)
 {
     const char *db = cfg->db_path;

@@ -465,6 +465,11 @@ LB_MUST_CHECK int lb_cfg_mcp_list(const lb_config *cfg, const char *list, char (
  * (several nodes). What lb_store_open takes. */
 const char *lb_cfg_store_where(const lb_config *cfg);
 
+/* "<the database's folder>[/folder[/leaf]]" into out (folder and leaf may
+ * be NULL): where the web keeps its small records beside the database
+ * (var_dir itself is root's). 1 when it fits, else 0. */
+int lb_cfg_beside_db(const lb_config *cfg, const char *folder, const char *leaf, char *out, size_t outsz);
+
 /* "log/" next to the database: where agent logs and crash notes go. */
 void lb_cfg_logdir(const lb_config *cfg, char *out, size_t outsz);
 

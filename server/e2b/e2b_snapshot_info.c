@@ -39,13 +39,7 @@ static int lb_snap_info_path(const lb_req *r, const char *id, char *out, size_t 
 {
     if (id && !lb_node_id_valid(id))
         return 0;
-    char dir[LB_CFG_PATH];
-    snprintf(dir, sizeof dir, "%s", r->cfg->db_path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    int n = snprintf(out, outsz, "%s/e2b_snapshots%s%s", slash ? dir : ".", id ? "/" : "", id ? id : "");
-    return n > 0 && (size_t)n < outsz;
+    return lb_cfg_beside_db(r->cfg, "e2b_snapshots", id, out, outsz);
 }
 
 void lb_e2b_snap_info_save(lb_req *r, const char *id, const lb_e2b_snap_info *in)

@@ -214,12 +214,8 @@ static void ctx_dir(const lb_config *cfg, char *out, size_t outsz)
  * snapshot_owners/: sandbox_owner.c); var_dir itself is root's. */
 static void owner_path(const lb_config *cfg, const char *name, char *out, size_t outsz)
 {
-    char dir[LB_CFG_PATH];
-    snprintf(dir, sizeof dir, "%s", cfg->db_path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(out, outsz, "%s/template_owners/%s", slash ? dir : ".", name);
+    if (!lb_cfg_beside_db(cfg, "template_owners", name, out, outsz))
+        out[0] = '\0'; /* does not fit: no file of that name is ever opened */
 }
 
 /* Whether an image of this name is in the store already (a debootstrap

@@ -274,13 +274,9 @@ static void *lb_renewer(void *arg)
 int lb_sbx_leases_start(const lb_config *cfg)
 {
     lb_ls_cfg = cfg;
-    char dir[LB_CFG_PATH];
-    snprintf(dir, sizeof dir, "%s", cfg->db_path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
     char d[LB_CFG_PATH + 16];
-    snprintf(d, sizeof d, "%s/sandboxes", slash ? dir : ".");
+    if (!lb_cfg_beside_db(cfg, "sandboxes", NULL, d, sizeof d))
+        return LB_E_TOOBIG;
     if (lb_mkdirs(d, 0700) != LB_OK) {
         lb_warn("web: sandbox API: cannot create %s (%s): sandboxes will not survive a restart of the web", d,
                 strerror(errno));

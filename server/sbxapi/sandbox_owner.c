@@ -48,13 +48,7 @@ static int lb_owner_path(const lb_req *r, const char *id, char *out, size_t outs
 {
     if (id && !lb_node_id_valid(id))
         return 0;
-    char dir[LB_CFG_PATH];
-    snprintf(dir, sizeof dir, "%s", r->cfg->db_path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    int n = snprintf(out, outsz, "%s/snapshot_owners%s%s", slash ? dir : ".", id ? "/" : "", id ? id : "");
-    return n > 0 && (size_t)n < outsz;
+    return lb_cfg_beside_db(r->cfg, "snapshot_owners", id, out, outsz);
 }
 
 int lb_snapshot_owner_sees(lb_req *r, const char *id)

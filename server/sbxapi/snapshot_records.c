@@ -78,12 +78,8 @@ void lb_snapshot_records_drop_unlisted(const lb_config *cfg, const lbsb_state *s
     if (n >= LB_SNAP_REC_LIST_CUT)
         return;
     char base[LB_CFG_PATH];
-    snprintf(base, sizeof base, "%s", cfg->db_path);
-    char *slash = strrchr(base, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(base, sizeof base, ".");
+    if (!lb_cfg_beside_db(cfg, NULL, NULL, base, sizeof base))
+        return;
     for (size_t i = 0; i < sizeof lb_snap_rec_dirs / sizeof lb_snap_rec_dirs[0]; i++)
         lb_snap_rec_sweep_dir(cfg, base, lb_snap_rec_dirs[i], st, n, asked);
 }
