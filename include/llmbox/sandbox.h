@@ -60,6 +60,7 @@
  *            an id outside its range), mtime (s), mtime_ns, target (a symlink's,
  *            read without following it; absent if longer than 4096 bytes),
  *            st_size (the filesystem's size of any kind, a directory's too).
+ *   fs_change {id, action, path, dest?, user?}          -> {}   (E2B's makeDir, rename, remove: lbsb_fs_change)
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
  *            may be sent while an exec on the same connection is waiting:
@@ -437,6 +438,15 @@ LLMBOX_MUST_CHECK int lbsb_list_as(lbsb_conn *c, const char *id, const char *pat
                                    char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const char *user,
                                          lbsb_entry *out, char *errbuf, size_t errsz);
+/* E2B's makeDir, rename and remove, made by sandboxd as user (NULL or
+ * "root": as root) without following a symlink: action "mkdir" (mkdir -p),
+ * "rename" (mv -T to dest, on one filesystem) or "remove" (rm -rf; nothing
+ * there is LB_OK). What the user may not do fails LB_E_DENIED; what
+ * sandboxd cannot do in place (a symlinked folder on the way, a rename
+ * overlayfs refuses, a mount) LB_E_INVAL; a remove of too many entries
+ * LB_E_TOOBIG. */
+LLMBOX_MUST_CHECK int lbsb_fs_change(lbsb_conn *c, const char *id, const char *action, const char *path,
+                                     const char *dest, const char *user, char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* *info_json: the ping response, caller frees. */
 LLMBOX_MUST_CHECK int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);

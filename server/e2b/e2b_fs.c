@@ -197,11 +197,8 @@ static int lb_e2b_fs_run(lb_req *r, lb_sbx *s, const char *what, lb_buf *line)
         size_t n = eo.err_len;
         while (n && (eo.err[n - 1] == '\n' || eo.err[n - 1] == '\r'))
             n--;
-        /* refused by the user's permissions (the command runs as the user:
-         * lb_fs_change): envd's permission error, as for read and write */
-        int denied = n && (memmem(eo.err, n, "Permission denied", 17) || memmem(eo.err, n, "Operation not permitted", 23));
-        lb_e2b_unary_error(r, denied ? "permission_denied" : "invalid_argument", "Cannot %s: %.*s", what,
-                           (int)(n > 400 ? 400 : n), n ? eo.err : "the command failed");
+        lb_e2b_unary_error(r, "invalid_argument", "Cannot %s: %.*s", what, (int)(n > 400 ? 400 : n),
+                           n ? eo.err : "the command failed");
     }
     lbsb_exec_out_free(&eo);
     return bad ? -1 : 0;
@@ -213,13 +210,22 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
 {
     char err[512] = "", msg[1400];
     memset(e, 0, sizeof *e);
+    const char *as = lb_e2b_run_as(r, s); /* before the lock: it may stat E2B's home */
+    if (as && !strcmp(as, "root"))
+        as = NULL;
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return -1;
     }
-    /* as sandboxd (root): a file's metadata is told even through a folder
-     * the user may not search, and with a broken /etc/passwd (docs/E2B.md) */
-    int rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
+    /* as the call's user: through a folder it may not search, envd's
+     * permission error. A user sandboxd cannot look up (the sandbox's code
+     * broke its /etc/passwd) stats as root, so getInfo and exists still
+     * answer and owners show as numbers (docs/E2B.md). */
+    int rc = lbsb_stat_entry_as(s->conn, s->sbx_id, path, as, e, err, sizeof err);
+    if (rc && rc != LB_E_DENIED && as) {
+        lbsb_entry_clear(e);
+        rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
+    }
     lb_sbx_unlock(s);
     if (rc) {
         lb_e2b_fs_fail(r, s, rc, "stat", path, err);
@@ -364,46 +370,54 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
         lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
         return;
     }
-    lb_buf line;
-    lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 128);
-    /* as E2B's user when the call is its (lb_e2b_run_as): what mkdir makes
-     * is the user's, and what it may not touch fails as on E2B. The shell
-     * is root with no_new_privs, which a drop to a user does not need;
-     * without setpriv (util-linux) in the image it runs as root. */
+    /* sandboxd makes the change as the call's user (lb_e2b_run_as), so what
+     * the user may not do is refused by the kernel (envd's permission
+     * error) and what mkdir makes is the user's */
     const char *as = lb_e2b_run_as(r, s);
-    int rc = as && strcmp(as, "root") ? lb_buf_printf(&line, "if command -v setpriv >/dev/null 2>&1; then setpriv "
-                                                            "--reuid=%s --regid=%s --init-groups -- ", as, as)
-                                      : 0;
-    if (!rc)
-        rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
-                : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
-    if (!rc && as && strcmp(as, "root")) {
-        rc = lb_buf_appends(&line, "; else ");
-        if (!rc)
-            rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
-                    : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
-        if (!rc)
-            rc = lb_buf_appends(&line, "; fi");
-    }
+    const char *user = as && strcmp(as, "root") ? as : NULL;
+    char err[512] = "", msg[1400];
     snprintf(what, sizeof what, "%s %s%s%s", mv ? "move" : rm ? "remove" : "make the directory", path,
              mv ? " to " : "", mv ? dest : "");
-    if (rc)
-        lb_e2b_unary_error(r, "internal", "Out of memory.");
-    else if (lb_e2b_fs_run(r, s, what, &line) == 0) {
-        if (rm) {
-            cJSON *o = cJSON_CreateObject();
-            lb_e2b_unary(r, o);
-            cJSON_Delete(o);
-        } else if (lb_e2b_stat(r, s, mv ? dest : path, &ent) == 0) {
-            /* the entry as it is now (its metadata, after the move) */
-            if (!ent.type)
-                lb_e2b_unary_error(r, "not_found", "%s was removed meanwhile.", mv ? dest : path);
-            else
-                lb_answer_entry(r, s, mv ? dest : path, &ent);
-            lbsb_entry_clear(&ent);
-        }
+    if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
+        lb_e2b_unary_error(r, "unavailable", "%s", msg);
+        return;
     }
-    lb_buf_free(&line);
+    int rc = lbsb_fs_change(s->conn, s->sbx_id, mv ? "rename" : rm ? "remove" : "mkdir", path, mv ? dest : NULL,
+                            user, err, sizeof err);
+    lb_sbx_unlock(s);
+    if ((rc == LB_E_INVAL || rc == LB_E_TOOBIG) && !user) {
+        /* what sandboxd does not do in place (a symlinked folder on the
+         * way, a rename across filesystems or of an image's directory, a
+         * huge remove): root's call runs it in the sandbox's shell, which
+         * sees the sandbox's own tree. A user's is answered: its
+         * permissions are sandboxd's to check. */
+        lb_buf line;
+        lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 128);
+        rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
+                : lb_fs_line(&line, rm ? "rm -rf -- " : "mkdir -p -- ", path, NULL);
+        if (rc)
+            lb_e2b_unary_error(r, "internal", "Out of memory.");
+        rc = rc ? -1 : lb_e2b_fs_run(r, s, what, &line);
+        lb_buf_free(&line);
+        if (rc)
+            return;
+    } else if (rc) {
+        const char *code = lb_e2b_fs_code(s, rc, what, err, msg, sizeof msg);
+        lb_e2b_unary_error(r, code, "%s", msg);
+        return;
+    }
+    if (rm) {
+        cJSON *o = cJSON_CreateObject();
+        lb_e2b_unary(r, o);
+        cJSON_Delete(o);
+    } else if (lb_e2b_stat(r, s, mv ? dest : path, &ent) == 0) {
+        /* the entry as it is now (its metadata, after the move) */
+        if (!ent.type)
+            lb_e2b_unary_error(r, "not_found", "%s was removed meanwhile.", mv ? dest : path);
+        else
+            lb_answer_entry(r, s, mv ? dest : path, &ent);
+        lbsb_entry_clear(&ent);
+    }
 }
 
 void lb_e2b_filesystem(lb_req *r, lb_sbx *s, const char *method)

@@ -870,6 +870,25 @@ int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const cha
     return rc;
 }
 
+int lbsb_fs_change(lbsb_conn *c, const char *id, const char *action, const char *path, const char *dest,
+                   const char *user, char *errbuf, size_t errsz)
+{
+    int rc = lbsb_check_id(id, errbuf, errsz);
+    if (rc || (rc = lbsb_check_path(path, errbuf, errsz)) || (dest && (rc = lbsb_check_path(dest, errbuf, errsz))))
+        return rc;
+    cJSON *req = lbsb_req("fs_change", id);
+    if (req && (!cJSON_AddStringToObject(req, "action", action) || !cJSON_AddStringToObject(req, "path", path) ||
+                (dest && !cJSON_AddStringToObject(req, "dest", dest)) ||
+                (user && !cJSON_AddStringToObject(req, "user", user)))) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    cJSON *resp;
+    rc = lbsb_call(c, req, NULL, 0, &resp, NULL, NULL, 0, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
 /* {id} -> {}: destroy, and follow-ups's freeze and thaw */
 static int lbsb_simple(lbsb_conn *c, const char *op, const char *id, char *errbuf, size_t errsz)
 {

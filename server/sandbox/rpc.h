@@ -106,6 +106,10 @@ typedef enum lbsd_op {
      * are served. */
     LBSD_OP_VOLUME,
     LBSD_OP_VOLUME_MOUNT,
+    /* E2B's makeDir, rename and remove (sandboxd/sandbox_fs.c): fs_change
+     * {id, action:"mkdir"|"rename"|"remove", path, dest (rename's), user?}
+     * -> {}. action and dest are checked where it is served. */
+    LBSD_OP_FS_CHANGE,
 } lbsd_op;
 
 /* network modes of a sandbox */

@@ -28,6 +28,7 @@ static const char *const lbsd_op_names[] = {
     [LBSD_OP_IMAGE_JOB_START] = "image_job_start", [LBSD_OP_IMAGE_JOB_POLL] = "image_job_poll",
     /* E2B's volumes (sandboxd/sandbox_volume.h) */
     [LBSD_OP_VOLUME] = "volume", [LBSD_OP_VOLUME_MOUNT] = "volume_mount",
+    [LBSD_OP_FS_CHANGE] = "fs_change",
 };
 
 const char *lbsd_op_name(lbsd_op op)
@@ -203,6 +204,7 @@ static const struct {
     {"image_job_start", LBSD_OP_IMAGE_JOB_START}, {"image_job_poll", LBSD_OP_IMAGE_JOB_POLL},
     /* E2B's volumes (sandboxd/sandbox_volume.h) */
     {"volume", LBSD_OP_VOLUME}, {"volume_mount", LBSD_OP_VOLUME_MOUNT},
+    {"fs_change", LBSD_OP_FS_CHANGE},
 };
 
 /* A saved state's name from member key into req->state (required when need). */
@@ -391,6 +393,7 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
         req->max_entries = (size_t)d;
         break;
     case LBSD_OP_STAT:
+    case LBSD_OP_FS_CHANGE: /* action and dest: sandboxd/sandbox_fs.c */
         if ((rc = lbsd_need_id(o, req, msg, msgsz)) || (rc = lbsd_need_path(o, req, msg, msgsz)))
             return rc;
         break;

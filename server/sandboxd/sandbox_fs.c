@@ -1,5 +1,6 @@
 /*
- * read / write / list / stat on a sandbox's files, from the host side.
+ * read / write / list / stat on a sandbox's files, from the host side, and
+ * E2B's makeDir / rename / remove (fs_change).
  *
  * sandboxd is root on the host and the sandbox's tree is written by hostile
  * code, so every path is walked one component at a time from the sandbox's
@@ -94,7 +95,10 @@ static int fs_errno_status(int e)
  * every thread's. Dropping the filesystem ids clears the loop thread's
  * CAP_DAC_OVERRIDE, CAP_FOWNER and the like until they are put back, and
  * no other thread is touched. `root` keeps host root's calls: the
- * sandbox's root, whose user namespace maps all of the sandbox's ids. */
+ * sandbox's root, whose user namespace maps all of the sandbox's ids.
+ * Every file call takes it: read, write, list, stat (E2B's getInfo and
+ * exists) and fs_change (makeDir, rename, remove), so no call as a user
+ * goes through the sandbox's shell or needs a tool of its image. */
 static int fs_dropped;                          /* the call runs as a named user */
 static gid_t fs_saved_groups[LBSD_USER_GROUPS_MAX];
 static int fs_nsaved = -1;
@@ -803,4 +807,245 @@ void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     cJSON_AddItemToObject(r, "entries", L.arr);
     cJSON_AddBoolToObject(r, "truncated", L.truncated);
     lbsd_reply(c, r, NULL, 0, 0);
+}
+
+/* ---- E2B's makeDir, rename and remove -------------------------------------
+ * The same walk as above (no symlink followed, only the sandbox's overlay
+ * and tmpfs), as the request's user when it names one (fs_enter), so the
+ * kernel refuses what the user may not do: no shell and no setpriv in the
+ * image needed. What is not done here the web may run through the
+ * sandbox's shell as root (a root call only): a rename of a directory
+ * across filesystems or of one of the image's layers (overlayfs answers
+ * EXDEV; a file is copied: fs_move_copy), a symlinked folder on the way,
+ * and a remove of more than LBSD_FS_RM_MAX entries. */
+#define LBSD_FS_RM_MAX 100000   /* entries one remove walks: the loop serves every sandbox */
+#define LBSD_FS_RM_DEPTH 128    /* directories deep (one fd each while walked) */
+
+typedef struct fs_rm {
+    size_t seen;
+    int err;                    /* the first errno met; rm -rf goes on past it */
+    char what[LB_NAME_MAX + 1]; /* the name it was met at */
+} fs_rm;
+
+static void fs_rm_fail(fs_rm *R, int e, const char *name)
+{
+    if (!R->err) {
+        R->err = e;
+        snprintf(R->what, sizeof R->what, "%s", name);
+    }
+}
+
+/* Removes dfd's entry leaf and, for a directory, what is in it first. */
+static void fs_rm_tree(fs_rm *R, int dfd, const char *leaf, int depth)
+{
+    if (++R->seen > LBSD_FS_RM_MAX) {
+        fs_rm_fail(R, EFBIG, leaf);
+        return;
+    }
+    if (unlinkat(dfd, leaf, 0) == 0)
+        return;
+    if (errno != EISDIR) {
+        fs_rm_fail(R, errno, leaf);
+        return;
+    }
+    if (depth > LBSD_FS_RM_DEPTH) {
+        fs_rm_fail(R, EFBIG, leaf);
+        return;
+    }
+    /* O_NOFOLLOW: swapped for a symlink meanwhile, the link is not walked */
+    int fd = openat(dfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        fs_rm_fail(R, errno, leaf);
+        return;
+    }
+    if (!fs_allowed_fs(fd)) { /* a mount of another kind (proc ...): left alone */
+        close(fd);
+        fs_rm_fail(R, EBUSY, leaf);
+        return;
+    }
+    int rd = dup(fd);
+    DIR *d = rd >= 0 ? fdopendir(rd) : NULL;
+    if (!d) {
+        if (rd >= 0)
+            close(rd);
+        fs_rm_fail(R, errno, leaf);
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while (R->err != EFBIG && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        fs_rm_tree(R, fd, de->d_name, depth + 1);
+    }
+    closedir(d);
+    close(fd);
+    if (unlinkat(dfd, leaf, AT_REMOVEDIR) != 0)
+        fs_rm_fail(R, errno, leaf);
+}
+
+/* strerror(e) in msg; e's status */
+static int fs_errmsg(char *msg, size_t msgsz, int e)
+{
+    snprintf(msg, msgsz, "%s", strerror(e));
+    return fs_errno_status(e);
+}
+
+/* mv's way across filesystems (the overlay and /tmp) for a regular file:
+ * copied beside dest as the caller, its mode, times and (root's) owner
+ * kept, put in place, then the source unlinked. Whether the caller may
+ * unlink the source is asked before anything is made, so a refused move
+ * changes nothing. LB_OK or a status with msg filled. */
+#define LBSD_FS_MOVE_COPY_MAX (1024ull << 20) /* bytes one move copies on the loop */
+static int fs_move_copy(int sfd, const char *leaf, int tfd, const char *dleaf, char *msg, size_t msgsz)
+{
+    struct stat s, ds;
+    char tmp[LB_NAME_MAX + 64], rnd[17];
+    if (fstatat(sfd, leaf, &s, AT_SYMLINK_NOFOLLOW) != 0 || fstat(sfd, &ds) != 0) {
+        return fs_errmsg(msg, msgsz, errno);
+    }
+    if (!S_ISREG(s.st_mode) || (unsigned long long)s.st_size > LBSD_FS_MOVE_COPY_MAX) {
+        snprintf(msg, msgsz, "only a file of at most 1 GiB moves to another filesystem of the sandbox here");
+        return LB_E_INVAL;
+    }
+    uid_t me = (uid_t)setfsuid((uid_t)-1);
+    int sticky_refused = fs_dropped && (ds.st_mode & S_ISVTX) && s.st_uid != me && ds.st_uid != me;
+    if (sticky_refused || (fs_dropped && faccessat(sfd, ".", W_OK | X_OK, AT_EACCESS) != 0)) {
+        snprintf(msg, msgsz, "permission denied");
+        return LB_E_DENIED;
+    }
+    int in = openat(sfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (in < 0) {
+        return fs_errmsg(msg, msgsz, errno);
+    }
+    if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
+        close(in);
+        snprintf(msg, msgsz, "no randomness");
+        return LB_E_INTERNAL;
+    }
+    snprintf(tmp, sizeof tmp, ".%.200s.lbsd-%s", dleaf, rnd);
+    int out = openat(tfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = out < 0 ? fs_errmsg(msg, msgsz, errno) : LB_OK;
+    char buf[65536];
+    while (rc == LB_OK) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n == 0)
+            break;
+        if (n < 0 || lb_write_all(out, buf, (size_t)n) != LB_OK) {
+            rc = fs_errmsg(msg, msgsz, errno);
+        }
+    }
+    struct timespec ts[2] = {s.st_atim, s.st_mtim};
+    /* owner first: chown would clear mode bits set before it; a user's copy is its own */
+    if (rc == LB_OK && ((!fs_dropped && fchown(out, s.st_uid, s.st_gid) != 0) ||
+                        fchmod(out, s.st_mode & (fs_dropped ? 0777 : 07777)) != 0 || futimens(out, ts) != 0)) {
+        rc = fs_errmsg(msg, msgsz, errno);
+    }
+    close(in);
+    if (out >= 0)
+        close(out);
+    if (rc == LB_OK && renameat(tfd, tmp, tfd, dleaf) != 0) {
+        rc = fs_errmsg(msg, msgsz, errno);
+    }
+    if (rc != LB_OK) {
+        if (out >= 0)
+            unlinkat(tfd, tmp, 0);
+        return rc;
+    }
+    if (unlinkat(sfd, leaf, 0) != 0) {
+        int e = errno;
+        snprintf(msg, msgsz, "copied, but the source stays: %s", strerror(e));
+        return fs_errno_status(e);
+    }
+    return LB_OK;
+}
+
+static void fs_change_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *action,
+                         const char *dest);
+
+void lbsd_fs_change(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(req->json, "action");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(req->json, "dest");
+    const char *action = cJSON_IsString(a) ? a->valuestring : "";
+    char dest[LB_PATH_MAX + 1] = "";
+    int mv = !strcmp(action, "rename");
+    if (!mv && strcmp(action, "mkdir") && strcmp(action, "remove")) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"action\" must be \"mkdir\", \"rename\" or \"remove\"");
+        return;
+    }
+    if (mv && (!cJSON_IsString(d) || strlen(d->valuestring) > LB_PATH_MAX ||
+               lbsd_sandbox_path(d->valuestring, dest, sizeof dest) != LB_OK)) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"dest\" must be an absolute path without \"..\", control characters or "
+                         "invalid UTF-8");
+        return;
+    }
+    if (!req->path[0] || (mv && !dest[0])) {
+        lbsd_reply_error(c, LB_E_INVAL, "not on the sandbox's root directory");
+        return;
+    }
+    /* as the user (fs_enter): the kernel checks each step as the user's own;
+     * the folders mkdir makes are the user's, root's go to the sandbox's root */
+    lbsd_user_ids ids;
+    if (fs_enter(c, sb, req, &ids) < 0)
+        return;
+    fs_owner_uid = ids.uid;
+    fs_owner_gid = ids.gid;
+    fs_change_as(c, sb, req, action, dest);
+    fs_owner_uid = fs_owner_gid = 0;
+    fs_leave();
+}
+
+static void fs_change_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *action,
+                         const char *dest)
+{
+    char leaf[LB_NAME_MAX + 1], dleaf[LB_NAME_MAX + 1], msg[600];
+    int st;
+    if (!strcmp(action, "mkdir")) {
+        int fd = fs_open_dir(sb, req->path, 1, &st, msg, sizeof msg);
+        if (fd < 0) {
+            lbsd_reply_error(c, st, "cannot make the directory /%.400s: %s", req->path, msg);
+            return;
+        }
+        close(fd);
+        lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+        return;
+    }
+    int dfd = fs_open_parent(sb, req->path, 0, leaf, &st, msg, sizeof msg);
+    if (dfd < 0) {
+        lbsd_reply_error(c, st, "cannot %s /%.400s: %s", action, req->path, msg);
+        return;
+    }
+    if (!strcmp(action, "remove")) {
+        fs_rm R = {0};
+        fs_rm_tree(&R, dfd, leaf, 0);
+        close(dfd);
+        if (R.err == ENOENT && R.seen == 1)
+            R.err = 0; /* nothing there: what rm -f asks */
+        if (R.err)
+            lbsd_reply_error(c, R.err == EFBIG ? LB_E_TOOBIG : fs_errno_status(R.err), "cannot remove /%.400s: %s%s%s",
+                             req->path, R.err == EFBIG ? "more entries or levels than one remove walks" : strerror(R.err),
+                             R.what[0] ? " at " : "", R.what);
+        else
+            lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+        return;
+    }
+    int tfd = fs_open_parent(sb, dest, 0, dleaf, &st, msg, sizeof msg);
+    if (tfd < 0) {
+        close(dfd);
+        lbsd_reply_error(c, st, "cannot move /%.400s to /%.400s: %s", req->path, dest, msg);
+        return;
+    }
+    int rc = renameat(dfd, leaf, tfd, dleaf);
+    int e = errno;
+    if (rc != 0 && e == EXDEV)
+        rc = fs_move_copy(dfd, leaf, tfd, dleaf, msg, sizeof msg);
+    else if (rc != 0)
+        rc = fs_errmsg(msg, sizeof msg, e);
+    close(dfd);
+    close(tfd);
+    if (rc != 0)
+        lbsd_reply_error(c, rc, "cannot move /%.400s to /%.400s: %s", req->path, dest, msg);
+    else
+        lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
 }

@@ -15,6 +15,9 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
                    size_t len);
 void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
+/* E2B's makeDir (mkdir -p), rename (mv -T, one filesystem) and remove
+ * (rm -rf), as the request's "user" when it names one. */
+void lbsd_fs_change(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 
 /* E2B's file metadata: the next user.e2b.<key> name with a well-formed key
  * in names[*at..n) (an llistxattr list: NUL-ended names, the sandbox's to

@@ -426,6 +426,7 @@ int lbsd_state_sandbox_request(const lb_config *cfg, lbsd_conn *c, lbsd_sandbox 
     case LBSD_OP_WRITE:
     case LBSD_OP_LIST:
     case LBSD_OP_STAT:
+    case LBSD_OP_FS_CHANGE:
         if (sb->frozen) {
             lbsd_reply_error(c, LB_E_BUSY, "sandbox is frozen: thaw it (resume) first");
             return 1;

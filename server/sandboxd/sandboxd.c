@@ -592,6 +592,12 @@ static void h_stat(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *da
     lbsd_fs_stat(c, sb, req);
 }
 
+/* E2B's makeDir, rename and remove (sandbox_fs.c) */
+static void h_fs_change(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
+{
+    lbsd_fs_change(c, sb, req);
+}
+
 /* image pulls and builds for an unprivileged client (image_jobs.c) */
 static void h_image_job(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
 {
@@ -654,6 +660,7 @@ static const struct lbsd_route {
     {LBSD_OP_WRITE, LBSD_R_SANDBOX | LBSD_R_THAWED, h_write},
     {LBSD_OP_LIST, LBSD_R_SANDBOX | LBSD_R_THAWED, h_list},
     {LBSD_OP_STAT, LBSD_R_SANDBOX | LBSD_R_THAWED, h_stat},
+    {LBSD_OP_FS_CHANGE, LBSD_R_SANDBOX | LBSD_R_THAWED, h_fs_change},
     {LBSD_OP_METRICS, LBSD_R_SANDBOX | LBSD_R_THAWED, h_metrics},
     {LBSD_OP_IMAGE_JOB_START, 0, h_image_job},
     {LBSD_OP_IMAGE_JOB_POLL, 0, h_image_job},

@@ -100,6 +100,51 @@ check('files_obey_the_users_permissions', async () => {
   eq(await sbx.files.read('/tmp/secret', { user: 'root' }), 's3cret')
   assert(Array.isArray(await sbx.files.list('/srv/closed', { user: 'root' })), 'root lists it')
   eq((await run('stat -c %U /etc/x', { user: 'root' })).stdout, 'root\n')
+})
+
+check('user_changes_its_own_home', async () => {
+  // makeDir, rename and remove as user where it may: its own home
+  eq(await sbx.files.makeDir('/home/user/w/a/b'), true, 'makeDir -p in its home')
+  await sbx.files.write('/home/user/w/a/f.txt', 'f')
+  eq((await run('stat -c %U:%G /home/user/w /home/user/w/a/b', { user: 'root' })).stdout, 'user:user\nuser:user\n',
+    'what makeDir makes is user\'s')
+  eq((await sbx.files.rename('/home/user/w/a/f.txt', '/home/user/w/g.txt')).path, '/home/user/w/g.txt')
+  eq(await sbx.files.read('/home/user/w/g.txt'), 'f', 'renamed')
+  await sbx.files.remove('/home/user/w')
+  eq((await run('test -e /home/user/w || echo gone', { user: 'root' })).stdout, 'gone\n', 'removed with all it held')
+  await sbx.files.remove('/home/user/never-there') // nothing there: as rm -f
+  // a root file in user's home: user may remove it (the folder is user's), not change /etc's
+  await run('touch /home/user/rootfile && chown root:root /home/user/rootfile', { user: 'root' })
+  await sbx.files.remove('/home/user/rootfile')
+  eq((await run('test -e /home/user/rootfile || echo gone', { user: 'root' })).stdout, 'gone\n')
+})
+
+check('getinfo_and_exists_obey_search_permission', async () => {
+  await run('mkdir -p /srv/closed && chmod 700 /srv/closed && echo x > /srv/closed/f', { user: 'root' })
+  denied(await raises(() => sbx.files.getInfo('/srv/closed/f')), 'getInfo inside a 0700 root folder as user')
+  denied(await raises(() => sbx.files.exists('/srv/closed/f')), 'exists inside a 0700 root folder as user')
+  eq((await sbx.files.getInfo('/srv/closed/f', { user: 'root' })).size, 2, 'root stats it')
+  eq(await sbx.files.exists('/srv/closed/f', { user: 'root' }), true, 'root finds it')
+  eq(await sbx.files.exists('/srv/closed/none', { user: 'root' }), false)
+  eq((await sbx.files.getInfo('/srv/closed')).type, 'dir', 'the folder itself is seen by user')
+})
+
+check('user_is_refused_without_setpriv_in_the_image', async () => {
+  // the sandbox's image need not have util-linux's setpriv: sandboxd checks
+  await run('for p in /usr/bin/setpriv /bin/setpriv /usr/sbin/setpriv; do rm -f $p; done; ' +
+    'command -v setpriv || echo none', { user: 'root' })
+  denied(await raises(() => sbx.files.makeDir('/etc/nosetpriv')), 'makeDir in /etc as user')
+  denied(await raises(() => sbx.files.rename('/etc/hostname', '/tmp/h2')), 'rename a file of /etc as user')
+  denied(await raises(() => sbx.files.rename('/etc/x', '/tmp/h3')), 'rename root\'s file of /etc as user')
+  denied(await raises(() => sbx.files.remove('/etc/hostname')), 'remove /etc/hostname as user')
+  denied(await raises(() => sbx.files.remove('/etc/newd')), 'remove a root folder of /etc as user')
+  eq((await run('test -e /etc/nosetpriv || test -e /tmp/h2 || test -e /tmp/h3 || ' +
+    'test ! -e /etc/hostname || test ! -e /etc/x || test ! -d /etc/newd || echo kept', { user: 'root' })).stdout,
+  'kept\n', 'nothing changed')
+  // and root still does it
+  eq((await sbx.files.rename('/etc/x', '/etc/y', { user: 'root' })).path, '/etc/y')
+  await sbx.files.remove('/etc/newd', { user: 'root' })
+  eq((await run('test -e /etc/y && test ! -e /etc/newd && echo done', { user: 'root' })).stdout, 'done\n')
   await sbx.kill()
 })
 

@@ -14,7 +14,9 @@ at the RPC level against a real sandboxd (python3 stdlib only, run as root):
   - write's "meta" (E2B's file metadata): malformed ones refused, nothing
     written; a good one comes back in stat;
   - read, write, list and stat with "user" have that user's permissions
-    ("denied" where it may not), symlinks still refused; root's after.
+    ("denied" where it may not), symlinks still refused; root's after;
+  - fs_change (E2B's makeDir, rename, remove) the same, with no tool of the
+    image: a refused one changes nothing.
 
     python3 tests/integration/test_sandboxd_user.py   (from the repo root)
 """
@@ -156,6 +158,61 @@ def check_file_calls_as_the_user(d):
     c.destroy(other)
 
 
+def check_fs_change_as_the_user(d):
+    """fs_change as "user": refused ("denied") in /etc and a 0700 root folder
+    with nothing changed, even with setpriv gone from the image; done in
+    its home (what it makes is its own), a file moved to /tmp by a copy;
+    a symlink on the way refused; root does what user may not."""
+    c = d.connect()
+    sid = c.create()
+    c.exec(sid, "rm -f /usr/bin/setpriv /bin/setpriv; mkdir -m 700 /srv/closed && echo x > /srv/closed/f && "
+                "mkdir /etc/rootdir && ln -s /etc /home/user/etclink")
+
+    def fs(action, path, dest=None, user="user"):
+        req = {"op": "fs_change", "id": sid, "action": action, "path": path}
+        if dest:
+            req["dest"] = dest
+        if user:
+            req["user"] = user
+        return c.call(req)
+
+    for args in [("mkdir", "/etc/newd"), ("mkdir", "/srv/closed/sub"), ("rename", "/etc/hostname", "/etc/h2"),
+                 ("rename", "/etc/hostname", "/home/user/h"), ("rename", "/srv/closed/f", "/tmp/f"),
+                 ("remove", "/etc/hostname"), ("remove", "/etc/rootdir"), ("remove", "/srv/closed")]:
+        r = fs(*args)
+        assert not r.get("ok") and r.get("error") == "denied" and "ermission denied" in r.get("message", ""), (args, r)
+    out = c.exec(sid, "ls -d /etc/newd /etc/h2 /home/user/h /tmp/f /srv/closed/sub 2>&1 | grep -c 'No such'; "
+                      "cat /srv/closed/f; test -d /etc/rootdir && test -f /etc/hostname && echo kept")["stdout"]
+    assert out == "5\nx\nkept\n", out
+    r = fs("mkdir", "/home/user/etclink/newd")
+    assert not r.get("ok") and "symlinks" in r.get("message", ""), r
+    # its own home: made, moved (to /tmp: another filesystem, copied), removed
+    for args in [("mkdir", "/home/user/w/a/b"), ("mkdir", "/home/user/w/a/b"), ("rename", "/home/user/w/a", "/home/user/w/c")]:
+        r = fs(*args)
+        assert r.get("ok"), (args, r)
+    c.exec(sid, "echo f > /home/user/w/c/f.txt && chown user:user /home/user/w/c/f.txt && chmod 640 /home/user/w/c/f.txt")
+    r = fs("rename", "/home/user/w/c/f.txt", "/tmp/f.txt")
+    assert r.get("ok"), r
+    out = c.exec(sid, "stat -c '%u:%g:%a' /home/user/w /home/user/w/c/b /tmp/f.txt; cat /tmp/f.txt; "
+                      "test -e /home/user/w/c/f.txt || echo moved")["stdout"]
+    assert out == "1000:1000:755\n1000:1000:755\n1000:1000:640\nf\nmoved\n", out
+    for args in [("remove", "/home/user/w"), ("remove", "/home/user/none")]:
+        r = fs(*args)
+        assert r.get("ok"), (args, r)
+    assert c.exec(sid, "test -e /home/user/w || echo gone")["stdout"] == "gone\n"
+    # malformed: refused with a sentence
+    for args in [("chmod", "/tmp/x"), ("rename", "/tmp/f.txt"), ("remove", "/"), ("rename", "/tmp/f.txt", "/")]:
+        r = fs(*args)
+        assert not r.get("ok") and r.get("error") == "invalid" and r.get("message"), (args, r)
+    # root: all of it
+    for args in [("mkdir", "/etc/newd"), ("rename", "/etc/rootdir", "/etc/rootdir2"), ("remove", "/srv/closed")]:
+        r = fs(*args, user=None)
+        assert r.get("ok"), (args, r)
+    out = c.exec(sid, "stat -c %u:%g /etc/newd; test -d /etc/rootdir2 && test ! -e /srv/closed && echo done")["stdout"]
+    assert out == "0:0\ndone\n", out
+    c.destroy(sid)
+
+
 def main():
     p = Reporter("sandboxd_user/")
     why = skip_reason()
@@ -166,7 +223,8 @@ def main():
         for name, fn in [("user_groups_env_and_sudo", check_user_and_sudo), ("write_owner", check_write_owner),
                          ("refusals_run_and_write_nothing", check_refusals),
                          ("file_metadata_refusals", check_meta_refusals),
-                         ("file_calls_as_the_user", check_file_calls_as_the_user)]:
+                         ("file_calls_as_the_user", check_file_calls_as_the_user),
+                         ("fs_change_as_the_user", check_fs_change_as_the_user)]:
             p.run(name, fn, d)
     return p.exit_code()
 

@@ -959,6 +959,22 @@ TEST(req_volume_ops)
     CHECK(lbsd_code_status(lbsd_status_code(LB_E_NOSPACE)) == LB_E_NOSPACE);
 }
 
+/* E2B's makeDir, rename, remove: a sandbox and a clean path are checked
+ * before sandboxd serves it (action and dest: sandbox_fs.c) */
+TEST(req_fs_change)
+{
+    lbsd_req r;
+    char msg[256] = "";
+    CHECK(parse("{\"op\":\"fs_change\",\"id\":\"" ID "\",\"action\":\"remove\",\"path\":\"/a//b/\"}", &r, msg) ==
+          LB_OK && r.op == LBSD_OP_FS_CHANGE && !strcmp(r.path, "a/b") && !strcmp(lbsd_op_name(r.op), "fs_change"));
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"fs_change\",\"action\":\"remove\",\"path\":\"/a\"}", &r, msg) == LB_E_INVAL && msg[0]);
+    lbsd_req_free(&r);
+    CHECK(parse("{\"op\":\"fs_change\",\"id\":\"" ID "\",\"action\":\"mkdir\",\"path\":\"/a/../b\"}", &r, msg) ==
+          LB_E_INVAL);
+    lbsd_req_free(&r);
+}
+
 static void send_frames(int fd, const char *const *frames, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -1213,5 +1229,6 @@ int main(void)
     RUN(client_call_deadline_and_leaving_caller);
     RUN(client_image_job_calls);
     RUN(req_volume_ops);
+    RUN(req_fs_change);
     return testlib_done();
 }
