@@ -814,15 +814,18 @@ void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
  * and tmpfs), as the request's user when it names one (fs_enter), so the
  * kernel refuses what the user may not do: no shell and no setpriv in the
  * image needed. What is not done here the web may run through the
- * sandbox's shell as root (a root call only): a rename of a directory
- * across filesystems or of one of the image's layers (overlayfs answers
- * EXDEV; a file is copied: fs_move_copy), a symlinked folder on the way,
- * and a remove of more than LBSD_FS_RM_MAX entries. */
+ * sandbox's shell as root (a root call only): a rename across filesystems
+ * or of a directory of the image's layers (overlayfs answers EXDEV; a
+ * user's file is copied: fs_move_copy), a symlinked folder on the way, a
+ * remove that meets another filesystem mounted in the tree, and one of
+ * more than LBSD_FS_RM_MAX entries. */
 #define LBSD_FS_RM_MAX 100000   /* entries one remove walks: the loop serves every sandbox */
 #define LBSD_FS_RM_DEPTH 128    /* directories deep (one fd each while walked) */
 
 typedef struct fs_rm {
     size_t seen;
+    dev_t dev;                  /* the first folder's filesystem: rm --one-file-system */
+    int have_dev;
     int err;                    /* the first errno met; rm -rf goes on past it */
     char what[LB_NAME_MAX + 1]; /* the name it was met at */
 } fs_rm;
@@ -858,16 +861,20 @@ static void fs_rm_tree(fs_rm *R, int dfd, const char *leaf, int depth)
         fs_rm_fail(R, errno, leaf);
         return;
     }
-    if (!fs_allowed_fs(fd)) { /* a mount of another kind (proc ...): left alone */
+    /* a mount of another kind (proc ...) or another filesystem mounted in
+     * the tree (a volume, a bind): left alone, as rm --one-file-system */
+    struct stat ds;
+    if (!fs_allowed_fs(fd) || fstat(fd, &ds) != 0 || (R->have_dev && ds.st_dev != R->dev)) {
         close(fd);
         fs_rm_fail(R, EBUSY, leaf);
         return;
     }
-    int rd = dup(fd);
-    DIR *d = rd >= 0 ? fdopendir(rd) : NULL;
+    if (!R->have_dev) {
+        R->dev = ds.st_dev;
+        R->have_dev = 1;
+    }
+    DIR *d = fdopendir(fd); /* one fd a level: closedir closes it */
     if (!d) {
-        if (rd >= 0)
-            close(rd);
         fs_rm_fail(R, errno, leaf);
         close(fd);
         return;
@@ -876,10 +883,9 @@ static void fs_rm_tree(fs_rm *R, int dfd, const char *leaf, int depth)
     while (R->err != EFBIG && (de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        fs_rm_tree(R, fd, de->d_name, depth + 1);
+        fs_rm_tree(R, dirfd(d), de->d_name, depth + 1);
     }
     closedir(d);
-    close(fd);
     if (unlinkat(dfd, leaf, AT_REMOVEDIR) != 0)
         fs_rm_fail(R, errno, leaf);
 }
@@ -891,9 +897,10 @@ static int fs_errmsg(char *msg, size_t msgsz, int e)
     return fs_errno_status(e);
 }
 
-/* mv's way across filesystems (the overlay and /tmp) for a regular file:
- * copied beside dest as the caller, its mode, times and (root's) owner
- * kept, put in place, then the source unlinked. Whether the caller may
+/* mv's way across filesystems (the overlay and /tmp) for a user's regular
+ * file: copied beside dest as the user (the copy is the user's), its mode
+ * and times kept, put in place, then the source unlinked. Root's is mv in
+ * the sandbox's shell (the web), as the sandbox's root. Whether the caller may
  * unlink the source is asked before anything is made, so a refused move
  * changes nothing. LB_OK or a status with msg filled. */
 #define LBSD_FS_MOVE_COPY_MAX (1024ull << 20) /* bytes one move copies on the loop */
@@ -937,8 +944,7 @@ static int fs_move_copy(int sfd, const char *leaf, int tfd, const char *dleaf, c
     }
     struct timespec ts[2] = {s.st_atim, s.st_mtim};
     /* owner first: chown would clear mode bits set before it; a user's copy is its own */
-    if (rc == LB_OK && ((!fs_dropped && fchown(out, s.st_uid, s.st_gid) != 0) ||
-                        fchmod(out, s.st_mode & (fs_dropped ? 0777 : 07777)) != 0 || futimens(out, ts) != 0)) {
+    if (rc == LB_OK && (fchmod(out, s.st_mode & 0777) != 0 || futimens(out, ts) != 0)) {
         rc = fs_errmsg(msg, msgsz, errno);
     }
     close(in);
@@ -1038,7 +1044,9 @@ static void fs_change_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, co
     }
     int rc = renameat(dfd, leaf, tfd, dleaf);
     int e = errno;
-    if (rc != 0 && e == EXDEV)
+    if (rc != 0 && e == EXDEV && !fs_dropped) /* root's: mv in the sandbox's shell (the web) */
+        rc = fs_errmsg(msg, sizeof msg, e);
+    else if (rc != 0 && e == EXDEV)
         rc = fs_move_copy(dfd, leaf, tfd, dleaf, msg, sizeof msg);
     else if (rc != 0)
         rc = fs_errmsg(msg, sizeof msg, e);

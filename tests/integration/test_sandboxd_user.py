@@ -204,6 +204,13 @@ def check_fs_change_as_the_user(d):
     for args in [("chmod", "/tmp/x"), ("rename", "/tmp/f.txt"), ("remove", "/"), ("rename", "/tmp/f.txt", "/")]:
         r = fs(*args)
         assert not r.get("ok") and r.get("error") == "invalid" and r.get("message"), (args, r)
+    # never into another filesystem, not even as root: proc, a mount point
+    # (the web runs root's in the sandbox's shell), a root file to /tmp
+    c.exec(sid, "echo r > /home/user/r.txt")
+    for args in [("remove", "/proc/sys"), ("remove", "/dev/pts"), ("rename", "/home/user/r.txt", "/tmp/r.txt")]:
+        r = fs(*args, user=None)
+        assert not r.get("ok") and r.get("error") == "invalid" and r.get("message"), (args, r)
+    assert c.exec(sid, "test -f /home/user/r.txt && test -d /dev/pts && test ! -e /tmp/r.txt && echo kept")["stdout"] == "kept\n"
     # root: all of it
     for args in [("mkdir", "/etc/newd"), ("rename", "/etc/rootdir", "/etc/rootdir2"), ("remove", "/srv/closed")]:
         r = fs(*args, user=None)
