@@ -1,5 +1,6 @@
 /*
  * The file requests on a sandbox (sandbox_fs.c): read, write, list, stat,
+ * fs_change (E2B's makeDir, rename, remove),
  * each answered on the connection.
  */
 #ifndef LBSD_SANDBOX_FS_H
