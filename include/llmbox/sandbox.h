@@ -60,7 +60,8 @@
  *            an id outside its range), mtime (s), mtime_ns, target (a symlink's,
  *            read without following it; absent if longer than 4096 bytes),
  *            st_size (the filesystem's size of any kind, a directory's too).
- *   fs_change {id, action, path, dest?, user?}          -> {}   (E2B's makeDir, rename, remove: lbsb_fs_change)
+ *   fs_change {id, action, path, dest?, user?, owner_only?} -> {} (E2B's makeDir, rename, remove: lbsb_fs_change)
+ *            write and fs_change: owner_only true makes the call as root, what it makes the user's
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
  *            may be sent while an exec on the same connection is waiting:
@@ -447,6 +448,14 @@ LLMBOX_MUST_CHECK int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const cha
  * LB_E_TOOBIG. */
 LLMBOX_MUST_CHECK int lbsb_fs_change(lbsb_conn *c, const char *id, const char *action, const char *path,
                                      const char *dest, const char *user, char *errbuf, size_t errsz);
+/* E2B's envd: lbsb_write_meta and lbsb_fs_change made as the sandbox's root
+ * (no permission of user's is checked), what they make handed to user (a
+ * user of the sandbox's /etc/passwd; NULL or "root": root's). */
+LLMBOX_MUST_CHECK int lbsb_write_owned(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
+                                       int excl, const char *user, const char *const *meta, int nmeta, char *errbuf,
+                                       size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_fs_change_owned(lbsb_conn *c, const char *id, const char *action, const char *path,
+                                           const char *dest, const char *user, char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* *info_json: the ping response, caller frees. */
 LLMBOX_MUST_CHECK int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);

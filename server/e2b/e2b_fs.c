@@ -210,22 +210,12 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
 {
     char err[512] = "", msg[1400];
     memset(e, 0, sizeof *e);
-    const char *as = lb_e2b_run_as(r, s); /* before the lock: it may stat E2B's home */
-    if (as && !strcmp(as, "root"))
-        as = NULL;
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return -1;
     }
-    /* as the call's user: through a folder it may not search, envd's
-     * permission error. A user sandboxd cannot look up (the sandbox's code
-     * broke its /etc/passwd) stats as root, so getInfo and exists still
-     * answer and owners show as numbers (docs/E2B.md). */
-    int rc = lbsb_stat_entry_as(s->conn, s->sbx_id, path, as, e, err, sizeof err);
-    if (rc && rc != LB_E_DENIED && as) {
-        lbsb_entry_clear(e);
-        rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
-    }
+    /* as root, whoever the call's user: envd stats as root too */
+    int rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
         lb_e2b_fs_fail(r, s, rc, "stat", path, err);
@@ -290,12 +280,12 @@ static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
     }
     lbsb_entry *ents = NULL;
     size_t n = 0;
-    const char *as = lb_e2b_run_as(r, s); /* before the lock: it may stat E2B's home */
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return;
     }
-    int rc = lbsb_list_as(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, as, &ents, &n, err, sizeof err);
+    /* as root, whoever the call's user: envd lists as root too */
+    int rc = lbsb_list(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, &ents, &n, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
         lb_e2b_fs_fail(r, s, rc, "list", path, err);
@@ -370,9 +360,8 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
         lb_e2b_unary_error(r, "not_found", "There is no file or directory %s.", path);
         return;
     }
-    /* sandboxd makes the change as the call's user (lb_e2b_run_as), so what
-     * the user may not do is refused by the kernel (envd's permission
-     * error) and what mkdir makes is the user's */
+    /* sandboxd makes the change as the sandbox's root and what mkdir makes
+     * is the call's user's (lb_e2b_run_as), as envd, which runs as root */
     const char *as = lb_e2b_run_as(r, s);
     const char *user = as && strcmp(as, "root") ? as : NULL;
     char err[512] = "", msg[1400];
@@ -382,15 +371,15 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return;
     }
-    int rc = lbsb_fs_change(s->conn, s->sbx_id, mv ? "rename" : rm ? "remove" : "mkdir", path, mv ? dest : NULL,
-                            user, err, sizeof err);
+    int rc = lbsb_fs_change_owned(s->conn, s->sbx_id, mv ? "rename" : rm ? "remove" : "mkdir", path,
+                                  mv ? dest : NULL, user, err, sizeof err);
     lb_sbx_unlock(s);
-    if ((rc == LB_E_INVAL || rc == LB_E_TOOBIG) && !user) {
+    if ((rc == LB_E_INVAL || rc == LB_E_TOOBIG) && (!user || mv || rm)) {
         /* what sandboxd does not do in place (a symlinked folder on the
          * way, a rename across filesystems or of an image's directory, a
-         * huge remove): root's call runs it in the sandbox's shell, which
-         * sees the sandbox's own tree. A user's is answered: its
-         * permissions are sandboxd's to check. */
+         * huge remove): it runs in the sandbox's shell as root, which sees
+         * the sandbox's own tree. A user's mkdir is answered instead: the
+         * shell would make root's folders where the user's are due. */
         lb_buf line;
         lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 128);
         rc = mv ? lb_fs_line(&line, "mv -T -- ", path, dest)
@@ -480,12 +469,12 @@ static void lb_files_get(lb_req *r, lb_sbx *s, const char *path)
     char err[512] = "", msg[1400], what[LB_SBX_SPATH_MAX + 16];
     char *data = NULL;
     size_t len = 0;
-    const char *as = lb_e2b_run_as(r, s); /* before the lock: it may stat E2B's home */
     if (lb_sbx_lock(s, msg, sizeof msg) != LB_OK) {
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return;
     }
-    int rc = lbsb_read_as(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, as, &data, &len, err, sizeof err);
+    /* as root, whoever the call's user: envd reads as root too */
+    int rc = lbsb_read(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, &data, &len, err, sizeof err);
     lb_sbx_unlock(s);
     snprintf(what, sizeof what, "read %s", path);
     if (rc) {
@@ -568,7 +557,7 @@ static int lb_upload_write(lb_upload *up, const char *path, const char *data, si
         up->st = 502;
         return -1;
     }
-    int rc = lbsb_write_meta(up->s->conn, up->s->sbx_id, path, data ? data : "", len, 0, up->as, up->meta,
+    int rc = lbsb_write_owned(up->s->conn, up->s->sbx_id, path, data ? data : "", len, 0, up->as, up->meta,
                              up->nmeta, err, sizeof err);
     lb_sbx_unlock(up->s);
     if (rc) {

@@ -557,8 +557,25 @@ int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *da
     return lbsb_write_meta(c, id, path, data, len, excl, user, NULL, 0, errbuf, errsz);
 }
 
+static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
+                          const char *user, int owner_only, const char *const *meta, int nmeta, char *errbuf,
+                          size_t errsz);
+
 int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
                     const char *user, const char *const *meta, int nmeta, char *errbuf, size_t errsz)
+{
+    return lbsb_write_req(c, id, path, data, len, excl, user, 0, meta, nmeta, errbuf, errsz);
+}
+
+int lbsb_write_owned(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
+                     const char *user, const char *const *meta, int nmeta, char *errbuf, size_t errsz)
+{
+    return lbsb_write_req(c, id, path, data, len, excl, user, 1, meta, nmeta, errbuf, errsz);
+}
+
+static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
+                          const char *user, int owner_only, const char *const *meta, int nmeta, char *errbuf,
+                          size_t errsz)
 {
     if (nmeta < 0 || nmeta > LBSB_META_KEYS) {
         lbsb_err(errbuf, errsz, "at most %d metadata keys", LBSB_META_KEYS);
@@ -575,7 +592,8 @@ int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *
     cJSON *req = lbsb_req("write", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)))) {
+                (user && !cJSON_AddStringToObject(req, "user", user)) ||
+                (user && owner_only && !cJSON_AddTrueToObject(req, "owner_only")))) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -870,8 +888,23 @@ int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const cha
     return rc;
 }
 
+static int lbsb_fs_change_req(lbsb_conn *c, const char *id, const char *action, const char *path,
+                              const char *dest, const char *user, int owner_only, char *errbuf, size_t errsz);
+
 int lbsb_fs_change(lbsb_conn *c, const char *id, const char *action, const char *path, const char *dest,
                    const char *user, char *errbuf, size_t errsz)
+{
+    return lbsb_fs_change_req(c, id, action, path, dest, user, 0, errbuf, errsz);
+}
+
+int lbsb_fs_change_owned(lbsb_conn *c, const char *id, const char *action, const char *path, const char *dest,
+                         const char *user, char *errbuf, size_t errsz)
+{
+    return lbsb_fs_change_req(c, id, action, path, dest, user, 1, errbuf, errsz);
+}
+
+static int lbsb_fs_change_req(lbsb_conn *c, const char *id, const char *action, const char *path,
+                              const char *dest, const char *user, int owner_only, char *errbuf, size_t errsz)
 {
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)) || (dest && (rc = lbsb_check_path(dest, errbuf, errsz))))
@@ -879,7 +912,8 @@ int lbsb_fs_change(lbsb_conn *c, const char *id, const char *action, const char 
     cJSON *req = lbsb_req("fs_change", id);
     if (req && (!cJSON_AddStringToObject(req, "action", action) || !cJSON_AddStringToObject(req, "path", path) ||
                 (dest && !cJSON_AddStringToObject(req, "dest", dest)) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)))) {
+                (user && !cJSON_AddStringToObject(req, "user", user)) ||
+                (user && owner_only && !cJSON_AddTrueToObject(req, "owner_only")))) {
         cJSON_Delete(req);
         req = NULL;
     }

@@ -122,7 +122,9 @@ static void fs_leave(void)
 /* The request's "user": none or "root" serve as root (0); another user of
  * the sandbox's /etc/passwd makes the thread that user (1; fs_leave
  * after); -1 when it has answered c (no such user, or the drop failed).
- * *ids (may be NULL) gets the user's ids. */
+ * *ids (may be NULL) gets the user's ids. With "owner_only": true the
+ * call stays root's (0) and the user only owns what it makes: E2B's envd
+ * makes its file calls as root and hands what they make to the user. */
 static int fs_enter(lbsd_conn *c, const lbsd_sandbox *sb, const lbsd_req *req, lbsd_user_ids *ids_out)
 {
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(req->json, "user");
@@ -141,7 +143,12 @@ static int fs_enter(lbsd_conn *c, const lbsd_sandbox *sb, const lbsd_req *req, l
     }
     if (ids_out)
         *ids_out = ids;
-    if (ids.uid == 0)
+    const cJSON *oo = cJSON_GetObjectItemCaseSensitive(req->json, "owner_only");
+    if (oo && !cJSON_IsBool(oo)) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"owner_only\" must be true or false");
+        return -1;
+    }
+    if (ids.uid == 0 || cJSON_IsTrue(oo))
         return 0;
     if (fs_nsaved < 0) {
         int n = (int)syscall(SYS_getgroups, LBSD_USER_GROUPS_MAX, fs_saved_groups);

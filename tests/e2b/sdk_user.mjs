@@ -60,8 +60,9 @@ check('files_belong_to_user', async () => {
   eq((await run('stat -c %U /tmp/made /tmp/made/sub')).stdout, 'user\nuser\n', 'makeDir as user')
   eq((await sbx.files.makeDir('/tmp/madeR', { user: 'root' })), true)
   eq((await sbx.files.getInfo('/tmp/madeR')).owner, 'root')
-  await raises(() => sbx.files.remove('/etc/hostname'), 'user cannot remove a file of /etc')
-  eq((await run('test -e /etc/hostname && echo kept')).stdout, 'kept\n')
+  // envd makes file calls as root: user removes a file of /etc
+  await sbx.files.remove('/etc/hostname')
+  eq((await run('test -e /etc/hostname || echo gone')).stdout, 'gone\n')
 })
 
 check('pty_runs_as_user', async () => {

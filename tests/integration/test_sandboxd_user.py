@@ -77,6 +77,32 @@ def check_write_owner(d):
     c.destroy(sid)
 
 
+def check_owner_only(d):
+    """owner_only (E2B's envd: file calls made as root, what they make the
+    user's): a write and a mkdir into root's /etc as `user` are made and are
+    user's, a rename and remove of root's files are made; without it, the
+    same calls are refused (the user's permissions)."""
+    c = d.connect()
+    sid = c.create()
+    r = c.call({"op": "write", "id": sid, "path": "/etc/o/deep.txt", "user": "user"}, b"x")
+    assert not r.get("ok") and r.get("error") == "denied", r
+    r = c.call({"op": "write", "id": sid, "path": "/etc/o/deep.txt", "user": "user", "owner_only": True}, b"x")
+    assert r.get("ok"), r
+    r = c.call({"op": "fs_change", "id": sid, "action": "mkdir", "path": "/etc/od/sub", "user": "user",
+                "owner_only": True})
+    assert r.get("ok"), r
+    c.exec(sid, "echo r > /etc/rf1; echo r > /etc/rf2")
+    for req in ({"action": "rename", "path": "/etc/rf1", "dest": "/etc/rf3"}, {"action": "remove", "path": "/etc/rf2"}):
+        r = c.call(dict(req, op="fs_change", id=sid, user="user", owner_only=True))
+        assert r.get("ok"), (req, r)
+    out = c.exec(sid, "stat -c '%u:%g' /etc/o /etc/o/deep.txt /etc/od /etc/od/sub; "
+                 "test -e /etc/rf3 && test ! -e /etc/rf1 && test ! -e /etc/rf2 && echo moved")["stdout"]
+    assert out == "1000:1000\n1000:1000\n1000:1000\n1000:1000\nmoved\n", out
+    r = c.call({"op": "write", "id": sid, "path": "/tmp/x", "user": "user", "owner_only": "yes"}, b"x")
+    assert not r.get("ok") and r.get("error") == "invalid" and "owner_only" in r.get("message", ""), r
+    c.destroy(sid)
+
+
 def check_refusals(d):
     c = d.connect()
     sid = c.create()
@@ -231,7 +257,8 @@ def main():
                          ("refusals_run_and_write_nothing", check_refusals),
                          ("file_metadata_refusals", check_meta_refusals),
                          ("file_calls_as_the_user", check_file_calls_as_the_user),
-                         ("fs_change_as_the_user", check_fs_change_as_the_user)]:
+                         ("fs_change_as_the_user", check_fs_change_as_the_user),
+                         ("owner_only", check_owner_only)]:
             p.run(name, fn, d)
     return p.exit_code()
 
