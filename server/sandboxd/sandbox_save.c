@@ -11,6 +11,7 @@
 #include "sandboxd/boot_id.h"
 
 #include "sandboxd/sandbox_freeze.h"
+#include "sandboxd/sandbox_proc.h"
 #include "sandboxd/sandbox_restore.h"
 #include "sandboxd/sandbox_stateio.h"
 #include "sandboxd/objects.h"
@@ -407,6 +408,14 @@ int lbsd_state_sandbox_request(const lb_config *cfg, lbsd_conn *c, lbsd_sandbox 
          * what the caller asked for, its boot id only a sign of the reboot */
         if (req->op == LBSD_OP_FREEZE && req->reboot && lbsd_boot_id_renew(sb->init_pid) != LB_OK)
             lb_warn("sandbox %s: cannot write its new boot id: %s", sb->id, strerror(errno));
+        /* A reboot's caller has sent SIGKILL to every process, the spawner
+         * too, but a process frozen before it took the signal dies only
+         * at the thaw: its socket's end would then come after the resume
+         * and take a start made in between with it ("spawner ended").
+         * The spawner is dropped now, so the first start after the resume
+         * makes a new one. */
+        if (req->op == LBSD_OP_FREEZE && req->reboot)
+            lbsd_proc_sandbox_gone(sb, "the sandbox was paused without its memory (a reboot): its processes ended");
         rc = req->op == LBSD_OP_FREEZE ? lbsd_sandbox_freeze(sb, msg, sizeof msg)
                                        : lbsd_sandbox_thaw(sb, msg, sizeof msg);
         if (rc != LB_OK)

@@ -104,10 +104,19 @@ int lb_sbx_pause_drop(lb_sbx *s, int *same, char *err, size_t errsz)
     }
     /* kill(-1) from the shell's own builtin: every process of the sandbox's
      * pid namespace but init and the caller (the shell), E2B's spawner
-     * included (sandboxd makes a new one at the next start) */
+     * included (sandboxd makes a new one at the next start). Then wait
+     * (at most ~2 s, builtins but sleep) until none is left but zombies:
+     * a process the freeze below caught before it took its SIGKILL would
+     * die only at the resume, and its spawner's end would then fail the
+     * first start made after the resume. */
+    static const char kill_all[] =
+        "kill -KILL -1 2>/dev/null; i=0; while [ $i -lt 200 ]; do n=0; for p in /proc/[0-9]*; do "
+        "p=${p#/proc/}; case $p in 1|$$) ;; *) read -r st 2>/dev/null </proc/$p/stat && "
+        "case ${st##*) } in Z*|X*) ;; *) n=1 ;; esac ;; esac; done; [ $n = 0 ] && break; "
+        "sleep 0.01; i=$((i+1)); done; true";
     lbsb_exec_out eo;
     memset(&eo, 0, sizeof eo);
-    int rc = lbsb_exec(s->conn, s->sbx_id, "kill -KILL -1 2>/dev/null; true", 30000, &eo, err, errsz);
+    int rc = lbsb_exec(s->conn, s->sbx_id, kill_all, 30000, &eo, err, errsz);
     lbsb_exec_out_free(&eo);
     if (!rc)
         rc = lbsb_freeze_reboot(s->conn, s->sbx_id, err, errsz);
