@@ -152,6 +152,9 @@ def main():
     ap.add_argument("--host-names", action="store_true",
                     help="reach sandboxes by E2B_DOMAIN host names over TLS (sbx.getHost works) instead of "
                          "E2B_SANDBOX_URL: a throwaway CA and *.e2b.test certificate, as test_e2b.py does")
+    ap.add_argument("--ports-public", action="store_true",
+                    help="e2b_ports_public = 1: sandboxes' ports without the traffic token unless "
+                         "allowPublicTraffic is false, E2B's default (llmbox's is the token)")
     a = ap.parse_intermixed_args()
     files = a.files or FILES + (GIT_FILES if a.git else [])
     if a.list:
@@ -184,6 +187,8 @@ def main():
             addr = free_loopback_443()
             tls = {"listen": addr + ":443", "cert": crt, "key": key, "names": "*.e2b.test"}
             web_env["LLMBOX_E2B_DOMAIN"] = "e2b.test"
+        if a.ports_public:
+            web_env["LLMBOX_E2B_PORTS_PUBLIC"] = "1"
         with Stack(model=False, web_env=web_env, tls=tls) as st:
             env = dict(os.environ, E2B_API_URL="http://127.0.0.1:%d/e2b" % st.port,
                        E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % st.port, E2B_API_KEY=token)

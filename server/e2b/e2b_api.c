@@ -264,7 +264,9 @@ static void lb_e2b_create(lb_req *r)
         goto out;
     }
     /* network.allowPublicTraffic: E2B's ports are public unless false;
-     * llmbox's need the traffic token unless the caller says true */
+     * llmbox's need the traffic token unless the caller says true, or
+     * the operator chose E2B's default (e2b_ports_public) and the caller
+     * did not say false */
     const cJSON *netb = cJSON_GetObjectItemCaseSensitive(body, "network");
     const cJSON *pub = cJSON_IsObject(netb) ? cJSON_GetObjectItemCaseSensitive(netb, "allowPublicTraffic") : NULL;
     if (pub && !cJSON_IsNull(pub) && !cJSON_IsBool(pub)) {
@@ -361,7 +363,7 @@ static void lb_e2b_create(lb_req *r)
         if (auto_resume)
             lb_sbx_set_auto_resume(s);
     }
-    if (cJSON_IsTrue(pub))
+    if (cJSON_IsTrue(pub) || (cfg->e2b_ports_public && !cJSON_IsFalse(pub)))
         lb_sbx_set_public_ports(s);
     out = lb_e2b_created(r, s, tname);
     if (!out) {
