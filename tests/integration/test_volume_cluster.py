@@ -27,10 +27,14 @@ E2B_VOLUME_API_URL at the balancer's /e2b. Asserted:
 6. A row of n1's whose volume n1's sandboxd does not have (written behind
    the webs' backs) is dropped when n1's web lists; destroy through the
    balancer removes a volume from every node's list.
+7. The e2b SDK itself (tests/e2b/sdk_volume_cluster.mjs), pointed at the
+   balancer: a volume made on n2, written and read, listed, mounted by two
+   Sandbox.create (one reaches each node's web) and read inside, destroyed.
 """
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -44,6 +48,7 @@ from test_stateless_webs import LB, run_tests  # noqa: E402
 from test_node_ids import USERS, USERS_CONF, TOKEN  # noqa: E402
 
 TAG = os.urandom(3).hex()
+E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
 
 
 def call(target, method, path, body=None, key=None, headers=None, timeout=120):
@@ -103,6 +108,7 @@ class T:
 
     def test_2_content_and_info_reach_the_holder(self):
         alice = USERS["alice"]
+        assert len(self.vol) == 2, ("test 1's volumes, one on each node", self.vol)
         for node, (vid, name, tok) in sorted(self.vol.items()):
             data = ("hello from %s\n" % node).encode()
             bearer = {"Authorization": "Bearer " + tok}
@@ -203,6 +209,18 @@ class T:
         for node, (vid, _, _) in sorted(self.vol.items()):
             st, _, o = call(self.lb, "GET", "/e2b/volumes/" + vid, key=alice)
             assert st == 404, (st, o)
+
+    def test_7_e2b_sdk_through_the_balancer(self):
+        if not os.path.isdir(os.path.join(E2B_DIR, "node_modules", "e2b")):
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=E2B_DIR, check=True,
+                           timeout=600)
+        base = "http://127.0.0.1:%d/e2b" % self.lb.port
+        env = dict(os.environ, E2B_API_URL=base, E2B_VOLUME_API_URL=base, E2B_SANDBOX_URL=base + "/sandbox",
+                   E2B_API_KEY=USERS["alice"], LLMBOX_VOLUME_NODE="n2")
+        p = subprocess.run(["node", "sdk_volume_cluster.mjs"], cwd=E2B_DIR, env=env, capture_output=True, text=True,
+                           timeout=300)
+        sys.stderr.write(p.stdout)
+        assert p.returncode == 0 and "FAIL" not in p.stdout, (p.stdout[-3000:], p.stderr[-2000:])
 
 
 def main():
