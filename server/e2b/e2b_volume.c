@@ -293,6 +293,11 @@ void lb_h_e2b_volumes(lb_req *r)
                 lb_e2b_error(r, 503, "The store cannot be reached to check the volume's name: %s.", lb_strerror(src));
                 goto done;
             }
+            /* this node's row of a volume its sandboxd no longer has: the
+             * name is free (sandboxd is the truth) */
+            char ow[64], nm[65];
+            if (f.node[0] && lb_e2b_vol_get(c, strrchr(f.id, '.') + 1, ow, nm, err, sizeof err) == LB_E_NOTFOUND)
+                LB_IGNORE(lb_store_vol_delete(r->store, f.id)); /* a failure is the 409 below: try again */
         }
         cJSON *q = lb_e2b_vol_req("create", NULL);
         if (q && (!cJSON_AddStringToObject(q, "owner", me) || !cJSON_AddStringToObject(q, "name", name->valuestring))) {

@@ -25,7 +25,8 @@ E2B_VOLUME_API_URL at the balancer's /e2b. Asserted:
    alice has on the other node is 409 (sent to either node's web and
    through the balancer); bob may use the same name.
 6. A row of n1's whose volume n1's sandboxd does not have (written behind
-   the webs' backs) is dropped when n1's web lists; destroy through the
+   the webs' backs) is dropped when n1's web lists, and does not keep its
+   name taken at a create on n1; destroy through the
    balancer removes a volume from every node's list.
 7. The e2b SDK itself (tests/e2b/sdk_volume_cluster.mjs), pointed at the
    balancer: a volume made on n2, written and read, listed, mounted by two
@@ -200,6 +201,14 @@ class T:
         assert st == 200 and ghost not in ids(o), ("n1's sandboxd has no such volume", o)
         st, _, o = call(self.s2, "GET", "/e2b/volumes", key=alice)
         assert st == 200 and ghost not in ids(o), ("its row was dropped by n1's list", o)
+        # a stale row of n1's does not keep its name taken on n1
+        ghost = "n1." + os.urandom(16).hex()
+        self.pg.sql("INSERT INTO e2b_volumes(id, owner, name, node, created_ms) VALUES('%s', 'alice', 'ghost2-%s',"
+                    " 'n1', 1)" % (ghost, TAG), db=self.db)
+        st, _, o = call(self.s1, "POST", "/e2b/volumes", {"name": "ghost2-" + TAG}, alice)
+        assert st == 201 and o["volumeID"] != ghost, ("a name only a stale row held", st, o)
+        st, _, _ = call(self.lb, "DELETE", "/e2b/volumes/" + o["volumeID"], key=alice)
+        assert st == 204, st
         for node, (vid, _, _) in sorted(self.vol.items()):
             st, h, _ = call(self.lb, "DELETE", "/e2b/volumes/" + vid, key=alice)
             assert st == 204 and h.get("x-llmbox-web") == node, (st, h)
