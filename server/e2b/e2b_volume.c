@@ -353,8 +353,8 @@ void lb_h_e2b_volumes(lb_req *r)
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id"), *n = cJSON_GetObjectItemCaseSensitive(v, "name");
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(v, "owner");
         /* a user's key: its own; the shared token: every one */
-        if (!cJSON_IsString(id) || !cJSON_IsString(n) || !cJSON_IsString(o) || (r->user && strcmp(o->valuestring, me)) ||
-            !lb_id_valid(id->valuestring))
+        if (!cJSON_IsString(id) || !cJSON_IsString(n) || !cJSON_IsString(o) ||
+            (r->user && strcmp(o->valuestring, me)) || !lb_id_valid(id->valuestring))
             continue;
         char pub[LB_NODE_ID_MAX + 1];
         lb_e2b_vol_public(r->cfg, id->valuestring, pub);
@@ -378,11 +378,13 @@ void lb_h_e2b_volumes(lb_req *r)
             LB_IGNORE(lb_e2b_vol_row(r, mg.drop[i], NULL, NULL, 0)); /* logged; the next list drops it */
         cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(resp, "volumes"))
         {
-            const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id"), *n = cJSON_GetObjectItemCaseSensitive(v, "name");
-            const cJSON *o = cJSON_GetObjectItemCaseSensitive(v, "owner");
-            if (cJSON_IsString(id) && cJSON_IsString(n) && cJSON_IsString(o) && lb_id_valid(id->valuestring) &&
-                !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "rowed")) && (!r->user || !strcmp(o->valuestring, me)))
-                LB_IGNORE(lb_e2b_vol_row(r, id->valuestring, o->valuestring, n->valuestring, lb_now_ms())); /* logged; the next list mends it */
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, "name"), *o = cJSON_GetObjectItemCaseSensitive(v, "owner");
+            int want = cJSON_IsString(id) && cJSON_IsString(n) && cJSON_IsString(o) && lb_id_valid(id->valuestring) &&
+                       !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "rowed")) &&
+                       (!r->user || !strcmp(o->valuestring, me));
+            if (want) /* logged; the next list mends it */
+                LB_IGNORE(lb_e2b_vol_row(r, id->valuestring, o->valuestring, n->valuestring, lb_now_ms()));
         }
     }
     if (out)
