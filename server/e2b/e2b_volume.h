@@ -8,7 +8,14 @@
  * sandboxd, only a volume id). Here: who may reach which volume, E2B's
  * shapes, and the token: an HMAC of the volume's id under the sandbox API
  * token, as the sandboxes' envd tokens, so it survives restarts and opens
- * that volume's content only. */
+ * that volume's content only.
+ *
+ * Several nodes (node_name set): a volume id is "<node>.<32 hex>" (the
+ * web adds its node to sandboxd's id) so the balancer routes its calls to
+ * the holder, and another node's id is a 421 naming it; the store keeps a
+ * row per volume (store/store_volume.h) for lists and names across the
+ * nodes; a create mounting another node's volumes is forwarded there
+ * (lb_e2b_mounts_elsewhere). */
 #ifndef LB_E2B_VOLUME_H
 #define LB_E2B_VOLUME_H
 
