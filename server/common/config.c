@@ -269,6 +269,21 @@ static int set_db_url(lb_config *c, const lb_cfg_key *k, const char *v, char *wh
     return set_secret(c, k, v, why, whysz);
 }
 
+/* several nodes: the balancer's base URL, where a web forwards an E2B
+ * create that mounts another node's volume (e2b/e2b_volume.h) */
+static int set_cluster_url(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
+{
+    if (*v && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+        snprintf(why, whysz, "must be the balancer's http:// or https:// URL (e.g. http://10.0.0.5) or empty");
+        return LB_E_INVAL;
+    }
+    if (!lb_cfgi_printable(v) || strchr(v, ' ') || strchr(v, '?') || strchr(v, '#')) {
+        snprintf(why, whysz, "must be a URL without spaces, control characters, query or fragment");
+        return LB_E_INVAL;
+    }
+    return set_str(c, k, v, why, whysz);
+}
+
 /* several nodes: who runs a task's agent: the web itself, or a node that
  * claims it from the queue in the store */
 static int set_task_runner(lb_config *c, const lb_cfg_key *k, const char *v, char *why, size_t whysz)
@@ -486,6 +501,7 @@ static const lb_cfg_key lb_keys[] = {
     /* several nodes: the queue and the nodes (server/node/, store/store_queue.h) */
     {"task_runner", "LLMBOX_TASK_RUNNER", NULL, set_task_runner, F(task_runner), 0, 0, "local"},
     {"node_name", "LLMBOX_NODE_NAME", NULL, set_node_name, F(node_name), 0, 0, ""},
+    {"cluster_url", "LLMBOX_CLUSTER_URL", NULL, set_cluster_url, F(cluster_url), 0, 0, ""}, /* several nodes */
     KEY_INT("node_capacity", "LLMBOX_NODE_CAPACITY", node_capacity, 4, 1, 256),
     KEY_INT("node_lease_s", "LLMBOX_NODE_LEASE_S", node_lease_s, 15, 2, 3600),
     {"node_listen", "LLMBOX_NODE_LISTEN", NULL, set_listen, F(node_listen), 0, 0, "127.0.0.1:8090"},

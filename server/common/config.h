@@ -354,6 +354,8 @@ typedef struct lb_config {
     char task_runner[8];             /* task_runner | LLMBOX_TASK_RUNNER: local (default: the web spawns agents)
                                         or queue (the web only queues; `llmbox node` runs them) */
     char node_name[64];              /* node_name | LLMBOX_NODE_NAME, default "": the host name's first label */
+    char cluster_url[256];           /* cluster_url | LLMBOX_CLUSTER_URL, default "": the balancer's base URL, where
+                                        a web forwards an E2B create mounting another node's volume */
     int node_capacity;               /* node_capacity | LLMBOX_NODE_CAPACITY, default 4: tasks a node runs at once */
     int node_lease_s;                /* node_lease_s | LLMBOX_NODE_LEASE_S, default 15: a node's lease, renewed
                                         every third of it */

@@ -283,6 +283,10 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, vst, "%s", msg);
         goto out;
     }
+    if (mounts.holder[0]) { /* several nodes: another node's volumes, made there (e2b_volume.h) */
+        lb_e2b_mounts_elsewhere(r, body, &mounts);
+        goto out;
+    }
     /* the llmbox spec it means: E2B's default template is the default image */
     /* a snapshot's id as the template (E2B's Sandbox.create(snapshotId)):
      * the sandbox API's snapshot, on the default image it was taken of */

@@ -20,6 +20,7 @@
 #include "store/store_claim.h" /* several nodes: schema v12, the runners' claims */
 #include "store/store_queue.h" /* several nodes: schema v10, the fence */
 #include "store/store_sandbox.h" /* several nodes: schema v14, the nodes' API sandboxes */
+#include "store/store_volume.h"  /* several nodes: schema v17, E2B's volumes of every node */
 #include "store/store_tombstone.h" /* several nodes: schema v13, deleted tasks */
 
 #include "common/log.h"
@@ -438,6 +439,7 @@ static const char *const lb_migrations[] = {lb_schema_v1, lb_schema_v2, lb_schem
                                             lb_schema_v14_api_sandboxes, /* several nodes: listing every node's */
                                             lb_schema_v15_fork_shares, /* forks share their source's events */
                                             lb_schema_v16_api_sandbox_owner, /* several nodes: a user's list */
+                                            lb_schema_v17_volumes, /* several nodes: E2B's volumes of every node */
 };
 _Static_assert(sizeof lb_migrations / sizeof lb_migrations[0] == LB_STORE_SCHEMA_VERSION,
                "one migration per schema version");
@@ -452,6 +454,7 @@ static const char *const lb_migrations_pg[] = {NULL, NULL, NULL, NULL, NULL, NUL
                                                lb_schema_pg_v14_api_sandboxes, /* several nodes: listing every node's */
                                                lb_schema_pg_v15_fork_shares, /* forks share their source's events */
                                                lb_schema_pg_v16_api_sandbox_owner, /* several nodes: a user's list */
+                                               lb_schema_pg_v17_volumes, /* several nodes: E2B's volumes of every node */
 };
 _Static_assert(sizeof lb_migrations_pg / sizeof lb_migrations_pg[0] == LB_STORE_SCHEMA_VERSION,
                "one PostgreSQL migration per schema version");

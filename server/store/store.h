@@ -31,7 +31,7 @@
 #include "common/status.h"
 #include "common/task.h"
 
-#define LB_STORE_SCHEMA_VERSION 16 /* v7: evaluations (store_eval.h); v8: rollout groups (store_rollout.h);
+#define LB_STORE_SCHEMA_VERSION 17 /* v7: evaluations (store_eval.h); v8: rollout groups (store_rollout.h);
                                    * v9: rounds, kept sandboxes, shares (store_round.h);
                                    * v10: the task queue and nodes (store_queue.h);
                                    * v11: the node holding a task's sandbox (store_queue.h);
@@ -39,7 +39,8 @@
                                    * v13: deleted tasks' tombstones (store_tombstone.h);
                                    * v14: the nodes' API sandboxes (store_sandbox.h);
                                    * v15: forks share their source's events (store_round.h);
-                                   * v16: the API sandboxes' owners (store_sandbox.h) */
+                                   * v16: the API sandboxes' owners (store_sandbox.h);
+                                   * v17: E2B's volumes of every node (store_volume.h) */
 
 typedef struct lb_store lb_store;
 

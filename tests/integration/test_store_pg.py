@@ -31,7 +31,8 @@ UNIT = ["test_db", "test_access", "test_store", "test_store_round", "test_store_
         "test_store_claim",  # several nodes: the runners' claims on evals and rollout groups
         "test_store_shared",  # test_store_shared: several nodes, stateless webs
         "test_store_tombstone",  # several nodes: deleted tasks' tombstones
-        "test_store_sandbox"]  # several nodes: the nodes' API sandboxes, listed from any web
+        "test_store_sandbox",  # several nodes: the nodes' API sandboxes, listed from any web
+        "test_store_volume"]  # several nodes: E2B's volumes of every node
 
 
 def run_unit(url, name):

@@ -382,6 +382,19 @@ TEST(e2b_domain)
     CHECK(load("e2b_domain = a-.b\n") != LB_OK && load("e2b_domain = a.b.\n") != LB_OK);
 }
 
+/* cluster_url (several nodes: where a web forwards an E2B create mounting
+ * another node's volume): the balancer's http(s) URL, or nothing */
+TEST(cluster_url)
+{
+    clean_env();
+    CHECK(load("\n") == LB_OK && !lb_cfg()->cluster_url[0]);
+    CHECK(load("cluster_url = http://10.0.0.5:8080\n") == LB_OK && !strcmp(lb_cfg()->cluster_url, "http://10.0.0.5:8080"));
+    CHECK(load("cluster_url = https://lb.example/\n") == LB_OK);
+    CHECK(load("cluster_url = ftp://lb.example\n") != LB_OK && error_is(1, "balancer"));
+    CHECK(load("cluster_url = lb.example\n") != LB_OK);
+    CHECK(load("cluster_url = http://lb.example/?x=1\n") != LB_OK && load("cluster_url = http://a b\n") != LB_OK);
+}
+
 int main(void)
 {
     snprintf(conf, sizeof conf, "/tmp/lb-conf-%d.conf", (int)getpid());
@@ -396,6 +409,7 @@ int main(void)
     RUN(node_keys);
     RUN(allowed_hosts);
     RUN(e2b_domain);
+    RUN(cluster_url);
     unlink(conf);
     return testlib_done();
 }
