@@ -31,6 +31,20 @@ response-NNNN.json), compared as ints and as the same doubles.
 --peer DIR: the same levels on the checkout in DIR (built there, e.g. main
 in a second worktree), alternating with this one --rounds times, each in a
 fresh stack; prints the CPU per sample of each and their ratio.
+
+--floor: after each level, in a fresh stack of the same configuration, the
+irreducible work of the same number of samples at the same concurrency,
+straight at sandboxd's RPC (no web, no agent, no store, no model): per
+sample the create the agent sends (the group's input folder copied in),
+the scripted model's bash command (the exec the agent sends, with its
+timeouts), the answer's collection (list of /testbed/output, read of the
+answer file) and destroy, each sample on its own connection as an agent's.
+Its CPU is counted as the harness's is (from /proc: the web, sandboxd and
+nginx and everything under them; this script's own client, like the fake
+model, not counted), and printed beside the harness's figure as a ratio:
+how far the harness is from the sandbox's own cost.
+
+    python3 bench/rollout.py --concurrency 16 --group-size 4 --samples-per-slot 4 --floor [--peer DIR]
 """
 import argparse
 import json
@@ -118,6 +132,86 @@ def level(c, size, per_slot, delay_ms, perf=None):
           "tokens.jsonl; %.0f bytes of token data per turn (tokens.jsonl)" % tok)
     sys.stdout.flush()
     return {"cpu_ms": sum(per.values()), "spm": spm, "n": n, "right": right}
+
+
+def floor_level(c, size, per_slot):
+    """The floor of level(c, size, per_slot): the same samples' sandbox
+    work alone, straight at sandboxd's RPC, c at a time; its CPU per sample
+    from /proc, counted as level() counts the harness's."""
+    import shutil
+    import tempfile
+    import threading
+    from sandbox_rpc import Conn
+    env = {"LLMBOX_MAX_TASKS": str(c + RESERVE), "LLMBOX_EVAL_RESERVE_SLOTS": str(RESERVE),
+           "LLMBOX_ROLLOUT_MAX_SAMPLES": str(c), "LLMBOX_WEB_THREADS": "64",
+           "LLMBOX_SANDBOXD_MAX_CONNS": str(c + RESERVE + 64), "LLMBOX_SANDBOX_MAX": str(c + RESERVE + 64)}
+    ngroups = max(1, (per_slot * c) // size)
+    inputs = tempfile.mkdtemp(prefix="llmbox-floor-")
+    todo = []
+    for i in range(ngroups):
+        # the group's input folder, as the web writes it (q.txt) for its samples
+        d = os.path.join(inputs, str(i), "input")
+        os.makedirs(d)
+        with open(os.path.join(d, "q.txt"), "w") as f:
+            f.write("%d\n" % i)
+        todo += [(i, d)] * size
+    lock = threading.Lock()
+    bad = []
+    try:
+        with Stack(model=False, env=env) as s:
+            sock = os.path.join(s.prefix, "var", "run", "sandboxd.sock")
+
+            def one(i, d):
+                with Conn(sock, timeout=120) as cn:
+                    r = cn.call({"op": "create", "image": "default", "memory_mib": 2048, "pids": 512, "input_dir": d})
+                    if not r.get("ok"):
+                        raise RuntimeError("create: %s" % r)
+                    sid = r["id"]
+                    r = cn.call({"op": "exec", "id": sid, "timeout_ms": 120000, "soft_timeout_ms": 10000,
+                                 "command": "cat /testbed/input/q.txt > /testbed/output/answer.txt"})
+                    ok = r.get("ok") and r.get("exit_code") == 0
+                    r = cn.call({"op": "list", "id": sid, "path": "/testbed/output", "max_depth": 32,
+                                 "max_entries": 40001})
+                    ok = ok and r.get("ok")
+                    r = cn.call({"op": "read", "id": sid, "path": "/testbed/output/answer.txt", "max": 67107840})
+                    ok = ok and r.get("ok") and r.get("_data", b"").strip() == str(i).encode()
+                    cn.call({"op": "destroy", "id": sid})
+                    if not ok:
+                        with lock:
+                            bad.append(i)
+
+            def worker():
+                while True:
+                    with lock:
+                        if not todo:
+                            return
+                        i, d = todo.pop()
+                    try:
+                        one(i, d)
+                    except Exception as e:  # counted as a wrong sample, and said
+                        with lock:
+                            bad.append("%s: %s" % (i, e))
+
+            n = len(todo)
+            cpu0 = stack_cpu(s)
+            t0 = time.time()
+            ts = [threading.Thread(target=worker) for _ in range(c)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            wall = time.time() - t0
+            cpu1 = stack_cpu(s)
+    finally:
+        shutil.rmtree(inputs, ignore_errors=True)
+    per = {k: (cpu1.get(k, 0) - cpu0.get(k, 0)) * 1000.0 / max(1, n) for k in cpu1}
+    print("  floor c=%-4d %5d samples straight at sandboxd's RPC (create, exec, list, read, destroy) in %.1f s: "
+          "%d right; cpu per sample: %.1f ms (%s)" % (c, n, wall, n - len(bad), sum(per.values()),
+                                                     ", ".join("%s %.1f" % (k, v) for k, v in sorted(per.items()))))
+    if bad:
+        print("         wrong: %s" % "; ".join(str(x) for x in bad[:5]))
+    sys.stdout.flush()
+    return {"cpu_ms": sum(per.values()), "n": n, "right": n - len(bad)}
 
 
 def perf_start(s, out):
@@ -249,6 +343,8 @@ def main():
     ap.add_argument("--repo", help="run the service of this checkout (default: this one)")
     ap.add_argument("--peer", help="a second checkout, measured alternately in the same run")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--floor", action="store_true", help="after each level, the same samples' sandbox work alone "
+                    "straight at sandboxd's RPC, and the harness against it")
     ap.add_argument("--json-out", help=argparse.SUPPRESS)
     ap.add_argument("--perf", metavar="FILE", help="perf record -g the web and sandboxd trees of the (single) level "
                     "into FILE (no --peer)")
@@ -262,15 +358,22 @@ def main():
         res = {}
         for c in [int(x) for x in a.concurrency.split(",") if x.strip()]:
             res[c] = level(c, a.group_size, a.samples_per_slot, a.delay_ms)
+            if a.floor:
+                res[c]["floor_ms"] = floor_level(c, a.group_size, a.samples_per_slot)["cpu_ms"]
         with open(a.json_out, "w") as f:
             json.dump(res, f)
         return 0
     print("rollout benchmark, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
-    print("command: python3 bench/rollout.py --concurrency %s --group-size %d --samples-per-slot %d --delay-ms %d" % (
-        a.concurrency, a.group_size, a.samples_per_slot, a.delay_ms))
+    print("command: python3 bench/rollout.py --concurrency %s --group-size %d --samples-per-slot %d --delay-ms %d%s" % (
+        a.concurrency, a.group_size, a.samples_per_slot, a.delay_ms, " --floor" if a.floor else ""))
+    print("load at the start: %s" % open("/proc/loadavg").read().split()[0])
     for c in [int(x) for x in a.concurrency.split(",") if x.strip()]:
-        level(c, a.group_size, a.samples_per_slot, a.delay_ms, a.perf)
+        got = level(c, a.group_size, a.samples_per_slot, a.delay_ms, a.perf)
+        if a.floor:
+            fl = floor_level(c, a.group_size, a.samples_per_slot)
+            print("  c=%d cpu per sample: harness %.1f ms, floor %.1f ms: the harness is %.2fx the floor" % (
+                c, got["cpu_ms"], fl["cpu_ms"], got["cpu_ms"] / max(0.001, fl["cpu_ms"])))
     print("load at the end: %s" % open("/proc/loadavg").read().split()[0])
     return 0
 
@@ -284,7 +387,9 @@ def with_peer(a):
     print("rollout benchmark against a peer, %s" % time.strftime("%Y-%m-%d %H:%M"))
     print("machine: %s" % load.machine())
     print("command: python3 bench/rollout.py --concurrency %s --group-size %d --samples-per-slot %d --delay-ms %d "
-          "--peer %s --rounds %d" % (a.concurrency, a.group_size, a.samples_per_slot, a.delay_ms, a.peer, a.rounds))
+          "--peer %s --rounds %d%s" % (a.concurrency, a.group_size, a.samples_per_slot, a.delay_ms, a.peer, a.rounds,
+                                      " --floor" if a.floor else ""))
+    print("load at the start: %s" % open("/proc/loadavg").read().split()[0])
     got = {"this": [], "peer": []}
     for r in range(a.rounds):
         for who, repo in (("peer", os.path.abspath(a.peer)), ("this", REPO)):
@@ -293,7 +398,8 @@ def with_peer(a):
                 sys.stdout.flush()
                 subprocess.run([sys.executable, me, "--repo", repo, "--concurrency", a.concurrency,
                                 "--group-size", str(a.group_size), "--samples-per-slot", str(a.samples_per_slot),
-                                "--delay-ms", str(a.delay_ms), "--json-out", tf.name], check=True)
+                                "--delay-ms", str(a.delay_ms), "--json-out", tf.name]
+                               + (["--floor"] if a.floor and who == "this" else []), check=True)
                 got[who].append(json.load(open(tf.name)))
     for c in [x.strip() for x in a.concurrency.split(",") if x.strip()]:
         this = [g[c]["cpu_ms"] for g in got["this"]]
@@ -301,6 +407,11 @@ def with_peer(a):
         t, p = sum(this) / len(this), sum(peer) / len(peer)
         print("  c=%s cpu per sample: this %s ms (mean %.1f), peer %s ms (mean %.1f): ratio %.2fx" % (
             c, ", ".join("%.1f" % x for x in this), t, ", ".join("%.1f" % x for x in peer), p, t / p))
+        if a.floor:
+            fl = [g[c]["floor_ms"] for g in got["this"]]
+            f = sum(fl) / len(fl)
+            print("  c=%s floor (sandboxd's RPC alone) %s ms (mean %.1f): this is %.2fx the floor, the peer %.2fx; "
+                  "a quarter of the peer is %.1f ms" % (c, ", ".join("%.1f" % x for x in fl), f, t / f, p / f, p / 4))
         this = [g[c]["spm"] for g in got["this"]]
         peer = [g[c]["spm"] for g in got["peer"]]
         t, p = sum(this) / len(this), sum(peer) / len(peer)
