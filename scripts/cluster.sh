@@ -271,7 +271,10 @@ member_env() {
     echo "LLMBOX_IMAGE_STORE=$DIR/$m/var/images"
     case "$m" in
         n*) echo "LLMBOX_NODE_NAME=$m"
-            echo "LLMBOX_NODE_LISTEN=$(addr "$m"):8090" ;;
+            echo "LLMBOX_NODE_LISTEN=$(addr "$m"):8090"
+            # where a create that mounts another node's E2B volume is sent
+            # on (to the balancer, naming the holder): the bridge's side
+            echo "LLMBOX_CLUSTER_URL=http://$HOST_IP:$PORT" ;;
     esac
 }
 
@@ -293,7 +296,7 @@ member_up() {
 lb_up() {
     local d="$DIR/infra/haproxy" m
     mkdir -p "$d"
-    say "HAProxy on 127.0.0.1:$PORT (deploy/haproxy/llmbox.cfg: creates over the nodes' webs, a backend per node)"
+    say "HAProxy on 127.0.0.1:$PORT and $HOST_IP:$PORT (deploy/haproxy/llmbox.cfg: creates over the nodes' webs, a backend per node)"
     {
         # the shipped file up to its example sandbox nodes, then ours: the
         # creates over every node's web, and one backend per node
@@ -308,7 +311,9 @@ lb_up() {
         done
     } > "$d/llmbox.cfg"
     for m in $NODES; do echo "$m node_$m"; done > "$d/nodes.map"
-    LLMBOX_LB_BIND="127.0.0.1:$PORT" LLMBOX_WEB1="$(addr w1):8080" LLMBOX_WEB2="$(addr w2):8080" \
+    # the host's loopback for clients, the bridge's address for the nodes'
+    # webs (cluster_url)
+    LLMBOX_LB_BIND="127.0.0.1:$PORT,$HOST_IP:$PORT" LLMBOX_WEB1="$(addr w1):8080" LLMBOX_WEB2="$(addr w2):8080" \
         LLMBOX_NODES_MAP="$d/nodes.map" LLMBOX_LB_STATE="$d" \
         setsid haproxy -db -f "$d/llmbox.cfg" >"$d/haproxy.log" 2>&1 </dev/null &
     echo $! > "$DIR/pids/infra.haproxy"

@@ -776,8 +776,10 @@ void lb_e2b_mounts_elsewhere(lb_req *r, const cJSON *body, const lb_e2b_mounts *
     h = h2 ? curl_slist_append(h2, "Content-Type: application/json") : NULL;
     if (!h)
         curl_slist_free_all(h2);
+    /* the caller's Host too: the holder's web checks it (allowed_hosts)
+     * as this one did, and cluster_url's own name need not be allowed */
     int ok = json && c && h && lb_e2b_fwd_hdr(r, &h, "HTTP_X_API_KEY", "X-API-KEY") &&
-             lb_e2b_fwd_hdr(r, &h, "HTTP_AUTHORIZATION", "Authorization");
+             lb_e2b_fwd_hdr(r, &h, "HTTP_AUTHORIZATION", "Authorization") && lb_e2b_fwd_hdr(r, &h, "HTTP_HOST", "Host");
     lb_e2b_fwd f = {.over = 0};
     lb_buf_init(&f.body, LB_E2B_FWD_ANSWER_MAX);
     char *ctype = NULL;

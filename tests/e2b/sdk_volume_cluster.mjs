@@ -5,18 +5,23 @@
 // written and read, Volume.list and getInfo, then Sandbox.create with it
 // mounted, twice (round robin puts one create on each node's web; the
 // other node's web forwards it to the holder) and the file read inside;
-// Volume.destroy at the end.
+// Volume.destroy at the end. LLMBOX_E2B_NODES ("n1 n2" by default; "n1 n2
+// n3" for scripts/cluster.sh, tests/integration/test_cluster.py) names the
+// nodes; the sandboxes are created once per node, so that round robin
+// puts one create on each node's web.
 import { Sandbox, Volume } from 'e2b'
 import { check, assert, eq, runChecks } from './lib.mjs'
 
 const want = process.env.LLMBOX_VOLUME_NODE || 'n2'
 const name = 'sdk-' + process.pid
+const nodes = (process.env.LLMBOX_E2B_NODES || 'n1 n2').split(/\s+/).filter(Boolean)
+const idRe = new RegExp('^(' + nodes.map(n => n.replace(/[^a-z0-9_-]/g, '')).join('|') + ')\\.[0-9a-f]{32}$')
 let v
 
 check('volume_on_a_node_through_the_balancer', async () => {
-  for (let i = 0; i < 8 && !v; i++) {
+  for (let i = 0; i < 4 * nodes.length && !v; i++) {
     const one = await Volume.create(name + '-' + i)
-    assert(/^n[12]\.[0-9a-f]{32}$/.test(one.volumeId), 'an id naming its node: ' + one.volumeId)
+    assert(idRe.test(one.volumeId), 'an id naming its node: ' + one.volumeId)
     if (one.volumeId.startsWith(want + '.')) v = one
     else await Volume.destroy(one.volumeId)
   }
@@ -32,7 +37,7 @@ check('volume_on_a_node_through_the_balancer', async () => {
 
 check('sandboxes_mount_it_whichever_node_the_create_reaches', async () => {
   assert(v, 'the volume of the first check')
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < nodes.length; i++) {
     const s = await Sandbox.create({ volumeMounts: { '/mnt/v': v } })
     try {
       assert(s.sandboxId.startsWith(want + '.'), 'made on the volume\'s node: ' + s.sandboxId)

@@ -18,7 +18,9 @@ bridge's host address and a short lease.
    15 % of an even third; afterwards no sandbox on any node's sandboxd.
 4. The Python client (clients/python) and the E2B SDK (tests/e2b,
    sdk_cluster.mjs) create, run commands and read files through the
-   balancer, on ids of the three nodes.
+   balancer, on ids of the three nodes; an E2B volume made on n2
+   (sdk_volume_cluster.mjs) is mounted by a create through each node's
+   web (n1's and n3's send it on to n2 through cluster_url).
 4b. The cluster's image registry (docker-registry on the bridge, its
    blobs in radosgw): an image made with umoci is pushed with skopeo;
    its manifest, config and layer are in the bucket llmbox-registry;
@@ -619,6 +621,12 @@ def main():
                                timeout=120)
             assert p.returncode == 0 and "FAIL" not in p.stdout, (p.stdout[-3000:], p.stderr[-2000:])
             ids = [ln for ln in p.stdout.splitlines() if ln.startswith("# ids: ")]
+            # E2B volumes: one made on n2, mounted by a create through each
+            # node's web (the others forward it to n2 through cluster_url)
+            p = subprocess.run(["node", "sdk_volume_cluster.mjs"], cwd=E2B_DIR, timeout=300, capture_output=True,
+                               text=True, env=dict(env, E2B_VOLUME_API_URL=env["E2B_API_URL"],
+                                                   LLMBOX_VOLUME_NODE="n2"))
+            assert p.returncode == 0 and "FAIL" not in p.stdout, (p.stdout[-3000:], p.stderr[-2000:])
             print("# the Python client's sandboxes on %s; the E2B SDK's %s" % (" ".join(seen), ids), file=sys.stderr)
             deadline = time.time() + 20
             while sandboxes_left(c) and time.time() < deadline:
