@@ -8,10 +8,12 @@
 #define LB_TEST_STORE_WHERE_H
 
 #include "store/db.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char tw_dir[] = "/tmp/llmbox-test-store-XXXXXX";
 
@@ -55,6 +57,22 @@ static inline void tw_fresh(const char *name, char *out, size_t outsz)
         return;
     }
     snprintf(out, outsz, "%s/%s.db", tw_dir, name);
+}
+
+/* A store opened on a fresh database for a test named name (tw_fresh;
+ * a SQLite file left by an earlier run of the same name removed first),
+ * its path or URL in path; NULL when it does not open. */
+static inline lb_store *tw_store_fresh(const char *name, char *path, size_t pathsz)
+{
+    tw_fresh(name, path, pathsz);
+    if (!tw_pg())
+        unlink(path);
+    lb_store *s = NULL;
+    if (lb_store_open(path, &s) != LB_OK) {
+        lb_store_close(s);
+        return NULL;
+    }
+    return s;
 }
 
 /* Removes the folder; 0 on success. */

@@ -17,12 +17,7 @@
 
 static char db_path[4096];
 
-static lb_store *open_fresh(const char *name)
-{
-    tw_fresh(name, db_path, sizeof db_path);
-    lb_store *s = NULL;
-    return lb_store_open(db_path, &s) == LB_OK ? s : NULL;
-}
+static lb_store *open_fresh(const char *name) { return tw_store_fresh(name, db_path, sizeof db_path); }
 
 static void new_task(lb_store *s, char id[33])
 {

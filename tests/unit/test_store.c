@@ -19,14 +19,7 @@ static char db_path[4096];
 
 static void new_id(char id[33]) { CHECK(lb_random_hex(id, 33, 16) == LB_OK); }
 
-static lb_store *open_fresh(const char *name)
-{
-    tw_fresh(name, db_path, sizeof db_path);
-    lb_store *s = NULL;
-    if (lb_store_open(db_path, &s) != LB_OK)
-        return NULL;
-    return s;
-}
+static lb_store *open_fresh(const char *name) { return tw_store_fresh(name, db_path, sizeof db_path); }
 
 static int insert_task(lb_store *s, char id[33])
 {

@@ -27,14 +27,7 @@
 
 static char db_path[4096];
 
-static lb_store *open_fresh(const char *name)
-{
-    tw_fresh(name, db_path, sizeof db_path);
-    if (!tw_pg())
-        unlink(db_path);
-    lb_store *s = NULL;
-    return lb_store_open(db_path, &s) == LB_OK ? s : NULL;
-}
+static lb_store *open_fresh(const char *name) { return tw_store_fresh(name, db_path, sizeof db_path); }
 
 static lb_store *open_again(void)
 {

@@ -16,13 +16,9 @@
 #include <unistd.h>
 
 
-static lb_store *open_fresh(const char *name)
-{
-    char path[4096];
-    tw_fresh(name, path, sizeof path);
-    lb_store *s = NULL;
-    return lb_store_open(path, &s) == LB_OK ? s : NULL;
-}
+static char db_path[4096];
+
+static lb_store *open_fresh(const char *name) { return tw_store_fresh(name, db_path, sizeof db_path); }
 
 /* an eval of rows a, b in both modes, one repeat; b's llm run already done */
 static int insert_eval(lb_store *s, char id[33])

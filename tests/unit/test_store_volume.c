@@ -18,18 +18,7 @@
 
 static char db_path[4096];
 
-static lb_store *open_fresh(const char *name)
-{
-    tw_fresh(name, db_path, sizeof db_path);
-    if (!tw_pg())
-        unlink(db_path);
-    lb_store *s = NULL;
-    if (lb_store_open(db_path, &s) != LB_OK) {
-        lb_store_close(s);
-        return NULL;
-    }
-    return s;
-}
+static lb_store *open_fresh(const char *name) { return tw_store_fresh(name, db_path, sizeof db_path); }
 
 typedef struct seen {
     int n;
