@@ -62,6 +62,8 @@
  *            st_size (the filesystem's size of any kind, a directory's too).
  *   fs_change {id, action, path, dest?, user?, owner_only?} -> {} (E2B's makeDir, rename, remove: lbsb_fs_change)
  *            write and fs_change: owner_only true makes the call as root, what it makes the user's
+ *            read, write, list, stat, fs_change: in_root true follows symlinks among the path's
+ *            folders, resolved inside the sandbox's root (E2B's envd's way)
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
  *            may be sent while an exec on the same connection is waiting:
@@ -456,6 +458,17 @@ LLMBOX_MUST_CHECK int lbsb_write_owned(lbsb_conn *c, const char *id, const char 
                                        size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_fs_change_owned(lbsb_conn *c, const char *id, const char *action, const char *path,
                                            const char *dest, const char *user, char *errbuf, size_t errsz);
+/* E2B's envd: lbsb_read, lbsb_list and lbsb_stat_entry as envd, which
+ * runs in the sandbox, makes them: symlinks among the path's folders (and
+ * a listed folder's own) are followed inside the sandbox's root (a link to
+ * "/etc" is the sandbox's /etc, never the host's), where the others refuse
+ * them. lbsb_write_owned and lbsb_fs_change_owned follow them so too. */
+LLMBOX_MUST_CHECK int lbsb_read_envd(lbsb_conn *c, const char *id, const char *path, size_t max, char **data,
+                                     size_t *len, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_list_envd(lbsb_conn *c, const char *id, const char *path, int max_depth,
+                                     size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_stat_envd(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out,
+                                     char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* *info_json: the ping response, caller frees. */
 LLMBOX_MUST_CHECK int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);

@@ -545,6 +545,18 @@ void lbsb_exec_out_free(lbsb_exec_out *o)
     o->out_len = o->err_len = 0;
 }
 
+/* E2B's envd's ways on a file request: "user" (who owns what it makes:
+ * owner_only, the call stays root's) and "in_root" (links among the path's
+ * folders followed inside the sandbox's root, as envd, which runs in it).
+ * 0, or -1 out of memory. */
+static int lbsb_add_envd(cJSON *req, const char *user, int owner_only, int in_root)
+{
+    if (user && (!cJSON_AddStringToObject(req, "user", user) ||
+                 (owner_only && !cJSON_AddTrueToObject(req, "owner_only"))))
+        return -1;
+    return in_root && !cJSON_AddTrueToObject(req, "in_root") ? -1 : 0;
+}
+
 int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                size_t len, int excl, char *errbuf, size_t errsz)
 {
@@ -592,8 +604,7 @@ static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const 
     cJSON *req = lbsb_req("write", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)) ||
-                (user && owner_only && !cJSON_AddTrueToObject(req, "owner_only")))) {
+                lbsb_add_envd(req, user, owner_only, owner_only) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -613,7 +624,8 @@ static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const 
 /* One read request: the whole file (offset < 0; over max: LB_E_TOOBIG)
  * or up to max bytes from offset. *resp is the reply, caller deletes. */
 static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t offset, size_t max,
-                         const char *user, char **data, size_t *len, cJSON **resp, char *errbuf, size_t errsz)
+                         const char *user, int in_root, char **data, size_t *len, cJSON **resp, char *errbuf,
+                         size_t errsz)
 {
     *data = NULL;
     *len = 0;
@@ -627,7 +639,7 @@ static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddNumberToObject(req, "max", (double)max) ||
                 (offset >= 0 && !cJSON_AddNumberToObject(req, "offset", (double)offset)) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)))) {
+                lbsb_add_envd(req, user, 0, in_root) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -654,7 +666,16 @@ int lbsb_read_as(lbsb_conn *c, const char *id, const char *path, size_t max, con
                  size_t *len, char *errbuf, size_t errsz)
 {
     cJSON *resp;
-    int rc = lbsb_read_req(c, id, path, -1, max, user, data, len, &resp, errbuf, errsz);
+    int rc = lbsb_read_req(c, id, path, -1, max, user, 0, data, len, &resp, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+int lbsb_read_envd(lbsb_conn *c, const char *id, const char *path, size_t max, char **data, size_t *len,
+                   char *errbuf, size_t errsz)
+{
+    cJSON *resp;
+    int rc = lbsb_read_req(c, id, path, -1, max, NULL, 1, data, len, &resp, errbuf, errsz);
     cJSON_Delete(resp);
     return rc;
 }
@@ -664,7 +685,7 @@ int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t off
 {
     *file_size = 0;
     cJSON *resp;
-    int rc = lbsb_read_req(c, id, path, (int64_t)offset, max, NULL, data, len, &resp, errbuf, errsz);
+    int rc = lbsb_read_req(c, id, path, (int64_t)offset, max, NULL, 0, data, len, &resp, errbuf, errsz);
     if (rc)
         return rc;
     const cJSON *fs = cJSON_GetObjectItemCaseSensitive(resp, "file_size");
@@ -761,8 +782,23 @@ int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
     return lbsb_list_as(c, id, path, max_depth, max_entries, NULL, ents, n, errbuf, errsz);
 }
 
+static int lbsb_list_req(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
+                         const char *user, int in_root, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
+
 int lbsb_list_as(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
                  const char *user, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
+{
+    return lbsb_list_req(c, id, path, max_depth, max_entries, user, 0, ents, n, errbuf, errsz);
+}
+
+int lbsb_list_envd(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
+                   lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
+{
+    return lbsb_list_req(c, id, path, max_depth, max_entries, NULL, 1, ents, n, errbuf, errsz);
+}
+
+static int lbsb_list_req(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
+                         const char *user, int in_root, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
 {
     *ents = NULL;
     *n = 0;
@@ -779,7 +815,7 @@ int lbsb_list_as(lbsb_conn *c, const char *id, const char *path, int max_depth, 
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddNumberToObject(req, "max_depth", max_depth) ||
                 !cJSON_AddNumberToObject(req, "max_entries", (double)max_entries) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)))) {
+                lbsb_add_envd(req, user, 0, in_root) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -860,15 +896,29 @@ int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *
     return lbsb_stat_entry_as(c, id, path, NULL, out, errbuf, errsz);
 }
 
+static int lbsb_stat_req(lbsb_conn *c, const char *id, const char *path, const char *user, int in_root,
+                         lbsb_entry *out, char *errbuf, size_t errsz);
+
 int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const char *user, lbsb_entry *out,
                        char *errbuf, size_t errsz)
+{
+    return lbsb_stat_req(c, id, path, user, 0, out, errbuf, errsz);
+}
+
+int lbsb_stat_envd(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out, char *errbuf, size_t errsz)
+{
+    return lbsb_stat_req(c, id, path, NULL, 1, out, errbuf, errsz);
+}
+
+static int lbsb_stat_req(lbsb_conn *c, const char *id, const char *path, const char *user, int in_root,
+                         lbsb_entry *out, char *errbuf, size_t errsz)
 {
     memset(out, 0, sizeof *out);
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
         return rc;
     cJSON *req = lbsb_req("stat", id);
-    if (req && (!cJSON_AddStringToObject(req, "path", path) || (user && !cJSON_AddStringToObject(req, "user", user)))) {
+    if (req && (!cJSON_AddStringToObject(req, "path", path) || lbsb_add_envd(req, user, 0, in_root) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -912,8 +962,7 @@ static int lbsb_fs_change_req(lbsb_conn *c, const char *id, const char *action, 
     cJSON *req = lbsb_req("fs_change", id);
     if (req && (!cJSON_AddStringToObject(req, "action", action) || !cJSON_AddStringToObject(req, "path", path) ||
                 (dest && !cJSON_AddStringToObject(req, "dest", dest)) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)) ||
-                (user && owner_only && !cJSON_AddTrueToObject(req, "owner_only")))) {
+                lbsb_add_envd(req, user, owner_only, owner_only) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,11 @@ static int fs_allowed_fs(int fd)
  * creates: root (0:0), or the request's named "user" (E2B's; image_user.h).
  * Set and put back by lbsd_fs_write alone (the loop serves one at a time). */
 static uint32_t fs_owner_uid, fs_owner_gid;
+
+/* The call's "in_root": links among its path's folders are followed inside
+ * the sandbox's root (fs_open_in_root). Set by fs_enter, cleared by
+ * fs_leave (the loop serves one call at a time). */
+static int fs_in_root;
 
 /* Hands a file or directory we created to the sandbox's root, or to the
  * write's named user: a host id of the sandbox's own range (uidslot.h,
@@ -105,6 +111,7 @@ static int fs_nsaved = -1;
 
 static void fs_leave(void)
 {
+    fs_in_root = 0;
     if (!fs_dropped)
         return;
     fs_dropped = 0;
@@ -133,6 +140,12 @@ static int fs_enter(lbsd_conn *c, const lbsd_sandbox *sb, const lbsd_req *req, l
     memset(&ids, 0, sizeof ids);
     if (ids_out)
         memset(ids_out, 0, sizeof *ids_out);
+    const cJSON *ir = cJSON_GetObjectItemCaseSensitive(req->json, "in_root");
+    fs_in_root = cJSON_IsTrue(ir);
+    if (ir && !cJSON_IsBool(ir)) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"in_root\" must be true or false");
+        return -1;
+    }
     if (!user)
         return 0;
     int rc = cJSON_IsString(user) ? lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg)
@@ -182,6 +195,35 @@ static int fs_enter(lbsd_conn *c, const lbsd_sandbox *sb, const lbsd_req *req, l
     return 1;
 }
 
+/* ---- links followed inside the sandbox's root (E2B's calls: "in_root") ----
+ * envd runs in the sandbox as root and follows symlinks; a link among a
+ * path's folders (/home/user/ln -> /tmp/real) is then walked as the
+ * sandbox sees it. Here each prefix of the path is opened again from the
+ * sandbox's root fd with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS):
+ * the kernel resolves an absolute link text or ".." against that fd as
+ * "/", so a link to "/", "/etc" or "/../../.." means the sandbox's own,
+ * never the host's, and /proc's magic links (/proc/1/root) are refused.
+ * Every folder so reached must still be on the overlay or a tmpfs of the
+ * sandbox (fs_allowed_fs, as the plain walk), so a link into /proc or
+ * /sys is refused. A folder made on the way is made in the folder the
+ * previous prefix resolved to (O_NOFOLLOW), then handed to its owner.
+ */
+
+/* openat2 from the sandbox's root; EAGAIN (a rename or mount raced the
+ * lookup: the kernel cannot vouch for "..") is tried again a few times. */
+static int fs_open_in_root(const lbsd_sandbox *sb, const char *rel, int flags)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (uint64_t)flags;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    for (int i = 0;; i++) {
+        int fd = (int)syscall(SYS_openat2, sb->root_fd, rel[0] ? rel : ".", &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN || i >= 8)
+            return fd;
+    }
+}
+
 /* Opens the directory rel (cleaned, "" = root) under the sandbox root.
  * mkdirs: create missing components (0755). Returns an fd or -1 with *st
  * set to an lb_status and msg filled. */
@@ -200,7 +242,7 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
         snprintf(msg, msgsz, "the sandbox root is not mounted");
         return -1;
     }
-    char comp[LB_NAME_MAX + 1];
+    char comp[LB_NAME_MAX + 1], prefix[LB_PATH_MAX + 1];
     const char *p = rel;
     int depth = 0;
     while (*p) {
@@ -216,7 +258,23 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
         comp[n] = '\0';
         /* as a user, O_PATH: passing through a folder takes only its search
          * permission, as any path the user's own code opens */
-        int nfd = openat(fd, comp, (fs_dropped ? O_PATH : O_RDONLY) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int oflags = (fs_dropped ? O_PATH : O_RDONLY) | O_DIRECTORY | O_CLOEXEC;
+        int nfd;
+        if (fs_in_root) {
+            /* the path so far, links in it followed inside the root */
+            size_t upto = (size_t)(p - rel) + n;
+            if (upto > LB_PATH_MAX) {
+                close(fd);
+                *st = LB_E_INVAL;
+                snprintf(msg, msgsz, "path too long");
+                return -1;
+            }
+            memcpy(prefix, rel, upto);
+            prefix[upto] = '\0';
+            nfd = fs_open_in_root(sb, prefix, oflags);
+        } else {
+            nfd = openat(fd, comp, oflags | O_NOFOLLOW);
+        }
         if (nfd < 0 && errno == ENOENT && mkdirs) {
             int made = mkdirat(fd, comp, 0755) == 0;
             if (!made && errno != EEXIST) {
@@ -227,6 +285,14 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
                 return -1;
             }
             nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            /* on the sandbox's own filesystems before it is handed over */
+            if (made && nfd >= 0 && !fs_allowed_fs(nfd)) {
+                close(nfd);
+                close(fd);
+                *st = LB_E_INVAL;
+                snprintf(msg, msgsz, "'%s' is on a special filesystem (proc, devpts ...)", comp);
+                return -1;
+            }
             if (made && nfd >= 0 && fs_give(sb, nfd) != 0) {
                 int e = errno;
                 close(nfd);
@@ -242,6 +308,9 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
             if (e == ENOENT) {
                 *st = LB_E_NOTFOUND;
                 snprintf(msg, msgsz, "no such directory: '%s'", comp);
+            } else if ((e == ELOOP || e == ENOTDIR) && fs_in_root) {
+                *st = LB_E_INVAL;
+                snprintf(msg, msgsz, "'%s' is not a directory", comp);
             } else if (e == ELOOP || e == ENOTDIR) {
                 *st = LB_E_INVAL;
                 snprintf(msg, msgsz, "'%s' is not a directory (symlinks are not followed)", comp);

@@ -671,6 +671,7 @@ def main():
         r.run("sdk_file_metadata", t_sdk, st, "sdk_file_metadata.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
         r.run("sdk_user_perms", t_sdk, st, "sdk_user_perms.mjs")
+        r.run("sdk_links", t_sdk, st, "sdk_links.mjs")
         r.run("sdk_parity", t_sdk, st, "sdk_parity.mjs")
         r.run("sdk_base_user", t_sdk, st, "sdk_base_user.mjs")
         r.run("sdk_users", t_sdk, st, "sdk_users.mjs")
