@@ -168,6 +168,16 @@ static int lb_met_json(cJSON *e, const lb_met_sample *x)
            cJSON_AddNumberToObject(e, "diskUsed", x->disk_used) && cJSON_AddNumberToObject(e, "diskTotal", x->disk_total);
 }
 
+/* Answers out (consumed) with 200, or 500 when building it ran out of memory (!ok). */
+static void lb_met_answer(lb_req *r, cJSON *out, int ok)
+{
+    if (ok)
+        lb_http_json(r, 200, out, NULL);
+    else
+        lb_e2b_error_json(r, 500, NULL, "Out of memory.");
+    cJSON_Delete(out);
+}
+
 /* A query's unix seconds (start, end) into *out; 0 when absent, -1 when
  * malformed. */
 static int lb_met_query_s(lb_req *r, const char *key, long long *out)
@@ -205,13 +215,7 @@ void lb_e2b_metrics(lb_req *r, lb_sbx *s)
         ok = e && cJSON_AddItemToArray(out, e) && lb_met_json(e, x);
     }
     pthread_mutex_unlock(&lb_met_mu);
-    if (!ok) {
-        cJSON_Delete(out);
-        lb_e2b_error_json(r, 500, NULL, "Out of memory.");
-        return;
-    }
-    lb_http_json(r, 200, out, NULL);
-    cJSON_Delete(out);
+    lb_met_answer(r, out, ok);
 }
 
 /* ---- GET /sandboxes/metrics?sandbox_ids=a,b (E2B's SandboxesWithMetrics) ---- */
@@ -295,11 +299,5 @@ void lb_e2b_metrics_many(lb_req *r)
     int ok = o != NULL;
     for (int i = 0; ok && i < n; i++)
         ok = lb_met_add_newest(r, o, ids[i]);
-    if (!ok) {
-        cJSON_Delete(out);
-        lb_e2b_error_json(r, 500, NULL, "Out of memory.");
-        return;
-    }
-    lb_http_json(r, 200, out, NULL);
-    cJSON_Delete(out);
+    lb_met_answer(r, out, ok);
 }
