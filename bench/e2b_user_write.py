@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """What a file write as a named user (E2B's `user`) costs at the RPC level
 against a real sandboxd: sandboxd's "write" of a 4 KiB file into
-/home/user as "user" (the loop thread takes the user's filesystem ids and
-groups for the call: sandbox_fs.c), as "root" (host root's write, handed
-to the sandbox's root) and with no user, interleaved in one sandbox.
+/home/user as "user" (host root's write, the file handed to the user:
+sandbox_fs.c; the mode that took the user's filesystem ids for the call,
+which this first measured, is gone), as "root" (handed to the sandbox's
+root) and with no user, interleaved in one sandbox.
 With --before BIN (an `llmbox` whose directory holds the sandboxd built
 from the code before the change: it wrote as host root and chowned the
 file to the user), the same runs against it in the same run, and the

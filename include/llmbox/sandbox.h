@@ -60,8 +60,12 @@
  *            an id outside its range), mtime (s), mtime_ns, target (a symlink's,
  *            read without following it; absent if longer than 4096 bytes),
  *            st_size (the filesystem's size of any kind, a directory's too).
- *   fs_change {id, action, path, dest?, user?, owner_only?} -> {} (E2B's makeDir, rename, remove: lbsb_fs_change)
- *            write and fs_change: owner_only true makes the call as root, what it makes the user's
+ *   fs_change {id, action, path, dest?, user?, owner_only?} -> {} (E2B's makeDir, rename, remove:
+ *            lbsb_fs_change_owned)
+ *            write and fs_change: the call is the sandbox's root's, what it makes user's (owner_only:
+ *            true or absent; false is refused); read, list and stat take no user
+ *            read, write, list, stat, fs_change: in_root true follows symlinks among the path's
+ *            folders, resolved inside the sandbox's root (E2B's envd's way)
  *   destroy  {id}                                       -> {}   (idempotent)
  *   interrupt {id}                                      -> {}
  *            may be sent while an exec on the same connection is waiting:
@@ -397,17 +401,6 @@ LLMBOX_MUST_CHECK int lbsb_exec_ex(lbsb_conn *c, const char *id, const char *cmd
 void lbsb_exec_out_free(lbsb_exec_out *o);
 LLMBOX_MUST_CHECK int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
                                  size_t len, int excl, char *errbuf, size_t errsz);
-/* lbsb_write whose file (and the folders it makes) belong to user, a user of
- * the sandbox's /etc/passwd (NULL: root); LB_E_NOTFOUND without one. A user
- * other than root writes with its own permissions (LB_E_DENIED where it
- * may not: lbsb_read_as). */
-LLMBOX_MUST_CHECK int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
-                                    int excl, const char *user, char *errbuf, size_t errsz);
-/* lbsb_write_as with E2B's file metadata: meta holds nmeta key, value pairs
- * (2 * nmeta strings; LBSB_META_* caps, else LB_E_INVAL, nothing written). */
-LLMBOX_MUST_CHECK int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
-                                      int excl, const char *user, const char *const *meta, int nmeta, char *errbuf,
-                                      size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
                                 char **data, size_t *len, char *errbuf, size_t errsz);
 /* Up to max bytes (at most LBSD_READ_MAX, ~64 MiB: one frame) of the file
@@ -426,36 +419,32 @@ LLMBOX_MUST_CHECK int lbsb_stat(lbsb_conn *c, const char *id, const char *path, 
 LLMBOX_MUST_CHECK int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out,
                                       char *errbuf, size_t errsz);
 void lbsb_entry_clear(lbsb_entry *e);
-/* E2B's protocol: lbsb_read, lbsb_list and lbsb_stat_entry with the
- * permissions of user, a user of the sandbox's /etc/passwd (NULL or
- * "root": as root; no such user: LB_E_NOTFOUND): sandboxd makes the call
- * with the user's ids and groups, so what the user may not read, search
- * or list fails LB_E_DENIED, as in the sandbox. lbsb_write_as and
- * lbsb_write_meta with a user other than root write as that user too. */
-LLMBOX_MUST_CHECK int lbsb_read_as(lbsb_conn *c, const char *id, const char *path, size_t max, const char *user,
-                                   char **data, size_t *len, char *errbuf, size_t errsz);
-LLMBOX_MUST_CHECK int lbsb_list_as(lbsb_conn *c, const char *id, const char *path, int max_depth,
-                                   size_t max_entries, const char *user, lbsb_entry **ents, size_t *n,
-                                   char *errbuf, size_t errsz);
-LLMBOX_MUST_CHECK int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const char *user,
-                                         lbsb_entry *out, char *errbuf, size_t errsz);
-/* E2B's makeDir, rename and remove, made by sandboxd as user (NULL or
- * "root": as root) without following a symlink: action "mkdir" (mkdir -p),
- * "rename" (mv -T to dest, on one filesystem) or "remove" (rm -rf; nothing
- * there is LB_OK). What the user may not do fails LB_E_DENIED; what
- * sandboxd cannot do in place (a symlinked folder on the way, a rename
- * overlayfs refuses, a mount) LB_E_INVAL; a remove of too many entries
- * LB_E_TOOBIG. */
-LLMBOX_MUST_CHECK int lbsb_fs_change(lbsb_conn *c, const char *id, const char *action, const char *path,
-                                     const char *dest, const char *user, char *errbuf, size_t errsz);
-/* E2B's envd: lbsb_write_meta and lbsb_fs_change made as the sandbox's root
- * (no permission of user's is checked), what they make handed to user (a
- * user of the sandbox's /etc/passwd; NULL or "root": root's). */
+/* E2B's envd (which runs in the sandbox as root): a write, with E2B's file
+ * metadata (meta holds nmeta key, value pairs: 2 * nmeta strings;
+ * LBSB_META_* caps, else LB_E_INVAL, nothing written), and makeDir, rename
+ * and remove (action "mkdir": mkdir -p; "rename": mv -T to dest, on one
+ * filesystem; "remove": rm -rf, nothing there is LB_OK), made as the
+ * sandbox's root, what they make handed to user (a user of the sandbox's
+ * /etc/passwd, LB_E_NOTFOUND without one; NULL or "root": root's). What
+ * sandboxd cannot do in place (a rename overlayfs refuses, a mount, a
+ * folder on another filesystem) is LB_E_INVAL; a remove of too many
+ * entries LB_E_TOOBIG. */
 LLMBOX_MUST_CHECK int lbsb_write_owned(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len,
                                        int excl, const char *user, const char *const *meta, int nmeta, char *errbuf,
                                        size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_fs_change_owned(lbsb_conn *c, const char *id, const char *action, const char *path,
                                            const char *dest, const char *user, char *errbuf, size_t errsz);
+/* E2B's envd: lbsb_read, lbsb_list and lbsb_stat_entry as envd, which
+ * runs in the sandbox, makes them: symlinks among the path's folders (and
+ * a listed folder's own) are followed inside the sandbox's root (a link to
+ * "/etc" is the sandbox's /etc, never the host's), where the others refuse
+ * them. lbsb_write_owned and lbsb_fs_change_owned follow them so too. */
+LLMBOX_MUST_CHECK int lbsb_read_envd(lbsb_conn *c, const char *id, const char *path, size_t max, char **data,
+                                     size_t *len, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_list_envd(lbsb_conn *c, const char *id, const char *path, int max_depth,
+                                     size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
+LLMBOX_MUST_CHECK int lbsb_stat_envd(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out,
+                                     char *errbuf, size_t errsz);
 LLMBOX_MUST_CHECK int lbsb_destroy(lbsb_conn *c, const char *id, char *errbuf, size_t errsz);
 /* *info_json: the ping response, caller frees. */
 LLMBOX_MUST_CHECK int lbsb_ping(lbsb_conn *c, char **info_json, char *errbuf, size_t errsz);

@@ -918,6 +918,8 @@ void lb_h_e2b_api(lb_req *r)
             lb_e2b_list(r);
         else
             lb_e2b_error(r, 405, "Use GET or POST on %s.", p);
+    } else if (!strcmp(p, "/e2b/sandboxes/metrics")) {
+        lb_e2b_metrics_many(r); /* e2b_metrics.h: the newest sample of each listed sandbox */
     } else if (lb_e2b_sbx_path(p, id, &rest)) {
         lb_e2b_one(r, id, rest);
     } else if (!strcmp(p, "/e2b/snapshots") && !strcmp(m, "GET")) {

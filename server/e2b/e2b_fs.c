@@ -214,8 +214,9 @@ static int lb_e2b_stat(lb_req *r, lb_sbx *s, const char *path, lbsb_entry *e)
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return -1;
     }
-    /* as root, whoever the call's user: envd stats as root too */
-    int rc = lbsb_stat_entry(s->conn, s->sbx_id, path, e, err, sizeof err);
+    /* as root, whoever the call's user, links among the folders followed
+     * inside the sandbox's root: envd stats so too */
+    int rc = lbsb_stat_envd(s->conn, s->sbx_id, path, e, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
         lb_e2b_fs_fail(r, s, rc, "stat", path, err);
@@ -284,8 +285,8 @@ static void lb_fs_list(lb_req *r, lb_sbx *s, const cJSON *req)
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return;
     }
-    /* as root, whoever the call's user: envd lists as root too */
-    int rc = lbsb_list(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, &ents, &n, err, sizeof err);
+    /* as root, whoever the call's user, through links inside the sandbox's root: as envd */
+    int rc = lbsb_list_envd(s->conn, s->sbx_id, path, depth, LB_E2B_LIST_MAX, &ents, &n, err, sizeof err);
     lb_sbx_unlock(s);
     if (rc) {
         lb_e2b_fs_fail(r, s, rc, "list", path, err);
@@ -375,10 +376,11 @@ static void lb_fs_change(lb_req *r, lb_sbx *s, const cJSON *req, const char *met
                                   mv ? dest : NULL, user, err, sizeof err);
     lb_sbx_unlock(s);
     if ((rc == LB_E_INVAL || rc == LB_E_TOOBIG) && (!user || mv || rm)) {
-        /* what sandboxd does not do in place (a symlinked folder on the
-         * way, a rename across filesystems or of an image's directory, a
-         * huge remove): it runs in the sandbox's shell as root, which sees
-         * the sandbox's own tree. A user's mkdir is answered instead: the
+        /* what sandboxd does not do in place (a rename across filesystems
+         * or of an image's directory, a folder on another filesystem, a
+         * huge remove; symlinked folders it follows inside the sandbox's
+         * root): it runs in the sandbox's shell as root, which sees the
+         * sandbox's own tree. A user's mkdir is answered instead: the
          * shell would make root's folders where the user's are due. */
         lb_buf line;
         lb_buf_init(&line, 4 * LB_SBX_SPATH_MAX + 128);
@@ -473,8 +475,8 @@ static void lb_files_get(lb_req *r, lb_sbx *s, const char *path)
         lb_e2b_unary_error(r, "unavailable", "%s", msg);
         return;
     }
-    /* as root, whoever the call's user: envd reads as root too */
-    int rc = lbsb_read(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, &data, &len, err, sizeof err);
+    /* as root, whoever the call's user, through linked folders inside the sandbox's root: as envd */
+    int rc = lbsb_read_envd(s->conn, s->sbx_id, path, LB_SBX_FILE_MAX, &data, &len, err, sizeof err);
     lb_sbx_unlock(s);
     snprintf(what, sizeof what, "read %s", path);
     if (rc) {

@@ -15,7 +15,10 @@
 #include "common/util.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_entry.h"
+#include "common/node_id.h"
 #include "llmbox/sandbox.h"
+#include "sbxapi/sandbox_node.h"
+#include "sbxapi/sandbox_owner.h"
 #include "web/http.h"
 
 #include <cjson/cJSON.h>
@@ -152,6 +155,29 @@ void lb_e2b_metrics_start(void)
     pthread_once(&lb_met_once, lb_met_start_once);
 }
 
+/* E2B's SandboxMetric of x into e: 1, or 0 out of memory. */
+static int lb_met_json(cJSON *e, const lb_met_sample *x)
+{
+    char when[64];
+    long long sec = (long long)(x->at_ms / 1000);
+    return lb_e2b_rfc3339(x->at_ms / 1000, (uint32_t)(x->at_ms % 1000) * 1000000u, when, sizeof when) == 0 &&
+           cJSON_AddStringToObject(e, "timestamp", when) && cJSON_AddNumberToObject(e, "timestampUnix", (double)sec) &&
+           cJSON_AddNumberToObject(e, "cpuUsedPct", x->cpu_pct) && cJSON_AddNumberToObject(e, "cpuCount", x->cpu_count) &&
+           cJSON_AddNumberToObject(e, "memUsed", x->mem_used) && cJSON_AddNumberToObject(e, "memTotal", x->mem_total) &&
+           cJSON_AddNumberToObject(e, "memCache", x->mem_cache) &&
+           cJSON_AddNumberToObject(e, "diskUsed", x->disk_used) && cJSON_AddNumberToObject(e, "diskTotal", x->disk_total);
+}
+
+/* Answers out (consumed) with 200, or 500 when building it ran out of memory (!ok). */
+static void lb_met_answer(lb_req *r, cJSON *out, int ok)
+{
+    if (ok)
+        lb_http_json(r, 200, out, NULL);
+    else
+        lb_e2b_error_json(r, 500, NULL, "Out of memory.");
+    cJSON_Delete(out);
+}
+
 /* A query's unix seconds (start, end) into *out; 0 when absent, -1 when
  * malformed. */
 static int lb_met_query_s(lb_req *r, const char *key, long long *out)
@@ -185,22 +211,93 @@ void lb_e2b_metrics(lb_req *r, lb_sbx *s)
         long long sec = (long long)(x->at_ms / 1000);
         if (sec < start || sec > end)
             continue;
-        char when[64];
         cJSON *e = cJSON_CreateObject();
-        ok = e && cJSON_AddItemToArray(out, e) &&
-             lb_e2b_rfc3339(x->at_ms / 1000, (uint32_t)(x->at_ms % 1000) * 1000000u, when, sizeof when) == 0 &&
-             cJSON_AddStringToObject(e, "timestamp", when) && cJSON_AddNumberToObject(e, "timestampUnix", (double)sec) &&
-             cJSON_AddNumberToObject(e, "cpuUsedPct", x->cpu_pct) && cJSON_AddNumberToObject(e, "cpuCount", x->cpu_count) &&
-             cJSON_AddNumberToObject(e, "memUsed", x->mem_used) && cJSON_AddNumberToObject(e, "memTotal", x->mem_total) &&
-             cJSON_AddNumberToObject(e, "memCache", x->mem_cache) &&
-             cJSON_AddNumberToObject(e, "diskUsed", x->disk_used) && cJSON_AddNumberToObject(e, "diskTotal", x->disk_total);
+        ok = e && cJSON_AddItemToArray(out, e) && lb_met_json(e, x);
     }
     pthread_mutex_unlock(&lb_met_mu);
-    if (!ok) {
-        cJSON_Delete(out);
-        lb_e2b_error_json(r, 500, NULL, "Out of memory.");
+    lb_met_answer(r, out, ok);
+}
+
+/* ---- GET /sandboxes/metrics?sandbox_ids=a,b (E2B's SandboxesWithMetrics) ---- */
+
+/* The newest sample of sandbox id into o's "sandboxes" under its id, when
+ * r's key sees it, it is this node's, running and has one (a sandbox with
+ * no sample yet is sampled now if its connection is free, never waited
+ * for: one busy sandbox must not hold an answer about a hundred). */
+static int lb_met_add_newest(lb_req *r, cJSON *o, const char *id)
+{
+    char msg[256], node[LB_NODE_ID_NAME_MAX + 1];
+    if (!lb_sbx_owner_sees(r, id) || !lb_sbx_id_mine(r->cfg->node_name, id, node, sizeof node))
+        return 1; /* another key's or another node's: as absent */
+    lb_sbx *s = lb_sbx_get(id, msg, sizeof msg);
+    if (!s)
+        return 1;
+    pthread_mutex_lock(&lb_met_mu);
+    int have = lb_met_find_locked(s->id, 0) != NULL;
+    pthread_mutex_unlock(&lb_met_mu);
+    if (!have)
+        lb_met_sample_one(s, 0);
+    int running = lb_sbx_state_of(s, NULL, 0) == LB_SBX_RUNNING && !lb_sbx_is_paused(s); /* E2B: running ones */
+    lb_sbx_put(s);
+    if (!running)
+        return 1;
+    int ok = 1;
+    pthread_mutex_lock(&lb_met_mu);
+    lb_met_ring *g = lb_met_find_locked(id, 0);
+    if (g && g->n > 0) {
+        cJSON *e = cJSON_CreateObject();
+        ok = e && cJSON_AddItemToObject(o, id, e) && lb_met_json(e, &g->s[(g->head + LB_MET_RING - 1) % LB_MET_RING]);
+    }
+    pthread_mutex_unlock(&lb_met_mu);
+    return ok;
+}
+
+void lb_e2b_metrics_many(lb_req *r)
+{
+    /* ids and commas, and room to see one id too many */
+    char q[(LB_NODE_ID_MAX + 1) * (LB_E2B_METRICS_IDS_MAX + 1) + 1];
+    char ids[LB_E2B_METRICS_IDS_MAX][LB_NODE_ID_MAX + 1];
+    char too_many[80];
+    int n = 0;
+    snprintf(too_many, sizeof too_many, "Too many sandboxes requested, maximum is %d.", LB_E2B_METRICS_IDS_MAX);
+    lb_http_drain(r);
+    if (strcmp(r->method, "GET")) {
+        lb_e2b_error_json(r, 405, NULL, "Use GET on /sandboxes/metrics.");
         return;
     }
-    lb_http_json(r, 200, out, NULL);
-    cJSON_Delete(out);
+    int qr = lb_query_get(r->query, "sandbox_ids", q, sizeof q);
+    if (qr == LB_E_NOTFOUND || (qr == LB_OK && !q[0])) {
+        lb_e2b_error_json(r, 400, NULL, "sandbox_ids is required: a comma-separated list of sandbox ids.");
+        return;
+    }
+    if (qr != LB_OK) {
+        lb_e2b_error_json(r, 400, NULL, too_many);
+        return;
+    }
+    for (char *p = q, *comma; p; p = comma ? comma + 1 : NULL) {
+        comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (n == LB_E2B_METRICS_IDS_MAX) {
+            lb_e2b_error_json(r, 400, NULL, too_many);
+            return;
+        }
+        size_t pl = strlen(p);
+        if (pl > LB_NODE_ID_MAX || !lb_node_id_valid(p)) {
+            lb_e2b_error_json(r, 400, NULL, "Invalid sandbox ID: sandbox ids are 32 lowercase hexadecimal characters, "
+                              "prefixed with the node's name and a dot in a cluster.");
+            return;
+        }
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = !strcmp(ids[i], p);
+        if (!dup)
+            memcpy(ids[n++], p, pl + 1);
+    }
+    cJSON *out = cJSON_CreateObject();
+    cJSON *o = out ? cJSON_AddObjectToObject(out, "sandboxes") : NULL;
+    int ok = o != NULL;
+    for (int i = 0; ok && i < n; i++)
+        ok = lb_met_add_newest(r, o, ids[i]);
+    lb_met_answer(r, out, ok);
 }

@@ -545,26 +545,25 @@ void lbsb_exec_out_free(lbsb_exec_out *o)
     o->out_len = o->err_len = 0;
 }
 
-int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
-               size_t len, int excl, char *errbuf, size_t errsz)
+/* E2B's envd's ways on a file request: "user" (who owns what a write or
+ * fs_change makes; the call stays root's: owner_only) and "in_root" (links
+ * among the path's folders followed inside the sandbox's root, as envd,
+ * which runs in it, follows them). 0, or -1 out of memory. */
+static int lbsb_add_envd(cJSON *req, const char *user, int in_root)
 {
-    return lbsb_write_as(c, id, path, data, len, excl, NULL, errbuf, errsz);
-}
-
-int lbsb_write_as(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
-                  const char *user, char *errbuf, size_t errsz)
-{
-    return lbsb_write_meta(c, id, path, data, len, excl, user, NULL, 0, errbuf, errsz);
+    if (user && (!cJSON_AddStringToObject(req, "user", user) || !cJSON_AddTrueToObject(req, "owner_only")))
+        return -1;
+    return in_root && !cJSON_AddTrueToObject(req, "in_root") ? -1 : 0;
 }
 
 static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
-                          const char *user, int owner_only, const char *const *meta, int nmeta, char *errbuf,
+                          const char *user, int in_root, const char *const *meta, int nmeta, char *errbuf,
                           size_t errsz);
 
-int lbsb_write_meta(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
-                    const char *user, const char *const *meta, int nmeta, char *errbuf, size_t errsz)
+int lbsb_write(lbsb_conn *c, const char *id, const char *path, const void *data,
+               size_t len, int excl, char *errbuf, size_t errsz)
 {
-    return lbsb_write_req(c, id, path, data, len, excl, user, 0, meta, nmeta, errbuf, errsz);
+    return lbsb_write_req(c, id, path, data, len, excl, NULL, 0, NULL, 0, errbuf, errsz);
 }
 
 int lbsb_write_owned(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
@@ -574,7 +573,7 @@ int lbsb_write_owned(lbsb_conn *c, const char *id, const char *path, const void 
 }
 
 static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const void *data, size_t len, int excl,
-                          const char *user, int owner_only, const char *const *meta, int nmeta, char *errbuf,
+                          const char *user, int in_root, const char *const *meta, int nmeta, char *errbuf,
                           size_t errsz)
 {
     if (nmeta < 0 || nmeta > LBSB_META_KEYS) {
@@ -592,8 +591,7 @@ static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const 
     cJSON *req = lbsb_req("write", id);
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddBoolToObject(req, "excl", excl ? 1 : 0) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)) ||
-                (user && owner_only && !cJSON_AddTrueToObject(req, "owner_only")))) {
+                lbsb_add_envd(req, user, in_root) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -612,8 +610,8 @@ static int lbsb_write_req(lbsb_conn *c, const char *id, const char *path, const 
 
 /* One read request: the whole file (offset < 0; over max: LB_E_TOOBIG)
  * or up to max bytes from offset. *resp is the reply, caller deletes. */
-static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t offset, size_t max,
-                         const char *user, char **data, size_t *len, cJSON **resp, char *errbuf, size_t errsz)
+static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t offset, size_t max, int in_root,
+                         char **data, size_t *len, cJSON **resp, char *errbuf, size_t errsz)
 {
     *data = NULL;
     *len = 0;
@@ -627,7 +625,7 @@ static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddNumberToObject(req, "max", (double)max) ||
                 (offset >= 0 && !cJSON_AddNumberToObject(req, "offset", (double)offset)) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)))) {
+                lbsb_add_envd(req, NULL, in_root) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -647,14 +645,17 @@ static int lbsb_read_req(lbsb_conn *c, const char *id, const char *path, int64_t
 int lbsb_read(lbsb_conn *c, const char *id, const char *path, size_t max,
               char **data, size_t *len, char *errbuf, size_t errsz)
 {
-    return lbsb_read_as(c, id, path, max, NULL, data, len, errbuf, errsz);
+    cJSON *resp;
+    int rc = lbsb_read_req(c, id, path, -1, max, 0, data, len, &resp, errbuf, errsz);
+    cJSON_Delete(resp);
+    return rc;
 }
 
-int lbsb_read_as(lbsb_conn *c, const char *id, const char *path, size_t max, const char *user, char **data,
-                 size_t *len, char *errbuf, size_t errsz)
+int lbsb_read_envd(lbsb_conn *c, const char *id, const char *path, size_t max, char **data, size_t *len,
+                   char *errbuf, size_t errsz)
 {
     cJSON *resp;
-    int rc = lbsb_read_req(c, id, path, -1, max, user, data, len, &resp, errbuf, errsz);
+    int rc = lbsb_read_req(c, id, path, -1, max, 1, data, len, &resp, errbuf, errsz);
     cJSON_Delete(resp);
     return rc;
 }
@@ -664,7 +665,7 @@ int lbsb_read_range(lbsb_conn *c, const char *id, const char *path, uint64_t off
 {
     *file_size = 0;
     cJSON *resp;
-    int rc = lbsb_read_req(c, id, path, (int64_t)offset, max, NULL, data, len, &resp, errbuf, errsz);
+    int rc = lbsb_read_req(c, id, path, (int64_t)offset, max, 0, data, len, &resp, errbuf, errsz);
     if (rc)
         return rc;
     const cJSON *fs = cJSON_GetObjectItemCaseSensitive(resp, "file_size");
@@ -755,14 +756,23 @@ void lbsb_entry_clear(lbsb_entry *e)
 }
 /* ---- end E2B's protocol ---- */
 
+static int lbsb_list_req(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
+                         int in_root, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz);
+
 int lbsb_list(lbsb_conn *c, const char *id, const char *path, int max_depth,
               size_t max_entries, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
 {
-    return lbsb_list_as(c, id, path, max_depth, max_entries, NULL, ents, n, errbuf, errsz);
+    return lbsb_list_req(c, id, path, max_depth, max_entries, 0, ents, n, errbuf, errsz);
 }
 
-int lbsb_list_as(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
-                 const char *user, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
+int lbsb_list_envd(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
+                   lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
+{
+    return lbsb_list_req(c, id, path, max_depth, max_entries, 1, ents, n, errbuf, errsz);
+}
+
+static int lbsb_list_req(lbsb_conn *c, const char *id, const char *path, int max_depth, size_t max_entries,
+                         int in_root, lbsb_entry **ents, size_t *n, char *errbuf, size_t errsz)
 {
     *ents = NULL;
     *n = 0;
@@ -779,7 +789,7 @@ int lbsb_list_as(lbsb_conn *c, const char *id, const char *path, int max_depth, 
     if (req && (!cJSON_AddStringToObject(req, "path", path) ||
                 !cJSON_AddNumberToObject(req, "max_depth", max_depth) ||
                 !cJSON_AddNumberToObject(req, "max_entries", (double)max_entries) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)))) {
+                lbsb_add_envd(req, NULL, in_root) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -855,20 +865,28 @@ int lbsb_stat(lbsb_conn *c, const char *id, const char *path, int *type, uint64_
     return rc;
 }
 
+static int lbsb_stat_req(lbsb_conn *c, const char *id, const char *path, int in_root, lbsb_entry *out,
+                         char *errbuf, size_t errsz);
+
 int lbsb_stat_entry(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out, char *errbuf, size_t errsz)
 {
-    return lbsb_stat_entry_as(c, id, path, NULL, out, errbuf, errsz);
+    return lbsb_stat_req(c, id, path, 0, out, errbuf, errsz);
 }
 
-int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const char *user, lbsb_entry *out,
-                       char *errbuf, size_t errsz)
+int lbsb_stat_envd(lbsb_conn *c, const char *id, const char *path, lbsb_entry *out, char *errbuf, size_t errsz)
+{
+    return lbsb_stat_req(c, id, path, 1, out, errbuf, errsz);
+}
+
+static int lbsb_stat_req(lbsb_conn *c, const char *id, const char *path, int in_root, lbsb_entry *out,
+                         char *errbuf, size_t errsz)
 {
     memset(out, 0, sizeof *out);
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)))
         return rc;
     cJSON *req = lbsb_req("stat", id);
-    if (req && (!cJSON_AddStringToObject(req, "path", path) || (user && !cJSON_AddStringToObject(req, "user", user)))) {
+    if (req && (!cJSON_AddStringToObject(req, "path", path) || lbsb_add_envd(req, NULL, in_root) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }
@@ -888,23 +906,8 @@ int lbsb_stat_entry_as(lbsb_conn *c, const char *id, const char *path, const cha
     return rc;
 }
 
-static int lbsb_fs_change_req(lbsb_conn *c, const char *id, const char *action, const char *path,
-                              const char *dest, const char *user, int owner_only, char *errbuf, size_t errsz);
-
-int lbsb_fs_change(lbsb_conn *c, const char *id, const char *action, const char *path, const char *dest,
-                   const char *user, char *errbuf, size_t errsz)
-{
-    return lbsb_fs_change_req(c, id, action, path, dest, user, 0, errbuf, errsz);
-}
-
 int lbsb_fs_change_owned(lbsb_conn *c, const char *id, const char *action, const char *path, const char *dest,
                          const char *user, char *errbuf, size_t errsz)
-{
-    return lbsb_fs_change_req(c, id, action, path, dest, user, 1, errbuf, errsz);
-}
-
-static int lbsb_fs_change_req(lbsb_conn *c, const char *id, const char *action, const char *path,
-                              const char *dest, const char *user, int owner_only, char *errbuf, size_t errsz)
 {
     int rc = lbsb_check_id(id, errbuf, errsz);
     if (rc || (rc = lbsb_check_path(path, errbuf, errsz)) || (dest && (rc = lbsb_check_path(dest, errbuf, errsz))))
@@ -912,8 +915,7 @@ static int lbsb_fs_change_req(lbsb_conn *c, const char *id, const char *action, 
     cJSON *req = lbsb_req("fs_change", id);
     if (req && (!cJSON_AddStringToObject(req, "action", action) || !cJSON_AddStringToObject(req, "path", path) ||
                 (dest && !cJSON_AddStringToObject(req, "dest", dest)) ||
-                (user && !cJSON_AddStringToObject(req, "user", user)) ||
-                (user && owner_only && !cJSON_AddTrueToObject(req, "owner_only")))) {
+                lbsb_add_envd(req, user, 1) != 0)) {
         cJSON_Delete(req);
         req = NULL;
     }

@@ -5,7 +5,8 @@
  * sandboxd is root on the host and the sandbox's tree is written by hostile
  * code, so every path is walked one component at a time from the sandbox's
  * root fd with O_NOFOLLOW | O_DIRECTORY: a symlink anywhere in the path is
- * refused (never followed, not even "inside the root"), ".." never reaches
+ * refused (E2B's calls, "in_root", follow one among the folders inside the
+ * sandbox's root only: fs_open_in_root), ".." never reaches
  * us (lbsd_sandbox_path refuses it), and every directory on the way must be
  * on the overlay or a tmpfs of the sandbox, so /proc, /dev/pts and the like
  * are out of reach (writing /proc/sys as host root would change the host).
@@ -28,10 +29,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -53,6 +54,11 @@ static int fs_allowed_fs(int fd)
  * Set and put back by lbsd_fs_write alone (the loop serves one at a time). */
 static uint32_t fs_owner_uid, fs_owner_gid;
 
+/* The call's "in_root": links among its path's folders are followed inside
+ * the sandbox's root (fs_open_in_root). Set by fs_enter, cleared by
+ * fs_leave (the loop serves one call at a time). */
+static int fs_in_root;
+
 /* Hands a file or directory we created to the sandbox's root, or to the
  * write's named user: a host id of the sandbox's own range (uidslot.h,
  * below uid_root + 65536), never another sandbox's. */
@@ -66,7 +72,7 @@ static int fs_errno_status(int e)
     switch (e) {
     case EACCES:
     case EPERM:
-        return LB_E_DENIED; /* a named user's call (fs_enter) it may not make */
+        return LB_E_DENIED;
     case ENOENT:
         return LB_E_NOTFOUND;
     case EEXIST:
@@ -83,103 +89,88 @@ static int fs_errno_status(int e)
 }
 
 /* ---- a named user's file calls (E2B's `user`) --------------------------------
- * envd runs its file calls as the user, so what the user may not read or
- * write fails. Here the loop thread that serves the call takes the user's
- * host ids (uid_root + its sandbox ids: uidslot.h) as its filesystem ids
- * and groups for the call, and puts sandboxd's back after: the kernel then
- * checks every open, mkdir and rename of the walk below as it would the
- * user's own inside the sandbox. Why a thread and not a helper process:
- * the walk stays the same symlink-proof code on the same fds, with no fork
- * per call; setfsuid and setfsgid are per thread (glibc does not broadcast
- * them), and setgroups is the raw syscall because glibc's wrapper changes
- * every thread's. Dropping the filesystem ids clears the loop thread's
- * CAP_DAC_OVERRIDE, CAP_FOWNER and the like until they are put back, and
- * no other thread is touched. `root` keeps host root's calls: the
- * sandbox's root, whose user namespace maps all of the sandbox's ids.
- * Every file call takes it: read, write, list, stat (E2B's getInfo and
- * exists) and fs_change (makeDir, rename, remove), so no call as a user
- * goes through the sandbox's shell or needs a tool of its image. */
-static int fs_dropped;                          /* the call runs as a named user */
-static gid_t fs_saved_groups[LBSD_USER_GROUPS_MAX];
-static int fs_nsaved = -1;
-
+ * envd runs in the sandbox as root: its file calls are root's whoever the
+ * call's user, and what they make (a file, the folders on the way) it
+ * hands to that user. So here: the call is sandboxd's own (root of the
+ * host, through the walk above), and the request's "user" only names who
+ * owns what write and fs_change make (fs_give). read, list and stat make
+ * nothing and take no user. "owner_only": true, which the web sends with
+ * a user, says just this; false (the call made with the user's own
+ * permissions, which no caller uses any more) is refused. */
 static void fs_leave(void)
 {
-    if (!fs_dropped)
-        return;
-    fs_dropped = 0;
-    setfsuid(0);
-    setfsgid(0);
-    /* a loop that stayed a user would serve the next call, of any
-     * sandbox, with that user's ids: nothing is better than going on */
-    if (syscall(SYS_setgroups, (size_t)(fs_nsaved > 0 ? fs_nsaved : 0), fs_saved_groups) != 0 ||
-        setfsuid((uid_t)-1) != 0 || setfsgid((gid_t)-1) != 0) {
-        lb_error("sandboxd: cannot take back root's filesystem ids after a user's file call: %s", strerror(errno));
-        abort();
-    }
+    fs_in_root = 0;
+    fs_owner_uid = fs_owner_gid = 0;
 }
 
-/* The request's "user": none or "root" serve as root (0); another user of
- * the sandbox's /etc/passwd makes the thread that user (1; fs_leave
- * after); -1 when it has answered c (no such user, or the drop failed).
- * *ids (may be NULL) gets the user's ids. With "owner_only": true the
- * call stays root's (0) and the user only owns what it makes: E2B's envd
- * makes its file calls as root and hands what they make to the user. */
-static int fs_enter(lbsd_conn *c, const lbsd_sandbox *sb, const lbsd_req *req, lbsd_user_ids *ids_out)
+/* The request's "in_root", and for a write or fs_change (takes_user) its
+ * "user", a user of the sandbox's /etc/passwd (none: root), whose ids
+ * then own what the call makes; fs_leave after. 0, or -1 when it has
+ * answered c (no such user, a field of the wrong kind). */
+static int fs_enter(lbsd_conn *c, const lbsd_sandbox *sb, const lbsd_req *req, int takes_user)
 {
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(req->json, "user");
+    const cJSON *oo = cJSON_GetObjectItemCaseSensitive(req->json, "owner_only");
+    const cJSON *ir = cJSON_GetObjectItemCaseSensitive(req->json, "in_root");
     lbsd_user_ids ids;
     char msg[512];
-    memset(&ids, 0, sizeof ids);
-    if (ids_out)
-        memset(ids_out, 0, sizeof *ids_out);
-    if (!user)
-        return 0;
-    int rc = cJSON_IsString(user) ? lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg)
-                                  : LB_E_INVAL;
-    if (rc) {
-        lbsd_reply_error(c, rc, "%s", cJSON_IsString(user) ? msg : "\"user\" must be a user's name");
+    fs_leave();
+    if (ir && !cJSON_IsBool(ir)) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"in_root\" must be true or false");
         return -1;
     }
-    if (ids_out)
-        *ids_out = ids;
-    const cJSON *oo = cJSON_GetObjectItemCaseSensitive(req->json, "owner_only");
-    if (oo && !cJSON_IsBool(oo)) {
-        lbsd_reply_error(c, LB_E_INVAL, "\"owner_only\" must be true or false");
+    if (oo && !cJSON_IsTrue(oo)) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"owner_only\" may only be true: file calls are made as the sandbox's "
+                         "root, what they make handed to \"user\"");
         return -1;
     }
-    if (ids.uid == 0 || cJSON_IsTrue(oo))
-        return 0;
-    if (fs_nsaved < 0) {
-        int n = (int)syscall(SYS_getgroups, LBSD_USER_GROUPS_MAX, fs_saved_groups);
-        if (n < 0) {
-            lbsd_reply_error(c, LB_E_INTERNAL, "getgroups: %s", strerror(errno));
+    if (user && !takes_user) {
+        lbsd_reply_error(c, LB_E_INVAL, "\"user\" is taken by write and fs_change only: a read, list or stat is "
+                         "the sandbox's root's");
+        return -1;
+    }
+    if (user) {
+        memset(&ids, 0, sizeof ids);
+        int rc = cJSON_IsString(user) ? lbsd_user_lookup(sb->root_fd, user->valuestring, &ids, msg, sizeof msg)
+                                      : LB_E_INVAL;
+        if (rc) {
+            lbsd_reply_error(c, rc, "%s", cJSON_IsString(user) ? msg : "\"user\" must be a user's name");
             return -1;
         }
-        fs_nsaved = n;
+        fs_owner_uid = ids.uid;
+        fs_owner_gid = ids.gid;
     }
-    gid_t g[LBSD_USER_GROUPS_MAX];
-    int ng = ids.ngroups < LBSD_USER_GROUPS_MAX ? ids.ngroups : LBSD_USER_GROUPS_MAX;
-    for (int i = 0; i < ng; i++)
-        g[i] = (gid_t)(sb->uid_root + ids.groups[i]);
-    uid_t hu = (uid_t)(sb->uid_root + ids.uid);
-    gid_t hg = (gid_t)(sb->uid_root + ids.gid);
-    fs_dropped = 1;
-    if (syscall(SYS_setgroups, (size_t)ng, g) != 0) {
-        int e = errno;
-        fs_leave();
-        lbsd_reply_error(c, LB_E_INTERNAL, "cannot take the user's groups: %s", strerror(e));
-        return -1;
+    fs_in_root = cJSON_IsTrue(ir);
+    return 0;
+}
+
+/* ---- links followed inside the sandbox's root (E2B's calls: "in_root") ----
+ * envd runs in the sandbox as root and follows symlinks; a link among a
+ * path's folders (/home/user/ln -> /tmp/real) is then walked as the
+ * sandbox sees it. Here each prefix of the path is opened again from the
+ * sandbox's root fd with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS):
+ * the kernel resolves an absolute link text or ".." against that fd as
+ * "/", so a link to "/", "/etc" or "/../../.." means the sandbox's own,
+ * never the host's, and /proc's magic links (/proc/1/root) are refused.
+ * Every folder so reached must still be on the overlay or a tmpfs of the
+ * sandbox (fs_allowed_fs, as the plain walk), so a link into /proc or
+ * /sys is refused. A folder made on the way is made in the folder the
+ * previous prefix resolved to (O_NOFOLLOW), then handed to its owner.
+ */
+
+/* openat2 from the sandbox's root; EAGAIN (a rename or mount raced the
+ * lookup: the kernel cannot vouch for "..") is tried again a few times. */
+static int fs_open_in_root(const lbsd_sandbox *sb, const char *rel, int flags)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (uint64_t)flags;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    for (int i = 0;; i++) {
+        int fd = (int)syscall(SYS_openat2, sb->root_fd, rel[0] ? rel : ".", &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN || i >= 8)
+            return fd;
     }
-    setfsgid(hg);
-    setfsuid(hu);
-    /* each returns the old id: asked again, they say whether it took */
-    if ((gid_t)setfsgid((gid_t)-1) != hg || (uid_t)setfsuid((uid_t)-1) != hu) {
-        fs_leave();
-        lbsd_reply_error(c, LB_E_INTERNAL, "cannot take the user's filesystem ids");
-        return -1;
-    }
-    return 1;
 }
 
 /* Opens the directory rel (cleaned, "" = root) under the sandbox root.
@@ -200,7 +191,7 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
         snprintf(msg, msgsz, "the sandbox root is not mounted");
         return -1;
     }
-    char comp[LB_NAME_MAX + 1];
+    char comp[LB_NAME_MAX + 1], prefix[LB_PATH_MAX + 1];
     const char *p = rel;
     int depth = 0;
     while (*p) {
@@ -214,9 +205,23 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
         }
         memcpy(comp, p, n);
         comp[n] = '\0';
-        /* as a user, O_PATH: passing through a folder takes only its search
-         * permission, as any path the user's own code opens */
-        int nfd = openat(fd, comp, (fs_dropped ? O_PATH : O_RDONLY) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int oflags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+        int nfd;
+        if (fs_in_root) {
+            /* the path so far, links in it followed inside the root */
+            size_t upto = (size_t)(p - rel) + n;
+            if (upto > LB_PATH_MAX) {
+                close(fd);
+                *st = LB_E_INVAL;
+                snprintf(msg, msgsz, "path too long");
+                return -1;
+            }
+            memcpy(prefix, rel, upto);
+            prefix[upto] = '\0';
+            nfd = fs_open_in_root(sb, prefix, oflags);
+        } else {
+            nfd = openat(fd, comp, oflags | O_NOFOLLOW);
+        }
         if (nfd < 0 && errno == ENOENT && mkdirs) {
             int made = mkdirat(fd, comp, 0755) == 0;
             if (!made && errno != EEXIST) {
@@ -227,6 +232,14 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
                 return -1;
             }
             nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            /* on the sandbox's own filesystems before it is handed over */
+            if (made && nfd >= 0 && !fs_allowed_fs(nfd)) {
+                close(nfd);
+                close(fd);
+                *st = LB_E_INVAL;
+                snprintf(msg, msgsz, "'%s' is on a special filesystem (proc, devpts ...)", comp);
+                return -1;
+            }
             if (made && nfd >= 0 && fs_give(sb, nfd) != 0) {
                 int e = errno;
                 close(nfd);
@@ -242,6 +255,9 @@ static int fs_open_dir(lbsd_sandbox *sb, const char *rel, int mkdirs, int *st, c
             if (e == ENOENT) {
                 *st = LB_E_NOTFOUND;
                 snprintf(msg, msgsz, "no such directory: '%s'", comp);
+            } else if ((e == ELOOP || e == ENOTDIR) && fs_in_root) {
+                *st = LB_E_INVAL;
+                snprintf(msg, msgsz, "'%s' is not a directory", comp);
             } else if (e == ELOOP || e == ENOTDIR) {
                 *st = LB_E_INVAL;
                 snprintf(msg, msgsz, "'%s' is not a directory (symlinks are not followed)", comp);
@@ -282,6 +298,16 @@ static int fs_open_parent(lbsd_sandbox *sb, const char *rel, int mkdirs, char *l
         snprintf(leaf, LB_NAME_MAX + 1, "%s", rel);
     }
     return fs_open_dir(sb, parent, mkdirs, st, msg, msgsz);
+}
+
+/* read's and write's answer for a directory: "isdir" (the web's LB_E_ISDIR) */
+static void fs_reply_isdir(lbsd_conn *c)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddFalseToObject(r, "ok");
+    cJSON_AddStringToObject(r, "error", "isdir");
+    cJSON_AddStringToObject(r, "message", "is a directory");
+    lbsd_reply(c, r, NULL, 0, 0);
 }
 
 static const char *fs_type_name(mode_t m)
@@ -418,16 +444,6 @@ static void fs_add_meta(cJSON *o, const lbsd_sandbox *sb, int dfd, const char *l
 }
 /* ---- end E2B's protocol ---- */
 
-static void fs_stat_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
-
-void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
-{
-    if (fs_enter(c, sb, req, NULL) < 0)
-        return;
-    fs_stat_as(c, sb, req);
-    fs_leave();
-}
-
 static void fs_stat_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char leaf[LB_NAME_MAX + 1], msg[512];
@@ -443,10 +459,6 @@ static void fs_stat_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         return;
     }
     int dfd = fs_open_parent(sb, req->path, 0, leaf, &st, msg, sizeof msg);
-    if (dfd < 0 && st == LB_E_DENIED) {
-        lbsd_reply_error(c, st, "%s", msg); /* a user's call through a folder it may not search */
-        return;
-    }
     cJSON *r = cJSON_CreateObject();
     if (dfd < 0) {
         /* a missing or non-directory parent means the path does not exist
@@ -458,12 +470,7 @@ static void fs_stat_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     }
     struct stat s;
     int sr = fstatat(dfd, leaf, &s, AT_SYMLINK_NOFOLLOW);
-    if (sr != 0 && errno == EACCES) {
-        cJSON_Delete(r);
-        close(dfd);
-        lbsd_reply_error(c, LB_E_DENIED, "cannot stat /%s: permission denied", req->path);
-        return;
-    } else if (sr != 0) {
+    if (sr != 0) {
         cJSON_AddStringToObject(r, "type", "missing");
         cJSON_AddNumberToObject(r, "size", 0);
     } else {
@@ -473,16 +480,6 @@ static void fs_stat_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     }
     close(dfd);
     lbsd_reply(c, r, NULL, 0, 0);
-}
-
-static void fs_read_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
-
-void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
-{
-    if (fs_enter(c, sb, req, NULL) < 0)
-        return;
-    fs_read_as(c, sb, req);
-    fs_leave();
 }
 
 static void fs_read_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
@@ -505,11 +502,7 @@ static void fs_read_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         goto out;
     }
     if (S_ISDIR(s.st_mode)) {
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddFalseToObject(r, "ok");
-        cJSON_AddStringToObject(r, "error", "isdir");
-        cJSON_AddStringToObject(r, "message", "is a directory");
-        lbsd_reply(c, r, NULL, 0, 0);
+        fs_reply_isdir(c);
         goto out;
     }
     if (!S_ISREG(s.st_mode)) {
@@ -520,10 +513,6 @@ static void fs_read_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
     /* O_NONBLOCK|O_NOCTTY: had the file been swapped for a fifo or a device
      * since the fstatat, opening it must not hang or grab a terminal */
     fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0 && errno == EACCES) {
-        lbsd_reply_error(c, LB_E_DENIED, "cannot open /%s: permission denied", req->path);
-        goto out;
-    }
     if (fd < 0 || fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || !fs_allowed_fs(fd)) {
         lbsd_reply_error(c, LB_E_INVAL, "/%s could not be opened as a regular file", req->path);
         goto out;
@@ -572,8 +561,7 @@ out:
 
 static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len);
 
-void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data,
-                   size_t len)
+static void fs_write_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len)
 {
     if (!fs_meta_req_ok(cJSON_GetObjectItemCaseSensitive(req->json, "meta"))) {
         lbsd_reply_error(c, LB_E_INVAL, "\"meta\" must be an object of at most %d keys of 1 to %d HTTP token "
@@ -581,16 +569,7 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
                          LBSB_META_KEY_MAX, LBSB_META_VALUE_MAX);
         return;
     }
-    /* as the user (fs_enter): what it may not write fails, what it makes
-     * is its own; root's is handed to the sandbox's root */
-    lbsd_user_ids ids;
-    if (fs_enter(c, sb, req, &ids) < 0)
-        return;
-    fs_owner_uid = ids.uid;
-    fs_owner_gid = ids.gid;
     fs_write_owned(c, sb, req, data, len);
-    fs_owner_uid = fs_owner_gid = 0;
-    fs_leave();
 }
 
 static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len)
@@ -610,21 +589,11 @@ static void fs_write_owned(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, 
             goto out;
         }
         if (S_ISDIR(s.st_mode)) {
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddFalseToObject(r, "ok");
-            cJSON_AddStringToObject(r, "error", "isdir");
-            cJSON_AddStringToObject(r, "message", "is a directory");
-            lbsd_reply(c, r, NULL, 0, 0);
+            fs_reply_isdir(c);
             goto out;
         }
         /* a symlink or special file in the way is replaced by the rename,
          * never written through */
-        /* a user's write over a file it may not write fails, as envd's
-         * open for writing does, though the rename in its folder would not */
-        if (fs_dropped && S_ISREG(s.st_mode) && faccessat(dfd, leaf, W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0) {
-            lbsd_reply_error(c, LB_E_DENIED, "cannot write /%s: permission denied", req->path);
-            goto out;
-        }
     }
     if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
         lbsd_reply_error(c, LB_E_INTERNAL, "no randomness");
@@ -776,25 +745,12 @@ static void fs_list_dir(fs_list *L, int dirfd, const char *prefix, int depth)
     free(names);
 }
 
-void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+static void fs_list_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     char msg[512];
     int st;
-    if (fs_enter(c, sb, req, NULL) < 0)
-        return;
     int dfd = fs_open_dir(sb, req->path, 0, &st, msg, sizeof msg);
-    if (dfd >= 0 && fs_dropped) {
-        /* the walk's O_PATH fd: opened again to read, with the user's read
-         * permission checked */
-        int rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int e = errno;
-        close(dfd);
-        dfd = rd;
-        st = fs_errno_status(e);
-        snprintf(msg, sizeof msg, "cannot list /%.400s: %s", req->path, strerror(e));
-    }
     if (dfd < 0) {
-        fs_leave();
         lbsd_reply_error(c, st, "%s", msg);
         return;
     }
@@ -804,28 +760,26 @@ void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         cJSON_Delete(r);
         cJSON_Delete(L.arr);
         close(dfd);
-        fs_leave();
         lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
         return;
     }
     fs_list_dir(&L, dfd, "", 1);
     close(dfd);
-    fs_leave();
     cJSON_AddItemToObject(r, "entries", L.arr);
     cJSON_AddBoolToObject(r, "truncated", L.truncated);
     lbsd_reply(c, r, NULL, 0, 0);
 }
 
 /* ---- E2B's makeDir, rename and remove -------------------------------------
- * The same walk as above (no symlink followed, only the sandbox's overlay
- * and tmpfs), as the request's user when it names one (fs_enter), so the
- * kernel refuses what the user may not do: no shell and no setpriv in the
- * image needed. What is not done here the web may run through the
- * sandbox's shell as root (a root call only): a rename across filesystems
- * or of a directory of the image's layers (overlayfs answers EXDEV; a
- * user's file is copied: fs_move_copy), a symlinked folder on the way, a
- * remove that meets another filesystem mounted in the tree, and one of
- * more than LBSD_FS_RM_MAX entries. */
+ * The same walk as above (only the sandbox's overlay and tmpfs; symlinked
+ * folders followed inside the sandbox's root with "in_root", else
+ * refused), as the sandbox's root, the folders mkdir makes handed to the
+ * request's user (fs_enter): no shell and no tool of the image needed.
+ * What is not done here the web may run through the sandbox's shell as
+ * root: a rename across filesystems or of a directory of the image's
+ * layers (overlayfs answers EXDEV), a remove that meets another
+ * filesystem mounted in the tree, and one of more than LBSD_FS_RM_MAX
+ * entries. */
 #define LBSD_FS_RM_MAX 100000   /* entries one remove walks: the loop serves every sandbox */
 #define LBSD_FS_RM_DEPTH 128    /* directories deep (one fd each while walked) */
 
@@ -904,79 +858,10 @@ static int fs_errmsg(char *msg, size_t msgsz, int e)
     return fs_errno_status(e);
 }
 
-/* mv's way across filesystems (the overlay and /tmp) for a user's regular
- * file: copied beside dest as the user (the copy is the user's), its mode
- * and times kept, put in place, then the source unlinked. Root's is mv in
- * the sandbox's shell (the web), as the sandbox's root. Whether the caller may
- * unlink the source is asked before anything is made, so a refused move
- * changes nothing. LB_OK or a status with msg filled. */
-#define LBSD_FS_MOVE_COPY_MAX (1024ull << 20) /* bytes one move copies on the loop */
-static int fs_move_copy(int sfd, const char *leaf, int tfd, const char *dleaf, char *msg, size_t msgsz)
-{
-    struct stat s, ds;
-    char tmp[LB_NAME_MAX + 64], rnd[17];
-    if (fstatat(sfd, leaf, &s, AT_SYMLINK_NOFOLLOW) != 0 || fstat(sfd, &ds) != 0) {
-        return fs_errmsg(msg, msgsz, errno);
-    }
-    if (!S_ISREG(s.st_mode) || (unsigned long long)s.st_size > LBSD_FS_MOVE_COPY_MAX) {
-        snprintf(msg, msgsz, "only a file of at most 1 GiB moves to another filesystem of the sandbox here");
-        return LB_E_INVAL;
-    }
-    uid_t me = (uid_t)setfsuid((uid_t)-1);
-    int sticky_refused = fs_dropped && (ds.st_mode & S_ISVTX) && s.st_uid != me && ds.st_uid != me;
-    if (sticky_refused || (fs_dropped && faccessat(sfd, ".", W_OK | X_OK, AT_EACCESS) != 0)) {
-        snprintf(msg, msgsz, "permission denied");
-        return LB_E_DENIED;
-    }
-    int in = openat(sfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (in < 0) {
-        return fs_errmsg(msg, msgsz, errno);
-    }
-    if (lb_random_hex(rnd, sizeof rnd, 8) != LB_OK) {
-        close(in);
-        snprintf(msg, msgsz, "no randomness");
-        return LB_E_INTERNAL;
-    }
-    snprintf(tmp, sizeof tmp, ".%.200s.lbsd-%s", dleaf, rnd);
-    int out = openat(tfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int rc = out < 0 ? fs_errmsg(msg, msgsz, errno) : LB_OK;
-    char buf[65536];
-    while (rc == LB_OK) {
-        ssize_t n = read(in, buf, sizeof buf);
-        if (n == 0)
-            break;
-        if (n < 0 || lb_write_all(out, buf, (size_t)n) != LB_OK) {
-            rc = fs_errmsg(msg, msgsz, errno);
-        }
-    }
-    struct timespec ts[2] = {s.st_atim, s.st_mtim};
-    /* owner first: chown would clear mode bits set before it; a user's copy is its own */
-    if (rc == LB_OK && (fchmod(out, s.st_mode & 0777) != 0 || futimens(out, ts) != 0)) {
-        rc = fs_errmsg(msg, msgsz, errno);
-    }
-    close(in);
-    if (out >= 0)
-        close(out);
-    if (rc == LB_OK && renameat(tfd, tmp, tfd, dleaf) != 0) {
-        rc = fs_errmsg(msg, msgsz, errno);
-    }
-    if (rc != LB_OK) {
-        if (out >= 0)
-            unlinkat(tfd, tmp, 0);
-        return rc;
-    }
-    if (unlinkat(sfd, leaf, 0) != 0) {
-        int e = errno;
-        snprintf(msg, msgsz, "copied, but the source stays: %s", strerror(e));
-        return fs_errno_status(e);
-    }
-    return LB_OK;
-}
-
 static void fs_change_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *action,
                          const char *dest);
 
-void lbsd_fs_change(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+static void fs_change_req(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
 {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(req->json, "action");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(req->json, "dest");
@@ -997,16 +882,7 @@ void lbsd_fs_change(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
         lbsd_reply_error(c, LB_E_INVAL, "not on the sandbox's root directory");
         return;
     }
-    /* as the user (fs_enter): the kernel checks each step as the user's own;
-     * the folders mkdir makes are the user's, root's go to the sandbox's root */
-    lbsd_user_ids ids;
-    if (fs_enter(c, sb, req, &ids) < 0)
-        return;
-    fs_owner_uid = ids.uid;
-    fs_owner_gid = ids.gid;
     fs_change_as(c, sb, req, action, dest);
-    fs_owner_uid = fs_owner_gid = 0;
-    fs_leave();
 }
 
 static void fs_change_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *action,
@@ -1049,18 +925,58 @@ static void fs_change_as(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, co
         lbsd_reply_error(c, st, "cannot move /%.400s to /%.400s: %s", req->path, dest, msg);
         return;
     }
-    int rc = renameat(dfd, leaf, tfd, dleaf);
-    int e = errno;
-    if (rc != 0 && e == EXDEV && !fs_dropped) /* root's: mv in the sandbox's shell (the web) */
-        rc = fs_errmsg(msg, sizeof msg, e);
-    else if (rc != 0 && e == EXDEV)
-        rc = fs_move_copy(dfd, leaf, tfd, dleaf, msg, sizeof msg);
-    else if (rc != 0)
-        rc = fs_errmsg(msg, sizeof msg, e);
+    /* across filesystems (EXDEV): LB_E_INVAL, and the web runs mv in the
+     * sandbox's shell as its root */
+    int rc = renameat(dfd, leaf, tfd, dleaf) != 0 ? fs_errmsg(msg, sizeof msg, errno) : 0;
     close(dfd);
     close(tfd);
     if (rc != 0)
         lbsd_reply_error(c, rc, "cannot move /%.400s to /%.400s: %s", req->path, dest, msg);
     else
         lbsd_reply(c, cJSON_CreateObject(), NULL, 0, 0);
+}
+
+/* ---- the requests: each between fs_enter and fs_leave ---- */
+typedef enum { FS_READ, FS_WRITE, FS_LIST, FS_STAT, FS_CHANGE } fs_op;
+
+/* Serves one file request: its "in_root" and (write, fs_change: what they
+ * make is the named user's, root's the sandbox's root's) its "user" taken
+ * for the call, put back after. */
+static void fs_serve(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, fs_op op, const char *data, size_t len)
+{
+    if (fs_enter(c, sb, req, op == FS_WRITE || op == FS_CHANGE) < 0)
+        return;
+    switch (op) {
+    case FS_READ: fs_read_as(c, sb, req); break;
+    case FS_WRITE: fs_write_as(c, sb, req, data, len); break;
+    case FS_LIST: fs_list_as(c, sb, req); break;
+    case FS_STAT: fs_stat_as(c, sb, req); break;
+    case FS_CHANGE: fs_change_req(c, sb, req); break;
+    }
+    fs_leave();
+}
+
+void lbsd_fs_read(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    fs_serve(c, sb, req, FS_READ, NULL, 0);
+}
+
+void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const char *data, size_t len)
+{
+    fs_serve(c, sb, req, FS_WRITE, data, len);
+}
+
+void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    fs_serve(c, sb, req, FS_LIST, NULL, 0);
+}
+
+void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    fs_serve(c, sb, req, FS_STAT, NULL, 0);
+}
+
+void lbsd_fs_change(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req)
+{
+    fs_serve(c, sb, req, FS_CHANGE, NULL, 0);
 }

@@ -17,7 +17,8 @@ void lbsd_fs_write(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req, const ch
 void lbsd_fs_list(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 void lbsd_fs_stat(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 /* E2B's makeDir (mkdir -p), rename (mv -T, one filesystem) and remove
- * (rm -rf), as the request's "user" when it names one. */
+ * (rm -rf), as the sandbox's root, what mkdir makes the request's "user"'s
+ * when it names one. */
 void lbsd_fs_change(lbsd_conn *c, lbsd_sandbox *sb, const lbsd_req *req);
 
 /* E2B's file metadata: the next user.e2b.<key> name with a well-formed key

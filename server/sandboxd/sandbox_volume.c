@@ -36,6 +36,12 @@ static lbvol_store *lbsd_vol_store(const lb_config *cfg, char *msg, size_t msgsz
     return &g_store;
 }
 
+int lbsd_volume_store_ready(const lb_config *cfg)
+{
+    char msg[512];
+    return lbsd_vol_store(cfg, msg, sizeof msg) != NULL;
+}
+
 static const char *lbsd_vol_str(const lbsd_req *req, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(req->json, key);

@@ -21,6 +21,10 @@
 /* volume {action: create|list|get|delete|stat|list_dir|mkdir|read|write|
  * remove|chmeta, ...} (include/llmbox/sandbox.h), answered on c. */
 void lbsd_volume_request(lbsd_conn *c, const lb_config *cfg, const lbsd_req *req, const char *data, size_t dlen);
+/* Opens the store now, on the loop's thread, when it is not open yet (a
+ * volume request on a worker, volume_jobs.h, then never opens it): 1 when
+ * open, 0 when it cannot be (the request itself says why). */
+int lbsd_volume_store_ready(const lb_config *cfg);
 /* volume_mount {id, volume, path}: the volume's data/ bound read-write at
  * path inside sandbox sb (made when missing; never through a link), through
  * an idmapped mount of sb's ids. */

@@ -32,6 +32,7 @@
 #include "sandboxd/seccomp.h"
 #include "sandboxd/uidslot.h"
 #include "sandboxd/workers.h"
+#include "sandboxd/volume_jobs.h"
 
 #include "common/log.h"
 #include "common/status.h"
@@ -429,6 +430,11 @@ static void lbsd_jobs_collect(void)
             c = c->next;
         if (c)
             c->creating = 0;
+        if (lbsd_volume_job_is(j)) { /* E2B's volumes: volume_jobs.h */
+            lbsd_volume_job_done(j, c);
+            lbsd_job_free(j);
+            continue;
+        }
         /* follow-ups: a save is answered here; a restore ends as the create it is */
         if (j->kind == LBSD_JOB_STATE && !lbsd_state_job_done(j, c && !c->dead ? c : NULL)) {
             lbsd_job_free(j);
@@ -607,7 +613,7 @@ static void h_image_job(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const cha
 /* E2B's volumes (sandbox_volume.c) */
 static void h_volume(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
 {
-    lbsd_volume_request(c, g_cfg, req, data, dlen);
+    lbsd_volume_submit(c, g_cfg, req, data, dlen); /* on a worker: volume_jobs.h */
 }
 
 static void h_volume_mount(lbsd_conn *c, lbsd_sandbox *sb, lbsd_req *req, const char *data, size_t dlen)
@@ -787,6 +793,17 @@ static void lbsd_conn_close(lbsd_conn *c)
     free(c);
 }
 
+static char *g_frame; /* the frame being dispatched (lbsd_frame_take) */
+
+char *lbsd_frame_take(const char *data)
+{
+    if (!data || data != g_frame)
+        return NULL;
+    char *f = g_frame;
+    g_frame = NULL;
+    return f;
+}
+
 static void lbsd_on_readable(lbsd_conn *c)
 {
     char *buf = malloc(LBSD_CONN_READ_MAX);
@@ -827,8 +844,10 @@ static void lbsd_on_readable(lbsd_conn *c)
             }
             if (fr == 1) {
                 g_last_req_ms = lb_mono_ms();
+                g_frame = frame;
                 lbsd_on_frame(c, frame, flen);
-                free(frame);
+                free(g_frame); /* NULL when a handler took it (lbsd_frame_take) */
+                g_frame = NULL;
             }
         }
     }

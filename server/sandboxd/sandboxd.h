@@ -13,4 +13,10 @@
  * the limits, defaults and paths. Returns the exit status. */
 LB_MUST_CHECK int lbsd_serve(const lb_config *cfg, int lfd);
 
+/* The frame being dispatched, when data is it (a request's data frame, as
+ * its handler was given it): the caller owns it now (free), the loop no
+ * longer frees it; NULL otherwise. A handler that hands a large write to a
+ * worker (volume_jobs.c) takes it rather than copy it on the loop. */
+char *lbsd_frame_take(const char *data);
+
 #endif

@@ -162,6 +162,55 @@ def t_keys(stack):
             api(stack, "DELETE", "/e2b/sandboxes/" + s["sandboxID"])
 
 
+def t_metrics_many(stack):
+    """E2B's GET /sandboxes/metrics?sandbox_ids=a,b: {"sandboxes": {id: the
+    newest SandboxMetric}} of the listed running sandboxes the key sees (a
+    user's key: its own; another's, an unknown or a killed one left out);
+    more than 100 ids, a malformed id or none: 400 with E2B's words."""
+    fields = {"timestamp", "timestampUnix", "cpuCount", "cpuUsedPct", "memUsed", "memTotal", "memCache", "diskUsed",
+              "diskTotal"}
+    a, b = create(stack), create(stack)
+    st, _, data = api(stack, "POST", "/e2b/v2/sandboxes", {}, key=USERS["alice"])
+    assert st == 201, (st, data)
+    c = json.loads(data)
+    ids = [x["sandboxID"] for x in (a, b, c)]
+    unknown = "0" * 32
+
+    def many(id_list, key=TOKEN):
+        st, _, data = api(stack, "GET", "/e2b/sandboxes/metrics?sandbox_ids=" + ",".join(id_list), key=key)
+        return st, json.loads(data) if data else None
+    try:
+        st, o = many(ids + [unknown, ids[0]])
+        assert st == 200 and sorted(o["sandboxes"]) == sorted(ids), (st, o)
+        for sid, m in o["sandboxes"].items():
+            assert set(m) == fields and m["cpuCount"] >= 1 and m["memTotal"] > 0 and m["diskTotal"] > 0, (sid, m)
+            assert isinstance(m["timestampUnix"], int) and abs(m["timestampUnix"] - time.time()) < 900, (sid, m)
+        st, o = many(ids, key=USERS["alice"])
+        assert st == 200 and list(o["sandboxes"]) == [c["sandboxID"]], ("a user's key: its own only", st, o)
+        st, o = many(ids, key=USERS["bob"])
+        assert st == 200 and o == {"sandboxes": {}}, ("another user's are as absent", st, o)
+        api(stack, "DELETE", "/e2b/sandboxes/" + b["sandboxID"])
+        st, o = many(ids)
+        assert st == 200 and sorted(o["sandboxes"]) == sorted([ids[0], ids[2]]), ("a killed one left out", st, o)
+        hundred = ["%032x" % i for i in range(1, 101)]
+        st, o = many(hundred)
+        assert st == 200 and o == {"sandboxes": {}}, (st, o)
+        for bad, want in [(hundred + [ids[0]], "maximum is 100"), (["x"], "Invalid sandbox ID"),
+                          ([ids[0], ""], "Invalid sandbox ID"), ([], "required")]:
+            st, o = many(bad)
+            assert st == 400 and want in o["message"], (bad[-1:], st, o)
+        st, _, data = api(stack, "GET", "/e2b/sandboxes/metrics")
+        assert st == 400 and "required" in json.loads(data)["message"], (st, data)
+        st, _, data = api(stack, "POST", "/e2b/sandboxes/metrics?sandbox_ids=" + ids[0], {})
+        assert st == 405, (st, data)
+        st, _, data = api(stack, "GET", "/e2b/sandboxes/metrics?sandbox_ids=" + ids[0], key="wrong")
+        assert st == 401, (st, data)
+    finally:
+        for x in (a, b):
+            api(stack, "DELETE", "/e2b/sandboxes/" + x["sandboxID"])
+        api(stack, "DELETE", "/e2b/sandboxes/" + c["sandboxID"], key=USERS["alice"])
+
+
 def t_users_raw(stack):
     """The sandbox API with users' bearer tokens: each reaches its own; another
     user's id answers exactly what an unknown id answers; E2B's 429 shape."""
@@ -696,6 +745,7 @@ def main():
         r.run("sdk_file_metadata", t_sdk, st, "sdk_file_metadata.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
         r.run("sdk_user_perms", t_sdk, st, "sdk_user_perms.mjs")
+        r.run("sdk_links", t_sdk, st, "sdk_links.mjs")
         r.run("sdk_parity", t_sdk, st, "sdk_parity.mjs")
         r.run("sdk_base_user", t_sdk, st, "sdk_base_user.mjs")
         r.run("sdk_users", t_sdk, st, "sdk_users.mjs")
@@ -703,6 +753,7 @@ def main():
         r.run("sdk_fork", t_sdk, st, "sdk_fork.mjs")
         r.run("sdk_upstream_parity", t_sdk, st, "sdk_upstream_parity.mjs")
         r.run("users_raw", t_users_raw, st)
+        r.run("metrics_many", t_metrics_many, st)
         r.run("gzip_files_raw", t_gzip_raw, st)
         r.run("signed_urls_raw", t_signed_raw, st)
         r.run("readme_example_unchanged", t_readme_example, st)
