@@ -5,8 +5,29 @@
 #ifndef LB_E2B_NETWORK_H
 #define LB_E2B_NETWORK_H
 
+#include "common/status.h"
 #include "sbxapi/sandbox_registry.h"
 #include "web/request.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+/* E2B's allow_internet_access (inet) and network object (net: allowOut,
+ * denyOut, egressProxy, rules; either may be NULL) as an llmbox policy of
+ * rules with "precedence": "allow" into *out (the caller frees it). When
+ * neither list is given, *fallback (when not NULL; the caller frees it)
+ * gets the policy to use where the ceiling refuses *out: a gateway that
+ * allows nothing yet. LB_OK; LB_E_INVAL with a sentence in
+ * err; LB_E_NOMEM. */
+LB_MUST_CHECK int lb_e2b_network_map(const cJSON *inet, const cJSON *net, cJSON **out, cJSON **fallback, char *err,
+                                     size_t errsz);
+
+/* E2B's network.maskRequestHost (v: NULL, null or a string) checked into
+ * out ("" when not given): HOST or HOST:PORT of letters, digits, '.',
+ * '-', '_', with ${PORT} (the port the request is for) anywhere, under
+ * LB_SBX_MASK_HOST_MAX bytes; so no CR, LF, space or other byte that would
+ * break a header line. LB_OK, or LB_E_INVAL with a sentence in err. */
+LB_MUST_CHECK int lb_e2b_mask_host_check(const cJSON *v, char *out, size_t outsz, char *err, size_t errsz);
 
 /* Answers PUT /sandboxes/{id}/network for the API sandbox s (found and
  * held by the caller): 204 once the gateway applies the new rules; 400

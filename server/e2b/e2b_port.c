@@ -112,8 +112,27 @@ static int lb_port_write(lb_req *r, int fd, const char *p, size_t n, int64_t dea
     return LB_OK;
 }
 
-/* The request's head: the FastCGI params HTTP_* back into headers. */
-static int lb_port_head(lb_req *r, const char *target, lb_buf *b)
+/* E2B's maskRequestHost: the Host a relayed request carries instead of
+ * the client's, each "${PORT}" in mask replaced by port, into out (the
+ * mask was checked at create: e2b_network.h; the result is no longer). */
+static void lb_port_mask(const char *mask, int port, char *out, size_t outsz)
+{
+    size_t o = 0;
+    for (const char *q = mask; *q && o + 1 < outsz;) {
+        if (!strncmp(q, "${PORT}", 7)) {
+            int k = snprintf(out + o, outsz - o, "%d", port);
+            o = k < 0 || (size_t)k >= outsz - o ? outsz - 1 : o + (size_t)k;
+            q += 7;
+        } else {
+            out[o++] = *q++;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* The request's head: the FastCGI params HTTP_* back into headers; host,
+ * when not "", replaces the client's Host (maskRequestHost). */
+static int lb_port_head(lb_req *r, const char *target, const char *host, lb_buf *b)
 {
     const char *m = lb_http_param(r, "REQUEST_METHOD");
     int rc = lb_buf_printf(b, "%s %s%s%s HTTP/1.0\r\n", m ? m : r->method, target, r->query[0] ? "?" : "", r->query);
@@ -130,10 +149,12 @@ static int lb_port_head(lb_req *r, const char *target, lb_buf *b)
             name[i] = ch == '_' ? '-' : (i == 0 || kv[4 + i] == '_') ? ch : (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
         }
         name[n] = '\0';
-        if (lb_port_skip(name, n) || strpbrk(eq + 1, "\r\n"))
+        if (lb_port_skip(name, n) || strpbrk(eq + 1, "\r\n") || (host[0] && !strcasecmp(name, "host")))
             continue;
         rc = lb_buf_printf(b, "%s: %s\r\n", name, eq + 1);
     }
+    if (!rc && host[0])
+        rc = lb_buf_printf(b, "Host: %s\r\n", host);
     const char *ct = lb_http_param(r, "CONTENT_TYPE"), *cl = lb_http_param(r, "CONTENT_LENGTH");
     if (!rc && ct && ct[0] && !strpbrk(ct, "\r\n"))
         rc = lb_buf_printf(b, "Content-Type: %s\r\n", ct);
@@ -340,7 +361,11 @@ void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
         goto out;
     }
     const char *target = r->path + strlen("/e2b/sandbox");
-    rc = lb_port_head(r, target[0] ? target : "/", &head);
+    char mask[LB_SBX_MASK_HOST_MAX], host[LB_SBX_MASK_HOST_MAX] = "";
+    lb_sbx_mask_host_of(s, mask, sizeof mask);
+    if (mask[0])
+        lb_port_mask(mask, port, host, sizeof host);
+    rc = lb_port_head(r, target[0] ? target : "/", host, &head);
     if (rc) {
         lb_port_fail(r, 431, "The request's headers are too large to relay.");
         goto out;
