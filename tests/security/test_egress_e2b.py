@@ -43,6 +43,7 @@ def inner():
     # a gateway that allows nothing yet)
     runs = [("*", ["sdk_network.mjs", "sdk_network_rules.mjs"]),
             ("allowed.test later.test", ["sdk_network_narrow.mjs"])]
+    failed = []
     for ceiling, scripts in runs:
         env = {"LLMBOX_NETWORK_EGRESS_MAX": ceiling, "LLMBOX_SANDBOX_API_TOKEN": tok,
                "LLMBOX_E2B_DOMAIN": "e2b.test"}
@@ -56,8 +57,10 @@ def inner():
                 sys.stdout.write(p.stdout)
                 if p.returncode:
                     sys.stdout.write(p.stderr[-3000:])
-                    print("FAIL security/test_egress_e2b: %s exited %d" % (script, p.returncode))
-                    return 1
+                    failed.append("%s exited %d" % (script, p.returncode))
+    if failed:
+        print("FAIL security/test_egress_e2b: " + ", ".join(failed))
+        return 1
     print("PASS security/test_egress_e2b")
     return 0
 
