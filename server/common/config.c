@@ -460,6 +460,7 @@ static const lb_cfg_key lb_keys[] = {
     KEY_INT("e2b_port_max", "LLMBOX_E2B_PORT_MAX", e2b_port_max, 0, 0, 256),
     KEY_INT("e2b_port_max_per_sandbox", "LLMBOX_E2B_PORT_MAX_PER_SANDBOX", e2b_port_max_per_sandbox, 8, 1, 256),
     KEY_INT("e2b_port_head_s", "LLMBOX_E2B_PORT_HEAD_S", e2b_port_head_s, 30, 1, 3600),
+    KEY_INT("e2b_ports_public", "LLMBOX_E2B_PORTS_PUBLIC", e2b_ports_public, 0, 0, 1),
     KEY_INT("volume_max_per_owner", "LLMBOX_VOLUME_MAX_PER_OWNER", volume_max_per_owner, 8, 1, 1024),
     KEY_MIB("volume_max_mb_per_owner", "LLMBOX_VOLUME_MAX_MB_PER_OWNER", volume_max_bytes_per_owner, 1024, 1, 1 << 20),
     KEY_INT("llm_timeout_s", "LLMBOX_LLM_TIMEOUT_S", llm_timeout_s, 600, 1, 86400),

@@ -302,6 +302,8 @@ typedef struct lb_config {
                                         per sandbox (429 past it) */
     int e2b_port_head_s;             /* e2b_port_head_s | LLMBOX_E2B_PORT_HEAD_S, default 30: a relayed request's whole
                                         sending and its answer's head, at most (then 504) */
+    int e2b_ports_public;            /* e2b_ports_public | LLMBOX_E2B_PORTS_PUBLIC, default 0: 1 serves E2B sandboxes'
+                                        ports without the traffic token unless created with allowPublicTraffic false */
     int volume_max_per_owner;        /* volume_max_per_owner | LLMBOX_VOLUME_MAX_PER_OWNER, default 8: E2B volumes one
                                         key (a user's, or the shared token) holds on a node (sandboxd checks) */
     uint64_t volume_max_bytes_per_owner; /* volume_max_mb_per_owner | LLMBOX_VOLUME_MAX_MB_PER_OWNER, default 1024: the

@@ -214,7 +214,8 @@ static void lb_e2b_create(lb_req *r)
         goto out;
     }
     /* network.allowPublicTraffic: E2B's ports are public unless false;
-     * llmbox's need the traffic token unless the caller says true */
+     * llmbox's need the traffic token unless the caller says true (or the
+     * operator's e2b_ports_public makes E2B's default this service's) */
     const cJSON *netb = cJSON_GetObjectItemCaseSensitive(body, "network");
     const cJSON *pub = cJSON_IsObject(netb) ? cJSON_GetObjectItemCaseSensitive(netb, "allowPublicTraffic") : NULL;
     if (pub && !cJSON_IsNull(pub) && !cJSON_IsBool(pub)) {
@@ -328,7 +329,8 @@ static void lb_e2b_create(lb_req *r)
         if (auto_resume)
             lb_sbx_set_auto_resume(s);
     }
-    if (cJSON_IsTrue(pub))
+    /* the operator's e2b_ports_public: E2B's default (public unless false) */
+    if (cJSON_IsTrue(pub) || (cfg->e2b_ports_public && !cJSON_IsFalse(pub)))
         lb_sbx_set_public_ports(s);
     if (mask[0])
         lb_sbx_set_mask_host(s, mask);

@@ -40,13 +40,13 @@ def inner():
         return 0
     tok = "egress-e2b-" + os.urandom(12).hex()
     # sdk_network_narrow.mjs: a ceiling without "*" (E2B's default is then
-    # a gateway that allows nothing yet)
+    # a gateway that allows nothing yet), and e2b_ports_public on
     runs = [("*", ["sdk_network.mjs", "sdk_network_rules.mjs"]),
             ("allowed.test later.test", ["sdk_network_narrow.mjs"])]
     failed = []
     for ceiling, scripts in runs:
         env = {"LLMBOX_NETWORK_EGRESS_MAX": ceiling, "LLMBOX_SANDBOX_API_TOKEN": tok,
-               "LLMBOX_E2B_DOMAIN": "e2b.test"}
+               "LLMBOX_E2B_DOMAIN": "e2b.test", "LLMBOX_E2B_PORTS_PUBLIC": "0" if ceiling == "*" else "1"}
         with Stack(model=False, env=env, web_env=env) as st:
             senv = dict(os.environ, E2B_API_URL="http://127.0.0.1:%d/e2b" % st.port,
                         E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % st.port, E2B_API_KEY=tok,
