@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/netpolicy.h"
+#include "common/util.h"
 #include "e2b/e2b_connect.h"
 #include "sbxapi/handlers_sandbox_network.h"
 #include "web/http.h"
@@ -141,13 +142,31 @@ int lb_e2b_mask_host_check(const cJSON *v, char *out, size_t outsz, char *err, s
             return LB_E_INVAL;
         }
     }
-    if ((colon && (!portlen || portlen > 5)) || !hostlen) {
-        snprintf(err, errsz, "network.maskRequestHost \"%.80s\": the port after ':' must be 1 to 5 digits or "
-                             "${PORT}.", m);
+    const char *pt = colon ? strchr(m, ':') + 1 : NULL;
+    long long pn = 0;
+    if ((pt && strcmp(pt, "${PORT}") && (portlen > 5 || strstr(pt, "${PORT}") || lb_parse_ll(pt, 1, 65535, &pn)))
+        || !hostlen) {
+        snprintf(err, errsz, "network.maskRequestHost \"%.80s\": the port after ':' must be a number from 1 to "
+                             "65535 or ${PORT}.", m);
         return LB_E_INVAL;
     }
     memcpy(out, m, n + 1);
     return LB_OK;
+}
+
+void lb_e2b_mask_host_apply(const char *mask, int port, char *out, size_t outsz)
+{
+    size_t o = 0;
+    for (const char *q = mask; *q && o + 1 < outsz;) {
+        if (!strncmp(q, "${PORT}", 7)) {
+            int k = snprintf(out + o, outsz - o, "%d", port);
+            o = k < 0 || (size_t)k >= outsz - o ? outsz - 1 : o + (size_t)k;
+            q += 7;
+        } else {
+            out[o++] = *q++;
+        }
+    }
+    out[o] = '\0';
 }
 
 void lb_e2b_network_put(lb_req *r, lb_sbx *s)

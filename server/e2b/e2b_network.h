@@ -29,6 +29,11 @@ LB_MUST_CHECK int lb_e2b_network_map(const cJSON *inet, const cJSON *net, cJSON 
  * break a header line. LB_OK, or LB_E_INVAL with a sentence in err. */
 LB_MUST_CHECK int lb_e2b_mask_host_check(const cJSON *v, char *out, size_t outsz, char *err, size_t errsz);
 
+/* The Host a request relayed to port carries for a checked mask: each
+ * "${PORT}" replaced by port (1-65535: never longer than the mask), into
+ * out (cut at outsz). */
+void lb_e2b_mask_host_apply(const char *mask, int port, char *out, size_t outsz);
+
 /* Answers PUT /sandboxes/{id}/network for the API sandbox s (found and
  * held by the caller): 204 once the gateway applies the new rules; 400
  * (a body that is not E2B's shape, a field llmbox does not have, or a

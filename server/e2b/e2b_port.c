@@ -22,6 +22,7 @@
 
 #include "web/access.h"
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_network.h"
 #include "web/http.h"
 #include "web/work_slots.h"
 
@@ -110,24 +111,6 @@ static int lb_port_write(lb_req *r, int fd, const char *p, size_t n, int64_t dea
         n -= (size_t)w;
     }
     return LB_OK;
-}
-
-/* E2B's maskRequestHost: the Host a relayed request carries instead of
- * the client's, each "${PORT}" in mask replaced by port, into out (the
- * mask was checked at create: e2b_network.h; the result is no longer). */
-static void lb_port_mask(const char *mask, int port, char *out, size_t outsz)
-{
-    size_t o = 0;
-    for (const char *q = mask; *q && o + 1 < outsz;) {
-        if (!strncmp(q, "${PORT}", 7)) {
-            int k = snprintf(out + o, outsz - o, "%d", port);
-            o = k < 0 || (size_t)k >= outsz - o ? outsz - 1 : o + (size_t)k;
-            q += 7;
-        } else {
-            out[o++] = *q++;
-        }
-    }
-    out[o] = '\0';
 }
 
 /* The request's head: the FastCGI params HTTP_* back into headers; host,
@@ -364,7 +347,7 @@ void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
     char mask[LB_SBX_MASK_HOST_MAX], host[LB_SBX_MASK_HOST_MAX] = "";
     lb_sbx_mask_host_of(s, mask, sizeof mask);
     if (mask[0])
-        lb_port_mask(mask, port, host, sizeof host);
+        lb_e2b_mask_host_apply(mask, port, host, sizeof host);
     rc = lb_port_head(r, target[0] ? target : "/", host, &head);
     if (rc) {
         lb_port_fail(r, 431, "The request's headers are too large to relay.");
