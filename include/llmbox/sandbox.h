@@ -280,6 +280,8 @@ typedef struct lbsb_spec {
     int lease_s;                /* 0: dies with the connection; else outlives it (renew, adopt) */
     const char *restore;        /* NULL: a fresh sandbox; else a saved state's name (lbsb_save):
                                  * the sandbox starts with its files, cwd and environment */
+    const char *net_values;     /* NULL, or with a policy: the values of its transform secrets (names
+                                 * "e2b.*") as JSON [{name, hosts, header, value}], for its gateway only */
 } lbsb_spec;
 
 /* One saved state of lbsb_state_list. */

@@ -37,6 +37,10 @@
 #define LB_NETPOL_WORD_MAX 272     /* one rule as written: a name, '*.', ':' and a port */
 #define LB_NETPOL_SECRETS_MAX 16   /* secrets a policy names, or a ceiling lists (secret:NAME) */
 #define LB_NETPOL_SECRET_NAME 64   /* a secret's name: 1 to 63 of [A-Za-z0-9._-] */
+/* A secret whose name starts so is a transform (E2B's network.rules): its
+ * value is the client's, handed with the create (lbsb_spec.net_values),
+ * not an operator's section; the ceiling holds its host, not its name. */
+#define LB_NETPOL_TRANSFORM_PREFIX "e2b."
 #define LB_NETPOL_BANDWIDTH_MAX 2000000000LL /* bytes per second a policy may ask for */
 #define LB_NETPOL_MAX_BYTES_MAX (1LL << 50) /* bytes a policy's "max_bytes" may ask for */
 

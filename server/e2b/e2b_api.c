@@ -253,10 +253,19 @@ static void lb_e2b_create(lb_req *r)
     }
     /* E2B's network options: e2b_network.h */
     cJSON *net = NULL, *net_fb = NULL;
+    char *net_values = NULL; /* transforms' values: only ever in sp.net_values, for sandboxd */
     int nrc = lb_e2b_network_map(cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access"), netb, &net,
-                                 &net_fb, msg, sizeof msg);
+                                 &net_fb, &net_values, msg, sizeof msg);
+    if (nrc == LB_OK && net_values)
+        nrc = lb_e2b_transforms_admit(net_values, cfg->network_egress_max,
+                                      r->user ? r->user->network_egress_max : NULL, msg, sizeof msg);
     if (nrc != LB_OK) {
-        lb_e2b_error(r, nrc == LB_E_NOMEM ? 500 : 400, "%s", msg);
+        if (net_values)
+            memset(net_values, 0, strlen(net_values));
+        free(net_values);
+        cJSON_Delete(net);
+        cJSON_Delete(net_fb);
+        lb_e2b_error(r, nrc == LB_E_NOMEM ? 500 : nrc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;
     }
     cJSON_AddItemToObject(spec, "network", net);
@@ -282,6 +291,13 @@ static void lb_e2b_create(lb_req *r)
         }
     }
     cJSON_Delete(net_fb);
+    if (rc == LB_OK) {
+        sp.net_values = net_values; /* the spec's now: wiped and freed with it */
+        net_values = NULL;
+    }
+    if (net_values)
+        memset(net_values, 0, strlen(net_values));
+    free(net_values);
     if (rc) {
         lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* An absent or null field, or an empty list or object: nothing asked. */
 static int unset(const cJSON *v)
@@ -40,12 +41,141 @@ static int all_traffic(const cJSON *s)
     return cJSON_IsString(s) && (!strcmp(s->valuestring, "0.0.0.0/0") || !strcmp(s->valuestring, "*"));
 }
 
-int lb_e2b_network_map(const cJSON *inet, const cJSON *net, cJSON **out, cJSON **fallback, char *err,
-                       size_t errsz)
+/* Whether name is an HTTP header name (a token) of at most
+ * LB_E2B_TRANSFORM_NAME_MAX bytes that the gateway does not itself set. */
+static int header_name_ok(const char *name)
+{
+    static const char *const own[] = {"host", "connection", "content-length", "transfer-encoding", "keep-alive",
+                                      "upgrade", "te", "trailer", "proxy-connection", "proxy-authorization"};
+    size_t n = strlen(name);
+    if (!n || n > LB_E2B_TRANSFORM_NAME_MAX ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+.^_`|~-") != n)
+        return 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strcasecmp(name, own[i]))
+            return 0;
+    return 1;
+}
+
+/* E2B's network.rules ({HOST: [{transform: {headers: {NAME: VALUE}}}]})
+ * as transform secrets: their names into the policy o's "secrets" (and
+ * fb's), their values into *values (JSON text [{name, hosts, header,
+ * value}], the caller wipes and frees it). LB_OK, LB_E_INVAL with a
+ * sentence, LB_E_NOMEM. */
+static int transforms(const cJSON *rules, cJSON *o, cJSON *fb, char **values, char *err, size_t errsz)
+{
+    *values = NULL;
+    if (!cJSON_IsObject(rules)) {
+        snprintf(err, errsz, "network.rules must be an object {HOST: [{transform: {headers: {NAME: VALUE}}}]}.");
+        return LB_E_INVAL;
+    }
+    cJSON *vals = cJSON_CreateArray(), *names = cJSON_CreateArray();
+    int rc = vals && names ? LB_OK : LB_E_NOMEM, n = 0;
+    const cJSON *host;
+    cJSON_ArrayForEach(host, rules) {
+        lb_netpol_rule hr;
+        char e2[300];
+        if (rc != LB_OK)
+            break;
+        if (lb_netpolicy_rule_parse(host->string, &hr, e2, sizeof e2) != LB_OK || hr.port ||
+            (hr.r.kind != LB_NETRULE_HOST && hr.r.kind != LB_NETRULE_SUFFIX)) {
+            snprintf(err, errsz, "network.rules: \"%.80s\" is not a host name (example.com, *.example.com): a "
+                                 "transform applies to HTTPS requests by the name they are sent to.", host->string);
+            rc = LB_E_INVAL;
+            break;
+        }
+        if (!cJSON_IsArray(host)) {
+            snprintf(err, errsz, "network.rules[\"%.80s\"] must be a list of rules [{transform: {headers}}].",
+                     host->string);
+            rc = LB_E_INVAL;
+            break;
+        }
+        const cJSON *rule;
+        cJSON_ArrayForEach(rule, host) {
+            const cJSON *tf = cJSON_GetObjectItemCaseSensitive(rule, "transform");
+            const cJSON *hd = cJSON_GetObjectItemCaseSensitive(tf, "headers");
+            if (!cJSON_IsObject(rule) || cJSON_GetArraySize(rule) != (tf ? 1 : 0) ||
+                (tf && (!cJSON_IsObject(tf) || cJSON_GetArraySize(tf) != (hd ? 1 : 0))) ||
+                (hd && !cJSON_IsObject(hd))) {
+                snprintf(err, errsz, "network.rules[\"%.80s\"]: a rule is {transform: {headers: {NAME: VALUE}}}; "
+                                     "llmbox has no other field of a rule or a transform.", host->string);
+                rc = LB_E_INVAL;
+                break;
+            }
+            const cJSON *h;
+            cJSON_ArrayForEach(h, hd) {
+                const char *v = cJSON_GetStringValue(h);
+                if (!header_name_ok(h->string)) {
+                    snprintf(err, errsz, "network.rules[\"%.80s\"]: \"%.80s\" is not a header name a transform "
+                                         "may set (a token of 1 to %d bytes; not Host, Connection, Content-Length, "
+                                         "Transfer-Encoding or another the gateway sets).", host->string, h->string,
+                             LB_E2B_TRANSFORM_NAME_MAX);
+                    rc = LB_E_INVAL;
+                    break;
+                }
+                size_t vl = v ? strlen(v) : 0;
+                int ctl = 0;
+                for (size_t i = 0; i < vl; i++)
+                    ctl |= (unsigned char)v[i] < 0x20 || v[i] == 0x7f;
+                if (!v || vl > LB_E2B_TRANSFORM_VALUE_MAX || ctl) {
+                    snprintf(err, errsz, "network.rules[\"%.80s\"]: the value of header %.80s must be a string of "
+                                         "at most %d bytes with no line break or other control character.",
+                             host->string, h->string, LB_E2B_TRANSFORM_VALUE_MAX);
+                    rc = LB_E_INVAL;
+                    break;
+                }
+                if (strstr(v, "${e2b.identity.")) {
+                    snprintf(err, errsz, "network.rules[\"%.80s\"]: header %.80s names a workload identity token "
+                                         "(iam): llmbox mints none.", host->string, h->string);
+                    rc = LB_E_INVAL;
+                    break;
+                }
+                if (n == LB_E2B_TRANSFORMS_MAX) {
+                    snprintf(err, errsz, "network.rules sets more than %d headers in all.", LB_E2B_TRANSFORMS_MAX);
+                    rc = LB_E_INVAL;
+                    break;
+                }
+                char name[LB_NETPOL_SECRET_NAME], line[LB_E2B_TRANSFORM_NAME_MAX + 16];
+                snprintf(name, sizeof name, "%st%d", LB_NETPOL_TRANSFORM_PREFIX, n++);
+                snprintf(line, sizeof line, "%s: {value}", h->string);
+                cJSON *e = cJSON_CreateObject();
+                if (!e || !cJSON_AddItemToArray(vals, e) || !cJSON_AddStringToObject(e, "name", name) ||
+                    !cJSON_AddStringToObject(e, "hosts", hr.text) || !cJSON_AddStringToObject(e, "header", line) ||
+                    !cJSON_AddStringToObject(e, "value", v) || !cJSON_AddItemToArray(names, cJSON_CreateString(name))) {
+                    rc = LB_E_NOMEM;
+                    break;
+                }
+            }
+            if (rc != LB_OK)
+                break;
+        }
+    }
+    if (rc == LB_OK && n) {
+        *values = cJSON_PrintUnformatted(vals);
+        if (!*values || !cJSON_AddItemToObject(o, "secrets", cJSON_Duplicate(names, 1)) ||
+            (fb && !cJSON_AddItemToObject(fb, "secrets", cJSON_Duplicate(names, 1))))
+            rc = LB_E_NOMEM;
+    }
+    if (rc == LB_E_NOMEM)
+        snprintf(err, errsz, "Out of memory.");
+    if (rc != LB_OK && *values) {
+        memset(*values, 0, strlen(*values));
+        free(*values);
+        *values = NULL;
+    }
+    cJSON_Delete(vals); /* held the values: freed as cJSON frees */
+    cJSON_Delete(names);
+    return rc;
+}
+
+int lb_e2b_network_map(const cJSON *inet, const cJSON *net, cJSON **out, cJSON **fallback, char **values,
+                       char *err, size_t errsz)
 {
     *out = NULL;
     if (fallback)
         *fallback = NULL;
+    if (values)
+        *values = NULL;
     if (inet && !cJSON_IsNull(inet) && !cJSON_IsBool(inet)) {
         snprintf(err, errsz, "allow_internet_access must be true or false.");
         return LB_E_INVAL;
@@ -66,9 +196,10 @@ int lb_e2b_network_map(const cJSON *inet, const cJSON *net, cJSON **out, cJSON *
                              "sandbox's traffic out directly (docs/E2B.md).");
         return LB_E_INVAL;
     }
-    if (!unset(cJSON_GetObjectItemCaseSensitive(net, "rules"))) {
-        snprintf(err, errsz, "Per-host rules (transforms) are not supported by llmbox: only allowOut, denyOut "
-                             "and allowInternetAccess (docs/E2B.md).");
+    const cJSON *rules = cJSON_GetObjectItemCaseSensitive(net, "rules");
+    if (!unset(rules) && !values) {
+        snprintf(err, errsz, "Per-host rules (transforms) are set when the sandbox is created: an update can "
+                             "clear them (omit rules) but not set new ones (docs/E2B.md).");
         return LB_E_INVAL;
     }
     int deny_all = cJSON_IsFalse(inet);
@@ -101,10 +232,43 @@ int lb_e2b_network_map(const cJSON *inet, const cJSON *net, cJSON **out, cJSON *
         snprintf(err, errsz, "Out of memory.");
         return LB_E_NOMEM;
     }
+    if (!unset(rules)) {
+        int rc = transforms(rules, o, fb, values, err, errsz);
+        if (rc != LB_OK) {
+            cJSON_Delete(o);
+            cJSON_Delete(fb);
+            return rc;
+        }
+    }
     *out = o;
     if (fallback)
         *fallback = fb;
     return LB_OK;
+}
+
+int lb_e2b_transforms_admit(const char *values, const char *service, const char *user, char *err, size_t errsz)
+{
+    cJSON *vals = values ? cJSON_Parse(values) : NULL;
+    lb_netpolicy *p = malloc(sizeof *p);
+    int rc = p ? LB_OK : LB_E_NOMEM;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, vals) {
+        const char *hosts = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "hosts"));
+        char e2[300];
+        if (rc != LB_OK)
+            break;
+        if (lb_netpolicy_list_parse(hosts, p, e2, sizeof e2) != LB_OK) {
+            snprintf(err, errsz, "network.rules: %s", e2);
+            rc = LB_E_INVAL;
+            break;
+        }
+        rc = lb_netpolicy_admit(p, service, user, err, errsz);
+    }
+    if (rc == LB_E_NOMEM)
+        snprintf(err, errsz, "Out of memory.");
+    free(p);
+    cJSON_Delete(vals); /* held the values: freed as cJSON frees */
+    return rc;
 }
 
 int lb_e2b_mask_host_check(const cJSON *v, char *out, size_t outsz, char *err, size_t errsz)
@@ -191,7 +355,7 @@ void lb_e2b_network_put(lb_req *r, lb_sbx *s)
     /* the update is flat: its own fields are the network object's */
     if (rc == LB_OK)
         rc = lb_e2b_network_map(cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access"), body, &pol, &fb,
-                                err, sizeof err);
+                                NULL, err, sizeof err);
     if (rc == LB_E_NOMEM)
         st = 500;
     if (rc == LB_OK && !sid[0]) {

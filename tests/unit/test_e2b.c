@@ -316,11 +316,13 @@ static char *mapped(const char *inet, const char *net, int *has_fb)
     cJSON *i = inet ? cJSON_Parse(inet) : NULL, *n = net ? cJSON_Parse(net) : NULL, *out = NULL, *fb = NULL;
     char err[300] = "";
     char *text = NULL;
-    if (lb_e2b_network_map(i, n, &out, &fb, err, sizeof err) == LB_OK)
+    char *vals = NULL;
+    if (lb_e2b_network_map(i, n, &out, &fb, &vals, err, sizeof err) == LB_OK)
         text = cJSON_PrintUnformatted(out);
     else
         text = strdup(err);
     *has_fb = fb != NULL;
+    free(vals);
     cJSON_Delete(i);
     cJSON_Delete(n);
     cJSON_Delete(out);
@@ -361,9 +363,61 @@ TEST(network_map_follows_e2b)
     char *e = mapped(NULL, "{\"egressProxy\":{\"address\":\"p:1080\"}}", &fb);
     CHECK(e && strstr(e, "egressProxy"));
     free(e);
-    e = mapped(NULL, "{\"rules\":{\"a.com\":[]}}", &fb);
-    CHECK(e && strstr(e, "transforms"));
-    free(e);
+}
+
+/* E2B's network.rules: the policy names transform secrets, their values
+ * go apart (for sandboxd's pipe only); every shape llmbox does not have is
+ * refused with a sentence. */
+TEST(network_rules_become_transform_secrets)
+{
+    cJSON *n = cJSON_Parse("{\"allowOut\":[\"api.test\"],\"denyOut\":[\"0.0.0.0/0\"],\"rules\":{\"api.test\":"
+                           "[{\"transform\":{\"headers\":{\"X-Test-Token\":\"v1\",\"Authorization\":\"Bearer t\"}}}]}}");
+    cJSON *out = NULL, *fb = NULL;
+    char *vals = NULL, err[300] = "";
+    CHECK(lb_e2b_network_map(NULL, n, &out, &fb, &vals, err, sizeof err) == LB_OK);
+    char *pol = cJSON_PrintUnformatted(out);
+    CHECK(pol && strstr(pol, "\"secrets\":[\"e2b.t0\",\"e2b.t1\"]") && !strstr(pol, "v1"));
+    CHECK(vals && strstr(vals, "\"name\":\"e2b.t0\"") && strstr(vals, "\"hosts\":\"api.test\"") &&
+          strstr(vals, "\"header\":\"X-Test-Token: {value}\"") && strstr(vals, "\"value\":\"v1\""));
+    CHECK(lb_e2b_transforms_admit(vals, "api.test", NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_e2b_transforms_admit(vals, "other.test", NULL, err, sizeof err) == LB_E_DENIED &&
+          strstr(err, "api.test"));
+    free(pol);
+    free(vals);
+    cJSON_Delete(out);
+    cJSON_Delete(fb);
+    /* an update cannot set them */
+    CHECK(lb_e2b_network_map(NULL, n, &out, &fb, NULL, err, sizeof err) == LB_E_INVAL && strstr(err, "created"));
+    cJSON_Delete(n);
+    static const char *const bad[] = {
+        "{\"rules\":[1]}", "{\"rules\":{\"1.2.3.4\":[]}}", "{\"rules\":{\"a.test:443\":[]}}",
+        "{\"rules\":{\"a.test\":{}}}", "{\"rules\":{\"a.test\":[{\"transform\":{\"body\":\"x\"}}]}}",
+        "{\"rules\":{\"a.test\":[{\"match\":1}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"Host\":\"x\"}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"A B\":\"x\"}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"X\":\"a\\r\\nEvil: 1\"}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"X\":7}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"X\":\"${e2b.identity.tokens.aws}\"}}}]}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = cJSON_Parse(bad[i]);
+        err[0] = '\0';
+        vals = NULL;
+        int rc = n ? lb_e2b_network_map(NULL, n, &out, &fb, &vals, err, sizeof err) : -1;
+        CHECK(rc == LB_E_INVAL && err[0] && !vals && !out);
+        if (rc != LB_E_INVAL)
+            fprintf(stderr, "bad %zu accepted\n", i);
+        cJSON_Delete(n);
+    }
+    /* at most 16 headers in all */
+    char many[4096];
+    size_t k = (size_t)snprintf(many, sizeof many, "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{");
+    for (int i = 0; i < 17; i++)
+        k += (size_t)snprintf(many + k, sizeof many - k, "%s\"X-%d\":\"v\"", i ? "," : "", i);
+    snprintf(many + k, sizeof many - k, "}}}]}}");
+    n = cJSON_Parse(many);
+    CHECK(n && lb_e2b_network_map(NULL, n, &out, &fb, &vals, err, sizeof err) == LB_E_INVAL && strstr(err, "16"));
+    cJSON_Delete(n);
 }
 
 TEST(mask_request_host_is_checked_and_applied)
@@ -419,6 +473,7 @@ int main(void)
     RUN(signature_is_envds);
     RUN(owner_names_from_the_sandbox_files);
     RUN(network_map_follows_e2b);
+    RUN(network_rules_become_transform_secrets);
     RUN(mask_request_host_is_checked_and_applied);
     return testlib_done();
 }
