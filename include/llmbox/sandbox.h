@@ -19,7 +19,9 @@
  *            "nat" (outbound through slirp4netns, host loopback unreachable;
  *            only if the operator allows it, else "invalid");
  *            ttl_s: the sandbox is destroyed this long after creation.
- *            Omitted or 0: the daemon's defaults.
+ *            Omitted or 0: the daemon's defaults. With network "egress",
+ *            "policy" (the rules) and optionally "net_values" (the values of
+ *            the policy's transform secrets, for its gateway's pipe only).
  *            Reply: pooled: taken ready-made from the warm pool (a fresh
  *            sandbox nothing ran in); network: the mode it got; ttl_s: the
  *            effective TTL (capped by the daemon's maximum), absent if none.
@@ -284,6 +286,8 @@ typedef struct lbsb_spec {
     int lease_s;                /* 0: dies with the connection; else outlives it (renew, adopt) */
     const char *restore;        /* NULL: a fresh sandbox; else a saved state's name (lbsb_save):
                                  * the sandbox starts with its files, cwd and environment */
+    const char *net_values;     /* NULL, or with a policy: the values of its transform secrets (names
+                                 * "e2b.*") as JSON [{name, hosts, header, value}], for its gateway only */
 } lbsb_spec;
 
 /* One saved state of lbsb_state_list. */

@@ -174,14 +174,23 @@ int lb_netpolicy_from_json(const cJSON *v, lb_netpolicy *p, char *err, size_t er
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
         if (strcmp(it->string, "allow") && strcmp(it->string, "deny") && strcmp(it->string, "secrets") &&
-            strcmp(it->string, "bandwidth") && strcmp(it->string, "max_bytes")) {
+            strcmp(it->string, "bandwidth") && strcmp(it->string, "max_bytes") && strcmp(it->string, "precedence")) {
             snprintf(err, errsz,
-                     "network has an unknown key \"%.40s\" (known: allow, deny, secrets, bandwidth, max_bytes)",
-                     it->string);
+                     "network has an unknown key \"%.40s\" (known: allow, deny, secrets, bandwidth, max_bytes, "
+                     "precedence)", it->string);
             return LB_E_INVAL;
         }
     }
     p->mode = LB_NETPOL_RULES;
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(v, "precedence");
+    if (pr && !cJSON_IsNull(pr)) {
+        if (!cJSON_IsString(pr) || (strcmp(pr->valuestring, "allow") && strcmp(pr->valuestring, "deny"))) {
+            snprintf(err, errsz, "network.precedence must be \"deny\" (a deny rule wins, the default) or \"allow\" "
+                                 "(an allow rule other than \"*\" wins over deny rules)");
+            return LB_E_INVAL;
+        }
+        p->allow_wins = !strcmp(pr->valuestring, "allow");
+    }
     const cJSON *bw = cJSON_GetObjectItemCaseSensitive(v, "bandwidth");
     if (bw && !cJSON_IsNull(bw)) {
         double d = cJSON_IsNumber(bw) ? bw->valuedouble : -1;
@@ -338,6 +347,11 @@ int lb_netpolicy_text(const lb_netpolicy *p, char *out, size_t outsz)
             return LB_E_TOOBIG;
         len += (size_t)k;
     }
+    if (p->allow_wins) {
+        if ((k = snprintf(out + len, outsz - len, ",\"precedence\":\"allow\"")) < 0 || (size_t)k >= outsz - len)
+            return LB_E_TOOBIG;
+        len += (size_t)k;
+    }
     k = snprintf(out + len, outsz - len, "}");
     return k < 0 || (size_t)k >= outsz - len ? LB_E_TOOBIG : LB_OK;
 }
@@ -348,8 +362,21 @@ static int rule_within(const lb_netpol_rule *r, const lb_netpol_rule *c)
     if (c->port && c->port != r->port)
         return 0;
     const lb_netrule *a = &r->r, *b = &c->r;
+    if (b->kind == LB_NETRULE_PUBLIC && a->kind == LB_NETRULE_NET) {
+        /* "*" is names and public addresses: an IPv4 network of /24 or
+         * narrower that is public throughout (every special range of
+         * netcheck.c is a /24 or wider, so its first address tells); a
+         * wider or private network must be named in the ceiling */
+        if (a->family != AF_INET || a->prefix < 24)
+            return 0;
+        struct sockaddr_in s4;
+        memset(&s4, 0, sizeof s4);
+        s4.sin_family = AF_INET;
+        memcpy(&s4.sin_addr, a->addr, 4);
+        return lb_netaddr_is_public((struct sockaddr *)&s4, sizeof s4);
+    }
     if (b->kind == LB_NETRULE_PUBLIC)
-        return a->kind != LB_NETRULE_NET; /* "*" is names and public addresses; a network must be named */
+        return 1;
     if (a->kind == LB_NETRULE_PUBLIC)
         return 0;
     if (b->kind == LB_NETRULE_NET) {
@@ -396,7 +423,8 @@ int lb_netpolicy_within(const lb_netpolicy *p, const lb_netpolicy *ceiling, char
         }
     }
     for (int i = 0; i < p->nsecrets; i++) {
-        int ok = 0;
+        /* a transform's host is held to the ceiling where it is made (e2b_network.c) */
+        int ok = !strncmp(p->secrets[i], LB_NETPOL_TRANSFORM_PREFIX, strlen(LB_NETPOL_TRANSFORM_PREFIX));
         for (int j = 0; ceiling && j < ceiling->nsecrets && !ok; j++)
             ok = !strcmp(p->secrets[i], ceiling->secrets[j]);
         if (!ok) {
@@ -488,6 +516,13 @@ int lb_netpolicy_name_ok(const lb_netpolicy *p, const char *name, char *why, siz
         why_set(why, whysz, "", "not a name");
         return 0;
     }
+    /* allow first: an allow rule that names it (not "*") wins over deny */
+    for (int i = 0; p->allow_wins && i < p->nallow; i++)
+        if (p->allow[i].r.kind != LB_NETRULE_NET && p->allow[i].r.kind != LB_NETRULE_PUBLIC &&
+            rule_names(&p->allow[i], name, 0)) {
+            why_set(why, whysz, "allow ", p->allow[i].text);
+            return 1;
+        }
     for (int i = 0; i < p->ndeny; i++)
         if (!p->deny[i].port && rule_names(&p->deny[i], name, 0)) {
             why_set(why, whysz, "deny ", p->deny[i].text);
@@ -534,6 +569,23 @@ int lb_netpolicy_dest_ok(const lb_netpolicy *p, const char *name, const struct s
     if (!p || p->mode != LB_NETPOL_RULES || !sa) {
         why_set(why, whysz, "", "no rules");
         return 0;
+    }
+    if (p->allow_wins) {
+        if (is_self(sa, self, nself)) {
+            why_set(why, whysz, "", "the host's own address");
+            return 0;
+        }
+        /* an allow rule other than "*" wins over deny: a network containing
+         * the address (public or not), or a name for a public one */
+        int pub = lb_netaddr_is_public(sa, salen);
+        for (int i = 0; i < p->nallow; i++) {
+            const lb_netpol_rule *r = &p->allow[i];
+            if ((r->r.kind == LB_NETRULE_NET && rule_has_addr(r, sa, salen, port)) ||
+                (pub && r->r.kind != LB_NETRULE_NET && r->r.kind != LB_NETRULE_PUBLIC && rule_names(r, name, port))) {
+                why_set(why, whysz, "allow ", r->text);
+                return 1;
+            }
+        }
     }
     for (int i = 0; i < p->ndeny; i++)
         if ((p->deny[i].r.kind != LB_NETRULE_NET && rule_names(&p->deny[i], name, port)) ||

@@ -14,7 +14,9 @@
  *   1.2.3.0/24, fd00::/64, 1.2.3.4   a network (a bare address: of one)
  *   RULE:PORT          any of the above, on that TCP port only
  *                      ([fd00::1]:443 for an IPv6 address with a port)
- * Deny wins over allow. An address that is not public (loopback, private,
+ * Deny wins over allow, unless the policy says "precedence": "allow"
+ * (E2B's rules: allowOut wins over denyOut), where every allow rule but
+ * "*" wins over every deny rule and "*" loses to them. An address that is not public (loopback, private,
  * link-local such as 169.254.169.254, the host's own) is reached only
  * through an allow rule that is a network containing it, never through a
  * name or "*": so a name that resolves to 127.0.0.1 (DNS rebinding) is
@@ -35,6 +37,10 @@
 #define LB_NETPOL_WORD_MAX 272     /* one rule as written: a name, '*.', ':' and a port */
 #define LB_NETPOL_SECRETS_MAX 16   /* secrets a policy names, or a ceiling lists (secret:NAME) */
 #define LB_NETPOL_SECRET_NAME 64   /* a secret's name: 1 to 63 of [A-Za-z0-9._-] */
+/* A secret whose name starts so is a transform (E2B's network.rules): its
+ * value is the client's, handed with the create (lbsb_spec.net_values),
+ * not an operator's section; the ceiling holds its host, not its name. */
+#define LB_NETPOL_TRANSFORM_PREFIX "e2b."
 #define LB_NETPOL_BANDWIDTH_MAX 2000000000LL /* bytes per second a policy may ask for */
 #define LB_NETPOL_MAX_BYTES_MAX (1LL << 50) /* bytes a policy's "max_bytes" may ask for */
 
@@ -59,6 +65,8 @@ typedef struct lb_netpolicy {
     long long bandwidth; /* "bandwidth": bytes per second each way, 0: the operator's network_bandwidth_max */
     long long max_bytes; /* "max_bytes": bytes both ways the gateway relays in the sandbox's life, 0: the
                             operator's network_max_mb */
+    int allow_wins; /* "precedence": "allow": allow rules other than "*" win over deny rules (E2B's
+                       allowOut over denyOut); 0, llmbox's own: deny wins */
 } lb_netpolicy;
 
 /* Whether s is a well-formed secret name (1 to 63 of [A-Za-z0-9._-]). */

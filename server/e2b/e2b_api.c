@@ -175,56 +175,6 @@ static int lb_e2b_timeout(lb_req *r, const cJSON *body, int def, int max)
 
 /* ---- POST /v2/sandboxes ---- */
 
-/* E2B's allow_internet_access and network {allowOut, denyOut} as an
- * llmbox network (docs/NETWORK.md) into *out (NULL: neither given, the
- * default "none"). E2B lets allowOut win over denyOut; llmbox lets deny
- * win, so a denyOut of everything (0.0.0.0/0) becomes "only allowOut",
- * and otherwise "*" and allowOut are allowed, denyOut denied. LB_OK, or
- * LB_E_INVAL answered 400. */
-static int lb_e2b_network(lb_req *r, const cJSON *body, cJSON **out)
-{
-    *out = NULL;
-    const cJSON *inet = cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access");
-    const cJSON *net = cJSON_GetObjectItemCaseSensitive(body, "network");
-    if (inet && !cJSON_IsNull(inet) && !cJSON_IsBool(inet)) {
-        lb_e2b_error(r, 400, "allow_internet_access must be true or false.");
-        return LB_E_INVAL;
-    }
-    const cJSON *allow = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "allowOut") : NULL;
-    const cJSON *deny = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "denyOut") : NULL;
-    if ((net && !cJSON_IsNull(net) && !cJSON_IsObject(net)) || (allow && !cJSON_IsArray(allow)) ||
-        (deny && !cJSON_IsArray(deny))) {
-        lb_e2b_error(r, 400, "network must be {\"allowOut\": [...], \"denyOut\": [...]}.");
-        return LB_E_INVAL;
-    }
-    if (!allow && !deny) {
-        if (cJSON_IsFalse(inet))
-            *out = cJSON_CreateString("none");
-        else if (cJSON_IsTrue(inet) && (*out = cJSON_CreateObject()))
-            cJSON_AddItemToObject(*out, "allow", cJSON_CreateStringArray((const char *[]){"*"}, 1));
-        return LB_OK;
-    }
-    int deny_all = cJSON_IsFalse(inet);
-    const cJSON *it;
-    cJSON_ArrayForEach(it, deny)
-        deny_all |= cJSON_IsString(it) && (!strcmp(it->valuestring, "0.0.0.0/0") || !strcmp(it->valuestring, "*"));
-    cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *d = cJSON_CreateArray();
-    if (!o || !cJSON_AddItemToObject(o, "allow", a) || !cJSON_AddItemToObject(o, "deny", d)) {
-        cJSON_Delete(o);
-        lb_e2b_error(r, 500, "Out of memory.");
-        return LB_E_NOMEM;
-    }
-    if (!deny_all)
-        cJSON_AddItemToArray(a, cJSON_CreateString("*"));
-    cJSON_ArrayForEach(it, allow)
-        cJSON_AddItemToArray(a, cJSON_Duplicate(it, 1)); /* a non-string is refused by the spec's parser */
-    cJSON_ArrayForEach(it, deny)
-        if (!deny_all)
-            cJSON_AddItemToArray(d, cJSON_Duplicate(it, 1));
-    *out = o;
-    return LB_OK;
-}
-
 static void lb_e2b_create(lb_req *r)
 {
     const lb_config *cfg = r->cfg;
@@ -273,6 +223,12 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, 400, "network.allowPublicTraffic must be true or false.");
         goto out;
     }
+    char mask[LB_SBX_MASK_HOST_MAX];
+    if (lb_e2b_mask_host_check(cJSON_IsObject(netb) ? cJSON_GetObjectItemCaseSensitive(netb, "maskRequestHost") : NULL,
+                               mask, sizeof mask, msg, sizeof msg) != LB_OK) {
+        lb_e2b_error(r, 400, "%s", msg);
+        goto out;
+    }
     int ttl = lb_e2b_timeout(r, body, LB_E2B_DEFAULT_TIMEOUT_S, cfg->sandbox_api_ttl_max_s);
     if (ttl < 0)
         goto out;
@@ -300,26 +256,53 @@ static void lb_e2b_create(lb_req *r)
         lb_e2b_error(r, 500, "Out of memory.");
         goto out;
     }
-    cJSON *net = NULL;
-    if (lb_e2b_network(r, body, &net) != LB_OK)
+    /* E2B's network options: e2b_network.h */
+    cJSON *net = NULL, *net_fb = NULL;
+    char *net_values = NULL; /* transforms' values: only ever in sp.net_values, for sandboxd */
+    int nrc = lb_e2b_network_map(cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access"), netb, &net,
+                                 &net_fb, &net_values, msg, sizeof msg);
+    if (nrc == LB_OK && net_values)
+        nrc = lb_e2b_transforms_admit(net_values, cfg->network_egress_max,
+                                      r->user ? r->user->network_egress_max : NULL, msg, sizeof msg);
+    if (nrc != LB_OK) {
+        if (net_values)
+            memset(net_values, 0, strlen(net_values));
+        free(net_values);
+        cJSON_Delete(net);
+        cJSON_Delete(net_fb);
+        lb_e2b_error(r, nrc == LB_E_NOMEM ? 500 : nrc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;
-    if (net)
-        cJSON_AddItemToObject(spec, "network", net);
+    }
+    cJSON_AddItemToObject(spec, "network", net);
     int rc = lb_sbx_spec_parse(spec, cfg, r->user, &sp, msg, sizeof msg);
     /* E2B's SDK sends allow_internet_access true on every create that does
      * not say false (E2B's default: the internet). Where the operator's
-     * ceiling has no "*", that default is this service's own (no network),
-     * not a refusal of every create; rules the caller listed still are. */
-    const cJSON *inet = cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access");
-    const cJSON *nbody = cJSON_GetObjectItemCaseSensitive(body, "network");
-    if (rc == LB_E_DENIED && cJSON_IsTrue(inet) &&
-        (!nbody || cJSON_IsNull(nbody) ||
-         (!cJSON_GetObjectItemCaseSensitive(nbody, "allowOut") && !cJSON_GetObjectItemCaseSensitive(nbody, "denyOut")))) {
+     * ceiling has no "*", that default is a gateway that allows nothing
+     * yet (so updateNetwork can add rules later), and where it allows no
+     * rules at all, this service's own (no network): not a refusal of
+     * every create. Rules the caller listed are still held to it. */
+    if (rc == LB_E_DENIED && net_fb) {
         lb_sbx_spec_free(&sp);
         memset(&sp, 0, sizeof sp);
         cJSON_DeleteItemFromObjectCaseSensitive(spec, "network");
+        cJSON_AddItemToObject(spec, "network", net_fb);
+        net_fb = NULL; /* spec's now */
         rc = lb_sbx_spec_parse(spec, cfg, r->user, &sp, msg, sizeof msg);
+        if (rc == LB_E_DENIED) {
+            lb_sbx_spec_free(&sp);
+            memset(&sp, 0, sizeof sp);
+            cJSON_DeleteItemFromObjectCaseSensitive(spec, "network");
+            rc = lb_sbx_spec_parse(spec, cfg, r->user, &sp, msg, sizeof msg);
+        }
     }
+    cJSON_Delete(net_fb);
+    if (rc == LB_OK) {
+        sp.net_values = net_values; /* the spec's now: wiped and freed with it */
+        net_values = NULL;
+    }
+    if (net_values)
+        memset(net_values, 0, strlen(net_values));
+    free(net_values);
     if (rc) {
         lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;
@@ -369,6 +352,8 @@ static void lb_e2b_create(lb_req *r)
     }
     if (cJSON_IsTrue(pub) || (cfg->e2b_ports_public && !cJSON_IsFalse(pub)))
         lb_sbx_set_public_ports(s);
+    if (mask[0])
+        lb_sbx_set_mask_host(s, mask);
     out = lb_e2b_created(r, s, tname);
     if (!out) {
         LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* nobody would know its id; already gone is fine */

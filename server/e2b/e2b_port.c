@@ -22,6 +22,7 @@
 
 #include "web/access.h"
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_network.h"
 #include "web/http.h"
 #include "web/work_slots.h"
 
@@ -112,8 +113,9 @@ static int lb_port_write(lb_req *r, int fd, const char *p, size_t n, int64_t dea
     return LB_OK;
 }
 
-/* The request's head: the FastCGI params HTTP_* back into headers. */
-static int lb_port_head(lb_req *r, const char *target, lb_buf *b)
+/* The request's head: the FastCGI params HTTP_* back into headers; host,
+ * when not "", replaces the client's Host (maskRequestHost). */
+static int lb_port_head(lb_req *r, const char *target, const char *host, lb_buf *b)
 {
     const char *m = lb_http_param(r, "REQUEST_METHOD");
     int rc = lb_buf_printf(b, "%s %s%s%s HTTP/1.0\r\n", m ? m : r->method, target, r->query[0] ? "?" : "", r->query);
@@ -130,10 +132,12 @@ static int lb_port_head(lb_req *r, const char *target, lb_buf *b)
             name[i] = ch == '_' ? '-' : (i == 0 || kv[4 + i] == '_') ? ch : (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
         }
         name[n] = '\0';
-        if (lb_port_skip(name, n) || strpbrk(eq + 1, "\r\n"))
+        if (lb_port_skip(name, n) || strpbrk(eq + 1, "\r\n") || (host[0] && !strcasecmp(name, "host")))
             continue;
         rc = lb_buf_printf(b, "%s: %s\r\n", name, eq + 1);
     }
+    if (!rc && host[0])
+        rc = lb_buf_printf(b, "Host: %s\r\n", host);
     const char *ct = lb_http_param(r, "CONTENT_TYPE"), *cl = lb_http_param(r, "CONTENT_LENGTH");
     if (!rc && ct && ct[0] && !strpbrk(ct, "\r\n"))
         rc = lb_buf_printf(b, "Content-Type: %s\r\n", ct);
@@ -340,7 +344,11 @@ void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
         goto out;
     }
     const char *target = r->path + strlen("/e2b/sandbox");
-    rc = lb_port_head(r, target[0] ? target : "/", &head);
+    char mask[LB_SBX_MASK_HOST_MAX], host[LB_SBX_MASK_HOST_MAX] = "";
+    lb_sbx_mask_host_of(s, mask, sizeof mask);
+    if (mask[0])
+        lb_e2b_mask_host_apply(mask, port, host, sizeof host);
+    rc = lb_port_head(r, target[0] ? target : "/", host, &head);
     if (rc) {
         lb_port_fail(r, 431, "The request's headers are too large to relay.");
         goto out;

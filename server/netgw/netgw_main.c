@@ -550,8 +550,18 @@ static void *conn_thread(void *arg)
         record("tcp", name, &dst, port, 0, GW_SPENT, 0, 0);
         goto done;
     }
+    /* a Host or SNI that is the destination's own address names nothing:
+     * the connection is judged as one to that address with no name (only
+     * a network rule or "*" opens it; curl http://1.1.1.1/ sends one) */
+    struct in_addr lit;
+    int literal = peeked && inet_pton(AF_INET, name, &lit) == 1 && lit.s_addr == dst.sin_addr.s_addr;
+    if (literal)
+        name[0] = '\0';
     pthread_mutex_lock(&g.mu);
-    if (peeked && !names_has(name, (const unsigned char *)&dst.sin_addr)) {
+    if (literal) {
+        allowed = lb_netpolicy_dest_ok(g.pol, NULL, (struct sockaddr *)&dst, sizeof dst, port, g.self, g.nself, why,
+                                       sizeof why);
+    } else if (peeked && !names_has(name, (const unsigned char *)&dst.sin_addr)) {
         /* the Host or SNI must agree with where the connection goes: a name
          * the gateway resolved to this very address */
         unsigned char tmp[16];

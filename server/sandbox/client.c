@@ -432,6 +432,8 @@ int lbsb_create_leased(lbsb_conn *c, const lbsb_spec *spec, char *id_out, size_t
             (spec->network && !cJSON_AddStringToObject(req, "network", spec->network[0] == '{' ? "egress" :
                                                        spec->network)) ||
             (spec->network && spec->network[0] == '{' && !cJSON_AddStringToObject(req, "policy", spec->network)) ||
+            (spec->network && spec->network[0] == '{' && spec->net_values &&
+             !cJSON_AddStringToObject(req, "net_values", spec->net_values)) ||
             (spec->ttl_s > 0 && !cJSON_AddNumberToObject(req, "ttl_s", spec->ttl_s)) ||
             (spec->lease_s > 0 && !cJSON_AddNumberToObject(req, "lease_s", spec->lease_s)) ||
             (spec->restore && !cJSON_AddStringToObject(req, "restore", spec->restore))) {

@@ -149,6 +149,9 @@ typedef struct lbsd_req {
     int network;                     /* lbsd_network; LBSD_NET_DEFAULT: daemon default */
     const char *net_policy;          /* LBSD_NET_EGRESS: the rules as text (common/netpolicy.h), which
                                         sandboxd hands the gateway unread */
+    const char *net_values;          /* LBSD_NET_EGRESS, optional: the values of the policy's transform
+                                        secrets (e2b.*) as JSON text [{name, hosts, header, value}], for
+                                        the gateway's pipe only: never logged, written or answered */
     int ttl_s;                       /* destroyed this long after create; 0: no TTL */
     const char *key;                 /* adopt: the lease_key its create answered (32 hex) */
     int lease_s;                     /* create, renew, adopt: the sandbox outlives its connection

@@ -329,7 +329,10 @@ int lbsd_req_parse(const char *frame, size_t len, lbsd_req *req, char *msg, size
         if ((rc = lbsd_get_str(o, "policy", 8192, &s, msg, msgsz)))
             return rc;
         req->net_policy = s;
-        if (req->network == LBSD_NET_EGRESS && !s) {
+        if ((rc = lbsd_get_str(o, "net_values", 96 * 1024, &s, msg, msgsz)))
+            return rc;
+        req->net_values = s;
+        if (req->network == LBSD_NET_EGRESS && !req->net_policy) {
             lbsd_msg(msg, msgsz, "network \"egress\" needs its \"policy\"");
             return LB_E_INVAL;
         }

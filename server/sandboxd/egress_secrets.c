@@ -116,7 +116,20 @@ static int read_value(const lb_secret_cfg *s, char *out, size_t outsz, char *msg
     return LB_OK;
 }
 
-int lbsd_egsec_pipe(const char *policy, int *fd, char *msg, size_t msgsz)
+/* The entry of values (JSON text [{name, hosts, header, value}]) named
+ * name, as a copy for the pipe's list, or NULL. */
+static cJSON *transform_entry(const cJSON *vals, const char *name)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, vals) {
+        const char *nm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+        if (nm && !strcmp(nm, name))
+            return cJSON_Duplicate(it, 1);
+    }
+    return NULL;
+}
+
+int lbsd_egsec_pipe(const char *policy, const char *values, int *fd, char *msg, size_t msgsz)
 {
     *fd = -1;
     lb_netpolicy *p = malloc(sizeof *p);
@@ -128,9 +141,17 @@ int lbsd_egsec_pipe(const char *policy, int *fd, char *msg, size_t msgsz)
         return LB_OK;
     }
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "secrets");
+    cJSON *vals = values ? cJSON_Parse(values) : NULL;
     char *value = malloc(EGSEC_VALUE_MAX + 1);
     int rc = root && arr && value ? LB_OK : LB_E_NOMEM;
     for (int i = 0; rc == LB_OK && i < p->nsecrets; i++) {
+        if (!strncmp(p->secrets[i], LB_NETPOL_TRANSFORM_PREFIX, strlen(LB_NETPOL_TRANSFORM_PREFIX))) {
+            /* the gateway checks the entry as it does any secret's */
+            cJSON *t = transform_entry(vals, p->secrets[i]);
+            if (t)
+                cJSON_AddItemToArray(arr, t);
+            continue;
+        }
         const lb_secret_cfg *s = NULL;
         for (int k = 0; g_cfg && k < g_cfg->n_secrets && !s; k++)
             if (!strcmp(g_cfg->secrets[k].name, p->secrets[i]))
@@ -157,8 +178,12 @@ int lbsd_egsec_pipe(const char *policy, int *fd, char *msg, size_t msgsz)
         free(value);
     }
     free(p);
-    char *text = rc == LB_OK ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
+    int nent = arr ? cJSON_GetArraySize(arr) : 0;
+    char *text = rc == LB_OK && nent ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root); /* cJSON frees the copies of the values: the text is wiped below */
+    cJSON_Delete(vals);
+    if (rc == LB_OK && !nent)
+        return LB_OK; /* only transforms the create gave no values for: no pipe */
     if (rc == LB_OK && !text)
         rc = LB_E_NOMEM;
     if (rc != LB_OK) {

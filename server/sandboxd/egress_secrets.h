@@ -24,9 +24,13 @@ void lbsd_egsec_configure(const lb_config *cfg);
 /* When the policy (text) names secrets: their values read (value_file or
  * value_env) and written as JSON into a pipe whose read end goes to *fd
  * (close-on-exec; the gateway gets it as LBSD_EGSEC_FD), so that the
- * values are never in a file; *fd is -1 when the policy names none. LB_OK;
- * a code and a sentence naming the secret. */
-LB_MUST_CHECK int lbsd_egsec_pipe(const char *policy, int *fd, char *msg, size_t msgsz);
+ * values are never in a file; *fd is -1 when the policy names none. A
+ * transform secret (a name with LB_NETPOL_TRANSFORM_PREFIX: E2B's per-host
+ * headers, whose values the client gave) takes its entry from values (the
+ * create's JSON [{name, hosts, header, value}], or NULL), not from the
+ * operator's sections; one values lacks is left out. LB_OK; a code and a
+ * sentence naming the secret. */
+LB_MUST_CHECK int lbsd_egsec_pipe(const char *policy, const char *values, int *fd, char *msg, size_t msgsz);
 
 /* Appends the gateway's --bandwidth-max, --upstream-ca and (secrets: 1)
  * --secrets-fd to argv (at most LBSD_EGSEC_ARGS words from argv[at]);

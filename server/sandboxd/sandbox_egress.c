@@ -85,6 +85,7 @@ typedef struct eg {
     char id[LB_ID_HEX_LEN + 1];
     const void *conn;     /* stashed: the connection whose create it is for */
     char *policy;         /* stashed policy text, until attach */
+    char *values;         /* stashed transform values (egress_secrets.h), until attach; wiped when freed */
     pid_t gw;             /* the gateway, 0 when none */
     int reaped;
     int nsfd;             /* the gateway namespace */
@@ -139,10 +140,21 @@ int lbsd_egress_enabled(void)
     return g_enabled;
 }
 
-int lbsd_egress_stash(const void *conn, const char *policy)
+/* Frees a stashed values text, its bytes wiped first. */
+static void values_free(char *v)
+{
+    if (v) {
+        memset(v, 0, strlen(v));
+        free(v);
+    }
+}
+
+int lbsd_egress_stash(const void *conn, const char *policy, const char *values)
 {
     eg *e = calloc(1, sizeof *e);
-    if (!e || !(e->policy = strdup(policy))) {
+    if (!e || !(e->policy = strdup(policy)) || (values && !(e->values = strdup(values)))) {
+        if (e)
+            free(e->policy);
         free(e);
         return LB_E_NOMEM;
     }
@@ -151,6 +163,7 @@ int lbsd_egress_stash(const void *conn, const char *policy)
             eg *old = *pp;
             *pp = old->next;
             free(old->policy);
+            values_free(old->values);
             free(old);
             break;
         }
@@ -240,6 +253,7 @@ static void eg_free(eg *e)
     if (e->nsfd >= 0)
         close(e->nsfd);
     free(e->policy);
+    values_free(e->values);
     free(e);
 }
 
@@ -515,7 +529,7 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     int tcp = -1, udp = -1, sec = -1;
     int64_t t0 = lb_mono_ms();
     if (make_dir(sb->id, e->policy, uid, gid, dir, sizeof dir, msg, msgsz) != LB_OK ||
-        lbsd_egsec_pipe(e->policy, &sec, msg, msgsz) != LB_OK ||
+        lbsd_egsec_pipe(e->policy, e->values, &sec, msg, msgsz) != LB_OK ||
         make_ns(&e->nsfd, &tcp, &udp, msg, msgsz) != LB_OK || wire(e->nsfd, sb->init_pid, msg, msgsz) != LB_OK) {
         if (sec >= 0)
             close(sec);
@@ -541,6 +555,8 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     e->gw = pid;
     free(e->policy);
     e->policy = NULL;
+    values_free(e->values);
+    e->values = NULL;
     if (named && lbsd_egsec_install_ca(sb, dir, uid, msg, msgsz) != LB_OK) { /* the secrets' CA, into its trust */
         kill(pid, SIGKILL);
         for (int i = 0; i < 500 && waitpid(pid, NULL, WNOHANG) == 0; i++)

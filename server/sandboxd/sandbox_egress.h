@@ -21,9 +21,10 @@ struct lbsd_sandbox;
 void lbsd_egress_configure(const lb_config *cfg);
 /* Whether an egress sandbox can be made here. */
 int lbsd_egress_enabled(void);
-/* Keeps policy (text) for the create of connection conn, until its attach
- * takes it: a connection has one create at a time. LB_OK or LB_E_NOMEM. */
-LB_MUST_CHECK int lbsd_egress_stash(const void *conn, const char *policy);
+/* Keeps policy (text) and values (NULL, or its transform secrets' values:
+ * egress_secrets.h) for the create of connection conn, until its attach
+ * takes them: a connection has one create at a time. LB_OK or LB_E_NOMEM. */
+LB_MUST_CHECK int lbsd_egress_stash(const void *conn, const char *policy, const char *values);
 /* Gives sb (its owner's stashed policy) the gateway; on failure a sentence
  * in msg and nothing left behind. */
 LB_MUST_CHECK int lbsd_egress_attach(struct lbsd_sandbox *sb, char *msg, size_t msgsz);

@@ -349,7 +349,7 @@ static void lbsd_create(lbsd_conn *c, lbsd_req *req)
                          lbsd_network_name(net), g_cfg->network_allow);
         return;
     }
-    if (net == LBSD_NET_EGRESS && lbsd_egress_stash(c, req->net_policy) != LB_OK) {
+    if (net == LBSD_NET_EGRESS && lbsd_egress_stash(c, req->net_policy, req->net_values) != LB_OK) {
         lbsd_reply_error(c, LB_E_NOMEM, "out of memory");
         return;
     }

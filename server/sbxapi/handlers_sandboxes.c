@@ -299,6 +299,7 @@ static int lb_sbx_build(const lb_config *cfg, lb_sbx *s, const lb_sbx_spec *sp, 
         .ttl_s = ttl > LB_SBX_TTL_RPC_MAX ? LB_SBX_TTL_RPC_MAX : ttl,
         /* outlives this web (a restart adopts it: sandbox_leases.h) */
         .lease_s = cfg->sandbox_api_lease_s,
+        .net_values = sp->net_values,
     };
     /* follow-ups: started from a snapshot (handlers_sandbox_pause.c names them) */
     char state[LB_SNAPSHOT_STATE_MAX];

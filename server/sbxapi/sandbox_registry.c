@@ -423,6 +423,20 @@ int lb_sbx_public_ports_of(lb_sbx *s)
     return a;
 }
 
+void lb_sbx_set_mask_host(lb_sbx *s, const char *mask)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    snprintf(s->mask_host, sizeof s->mask_host, "%s", mask ? mask : "");
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
+void lb_sbx_mask_host_of(lb_sbx *s, char *out, size_t outsz)
+{
+    pthread_mutex_lock(&lb_reg_mu);
+    snprintf(out, outsz, "%s", s->mask_host);
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
 int lb_sbx_take_auto_paused(lb_sbx *s)
 {
     pthread_mutex_lock(&lb_reg_mu);

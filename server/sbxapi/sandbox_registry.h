@@ -23,6 +23,7 @@
 #define LB_SANDBOX_REGISTRY_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -45,6 +46,8 @@ typedef enum lb_sbx_gone {
     LB_SBX_GONE_EXPIRED = 2,
     LB_SBX_GONE_FAILED = 3, /* its creation failed */
 } lb_sbx_gone;
+
+#define LB_SBX_MASK_HOST_MAX 256 /* E2B's maskRequestHost, with its NUL */
 
 typedef struct lb_sbx {
     char id[LB_NODE_ID_MAX + 1]; /* the API id ([<node_name>.]<32 random hex>: several nodes), immutable */
@@ -74,6 +77,7 @@ typedef struct lb_sbx {
     int auto_pause_drop;        /* autoPause without memory: its processes end first (lb_sbx_pause_drop) */
     int auto_resume;            /* E2B's autoResume: an envd call or port traffic resumes it when paused */
     int public_ports;           /* E2B's network.allowPublicTraffic true: its ports need no token */
+    char mask_host[LB_SBX_MASK_HOST_MAX]; /* E2B's network.maskRequestHost ("" none): its ports' Host */
     /* set by lb_sbx_reserve, then immutable */
     cJSON *spec;                /* the spec as echoed (no file contents, no metadata) */
     cJSON *metadata;            /* the client's object, or NULL */
@@ -165,6 +169,13 @@ int lb_sbx_auto_resume_of(lb_sbx *s);
 void lb_sbx_set_public_ports(lb_sbx *s);
 /* Whether s's ports were made public so. */
 int lb_sbx_public_ports_of(lb_sbx *s);
+/* E2B's network.maskRequestHost: requests relayed to s's ports carry
+ * Host mask, "${PORT}" in it replaced by the port (e2b_port.c; the caller
+ * checked it, shorter than LB_SBX_MASK_HOST_MAX). Not kept across a
+ * restart of the web. */
+void lb_sbx_set_mask_host(lb_sbx *s, const char *mask);
+/* s's mask into out ("" none). */
+void lb_sbx_mask_host_of(lb_sbx *s, char *out, size_t outsz);
 /* Whether it is paused now (E2B's envd health answers a paused one as gone). */
 int lb_sbx_is_paused(lb_sbx *s);
 /* E2B's setTimeout and connect (e2b_api.c): s now expires ttl_s seconds

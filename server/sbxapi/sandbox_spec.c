@@ -537,6 +537,9 @@ void lb_sbx_spec_free(lb_sbx_spec *sp)
     cJSON_Delete(sp->env);
     cJSON_Delete(sp->metadata);
     free(sp->network_policy);
+    if (sp->net_values)
+        memset(sp->net_values, 0, strlen(sp->net_values));
+    free(sp->net_values);
     memset(sp, 0, sizeof *sp);
 }
 

@@ -50,6 +50,8 @@ typedef struct lb_sbx_spec {
     int cpu_milli, memory_mib, disk_mib, pids;  /* 0 = sandboxd's default */
     char network[8];               /* "" (default), "none" or "nat" */
     char *network_policy;          /* owned: {"allow","deny"} as canonical JSON text (common/netpolicy.h), or NULL */
+    char *net_values;              /* owned, or NULL: its transform secrets' values for sandboxd (lbsb_spec's
+                                      net_values); never echoed or stored, wiped when freed */
     cJSON *env;                    /* owned object of strings; never NULL after a successful parse */
     cJSON *metadata;               /* owned object or NULL */
     lb_sbx_file *files;            /* owned */

@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     if (fz_p.mode == LB_NETPOL_RULES) {
         if (lb_netpolicy_parse(fz_text, &fz_q, err, sizeof err) != LB_OK || fz_q.nallow != fz_p.nallow ||
-            fz_q.ndeny != fz_p.ndeny)
+            fz_q.ndeny != fz_p.ndeny || fz_q.allow_wins != fz_p.allow_wins)
             __builtin_trap();
         for (int i = 0; i < fz_p.nallow; i++)
             if (strcmp(fz_p.allow[i].text, fz_q.allow[i].text) || fz_p.allow[i].port != fz_q.allow[i].port)

@@ -280,17 +280,20 @@ def check_address_literal_and_wrong_host_are_refused(d):
     r = probe(c, sid, 'resolve("allowed.test")\n'
                       'out({"literal": http("45.1.1.10", "45.1.1.10"), "other": http("45.1.1.20", "allowed.test"), '
                       '"denied_addr": http("45.1.1.20", "denied.test"), "port": http("45.1.1.10", "allowed.test", '
-                      '8080)})')
-    for k in ("literal", "other", "denied_addr"):
+                      '8080), "literal_other": http("45.1.1.10", "45.1.1.20")})')
+    for k in ("literal", "other", "denied_addr", "literal_other"):
         assert "error" in r[k] and r[k]["s"] < 3, (k, r)
     # no name rule for 8080 is needed: "allowed.test" has no port, so 8080 is allowed by it
     assert r["port"].get("body", "").startswith("server 45.1.1.10"), r
     new = hits()[before:]
     assert all(h["port"] == 8080 for h in new), "a refused connection reached a server: %s" % new
     rec = [x for x in record(d, sid) if x["kind"] == "tcp" and not x["allowed"]]
-    got = sorted((x["addr"], x["port"], x["name"], x["rule"]) for x in rec)
+    got = sorted((x["addr"], x["port"], x["name"] or "", x["rule"]) for x in rec)
     want = sorted([
-        ("45.1.1.10", 80, "45.1.1.10", "the HTTP Host is an address, not a name"),
+        # a Host that is the destination's address names nothing: judged by
+        # network rules and "*" alone (none here); another address is refused
+        ("45.1.1.10", 80, "", "an address no allow rule names"),
+        ("45.1.1.10", 80, "45.1.1.20", "the HTTP Host is an address, not a name"),
         ("45.1.1.20", 80, "allowed.test", "the HTTP Host allowed.test is not a name the gateway resolved to this "
                                           "address"),
         ("45.1.1.20", 80, "denied.test", "deny denied.test"),
@@ -447,7 +450,9 @@ def check_api_record_and_patch(d):
         assert status == 201, (status, o)
         eid = o["sandboxID"]
         status, o = call("GET", "/api/sandboxes/%s/network" % eid)
-        assert status == 200 and o["network"] == {"allow": ["allowed.test"], "deny": []}, (status, o)
+        # E2B's rules carry E2B's precedence: an allowOut entry wins over denyOut
+        assert status == 200 and o["network"] == {"allow": ["allowed.test"], "deny": [], "precedence": "allow"}, \
+            (status, o)
         status, o = call("POST", "/api/sandboxes/%s/exec" % eid,
                          {"command": "getent hosts allowed.test; getent hosts later.test; echo rc=$?"})
         assert status == 200 and "45.1.1.10" in o["stdout"] and "rc=2" in o["stdout"], (status, o)

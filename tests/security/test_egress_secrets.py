@@ -545,6 +545,40 @@ def check_api_secret_ceiling_and_record(d):
             call("DELETE", "/api/sandboxes/%s" % sid)
 
 
+def check_e2b_transform_through_the_sdk(d):
+    """E2B's per-host transforms (network.rules) through E2B's own SDK
+    (tests/e2b/sdk_network_transform.mjs): the client's header goes to the
+    named host's HTTPS requests only, never to the sandbox or the record."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+    from stack import Stack
+    e2b_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
+    if not os.path.isdir(os.path.join(e2b_dir, "node_modules", "e2b")):
+        print("SKIP: the e2b SDK is not installed in tests/e2b (npm ci)")
+        return
+    with open(os.environ["SECRET_CONF"]) as f:
+        conf = f.read()
+    tok = "egress-" + uuid.uuid4().hex
+    env = {"LLMBOX_SANDBOX_API_TOKEN": tok}
+    with Stack(model=False, env=env, web_env=env, conf=conf) as st:
+        senv = dict(os.environ, E2B_API_URL="http://127.0.0.1:%d/e2b" % st.port,
+                    E2B_SANDBOX_URL="http://127.0.0.1:%d/e2b/sandbox" % st.port, E2B_API_KEY=tok)
+        p = subprocess.run(["node", "sdk_network_transform.mjs"], cwd=e2b_dir, env=senv, capture_output=True,
+                           text=True, timeout=300)
+        sys.stdout.write(p.stdout)
+        assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+        # nor anything the gateway's folder or the service's logs hold
+        # (the script prints the value it made; its command lines carry halves only)
+        value = [x.split(" ", 1)[1] for x in p.stdout.splitlines() if x.startswith("VALUE ")][0].encode()
+        for dirpath, _, files in os.walk(st.prefix):
+            for fn in files:
+                try:
+                    with open(os.path.join(dirpath, fn), "rb") as f:
+                        data = f.read(64 << 20)
+                except OSError:
+                    continue
+                assert value not in data, "the value is in " + os.path.join(dirpath, fn)
+
+
 def check_task_trajectory_never_holds_the_value(d):
     """A task whose network names the secret: its command's request reaches
     the upstream with the value, and nothing the task keeps (trajectory,
@@ -612,6 +646,7 @@ CHECKS = [
     ("flood_does_not_slow_another_sandbox", check_flood_does_not_slow_another_sandbox),
     ("api_secret_ceiling_and_record", check_api_secret_ceiling_and_record),
     ("secret_without_value_is_refused", check_secret_without_value_is_refused),
+    ("e2b_transform_through_the_sdk", check_e2b_transform_through_the_sdk),
 ]
 
 

@@ -6,6 +6,7 @@
 #include "e2b/e2b_entry.h"
 #include "e2b/e2b_envelope.h"
 #include "e2b/e2b_gzip.h"
+#include "e2b/e2b_network.h"
 #include "e2b/e2b_sign.h"
 #include "e2b/e2b_port.h"
 #include "e2b/e2b_pty.h"
@@ -308,6 +309,151 @@ TEST(owner_names_from_the_sandbox_files)
     CHECK(lb_e2b_id_lookup("a:x:10000000000:", 16, 1410065408, out, sizeof out) == 0); /* no wrap */
 }
 
+/* E2B's network options as a policy: E2B's SDK bodies, and what each
+ * becomes (docs/NETWORK.md's table), with E2B's precedence. */
+static char *mapped(const char *inet, const char *net, int *has_fb)
+{
+    cJSON *i = inet ? cJSON_Parse(inet) : NULL, *n = net ? cJSON_Parse(net) : NULL, *out = NULL, *fb = NULL;
+    char err[300] = "";
+    char *text = NULL;
+    char *vals = NULL;
+    if (lb_e2b_network_map(i, n, &out, &fb, &vals, err, sizeof err) == LB_OK)
+        text = cJSON_PrintUnformatted(out);
+    else
+        text = strdup(err);
+    *has_fb = fb != NULL;
+    free(vals);
+    cJSON_Delete(i);
+    cJSON_Delete(n);
+    cJSON_Delete(out);
+    cJSON_Delete(fb);
+    return text;
+}
+
+TEST(network_map_follows_e2b)
+{
+    static const struct {
+        const char *inet, *net, *want;
+        int fb;
+    } cases[] = {
+        {"true", NULL, "{\"allow\":[\"*\"],\"deny\":[],\"precedence\":\"allow\"}", 1},
+        {NULL, "{}", "{\"allow\":[\"*\"],\"deny\":[],\"precedence\":\"allow\"}", 1},
+        {"false", NULL, "{\"allow\":[],\"deny\":[],\"precedence\":\"allow\"}", 1},
+        {"true", "{\"denyOut\":[\"8.8.8.8\"]}",
+         "{\"allow\":[\"*\"],\"deny\":[\"8.8.8.8\"],\"precedence\":\"allow\"}", 0},
+        {"true", "{\"denyOut\":[\"0.0.0.0/0\"],\"allowOut\":[\"1.1.1.1\",\"8.8.8.8\"]}",
+         "{\"allow\":[\"1.1.1.1\",\"8.8.8.8\"],\"deny\":[],\"precedence\":\"allow\"}", 0},
+        {"true", "{\"denyOut\":[\"1.1.1.0/24\"],\"allowOut\":[\"1.1.1.1\"]}",
+         "{\"allow\":[\"*\",\"1.1.1.1\"],\"deny\":[\"1.1.1.0/24\"],\"precedence\":\"allow\"}", 0},
+        {"false", "{\"allowOut\":[\"a.com\"]}", "{\"allow\":[\"a.com\"],\"deny\":[],\"precedence\":\"allow\"}", 0},
+        {"\"yes\"", NULL, "allow_internet_access must be true or false.", 0},
+        {NULL, "[1]", "network must be an object {allowOut, denyOut, ...}.", 0},
+        {NULL, "{\"allowOut\":\"a.com\"}", "allowOut and denyOut must be lists of rules (docs/NETWORK.md).", 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int fb = -1;
+        char *got = mapped(cases[k].inet, cases[k].net, &fb);
+        CHECK(got && !strcmp(got, cases[k].want));
+        CHECK(fb == cases[k].fb);
+        if (got && strcmp(got, cases[k].want))
+            fprintf(stderr, "case %zu: %s\n", k, got);
+        free(got);
+    }
+    int fb;
+    char *e = mapped(NULL, "{\"egressProxy\":{\"address\":\"p:1080\"}}", &fb);
+    CHECK(e && strstr(e, "egressProxy"));
+    free(e);
+}
+
+/* E2B's network.rules: the policy names transform secrets, their values
+ * go apart (for sandboxd's pipe only); every shape llmbox does not have is
+ * refused with a sentence. */
+TEST(network_rules_become_transform_secrets)
+{
+    cJSON *n = cJSON_Parse("{\"allowOut\":[\"api.test\"],\"denyOut\":[\"0.0.0.0/0\"],\"rules\":{\"api.test\":"
+                           "[{\"transform\":{\"headers\":{\"X-Test-Token\":\"v1\",\"Authorization\":\"Bearer t\"}}}]}}");
+    cJSON *out = NULL, *fb = NULL;
+    char *vals = NULL, err[300] = "";
+    CHECK(lb_e2b_network_map(NULL, n, &out, &fb, &vals, err, sizeof err) == LB_OK);
+    char *pol = cJSON_PrintUnformatted(out);
+    CHECK(pol && strstr(pol, "\"secrets\":[\"e2b.t0\",\"e2b.t1\"]") && !strstr(pol, "v1"));
+    CHECK(vals && strstr(vals, "\"name\":\"e2b.t0\"") && strstr(vals, "\"hosts\":\"api.test\"") &&
+          strstr(vals, "\"header\":\"X-Test-Token: {value}\"") && strstr(vals, "\"value\":\"v1\""));
+    CHECK(lb_e2b_transforms_admit(vals, "api.test", NULL, err, sizeof err) == LB_OK);
+    CHECK(lb_e2b_transforms_admit(vals, "other.test", NULL, err, sizeof err) == LB_E_DENIED &&
+          strstr(err, "api.test"));
+    free(pol);
+    free(vals);
+    cJSON_Delete(out);
+    cJSON_Delete(fb);
+    /* an update cannot set them */
+    CHECK(lb_e2b_network_map(NULL, n, &out, &fb, NULL, err, sizeof err) == LB_E_INVAL && strstr(err, "created"));
+    cJSON_Delete(n);
+    static const char *const bad[] = {
+        "{\"rules\":[1]}", "{\"rules\":{\"1.2.3.4\":[]}}", "{\"rules\":{\"a.test:443\":[]}}",
+        "{\"rules\":{\"a.test\":{}}}", "{\"rules\":{\"a.test\":[{\"transform\":{\"body\":\"x\"}}]}}",
+        "{\"rules\":{\"a.test\":[{\"match\":1}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"Host\":\"x\"}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"A B\":\"x\"}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"X\":\"a\\r\\nEvil: 1\"}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"X\":7}}}]}}",
+        "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{\"X\":\"${e2b.identity.tokens.aws}\"}}}]}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = cJSON_Parse(bad[i]);
+        err[0] = '\0';
+        vals = NULL;
+        int rc = n ? lb_e2b_network_map(NULL, n, &out, &fb, &vals, err, sizeof err) : -1;
+        CHECK(rc == LB_E_INVAL && err[0] && !vals && !out);
+        if (rc != LB_E_INVAL)
+            fprintf(stderr, "bad %zu accepted\n", i);
+        cJSON_Delete(n);
+    }
+    /* at most 16 headers in all */
+    char many[4096];
+    size_t k = (size_t)snprintf(many, sizeof many, "{\"rules\":{\"a.test\":[{\"transform\":{\"headers\":{");
+    for (int i = 0; i < 17; i++)
+        k += (size_t)snprintf(many + k, sizeof many - k, "%s\"X-%d\":\"v\"", i ? "," : "", i);
+    snprintf(many + k, sizeof many - k, "}}}]}}");
+    n = cJSON_Parse(many);
+    CHECK(n && lb_e2b_network_map(NULL, n, &out, &fb, &vals, err, sizeof err) == LB_E_INVAL && strstr(err, "16"));
+    cJSON_Delete(n);
+}
+
+TEST(mask_request_host_is_checked_and_applied)
+{
+    static const char *const good[] = {"custom-host.example.com:${PORT}", "${PORT}-sandboxid.e2b.app", "h:8080",
+                                       "h", "a_b.c-d"};
+    static const char *const bad[] = {"", "a b", "a\r\nX-Evil: 1", "h:", ":80", "h:0", "h:65536", "h:${PORT}x",
+                                      "h:${PORT}${PORT}", "h:1:2", "[::1]:80", "h/x", "h\t"};
+    char out[LB_SBX_MASK_HOST_MAX], err[300], host[LB_SBX_MASK_HOST_MAX];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        cJSON *v = cJSON_CreateString(good[i]);
+        CHECK(lb_e2b_mask_host_check(v, out, sizeof out, err, sizeof err) == LB_OK && !strcmp(out, good[i]));
+        cJSON_Delete(v);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *v = cJSON_CreateString(bad[i]);
+        err[0] = '\0';
+        CHECK(lb_e2b_mask_host_check(v, out, sizeof out, err, sizeof err) == LB_E_INVAL && strstr(err, "maskRequestHost"));
+        cJSON_Delete(v);
+    }
+    char longm[300];
+    memset(longm, 'a', sizeof longm - 1);
+    longm[sizeof longm - 1] = '\0';
+    cJSON *v = cJSON_CreateString(longm);
+    CHECK(lb_e2b_mask_host_check(v, out, sizeof out, err, sizeof err) == LB_E_INVAL);
+    cJSON_Delete(v);
+    v = cJSON_CreateNumber(1);
+    CHECK(lb_e2b_mask_host_check(v, out, sizeof out, err, sizeof err) == LB_E_INVAL);
+    cJSON_Delete(v);
+    CHECK(lb_e2b_mask_host_check(NULL, out, sizeof out, err, sizeof err) == LB_OK && out[0] == '\0');
+    lb_e2b_mask_host_apply("custom-host.example.com:${PORT}", 8080, host, sizeof host);
+    CHECK(!strcmp(host, "custom-host.example.com:8080"));
+    lb_e2b_mask_host_apply("${PORT}-x.${PORT}", 3, host, sizeof host);
+    CHECK(!strcmp(host, "3-x.3"));
+}
+
 int main(void)
 {
     RUN(envelope_one_takes_exactly_one_message);
@@ -326,5 +472,8 @@ int main(void)
     RUN(gzip_round_trip_caps_and_refusals);
     RUN(signature_is_envds);
     RUN(owner_names_from_the_sandbox_files);
+    RUN(network_map_follows_e2b);
+    RUN(network_rules_become_transform_secrets);
+    RUN(mask_request_host_is_checked_and_applied);
     return testlib_done();
 }

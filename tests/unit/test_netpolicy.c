@@ -159,6 +159,31 @@ TEST(destinations_follow_the_rules)
     CHECK(dest(NULL, "10.6.3.3", 5432) == 0);
 }
 
+TEST(precedence_allow_lets_an_allow_rule_win_but_not_star)
+{
+    /* E2B's denyOut 1.1.1.0/24 with allowOut 1.1.1.1: the allow wins there */
+    CHECK(parse("{\"allow\":[\"*\",\"1.1.1.1\",\"ok.example.com\"],\"deny\":[\"1.1.1.0/24\",\"*.example.com\"],"
+                "\"precedence\":\"allow\"}") == LB_OK && pol.allow_wins);
+    CHECK(dest(NULL, "1.1.1.1", 443) == 1 && strstr(why, "allow 1.1.1.1"));
+    CHECK(dest(NULL, "1.1.1.2", 443) == 0 && strstr(why, "deny 1.1.1.0/24")); /* "*" loses to deny */
+    CHECK(dest(NULL, "8.8.8.8", 443) == 1 && strstr(why, "allow *"));
+    CHECK(lb_netpolicy_name_ok(&pol, "ok.example.com", NULL, 0) == 1);
+    CHECK(lb_netpolicy_name_ok(&pol, "no.example.com", NULL, 0) == 0);
+    CHECK(dest("ok.example.com", "93.184.216.34", 443) == 1);
+    /* a name rule still never opens a private address, nor the host's own */
+    CHECK(dest("ok.example.com", "10.0.0.1", 443) == 0);
+    CHECK(dest(NULL, "93.184.0.7", 443) == 0 && strstr(why, "host's own"));
+    char out[512];
+    CHECK(lb_netpolicy_text(&pol, out, sizeof out) == LB_OK && strstr(out, "\"precedence\":\"allow\""));
+    CHECK(parse(out) == LB_OK && pol.allow_wins);
+    /* the same rules without it: deny wins, as llmbox's own API has it */
+    CHECK(parse("{\"allow\":[\"*\",\"1.1.1.1\"],\"deny\":[\"1.1.1.0/24\"]}") == LB_OK && !pol.allow_wins);
+    CHECK(dest(NULL, "1.1.1.1", 443) == 0);
+    CHECK(lb_netpolicy_text(&pol, out, sizeof out) == LB_OK && !strstr(out, "precedence"));
+    CHECK(fails_with("{\"allow\":[],\"precedence\":\"first\"}", "precedence"));
+    CHECK(fails_with("{\"allow\":[],\"precedence\":1}", "precedence"));
+}
+
 TEST(star_is_every_name_and_public_address_only)
 {
     CHECK(parse("{\"allow\":[\"*\"],\"deny\":[\"*.evil.com\",\"169.254.0.0/16\"]}") == LB_OK);
@@ -196,6 +221,16 @@ TEST(the_ceiling_names_the_rule_beyond_it)
     CHECK(lb_netpolicy_within(&pol, &ceil_, err, sizeof err) == LB_OK);
     CHECK(parse("{\"allow\":[\"10.0.0.0/8\"]}") == LB_OK); /* "*" is not a private network */
     CHECK(lb_netpolicy_within(&pol, &ceil_, err, sizeof err) == LB_E_DENIED);
+    /* but a public IPv4 address or network of /24 or narrower (E2B's allowOut ['1.1.1.1']) */
+    CHECK(parse("{\"allow\":[\"1.1.1.1\",\"8.8.8.0/24\",\"45.1.1.10:443\"]}") == LB_OK);
+    CHECK(lb_netpolicy_within(&pol, &ceil_, err, sizeof err) == LB_OK);
+    const char *wide[] = {"8.0.0.0/8", "0.0.0.0/0", "192.168.1.1", "169.254.169.254", "100.64.0.1", "192.0.2.0/24",
+                          "255.255.255.255", "2001:db8::1"};
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "{\"allow\":[\"%s\"]}", wide[i]);
+        CHECK(parse(text) == LB_OK && lb_netpolicy_within(&pol, &ceil_, err, sizeof err) == LB_E_DENIED);
+    }
     CHECK(parse("none") == LB_OK && lb_netpolicy_within(&pol, NULL, err, sizeof err) == LB_OK);
     CHECK(parse("{\"allow\":[\"a.com\"]}") == LB_OK && lb_netpolicy_within(&pol, NULL, err, sizeof err) != LB_OK);
 }
@@ -231,6 +266,7 @@ int main(void)
     RUN(bad_policies_are_refused_with_the_rule);
     RUN(names_resolve_only_when_allowed);
     RUN(destinations_follow_the_rules);
+    RUN(precedence_allow_lets_an_allow_rule_win_but_not_star);
     RUN(star_is_every_name_and_public_address_only);
     RUN(the_ceiling_names_the_rule_beyond_it);
     RUN(max_bytes_is_capped_by_the_operator);
