@@ -575,31 +575,6 @@ def free_loopback_443():
     raise AssertionError("no free 127/8 address with port 443")
 
 
-def t_ports_public(stack, tls):
-    """e2b_ports_public = 1 (E2B's default): the web restarted with
-    LLMBOX_E2B_PORTS_PUBLIC=1, sdk_ports_public.mjs over TLS host names,
-    then the web back as it was."""
-    pr, argv, logname, env = stack.named["web"]
-    stack.kill("web")
-    stack.named["web"] = (pr, argv, logname, dict(env, LLMBOX_E2B_PORTS_PUBLIC="1"))
-    try:
-        stack.restart("web")
-        e = dict(os.environ)
-        e.pop("E2B_SANDBOX_URL", None)
-        e.update({"E2B_API_URL": "http://127.0.0.1:%d/e2b" % stack.port, "E2B_API_KEY": TOKEN,
-                  "E2B_DOMAIN": "e2b.test", "NODE_EXTRA_CA_CERTS": tls["ca"],
-                  "LLMBOX_TEST_RESOLVE": "e2b.test=" + tls["addr"]})
-        p = subprocess.run(["node", "--import", "./resolve_test_domain.mjs", "sdk_ports_public.mjs"], cwd=E2B_DIR,
-                           env=e, capture_output=True, text=True, timeout=120)
-        print("   " + p.stdout.strip().replace("\n", "\n   "), file=sys.stderr)
-        assert p.returncode == 0 and "PASS ports_public_by_default_when_the_operator_says" in p.stdout, (
-            p.stdout, p.stderr[-2000:])
-    finally:
-        stack.kill("web")
-        stack.named["web"] = (stack.named["web"][0], argv, logname, env)
-        stack.restart("web")
-
-
 def t_e2b_domain_sdk(stack, tls):
     """The SDK with only E2B_DOMAIN set reaches https://49983-<id>.<domain>:
     nginx's TLS block with the wildcard certificate, *.e2b.test resolved to
@@ -764,7 +739,6 @@ def main():
         r.run("unsupported_said", t_unsupported_said, st)
         r.run("web_restart_keeps_sandbox_and_token", t_web_restart, st)
         r.run("e2b_domain_sdk_over_tls", t_e2b_domain_sdk, st, tls)
-        r.run("e2b_ports_public", t_ports_public, st, tls)
         # last: it restarts sandboxd, which ends every sandbox
         r.run("sdk_volumes", t_sdk_volumes, st)
         # restarts sandboxd and the web too
