@@ -354,6 +354,8 @@ static void lb_e2b_create(lb_req *r)
         lb_sbx_set_public_ports(s);
     if (mask[0])
         lb_sbx_set_mask_host(s, mask);
+    if (auto_pause || mask[0] || lb_sbx_public_ports_of(s))
+        lb_sbx_lease_save(s); /* the record again, with them: a restart of the web keeps them */
     out = lb_e2b_created(r, s, tname);
     if (!out) {
         LB_IGNORE(lb_sbx_remove(s->id, LB_SBX_GONE_FAILED)); /* nobody would know its id; already gone is fine */

@@ -145,6 +145,11 @@ void lb_sbx_lease_save(lb_sbx *s)
              cJSON_AddNumberToObject(o, "ttl_s", s->ttl_s) && cJSON_AddStringToObject(o, "workdir", s->workdir) &&
              cJSON_AddStringToObject(o, "owner", s->owner) &&
              lb_add_dup(o, "spec", s->spec) && lb_add_dup(o, "metadata", s->metadata) && lb_add_dup(o, "env", s->env);
+    cJSON *e2b = ok ? lb_sbx_e2b_flags(s) : NULL;
+    if (e2b && !cJSON_AddItemToObject(o, "e2b", e2b)) {
+        cJSON_Delete(e2b);
+        ok = 0;
+    }
     char *txt = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     /* No fsync (it was 0.6 ms of a 1.6 ms create here, more when the disk
@@ -203,6 +208,8 @@ static void lb_adopt_record(const char *path)
     }
     /* the user whose token made it (cut to a name's length; "" the shared token's) */
     lb_sbx_set_owner(s, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "owner")));
+    /* E2B's autoPause, autoResume, allowPublicTraffic, maskRequestHost */
+    lb_sbx_e2b_flags_restore(s, cJSON_GetObjectItemCaseSensitive(o, "e2b"));
     pthread_mutex_lock(&s->op_mu);
     rc = lbsb_connect(lb_ls_cfg->sandboxd_socket, &s->cancel, &s->conn, err, sizeof err);
     if (rc == LB_OK)

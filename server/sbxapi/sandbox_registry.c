@@ -437,6 +437,58 @@ void lb_sbx_mask_host_of(lb_sbx *s, char *out, size_t outsz)
     pthread_mutex_unlock(&lb_reg_mu);
 }
 
+cJSON *lb_sbx_e2b_flags(lb_sbx *s)
+{
+    char mask[LB_SBX_MASK_HOST_MAX];
+    pthread_mutex_lock(&lb_reg_mu);
+    int pause = s->auto_pause, drop = s->auto_pause_drop, paused = s->auto_paused, resume = s->auto_resume;
+    int pub = s->public_ports;
+    int64_t end = s->hard_end_ms;
+    memcpy(mask, s->mask_host, sizeof mask);
+    pthread_mutex_unlock(&lb_reg_mu);
+    if (!pause && !resume && !pub && !mask[0])
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddBoolToObject(o, "auto_pause", pause) || !cJSON_AddBoolToObject(o, "auto_pause_drop", drop) ||
+        !cJSON_AddBoolToObject(o, "auto_paused", paused) || !cJSON_AddNumberToObject(o, "hard_end_ms", (double)end) ||
+        !cJSON_AddBoolToObject(o, "auto_resume", resume) || !cJSON_AddBoolToObject(o, "public_ports", pub) ||
+        !cJSON_AddStringToObject(o, "mask_host", mask)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* 1 when o[key] is true */
+static int lb_flag(const cJSON *o, const char *key)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+void lb_sbx_e2b_flags_restore(lb_sbx *s, const cJSON *o)
+{
+    if (!cJSON_IsObject(o))
+        return;
+    const cJSON *end = cJSON_GetObjectItemCaseSensitive(o, "hard_end_ms");
+    const char *mask = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "mask_host"));
+    int mask_ok = mask && strlen(mask) < LB_SBX_MASK_HOST_MAX;
+    for (const char *p = mask_ok ? mask : ""; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            mask_ok = 0; /* a Host line of its own: no space, no control character */
+    pthread_mutex_lock(&lb_reg_mu);
+    if (lb_flag(o, "auto_pause") && cJSON_IsNumber(end) && end->valuedouble > 0 && end->valuedouble < 9.0e15) {
+        s->auto_pause = 1;
+        s->hard_end_ms = (int64_t)end->valuedouble;
+        s->auto_pause_drop = lb_flag(o, "auto_pause_drop");
+        s->auto_paused = lb_flag(o, "auto_paused");
+        s->auto_resume = lb_flag(o, "auto_resume");
+    }
+    s->public_ports = lb_flag(o, "public_ports");
+    if (mask_ok)
+        snprintf(s->mask_host, sizeof s->mask_host, "%s", mask);
+    pthread_mutex_unlock(&lb_reg_mu);
+}
+
 int lb_sbx_take_auto_paused(lb_sbx *s)
 {
     pthread_mutex_lock(&lb_reg_mu);

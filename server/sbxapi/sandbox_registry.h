@@ -150,7 +150,7 @@ void lb_sbx_set_error(lb_sbx *s, const char *why);
 void lb_sbx_set_paused(lb_sbx *s, int paused);
 /* E2B's autoPause: at its timeout s is paused instead of destroyed (its
  * end moves to hard_end_ms, sandboxd's own, past which it is destroyed
- * paused or not). Not kept across a restart of the web. */
+ * paused or not). Kept in its record (lb_sbx_e2b_flags). */
 void lb_sbx_set_auto_pause(lb_sbx *s, int64_t hard_end_ms);
 /* The same without memory (E2B's keepMemory: false): at its timeout its
  * processes end (lb_sbx_pause_drop) before the pause. */
@@ -159,23 +159,29 @@ void lb_sbx_set_auto_pause_drop(lb_sbx *s, int64_t hard_end_ms);
  * (then forgotten: the caller resumes it and gives it a timeout again). */
 int lb_sbx_take_auto_paused(lb_sbx *s);
 /* E2B's autoResume: traffic to s while paused resumes it first
- * (lb_e2b_auto_resume). Not kept across a restart of the web. */
+ * (lb_e2b_auto_resume). Kept in its record. */
 void lb_sbx_set_auto_resume(lb_sbx *s);
 /* Whether s was made with autoResume. */
 int lb_sbx_auto_resume_of(lb_sbx *s);
 /* E2B's network.allowPublicTraffic true: s's ports (not envd) are served
- * without its traffic token (e2b_envd.c). Not kept across a restart of the
- * web: the token is needed again, the safe side. */
+ * without its traffic token (e2b_envd.c). Kept in its record. */
 void lb_sbx_set_public_ports(lb_sbx *s);
 /* Whether s's ports were made public so. */
 int lb_sbx_public_ports_of(lb_sbx *s);
 /* E2B's network.maskRequestHost: requests relayed to s's ports carry
  * Host mask, "${PORT}" in it replaced by the port (e2b_port.c; the caller
- * checked it, shorter than LB_SBX_MASK_HOST_MAX). Not kept across a
- * restart of the web. */
+ * checked it, shorter than LB_SBX_MASK_HOST_MAX). Kept in its record. */
 void lb_sbx_set_mask_host(lb_sbx *s, const char *mask);
 /* s's mask into out ("" none). */
 void lb_sbx_mask_host_of(lb_sbx *s, char *out, size_t outsz);
+/* E2B's lifecycle and port flags of s (autoPause and its end, autoResume,
+ * allowPublicTraffic, maskRequestHost) as an object for its record
+ * (sandbox_leases.c), so that a restart of the web keeps them; NULL when
+ * none is set (or out of memory: the record then goes without them). */
+cJSON *lb_sbx_e2b_flags(lb_sbx *s);
+/* Sets them back from a record's object; what is not of the right type
+ * or size is left unset. */
+void lb_sbx_e2b_flags_restore(lb_sbx *s, const cJSON *o);
 /* Whether it is paused now (E2B's envd health answers a paused one as gone). */
 int lb_sbx_is_paused(lb_sbx *s);
 /* E2B's setTimeout and connect (e2b_api.c): s now expires ttl_s seconds

@@ -133,6 +133,25 @@ def t_sdk_volumes(stack):
     one(["after"], {"PERSIST_VOLUME": vid[0]})
 
 
+def t_sdk_restart_flags(stack):
+    """E2B's allowPublicTraffic, maskRequestHost and autoPause of a sandbox
+    kept across a kill -9 and start of the web (sdk_restart_flags.mjs)."""
+    def one(args, more_env=None):
+        rc, out, err = run_script(stack, "sdk_restart_flags.mjs", args=args, more_env=more_env)
+        lines = [l for l in out.splitlines() if l.startswith(("PASS ", "FAIL "))]
+        for l in lines:
+            print("   " + l, file=sys.stderr)
+        assert rc == 0 and lines and not [l for l in lines if l.startswith("FAIL ")], (
+            "rc %d\n%s\n%s" % (rc, "\n".join(lines), err[-2000:]))
+        return out
+    out = one([])
+    kid = [l.split("=", 1)[1] for l in out.splitlines() if l.startswith("KEEP_ID=")]
+    assert len(kid) == 1, out
+    stack.kill("web")
+    stack.restart("web")
+    one(["after"], {"KEEP_ID": kid[0]})
+
+
 def t_readme_example(stack):
     rc, out, err = run_script(stack, "readme_example.mjs", timeout=60)
     assert rc == 0 and out == "Hello from E2B!\n\n", (rc, out, err[-1000:])
@@ -716,6 +735,7 @@ def main():
         r.run("sdk_pause", t_sdk, st, "sdk_pause.mjs")
         r.run("sdk_pause_reboot", t_sdk, st, "sdk_pause_reboot.mjs")
         r.run("sdk_boot_id", t_sdk, st, "sdk_boot_id.mjs")
+        r.run("sdk_restart_flags", t_sdk_restart_flags, st)
         r.run("sdk_auto_resume", t_sdk, st, "sdk_auto_resume.mjs")
         r.run("sdk_file_metadata", t_sdk, st, "sdk_file_metadata.mjs")
         r.run("sdk_user", t_sdk, st, "sdk_user.mjs")
