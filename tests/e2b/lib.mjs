@@ -28,3 +28,29 @@ export async function runChecks() {
   }
   process.exit(failed ? 1 : 0)
 }
+
+// A server on 127.0.0.1:8080 of the sandbox that answers every GET with the
+// request's headers, one "Name: value" line each (what a port relay passed).
+export const HEADER_ECHO = `python3 -c "
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = ''.join(k + ': ' + v + chr(10) for k, v in self.headers.items()).encode()
+        self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.HTTPServer(('127.0.0.1', 8080), H).serve_forever()
+"`
+
+// Starts cmd in sbx in the background (the header echo by default) and
+// waits, at most 10 s, until 127.0.0.1:8080 answers 200 inside.
+export async function serve8080(sbx, cmd = HEADER_ECHO) {
+  await sbx.commands.run(cmd, { background: true })
+  for (let i = 0; i < 50; i++) {
+    const r = await sbx.commands.run('curl -s -o /dev/null -w %{http_code} http://127.0.0.1:8080/ || true')
+    if (r.stdout.trim() === '200')
+      return
+    await new Promise((res) => setTimeout(res, 200))
+  }
+  throw new Error('the server in the sandbox did not start')
+}

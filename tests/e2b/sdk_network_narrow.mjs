@@ -8,7 +8,7 @@
 // says allowPublicTraffic false, as E2B's.
 import http from 'node:http'
 import { Sandbox } from 'e2b'
-import { check, assert, eq, raises, runChecks } from './lib.mjs'
+import { check, assert, eq, raises, runChecks, serve8080 } from './lib.mjs'
 
 async function reach(sbx, name) {
   const r = await sbx.commands.run(
@@ -63,24 +63,13 @@ function portStatus(sbx, port) {
   })
 }
 
-async function serve(sbx) {
-  await sbx.commands.run('python3 -m http.server 8080 --bind 127.0.0.1', { background: true })
-  for (let i = 0; i < 50; i++) {
-    const r = await sbx.commands.run('curl -s -o /dev/null -w %{http_code} http://127.0.0.1:8080/ || true')
-    if (r.stdout.trim() === '200')
-      return
-    await new Promise((res) => setTimeout(res, 200))
-  }
-  throw new Error('the server in the sandbox did not start')
-}
-
 check('e2b_ports_public_makes_ports_public_by_default', async () => {
   // the old code: 403 without the traffic token whatever the operator set
   const open = await Sandbox.create()
   const closed = await Sandbox.create({ network: { allowPublicTraffic: false } })
   try {
-    await serve(open)
-    await serve(closed)
+    await serve8080(open, 'python3 -m http.server 8080 --bind 127.0.0.1')
+    await serve8080(closed, 'python3 -m http.server 8080 --bind 127.0.0.1')
     eq(await portStatus(open, 8080), 200, 'a plain create\'s port is public, as E2B\'s')
     eq(await portStatus(closed, 8080), 403, 'allowPublicTraffic false still needs the token')
   } finally {

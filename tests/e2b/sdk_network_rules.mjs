@@ -9,7 +9,7 @@
 // are HTTP servers answering "server ADDR host NAME".
 import http from 'node:http'
 import { Sandbox } from 'e2b'
-import { check, assert, eq, raises, runChecks } from './lib.mjs'
+import { check, assert, eq, raises, runChecks, serve8080 } from './lib.mjs'
 
 // curl of http://TARGET/probe, one line; never throws
 async function reach(sbx, target) {
@@ -95,33 +95,11 @@ function portGet(sbx, port) {
   })
 }
 
-const SERVER = `python3 -c "
-import http.server
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        b = ''.join(k + ': ' + v + chr(10) for k, v in self.headers.items()).encode()
-        self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers()
-        self.wfile.write(b)
-    def log_message(self, *a): pass
-http.server.HTTPServer(('127.0.0.1', 8080), H).serve_forever()
-"`
-
-async function serve(sbx) {
-  await sbx.commands.run(SERVER, { background: true })
-  for (let i = 0; i < 50; i++) {
-    const r = await sbx.commands.run('curl -s -o /dev/null -w %{http_code} http://127.0.0.1:8080/ || true')
-    if (r.stdout.trim() === '200')
-      return
-    await new Promise((res) => setTimeout(res, 200))
-  }
-  throw new Error('the server in the sandbox did not start')
-}
-
 check('mask_request_host', async () => {
   // the old code passed the client's Host (8080-<id>.<domain>) on
   const sbx = await Sandbox.create({ network: { maskRequestHost: 'custom-host.example.com:${PORT}' } })
   try {
-    await serve(sbx)
+    await serve8080(sbx)
     const [st, body] = await portGet(sbx, 8080)
     eq(st, 200, 'the relay answered: ' + body)
     assert(/^Host: custom-host\.example\.com:8080$/mi.test(body), 'the masked Host, ${PORT} replaced: ' + body)
@@ -131,7 +109,7 @@ check('mask_request_host', async () => {
   }
   const plain = await Sandbox.create()
   try {
-    await serve(plain)
+    await serve8080(plain)
     const [st, body] = await portGet(plain, 8080)
     eq(st, 200, 'the relay answered: ' + body)
     assert(new RegExp(`^Host: 8080-${plain.sandboxId}\\.`, 'mi').test(body), 'no mask: the client\'s Host: ' + body)

@@ -6,7 +6,7 @@
 // web is killed and started again, then "after" with KEEP_ID checks them.
 import http from 'node:http'
 import { Sandbox } from 'e2b'
-import { check, assert, eq, runChecks } from './lib.mjs'
+import { check, assert, eq, runChecks, serve8080 } from './lib.mjs'
 
 const sleep = ms => new Promise(res => setTimeout(res, ms))
 const phase = process.argv[2] || 'before'
@@ -26,18 +26,6 @@ function portGet(id) {
   })
 }
 
-// a server on 8080 that answers with the request's headers
-const SERVER = `python3 -c "
-import http.server
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        b = ''.join(k + ': ' + v + chr(10) for k, v in self.headers.items()).encode()
-        self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers()
-        self.wfile.write(b)
-    def log_message(self, *a): pass
-http.server.HTTPServer(('127.0.0.1', 8080), H).serve_forever()
-"`
-
 async function publicAndMasked(id) {
   let r
   for (let i = 0; i < 50; i++) {
@@ -53,7 +41,7 @@ if (phase === 'before') {
   check('flags_set', async () => {
     const sbx = await Sandbox.create({ network: { allowPublicTraffic: true, maskRequestHost: 'kept.example:${PORT}' },
       lifecycle: { onTimeout: 'pause' } })
-    await sbx.commands.run(SERVER, { background: true })
+    await serve8080(sbx)
     await publicAndMasked(sbx.sandboxId)
     console.log('KEEP_ID=' + sbx.sandboxId)
   })
