@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "common/util.h"
 #include "jobs/score_pool.h"
+#include "store/store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -252,6 +253,15 @@ int main(void)
         return 1;
     }
     snprintf(lb_cfg_mut()->self_exe, sizeof lb_cfg_mut()->self_exe, "%s", sleeper);
+    /* the store made first, as the web makes it before it starts the pool:
+     * three scorer threads creating one new database at once could find
+     * it locked, and a thread that cannot open the store skips its job */
+    lb_store *st = NULL;
+    if (lb_store_open(db, &st) != LB_OK) {
+        printf("FAIL setup: the store\n");
+        return 1;
+    }
+    lb_store_close(st);
     if (lb_score_pool_start(lb_cfg(), lb_cfg()->score_threads) != LB_OK) {
         printf("FAIL setup: the pool\n");
         return 1;
