@@ -208,6 +208,23 @@ typedef struct lb_sp_thread {
     int lane;
 } lb_sp_thread;
 
+/* This thread's store, opened at its first job: a few tries 200 ms apart
+ * (a database another connection is creating or migrating can answer
+ * "locked" for a moment), a half-opened one closed. */
+static int scorer_store(lb_store **s)
+{
+    for (int i = 0; !*s && i < 5; i++) {
+        lb_store *n = NULL;
+        if (lb_store_open(lb_cfg_store_where(lb_sp_cfg), &n) == LB_OK) {
+            *s = n;
+            break;
+        }
+        lb_store_close(n);
+        usleep(200000);
+    }
+    return *s ? LB_OK : LB_E_IO;
+}
+
 static void *scorer_main(void *argp)
 {
     int lane = ((lb_sp_thread *)argp)->lane;
@@ -231,7 +248,7 @@ static void *scorer_main(void *argp)
         }
         lb_sp_cur = j;
         pthread_mutex_unlock(&lb_sp_mu);
-        if (!s && lb_store_open(lb_cfg_store_where(lb_sp_cfg), &s) != LB_OK)
+        if (scorer_store(&s) != LB_OK)
             lb_error("scorer: cannot open the database; the run is scored again later");
         else
             j->fn(s, j->arg);
