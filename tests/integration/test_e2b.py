@@ -102,54 +102,45 @@ def raw_start(stack, sbx, payload, ctype="application/connect+json"):
 
 # ---- the SDK's own scripts ----
 
-def t_sdk(stack, script):
-    rc, out, err = run_script(stack, script)
+def sdk_checks(stack, script, args=None, more_env=None):
+    """Runs an SDK script (tests/e2b) and asserts it printed checks and none
+    failed; its output, for the lines a later step reads."""
+    rc, out, err = run_script(stack, script, args=args or [], more_env=more_env)
     lines = [l for l in out.splitlines() if l.startswith(("PASS ", "FAIL "))]
     for l in lines:
         print("   " + l, file=sys.stderr)
     fails = [l for l in lines if l.startswith("FAIL ")]
     assert rc == 0 and lines and not fails, "%s: rc %d\n%s\n%s" % (script, rc, "\n".join(fails or lines), err[-2000:])
+    return out
+
+
+def t_sdk(stack, script):
+    sdk_checks(stack, script)
 
 
 def t_sdk_volumes(stack):
     """E2B's volumes with the SDK (sdk_volumes.mjs), then a restart of the
     web and sandboxd, then the same volume again: its record and content
     are kept, and it mounts."""
-    def one(args, more_env=None):
-        rc, out, err = run_script(stack, "sdk_volumes.mjs", args=args, more_env=more_env)
-        lines = [l for l in out.splitlines() if l.startswith(("PASS ", "FAIL "))]
-        for l in lines:
-            print("   " + l, file=sys.stderr)
-        fails = [l for l in lines if l.startswith("FAIL ")]
-        assert rc == 0 and lines and not fails, "rc %d\n%s\n%s" % (rc, "\n".join(fails or lines), err[-2000:])
-        return out
-    out = one([])
+    out = sdk_checks(stack, "sdk_volumes.mjs")
     vid = [l.split("=", 1)[1] for l in out.splitlines() if l.startswith("PERSIST_VOLUME=")]
     assert len(vid) == 1, out
     stack.kill("web")
     stack.kill("sandboxd")
     stack.restart("sandboxd", wait=False)
     stack.restart("web")
-    one(["after"], {"PERSIST_VOLUME": vid[0]})
+    sdk_checks(stack, "sdk_volumes.mjs", ["after"], {"PERSIST_VOLUME": vid[0]})
 
 
 def t_sdk_restart_flags(stack):
     """E2B's allowPublicTraffic, maskRequestHost and autoPause of a sandbox
     kept across a kill -9 and start of the web (sdk_restart_flags.mjs)."""
-    def one(args, more_env=None):
-        rc, out, err = run_script(stack, "sdk_restart_flags.mjs", args=args, more_env=more_env)
-        lines = [l for l in out.splitlines() if l.startswith(("PASS ", "FAIL "))]
-        for l in lines:
-            print("   " + l, file=sys.stderr)
-        assert rc == 0 and lines and not [l for l in lines if l.startswith("FAIL ")], (
-            "rc %d\n%s\n%s" % (rc, "\n".join(lines), err[-2000:]))
-        return out
-    out = one([])
+    out = sdk_checks(stack, "sdk_restart_flags.mjs")
     kid = [l.split("=", 1)[1] for l in out.splitlines() if l.startswith("KEEP_ID=")]
     assert len(kid) == 1, out
     stack.kill("web")
     stack.restart("web")
-    one(["after"], {"KEEP_ID": kid[0]})
+    sdk_checks(stack, "sdk_restart_flags.mjs", ["after"], {"KEEP_ID": kid[0]})
 
 
 def t_readme_example(stack):
