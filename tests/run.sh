@@ -9,6 +9,9 @@ passed=0
 failed=0
 skipped=0
 failures=()
+# what failed, repeated above the last line: a CI log shown only by its
+# head and tail still names each failed check and its reason
+digest=()
 
 # make check-asan sets SANITIZER_REPORTS: every sanitized process writes its
 # report there (ASAN_OPTIONS / UBSAN_OPTIONS log_path), also the ones no
@@ -56,6 +59,15 @@ run_suite() {
         failures+=("$name")
         echo "   --- stderr of $name (last 30 lines) ---"
         tail -n 30 "/tmp/llmbox-suite-$$.err" | sed 's/^/   | /'
+        local line
+        while IFS= read -r line; do
+            digest+=("$name: ${line:0:400}")
+        done < <(printf '%s\n' "$out" | grep -E '^FAIL ' | head -n 5)
+        [ "$rc" != 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^FAIL ' || true)" = 0 ] &&
+            digest+=("$name: exited with status $rc")
+        while IFS= read -r line; do
+            digest+=("$name:   | ${line:0:300}")
+        done < <(grep -v '^[[:space:]]*$' "/tmp/llmbox-suite-$$.err" | tail -n 6)
     fi
     rm -f "/tmp/llmbox-suite-$$.err"
     passed=$((passed + p))
@@ -109,6 +121,10 @@ if [ -f tests/browser/run.sh ] && [ -z "${LLMBOX_SKIP_BROWSER:-}" ]; then
 fi
 
 echo
+if [ ${#digest[@]} -gt 0 ]; then
+    echo "what failed (each suite's FAIL lines, then the end of its stderr):"
+    printf '  %s\n' "${digest[@]}" | head -n 60
+fi
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
 [ "$skipped" != 0 ] && echo "$skipped skipped"
 echo "$passed passed, $failed failed"

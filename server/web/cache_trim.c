@@ -25,6 +25,34 @@ typedef struct trim_ent {
     struct timespec newest; /* to the nanosecond: folders written in one second still have an order */
 } trim_ent;
 
+/* Files with more than one name, seen in the folder being measured: a
+ * follow-up keeps each round's outputs as hard links to output/ (agent's
+ * followup.c), and one inode counted once per name made a task look twice
+ * its size on disk, so a folder alone under the cap was trimmed. An open
+ * addressing set of inode numbers, per folder; past its cap a further
+ * linked file counts again (over-counting only trims sooner). */
+#define LB_TR_LINKED_MAX 4096 /* a power of two */
+static __thread ino_t lb_tr_linked[LB_TR_LINKED_MAX];
+static __thread size_t lb_tr_nlinked;
+
+/* 1 when ino was seen already in this folder (and remembers it if not) */
+static int lb_tr_linked_seen(ino_t ino)
+{
+    size_t h = (size_t)(ino * 0x9E3779B97F4A7C15ull) & (LB_TR_LINKED_MAX - 1);
+    for (size_t k = 0; k < LB_TR_LINKED_MAX; k++, h = (h + 1) & (LB_TR_LINKED_MAX - 1)) {
+        if (lb_tr_linked[h] == ino)
+            return 1;
+        if (lb_tr_linked[h] == 0) {
+            if (lb_tr_nlinked >= LB_TR_LINKED_MAX / 2)
+                return 0; /* full enough: probes stay short */
+            lb_tr_linked[h] = ino;
+            lb_tr_nlinked++;
+            return 0;
+        }
+    }
+    return 0;
+}
+
 /* what nftw's callback adds up (one pass at a time: the thread's) */
 static __thread uint64_t lb_tr_bytes;
 static __thread struct timespec lb_tr_newest;
@@ -34,7 +62,9 @@ static int lb_tr_visit(const char *path, const struct stat *st, int flag, struct
     (void)path;
     (void)flag;
     (void)f;
-    lb_tr_bytes += (uint64_t)st->st_blocks * 512;
+    /* a folder's files share its device: the inode number alone names one (0 is no inode) */
+    if (!(S_ISREG(st->st_mode) && st->st_nlink > 1 && st->st_ino != 0 && lb_tr_linked_seen(st->st_ino)))
+        lb_tr_bytes += (uint64_t)st->st_blocks * 512;
     if (st->st_mtim.tv_sec > lb_tr_newest.tv_sec ||
         (st->st_mtim.tv_sec == lb_tr_newest.tv_sec && st->st_mtim.tv_nsec > lb_tr_newest.tv_nsec))
         lb_tr_newest = st->st_mtim;
@@ -71,6 +101,10 @@ static int lb_tr_measure(const char *dir, trim_ent **out, size_t *n, uint64_t *t
         lb_tr_bytes = 0;
         lb_tr_newest.tv_sec = 0;
         lb_tr_newest.tv_nsec = 0;
+        if (lb_tr_nlinked) { /* most folders have no linked file: no 32 KiB to clear */
+            memset(lb_tr_linked, 0, sizeof lb_tr_linked);
+            lb_tr_nlinked = 0;
+        }
         if (nftw(p, lb_tr_visit, 16, FTW_PHYS) != 0)
             continue; /* gone meanwhile, or unreadable: not ours to judge */
         if (*n == cap) {

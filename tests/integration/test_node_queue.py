@@ -10,7 +10,8 @@ sandbox (root and the image needed).
    succeeds, claimed once (attempt 1), each node ran some, one "done" event
    each and the same events for every task (none lost or doubled).
 2. kill9: a node killed -9 while its agents wait for a slow model: its tasks
-   end failed naming it within lease + sweep interval (+2 s of slack), the
+   end failed naming it, due within lease + sweep interval (the test allows
+   three times that, for a slower machine, and prints what it took), the
    other node's tasks succeed.
 3. fenced_agent: the node and its agent SIGSTOPped past the lease; the agent
    continued alone: the store refuses its writes and it ends without an
@@ -68,6 +69,10 @@ import pg_server  # noqa: E402
 
 LOAD_N = int(os.environ.get("LLMBOX_NODE_LOAD_N", "300"))
 LEASE = 3
+# what a time bound allows for a machine three times slower or busier than
+# this one: the bounds below catch a hang (a sweep, a kill that never
+# comes), they are not speed checks; each test prints the time it measured
+SLOW = 3
 
 
 class Cluster:
@@ -274,7 +279,9 @@ def test_kill9(pg):
             assert v["status"] == "failed", v
             assert "node k1 stopped renewing its lease (last seen at " in v["reason"], v
             assert "not run again" in v["reason"], v
-        assert took <= LEASE + LEASE / 3.0 + 2, "swept after %.1f s (lease %d s)" % (took, LEASE)
+        # a bound on a hang, not a speed check: the sweep is due by lease + interval; a
+        # machine three times slower (or busier) still passes, a sweep that never comes does not
+        assert took <= SLOW * (LEASE + LEASE / 3.0) + 2, "swept after %.1f s (lease %d s)" % (took, LEASE)
         assert "swept node k1" in c.log("k2"), c.log("k2")[-2000:]
         t2 = c.wait(others, timeout=60)
         assert all(v["status"] == "succeeded" and v["node"] == "k2" and v["attempt"] == 1 for v in t2.values()), t2
@@ -396,7 +403,7 @@ def test_deadline(pg):
         took = time.time() - stopped
         assert v["status"] == "failed", v
         assert "ran past its time limit (2 s)" in v["reason"] and "node d1 stopped the agent" in v["reason"], v
-        assert took <= 2 + 1 + 3, "ended %.1f s after the stop" % took
+        assert took <= SLOW * (2 + 1) + 3, "ended %.1f s after the stop" % took  # due at 2 + 1 s
         assert not alive(pid), "the agent %d is still alive" % pid
     finally:
         c.close()
@@ -760,7 +767,8 @@ def test_followups_across_nodes(pg):
                 assert time.time() < deadline, ("round 4 was not claimed by %s" % other, c.tasks([tid]))
                 time.sleep(0.1)
             took = time.time() - killed
-            assert took <= lease + lease / 3.0 + 2, "claimed %.1f s after the holder died (lease %d s)" % (took, lease)
+            assert took <= SLOW * (lease + lease / 3.0) + 2, \
+                "claimed %.1f s after the holder died (lease %d s)" % (took, lease)
             r = wait_round(4)
             assert r["status"] == "succeeded" and r["answer"] == "four", r
             assert r["rounds"][-1]["sandbox"] == "fresh", r["rounds"][-1]
