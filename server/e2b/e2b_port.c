@@ -2,9 +2,9 @@
  * A request to <port>-<id>.<e2b_domain>, relayed to the sandbox
  * (e2b_port.h). sandboxd opens the TCP connection inside the sandbox's
  * network namespace and hands it over (port_connect); the web writes the
- * request as HTTP/1.0 with "Connection: close" (so the answer ends with
- * the connection: no chunked framing to undo) and streams the answer
- * back. Everything from the sandbox is hostile: the answer's head is
+ * request as HTTP/1.0 with "Connection: close" (no chunked framing to
+ * undo) and streams the answer back, to its Content-Length where it has
+ * one, else until the server closes. Everything from the sandbox is hostile: the answer's head is
  * capped and parsed strictly, hop-by-hop headers are dropped, each read
  * and write has a timeout.
  *
@@ -255,13 +255,59 @@ int lb_e2b_port_head(const char *head, size_t n, lb_buf *out, int *status)
     return LB_OK;
 }
 
-/* Writes the answer's head as FastCGI's (lb_e2b_port_head). */
-static int lb_port_answer_head(lb_req *r, const char *head, size_t n)
+int lb_e2b_port_body_len(const char *head, size_t n, int status, int is_head, long long *len)
+{
+    *len = -1;
+    if (is_head || (status >= 100 && status < 200) || status == 204 || status == 304) {
+        *len = 0;
+        return LB_OK;
+    }
+    const char *nl = n >= 2 ? memmem(head, n, "\r\n", 2) : NULL;
+    const char *end = head + n;
+    long long cl = -1;
+    int chunked = 0;
+    for (const char *p = nl ? nl + 2 : end; p < end;) {
+        const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+        if (!eol || eol == p)
+            break; /* the blank line */
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        size_t nn = colon ? (size_t)(colon - p) : 0;
+        if (nn == 17 && !strncasecmp(p, "transfer-encoding", nn))
+            chunked = 1;
+        if (nn == 14 && !strncasecmp(p, "content-length", nn)) {
+            const char *v = colon + 1, *ve = eol;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            char num[24];
+            long long x;
+            if (ve == v || (size_t)(ve - v) >= sizeof num)
+                return LB_E_PROTO;
+            memcpy(num, v, (size_t)(ve - v));
+            num[ve - v] = '\0';
+            if (strspn(num, "0123456789") != strlen(num) || lb_parse_ll(num, 0, 1ll << 62, &x) != LB_OK ||
+                (cl >= 0 && x != cl))
+                return LB_E_PROTO;
+            cl = x;
+        }
+        p = eol + 2;
+    }
+    *len = chunked ? -1 : cl;
+    return LB_OK;
+}
+
+/* Writes the answer's head as FastCGI's (lb_e2b_port_head); *left gets
+ * its body's length (lb_e2b_port_body_len). Nothing is written when
+ * either refuses the head. */
+static int lb_port_answer_head(lb_req *r, const char *head, size_t n, long long *left)
 {
     lb_buf out;
     lb_buf_init(&out, LB_E2B_PORT_HEAD_MAX + 256);
     int status;
     int rc = lb_e2b_port_head(head, n, &out, &status);
+    if (!rc)
+        rc = lb_e2b_port_body_len(head, n, status, r->is_head, left);
     if (!rc) {
         r->responded = 1;
         r->status = status;
@@ -295,13 +341,15 @@ static int lb_port_admit(lb_req *r, lb_sbx *s, char *key, size_t keysz)
     return 0;
 }
 
-/* The answer's body, as it comes (a server may stream it): each wait is
- * at most LB_E2B_PORT_IDLE_S, and the client leaving ends it. */
-static void lb_port_copy_body(lb_req *r, int fd)
+/* The answer's body, as it comes (a server may stream it), left bytes of
+ * it (-1: until the server closes): each wait is at most
+ * LB_E2B_PORT_IDLE_S, and the client leaving ends it. */
+static void lb_port_copy_body(lb_req *r, int fd, long long left)
 {
     char buf[65536];
-    for (;;) {
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    while (left != 0) {
+        size_t want = left > 0 && left < (long long)sizeof buf ? (size_t)left : sizeof buf;
+        ssize_t n = recv(fd, buf, want, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -313,6 +361,8 @@ static void lb_port_copy_body(lb_req *r, int fd)
             return;
         if (!r->is_head && (FCGX_PutStr(buf, (int)n, r->fcgi->out) < 0 || FCGX_FFlush(r->fcgi->out) < 0))
             return; /* the client left */
+        if (left > 0)
+            left -= n;
     }
 }
 
@@ -369,13 +419,18 @@ void lb_e2b_port(lb_req *r, lb_sbx *s, int port)
         size_t hl = 0;
         rc = lb_port_read_head(r, fd, &head, &hl, deadline);
         if (rc == LB_OK) {
-            if (lb_port_answer_head(r, head.data, hl) != LB_OK) {
-                lb_port_fail(r, 502, "The server in the sandbox sent an answer that is not HTTP/1.0 or 1.1.");
+            long long left = -1;
+            if (lb_port_answer_head(r, head.data, hl, &left) != LB_OK) {
+                lb_port_fail(r, 502, "The server in the sandbox sent an answer that is not HTTP/1.0 or 1.1 "
+                             "(or a Content-Length that is not one number).");
                 goto out;
             }
-            if (head.len > hl && !r->is_head) /* the body's first bytes came with the head */
-                FCGX_PutStr(head.data + hl, (int)(head.len - hl), r->fcgi->out);
-            lb_port_copy_body(r, fd);
+            size_t extra = head.len - hl; /* the body's first bytes came with the head */
+            if (left >= 0 && (long long)extra > left)
+                extra = (size_t)left; /* what follows the body is not the answer's */
+            if (extra && !r->is_head)
+                FCGX_PutStr(head.data + hl, (int)extra, r->fcgi->out);
+            lb_port_copy_body(r, fd, left < 0 ? -1 : left - (long long)extra);
             goto out;
         }
     }

@@ -25,4 +25,14 @@ void lb_e2b_port(lb_req *r, lb_sbx *s, int port);
  * character than a tab (or when out's cap is reached). Hostile input. */
 LB_MUST_CHECK int lb_e2b_port_head(const char *head, size_t n, lb_buf *out, int *status);
 
+/* How long the body after that head is (RFC 9112 6.3), so the relay ends
+ * with the answer, not when the server closes (a server may keep the
+ * connection open despite "Connection: close", and would hold a relay's
+ * place until it idled out): *len 0 for an answer to HEAD and for 1xx,
+ * 204 and 304; -1 (until the server closes) with Transfer-Encoding or
+ * without Content-Length; else the Content-Length. LB_E_PROTO for a
+ * Content-Length that is not digits, over 2^62, or given twice with two
+ * values. head[0..n) is one lb_e2b_port_head accepted. */
+LB_MUST_CHECK int lb_e2b_port_body_len(const char *head, size_t n, int status, int is_head, long long *len);
+
 #endif

@@ -4,7 +4,9 @@
  * code of 100..599, then lines that each end in CRLF and hold no other
  * control character than a tab, none of them a Status, X-Accel-*,
  * Connection or Transfer-Encoding header, and one blank line at the end
- * only; a refused one leaves the status 0. */
+ * only; a refused one leaves the status 0. The body's length of an
+ * accepted head (lb_e2b_port_body_len) is -1 (until the server closes)
+ * or 0..2^62, always 0 for HEAD, and -1 when the length is refused. */
 #include "common/buf.h"
 #include "common/status.h"
 #include "e2b/e2b_port.h"
@@ -26,6 +28,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         lb_buf_free(&out);
         return 0;
     }
+    long long len = -7, head_len = -7;
+    int lrc = lb_e2b_port_body_len((const char *)data, size, status, 0, &len);
+    if ((lrc != LB_OK && (lrc != LB_E_PROTO || len != -1)) || len < -1 || len > (1ll << 62))
+        __builtin_trap();
+    if (lb_e2b_port_body_len((const char *)data, size, status, 1, &head_len) != LB_OK || head_len != 0)
+        __builtin_trap();
     char want[16];
     snprintf(want, sizeof want, "Status: %d", status);
     if (status < 100 || status > 599 || out.len < 4 || strncmp(out.data, want, strlen(want)) ||

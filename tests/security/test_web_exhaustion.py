@@ -14,6 +14,9 @@ and bob the victim).
   give up after 2 s. Bob's task list stays quick, relays past the bound
   are refused with Retry-After, and once the clients are gone the relays
   are too: a request to the same server's quick path is answered.
+- port_held: the same server answers whole and keeps the connection open;
+  twelve requests in a row (past the eight a sandbox may have relayed at
+  once) each end at the answer's Content-Length.
 - web_stop_bounded: the web is stopped with SIGTERM and started again, 5
   times idle, then 3 times busy (a running task with event streams open,
   requests in flight, an API sandbox held, and the database locked by
@@ -182,6 +185,9 @@ def serve(c):
             req += d
         if req.startswith(b"GET /ready"):
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nready")
+        elif req.startswith(b"GET /held"):  # the whole answer, then the connection kept open
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nheldNOT-THE-ANSWER")
+            time.sleep(120)
         else:
             for b in b"HTTP/1.1 200 OK\r\n":
                 c.sendall(bytes([b])); time.sleep(20)
@@ -275,6 +281,25 @@ def t_port_drip(st):
         "the relays outlived their clients: the quick path took %.1f s: %s %r" % (took, status, body[:200]))
 
 
+def t_port_held(st):
+    """A server that keeps its connection open after a whole answer (despite
+    "Connection: close"): each relay ends at the answer's Content-Length,
+    so twelve such requests in a row, more than a sandbox's eight relays
+    at once, are all answered, with the answer's 4 bytes and not what the
+    server sent after them. Old code: each relay went on until the server
+    had been idle 60 s, and its client had nothing until then (each of the
+    twelve timed out after 20 s)."""
+    if St.sandbox is None:
+        St.sandbox = e2b_sandbox(st)
+        start_drip(st, St.sandbox)
+    got = []
+    for _ in range(12):
+        t0 = time.time()
+        status, _, body = port_get(st, St.sandbox, "/held", timeout=20)
+        got.append((status, body[:100], round(time.time() - t0, 2)))
+    assert all(g[0] == 200 and g[1] == b"held" for g in got), got
+
+
 # ---- stopping ---------------------------------------------------------------------
 
 class St:
@@ -353,6 +378,7 @@ def t_web_stop_bounded(st):
 CHECKS = [
     ("bundle_flood", t_bundle_flood, True),
     ("port_drip", t_port_drip, True),
+    ("port_held", t_port_held, True),
     ("web_stop_bounded", t_web_stop_bounded, False),
 ]
 

@@ -111,6 +111,47 @@ TEST(port_head_refuses_what_is_not_an_http_head)
     }
 }
 
+static long long body_len(const char *head, int status, int is_head, int *rc)
+{
+    long long n = -7;
+    *rc = lb_e2b_port_body_len(head, strlen(head), status, is_head, &n);
+    return n;
+}
+
+/* the relay ends with the answer: a server keeping its connection open
+ * after it (despite "Connection: close") held a relay's place for a minute */
+TEST(port_body_ends_at_its_length)
+{
+    int rc;
+    CHECK(body_len("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n", 200, 0, &rc) == 4 && rc == LB_OK);
+    CHECK(body_len("HTTP/1.1 200 OK\r\ncontent-length:  12 \r\nX: y\r\n\r\n", 200, 0, &rc) == 12 && rc == LB_OK);
+    CHECK(body_len("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 200, 0, &rc) == 0 && rc == LB_OK);
+    /* the same value twice is one length (RFC 9112 6.3) */
+    CHECK(body_len("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 200, 0, &rc) == 5 &&
+          rc == LB_OK);
+    /* no length, or a transfer coding: until the server closes */
+    CHECK(body_len("HTTP/1.0 200 OK\r\nX: y\r\n\r\n", 200, 0, &rc) == -1 && rc == LB_OK);
+    CHECK(body_len("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n", 200, 0, &rc) ==
+              -1 &&
+          rc == LB_OK);
+    /* no body: HEAD, 1xx, 204, 304, whatever the length says */
+    CHECK(body_len("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n", 200, 1, &rc) == 0 && rc == LB_OK);
+    CHECK(body_len("HTTP/1.1 204 No Content\r\nContent-Length: 4\r\n\r\n", 204, 0, &rc) == 0 && rc == LB_OK);
+    CHECK(body_len("HTTP/1.1 304 Not Modified\r\nContent-Length: 4\r\n\r\n", 304, 0, &rc) == 0 && rc == LB_OK);
+    /* a length that is not one number: refused (a 502), never guessed */
+    static const char *const bad[] = {
+        "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 4, 4\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 0x10\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 4611686018427387905\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(body_len(bad[i], 200, 0, &rc) == -1 && rc == LB_E_PROTO);
+}
+
 /* E2B's protocol: EntryInfo as envd answers it (Go's FileMode.String, protobuf's Timestamp) */
 TEST(entry_permissions_follow_go_file_mode_string)
 {
@@ -462,6 +503,7 @@ int main(void)
     RUN(code_http_follows_the_connect_table);
     RUN(port_head_passes_the_answer_and_drops_what_nginx_would_obey);
     RUN(port_head_refuses_what_is_not_an_http_head);
+    RUN(port_body_ends_at_its_length);
     RUN(entry_permissions_follow_go_file_mode_string);
     RUN(entry_time_is_rfc3339_utc_within_protobuf_range);
     RUN(entry_carries_metadata_and_symlink_target);
