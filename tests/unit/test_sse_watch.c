@@ -245,9 +245,10 @@ TEST(no_lost_wakes_under_writers)
         if (args[i].max_stall_ms > worst)
             worst = args[i].max_stall_ms;
     }
-    /* a wake comes within a tick (100 ms) of the commit; 2 s of slack for
-     * a loaded machine, far below the 10 s a lost wake would show */
-    CHECK(worst < 2000);
+    /* a wake comes within a tick (100 ms) of the commit; 5 s of slack for
+     * a loaded machine (2 s failed once on PostgreSQL under four builds),
+     * still below the 10 s a lost wake would show */
+    CHECK(worst < 5000);
     lb_sse_watch_stop();
     lb_store_close(s);
 }
