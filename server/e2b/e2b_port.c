@@ -4,9 +4,9 @@
  * network namespace and hands it over (port_connect); the web writes the
  * request as HTTP/1.0 with "Connection: close" (no chunked framing to
  * undo) and streams the answer back, to its Content-Length where it has
- * one, else until the server closes. Everything from the sandbox is hostile: the answer's head is
- * capped and parsed strictly, hop-by-hop headers are dropped, each read
- * and write has a timeout.
+ * one, else until the server closes. Everything from the sandbox is
+ * hostile: the answer's head is capped and parsed strictly, hop-by-hop
+ * headers are dropped, each read and write has a timeout.
  *
  * Each relay holds a web thread, and the server at the other end is the
  * sandbox's code: one that sent its head a byte every 20 s held 40

@@ -32,12 +32,14 @@ typedef struct trim_ent {
  * addressing set of inode numbers, per folder; past its cap a further
  * linked file counts again (over-counting only trims sooner). */
 #define LB_TR_LINKED_MAX 4096 /* a power of two */
-static __thread ino_t lb_tr_linked[LB_TR_LINKED_MAX];
+static __thread ino_t *lb_tr_linked; /* LB_TR_LINKED_MAX, the pass's (not static TLS: every thread would carry it) */
 static __thread size_t lb_tr_nlinked;
 
 /* 1 when ino was seen already in this folder (and remembers it if not) */
 static int lb_tr_linked_seen(ino_t ino)
 {
+    if (!lb_tr_linked)
+        return 0; /* no set (out of memory): counted again */
     size_t h = (size_t)(ino * 0x9E3779B97F4A7C15ull) & (LB_TR_LINKED_MAX - 1);
     for (size_t k = 0; k < LB_TR_LINKED_MAX; k++, h = (h + 1) & (LB_TR_LINKED_MAX - 1)) {
         if (lb_tr_linked[h] == ino)
@@ -92,6 +94,8 @@ static int lb_tr_measure(const char *dir, trim_ent **out, size_t *n, uint64_t *t
         return errno == ENOENT ? LB_OK : LB_E_IO;
     size_t cap = 0;
     int rc = LB_OK;
+    lb_tr_linked = calloc(LB_TR_LINKED_MAX, sizeof *lb_tr_linked);
+    lb_tr_nlinked = 0;
     struct dirent *e;
     while ((e = readdir(d)) && *n < LB_TRIM_FOLDERS_MAX) {
         if (!lb_id_valid(e->d_name))
@@ -101,8 +105,8 @@ static int lb_tr_measure(const char *dir, trim_ent **out, size_t *n, uint64_t *t
         lb_tr_bytes = 0;
         lb_tr_newest.tv_sec = 0;
         lb_tr_newest.tv_nsec = 0;
-        if (lb_tr_nlinked) { /* most folders have no linked file: no 32 KiB to clear */
-            memset(lb_tr_linked, 0, sizeof lb_tr_linked);
+        if (lb_tr_nlinked && lb_tr_linked) { /* most folders have no linked file: no 32 KiB to clear */
+            memset(lb_tr_linked, 0, LB_TR_LINKED_MAX * sizeof *lb_tr_linked);
             lb_tr_nlinked = 0;
         }
         if (nftw(p, lb_tr_visit, 16, FTW_PHYS) != 0)
@@ -124,6 +128,8 @@ static int lb_tr_measure(const char *dir, trim_ent **out, size_t *n, uint64_t *t
         *total += lb_tr_bytes;
     }
     closedir(d);
+    free(lb_tr_linked);
+    lb_tr_linked = NULL;
     return rc;
 }
 

@@ -6,10 +6,11 @@
  * outputs and records an agent wrote, files a web fetched to serve them.
  * Every artifacts_cache_trim_s a thread measures the task folders and,
  * over the cap, removes the least recently written ones down to nine
- * tenths of it. A folder's size is its files' blocks on disk, a file with
- * several names (a round's outputs are kept as hard links) counted once. It removes only a folder that holds nothing the bucket
- * lacks (common/blob_task.h's markers: no agent wrote there, or the agent
- * of the task's last round stored it all), of a task that is final (or
+ * tenths of it. A folder's size is its files' blocks on disk, a file
+ * with several names (a round's outputs are kept as hard links) counted
+ * once. It removes only a folder that holds nothing the bucket lacks
+ * (common/blob_task.h's markers: no agent wrote there, or the agent of
+ * the task's last round stored it all), of a task that is final (or
  * deleted), written to at least artifacts_cache_min_age_s ago. A removed
  * task's files are fetched again when asked for (downloads, previews,
  * bundles, records), as any host does for a task it never ran.
