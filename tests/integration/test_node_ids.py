@@ -56,7 +56,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 sys.path.insert(0, os.path.dirname(__file__))
-from stack import Reporter, Skip, Stack, image_ready  # noqa: E402
+from stack import Reporter, Skip, Stack, image_ready, json_call  # noqa: E402
 import pg_server  # noqa: E402
 from test_stateless_webs import LB, behind_haproxy, run_tests  # noqa: E402
 
@@ -75,15 +75,7 @@ LEASE_S = 3  # node_lease_s of the webs: a row unrefreshed for this long is not 
 def call(target, method, path, body=None, headers=None, timeout=60):
     h = dict(AUTH)
     h.update(headers or {})
-    if isinstance(body, (dict, list)):
-        body = json.dumps(body).encode()
-        h.setdefault("Content-Type", "application/json")
-    st, hd, data = target.request(method, path, body, h, timeout=timeout)
-    hd = {k.lower(): v for k, v in (hd.items() if isinstance(hd, dict) else hd)}
-    try:
-        return st, hd, json.loads(data) if data else None
-    except ValueError:
-        return st, hd, data
+    return json_call(target, method, path, body, h, timeout)
 
 
 class T:

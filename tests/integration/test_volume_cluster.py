@@ -32,7 +32,6 @@ E2B_VOLUME_API_URL at the balancer's /e2b. Asserted:
    balancer: a volume made on n2, written and read, listed, mounted by two
    Sandbox.create (one reaches each node's web) and read inside, destroyed.
 """
-import json
 import os
 import shutil
 import subprocess
@@ -55,15 +54,7 @@ E2B_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b")
 def call(target, method, path, body=None, key=None, headers=None, timeout=120):
     h = {"X-API-KEY": key or TOKEN}
     h.update(headers or {})
-    if isinstance(body, (dict, list)):
-        body = json.dumps(body).encode()
-        h.setdefault("Content-Type", "application/json")
-    st, hd, data = target.request(method, path, body, h, timeout=timeout)
-    hd = {k.lower(): v for k, v in (hd.items() if isinstance(hd, dict) else hd)}
-    try:
-        return st, hd, json.loads(data) if data else None
-    except ValueError:
-        return st, hd, data
+    return stack.json_call(target, method, path, body, h, timeout)
 
 
 def ids(o):

@@ -75,6 +75,22 @@ def multipart(fields, files):
     return "multipart/form-data; boundary=" + boundary, bytes(out)
 
 
+def json_call(target, method, path, body=None, headers=None, timeout=60):
+    """A request through anything with Stack.request's signature (a stack,
+    a balancer): a dict or list body is sent as JSON; -> (status, headers
+    with lower-case names, the body as JSON, or as bytes when it is not)."""
+    h = dict(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+        h.setdefault("Content-Type", "application/json")
+    st, hd, data = target.request(method, path, body, h, timeout=timeout)
+    hd = {k.lower(): v for k, v in (hd.items() if isinstance(hd, dict) else hd)}
+    try:
+        return st, hd, json.loads(data) if data else None
+    except ValueError:
+        return st, hd, data
+
+
 def pg_fresh_db(url):
     """A new, empty database on the PostgreSQL server of url (a
     postgresql:// URL, e.g. tests/lib/pg_server.py's); its URL. With
