@@ -774,6 +774,8 @@ void lb_e2b_mounts_elsewhere(lb_req *r, const cJSON *body, const lb_e2b_mounts *
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL, *h2 = curl_slist_append(NULL, node_hdr);
     h = h2 ? curl_slist_append(h2, "Content-Type: application/json") : NULL;
+    /* no "Expect: 100-continue" (libcurl's for larger bodies): it would wait up to a second for the go-ahead */
+    h = h ? curl_slist_append(h, "Expect:") : NULL;
     if (!h)
         curl_slist_free_all(h2);
     /* the caller's Host too: the holder's web checks it (allowed_hosts)
