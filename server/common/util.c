@@ -308,3 +308,11 @@ int lb_colon_field(const char *s, const char *e, int k, const char **fs, const c
     *fe = c ? c : e;
     return 1;
 }
+
+void lb_free_wiped(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}

@@ -51,5 +51,8 @@ LB_MUST_CHECK int lb_read_full(int fd, void *p, size_t n); /* LB_E_IO on EOF bef
 int lb_colon_field(const char *s, const char *e, int k, const char **fs, const char **fe);
 /* Drops root to user name (setgroups, setgid, setuid); no-op when not root. */
 LB_MUST_CHECK int lb_drop_privileges(const char *user);
+/* Frees a secret's text (NULL: nothing), its bytes wiped first with
+ * explicit_bzero (a memset before free is a dead store a compiler may drop). */
+void lb_free_wiped(char *s);
 
 #endif

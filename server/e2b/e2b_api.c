@@ -265,9 +265,7 @@ static void lb_e2b_create(lb_req *r)
         nrc = lb_e2b_transforms_admit(net_values, cfg->network_egress_max,
                                       r->user ? r->user->network_egress_max : NULL, msg, sizeof msg);
     if (nrc != LB_OK) {
-        if (net_values)
-            memset(net_values, 0, strlen(net_values));
-        free(net_values);
+        lb_free_wiped(net_values);
         cJSON_Delete(net);
         cJSON_Delete(net_fb);
         lb_e2b_error(r, nrc == LB_E_NOMEM ? 500 : nrc == LB_E_DENIED ? 403 : 400, "%s", msg);
@@ -300,9 +298,7 @@ static void lb_e2b_create(lb_req *r)
         sp.net_values = net_values; /* the spec's now: wiped and freed with it */
         net_values = NULL;
     }
-    if (net_values)
-        memset(net_values, 0, strlen(net_values));
-    free(net_values);
+    lb_free_wiped(net_values);
     if (rc) {
         lb_e2b_error(r, rc == LB_E_TOOBIG ? 413 : rc == LB_E_DENIED ? 403 : 400, "%s", msg);
         goto out;

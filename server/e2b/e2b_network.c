@@ -159,8 +159,7 @@ static int transforms(const cJSON *rules, cJSON *o, cJSON *fb, char **values, ch
     if (rc == LB_E_NOMEM)
         snprintf(err, errsz, "Out of memory.");
     if (rc != LB_OK && *values) {
-        memset(*values, 0, strlen(*values));
-        free(*values);
+        lb_free_wiped(*values);
         *values = NULL;
     }
     cJSON_Delete(vals); /* held the values: freed as cJSON frees */

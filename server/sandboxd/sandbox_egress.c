@@ -140,14 +140,6 @@ int lbsd_egress_enabled(void)
     return g_enabled;
 }
 
-/* Frees a stashed values text, its bytes wiped first. */
-static void values_free(char *v)
-{
-    if (v) {
-        memset(v, 0, strlen(v));
-        free(v);
-    }
-}
 
 int lbsd_egress_stash(const void *conn, const char *policy, const char *values)
 {
@@ -163,7 +155,7 @@ int lbsd_egress_stash(const void *conn, const char *policy, const char *values)
             eg *old = *pp;
             *pp = old->next;
             free(old->policy);
-            values_free(old->values);
+            lb_free_wiped(old->values);
             free(old);
             break;
         }
@@ -253,7 +245,7 @@ static void eg_free(eg *e)
     if (e->nsfd >= 0)
         close(e->nsfd);
     free(e->policy);
-    values_free(e->values);
+    lb_free_wiped(e->values);
     free(e);
 }
 
@@ -555,7 +547,7 @@ int lbsd_egress_attach(lbsd_sandbox *sb, char *msg, size_t msgsz)
     e->gw = pid;
     free(e->policy);
     e->policy = NULL;
-    values_free(e->values);
+    lb_free_wiped(e->values);
     e->values = NULL;
     if (named && lbsd_egsec_install_ca(sb, dir, uid, msg, msgsz) != LB_OK) { /* the secrets' CA, into its trust */
         kill(pid, SIGKILL);

@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "common/netpolicy.h"
 #include "common/node_id.h"
+#include "common/util.h"
 #include "images/store.h"
 
 #include <stdarg.h>
@@ -537,9 +538,7 @@ void lb_sbx_spec_free(lb_sbx_spec *sp)
     cJSON_Delete(sp->env);
     cJSON_Delete(sp->metadata);
     free(sp->network_policy);
-    if (sp->net_values)
-        memset(sp->net_values, 0, strlen(sp->net_values));
-    free(sp->net_values);
+    lb_free_wiped(sp->net_values);
     memset(sp, 0, sizeof *sp);
 }
 
