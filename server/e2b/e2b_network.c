@@ -249,7 +249,8 @@ int lb_e2b_transforms_admit(const char *values, const char *service, const char 
 {
     cJSON *vals = values ? cJSON_Parse(values) : NULL;
     lb_netpolicy *p = malloc(sizeof *p);
-    int rc = p ? LB_OK : LB_E_NOMEM;
+    /* values is ours (lb_e2b_network_map's): a parse fails only for want of memory, never admitted */
+    int rc = p && (!values || vals) ? LB_OK : LB_E_NOMEM;
     const cJSON *it;
     cJSON_ArrayForEach(it, vals) {
         const char *hosts = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "hosts"));
