@@ -210,17 +210,15 @@ typedef struct lb_sp_thread {
 
 /* This thread's store, opened at its first job: a few tries 200 ms apart
  * (a database another connection is creating or migrating can answer
- * "locked" for a moment), a half-opened one closed. */
+ * "locked" for a moment; lb_store_open closes what it half opened). */
 static int scorer_store(lb_store **s)
 {
     for (int i = 0; !*s && i < 5; i++) {
+        if (i)
+            usleep(200000);
         lb_store *n = NULL;
-        if (lb_store_open(lb_cfg_store_where(lb_sp_cfg), &n) == LB_OK) {
+        if (lb_store_open(lb_cfg_store_where(lb_sp_cfg), &n) == LB_OK)
             *s = n;
-            break;
-        }
-        lb_store_close(n);
-        usleep(200000);
     }
     return *s ? LB_OK : LB_E_IO;
 }
