@@ -78,6 +78,10 @@ int lb_cfgi_apply_secrets(lb_config *c, const lb_conf *cf)
         if (!lb_netpolicy_secret_name_ok(name))
             return lb_cfgi_fail(LB_E_INVAL, "%s:%d: [%s]: a secret's name is 1 to %d letters, digits, '.', '_' or '-'",
                                 cf->path, e->line, e->section, LB_NETPOL_SECRET_NAME - 1);
+        if (!strncmp(name, LB_NETPOL_TRANSFORM_PREFIX, strlen(LB_NETPOL_TRANSFORM_PREFIX)))
+            return lb_cfgi_fail(LB_E_INVAL, "%s:%d: [%s]: names that begin with \"%s\" are the service's own (an E2B "
+                                "sandbox's header transforms); no sandbox would ever use this one: rename it",
+                                cf->path, e->line, e->section, LB_NETPOL_TRANSFORM_PREFIX);
         lb_secret_cfg *s = NULL;
         for (int k = 0; k < c->n_secrets; k++)
             if (!strcmp(c->secrets[k].name, name))

@@ -50,6 +50,8 @@ TEST(mistakes_name_file_and_line)
     CHECK(load("[secret \"gh\"]\nvalue_file = relative/path\n") == LB_E_INVAL && error_is(2, "absolute"));
     CHECK(load("[secret \"gh\"]\ncolour = red\n") == LB_E_INVAL && error_is(2, "unknown key 'colour'"));
     CHECK(load("[secret \"a b\"]\nhosts = a.test\n") == LB_E_INVAL && error_is(2, "secret's name"));
+    /* the E2B transforms' prefix: such a secret would be looked up in a sandbox's own values only */
+    CHECK(load("[secret \"e2b.gh\"]\nhosts = a.test\n") == LB_E_INVAL && error_is(2, "rename it"));
     /* incomplete: no value source, or both */
     CHECK(load("[secret \"gh\"]\nhosts = a.test\nheader = X: {value}\n") == LB_E_INVAL &&
           error_is(2, "needs hosts, header, and one of value_file or value_env"));
